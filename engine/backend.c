@@ -1,0 +1,583 @@
+/* backend.c - the generic backend layer: opening backends, budget accounting, streams, events
+ * and copies above the function table, and loading the CUDA module. */
+#include "backend_impl.h"
+#include "saga_log.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+saga_backend_params saga_backend_params_defaults(void) {
+    return (saga_backend_params){.budget_bytes = 0, .n_threads = 0};
+}
+
+/* ---- helpers ----------------------------------------------------------------------------- */
+
+static void lock(const saga_backend *be) {
+    pthread_mutex_lock((pthread_mutex_t *)be->lock);
+}
+static void unlock(const saga_backend *be) {
+    pthread_mutex_unlock((pthread_mutex_t *)be->lock);
+}
+
+/* "512 B", "1.5 KiB", "12.0 MiB", "3.25 GiB" into buf. */
+static const char *human_bytes(char *buf, size_t len, size_t n) {
+    static const char *const units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    if (n < 1024) {
+        snprintf(buf, len, "%zu B", n);
+        return buf;
+    }
+    double v = (double)n / 1024.0;
+    int u = 0;
+    while (v >= 1024.0 && u < 5) {
+        v /= 1024.0;
+        u++;
+    }
+    snprintf(buf, len, v < 10.0 ? "%.2f %s" : "%.1f %s", v, units[u]);
+    return buf;
+}
+
+static saga_status check_params(const saga_backend_params *p) {
+    if (p->n_threads < 0)
+        return saga_error(SAGA_ERR_INVALID_ARG, "backend params: n_threads must be >= 0, got %d",
+                          p->n_threads);
+    return SAGA_OK;
+}
+
+/* A zeroed backend with its lock; the caller fills the table. */
+static saga_status backend_alloc(saga_backend **out, const saga_backend_params *p) {
+    saga_status st = SAGA_OK;
+    saga_backend *be = NULL;
+    pthread_mutex_t *mu = NULL;
+    saga_backend_params params = p ? *p : saga_backend_params_defaults();
+    SAGA_TRY(check_params(&params));
+    SAGA_TRY(saga_alloc_zeroed((void **)&be, 1, sizeof *be, "a backend"));
+    SAGA_TRY(saga_alloc_array((void **)&mu, 1, sizeof *mu, "a backend lock"));
+    SAGA_CHECK(pthread_mutex_init(mu, NULL) == 0, SAGA_ERR_INTERNAL,
+               "cannot initialise a backend lock");
+    be->lock = mu;
+    mu = NULL;
+    be->params = params;
+    *out = be;
+    return SAGA_OK;
+fail:
+    saga_free(mu);
+    saga_free(be);
+    return st;
+}
+
+/* Frees what backend_alloc made (the table must already be torn down). */
+static void backend_release(saga_backend *be) {
+    if (be->lock) {
+        pthread_mutex_destroy((pthread_mutex_t *)be->lock);
+        saga_free(be->lock);
+    }
+    saga_free(be);
+}
+
+/* Once the table is in place: check it and create the default stream. On failure the caller
+ * destroys the table. */
+static saga_status backend_finish(saga_backend *be) {
+    if (!be->iface || be->iface->version < 1 || !be->kernels)
+        return saga_error(SAGA_ERR_INTERNAL, "backend %s: incomplete function table", be->name);
+    be->default_stream.be = be;
+    be->default_stream.impl = NULL;
+    return be->iface->stream_new(be, &be->default_stream);
+}
+
+/* ---- opening ----------------------------------------------------------------------------- */
+
+saga_status saga_backend_cpu_new(saga_backend **out, const saga_backend_params *p) {
+    saga_status st = SAGA_OK;
+    saga_backend *be = NULL;
+    bool table = false;
+    SAGA_CHECK(out, SAGA_ERR_INVALID_ARG, "saga_backend_cpu_new: out is NULL");
+    SAGA_TRY(backend_alloc(&be, p));
+    be->kind = SAGA_BACKEND_CPU;
+    SAGA_TRY(saga_cpu_backend_init(be));
+    table = true;
+    SAGA_TRY(backend_finish(be));
+    *out = be;
+    return SAGA_OK;
+fail:
+    if (be) {
+        if (table)
+            be->iface->destroy(be);
+        backend_release(be);
+    }
+    return st;
+}
+
+/* The services the CUDA module takes from libsaga. */
+static saga_status host_error(saga_status st, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    saga_error_v(st, fmt, ap);
+    va_end(ap);
+    return st;
+}
+
+static void host_log(int level, const char *fmt, ...) {
+    if (level < 0 || level >= SAGA_LOG_COUNT || level > (int)saga_log_get_level())
+        return;
+    char line[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    saga_log((saga_log_level)level, "%s", line);
+}
+
+static const saga_module_host module_host = {1, host_error, host_log};
+
+/* Lies in libsaga: dladdr on it names the shared library, or the executable for a static link. */
+static const char module_anchor = 0;
+
+static bool file_exists(const char *path) {
+    return access(path, F_OK) == 0;
+}
+
+static void copy_path(char *dst, size_t len, const char *src) {
+    size_t n = strnlen(src, len - 1);
+    memcpy(dst, src, n);
+    dst[n] = '\0';
+}
+
+/* Writes DIR/NAME, DIR/../lib/NAME, DIR/../lib64/NAME for the directory holding `file` into
+ * cand[*n..]; each slot holds PATH_MAX characters. */
+static void add_dir_candidates(char (*cand)[PATH_MAX], int *n, const char *file) {
+    static const char *const subdirs[] = {"", "/../lib", "/../lib64"};
+    const char *slash = strrchr(file, '/');
+    int dir_len = slash ? (int)(slash - file) : 1;
+    const char *dir = slash ? file : ".";
+    if (slash && dir_len == 0) { /* a file in / */
+        dir = "/";
+        dir_len = 0;
+    }
+    for (int i = 0; i < 3; i++) {
+        int w = snprintf(cand[*n], PATH_MAX, "%.*s%s/%s", dir_len, dir, subdirs[i],
+                         SAGA_CUDA_MODULE_NAME);
+        if (w > 0 && w < PATH_MAX)
+            (*n)++;
+    }
+}
+
+/* Checks for the NVIDIA driver before loading the module: without it the module could only
+ * report "no device", after the loader spent a long while mapping cuBLAS and friends. The handle
+ * is kept until the module has opened its own reference. */
+static saga_status open_driver(void **driver) {
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!h)
+        return saga_error(SAGA_ERR_DEVICE, "no CUDA driver (%s)", dlerror());
+    *driver = h;
+    return SAGA_OK;
+}
+
+/* Opens the module at path (which exists) once the driver is there. */
+static saga_status open_module_at(const char *path, void **module, void **driver, char *out_path,
+                                  size_t out_len) {
+    saga_status st = open_driver(driver);
+    if (st < 0)
+        return st;
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!h)
+        return saga_error(SAGA_ERR_DEVICE, "cannot load the CUDA backend module %s: %s", path,
+                          dlerror());
+    copy_path(out_path, out_len, path);
+    *module = h;
+    return SAGA_OK;
+}
+
+/* dlopens the CUDA module. Search order: $SAGA_CUDA_MODULE alone when set; else the directory
+ * holding libsaga (or the executable it is linked into), its ../lib and ../lib64; the directory
+ * of the running executable, its ../lib and ../lib64; then the dynamic loader's own search by
+ * name (LD_LIBRARY_PATH, the executable's RUNPATH, the system directories). On success *driver
+ * may hold a handle on the driver library for the caller to dlclose after the module's init. */
+static saga_status load_cuda_module(void **module, void **driver, char *path, size_t path_len) {
+    const char *env = getenv("SAGA_CUDA_MODULE");
+    if (env && *env) {
+        if (!file_exists(env))
+            return saga_error(SAGA_ERR_UNSUPPORTED,
+                              "CUDA backend not available: SAGA_CUDA_MODULE=%s: %s", env,
+                              strerror(errno));
+        return open_module_at(env, module, driver, path, path_len);
+    }
+
+    char cand[6][PATH_MAX];
+    int n = 0;
+    Dl_info info;
+    if (dladdr(&module_anchor, &info) && info.dli_fname && info.dli_fname[0])
+        add_dir_candidates(cand, &n, info.dli_fname);
+    char exe[PATH_MAX];
+    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (len > 0) {
+        exe[len] = '\0';
+        add_dir_candidates(cand, &n, exe);
+    }
+    for (int i = 0; i < n; i++)
+        if (file_exists(cand[i]))
+            return open_module_at(cand[i], module, driver, path, path_len);
+
+    void *h = dlopen(SAGA_CUDA_MODULE_NAME, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        const char *why = dlerror();
+        /* The loader found the module but not what it needs (cuBLAS, NCCL...): say that. */
+        if (why && strncmp(why, SAGA_CUDA_MODULE_NAME, strlen(SAGA_CUDA_MODULE_NAME)) != 0)
+            return saga_error(SAGA_ERR_DEVICE, "cannot load the CUDA backend module: %s", why);
+        return saga_error(SAGA_ERR_UNSUPPORTED,
+                          "CUDA backend not available: %s not found (built without CUDA?)",
+                          SAGA_CUDA_MODULE_NAME);
+    }
+    copy_path(path, path_len, SAGA_CUDA_MODULE_NAME);
+    *module = h;
+    return SAGA_OK;
+}
+
+saga_status saga_backend_cuda_new(saga_backend **out, int device, const saga_backend_params *p) {
+    saga_status st = SAGA_OK;
+    saga_backend *be = NULL;
+    void *module = NULL, *driver = NULL;
+    bool table = false;
+    char path[PATH_MAX];
+    SAGA_CHECK(out, SAGA_ERR_INVALID_ARG, "saga_backend_cuda_new: out is NULL");
+    SAGA_CHECK(device >= 0, SAGA_ERR_INVALID_ARG, "CUDA device must be >= 0, got %d", device);
+    SAGA_TRY(backend_alloc(&be, p));
+    be->kind = SAGA_BACKEND_CUDA;
+    SAGA_TRY(load_cuda_module(&module, &driver, path, sizeof path));
+    saga_log(SAGA_LOG_DEBUG, "loaded the CUDA backend module %s", path);
+    saga_cuda_module_init_fn init = NULL;
+    /* POSIX guarantees that a dlsym result converts to a function pointer; ISO C does not, hence
+     * the copy. */
+    void *sym = dlsym(module, SAGA_CUDA_MODULE_INIT);
+    memcpy(&init, &sym, sizeof init);
+    SAGA_CHECK(init, SAGA_ERR_UNSUPPORTED, "%s is not a saga CUDA module (no %s)", path,
+               SAGA_CUDA_MODULE_INIT);
+    be->module = module;
+    SAGA_TRY(init(be, device, &module_host));
+    table = true;
+    SAGA_TRY(backend_finish(be));
+    if (driver)
+        dlclose(driver);
+    *out = be;
+    return SAGA_OK;
+fail:
+    if (be) {
+        if (table)
+            be->iface->destroy(be);
+        backend_release(be);
+    }
+    if (module)
+        dlclose(module);
+    if (driver)
+        dlclose(driver);
+    return st;
+}
+
+/* Parses the digits after "cuda:" into *device. */
+static bool parse_device(const char *s, int *device) {
+    if (!*s)
+        return false;
+    long v = 0;
+    for (; *s; s++) {
+        if (*s < '0' || *s > '9')
+            return false;
+        v = v * 10 + (*s - '0');
+        if (v > INT_MAX)
+            return false;
+    }
+    *device = (int)v;
+    return true;
+}
+
+saga_status saga_backend_open(saga_backend **out, const char *spec, const saga_backend_params *p) {
+    if (!out || !spec)
+        return saga_error(SAGA_ERR_INVALID_ARG, "saga_backend_open: %s is NULL",
+                          out ? "spec" : "out");
+    if (strcmp(spec, "cpu") == 0)
+        return saga_backend_cpu_new(out, p);
+    if (strcmp(spec, "cuda") == 0)
+        return saga_backend_cuda_new(out, 0, p);
+    int device = 0;
+    if (strncmp(spec, "cuda:", 5) == 0 && parse_device(spec + 5, &device))
+        return saga_backend_cuda_new(out, device, p);
+    if (strcmp(spec, "auto") == 0) {
+        saga_status st = saga_backend_cuda_new(out, 0, p);
+        if (st == SAGA_OK)
+            return SAGA_OK;
+        if (st == SAGA_ERR_INVALID_ARG)
+            return st; /* bad params fail the CPU the same way */
+        saga_log(SAGA_LOG_WARN, "no usable GPU (%s); running on the CPU", saga_last_error());
+        saga_error_clear();
+        return saga_backend_cpu_new(out, p);
+    }
+    return saga_error(SAGA_ERR_INVALID_ARG,
+                      "unknown device \"%s\": expected cpu, cuda, cuda:N (N a device number) or "
+                      "auto",
+                      spec);
+}
+
+void saga_backend_free_all(saga_backend **bep) {
+    if (!bep || !*bep)
+        return;
+    saga_backend *be = *bep;
+    be->iface->synchronize(be);
+    if (be->in_use != 0) {
+        char h[32];
+        saga_log(SAGA_LOG_WARN, "backend %s freed with %s still allocated (a leak in the caller)",
+                 be->name, human_bytes(h, sizeof h, be->in_use));
+    }
+    be->iface->stream_free(&be->default_stream);
+    void *module = be->module;
+    be->iface->destroy(be);
+    backend_release(be);
+    if (module)
+        dlclose(module);
+    *bep = NULL;
+}
+
+saga_backend_kind saga_backend_get_kind(const saga_backend *be) {
+    return be->kind;
+}
+
+const char *saga_backend_name(const saga_backend *be) {
+    return be->name;
+}
+
+/* ---- device memory ----------------------------------------------------------------------- */
+
+saga_status saga_backend_alloc(saga_backend *be, void **out, size_t bytes) {
+    if (!be || !out)
+        return saga_error(SAGA_ERR_INVALID_ARG, "saga_backend_alloc: %s is NULL",
+                          be ? "out" : "backend");
+    if (bytes == 0) {
+        *out = NULL;
+        return SAGA_OK;
+    }
+    saga_status st = SAGA_OK;
+    lock(be);
+    size_t budget = be->params.budget_bytes;
+    if (budget && (bytes > budget || be->in_use > budget - bytes)) {
+        char req[32], used[32], bud[32];
+        st = saga_error(SAGA_ERR_BUDGET,
+                        "%s: device memory budget exceeded: requested %s with %s in use of a %s "
+                        "budget",
+                        be->name, human_bytes(req, sizeof req, bytes),
+                        human_bytes(used, sizeof used, be->in_use),
+                        human_bytes(bud, sizeof bud, budget));
+        goto done;
+    }
+    void *p = NULL;
+    st = be->iface->alloc(be, &p, bytes);
+    if (st < 0)
+        goto done;
+    be->in_use += bytes;
+    if (be->in_use > be->peak)
+        be->peak = be->in_use;
+    be->n_allocs++;
+    *out = p;
+done:
+    unlock(be);
+    return st;
+}
+
+void saga_backend_free(saga_backend *be, void *ptr, size_t bytes) {
+    if (!be || !ptr)
+        return;
+    lock(be);
+    if (bytes > be->in_use) {
+        saga_log(SAGA_LOG_ERROR, "backend %s: freeing %zu bytes with only %zu in use", be->name,
+                 bytes, be->in_use);
+        be->in_use = 0;
+    } else {
+        be->in_use -= bytes;
+    }
+    be->iface->free(be, ptr, bytes);
+    unlock(be);
+}
+
+saga_status saga_backend_host_alloc(saga_backend *be, void **out, size_t bytes) {
+    if (!be || !out)
+        return saga_error(SAGA_ERR_INVALID_ARG, "saga_backend_host_alloc: %s is NULL",
+                          be ? "out" : "backend");
+    if (bytes == 0) {
+        *out = NULL;
+        return SAGA_OK;
+    }
+    return be->iface->host_alloc(be, out, bytes);
+}
+
+void saga_backend_host_free(saga_backend *be, void *ptr, size_t bytes) {
+    if (be && ptr)
+        be->iface->host_free(be, ptr, bytes);
+}
+
+void saga_backend_get_stats(const saga_backend *be, saga_backend_stats *out) {
+    lock(be);
+    *out = (saga_backend_stats){
+        .budget_bytes = be->params.budget_bytes,
+        .in_use_bytes = be->in_use,
+        .peak_bytes = be->peak,
+        .h2d_bytes = be->h2d_bytes,
+        .d2h_bytes = be->d2h_bytes,
+        .n_allocs = be->n_allocs,
+        .device_total = be->device_total,
+    };
+    unlock(be);
+}
+
+void saga_backend_reset_stats(saga_backend *be) {
+    lock(be);
+    be->peak = be->in_use;
+    be->h2d_bytes = 0;
+    be->d2h_bytes = 0;
+    unlock(be);
+}
+
+/* ---- streams and events ------------------------------------------------------------------ */
+
+saga_stream *saga_backend_default_stream(saga_backend *be) {
+    return &be->default_stream;
+}
+
+saga_status saga_stream_new(saga_stream **out, saga_backend *be) {
+    saga_status st = SAGA_OK;
+    saga_stream *s = NULL;
+    SAGA_CHECK(out && be, SAGA_ERR_INVALID_ARG, "saga_stream_new: %s is NULL",
+               out ? "backend" : "out");
+    SAGA_TRY(saga_alloc_zeroed((void **)&s, 1, sizeof *s, "a stream"));
+    s->be = be;
+    SAGA_TRY(be->iface->stream_new(be, s));
+    *out = s;
+    return SAGA_OK;
+fail:
+    saga_free(s);
+    return st;
+}
+
+void saga_stream_free(saga_stream **sp) {
+    if (!sp || !*sp)
+        return;
+    saga_stream *s = *sp;
+    if (s == &s->be->default_stream) {
+        /* owned by the backend: freeing it here would leave the backend without one */
+        saga_log(SAGA_LOG_ERROR, "saga_stream_free: the default stream belongs to its backend");
+        *sp = NULL;
+        return;
+    }
+    s->be->iface->stream_free(s);
+    saga_free(s);
+    *sp = NULL;
+}
+
+saga_status saga_stream_synchronize(saga_stream *s) {
+    if (!s)
+        return saga_error(SAGA_ERR_INVALID_ARG, "saga_stream_synchronize: stream is NULL");
+    return s->be->iface->stream_sync(s);
+}
+
+saga_status saga_stream_wait_event(saga_stream *s, saga_event *e) {
+    if (!s || !e)
+        return saga_error(SAGA_ERR_INVALID_ARG, "saga_stream_wait_event: %s is NULL",
+                          s ? "event" : "stream");
+    if (s->be != e->be)
+        return saga_error(SAGA_ERR_INVALID_ARG,
+                          "saga_stream_wait_event: stream and event belong to different backends");
+    return s->be->iface->stream_wait_event(s, e);
+}
+
+saga_status saga_event_new(saga_event **out, saga_backend *be) {
+    saga_status st = SAGA_OK;
+    saga_event *e = NULL;
+    SAGA_CHECK(out && be, SAGA_ERR_INVALID_ARG, "saga_event_new: %s is NULL",
+               out ? "backend" : "out");
+    SAGA_TRY(saga_alloc_zeroed((void **)&e, 1, sizeof *e, "an event"));
+    e->be = be;
+    SAGA_TRY(be->iface->event_new(be, e));
+    *out = e;
+    return SAGA_OK;
+fail:
+    saga_free(e);
+    return st;
+}
+
+void saga_event_free(saga_event **ep) {
+    if (!ep || !*ep)
+        return;
+    (*ep)->be->iface->event_free(*ep);
+    saga_free(*ep);
+    *ep = NULL;
+}
+
+saga_status saga_event_record(saga_event *e, saga_stream *s) {
+    if (!s || !e)
+        return saga_error(SAGA_ERR_INVALID_ARG, "saga_event_record: %s is NULL",
+                          s ? "event" : "stream");
+    if (s->be != e->be)
+        return saga_error(SAGA_ERR_INVALID_ARG,
+                          "saga_event_record: stream and event belong to different backends");
+    return e->be->iface->event_record(e, s);
+}
+
+saga_status saga_event_synchronize(saga_event *e) {
+    if (!e)
+        return saga_error(SAGA_ERR_INVALID_ARG, "saga_event_synchronize: event is NULL");
+    return e->be->iface->event_sync(e);
+}
+
+bool saga_event_done(saga_event *e) {
+    return e ? e->be->iface->event_query(e) : true;
+}
+
+saga_status saga_backend_synchronize(saga_backend *be) {
+    if (!be)
+        return saga_error(SAGA_ERR_INVALID_ARG, "saga_backend_synchronize: backend is NULL");
+    return be->iface->synchronize(be);
+}
+
+saga_backend *saga_stream_backend(const saga_stream *s) {
+    return s->be;
+}
+
+/* ---- copies -------------------------------------------------------------------------------- */
+
+static saga_status copy(saga_stream *s, void *dst, const void *src, size_t n, saga_copy_kind kind,
+                        const char *what) {
+    if (n == 0)
+        return SAGA_OK;
+    if (!s || !dst || !src)
+        return saga_error(SAGA_ERR_INVALID_ARG, "%s: %s is NULL (%zu bytes)", what,
+                          !s     ? "stream"
+                          : !dst ? "dst"
+                                 : "src",
+                          n);
+    saga_status st = s->be->iface->memcpy_async(s, dst, src, n, kind);
+    if (st < 0)
+        return st;
+    if (kind != SAGA_COPY_D2D) {
+        lock(s->be);
+        if (kind == SAGA_COPY_H2D)
+            s->be->h2d_bytes += n;
+        else
+            s->be->d2h_bytes += n;
+        unlock(s->be);
+    }
+    return SAGA_OK;
+}
+
+saga_status saga_memcpy_h2d_async(saga_stream *s, void *dst_dev, const void *src_host, size_t n) {
+    return copy(s, dst_dev, src_host, n, SAGA_COPY_H2D, "saga_memcpy_h2d_async");
+}
+
+saga_status saga_memcpy_d2h_async(saga_stream *s, void *dst_host, const void *src_dev, size_t n) {
+    return copy(s, dst_host, src_dev, n, SAGA_COPY_D2H, "saga_memcpy_d2h_async");
+}
+
+saga_status saga_memcpy_d2d_async(saga_stream *s, void *dst_dev, const void *src_dev, size_t n) {
+    return copy(s, dst_dev, src_dev, n, SAGA_COPY_D2D, "saga_memcpy_d2d_async");
+}

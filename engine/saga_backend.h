@@ -1,0 +1,123 @@
+/* saga_backend.h - where memory lives and kernels run: the CPU backend, the CUDA backend.
+ *
+ *   saga_backend *be = NULL;
+ *   saga_backend_params p = saga_backend_params_defaults();
+ *   p.budget_bytes = 512u << 20;               // device memory saga may hold
+ *   SAGA_TRY(saga_backend_open(&be, "auto", &p));  // a GPU if one works, else the CPU
+ *   void *d = NULL;
+ *   SAGA_TRY(saga_backend_alloc(be, &d, bytes)); // accounted against the budget
+ *   SAGA_TRY(saga_memcpy_h2d_async(saga_backend_default_stream(be), d, host, bytes));
+ *   SAGA_TRY(saga_backend_synchronize(be));
+ *   saga_backend_free(be, d, bytes);
+ *   saga_backend_free_all(&be);
+ *
+ * A backend is a table of functions (engine/backend_impl.h) plus a context. Memory accounting
+ * against the budget happens here, above the table, so every backend obeys it the same way.
+ * Copies and kernels are issued on streams; within a stream they run in order; events order
+ * work across streams. On the CPU backend streams execute in order on the calling thread.
+ */
+#pragma once
+
+#include "saga_status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct saga_backend saga_backend;
+typedef struct saga_stream saga_stream;
+typedef struct saga_event saga_event;
+
+typedef enum saga_backend_kind {
+    SAGA_BACKEND_CPU = 0,
+    SAGA_BACKEND_CUDA = 1,
+    SAGA_BACKEND_KIND_COUNT
+} saga_backend_kind;
+
+typedef struct saga_backend_params {
+    size_t budget_bytes; /* most device bytes held at once; 0 = no limit beyond the device */
+    int n_threads;       /* CPU kernel threads; 0 = OpenMP's default */
+} saga_backend_params;
+
+saga_backend_params saga_backend_params_defaults(void);
+
+/* Opens a backend from a spec: "cpu", "cuda", "cuda:N" or "auto". "auto" tries CUDA device 0
+ * and falls back to the CPU after logging one line saying why (at warn level). An explicit
+ * "cuda" that cannot be opened returns SAGA_ERR_DEVICE (no GPU, no driver) or
+ * SAGA_ERR_UNSUPPORTED (built without CUDA). p may be NULL for defaults. */
+saga_status saga_backend_open(saga_backend **out, const char *spec, const saga_backend_params *p);
+
+saga_status saga_backend_cpu_new(saga_backend **out, const saga_backend_params *p);
+/* Loads the CUDA backend module (libsaga_cuda.so, found next to libsaga or the executable, then
+ * on the library path) and opens device `device`. */
+saga_status saga_backend_cuda_new(saga_backend **out, int device, const saga_backend_params *p);
+
+/* Frees the backend and everything it still caches; *be becomes NULL. Accepts NULL. Memory
+ * still allocated from it is a caller bug and is reported at warn level. */
+void saga_backend_free_all(saga_backend **be);
+
+saga_backend_kind saga_backend_get_kind(const saga_backend *be);
+/* "cpu", or "cuda:0 (NVIDIA H100 80GB HBM3)". */
+const char *saga_backend_name(const saga_backend *be);
+
+/* ---- device memory, accounted against the budget -------------------------------------- */
+
+/* Allocates `bytes` of device memory (64-byte aligned at least). SAGA_ERR_BUDGET when in_use +
+ * bytes would pass the budget (the message names both), SAGA_ERR_OUT_OF_MEMORY/DEVICE when the
+ * device itself refuses. bytes == 0 gives NULL and succeeds. */
+saga_status saga_backend_alloc(saga_backend *be, void **out, size_t bytes);
+/* Frees memory from saga_backend_alloc; bytes must be the size it was allocated with. */
+void saga_backend_free(saga_backend *be, void *ptr, size_t bytes);
+
+/* Host memory for staging transfers: pinned on CUDA, plain (aligned) on the CPU. Not counted
+ * against the device budget. */
+saga_status saga_backend_host_alloc(saga_backend *be, void **out, size_t bytes);
+void saga_backend_host_free(saga_backend *be, void *ptr, size_t bytes);
+
+typedef struct saga_backend_stats {
+    size_t budget_bytes;    /* 0 = unlimited */
+    size_t in_use_bytes;    /* device bytes allocated now */
+    size_t peak_bytes;      /* most device bytes allocated at once since the last reset */
+    uint64_t h2d_bytes;     /* bytes copied host -> device since the last reset */
+    uint64_t d2h_bytes;     /* bytes copied device -> host */
+    uint64_t n_allocs;      /* successful allocations */
+    size_t device_total;    /* physical memory of the device (host RAM for the CPU) */
+} saga_backend_stats;
+
+void saga_backend_get_stats(const saga_backend *be, saga_backend_stats *out);
+/* Resets peak to the current in-use bytes and zeroes the copy counters. */
+void saga_backend_reset_stats(saga_backend *be);
+
+/* ---- streams and events ---------------------------------------------------------------- */
+
+/* The stream kernels run on unless told otherwise; owned by the backend. */
+saga_stream *saga_backend_default_stream(saga_backend *be);
+saga_status saga_stream_new(saga_stream **out, saga_backend *be);
+void saga_stream_free(saga_stream **s);
+saga_status saga_stream_synchronize(saga_stream *s);
+/* Work queued on s after this call waits until e has completed. */
+saga_status saga_stream_wait_event(saga_stream *s, saga_event *e);
+
+saga_status saga_event_new(saga_event **out, saga_backend *be);
+void saga_event_free(saga_event **e);
+/* Marks the point in s's queue that e stands for. */
+saga_status saga_event_record(saga_event *e, saga_stream *s);
+saga_status saga_event_synchronize(saga_event *e);
+/* true when the work before the recorded point has completed (or e was never recorded). */
+bool saga_event_done(saga_event *e);
+
+/* Waits for all work on all of the backend's streams. */
+saga_status saga_backend_synchronize(saga_backend *be);
+
+/* Asynchronous copies. The host side must stay valid until the stream reaches the copy; with
+ * pinned host memory (saga_backend_host_alloc) CUDA copies overlap with compute. */
+saga_status saga_memcpy_h2d_async(saga_stream *s, void *dst_dev, const void *src_host, size_t n);
+saga_status saga_memcpy_d2h_async(saga_stream *s, void *dst_host, const void *src_dev, size_t n);
+saga_status saga_memcpy_d2d_async(saga_stream *s, void *dst_dev, const void *src_dev, size_t n);
+
+/* The backend a stream belongs to. */
+saga_backend *saga_stream_backend(const saga_stream *s);
+
+#ifdef __cplusplus
+}
+#endif

@@ -1,0 +1,109 @@
+/* saga_graph.h - a directed graph held twice in CSR form: by destination (in-edges) and by
+ * source (out-edges), with optional f32 edge weights and the vertices' original ids.
+ *
+ *   saga_graph *g = NULL;
+ *   SAGA_TRY(saga_graph_load(&g, "edges.txt.gz", NULL));       // saga_io.h
+ *   saga_csr in = saga_graph_in(g);                             // rows = destinations
+ *   for (int64_t k = in.offsets[v]; k < in.offsets[v + 1]; k++)
+ *       use(in.indices[k]);                                     // a source of v
+ *   printf("%lld\n", (long long)saga_graph_orig_id(g, v));     // the id the file used
+ *   saga_graph_free(&g);
+ *
+ * Vertex ids inside saga are int32 0..n-1, given in increasing order of the original ids, so a
+ * file that already uses 0..n-1 keeps its ids. Offsets are int64. Within a row, indices are
+ * sorted ascending.
+ */
+#pragma once
+
+#include "saga_status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct saga_graph saga_graph;
+
+/* A read-only view of one CSR direction; valid while the graph lives. */
+typedef struct saga_csr {
+    int32_t n_rows;
+    int64_t nnz;
+    const int64_t *offsets; /* n_rows + 1 */
+    const int32_t *indices; /* nnz */
+    const float *weights;   /* nnz, or NULL when the graph is unweighted */
+} saga_csr;
+
+typedef enum saga_self_loops {
+    SAGA_SELF_LOOPS_KEEP = 0, /* as listed */
+    SAGA_SELF_LOOPS_DROP,     /* removed */
+    SAGA_SELF_LOOPS_COUNT
+} saga_self_loops;
+
+typedef enum saga_duplicates {
+    SAGA_DUPLICATES_AUTO = 0, /* KEEP for a directed graph, DROP when made undirected */
+    SAGA_DUPLICATES_KEEP,     /* parallel edges stay (a multigraph) */
+    SAGA_DUPLICATES_DROP,     /* one edge kept per (src, dst), with the smallest of their weights */
+    SAGA_DUPLICATES_SUM,      /* one edge kept per (src, dst) with the weights summed */
+    SAGA_DUPLICATES_COUNT
+} saga_duplicates;
+
+/* How edge arrays become a graph. */
+typedef struct saga_graph_opts {
+    bool undirected;           /* add (v,u) for every (u,v); a self-loop is added once */
+    saga_self_loops self_loops;
+    saga_duplicates duplicates;
+} saga_graph_opts;
+
+saga_graph_opts saga_graph_opts_defaults(void);
+
+/* Builds a graph from n_edges edges src[k] -> dst[k] with vertices 0..n_vertices-1, taking
+ * ownership of the arrays (allocated with saga_malloc) and setting the caller's pointers to
+ * NULL, also on failure. w (weights) and orig_ids (n_vertices entries, strictly increasing)
+ * may point to NULL. The arrays are reused in place, so the peak memory stays near the final
+ * size. Errors: SAGA_ERR_INVALID_ARG for an endpoint outside 0..n_vertices-1, a count that does
+ * not fit, or orig_ids not increasing; SAGA_ERR_OUT_OF_MEMORY. */
+saga_status saga_graph_from_edges_take(saga_graph **out, int32_t n_vertices, int64_t n_edges,
+                                       int32_t **src, int32_t **dst, float **w,
+                                       int64_t **orig_ids, const saga_graph_opts *opts);
+
+/* Same as saga_graph_from_edges_take but copies the arrays; the caller keeps them. */
+saga_status saga_graph_from_edges(saga_graph **out, int32_t n_vertices, int64_t n_edges,
+                                  const int32_t *src, const int32_t *dst, const float *w,
+                                  const int64_t *orig_ids, const saga_graph_opts *opts);
+
+/* Frees *g and sets it to NULL; accepts NULL. */
+void saga_graph_free(saga_graph **g);
+
+int32_t saga_graph_n_vertices(const saga_graph *g);
+int64_t saga_graph_n_edges(const saga_graph *g);
+bool saga_graph_has_weights(const saga_graph *g);
+
+/* In-edges: row v lists the sources of edges into v. */
+saga_csr saga_graph_in(const saga_graph *g);
+/* Out-edges: row u lists the destinations of edges out of u. */
+saga_csr saga_graph_out(const saga_graph *g);
+
+/* Original id of vertex v (v itself when the graph has no id map). */
+int64_t saga_graph_orig_id(const saga_graph *g, int32_t v);
+/* The id map (n_vertices entries, increasing) or NULL when ids are 0..n-1 already. */
+const int64_t *saga_graph_orig_ids(const saga_graph *g);
+/* Vertex whose original id is orig: SAGA_ERR_INVALID_ARG when there is none. */
+saga_status saga_graph_find_vertex(const saga_graph *g, int64_t orig, int32_t *out);
+
+/* Degree summary and counts, computed in one pass. */
+typedef struct saga_graph_summary {
+    int32_t n_vertices;
+    int64_t n_edges;
+    int64_t n_self_loops;
+    int64_t n_duplicates; /* edges beyond the first between the same ordered pair */
+    int32_t in_degree_min, in_degree_max;
+    int32_t out_degree_min, out_degree_max;
+    double degree_mean; /* n_edges / n_vertices */
+    int32_t n_isolated; /* neither in- nor out-edges */
+    int32_t n_dangling; /* no out-edges */
+} saga_graph_summary;
+
+void saga_graph_summarize(const saga_graph *g, saga_graph_summary *out);
+
+#ifdef __cplusplus
+}
+#endif

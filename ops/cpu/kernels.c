@@ -1,0 +1,163 @@
+/* kernels.c - the CPU kernel table: OpenMP loops with a static schedule. Reductions are
+ * deterministic for a given thread count: each thread sums a fixed contiguous chunk and the
+ * partial sums are added in thread order. */
+#include "backend_impl.h"
+
+#include <math.h>
+#include <omp.h>
+
+enum {
+    PAR_MIN_WORK =
+        1 << 15,       /* below this many elements a parallel region costs more than it saves */
+    MAX_THREADS = 256, /* partial sums live on the stack */
+};
+
+/* Threads for `work` elements of work issued on s: 1 for small work, else the backend's
+ * n_threads (OpenMP's default when 0). */
+static int threads_for(const saga_stream *s, int64_t work) {
+    if (work < PAR_MIN_WORK)
+        return 1;
+    int t =
+        s && s->be && s->be->params.n_threads > 0 ? s->be->params.n_threads : omp_get_max_threads();
+    return t < 1 ? 1 : t > MAX_THREADS ? MAX_THREADS : t;
+}
+
+/* [lo, hi) of thread id out of nt over n items; chunks differ in size by at most one. */
+static void chunk(int64_t n, int id, int nt, int64_t *lo, int64_t *hi) {
+    int64_t q = n / nt, r = n % nt;
+    *lo = q * id + (id < r ? id : r);
+    *hi = *lo + q + (id < r ? 1 : 0);
+}
+
+static saga_status cpu_fill_f64(saga_stream *s, double *x, int64_t n, double v) {
+#pragma omp parallel for schedule(static) num_threads(threads_for(s, n))
+    for (int64_t i = 0; i < n; i++)
+        x[i] = v;
+    return SAGA_OK;
+}
+
+/* b == 0 does not read y, so NaN or garbage in an output buffer does not leak through (the BLAS
+ * convention; the CUDA kernels do the same). */
+static saga_status cpu_axpby_f64(saga_stream *s, int64_t n, double a, const double *x, double b,
+                                 double *y) {
+    if (b == 0.0) {
+#pragma omp parallel for schedule(static) num_threads(threads_for(s, n))
+        for (int64_t i = 0; i < n; i++)
+            y[i] = a * x[i];
+    } else {
+#pragma omp parallel for schedule(static) num_threads(threads_for(s, n))
+        for (int64_t i = 0; i < n; i++)
+            y[i] = a * x[i] + b * y[i];
+    }
+    return SAGA_OK;
+}
+
+static saga_status cpu_mul_f64(saga_stream *s, int64_t n, const double *x, const double *y,
+                               double *z) {
+#pragma omp parallel for schedule(static) num_threads(threads_for(s, n))
+    for (int64_t i = 0; i < n; i++)
+        z[i] = x[i] * y[i];
+    return SAGA_OK;
+}
+
+static saga_status cpu_add_scalar_f64(saga_stream *s, int64_t n, double c, double *x) {
+#pragma omp parallel for schedule(static) num_threads(threads_for(s, n))
+    for (int64_t i = 0; i < n; i++)
+        x[i] += c;
+    return SAGA_OK;
+}
+
+/* Rows are independent, so any row split gives the same bits; beta == 0 does not read y. */
+static saga_status cpu_spmv_f64(saga_stream *s, const saga_csr_dev *A, double alpha,
+                                const double *x, double beta, double *y) {
+    const int64_t n = A->n_rows;
+    const int64_t *off = A->offsets;
+    const int32_t *idx = A->indices;
+    const float *val = A->values;
+    const int nt = threads_for(s, n + A->nnz);
+#pragma omp parallel for schedule(static) num_threads(nt)
+    for (int64_t i = 0; i < n; i++) {
+        double acc = 0.0;
+        if (val) {
+            for (int64_t k = off[i]; k < off[i + 1]; k++)
+                acc += (double)val[k] * x[idx[k]];
+        } else {
+            for (int64_t k = off[i]; k < off[i + 1]; k++)
+                acc += x[idx[k]];
+        }
+        y[i] = beta == 0.0 ? alpha * acc : alpha * acc + beta * y[i];
+    }
+    return SAGA_OK;
+}
+
+/* Partial sums over [lo, hi) with four accumulators: a fixed order, so a fixed result. */
+static double dot_range(const double *x, const double *y, int64_t lo, int64_t hi) {
+    double a0 = 0.0, a1 = 0.0, a2 = 0.0, a3 = 0.0;
+    int64_t i = lo;
+    for (; i + 4 <= hi; i += 4) {
+        a0 += x[i] * y[i];
+        a1 += x[i + 1] * y[i + 1];
+        a2 += x[i + 2] * y[i + 2];
+        a3 += x[i + 3] * y[i + 3];
+    }
+    for (; i < hi; i++)
+        a0 += x[i] * y[i];
+    return (a0 + a1) + (a2 + a3);
+}
+
+static double l1_range(const double *x, const double *y, int64_t lo, int64_t hi) {
+    double a0 = 0.0, a1 = 0.0, a2 = 0.0, a3 = 0.0;
+    int64_t i = lo;
+    for (; i + 4 <= hi; i += 4) {
+        a0 += fabs(x[i] - y[i]);
+        a1 += fabs(x[i + 1] - y[i + 1]);
+        a2 += fabs(x[i + 2] - y[i + 2]);
+        a3 += fabs(x[i + 3] - y[i + 3]);
+    }
+    for (; i < hi; i++)
+        a0 += fabs(x[i] - y[i]);
+    return (a0 + a1) + (a2 + a3);
+}
+
+/* Each thread reduces its own contiguous chunk; the partials are added in thread order. */
+static double reduce(const saga_stream *s, int64_t n, const double *x, const double *y,
+                     double (*range)(const double *, const double *, int64_t, int64_t)) {
+    double partial[MAX_THREADS];
+    int used = 1;
+#pragma omp parallel num_threads(threads_for(s, n))
+    {
+        int id = omp_get_thread_num(), nt = omp_get_num_threads();
+        int64_t lo, hi;
+        chunk(n, id, nt, &lo, &hi);
+        partial[id] = range(x, y, lo, hi);
+        if (id == 0)
+            used = nt;
+    }
+    double sum = 0.0;
+    for (int t = 0; t < used; t++)
+        sum += partial[t];
+    return sum;
+}
+
+static saga_status cpu_dot_f64(saga_stream *s, int64_t n, const double *x, const double *y,
+                               double *out) {
+    *out = n > 0 ? reduce(s, n, x, y, dot_range) : 0.0;
+    return SAGA_OK;
+}
+
+static saga_status cpu_l1_diff_f64(saga_stream *s, int64_t n, const double *x, const double *y,
+                                   double *out) {
+    *out = n > 0 ? reduce(s, n, x, y, l1_range) : 0.0;
+    return SAGA_OK;
+}
+
+const saga_kernels saga_cpu_kernels = {
+    .version = 1,
+    .fill_f64 = cpu_fill_f64,
+    .axpby_f64 = cpu_axpby_f64,
+    .mul_f64 = cpu_mul_f64,
+    .add_scalar_f64 = cpu_add_scalar_f64,
+    .spmv_f64 = cpu_spmv_f64,
+    .dot_f64 = cpu_dot_f64,
+    .l1_diff_f64 = cpu_l1_diff_f64,
+};

@@ -1,0 +1,454 @@
+// backend.cu - the CUDA backend module: device selection, a caching allocator, streams, events,
+// copies and the kernel table. libsaga loads it with dlopen (engine/backend.c) and calls
+// saga_cuda_module_init; the module does not link libsaga.
+//
+// Memory: freed blocks go back to a cache of free lists by size class and are released only when
+// the backend is destroyed (or when cudaMalloc fails, to retry). A free is ordered on the default
+// stream: the block is handed out again only after the default stream has passed the point of
+// the free (an event recorded there). Work on other streams that still uses the memory must be
+// ordered before the free by the caller (an event, or a synchronize). The budget is enforced by
+// the generic layer, which sees the sizes requested; the cache holds rounded sizes.
+#include "common.cuh"
+
+#ifdef SAGA_CUDA_HAVE_NCCL
+#include <nccl.h>
+#endif
+
+#include <mutex>
+#include <new>
+#include <stdio.h>
+#include <unordered_map>
+#include <vector>
+
+const saga_module_host *saga_cuda_host = nullptr;
+
+// ---- errors ---------------------------------------------------------------------------------
+
+saga_status saga_cuda_error(cudaError_t err, const char *what, const char *file, int line) {
+    const saga_status st =
+        err == cudaErrorMemoryAllocation ? SAGA_ERR_OUT_OF_MEMORY : SAGA_ERR_DEVICE;
+    return saga_cuda_host->error(st, "%s: %s (%s) at %s:%d", what, cudaGetErrorString(err),
+                                 cudaGetErrorName(err), file, line);
+}
+
+saga_status saga_cublas_error(cublasStatus_t err, const char *what, const char *file, int line) {
+    const saga_status st =
+        err == CUBLAS_STATUS_ALLOC_FAILED ? SAGA_ERR_OUT_OF_MEMORY : SAGA_ERR_DEVICE;
+    return saga_cuda_host->error(st, "%s: %s (%s) at %s:%d", what, cublasGetStatusString(err),
+                                 cublasGetStatusName(err), file, line);
+}
+
+saga_status saga_cusparse_error(cusparseStatus_t err, const char *what, const char *file,
+                                int line) {
+    const saga_status st =
+        err == CUSPARSE_STATUS_ALLOC_FAILED ? SAGA_ERR_OUT_OF_MEMORY : SAGA_ERR_DEVICE;
+    return saga_cuda_host->error(st, "%s: %s (%s) at %s:%d", what, cusparseGetErrorString(err),
+                                 cusparseGetErrorName(err), file, line);
+}
+
+// ---- the context ------------------------------------------------------------------------------
+
+namespace {
+
+struct cached_block {
+    void *ptr;
+    cudaEvent_t freed; // recorded on the default stream when the block was freed
+};
+
+struct cuda_ctx {
+    int device = 0;
+    // size class -> free blocks of exactly that size, oldest first
+    std::unordered_map<size_t, std::vector<cached_block>> cache;
+    std::vector<cudaEvent_t> spare_events;
+    size_t cached_bytes = 0;
+    std::mutex handles_lock;
+    cublasHandle_t cublas = nullptr;
+    cusparseHandle_t cusparse = nullptr;
+};
+
+cuda_ctx *ctx_of(saga_backend *be) {
+    return static_cast<cuda_ctx *>(be->ctx);
+}
+
+// Rounds a request up to its size class: 512-byte steps below 1 MiB, then four classes per power
+// of two (at most 25% slack), so that freed blocks are found again by exact class. 0 on overflow.
+size_t size_class(size_t n) {
+    const size_t small = 512, big = size_t(1) << 20;
+    if (n <= small)
+        return small;
+    size_t step = small;
+    if (n > big) {
+        size_t p = big;
+        while (p <= n / 2)
+            p <<= 1;
+        step = p / 4;
+    }
+    if (n > SIZE_MAX - (step - 1))
+        return 0;
+    return (n + step - 1) / step * step;
+}
+
+// Gives back every cached block to the driver (after waiting for the device).
+void release_cache(cuda_ctx *c) {
+    cudaDeviceSynchronize();
+    for (auto &kv : c->cache) {
+        for (cached_block &b : kv.second) {
+            cudaFree(b.ptr);
+            c->spare_events.push_back(b.freed);
+        }
+    }
+    c->cache.clear();
+    c->cached_bytes = 0;
+}
+
+} // namespace
+
+// ---- memory -----------------------------------------------------------------------------------
+
+static saga_status cuda_alloc(saga_backend *be, void **out, size_t bytes) {
+    cuda_ctx *c = ctx_of(be);
+    const size_t cls = size_class(bytes);
+    if (cls == 0)
+        return saga_cuda_host->error(SAGA_ERR_OUT_OF_MEMORY, "%s: cannot allocate %zu bytes",
+                                     be->name, bytes);
+    SAGA_CUDA_RETURN(cudaSetDevice(c->device));
+    auto it = c->cache.find(cls);
+    if (it != c->cache.end() && !it->second.empty()) {
+        std::vector<cached_block> &list = it->second;
+        // The oldest block is the likeliest to be past its free already.
+        cached_block b = list.front();
+        list.erase(list.begin());
+        c->cached_bytes -= cls;
+        const cudaError_t q = cudaEventSynchronize(b.freed);
+        try {
+            c->spare_events.push_back(b.freed);
+        } catch (const std::bad_alloc &) {
+            cudaEventDestroy(b.freed);
+        }
+        if (q != cudaSuccess) {
+            cudaFree(b.ptr);
+            return saga_cuda_error(q, "cudaEventSynchronize(freed)", __FILE__, __LINE__);
+        }
+        *out = b.ptr;
+        return SAGA_OK;
+    }
+    void *p = nullptr;
+    cudaError_t err = cudaMalloc(&p, cls);
+    if (err == cudaErrorMemoryAllocation && c->cached_bytes > 0) {
+        cudaGetLastError(); // clear the error before retrying
+        saga_cuda_host->log(SAGA_LOG_INFO, "%s: out of memory; releasing %zu cached bytes",
+                            be->name, c->cached_bytes);
+        release_cache(c);
+        err = cudaMalloc(&p, cls);
+    }
+    if (err != cudaSuccess) {
+        cudaGetLastError();
+        return saga_cuda_host->error(
+            err == cudaErrorMemoryAllocation ? SAGA_ERR_OUT_OF_MEMORY : SAGA_ERR_DEVICE,
+            "%s: cudaMalloc of %zu bytes failed: %s", be->name, cls, cudaGetErrorString(err));
+    }
+    *out = p;
+    return SAGA_OK;
+}
+
+static void cuda_free(saga_backend *be, void *ptr, size_t bytes) {
+    cuda_ctx *c = ctx_of(be);
+    const size_t cls = size_class(bytes);
+    saga_cuda_stream *ds = static_cast<saga_cuda_stream *>(be->default_stream.impl);
+    cudaSetDevice(c->device);
+    cached_block b = {ptr, nullptr};
+    try {
+        if (!c->spare_events.empty()) {
+            b.freed = c->spare_events.back();
+            c->spare_events.pop_back();
+        } else if (cudaEventCreateWithFlags(&b.freed, cudaEventDisableTiming) != cudaSuccess) {
+            b.freed = nullptr;
+        }
+        if (b.freed && cudaEventRecord(b.freed, ds->stream) == cudaSuccess) {
+            c->cache[cls].push_back(b);
+            c->cached_bytes += cls;
+            return;
+        }
+    } catch (const std::bad_alloc &) {
+    }
+    // No event or no room to remember the block: give it back to the driver (which waits).
+    if (b.freed)
+        cudaEventDestroy(b.freed);
+    cudaFree(ptr);
+}
+
+static saga_status cuda_host_alloc(saga_backend *be, void **out, size_t bytes) {
+    SAGA_CUDA_RETURN(cudaSetDevice(ctx_of(be)->device));
+    void *p = nullptr;
+    const cudaError_t err = cudaHostAlloc(&p, bytes, cudaHostAllocPortable);
+    if (err != cudaSuccess) {
+        cudaGetLastError();
+        return saga_cuda_host->error(SAGA_ERR_OUT_OF_MEMORY,
+                                     "%s: cannot allocate %zu bytes of pinned host memory: %s",
+                                     be->name, bytes, cudaGetErrorString(err));
+    }
+    *out = p;
+    return SAGA_OK;
+}
+
+static void cuda_host_free(saga_backend *be, void *ptr, size_t bytes) {
+    (void)be;
+    (void)bytes;
+    cudaFreeHost(ptr);
+}
+
+// ---- streams and events ---------------------------------------------------------------------
+
+static saga_status cuda_stream_new(saga_backend *be, saga_stream *s) {
+    saga_cuda_stream *cs = new (std::nothrow) saga_cuda_stream();
+    if (!cs)
+        return saga_cuda_host->error(SAGA_ERR_OUT_OF_MEMORY, "%s: out of memory for a stream",
+                                     be->name);
+    cs->device = ctx_of(be)->device;
+    saga_status st =
+        saga_cuda_check(cudaSetDevice(cs->device), "cudaSetDevice", __FILE__, __LINE__);
+    if (st >= 0)
+        st = saga_cuda_check(cudaStreamCreateWithFlags(&cs->stream, cudaStreamNonBlocking),
+                             "cudaStreamCreateWithFlags", __FILE__, __LINE__);
+    if (st < 0) {
+        delete cs;
+        return st;
+    }
+    s->impl = cs;
+    return SAGA_OK;
+}
+
+static void cuda_stream_free(saga_stream *s) {
+    saga_cuda_stream *cs = static_cast<saga_cuda_stream *>(s->impl);
+    if (!cs)
+        return;
+    cudaSetDevice(cs->device);
+    cudaStreamSynchronize(cs->stream);
+    cudaStreamDestroy(cs->stream);
+    cudaFree(cs->d_scratch);
+    cudaFreeHost(cs->h_result);
+    delete cs;
+    s->impl = nullptr;
+}
+
+saga_status saga_cuda_stream_scratch(saga_stream *s, double **d_scratch, double **h_result) {
+    saga_cuda_stream *cs = static_cast<saga_cuda_stream *>(s->impl);
+    if (!cs->d_scratch) {
+        SAGA_CUDA_RETURN(cudaSetDevice(cs->device));
+        SAGA_CUDA_RETURN(
+            cudaMalloc(&cs->d_scratch, (SAGA_CUDA_REDUCE_BLOCKS + 1) * sizeof(double)));
+    }
+    if (!cs->h_result)
+        SAGA_CUDA_RETURN(cudaHostAlloc(&cs->h_result, sizeof(double), cudaHostAllocPortable));
+    *d_scratch = cs->d_scratch;
+    *h_result = cs->h_result;
+    return SAGA_OK;
+}
+
+static saga_status cuda_stream_sync(saga_stream *s) {
+    cudaStream_t stream;
+    saga_status st = saga_cuda_stream_get(s, &stream);
+    if (st < 0)
+        return st;
+    SAGA_CUDA_RETURN(cudaStreamSynchronize(stream));
+    return SAGA_OK;
+}
+
+static saga_status cuda_stream_wait_event(saga_stream *s, saga_event *e) {
+    cudaStream_t stream;
+    saga_status st = saga_cuda_stream_get(s, &stream);
+    if (st < 0)
+        return st;
+    SAGA_CUDA_RETURN(cudaStreamWaitEvent(stream, static_cast<cudaEvent_t>(e->impl), 0));
+    return SAGA_OK;
+}
+
+static saga_status cuda_event_new(saga_backend *be, saga_event *e) {
+    cudaEvent_t ev = nullptr;
+    SAGA_CUDA_RETURN(cudaSetDevice(ctx_of(be)->device));
+    SAGA_CUDA_RETURN(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+    e->impl = ev;
+    return SAGA_OK;
+}
+
+static void cuda_event_free(saga_event *e) {
+    if (e->impl)
+        cudaEventDestroy(static_cast<cudaEvent_t>(e->impl));
+    e->impl = nullptr;
+}
+
+static saga_status cuda_event_record(saga_event *e, saga_stream *s) {
+    cudaStream_t stream;
+    saga_status st = saga_cuda_stream_get(s, &stream);
+    if (st < 0)
+        return st;
+    SAGA_CUDA_RETURN(cudaEventRecord(static_cast<cudaEvent_t>(e->impl), stream));
+    return SAGA_OK;
+}
+
+static saga_status cuda_event_sync(saga_event *e) {
+    SAGA_CUDA_RETURN(cudaEventSynchronize(static_cast<cudaEvent_t>(e->impl)));
+    return SAGA_OK;
+}
+
+static bool cuda_event_query(saga_event *e) {
+    const cudaError_t err = cudaEventQuery(static_cast<cudaEvent_t>(e->impl));
+    if (err == cudaErrorNotReady)
+        return false;
+    if (err != cudaSuccess) {
+        // A failed device never completes the work: report it and say done, so pollers stop.
+        cudaGetLastError();
+        saga_cuda_host->log(SAGA_LOG_ERROR, "cudaEventQuery: %s", cudaGetErrorString(err));
+    }
+    return true;
+}
+
+static saga_status cuda_memcpy_async(saga_stream *s, void *dst, const void *src, size_t n,
+                                     saga_copy_kind kind) {
+    static const cudaMemcpyKind kinds[SAGA_COPY_KIND_COUNT] = {
+        cudaMemcpyHostToDevice, cudaMemcpyDeviceToHost, cudaMemcpyDeviceToDevice};
+    cudaStream_t stream;
+    saga_status st = saga_cuda_stream_get(s, &stream);
+    if (st < 0)
+        return st;
+    SAGA_CUDA_RETURN(cudaMemcpyAsync(dst, src, n, kinds[kind], stream));
+    return SAGA_OK;
+}
+
+static saga_status cuda_memset_async(saga_stream *s, void *dst, int value, size_t n) {
+    cudaStream_t stream;
+    saga_status st = saga_cuda_stream_get(s, &stream);
+    if (st < 0)
+        return st;
+    SAGA_CUDA_RETURN(cudaMemsetAsync(dst, value, n, stream));
+    return SAGA_OK;
+}
+
+static saga_status cuda_synchronize(saga_backend *be) {
+    SAGA_CUDA_RETURN(cudaSetDevice(ctx_of(be)->device));
+    SAGA_CUDA_RETURN(cudaDeviceSynchronize());
+    return SAGA_OK;
+}
+
+// ---- library handles --------------------------------------------------------------------------
+
+saga_status saga_cuda_cublas(saga_backend *be, cublasHandle_t *out) {
+    cuda_ctx *c = ctx_of(be);
+    std::lock_guard<std::mutex> guard(c->handles_lock);
+    if (!c->cublas) {
+        SAGA_CUDA_RETURN(cudaSetDevice(c->device));
+        SAGA_CUDA_RETURN(cublasCreate(&c->cublas));
+    }
+    *out = c->cublas;
+    return SAGA_OK;
+}
+
+saga_status saga_cuda_cusparse(saga_backend *be, cusparseHandle_t *out) {
+    cuda_ctx *c = ctx_of(be);
+    std::lock_guard<std::mutex> guard(c->handles_lock);
+    if (!c->cusparse) {
+        SAGA_CUDA_RETURN(cudaSetDevice(c->device));
+        SAGA_CUDA_RETURN(cusparseCreate(&c->cusparse));
+    }
+    *out = c->cusparse;
+    return SAGA_OK;
+}
+
+// ---- the tables -------------------------------------------------------------------------------
+
+static void cuda_destroy(saga_backend *be) {
+    cuda_ctx *c = ctx_of(be);
+    if (!c)
+        return;
+    cudaSetDevice(c->device);
+    release_cache(c);
+    for (cudaEvent_t ev : c->spare_events)
+        cudaEventDestroy(ev);
+    if (c->cublas)
+        cublasDestroy(c->cublas);
+    if (c->cusparse)
+        cusparseDestroy(c->cusparse);
+    delete c;
+    be->ctx = nullptr;
+}
+
+static const saga_backend_iface cuda_iface = {
+    /* version */ 1,
+    /* destroy */ cuda_destroy,
+    /* alloc */ cuda_alloc,
+    /* free */ cuda_free,
+    /* host_alloc */ cuda_host_alloc,
+    /* host_free */ cuda_host_free,
+    /* stream_new */ cuda_stream_new,
+    /* stream_free */ cuda_stream_free,
+    /* stream_sync */ cuda_stream_sync,
+    /* stream_wait_event */ cuda_stream_wait_event,
+    /* event_new */ cuda_event_new,
+    /* event_free */ cuda_event_free,
+    /* event_record */ cuda_event_record,
+    /* event_sync */ cuda_event_sync,
+    /* event_query */ cuda_event_query,
+    /* memcpy_async */ cuda_memcpy_async,
+    /* synchronize */ cuda_synchronize,
+    /* memset_async */ cuda_memset_async,
+};
+
+static const saga_kernels cuda_kernels = {
+    /* version */ 1,
+    /* fill_f64 */ saga_cuda_fill_f64,
+    /* axpby_f64 */ saga_cuda_axpby_f64,
+    /* mul_f64 */ saga_cuda_mul_f64,
+    /* add_scalar_f64 */ saga_cuda_add_scalar_f64,
+    /* spmv_f64 */ saga_cuda_spmv_f64,
+    /* dot_f64 */ saga_cuda_dot_f64,
+    /* l1_diff_f64 */ saga_cuda_l1_diff_f64,
+};
+
+// Entry point (see backend_impl.h): fills be's table, kernels, context, name and device_total. On
+// failure be is left untouched and the status says why (no driver, no device, no such device).
+extern "C" __attribute__((visibility("default"))) saga_status
+saga_cuda_module_init(saga_backend *be, int device, const saga_module_host *host) {
+    if (!host || host->version < 1 || !host->error || !host->log)
+        return SAGA_ERR_INTERNAL;
+    saga_cuda_host = host;
+
+    int n_devices = 0;
+    cudaError_t err = cudaGetDeviceCount(&n_devices);
+    if (err != cudaSuccess) {
+        cudaGetLastError();
+        return host->error(SAGA_ERR_DEVICE, "no CUDA device (cudaGetDeviceCount: %s)",
+                           cudaGetErrorString(err));
+    }
+    if (n_devices == 0)
+        return host->error(SAGA_ERR_DEVICE, "no CUDA device (cudaGetDeviceCount found none)");
+    if (device >= n_devices)
+        return host->error(SAGA_ERR_DEVICE, "cuda:%d: no such device (%d CUDA device%s found)",
+                           device, n_devices, n_devices == 1 ? "" : "s");
+    SAGA_CUDA_RETURN(cudaSetDevice(device));
+    cudaDeviceProp prop;
+    SAGA_CUDA_RETURN(cudaGetDeviceProperties(&prop, device));
+
+    cuda_ctx *c = new (std::nothrow) cuda_ctx();
+    if (!c)
+        return host->error(SAGA_ERR_OUT_OF_MEMORY, "out of memory for the CUDA backend context");
+    c->device = device;
+
+    be->iface = &cuda_iface;
+    be->kernels = &cuda_kernels;
+    be->ctx = c;
+    // device names are short ("NVIDIA H100 80GB HBM3"); keep the name within be->name
+    snprintf(be->name, sizeof be->name, "cuda:%d (%.100s)", device, prop.name);
+    be->device_total = prop.totalGlobalMem;
+
+    int driver = 0, runtime = 0, nccl = 0;
+    cudaDriverGetVersion(&driver);
+    cudaRuntimeGetVersion(&runtime);
+#ifdef SAGA_CUDA_HAVE_NCCL
+    ncclGetVersion(&nccl);
+#endif
+    host->log(SAGA_LOG_DEBUG,
+              "%s: compute capability %d.%d, %zu MiB, %d SMs; driver %d, runtime %d, NCCL %d",
+              be->name, prop.major, prop.minor, (size_t)(prop.totalGlobalMem >> 20),
+              prop.multiProcessorCount, driver, runtime, nccl);
+    return SAGA_OK;
+}

@@ -1,0 +1,40 @@
+// l1_diff.cu - *out = sum |x - y|, deterministic (see common.cuh), returned to the host.
+#include "common.cuh"
+
+#define L1_DIFF_BLOCK SAGA_CUDA_REDUCE_BLOCK
+
+static __global__ void l1_diff_f64_kernel(int64_t n, const double *__restrict__ x,
+                                          const double *__restrict__ y,
+                                          double *__restrict__ partials) {
+    double acc = 0.0;
+    for (int64_t i = blockIdx.x * (int64_t)L1_DIFF_BLOCK + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * L1_DIFF_BLOCK)
+        acc += fabs(x[i] - y[i]);
+    acc = saga_cuda_block_sum(acc);
+    if (threadIdx.x == 0)
+        partials[blockIdx.x] = acc;
+}
+
+static saga_status l1_diff_f64_launch(cudaStream_t stream, int64_t n, const double *x,
+                                      const double *y, double *partials, unsigned blocks) {
+    l1_diff_f64_kernel<<<blocks, L1_DIFF_BLOCK, 0, stream>>>(n, x, y, partials);
+    SAGA_CUDA_RETURN_LAUNCH();
+    return SAGA_OK;
+}
+
+saga_status saga_cuda_l1_diff_f64(saga_stream *s, int64_t n, const double *x, const double *y,
+                                  double *out) {
+    if (n <= 0) {
+        *out = 0.0;
+        return SAGA_OK;
+    }
+    cudaStream_t stream;
+    double *partials, *h_result;
+    saga_status st = saga_cuda_stream_get(s, &stream);
+    if (st >= 0)
+        st = saga_cuda_stream_scratch(s, &partials, &h_result);
+    const unsigned blocks = saga_cuda_reduce_blocks(n);
+    if (st >= 0)
+        st = l1_diff_f64_launch(stream, n, x, y, partials, blocks);
+    return st < 0 ? st : saga_cuda_sum_partials(s, (int)blocks, out);
+}

@@ -1,0 +1,38 @@
+// reduce.cu - the second pass shared by the reductions: one block adds the per-block partials in
+// block order and the sum is copied to pinned host memory.
+#include "common.cuh"
+
+#define SUM_PARTIALS_BLOCK SAGA_CUDA_REDUCE_BLOCK
+
+// partials[n] receives the sum.
+static __global__ void sum_partials_kernel(double *partials, int n) {
+    double acc = 0.0;
+    for (int i = threadIdx.x; i < n; i += SUM_PARTIALS_BLOCK)
+        acc += partials[i];
+    acc = saga_cuda_block_sum(acc);
+    if (threadIdx.x == 0)
+        partials[n] = acc;
+}
+
+static saga_status sum_partials_launch(cudaStream_t stream, double *partials, int n,
+                                       double *h_result) {
+    sum_partials_kernel<<<1, SUM_PARTIALS_BLOCK, 0, stream>>>(partials, n);
+    SAGA_CUDA_RETURN_LAUNCH();
+    SAGA_CUDA_RETURN(
+        cudaMemcpyAsync(h_result, partials + n, sizeof(double), cudaMemcpyDeviceToHost, stream));
+    SAGA_CUDA_RETURN(cudaStreamSynchronize(stream));
+    return SAGA_OK;
+}
+
+saga_status saga_cuda_sum_partials(saga_stream *s, int n_partials, double *out) {
+    cudaStream_t stream;
+    double *partials, *h_result;
+    saga_status st = saga_cuda_stream_get(s, &stream);
+    if (st >= 0)
+        st = saga_cuda_stream_scratch(s, &partials, &h_result);
+    if (st >= 0)
+        st = sum_partials_launch(stream, partials, n_partials, h_result);
+    if (st >= 0)
+        *out = *h_result;
+    return st;
+}
