@@ -1,0 +1,101 @@
+/* parse_util.c - line-located error messages, token diagnostics and a growable edge buffer for
+ * the text parsers. */
+#include "parse_util.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+saga_status saga_parse_error(saga_status code, const saga_lines *l, const char *fmt, ...) {
+    char msg[768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return saga_error(code, "%s:%lld: %s", saga_lines_name(l), (long long)saga_lines_number(l),
+                      msg);
+}
+
+saga_status saga_parse_token_error(const saga_lines *l, const char *what, const char *kind,
+                                   saga_text_result r, const char *tok, const char *end) {
+    char buf[48];
+    saga_text_token(tok, end, buf, sizeof buf);
+    switch (r) {
+    case SAGA_TEXT_EMPTY:
+        return saga_parse_error(SAGA_ERR_PARSE, l, "missing %s (expected %s)", what, kind);
+    case SAGA_TEXT_OVERFLOW:
+        return saga_parse_error(SAGA_ERR_PARSE, l, "%s \"%s\" is too large", what, buf);
+    case SAGA_TEXT_NEGATIVE:
+        return saga_parse_error(SAGA_ERR_PARSE, l, "%s \"%s\" is negative (expected %s)", what, buf,
+                                kind);
+    case SAGA_TEXT_NONFINITE:
+        return saga_parse_error(SAGA_ERR_PARSE, l, "%s \"%s\" is not finite", what, buf);
+    default:
+        return saga_parse_error(SAGA_ERR_PARSE, l, "expected %s as %s, found \"%s\"", kind, what,
+                                buf);
+    }
+}
+
+bool saga_parse_is_blank(const char *p, const char *end) {
+    return !saga_text_skip_blank(&p, end);
+}
+
+bool saga_parse_is_comment(const char *p, const char *end, const char *chars) {
+    if (!saga_text_skip_blank(&p, end))
+        return false;
+    for (const char *c = chars; *c; c++)
+        if (*p == *c)
+            return true;
+    return false;
+}
+
+saga_status saga_edge_buf_init(saga_edge_buf *b, int64_t cap_hint, bool weighted) {
+    saga_status st = SAGA_OK;
+    *b = (saga_edge_buf){.weighted = weighted};
+    int64_t cap = cap_hint < 16 ? 16 : cap_hint;
+    SAGA_TRY(saga_alloc_array((void **)&b->src, (size_t)cap, sizeof *b->src, "edge sources"));
+    SAGA_TRY(saga_alloc_array((void **)&b->dst, (size_t)cap, sizeof *b->dst, "edge targets"));
+    if (weighted)
+        SAGA_TRY(saga_alloc_array((void **)&b->w, (size_t)cap, sizeof *b->w, "edge weights"));
+    b->cap = cap;
+    return SAGA_OK;
+fail:
+    saga_edge_buf_free(b);
+    return st;
+}
+
+saga_status saga_edge_buf_grow(saga_edge_buf *b) {
+    saga_status st = SAGA_OK;
+    int64_t cap = b->cap + b->cap / 2 + 16;
+    /* Each array is grown on its own; one that was grown before a later failure is simply
+     * larger than cap, which is harmless. */
+    SAGA_TRY(saga_realloc_array((void **)&b->src, (size_t)cap, sizeof *b->src, "edge sources"));
+    SAGA_TRY(saga_realloc_array((void **)&b->dst, (size_t)cap, sizeof *b->dst, "edge targets"));
+    if (b->weighted)
+        SAGA_TRY(saga_realloc_array((void **)&b->w, (size_t)cap, sizeof *b->w, "edge weights"));
+    b->cap = cap;
+fail:
+    return st;
+}
+
+void saga_edge_buf_free(saga_edge_buf *b) {
+    saga_free(b->src);
+    saga_free(b->dst);
+    saga_free(b->w);
+    *b = (saga_edge_buf){0};
+}
+
+saga_status saga_edge_buf_build(saga_graph **out, saga_edge_buf *b, int32_t n_vertices,
+                                const saga_graph_opts *opts) {
+    int64_t *orig = NULL;
+    saga_status st =
+        saga_graph_from_edges_take(out, n_vertices, b->n, &b->src, &b->dst, &b->w, &orig, opts);
+    saga_edge_buf_free(b);
+    return st;
+}
+
+int64_t saga_parse_cap_hint(int64_t declared, uint64_t src_bytes, int64_t min_bytes) {
+    if (declared <= 0)
+        return 0;
+    uint64_t bound = 4096 + (src_bytes ? src_bytes / (uint64_t)min_bytes : 1u << 20);
+    return (uint64_t)declared < bound ? declared : (int64_t)bound;
+}
