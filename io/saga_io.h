@@ -1,0 +1,113 @@
+/* saga_io.h - reading graphs, features and labels as people find them, and the .sgr cache.
+ *
+ *   saga_load_opts o = saga_load_opts_defaults();
+ *   o.graph.undirected = true;
+ *   saga_graph *g = NULL;
+ *   if (saga_graph_load(&g, "soc-Slashdot0902.txt.gz", &o) < 0)
+ *       fprintf(stderr, "saga: %s\n", saga_last_error()); // "x.txt.gz:17: expected ..."
+ *
+ * Formats: SNAP-style edge lists (text or gzip, detected by content), Matrix Market coordinate,
+ * METIS graph files, and saga's binary .sgr cache (loaded by mmap). Every malformed input fails
+ * with SAGA_ERR_PARSE / SAGA_ERR_CORRUPT / SAGA_ERR_IO and a message naming the file, the line
+ * where there is one, and what was expected. Nothing is dropped silently.
+ */
+#pragma once
+
+#include "saga_graph.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum saga_format {
+    SAGA_FORMAT_AUTO = 0, /* .sgr by magic, Matrix Market by its banner, METIS by extension
+                             (.graph, .metis), otherwise an edge list */
+    SAGA_FORMAT_EDGELIST,
+    SAGA_FORMAT_MTX,
+    SAGA_FORMAT_METIS,
+    SAGA_FORMAT_SGR,
+    SAGA_FORMAT_COUNT
+} saga_format;
+
+/* Lower-case name ("edgelist", "mtx", "metis", "sgr", "auto"); parse returns -1 if unknown. */
+const char *saga_format_name(saga_format f);
+int saga_format_parse(const char *s);
+
+typedef enum saga_weights {
+    SAGA_WEIGHTS_AUTO = 0, /* use a weight column when the file has one */
+    SAGA_WEIGHTS_IGNORE,   /* read it, check it, drop it */
+    SAGA_WEIGHTS_REQUIRE,  /* every edge must carry one */
+    SAGA_WEIGHTS_COUNT
+} saga_weights;
+
+typedef struct saga_load_opts {
+    saga_format format;
+    saga_weights weights;
+    saga_graph_opts graph; /* undirected, self-loops, duplicates */
+} saga_load_opts;
+
+saga_load_opts saga_load_opts_defaults(void);
+
+/* Loads a graph from path in any supported format. opts may be NULL. The caller owns *out. */
+saga_status saga_graph_load(saga_graph **out, const char *path, const saga_load_opts *opts);
+
+/* Detects the format of path (reads at most its first few KiB). */
+saga_status saga_format_detect(const char *path, saga_format *out);
+
+/* Per-format readers; gzip input is recognised by its magic bytes for the text formats.
+ *  - edge list: one edge per line "src dst [weight]", separated by spaces or tabs; lines that
+ *    are blank or start with '#' or '%' are skipped; CRLF accepted; ids are any non-negative
+ *    integers up to 2^63-1 and are renumbered (see saga_graph.h), originals kept.
+ *  - Matrix Market: "%%MatrixMarket matrix coordinate pattern|real|integer general|symmetric";
+ *    entry (i, j) becomes the edge i -> j (1-based in the file); symmetric adds j -> i.
+ *  - METIS: header "n m [fmt [ncon]]", then one line of 1-based neighbours per vertex; fmt
+ *    001 adds edge weights; the graph is undirected, as METIS defines it (2m arcs). */
+saga_status saga_edgelist_read(saga_graph **out, const char *path, const saga_load_opts *opts);
+saga_status saga_mtx_read(saga_graph **out, const char *path, const saga_load_opts *opts);
+saga_status saga_metis_read(saga_graph **out, const char *path, const saga_load_opts *opts);
+
+/* ---- .sgr binary cache ------------------------------------------------------------------ *
+ * Layout (little endian): a 256-byte header (magic "SAGAGRPH", version, flags, counts, the
+ * offset and length of each array, CRC32 of the header and of each array), then the arrays,
+ * each 64-byte aligned: in_offsets, in_src, [in_w], out_offsets, out_dst, [out_w], [orig_ids].
+ * Loading maps the file read-only and verifies sizes and checksums before use. */
+saga_status saga_sgr_write(const saga_graph *g, const char *path);
+saga_status saga_sgr_read(saga_graph **out, const char *path);
+
+/* ---- vertex data -------------------------------------------------------------------------- */
+
+typedef enum saga_features_layout {
+    SAGA_FEATURES_AUTO = 0, /* sparse when every line is "int int [number]", else dense */
+    SAGA_FEATURES_DENSE,    /* one row of numbers per vertex, in vertex order */
+    SAGA_FEATURES_SPARSE,   /* "vertex feature [value]" per line, value 1 when absent */
+    SAGA_FEATURES_LAYOUT_COUNT
+} saga_features_layout;
+
+typedef struct saga_features_opts {
+    saga_features_layout layout;
+    /* The graph whose vertices the rows belong to: sparse lines name vertices by original id
+     * and dense rows come in vertex order; NULL means vertex ids 0..rows-1 as written. */
+    const saga_graph *graph;
+    int64_t n_cols; /* expected feature count; 0 = infer (max feature index + 1, or row width) */
+} saga_features_opts;
+
+saga_features_opts saga_features_opts_defaults(void);
+
+/* Reads a features file into a new row-major float array (*out, n_rows x n_cols, saga_malloc'd,
+ * owned by the caller). With a graph, n_rows is its vertex count and rows not mentioned by a
+ * sparse file are zero. Text or gzip; '#' and '%' lines are comments. */
+saga_status saga_features_read(float **out, int64_t *n_rows, int64_t *n_cols, const char *path,
+                               const saga_features_opts *opts);
+
+/* Reads labels: either one integer per line (line i is vertex i; -1 or a blank value means no
+ * label) or "vertex label" pairs (vertices named by original id when graph is given). Vertices
+ * without a label get -1. *out has *n entries (the graph's vertex count when graph != NULL). */
+saga_status saga_labels_read(int32_t **out, int64_t *n, const char *path, const saga_graph *graph);
+
+/* Reads a list of vertex ids, one per line (e.g. a train/val/test split), mapped through the
+ * graph's original ids when graph != NULL and checked to be in range. */
+saga_status saga_index_read(int32_t **out, int64_t *n, const char *path, const saga_graph *graph);
+
+#ifdef __cplusplus
+}
+#endif
