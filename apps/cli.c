@@ -1,0 +1,452 @@
+/* cli.c - option parsing, help text, exit codes and output modes shared by the subcommands. */
+#include "cli.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* The options every command takes, then the graph-loading ones. getopt reports each group's
+ * options as its base + index (OWN_BASE, COMMON_BASE, GRAPH_BASE), above any one-letter alias. */
+enum { OPT_HELP, OPT_QUIET, OPT_JSON, N_COMMON };
+static const cli_opt common_opts[] = {
+    {"help", 'h', NULL, NULL, "Show this help and exit."},
+    {"quiet", 'q', NULL, NULL, "Print nothing but errors (and the JSON object with --json)."},
+    {"json", 0, NULL, NULL,
+     "End stdout with one JSON object (one line) holding the results; other text goes to "
+     "stderr."},
+    {0}};
+
+enum { OPT_FORMAT, OPT_UNDIRECTED, OPT_SELF_LOOPS, OPT_DUPLICATES, OPT_WEIGHTS, N_GRAPH };
+static const cli_opt graph_opts[] = {
+    {"format", 0, "FMT", "auto",
+     "Input format: auto, edgelist, mtx, metis or sgr. auto recognises .sgr and Matrix Market by "
+     "their first bytes and METIS by the extension (.graph, .metis)."},
+    {"undirected", 0, NULL, NULL, "Add the reverse of every edge (a self-loop is kept once)."},
+    {"self-loops", 0, "keep|drop", "keep", "Keep self-loops as listed, or remove them."},
+    {"duplicates", 0, "auto|keep|drop|sum", "auto",
+     "Parallel edges: auto keeps them in a directed graph and drops them in an undirected one; "
+     "drop keeps one, with the smallest weight; sum keeps one with the weights added."},
+    {"weights", 0, "auto|ignore|require", "auto",
+     "Edge weights: use a weight column when present, read and drop it, or require it."},
+    {0}};
+
+enum { OWN_BASE = 256, COMMON_BASE = 512, GRAPH_BASE = 768 };
+
+static int count_opts(const cli_opt *o) {
+    int n = 0;
+    while (o && o[n].name)
+        n++;
+    return n;
+}
+
+void cli_begin(cli_ctx *c, const cli_cmd *cmd, int argc, char **argv) {
+    memset(c, 0, sizeof *c);
+    c->cmd = cmd;
+    c->argc = argc;
+    c->argv = argv;
+    c->load = saga_load_opts_defaults();
+    c->t_start = saga_now();
+    c->n_own = count_opts(cmd->opts);
+}
+
+/* ---- messages ------------------------------------------------------------------------------ */
+
+int cli_usage(cli_ctx *c, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "saga %s: ", c->cmd->name);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\nsee 'saga %s --help'\n", c->cmd->name);
+    c->exit_code = CLI_USAGE;
+    return CLI_USAGE;
+}
+
+int cli_fail(cli_ctx *c) {
+    cli_progress_end(c);
+    const char *msg = saga_last_error();
+    fprintf(stderr, "saga: %s\n", msg && *msg ? msg : "unknown error");
+    return CLI_ERROR;
+}
+
+static FILE *human(cli_ctx *c) {
+    if (c->quiet)
+        return NULL;
+    return c->json ? stderr : stdout;
+}
+
+void cli_say(cli_ctx *c, const char *fmt, ...) {
+    FILE *f = human(c);
+    if (!f)
+        return;
+    cli_progress_end(c);
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(f, fmt, ap);
+    va_end(ap);
+}
+
+void cli_warn(cli_ctx *c, const char *fmt, ...) {
+    if (c->quiet)
+        return;
+    cli_progress_end(c);
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("saga: warning: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+void cli_progress(cli_ctx *c, const char *fmt, ...) {
+    if (c->quiet || !isatty(STDERR_FILENO))
+        return;
+    double now = saga_now();
+    if (now - c->t_start < 1.0 || now - c->progress_last < 0.1)
+        return;
+    c->progress_last = now;
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("\r\033[K", stderr);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fflush(stderr);
+    c->progress_shown = true;
+}
+
+void cli_progress_end(cli_ctx *c) {
+    if (c->progress_shown) {
+        fputs("\r\033[K", stderr);
+        fflush(stderr);
+        c->progress_shown = false;
+    }
+}
+
+/* ---- help ---------------------------------------------------------------------------------- */
+
+enum { HELP_WIDTH = 96, HELP_COL = 30 };
+
+/* Writes text word-wrapped to HELP_WIDTH, continuation lines indented by `indent`; `col` is
+ * where the cursor already is. '\n' in the text starts a new paragraph. */
+static void wrap(FILE *f, const char *text, int col, int indent) {
+    const char *p = text;
+    while (*p) {
+        if (*p == '\n') { /* a paragraph break */
+            fprintf(f, "\n\n%*s", indent, "");
+            col = indent;
+            p++;
+            continue;
+        }
+        if (*p == ' ') {
+            p++;
+            continue;
+        }
+        size_t w = strcspn(p, " \n");
+        if (col > indent && col + 1 + (int)w > HELP_WIDTH) {
+            fprintf(f, "\n%*s", indent, "");
+            col = indent;
+        } else if (col > indent) {
+            fputc(' ', f);
+            col++;
+        }
+        fwrite(p, 1, w, f);
+        col += (int)w;
+        p += w;
+    }
+}
+
+static void print_opts(FILE *f, const cli_opt *opts) {
+    for (int i = 0; opts[i].name; i++) {
+        const cli_opt *o = &opts[i];
+        int col = 0;
+        if (o->short_name)
+            col += fprintf(f, "  -%c, --%s", o->short_name, o->name);
+        else
+            col += fprintf(f, "      --%s", o->name);
+        if (o->arg)
+            col += fprintf(f, " %s", o->arg);
+        if (col + 2 > HELP_COL) {
+            fprintf(f, "\n%*s", HELP_COL, "");
+        } else {
+            fprintf(f, "%*s", HELP_COL - col, "");
+        }
+        char text[1024];
+        if (o->def)
+            snprintf(text, sizeof text, "%s (default: %s)", o->help, o->def);
+        else
+            snprintf(text, sizeof text, "%s", o->help);
+        wrap(f, text, HELP_COL, HELP_COL);
+        fputc('\n', f);
+    }
+}
+
+void cli_print_help(const cli_cmd *cmd, FILE *f) {
+    fprintf(f, "usage: saga %s [options]%s%s\n\n", cmd->name, cmd->args ? " " : "",
+            cmd->args ? cmd->args : "");
+    wrap(f, cmd->description, 0, 0);
+    fputs("\n\noptions:\n", f);
+    if (cmd->opts && cmd->opts[0].name)
+        print_opts(f, cmd->opts);
+    print_opts(f, common_opts);
+    if (cmd->flags & CLI_GRAPH_OPTS) {
+        fputs("\ngraph loading:\n", f);
+        print_opts(f, graph_opts);
+    }
+    if (cmd->example) {
+        fputs("\nexample:\n  ", f);
+        for (const char *p = cmd->example; *p; p++) {
+            fputc(*p, f);
+            if (*p == '\n')
+                fputs("  ", f);
+        }
+        fputc('\n', f);
+    }
+    fputs("\nexit status: 0 success, 1 error (message on stderr), 2 wrong usage.\n", f);
+}
+
+/* ---- parsing ------------------------------------------------------------------------------- */
+
+/* The option name behind a getopt value, for messages. */
+static const char *opt_name(const cli_ctx *c, int val) {
+    if (val >= GRAPH_BASE && val < GRAPH_BASE + N_GRAPH)
+        return graph_opts[val - GRAPH_BASE].name;
+    if (val >= COMMON_BASE && val < COMMON_BASE + N_COMMON)
+        return common_opts[val - COMMON_BASE].name;
+    if (val >= OWN_BASE && val < OWN_BASE + c->n_own)
+        return c->cmd->opts[val - OWN_BASE].name;
+    return NULL;
+}
+
+static int graph_opt(cli_ctx *c, int which, const char *arg) {
+    switch (which) {
+    case OPT_FORMAT: {
+        int f = saga_format_parse(arg);
+        if (f < 0)
+            return cli_usage(c, "--format must be auto, edgelist, mtx, metis or sgr, got '%s'",
+                             arg);
+        c->load.format = (saga_format)f;
+        return 0;
+    }
+    case OPT_UNDIRECTED:
+        c->load.graph.undirected = true;
+        return 0;
+    case OPT_SELF_LOOPS:
+        if (strcmp(arg, "keep") == 0)
+            c->load.graph.self_loops = SAGA_SELF_LOOPS_KEEP;
+        else if (strcmp(arg, "drop") == 0)
+            c->load.graph.self_loops = SAGA_SELF_LOOPS_DROP;
+        else
+            return cli_usage(c, "--self-loops must be keep or drop, got '%s'", arg);
+        return 0;
+    case OPT_DUPLICATES: {
+        static const char *const names[] = {"auto", "keep", "drop", "sum"};
+        for (int i = 0; i < SAGA_DUPLICATES_COUNT; i++)
+            if (strcmp(arg, names[i]) == 0) {
+                c->load.graph.duplicates = (saga_duplicates)i;
+                return 0;
+            }
+        return cli_usage(c, "--duplicates must be auto, keep, drop or sum, got '%s'", arg);
+    }
+    case OPT_WEIGHTS: {
+        static const char *const names[] = {"auto", "ignore", "require"};
+        for (int i = 0; i < SAGA_WEIGHTS_COUNT; i++)
+            if (strcmp(arg, names[i]) == 0) {
+                c->load.weights = (saga_weights)i;
+                return 0;
+            }
+        return cli_usage(c, "--weights must be auto, ignore or require, got '%s'", arg);
+    }
+    default:
+        return 0;
+    }
+}
+
+/* The three option groups in getopt order, with the value base of each. */
+static const cli_opt *group(const cli_ctx *c, int g, int *base) {
+    static const int bases[3] = {OWN_BASE, COMMON_BASE, GRAPH_BASE};
+    *base = bases[g];
+    if (g == 0)
+        return c->cmd->opts;
+    if (g == 1)
+        return common_opts;
+    return (c->cmd->flags & CLI_GRAPH_OPTS) ? graph_opts : NULL;
+}
+
+/* Builds getopt's tables once, and resets getopt (GNU: optind 0 re-initialises). */
+static void prepare(cli_ctx *c) {
+    int n = 0, ns = 0;
+    c->shorts[ns++] = ':'; /* report a missing value as ':' rather than '?' */
+    for (int g = 0; g < 3; g++) {
+        int base;
+        const cli_opt *opts = group(c, g, &base);
+        for (int i = 0; opts && opts[i].name && n < CLI_MAX_OPTS; i++) {
+            c->longopts[n++] = (struct option){
+                opts[i].name, opts[i].arg ? required_argument : no_argument, NULL, base + i};
+            if (opts[i].short_name) {
+                c->shorts[ns++] = opts[i].short_name;
+                if (opts[i].arg)
+                    c->shorts[ns++] = ':';
+            }
+        }
+    }
+    c->longopts[n] = (struct option){0};
+    c->shorts[ns] = '\0';
+    c->started = true;
+    optind = 0;
+    opterr = 0; /* messages are ours */
+}
+
+/* Parses the next option; handles the shared ones itself and returns the command's own. */
+int cli_next(cli_ctx *c, const char **arg) {
+    if (!c->started)
+        prepare(c);
+    for (;;) {
+        int idx = -1;
+        int r = getopt_long(c->argc, c->argv, c->shorts, c->longopts, &idx);
+        if (r == -1)
+            break;
+        if (r == '?') {
+            const char *bad = c->argv[optind - 1];
+            if (optopt >= OWN_BASE)
+                return cli_usage(c, "option '--%s' takes no value", opt_name(c, optopt)), CLI_EXIT;
+            if (optopt)
+                return cli_usage(c, "unknown option '-%c'", optopt), CLI_EXIT;
+            size_t len = strcspn(bad, "=");
+            return cli_usage(c, "unknown option '%.*s'", (int)len, bad), CLI_EXIT;
+        }
+        if (r == ':') {
+            const char *name = opt_name(c, optopt);
+            if (name)
+                return cli_usage(c, "option '--%s' needs a value", name), CLI_EXIT;
+            return cli_usage(c, "option '-%c' needs a value", optopt), CLI_EXIT;
+        }
+        if (r < OWN_BASE) { /* a one-letter alias: find its option */
+            int ch = r;
+            for (int g = 0; g < 3; g++) {
+                int base;
+                const cli_opt *opts = group(c, g, &base);
+                for (int i = 0; opts && opts[i].name; i++)
+                    if (opts[i].short_name == ch)
+                        r = base + i;
+            }
+        }
+        if (r >= OWN_BASE && r < OWN_BASE + c->n_own) {
+            *arg = optarg;
+            return r - OWN_BASE;
+        }
+        if (r == COMMON_BASE + OPT_HELP) {
+            cli_print_help(c->cmd, stdout);
+            c->exit_code = CLI_OK;
+            return CLI_EXIT;
+        }
+        if (r == COMMON_BASE + OPT_QUIET) {
+            c->quiet = true;
+        } else if (r == COMMON_BASE + OPT_JSON) {
+            c->json = true;
+        } else if (r >= GRAPH_BASE && r < GRAPH_BASE + N_GRAPH) {
+            if (graph_opt(c, r - GRAPH_BASE, optarg) != 0)
+                return CLI_EXIT;
+        }
+    }
+
+    /* GNU getopt moved the operands to the end. */
+    c->args = c->argv + optind;
+    c->n_args = c->argc - optind;
+    if (c->n_args < c->cmd->min_args)
+        return cli_usage(c, "missing %s", c->cmd->args ? c->cmd->args : "arguments"), CLI_EXIT;
+    if (c->n_args > c->cmd->max_args)
+        return cli_usage(c, "unexpected argument '%s'", c->args[c->cmd->max_args]), CLI_EXIT;
+    return CLI_DONE;
+}
+
+int cli_int(cli_ctx *c, const char *opt, const char *arg, int64_t min, int64_t max, int64_t *out) {
+    char *end = NULL;
+    errno = 0;
+    long long v = strtoll(arg, &end, 10);
+    if (end == arg || *end || errno == ERANGE || v < min || v > max)
+        return cli_usage(c, "%s must be an integer in %lld..%lld, got '%s'", opt, (long long)min,
+                         (long long)max, arg);
+    *out = v;
+    return 0;
+}
+
+int cli_u64(cli_ctx *c, const char *opt, const char *arg, uint64_t *out) {
+    char *end = NULL;
+    errno = 0;
+    unsigned long long v = strtoull(arg, &end, 10);
+    if (end == arg || *end || errno == ERANGE || arg[strspn(arg, " \t")] == '-')
+        return cli_usage(c, "%s must be a non-negative integer, got '%s'", opt, arg);
+    *out = v;
+    return 0;
+}
+
+int cli_double(cli_ctx *c, const char *opt, const char *arg, double min, double max, bool max_open,
+               double *out) {
+    char *end = NULL;
+    errno = 0;
+    double v = strtod(arg, &end);
+    if (end == arg || *end || !isfinite(v) || v < min || v > max || (max_open && v == max))
+        return cli_usage(c, "%s must be a number in [%g, %g%c, got '%s'", opt, min, max,
+                         max_open ? ')' : ']', arg);
+    *out = v;
+    return 0;
+}
+
+/* ---- helpers ------------------------------------------------------------------------------- */
+
+saga_status cli_load_graph(cli_ctx *c, saga_graph **g, const char *path, double *seconds) {
+    if (!c->quiet && isatty(STDERR_FILENO)) {
+        fprintf(stderr, "loading %s ...", path);
+        fflush(stderr);
+        c->progress_shown = true;
+    }
+    double t0 = saga_now();
+    saga_status st = saga_graph_load(g, path, &c->load);
+    *seconds = saga_now() - t0;
+    cli_progress_end(c);
+    return st;
+}
+
+int64_t cli_file_size(const char *path) {
+    struct stat sb;
+    if (stat(path, &sb) != 0)
+        return -1;
+    return (int64_t)sb.st_size;
+}
+
+const char *cli_count(char *buf, size_t size, int64_t n) {
+    char digits[32];
+    int len = snprintf(digits, sizeof digits, "%lld", (long long)(n < 0 ? -n : n));
+    size_t k = 0;
+    if (n < 0 && k + 1 < size)
+        buf[k++] = '-';
+    for (int i = 0; i < len && k + 1 < size; i++) {
+        if (i > 0 && (len - i) % 3 == 0 && k + 2 < size)
+            buf[k++] = ',';
+        buf[k++] = digits[i];
+    }
+    buf[k] = '\0';
+    return buf;
+}
+
+const char *cli_bytes(char *buf, size_t size, int64_t n) {
+    if (n < 1000)
+        snprintf(buf, size, "%lld B", (long long)n);
+    else if (n < 1000 * 1000)
+        snprintf(buf, size, "%.1f kB", (double)n / 1e3);
+    else if (n < INT64_C(1000) * 1000 * 1000)
+        snprintf(buf, size, "%.1f MB", (double)n / 1e6);
+    else
+        snprintf(buf, size, "%.2f GB", (double)n / 1e9);
+    return buf;
+}
+
+bool cli_ends_with(const char *s, const char *suffix) {
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && strcmp(s + n - k, suffix) == 0;
+}

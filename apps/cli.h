@@ -1,0 +1,147 @@
+/* cli.h - what every `saga` subcommand shares: option parsing, help, exit codes, output modes.
+ *
+ *   enum { OPT_TOP };
+ *   static const cli_opt opts[] = {{"top", 0, "K", "10", "how many to print"}, {0}};
+ *   const cli_cmd cli_cmd_x = {.name = "x", .opts = opts, .args = "FILE", .min_args = 1, ...};
+ *
+ *   static int x_main(int argc, char **argv) {
+ *       cli_ctx c;
+ *       const char *arg;
+ *       int o;
+ *       cli_begin(&c, &cli_cmd_x, argc, argv);
+ *       while ((o = cli_next(&c, &arg)) >= 0)
+ *           if (o == OPT_TOP && cli_int(&c, "--top", arg, 1, 1000, &top))
+ *               return CLI_USAGE;
+ *       if (o == CLI_EXIT)
+ *           return c.exit_code;                 // after --help (0) or a usage error (2)
+ *       ...
+ *       if (st < 0)
+ *           return cli_fail(&c);                // "saga: " + saga_last_error(), exit 1
+ *   }
+ *
+ * Exit codes: 0 success, 1 error, 2 usage. Every command takes --help, --quiet and --json; those
+ * that read graphs also take the loading options (--format, --undirected, --self-loops,
+ * --duplicates, --weights). With --json the last line on stdout is one JSON object and the human
+ * text goes to stderr; with --quiet nothing but errors is printed (the JSON object still is).
+ */
+#pragma once
+
+#include "json.h"
+
+#include "saga_io.h"
+
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+enum { CLI_OK = 0, CLI_ERROR = 1, CLI_USAGE = 2 };
+
+enum { CLI_MAX_OPTS = 64 }; /* a command's own, the common and the loading options together */
+
+/* cli_next's results below zero. */
+enum { CLI_DONE = -1, CLI_EXIT = -2 };
+
+/* One option: --name [ARG], with an optional one-letter alias. The tables end with {0}. */
+typedef struct cli_opt {
+    const char *name;
+    char short_name;
+    const char *arg;  /* how help names the value ("FILE"); NULL for a flag */
+    const char *def;  /* the default shown by help, or NULL */
+    const char *help; /* one sentence */
+} cli_opt;
+
+enum { CLI_GRAPH_OPTS = 1u << 0 /* the command reads a graph: accept the loading options */ };
+
+typedef struct cli_cmd {
+    const char *name;
+    const char *summary;     /* one line for `saga --help` */
+    const char *args;        /* positional arguments for the usage line ("IN OUT.sgr") */
+    int min_args, max_args;  /* how many positional arguments are allowed */
+    const char *description; /* paragraphs, '\n'-separated, wrapped by help */
+    const cli_opt *opts;     /* the command's own options; their index is what cli_next returns */
+    unsigned flags;
+    const char *example;                /* lines of shell, '\n'-separated */
+    int (*main)(int argc, char **argv); /* argv[0] is the command name */
+} cli_cmd;
+
+typedef struct cli_ctx {
+    const cli_cmd *cmd;
+    bool quiet, json;
+    saga_load_opts load; /* filled from the loading options */
+    char **args;         /* positional arguments, n_args of them (valid after CLI_DONE) */
+    int n_args;
+    int exit_code; /* for CLI_EXIT */
+    double t_start;
+    /* private */
+    int argc;
+    char **argv;
+    int n_own;
+    bool started;
+    struct option longopts[CLI_MAX_OPTS + 1];
+    char shorts[2 * CLI_MAX_OPTS + 2];
+    double progress_last;
+    bool progress_shown;
+} cli_ctx;
+
+/* Prepares to parse argv (argv[0] = the command's name). */
+void cli_begin(cli_ctx *c, const cli_cmd *cmd, int argc, char **argv);
+/* The next of the command's own options (its index in cmd->opts, *arg its value or NULL), or
+ * CLI_DONE when everything is parsed and the positional count is right, or CLI_EXIT when the
+ * command must stop now with c->exit_code (help was printed, or a usage error was reported). */
+int cli_next(cli_ctx *c, const char **arg);
+
+/* Reports a usage error ("saga CMD: <message>" and "see 'saga CMD --help'") and returns
+ * CLI_USAGE. */
+int cli_usage(cli_ctx *c, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+/* Prints "saga: " + saga_last_error() to stderr and returns CLI_ERROR. */
+int cli_fail(cli_ctx *c);
+
+/* Strict number parsing for option values: the whole string, in range, else a usage error
+ * naming the option (returns CLI_USAGE; 0 on success). */
+int cli_int(cli_ctx *c, const char *opt, const char *arg, int64_t min, int64_t max, int64_t *out);
+int cli_u64(cli_ctx *c, const char *opt, const char *arg, uint64_t *out);
+/* max_open: max itself is excluded. */
+int cli_double(cli_ctx *c, const char *opt, const char *arg, double min, double max, bool max_open,
+               double *out);
+
+/* Where human-readable text goes: stdout, stderr under --json, nowhere under --quiet. */
+void cli_say(cli_ctx *c, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+/* A warning on stderr ("saga: warning: ..."), unless --quiet. */
+void cli_warn(cli_ctx *c, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* A one-line progress note rewritten in place on stderr, shown only when stderr is a terminal,
+ * not --quiet, and the command has run for more than a second. cli_progress_end clears it. */
+void cli_progress(cli_ctx *c, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+void cli_progress_end(cli_ctx *c);
+
+/* Loads a graph with the loading options, timing it. */
+saga_status cli_load_graph(cli_ctx *c, saga_graph **g, const char *path, double *seconds);
+
+/* Size of a file in bytes, or -1. */
+int64_t cli_file_size(const char *path);
+/* Formats n with thousands separators ("1,048,576") into buf; returns buf. */
+const char *cli_count(char *buf, size_t size, int64_t n);
+/* Formats a byte count ("3.2 MB") into buf; returns buf. */
+const char *cli_bytes(char *buf, size_t size, int64_t n);
+/* True when s ends with suffix. */
+bool cli_ends_with(const char *s, const char *suffix);
+
+/* Prints the command's full help. */
+void cli_print_help(const cli_cmd *cmd, FILE *f);

@@ -1,0 +1,255 @@
+/* cmd_pagerank.c - `saga pagerank FILE`: PageRank scores, the top K, optionally all of them. */
+#include "commands.h"
+#include "pagerank.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { OPT_DAMPING, OPT_TOL, OPT_MAX_ITERS, OPT_TOP, OPT_OUT, OPT_ALLOW_UNCONVERGED };
+static const cli_opt pagerank_opts[] = {
+    {"damping", 0, "D", "0.85", "Damping factor d, in [0, 1)."},
+    {"tol", 0, "T", "1e-10", "Stop when the L1 change of the scores is below T."},
+    {"max-iters", 0, "N", "1000",
+     "Give up after N iterations: an error unless --allow-unconverged."},
+    {"top", 0, "K", "10", "Print the K highest-ranked vertices (0: none)."},
+    {"out", 0, "FILE", NULL, "Write \"id score\" for every vertex, in original-id order."},
+    {"allow-unconverged", 0, NULL, NULL,
+     "Report the scores after --max-iters iterations with a warning instead of failing."},
+    {0}};
+
+static int pagerank_main(int argc, char **argv);
+
+const cli_cmd cli_cmd_pagerank = {
+    .name = "pagerank",
+    .summary = "Rank the vertices of a graph with PageRank",
+    .args = "FILE",
+    .min_args = 1,
+    .max_args = 1,
+    .description =
+        "Computes PageRank in double precision: every score starts at 1/N; each iteration sets "
+        "x'[v] = (1-d)/N + d * (sum over edges u->v of x[u]/outdeg(u) + dangling/N), where "
+        "dangling is the total score of the vertices without out-edges, spread uniformly. A "
+        "self-loop is an ordinary out-link and a parallel edge counts once per copy. Edge "
+        "weights are ignored. Iterates until the L1 change is below --tol; not converging within "
+        "--max-iters is an error. Runs on all cores (OMP_NUM_THREADS) and gives the same result "
+        "for any thread count.\n"
+        "Prints the iterations, the time per iteration and the top K vertices as \"rank id "
+        "score\" with the ids used in the file, ties broken by the smaller id. For an "
+        "undirected edge list, add --undirected.",
+    .opts = pagerank_opts,
+    .flags = CLI_GRAPH_OPTS,
+    .example = "saga pagerank soc-Slashdot0902.txt.gz --top 20\n"
+               "saga pagerank --undirected karate/edges.txt --tol 1e-12 --json",
+    .main = pagerank_main,
+};
+
+/* ---- top K ----------------------------------------------------------------------------------
+ * A min-heap of the K best (score descending, then id ascending). Internal ids are in increasing
+ * order of the original ids, so comparing them breaks ties by original id. */
+
+static bool better(const double *x, int32_t a, int32_t b) {
+    return x[a] > x[b] || (x[a] == x[b] && a < b);
+}
+
+static void sift_down(int32_t *h, int64_t n, int64_t i, const double *x) {
+    for (;;) {
+        int64_t l = 2 * i + 1, r = l + 1, w = i;
+        if (l < n && better(x, h[w], h[l]))
+            w = l;
+        if (r < n && better(x, h[w], h[r]))
+            w = r;
+        if (w == i)
+            return;
+        int32_t t = h[i];
+        h[i] = h[w], h[w] = t;
+        i = w;
+    }
+}
+
+/* Fills top[0..k) with the k best vertices, best first. */
+static void top_k(int32_t *top, int64_t k, const double *x, int32_t n) {
+    int64_t size = 0;
+    for (int32_t v = 0; v < n; v++) {
+        if (size < k) {
+            /* sift up: the heap's root is the worst kept */
+            int64_t i = size++;
+            top[i] = v;
+            while (i > 0 && better(x, top[(i - 1) / 2], top[i])) {
+                int32_t t = top[i];
+                top[i] = top[(i - 1) / 2], top[(i - 1) / 2] = t;
+                i = (i - 1) / 2;
+            }
+        } else if (k > 0 && better(x, v, top[0])) {
+            top[0] = v;
+            sift_down(top, size, 0, x);
+        }
+    }
+    /* Pop the worst to the back until sorted best first. */
+    for (int64_t end = size - 1; end > 0; end--) {
+        int32_t t = top[0];
+        top[0] = top[end], top[end] = t;
+        sift_down(top, end, 0, x);
+    }
+}
+
+static saga_status write_scores(const char *path, const saga_graph *g, const double *x) {
+    saga_status st = SAGA_OK;
+    enum { BUF = 1 << 16 };
+    char *buf = NULL;
+    FILE *f = fopen(path, "w");
+    SAGA_CHECK(f != NULL, SAGA_ERR_IO, "cannot create '%s': %s", path, strerror(errno));
+    SAGA_TRY(saga_alloc_array((void **)&buf, BUF, 1, "score buffer"));
+    size_t len = 0;
+    int32_t n = saga_graph_n_vertices(g);
+    for (int32_t v = 0; v < n; v++) {
+        char num[40];
+        json_format_double(num, sizeof num, x[v]);
+        len += (size_t)snprintf(buf + len, BUF - len, "%lld %s\n",
+                                (long long)saga_graph_orig_id(g, v), num);
+        if (len > BUF - 128 || v == n - 1) {
+            SAGA_CHECK(fwrite(buf, 1, len, f) == len, SAGA_ERR_IO, "%s: write failed: %s", path,
+                       strerror(errno));
+            len = 0;
+        }
+    }
+    int rc = fclose(f);
+    f = NULL;
+    SAGA_CHECK(rc == 0, SAGA_ERR_IO, "%s: write failed: %s", path, strerror(errno));
+fail:
+    if (f)
+        fclose(f);
+    saga_free(buf);
+    return st;
+}
+
+static void progress(void *ud, int iteration, double l1) {
+    cli_progress(ud, "pagerank: iteration %d, L1 change %.3g", iteration, l1);
+}
+
+static int pagerank_main(int argc, char **argv) {
+    cli_ctx c;
+    const char *arg = NULL;
+    const char *out_path = NULL;
+    bool allow_unconverged = false;
+    pr_opts po = pr_opts_defaults();
+    int64_t v = 0, k = 10;
+    int o;
+    cli_begin(&c, &cli_cmd_pagerank, argc, argv);
+    while ((o = cli_next(&c, &arg)) >= 0) {
+        int bad = 0;
+        switch (o) {
+        case OPT_DAMPING:
+            bad = cli_double(&c, "--damping", arg, 0, 1, true, &po.damping);
+            break;
+        case OPT_TOL:
+            if (!(bad = cli_double(&c, "--tol", arg, 0, 1, false, &po.tol)) && po.tol <= 0)
+                bad = cli_usage(&c, "--tol must be positive, got '%s'", arg);
+            break;
+        case OPT_MAX_ITERS:
+            if (!(bad = cli_int(&c, "--max-iters", arg, 1, 1000000000, &v)))
+                po.max_iters = (int)v;
+            break;
+        case OPT_TOP:
+            bad = cli_int(&c, "--top", arg, 0, INT32_MAX, &k);
+            break;
+        case OPT_OUT:
+            out_path = arg;
+            break;
+        case OPT_ALLOW_UNCONVERGED:
+            allow_unconverged = true;
+            break;
+        }
+        if (bad)
+            return bad;
+    }
+    if (o == CLI_EXIT)
+        return c.exit_code;
+
+    const char *path = c.args[0];
+    saga_graph *g = NULL;
+    double *x = NULL;
+    int32_t *top = NULL;
+    double load_s = 0;
+    pr_result r = {0};
+    int rc = CLI_ERROR;
+    if (cli_load_graph(&c, &g, path, &load_s) < 0)
+        goto fail;
+    int32_t n = saga_graph_n_vertices(g);
+    char b1[32], b2[32];
+    cli_say(&c, "graph: %s vertices, %s edges%s (loaded in %.3f s)\n", cli_count(b1, sizeof b1, n),
+            cli_count(b2, sizeof b2, saga_graph_n_edges(g)),
+            saga_graph_has_weights(g) ? ", weights ignored" : "", load_s);
+    if (pr_run(&x, &r, g, &po, progress, &c) < 0)
+        goto fail;
+    cli_progress_end(&c);
+    if (!r.converged) {
+        saga_error(SAGA_ERR_NOT_CONVERGED,
+                   "pagerank did not converge in %d iterations: L1 change %.3g, tolerance %g "
+                   "(raise --max-iters or --tol, or pass --allow-unconverged)",
+                   r.iterations, r.l1_change, po.tol);
+        if (!allow_unconverged)
+            goto fail;
+        cli_warn(&c, "%s", saga_last_error());
+    }
+    double per_iter = r.seconds / r.iterations;
+    cli_say(&c, "pagerank: %s in %d iterations (L1 change %.3g), %.3f ms per iteration\n",
+            r.converged ? "converged" : "stopped", r.iterations, r.l1_change, per_iter * 1e3);
+
+    if (k > n)
+        k = n;
+    if (saga_alloc_array((void **)&top, (size_t)(k ? k : 1), sizeof *top, "top-k list") < 0)
+        goto fail;
+    top_k(top, k, x, n);
+    if (k > 0) {
+        cli_say(&c, "%-6s %-12s %s\n", "rank", "id", "score");
+        for (int64_t i = 0; i < k; i++) {
+            char num[40];
+            json_format_double(num, sizeof num, x[top[i]]);
+            cli_say(&c, "%-6lld %-12lld %s\n", (long long)i + 1,
+                    (long long)saga_graph_orig_id(g, top[i]), num);
+        }
+    }
+    if (out_path) {
+        if (write_scores(out_path, g, x) < 0)
+            goto fail;
+        cli_say(&c, "wrote every score to %s\n", out_path);
+    }
+
+    if (c.json) {
+        json j;
+        json_init(&j, stdout);
+        json_object_begin(&j);
+        json_key(&j, "file"), json_str(&j, path);
+        json_key(&j, "vertices"), json_int(&j, n);
+        json_key(&j, "edges"), json_int(&j, saga_graph_n_edges(g));
+        json_key(&j, "damping"), json_num(&j, po.damping);
+        json_key(&j, "tol"), json_num(&j, po.tol);
+        json_key(&j, "iterations"), json_int(&j, r.iterations);
+        json_key(&j, "converged"), json_bool(&j, r.converged);
+        json_key(&j, "l1_change"), json_num(&j, r.l1_change);
+        json_key(&j, "seconds"), json_num(&j, r.seconds);
+        json_key(&j, "seconds_per_iteration"), json_num(&j, per_iter);
+        json_key(&j, "load_seconds"), json_num(&j, load_s);
+        json_key(&j, "top");
+        json_array_begin(&j);
+        for (int64_t i = 0; i < k; i++) {
+            json_object_begin(&j);
+            json_key(&j, "rank"), json_int(&j, i + 1);
+            json_key(&j, "id"), json_int(&j, saga_graph_orig_id(g, top[i]));
+            json_key(&j, "score"), json_num(&j, x[top[i]]);
+            json_object_end(&j);
+        }
+        json_array_end(&j);
+        json_object_end(&j);
+        json_finish(&j);
+    }
+    rc = CLI_OK;
+fail:
+    if (rc != CLI_OK)
+        cli_fail(&c);
+    saga_free(top);
+    saga_free(x);
+    saga_graph_free(&g);
+    return rc;
+}

@@ -1,0 +1,80 @@
+/* main.c - the `saga` command line: dispatches git-style subcommands. */
+#include "commands.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const cli_cmd *const commands[] = {
+    &cli_cmd_info,
+    &cli_cmd_convert,
+    &cli_cmd_generate,
+    &cli_cmd_pagerank,
+};
+enum { N_COMMANDS = sizeof commands / sizeof commands[0] };
+
+static const cli_cmd *find(const char *name) {
+    for (int i = 0; i < N_COMMANDS; i++)
+        if (strcmp(commands[i]->name, name) == 0)
+            return commands[i];
+    return NULL;
+}
+
+static void print_main_help(FILE *f) {
+    fprintf(f, "usage: saga [--help | --version] COMMAND [options] [ARGS]\n\n"
+               "saga is a graph processing engine for graph neural networks. Commands:\n\n");
+    for (int i = 0; i < N_COMMANDS; i++)
+        fprintf(f, "  %-12s%s\n", commands[i]->name, commands[i]->summary);
+    fprintf(f,
+            "\n"
+            "Every command takes --help, --quiet and --json (the last line on stdout is then one\n"
+            "JSON object with the results). 'saga help COMMAND' shows a command's options.\n"
+            "Exit status: 0 success, 1 error (message on stderr), 2 wrong usage.\n\n"
+            "example:\n"
+            "  saga generate rmat --scale 16 --edge-factor 16 --seed 1 -o rmat16.sgr\n"
+            "  saga info rmat16.sgr\n"
+            "  saga pagerank rmat16.sgr --top 10\n");
+}
+
+static int unknown_command(const char *name) {
+    fprintf(stderr, "saga: '%s' is not a saga command\nsee 'saga --help'\n", name);
+    return CLI_USAGE;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        print_main_help(stderr);
+        return CLI_USAGE;
+    }
+    const char *name = argv[1];
+    if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0) {
+        print_main_help(stdout);
+        return CLI_OK;
+    }
+    if (strcmp(name, "--version") == 0 || strcmp(name, "-V") == 0) {
+        printf("saga %s\n", saga_version());
+        return CLI_OK;
+    }
+    if (strcmp(name, "help") == 0) {
+        if (argc == 2) {
+            print_main_help(stdout);
+            return CLI_OK;
+        }
+        if (argc > 3) {
+            fprintf(stderr, "saga help: unexpected argument '%s'\nsee 'saga --help'\n", argv[3]);
+            return CLI_USAGE;
+        }
+        const cli_cmd *cmd = find(argv[2]);
+        if (!cmd)
+            return unknown_command(argv[2]);
+        cli_print_help(cmd, stdout);
+        return CLI_OK;
+    }
+    if (name[0] == '-') {
+        fprintf(stderr, "saga: unknown option '%s'\nsee 'saga --help'\n", name);
+        return CLI_USAGE;
+    }
+    const cli_cmd *cmd = find(name);
+    if (!cmd)
+        return unknown_command(name);
+    return cmd->main(argc - 1, argv + 1);
+}
