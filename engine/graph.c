@@ -1,5 +1,6 @@
 /* graph.c - building the two CSR directions of a graph from edge arrays, in place. */
 #include "graph_impl.h"
+#include "mem_impl.h"
 #include "saga_log.h"
 
 #include <string.h>
@@ -8,22 +9,6 @@
 #ifdef _OPENMP
 #include <omp.h>
 #endif
-
-/* Asks for transparent huge pages on a large block: first touches of fresh memory are costly on
- * virtual machines, and one 2 MiB page takes one fault where 4 KiB pages take 512. */
-static void advise_huge(void *p, size_t bytes) {
-#ifdef MADV_HUGEPAGE
-    if (bytes < (8u << 20))
-        return;
-    uintptr_t a = ((uintptr_t)p + 4095) & ~(uintptr_t)4095;
-    uintptr_t e = ((uintptr_t)p + bytes) & ~(uintptr_t)4095;
-    if (e > a)
-        madvise((void *)a, e - a, MADV_HUGEPAGE);
-#else
-    (void)p;
-    (void)bytes;
-#endif
-}
 
 saga_graph_opts saga_graph_opts_defaults(void) {
     return (saga_graph_opts){.undirected = false,
@@ -340,13 +325,13 @@ static saga_status csr_transpose(int64_t **t_off, int32_t **t_idx, float **t_w, 
     if (w)
         SAGA_TRY(saga_alloc_array((void **)&pw, slice ? slice : 1, sizeof *pw, "transpose buffer"));
     SAGA_TRY(saga_alloc_array((void **)&pcount, n_parts + 1, sizeof *pcount, "transpose parts"));
-    advise_huge(ti, (size_t)m * sizeof *ti);
+    saga_advise_huge(ti, (size_t)m * sizeof *ti);
     if (tw)
-        advise_huge(tw, (size_t)m * sizeof *tw);
-    advise_huge(pu, slice * sizeof *pu);
-    advise_huge(pv, slice * sizeof *pv);
+        saga_advise_huge(tw, (size_t)m * sizeof *tw);
+    saga_advise_huge(pu, slice * sizeof *pu);
+    saga_advise_huge(pv, slice * sizeof *pv);
     if (pw)
-        advise_huge(pw, slice * sizeof *pw);
+        saga_advise_huge(pw, slice * sizeof *pw);
 
     /* Two sweeps over the slices: the first counts the rows of the transpose, the second fills
      * them once the offsets are known. */
@@ -490,7 +475,7 @@ static saga_status symmetrize(saga_graph *g, int32_t n, const int64_t *a_off, co
     SAGA_TRY(saga_alloc_array((void **)&s_idx, (size_t)sm, sizeof *s_idx, "edge array"));
     if (a_w)
         SAGA_TRY(saga_alloc_array((void **)&s_w, (size_t)sm, sizeof *s_w, "edge weights"));
-    advise_huge(s_idx, (size_t)sm * sizeof *s_idx);
+    saga_advise_huge(s_idx, (size_t)sm * sizeof *s_idx);
 #pragma omp parallel for schedule(dynamic, 1024)
     for (int32_t v = 0; v < n; v++)
         union_row(v, a_idx + a_off[v], a_w ? a_w + a_off[v] : NULL, a_off[v + 1] - a_off[v],

@@ -1,9 +1,11 @@
 /* status.c - status names, the thread-local error message, and the host allocator hook. */
+#include "mem_impl.h"
 #include "saga_status.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #ifndef SAGA_VERSION_STRING
@@ -16,24 +18,40 @@ static _Thread_local char error_msg[SAGA_ERROR_MSG_MAX];
 
 const char *saga_status_name(saga_status st) {
     switch (st) {
-    case SAGA_OK: return "SAGA_OK";
-    case SAGA_ERR_INVALID_ARG: return "SAGA_ERR_INVALID_ARG";
-    case SAGA_ERR_IO: return "SAGA_ERR_IO";
-    case SAGA_ERR_PARSE: return "SAGA_ERR_PARSE";
-    case SAGA_ERR_OUT_OF_MEMORY: return "SAGA_ERR_OUT_OF_MEMORY";
-    case SAGA_ERR_DEVICE: return "SAGA_ERR_DEVICE";
-    case SAGA_ERR_UNSUPPORTED: return "SAGA_ERR_UNSUPPORTED";
-    case SAGA_ERR_CORRUPT: return "SAGA_ERR_CORRUPT";
-    case SAGA_ERR_NOT_CONVERGED: return "SAGA_ERR_NOT_CONVERGED";
-    case SAGA_ERR_BUDGET: return "SAGA_ERR_BUDGET";
-    case SAGA_ERR_INTERNAL: return "SAGA_ERR_INTERNAL";
-    default: return "SAGA_ERR_UNKNOWN";
+    case SAGA_OK:
+        return "SAGA_OK";
+    case SAGA_ERR_INVALID_ARG:
+        return "SAGA_ERR_INVALID_ARG";
+    case SAGA_ERR_IO:
+        return "SAGA_ERR_IO";
+    case SAGA_ERR_PARSE:
+        return "SAGA_ERR_PARSE";
+    case SAGA_ERR_OUT_OF_MEMORY:
+        return "SAGA_ERR_OUT_OF_MEMORY";
+    case SAGA_ERR_DEVICE:
+        return "SAGA_ERR_DEVICE";
+    case SAGA_ERR_UNSUPPORTED:
+        return "SAGA_ERR_UNSUPPORTED";
+    case SAGA_ERR_CORRUPT:
+        return "SAGA_ERR_CORRUPT";
+    case SAGA_ERR_NOT_CONVERGED:
+        return "SAGA_ERR_NOT_CONVERGED";
+    case SAGA_ERR_BUDGET:
+        return "SAGA_ERR_BUDGET";
+    case SAGA_ERR_INTERNAL:
+        return "SAGA_ERR_INTERNAL";
+    default:
+        return "SAGA_ERR_UNKNOWN";
     }
 }
 
-const char *saga_last_error(void) { return error_msg; }
+const char *saga_last_error(void) {
+    return error_msg;
+}
 
-void saga_error_clear(void) { error_msg[0] = '\0'; }
+void saga_error_clear(void) {
+    error_msg[0] = '\0';
+}
 
 saga_status saga_error_v(saga_status st, const char *fmt, va_list ap) {
     vsnprintf(error_msg, sizeof error_msg, fmt, ap);
@@ -92,7 +110,9 @@ void saga_set_allocator(const saga_allocator *a) {
         allocator = (saga_allocator){libc_malloc, libc_realloc, libc_free, NULL};
 }
 
-void *saga_malloc(size_t size) { return allocator.malloc_fn(allocator.ud, size ? size : 1); }
+void *saga_malloc(size_t size) {
+    return allocator.malloc_fn(allocator.ud, size ? size : 1);
+}
 
 void *saga_calloc(size_t count, size_t size) {
     if (size && count > SIZE_MAX / size)
@@ -113,8 +133,8 @@ void saga_free(void *ptr) {
 }
 
 static saga_status oom(size_t count, size_t size, const char *what) {
-    return saga_error(SAGA_ERR_OUT_OF_MEMORY, "out of memory: %zu x %zu bytes for %s", count,
-                      size, what ? what : "a buffer");
+    return saga_error(SAGA_ERR_OUT_OF_MEMORY, "out of memory: %zu x %zu bytes for %s", count, size,
+                      what ? what : "a buffer");
 }
 
 saga_status saga_alloc_array(void **out, size_t count, size_t size, const char *what) {
@@ -147,10 +167,26 @@ saga_status saga_realloc_array(void **ptr, size_t count, size_t size, const char
     return SAGA_OK;
 }
 
-const char *saga_version(void) { return SAGA_VERSION_STRING; }
+const char *saga_version(void) {
+    return SAGA_VERSION_STRING;
+}
 
 double saga_now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+void saga_advise_huge(void *p, size_t bytes) {
+#ifdef MADV_HUGEPAGE
+    if (bytes < (8u << 20))
+        return;
+    uintptr_t a = ((uintptr_t)p + 4095) & ~(uintptr_t)4095;
+    uintptr_t e = ((uintptr_t)p + bytes) & ~(uintptr_t)4095;
+    if (e > a)
+        (void)madvise((void *)a, e - a, MADV_HUGEPAGE);
+#else
+    (void)p;
+    (void)bytes;
+#endif
 }

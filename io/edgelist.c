@@ -11,6 +11,7 @@
  * are renumbered in increasing order in place (a bitmap with a rank directory when the largest
  * id is small against the edge count, otherwise the hash map and a sort of the distinct ids),
  * and the arrays are handed to saga_graph_from_edges_take. */
+#include "mem_impl.h"
 #include "parsers.h"
 #include "saga_log.h"
 #include "text.h"
@@ -49,22 +50,6 @@ typedef struct el_state {
     char *carry; /* a line split between chunks */
     size_t carry_len, carry_cap;
 } el_state;
-
-/* Asks for transparent huge pages on a large block: first touches of fresh memory are costly on
- * virtual machines, and 2 MiB pages take one fault where 4 KiB pages take 512. */
-static void advise_huge(void *p, size_t bytes) {
-#ifdef MADV_HUGEPAGE
-    if (bytes < (8u << 20))
-        return;
-    uintptr_t a = ((uintptr_t)p + 4095) & ~(uintptr_t)4095;
-    uintptr_t e = ((uintptr_t)p + bytes) & ~(uintptr_t)4095;
-    if (e > a)
-        madvise((void *)a, e - a, MADV_HUGEPAGE);
-#else
-    (void)p;
-    (void)bytes;
-#endif
-}
 
 /* ---- id map ------------------------------------------------------------------------------- */
 
@@ -156,10 +141,10 @@ static saga_status grow(el_state *s) {
     if (s->store_w)
         SAGA_TRY(saga_realloc_array((void **)&s->w, cap, sizeof *s->w, "edge weights"));
     s->cap = cap;
-    advise_huge(s->src, cap * sizeof *s->src);
-    advise_huge(s->dst, cap * sizeof *s->dst);
+    saga_advise_huge(s->src, cap * sizeof *s->src);
+    saga_advise_huge(s->dst, cap * sizeof *s->dst);
     if (s->store_w)
-        advise_huge(s->w, cap * sizeof *s->w);
+        saga_advise_huge(s->w, cap * sizeof *s->w);
 fail:
     return st;
 }
