@@ -124,8 +124,8 @@ static void gradcheck(const char *what, saga_model *m, int np, saga_tensor *cons
             x[j] = x0;
             double fd = (lp - lm) / (2.0 * h);
             if (fabs(fd - saved[j]) > atol + rtol * fabs(fd))
-                fail_msg("%s: d/d%s[%lld]: backward %.6g, finite difference %.6g", what,
-                         saga_model_param_name(m, i), (long long)j, (double)saved[j], fd);
+                fail_msg("%s: d/d(input %d)[%lld]: backward %.6g, finite difference %.6g", what,
+                         i, (long long)j, (double)saved[j], fd);
         }
         free(saved);
     }
