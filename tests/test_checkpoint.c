@@ -64,8 +64,8 @@ static void run_steps(run *r, int n) {
         saga_tensor *W2 = saga_model_param_at(r->m, 2);
         saga_tensor *h = saga_relu(c, saga_add_bias(c, saga_matmul(c, r->x, W1), b1));
         h = saga_dropout(c, h, 0.5f);
-        saga_tensor *loss = saga_nll_loss(c, saga_log_softmax(c, saga_matmul(c, h, W2)),
-                                          r->labels, NULL);
+        saga_tensor *loss =
+            saga_nll_loss(c, saga_log_softmax(c, saga_matmul(c, h, W2)), r->labels, NULL);
         assert_int_equal(saga_backward(c, loss), SAGA_OK);
         assert_int_equal(saga_optim_step(r->o), SAGA_OK);
         saga_ctx_clear(c);
@@ -189,9 +189,9 @@ static void test_checkpoint_damaged_files(void **state) {
     expect_refused(&other, saga_test_write("empty.ckpt", img, 0), "");
     memcpy(img, "NOTACKPT", 8);
     expect_refused(&other, saga_test_write("magic.ckpt", img, len), "magic");
-    assert_int_equal(saga_checkpoint_load(saga_test_tmp("missing.ckpt"), other.m, other.o, NULL,
-                                          NULL),
-                     SAGA_ERR_IO);
+    assert_int_equal(
+        saga_checkpoint_load(saga_test_tmp("missing.ckpt"), other.m, other.o, NULL, NULL),
+        SAGA_ERR_IO);
 
     /* a model whose hidden layer has another width */
     run wide;

@@ -124,8 +124,8 @@ static void gradcheck(const char *what, saga_model *m, int np, saga_tensor *cons
             x[j] = x0;
             double fd = (lp - lm) / (2.0 * h);
             if (fabs(fd - saved[j]) > atol + rtol * fabs(fd))
-                fail_msg("%s: d/d(input %d)[%lld]: backward %.6g, finite difference %.6g", what,
-                         i, (long long)j, (double)saved[j], fd);
+                fail_msg("%s: d/d(input %d)[%lld]: backward %.6g, finite difference %.6g", what, i,
+                         (long long)j, (double)saved[j], fd);
         }
         free(saved);
     }
@@ -567,10 +567,8 @@ static void test_nn_ops_buffer_reuse(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_nn_ops_gradients),
-        cmocka_unit_test(test_nn_ops_forward_values),
-        cmocka_unit_test(test_nn_ops_sticky_error),
-        cmocka_unit_test(test_nn_ops_inference_mode),
+        cmocka_unit_test(test_nn_ops_gradients),    cmocka_unit_test(test_nn_ops_forward_values),
+        cmocka_unit_test(test_nn_ops_sticky_error), cmocka_unit_test(test_nn_ops_inference_mode),
         cmocka_unit_test(test_nn_ops_buffer_reuse),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);

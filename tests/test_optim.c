@@ -52,8 +52,8 @@ static void ref_adam(double *p, double lr, double b1, double b2, double eps, dou
 }
 
 /* Runs the optimizer on two parameters (the second with weight decay wd2) and compares both. */
-static void run(const saga_optim_opts *o, float wd2, void (*ref)(double *, const saga_optim_opts *,
-                                                               double wd)) {
+static void run(const saga_optim_opts *o, float wd2,
+                void (*ref)(double *, const saga_optim_opts *, double wd)) {
     saga_backend *be = NULL;
     assert_int_equal(saga_backend_cpu_new(&be, NULL), SAGA_OK);
     saga_model *m = NULL;
