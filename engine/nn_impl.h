@@ -1,0 +1,102 @@
+/* nn_impl.h - the autograd tape, shared by the ops layer (engine/nn_*.c) and the vertex-program
+ * executor (engine/program.c). Internal to saga.
+ *
+ * Every tensor may carry a gradient (t->grad, same shape, allocated on first accumulation). A
+ * tensor "needs a gradient" when it is a parameter, a leaf marked with saga_ctx_leaf, or the
+ * output of a recorded op one of whose inputs needs one. Ops record a node only when the context
+ * is training and some input needs a gradient.
+ *
+ * Backward over a range of the tape visits its nodes in reverse; a node whose output has a
+ * gradient calls its backward function, which adds the inputs' gradients with
+ * saga_node_accumulate. Gradients of parameters persist (saga_grad) until the optimizer zeroes
+ * them; gradients of other tensors live as long as the tensor.
+ *
+ * Regions let the executor recompute a batch instead of keeping it: mark the tape, run ops,
+ * run backward over what was recorded after the mark, then release everything made after it.
+ *
+ *   saga_tape_pos m = saga_tape_mark(c);
+ *   saga_tensor *xb = saga_ctx_leaf(c, batch_input);         // d/dxb wanted
+ *   saga_tensor *y = user_fn(c, xb);                         // recorded after m
+ *   SAGA_TRY(saga_tape_backward_range(c, m, y, dy));         // into xb->grad, params, ...
+ *   ... use xb->grad ...
+ *   saga_tape_release(c, m);                                 // nodes and tensors after m
+ */
+#pragma once
+
+#include "backend_impl.h"
+#include "saga_nn.h"
+#include "tensor_impl.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct saga_node saga_node;
+
+/* Adds the gradients of the node's inputs from grad_out (d loss / d output, the output's shape)
+ * with saga_node_accumulate. Must not keep grad_out. */
+typedef saga_status (*saga_node_backward_fn)(saga_ctx *c, saga_node *n, saga_tensor *grad_out);
+typedef void (*saga_node_free_fn)(void *state);
+
+#define SAGA_NODE_MAX_INPUTS 4
+
+/* Records that out was computed from inputs[0..n_inputs) (NULL entries allowed), with backward
+ * bwd and its private state (owned by the node from now on, also on failure: freed with
+ * free_state when the node goes). When the context is not training or no input needs a
+ * gradient, records nothing and frees state. On error the context's sticky status is set. */
+saga_status saga_tape_record(saga_ctx *c, saga_tensor *out, saga_tensor *const *inputs,
+                             int n_inputs, saga_node_backward_fn bwd, void *state,
+                             saga_node_free_fn free_state);
+saga_tensor *saga_node_input(const saga_node *n, int i);
+saga_tensor *saga_node_output(const saga_node *n);
+void *saga_node_state(const saga_node *n);
+/* Whether input i wants a gradient (a backward function skips the others). */
+bool saga_node_needs_grad(const saga_node *n, int i);
+/* Adds g (input i's shape) into input i's gradient, allocating it zero-filled on first use. g
+ * stays the caller's. */
+saga_status saga_node_accumulate(saga_ctx *c, saga_node *n, int i, const saga_tensor *g);
+/* Same for any tensor: t->grad += g. */
+saga_status saga_grad_accumulate(saga_ctx *c, saga_tensor *t, const saga_tensor *g);
+bool saga_tensor_needs_grad(const saga_tensor *t);
+
+/* ---- regions ------------------------------------------------------------------------------ */
+
+typedef struct saga_tape_pos {
+    size_t n_nodes;   /* tape length at the mark */
+    size_t n_tensors; /* tensors the context owned at the mark */
+} saga_tape_pos;
+
+saga_tape_pos saga_tape_mark(const saga_ctx *c);
+/* Seeds out's gradient with grad_out (NULL: ones, for a 1 x 1 loss) and runs backward over the
+ * nodes recorded after m, newest first. Tensors made before m (parameters, leaves, the outer
+ * tape's tensors) receive their gradients; their own producers are not visited. */
+saga_status saga_tape_backward_range(saga_ctx *c, saga_tape_pos m, saga_tensor *out,
+                                     const saga_tensor *grad_out);
+/* Frees the nodes recorded and the tensors the context made after m (their buffers go back to
+ * the context's cache). */
+void saga_tape_release(saga_ctx *c, saga_tape_pos m);
+
+/* ---- context services --------------------------------------------------------------------- */
+
+/* A context-owned tensor, uninitialised (saga_ctx_zeros: zero-filled), or NULL with the sticky
+ * error set. Buffers come from a cache of those released earlier, so steady-state training does
+ * not touch fresh memory. */
+saga_tensor *saga_ctx_tensor(saga_ctx *c, saga_dtype dt, int64_t rows, int64_t cols);
+saga_tensor *saga_ctx_zeros(saga_ctx *c, saga_dtype dt, int64_t rows, int64_t cols);
+/* A context-owned copy of t (no tape link) that is a leaf needing a gradient. */
+saga_tensor *saga_ctx_leaf(saga_ctx *c, const saga_tensor *t);
+/* Makes an existing context-owned tensor a leaf needing a gradient (no copy). */
+void saga_ctx_mark_leaf(saga_ctx *c, saga_tensor *t);
+/* Sets the sticky error (first one wins) and returns st; the message must already be set with
+ * saga_error(). */
+saga_status saga_ctx_fail(saga_ctx *c, saga_status st);
+/* The stream the context's ops run on. */
+saga_stream *saga_ctx_stream(saga_ctx *c);
+/* The kernel table, or NULL with SAGA_ERR_UNSUPPORTED recorded when slot is NULL. Use as
+ *   if (!saga_ctx_kernel(c, k->spmm_f32 != NULL, "spmm_f32")) return NULL; */
+bool saga_ctx_kernel(saga_ctx *c, bool present, const char *slot_name);
+const saga_kernels *saga_ctx_kernels(const saga_ctx *c);
+
+#ifdef __cplusplus
+}
+#endif

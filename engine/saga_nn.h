@@ -1,0 +1,198 @@
+/* saga_nn.h - tensor ops with a derived backward pass, parameters, optimizers and checkpoints.
+ *
+ *   saga_ctx *c = NULL;
+ *   SAGA_TRY(saga_ctx_new(&c, be, 42));                  // seed: dropout masks, init
+ *   saga_model *m = NULL;
+ *   SAGA_TRY(saga_model_new(&m, be));
+ *   saga_tensor *W = saga_model_param(m, "W", 1433, 16, SAGA_INIT_GLOROT, 42);
+ *   saga_optim *opt = NULL;
+ *   saga_optim_opts oo = saga_optim_opts_defaults(SAGA_OPTIM_ADAM);  // lr 0.01
+ *   SAGA_TRY(saga_optim_new(&opt, m, &oo));
+ *   for (int epoch = 0; epoch < 200; epoch++) {
+ *       saga_ctx_train(c, true);
+ *       saga_tensor *h = saga_relu(c, saga_matmul(c, x, W));          // eager, recorded
+ *       saga_tensor *loss = saga_nll_loss(c, saga_log_softmax(c, h), labels, train_idx);
+ *       SAGA_TRY(saga_backward(c, loss));                // gradients into the parameters
+ *       SAGA_TRY(saga_optim_step(opt));                  // then zeroes the gradients
+ *       saga_ctx_clear(c);                               // frees this step's tensors
+ *   }
+ *
+ * Ops run eagerly on the context's backend. Each op returns a new tensor owned by the context
+ * (freed by saga_ctx_clear or saga_ctx_free), or NULL on error: the first error sticks to the
+ * context (saga_ctx_status, with its message in saga_last_error()), and every later op given a
+ * NULL input returns NULL at once, so expressions can be nested and checked once at the end.
+ *
+ * While the context is training, ops whose inputs need a gradient (parameters, or results of
+ * such ops) are recorded on the context's tape; saga_backward walks it in reverse. Tensors made
+ * by the user (saga_tensor_new, ...) are constants. Everything here is f32 unless an argument
+ * says otherwise (labels and indices are i32 tensors, n x 1).
+ */
+#pragma once
+
+#include "saga_tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- context ------------------------------------------------------------------------------ */
+
+typedef struct saga_ctx saga_ctx;
+
+/* New context on be (not owned; must outlive the context). seed drives dropout masks. */
+saga_status saga_ctx_new(saga_ctx **out, saga_backend *be, uint64_t seed);
+/* Frees every tensor the context owns, the tape, and *c; *c becomes NULL. Accepts NULL. */
+void saga_ctx_free(saga_ctx **c);
+saga_backend *saga_ctx_backend(const saga_ctx *c);
+/* Training mode: ops are recorded for saga_backward and dropout is active. Off: inference, no
+ * tape, dropout is the identity. Off by default. */
+void saga_ctx_train(saga_ctx *c, bool training);
+bool saga_ctx_training(const saga_ctx *c);
+/* The first error since the last clear (0 when none). */
+saga_status saga_ctx_status(const saga_ctx *c);
+/* Frees the tensors made by ops and the tape, and forgets the sticky error. Parameters and the
+ * user's tensors are untouched. Dropout masks keep advancing: each dropout call draws a fresh
+ * mask from (seed, a counter the context keeps). */
+void saga_ctx_clear(saga_ctx *c);
+/* Sets the dropout counter (checkpoints save and restore it so that a resumed run draws the
+ * same masks as the uninterrupted one). */
+uint64_t saga_ctx_rng_counter(const saga_ctx *c);
+void saga_ctx_set_rng_counter(saga_ctx *c, uint64_t counter);
+
+/* ---- ops (f32 unless stated). Shapes: a is n x k, b is k x m, ... ------------------------- */
+
+/* a b (n x k times k x m). */
+saga_tensor *saga_matmul(saga_ctx *c, saga_tensor *a, saga_tensor *b);
+/* x + b, b a 1 x cols row broadcast over the rows of x. */
+saga_tensor *saga_add_bias(saga_ctx *c, saga_tensor *x, saga_tensor *b);
+saga_tensor *saga_relu(saga_ctx *c, saga_tensor *x);
+saga_tensor *saga_leaky_relu(saga_ctx *c, saga_tensor *x, float slope);
+saga_tensor *saga_elu(saga_ctx *c, saga_tensor *x, float alpha);
+saga_tensor *saga_sigmoid(saga_ctx *c, saga_tensor *x);
+saga_tensor *saga_tanh(saga_ctx *c, saga_tensor *x);
+/* Inverted dropout with drop probability p in [0, 1): identity when not training. */
+saga_tensor *saga_dropout(saga_ctx *c, saga_tensor *x, float p);
+/* Element-wise, same shapes. */
+saga_tensor *saga_add(saga_ctx *c, saga_tensor *a, saga_tensor *b);
+saga_tensor *saga_sub(saga_ctx *c, saga_tensor *a, saga_tensor *b);
+saga_tensor *saga_mul(saga_ctx *c, saga_tensor *a, saga_tensor *b);
+saga_tensor *saga_div(saga_ctx *c, saga_tensor *a, saga_tensor *b);
+/* a x + b (scalars). */
+saga_tensor *saga_affine(saga_ctx *c, saga_tensor *x, float a, float b);
+/* [a | b]: the columns of a, then those of b (same number of rows). */
+saga_tensor *saga_concat(saga_ctx *c, saga_tensor *a, saga_tensor *b);
+/* Columns [first, first + count) of x. */
+saga_tensor *saga_slice_cols(saga_ctx *c, saga_tensor *x, int64_t first, int64_t count);
+/* Row-wise softmax and log-softmax. */
+saga_tensor *saga_softmax(saga_ctx *c, saga_tensor *x);
+saga_tensor *saga_log_softmax(saga_ctx *c, saga_tensor *x);
+/* Mean negative log-likelihood (1 x 1) of log-probabilities logp (n x classes) against labels
+ * (i32, n x 1), over the rows listed in rows (i32, r x 1), or every row when rows is NULL. */
+saga_tensor *saga_nll_loss(saga_ctx *c, saga_tensor *logp, saga_tensor *labels,
+                           saga_tensor *rows);
+/* Mean binary cross-entropy with logits (1 x 1), as PyTorch's BCEWithLogitsLoss(pos_weight):
+ * target has x's shape, values in [0, 1]. */
+saga_tensor *saga_bce_logits(saga_ctx *c, saga_tensor *x, saga_tensor *target, float pos_weight);
+/* Sum and mean of all entries (1 x 1). */
+saga_tensor *saga_sum(saga_ctx *c, saga_tensor *x);
+saga_tensor *saga_mean(saga_ctx *c, saga_tensor *x);
+/* Sum of the squares of all entries (1 x 1): an explicit L2 penalty. */
+saga_tensor *saga_sumsq(saga_ctx *c, saga_tensor *x);
+/* Row sums (n x 1). */
+saga_tensor *saga_row_sum(saga_ctx *c, saga_tensor *x);
+/* x * s where s is n x 1, broadcast across the columns of x (n x m). */
+saga_tensor *saga_scale_rows(saga_ctx *c, saga_tensor *x, saga_tensor *s);
+/* Rows idx[k] of x (idx i32, r x 1): r x cols. An index outside [0, rows) is an error. */
+saga_tensor *saga_gather_rows(saga_ctx *c, saga_tensor *x, saga_tensor *idx);
+/* An n_rows x cols tensor whose row idx[k] accumulates row k of x (idx i32, x->rows x 1). */
+saga_tensor *saga_scatter_add_rows(saga_ctx *c, saga_tensor *x, saga_tensor *idx,
+                                   int64_t n_rows);
+
+/* The value of a 1 x 1 (or any) f32 tensor's first entry, read synchronously; NAN when t is
+ * NULL. For losses and metrics. */
+float saga_item(const saga_tensor *t);
+
+/* ---- autograd ----------------------------------------------------------------------------- */
+
+/* Back-propagates from loss (1 x 1) through the tape: every parameter reached gets d loss / d
+ * parameter added to its gradient. The tape is consumed (run saga_ctx_clear before the next
+ * step). SAGA_ERR_INVALID_ARG when the context was not training or loss is not 1 x 1. */
+saga_status saga_backward(saga_ctx *c, saga_tensor *loss);
+/* The gradient accumulated for a parameter (same shape; zero before any backward), or NULL
+ * for a tensor that is not a parameter. Owned by the parameter. */
+saga_tensor *saga_grad(saga_tensor *param);
+
+/* ---- parameters --------------------------------------------------------------------------- */
+
+typedef struct saga_model saga_model;
+
+typedef enum saga_init {
+    SAGA_INIT_ZEROS = 0,
+    SAGA_INIT_GLOROT, /* uniform in +-sqrt(6 / (rows + cols)) (Glorot & Bengio) */
+    SAGA_INIT_KAIMING, /* uniform in +-sqrt(6 / rows) (He, for relu layers) */
+    SAGA_INIT_COUNT
+} saga_init;
+
+/* A set of named parameters on be (not owned). */
+saga_status saga_model_new(saga_model **out, saga_backend *be);
+/* Frees the parameters and *m; *m becomes NULL. Accepts NULL. */
+void saga_model_free(saga_model **m);
+/* Adds a rows x cols f32 parameter initialised from (init, seed); owned by the model. Returns
+ * NULL on error (a duplicate name, no memory; see saga_last_error()). */
+saga_tensor *saga_model_param(saga_model *m, const char *name, int64_t rows, int64_t cols,
+                              saga_init init, uint64_t seed);
+int saga_model_n_params(const saga_model *m);
+saga_tensor *saga_model_param_at(const saga_model *m, int i);
+const char *saga_model_param_name(const saga_model *m, int i);
+/* Number of scalars over all parameters. */
+int64_t saga_model_n_scalars(const saga_model *m);
+/* Zeroes every parameter's gradient. */
+saga_status saga_model_zero_grad(saga_model *m);
+
+/* ---- optimizers --------------------------------------------------------------------------- */
+
+typedef struct saga_optim saga_optim;
+
+typedef enum saga_optim_kind {
+    SAGA_OPTIM_SGD = 0, /* with momentum and Nesterov as torch.optim.SGD */
+    SAGA_OPTIM_ADAM,    /* weight decay added to the gradient, as torch.optim.Adam */
+    SAGA_OPTIM_ADAMW,   /* decoupled weight decay, as torch.optim.AdamW */
+    SAGA_OPTIM_COUNT
+} saga_optim_kind;
+
+typedef struct saga_optim_opts {
+    saga_optim_kind kind;
+    float lr;
+    float weight_decay; /* for every parameter unless saga_optim_set_weight_decay says else */
+    float momentum;     /* SGD */
+    bool nesterov;      /* SGD */
+    float beta1, beta2, eps; /* Adam, AdamW */
+} saga_optim_opts;
+
+/* lr 0.01, no weight decay, momentum 0, betas (0.9, 0.999), eps 1e-8; AdamW decay 0.01. */
+saga_optim_opts saga_optim_opts_defaults(saga_optim_kind kind);
+/* An optimizer over every parameter of m (m must outlive it; parameters added later are not
+ * seen). */
+saga_status saga_optim_new(saga_optim **out, saga_model *m, const saga_optim_opts *o);
+void saga_optim_free(saga_optim **o);
+/* Weight decay for one parameter (e.g. only the first layer, as in GCN). */
+saga_status saga_optim_set_weight_decay(saga_optim *o, const saga_tensor *param, float wd);
+/* One update of every parameter from its gradient, then zeroes the gradients. */
+saga_status saga_optim_step(saga_optim *o);
+int64_t saga_optim_steps(const saga_optim *o);
+
+/* ---- checkpoints -------------------------------------------------------------------------- */
+
+/* Writes the parameters, the optimizer state (may be NULL) and user_step / rng_counter to path
+ * (binary, CRC32-checked; written to path.tmp and renamed). */
+saga_status saga_checkpoint_save(const char *path, const saga_model *m, const saga_optim *o,
+                                 int64_t user_step, uint64_t rng_counter);
+/* Reads a checkpoint into an existing model (and optimizer) with the same parameter names and
+ * shapes. SAGA_ERR_PARSE naming the file for a bad magic, version, size or checksum, or a
+ * parameter that does not match; nothing is changed then. */
+saga_status saga_checkpoint_load(const char *path, saga_model *m, saga_optim *o,
+                                 int64_t *user_step, uint64_t *rng_counter);
+
+#ifdef __cplusplus
+}
+#endif
