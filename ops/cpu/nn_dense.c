@@ -10,6 +10,7 @@
 #include <limits.h>
 #include <math.h>
 #include <omp.h>
+#include <pthread.h>
 #include <string.h>
 
 int64_t saga_cpu_nn_min_parallel_work = 1 << 15;
@@ -41,9 +42,28 @@ static void scale_block(saga_stream *s, int64_t M, int64_t N, float beta, float 
     }
 }
 
-/* OpenBLAS threads the product itself (its own pool, as many threads as it decides; its
- * threaded SGEMM splits M and N, never K, so the result does not depend on its thread count).
- * The engine calls GEMM outside OpenMP regions, so the two pools do not nest. */
+/* One pool of threads, OpenMP's: OpenBLAS is told to stay on the calling thread, and the rows of
+ * C are split among the OpenMP threads, each calling SGEMM on its own block. Two pools (OpenBLAS
+ * starts its own pthreads) fight for the cores: the idle OpenMP threads spin while OpenBLAS
+ * works and the other way round, which on two cores cost more than the products themselves.
+ * Every element of C is still one SGEMM's dot product over the whole of K. */
+static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
+static void blas_single_thread(void) {
+    openblas_set_num_threads(1);
+}
+
+static void gemm_rows(bool trans_a, bool trans_b, int64_t m0, int64_t m1, int64_t N, int64_t K,
+                      float alpha, const float *A, int64_t lda, const float *B, int64_t ldb,
+                      float beta, float *C, int64_t ldc) {
+    if (m1 <= m0)
+        return;
+    /* Rows m0..m1 of op(A): rows of A, or columns of A when transposed. */
+    const float *a = trans_a ? A + m0 : A + m0 * lda;
+    cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+                trans_b ? CblasTrans : CblasNoTrans, (int)(m1 - m0), (int)N, (int)K, alpha, a,
+                (int)lda, B, (int)ldb, beta, C + m0 * ldc, (int)ldc);
+}
+
 saga_status saga_cpu_gemm_f32(saga_stream *s, bool trans_a, bool trans_b, int64_t M, int64_t N,
                               int64_t K, float alpha, const float *A, int64_t lda, const float *B,
                               int64_t ldb, float beta, float *C, int64_t ldc) {
@@ -61,9 +81,21 @@ saga_status saga_cpu_gemm_f32(saga_stream *s, bool trans_a, bool trans_b, int64_
         scale_block(s, M, N, beta, C, ldc);
         return SAGA_OK;
     }
-    cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
-                trans_b ? CblasTrans : CblasNoTrans, (int)M, (int)N, (int)K, alpha, A, (int)lda, B,
-                (int)ldb, beta, C, (int)ldc);
+    pthread_once(&blas_once, blas_single_thread);
+    /* Work in multiply-adds, scaled so that the threshold (elements touched) means the same. */
+    int nt = saga_cpu_nn_threads(s, M * N * (K / 8 + 1));
+    if (nt > M / 16)
+        nt = (int)(M / 16) > 1 ? (int)(M / 16) : 1;
+    if (nt <= 1) {
+        gemm_rows(trans_a, trans_b, 0, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        return SAGA_OK;
+    }
+#pragma omp parallel num_threads(nt)
+    {
+        int64_t lo, hi;
+        saga_cpu_nn_chunk(M, omp_get_thread_num(), omp_get_num_threads(), &lo, &hi);
+        gemm_rows(trans_a, trans_b, lo, hi, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    }
     return SAGA_OK;
 }
 
