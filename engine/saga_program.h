@@ -138,7 +138,9 @@ typedef struct saga_program {
  * for shapes, dtypes or backends that do not match, naming them). Recorded on the tape like
  * any op: the fused path as one SpMM node; the batched path as one node whose backward
  * recomputes every batch (with the dropout counter it had in the forward pass), so apply_edge
- * must compute the same function when called again on the same batch. */
+ * must compute the same function when called again on the same batch, and p and layer must
+ * stay valid until the backward pass has run (a pointer to a caller's local variable that has
+ * gone out of scope by then is a bug). */
 saga_tensor *saga_program_run(saga_ctx *c, const saga_program *p, const saga_dgraph *g,
                               saga_tensor *h, saga_tensor *edata, void *layer);
 
