@@ -9,6 +9,7 @@ static const cli_cmd *const commands[] = {
     &cli_cmd_convert,
     &cli_cmd_generate,
     &cli_cmd_pagerank,
+    &cli_cmd_cc,
 };
 enum { N_COMMANDS = sizeof commands / sizeof commands[0] };
 

@@ -1,0 +1,86 @@
+/* cc.c - weakly connected components by label propagation, written as a vertex program. */
+#include "cc.h"
+
+#include <stdlib.h>
+
+/* ApplyVertex: max(self, gathered), as self + relu(gathered - self); exact on integers below
+ * 2^24, which is what the labels are. */
+static saga_tensor *cc_vertex(saga_ctx *c, const saga_vertex_in *v, void *user) {
+    (void)user;
+    return saga_add(c, v->self, saga_relu(c, saga_sub(c, v->gathered, v->self)));
+}
+
+static const saga_program cc_program = {
+    .scatter = SAGA_SCATTER_SRC,
+    .edge_weight = SAGA_WEIGHT_NONE,
+    .apply_edge = NULL,
+    .gather = SAGA_GATHER_MAX, /* a vertex without in-edges gathers 0: below every label */
+    .apply_vertex = cc_vertex,
+};
+
+saga_status cc_run(int32_t **comp, cc_result *result, saga_backend *be, const saga_graph *g,
+                   cc_progress_fn progress, void *ud) {
+    saga_status st = SAGA_OK;
+    saga_ctx *c = NULL;
+    saga_dgraph *dg = NULL;
+    saga_tensor *x = NULL;
+    float *lab = NULL;
+    int32_t *out = NULL, *size = NULL;
+    int32_t n = saga_graph_n_vertices(g);
+    cc_result r = {0};
+
+    /* ---- check inputs ---- */
+    SAGA_CHECK(n <= (1 << 24), SAGA_ERR_UNSUPPORTED,
+               "cc: %d vertices; labels travel as f32, exact up to 2^24 = 16777216 vertices", n);
+
+    /* ---- initialize ---- */
+    SAGA_TRY(saga_alloc_array((void **)&lab, n ? (size_t)n : 1, sizeof *lab, "cc labels"));
+    SAGA_TRY(saga_alloc_array((void **)&out, n ? (size_t)n : 1, sizeof *out, "cc components"));
+    SAGA_TRY(saga_alloc_zeroed((void **)&size, n ? (size_t)n : 1, sizeof *size, "cc sizes"));
+    for (int32_t v = 0; v < n; v++)
+        lab[v] = (float)(n - 1 - v);
+    SAGA_TRY(saga_ctx_new(&c, be, 0));
+    SAGA_TRY(saga_dgraph_new(&dg, be, g, NULL));
+    SAGA_TRY(saga_tensor_from_host(&x, be, SAGA_F32, n, 1, lab));
+
+    /* ---- iterate: one round of Scatter / Gather MAX / ApplyVertex until nothing changes ---- */
+    double t0 = saga_now();
+    for (;;) {
+        saga_tensor *y = saga_program_run(c, &cc_program, dg, x, NULL, NULL);
+        /* Labels only grow, so the sum of the increments is zero exactly when none changed. */
+        saga_tensor *change = saga_sum(c, saga_sub(c, y, x));
+        SAGA_TRY(saga_ctx_status(c));
+        r.iterations++;
+        if (progress)
+            progress(ud, r.iterations);
+        float delta = saga_item(change);
+        SAGA_TRY(saga_tensor_to_host(y, lab));
+        saga_ctx_clear(c);
+        if (delta == 0.0f)
+            break;
+        saga_tensor_free(&x);
+        SAGA_TRY(saga_tensor_from_host(&x, be, SAGA_F32, n, 1, lab));
+    }
+    r.seconds = saga_now() - t0;
+
+    /* ---- the answer: the label n-1-m names m, the smallest vertex of the component ---- */
+    for (int32_t v = 0; v < n; v++) {
+        out[v] = n - 1 - (int32_t)lab[v];
+        if (size[out[v]]++ == 0)
+            r.n_components++;
+        if (size[out[v]] > r.largest)
+            r.largest = size[out[v]];
+    }
+    *comp = out;
+    out = NULL;
+    *result = r;
+
+fail:
+    saga_free(size);
+    saga_free(out);
+    saga_free(lab);
+    saga_tensor_free(&x);
+    saga_ctx_free(&c);
+    saga_dgraph_free(&dg);
+    return st;
+}

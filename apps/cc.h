@@ -1,0 +1,32 @@
+/* cc.h - weakly connected components as a vertex program (label propagation).
+ *
+ *   int32_t *comp = NULL;
+ *   cc_result r;
+ *   SAGA_TRY(cc_run(&comp, &r, be, g, NULL, NULL));
+ *   // comp[v]: the smallest vertex of v's component (internal ids), for every v
+ *   saga_free(comp);
+ *
+ * Every vertex starts with the label n-1-v; each round, a vertex takes the largest label among
+ * itself and its neighbours (Scatter the source's label, Gather MAX, ApplyVertex max(self,
+ * gathered)), until no label changes. The graph must hold both directions of every edge (load
+ * it undirected) for the components to be the weakly connected ones. Labels travel as f32,
+ * exact for up to 2^24 vertices; larger graphs are refused.
+ */
+#pragma once
+
+#include "saga.h"
+
+typedef struct cc_result {
+    int iterations; /* rounds, including the last one that changed nothing */
+    int32_t n_components;
+    int32_t largest; /* vertices in the largest component */
+    double seconds;  /* the rounds, setup excluded */
+} cc_result;
+
+typedef void (*cc_progress_fn)(void *ud, int iteration);
+
+/* Labels every vertex of g with the smallest vertex id of its component, computed on backend be.
+ * *comp receives n entries (saga_malloc'd, owned by the caller). Errors: SAGA_ERR_UNSUPPORTED for
+ * more than 2^24 vertices; SAGA_ERR_OUT_OF_MEMORY / BUDGET; backend errors. */
+saga_status cc_run(int32_t **comp, cc_result *result, saga_backend *be, const saga_graph *g,
+                   cc_progress_fn progress, void *ud);
