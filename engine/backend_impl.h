@@ -19,6 +19,33 @@ typedef struct saga_csr_dev {
     const float *values;
 } saga_csr_dev;
 
+/* Activation functions of act_f32 / act_bwd_f32. Append-only. */
+typedef enum saga_act {
+    SAGA_ACT_RELU = 0,   /* max(x, 0) */
+    SAGA_ACT_LEAKY_RELU, /* x > 0 ? x : alpha x */
+    SAGA_ACT_ELU,        /* x > 0 ? x : alpha (exp(x) - 1) */
+    SAGA_ACT_SIGMOID,    /* 1 / (1 + exp(-x)) */
+    SAGA_ACT_TANH,
+    SAGA_ACT_COUNT
+} saga_act;
+
+/* Element-wise binary operations of binary_f32. Append-only. */
+typedef enum saga_binop {
+    SAGA_BINOP_ADD = 0,
+    SAGA_BINOP_SUB,
+    SAGA_BINOP_MUL,
+    SAGA_BINOP_DIV,
+    SAGA_BINOP_COUNT
+} saga_binop;
+
+/* Reductions over a segment of rows (segment_reduce_f32). Append-only. */
+typedef enum saga_reduce {
+    SAGA_REDUCE_SUM = 0,
+    SAGA_REDUCE_MEAN,
+    SAGA_REDUCE_MAX,
+    SAGA_REDUCE_COUNT
+} saga_reduce;
+
 /* Kernels, all asynchronous on a stream unless they return a host scalar. Pointers are the
  * backend's memory. Shape checks happen in the callers (ops layer), once for every backend.
  * The table only grows: new slots are appended and `version` goes up. */
@@ -43,6 +70,138 @@ typedef struct saga_kernels {
     saga_status (*l1_diff_f64)(saga_stream *s, int64_t n, const double *x, const double *y,
                                double *out);
 
+    /* ---- neural-network kernels (f32) ------------------------------------------------------
+     * Matrices are row-major; a matrix argument without its own leading dimension is
+     * contiguous (leading dimension = cols). Outputs may alias inputs only where a slot says
+     * so. Every slot checks only what depends on the data (indices, labels, scalar ranges);
+     * shapes are the caller's. On the CPU, results are deterministic for a given thread count;
+     * the slots marked "bitwise" below give the same bits for every thread count. A slot that
+     * writes a host scalar is synchronous. */
+
+    /* C = alpha op(A) op(B) + beta C, op(A) M x K, op(B) K x N, C M x N, with leading
+     * dimensions lda, ldb, ldc; op transposes when trans_*. beta == 0 does not read C.
+     * SAGA_ERR_UNSUPPORTED when a size passes the BLAS integer range. */
+    saga_status (*gemm_f32)(saga_stream *s, bool trans_a, bool trans_b, int64_t M, int64_t N,
+                            int64_t K, float alpha, const float *A, int64_t lda, const float *B,
+                            int64_t ldb, float beta, float *C, int64_t ldc);
+    /* y[i][j] = x[i][j] + b[j] (y may be x). Bitwise. */
+    saga_status (*bias_add_f32)(saga_stream *s, int64_t rows, int64_t cols, const float *x,
+                                const float *b, float *y);
+    /* out[j] = sum_i x[i][j] + beta out[j] (the bias gradient); beta == 0 does not read out.
+     * SAGA_ERR_OUT_OF_MEMORY when the per-thread partial sums cannot be allocated. */
+    saga_status (*colsum_f32)(saga_stream *s, int64_t rows, int64_t cols, const float *x,
+                              float beta, float *out);
+    /* y = act(x) (y may be x). alpha: the slope of LEAKY_RELU, the scale of ELU. Bitwise. */
+    saga_status (*act_f32)(saga_stream *s, saga_act kind, int64_t n, float alpha, const float *x,
+                           float *y);
+    /* dx = act'(x) dy, given the forward input x and output y (dx may be dy). RELU, SIGMOID and
+     * TANH read only y, LEAKY_RELU only x, ELU both; the one not read may be NULL. Bitwise. */
+    saga_status (*act_bwd_f32)(saga_stream *s, saga_act kind, int64_t n, float alpha,
+                               const float *x, const float *y, const float *dy, float *dx);
+    /* y[i] = keep(seed, i) ? x[i] * (1 / (1 - p)) : 0 in f32 (y may be x), 0 <= p < 1; p == 0
+     * copies. The mask is a function of (seed, i) only, so the same call on dy is the backward
+     * pass and no mask is stored. Every backend draws the same mask:
+     *   k = mix(seed); z = mix(k + 0x9E3779B97F4A7C15 * (i + 1)); keep = (z >> 40) * 2^-24 >= p
+     * with mix the splitmix64 finalizer (z ^= z >> 30; z *= 0xBF58476D1CE4E5B9; z ^= z >> 27;
+     * z *= 0x94D049BB133111EB; z ^= z >> 31), arithmetic modulo 2^64. Bitwise.
+     * SAGA_ERR_INVALID_ARG when p is outside [0, 1). */
+    saga_status (*dropout_f32)(saga_stream *s, int64_t n, float p, uint64_t seed, const float *x,
+                               float *y);
+    /* z = x op y element-wise (z may be x or y). Bitwise. */
+    saga_status (*binary_f32)(saga_stream *s, saga_binop op, int64_t n, const float *x,
+                              const float *y, float *z);
+    /* y = a x + b y (x may be y); b == 0 does not read y. Bitwise. */
+    saga_status (*scale_f32)(saga_stream *s, int64_t n, float a, const float *x, float b,
+                             float *y);
+    /* x[0..n) = v. Bitwise. */
+    saga_status (*fill_f32)(saga_stream *s, float *x, int64_t n, float v);
+    /* dst[i][j] = src[i][j] (or += when accumulate) for a rows x cols block with leading
+     * dimensions lds and ldd: concatenation and splitting of column blocks. The blocks must not
+     * overlap. Bitwise. */
+    saga_status (*copy2d_f32)(saga_stream *s, int64_t rows, int64_t cols, const float *src,
+                              int64_t lds, float *dst, int64_t ldd, bool accumulate);
+    /* Row-wise softmax (log-softmax when log) of a rows x cols matrix, computed after
+     * subtracting the row maximum (y may be x). Bitwise. */
+    saga_status (*softmax_rows_f32)(saga_stream *s, int64_t rows, int64_t cols, bool log,
+                                    const float *x, float *y);
+    /* Backward of softmax_rows_f32 from its output y: dx = y (dy - sum_j dy y) for softmax,
+     * dx = dy - exp(y) sum_j dy for log-softmax (dx may be dy). Bitwise. */
+    saga_status (*softmax_rows_bwd_f32)(saga_stream *s, int64_t rows, int64_t cols, bool log,
+                                        const float *y, const float *dy, float *dx);
+    /* Negative log-likelihood of log-probabilities logp (rows x cols) against labels (one per
+     * row), averaged over the rows listed in rows_idx (n_idx of them; NULL = every row, n_idx
+     * ignored; a row listed twice counts twice). *loss (host) gets the mean, 0 when no row is
+     * selected. dlogp, when not NULL, gets the gradient of the mean: -1/n at (r, label[r]) of
+     * each selected r, 0 elsewhere. Synchronous. SAGA_ERR_INVALID_ARG, with nothing written,
+     * for a listed row outside [0, rows) or a selected row whose label is outside [0, cols). */
+    saga_status (*nll_f32)(saga_stream *s, int64_t rows, int64_t cols, const float *logp,
+                           const int32_t *labels, const int32_t *rows_idx, int64_t n_idx,
+                           double *loss, float *dlogp);
+    /* Binary cross-entropy on logits x against targets t in [0, 1], as PyTorch's
+     * BCEWithLogitsLoss(pos_weight) with mean reduction: the mean over n of
+     * -(pos_weight t log sigmoid(x) + (1 - t) log(1 - sigmoid(x))), computed stably. *loss
+     * (host) gets the mean (0 when n == 0); dx, when not NULL, its gradient
+     * (sigmoid(x) ((1 - t) + pos_weight t) - pos_weight t) / n. Synchronous. */
+    saga_status (*bce_logits_f32)(saga_stream *s, int64_t n, const float *x, const float *target,
+                                  float pos_weight, double *loss, float *dx);
+    /* *out (host) = sum x[i], accumulated in double. Synchronous. */
+    saga_status (*sum_f32)(saga_stream *s, int64_t n, const float *x, double *out);
+    /* *out (host) = sum x[i]^2, accumulated in double. Synchronous. */
+    saga_status (*sumsq_f32)(saga_stream *s, int64_t n, const float *x, double *out);
+    /* y[k] = x[idx[k]] for k < n_idx, rows of cols floats; x has n_rows_x rows. Bitwise.
+     * SAGA_ERR_INVALID_ARG, with nothing written, for an index outside [0, n_rows_x). */
+    saga_status (*gather_rows_f32)(saga_stream *s, int64_t n_idx, int64_t cols,
+                                   const int32_t *idx, int64_t n_rows_x, const float *x,
+                                   float *y);
+    /* y[idx[k]] += x[k] for k < n_idx, rows of cols floats; y has n_rows_y rows. Each row of y
+     * receives its contributions in increasing k, so the result is bitwise the same for every
+     * thread count. SAGA_ERR_INVALID_ARG, with nothing written, for an index outside
+     * [0, n_rows_y). */
+    saga_status (*scatter_add_rows_f32)(saga_stream *s, int64_t n_idx, int64_t cols,
+                                        const int32_t *idx, const float *x, int64_t n_rows_y,
+                                        float *y);
+    /* Y = alpha A X + beta Y with A sparse (A->n_rows x A->n_cols), X A->n_cols x F, Y
+     * A->n_rows x F; X and Y must not overlap; beta == 0 does not read Y. A's indices are
+     * trusted (a saga_graph's CSR is validated when it is built). Bitwise. */
+    saga_status (*spmm_f32)(saga_stream *s, const saga_csr_dev *A, int64_t F, float alpha,
+                            const float *X, float beta, float *Y);
+    /* Reduces the rows of x (nnz x F, grouped by segment: segment g is rows
+     * offsets[g] .. offsets[g+1]) into y (n_seg x F) by op. An empty segment gives 0 (and
+     * argmax -1). MAX requires argmax (n_seg x F): the row of x (first one on ties) that gave
+     * each maximum; other ops ignore it. Bitwise. SAGA_ERR_INVALID_ARG for MAX without argmax. */
+    saga_status (*segment_reduce_f32)(saga_stream *s, const int64_t *offsets, int64_t n_seg,
+                                      int64_t F, saga_reduce op, const float *x, float *y,
+                                      int32_t *argmax);
+    /* Backward of segment_reduce_f32: dx (nnz x F, nnz = offsets[n_seg]) from dy (n_seg x F).
+     * SUM copies dy[g] to every row of segment g, MEAN scales it by 1/size, MAX sends it to the
+     * argmax row and 0 to the others. Bitwise. SAGA_ERR_INVALID_ARG for MAX without argmax. */
+    saga_status (*segment_reduce_bwd_f32)(saga_stream *s, const int64_t *offsets, int64_t n_seg,
+                                          int64_t F, saga_reduce op, const float *dy,
+                                          const int32_t *argmax, float *dx);
+    /* Softmax of scores (nnz x H) over the rows of each segment, per column (head): GAT's
+     * attention over each vertex's in-edges. out may be scores. Bitwise. */
+    saga_status (*edge_softmax_f32)(saga_stream *s, const int64_t *offsets, int64_t n_seg,
+                                    int64_t H, const float *scores, float *out);
+    /* Backward of edge_softmax_f32 from its output: dscores = out (dout - sum_seg out dout) per
+     * segment and head (dscores may be dout). Bitwise. */
+    saga_status (*edge_softmax_bwd_f32)(saga_stream *s, const int64_t *offsets, int64_t n_seg,
+                                        int64_t H, const float *out, const float *dout,
+                                        float *dscores);
+    /* One Adam step on n parameters, as torch.optim.Adam (decoupled = false: weight decay added
+     * to the gradient) or torch.optim.AdamW (decoupled = true: param *= 1 - lr weight_decay),
+     * amsgrad off. step is the 1-based step count including this one; m and v are the moment
+     * buffers (zero before step 1). grad is not modified. Bitwise. SAGA_ERR_INVALID_ARG for
+     * step < 1. */
+    saga_status (*adam_f32)(saga_stream *s, int64_t n, float lr, float beta1, float beta2,
+                            float eps, float weight_decay, bool decoupled, int64_t step,
+                            float *param, const float *grad, float *m, float *v);
+    /* One SGD step on n parameters, as torch.optim.SGD with dampening 0: g = grad + wd param;
+     * with momentum, buf = momentum buf + g (buf zero before the first step) and g = buf, or
+     * g + momentum buf when nesterov; param -= lr g. buf may be NULL when momentum == 0.
+     * Bitwise. SAGA_ERR_INVALID_ARG for momentum != 0 without buf. */
+    saga_status (*sgd_f32)(saga_stream *s, int64_t n, float lr, float momentum,
+                           float weight_decay, bool nesterov, float *param, const float *grad,
+                           float *buf);
 } saga_kernels;
 
 typedef enum saga_copy_kind {

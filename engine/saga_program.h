@@ -53,13 +53,26 @@ typedef struct saga_dgraph_opts {
 } saga_dgraph_opts;
 
 saga_dgraph_opts saga_dgraph_opts_defaults(void);
-/* Copies g's in-edges (and what the programs need: out-edges, degrees, edge weights) to be. g
- * may be freed afterwards. Errors: SAGA_ERR_BUDGET / OUT_OF_MEMORY, SAGA_ERR_INVALID_ARG. */
+/* Copies g's in-edges (and what the programs need: out-edges, degrees, edge weights) to be,
+ * adding self-loops when o asks (NULL: defaults). g may be freed afterwards. The device memory
+ * is accounted against be's budget; edge values for each weight mode and the batch plans are
+ * computed on first use and kept until saga_dgraph_free. A placed graph is used by one context
+ * at a time and must outlive the tapes of the runs that used it (until saga_ctx_clear).
+ * Errors: SAGA_ERR_BUDGET / OUT_OF_MEMORY, SAGA_ERR_INVALID_ARG. */
 saga_status saga_dgraph_new(saga_dgraph **out, saga_backend *be, const saga_graph *g,
                             const saga_dgraph_opts *o);
+/* Frees *g (host and device memory) and sets it to NULL; accepts NULL. */
 void saga_dgraph_free(saga_dgraph **g);
 int32_t saga_dgraph_n_vertices(const saga_dgraph *g);
+/* Edges of the placed graph (with the added self-loops). */
 int64_t saga_dgraph_n_edges(const saga_dgraph *g);
+/* The edge order of the placed graph, on the host: its in-CSR (rows = destinations, sources
+ * ascending within a row), with the graph's weights (NULL when it has none). Edge k of this
+ * view is row k of a run's edata and of the edges apply_edge sees (a batch is a consecutive
+ * range of it). With SELF_LOOPS_KEEP it is saga_graph_in of the original graph; with
+ * SELF_LOOPS_ADD each row holds exactly one self-loop, in its sorted place (an existing
+ * self-loop keeps its first copy's weight, added ones weigh 1). Valid while g lives. */
+saga_csr saga_dgraph_edge_order(const saga_dgraph *g);
 
 /* ---- the program -------------------------------------------------------------------------- */
 
@@ -79,7 +92,7 @@ typedef enum saga_edge_weight {
 
 typedef enum saga_gather {
     SAGA_GATHER_SUM = 0,
-    SAGA_GATHER_MEAN, /* over the in-edges; a vertex without any gets 0 */
+    SAGA_GATHER_MEAN, /* divided by the number of in-edges; a vertex without any gets 0 */
     SAGA_GATHER_MAX,  /* per column; a vertex without in-edges gets 0 */
     SAGA_GATHER_COUNT
 } saga_gather;
@@ -89,10 +102,10 @@ typedef struct saga_edge_batch saga_edge_batch;
 /* What apply_edge sees: one batch of edges, grouped by destination. */
 typedef struct saga_edge_in {
     int64_t n_edges;
-    saga_tensor *src;    /* n_edges x F: h[u] (SCATTER_SRC, BOTH), else NULL */
-    saga_tensor *dst;    /* n_edges x F: h[v] (SCATTER_DST, BOTH), else NULL */
-    saga_tensor *data;   /* n_edges x D: the run's edge features, else NULL */
-    saga_tensor *weight; /* n_edges x 1: the scalar weight, else NULL */
+    saga_tensor *src;             /* n_edges x F: h[u] (SCATTER_SRC, BOTH), else NULL */
+    saga_tensor *dst;             /* n_edges x F: h[v] (SCATTER_DST, BOTH), else NULL */
+    saga_tensor *data;            /* n_edges x D: the run's edge features, else NULL */
+    saga_tensor *weight;          /* n_edges x 1: the scalar weight, else NULL */
     const saga_edge_batch *batch; /* for saga_edge_softmax */
 } saga_edge_in;
 
@@ -112,15 +125,20 @@ typedef saga_tensor *(*saga_apply_vertex_fn)(saga_ctx *c, const saga_vertex_in *
 typedef struct saga_program {
     saga_scatter scatter;
     saga_edge_weight edge_weight;
-    saga_apply_edge_fn apply_edge; /* NULL: the message is the scattered value (times weight) */
+    saga_apply_edge_fn apply_edge; /* NULL: the message is the scattered value (times weight);
+                                    * SCATTER_BOTH then is an error */
     saga_gather gather;
     saga_apply_vertex_fn apply_vertex; /* NULL: the result is the gathered value */
     int64_t max_batch_edges;           /* 0: the engine's default (1 << 20) */
 } saga_program;
 
-/* Runs one layer: h is n x F (n = the graph's vertices), edata n_edges x D in the placed
- * graph's in-edge order (saga_dgraph_edge_order) or NULL. Returns the new vertex values, owned
- * by c, or NULL with the error in c. Recorded on the tape like any op. */
+/* Runs one layer: h is f32 n x F (n = the graph's vertices), edata f32 n_edges x D in the
+ * placed graph's edge order (saga_dgraph_edge_order), or NULL; only apply_edge sees it. Returns
+ * the new vertex values, owned by c, or NULL with the error in c (sticky; SAGA_ERR_INVALID_ARG
+ * for shapes, dtypes or backends that do not match, naming them). Recorded on the tape like
+ * any op: the fused path as one SpMM node; the batched path as one node whose backward
+ * recomputes every batch (with the dropout counter it had in the forward pass), so apply_edge
+ * must compute the same function when called again on the same batch. */
 saga_tensor *saga_program_run(saga_ctx *c, const saga_program *p, const saga_dgraph *g,
                               saga_tensor *h, saga_tensor *edata, void *layer);
 

@@ -121,6 +121,10 @@ void saga_tensor_free(saga_tensor **tp) {
     if (!tp || !*tp)
         return;
     saga_tensor *t = *tp;
+    /* a context-owned tensor's gradient comes from the context's cache and goes back there; a
+     * user tensor's or parameter's gradient is a plain tensor */
+    if (!t->owner)
+        saga_tensor_free(&t->grad);
     saga_backend_free(t->be, t->data, t->nbytes);
     saga_free(t);
     *tp = NULL;

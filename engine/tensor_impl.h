@@ -14,6 +14,15 @@ struct saga_tensor {
     int64_t cols;
     size_t nbytes; /* rows * cols * saga_dtype_size(dtype) */
     void *data;    /* backend memory from saga_backend_alloc; NULL when nbytes == 0 */
+
+    /* autograd (engine/nn_*.c); all zero for a tensor made with saga_tensor_new */
+    saga_tensor *grad;      /* d loss / d this tensor, same shape; NULL until accumulated. Owned
+                             * by the tensor (freed with it) */
+    struct saga_node *node; /* the tape node that produced it while that node lives, else NULL */
+    struct saga_ctx *owner; /* the context that owns it (and its grad), NULL for user tensors */
+    bool requires_grad;     /* a parameter, a leaf, or the output of a recorded op */
+    bool is_param;          /* made by saga_model_param: its gradient persists (saga_grad) */
+    bool is_leaf;           /* saga_ctx_leaf / saga_ctx_mark_leaf: backward keeps its gradient */
 };
 
 #ifdef __cplusplus

@@ -2,6 +2,7 @@
  * deterministic for a given thread count: each thread sums a fixed contiguous chunk and the
  * partial sums are added in thread order. */
 #include "backend_impl.h"
+#include "nn_kernels.h"
 
 #include <math.h>
 #include <omp.h>
@@ -152,7 +153,7 @@ static saga_status cpu_l1_diff_f64(saga_stream *s, int64_t n, const double *x, c
 }
 
 const saga_kernels saga_cpu_kernels = {
-    .version = 1,
+    .version = 2,
     .fill_f64 = cpu_fill_f64,
     .axpby_f64 = cpu_axpby_f64,
     .mul_f64 = cpu_mul_f64,
@@ -160,4 +161,29 @@ const saga_kernels saga_cpu_kernels = {
     .spmv_f64 = cpu_spmv_f64,
     .dot_f64 = cpu_dot_f64,
     .l1_diff_f64 = cpu_l1_diff_f64,
+    .gemm_f32 = saga_cpu_gemm_f32,
+    .bias_add_f32 = saga_cpu_bias_add_f32,
+    .colsum_f32 = saga_cpu_colsum_f32,
+    .act_f32 = saga_cpu_act_f32,
+    .act_bwd_f32 = saga_cpu_act_bwd_f32,
+    .dropout_f32 = saga_cpu_dropout_f32,
+    .binary_f32 = saga_cpu_binary_f32,
+    .scale_f32 = saga_cpu_scale_f32,
+    .fill_f32 = saga_cpu_fill_f32,
+    .copy2d_f32 = saga_cpu_copy2d_f32,
+    .softmax_rows_f32 = saga_cpu_softmax_rows_f32,
+    .softmax_rows_bwd_f32 = saga_cpu_softmax_rows_bwd_f32,
+    .nll_f32 = saga_cpu_nll_f32,
+    .bce_logits_f32 = saga_cpu_bce_logits_f32,
+    .sum_f32 = saga_cpu_sum_f32,
+    .sumsq_f32 = saga_cpu_sumsq_f32,
+    .gather_rows_f32 = saga_cpu_gather_rows_f32,
+    .scatter_add_rows_f32 = saga_cpu_scatter_add_rows_f32,
+    .spmm_f32 = saga_cpu_spmm_f32,
+    .segment_reduce_f32 = saga_cpu_segment_reduce_f32,
+    .segment_reduce_bwd_f32 = saga_cpu_segment_reduce_bwd_f32,
+    .edge_softmax_f32 = saga_cpu_edge_softmax_f32,
+    .edge_softmax_bwd_f32 = saga_cpu_edge_softmax_bwd_f32,
+    .adam_f32 = saga_cpu_adam_f32,
+    .sgd_f32 = saga_cpu_sgd_f32,
 };

@@ -373,7 +373,7 @@ static void cuda_destroy(saga_backend *be) {
 }
 
 static const saga_backend_iface cuda_iface = {
-    /* version */ 1,
+    /* version */ 2,
     /* destroy */ cuda_destroy,
     /* alloc */ cuda_alloc,
     /* free */ cuda_free,
@@ -394,7 +394,7 @@ static const saga_backend_iface cuda_iface = {
 };
 
 static const saga_kernels cuda_kernels = {
-    /* version */ 1,
+    /* version */ 2,
     /* fill_f64 */ saga_cuda_fill_f64,
     /* axpby_f64 */ saga_cuda_axpby_f64,
     /* mul_f64 */ saga_cuda_mul_f64,
@@ -402,6 +402,32 @@ static const saga_kernels cuda_kernels = {
     /* spmv_f64 */ saga_cuda_spmv_f64,
     /* dot_f64 */ saga_cuda_dot_f64,
     /* l1_diff_f64 */ saga_cuda_l1_diff_f64,
+    // f32 neural-network kernels: not on the GPU yet; the ops layer reports UNSUPPORTED
+    /* gemm_f32 */ NULL,
+    /* bias_add_f32 */ NULL,
+    /* colsum_f32 */ NULL,
+    /* act_f32 */ NULL,
+    /* act_bwd_f32 */ NULL,
+    /* dropout_f32 */ NULL,
+    /* binary_f32 */ NULL,
+    /* scale_f32 */ NULL,
+    /* fill_f32 */ NULL,
+    /* copy2d_f32 */ NULL,
+    /* softmax_rows_f32 */ NULL,
+    /* softmax_rows_bwd_f32 */ NULL,
+    /* nll_f32 */ NULL,
+    /* bce_logits_f32 */ NULL,
+    /* sum_f32 */ NULL,
+    /* sumsq_f32 */ NULL,
+    /* gather_rows_f32 */ NULL,
+    /* scatter_add_rows_f32 */ NULL,
+    /* spmm_f32 */ NULL,
+    /* segment_reduce_f32 */ NULL,
+    /* segment_reduce_bwd_f32 */ NULL,
+    /* edge_softmax_f32 */ NULL,
+    /* edge_softmax_bwd_f32 */ NULL,
+    /* adam_f32 */ NULL,
+    /* sgd_f32 */ NULL,
 };
 
 // Entry point (see backend_impl.h): fills be's table, kernels, context, name and device_total. On

@@ -1,0 +1,593 @@
+/* nn_dense.c - CPU kernels of the neural-network layer on dense f32 arrays: GEMM (OpenBLAS),
+ * bias, activations, dropout, element-wise arithmetic, softmax, losses, sums, optimizers.
+ *
+ * Every loop is an OpenMP loop with a static schedule. Element-wise kernels give the same bits
+ * for any thread count. Reductions give the same bits for a given thread count: each thread
+ * reduces a fixed contiguous chunk in double and the partials are added in thread order. */
+#include "nn_kernels.h"
+
+#include <cblas.h>
+#include <limits.h>
+#include <math.h>
+#include <omp.h>
+#include <string.h>
+
+int64_t saga_cpu_nn_min_parallel_work = 1 << 15;
+
+int saga_cpu_nn_threads(const saga_stream *s, int64_t work) {
+    if (work < saga_cpu_nn_min_parallel_work)
+        return 1;
+    int t =
+        s && s->be && s->be->params.n_threads > 0 ? s->be->params.n_threads : omp_get_max_threads();
+    return t < 1 ? 1 : t > SAGA_CPU_NN_MAX_THREADS ? SAGA_CPU_NN_MAX_THREADS : t;
+}
+
+/* ---- GEMM -------------------------------------------------------------------------------- */
+
+/* C = beta C over an M x N block (beta == 0 clears without reading C). */
+static void scale_block(saga_stream *s, int64_t M, int64_t N, float beta, float *C, int64_t ldc) {
+    if (beta == 1.0f)
+        return;
+#pragma omp parallel for schedule(static) num_threads(saga_cpu_nn_threads(s, M *N))
+    for (int64_t i = 0; i < M; i++) {
+        float *c = C + i * ldc;
+        if (beta == 0.0f) {
+            for (int64_t j = 0; j < N; j++)
+                c[j] = 0.0f;
+        } else {
+            for (int64_t j = 0; j < N; j++)
+                c[j] *= beta;
+        }
+    }
+}
+
+/* OpenBLAS threads the product itself (its own pool, as many threads as it decides; its
+ * threaded SGEMM splits M and N, never K, so the result does not depend on its thread count).
+ * The engine calls GEMM outside OpenMP regions, so the two pools do not nest. */
+saga_status saga_cpu_gemm_f32(saga_stream *s, bool trans_a, bool trans_b, int64_t M, int64_t N,
+                              int64_t K, float alpha, const float *A, int64_t lda, const float *B,
+                              int64_t ldb, float beta, float *C, int64_t ldc) {
+    if (M <= 0 || N <= 0)
+        return SAGA_OK;
+    if (M > INT_MAX || N > INT_MAX || K > INT_MAX || lda > INT_MAX || ldb > INT_MAX ||
+        ldc > INT_MAX)
+        return saga_error(SAGA_ERR_UNSUPPORTED,
+                          "gemm_f32: M=%lld N=%lld K=%lld (lda %lld, ldb %lld, ldc %lld) passes "
+                          "the 32-bit integer range of the BLAS",
+                          (long long)M, (long long)N, (long long)K, (long long)lda, (long long)ldb,
+                          (long long)ldc);
+    /* BLAS implementations disagree on whether K == 0 still scales C; do it here. */
+    if (K <= 0 || alpha == 0.0f) {
+        scale_block(s, M, N, beta, C, ldc);
+        return SAGA_OK;
+    }
+    cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+                trans_b ? CblasTrans : CblasNoTrans, (int)M, (int)N, (int)K, alpha, A, (int)lda, B,
+                (int)ldb, beta, C, (int)ldc);
+    return SAGA_OK;
+}
+
+/* ---- bias -------------------------------------------------------------------------------- */
+
+saga_status saga_cpu_bias_add_f32(saga_stream *s, int64_t rows, int64_t cols, const float *x,
+                                  const float *b, float *y) {
+#pragma omp parallel for schedule(static) num_threads(saga_cpu_nn_threads(s, rows *cols))
+    for (int64_t i = 0; i < rows; i++) {
+        const float *xi = x + i * cols;
+        float *yi = y + i * cols;
+        for (int64_t j = 0; j < cols; j++)
+            yi[j] = xi[j] + b[j];
+    }
+    return SAGA_OK;
+}
+
+enum { COLSUM_STACK = 1024 }; /* doubles of per-thread partials kept on the stack */
+
+saga_status saga_cpu_colsum_f32(saga_stream *s, int64_t rows, int64_t cols, const float *x,
+                                float beta, float *out) {
+    saga_status st = SAGA_OK;
+    double stack[COLSUM_STACK];
+    double *part = stack;
+    if (cols <= 0)
+        return SAGA_OK;
+    int nt = saga_cpu_nn_threads(s, rows * cols);
+    if ((int64_t)nt * cols > COLSUM_STACK)
+        SAGA_TRY(saga_alloc_array((void **)&part, (size_t)nt * (size_t)cols, sizeof *part,
+                                  "colsum_f32 partial sums"));
+    int used = 1;
+#pragma omp parallel num_threads(nt)
+    {
+        int id = omp_get_thread_num(), n_th = omp_get_num_threads();
+        int64_t lo, hi;
+        saga_cpu_nn_chunk(rows, id, n_th, &lo, &hi);
+        double *acc = part + (int64_t)id * cols;
+        for (int64_t j = 0; j < cols; j++)
+            acc[j] = 0.0;
+        for (int64_t i = lo; i < hi; i++) {
+            const float *xi = x + i * cols;
+            for (int64_t j = 0; j < cols; j++)
+                acc[j] += xi[j];
+        }
+        if (id == 0)
+            used = n_th;
+    }
+    for (int64_t j = 0; j < cols; j++) {
+        double sum = part[j];
+        for (int t = 1; t < used; t++)
+            sum += part[(int64_t)t * cols + j];
+        out[j] = beta == 0.0f ? (float)sum : (float)(sum + (double)beta * out[j]);
+    }
+fail:
+    if (part != stack)
+        saga_free(part);
+    return st;
+}
+
+/* ---- activations ------------------------------------------------------------------------- */
+
+static saga_status bad_act(const char *what, saga_act kind) {
+    return saga_error(SAGA_ERR_INVALID_ARG, "%s: unknown activation %d", what, (int)kind);
+}
+
+/* 1 / (1 + exp(-x)) without overflow for either sign. */
+static inline float sigmoidf(float x) {
+    if (x >= 0.0f)
+        return 1.0f / (1.0f + expf(-x));
+    float e = expf(x);
+    return e / (1.0f + e);
+}
+
+saga_status saga_cpu_act_f32(saga_stream *s, saga_act kind, int64_t n, float alpha, const float *x,
+                             float *y) {
+    const int nt = saga_cpu_nn_threads(s, n);
+    switch (kind) {
+    case SAGA_ACT_RELU:
+#pragma omp parallel for schedule(static) num_threads(nt)
+        for (int64_t i = 0; i < n; i++)
+            y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+        break;
+    case SAGA_ACT_LEAKY_RELU:
+#pragma omp parallel for schedule(static) num_threads(nt)
+        for (int64_t i = 0; i < n; i++)
+            y[i] = x[i] > 0.0f ? x[i] : alpha * x[i];
+        break;
+    case SAGA_ACT_ELU:
+#pragma omp parallel for schedule(static) num_threads(nt)
+        for (int64_t i = 0; i < n; i++)
+            y[i] = x[i] > 0.0f ? x[i] : alpha * expm1f(x[i]);
+        break;
+    case SAGA_ACT_SIGMOID:
+#pragma omp parallel for schedule(static) num_threads(nt)
+        for (int64_t i = 0; i < n; i++)
+            y[i] = sigmoidf(x[i]);
+        break;
+    case SAGA_ACT_TANH:
+#pragma omp parallel for schedule(static) num_threads(nt)
+        for (int64_t i = 0; i < n; i++)
+            y[i] = tanhf(x[i]);
+        break;
+    default:
+        return bad_act("act_f32", kind);
+    }
+    return SAGA_OK;
+}
+
+/* Each kind reads what makes its derivative cheapest: the output where the derivative is a
+ * function of it (no exp or tanh again), the input where the output loses the sign. */
+saga_status saga_cpu_act_bwd_f32(saga_stream *s, saga_act kind, int64_t n, float alpha,
+                                 const float *x, const float *y, const float *dy, float *dx) {
+    const int nt = saga_cpu_nn_threads(s, n);
+    switch (kind) {
+    case SAGA_ACT_RELU:
+#pragma omp parallel for schedule(static) num_threads(nt)
+        for (int64_t i = 0; i < n; i++)
+            dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
+        break;
+    case SAGA_ACT_LEAKY_RELU:
+#pragma omp parallel for schedule(static) num_threads(nt)
+        for (int64_t i = 0; i < n; i++)
+            dx[i] = x[i] > 0.0f ? dy[i] : alpha * dy[i];
+        break;
+    case SAGA_ACT_ELU: /* for x <= 0, d/dx alpha (e^x - 1) = alpha e^x = y + alpha */
+#pragma omp parallel for schedule(static) num_threads(nt)
+        for (int64_t i = 0; i < n; i++)
+            dx[i] = x[i] > 0.0f ? dy[i] : dy[i] * (y[i] + alpha);
+        break;
+    case SAGA_ACT_SIGMOID:
+#pragma omp parallel for schedule(static) num_threads(nt)
+        for (int64_t i = 0; i < n; i++)
+            dx[i] = dy[i] * (y[i] * (1.0f - y[i]));
+        break;
+    case SAGA_ACT_TANH:
+#pragma omp parallel for schedule(static) num_threads(nt)
+        for (int64_t i = 0; i < n; i++)
+            dx[i] = dy[i] * (1.0f - y[i] * y[i]);
+        break;
+    default:
+        return bad_act("act_bwd_f32", kind);
+    }
+    return SAGA_OK;
+}
+
+/* ---- dropout ----------------------------------------------------------------------------- */
+
+/* The splitmix64 finalizer: a bijection of 64-bit words whose outputs pass BigCrush for
+ * consecutive inputs. A counter-based draw: element i needs no state from element i - 1. */
+static inline uint64_t mix64(uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+saga_status saga_cpu_dropout_f32(saga_stream *s, int64_t n, float p, uint64_t seed, const float *x,
+                                 float *y) {
+    if (!(p >= 0.0f && p < 1.0f))
+        return saga_error(SAGA_ERR_INVALID_ARG, "dropout_f32: p must be in [0, 1), got %g",
+                          (double)p);
+    const int nt = saga_cpu_nn_threads(s, n);
+    if (p == 0.0f) {
+        if (x != y) {
+#pragma omp parallel for schedule(static) num_threads(nt)
+            for (int64_t i = 0; i < n; i++)
+                y[i] = x[i];
+        }
+        return SAGA_OK;
+    }
+    /* The seed is mixed first so that seeds differing by the counter step do not give shifted
+     * copies of one mask. */
+    const uint64_t key = mix64(seed);
+    const float scale = 1.0f / (1.0f - p);
+#pragma omp parallel for schedule(static) num_threads(nt)
+    for (int64_t i = 0; i < n; i++) {
+        uint64_t z = mix64(key + 0x9E3779B97F4A7C15ull * (uint64_t)(i + 1));
+        float u = (float)(z >> 40) * 0x1p-24f; /* 24 bits: exact in a float, in [0, 1) */
+        y[i] = u >= p ? x[i] * scale : 0.0f;
+    }
+    return SAGA_OK;
+}
+
+/* ---- element-wise ------------------------------------------------------------------------ */
+
+saga_status saga_cpu_binary_f32(saga_stream *s, saga_binop op, int64_t n, const float *x,
+                                const float *y, float *z) {
+    const int nt = saga_cpu_nn_threads(s, n);
+    switch (op) {
+    case SAGA_BINOP_ADD:
+#pragma omp parallel for schedule(static) num_threads(nt)
+        for (int64_t i = 0; i < n; i++)
+            z[i] = x[i] + y[i];
+        break;
+    case SAGA_BINOP_SUB:
+#pragma omp parallel for schedule(static) num_threads(nt)
+        for (int64_t i = 0; i < n; i++)
+            z[i] = x[i] - y[i];
+        break;
+    case SAGA_BINOP_MUL:
+#pragma omp parallel for schedule(static) num_threads(nt)
+        for (int64_t i = 0; i < n; i++)
+            z[i] = x[i] * y[i];
+        break;
+    case SAGA_BINOP_DIV:
+#pragma omp parallel for schedule(static) num_threads(nt)
+        for (int64_t i = 0; i < n; i++)
+            z[i] = x[i] / y[i];
+        break;
+    default:
+        return saga_error(SAGA_ERR_INVALID_ARG, "binary_f32: unknown operation %d", (int)op);
+    }
+    return SAGA_OK;
+}
+
+/* b == 0 does not read y, so garbage in a fresh output buffer does not leak through. */
+saga_status saga_cpu_scale_f32(saga_stream *s, int64_t n, float a, const float *x, float b,
+                               float *y) {
+    const int nt = saga_cpu_nn_threads(s, n);
+    if (b == 0.0f) {
+#pragma omp parallel for schedule(static) num_threads(nt)
+        for (int64_t i = 0; i < n; i++)
+            y[i] = a * x[i];
+    } else {
+#pragma omp parallel for schedule(static) num_threads(nt)
+        for (int64_t i = 0; i < n; i++)
+            y[i] = a * x[i] + b * y[i];
+    }
+    return SAGA_OK;
+}
+
+saga_status saga_cpu_fill_f32(saga_stream *s, float *x, int64_t n, float v) {
+#pragma omp parallel for schedule(static) num_threads(saga_cpu_nn_threads(s, n))
+    for (int64_t i = 0; i < n; i++)
+        x[i] = v;
+    return SAGA_OK;
+}
+
+saga_status saga_cpu_copy2d_f32(saga_stream *s, int64_t rows, int64_t cols, const float *src,
+                                int64_t lds, float *dst, int64_t ldd, bool accumulate) {
+    if (cols <= 0)
+        return SAGA_OK;
+    const int nt = saga_cpu_nn_threads(s, rows * cols);
+    if (accumulate) {
+#pragma omp parallel for schedule(static) num_threads(nt)
+        for (int64_t i = 0; i < rows; i++) {
+            const float *a = src + i * lds;
+            float *b = dst + i * ldd;
+            for (int64_t j = 0; j < cols; j++)
+                b[j] += a[j];
+        }
+    } else {
+#pragma omp parallel for schedule(static) num_threads(nt)
+        for (int64_t i = 0; i < rows; i++)
+            memcpy(dst + i * ldd, src + i * lds, (size_t)cols * sizeof *dst);
+    }
+    return SAGA_OK;
+}
+
+/* ---- softmax ----------------------------------------------------------------------------- */
+
+/* One row. The sum of exponentials is accumulated in double: with thousands of columns a float
+ * sum loses digits the caller would see in the loss. */
+static void softmax_row(int64_t cols, bool log_space, const float *x, float *y) {
+    float mx = x[0];
+    for (int64_t j = 1; j < cols; j++)
+        mx = x[j] > mx ? x[j] : mx;
+    double sum = 0.0;
+    if (log_space) {
+        for (int64_t j = 0; j < cols; j++)
+            sum += expf(x[j] - mx);
+        float lse = mx + (float)log(sum);
+        for (int64_t j = 0; j < cols; j++)
+            y[j] = x[j] - lse;
+    } else {
+        for (int64_t j = 0; j < cols; j++) {
+            float e = expf(x[j] - mx);
+            y[j] = e;
+            sum += e;
+        }
+        float inv = (float)(1.0 / sum);
+        for (int64_t j = 0; j < cols; j++)
+            y[j] *= inv;
+    }
+}
+
+saga_status saga_cpu_softmax_rows_f32(saga_stream *s, int64_t rows, int64_t cols, bool log,
+                                      const float *x, float *y) {
+    if (cols <= 0)
+        return SAGA_OK;
+#pragma omp parallel for schedule(static) num_threads(saga_cpu_nn_threads(s, rows *cols))
+    for (int64_t i = 0; i < rows; i++)
+        softmax_row(cols, log, x + i * cols, y + i * cols);
+    return SAGA_OK;
+}
+
+saga_status saga_cpu_softmax_rows_bwd_f32(saga_stream *s, int64_t rows, int64_t cols, bool log,
+                                          const float *y, const float *dy, float *dx) {
+#pragma omp parallel for schedule(static) num_threads(saga_cpu_nn_threads(s, rows *cols))
+    for (int64_t i = 0; i < rows; i++) {
+        const float *yi = y + i * cols, *dyi = dy + i * cols;
+        float *dxi = dx + i * cols;
+        double acc = 0.0;
+        if (log) {
+            for (int64_t j = 0; j < cols; j++)
+                acc += dyi[j];
+            float sum = (float)acc;
+            for (int64_t j = 0; j < cols; j++)
+                dxi[j] = dyi[j] - expf(yi[j]) * sum;
+        } else {
+            for (int64_t j = 0; j < cols; j++)
+                acc += (double)dyi[j] * yi[j];
+            float dot = (float)acc;
+            for (int64_t j = 0; j < cols; j++)
+                dxi[j] = yi[j] * (dyi[j] - dot);
+        }
+    }
+    return SAGA_OK;
+}
+
+/* ---- losses ------------------------------------------------------------------------------ */
+
+saga_status saga_cpu_nll_f32(saga_stream *s, int64_t rows, int64_t cols, const float *logp,
+                             const int32_t *labels, const int32_t *rows_idx, int64_t n_idx,
+                             double *loss, float *dlogp) {
+    const int64_t n = rows_idx ? n_idx : rows;
+    double part[SAGA_CPU_NN_MAX_THREADS];
+    int64_t bad[SAGA_CPU_NN_MAX_THREADS]; /* first bad position of each thread, or n */
+    int used = 1;
+    /* Check and sum in one pass; the first bad position over all threads is the one reported,
+     * so the message does not depend on the thread count. */
+#pragma omp parallel num_threads(saga_cpu_nn_threads(s, n))
+    {
+        int id = omp_get_thread_num(), nt = omp_get_num_threads();
+        int64_t lo, hi;
+        saga_cpu_nn_chunk(n, id, nt, &lo, &hi);
+        double acc = 0.0;
+        int64_t first_bad = n;
+        for (int64_t k = lo; k < hi; k++) {
+            int64_t r = rows_idx ? rows_idx[k] : k;
+            if (r < 0 || r >= rows || labels[r] < 0 || labels[r] >= cols) {
+                first_bad = k;
+                break;
+            }
+            acc -= logp[r * cols + labels[r]];
+        }
+        part[id] = acc;
+        bad[id] = first_bad;
+        if (id == 0)
+            used = nt;
+    }
+    double sum = 0.0;
+    for (int t = 0; t < used; t++) {
+        if (bad[t] < n) {
+            int64_t k = bad[t], r = rows_idx ? rows_idx[k] : k;
+            if (r < 0 || r >= rows)
+                return saga_error(SAGA_ERR_INVALID_ARG,
+                                  "nll_f32: row index %lld at position %lld is outside [0, %lld)",
+                                  (long long)r, (long long)k, (long long)rows);
+            return saga_error(SAGA_ERR_INVALID_ARG,
+                              "nll_f32: row %lld has label %d, outside [0, %lld)", (long long)r,
+                              (int)labels[r], (long long)cols);
+        }
+        sum += part[t];
+    }
+    *loss = n > 0 ? sum / (double)n : 0.0;
+    if (dlogp) {
+        saga_cpu_fill_f32(s, dlogp, rows * cols, 0.0f);
+        const float g = n > 0 ? (float)(-1.0 / (double)n) : 0.0f;
+        /* Serial: a row listed twice must receive both contributions. */
+        for (int64_t k = 0; k < n; k++) {
+            int64_t r = rows_idx ? rows_idx[k] : k;
+            dlogp[r * cols + labels[r]] += g;
+        }
+    }
+    return SAGA_OK;
+}
+
+saga_status saga_cpu_bce_logits_f32(saga_stream *s, int64_t n, const float *x, const float *target,
+                                    float pos_weight, double *loss, float *dx) {
+    double part[SAGA_CPU_NN_MAX_THREADS];
+    int used = 1;
+    const float inv_n = n > 0 ? (float)(1.0 / (double)n) : 0.0f;
+#pragma omp parallel num_threads(saga_cpu_nn_threads(s, n))
+    {
+        int id = omp_get_thread_num(), nt = omp_get_num_threads();
+        int64_t lo, hi;
+        saga_cpu_nn_chunk(n, id, nt, &lo, &hi);
+        double acc = 0.0;
+        for (int64_t i = lo; i < hi; i++) {
+            float xi = x[i], t = target[i];
+            /* -log sigmoid(x) = log(1 + e^-|x|) + max(-x, 0) never overflows; PyTorch's form */
+            float log_weight = 1.0f + (pos_weight - 1.0f) * t;
+            float sp = log1pf(expf(-fabsf(xi))) + (xi < 0.0f ? -xi : 0.0f);
+            acc += (double)((1.0f - t) * xi + log_weight * sp);
+            if (dx) {
+                float pt = pos_weight * t;
+                dx[i] = (sigmoidf(xi) * ((1.0f - t) + pt) - pt) * inv_n;
+            }
+        }
+        part[id] = acc;
+        if (id == 0)
+            used = nt;
+    }
+    double sum = 0.0;
+    for (int t = 0; t < used; t++)
+        sum += part[t];
+    *loss = n > 0 ? sum / (double)n : 0.0;
+    return SAGA_OK;
+}
+
+/* ---- sums -------------------------------------------------------------------------------- */
+
+/* Four accumulators over [lo, hi): a fixed order, so a fixed result. */
+static double sum_range(const float *x, int64_t lo, int64_t hi, bool square) {
+    double a0 = 0.0, a1 = 0.0, a2 = 0.0, a3 = 0.0;
+    int64_t i = lo;
+    if (square) {
+        for (; i + 4 <= hi; i += 4) {
+            a0 += (double)x[i] * x[i];
+            a1 += (double)x[i + 1] * x[i + 1];
+            a2 += (double)x[i + 2] * x[i + 2];
+            a3 += (double)x[i + 3] * x[i + 3];
+        }
+        for (; i < hi; i++)
+            a0 += (double)x[i] * x[i];
+    } else {
+        for (; i + 4 <= hi; i += 4) {
+            a0 += x[i];
+            a1 += x[i + 1];
+            a2 += x[i + 2];
+            a3 += x[i + 3];
+        }
+        for (; i < hi; i++)
+            a0 += x[i];
+    }
+    return (a0 + a1) + (a2 + a3);
+}
+
+static double sum_all(saga_stream *s, int64_t n, const float *x, bool square) {
+    double part[SAGA_CPU_NN_MAX_THREADS];
+    int used = 1;
+#pragma omp parallel num_threads(saga_cpu_nn_threads(s, n))
+    {
+        int id = omp_get_thread_num(), nt = omp_get_num_threads();
+        int64_t lo, hi;
+        saga_cpu_nn_chunk(n, id, nt, &lo, &hi);
+        part[id] = sum_range(x, lo, hi, square);
+        if (id == 0)
+            used = nt;
+    }
+    double sum = 0.0;
+    for (int t = 0; t < used; t++)
+        sum += part[t];
+    return sum;
+}
+
+saga_status saga_cpu_sum_f32(saga_stream *s, int64_t n, const float *x, double *out) {
+    *out = n > 0 ? sum_all(s, n, x, false) : 0.0;
+    return SAGA_OK;
+}
+
+saga_status saga_cpu_sumsq_f32(saga_stream *s, int64_t n, const float *x, double *out) {
+    *out = n > 0 ? sum_all(s, n, x, true) : 0.0;
+    return SAGA_OK;
+}
+
+/* ---- optimizers -------------------------------------------------------------------------- */
+
+/* torch.optim.Adam / AdamW, single-tensor path, in the same f32 operations: the scalar factors
+ * are computed in double (Python floats there) and rounded once; the moments move by lerp as
+ * exp_avg.lerp_(grad, 1 - beta1) does. */
+saga_status saga_cpu_adam_f32(saga_stream *s, int64_t n, float lr, float beta1, float beta2,
+                              float eps, float weight_decay, bool decoupled, int64_t step,
+                              float *param, const float *grad, float *m, float *v) {
+    if (step < 1)
+        return saga_error(SAGA_ERR_INVALID_ARG, "adam_f32: step must be 1 or more, got %lld",
+                          (long long)step);
+    const double bc1 = 1.0 - pow((double)beta1, (double)step);
+    const double bc2 = 1.0 - pow((double)beta2, (double)step);
+    const float step_size = (float)((double)lr / bc1);
+    const float bc2_sqrt = (float)sqrt(bc2);
+    const float w1 = (float)(1.0 - (double)beta1); /* lerp weight */
+    const float w2 = (float)(1.0 - (double)beta2);
+    const float decay = (float)(1.0 - (double)lr * (double)weight_decay);
+    const bool l2 = weight_decay != 0.0f && !decoupled;
+    const bool shrink = weight_decay != 0.0f && decoupled;
+#pragma omp parallel for schedule(static) num_threads(saga_cpu_nn_threads(s, n))
+    for (int64_t i = 0; i < n; i++) {
+        float p = param[i];
+        float g = l2 ? grad[i] + weight_decay * p : grad[i];
+        if (shrink)
+            p *= decay;
+        /* torch's lerp: start + w (end - start) for w < 0.5, else end - (end - start)(1 - w) */
+        float mi = m[i];
+        mi = w1 < 0.5f ? mi + w1 * (g - mi) : g - (g - mi) * (1.0f - w1);
+        float vi = v[i] * beta2 + w2 * g * g; /* addcmul: (value t1) t2 */
+        float denom = sqrtf(vi) / bc2_sqrt + eps;
+        m[i] = mi;
+        v[i] = vi;
+        param[i] = p + -step_size * mi / denom; /* addcdiv: (value t1) / t2 */
+    }
+    return SAGA_OK;
+}
+
+/* torch.optim.SGD with dampening 0, single-tensor path. PyTorch sets buf = grad on the first
+ * step; momentum * 0 + grad is the same value, so a zeroed buf needs no first-step case. */
+saga_status saga_cpu_sgd_f32(saga_stream *s, int64_t n, float lr, float momentum,
+                             float weight_decay, bool nesterov, float *param, const float *grad,
+                             float *buf) {
+    if (momentum != 0.0f && !buf)
+        return saga_error(SAGA_ERR_INVALID_ARG,
+                          "sgd_f32: momentum %g needs a momentum buffer, got NULL",
+                          (double)momentum);
+    const bool decay = weight_decay != 0.0f;
+    const bool mom = momentum != 0.0f;
+#pragma omp parallel for schedule(static) num_threads(saga_cpu_nn_threads(s, n))
+    for (int64_t i = 0; i < n; i++) {
+        float g = decay ? grad[i] + weight_decay * param[i] : grad[i];
+        if (mom) {
+            float b = buf[i] * momentum + g;
+            buf[i] = b;
+            g = nesterov ? g + momentum * b : b;
+        }
+        param[i] = param[i] + -lr * g;
+    }
+    return SAGA_OK;
+}

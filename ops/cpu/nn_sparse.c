@@ -1,0 +1,373 @@
+/* nn_sparse.c - CPU kernels of the neural-network layer that follow indices: row gather and
+ * scatter-add, SpMM (GCN aggregation), segment reductions and edge softmax (GAT attention).
+ *
+ * Every output element is computed by exactly one thread, from its inputs in a fixed order that
+ * does not depend on how the work is split, so every kernel here gives the same bits for any
+ * thread count. Work over CSR rows or segments is split into contiguous ranges of equal cost
+ * (stored entries plus rows), found by binary search on the offsets: a power-law graph puts
+ * most of its edges in a few rows, and an even split of rows would leave threads idle. */
+#include "nn_kernels.h"
+
+#include <math.h>
+#include <omp.h>
+#include <string.h>
+
+/* ---- work splitting ------------------------------------------------------------------------ */
+
+/* First row g in [0, n] whose cost prefix (off[g] - off[0]) + g reaches target. The prefix is
+ * strictly increasing in g, so the split points of consecutive parts are ordered. */
+static int64_t cost_search(const int64_t *off, int64_t n, int64_t target) {
+    int64_t lo = 0, hi = n;
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if ((off[mid] - off[0]) + mid < target)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* [lo, hi) of the rows that part id out of nt owns, balanced by entries plus rows. */
+static void cost_chunk(const int64_t *off, int64_t n, int id, int nt, int64_t *lo, int64_t *hi) {
+    const int64_t total = (off[n] - off[0]) + n;
+    const int64_t q = total / nt, r = total % nt;
+    *lo = id == 0 ? 0 : cost_search(off, n, q * id + (id < r ? id : r));
+    *hi = id == nt - 1 ? n : cost_search(off, n, q * (id + 1) + (id + 1 < r ? id + 1 : r));
+}
+
+/* First position k < n whose index is outside [0, limit), or n when all are inside. */
+static int64_t first_bad_index(saga_stream *s, int64_t n, const int32_t *idx, int64_t limit) {
+    int64_t first = n;
+#pragma omp parallel for schedule(static) reduction(min                                            \
+                                                    : first)                                       \
+    num_threads(saga_cpu_nn_threads(s, n))
+    for (int64_t k = 0; k < n; k++)
+        if ((idx[k] < 0 || idx[k] >= limit) && k < first)
+            first = k;
+    return first;
+}
+
+static saga_status bad_index(const char *what, int64_t k, int32_t v, int64_t limit) {
+    return saga_error(SAGA_ERR_INVALID_ARG, "%s: index %d at position %lld is outside [0, %lld)",
+                      what, (int)v, (long long)k, (long long)limit);
+}
+
+/* ---- gather / scatter ---------------------------------------------------------------------- */
+
+saga_status saga_cpu_gather_rows_f32(saga_stream *s, int64_t n_idx, int64_t cols,
+                                     const int32_t *idx, int64_t n_rows_x, const float *x,
+                                     float *y) {
+    if (n_idx <= 0)
+        return SAGA_OK;
+    const int64_t bad = first_bad_index(s, n_idx, idx, n_rows_x);
+    if (bad < n_idx)
+        return bad_index("gather_rows_f32", bad, idx[bad], n_rows_x);
+    if (cols <= 0)
+        return SAGA_OK;
+#pragma omp parallel for schedule(static) num_threads(saga_cpu_nn_threads(s, n_idx *cols))
+    for (int64_t k = 0; k < n_idx; k++)
+        memcpy(y + k * cols, x + (int64_t)idx[k] * cols, (size_t)cols * sizeof *y);
+    return SAGA_OK;
+}
+
+/* Below this many columns per thread the columns are not split: each thread would touch only a
+ * piece of a cache line of every row. 16 floats is one 64-byte line. */
+enum { SCATTER_MIN_COLS_PER_THREAD = 16 };
+
+/* Two splits keep every element of y receiving its contributions in increasing k: when rows are
+ * wide, each thread owns a block of columns and walks all of idx; otherwise each thread owns a
+ * range of destination rows and walks all of idx, skipping contributions to rows it does not
+ * own. The second split reads idx once per thread, which is small against the rows it moves;
+ * with skewed indices it can be unbalanced, the price of needing no sort and no buffer. */
+saga_status saga_cpu_scatter_add_rows_f32(saga_stream *s, int64_t n_idx, int64_t cols,
+                                          const int32_t *idx, const float *x, int64_t n_rows_y,
+                                          float *y) {
+    if (n_idx <= 0)
+        return SAGA_OK;
+    const int64_t bad = first_bad_index(s, n_idx, idx, n_rows_y);
+    if (bad < n_idx)
+        return bad_index("scatter_add_rows_f32", bad, idx[bad], n_rows_y);
+    if (cols <= 0)
+        return SAGA_OK;
+    const int nt = saga_cpu_nn_threads(s, n_idx * cols);
+    if (cols >= (int64_t)nt * SCATTER_MIN_COLS_PER_THREAD) {
+#pragma omp parallel num_threads(nt)
+        {
+            int64_t lo, hi;
+            saga_cpu_nn_chunk(cols, omp_get_thread_num(), omp_get_num_threads(), &lo, &hi);
+            for (int64_t k = 0; k < n_idx; k++) {
+                const float *xk = x + k * cols;
+                float *yr = y + (int64_t)idx[k] * cols;
+#pragma omp simd
+                for (int64_t j = lo; j < hi; j++)
+                    yr[j] += xk[j];
+            }
+        }
+    } else {
+#pragma omp parallel num_threads(nt)
+        {
+            int64_t lo, hi;
+            saga_cpu_nn_chunk(n_rows_y, omp_get_thread_num(), omp_get_num_threads(), &lo, &hi);
+            for (int64_t k = 0; k < n_idx; k++) {
+                const int64_t r = idx[k];
+                if (r < lo || r >= hi)
+                    continue;
+                const float *xk = x + k * cols;
+                float *yr = y + r * cols;
+#pragma omp simd
+                for (int64_t j = 0; j < cols; j++)
+                    yr[j] += xk[j];
+            }
+        }
+    }
+    return SAGA_OK;
+}
+
+/* ---- SpMM ---------------------------------------------------------------------------------- */
+
+/* Columns accumulated at once in registers and L1: 1 KiB of floats, so a row's accumulator stays
+ * put while the X rows stream past. Wider outputs are done in column blocks of this size. */
+enum { SPMM_BLOCK = 256 };
+
+/* Y[lo..hi) = alpha A X + beta Y, one row at a time, columns [c0, c1). Each output element sums
+ * its row's entries in increasing k in f32; the split of rows does not enter. */
+static void spmm_rows(const saga_csr_dev *A, int64_t F, int64_t c0, int64_t c1, float alpha,
+                      const float *X, float beta, float *Y, int64_t lo, int64_t hi) {
+    const int64_t *off = A->offsets;
+    const int32_t *ind = A->indices;
+    const float *val = A->values;
+    const int64_t w = c1 - c0;
+    float acc[SPMM_BLOCK];
+    for (int64_t i = lo; i < hi; i++) {
+#pragma omp simd
+        for (int64_t j = 0; j < w; j++)
+            acc[j] = 0.0f;
+        if (val) {
+            for (int64_t k = off[i]; k < off[i + 1]; k++) {
+                const float v = val[k];
+                const float *xr = X + (int64_t)ind[k] * F + c0;
+#pragma omp simd
+                for (int64_t j = 0; j < w; j++)
+                    acc[j] += v * xr[j];
+            }
+        } else {
+            for (int64_t k = off[i]; k < off[i + 1]; k++) {
+                const float *xr = X + (int64_t)ind[k] * F + c0;
+#pragma omp simd
+                for (int64_t j = 0; j < w; j++)
+                    acc[j] += xr[j];
+            }
+        }
+        float *yr = Y + i * F + c0;
+        if (beta == 0.0f) {
+#pragma omp simd
+            for (int64_t j = 0; j < w; j++)
+                yr[j] = alpha * acc[j];
+        } else {
+#pragma omp simd
+            for (int64_t j = 0; j < w; j++)
+                yr[j] = alpha * acc[j] + beta * yr[j];
+        }
+    }
+}
+
+saga_status saga_cpu_spmm_f32(saga_stream *s, const saga_csr_dev *A, int64_t F, float alpha,
+                              const float *X, float beta, float *Y) {
+    const int64_t n = A->n_rows;
+    if (n <= 0 || F <= 0)
+        return SAGA_OK;
+    const int64_t *off = A->offsets;
+    const int nt = saga_cpu_nn_threads(s, (n + (off[n] - off[0])) * F);
+#pragma omp parallel num_threads(nt)
+    {
+        int64_t lo, hi;
+        cost_chunk(off, n, omp_get_thread_num(), omp_get_num_threads(), &lo, &hi);
+        for (int64_t c0 = 0; c0 < F; c0 += SPMM_BLOCK) {
+            const int64_t c1 = F - c0 < SPMM_BLOCK ? F : c0 + SPMM_BLOCK;
+            spmm_rows(A, F, c0, c1, alpha, X, beta, Y, lo, hi);
+        }
+    }
+    return SAGA_OK;
+}
+
+/* ---- segment reductions -------------------------------------------------------------------- */
+
+static saga_status check_reduce(const char *what, saga_reduce op, const int32_t *argmax) {
+    if ((unsigned)op >= SAGA_REDUCE_COUNT)
+        return saga_error(SAGA_ERR_INVALID_ARG, "%s: unknown reduction %d", what, (int)op);
+    if (op == SAGA_REDUCE_MAX && !argmax)
+        return saga_error(SAGA_ERR_INVALID_ARG, "%s: MAX needs an argmax array, got NULL", what);
+    return SAGA_OK;
+}
+
+/* Segment g of x into y[g] (and argmax[g] for MAX). Rows are visited in increasing order; MAX
+ * replaces only on a strictly greater value, so the first of equal maxima wins. */
+static void reduce_segment(int64_t r0, int64_t r1, int64_t F, saga_reduce op, const float *x,
+                           float *yg, int32_t *ag) {
+    if (r0 >= r1) {
+        for (int64_t j = 0; j < F; j++)
+            yg[j] = 0.0f;
+        if (op == SAGA_REDUCE_MAX)
+            for (int64_t j = 0; j < F; j++)
+                ag[j] = -1;
+        return;
+    }
+    if (op == SAGA_REDUCE_MAX) {
+        const float *x0 = x + r0 * F;
+        for (int64_t j = 0; j < F; j++) {
+            yg[j] = x0[j];
+            ag[j] = (int32_t)r0;
+        }
+        for (int64_t r = r0 + 1; r < r1; r++) {
+            const float *xr = x + r * F;
+#pragma omp simd
+            for (int64_t j = 0; j < F; j++) {
+                const bool gt = xr[j] > yg[j];
+                yg[j] = gt ? xr[j] : yg[j];
+                ag[j] = gt ? (int32_t)r : ag[j];
+            }
+        }
+        return;
+    }
+    memcpy(yg, x + r0 * F, (size_t)F * sizeof *yg);
+    for (int64_t r = r0 + 1; r < r1; r++) {
+        const float *xr = x + r * F;
+#pragma omp simd
+        for (int64_t j = 0; j < F; j++)
+            yg[j] += xr[j];
+    }
+    if (op == SAGA_REDUCE_MEAN) {
+        const float size = (float)(r1 - r0);
+#pragma omp simd
+        for (int64_t j = 0; j < F; j++)
+            yg[j] /= size;
+    }
+}
+
+saga_status saga_cpu_segment_reduce_f32(saga_stream *s, const int64_t *offsets, int64_t n_seg,
+                                        int64_t F, saga_reduce op, const float *x, float *y,
+                                        int32_t *argmax) {
+    saga_status st = check_reduce("segment_reduce_f32", op, argmax);
+    if (st < 0)
+        return st;
+    if (n_seg <= 0 || F <= 0)
+        return SAGA_OK;
+    const int nt = saga_cpu_nn_threads(s, (n_seg + (offsets[n_seg] - offsets[0])) * F);
+#pragma omp parallel num_threads(nt)
+    {
+        int64_t lo, hi;
+        cost_chunk(offsets, n_seg, omp_get_thread_num(), omp_get_num_threads(), &lo, &hi);
+        for (int64_t g = lo; g < hi; g++)
+            reduce_segment(offsets[g], offsets[g + 1], F, op, x, y + g * F,
+                           op == SAGA_REDUCE_MAX ? argmax + g * F : NULL);
+    }
+    return SAGA_OK;
+}
+
+saga_status saga_cpu_segment_reduce_bwd_f32(saga_stream *s, const int64_t *offsets, int64_t n_seg,
+                                            int64_t F, saga_reduce op, const float *dy,
+                                            const int32_t *argmax, float *dx) {
+    saga_status st = check_reduce("segment_reduce_bwd_f32", op, argmax);
+    if (st < 0)
+        return st;
+    if (n_seg <= 0 || F <= 0)
+        return SAGA_OK;
+    const int nt = saga_cpu_nn_threads(s, (n_seg + (offsets[n_seg] - offsets[0])) * F);
+#pragma omp parallel num_threads(nt)
+    {
+        int64_t lo, hi;
+        cost_chunk(offsets, n_seg, omp_get_thread_num(), omp_get_num_threads(), &lo, &hi);
+        for (int64_t g = lo; g < hi; g++) {
+            const int64_t r0 = offsets[g], r1 = offsets[g + 1];
+            const float *dyg = dy + g * F;
+            if (op == SAGA_REDUCE_MAX) {
+                const int32_t *ag = argmax + g * F;
+                for (int64_t r = r0; r < r1; r++) {
+                    float *dxr = dx + r * F;
+#pragma omp simd
+                    for (int64_t j = 0; j < F; j++)
+                        dxr[j] = ag[j] == r ? dyg[j] : 0.0f;
+                }
+            } else if (op == SAGA_REDUCE_MEAN) {
+                const float inv = r1 > r0 ? 1.0f / (float)(r1 - r0) : 0.0f;
+                for (int64_t r = r0; r < r1; r++) {
+                    float *dxr = dx + r * F;
+#pragma omp simd
+                    for (int64_t j = 0; j < F; j++)
+                        dxr[j] = dyg[j] * inv;
+                }
+            } else {
+                for (int64_t r = r0; r < r1; r++)
+                    memcpy(dx + r * F, dyg, (size_t)F * sizeof *dx);
+            }
+        }
+    }
+    return SAGA_OK;
+}
+
+/* ---- edge softmax -------------------------------------------------------------------------- */
+
+/* Softmax over the rows r0..r1 of column h of an nnz x H matrix. The sum is accumulated in
+ * double, as in softmax_rows_f32: a vertex of high degree has thousands of terms. */
+static void edge_softmax_column(int64_t r0, int64_t r1, int64_t H, int64_t h, const float *sc,
+                                float *out) {
+    float mx = sc[r0 * H + h];
+    for (int64_t r = r0 + 1; r < r1; r++)
+        mx = sc[r * H + h] > mx ? sc[r * H + h] : mx;
+    double sum = 0.0;
+    for (int64_t r = r0; r < r1; r++) {
+        const float e = expf(sc[r * H + h] - mx);
+        out[r * H + h] = e;
+        sum += e;
+    }
+    const float inv = (float)(1.0 / sum);
+    for (int64_t r = r0; r < r1; r++)
+        out[r * H + h] *= inv;
+}
+
+saga_status saga_cpu_edge_softmax_f32(saga_stream *s, const int64_t *offsets, int64_t n_seg,
+                                      int64_t H, const float *scores, float *out) {
+    if (n_seg <= 0 || H <= 0)
+        return SAGA_OK;
+    const int nt = saga_cpu_nn_threads(s, (n_seg + (offsets[n_seg] - offsets[0])) * H);
+#pragma omp parallel num_threads(nt)
+    {
+        int64_t lo, hi;
+        cost_chunk(offsets, n_seg, omp_get_thread_num(), omp_get_num_threads(), &lo, &hi);
+        for (int64_t g = lo; g < hi; g++) {
+            if (offsets[g] >= offsets[g + 1])
+                continue;
+            for (int64_t h = 0; h < H; h++)
+                edge_softmax_column(offsets[g], offsets[g + 1], H, h, scores, out);
+        }
+    }
+    return SAGA_OK;
+}
+
+/* Per segment and head, the dot product sum out dout is taken over the whole segment before any
+ * element of that column is written, which is what lets dscores be dout. */
+saga_status saga_cpu_edge_softmax_bwd_f32(saga_stream *s, const int64_t *offsets, int64_t n_seg,
+                                          int64_t H, const float *out, const float *dout,
+                                          float *dscores) {
+    if (n_seg <= 0 || H <= 0)
+        return SAGA_OK;
+    const int nt = saga_cpu_nn_threads(s, (n_seg + (offsets[n_seg] - offsets[0])) * H);
+#pragma omp parallel num_threads(nt)
+    {
+        int64_t lo, hi;
+        cost_chunk(offsets, n_seg, omp_get_thread_num(), omp_get_num_threads(), &lo, &hi);
+        for (int64_t g = lo; g < hi; g++) {
+            const int64_t r0 = offsets[g], r1 = offsets[g + 1];
+            for (int64_t h = 0; h < H; h++) {
+                double acc = 0.0;
+                for (int64_t r = r0; r < r1; r++)
+                    acc += (double)out[r * H + h] * dout[r * H + h];
+                const float dot = (float)acc;
+                for (int64_t r = r0; r < r1; r++)
+                    dscores[r * H + h] = out[r * H + h] * (dout[r * H + h] - dot);
+            }
+        }
+    }
+    return SAGA_OK;
+}

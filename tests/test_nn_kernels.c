@@ -1,0 +1,1212 @@
+/* test_nn_kernels.c - the CPU f32 neural-network kernels of the kernel table, each against a plain
+ * double-precision loop on random inputs, with the aliasing, error cases and thread-count
+ * independence their contracts in backend_impl.h promise. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include <cmocka.h>
+
+#include "test_util.h"
+
+#include "backend_impl.h"
+#include "cpu/nn_kernels.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- fixture: CPU backends with 1, 2 and 3 threads ------------------------------------------ */
+
+enum { N_BE = 3, MAX_BUFS = 64 };
+
+static saga_backend *BE[N_BE];
+static int64_t saved_min_work;
+
+/* Buffers of the current test, from BE[0]; the CPU backend's memory is host memory, so every
+ * backend's streams can run kernels on it. Freed by the per-test teardown. */
+static void *bufs[MAX_BUFS];
+static size_t buf_bytes[MAX_BUFS];
+static int n_bufs;
+
+static int group_setup(void **state) {
+    (void)state;
+    for (int t = 0; t < N_BE; t++) {
+        saga_backend_params p = saga_backend_params_defaults();
+        p.n_threads = t + 1;
+        if (saga_backend_cpu_new(&BE[t], &p) != SAGA_OK)
+            return -1;
+    }
+    /* every input takes the parallel path, however small */
+    saved_min_work = saga_cpu_nn_min_parallel_work;
+    saga_cpu_nn_min_parallel_work = 0;
+    return 0;
+}
+
+static int group_teardown(void **state) {
+    (void)state;
+    saga_cpu_nn_min_parallel_work = saved_min_work;
+    for (int t = 0; t < N_BE; t++)
+        saga_backend_free_all(&BE[t]);
+    return 0;
+}
+
+static int free_bufs(void **state) {
+    (void)state;
+    for (int i = 0; i < n_bufs; i++)
+        saga_backend_free(BE[0], bufs[i], buf_bytes[i]);
+    n_bufs = 0;
+    return 0;
+}
+
+static void *dalloc(size_t bytes) {
+    assert_true(n_bufs < MAX_BUFS);
+    void *p = NULL;
+    /* at least one element, so that an empty array is still a distinct pointer */
+    size_t b = bytes ? bytes : 64;
+    assert_int_equal(saga_backend_alloc(BE[0], &p, b), SAGA_OK);
+    bufs[n_bufs] = p;
+    buf_bytes[n_bufs++] = b;
+    return p;
+}
+
+static float *falloc(int64_t n) {
+    return dalloc((size_t)n * sizeof(float));
+}
+static int32_t *ialloc(int64_t n) {
+    return dalloc((size_t)n * sizeof(int32_t));
+}
+static int64_t *lalloc(int64_t n) {
+    return dalloc((size_t)n * sizeof(int64_t));
+}
+
+static saga_stream *S(int t) {
+    return saga_backend_default_stream(BE[t]);
+}
+static const saga_kernels *K(void) {
+    return BE[0]->kernels;
+}
+
+/* ---- helpers ------------------------------------------------------------------------------- */
+
+static uint64_t rng_state;
+static void seed(uint64_t s) {
+    rng_state = s * 0x9E3779B97F4A7C15ull + 1;
+}
+static uint64_t next_u64(void) {
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return rng_state;
+}
+/* uniform in [lo, hi) */
+static float urand(float lo, float hi) {
+    return lo + (hi - lo) * (float)((double)(next_u64() >> 11) / (double)(1ull << 53));
+}
+static int64_t irand(int64_t n) {
+    return (int64_t)(next_u64() % (uint64_t)n);
+}
+
+static void fill_rand(float *x, int64_t n, float lo, float hi) {
+    for (int64_t i = 0; i < n; i++)
+        x[i] = urand(lo, hi);
+}
+
+static void fill_nan(float *x, int64_t n) {
+    for (int64_t i = 0; i < n; i++)
+        x[i] = NAN;
+}
+
+/* |got - want| <= rel (scale + |want|) for each element; scale covers sums with cancellation */
+static void assert_near(const float *got, const double *want, int64_t n, double rel,
+                        const double *scale) {
+    for (int64_t i = 0; i < n; i++) {
+        double tol = rel * ((scale ? scale[i] : 1.0) + fabs(want[i]));
+        if (!(fabs((double)got[i] - want[i]) <= tol))
+            fail_msg("element %lld: got %.9g, want %.9g (tolerance %.3g)", (long long)i,
+                     (double)got[i], want[i], tol);
+    }
+}
+
+static void assert_scalar_near(double got, double want, double rel) {
+    double tol = rel * (1.0 + fabs(want));
+    if (!(fabs(got - want) <= tol))
+        fail_msg("got %.17g, want %.17g (tolerance %.3g)", got, want, tol);
+}
+
+static void assert_same_bits(const void *a, const void *b, size_t bytes, const char *what) {
+    if (bytes && memcmp(a, b, bytes) != 0)
+        fail_msg("%s: results differ between thread counts", what);
+}
+
+static double *dvec(int64_t n) {
+    double *d = calloc((size_t)(n ? n : 1), sizeof *d);
+    assert_non_null(d);
+    return d;
+}
+
+static void test_nn_kernels_table_complete(void **state) {
+    (void)state;
+    const saga_kernels *k = K();
+    assert_true(k->version >= 2);
+    const void *slots[] = {
+        (void *)k->gemm_f32,
+        (void *)k->bias_add_f32,
+        (void *)k->colsum_f32,
+        (void *)k->act_f32,
+        (void *)k->act_bwd_f32,
+        (void *)k->dropout_f32,
+        (void *)k->binary_f32,
+        (void *)k->scale_f32,
+        (void *)k->fill_f32,
+        (void *)k->copy2d_f32,
+        (void *)k->softmax_rows_f32,
+        (void *)k->softmax_rows_bwd_f32,
+        (void *)k->nll_f32,
+        (void *)k->bce_logits_f32,
+        (void *)k->sum_f32,
+        (void *)k->sumsq_f32,
+        (void *)k->gather_rows_f32,
+        (void *)k->scatter_add_rows_f32,
+        (void *)k->spmm_f32,
+        (void *)k->segment_reduce_f32,
+        (void *)k->segment_reduce_bwd_f32,
+        (void *)k->edge_softmax_f32,
+        (void *)k->edge_softmax_bwd_f32,
+        (void *)k->adam_f32,
+        (void *)k->sgd_f32,
+    };
+    for (size_t i = 0; i < sizeof slots / sizeof *slots; i++)
+        assert_non_null(slots[i]);
+}
+
+/* ---- GEMM ---------------------------------------------------------------------------------- */
+
+static void test_nn_kernels_gemm(void **state) {
+    (void)state;
+    static const int64_t shapes[][3] = {{0, 3, 4},    {3, 0, 2}, {1, 1, 1}, {7, 5, 3},
+                                        {33, 17, 65}, {5, 4, 0}, {2, 9, 1}};
+    seed(1);
+    for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
+        const int64_t M = shapes[si][0], N = shapes[si][1], Kd = shapes[si][2];
+        for (int ta = 0; ta < 2; ta++)
+            for (int tb = 0; tb < 2; tb++)
+                for (int bi = 0; bi < 2; bi++) {
+                    /* op(A) is M x K: A is K x M when transposed; pad leading dimensions */
+                    const int64_t ar = ta ? Kd : M, ac = ta ? M : Kd, lda = ac + 2;
+                    const int64_t br = tb ? N : Kd, bc = tb ? Kd : N, ldb = bc + 1;
+                    const int64_t ldc = N + 3;
+                    float *A = falloc(ar * lda), *B = falloc(br * ldb), *C = falloc(M * ldc);
+                    fill_rand(A, ar * lda, -1, 1);
+                    fill_rand(B, br * ldb, -1, 1);
+                    const float alpha = 0.75f, beta = bi ? -0.5f : 0.0f;
+                    if (bi)
+                        fill_rand(C, M * ldc, -1, 1);
+                    else
+                        fill_nan(C, M * ldc); /* beta == 0 must not read C */
+                    double *want = dvec(M * N), *scale = dvec(M * N);
+                    for (int64_t i = 0; i < M; i++)
+                        for (int64_t j = 0; j < N; j++) {
+                            double acc = 0, abs_acc = 0;
+                            for (int64_t k = 0; k < Kd; k++) {
+                                double a = ta ? A[k * lda + i] : A[i * lda + k];
+                                double b = tb ? B[j * ldb + k] : B[k * ldb + j];
+                                acc += a * b;
+                                abs_acc += fabs(a * b);
+                            }
+                            want[i * N + j] =
+                                alpha * acc + (bi ? beta * (double)C[i * ldc + j] : 0.0);
+                            scale[i * N + j] = abs_acc + 1.0;
+                        }
+                    assert_int_equal(
+                        K()->gemm_f32(S(1), ta, tb, M, N, Kd, alpha, A, lda, B, ldb, beta, C, ldc),
+                        SAGA_OK);
+                    for (int64_t i = 0; i < M; i++)
+                        assert_near(C + i * ldc, want + i * N, N, 1e-5, scale + i * N);
+                    free(want);
+                    free(scale);
+                    free_bufs(NULL);
+                }
+    }
+}
+
+/* ---- bias, column sums --------------------------------------------------------------------- */
+
+static const int64_t SHAPES[][2] = {{0, 3}, {1, 1}, {7, 5}, {3, 1}, {129, 33}, {2, 1000}};
+#define N_SHAPES (sizeof SHAPES / sizeof *SHAPES)
+
+static void test_nn_kernels_bias_add(void **state) {
+    (void)state;
+    seed(2);
+    for (size_t si = 0; si < N_SHAPES; si++) {
+        const int64_t r = SHAPES[si][0], c = SHAPES[si][1], n = r * c;
+        float *x = falloc(n), *b = falloc(c), *y[N_BE];
+        fill_rand(x, n, -2, 2);
+        fill_rand(b, c, -2, 2);
+        for (int t = 0; t < N_BE; t++) {
+            y[t] = falloc(n);
+            assert_int_equal(K()->bias_add_f32(S(t), r, c, x, b, y[t]), SAGA_OK);
+        }
+        for (int64_t i = 0; i < r; i++)
+            for (int64_t j = 0; j < c; j++) /* one f32 addition: exact after rounding */
+                assert_true(y[0][i * c + j] == (float)((double)x[i * c + j] + b[j]));
+        for (int t = 1; t < N_BE; t++)
+            assert_same_bits(y[0], y[t], (size_t)n * 4, "bias_add");
+        assert_int_equal(K()->bias_add_f32(S(2), r, c, x, b, x), SAGA_OK); /* in place */
+        assert_same_bits(x, y[0], (size_t)n * 4, "bias_add in place");
+        free_bufs(NULL);
+    }
+}
+
+static void test_nn_kernels_colsum(void **state) {
+    (void)state;
+    seed(3);
+    for (size_t si = 0; si < N_SHAPES; si++) {
+        const int64_t r = SHAPES[si][0], c = SHAPES[si][1];
+        float *x = falloc(r * c), *out = falloc(c), *out0 = falloc(c);
+        fill_rand(x, r * c, -1, 1);
+        fill_rand(out0, c, -1, 1);
+        for (int bi = 0; bi < 2; bi++) {
+            const float beta = bi ? 0.5f : 0.0f;
+            double *want = dvec(c), *scale = dvec(c);
+            for (int64_t j = 0; j < c; j++) {
+                for (int64_t i = 0; i < r; i++) {
+                    want[j] += x[i * c + j];
+                    scale[j] += fabs(x[i * c + j]);
+                }
+                want[j] += bi ? beta * (double)out0[j] : 0.0;
+            }
+            for (int t = 0; t < N_BE; t++) {
+                if (bi)
+                    memcpy(out, out0, (size_t)c * 4);
+                else
+                    fill_nan(out, c);
+                assert_int_equal(K()->colsum_f32(S(t), r, c, x, beta, out), SAGA_OK);
+                assert_near(out, want, c, 1e-6, scale);
+            }
+            free(want);
+            free(scale);
+        }
+        free_bufs(NULL);
+    }
+}
+
+/* Partial sums too wide for the stack are allocated; a failed allocation is reported and leaves
+ * the output alone. */
+static void test_nn_kernels_colsum_out_of_memory(void **state) {
+    (void)state;
+    const int64_t r = 8, c = 1024;
+    float *x = falloc(r * c), *out = falloc(c);
+    fill_rand(x, r * c, -1, 1);
+    fill_rand(out, c, -1, 1);
+    float before = out[17];
+    saga_test_fail_alloc_after(1);
+    saga_status st = K()->colsum_f32(S(2), r, c, x, 0.0f, out);
+    saga_test_fail_alloc_after(0);
+    assert_int_equal(st, SAGA_ERR_OUT_OF_MEMORY);
+    assert_true(out[17] == before);
+    assert_int_equal(K()->colsum_f32(S(2), r, c, x, 0.0f, out), SAGA_OK);
+}
+
+/* ---- activations --------------------------------------------------------------------------- */
+
+static double act_ref(saga_act kind, double x, double alpha) {
+    switch (kind) {
+    case SAGA_ACT_RELU:
+        return x > 0 ? x : 0;
+    case SAGA_ACT_LEAKY_RELU:
+        return x > 0 ? x : alpha * x;
+    case SAGA_ACT_ELU:
+        return x > 0 ? x : alpha * (exp(x) - 1);
+    case SAGA_ACT_SIGMOID:
+        return 1 / (1 + exp(-x));
+    default:
+        return tanh(x);
+    }
+}
+
+static double act_deriv_ref(saga_act kind, double x, double alpha) {
+    switch (kind) {
+    case SAGA_ACT_RELU:
+        return x > 0 ? 1 : 0;
+    case SAGA_ACT_LEAKY_RELU:
+        return x > 0 ? 1 : alpha;
+    case SAGA_ACT_ELU:
+        return x > 0 ? 1 : alpha * exp(x);
+    case SAGA_ACT_SIGMOID: {
+        double s = 1 / (1 + exp(-x));
+        return s * (1 - s);
+    }
+    default:
+        return 1 - tanh(x) * tanh(x);
+    }
+}
+
+static void test_nn_kernels_act(void **state) {
+    (void)state;
+    static const int64_t sizes[] = {0, 1, 1001};
+    seed(4);
+    for (int kind = 0; kind < SAGA_ACT_COUNT; kind++)
+        for (size_t si = 0; si < 3; si++) {
+            const int64_t n = sizes[si];
+            const float alpha = kind == SAGA_ACT_ELU ? 1.0f : 0.1f;
+            float *x = falloc(n), *dy = falloc(n), *y[N_BE], *dx[N_BE];
+            fill_rand(x, n, -30, 30);
+            for (int64_t i = 0; i < n / 2; i++) /* most inputs where the curves bend */
+                x[i] *= 0.1f;
+            fill_rand(dy, n, -1, 1);
+            double *want = dvec(n), *dwant = dvec(n);
+            for (int64_t i = 0; i < n; i++) {
+                want[i] = act_ref((saga_act)kind, x[i], alpha);
+                dwant[i] = act_deriv_ref((saga_act)kind, x[i], alpha) * dy[i];
+            }
+            /* the input not read by the backward pass is passed as NULL */
+            const bool needs_x = kind == SAGA_ACT_LEAKY_RELU || kind == SAGA_ACT_ELU;
+            const bool needs_y = kind != SAGA_ACT_LEAKY_RELU;
+            for (int t = 0; t < N_BE; t++) {
+                y[t] = falloc(n);
+                dx[t] = falloc(n);
+                assert_int_equal(K()->act_f32(S(t), (saga_act)kind, n, alpha, x, y[t]), SAGA_OK);
+                assert_int_equal(K()->act_bwd_f32(S(t), (saga_act)kind, n, alpha,
+                                                  needs_x ? x : NULL, needs_y ? y[t] : NULL, dy,
+                                                  dx[t]),
+                                 SAGA_OK);
+            }
+            assert_near(y[0], want, n, 1e-6, NULL);
+            /* the derivative from the f32 output carries its rounding */
+            assert_near(dx[0], dwant, n, 1e-5, NULL);
+            for (int t = 1; t < N_BE; t++) {
+                assert_same_bits(y[0], y[t], (size_t)n * 4, "act");
+                assert_same_bits(dx[0], dx[t], (size_t)n * 4, "act_bwd");
+            }
+            /* in place: y = x, dx = dy */
+            float *xx = falloc(n), *yy = falloc(n), *g = falloc(n);
+            memcpy(xx, x, (size_t)n * 4);
+            memcpy(g, dy, (size_t)n * 4);
+            memcpy(yy, y[0], (size_t)n * 4);
+            assert_int_equal(K()->act_bwd_f32(S(2), (saga_act)kind, n, alpha, x, yy, g, g),
+                             SAGA_OK);
+            assert_same_bits(g, dx[0], (size_t)n * 4, "act_bwd in place");
+            assert_int_equal(K()->act_f32(S(2), (saga_act)kind, n, alpha, xx, xx), SAGA_OK);
+            assert_same_bits(xx, y[0], (size_t)n * 4, "act in place");
+            free(want);
+            free(dwant);
+            free_bufs(NULL);
+        }
+    float *x = falloc(4);
+    assert_int_equal(K()->act_f32(S(0), SAGA_ACT_COUNT, 4, 0, x, x), SAGA_ERR_INVALID_ARG);
+    assert_int_equal(K()->act_bwd_f32(S(0), SAGA_ACT_COUNT, 4, 0, x, x, x, x),
+                     SAGA_ERR_INVALID_ARG);
+}
+
+/* ---- dropout ------------------------------------------------------------------------------- */
+
+/* The mask formula of the contract, written out independently. */
+static uint64_t splitmix(uint64_t z) {
+    z ^= z >> 30;
+    z *= 0xBF58476D1CE4E5B9ull;
+    z ^= z >> 27;
+    z *= 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    return z;
+}
+
+static bool keep_ref(uint64_t seed_, uint64_t i, float p) {
+    uint64_t k = splitmix(seed_);
+    uint64_t z = splitmix(k + 0x9E3779B97F4A7C15ull * (i + 1));
+    return ldexp((double)(z >> 40), -24) >= (double)p;
+}
+
+static void test_nn_kernels_dropout(void **state) {
+    (void)state;
+    static const float ps[] = {0.0f, 0.1f, 0.5f, 0.9f};
+    static const uint64_t seeds[] = {0, 42, 0xFFFFFFFFFFFFFFFFull};
+    const int64_t n = 100003;
+    seed(5);
+    float *x = falloc(n), *y[N_BE];
+    fill_rand(x, n, -1, 1);
+    for (int t = 0; t < N_BE; t++)
+        y[t] = falloc(n);
+    for (size_t pi = 0; pi < 4; pi++)
+        for (size_t si = 0; si < 3; si++) {
+            const float p = ps[pi];
+            for (int t = 0; t < N_BE; t++)
+                assert_int_equal(K()->dropout_f32(S(t), n, p, seeds[si], x, y[t]), SAGA_OK);
+            const float scale = 1.0f / (1.0f - p);
+            int64_t kept = 0;
+            for (int64_t i = 0; i < n; i++) {
+                bool keep = keep_ref(seeds[si], (uint64_t)i, p);
+                kept += keep;
+                float want = keep ? x[i] * scale : 0.0f;
+                if (!(y[0][i] == want))
+                    fail_msg("p %g seed %llu element %lld: got %g, want %g", (double)p,
+                             (unsigned long long)seeds[si], (long long)i, (double)y[0][i],
+                             (double)want);
+            }
+            /* binomial: standard deviation below 0.0016 at this n */
+            assert_true(fabs((double)kept / (double)n - (1.0 - p)) < 0.01);
+            for (int t = 1; t < N_BE; t++)
+                assert_same_bits(y[0], y[t], (size_t)n * 4, "dropout");
+        }
+    /* different seeds give different masks; in place; the backward call is the same call */
+    assert_int_equal(K()->dropout_f32(S(1), n, 0.5f, 1, x, y[0]), SAGA_OK);
+    assert_int_equal(K()->dropout_f32(S(1), n, 0.5f, 2, x, y[1]), SAGA_OK);
+    assert_true(memcmp(y[0], y[1], (size_t)n * 4) != 0);
+    memcpy(y[2], x, (size_t)n * 4);
+    assert_int_equal(K()->dropout_f32(S(2), n, 0.5f, 1, y[2], y[2]), SAGA_OK);
+    assert_same_bits(y[0], y[2], (size_t)n * 4, "dropout in place");
+    /* n == 0 and errors */
+    assert_int_equal(K()->dropout_f32(S(1), 0, 0.5f, 1, x, y[0]), SAGA_OK);
+    static const float bad[] = {-0.1f, 1.0f, 1.5f, NAN};
+    memcpy(y[1], y[0], (size_t)n * 4);
+    for (size_t i = 0; i < 4; i++) {
+        assert_int_equal(K()->dropout_f32(S(1), n, bad[i], 1, x, y[0]), SAGA_ERR_INVALID_ARG);
+        saga_test_assert_error_contains("dropout_f32", NULL);
+        assert_same_bits(y[0], y[1], (size_t)n * 4, "dropout error leaves y");
+    }
+}
+
+/* ---- element-wise -------------------------------------------------------------------------- */
+
+static void test_nn_kernels_binary(void **state) {
+    (void)state;
+    static const int64_t sizes[] = {0, 1, 1001};
+    seed(6);
+    for (int op = 0; op < SAGA_BINOP_COUNT; op++)
+        for (size_t si = 0; si < 3; si++) {
+            const int64_t n = sizes[si];
+            float *x = falloc(n), *y = falloc(n), *z[N_BE];
+            fill_rand(x, n, -2, 2);
+            fill_rand(y, n, 0.5f, 2);
+            for (int t = 0; t < N_BE; t++) {
+                z[t] = falloc(n);
+                assert_int_equal(K()->binary_f32(S(t), (saga_binop)op, n, x, y, z[t]), SAGA_OK);
+            }
+            for (int64_t i = 0; i < n; i++) {
+                double a = x[i], b = y[i];
+                double w = op == SAGA_BINOP_ADD   ? a + b
+                           : op == SAGA_BINOP_SUB ? a - b
+                           : op == SAGA_BINOP_MUL ? a * b
+                                                  : a / b;
+                assert_true(z[0][i] == (float)w); /* correctly rounded */
+            }
+            for (int t = 1; t < N_BE; t++)
+                assert_same_bits(z[0], z[t], (size_t)n * 4, "binary");
+            float *xa = falloc(n), *ya = falloc(n);
+            memcpy(xa, x, (size_t)n * 4);
+            memcpy(ya, y, (size_t)n * 4);
+            assert_int_equal(K()->binary_f32(S(2), (saga_binop)op, n, xa, y, xa), SAGA_OK);
+            assert_int_equal(K()->binary_f32(S(2), (saga_binop)op, n, x, ya, ya), SAGA_OK);
+            assert_same_bits(xa, z[0], (size_t)n * 4, "binary z = x");
+            assert_same_bits(ya, z[0], (size_t)n * 4, "binary z = y");
+            free_bufs(NULL);
+        }
+    float *x = falloc(4);
+    assert_int_equal(K()->binary_f32(S(0), SAGA_BINOP_COUNT, 4, x, x, x), SAGA_ERR_INVALID_ARG);
+}
+
+static void test_nn_kernels_scale_fill_copy2d(void **state) {
+    (void)state;
+    seed(7);
+    const int64_t n = 1001;
+    float *x = falloc(n), *y = falloc(n), *y0 = falloc(n), *r[N_BE];
+    fill_rand(x, n, -1, 1);
+    fill_rand(y0, n, -1, 1);
+    for (int bi = 0; bi < 2; bi++) {
+        const float a = 1.5f, b = bi ? -0.25f : 0.0f;
+        double *want = dvec(n);
+        for (int64_t i = 0; i < n; i++)
+            want[i] = (double)a * x[i] + (bi ? (double)b * y0[i] : 0.0);
+        for (int t = 0; t < N_BE; t++) {
+            r[t] = falloc(n);
+            if (bi)
+                memcpy(r[t], y0, (size_t)n * 4);
+            else
+                fill_nan(r[t], n); /* b == 0 does not read y */
+            assert_int_equal(K()->scale_f32(S(t), n, a, x, b, r[t]), SAGA_OK);
+        }
+        assert_near(r[0], want, n, 1e-6, NULL);
+        for (int t = 1; t < N_BE; t++)
+            assert_same_bits(r[0], r[t], (size_t)n * 4, "scale");
+        free(want);
+    }
+    memcpy(y, x, (size_t)n * 4); /* x may be y */
+    assert_int_equal(K()->scale_f32(S(2), n, 2.0f, y, 1.0f, y), SAGA_OK);
+    for (int64_t i = 0; i < n; i++)
+        assert_true(y[i] == (float)(3.0 * x[i]));
+
+    for (int t = 0; t < N_BE; t++) {
+        assert_int_equal(K()->fill_f32(S(t), y, n, -7.25f), SAGA_OK);
+        for (int64_t i = 0; i < n; i++)
+            assert_true(y[i] == -7.25f);
+        assert_int_equal(K()->fill_f32(S(t), y, 0, 1.0f), SAGA_OK);
+        assert_true(y[0] == -7.25f);
+    }
+
+    /* copy2d: a 13 x 5 block from a 13 x 9 matrix into columns 2..7 of a 13 x 11 one */
+    static const int64_t shapes[][2] = {{13, 5}, {0, 5}, {1, 1}, {13, 0}};
+    for (size_t si = 0; si < 4; si++) {
+        const int64_t rows = shapes[si][0], cols = shapes[si][1], lds = 9, ldd = 11;
+        float *src = falloc(13 * lds), *dst = falloc(13 * ldd), *dst0 = falloc(13 * ldd);
+        fill_rand(src, 13 * lds, -1, 1);
+        fill_rand(dst0, 13 * ldd, -1, 1);
+        for (int acc = 0; acc < 2; acc++)
+            for (int t = 0; t < N_BE; t++) {
+                memcpy(dst, dst0, 13 * ldd * 4);
+                assert_int_equal(K()->copy2d_f32(S(t), rows, cols, src + 1, lds, dst + 2, ldd, acc),
+                                 SAGA_OK);
+                for (int64_t i = 0; i < 13; i++)
+                    for (int64_t j = 0; j < ldd; j++) {
+                        float w = dst0[i * ldd + j];
+                        if (i < rows && j >= 2 && j < 2 + cols) {
+                            float sv = src[i * lds + 1 + (j - 2)];
+                            w = acc ? (float)((double)w + sv) : sv;
+                        }
+                        assert_true(dst[i * ldd + j] == w);
+                    }
+            }
+    }
+}
+
+/* ---- softmax ------------------------------------------------------------------------------- */
+
+static void test_nn_kernels_softmax_rows(void **state) {
+    (void)state;
+    seed(8);
+    for (size_t si = 0; si < N_SHAPES; si++)
+        for (int lg = 0; lg < 2; lg++) {
+            const int64_t r = SHAPES[si][0], c = SHAPES[si][1], n = r * c;
+            float *x = falloc(n), *dy = falloc(n), *y[N_BE], *dx[N_BE];
+            fill_rand(x, n, -20, 20);
+            fill_rand(dy, n, -1, 1);
+            for (int t = 0; t < N_BE; t++) {
+                y[t] = falloc(n);
+                dx[t] = falloc(n);
+                assert_int_equal(K()->softmax_rows_f32(S(t), r, c, lg, x, y[t]), SAGA_OK);
+                assert_int_equal(K()->softmax_rows_bwd_f32(S(t), r, c, lg, y[t], dy, dx[t]),
+                                 SAGA_OK);
+            }
+            double *want = dvec(n), *dwant = dvec(n);
+            for (int64_t i = 0; i < r; i++) {
+                const float *xi = x + i * c;
+                double mx = -INFINITY, sum = 0;
+                for (int64_t j = 0; j < c; j++)
+                    mx = fmax(mx, xi[j]);
+                for (int64_t j = 0; j < c; j++)
+                    sum += exp(xi[j] - mx);
+                for (int64_t j = 0; j < c; j++)
+                    want[i * c + j] = lg ? xi[j] - mx - log(sum) : exp(xi[j] - mx) / sum;
+                /* backward from the kernel's own y, the input the contract names */
+                const float *yi = y[0] + i * c, *gi = dy + i * c;
+                double acc = 0;
+                for (int64_t j = 0; j < c; j++)
+                    acc += lg ? gi[j] : (double)gi[j] * yi[j];
+                for (int64_t j = 0; j < c; j++)
+                    dwant[i * c + j] = lg ? gi[j] - exp(yi[j]) * acc : yi[j] * (gi[j] - acc);
+            }
+            assert_near(y[0], want, n, 2e-6, NULL);
+            assert_near(dx[0], dwant, n, 2e-6, NULL);
+            for (int t = 1; t < N_BE; t++) {
+                assert_same_bits(y[0], y[t], (size_t)n * 4, "softmax_rows");
+                assert_same_bits(dx[0], dx[t], (size_t)n * 4, "softmax_rows_bwd");
+            }
+            /* y = x, dx = dy */
+            float *a = falloc(n), *g = falloc(n);
+            memcpy(a, x, (size_t)n * 4);
+            memcpy(g, dy, (size_t)n * 4);
+            assert_int_equal(K()->softmax_rows_f32(S(1), r, c, lg, a, a), SAGA_OK);
+            assert_same_bits(a, y[0], (size_t)n * 4, "softmax in place");
+            assert_int_equal(K()->softmax_rows_bwd_f32(S(1), r, c, lg, a, g, g), SAGA_OK);
+            assert_same_bits(g, dx[0], (size_t)n * 4, "softmax_bwd in place");
+            free(want);
+            free(dwant);
+            free_bufs(NULL);
+        }
+}
+
+/* ---- losses -------------------------------------------------------------------------------- */
+
+static void test_nn_kernels_nll(void **state) {
+    (void)state;
+    seed(9);
+    const int64_t rows = 37, cols = 5;
+    float *logp = falloc(rows * cols), *d = falloc(rows * cols), *d0 = falloc(rows * cols);
+    int32_t *labels = ialloc(rows), *idx = ialloc(8);
+    fill_rand(logp, rows * cols, -5, 0);
+    for (int64_t i = 0; i < rows; i++)
+        labels[i] = (int32_t)irand(cols);
+    static const int32_t sel[8] = {3, 0, 36, 3, 17, 5, 5, 5}; /* rows listed twice count twice */
+    memcpy(idx, sel, sizeof sel);
+    struct {
+        const int32_t *idx;
+        int64_t n_idx;
+    } cases[] = {{NULL, 0}, {idx, 8}, {idx, 1}, {idx, 0}};
+    for (size_t ci = 0; ci < 4; ci++) {
+        const int64_t n = cases[ci].idx ? cases[ci].n_idx : rows;
+        double want = 0;
+        double *dwant = dvec(rows * cols);
+        for (int64_t k = 0; k < n; k++) {
+            int64_t r = cases[ci].idx ? cases[ci].idx[k] : k;
+            want -= logp[r * cols + labels[r]];
+            dwant[r * cols + labels[r]] -= 1.0 / (double)n;
+        }
+        want = n ? want / (double)n : 0.0;
+        double loss[N_BE];
+        for (int t = 0; t < N_BE; t++) {
+            fill_nan(d, rows * cols);
+            assert_int_equal(K()->nll_f32(S(t), rows, cols, logp, labels, cases[ci].idx,
+                                          cases[ci].n_idx, &loss[t], d),
+                             SAGA_OK);
+            assert_scalar_near(loss[t], want, 1e-12);
+            assert_near(d, dwant, rows * cols, 1e-6, NULL);
+            assert_int_equal(K()->nll_f32(S(t), rows, cols, logp, labels, cases[ci].idx,
+                                          cases[ci].n_idx, &loss[t], NULL),
+                             SAGA_OK);
+            assert_scalar_near(loss[t], want, 1e-12);
+        }
+        free(dwant);
+    }
+    /* errors: a listed row out of range; a selected row with a label out of range. An
+     * unselected row with a bad label is not looked at. */
+    fill_rand(d0, rows * cols, -1, 1);
+    memcpy(d, d0, (size_t)(rows * cols) * 4);
+    double loss = 12.5;
+    idx[6] = (int32_t)rows;
+    assert_int_equal(K()->nll_f32(S(2), rows, cols, logp, labels, idx, 8, &loss, d),
+                     SAGA_ERR_INVALID_ARG);
+    saga_test_assert_error_contains("nll_f32", "37", NULL);
+    idx[6] = -1;
+    assert_int_equal(K()->nll_f32(S(1), rows, cols, logp, labels, idx, 8, &loss, d),
+                     SAGA_ERR_INVALID_ARG);
+    idx[6] = 5;
+    labels[1] = (int32_t)cols; /* row 1 is not selected */
+    assert_int_equal(K()->nll_f32(S(2), rows, cols, logp, labels, idx, 8, &loss, NULL), SAGA_OK);
+    loss = 12.5;
+    labels[17] = -1;
+    assert_int_equal(K()->nll_f32(S(2), rows, cols, logp, labels, idx, 8, &loss, d),
+                     SAGA_ERR_INVALID_ARG);
+    saga_test_assert_error_contains("label", NULL);
+    assert_int_equal(K()->nll_f32(S(0), rows, cols, logp, labels, NULL, 0, &loss, d),
+                     SAGA_ERR_INVALID_ARG);
+    assert_true(loss == 12.5);
+    assert_same_bits(d, d0, (size_t)(rows * cols) * 4, "nll error leaves dlogp");
+}
+
+static void test_nn_kernels_bce_logits(void **state) {
+    (void)state;
+    static const int64_t sizes[] = {0, 1, 1001};
+    static const float pws[] = {1.0f, 3.0f, 0.25f};
+    seed(10);
+    for (size_t si = 0; si < 3; si++)
+        for (size_t pi = 0; pi < 3; pi++) {
+            const int64_t n = sizes[si];
+            const float pw = pws[pi];
+            float *x = falloc(n), *tg = falloc(n), *dx = falloc(n);
+            fill_rand(x, n, -40, 40);
+            for (int64_t i = 0; i < n / 2; i++)
+                x[i] *= 0.05f;
+            for (int64_t i = 0; i < n; i++) /* hard and soft targets */
+                tg[i] = i % 3 == 0 ? urand(0, 1) : (float)(i % 3 - 1);
+            double want = 0;
+            double *dwant = dvec(n);
+            for (int64_t i = 0; i < n; i++) {
+                double xi = x[i], t = tg[i];
+                /* log sigmoid(x) and log(1 - sigmoid(x)) = log sigmoid(-x), stable in double */
+                double ls = xi >= 0 ? -log1p(exp(-xi)) : xi - log1p(exp(xi));
+                double lns = ls - xi;
+                want += -(pw * t * ls + (1 - t) * lns);
+                double sg = 1 / (1 + exp(-xi));
+                dwant[i] = (sg * ((1 - t) + pw * t) - pw * t) / (double)n;
+            }
+            want = n ? want / (double)n : 0.0;
+            for (int t = 0; t < N_BE; t++) {
+                double loss = NAN;
+                assert_int_equal(K()->bce_logits_f32(S(t), n, x, tg, pw, &loss, dx), SAGA_OK);
+                assert_scalar_near(loss, want, 1e-6);
+                assert_near(dx, dwant, n, 1e-6, NULL);
+                assert_int_equal(K()->bce_logits_f32(S(t), n, x, tg, pw, &loss, NULL), SAGA_OK);
+                assert_scalar_near(loss, want, 1e-6);
+            }
+            free(dwant);
+            free_bufs(NULL);
+        }
+}
+
+static void test_nn_kernels_sum_sumsq(void **state) {
+    (void)state;
+    static const int64_t sizes[] = {0, 1, 7, 100003};
+    seed(11);
+    for (size_t si = 0; si < 4; si++) {
+        const int64_t n = sizes[si];
+        float *x = falloc(n);
+        fill_rand(x, n, -1, 1);
+        double want = 0, want2 = 0, absum = 0;
+        for (int64_t i = 0; i < n; i++) {
+            want += x[i];
+            want2 += (double)x[i] * x[i];
+            absum += fabs(x[i]);
+        }
+        for (int t = 0; t < N_BE; t++) {
+            double a = NAN, b = NAN, a2 = NAN;
+            assert_int_equal(K()->sum_f32(S(t), n, x, &a), SAGA_OK);
+            assert_int_equal(K()->sumsq_f32(S(t), n, x, &b), SAGA_OK);
+            assert_true(fabs(a - want) <= 1e-12 * (1 + absum));
+            assert_scalar_near(b, want2, 1e-12);
+            /* deterministic for a given thread count */
+            assert_int_equal(K()->sum_f32(S(t), n, x, &a2), SAGA_OK);
+            assert_true(memcmp(&a, &a2, sizeof a) == 0);
+        }
+        free_bufs(NULL);
+    }
+}
+
+/* ---- gather / scatter ---------------------------------------------------------------------- */
+
+static void test_nn_kernels_gather_scatter(void **state) {
+    (void)state;
+    static const int64_t shapes[][3] = {/* n_idx, cols, n_rows */
+                                        {0, 4, 5},    {1, 1, 1},     {50, 1, 7}, {37, 5, 3},
+                                        {200, 64, 9}, {33, 130, 40}, {10, 0, 4}};
+    seed(12);
+    for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
+        const int64_t ni = shapes[si][0], c = shapes[si][1], nr = shapes[si][2];
+        int32_t *idx = ialloc(ni);
+        for (int64_t k = 0; k < ni; k++) /* skewed: many repeats of row 0 */
+            idx[k] = (int32_t)(k % 3 == 0 ? 0 : irand(nr));
+        float *x = falloc(nr * c), *g[N_BE], *src = falloc(ni * c), *y0 = falloc(nr * c), *y[N_BE];
+        fill_rand(x, nr * c, -1, 1);
+        fill_rand(src, ni * c, -1, 1);
+        fill_rand(y0, nr * c, -1, 1);
+        /* scatter reference: the contract fixes the order, so the f32 result is exact */
+        float *want = malloc((size_t)(nr * c + 1) * 4);
+        assert_non_null(want);
+        memcpy(want, y0, (size_t)(nr * c) * 4);
+        for (int64_t k = 0; k < ni; k++)
+            for (int64_t j = 0; j < c; j++)
+                want[idx[k] * c + j] += src[k * c + j];
+        for (int t = 0; t < N_BE; t++) {
+            g[t] = falloc(ni * c);
+            assert_int_equal(K()->gather_rows_f32(S(t), ni, c, idx, nr, x, g[t]), SAGA_OK);
+            for (int64_t k = 0; k < ni; k++)
+                assert_same_bits(g[t] + k * c, x + idx[k] * c, (size_t)c * 4, "gather_rows");
+            y[t] = falloc(nr * c);
+            memcpy(y[t], y0, (size_t)(nr * c) * 4);
+            assert_int_equal(K()->scatter_add_rows_f32(S(t), ni, c, idx, src, nr, y[t]), SAGA_OK);
+            assert_same_bits(y[t], want, (size_t)(nr * c) * 4, "scatter_add_rows");
+        }
+        /* errors: nothing written */
+        if (ni > 0) {
+            float *keep = falloc(ni * c + nr * c);
+            memcpy(keep, g[0], (size_t)(ni * c) * 4);
+            memcpy(keep + ni * c, y[0], (size_t)(nr * c) * 4);
+            static const int32_t bad[] = {-1, 0};
+            for (int b = 0; b < 2; b++) {
+                int32_t old = idx[ni - 1];
+                idx[ni - 1] = bad[b] == 0 ? (int32_t)nr : bad[b];
+                for (int t = 0; t < N_BE; t++) {
+                    assert_int_equal(K()->gather_rows_f32(S(t), ni, c, idx, nr, x, g[0]),
+                                     SAGA_ERR_INVALID_ARG);
+                    saga_test_assert_error_contains("gather_rows_f32", NULL);
+                    assert_int_equal(K()->scatter_add_rows_f32(S(t), ni, c, idx, src, nr, y[0]),
+                                     SAGA_ERR_INVALID_ARG);
+                    saga_test_assert_error_contains("scatter_add_rows_f32", NULL);
+                }
+                idx[ni - 1] = old;
+            }
+            assert_same_bits(keep, g[0], (size_t)(ni * c) * 4, "gather error leaves y");
+            assert_same_bits(keep + ni * c, y[0], (size_t)(nr * c) * 4, "scatter error");
+        }
+        free(want);
+        free_bufs(NULL);
+    }
+}
+
+/* ---- SpMM ---------------------------------------------------------------------------------- */
+
+/* A random CSR matrix: mostly short rows, some empty, one long one. */
+static saga_csr_dev random_csr(int64_t n_rows, int64_t n_cols, bool weighted) {
+    int64_t *off = lalloc(n_rows + 1);
+    off[0] = 0;
+    for (int64_t i = 0; i < n_rows; i++) {
+        int64_t deg = n_cols == 0 ? 0 : i == n_rows / 2 ? 5 * n_cols : irand(4) == 0 ? 0 : irand(9);
+        off[i + 1] = off[i] + deg;
+    }
+    const int64_t nnz = off[n_rows];
+    int32_t *ind = ialloc(nnz);
+    for (int64_t k = 0; k < nnz; k++)
+        ind[k] = (int32_t)irand(n_cols);
+    float *val = NULL;
+    if (weighted) {
+        val = falloc(nnz);
+        fill_rand(val, nnz, -1, 1);
+    }
+    return (saga_csr_dev){.n_rows = n_rows,
+                          .n_cols = n_cols,
+                          .nnz = nnz,
+                          .offsets = off,
+                          .indices = ind,
+                          .values = val};
+}
+
+static void test_nn_kernels_spmm(void **state) {
+    (void)state;
+    static const int64_t shapes[][3] = {/* rows, cols, F */
+                                        {0, 4, 8},      {1, 1, 1},     {37, 20, 3}, {37, 20, 16},
+                                        {300, 50, 128}, {20, 30, 300}, {9, 0, 4}};
+    seed(13);
+    for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++)
+        for (int w = 0; w < 2; w++)
+            for (int bi = 0; bi < 2; bi++) {
+                const int64_t nr = shapes[si][0], nc = shapes[si][1], F = shapes[si][2];
+                saga_csr_dev A = random_csr(nr, nc, w);
+                float *X = falloc(nc * F), *Y0 = falloc(nr * F), *Y[N_BE];
+                fill_rand(X, nc * F, -1, 1);
+                fill_rand(Y0, nr * F, -1, 1);
+                const float alpha = 0.5f, beta = bi ? 2.0f : 0.0f;
+                double *want = dvec(nr * F), *scale = dvec(nr * F);
+                for (int64_t i = 0; i < nr; i++)
+                    for (int64_t j = 0; j < F; j++) {
+                        double acc = 0, ab = 0;
+                        for (int64_t k = A.offsets[i]; k < A.offsets[i + 1]; k++) {
+                            double v = A.values ? A.values[k] : 1.0;
+                            acc += v * X[A.indices[k] * F + j];
+                            ab += fabs(v * X[A.indices[k] * F + j]);
+                        }
+                        want[i * F + j] = alpha * acc + (bi ? beta * (double)Y0[i * F + j] : 0);
+                        scale[i * F + j] = ab + 1;
+                    }
+                for (int t = 0; t < N_BE; t++) {
+                    Y[t] = falloc(nr * F);
+                    if (bi)
+                        memcpy(Y[t], Y0, (size_t)(nr * F) * 4);
+                    else
+                        fill_nan(Y[t], nr * F);
+                    assert_int_equal(K()->spmm_f32(S(t), &A, F, alpha, X, beta, Y[t]), SAGA_OK);
+                }
+                assert_near(Y[0], want, nr * F, 1e-6, scale);
+                for (int t = 1; t < N_BE; t++)
+                    assert_same_bits(Y[0], Y[t], (size_t)(nr * F) * 4, "spmm");
+                free(want);
+                free(scale);
+                free_bufs(NULL);
+            }
+}
+
+/* ---- segment reductions -------------------------------------------------------------------- */
+
+/* n_seg segments of random sizes, some empty; returns the offsets (n_seg + 1). */
+static int64_t *random_segments(int64_t n_seg) {
+    int64_t *off = lalloc(n_seg + 1);
+    off[0] = 0;
+    for (int64_t g = 0; g < n_seg; g++)
+        off[g + 1] = off[g] + (g == n_seg / 3 ? 40 : irand(5) == 0 ? 0 : irand(7));
+    return off;
+}
+
+static void test_nn_kernels_segment_reduce(void **state) {
+    (void)state;
+    static const int64_t shapes[][2] = {{0, 3}, {1, 1}, {25, 1}, {25, 5}, {60, 17}};
+    seed(14);
+    for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++)
+        for (int op = 0; op < SAGA_REDUCE_COUNT; op++) {
+            const int64_t ns = shapes[si][0], F = shapes[si][1];
+            int64_t *off = random_segments(ns);
+            const int64_t nnz = off[ns];
+            float *x = falloc(nnz * F), *dy = falloc(ns * F), *y[N_BE], *dx[N_BE];
+            int32_t *am[N_BE];
+            for (int64_t i = 0; i < nnz * F; i++) /* few distinct values: ties for MAX */
+                x[i] = (float)irand(4) - 1.5f + (op == SAGA_REDUCE_MAX ? 0 : urand(0, 1));
+            fill_rand(dy, ns * F, -1, 1);
+            double *want = dvec(ns * F), *dwant = dvec(nnz * F);
+            int32_t *amwant = calloc((size_t)(ns * F + 1), sizeof *amwant);
+            assert_non_null(amwant);
+            for (int64_t g = 0; g < ns; g++)
+                for (int64_t j = 0; j < F; j++) {
+                    const int64_t r0 = off[g], r1 = off[g + 1];
+                    double acc = 0;
+                    int32_t best = -1;
+                    for (int64_t r = r0; r < r1; r++) {
+                        acc += x[r * F + j];
+                        if (best < 0 || x[r * F + j] > x[best * F + j])
+                            best = (int32_t)r;
+                    }
+                    if (op == SAGA_REDUCE_MAX)
+                        want[g * F + j] = best < 0 ? 0 : x[best * F + j];
+                    else
+                        want[g * F + j] = op == SAGA_REDUCE_MEAN && r1 > r0 ? acc / (r1 - r0) : acc;
+                    amwant[g * F + j] = best;
+                    for (int64_t r = r0; r < r1; r++)
+                        dwant[r * F + j] = op == SAGA_REDUCE_SUM    ? dy[g * F + j]
+                                           : op == SAGA_REDUCE_MEAN ? dy[g * F + j] / (r1 - r0)
+                                           : r == best              ? dy[g * F + j]
+                                                                    : 0.0;
+                }
+            for (int t = 0; t < N_BE; t++) {
+                y[t] = falloc(ns * F);
+                dx[t] = falloc(nnz * F);
+                am[t] = ialloc(ns * F);
+                fill_nan(y[t], ns * F);
+                fill_nan(dx[t], nnz * F);
+                assert_int_equal(
+                    K()->segment_reduce_f32(S(t), off, ns, F, (saga_reduce)op, x, y[t], am[t]),
+                    SAGA_OK);
+                assert_int_equal(K()->segment_reduce_bwd_f32(S(t), off, ns, F, (saga_reduce)op, dy,
+                                                             am[t], dx[t]),
+                                 SAGA_OK);
+            }
+            assert_near(y[0], want, ns * F, 1e-6, NULL);
+            assert_near(dx[0], dwant, nnz * F, 1e-6, NULL);
+            if (op == SAGA_REDUCE_MAX)
+                for (int64_t i = 0; i < ns * F; i++)
+                    assert_int_equal(am[0][i], amwant[i]);
+            for (int t = 1; t < N_BE; t++) {
+                assert_same_bits(y[0], y[t], (size_t)(ns * F) * 4, "segment_reduce");
+                assert_same_bits(dx[0], dx[t], (size_t)(nnz * F) * 4, "segment_reduce_bwd");
+                if (op == SAGA_REDUCE_MAX)
+                    assert_same_bits(am[0], am[t], (size_t)(ns * F) * 4, "argmax");
+            }
+            if (op == SAGA_REDUCE_MAX) { /* MAX without argmax: nothing written */
+                for (int t = 0; t < N_BE; t++) {
+                    memcpy(y[1], y[0], (size_t)(ns * F) * 4);
+                    assert_int_equal(
+                        K()->segment_reduce_f32(S(t), off, ns, F, SAGA_REDUCE_MAX, x, y[1], NULL),
+                        SAGA_ERR_INVALID_ARG);
+                    saga_test_assert_error_contains("argmax", NULL);
+                    assert_same_bits(y[0], y[1], (size_t)(ns * F) * 4, "MAX error leaves y");
+                    memcpy(dx[1], dx[0], (size_t)(nnz * F) * 4);
+                    assert_int_equal(K()->segment_reduce_bwd_f32(S(t), off, ns, F, SAGA_REDUCE_MAX,
+                                                                 dy, NULL, dx[1]),
+                                     SAGA_ERR_INVALID_ARG);
+                    assert_same_bits(dx[0], dx[1], (size_t)(nnz * F) * 4, "MAX error leaves dx");
+                }
+            } else { /* other ops ignore argmax */
+                assert_int_equal(
+                    K()->segment_reduce_f32(S(2), off, ns, F, (saga_reduce)op, x, y[1], NULL),
+                    SAGA_OK);
+                assert_same_bits(y[0], y[1], (size_t)(ns * F) * 4, "argmax ignored");
+            }
+            free(want);
+            free(dwant);
+            free(amwant);
+            free_bufs(NULL);
+        }
+    float *x = falloc(4);
+    int64_t off[2] = {0, 1};
+    assert_int_equal(K()->segment_reduce_f32(S(0), off, 1, 1, SAGA_REDUCE_COUNT, x, x, NULL),
+                     SAGA_ERR_INVALID_ARG);
+}
+
+static void test_nn_kernels_edge_softmax(void **state) {
+    (void)state;
+    static const int64_t shapes[][2] = {{0, 2}, {1, 1}, {30, 1}, {30, 4}, {7, 3}};
+    seed(15);
+    for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
+        const int64_t ns = shapes[si][0], H = shapes[si][1];
+        int64_t *off = random_segments(ns);
+        const int64_t n = off[ns] * H;
+        float *sc = falloc(n), *dout = falloc(n), *out[N_BE], *ds[N_BE];
+        fill_rand(sc, n, -15, 15);
+        fill_rand(dout, n, -1, 1);
+        for (int t = 0; t < N_BE; t++) {
+            out[t] = falloc(n);
+            ds[t] = falloc(n);
+            assert_int_equal(K()->edge_softmax_f32(S(t), off, ns, H, sc, out[t]), SAGA_OK);
+            assert_int_equal(K()->edge_softmax_bwd_f32(S(t), off, ns, H, out[t], dout, ds[t]),
+                             SAGA_OK);
+        }
+        double *want = dvec(n), *dwant = dvec(n);
+        for (int64_t g = 0; g < ns; g++)
+            for (int64_t h = 0; h < H; h++) {
+                double mx = -INFINITY, sum = 0, dot = 0;
+                for (int64_t r = off[g]; r < off[g + 1]; r++)
+                    mx = fmax(mx, sc[r * H + h]);
+                for (int64_t r = off[g]; r < off[g + 1]; r++)
+                    sum += exp(sc[r * H + h] - mx);
+                for (int64_t r = off[g]; r < off[g + 1]; r++) {
+                    want[r * H + h] = exp(sc[r * H + h] - mx) / sum;
+                    dot += (double)out[0][r * H + h] * dout[r * H + h];
+                }
+                for (int64_t r = off[g]; r < off[g + 1]; r++)
+                    dwant[r * H + h] = out[0][r * H + h] * (dout[r * H + h] - dot);
+            }
+        assert_near(out[0], want, n, 2e-6, NULL);
+        assert_near(ds[0], dwant, n, 2e-6, NULL);
+        for (int t = 1; t < N_BE; t++) {
+            assert_same_bits(out[0], out[t], (size_t)n * 4, "edge_softmax");
+            assert_same_bits(ds[0], ds[t], (size_t)n * 4, "edge_softmax_bwd");
+        }
+        /* out = scores, dscores = dout */
+        assert_int_equal(K()->edge_softmax_bwd_f32(S(1), off, ns, H, out[0], dout, dout), SAGA_OK);
+        assert_same_bits(dout, ds[0], (size_t)n * 4, "edge_softmax_bwd in place");
+        assert_int_equal(K()->edge_softmax_f32(S(2), off, ns, H, sc, sc), SAGA_OK);
+        assert_same_bits(sc, out[0], (size_t)n * 4, "edge_softmax in place");
+        free(want);
+        free(dwant);
+        free_bufs(NULL);
+    }
+}
+
+/* ---- optimizers ---------------------------------------------------------------------------- */
+
+/* torch.optim.Adam / AdamW (amsgrad off, maximize off) for 3 steps, written out in double:
+ *   g = grad (+ wd p for Adam); p *= 1 - lr wd (AdamW)
+ *   m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g^2
+ *   p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps) */
+static void test_nn_kernels_adam(void **state) {
+    (void)state;
+    const int64_t n = 1001;
+    const float lr = 0.01f, b1 = 0.9f, b2 = 0.999f, eps = 1e-8f;
+    static const float wds[] = {0.0f, 0.05f};
+    seed(16);
+    for (int dec = 0; dec < 2; dec++)
+        for (int wi = 0; wi < 2; wi++) {
+            const float wd = wds[wi];
+            float *p0 = falloc(n), *grads = falloc(3 * n), *p[N_BE], *m[N_BE], *v[N_BE];
+            fill_rand(p0, n, -1, 1);
+            fill_rand(grads, 3 * n, -1, 1);
+            for (int64_t i = 0; i < n / 10; i++) /* some tiny gradients: eps matters */
+                grads[i] *= 1e-7f;
+            double *pr = dvec(n), *mr = dvec(n), *vr = dvec(n);
+            for (int64_t i = 0; i < n; i++)
+                pr[i] = p0[i];
+            for (int t = 0; t < N_BE; t++) {
+                p[t] = falloc(n);
+                m[t] = falloc(n);
+                v[t] = falloc(n);
+                memcpy(p[t], p0, (size_t)n * 4);
+                memset(m[t], 0, (size_t)n * 4);
+                memset(v[t], 0, (size_t)n * 4);
+            }
+            for (int64_t step = 1; step <= 3; step++) {
+                const float *gs = grads + (step - 1) * n;
+                for (int64_t i = 0; i < n; i++) {
+                    double g = gs[i];
+                    if (wd != 0 && !dec)
+                        g += (double)wd * pr[i];
+                    if (wd != 0 && dec)
+                        pr[i] *= 1 - (double)lr * wd;
+                    mr[i] = b1 * mr[i] + (1 - (double)b1) * g;
+                    vr[i] = b2 * vr[i] + (1 - (double)b2) * g * g;
+                    double bc1 = 1 - pow(b1, (double)step), bc2 = 1 - pow(b2, (double)step);
+                    pr[i] -= lr / bc1 * mr[i] / (sqrt(vr[i]) / sqrt(bc2) + eps);
+                }
+                for (int t = 0; t < N_BE; t++)
+                    assert_int_equal(K()->adam_f32(S(t), n, lr, b1, b2, eps, wd, dec, step, p[t],
+                                                   gs, m[t], v[t]),
+                                     SAGA_OK);
+            }
+            assert_near(p[0], pr, n, 1e-5, NULL);
+            assert_near(m[0], mr, n, 1e-5, NULL);
+            assert_near(v[0], vr, n, 1e-5, NULL);
+            for (int t = 1; t < N_BE; t++) {
+                assert_same_bits(p[0], p[t], (size_t)n * 4, "adam param");
+                assert_same_bits(m[0], m[t], (size_t)n * 4, "adam m");
+                assert_same_bits(v[0], v[t], (size_t)n * 4, "adam v");
+            }
+            /* grad is not modified; step < 1 is an error that writes nothing */
+            float *gcopy = falloc(n);
+            memcpy(gcopy, p[0], (size_t)n * 4);
+            assert_int_equal(
+                K()->adam_f32(S(1), n, lr, b1, b2, eps, wd, dec, 0, p[0], grads, m[0], v[0]),
+                SAGA_ERR_INVALID_ARG);
+            saga_test_assert_error_contains("step", NULL);
+            assert_same_bits(gcopy, p[0], (size_t)n * 4, "adam error leaves param");
+            free(pr);
+            free(mr);
+            free(vr);
+            free_bufs(NULL);
+        }
+}
+
+/* torch.optim.SGD (dampening 0) for 3 steps, written out in double:
+ *   g = grad + wd p; buf = g on the first step, else momentum buf + g
+ *   g = nesterov ? g + momentum buf : buf; p -= lr g */
+static void test_nn_kernels_sgd(void **state) {
+    (void)state;
+    const int64_t n = 1001;
+    const float lr = 0.1f;
+    static const struct {
+        float momentum, wd;
+        bool nesterov;
+    } cfg[] = {
+        {0, 0, false}, {0, 0.01f, false}, {0.9f, 0, false}, {0.9f, 0.01f, true}, {0.5f, 0, true}};
+    seed(17);
+    for (size_t ci = 0; ci < sizeof cfg / sizeof *cfg; ci++) {
+        const float mom = cfg[ci].momentum, wd = cfg[ci].wd;
+        const bool nest = cfg[ci].nesterov;
+        float *p0 = falloc(n), *grads = falloc(3 * n), *p[N_BE], *buf[N_BE];
+        fill_rand(p0, n, -1, 1);
+        fill_rand(grads, 3 * n, -1, 1);
+        const float *grads_c = grads;
+        double *pr = dvec(n), *br = dvec(n);
+        for (int64_t i = 0; i < n; i++)
+            pr[i] = p0[i];
+        for (int t = 0; t < N_BE; t++) {
+            p[t] = falloc(n);
+            memcpy(p[t], p0, (size_t)n * 4);
+            buf[t] = NULL;
+            if (mom != 0) {
+                buf[t] = falloc(n);
+                memset(buf[t], 0, (size_t)n * 4);
+            }
+        }
+        for (int step = 1; step <= 3; step++) {
+            const float *gs = grads_c + (step - 1) * n;
+            for (int64_t i = 0; i < n; i++) {
+                double g = gs[i] + (double)wd * pr[i];
+                if (mom != 0) {
+                    br[i] = step == 1 ? g : mom * br[i] + g;
+                    g = nest ? g + mom * br[i] : br[i];
+                }
+                pr[i] -= lr * g;
+            }
+            for (int t = 0; t < N_BE; t++)
+                assert_int_equal(K()->sgd_f32(S(t), n, lr, mom, wd, nest, p[t], gs, buf[t]),
+                                 SAGA_OK);
+        }
+        assert_near(p[0], pr, n, 1e-6, NULL);
+        if (mom != 0)
+            assert_near(buf[0], br, n, 1e-6, NULL);
+        for (int t = 1; t < N_BE; t++) {
+            assert_same_bits(p[0], p[t], (size_t)n * 4, "sgd param");
+            if (mom != 0)
+                assert_same_bits(buf[0], buf[t], (size_t)n * 4, "sgd buf");
+        }
+        free(pr);
+        free(br);
+        free_bufs(NULL);
+    }
+    float *p = falloc(3), *g = falloc(3);
+    p[0] = 1.0f;
+    g[0] = 1.0f;
+    assert_int_equal(K()->sgd_f32(S(0), 1, 0.1f, 0.9f, 0, false, p, g, NULL), SAGA_ERR_INVALID_ARG);
+    saga_test_assert_error_contains("sgd_f32", NULL);
+    assert_true(p[0] == 1.0f);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_teardown(test_nn_kernels_table_complete, free_bufs),
+        cmocka_unit_test_teardown(test_nn_kernels_gemm, free_bufs),
+        cmocka_unit_test_teardown(test_nn_kernels_bias_add, free_bufs),
+        cmocka_unit_test_teardown(test_nn_kernels_colsum, free_bufs),
+        cmocka_unit_test_teardown(test_nn_kernels_colsum_out_of_memory, free_bufs),
+        cmocka_unit_test_teardown(test_nn_kernels_act, free_bufs),
+        cmocka_unit_test_teardown(test_nn_kernels_dropout, free_bufs),
+        cmocka_unit_test_teardown(test_nn_kernels_binary, free_bufs),
+        cmocka_unit_test_teardown(test_nn_kernels_scale_fill_copy2d, free_bufs),
+        cmocka_unit_test_teardown(test_nn_kernels_softmax_rows, free_bufs),
+        cmocka_unit_test_teardown(test_nn_kernels_nll, free_bufs),
+        cmocka_unit_test_teardown(test_nn_kernels_bce_logits, free_bufs),
+        cmocka_unit_test_teardown(test_nn_kernels_sum_sumsq, free_bufs),
+        cmocka_unit_test_teardown(test_nn_kernels_gather_scatter, free_bufs),
+        cmocka_unit_test_teardown(test_nn_kernels_spmm, free_bufs),
+        cmocka_unit_test_teardown(test_nn_kernels_segment_reduce, free_bufs),
+        cmocka_unit_test_teardown(test_nn_kernels_edge_softmax, free_bufs),
+        cmocka_unit_test_teardown(test_nn_kernels_adam, free_bufs),
+        cmocka_unit_test_teardown(test_nn_kernels_sgd, free_bufs),
+    };
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
