@@ -21,5 +21,7 @@
 #include "saga_backend.h"
 #include "saga_tensor.h"
 #include "saga_graph.h"
+#include "saga_nn.h"
+#include "saga_program.h"
 #include "saga_io.h"
 #include "saga_datasets.h"

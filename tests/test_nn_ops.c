@@ -1,0 +1,575 @@
+/* test_nn_ops.c - every op of saga_nn.h on the CPU backend: gradients against central finite
+ * differences, forward values against double loops, the sticky error, inference mode. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include <cmocka.h>
+
+#include "test_util.h"
+
+#include "saga_nn.h"
+#include "tensor_impl.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+static saga_backend *be;
+
+static int group_setup(void **state) {
+    (void)state;
+    return saga_backend_cpu_new(&be, NULL) == SAGA_OK ? 0 : -1;
+}
+
+static int group_teardown(void **state) {
+    (void)state;
+    saga_backend_free_all(&be);
+    return 0;
+}
+
+/* Uniform in [lo, hi) from a small LCG: test data independent of the code under test. */
+static double urand(uint64_t *s, double lo, double hi) {
+    *s = *s * 6364136223846793005ull + 1442695040888963407ull;
+    return lo + (hi - lo) * (double)(*s >> 11) * 0x1.0p-53;
+}
+
+/* Values in [lo, hi) with |v| >= gap, so that kinks (relu at 0) stay out of reach of the
+ * finite-difference step. */
+static void fill(float *x, int64_t n, double lo, double hi, double gap, uint64_t seed) {
+    uint64_t s = seed;
+    for (int64_t i = 0; i < n; i++) {
+        double v;
+        do
+            v = urand(&s, lo, hi);
+        while (fabs(v) < gap);
+        x[i] = (float)v;
+    }
+}
+
+static saga_tensor *param(saga_model *m, const char *name, int64_t r, int64_t c, double lo,
+                          double hi, double gap, uint64_t seed) {
+    saga_tensor *p = saga_model_param(m, name, r, c, SAGA_INIT_ZEROS, 0);
+    assert_non_null(p);
+    fill(saga_tensor_data(p), r * c, lo, hi, gap, seed);
+    return p;
+}
+
+static saga_tensor *host_i32(const int32_t *v, int64_t n) {
+    saga_tensor *t = NULL;
+    assert_int_equal(saga_tensor_from_host(&t, be, SAGA_I32, n, 1, v), SAGA_OK);
+    return t;
+}
+
+static saga_tensor *host_f32(const float *v, int64_t r, int64_t c) {
+    saga_tensor *t = NULL;
+    assert_int_equal(saga_tensor_from_host(&t, be, SAGA_F32, r, c, v), SAGA_OK);
+    return t;
+}
+
+/* ---- the gradient check ------------------------------------------------------------------- */
+
+typedef saga_tensor *(*build_fn)(saga_ctx *c, saga_tensor *const *p, void *ud);
+
+typedef struct gc {
+    saga_ctx *c;
+    saga_tensor *R; /* fixed random weights of the output's entries */
+    build_fn f;
+    saga_tensor *const *p;
+    void *ud;
+} gc;
+
+/* sum(out .* R), with the same dropout masks every time. */
+static saga_tensor *loss_of(gc *g) {
+    saga_ctx_clear(g->c);
+    saga_ctx_train(g->c, true);
+    saga_ctx_set_rng_counter(g->c, 5);
+    saga_tensor *out = g->f(g->c, g->p, g->ud);
+    if (!out)
+        fail_msg("forward failed: %s", saga_last_error());
+    if (!g->R) {
+        int64_t n = out->rows * out->cols;
+        float *r = calloc((size_t)n, sizeof *r);
+        fill(r, n, -1.0, 1.0, 0.0, 99);
+        g->R = host_f32(r, out->rows, out->cols);
+        free(r);
+    }
+    saga_tensor *loss = saga_sum(g->c, saga_mul(g->c, out, g->R));
+    assert_non_null(loss);
+    return loss;
+}
+
+/* Gradients of every parameter in p against central differences with step h. */
+static void gradcheck(const char *what, saga_model *m, int np, saga_tensor *const *p, build_fn f,
+                      void *ud, double h, double rtol, double atol) {
+    gc g = {NULL, NULL, f, p, ud};
+    assert_int_equal(saga_ctx_new(&g.c, be, 1234), SAGA_OK);
+    assert_int_equal(saga_model_zero_grad(m), SAGA_OK);
+    saga_tensor *loss = loss_of(&g);
+    if (saga_backward(g.c, loss) != SAGA_OK)
+        fail_msg("%s: backward failed: %s", what, saga_last_error());
+    for (int i = 0; i < np; i++) {
+        int64_t n = p[i]->rows * p[i]->cols;
+        float *x = saga_tensor_data(p[i]);
+        const float *an = saga_tensor_cdata(saga_grad(p[i]));
+        float *saved = calloc((size_t)n, sizeof *saved);
+        memcpy(saved, an, (size_t)n * sizeof *saved);
+        for (int64_t j = 0; j < n; j++) {
+            float x0 = x[j];
+            x[j] = (float)(x0 + h);
+            double lp = saga_item(loss_of(&g));
+            x[j] = (float)(x0 - h);
+            double lm = saga_item(loss_of(&g));
+            x[j] = x0;
+            double fd = (lp - lm) / (2.0 * h);
+            if (fabs(fd - saved[j]) > atol + rtol * fabs(fd))
+                fail_msg("%s: d/d(input %d)[%lld]: backward %.6g, finite difference %.6g", what, i,
+                         (long long)j, (double)saved[j], fd);
+        }
+        free(saved);
+    }
+    saga_ctx_free(&g.c);
+    saga_tensor_free(&g.R);
+}
+
+#define CHECK(name, f, ud, ...)                                                                    \
+    do {                                                                                           \
+        saga_tensor *ps_[] = {__VA_ARGS__};                                                        \
+        gradcheck(name, m, (int)(sizeof ps_ / sizeof ps_[0]), ps_, f, ud, 1e-2, 2e-2, 2e-3);       \
+    } while (0)
+
+static saga_tensor *b_matmul(saga_ctx *c, saga_tensor *const *p, void *ud) {
+    return saga_matmul(c, p[0], p[1]);
+}
+static saga_tensor *b_add_bias(saga_ctx *c, saga_tensor *const *p, void *ud) {
+    return saga_add_bias(c, p[0], p[1]);
+}
+static saga_tensor *b_relu(saga_ctx *c, saga_tensor *const *p, void *ud) {
+    return saga_relu(c, p[0]);
+}
+static saga_tensor *b_leaky(saga_ctx *c, saga_tensor *const *p, void *ud) {
+    return saga_leaky_relu(c, p[0], 0.2f);
+}
+static saga_tensor *b_elu(saga_ctx *c, saga_tensor *const *p, void *ud) {
+    return saga_elu(c, p[0], 1.3f);
+}
+static saga_tensor *b_sigmoid(saga_ctx *c, saga_tensor *const *p, void *ud) {
+    return saga_sigmoid(c, p[0]);
+}
+static saga_tensor *b_tanh(saga_ctx *c, saga_tensor *const *p, void *ud) {
+    return saga_tanh(c, p[0]);
+}
+static saga_tensor *b_dropout(saga_ctx *c, saga_tensor *const *p, void *ud) {
+    return saga_dropout(c, p[0], 0.4f);
+}
+static saga_tensor *b_add(saga_ctx *c, saga_tensor *const *p, void *ud) {
+    return saga_add(c, p[0], p[1]);
+}
+static saga_tensor *b_sub(saga_ctx *c, saga_tensor *const *p, void *ud) {
+    return saga_sub(c, p[0], p[1]);
+}
+static saga_tensor *b_mul(saga_ctx *c, saga_tensor *const *p, void *ud) {
+    return saga_mul(c, p[0], p[1]);
+}
+static saga_tensor *b_div(saga_ctx *c, saga_tensor *const *p, void *ud) {
+    return saga_div(c, p[0], p[1]);
+}
+static saga_tensor *b_affine(saga_ctx *c, saga_tensor *const *p, void *ud) {
+    return saga_affine(c, p[0], -1.7f, 0.3f);
+}
+static saga_tensor *b_concat(saga_ctx *c, saga_tensor *const *p, void *ud) {
+    return saga_concat(c, p[0], p[1]);
+}
+static saga_tensor *b_slice(saga_ctx *c, saga_tensor *const *p, void *ud) {
+    return saga_slice_cols(c, p[0], 1, 2);
+}
+static saga_tensor *b_softmax(saga_ctx *c, saga_tensor *const *p, void *ud) {
+    return saga_softmax(c, p[0]);
+}
+static saga_tensor *b_log_softmax(saga_ctx *c, saga_tensor *const *p, void *ud) {
+    return saga_log_softmax(c, p[0]);
+}
+static saga_tensor *b_nll(saga_ctx *c, saga_tensor *const *p, void *ud) {
+    saga_tensor **t = ud;
+    return saga_nll_loss(c, saga_log_softmax(c, p[0]), t[0], t[1]);
+}
+static saga_tensor *b_bce(saga_ctx *c, saga_tensor *const *p, void *ud) {
+    return saga_bce_logits(c, p[0], ud, 2.5f);
+}
+static saga_tensor *b_sum(saga_ctx *c, saga_tensor *const *p, void *ud) {
+    return saga_sum(c, p[0]);
+}
+static saga_tensor *b_mean(saga_ctx *c, saga_tensor *const *p, void *ud) {
+    return saga_mean(c, p[0]);
+}
+static saga_tensor *b_sumsq(saga_ctx *c, saga_tensor *const *p, void *ud) {
+    return saga_sumsq(c, p[0]);
+}
+static saga_tensor *b_row_sum(saga_ctx *c, saga_tensor *const *p, void *ud) {
+    return saga_row_sum(c, p[0]);
+}
+static saga_tensor *b_scale_rows(saga_ctx *c, saga_tensor *const *p, void *ud) {
+    return saga_scale_rows(c, p[0], p[1]);
+}
+static saga_tensor *b_gather(saga_ctx *c, saga_tensor *const *p, void *ud) {
+    return saga_gather_rows(c, p[0], ud);
+}
+static saga_tensor *b_scatter(saga_ctx *c, saga_tensor *const *p, void *ud) {
+    return saga_scatter_add_rows(c, p[0], ud, 5);
+}
+/* A GCN-like layer: log_softmax(relu(x W + b) V) into the NLL over some rows. */
+static saga_tensor *b_composed(saga_ctx *c, saga_tensor *const *p, void *ud) {
+    saga_tensor **t = ud;
+    saga_tensor *h = saga_relu(c, saga_add_bias(c, saga_matmul(c, p[0], p[1]), p[2]));
+    h = saga_dropout(c, h, 0.3f);
+    return saga_nll_loss(c, saga_log_softmax(c, saga_matmul(c, h, p[3])), t[0], t[1]);
+}
+/* x used twice, directly and through two paths: x * x + tanh(x) - x. */
+static saga_tensor *b_twice(saga_ctx *c, saga_tensor *const *p, void *ud) {
+    saga_tensor *x = p[0];
+    return saga_sub(c, saga_add(c, saga_mul(c, x, x), saga_tanh(c, x)), x);
+}
+/* The same intermediate feeding two consumers: y = x W; concat(y, sigmoid(y)). */
+static saga_tensor *b_shared(saga_ctx *c, saga_tensor *const *p, void *ud) {
+    saga_tensor *y = saga_matmul(c, p[0], p[1]);
+    return saga_concat(c, y, saga_sigmoid(c, saga_scale_rows(c, y, p[2])));
+}
+
+static void test_nn_ops_gradients(void **state) {
+    (void)state;
+    saga_model *m = NULL;
+    assert_int_equal(saga_model_new(&m, be), SAGA_OK);
+    saga_tensor *A = param(m, "A", 4, 3, -1, 1, 0.05, 1);
+    saga_tensor *B = param(m, "B", 3, 5, -1, 1, 0.05, 2);
+    saga_tensor *X = param(m, "X", 4, 3, -1, 1, 0.05, 3);
+    saga_tensor *bias = param(m, "bias", 1, 3, -1, 1, 0.0, 4);
+    saga_tensor *Y = param(m, "Y", 4, 3, 0.5, 1.5, 0.0, 5); /* away from 0: a divisor */
+    saga_tensor *s = param(m, "s", 4, 1, -2, 2, 0.0, 6);
+    saga_tensor *Z = param(m, "Z", 4, 2, -1, 1, 0.0, 7);
+
+    CHECK("matmul", b_matmul, NULL, A, B);
+    CHECK("add_bias", b_add_bias, NULL, X, bias);
+    CHECK("relu", b_relu, NULL, X);
+    CHECK("leaky_relu", b_leaky, NULL, X);
+    CHECK("elu", b_elu, NULL, X);
+    CHECK("sigmoid", b_sigmoid, NULL, X);
+    CHECK("tanh", b_tanh, NULL, X);
+    CHECK("dropout", b_dropout, NULL, X);
+    CHECK("add", b_add, NULL, X, Y);
+    CHECK("sub", b_sub, NULL, X, Y);
+    CHECK("mul", b_mul, NULL, X, Y);
+    CHECK("div", b_div, NULL, X, Y);
+    CHECK("affine", b_affine, NULL, X);
+    CHECK("concat", b_concat, NULL, X, Z);
+    CHECK("slice_cols", b_slice, NULL, X);
+    CHECK("softmax", b_softmax, NULL, X);
+    CHECK("log_softmax", b_log_softmax, NULL, X);
+    CHECK("sum", b_sum, NULL, X);
+    CHECK("mean", b_mean, NULL, X);
+    CHECK("sumsq", b_sumsq, NULL, X);
+    CHECK("row_sum", b_row_sum, NULL, X);
+    CHECK("scale_rows", b_scale_rows, NULL, X, s);
+
+    const int32_t labels[4] = {2, 0, 1, 2}, rows[3] = {3, 0, 3};
+    saga_tensor *tl[2] = {host_i32(labels, 4), host_i32(rows, 3)};
+    CHECK("nll_loss(rows)", b_nll, tl, X);
+    saga_tensor *tl_all[2] = {tl[0], NULL};
+    CHECK("nll_loss(all)", b_nll, tl_all, X);
+    float tg[12];
+    fill(tg, 12, 0, 1, 0, 8);
+    saga_tensor *target = host_f32(tg, 4, 3);
+    CHECK("bce_logits", b_bce, target, X);
+    const int32_t gidx[6] = {3, 0, 3, 1, 1, 3}, sidx[4] = {4, 0, 4, 2};
+    saga_tensor *gi = host_i32(gidx, 6), *si = host_i32(sidx, 4);
+    CHECK("gather_rows", b_gather, gi, X);
+    CHECK("scatter_add_rows", b_scatter, si, X);
+
+    saga_tensor *W = param(m, "W", 3, 5, -1, 1, 0.0, 9);
+    saga_tensor *bw = param(m, "bw", 1, 5, -0.5, 0.5, 0.0, 10);
+    saga_tensor *V = param(m, "V", 5, 3, -1, 1, 0.0, 11);
+    CHECK("composed", b_composed, tl, X, W, bw, V);
+    CHECK("input used twice", b_twice, NULL, X);
+    CHECK("shared intermediate", b_shared, NULL, A, B, s);
+
+    saga_tensor_free(&tl[0]);
+    saga_tensor_free(&tl[1]);
+    saga_tensor_free(&target);
+    saga_tensor_free(&gi);
+    saga_tensor_free(&si);
+    saga_model_free(&m);
+}
+
+/* ---- forward values ----------------------------------------------------------------------- */
+
+static void expect_near(const saga_tensor *t, const double *ref, int64_t n, double tol) {
+    assert_non_null(t);
+    assert_int_equal(t->rows * t->cols, n);
+    const float *v = saga_tensor_cdata(t);
+    for (int64_t i = 0; i < n; i++)
+        if (fabs(v[i] - ref[i]) > tol * (1.0 + fabs(ref[i])))
+            fail_msg("entry %lld: got %.8g, expected %.8g", (long long)i, (double)v[i], ref[i]);
+}
+
+static void test_nn_ops_forward_values(void **state) {
+    (void)state;
+    enum { N = 5, KD = 4, M = 3 };
+    float a[N * KD], b[KD * M], bias[M], x[N * M], y[N * M], s[N];
+    fill(a, N * KD, -2, 2, 0, 21);
+    fill(b, KD * M, -2, 2, 0, 22);
+    fill(bias, M, -1, 1, 0, 23);
+    fill(x, N * M, -3, 3, 0, 24);
+    fill(y, N * M, 0.5, 2, 0, 25);
+    fill(s, N, -2, 2, 0, 26);
+    saga_tensor *ta = host_f32(a, N, KD), *tb = host_f32(b, KD, M), *tbias = host_f32(bias, 1, M);
+    saga_tensor *tx = host_f32(x, N, M), *ty = host_f32(y, N, M), *ts = host_f32(s, N, 1);
+    const int32_t labels[N] = {0, 2, 1, 1, 0}, rows[2] = {4, 1}, idx[N] = {2, 2, 0, 6, 2};
+    saga_tensor *tl = host_i32(labels, N), *tr = host_i32(rows, 2), *ti = host_i32(idx, N);
+    saga_ctx *c = NULL;
+    assert_int_equal(saga_ctx_new(&c, be, 7), SAGA_OK);
+    double ref[64];
+
+    /* relu(a b + bias) */
+    for (int i = 0; i < N; i++)
+        for (int j = 0; j < M; j++) {
+            double acc = bias[j];
+            for (int k = 0; k < KD; k++)
+                acc += (double)a[i * KD + k] * b[k * M + j];
+            ref[i * M + j] = acc > 0 ? acc : 0;
+        }
+    expect_near(saga_relu(c, saga_add_bias(c, saga_matmul(c, ta, tb), tbias)), ref, N * M, 1e-5);
+
+    /* log_softmax and the NLL over rows {4, 1} */
+    double lsm[N * M];
+    for (int i = 0; i < N; i++) {
+        double mx = -INFINITY, z = 0;
+        for (int j = 0; j < M; j++)
+            mx = fmax(mx, x[i * M + j]);
+        for (int j = 0; j < M; j++)
+            z += exp(x[i * M + j] - mx);
+        for (int j = 0; j < M; j++)
+            lsm[i * M + j] = x[i * M + j] - mx - log(z);
+    }
+    saga_tensor *lp = saga_log_softmax(c, tx);
+    expect_near(lp, lsm, N * M, 1e-5);
+    for (int i = 0; i < N * M; i++)
+        ref[i] = exp(lsm[i]);
+    expect_near(saga_softmax(c, tx), ref, N * M, 1e-5);
+    ref[0] = -(lsm[4 * M + labels[4]] + lsm[1 * M + labels[1]]) / 2.0;
+    expect_near(saga_nll_loss(c, lp, tl, tr), ref, 1, 1e-5);
+
+    /* BCE with logits, pos_weight 2 (targets y/2 in [0.25, 1]) */
+    float tg[N * M];
+    double bce = 0;
+    for (int i = 0; i < N * M; i++) {
+        tg[i] = y[i] / 2;
+        double sg = 1 / (1 + exp(-(double)x[i]));
+        bce += -(2.0 * tg[i] * log(sg) + (1 - tg[i]) * log(1 - sg));
+    }
+    saga_tensor *ttg = host_f32(tg, N, M);
+    ref[0] = bce / (N * M);
+    expect_near(saga_bce_logits(c, tx, ttg, 2.0f), ref, 1, 1e-5);
+
+    /* element-wise, affine, elu, sigmoid, reductions */
+    for (int i = 0; i < N * M; i++)
+        ref[i] = (double)x[i] / y[i];
+    expect_near(saga_div(c, tx, ty), ref, N * M, 1e-6);
+    for (int i = 0; i < N * M; i++)
+        ref[i] = 0.5 * x[i] - 2.0;
+    expect_near(saga_affine(c, tx, 0.5f, -2.0f), ref, N * M, 1e-6);
+    for (int i = 0; i < N * M; i++)
+        ref[i] = x[i] > 0 ? x[i] : 0.7 * (exp(x[i]) - 1);
+    expect_near(saga_elu(c, tx, 0.7f), ref, N * M, 1e-6);
+    for (int i = 0; i < N * M; i++)
+        ref[i] = x[i] > 0 ? x[i] : 0.1 * x[i];
+    expect_near(saga_leaky_relu(c, tx, 0.1f), ref, N * M, 1e-6);
+    double sum = 0, sq = 0;
+    for (int i = 0; i < N * M; i++) {
+        sum += x[i];
+        sq += (double)x[i] * x[i];
+    }
+    ref[0] = sum;
+    expect_near(saga_sum(c, tx), ref, 1, 1e-6);
+    ref[0] = sum / (N * M);
+    expect_near(saga_mean(c, tx), ref, 1, 1e-6);
+    ref[0] = sq;
+    expect_near(saga_sumsq(c, tx), ref, 1, 1e-6);
+    for (int i = 0; i < N; i++)
+        ref[i] = (double)x[i * M] + x[i * M + 1] + x[i * M + 2];
+    expect_near(saga_row_sum(c, tx), ref, N, 1e-6);
+    for (int i = 0; i < N * M; i++)
+        ref[i] = (double)x[i] * s[i / M];
+    expect_near(saga_scale_rows(c, tx, ts), ref, N * M, 1e-6);
+
+    /* columns */
+    saga_tensor *cat = saga_concat(c, tx, ta);
+    for (int i = 0; i < N; i++)
+        for (int j = 0; j < M + KD; j++)
+            ref[i * (M + KD) + j] = j < M ? x[i * M + j] : a[i * KD + j - M];
+    expect_near(cat, ref, N * (M + KD), 0);
+    for (int i = 0; i < N; i++)
+        for (int j = 0; j < 2; j++)
+            ref[i * 2 + j] = a[i * KD + 1 + j];
+    expect_near(saga_slice_cols(c, cat, M + 1, 2), ref, N * 2, 0);
+
+    /* rows: scatter into 7 rows (4 never hit), gather back */
+    memset(ref, 0, sizeof ref);
+    for (int k = 0; k < N; k++)
+        for (int j = 0; j < M; j++)
+            ref[idx[k] * M + j] += x[k * M + j];
+    saga_tensor *sc = saga_scatter_add_rows(c, tx, ti, 7);
+    expect_near(sc, ref, 7 * M, 1e-6);
+    double g[N * M];
+    for (int k = 0; k < N; k++)
+        for (int j = 0; j < M; j++)
+            g[k * M + j] = ref[idx[k] * M + j];
+    expect_near(saga_gather_rows(c, sc, ti), g, N * M, 1e-6);
+    assert_int_equal(saga_ctx_status(c), SAGA_OK);
+
+    /* dropout while training: each entry 0 or x / (1 - p), about p of them dropped */
+    saga_ctx_train(c, true);
+    float big[4000];
+    fill(big, 4000, 0.5, 1.5, 0, 27);
+    saga_tensor *tbig = host_f32(big, 1000, 4);
+    const float *d = saga_tensor_cdata(saga_dropout(c, tbig, 0.25f));
+    int dropped = 0;
+    for (int i = 0; i < 4000; i++) {
+        if (d[i] == 0.0f)
+            dropped++;
+        else
+            assert_true(fabs(d[i] - big[i] / 0.75) <= 1e-6 * big[i] / 0.75);
+    }
+    assert_in_range(dropped, 850, 1150);
+    /* a second call draws a different mask */
+    const float *d2 = saga_tensor_cdata(saga_dropout(c, tbig, 0.25f));
+    int differ = 0;
+    for (int i = 0; i < 4000; i++)
+        differ += (d[i] == 0.0f) != (d2[i] == 0.0f);
+    assert_true(differ > 100);
+
+    saga_tensor *all[] = {ta, tb, tbias, tx, ty, ts, tl, tr, ti, ttg, tbig};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        saga_tensor_free(&all[i]);
+    saga_ctx_free(&c);
+}
+
+/* ---- errors and modes --------------------------------------------------------------------- */
+
+static void test_nn_ops_sticky_error(void **state) {
+    (void)state;
+    float v[12] = {0};
+    saga_tensor *a = host_f32(v, 3, 4), *b = host_f32(v, 3, 4);
+    const int32_t bad[2] = {0, 9};
+    saga_tensor *ib = host_i32(bad, 2);
+    saga_ctx *c = NULL;
+    assert_int_equal(saga_ctx_new(&c, be, 1), SAGA_OK);
+    assert_null(saga_matmul(c, a, b));
+    assert_int_equal(saga_ctx_status(c), SAGA_ERR_INVALID_ARG);
+    saga_test_assert_error_contains("saga_matmul", "3 x 4", NULL);
+    /* later ops return NULL, even with good inputs, and the first message stays */
+    assert_null(saga_relu(c, saga_matmul(c, a, b)));
+    assert_null(saga_add(c, a, b));
+    saga_error_clear();
+    assert_int_equal(saga_ctx_status(c), SAGA_ERR_INVALID_ARG);
+    saga_test_assert_error_contains("saga_matmul", "inner dimensions", NULL);
+    assert_int_not_equal(saga_backward(c, NULL), SAGA_OK);
+    saga_ctx_clear(c);
+    assert_int_equal(saga_ctx_status(c), SAGA_OK);
+    assert_non_null(saga_add(c, a, b));
+    /* other checks name the op and the shapes */
+    assert_null(saga_add_bias(c, a, b));
+    saga_test_assert_error_contains("saga_add_bias", "1 x 4", NULL);
+    saga_ctx_clear(c);
+    assert_null(saga_gather_rows(c, a, ib)); /* index 9 of 3 rows: the kernel refuses */
+    assert_int_equal(saga_ctx_status(c), SAGA_ERR_INVALID_ARG);
+    saga_test_assert_error_contains("saga_gather_rows", NULL);
+    saga_ctx_clear(c);
+    assert_null(saga_relu(c, ib)); /* dtype */
+    saga_test_assert_error_contains("saga_relu", "f32", "i32", NULL);
+    saga_ctx_clear(c);
+    assert_null(saga_slice_cols(c, a, 3, 2));
+    saga_test_assert_error_contains("saga_slice_cols", NULL);
+    saga_ctx_clear(c);
+    assert_null(saga_dropout(c, a, 1.0f));
+    assert_true(isnan(saga_item(NULL)));
+    /* backward needs training and a 1 x 1 loss */
+    saga_ctx_clear(c);
+    assert_int_equal(saga_backward(c, saga_sum(c, a)), SAGA_ERR_INVALID_ARG);
+    saga_ctx_train(c, true);
+    assert_int_equal(saga_backward(c, a), SAGA_ERR_INVALID_ARG);
+    saga_test_assert_error_contains("1 x 1", NULL);
+    saga_ctx_free(&c);
+    saga_ctx_free(&c); /* NULL is fine */
+    saga_tensor_free(&a);
+    saga_tensor_free(&b);
+    saga_tensor_free(&ib);
+}
+
+static void test_nn_ops_inference_mode(void **state) {
+    (void)state;
+    saga_model *m = NULL;
+    assert_int_equal(saga_model_new(&m, be), SAGA_OK);
+    saga_tensor *W = param(m, "W", 4, 4, -1, 1, 0, 31);
+    saga_ctx *c = NULL;
+    assert_int_equal(saga_ctx_new(&c, be, 3), SAGA_OK);
+    assert_false(saga_ctx_training(c));
+    saga_tensor *d = saga_dropout(c, W, 0.5f);
+    assert_non_null(d);
+    assert_memory_equal(saga_tensor_cdata(d), saga_tensor_cdata(W), 16 * sizeof(float));
+    assert_int_equal(saga_ctx_rng_counter(c), 0);
+    saga_tensor *y = saga_sum(c, saga_relu(c, saga_matmul(c, d, W)));
+    assert_non_null(y);
+    assert_false(y->requires_grad);
+    assert_null(y->node); /* nothing recorded */
+    assert_int_equal(saga_backward(c, y), SAGA_ERR_INVALID_ARG);
+    /* gradients: only parameters have one through saga_grad */
+    assert_null(saga_grad(y));
+    assert_null(saga_grad(NULL));
+    const float *g = saga_tensor_cdata(saga_grad(W));
+    for (int i = 0; i < 16; i++)
+        assert_true(g[i] == 0.0f);
+    /* training records, and the counter advances per dropout call */
+    saga_ctx_train(c, true);
+    y = saga_sum(c, saga_dropout(c, W, 0.5f));
+    assert_true(y->requires_grad);
+    assert_int_equal(saga_ctx_rng_counter(c), 1);
+    saga_ctx_clear(c);
+    assert_int_equal(saga_ctx_rng_counter(c), 1);
+    saga_ctx_free(&c);
+    saga_model_free(&m);
+}
+
+/* Steady state takes its buffers from the cache: a second identical step allocates nothing. */
+static void test_nn_ops_buffer_reuse(void **state) {
+    (void)state;
+    saga_model *m = NULL;
+    assert_int_equal(saga_model_new(&m, be), SAGA_OK);
+    saga_tensor *W = param(m, "W", 64, 32, -1, 1, 0, 41);
+    saga_tensor *X = NULL;
+    assert_int_equal(saga_tensor_new(&X, be, SAGA_F32, 100, 64), SAGA_OK);
+    saga_ctx *c = NULL;
+    assert_int_equal(saga_ctx_new(&c, be, 3), SAGA_OK);
+    saga_ctx_train(c, true);
+    saga_backend_stats s0, s1;
+    for (int step = 0; step < 3; step++) {
+        if (step == 2)
+            saga_backend_get_stats(be, &s0);
+        saga_tensor *l = saga_mean(c, saga_tanh(c, saga_dropout(c, saga_matmul(c, X, W), 0.5f)));
+        assert_int_equal(saga_backward(c, l), SAGA_OK);
+        saga_ctx_clear(c);
+    }
+    saga_backend_get_stats(be, &s1);
+    assert_int_equal(s1.n_allocs, s0.n_allocs);
+    saga_ctx_free(&c);
+    saga_tensor_free(&X);
+    saga_model_free(&m);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_nn_ops_gradients),    cmocka_unit_test(test_nn_ops_forward_values),
+        cmocka_unit_test(test_nn_ops_sticky_error), cmocka_unit_test(test_nn_ops_inference_mode),
+        cmocka_unit_test(test_nn_ops_buffer_reuse),
+    };
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}

@@ -1,0 +1,180 @@
+/* test_optim.c - SGD (plain, momentum, Nesterov, weight decay), Adam and AdamW against the
+ * torch.optim update rules written out in double, over three steps. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include <cmocka.h>
+
+#include "test_util.h"
+
+#include "saga_nn.h"
+
+#include <math.h>
+#include <string.h>
+
+enum { N = 6, STEPS = 3 };
+
+static const float P0[N] = {0.5f, -1.25f, 2.0f, 0.0f, -0.3f, 1.7f};
+static const float G[STEPS][N] = {{0.1f, -0.2f, 0.3f, 0.4f, -0.5f, 0.05f},
+                                  {-0.3f, 0.1f, 0.0f, 0.2f, 0.6f, -0.1f},
+                                  {0.2f, 0.2f, -0.4f, -0.1f, 0.1f, 0.3f}};
+
+/* torch.optim.SGD (dampening 0) */
+static void ref_sgd(double *p, double lr, double mom, double wd, bool nesterov) {
+    double buf[N] = {0};
+    for (int t = 0; t < STEPS; t++)
+        for (int i = 0; i < N; i++) {
+            double g = G[t][i] + wd * p[i];
+            if (mom != 0) {
+                buf[i] = t == 0 ? g : mom * buf[i] + g;
+                g = nesterov ? g + mom * buf[i] : buf[i];
+            }
+            p[i] -= lr * g;
+        }
+}
+
+/* torch.optim.Adam / AdamW (amsgrad off) */
+static void ref_adam(double *p, double lr, double b1, double b2, double eps, double wd, bool w) {
+    double m[N] = {0}, v[N] = {0};
+    for (int t = 1; t <= STEPS; t++)
+        for (int i = 0; i < N; i++) {
+            double g = G[t - 1][i];
+            if (w)
+                p[i] *= 1 - lr * wd;
+            else
+                g += wd * p[i];
+            m[i] = b1 * m[i] + (1 - b1) * g;
+            v[i] = b2 * v[i] + (1 - b2) * g * g;
+            double mh = m[i] / (1 - pow(b1, t)), vh = v[i] / (1 - pow(b2, t));
+            p[i] -= lr * mh / (sqrt(vh) + eps);
+        }
+}
+
+/* Runs the optimizer on two parameters (the second with weight decay wd2) and compares both. */
+static void run(const saga_optim_opts *o, float wd2,
+                void (*ref)(double *, const saga_optim_opts *, double wd)) {
+    saga_backend *be = NULL;
+    assert_int_equal(saga_backend_cpu_new(&be, NULL), SAGA_OK);
+    saga_model *m = NULL;
+    assert_int_equal(saga_model_new(&m, be), SAGA_OK);
+    saga_tensor *p[2] = {saga_model_param(m, "a", 2, 3, SAGA_INIT_ZEROS, 0),
+                         saga_model_param(m, "b", 3, 2, SAGA_INIT_ZEROS, 0)};
+    saga_optim *opt = NULL;
+    assert_int_equal(saga_optim_new(&opt, m, o), SAGA_OK);
+    assert_int_equal(saga_optim_set_weight_decay(opt, p[1], wd2), SAGA_OK);
+    for (int k = 0; k < 2; k++)
+        memcpy(saga_tensor_data(p[k]), P0, sizeof P0);
+    for (int t = 0; t < STEPS; t++) {
+        for (int k = 0; k < 2; k++)
+            memcpy(saga_tensor_data(saga_grad(p[k])), G[t], sizeof G[t]);
+        assert_int_equal(saga_optim_step(opt), SAGA_OK);
+        for (int k = 0; k < 2; k++) { /* the step zeroes the gradients */
+            const float *g = saga_tensor_cdata(saga_grad(p[k]));
+            for (int i = 0; i < N; i++)
+                assert_true(g[i] == 0.0f);
+        }
+    }
+    assert_int_equal(saga_optim_steps(opt), STEPS);
+    for (int k = 0; k < 2; k++) {
+        double r[N];
+        for (int i = 0; i < N; i++)
+            r[i] = P0[i];
+        ref(r, o, k == 0 ? o->weight_decay : wd2);
+        const float *v = saga_tensor_cdata(p[k]);
+        for (int i = 0; i < N; i++)
+            if (fabs(v[i] - r[i]) > 1e-6 * (1 + fabs(r[i])))
+                fail_msg("parameter %d entry %d: got %.9g, expected %.9g", k, i, (double)v[i],
+                         r[i]);
+    }
+    saga_optim_free(&opt);
+    saga_optim_free(&opt);
+    saga_model_free(&m);
+    saga_backend_free_all(&be);
+}
+
+static void sgd_ref(double *p, const saga_optim_opts *o, double wd) {
+    ref_sgd(p, o->lr, o->momentum, wd, o->nesterov);
+}
+static void adam_ref(double *p, const saga_optim_opts *o, double wd) {
+    ref_adam(p, o->lr, o->beta1, o->beta2, o->eps, wd, o->kind == SAGA_OPTIM_ADAMW);
+}
+
+static void test_optim_sgd(void **state) {
+    (void)state;
+    saga_optim_opts o = saga_optim_opts_defaults(SAGA_OPTIM_SGD);
+    o.lr = 0.1f;
+    run(&o, 0.0f, sgd_ref); /* plain */
+    o.weight_decay = 0.05f;
+    run(&o, 0.3f, sgd_ref); /* weight decay, per parameter */
+    o.momentum = 0.9f;
+    run(&o, 0.0f, sgd_ref); /* momentum */
+    o.nesterov = true;
+    run(&o, 0.2f, sgd_ref); /* Nesterov */
+}
+
+static void test_optim_adam(void **state) {
+    (void)state;
+    saga_optim_opts o = saga_optim_opts_defaults(SAGA_OPTIM_ADAM);
+    assert_true(o.lr == 0.01f && o.beta1 == 0.9f && o.beta2 == 0.999f && o.weight_decay == 0.0f);
+    run(&o, 0.0f, adam_ref);
+    o.weight_decay = 5e-4f;
+    o.beta2 = 0.99f;
+    run(&o, 0.1f, adam_ref);
+}
+
+static void test_optim_adamw(void **state) {
+    (void)state;
+    saga_optim_opts o = saga_optim_opts_defaults(SAGA_OPTIM_ADAMW);
+    assert_true(o.weight_decay == 0.01f);
+    o.lr = 0.05f;
+    run(&o, 0.0f, adam_ref);
+    run(&o, 0.5f, adam_ref);
+}
+
+static void test_optim_errors(void **state) {
+    (void)state;
+    saga_backend *be = NULL;
+    assert_int_equal(saga_backend_cpu_new(&be, NULL), SAGA_OK);
+    saga_model *m = NULL;
+    assert_int_equal(saga_model_new(&m, be), SAGA_OK);
+    saga_tensor *p = saga_model_param(m, "p", 2, 2, SAGA_INIT_GLOROT, 1);
+    assert_non_null(p);
+    assert_null(saga_model_param(m, "p", 1, 1, SAGA_INIT_ZEROS, 0));
+    saga_test_assert_error_contains("p", "exists", NULL);
+    saga_optim *o = NULL;
+    saga_optim_opts oo = saga_optim_opts_defaults(SAGA_OPTIM_SGD);
+    oo.nesterov = true;
+    assert_int_equal(saga_optim_new(&o, m, &oo), SAGA_ERR_INVALID_ARG);
+    oo = saga_optim_opts_defaults(SAGA_OPTIM_ADAM);
+    assert_int_equal(saga_optim_new(&o, m, &oo), SAGA_OK);
+    saga_tensor *other = NULL;
+    assert_int_equal(saga_tensor_new(&other, be, SAGA_F32, 2, 2), SAGA_OK);
+    assert_int_equal(saga_optim_set_weight_decay(o, other, 0.1f), SAGA_ERR_INVALID_ARG);
+    /* allocation failures while creating leak nothing */
+    saga_optim *o2 = NULL;
+    for (long k = 1;; k++) {
+        saga_test_fail_alloc_after(k);
+        saga_status st = saga_optim_new(&o2, m, &oo);
+        saga_test_fail_alloc_after(0);
+        if (st == SAGA_OK)
+            break;
+        assert_int_equal(st, SAGA_ERR_OUT_OF_MEMORY);
+        assert_null(o2);
+    }
+    saga_optim_free(&o2);
+    saga_tensor_free(&other);
+    saga_optim_free(&o);
+    saga_model_free(&m);
+    saga_backend_free_all(&be);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_optim_sgd),
+        cmocka_unit_test(test_optim_adam),
+        cmocka_unit_test(test_optim_adamw),
+        cmocka_unit_test(test_optim_errors),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
