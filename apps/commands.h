@@ -7,3 +7,4 @@ extern const cli_cmd cli_cmd_info;
 extern const cli_cmd cli_cmd_convert;
 extern const cli_cmd cli_cmd_generate;
 extern const cli_cmd cli_cmd_pagerank;
+extern const cli_cmd cli_cmd_gcn;
