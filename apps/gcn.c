@@ -279,13 +279,13 @@ static int cmp_double(const void *a, const void *b) {
 double gcn_median(const double *v, int n) {
     if (n <= 0)
         return 0.0;
-    double *s = malloc((size_t)n * sizeof *s);
+    double *s = saga_malloc((size_t)n * sizeof *s);
     if (!s)
         return NAN;
     memcpy(s, v, (size_t)n * sizeof *s);
     qsort(s, (size_t)n, sizeof *s, cmp_double);
     double m = n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
-    free(s);
+    saga_free(s);
     return m;
 }
 
