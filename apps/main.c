@@ -5,11 +5,8 @@
 #include <string.h>
 
 static const cli_cmd *const commands[] = {
-    &cli_cmd_info,
-    &cli_cmd_convert,
-    &cli_cmd_generate,
-    &cli_cmd_pagerank,
-    &cli_cmd_cc,
+    &cli_cmd_info,     &cli_cmd_convert, &cli_cmd_generate,
+    &cli_cmd_pagerank, &cli_cmd_cc,      &cli_cmd_gcn,
 };
 enum { N_COMMANDS = sizeof commands / sizeof commands[0] };
 
@@ -33,7 +30,9 @@ static void print_main_help(FILE *f) {
             "example:\n"
             "  saga generate rmat --scale 16 --edge-factor 16 --seed 1 -o rmat16.sgr\n"
             "  saga info rmat16.sgr\n"
-            "  saga pagerank rmat16.sgr --top 10\n");
+            "  saga pagerank rmat16.sgr --top 10\n"
+            "  saga generate citation --vertices 20000 --classes 8 --features 500 -o cit20k\n"
+            "  saga gcn --data cit20k\n");
 }
 
 static int unknown_command(const char *name) {

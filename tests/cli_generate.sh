@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # cli_generate.sh - `saga generate rmat` is deterministic: the same seed gives byte-identical
-# files (text, gzip, .sgr) for any thread count, a different seed a different file.
+# files (text, gzip, .sgr) for any thread count, a different seed a different file. `saga generate
+# citation` writes a Cora-layout directory that the other commands read, the same bytes each time.
 set -euo pipefail
 source "$(dirname "$0")/cli_common.bash"
 
@@ -33,5 +34,55 @@ expect 0 "$SAGA_BIN" generate rmat --quiet --scale 12 --edge-factor 8 --no-scram
 ! cmp -s "$TMP/a.txt" "$TMP/u.txt" || fail "--no-scramble changed nothing"
 expect 0 "$SAGA_BIN" pagerank --json --top 1 "$TMP/u.txt"
 [ "$(json_get 'j["top"][0]["id"]')" = 0 ] || fail "unscrambled R-MAT: top vertex should be 0: $(json_last)"
+
+# ---- citation ----------------------------------------------------------------------------------
+cite() { expect 0 "$SAGA_BIN" generate citation --quiet --vertices 3000 --classes 5 --degree 6 \
+    --features 200 "$@"; }
+cite --seed 3 -o "$TMP/cit-a"
+OMP_NUM_THREADS=1 cite --seed 3 -o "$TMP/cit-b"
+cite --seed 4 -o "$TMP/cit-c"
+for f in edges.txt.gz features.txt.gz labels.txt classes.txt train_idx.txt val_idx.txt \
+    test_idx.txt README.md; do
+    [ -s "$TMP/cit-a/$f" ] || fail "citation: $f missing or empty"
+    cmp -s "$TMP/cit-a/$f" "$TMP/cit-b/$f" || fail "citation: same seed, different $f"
+done
+! cmp -s "$TMP/cit-a/edges.txt.gz" "$TMP/cit-c/edges.txt.gz" || fail "citation: seeds 3 and 4 give the same edges"
+[ -z "$(ls "$TMP/cit-a" | grep '\.tmp$' || true)" ] || fail "citation: .tmp files left behind"
+
+# The layout: u < v once each, sorted; 9000 edges; every vertex labelled; split 20 per class.
+gzip -dc "$TMP/cit-a/edges.txt.gz" | python3 -c '
+import sys
+pairs = [tuple(map(int, l.split())) for l in sys.stdin]
+assert len(pairs) == 9000, len(pairs)
+assert all(u < v for u, v in pairs), "u < v"
+assert pairs == sorted(set(pairs)), "sorted, no duplicates"
+' || fail "citation: edges.txt.gz is not u<v, sorted, 9000 edges"
+[ "$(wc -l <"$TMP/cit-a/labels.txt")" -eq 3000 ] || fail "citation: labels.txt should have 3000 lines"
+[ "$(wc -l <"$TMP/cit-a/train_idx.txt")" -eq 100 ] || fail "citation: train should be 5 x 20"
+[ "$(wc -l <"$TMP/cit-a/val_idx.txt")" -eq 500 ] || fail "citation: val should be 500"
+[ "$(wc -l <"$TMP/cit-a/test_idx.txt")" -eq 1000 ] || fail "citation: test should be 1000"
+expect 0 "$SAGA_BIN" info --json --undirected "$TMP/cit-a/edges.txt.gz"
+[ "$(json_get 'j["vertices"], j["edges"], j["isolated"]')" = "3000 18000 0" ] ||
+    fail "citation graph: $(json_last)"
+
+# --json reports the measured homophily near the asked one.
+expect 0 "$SAGA_BIN" generate citation --json --vertices 5000 --classes 4 --degree 8 --features 100 \
+    --homophily 0.6 -o "$TMP/cit-h"
+[ "$(json_get 'abs(j["homophily"] - 0.6) < 0.03 and j["edges"] == 20000')" = True ] ||
+    fail "citation --json: $(json_last)"
+
+# Usage errors: options of the other generator, impossible sizes, a file in the way.
+expect 2 "$SAGA_BIN" generate citation --scale 10 -o "$TMP/x"
+expect_err "--scale does not apply to the citation generator"
+expect 2 "$SAGA_BIN" generate rmat --vertices 10 -o "$TMP/x.txt"
+expect_err "--vertices does not apply to the rmat generator"
+expect 2 "$SAGA_BIN" generate citation --vertices 10 --classes 7 -o "$TMP/x"
+expect_err "at least twice --classes"
+expect 2 "$SAGA_BIN" generate citation
+expect_err "missing -o DIR"
+expect 1 "$SAGA_BIN" generate citation --vertices 20 --classes 2 --degree 15 -o "$TMP/x"
+expect_err "half of the"
+expect 1 "$SAGA_BIN" generate citation --vertices 100 -o "$TMP/cit-a/labels.txt"
+expect_err "cit-a/labels.txt"
 
 finish

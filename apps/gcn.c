@@ -1,0 +1,439 @@
+/* gcn.c - the GCN app: reading a Cora-layout data set, the two-layer model as vertex programs,
+ * and the training loop with evaluation and checkpoints. */
+#include "gcn.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* ---- data --------------------------------------------------------------------------------- */
+
+void gcn_data_free(gcn_data *d) {
+    if (!d)
+        return;
+    saga_graph_free(&d->graph);
+    saga_free(d->features);
+    saga_free(d->labels);
+    saga_free(d->train);
+    saga_free(d->val);
+    saga_free(d->test);
+    memset(d, 0, sizeof *d);
+}
+
+/* dir/name, or dir/name.gz's plain twin: the first of the candidates that exists. */
+static saga_status find_file(char *out, size_t size, const char *dir, const char *const *names,
+                             int n_names) {
+    struct stat sb;
+    for (int i = 0; i < n_names; i++) {
+        snprintf(out, size, "%s/%s", dir, names[i]);
+        if (stat(out, &sb) == 0)
+            return SAGA_OK;
+    }
+    snprintf(out, size, "%s/%s", dir, names[0]);
+    if (n_names == 1)
+        return saga_error(SAGA_ERR_IO, "%s: %s", out, strerror(ENOENT));
+    return saga_error(SAGA_ERR_IO, "%s: %s (nor %s)", out, strerror(ENOENT), names[1]);
+}
+
+/* The split file's vertices must be labelled vertices of the graph. */
+static saga_status check_split(const char *path, const int32_t *ids, int64_t n,
+                               const int32_t *labels, int32_t n_vertices) {
+    for (int64_t i = 0; i < n; i++) {
+        if (ids[i] < 0 || ids[i] >= n_vertices)
+            return saga_error(SAGA_ERR_PARSE,
+                              "%s: entry %lld: vertex %d is out of range (labels.txt has %d "
+                              "vertices)",
+                              path, (long long)i + 1, ids[i], n_vertices);
+        if (labels[ids[i]] < 0)
+            return saga_error(SAGA_ERR_PARSE, "%s: entry %lld: vertex %d has no label", path,
+                              (long long)i + 1, ids[i]);
+    }
+    return SAGA_OK;
+}
+
+/* Rebuilds g on vertices 0..n-1 named by their original ids, so that vertices without edges
+ * (absent from an edge list) keep their place. g is replaced. */
+static saga_status graph_on_ids(saga_graph **g, int32_t n, const char *path) {
+    saga_status st = SAGA_OK;
+    int32_t *src = NULL, *dst = NULL;
+    saga_graph *h = NULL;
+    saga_csr out = saga_graph_out(*g);
+    int32_t nv = saga_graph_n_vertices(*g);
+    for (int32_t v = 0; v < nv; v++) {
+        int64_t id = saga_graph_orig_id(*g, v);
+        SAGA_CHECK(id < n, SAGA_ERR_PARSE,
+                   "%s: vertex %lld is out of range (labels.txt has %d vertices)", path,
+                   (long long)id, n);
+    }
+    SAGA_TRY(saga_alloc_array((void **)&src, (size_t)out.nnz + 1, sizeof *src, "GCN edges"));
+    SAGA_TRY(saga_alloc_array((void **)&dst, (size_t)out.nnz + 1, sizeof *dst, "GCN edges"));
+    for (int32_t u = 0; u < nv; u++)
+        for (int64_t k = out.offsets[u]; k < out.offsets[u + 1]; k++) {
+            src[k] = (int32_t)saga_graph_orig_id(*g, u);
+            dst[k] = (int32_t)saga_graph_orig_id(*g, out.indices[k]);
+        }
+    saga_graph_opts o = saga_graph_opts_defaults();
+    o.duplicates = SAGA_DUPLICATES_KEEP; /* already symmetric and without duplicates */
+    SAGA_TRY(saga_graph_from_edges_take(&h, n, out.nnz, &src, &dst, NULL, NULL, &o));
+    saga_graph_free(g);
+    *g = h;
+fail:
+    saga_free(src);
+    saga_free(dst);
+    return st;
+}
+
+saga_status gcn_data_load(gcn_data *d, const char *dir) {
+    saga_status st = SAGA_OK;
+    char path[4096];
+    float *x = NULL;
+    SAGA_CHECK(d && dir, SAGA_ERR_INVALID_ARG, "gcn_data_load: NULL argument");
+    memset(d, 0, sizeof *d);
+    struct stat sb;
+    SAGA_CHECK(stat(dir, &sb) == 0 && S_ISDIR(sb.st_mode), SAGA_ERR_IO, "%s: %s", dir,
+               stat(dir, &sb) == 0 ? "not a directory" : strerror(errno));
+
+    /* Labels first: they fix the vertex count. */
+    static const char *const labels_names[] = {"labels.txt"};
+    SAGA_TRY(find_file(path, sizeof path, dir, labels_names, 1));
+    int64_t n = 0;
+    SAGA_TRY(saga_labels_read(&d->labels, &n, path, NULL));
+    SAGA_CHECK(n > 0 && n < INT32_MAX, SAGA_ERR_PARSE, "%s: no labels", path);
+    d->n_vertices = (int32_t)n;
+    int32_t max_label = -1;
+    for (int64_t i = 0; i < n; i++)
+        max_label = d->labels[i] > max_label ? d->labels[i] : max_label;
+    SAGA_CHECK(max_label >= 0, SAGA_ERR_PARSE, "%s: every label is -1", path);
+    SAGA_CHECK(max_label < 1 << 20, SAGA_ERR_PARSE,
+               "%s: label %d is too large (classes are "
+               "numbered 0..C-1)",
+               path, max_label);
+    d->n_classes = max_label + 1;
+
+    static const char *const edges_names[] = {"edges.txt.gz", "edges.txt"};
+    SAGA_TRY(find_file(path, sizeof path, dir, edges_names, 2));
+    saga_load_opts lo = saga_load_opts_defaults();
+    lo.format = SAGA_FORMAT_EDGELIST;
+    lo.weights = SAGA_WEIGHTS_IGNORE;
+    lo.graph.undirected = true;
+    lo.graph.self_loops = SAGA_SELF_LOOPS_DROP; /* the model adds exactly one per vertex */
+    SAGA_TRY(saga_graph_load(&d->graph, path, &lo));
+    if (saga_graph_orig_ids(d->graph) || saga_graph_n_vertices(d->graph) != d->n_vertices)
+        SAGA_TRY(graph_on_ids(&d->graph, d->n_vertices, path));
+    d->n_edges = saga_graph_n_edges(d->graph) / 2;
+
+    static const char *const feat_names[] = {"features.txt.gz", "features.txt"};
+    SAGA_TRY(find_file(path, sizeof path, dir, feat_names, 2));
+    int64_t rows = 0, cols = 0;
+    SAGA_TRY(saga_features_read(&x, &rows, &cols, path, NULL));
+    SAGA_CHECK(rows <= n, SAGA_ERR_PARSE, "%s: %lld feature rows, labels.txt has %lld vertices",
+               path, (long long)rows, (long long)n);
+    SAGA_CHECK(cols > 0, SAGA_ERR_PARSE, "%s: no features", path);
+    if (rows < n) { /* a sparse file may end before the last vertices: they have no words */
+        SAGA_TRY(saga_realloc_array((void **)&x, (size_t)(n * cols), sizeof *x, "features"));
+        memset(x + rows * cols, 0, (size_t)((n - rows) * cols) * sizeof *x);
+    }
+    d->features = x;
+    x = NULL;
+    d->n_features = cols;
+
+    static const char *const split_names[3][1] = {
+        {"train_idx.txt"}, {"val_idx.txt"}, {"test_idx.txt"}};
+    int32_t **lists[3] = {&d->train, &d->val, &d->test};
+    int64_t *counts[3] = {&d->n_train, &d->n_val, &d->n_test};
+    for (int s = 0; s < 3; s++) {
+        SAGA_TRY(find_file(path, sizeof path, dir, split_names[s], 1));
+        SAGA_TRY(saga_index_read(lists[s], counts[s], path, NULL));
+        SAGA_TRY(check_split(path, *lists[s], *counts[s], d->labels, d->n_vertices));
+    }
+    SAGA_CHECK(d->n_train > 0, SAGA_ERR_PARSE, "%s/train_idx.txt: no training vertices", dir);
+fail:
+    saga_free(x);
+    if (st < 0 && d)
+        gcn_data_free(d);
+    return st;
+}
+
+saga_status gcn_data_synthetic(gcn_data *d, const saga_citation_params *p) {
+    saga_status st = SAGA_OK;
+    saga_citation *c = NULL;
+    SAGA_CHECK(d && p, SAGA_ERR_INVALID_ARG, "gcn_data_synthetic: NULL argument");
+    memset(d, 0, sizeof *d);
+    SAGA_TRY(saga_citation_generate(&c, p));
+    SAGA_TRY(saga_citation_graph(&d->graph, c, NULL));
+    SAGA_TRY(saga_citation_features(&d->features, c));
+    d->n_vertices = c->n_vertices;
+    d->n_edges = c->n_edges;
+    d->n_features = c->n_features;
+    d->n_classes = c->n_classes;
+    /* Take the arrays the data set needs from the generator's struct. */
+    d->labels = c->labels, c->labels = NULL;
+    d->train = c->train, c->train = NULL;
+    d->val = c->val, c->val = NULL;
+    d->test = c->test, c->test = NULL;
+    d->n_train = c->n_train, d->n_val = c->n_val, d->n_test = c->n_test;
+fail:
+    saga_citation_free(&c);
+    if (st < 0 && d)
+        gcn_data_free(d);
+    return st;
+}
+
+void gcn_data_normalize_features(gcn_data *d) {
+    int64_t F = d->n_features;
+#pragma omp parallel for schedule(static)
+    for (int64_t v = 0; v < d->n_vertices; v++) {
+        float *row = d->features + v * F;
+        double s = 0;
+        for (int64_t j = 0; j < F; j++)
+            s += row[j];
+        if (s != 0) {
+            float inv = (float)(1.0 / s);
+            for (int64_t j = 0; j < F; j++)
+                row[j] *= inv;
+        }
+    }
+}
+
+/* ---- the model ---------------------------------------------------------------------------- */
+
+gcn_opts gcn_opts_defaults(void) {
+    return (gcn_opts){.epochs = 200,
+                      .hidden = 16,
+                      .lr = 0.01f,
+                      .dropout = 0.5f,
+                      .weight_decay = 5e-4f,
+                      .seed = 1,
+                      .checkpoint = NULL,
+                      .checkpoint_every = 0,
+                      .resume = NULL};
+}
+
+typedef struct gcn_layer {
+    saga_tensor *W, *b;
+    bool project_first; /* aggregate H W rather than H: F_out < F_in */
+} gcn_layer;
+
+/* ApplyVertex: (gathered W) + b, or gathered + b when W was applied before the aggregation. */
+static saga_tensor *gcn_vertex(saga_ctx *c, const saga_vertex_in *v, void *layer) {
+    gcn_layer *l = layer;
+    saga_tensor *h = l->project_first ? v->gathered : saga_matmul(c, v->gathered, l->W);
+    return saga_add_bias(c, h, l->b);
+}
+
+static const saga_program GCN_PROGRAM = {
+    .scatter = SAGA_SCATTER_SRC,
+    .edge_weight = SAGA_WEIGHT_SYMNORM,
+    .apply_edge = NULL, /* fused: one SpMM with D^-1/2 (A + I) D^-1/2 */
+    .gather = SAGA_GATHER_SUM,
+    .apply_vertex = gcn_vertex,
+};
+
+static saga_tensor *gcn_layer_run(saga_ctx *c, const saga_dgraph *g, saga_tensor *h, gcn_layer *l) {
+    if (l->project_first)
+        h = saga_matmul(c, h, l->W);
+    return saga_program_run(c, &GCN_PROGRAM, g, h, NULL, l);
+}
+
+/* log_softmax of the two-layer network; dropout acts only while the context trains. */
+static saga_tensor *gcn_forward(saga_ctx *c, const saga_dgraph *g, saga_tensor *x, gcn_layer *l1,
+                                gcn_layer *l2, float p) {
+    saga_tensor *h = saga_dropout(c, x, p);
+    h = saga_relu(c, gcn_layer_run(c, g, h, l1));
+    h = saga_dropout(c, h, p);
+    return saga_log_softmax(c, gcn_layer_run(c, g, h, l2));
+}
+
+/* Fraction of the listed vertices whose arg-max class is their label. */
+static double accuracy(const float *logp, int32_t n_classes, const int32_t *labels,
+                       const int32_t *ids, int64_t n) {
+    if (n == 0)
+        return 0.0;
+    int64_t right = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const float *row = logp + (int64_t)ids[i] * n_classes;
+        int32_t best = 0;
+        for (int32_t k = 1; k < n_classes; k++)
+            if (row[k] > row[best])
+                best = k;
+        right += best == labels[ids[i]];
+    }
+    return (double)right / (double)n;
+}
+
+void gcn_result_free(gcn_result *r) {
+    if (!r)
+        return;
+    saga_free(r->epoch_ms);
+    memset(r, 0, sizeof *r);
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double gcn_median(const double *v, int n) {
+    if (n <= 0)
+        return 0.0;
+    double *s = saga_malloc((size_t)n * sizeof *s);
+    if (!s)
+        return NAN;
+    memcpy(s, v, (size_t)n * sizeof *s);
+    qsort(s, (size_t)n, sizeof *s, cmp_double);
+    double m = n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
+    saga_free(s);
+    return m;
+}
+
+double gcn_mean(const double *v, int n) {
+    double s = 0;
+    for (int i = 0; i < n; i++)
+        s += v[i];
+    return n > 0 ? s / n : 0.0;
+}
+
+static saga_status check_opts(const gcn_data *d, const gcn_opts *o) {
+    saga_status st = SAGA_OK;
+    SAGA_CHECK(o->epochs >= 0 && o->hidden >= 1, SAGA_ERR_INVALID_ARG,
+               "GCN: epochs must be >= 0 and hidden >= 1 (got %d, %d)", o->epochs, o->hidden);
+    SAGA_CHECK(o->dropout >= 0 && o->dropout < 1, SAGA_ERR_INVALID_ARG,
+               "GCN: dropout must be in [0, 1), got %g", (double)o->dropout);
+    SAGA_CHECK(isfinite(o->lr) && o->lr > 0 && isfinite(o->weight_decay) && o->weight_decay >= 0,
+               SAGA_ERR_INVALID_ARG, "GCN: lr must be > 0 and weight decay >= 0");
+    SAGA_CHECK(o->checkpoint_every >= 0, SAGA_ERR_INVALID_ARG,
+               "GCN: checkpoint interval must be >= 0");
+    SAGA_CHECK(d->graph && d->features && d->labels && d->n_train > 0 && d->n_classes >= 1,
+               SAGA_ERR_INVALID_ARG, "GCN: the data set has no training vertices");
+fail:
+    return st;
+}
+
+saga_status gcn_train(gcn_result *out, saga_backend *be, const gcn_data *d, const gcn_opts *o,
+                      gcn_epoch_fn on_epoch, void *user) {
+    saga_status st = SAGA_OK;
+    double t0 = saga_now();
+    saga_dgraph *g = NULL;
+    saga_ctx *c = NULL;
+    saga_model *m = NULL;
+    saga_optim *opt = NULL;
+    saga_tensor *x = NULL, *labels = NULL, *train = NULL;
+    int32_t *host_labels = NULL;
+    float *logp = NULL;
+    gcn_result r = {0};
+    r.loss = NAN;
+    SAGA_CHECK(out && be && d && o, SAGA_ERR_INVALID_ARG, "gcn_train: NULL argument");
+    SAGA_TRY(check_opts(d, o));
+    int32_t n = d->n_vertices, C = d->n_classes;
+    int64_t F = d->n_features, H = o->hidden;
+
+    /* ---- place the graph and the data on the backend */
+    saga_dgraph_opts go = saga_dgraph_opts_defaults();
+    go.self_loops = SAGA_DGRAPH_SELF_LOOPS_ADD; /* A + I */
+    SAGA_TRY(saga_dgraph_new(&g, be, d->graph, &go));
+    SAGA_TRY(saga_tensor_from_host(&x, be, SAGA_F32, n, F, d->features));
+    /* Unlabelled vertices are never in the training rows; 0 keeps every entry a valid class. */
+    SAGA_TRY(saga_alloc_array((void **)&host_labels, (size_t)n, sizeof *host_labels, "labels"));
+    for (int32_t v = 0; v < n; v++)
+        host_labels[v] = d->labels[v] >= 0 ? d->labels[v] : 0;
+    SAGA_TRY(saga_tensor_from_host(&labels, be, SAGA_I32, n, 1, host_labels));
+    SAGA_TRY(saga_tensor_from_host(&train, be, SAGA_I32, d->n_train, 1, d->train));
+    SAGA_TRY(
+        saga_alloc_array((void **)&logp, (size_t)n * (size_t)C, sizeof *logp, "log-probabilities"));
+
+    /* ---- the model: Glorot weights and zero biases, as Kipf's code */
+    SAGA_TRY(saga_ctx_new(&c, be, o->seed));
+    SAGA_TRY(saga_model_new(&m, be));
+    gcn_layer l1 = {.project_first = H < F}, l2 = {.project_first = C < H};
+    l1.W = saga_model_param(m, "conv1.weight", F, H, SAGA_INIT_GLOROT, o->seed * 2 + 1);
+    l1.b = saga_model_param(m, "conv1.bias", 1, H, SAGA_INIT_ZEROS, 0);
+    l2.W = saga_model_param(m, "conv2.weight", H, C, SAGA_INIT_GLOROT, o->seed * 2 + 2);
+    l2.b = saga_model_param(m, "conv2.bias", 1, C, SAGA_INIT_ZEROS, 0);
+    if (!(l1.W && l1.b && l2.W && l2.b)) {
+        /* saga_model_param left the reason; the code is the likeliest one. */
+        st = saga_error_prefix(SAGA_ERR_OUT_OF_MEMORY, "GCN parameters: ");
+        goto fail;
+    }
+    r.n_params = saga_model_n_scalars(m);
+    saga_optim_opts oo = saga_optim_opts_defaults(SAGA_OPTIM_ADAM);
+    oo.lr = o->lr;
+    oo.weight_decay = 0;
+    SAGA_TRY(saga_optim_new(&opt, m, &oo));
+    SAGA_TRY(saga_optim_set_weight_decay(opt, l1.W, o->weight_decay));
+
+    int64_t done = 0;
+    if (o->resume) {
+        uint64_t counter = 0;
+        SAGA_TRY(saga_checkpoint_load(o->resume, m, opt, &done, &counter));
+        SAGA_CHECK(done >= 0 && done <= INT32_MAX, SAGA_ERR_PARSE,
+                   "%s: epoch count %lld out of range", o->resume, (long long)done);
+        saga_ctx_set_rng_counter(c, counter);
+    }
+    r.start_epoch = (int)done;
+    int to_run = o->epochs > done ? o->epochs - (int)done : 0;
+    if (to_run > 0)
+        SAGA_TRY(saga_alloc_array((void **)&r.epoch_ms, (size_t)to_run, sizeof *r.epoch_ms,
+                                  "epoch times"));
+
+    /* ---- train */
+    for (int epoch = (int)done + 1; epoch <= o->epochs || epoch == (int)done + 1; epoch++) {
+        gcn_epoch e = {.epoch = epoch, .epochs = o->epochs, .loss = NAN};
+        if (epoch <= o->epochs) {
+            double ts = saga_now();
+            saga_ctx_train(c, true);
+            saga_tensor *lp = gcn_forward(c, g, x, &l1, &l2, o->dropout);
+            saga_tensor *loss = saga_nll_loss(c, lp, labels, train);
+            SAGA_TRY(saga_ctx_status(c));
+            SAGA_TRY(saga_backward(c, loss));
+            SAGA_TRY(saga_optim_step(opt));
+            e.loss = saga_item(loss); /* waits for the device: the time below is complete */
+            saga_ctx_clear(c);
+            e.ms = (saga_now() - ts) * 1e3;
+            r.epoch_ms[r.n_epoch_ms++] = e.ms;
+            r.loss = e.loss;
+            r.epochs = epoch;
+        } else {
+            r.epochs = (int)done; /* nothing to train: evaluate the resumed model */
+        }
+
+        /* Inference: no dropout, no tape. */
+        double te = saga_now();
+        saga_ctx_train(c, false);
+        saga_tensor *lp = gcn_forward(c, g, x, &l1, &l2, o->dropout);
+        SAGA_TRY(saga_ctx_status(c));
+        SAGA_TRY(saga_tensor_to_host(lp, logp));
+        saga_ctx_clear(c);
+        e.eval_ms = (saga_now() - te) * 1e3;
+        e.train_acc = r.train_acc = accuracy(logp, C, d->labels, d->train, d->n_train);
+        e.val_acc = r.val_acc = accuracy(logp, C, d->labels, d->val, d->n_val);
+        e.test_acc = r.test_acc = accuracy(logp, C, d->labels, d->test, d->n_test);
+        if (epoch > o->epochs)
+            break;
+
+        bool last = epoch == o->epochs;
+        if (o->checkpoint && (last || (o->checkpoint_every && epoch % o->checkpoint_every == 0)))
+            SAGA_TRY(saga_checkpoint_save(o->checkpoint, m, opt, epoch, saga_ctx_rng_counter(c)));
+        if (on_epoch)
+            SAGA_TRY(on_epoch(&e, user));
+    }
+    if (to_run == 0 && o->checkpoint)
+        SAGA_TRY(saga_checkpoint_save(o->checkpoint, m, opt, done, saga_ctx_rng_counter(c)));
+    r.seconds = saga_now() - t0;
+    *out = r;
+    r.epoch_ms = NULL;
+fail:
+    saga_free(r.epoch_ms);
+    saga_optim_free(&opt);
+    saga_ctx_free(&c);
+    saga_model_free(&m);
+    saga_tensor_free(&x);
+    saga_tensor_free(&labels);
+    saga_tensor_free(&train);
+    saga_dgraph_free(&g);
+    saga_free(host_labels);
+    saga_free(logp);
+    return st;
+}

@@ -1,0 +1,106 @@
+/* gcn.h - Kipf & Welling's graph convolutional network (ICLR 2017) for node classification,
+ * written as saga vertex programs: the data it reads and the training loop.
+ *
+ *   gcn_data d;
+ *   SAGA_TRY(gcn_data_load(&d, "cora"));            // Cora layout: edges, features, labels, split
+ *   gcn_opts o = gcn_opts_defaults();                // Kipf's hyper-parameters
+ *   gcn_result r;
+ *   SAGA_TRY(gcn_train(&r, be, &d, &o, NULL, NULL));
+ *   printf("test accuracy %.4f\n", r.test_acc);
+ *   gcn_result_free(&r);
+ *   gcn_data_free(&d);
+ *
+ * The model: dropout -> GCN layer (F -> hidden) -> relu -> dropout -> GCN layer (hidden -> C) ->
+ * log_softmax, trained with the mean negative log-likelihood over the training vertices and
+ * Adam, weight decay on the first layer's weights only. A GCN layer computes
+ * D^-1/2 (A + I) D^-1/2 H W + b as one vertex program (SCATTER_SRC, SYMNORM weights, no
+ * apply_edge, GATHER_SUM: a single SpMM). When the layer narrows (F_out < F_in), H W is computed
+ * first and the narrow result aggregated: the same product, with the SpMM on F_out columns.
+ */
+#pragma once
+
+#include "saga.h"
+#include "saga_nn.h"
+#include "saga_program.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* A node-classification data set on the host. */
+typedef struct gcn_data {
+    saga_graph *graph; /* undirected, vertices 0..n-1 (row i of features is vertex i) */
+    int32_t n_vertices;
+    int64_t n_edges; /* undirected edges, each counted once */
+    float *features; /* n_vertices x n_features, row-major */
+    int64_t n_features;
+    int32_t *labels; /* n_vertices; -1 for a vertex without a label */
+    int32_t n_classes;
+    int32_t *train, *val, *test;
+    int64_t n_train, n_val, n_test;
+} gcn_data;
+
+/* Loads a directory in the layout of the bundled Cora: edges.txt[.gz] ("u v" per line, 0-based,
+ * read as undirected), features.txt[.gz] (sparse "vertex feature [value]" lines or dense rows,
+ * '#' comments allowed), labels.txt (line i = class of vertex i, -1 for none), train_idx.txt,
+ * val_idx.txt, test_idx.txt (one vertex per line). The vertex count is the number of labels;
+ * vertices without edges are kept. Errors name the file: SAGA_ERR_IO for a missing one,
+ * SAGA_ERR_PARSE for malformed content or ids out of range. d is zeroed first; on failure it
+ * holds nothing. */
+saga_status gcn_data_load(gcn_data *d, const char *dir);
+/* Generates a data set in memory with saga_citation_generate. */
+saga_status gcn_data_synthetic(gcn_data *d, const saga_citation_params *p);
+/* Frees what d holds and zeroes it. */
+void gcn_data_free(gcn_data *d);
+/* Divides each feature row by its sum (rows summing to 0 stay 0), as Kipf's preprocessing. */
+void gcn_data_normalize_features(gcn_data *d);
+
+typedef struct gcn_opts {
+    int epochs;             /* train until this many epochs are done in total (200) */
+    int hidden;             /* width of the hidden layer (16) */
+    float lr;               /* Adam's learning rate (0.01) */
+    float dropout;          /* drop probability before each layer (0.5) */
+    float weight_decay;     /* L2 on the first layer's weights (5e-4) */
+    uint64_t seed;          /* weights' initialisation and dropout masks (1) */
+    const char *checkpoint; /* save here at the end and every checkpoint_every epochs, or NULL */
+    int checkpoint_every;   /* 0: only at the end */
+    const char *resume;     /* start from this checkpoint, or NULL */
+} gcn_opts;
+
+gcn_opts gcn_opts_defaults(void);
+
+/* What one epoch reports (accuracies of the model after the epoch's update, in inference mode:
+ * no dropout). */
+typedef struct gcn_epoch {
+    int epoch;  /* 1-based */
+    int epochs; /* the total asked for */
+    float loss; /* training loss of the epoch's forward pass (with dropout) */
+    double train_acc, val_acc, test_acc;
+    double ms;      /* forward, backward and optimizer step of the epoch, in milliseconds */
+    double eval_ms; /* the inference pass that measured the accuracies */
+} gcn_epoch;
+
+/* Called after every epoch; a negative status stops training with that status. */
+typedef saga_status (*gcn_epoch_fn)(const gcn_epoch *e, void *user);
+
+typedef struct gcn_result {
+    int start_epoch; /* epochs already done by the resumed checkpoint (0 without --resume) */
+    int epochs;      /* epochs done in total */
+    float loss;      /* the last epoch's training loss (NAN when no epoch ran) */
+    double train_acc, val_acc, test_acc; /* of the final model */
+    double *epoch_ms; /* the epochs run here: epochs - start_epoch entries (saga_malloc'd) */
+    int n_epoch_ms;
+    double seconds;   /* the whole of gcn_train: upload, training, evaluation, checkpoints */
+    int64_t n_params; /* scalars over all parameters */
+} gcn_result;
+
+/* Trains a GCN on d with backend be (not owned), calling on_epoch (may be NULL) after every
+ * epoch. On success *out holds the result (gcn_result_free). Errors: those of the ops, of the
+ * checkpoint files (naming them), SAGA_ERR_INVALID_ARG for options out of range or a data set
+ * without training vertices. */
+saga_status gcn_train(gcn_result *out, saga_backend *be, const gcn_data *d, const gcn_opts *o,
+                      gcn_epoch_fn on_epoch, void *user);
+void gcn_result_free(gcn_result *r);
+
+/* Median and mean of n values (0 when n is 0). */
+double gcn_median(const double *v, int n);
+double gcn_mean(const double *v, int n);

@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# cli_gcn.sh - `saga gcn`: a small synthetic run, errors that name the file at fault, a generated
+# data set read back with --data, and on Cora (from $SAGA_DATA_DIR): Kipf's accuracy with one
+# fixed seed, one --log line per epoch, and --resume from epoch 100 ending exactly as the
+# uninterrupted 200-epoch run.
+set -euo pipefail
+source "$(dirname "$0")/cli_common.bash"
+
+# json_file FILE EXPR: a python expression on the JSON object on FILE's last line.
+json_file() {
+    tail -n 1 "$1" | python3 -c 'import json,sys; j=json.loads(sys.stdin.read()); print('"$2"')'
+}
+
+# ---- without datasets ---------------------------------------------------------------------
+expect 0 "$SAGA_BIN" gcn --synthetic 600,6,64,4 --epochs 40 --json --quiet
+for key in test_accuracy val_accuracy epochs epoch_ms_median epoch_ms_mean seconds_total \
+    vertices edges; do
+    [ "$(json_get "'$key' in j")" = True ] || fail "--json lacks $key: $(json_last)"
+done
+[ "$(json_get 'j["vertices"], j["edges"], j["epochs"], j["classes"]')" = "600 1800 40 4" ] ||
+    fail "--synthetic 600,6,64,4: $(json_last)"
+# Four classes: chance is about 0.25; the graph and the topics make it learnable.
+[ "$(json_get 'j["test_accuracy"] > 0.5')" = True ] || fail "synthetic run did not learn: $(json_last)"
+expect_out '"device":"cpu"'
+
+# Usage errors.
+expect 2 "$SAGA_BIN" gcn --epochs 5
+expect_err "exactly one of --data DIR and --synthetic"
+expect 2 "$SAGA_BIN" gcn --synthetic 600,6,64
+expect_err "expected N,DEG,F,C"
+expect 2 "$SAGA_BIN" gcn --synthetic 600,6,64,4 --checkpoint-every 5
+expect_err "--checkpoint-every needs --checkpoint"
+expect 2 "$SAGA_BIN" gcn --synthetic 600,6,64,4 --dropout 1
+expect 2 "$SAGA_BIN" gcn --synthetic 600,6,64,4 --device tpu
+expect_err "--device must be"
+
+# A generated data set read with --data, then broken one file at a time.
+expect 0 "$SAGA_BIN" generate citation --quiet --vertices 800 --classes 4 --degree 5 --features 80 \
+    --seed 2 -o "$TMP/cit"
+expect 0 "$SAGA_BIN" gcn --data "$TMP/cit" --epochs 60 --json --quiet
+[ "$(json_get 'j["vertices"], j["edges"], j["features"], j["classes"]')" = "800 2000 80 4" ] ||
+    fail "--data generated: $(json_last)"
+[ "$(json_get 'j["test_accuracy"] > 0.5')" = True ] || fail "generated data: $(json_last)"
+
+expect 1 "$SAGA_BIN" gcn --data "$TMP/no-such-dir"
+expect_err "$TMP/no-such-dir"
+cp -r "$TMP/cit" "$TMP/bad"
+sed -i '3s/.*/abc/' "$TMP/bad/labels.txt"
+expect 1 "$SAGA_BIN" gcn --data "$TMP/bad" --epochs 2
+expect_err "labels.txt:3"
+cp "$TMP/cit/labels.txt" "$TMP/bad/labels.txt"
+rm "$TMP/bad/features.txt.gz"
+expect 1 "$SAGA_BIN" gcn --data "$TMP/bad" --epochs 2
+expect_err "$TMP/bad/features.txt.gz"
+cp "$TMP/cit/features.txt.gz" "$TMP/bad/"
+echo 5000 >>"$TMP/bad/test_idx.txt"
+expect 1 "$SAGA_BIN" gcn --data "$TMP/bad" --epochs 2
+expect_err "test_idx.txt"
+cp "$TMP/cit/test_idx.txt" "$TMP/bad/"
+echo "0 9999" | gzip >"$TMP/bad/edges.txt.gz"
+expect 1 "$SAGA_BIN" gcn --data "$TMP/bad" --epochs 2
+expect_err "edges.txt.gz: vertex 9999 is out of range"
+
+# A checkpoint of another model shape is refused, naming the file.
+expect 0 "$SAGA_BIN" gcn --data "$TMP/cit" --epochs 3 --hidden 8 --quiet --checkpoint "$TMP/h8.ckpt"
+expect 1 "$SAGA_BIN" gcn --data "$TMP/cit" --epochs 6 --quiet --resume "$TMP/h8.ckpt"
+expect_err "$TMP/h8.ckpt"
+
+# ---- Cora ---------------------------------------------------------------------------------
+dataset cora_labels cora/labels.txt
+cora=$(dirname "$cora_labels")
+
+expect 0 "$SAGA_BIN" gcn --data "$cora" --seed 1 --json --log "$TMP/cora.jsonl"
+cp "$OUT" "$TMP/full.json"
+python3 - "$TMP/full.json" "$TMP/cora.jsonl" <<'PY' || fail "Cora: $(json_last)"
+import json, sys
+j = json.loads(open(sys.argv[1]).read().splitlines()[-1])
+print(f"Cora seed 1: test {j['test_accuracy']:.4f}, val {j['val_accuracy']:.4f}, "
+      f"{j['epoch_ms_median']:.2f} ms per epoch (median)")
+assert (j["vertices"], j["edges"], j["features"], j["classes"]) == (2708, 5278, 1433, 7), j
+assert (j["train"], j["val"], j["test"], j["epochs"]) == (140, 500, 1000, 200), j
+assert j["test_accuracy"] >= 0.79, j["test_accuracy"]
+lines = [json.loads(l) for l in open(sys.argv[2])]
+assert [l["epoch"] for l in lines] == list(range(1, 201)), "one log line per epoch"
+assert all(set(l) >= {"epoch", "loss", "train_acc", "val_acc", "ms"} for l in lines)
+assert lines[-1]["loss"] == j["loss"] and lines[-1]["val_acc"] == j["val_accuracy"]
+assert lines[-1]["loss"] < lines[0]["loss"] / 2, "the loss fell"
+PY
+
+# Interrupted at epoch 100, resumed: the same final loss and accuracies, bit for bit.
+expect 0 "$SAGA_BIN" gcn --data "$cora" --seed 1 --epochs 100 --quiet --checkpoint "$TMP/c100"
+expect 0 "$SAGA_BIN" gcn --data "$cora" --seed 1 --json --resume "$TMP/c100"
+[ "$(json_get 'j["start_epoch"], j["epochs"]')" = "100 200" ] || fail "resume: $(json_last)"
+want=$(json_file "$TMP/full.json" 'j["loss"], j["train_accuracy"], j["val_accuracy"], j["test_accuracy"]')
+got=$(json_get 'j["loss"], j["train_accuracy"], j["val_accuracy"], j["test_accuracy"]')
+[ "$got" = "$want" ] || fail "resumed run ends at $got, the uninterrupted one at $want"
+
+finish
