@@ -92,15 +92,8 @@ static saga_status tensor_make(saga_ctx *c, saga_dtype dt, int64_t rows, int64_t
                                saga_tensor **out) {
     saga_status st = SAGA_OK;
     saga_tensor *t = NULL;
-    SAGA_CHECK((unsigned)dt < SAGA_DTYPE_COUNT, SAGA_ERR_INVALID_ARG, "tensor: unknown dtype %d",
-               (int)dt);
-    SAGA_CHECK(rows >= 0 && cols >= 0, SAGA_ERR_INVALID_ARG,
-               "tensor: dimensions must be >= 0, got %lld x %lld", (long long)rows,
-               (long long)cols);
+    SAGA_TRY(saga_tensor_check_shape(dt, rows, cols));
     size_t esize = saga_dtype_size(dt);
-    SAGA_CHECK(cols == 0 || (uint64_t)rows <= SIZE_MAX / esize / (uint64_t)cols,
-               SAGA_ERR_INVALID_ARG, "tensor: %lld x %lld elements overflow the address space",
-               (long long)rows, (long long)cols);
     if (c->spare) {
         t = c->spare;
         c->spare = t->grad;

@@ -33,12 +33,8 @@ const char *saga_dtype_name(saga_dtype dt) {
     }
 }
 
-/* A tensor struct with its memory allocated but not initialised. */
-static saga_status tensor_alloc(saga_tensor **out, saga_backend *be, saga_dtype dt, int64_t rows,
-                                int64_t cols) {
+saga_status saga_tensor_check_shape(saga_dtype dt, int64_t rows, int64_t cols) {
     saga_status st = SAGA_OK;
-    saga_tensor *t = NULL;
-    SAGA_CHECK(be, SAGA_ERR_INVALID_ARG, "tensor: backend is NULL");
     SAGA_CHECK((unsigned)dt < SAGA_DTYPE_COUNT, SAGA_ERR_INVALID_ARG, "tensor: unknown dtype %d",
                (int)dt);
     SAGA_CHECK(rows >= 0 && cols >= 0, SAGA_ERR_INVALID_ARG,
@@ -48,6 +44,18 @@ static saga_status tensor_alloc(saga_tensor **out, saga_backend *be, saga_dtype 
     SAGA_CHECK(cols == 0 || (uint64_t)rows <= SIZE_MAX / esize / (uint64_t)cols,
                SAGA_ERR_INVALID_ARG, "tensor: %lld x %lld %s elements overflow the address space",
                (long long)rows, (long long)cols, saga_dtype_name(dt));
+fail:
+    return st;
+}
+
+/* A tensor struct with its memory allocated but not initialised. */
+static saga_status tensor_alloc(saga_tensor **out, saga_backend *be, saga_dtype dt, int64_t rows,
+                                int64_t cols) {
+    saga_status st = SAGA_OK;
+    saga_tensor *t = NULL;
+    SAGA_CHECK(be, SAGA_ERR_INVALID_ARG, "tensor: backend is NULL");
+    SAGA_TRY(saga_tensor_check_shape(dt, rows, cols));
+    size_t esize = saga_dtype_size(dt);
     SAGA_TRY(saga_alloc_zeroed((void **)&t, 1, sizeof *t, "a tensor"));
     t->be = be;
     t->dtype = dt;

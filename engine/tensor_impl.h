@@ -25,6 +25,10 @@ struct saga_tensor {
     bool is_leaf;           /* saga_ctx_leaf / saga_ctx_mark_leaf: backward keeps its gradient */
 };
 
+/* SAGA_ERR_INVALID_ARG (with the message) for an unknown dtype, a negative dimension or a size
+ * past the address space; used by every place that makes tensors. */
+saga_status saga_tensor_check_shape(saga_dtype dt, int64_t rows, int64_t cols);
+
 #ifdef __cplusplus
 }
 #endif
