@@ -132,6 +132,14 @@ enum { SPMM_BLOCK = 256 };
 
 /* Y[lo..hi) = alpha A X + beta Y, one row at a time, columns [c0, c1). Each output element sums
  * its row's entries in increasing k in f32; the split of rows does not enter. */
+enum { SPMM_AHEAD = 16 };
+
+/* Every cache line of a row of w floats. */
+static inline void prefetch_row(const float *r, int64_t w) {
+    for (int64_t j = 0; j < w; j += 16)
+        __builtin_prefetch(r + j);
+}
+
 static void spmm_rows(const saga_csr_dev *A, int64_t F, int64_t c0, int64_t c1, float alpha,
                       const float *X, float beta, float *Y, int64_t lo, int64_t hi) {
     const int64_t *off = A->offsets;
@@ -143,8 +151,15 @@ static void spmm_rows(const saga_csr_dev *A, int64_t F, int64_t c0, int64_t c1, 
 #pragma omp simd
         for (int64_t j = 0; j < w; j++)
             acc[j] = 0.0f;
+        /* The rows of X are read in the order of the column indices, which is random for most
+         * graphs: ask for the row SPMM_AHEAD entries ahead so that several misses are in flight
+         * (the prefetch of the last rows of A reads past this row's entries into the next row's,
+         * which is still inside the array: offsets end at nnz, and k + SPMM_AHEAD is checked). */
+        const int64_t k1 = off[i + 1], nnz = off[A->n_rows];
         if (val) {
-            for (int64_t k = off[i]; k < off[i + 1]; k++) {
+            for (int64_t k = off[i]; k < k1; k++) {
+                if (k + SPMM_AHEAD < nnz)
+                    prefetch_row(X + (int64_t)ind[k + SPMM_AHEAD] * F + c0, w);
                 const float v = val[k];
                 const float *xr = X + (int64_t)ind[k] * F + c0;
 #pragma omp simd
@@ -152,7 +167,9 @@ static void spmm_rows(const saga_csr_dev *A, int64_t F, int64_t c0, int64_t c1, 
                     acc[j] += v * xr[j];
             }
         } else {
-            for (int64_t k = off[i]; k < off[i + 1]; k++) {
+            for (int64_t k = off[i]; k < k1; k++) {
+                if (k + SPMM_AHEAD < nnz)
+                    prefetch_row(X + (int64_t)ind[k + SPMM_AHEAD] * F + c0, w);
                 const float *xr = X + (int64_t)ind[k] * F + c0;
 #pragma omp simd
                 for (int64_t j = 0; j < w; j++)
