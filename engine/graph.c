@@ -736,8 +736,16 @@ const int64_t *saga_graph_orig_ids(const saga_graph *g) {
     return g->orig_ids;
 }
 
-/* Binary search over the increasing original ids. */
+/* Binary search over the increasing original ids (a scan for a renumbered graph). */
 saga_status saga_graph_find_vertex(const saga_graph *g, int64_t orig, int32_t *out) {
+    if (g->ids_unordered) {
+        for (int32_t v = 0; v < g->n_vertices; v++)
+            if (g->orig_ids[v] == orig) {
+                *out = v;
+                return SAGA_OK;
+            }
+        return saga_error(SAGA_ERR_INVALID_ARG, "no vertex with original id %lld", (long long)orig);
+    }
     if (!g->orig_ids) {
         if (orig < 0 || orig >= g->n_vertices)
             return saga_error(SAGA_ERR_INVALID_ARG, "no vertex with id %lld (ids are 0..%lld)",
@@ -795,4 +803,80 @@ void saga_graph_summarize(const saga_graph *g, saga_graph_summary *out) {
     s.out_degree_min = (int32_t)out_min;
     s.out_degree_max = (int32_t)out_max;
     *out = s;
+}
+
+/* Builds the renumbered graph; see saga_graph.h. The edges are listed by new source in the
+ * order of the old out-rows, so the builder finds them grouped and only sorts within rows. */
+saga_status saga_graph_permute(saga_graph **out, const saga_graph *g, const int32_t *perm) {
+    saga_status st = SAGA_OK;
+    int32_t *inv = NULL, *src = NULL, *dst = NULL;
+    float *w = NULL;
+    int64_t *orig = NULL;
+    saga_graph *h = NULL;
+
+    /* ---- check inputs */
+    SAGA_CHECK(out && g && (perm || g->n_vertices == 0), SAGA_ERR_INVALID_ARG,
+               "saga_graph_permute: out, graph and permutation are required");
+    int32_t n = g->n_vertices;
+    int64_t m = g->n_edges;
+    SAGA_TRY(
+        saga_alloc_array((void **)&inv, n ? (size_t)n : 1, sizeof *inv, "inverse permutation"));
+    for (int32_t v = 0; v < n; v++)
+        inv[v] = -1;
+    for (int32_t i = 0; i < n; i++) {
+        int32_t u = perm[i];
+        SAGA_CHECK(u >= 0 && u < n, SAGA_ERR_INVALID_ARG,
+                   "saga_graph_permute: perm[%d] = %d is outside 0..%d", (int)i, (int)u,
+                   (int)n - 1);
+        SAGA_CHECK(inv[u] < 0, SAGA_ERR_INVALID_ARG,
+                   "saga_graph_permute: vertex %d appears twice in the permutation (at %d and %d)",
+                   (int)u, (int)inv[u], (int)i);
+        inv[u] = i;
+    }
+
+    /* ---- the edges under the new numbering */
+    SAGA_TRY(saga_alloc_array((void **)&src, m ? (size_t)m : 1, sizeof *src, "edge sources"));
+    SAGA_TRY(saga_alloc_array((void **)&dst, m ? (size_t)m : 1, sizeof *dst, "edge targets"));
+    if (g->out_w)
+        SAGA_TRY(saga_alloc_array((void **)&w, m ? (size_t)m : 1, sizeof *w, "edge weights"));
+    SAGA_TRY(saga_alloc_array((void **)&orig, n ? (size_t)n : 1, sizeof *orig, "original ids"));
+    int64_t e = 0;
+    for (int32_t i = 0; i < n; i++) {
+        int32_t u = perm[i];
+        orig[i] = saga_graph_orig_id(g, u);
+        for (int64_t k = g->out_offsets[u]; k < g->out_offsets[u + 1]; k++, e++) {
+            src[e] = i;
+            dst[e] = inv[g->out_dst[k]];
+            if (w)
+                w[e] = g->out_w[k];
+        }
+    }
+    saga_free(inv);
+    inv = NULL;
+
+    /* Everything is kept as it is (self-loops, parallel edges): only the names change. The ids
+     * go in afterwards because the builder wants them increasing. */
+    saga_graph_opts o = {.undirected = false,
+                         .self_loops = SAGA_SELF_LOOPS_KEEP,
+                         .duplicates = SAGA_DUPLICATES_KEEP};
+    SAGA_TRY(saga_graph_from_edges_take(&h, n, m, &src, &dst, &w, NULL, &o));
+    bool increasing = true;
+    for (int32_t i = 1; i < n && increasing; i++)
+        increasing = orig[i - 1] < orig[i];
+    if (increasing && (n == 0 || (orig[0] == 0 && orig[n - 1] == n - 1))) {
+        saga_free(orig); /* the identity: no map, as the loaders do */
+    } else {
+        h->orig_ids = orig;
+        h->ids_unordered = !increasing;
+    }
+    orig = NULL;
+    *out = h;
+    return SAGA_OK;
+fail:
+    saga_free(inv);
+    saga_free(src);
+    saga_free(dst);
+    saga_free(w);
+    saga_free(orig);
+    return st;
 }

@@ -13,6 +13,9 @@ struct saga_graph {
     int32_t *out_dst;
     float *out_w;
     int64_t *orig_ids; /* n or NULL (identity) */
+    /* orig_ids is not increasing: the graph was renumbered (saga_graph_permute), so lookups
+     * by original id scan instead of bisecting, and the .sgr writer refuses it. */
+    bool ids_unordered;
     /* When mapping is non-NULL the arrays above point into an mmap of an .sgr file and are
      * not freed one by one; saga_graph_free unmaps it. */
     void *mapping;

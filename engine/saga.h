@@ -24,4 +24,5 @@
 #include "saga_nn.h"
 #include "saga_program.h"
 #include "saga_io.h"
+#include "saga_partition.h"
 #include "saga_datasets.h"

@@ -48,7 +48,7 @@ typedef enum saga_duplicates {
 
 /* How edge arrays become a graph. */
 typedef struct saga_graph_opts {
-    bool undirected;           /* add (v,u) for every (u,v); a self-loop is added once */
+    bool undirected; /* add (v,u) for every (u,v); a self-loop is added once */
     saga_self_loops self_loops;
     saga_duplicates duplicates;
 } saga_graph_opts;
@@ -62,13 +62,22 @@ saga_graph_opts saga_graph_opts_defaults(void);
  * size. Errors: SAGA_ERR_INVALID_ARG for an endpoint outside 0..n_vertices-1, a count that does
  * not fit, or orig_ids not increasing; SAGA_ERR_OUT_OF_MEMORY. */
 saga_status saga_graph_from_edges_take(saga_graph **out, int32_t n_vertices, int64_t n_edges,
-                                       int32_t **src, int32_t **dst, float **w,
-                                       int64_t **orig_ids, const saga_graph_opts *opts);
+                                       int32_t **src, int32_t **dst, float **w, int64_t **orig_ids,
+                                       const saga_graph_opts *opts);
 
 /* Same as saga_graph_from_edges_take but copies the arrays; the caller keeps them. */
 saga_status saga_graph_from_edges(saga_graph **out, int32_t n_vertices, int64_t n_edges,
                                   const int32_t *src, const int32_t *dst, const float *w,
                                   const int64_t *orig_ids, const saga_graph_opts *opts);
+
+/* Builds in *out the graph g with its vertices renumbered: new vertex i is old vertex perm[i]
+ * (perm: n_vertices entries, a permutation of 0..n-1; the caller keeps it). Every edge u -> v
+ * of g becomes inv[u] -> inv[v] with its weight; self-loops and parallel edges stay. Original
+ * ids travel with their vertices, so saga_graph_orig_id(out, i) == saga_graph_orig_id(g,
+ * perm[i]); the id map of the result is then in general not increasing, which makes
+ * saga_graph_find_vertex a scan and saga_sgr_write refuse the graph. The caller owns *out.
+ * Errors: SAGA_ERR_INVALID_ARG when perm is not a permutation; SAGA_ERR_OUT_OF_MEMORY. */
+saga_status saga_graph_permute(saga_graph **out, const saga_graph *g, const int32_t *perm);
 
 /* Frees *g and sets it to NULL; accepts NULL. */
 void saga_graph_free(saga_graph **g);
@@ -84,7 +93,8 @@ saga_csr saga_graph_out(const saga_graph *g);
 
 /* Original id of vertex v (v itself when the graph has no id map). */
 int64_t saga_graph_orig_id(const saga_graph *g, int32_t v);
-/* The id map (n_vertices entries, increasing) or NULL when ids are 0..n-1 already. */
+/* The id map (n_vertices entries, increasing unless the graph came from saga_graph_permute) or
+ * NULL when ids are 0..n-1 already. */
 const int64_t *saga_graph_orig_ids(const saga_graph *g);
 /* Vertex whose original id is orig: SAGA_ERR_INVALID_ARG when there is none. */
 saga_status saga_graph_find_vertex(const saga_graph *g, int64_t orig, int32_t *out);

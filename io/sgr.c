@@ -378,6 +378,9 @@ saga_status saga_sgr_write(const saga_graph *g, const char *path) {
     if (!host_little_endian())
         return refuse_big_endian(path);
     SAGA_CHECK(g && path, SAGA_ERR_INVALID_ARG, "saga_sgr_write: graph and path are required");
+    SAGA_CHECK(!g->ids_unordered, SAGA_ERR_UNSUPPORTED,
+               "%s: a renumbered graph (original ids not increasing) cannot be cached as .sgr",
+               path);
 
     /* ---- layout and header ---- */
     uint32_t flags = (g->in_w ? SGR_FLAG_WEIGHTED : 0) | (g->orig_ids ? SGR_FLAG_ORIG_IDS : 0);

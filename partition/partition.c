@@ -1,0 +1,244 @@
+/* partition.c - k-way partitions of a graph (METIS, contiguous ranges, random) and the
+ * renumbering that makes every part a contiguous range of vertex ids. */
+#include "saga_log.h"
+#include "saga_partition.h"
+
+#include <metis.h>
+#include <string.h>
+
+saga_partition_opts saga_partition_opts_defaults(void) {
+    return (saga_partition_opts){.method = SAGA_PARTITION_METIS, .seed = 1};
+}
+
+const char *saga_partition_method_name(saga_partition_method m) {
+    switch (m) {
+    case SAGA_PARTITION_METIS:
+        return "metis";
+    case SAGA_PARTITION_CONTIGUOUS:
+        return "contiguous";
+    case SAGA_PARTITION_RANDOM:
+        return "random";
+    default:
+        return "?";
+    }
+}
+
+/* Frees the result and its arrays; accepts NULL. */
+void saga_partition_free(saga_partition **p) {
+    if (!p || !*p)
+        return;
+    saga_free((*p)->part);
+    saga_free((*p)->perm);
+    saga_free((*p)->inverse);
+    saga_free((*p)->offsets);
+    saga_free(*p);
+    *p = NULL;
+}
+
+/* ---- the methods: each fills part[0..n) with values in 0..k-1 ------------------------------- */
+
+/* Part q holds the ids [q n / k, (q + 1) n / k): sizes differ by at most one. */
+static void part_contiguous(int32_t *part, int32_t n, int32_t k) {
+    for (int32_t q = 0; q < k; q++) {
+        int32_t lo = (int32_t)((int64_t)q * n / k), hi = (int32_t)((int64_t)(q + 1) * n / k);
+        for (int32_t v = lo; v < hi; v++)
+            part[v] = q;
+    }
+}
+
+static uint64_t splitmix64(uint64_t *state) {
+    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* A seeded Fisher-Yates shuffle of the ids, cut into the contiguous ranges: parts as balanced
+ * as CONTIGUOUS, with no structure at all (the baseline a partitioner must beat). */
+static saga_status part_random(int32_t *part, int32_t n, int32_t k, uint64_t seed) {
+    saga_status st = SAGA_OK;
+    int32_t *order = NULL, *slot = NULL;
+    SAGA_TRY(saga_alloc_array((void **)&order, (size_t)n, sizeof *order, "random order"));
+    SAGA_TRY(saga_alloc_array((void **)&slot, (size_t)n, sizeof *slot, "random parts"));
+    uint64_t s = seed;
+    for (int32_t v = 0; v < n; v++)
+        order[v] = v;
+    for (int32_t i = n - 1; i > 0; i--) {
+        /* multiply-shift: an unbiased enough index without a division */
+        int32_t j = (int32_t)(((splitmix64(&s) >> 32) * (uint64_t)(i + 1)) >> 32);
+        int32_t t = order[i];
+        order[i] = order[j];
+        order[j] = t;
+    }
+    part_contiguous(slot, n, k);
+    for (int32_t i = 0; i < n; i++)
+        part[order[i]] = slot[i];
+fail:
+    saga_free(order);
+    saga_free(slot);
+    return st;
+}
+
+/* METIS k-way. METIS wants an undirected graph given with both directions of every edge and
+ * neither self-loops nor repeated neighbours; saga's rows are sorted, so the union of a
+ * vertex's in-row and out-row is a merge of two sorted lists. */
+static saga_status part_metis(int32_t *part, const saga_graph *g, int32_t k, uint64_t seed) {
+    saga_status st = SAGA_OK;
+    idx_t *xadj = NULL, *adjncy = NULL, *where = NULL;
+    int32_t n = saga_graph_n_vertices(g);
+    saga_csr in = saga_graph_in(g), out = saga_graph_out(g);
+
+    /* ---- the symmetrized adjacency, counted then filled */
+    SAGA_TRY(saga_alloc_array((void **)&xadj, (size_t)n + 1, sizeof *xadj, "METIS offsets"));
+    int64_t total = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        total = 0;
+        for (int32_t v = 0; v < n; v++) {
+            if (pass == 1)
+                xadj[v] = (idx_t)total;
+            int64_t a = in.offsets[v], ae = in.offsets[v + 1];
+            int64_t b = out.offsets[v], be = out.offsets[v + 1];
+            int32_t last = -1;
+            while (a < ae || b < be) {
+                int32_t u;
+                if (b == be || (a < ae && in.indices[a] <= out.indices[b]))
+                    u = in.indices[a++];
+                else
+                    u = out.indices[b++];
+                if (u == v || u == last)
+                    continue;
+                if (pass == 1)
+                    adjncy[total] = (idx_t)u;
+                total++;
+                last = u;
+            }
+        }
+        if (pass == 0) {
+            /* idx_t is 32 or 64 bits depending on how METIS was built */
+            SAGA_CHECK(total <= (int64_t)IDX_MAX, SAGA_ERR_UNSUPPORTED,
+                       "METIS: %lld adjacency entries exceed this METIS build's %d-bit indices",
+                       (long long)total, (int)IDXTYPEWIDTH);
+            SAGA_TRY(saga_alloc_array((void **)&adjncy, total ? (size_t)total : 1, sizeof *adjncy,
+                                      "METIS adjacency"));
+        }
+    }
+    xadj[n] = (idx_t)total;
+    SAGA_TRY(saga_alloc_array((void **)&where, (size_t)n, sizeof *where, "METIS parts"));
+
+    /* ---- partition */
+    idx_t options[METIS_NOPTIONS];
+    METIS_SetDefaultOptions(options);
+    options[METIS_OPTION_SEED] = (idx_t)(seed % (uint64_t)IDX_MAX);
+    idx_t nvtxs = n, ncon = 1, nparts = k, objval = 0;
+    int rc = METIS_PartGraphKway(&nvtxs, &ncon, xadj, adjncy, NULL, NULL, NULL, &nparts, NULL, NULL,
+                                 options, &objval, where);
+    SAGA_CHECK(rc != METIS_ERROR_INPUT, SAGA_ERR_INVALID_ARG,
+               "METIS_PartGraphKway rejected the input (%d vertices, %lld adjacency entries, "
+               "%d parts)",
+               (int)n, (long long)total, (int)k);
+    SAGA_CHECK(rc != METIS_ERROR_MEMORY, SAGA_ERR_OUT_OF_MEMORY,
+               "METIS_PartGraphKway ran out of memory (%d vertices, %lld adjacency entries)",
+               (int)n, (long long)total);
+    SAGA_CHECK(rc == METIS_OK, SAGA_ERR_INTERNAL, "METIS_PartGraphKway failed (status %d)", rc);
+    for (int32_t v = 0; v < n; v++) {
+        SAGA_CHECK(where[v] >= 0 && where[v] < k, SAGA_ERR_INTERNAL,
+                   "METIS put vertex %d in part %lld of %d", (int)v, (long long)where[v], (int)k);
+        part[v] = (int32_t)where[v];
+    }
+fail:
+    saga_free(xadj);
+    saga_free(adjncy);
+    saga_free(where);
+    return st;
+}
+
+/* ---- the result ------------------------------------------------------------------------------ */
+
+/* Partitions and renumbers; see saga_partition.h. */
+saga_status saga_partition_graph(saga_partition **out, const saga_graph *g, int32_t k,
+                                 const saga_partition_opts *opts) {
+    saga_status st = SAGA_OK;
+    saga_partition *p = NULL;
+    int64_t *cursor = NULL;
+    saga_partition_opts o = opts ? *opts : saga_partition_opts_defaults();
+
+    /* ---- check inputs */
+    SAGA_CHECK(out && g, SAGA_ERR_INVALID_ARG, "saga_partition_graph: out and graph are required");
+    int32_t n = saga_graph_n_vertices(g);
+    SAGA_CHECK((unsigned)o.method < SAGA_PARTITION_METHOD_COUNT, SAGA_ERR_INVALID_ARG,
+               "saga_partition_graph: unknown method %d", (int)o.method);
+    SAGA_CHECK(k >= 1, SAGA_ERR_INVALID_ARG,
+               "partition: the number of parts must be at least 1, "
+               "got %d",
+               (int)k);
+    SAGA_CHECK(k <= n, SAGA_ERR_INVALID_ARG,
+               "partition: %d parts asked of a graph with %d vertices", (int)k, (int)n);
+
+    /* ---- initialize */
+    SAGA_TRY(saga_alloc_zeroed((void **)&p, 1, sizeof *p, "partition"));
+    p->n_parts = k;
+    p->n_vertices = n;
+    SAGA_TRY(saga_alloc_zeroed((void **)&p->part, (size_t)n, sizeof *p->part, "vertex parts"));
+    SAGA_TRY(saga_alloc_array((void **)&p->perm, (size_t)n, sizeof *p->perm, "permutation"));
+    SAGA_TRY(saga_alloc_array((void **)&p->inverse, (size_t)n, sizeof *p->inverse,
+                              "inverse permutation"));
+    SAGA_TRY(
+        saga_alloc_zeroed((void **)&p->offsets, (size_t)k + 1, sizeof *p->offsets, "part offsets"));
+    SAGA_TRY(saga_alloc_array((void **)&cursor, (size_t)k, sizeof *cursor, "part cursors"));
+
+    /* ---- partition */
+    double t0 = saga_now();
+    if (k > 1) { /* k == 1: part[] is already all zeros */
+        switch (o.method) {
+        case SAGA_PARTITION_METIS:
+            SAGA_TRY(part_metis(p->part, g, k, o.seed));
+            break;
+        case SAGA_PARTITION_CONTIGUOUS:
+            part_contiguous(p->part, n, k);
+            break;
+        case SAGA_PARTITION_RANDOM:
+            SAGA_TRY(part_random(p->part, n, k, o.seed));
+            break;
+        default:
+            break;
+        }
+    }
+    p->seconds = saga_now() - t0;
+
+    /* ---- renumber: a stable counting sort of the vertices by part */
+    for (int32_t v = 0; v < n; v++)
+        p->offsets[p->part[v] + 1]++;
+    int64_t largest = 0;
+    for (int32_t q = 0; q < k; q++) {
+        if (p->offsets[q + 1] > largest)
+            largest = p->offsets[q + 1];
+        p->offsets[q + 1] += p->offsets[q];
+    }
+    memcpy(cursor, p->offsets, (size_t)k * sizeof *cursor);
+    for (int32_t v = 0; v < n; v++) {
+        int32_t i = (int32_t)cursor[p->part[v]]++;
+        p->perm[i] = v;
+        p->inverse[v] = i;
+    }
+    p->balance = (double)largest * k / n;
+
+    /* ---- the cut, over the stored directed edges */
+    saga_csr e = saga_graph_out(g);
+    int64_t cut = 0;
+#pragma omp parallel for reduction(+ : cut) schedule(static) if (e.nnz > 65536)
+    for (int32_t u = 0; u < n; u++)
+        for (int64_t j = e.offsets[u]; j < e.offsets[u + 1]; j++)
+            cut += p->part[u] != p->part[e.indices[j]];
+    p->edge_cut = cut;
+    saga_log(SAGA_LOG_DEBUG, "partition: %s, %d parts, cut %lld of %lld edges, balance %.3f",
+             saga_partition_method_name(o.method), (int)k, (long long)cut, (long long)e.nnz,
+             p->balance);
+
+    saga_free(cursor);
+    *out = p;
+    return SAGA_OK;
+fail:
+    saga_free(cursor);
+    saga_partition_free(&p);
+    return st;
+}
