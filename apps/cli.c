@@ -450,3 +450,20 @@ bool cli_ends_with(const char *s, const char *suffix) {
     size_t n = strlen(s), k = strlen(suffix);
     return n >= k && strcmp(s + n - k, suffix) == 0;
 }
+
+saga_status cli_write_vertex_values(const char *path, const saga_graph *g, const int32_t *value,
+                                    bool as_vertex) {
+    saga_status st = SAGA_OK;
+    FILE *f = fopen(path, "w");
+    SAGA_CHECK(f != NULL, SAGA_ERR_IO, "cannot create '%s': %s", path, strerror(errno));
+    int32_t n = saga_graph_n_vertices(g);
+    for (int32_t v = 0; v < n; v++) {
+        long long x = as_vertex ? (long long)saga_graph_orig_id(g, value[v]) : (long long)value[v];
+        if (fprintf(f, "%lld %lld\n", (long long)saga_graph_orig_id(g, v), x) < 0)
+            break;
+    }
+    int rc = ferror(f) | fclose(f);
+    SAGA_CHECK(rc == 0, SAGA_ERR_IO, "%s: write failed: %s", path, strerror(errno));
+fail:
+    return st;
+}

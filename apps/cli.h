@@ -134,6 +134,11 @@ void cli_progress_end(cli_ctx *c);
 /* Loads a graph with the loading options, timing it. */
 saga_status cli_load_graph(cli_ctx *c, saga_graph **g, const char *path, double *seconds);
 
+/* Writes "id value" for every vertex of g to path, ids as the file wrote them: value[v] itself,
+ * or, when as_vertex, the original id of vertex value[v]. SAGA_ERR_IO naming the file. */
+saga_status cli_write_vertex_values(const char *path, const saga_graph *g, const int32_t *value,
+                                    bool as_vertex);
+
 /* Size of a file in bytes, or -1. */
 int64_t cli_file_size(const char *path);
 /* Formats n with thousands separators ("1,048,576") into buf; returns buf. */

@@ -35,21 +35,6 @@ const cli_cmd cli_cmd_cc = {
     .main = cc_main,
 };
 
-static saga_status write_components(const char *path, const saga_graph *g, const int32_t *comp) {
-    saga_status st = SAGA_OK;
-    FILE *f = fopen(path, "w");
-    SAGA_CHECK(f != NULL, SAGA_ERR_IO, "cannot create '%s': %s", path, strerror(errno));
-    int32_t n = saga_graph_n_vertices(g);
-    for (int32_t v = 0; v < n; v++)
-        if (fprintf(f, "%lld %lld\n", (long long)saga_graph_orig_id(g, v),
-                    (long long)saga_graph_orig_id(g, comp[v])) < 0)
-            break;
-    int rc = ferror(f) | fclose(f);
-    SAGA_CHECK(rc == 0, SAGA_ERR_IO, "%s: write failed: %s", path, strerror(errno));
-fail:
-    return st;
-}
-
 static void progress(void *ud, int iteration) {
     cli_progress(ud, "cc: round %d", iteration);
 }
@@ -129,7 +114,7 @@ static int cc_main(int argc, char **argv) {
                     (long long)saga_graph_orig_id(g, names[i]), size[names[i]]);
     }
     if (out_path) {
-        if (write_components(out_path, g, comp) < 0)
+        if (cli_write_vertex_values(out_path, g, comp, true) < 0)
             goto fail;
         cli_say(&c, "wrote every vertex's component to %s\n", out_path);
     }

@@ -37,20 +37,6 @@ const cli_cmd cli_cmd_partition = {
     .main = partition_main,
 };
 
-static saga_status write_parts(const char *path, const saga_graph *g, const int32_t *part) {
-    saga_status st = SAGA_OK;
-    FILE *f = fopen(path, "w");
-    SAGA_CHECK(f != NULL, SAGA_ERR_IO, "cannot create '%s': %s", path, strerror(errno));
-    int32_t n = saga_graph_n_vertices(g);
-    for (int32_t v = 0; v < n; v++)
-        if (fprintf(f, "%lld %d\n", (long long)saga_graph_orig_id(g, v), (int)part[v]) < 0)
-            break;
-    int rc = ferror(f) | fclose(f);
-    SAGA_CHECK(rc == 0, SAGA_ERR_IO, "%s: write failed: %s", path, strerror(errno));
-fail:
-    return st;
-}
-
 static int partition_main(int argc, char **argv) {
     cli_ctx c;
     const char *arg = NULL, *out_path = NULL;
@@ -119,7 +105,7 @@ static int partition_main(int argc, char **argv) {
             cli_count(b1, sizeof b1, p->edge_cut), cli_count(b2, sizeof b2, m),
             m ? 100.0 * (double)p->edge_cut / (double)m : 0.0, p->balance);
     if (out_path) {
-        if (write_parts(out_path, g, p->part) < 0)
+        if (cli_write_vertex_values(out_path, g, p->part, false) < 0)
             goto fail;
         cli_say(&c, "wrote every vertex's part to %s\n", out_path);
     }
