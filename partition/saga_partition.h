@@ -67,6 +67,76 @@ void saga_partition_free(saga_partition **p);
 /* The method's name ("metis", "contiguous", "random"), or "?" */
 const char *saga_partition_method_name(saga_partition_method m);
 
+/* ---- 2-D edge tiles over a renumbered graph ------------------------------------------------
+ *
+ *   saga_tiles *t = NULL;
+ *   SAGA_TRY(saga_tiles_build(&t, r, p->offsets, p->n_parts));   // r from saga_graph_permute
+ *   for (int64_t i = 0; i < t->n_tiles; i++) {                  // destination-major
+ *       const saga_tile *x = &t->tiles[i];                      // edges part s -> part d
+ *       for (int32_t row = 0; row < x->n_rows; row++)           // v = offsets[d] + row
+ *           for (int64_t j = x->offsets[row]; j < x->offsets[row + 1]; j++)
+ *               use(x->indices[j]);                             // a global source id in part s
+ *   }
+ *   saga_tiles_free(&t);
+ */
+
+/* Tile (src_part, dst_part): the in-edges u -> v with u in part src_part and v in part dst_part,
+ * as a CSR over the destination part's vertices. Within a row the edges keep the graph's in-CSR
+ * order (sources ascending, parallel edges in place). */
+typedef struct saga_tile {
+    int32_t src_part, dst_part;
+    int32_t n_rows; /* vertices of the destination part; row = v - part_offsets[dst_part] */
+    int64_t nnz;    /* > 0: empty tiles are not stored */
+    int64_t
+        *offsets; /* n_rows + 1, relative to the tile: offsets[0] == 0, offsets[n_rows] == nnz */
+    int32_t *indices; /* nnz: GLOBAL source ids (of the renumbered graph), all in src_part */
+    float *weights;   /* nnz, or NULL when the graph is unweighted */
+    size_t bytes;     /* offsets + indices + weights: what moving the tile costs */
+} saga_tile;
+
+/* The non-empty tiles of a graph. Allocated by saga_tiles_build, read-only for the caller,
+ * freed with saga_tiles_free. */
+typedef struct saga_tiles {
+    int32_t n_parts;
+    int64_t *part_offsets; /* n_parts + 1: a copy of the ranges the tiles were cut by */
+    int64_t n_tiles;       /* non-empty tiles, at most min(n_parts^2, n_edges) */
+    saga_tile *tiles;      /* n_tiles, destination-major: by dst_part, then src_part */
+    size_t total_bytes;    /* sum of the tiles' bytes */
+    size_t max_tile_bytes; /* the largest tile's bytes (0 when there are none) */
+} saga_tiles;
+
+/* Cuts the in-edges of g, a graph already renumbered so that part q is the vertex ids
+ * [part_offsets[q], part_offsets[q + 1]) (the caller keeps part_offsets), into the n_parts^2
+ * tiles (s, d) and stores the non-empty ones in *out (the caller frees it with
+ * saga_tiles_free). Parts may be empty. Errors: SAGA_ERR_INVALID_ARG when n_parts < 1 or the
+ * offsets do not start at 0, decrease, or end elsewhere than n_vertices;
+ * SAGA_ERR_OUT_OF_MEMORY. */
+saga_status saga_tiles_build(saga_tiles **out, const saga_graph *g, const int64_t *part_offsets,
+                             int32_t n_parts);
+
+/* Frees *t and its tiles and sets it to NULL; accepts NULL. */
+void saga_tiles_free(saga_tiles **t);
+
+/* The device memory a streamed pass over g cut into k parts is expected to need, for
+ * feature_bytes_per_vertex bytes of vertex data per vertex. With P = ceil(n / k) the rows of
+ * the largest part and E = ceil(m / k) the in-edges of an average destination part (a bound on
+ * each of its tiles when in-degrees are balanced; m / k^2 would badly underestimate the
+ * diagonal tiles METIS fills):
+ *   tile(k)      = 8 (P + 1) + E (4 + 4 if weighted)
+ *   footprint(k) = 2 P F                  destination part: output rows and gathered rows
+ *                + 2 (P F + tile(k))      one source part's rows and one tile, double-buffered
+ * It does not increase with k. Returns 0 for k < 1 or a negative feature size; saturates at
+ * SIZE_MAX. */
+size_t saga_tiles_footprint(const saga_graph *g, int32_t k, int64_t feature_bytes_per_vertex);
+
+/* The smallest k among 1, 2, 4, ... (below n_vertices) and finally n_vertices whose
+ * saga_tiles_footprint fits in budget_bytes, into *k. Since the footprint does not increase
+ * with k, footprint(k / 2) exceeds the budget unless k == 1. Errors: SAGA_ERR_INVALID_ARG for a
+ * negative feature size; SAGA_ERR_BUDGET, naming the footprint at k = n_vertices (the smallest
+ * budget that works), when even that does not fit. */
+saga_status saga_tiles_choose_parts(int32_t *k, const saga_graph *g,
+                                    int64_t feature_bytes_per_vertex, size_t budget_bytes);
+
 #ifdef __cplusplus
 }
 #endif
