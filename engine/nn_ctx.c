@@ -403,6 +403,12 @@ bool saga_tensor_needs_grad(const saga_tensor *t) {
 saga_status saga_tape_record(saga_ctx *c, saga_tensor *out, saga_tensor *const *inputs,
                              int n_inputs, saga_node_backward_fn bwd, void *state,
                              saga_node_free_fn free_state) {
+    return saga_tape_record_ex(c, out, inputs, n_inputs, false, bwd, state, free_state);
+}
+
+saga_status saga_tape_record_ex(saga_ctx *c, saga_tensor *out, saga_tensor *const *inputs,
+                                int n_inputs, bool always, saga_node_backward_fn bwd, void *state,
+                                saga_node_free_fn free_state) {
     saga_status st = SAGA_OK;
     saga_node *n = NULL;
     SAGA_CHECK(c && out && bwd && n_inputs >= 0 && n_inputs <= SAGA_NODE_MAX_INPUTS &&
@@ -412,7 +418,7 @@ saga_status saga_tape_record(saga_ctx *c, saga_tensor *out, saga_tensor *const *
         st = saga_ctx_status(c);
         goto fail;
     }
-    bool any = false;
+    bool any = always;
     for (int i = 0; i < n_inputs; i++)
         any = any || saga_tensor_needs_grad(inputs[i]);
     if (!c->training || !any) {

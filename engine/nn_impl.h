@@ -47,6 +47,12 @@ typedef void (*saga_node_free_fn)(void *state);
 saga_status saga_tape_record(saga_ctx *c, saga_tensor *out, saga_tensor *const *inputs,
                              int n_inputs, saga_node_backward_fn bwd, void *state,
                              saga_node_free_fn free_state);
+/* saga_tape_record, but with always the node is recorded (while training) even when no input
+ * needs a gradient: for a node whose backward reaches tensors that are not its inputs, such as
+ * the parameters a vertex program's apply_edge uses. */
+saga_status saga_tape_record_ex(saga_ctx *c, saga_tensor *out, saga_tensor *const *inputs,
+                                int n_inputs, bool always, saga_node_backward_fn bwd, void *state,
+                                saga_node_free_fn free_state);
 saga_tensor *saga_node_input(const saga_node *n, int i);
 saga_tensor *saga_node_output(const saga_node *n);
 void *saga_node_state(const saga_node *n);

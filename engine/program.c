@@ -734,16 +734,12 @@ static saga_tensor *run_batched(saga_ctx *c, const saga_program *p, saga_dgraph 
     }
 
     /* The parameters apply_edge used are not inputs of the node: when the messages needed a
-     * gradient, a gradient-wanting placeholder input makes sure the node is recorded. */
-    saga_tensor *inputs[3] = {h, edata, NULL};
-    if (msg_grad && saga_ctx_training(c)) {
-        if (!(inputs[2] = saga_ctx_zeros(c, SAGA_F32, 1, 1)))
-            SAGA_TRY(ctx_error(c));
-        saga_ctx_mark_leaf(c, inputs[2]);
-    }
+     * gradient, the node is recorded whether or not h and edata need one. */
+    saga_tensor *inputs[2] = {h, edata};
     batch_run *state = r;
     r = NULL;
-    if (saga_tape_record(c, out, inputs, 3, batched_backward, state, batch_run_free) < 0)
+    if (saga_tape_record_ex(c, out, inputs, 2, msg_grad, batched_backward, state, batch_run_free) <
+        0)
         return NULL;
     return out;
 fail:
