@@ -54,13 +54,16 @@ saga_status cc_run(int32_t **comp, cc_result *result, saga_backend *be, const sa
         if (progress)
             progress(ud, r.iterations);
         float delta = saga_item(change);
-        SAGA_TRY(saga_tensor_to_host(y, lab));
+        /* y is the context's and goes at the clear: keep it in x, on the device. */
+        saga_stream *s = saga_backend_default_stream(be);
+        SAGA_TRY(saga_memcpy_d2d_async(s, saga_tensor_data(x), saga_tensor_cdata(y),
+                                       saga_tensor_nbytes(x)));
+        SAGA_TRY(saga_stream_synchronize(s));
         saga_ctx_clear(c);
         if (delta == 0.0f)
             break;
-        saga_tensor_free(&x);
-        SAGA_TRY(saga_tensor_from_host(&x, be, SAGA_F32, n, 1, lab));
     }
+    SAGA_TRY(saga_tensor_to_host(x, lab));
     r.seconds = saga_now() - t0;
 
     /* ---- the answer: the label n-1-m names m, the smallest vertex of the component ---- */
