@@ -98,21 +98,22 @@ typedef struct saga_kernels {
      * TANH read only y, LEAKY_RELU only x, ELU both; the one not read may be NULL. Bitwise. */
     saga_status (*act_bwd_f32)(saga_stream *s, saga_act kind, int64_t n, float alpha,
                                const float *x, const float *y, const float *dy, float *dx);
-    /* y[i] = keep(seed, i) ? x[i] * (1 / (1 - p)) : 0 in f32 (y may be x), 0 <= p < 1; p == 0
-     * copies. The mask is a function of (seed, i) only, so the same call on dy is the backward
-     * pass and no mask is stored. Every backend draws the same mask:
+    /* y[i] = keep(seed, first + i) ? x[i] * (1 / (1 - p)) : 0 in f32 (y may be x), 0 <= p < 1;
+     * p == 0 copies. The mask is a function of (seed, element index) only, so the same call on
+     * dy is the backward pass and no mask is stored, and a block of rows of a larger tensor
+     * (first = its first element's index) draws the block of that tensor's mask. Every backend
+     * draws the same mask:
      *   k = mix(seed); z = mix(k + 0x9E3779B97F4A7C15 * (i + 1)); keep = (z >> 40) * 2^-24 >= p
      * with mix the splitmix64 finalizer (z ^= z >> 30; z *= 0xBF58476D1CE4E5B9; z ^= z >> 27;
      * z *= 0x94D049BB133111EB; z ^= z >> 31), arithmetic modulo 2^64. Bitwise.
-     * SAGA_ERR_INVALID_ARG when p is outside [0, 1). */
-    saga_status (*dropout_f32)(saga_stream *s, int64_t n, float p, uint64_t seed, const float *x,
-                               float *y);
+     * SAGA_ERR_INVALID_ARG when p is outside [0, 1) or first < 0. */
+    saga_status (*dropout_f32)(saga_stream *s, int64_t n, float p, uint64_t seed, int64_t first,
+                               const float *x, float *y);
     /* z = x op y element-wise (z may be x or y). Bitwise. */
     saga_status (*binary_f32)(saga_stream *s, saga_binop op, int64_t n, const float *x,
                               const float *y, float *z);
     /* y = a x + b y (x may be y); b == 0 does not read y. Bitwise. */
-    saga_status (*scale_f32)(saga_stream *s, int64_t n, float a, const float *x, float b,
-                             float *y);
+    saga_status (*scale_f32)(saga_stream *s, int64_t n, float a, const float *x, float b, float *y);
     /* x[0..n) = v. Bitwise. */
     saga_status (*fill_f32)(saga_stream *s, float *x, int64_t n, float v);
     /* dst[i][j] = src[i][j] (or += when accumulate) for a rows x cols block with leading
@@ -150,9 +151,8 @@ typedef struct saga_kernels {
     saga_status (*sumsq_f32)(saga_stream *s, int64_t n, const float *x, double *out);
     /* y[k] = x[idx[k]] for k < n_idx, rows of cols floats; x has n_rows_x rows. Bitwise.
      * SAGA_ERR_INVALID_ARG, with nothing written, for an index outside [0, n_rows_x). */
-    saga_status (*gather_rows_f32)(saga_stream *s, int64_t n_idx, int64_t cols,
-                                   const int32_t *idx, int64_t n_rows_x, const float *x,
-                                   float *y);
+    saga_status (*gather_rows_f32)(saga_stream *s, int64_t n_idx, int64_t cols, const int32_t *idx,
+                                   int64_t n_rows_x, const float *x, float *y);
     /* y[idx[k]] += x[k] for k < n_idx, rows of cols floats; y has n_rows_y rows. Each row of y
      * receives its contributions in increasing k, so the result is bitwise the same for every
      * thread count. SAGA_ERR_INVALID_ARG, with nothing written, for an index outside
@@ -199,9 +199,8 @@ typedef struct saga_kernels {
      * with momentum, buf = momentum buf + g (buf zero before the first step) and g = buf, or
      * g + momentum buf when nesterov; param -= lr g. buf may be NULL when momentum == 0.
      * Bitwise. SAGA_ERR_INVALID_ARG for momentum != 0 without buf. */
-    saga_status (*sgd_f32)(saga_stream *s, int64_t n, float lr, float momentum,
-                           float weight_decay, bool nesterov, float *param, const float *grad,
-                           float *buf);
+    saga_status (*sgd_f32)(saga_stream *s, int64_t n, float lr, float momentum, float weight_decay,
+                           bool nesterov, float *param, const float *grad, float *buf);
 } saga_kernels;
 
 typedef enum saga_copy_kind {

@@ -24,6 +24,7 @@ struct saga_ctx {
     saga_backend *be;
     uint64_t seed;
     uint64_t rng_counter;
+    int64_t row_base; /* row of the logical tensor that row 0 of a dropout input stands for */
     bool training;
     saga_status status;
     char msg[512]; /* the sticky error's message, restored by saga_ctx_status */
@@ -338,6 +339,20 @@ uint64_t saga_ctx_next_dropout_seed(saga_ctx *c) {
     uint64_t s = c->seed ^ (0xD1B54A32D192ED03ull * (c->rng_counter + 1));
     c->rng_counter++;
     return saga_splitmix64(&s);
+}
+
+void saga_ctx_set_row_base(saga_ctx *c, int64_t row) {
+    if (c)
+        c->row_base = row;
+}
+
+int64_t saga_ctx_row_base(const saga_ctx *c) {
+    return c ? c->row_base : 0;
+}
+
+void saga_ctx_trim(saga_ctx *c) {
+    if (c)
+        cache_flush(c);
 }
 
 saga_stream *saga_ctx_stream(saga_ctx *c) {

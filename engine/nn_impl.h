@@ -96,6 +96,12 @@ void saga_ctx_mark_leaf(saga_ctx *c, saga_tensor *t);
 /* Sets the sticky error (first one wins) and returns st; the message must already be set with
  * saga_error(). */
 saga_status saga_ctx_fail(saga_ctx *c, saga_status st);
+/* Row offset for dropout masks: while it is r, a dropout on an m x k tensor draws rows
+ * r .. r + m - 1 of the mask an (r + m) x k tensor would get, so running a computation block by
+ * block (rows of vertices or edges, with the same dropout counter for each block) draws the
+ * masks of the whole. 0 by default; the executor sets it around each block. */
+void saga_ctx_set_row_base(saga_ctx *c, int64_t row);
+int64_t saga_ctx_row_base(const saga_ctx *c);
 /* The stream the context's ops run on. */
 saga_stream *saga_ctx_stream(saga_ctx *c);
 /* The kernel table, or NULL with SAGA_ERR_UNSUPPORTED recorded when slot is NULL. Use as

@@ -293,6 +293,7 @@ saga_tensor *saga_tanh(saga_ctx *c, saga_tensor *x) {
 typedef struct dropout_state {
     float p;
     uint64_t seed;
+    int64_t first; /* index of x's first element in the mask (saga_ctx_set_row_base) */
 } dropout_state;
 
 /* The mask is a function of (seed, index), so the backward pass redraws it on dy. */
@@ -304,7 +305,7 @@ static saga_status dropout_bwd(saga_ctx *c, saga_node *n, saga_tensor *dy) {
     if (!dx)
         return saga_ctx_status(c);
     if (numel(x))
-        SAGA_TRY(K->dropout_f32(S, numel(x), s->p, s->seed, dy->data, dx));
+        SAGA_TRY(K->dropout_f32(S, numel(x), s->p, s->seed, s->first, dy->data, dx));
     st = grad_end(c, x, &tmp);
 fail:
     saga_ctx_temp_free(c, &tmp);
@@ -324,6 +325,7 @@ saga_tensor *saga_dropout(saga_ctx *c, saga_tensor *x, float p) {
     if (!has(c, op, K->dropout_f32, "dropout_f32"))
         return NULL;
     uint64_t seed = saga_ctx_next_dropout_seed(c);
+    int64_t first = saga_ctx_row_base(c) * x->cols;
     dropout_state *s = NULL;
     if (recording(c, x, NULL)) {
         s = state_new(c, sizeof *s);
@@ -331,9 +333,11 @@ saga_tensor *saga_dropout(saga_ctx *c, saga_tensor *x, float p) {
             return NULL;
         s->p = p;
         s->seed = seed;
+        s->first = first;
     }
     saga_tensor *y = saga_ctx_tensor(c, SAGA_F32, x->rows, x->cols);
-    if (!y || (numel(y) && kfail(c, op, K->dropout_f32(S, numel(x), p, seed, x->data, y->data)))) {
+    if (!y ||
+        (numel(y) && kfail(c, op, K->dropout_f32(S, numel(x), p, seed, first, x->data, y->data)))) {
         saga_free(s);
         return NULL;
     }

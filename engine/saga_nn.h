@@ -54,6 +54,9 @@ saga_status saga_ctx_status(const saga_ctx *c);
  * user's tensors are untouched. Dropout masks keep advancing: each dropout call draws a fresh
  * mask from (seed, a counter the context keeps). */
 void saga_ctx_clear(saga_ctx *c);
+/* Frees the device buffers the context keeps for reuse (released tensors' buffers), e.g. before
+ * measuring peak device memory or after a step much larger than the next ones. */
+void saga_ctx_trim(saga_ctx *c);
 /* Sets the dropout counter (checkpoints save and restore it so that a resumed run draws the
  * same masks as the uninterrupted one). */
 uint64_t saga_ctx_rng_counter(const saga_ctx *c);
@@ -88,8 +91,7 @@ saga_tensor *saga_softmax(saga_ctx *c, saga_tensor *x);
 saga_tensor *saga_log_softmax(saga_ctx *c, saga_tensor *x);
 /* Mean negative log-likelihood (1 x 1) of log-probabilities logp (n x classes) against labels
  * (i32, n x 1), over the rows listed in rows (i32, r x 1), or every row when rows is NULL. */
-saga_tensor *saga_nll_loss(saga_ctx *c, saga_tensor *logp, saga_tensor *labels,
-                           saga_tensor *rows);
+saga_tensor *saga_nll_loss(saga_ctx *c, saga_tensor *logp, saga_tensor *labels, saga_tensor *rows);
 /* Mean binary cross-entropy with logits (1 x 1), as PyTorch's BCEWithLogitsLoss(pos_weight):
  * target has x's shape, values in [0, 1]. */
 saga_tensor *saga_bce_logits(saga_ctx *c, saga_tensor *x, saga_tensor *target, float pos_weight);
@@ -105,8 +107,7 @@ saga_tensor *saga_scale_rows(saga_ctx *c, saga_tensor *x, saga_tensor *s);
 /* Rows idx[k] of x (idx i32, r x 1): r x cols. An index outside [0, rows) is an error. */
 saga_tensor *saga_gather_rows(saga_ctx *c, saga_tensor *x, saga_tensor *idx);
 /* An n_rows x cols tensor whose row idx[k] accumulates row k of x (idx i32, x->rows x 1). */
-saga_tensor *saga_scatter_add_rows(saga_ctx *c, saga_tensor *x, saga_tensor *idx,
-                                   int64_t n_rows);
+saga_tensor *saga_scatter_add_rows(saga_ctx *c, saga_tensor *x, saga_tensor *idx, int64_t n_rows);
 
 /* The value of a 1 x 1 (or any) f32 tensor's first entry, read synchronously; NAN when t is
  * NULL. For losses and metrics. */
@@ -128,7 +129,7 @@ typedef struct saga_model saga_model;
 
 typedef enum saga_init {
     SAGA_INIT_ZEROS = 0,
-    SAGA_INIT_GLOROT, /* uniform in +-sqrt(6 / (rows + cols)) (Glorot & Bengio) */
+    SAGA_INIT_GLOROT,  /* uniform in +-sqrt(6 / (rows + cols)) (Glorot & Bengio) */
     SAGA_INIT_KAIMING, /* uniform in +-sqrt(6 / rows) (He, for relu layers) */
     SAGA_INIT_COUNT
 } saga_init;
@@ -163,9 +164,9 @@ typedef enum saga_optim_kind {
 typedef struct saga_optim_opts {
     saga_optim_kind kind;
     float lr;
-    float weight_decay; /* for every parameter unless saga_optim_set_weight_decay says else */
-    float momentum;     /* SGD */
-    bool nesterov;      /* SGD */
+    float weight_decay;      /* for every parameter unless saga_optim_set_weight_decay says else */
+    float momentum;          /* SGD */
+    bool nesterov;           /* SGD */
     float beta1, beta2, eps; /* Adam, AdamW */
 } saga_optim_opts;
 
@@ -190,8 +191,8 @@ saga_status saga_checkpoint_save(const char *path, const saga_model *m, const sa
 /* Reads a checkpoint into an existing model (and optimizer) with the same parameter names and
  * shapes. SAGA_ERR_PARSE naming the file for a bad magic, version, size or checksum, or a
  * parameter that does not match; nothing is changed then. */
-saga_status saga_checkpoint_load(const char *path, saga_model *m, saga_optim *o,
-                                 int64_t *user_step, uint64_t *rng_counter);
+saga_status saga_checkpoint_load(const char *path, saga_model *m, saga_optim *o, int64_t *user_step,
+                                 uint64_t *rng_counter);
 
 #ifdef __cplusplus
 }

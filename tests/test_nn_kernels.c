@@ -433,7 +433,7 @@ static void test_nn_kernels_dropout(void **state) {
         for (size_t si = 0; si < 3; si++) {
             const float p = ps[pi];
             for (int t = 0; t < N_BE; t++)
-                assert_int_equal(K()->dropout_f32(S(t), n, p, seeds[si], x, y[t]), SAGA_OK);
+                assert_int_equal(K()->dropout_f32(S(t), n, p, seeds[si], 0, x, y[t]), SAGA_OK);
             const float scale = 1.0f / (1.0f - p);
             int64_t kept = 0;
             for (int64_t i = 0; i < n; i++) {
@@ -451,21 +451,32 @@ static void test_nn_kernels_dropout(void **state) {
                 assert_same_bits(y[0], y[t], (size_t)n * 4, "dropout");
         }
     /* different seeds give different masks; in place; the backward call is the same call */
-    assert_int_equal(K()->dropout_f32(S(1), n, 0.5f, 1, x, y[0]), SAGA_OK);
-    assert_int_equal(K()->dropout_f32(S(1), n, 0.5f, 2, x, y[1]), SAGA_OK);
+    assert_int_equal(K()->dropout_f32(S(1), n, 0.5f, 1, 0, x, y[0]), SAGA_OK);
+    assert_int_equal(K()->dropout_f32(S(1), n, 0.5f, 2, 0, x, y[1]), SAGA_OK);
     assert_true(memcmp(y[0], y[1], (size_t)n * 4) != 0);
     memcpy(y[2], x, (size_t)n * 4);
-    assert_int_equal(K()->dropout_f32(S(2), n, 0.5f, 1, y[2], y[2]), SAGA_OK);
+    assert_int_equal(K()->dropout_f32(S(2), n, 0.5f, 1, 0, y[2], y[2]), SAGA_OK);
     assert_same_bits(y[0], y[2], (size_t)n * 4, "dropout in place");
     /* n == 0 and errors */
-    assert_int_equal(K()->dropout_f32(S(1), 0, 0.5f, 1, x, y[0]), SAGA_OK);
+    assert_int_equal(K()->dropout_f32(S(1), 0, 0.5f, 1, 0, x, y[0]), SAGA_OK);
     static const float bad[] = {-0.1f, 1.0f, 1.5f, NAN};
     memcpy(y[1], y[0], (size_t)n * 4);
     for (size_t i = 0; i < 4; i++) {
-        assert_int_equal(K()->dropout_f32(S(1), n, bad[i], 1, x, y[0]), SAGA_ERR_INVALID_ARG);
+        assert_int_equal(K()->dropout_f32(S(1), n, bad[i], 1, 0, x, y[0]), SAGA_ERR_INVALID_ARG);
         saga_test_assert_error_contains("dropout_f32", NULL);
         assert_same_bits(y[0], y[1], (size_t)n * 4, "dropout error leaves y");
     }
+    assert_int_equal(K()->dropout_f32(S(1), n, 0.5f, 1, -1, x, y[0]), SAGA_ERR_INVALID_ARG);
+    saga_test_assert_error_contains("first element", NULL);
+    /* a block of the tensor, given its first element's index, draws that block of the mask */
+    assert_int_equal(K()->dropout_f32(S(1), n, 0.3f, 9, 0, x, y[0]), SAGA_OK);
+    const int64_t cuts[] = {0, 1, 4097, 50000, n};
+    for (int b = 0; b + 1 < 5; b++)
+        for (int t = 0; t < N_BE; t++) {
+            int64_t f = cuts[b], len = cuts[b + 1] - cuts[b];
+            assert_int_equal(K()->dropout_f32(S(t), len, 0.3f, 9, f, x + f, y[1] + f), SAGA_OK);
+        }
+    assert_same_bits(y[0], y[1], (size_t)n * 4, "dropout by blocks");
 }
 
 /* ---- element-wise -------------------------------------------------------------------------- */

@@ -153,7 +153,7 @@ static saga_status cpu_l1_diff_f64(saga_stream *s, int64_t n, const double *x, c
 }
 
 const saga_kernels saga_cpu_kernels = {
-    .version = 2,
+    .version = 3,
     .fill_f64 = cpu_fill_f64,
     .axpby_f64 = cpu_axpby_f64,
     .mul_f64 = cpu_mul_f64,

@@ -251,11 +251,14 @@ static inline uint64_t mix64(uint64_t z) {
     return z ^ (z >> 31);
 }
 
-saga_status saga_cpu_dropout_f32(saga_stream *s, int64_t n, float p, uint64_t seed, const float *x,
-                                 float *y) {
+saga_status saga_cpu_dropout_f32(saga_stream *s, int64_t n, float p, uint64_t seed, int64_t first,
+                                 const float *x, float *y) {
     if (!(p >= 0.0f && p < 1.0f))
         return saga_error(SAGA_ERR_INVALID_ARG, "dropout_f32: p must be in [0, 1), got %g",
                           (double)p);
+    if (first < 0)
+        return saga_error(SAGA_ERR_INVALID_ARG, "dropout_f32: first element index %lld < 0",
+                          (long long)first);
     const int nt = saga_cpu_nn_threads(s, n);
     if (p == 0.0f) {
         if (x != y) {
@@ -275,7 +278,7 @@ saga_status saga_cpu_dropout_f32(saga_stream *s, int64_t n, float p, uint64_t se
     const uint64_t thr = (uint64_t)ceilf(p * 0x1p24f);
 #pragma omp parallel for schedule(static) num_threads(nt)
     for (int64_t i = 0; i < n; i++) {
-        uint64_t z = mix64(key + 0x9E3779B97F4A7C15ull * (uint64_t)(i + 1));
+        uint64_t z = mix64(key + 0x9E3779B97F4A7C15ull * (uint64_t)(first + i + 1));
         uint32_t mask = 0u - (uint32_t)((z >> 40) >= thr);
         float v = x[i] * scale;
         uint32_t bits;

@@ -39,8 +39,8 @@ saga_status saga_cpu_act_f32(saga_stream *s, saga_act kind, int64_t n, float alp
                              float *y);
 saga_status saga_cpu_act_bwd_f32(saga_stream *s, saga_act kind, int64_t n, float alpha,
                                  const float *x, const float *y, const float *dy, float *dx);
-saga_status saga_cpu_dropout_f32(saga_stream *s, int64_t n, float p, uint64_t seed, const float *x,
-                                 float *y);
+saga_status saga_cpu_dropout_f32(saga_stream *s, int64_t n, float p, uint64_t seed, int64_t first,
+                                 const float *x, float *y);
 saga_status saga_cpu_binary_f32(saga_stream *s, saga_binop op, int64_t n, const float *x,
                                 const float *y, float *z);
 saga_status saga_cpu_scale_f32(saga_stream *s, int64_t n, float a, const float *x, float b,
