@@ -78,8 +78,12 @@ fail:
 /* Builds the placed in-CSR on the host: g's in-edges, with exactly one self-loop per vertex
  * when add_loops (an existing self-loop keeps the weight of its first copy; further copies
  * go). Rows stay sorted by source. */
-static saga_status dgraph_place(saga_dgraph *dg, const saga_graph *g, bool add_loops) {
+saga_status saga_place_in_csr(const saga_graph *g, bool add_loops, int64_t **off_out,
+                              int32_t **src_out, float **w_out, int64_t *m_out) {
     saga_status st = SAGA_OK;
+    int64_t *off = NULL;
+    int32_t *src = NULL;
+    float *w = NULL;
     saga_csr in = saga_graph_in(g);
     int32_t n = in.n_rows;
     int64_t m = in.nnz;
@@ -92,15 +96,15 @@ static saga_status dgraph_place(saga_dgraph *dg, const saga_graph *g, bool add_l
             m += in.offsets[v + 1] - in.offsets[v] - loops + 1;
         }
     }
-    SAGA_TRY(saga_alloc_array((void **)&dg->h_in_off, (size_t)n + 1, sizeof(int64_t),
-                              "placed graph offsets"));
-    SAGA_TRY(saga_alloc_array((void **)&dg->h_in_src, m ? (size_t)m : 1, sizeof(int32_t),
+    SAGA_TRY(
+        saga_alloc_array((void **)&off, (size_t)n + 1, sizeof(int64_t), "placed graph offsets"));
+    SAGA_TRY(saga_alloc_array((void **)&src, m ? (size_t)m : 1, sizeof(int32_t),
                               "placed graph sources"));
     if (in.weights)
-        SAGA_TRY(saga_alloc_array((void **)&dg->h_in_w, m ? (size_t)m : 1, sizeof(float),
+        SAGA_TRY(saga_alloc_array((void **)&w, m ? (size_t)m : 1, sizeof(float),
                                   "placed graph weights"));
     int64_t k_out = 0;
-    dg->h_in_off[0] = 0;
+    off[0] = 0;
     for (int32_t v = 0; v < n; v++) {
         bool placed = !add_loops;
         float loop_w = 1.0f;
@@ -114,29 +118,43 @@ static saga_status dgraph_place(saga_dgraph *dg, const saga_graph *g, bool add_l
                 continue;
             }
             if (!placed && u > v) {
-                dg->h_in_src[k_out] = v;
-                if (dg->h_in_w)
-                    dg->h_in_w[k_out] = loop_w;
+                src[k_out] = v;
+                if (w)
+                    w[k_out] = loop_w;
                 k_out++;
                 placed = true;
             }
-            dg->h_in_src[k_out] = u;
-            if (dg->h_in_w)
-                dg->h_in_w[k_out] = in.weights[k];
+            src[k_out] = u;
+            if (w)
+                w[k_out] = in.weights[k];
             k_out++;
         }
         /* the row's sources were all below v: the loop goes last, with the weight it had (the
          * self-loops come after the smaller sources in a sorted row, so loop_w is known) */
         if (!placed) {
-            dg->h_in_src[k_out] = v;
-            if (dg->h_in_w)
-                dg->h_in_w[k_out] = loop_w;
+            src[k_out] = v;
+            if (w)
+                w[k_out] = loop_w;
             k_out++;
         }
-        dg->h_in_off[v + 1] = k_out;
+        off[v + 1] = k_out;
     }
-    dg->n = n;
-    dg->m = m;
+    *off_out = off;
+    *src_out = src;
+    *w_out = w;
+    *m_out = m;
+    return SAGA_OK;
+fail:
+    saga_free(off);
+    saga_free(src);
+    saga_free(w);
+    return st;
+}
+
+static saga_status dgraph_place(saga_dgraph *dg, const saga_graph *g, bool add_loops) {
+    saga_status st = SAGA_OK;
+    SAGA_TRY(saga_place_in_csr(g, add_loops, &dg->h_in_off, &dg->h_in_src, &dg->h_in_w, &dg->m));
+    dg->n = saga_graph_n_vertices(g);
 fail:
     return st;
 }
@@ -263,6 +281,26 @@ saga_csr saga_dgraph_edge_order(const saga_dgraph *g) {
     return c;
 }
 
+void saga_edge_values(int32_t n, const int64_t *in_off, const int32_t *in_src, const float *in_w,
+                      const int64_t *out_off, saga_edge_weight w, bool mean, float *vals) {
+    for (int32_t v = 0; v < n; v++) {
+        int64_t deg_in = in_off[v + 1] - in_off[v];
+        for (int64_t k = in_off[v]; k < in_off[v + 1]; k++) {
+            double x = 1.0;
+            if (w == SAGA_WEIGHT_GRAPH && in_w)
+                x = in_w[k];
+            else if (w == SAGA_WEIGHT_SYMNORM) {
+                int32_t u = in_src[k];
+                int64_t deg_out = out_off[u + 1] - out_off[u];
+                x = 1.0 / sqrt((double)deg_in * (double)deg_out);
+            }
+            if (mean)
+                x /= (double)deg_in;
+            vals[k] = (float)x;
+        }
+    }
+}
+
 /* The edge values for weight mode w (mean: divided by the destination's in-degree), in both
  * edge orders, computed on first use. in and out are NULL when every value is 1. */
 static saga_status dgraph_values_get(saga_dgraph *g, saga_edge_weight w, bool mean,
@@ -278,22 +316,7 @@ static saga_status dgraph_values_get(saga_dgraph *g, saga_edge_weight w, bool me
         size_t m = (size_t)g->m;
         SAGA_TRY(saga_alloc_array((void **)&h_in, m ? m : 1, sizeof(float), "edge values"));
         SAGA_TRY(saga_alloc_array((void **)&h_out, m ? m : 1, sizeof(float), "edge values"));
-        for (int32_t v = 0; v < g->n; v++) {
-            int64_t deg_in = g->h_in_off[v + 1] - g->h_in_off[v];
-            for (int64_t k = g->h_in_off[v]; k < g->h_in_off[v + 1]; k++) {
-                double x = 1.0;
-                if (w == SAGA_WEIGHT_GRAPH && g->h_in_w)
-                    x = g->h_in_w[k];
-                else if (w == SAGA_WEIGHT_SYMNORM) {
-                    int32_t u = g->h_in_src[k];
-                    int64_t deg_out = g->h_out_off[u + 1] - g->h_out_off[u];
-                    x = 1.0 / sqrt((double)deg_in * (double)deg_out);
-                }
-                if (mean)
-                    x /= (double)deg_in;
-                h_in[k] = (float)x;
-            }
-        }
+        saga_edge_values(g->n, g->h_in_off, g->h_in_src, g->h_in_w, g->h_out_off, w, mean, h_in);
         for (size_t k = 0; k < m; k++)
             h_out[k] = h_in[g->h_perm[k]];
         SAGA_TRY(dev_upload(g->be, (void **)&dv->in, h_in, m * sizeof(float)));
@@ -692,7 +715,6 @@ static saga_tensor *run_batched(saga_ctx *c, const saga_program *p, const saga_p
                                 void *layer) {
     saga_status st = SAGA_OK;
     const saga_kernels *k = saga_ctx_kernels(c);
-    saga_backend *be = saga_ctx_backend(c);
     saga_stream *s = saga_ctx_stream(c);
     batch_run *r = NULL;
     saga_tensor *out = NULL;
@@ -731,7 +753,7 @@ static saga_tensor *run_batched(saga_ctx *c, const saga_program *p, const saga_p
              * into a scratch buffer and copy it once the output exists */
             r->f_out = msg->cols;
             first_bytes = (size_t)(v1 - v0) * (size_t)r->f_out * sizeof(float);
-            SAGA_TRY(saga_backend_alloc(be, &first, first_bytes));
+            SAGA_TRY(saga_ctx_buffer(c, &first, first_bytes));
             SAGA_TRY(batch_reduce(c, r, &eb, msg, first));
         } else {
             SAGA_TRY(batch_reduce(c, r, &eb, msg, f32_rows(out, v0)));
@@ -745,7 +767,7 @@ static saga_tensor *run_batched(saga_ctx *c, const saga_program *p, const saga_p
                 SAGA_TRY(saga_memcpy_d2d_async(s, out->data, first, first_bytes));
                 SAGA_TRY(saga_stream_synchronize(s));
             }
-            saga_backend_free(be, first, first_bytes);
+            saga_ctx_buffer_free(c, first, first_bytes);
             first = NULL;
         }
     }
@@ -764,7 +786,7 @@ static saga_tensor *run_batched(saga_ctx *c, const saga_program *p, const saga_p
 fail:
     if (in_region)
         saga_tape_release(c, mark);
-    saga_backend_free(be, first, first_bytes);
+    saga_ctx_buffer_free(c, first, first_bytes);
     batch_run_free(r);
     return ctx_fail_null(c, st);
 }

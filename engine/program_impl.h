@@ -41,6 +41,18 @@ typedef struct saga_prog_view {
     saga_prog_plan plan;       /* batched */
 } saga_prog_view;
 
+/* The in-CSR a placed graph uses (saga_dgraph_new): g's in-edges, with exactly one self-loop
+ * per vertex when add_loops; rows sorted by source. Host arrays (saga_free): offsets n + 1,
+ * sources and weights (NULL when g has none) m. */
+saga_status saga_place_in_csr(const saga_graph *g, bool add_loops, int64_t **off, int32_t **src,
+                              float **w, int64_t *m);
+
+/* The value of every edge of a placed in-CSR for weight mode w (mean: divided by the in-degree):
+ * the graph's weights (1 without), 1 / sqrt(deg_in(v) deg_out(u)) for SYMNORM with out-degrees
+ * from out_off (n + 1 offsets of the transpose), or 1. vals has in_off[n] entries. */
+void saga_edge_values(int32_t n, const int64_t *in_off, const int32_t *in_src, const float *in_w,
+                      const int64_t *out_off, saga_edge_weight w, bool mean, float *vals);
+
 /* Whether p runs as one SpMM (no apply_edge, SCATTER_SRC, SUM or MEAN). */
 bool saga_prog_fused(const saga_program *p);
 
