@@ -106,9 +106,10 @@ void saga_backend_reset_stats(saga_backend *be);
 
 /* The stream kernels run on unless told otherwise; owned by the backend. */
 saga_stream *saga_backend_default_stream(saga_backend *be);
-/* A new stream of be, owned by the caller (free it with saga_stream_free before the backend). On
- * the CPU it starts its worker thread: SAGA_ERR_OUT_OF_MEMORY or SAGA_ERR_INTERNAL when the
- * stream or its thread cannot be made. */
+/* A new stream of be, owned by the caller (free it with saga_stream_free before the backend).
+ * SAGA_ERR_OUT_OF_MEMORY. On the CPU its queue and worker thread are made by the first operation
+ * issued on it, which fails with SAGA_ERR_OUT_OF_MEMORY (nothing queued) when memory or threads
+ * run out. */
 saga_status saga_stream_new(saga_stream **out, saga_backend *be);
 /* Waits until the work queued on *s has run, then frees it; *s becomes NULL. Accepts NULL. */
 void saga_stream_free(saga_stream **s);
