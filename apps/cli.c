@@ -397,6 +397,49 @@ int cli_double(cli_ctx *c, const char *opt, const char *arg, double min, double 
     return 0;
 }
 
+int cli_size(cli_ctx *c, const char *opt, const char *arg, size_t *out) {
+    char *end = NULL;
+    errno = 0;
+    double v = strtod(arg, &end);
+    double scale = 1;
+    if (end != arg && *end) {
+        switch (*end) {
+        case 'k':
+        case 'K':
+            scale = 1024.0;
+            break;
+        case 'm':
+        case 'M':
+            scale = 1024.0 * 1024;
+            break;
+        case 'g':
+        case 'G':
+            scale = 1024.0 * 1024 * 1024;
+            break;
+        case 't':
+        case 'T':
+            scale = 1024.0 * 1024 * 1024 * 1024;
+            break;
+        default:
+            scale = 0;
+        }
+        if (scale > 1) {
+            end++;
+            if (*end == 'i')
+                end++;
+            if (*end == 'B')
+                end++;
+        } else if (*end == 'B' && end[1] == '\0') {
+            scale = 1, end++;
+        }
+    }
+    if (end == arg || *end || scale == 0 || !isfinite(v) || v <= 0 || v * scale >= 0x1p62)
+        return cli_usage(c, "%s must be a size such as 512M, 2G or 1500000 (bytes), got '%s'", opt,
+                         arg);
+    *out = (size_t)(v * scale);
+    return 0;
+}
+
 /* ---- helpers ------------------------------------------------------------------------------- */
 
 saga_status cli_load_graph(cli_ctx *c, saga_graph **g, const char *path, double *seconds) {

@@ -105,6 +105,9 @@ int cli_fail(cli_ctx *c);
  * naming the option (returns CLI_USAGE; 0 on success). */
 int cli_int(cli_ctx *c, const char *opt, const char *arg, int64_t min, int64_t max, int64_t *out);
 int cli_u64(cli_ctx *c, const char *opt, const char *arg, uint64_t *out);
+/* A size in bytes: a number with an optional K, M, G or T suffix (powers of 1024; "MiB", "MB"
+ * and "M" mean the same). */
+int cli_size(cli_ctx *c, const char *opt, const char *arg, size_t *out);
 /* max_open: max itself is excluded. */
 int cli_double(cli_ctx *c, const char *opt, const char *arg, double min, double max, bool max_open,
                double *out);

@@ -2,6 +2,8 @@
  * and the training loop with evaluation and checkpoints. */
 #include "gcn.h"
 
+#include "nn_impl.h"
+
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -209,19 +211,33 @@ gcn_opts gcn_opts_defaults(void) {
                       .seed = 1,
                       .checkpoint = NULL,
                       .checkpoint_every = 0,
-                      .resume = NULL};
+                      .resume = NULL,
+                      .exec = SAGA_EXEC_AUTO,
+                      .parts = 0,
+                      .partition = SAGA_PARTITION_METIS,
+                      .saved = SAGA_SAVED_RECOMPUTE};
 }
 
 typedef struct gcn_layer {
     saga_tensor *W, *b;
     bool project_first; /* aggregate H W rather than H: F_out < F_in */
+    bool relu;
+    float dropout;
 } gcn_layer;
+
+/* The vertex stage before a layer's aggregation: dropout, then W when it narrows. */
+static saga_tensor *gcn_rows(saga_ctx *c, const saga_vertex_in *v, void *layer) {
+    gcn_layer *l = layer;
+    saga_tensor *h = saga_dropout(c, v->self, l->dropout);
+    return l->project_first ? saga_matmul(c, h, l->W) : h;
+}
 
 /* ApplyVertex: (gathered W) + b, or gathered + b when W was applied before the aggregation. */
 static saga_tensor *gcn_vertex(saga_ctx *c, const saga_vertex_in *v, void *layer) {
     gcn_layer *l = layer;
     saga_tensor *h = l->project_first ? v->gathered : saga_matmul(c, v->gathered, l->W);
-    return saga_add_bias(c, h, l->b);
+    h = saga_add_bias(c, h, l->b);
+    return l->relu ? saga_relu(c, h) : h;
 }
 
 static const saga_program GCN_PROGRAM = {
@@ -232,19 +248,43 @@ static const saga_program GCN_PROGRAM = {
     .apply_vertex = gcn_vertex,
 };
 
-static saga_tensor *gcn_layer_run(saga_ctx *c, const saga_dgraph *g, saga_tensor *h, gcn_layer *l) {
-    if (l->project_first)
-        h = saga_matmul(c, h, l->W);
-    return saga_program_run(c, &GCN_PROGRAM, g, h, NULL, l);
+/* What the loss sees: labels and the training rows, by the graph's vertex ids. */
+typedef struct gcn_loss_data {
+    const int32_t *labels; /* n, every entry a valid class */
+    const uint8_t *train;  /* n: 1 for a training vertex */
+    int64_t n_train;
+    saga_backend *be;
+    int32_t *rows, *lab; /* scratch, n */
+} gcn_loss_data;
+
+/* A context tensor with the given i32 values (lives as long as the block's tape). */
+static saga_tensor *i32_tensor(saga_ctx *c, saga_backend *be, const int32_t *v, int64_t n) {
+    saga_tensor *t = saga_ctx_tensor(c, SAGA_I32, n, 1);
+    if (!t || !n)
+        return t;
+    saga_stream *s = saga_backend_default_stream(be);
+    if (saga_memcpy_h2d_async(s, t->data, v, t->nbytes) < 0 || saga_stream_synchronize(s) < 0) {
+        saga_ctx_fail(c, saga_error_prefix(SAGA_ERR_DEVICE, "GCN labels: "));
+        return NULL;
+    }
+    return t;
 }
 
-/* log_softmax of the two-layer network; dropout acts only while the context trains. */
-static saga_tensor *gcn_forward(saga_ctx *c, const saga_dgraph *g, saga_tensor *x, gcn_layer *l1,
-                                gcn_layer *l2, float p) {
-    saga_tensor *h = saga_dropout(c, x, p);
-    h = saga_relu(c, gcn_layer_run(c, g, h, l1));
-    h = saga_dropout(c, h, p);
-    return saga_log_softmax(c, gcn_layer_run(c, g, h, l2));
+/* The block's share of the mean negative log-likelihood over the training vertices. */
+static saga_tensor *gcn_loss(saga_ctx *c, const saga_vertex_in *v, const int32_t *ids, void *user) {
+    gcn_loss_data *L = user;
+    int64_t k = 0;
+    for (int32_t i = 0; i < v->count; i++) {
+        L->lab[i] = L->labels[ids[i]];
+        if (L->train[ids[i]])
+            L->rows[k++] = i;
+    }
+    saga_tensor *logp = saga_log_softmax(c, v->self);
+    if (k == 0)
+        return saga_affine(c, saga_sum(c, logp), 0.0f, 0.0f);
+    saga_tensor *lab = i32_tensor(c, L->be, L->lab, v->count);
+    saga_tensor *rows = i32_tensor(c, L->be, L->rows, k);
+    return saga_affine(c, saga_nll_loss(c, logp, lab, rows), (float)k / (float)L->n_train, 0.0f);
 }
 
 /* Fraction of the listed vertices whose arg-max class is their label. */
@@ -316,12 +356,12 @@ saga_status gcn_train(gcn_result *out, saga_backend *be, const gcn_data *d, cons
                       gcn_epoch_fn on_epoch, void *user) {
     saga_status st = SAGA_OK;
     double t0 = saga_now();
-    saga_dgraph *g = NULL;
+    saga_net *net = NULL;
     saga_ctx *c = NULL;
     saga_model *m = NULL;
     saga_optim *opt = NULL;
-    saga_tensor *x = NULL, *labels = NULL, *train = NULL;
-    int32_t *host_labels = NULL;
+    int32_t *host_labels = NULL, *scratch = NULL;
+    uint8_t *is_train = NULL;
     float *logp = NULL;
     gcn_result r = {0};
     r.loss = NAN;
@@ -330,24 +370,25 @@ saga_status gcn_train(gcn_result *out, saga_backend *be, const gcn_data *d, cons
     int32_t n = d->n_vertices, C = d->n_classes;
     int64_t F = d->n_features, H = o->hidden;
 
-    /* ---- place the graph and the data on the backend */
-    saga_dgraph_opts go = saga_dgraph_opts_defaults();
-    go.self_loops = SAGA_DGRAPH_SELF_LOOPS_ADD; /* A + I */
-    SAGA_TRY(saga_dgraph_new(&g, be, d->graph, &go));
-    SAGA_TRY(saga_tensor_from_host(&x, be, SAGA_F32, n, F, d->features));
+    /* ---- labels and the training rows, for the loss */
     /* Unlabelled vertices are never in the training rows; 0 keeps every entry a valid class. */
     SAGA_TRY(saga_alloc_array((void **)&host_labels, (size_t)n, sizeof *host_labels, "labels"));
     for (int32_t v = 0; v < n; v++)
         host_labels[v] = d->labels[v] >= 0 ? d->labels[v] : 0;
-    SAGA_TRY(saga_tensor_from_host(&labels, be, SAGA_I32, n, 1, host_labels));
-    SAGA_TRY(saga_tensor_from_host(&train, be, SAGA_I32, d->n_train, 1, d->train));
+    SAGA_TRY(saga_alloc_zeroed((void **)&is_train, (size_t)n, 1, "training rows"));
+    int64_t n_train = 0; /* distinct: a vertex listed twice trains once */
+    for (int64_t i = 0; i < d->n_train; i++)
+        n_train += is_train[d->train[i]] == 0, is_train[d->train[i]] = 1;
+    SAGA_TRY(saga_alloc_array((void **)&scratch, 2 * (size_t)n, sizeof *scratch, "loss rows"));
+    gcn_loss_data ld = {host_labels, is_train, n_train, be, scratch, scratch + n};
     SAGA_TRY(
         saga_alloc_array((void **)&logp, (size_t)n * (size_t)C, sizeof *logp, "log-probabilities"));
 
     /* ---- the model: Glorot weights and zero biases, as Kipf's code */
     SAGA_TRY(saga_ctx_new(&c, be, o->seed));
     SAGA_TRY(saga_model_new(&m, be));
-    gcn_layer l1 = {.project_first = H < F}, l2 = {.project_first = C < H};
+    gcn_layer l1 = {.project_first = H < F, .relu = true, .dropout = o->dropout};
+    gcn_layer l2 = {.project_first = C < H, .relu = false, .dropout = o->dropout};
     l1.W = saga_model_param(m, "conv1.weight", F, H, SAGA_INIT_GLOROT, o->seed * 2 + 1);
     l1.b = saga_model_param(m, "conv1.bias", 1, H, SAGA_INIT_ZEROS, 0);
     l2.W = saga_model_param(m, "conv2.weight", H, C, SAGA_INIT_GLOROT, o->seed * 2 + 2);
@@ -363,6 +404,21 @@ saga_status gcn_train(gcn_result *out, saga_backend *be, const gcn_data *d, cons
     oo.weight_decay = 0;
     SAGA_TRY(saga_optim_new(&opt, m, &oo));
     SAGA_TRY(saga_optim_set_weight_decay(opt, l1.W, o->weight_decay));
+
+    /* ---- the network: two (rows, aggregation) stage pairs, in memory or streamed */
+    saga_net_opts no = saga_net_opts_defaults();
+    no.exec = o->exec;
+    no.parts = o->parts;
+    no.partition = o->partition;
+    no.saved = o->saved;
+    no.self_loops = SAGA_DGRAPH_SELF_LOOPS_ADD; /* A + I */
+    SAGA_TRY(saga_net_new(&net, c, d->graph, &no));
+    SAGA_TRY(saga_net_add_vertex(net, gcn_rows, &l1, l1.project_first ? H : F));
+    SAGA_TRY(saga_net_add_program(net, &GCN_PROGRAM, &l1, H));
+    SAGA_TRY(saga_net_add_vertex(net, gcn_rows, &l2, l2.project_first ? C : H));
+    SAGA_TRY(saga_net_add_program(net, &GCN_PROGRAM, &l2, C));
+    SAGA_TRY(saga_net_set_loss(net, gcn_loss, &ld));
+    SAGA_TRY(saga_net_set_input(net, d->features, F));
 
     int64_t done = 0;
     if (o->resume) {
@@ -382,16 +438,16 @@ saga_status gcn_train(gcn_result *out, saga_backend *be, const gcn_data *d, cons
     for (int epoch = (int)done + 1; epoch <= o->epochs || epoch == (int)done + 1; epoch++) {
         gcn_epoch e = {.epoch = epoch, .epochs = o->epochs, .loss = NAN};
         if (epoch <= o->epochs) {
-            double ts = saga_now();
-            saga_ctx_train(c, true);
-            saga_tensor *lp = gcn_forward(c, g, x, &l1, &l2, o->dropout);
-            saga_tensor *loss = saga_nll_loss(c, lp, labels, train);
-            SAGA_TRY(saga_ctx_status(c));
-            SAGA_TRY(saga_backward(c, loss));
+            double ts = saga_now(), loss = 0;
+            SAGA_TRY(saga_net_train_step(net, &loss));
+            saga_net_get_stats(net, &e.stats);
             SAGA_TRY(saga_optim_step(opt));
-            e.loss = saga_item(loss); /* waits for the device: the time below is complete */
-            saga_ctx_clear(c);
+            SAGA_TRY(saga_backend_synchronize(be)); /* the time below is complete */
+            e.loss = (float)loss;
             e.ms = (saga_now() - ts) * 1e3;
+            if (e.stats.peak_device_bytes > r.peak_device_bytes)
+                r.peak_device_bytes = e.stats.peak_device_bytes;
+            r.stats = e.stats;
             r.epoch_ms[r.n_epoch_ms++] = e.ms;
             r.loss = e.loss;
             r.epochs = epoch;
@@ -401,11 +457,7 @@ saga_status gcn_train(gcn_result *out, saga_backend *be, const gcn_data *d, cons
 
         /* Inference: no dropout, no tape. */
         double te = saga_now();
-        saga_ctx_train(c, false);
-        saga_tensor *lp = gcn_forward(c, g, x, &l1, &l2, o->dropout);
-        SAGA_TRY(saga_ctx_status(c));
-        SAGA_TRY(saga_tensor_to_host(lp, logp));
-        saga_ctx_clear(c);
+        SAGA_TRY(saga_net_forward(net, logp)); /* logits: their arg-max is the log-softmax's */
         e.eval_ms = (saga_now() - te) * 1e3;
         e.train_acc = r.train_acc = accuracy(logp, C, d->labels, d->train, d->n_train);
         e.val_acc = r.val_acc = accuracy(logp, C, d->labels, d->val, d->n_val);
@@ -426,14 +478,13 @@ saga_status gcn_train(gcn_result *out, saga_backend *be, const gcn_data *d, cons
     r.epoch_ms = NULL;
 fail:
     saga_free(r.epoch_ms);
+    saga_net_free(&net);
     saga_optim_free(&opt);
     saga_ctx_free(&c);
     saga_model_free(&m);
-    saga_tensor_free(&x);
-    saga_tensor_free(&labels);
-    saga_tensor_free(&train);
-    saga_dgraph_free(&g);
     saga_free(host_labels);
+    saga_free(is_train);
+    saga_free(scratch);
     saga_free(logp);
     return st;
 }

@@ -20,6 +20,7 @@
 #pragma once
 
 #include "saga.h"
+#include "saga_net.h"
 #include "saga_nn.h"
 #include "saga_program.h"
 
@@ -64,6 +65,10 @@ typedef struct gcn_opts {
     const char *checkpoint; /* save here at the end and every checkpoint_every epochs, or NULL */
     int checkpoint_every;   /* 0: only at the end */
     const char *resume;     /* start from this checkpoint, or NULL */
+    saga_exec exec;         /* in memory, streamed through the device budget, or chosen (auto) */
+    int32_t parts;          /* streamed: parts (0: from the budget) */
+    saga_partition_method partition; /* streamed: how the graph is cut (METIS) */
+    saga_saved saved; /* streamed: gathered values recomputed or offloaded for backward */
 } gcn_opts;
 
 gcn_opts gcn_opts_defaults(void);
@@ -75,8 +80,9 @@ typedef struct gcn_epoch {
     int epochs; /* the total asked for */
     float loss; /* training loss of the epoch's forward pass (with dropout) */
     double train_acc, val_acc, test_acc;
-    double ms;      /* forward, backward and optimizer step of the epoch, in milliseconds */
-    double eval_ms; /* the inference pass that measured the accuracies */
+    double ms;            /* forward, backward and optimizer step of the epoch, in milliseconds */
+    double eval_ms;       /* the inference pass that measured the accuracies */
+    saga_net_stats stats; /* the training step's bytes moved, peak device bytes, overlap */
 } gcn_epoch;
 
 /* Called after every epoch; a negative status stops training with that status. */
@@ -91,6 +97,8 @@ typedef struct gcn_result {
     int n_epoch_ms;
     double seconds;   /* the whole of gcn_train: upload, training, evaluation, checkpoints */
     int64_t n_params; /* scalars over all parameters */
+    size_t peak_device_bytes; /* the most device memory any training step held */
+    saga_net_stats stats;     /* of the last training step */
 } gcn_result;
 
 /* Trains a GCN on d with backend be (not owned), calling on_epoch (may be NULL) after every

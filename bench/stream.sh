@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# stream.sh - GCN training streamed through a device budget 4x smaller than what the in-memory
+# run peaks at: epoch time streamed vs in memory, and bytes moved with METIS, contiguous and
+# random parts.
+#
+#   bench/stream.sh [BUILD_DIR]      (EPOCHS=20 N=200000 DEG=20 F=128 C=8 OVER=4 DEVICE=cpu)
+#
+# The in-memory run measures its own peak device bytes (graph, features, activations, the
+# compute's tensors); the streamed runs get --device-mem peak/OVER, so what they stream is OVER
+# times what they may hold. Figures are medians over the epochs; bytes are per epoch.
+set -euo pipefail
+build=${1:-build}
+saga=$build/bin/saga
+epochs=${EPOCHS:-20}
+n=${N:-200000} deg=${DEG:-20} f=${F:-128} c=${C:-8} over=${OVER:-4} device=${DEVICE:-cpu}
+[ -x "$saga" ] || { echo "stream.sh: $saga not built" >&2; exit 1; }
+echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "graph:   generated citation graph, $n vertices, mean degree $deg, $f features, $c classes; $epochs epochs, device $device"
+run() {
+    "$saga" gcn --synthetic "$n,$deg,$f,$c" --epochs "$epochs" --device "$device" --stats --json \
+        --quiet "$@" | tail -1
+}
+field() { python3 -c "import json,sys; print(json.loads(sys.stdin.read())['$1'])"; }
+mem=$(run)
+peak=$(echo "$mem" | field peak_device_bytes)
+budget=$((peak / over))
+ms_mem=$(echo "$mem" | field epoch_ms_median)
+printf "%-28s %10s %7s %14s %14s %14s %8s\n" run "ms/epoch" parts "h2d bytes" "d2h bytes" "peak bytes" overlap
+line() {
+    printf "%-28s %10.1f %7s %14s %14s %14s %7.0f%%\n" "$1" "$(echo "$2" | field epoch_ms_median)" \
+        "$(echo "$2" | field parts)" "$(echo "$2" | field h2d_bytes)" "$(echo "$2" | field d2h_bytes)" \
+        "$(echo "$2" | field peak_device_bytes)" \
+        "$(python3 -c "print(100*$(echo "$2" | field overlap))")"
+}
+line "in memory" "$mem"
+for p in metis contiguous random; do
+    out=$(run --device-mem "$budget" --partition "$p")
+    line "streamed 1/$over, $p" "$out"
+    [ "$p" = metis ] && ms_metis=$(echo "$out" | field epoch_ms_median)
+done
+out=$(run --device-mem "$budget" --partition metis --saved offload)
+line "streamed 1/$over, metis, offload" "$out"
+python3 -c "print('streamed (metis) runs at %.0f%% of the in-memory throughput' % (100 * $ms_mem / $ms_metis))"
