@@ -1,12 +1,26 @@
 /* cmd_pagerank.c - `saga pagerank FILE`: PageRank scores, the top K, optionally all of them. */
 #include "commands.h"
 #include "pagerank.h"
+#include "saga_net.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-enum { OPT_DAMPING, OPT_TOL, OPT_MAX_ITERS, OPT_TOP, OPT_OUT, OPT_ALLOW_UNCONVERGED };
+enum {
+    OPT_DAMPING,
+    OPT_TOL,
+    OPT_MAX_ITERS,
+    OPT_TOP,
+    OPT_OUT,
+    OPT_ALLOW_UNCONVERGED,
+    OPT_DEVICE,
+    OPT_DEVICE_MEM,
+    OPT_STREAM,
+    OPT_PARTS,
+    OPT_PARTITION,
+    OPT_STATS,
+};
 static const cli_opt pagerank_opts[] = {
     {"damping", 0, "D", "0.85", "Damping factor d, in [0, 1)."},
     {"tol", 0, "T", "1e-10", "Stop when the L1 change of the scores is below T."},
@@ -16,6 +30,17 @@ static const cli_opt pagerank_opts[] = {
     {"out", 0, "FILE", NULL, "Write \"id score\" for every vertex, in original-id order."},
     {"allow-unconverged", 0, NULL, NULL,
      "Report the scores after --max-iters iterations with a warning instead of failing."},
+    {"device", 0, "DEV", NULL,
+     "Run through the graph executor on cpu, cuda, cuda:N or auto, instead of the host loop."},
+    {"device-mem", 0, "SIZE", NULL,
+     "Through the executor, with this much device memory (512M, 2G, ...): a graph that does not "
+     "fit is streamed through it part by part."},
+    {"stream", 0, NULL, NULL, "Through the executor, streamed even when the graph would fit."},
+    {"parts", 0, "K", NULL, "Streamed: cut the graph into K parts (default: the fewest that fit)."},
+    {"partition", 0, "METHOD", "metis", "Streamed: metis, contiguous or random parts."},
+    {"stats", 0, NULL, NULL,
+     "Report the bytes moved host->device and device->host, the peak device memory and the "
+     "share of copy time hidden behind compute (executor runs)."},
     {0}};
 
 static int pagerank_main(int argc, char **argv);
@@ -123,6 +148,51 @@ fail:
     return st;
 }
 
+/* What an executor run needs from the command line. */
+typedef struct exec_args {
+    const char *device;
+    size_t device_mem;
+    bool stream, stats;
+    int32_t parts;
+    saga_partition_method partition;
+} exec_args;
+
+/* PageRank through saga_net_pagerank on a backend: the same scores as pr_run, in memory or
+ * streamed under --device-mem. */
+static saga_status pagerank_exec(double **scores, pr_result *r, saga_net_stats *ns,
+                                 const saga_graph *g, const pr_opts *po, const exec_args *ea) {
+    saga_status st = SAGA_OK;
+    saga_backend *be = NULL;
+    saga_ctx *c = NULL;
+    saga_net *net = NULL;
+    double *x = NULL;
+    saga_backend_params bp = saga_backend_params_defaults();
+    bp.budget_bytes = ea->device_mem;
+    SAGA_TRY(saga_backend_open(&be, ea->device ? ea->device : "cpu", &bp));
+    SAGA_TRY(saga_ctx_new(&c, be, 0));
+    saga_net_opts no = saga_net_opts_defaults();
+    no.exec = ea->stream ? SAGA_EXEC_STREAM : SAGA_EXEC_AUTO;
+    no.parts = ea->parts;
+    no.partition = ea->partition;
+    SAGA_TRY(saga_net_new(&net, c, g, &no));
+    int32_t n = saga_graph_n_vertices(g);
+    SAGA_TRY(saga_alloc_array((void **)&x, n ? (size_t)n : 1, sizeof *x, "pagerank scores"));
+    double t0 = saga_now();
+    SAGA_TRY(saga_net_pagerank(net, po->damping, po->tol, po->max_iters, x, &r->iterations,
+                               &r->l1_change));
+    r->seconds = saga_now() - t0;
+    r->converged = r->l1_change < po->tol;
+    saga_net_get_stats(net, ns);
+    *scores = x;
+    x = NULL;
+fail:
+    saga_free(x);
+    saga_net_free(&net);
+    saga_ctx_free(&c);
+    saga_backend_free_all(&be);
+    return st;
+}
+
 static void progress(void *ud, int iteration, double l1) {
     cli_progress(ud, "pagerank: iteration %d, L1 change %.3g", iteration, l1);
 }
@@ -134,6 +204,7 @@ static int pagerank_main(int argc, char **argv) {
     bool allow_unconverged = false;
     pr_opts po = pr_opts_defaults();
     int64_t v = 0, k = 10;
+    exec_args ea = {.partition = SAGA_PARTITION_METIS};
     int o;
     cli_begin(&c, &cli_cmd_pagerank, argc, argv);
     while ((o = cli_next(&c, &arg)) >= 0) {
@@ -159,6 +230,33 @@ static int pagerank_main(int argc, char **argv) {
         case OPT_ALLOW_UNCONVERGED:
             allow_unconverged = true;
             break;
+        case OPT_DEVICE:
+            ea.device = arg;
+            break;
+        case OPT_DEVICE_MEM:
+            bad = cli_size(&c, "--device-mem", arg, &ea.device_mem);
+            break;
+        case OPT_STREAM:
+            ea.stream = true;
+            break;
+        case OPT_PARTS:
+            if (!(bad = cli_int(&c, "--parts", arg, 1, 1 << 30, &v)))
+                ea.parts = (int32_t)v;
+            break;
+        case OPT_PARTITION:
+            if (strcmp(arg, "metis") == 0)
+                ea.partition = SAGA_PARTITION_METIS;
+            else if (strcmp(arg, "contiguous") == 0)
+                ea.partition = SAGA_PARTITION_CONTIGUOUS;
+            else if (strcmp(arg, "random") == 0)
+                ea.partition = SAGA_PARTITION_RANDOM;
+            else
+                bad =
+                    cli_usage(&c, "--partition must be metis, contiguous or random, got '%s'", arg);
+            break;
+        case OPT_STATS:
+            ea.stats = true;
+            break;
         }
         if (bad)
             return bad;
@@ -180,7 +278,10 @@ static int pagerank_main(int argc, char **argv) {
     cli_say(&c, "graph: %s vertices, %s edges%s (loaded in %.3f s)\n", cli_count(b1, sizeof b1, n),
             cli_count(b2, sizeof b2, saga_graph_n_edges(g)),
             saga_graph_has_weights(g) ? ", weights ignored" : "", load_s);
-    if (pr_run(&x, &r, g, &po, progress, &c) < 0)
+    bool exec = ea.device || ea.device_mem || ea.stream || ea.stats || ea.parts;
+    saga_net_stats ns = {0};
+    if (exec ? pagerank_exec(&x, &r, &ns, g, &po, &ea) < 0
+             : pr_run(&x, &r, g, &po, progress, &c) < 0)
         goto fail;
     cli_progress_end(&c);
     if (!r.converged) {
@@ -195,6 +296,16 @@ static int pagerank_main(int argc, char **argv) {
     double per_iter = r.seconds / r.iterations;
     cli_say(&c, "pagerank: %s in %d iterations (L1 change %.3g), %.3f ms per iteration\n",
             r.converged ? "converged" : "stopped", r.iterations, r.l1_change, per_iter * 1e3);
+    if (exec) {
+        char b3[32], b4[32], b5[32];
+        cli_say(&c,
+                "memory: %s; peak device %s; %s host->device, %s device->host, %.0f%% of copy "
+                "time hidden\n",
+                ns.streamed ? "streamed" : "in memory",
+                cli_bytes(b3, sizeof b3, (int64_t)ns.peak_device_bytes),
+                cli_bytes(b4, sizeof b4, (int64_t)ns.h2d_bytes),
+                cli_bytes(b5, sizeof b5, (int64_t)ns.d2h_bytes), 100 * ns.overlap);
+    }
 
     if (k > n)
         k = n;
@@ -231,6 +342,14 @@ static int pagerank_main(int argc, char **argv) {
         json_key(&j, "seconds"), json_num(&j, r.seconds);
         json_key(&j, "seconds_per_iteration"), json_num(&j, per_iter);
         json_key(&j, "load_seconds"), json_num(&j, load_s);
+        if (exec) {
+            json_key(&j, "streamed"), json_bool(&j, ns.streamed);
+            json_key(&j, "parts"), json_int(&j, ns.parts);
+            json_key(&j, "h2d_bytes"), json_int(&j, (int64_t)ns.h2d_bytes);
+            json_key(&j, "d2h_bytes"), json_int(&j, (int64_t)ns.d2h_bytes);
+            json_key(&j, "peak_device_bytes"), json_int(&j, (int64_t)ns.peak_device_bytes);
+            json_key(&j, "overlap"), json_num(&j, ns.overlap);
+        }
         json_key(&j, "top");
         json_array_begin(&j);
         for (int64_t i = 0; i < k; i++) {

@@ -7,6 +7,7 @@
 #include "saga_log.h"
 #include "sched_impl.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -78,6 +79,8 @@ struct saga_net {
     float *x; /* user input in the net's order (n x in_cols) */
     int64_t in_cols;
     bool x_changed;
+    bool pagerank; /* prepared for saga_net_pagerank: no stages, f64 vertex values */
+    struct pr_state *pr;
 
     /* prepared */
     bool ready;
@@ -104,6 +107,9 @@ struct saga_net {
     saga_net_stats stats;
     char desc[96];
 };
+
+struct pr_state;
+static void pr_free(struct pr_state *p);
 
 static int key_of(saga_edge_weight w, bool mean) {
     return (int)w * 2 + (mean ? 1 : 0);
@@ -272,6 +278,9 @@ static void block_free(nblock *b) {
 /* Frees what prepare made (the scheduler's blocks go with it). */
 static void unprepare(saga_net *n) {
     int S = n->n_stages;
+    pr_free(n->pr);
+    saga_free(n->pr);
+    n->pr = NULL;
     if (n->sched)
         saga_ctx_set_pressure(n->c, NULL, NULL);
     saga_sched_free(&n->sched);
@@ -580,6 +589,18 @@ fail:
  * for the next step's prefetch, plus the compute's own tensors, estimated). */
 static size_t step_estimate(const saga_net *n, bool train, size_t *max_work) {
     size_t worst = 0, wmax = 0;
+    if (n->pagerank) {
+        /* a step holds the part's CSR, the halo's contributions and four f64 vectors of it */
+        for (int32_t d = 0; d < n->k; d++) {
+            const nblock *b = &n->blk[d];
+            size_t P = (size_t)(b->v1 - b->v0), H = (size_t)b->n_halo, mb = (size_t)(b->e1 - b->e0);
+            size_t need = 2 * ((P + 1) * 8 + mb * 4 + H * 8 + P * 8 * 4);
+            worst = need > worst ? need : worst;
+        }
+        if (max_work)
+            *max_work = 4096;
+        return worst;
+    }
     for (int32_t d = 0; d < n->k; d++) {
         const nblock *b = &n->blk[d];
         size_t P = (size_t)(b->v1 - b->v0), H = (size_t)b->n_halo, mb = (size_t)(b->e1 - b->e0);
@@ -613,6 +634,10 @@ static size_t step_estimate(const saga_net *n, bool train, size_t *max_work) {
 
 /* Everything resident at once: the in-memory footprint. */
 static size_t memory_estimate(const saga_net *n, bool train) {
+    if (n->pagerank) {
+        size_t m = (size_t)saga_graph_n_edges(n->g_user);
+        return (size_t)(n->n + 1) * 8 + m * 4 + (size_t)n->n * 8 * 6 + 4096;
+    }
     size_t total = (size_t)(n->n + 1) * 16 + (size_t)n->m * 20 * (train ? 2 : 1);
     size_t act = (size_t)n->n * (size_t)n->in_cols * 4, widest = 0;
     for (int s = 0; s < n->n_stages; s++) {
@@ -763,10 +788,10 @@ fail:
 static saga_status prepare(saga_net *n, bool train) {
     saga_status st = SAGA_OK;
     saga_graph *g = NULL;
-    SAGA_CHECK(n->n_stages > 0 && n->x, SAGA_ERR_INVALID_ARG,
-               "saga_net: needs stages and input rows (saga_net_set_input) before running");
     if (n->ready)
         return SAGA_OK;
+    SAGA_CHECK(n->pagerank || (n->n_stages > 0 && n->x), SAGA_ERR_INVALID_ARG,
+               "saga_net: needs stages and input rows (saga_net_set_input) before running");
     saga_backend_stats bs;
     saga_backend_get_stats(n->be, &bs);
     size_t budget = bs.budget_bytes;
@@ -847,7 +872,8 @@ static saga_status prepare(saga_net *n, bool train) {
                    (size_t)n->in_cols * sizeof(float));
         saga_free(tmp);
     }
-    SAGA_TRY(stage_blocks(n, true));
+    if (!n->pagerank)
+        SAGA_TRY(stage_blocks(n, true));
     if (!n->ids) {
         SAGA_TRY(
             saga_alloc_array((void **)&n->iota, (size_t)n->n + 1, sizeof(int32_t), "vertex ids"));
@@ -1217,6 +1243,25 @@ fail:
     return st;
 }
 
+/* The last call's figures from the backend's and the scheduler's counters. */
+static void collect_stats(saga_net *n, double t0) {
+    saga_backend_stats bs;
+    saga_backend_get_stats(n->be, &bs);
+    if (n->sched) {
+        saga_sched_stats ss;
+        saga_sched_get_stats(n->sched, &ss);
+        n->stats.wait_seconds = ss.wait_seconds;
+    }
+    n->stats.h2d_bytes = bs.h2d_bytes;
+    n->stats.d2h_bytes = bs.d2h_bytes;
+    n->stats.peak_device_bytes = bs.peak_bytes;
+    n->stats.budget_bytes = bs.budget_bytes;
+    n->stats.copy_seconds = bs.copy_seconds;
+    double cs = n->stats.copy_seconds, w = n->stats.wait_seconds;
+    n->stats.overlap = cs > 0 ? 1.0 - (w < cs ? w : cs) / cs : 0.0;
+    n->stats.seconds = saga_now() - t0;
+}
+
 /* A call: invalidations, the plan, its steps, statistics. */
 static saga_status run(saga_net *n, bool train, double *loss_out) {
     saga_status st = SAGA_OK;
@@ -1275,22 +1320,7 @@ fail:
     if (st < 0 && n->sched)
         (void)saga_sched_finish(n->sched);
     saga_free(sd);
-    saga_backend_stats bs;
-    saga_backend_get_stats(n->be, &bs);
-    saga_sched_stats ss;
-    if (n->sched) {
-        saga_sched_get_stats(n->sched, &ss);
-        n->stats.wait_seconds = ss.wait_seconds;
-    }
-    n->stats.h2d_bytes = bs.h2d_bytes;
-    n->stats.d2h_bytes = bs.d2h_bytes;
-    n->stats.peak_device_bytes = bs.peak_bytes;
-    n->stats.budget_bytes = bs.budget_bytes;
-    n->stats.copy_seconds = bs.copy_seconds;
-    double cs = n->stats.copy_seconds;
-    n->stats.overlap =
-        cs > 0 ? 1.0 - (n->stats.wait_seconds < cs ? n->stats.wait_seconds : cs) / cs : 0.0;
-    n->stats.seconds = saga_now() - t0;
+    collect_stats(n, t0);
     return st;
 }
 
@@ -1326,4 +1356,233 @@ void saga_net_get_stats(const saga_net *n, saga_net_stats *s) {
 
 const char *saga_net_describe(const saga_net *n) {
     return n->ready ? n->desc : "not prepared";
+}
+
+/* ---- PageRank ----------------------------------------------------------------------------- */
+
+/* The f64 vectors of one part. */
+typedef struct pr_part {
+    saga_blk *inv, *dang; /* 1 / out-degree (0 without out-edges); 1 where there are none */
+    saga_blk *x[2];       /* ranks, alternating between iterations */
+    saga_blk *c;          /* contributions x / out-degree */
+    saga_blk *halo;       /* the contributions of the halo (the part's own c in memory) */
+} pr_part;
+
+struct pr_state {
+    pr_part *parts;
+    double *h_inv, *h_dang, *h_x[2], *h_c;
+    rows_io *io;
+};
+typedef struct pr_state pr_state;
+
+static void pr_free(pr_state *p) {
+    if (!p)
+        return;
+    saga_free(p->parts);
+    saga_free(p->h_inv);
+    saga_free(p->h_dang);
+    saga_free(p->h_x[0]);
+    saga_free(p->h_x[1]);
+    saga_free(p->h_c);
+    saga_free(p->io);
+}
+
+static saga_status pr_blocks(saga_net *n, pr_state *p) {
+    saga_status st = SAGA_OK;
+    size_t nn = (size_t)n->n;
+    int32_t k = n->k;
+    double **hs[] = {&p->h_inv, &p->h_dang, &p->h_x[0], &p->h_x[1], &p->h_c};
+    for (size_t i = 0; i < sizeof hs / sizeof hs[0]; i++)
+        SAGA_TRY(saga_alloc_array((void **)hs[i], nn + 1, sizeof(double), "pagerank vectors"));
+    for (int32_t v = 0; v < n->n; v++) {
+        int64_t deg = n->out_off[v + 1] - n->out_off[v];
+        p->h_inv[v] = deg ? 1.0 / (double)deg : 0.0;
+        p->h_dang[v] = deg ? 0.0 : 1.0;
+    }
+    SAGA_TRY(saga_alloc_zeroed((void **)&p->parts, (size_t)k, sizeof *p->parts, "pagerank parts"));
+    SAGA_TRY(saga_alloc_zeroed((void **)&p->io, (size_t)k, sizeof *p->io, "pagerank copies"));
+    for (int32_t d = 0; d < k; d++) {
+        nblock *b = &n->blk[d];
+        pr_part *q = &p->parts[d];
+        size_t P = (size_t)(b->v1 - b->v0) * sizeof(double);
+        if (!(q->inv = input_block(n, p->h_inv + b->v0, P, "out-degrees")) ||
+            !(q->dang = input_block(n, p->h_dang + b->v0, P, "sinks")))
+            goto oom;
+        for (int i = 0; i < 2; i++) {
+            if (!(q->x[i] = saga_sched_block(n->sched, P, SAGA_BLK_TEMP, "ranks")))
+                goto oom;
+            saga_blk_set_host(q->x[i], p->h_x[i] + b->v0);
+        }
+        if (!(q->c = saga_sched_block(n->sched, P, SAGA_BLK_TEMP, "contributions")))
+            goto oom;
+        saga_blk_set_host(q->c, p->h_c + b->v0);
+        if (k == 1) {
+            q->halo = q->c;
+        } else {
+            /* a row of one double is two floats to the row copier */
+            p->io[d] =
+                (rows_io){.src = (const float *)p->h_c, .rows = b->halo, .n = b->n_halo, .cols = 2};
+            if (!(q->halo = saga_sched_block(n->sched, (size_t)b->n_halo * sizeof(double),
+                                             SAGA_BLK_INPUT, "halo contributions")))
+                goto oom;
+            saga_blk_set_pack(q->halo, rows_pack, NULL, &p->io[d]);
+        }
+        if (!b->b_off &&
+            !(b->b_off = input_block(n, b->off, (P / 8 + 1) * sizeof(int64_t), "tile offsets")))
+            goto oom;
+        if (!b->b_src &&
+            !(b->b_src = input_block(n, b->src, (size_t)(b->e1 - b->e0) * sizeof(int32_t),
+                                     "tile sources")))
+            goto oom;
+    }
+    return SAGA_OK;
+oom:
+    st = saga_error(SAGA_ERR_OUT_OF_MEMORY, "out of memory for PageRank's blocks");
+fail:
+    return st;
+}
+
+saga_status saga_net_pagerank(saga_net *n, double damping, double tol, int max_iter, double *rank,
+                              int *iterations, double *l1_out) {
+    saga_status st = SAGA_OK;
+    double t0 = saga_now();
+    SAGA_CHECK(n && rank, SAGA_ERR_INVALID_ARG, "saga_net_pagerank: net and output must be given");
+    SAGA_CHECK(n->n_stages == 0, SAGA_ERR_INVALID_ARG, "saga_net_pagerank: the net has stages");
+    SAGA_CHECK(
+        damping >= 0 && damping < 1 && tol > 0 && max_iter >= 1, SAGA_ERR_INVALID_ARG,
+        "saga_net_pagerank: damping must be in [0, 1), tol > 0, max_iter >= 1 (got %g, %g, %d)",
+        damping, tol, max_iter);
+    SAGA_CHECK(n->n > 0, SAGA_ERR_INVALID_ARG, "saga_net_pagerank: the graph has no vertices");
+    const saga_kernels *K = n->be->kernels;
+    SAGA_CHECK(K->spmv_f64 && K->mul_f64 && K->dot_f64 && K->l1_diff_f64 && K->add_scalar_f64 &&
+                   K->fill_f64,
+               SAGA_ERR_UNSUPPORTED, "saga_net_pagerank: backend %s lacks the f64 kernels",
+               n->be->name);
+    n->pagerank = true;
+    SAGA_TRY(prepare(n, false));
+    if (!n->pr) {
+        SAGA_TRY(saga_alloc_zeroed((void **)&n->pr, 1, sizeof *n->pr, "PageRank state"));
+        st = pr_blocks(n, n->pr);
+        if (st < 0) {
+            pr_free(n->pr);
+            saga_free(n->pr);
+            n->pr = NULL;
+            goto fail;
+        }
+    }
+    pr_state p = *n->pr;
+    saga_backend_reset_stats(n->be);
+    saga_sched_reset_stats(n->sched);
+    int32_t k = n->k;
+    saga_sched *sc = n->sched;
+    saga_stream *s = saga_backend_default_stream(n->be);
+
+    /* the plan of max_iter iterations, left at convergence */
+    saga_sched_plan_begin(sc);
+    for (int32_t d = 0; d < k; d++) {
+        int t = saga_sched_step(sc);
+        saga_sched_use(sc, t, p.parts[d].x[0], SAGA_USE_WRITE, 0);
+    }
+    for (int it = 0; it < max_iter; it++) {
+        int xi = it % 2;
+        for (int32_t d = 0; d < k; d++) {
+            int t = saga_sched_step(sc);
+            pr_part *q = &p.parts[d];
+            saga_sched_use(sc, t, q->x[xi], SAGA_USE_READ, 0);
+            saga_sched_use(sc, t, q->inv, SAGA_USE_READ, 0);
+            saga_sched_use(sc, t, q->dang, SAGA_USE_READ, 0);
+            saga_sched_use(sc, t, q->c, SAGA_USE_WRITE, k > 1 ? SAGA_USE_WRITEBACK : 0);
+        }
+        for (int32_t d = 0; d < k; d++) {
+            int t = saga_sched_step(sc);
+            if (d == 0 && k > 1)
+                saga_sched_step_barrier(sc, t);
+            pr_part *q = &p.parts[d];
+            nblock *b = &n->blk[d];
+            if (q->halo != q->c)
+                saga_sched_use(sc, t, q->halo, SAGA_USE_READ, 0);
+            saga_sched_use(sc, t, b->b_off, SAGA_USE_READ, 0);
+            saga_sched_use(sc, t, b->b_src, SAGA_USE_READ, 0);
+            saga_sched_use(sc, t, q->x[xi], SAGA_USE_READ, 0);
+            if (q->halo == q->c)
+                saga_sched_use(sc, t, q->c, SAGA_USE_READ, 0);
+            saga_sched_use(sc, t, q->x[1 - xi], SAGA_USE_WRITE, 0);
+        }
+    }
+    /* the ranks of the last iteration are read after it: kept until downloaded */
+    for (int32_t d = 0; d < k; d++) {
+        int t = saga_sched_step(sc);
+        saga_sched_use(sc, t, p.parts[d].x[max_iter % 2], SAGA_USE_READ, 0);
+    }
+    SAGA_TRY(saga_sched_plan_end(sc));
+
+    int t = 0, it = 0;
+    double l1 = INFINITY;
+    for (int32_t d = 0; d < k; d++, t++) {
+        SAGA_TRY(saga_sched_begin(sc, t));
+        pr_part *q = &p.parts[d];
+        int64_t P = n->blk[d].v1 - n->blk[d].v0;
+        if (P)
+            SAGA_TRY(K->fill_f64(s, saga_blk_dev(q->x[0]), P, 1.0 / n->n));
+        SAGA_TRY(saga_sched_end(sc, t));
+    }
+    while (it < max_iter) {
+        int xi = it % 2;
+        double dangling = 0;
+        if (k > 1)
+            for (int32_t d = 0; d < k; d++)
+                saga_blk_host_changed(p.parts[d].halo);
+        for (int32_t d = 0; d < k; d++, t++) {
+            SAGA_TRY(saga_sched_begin(sc, t));
+            pr_part *q = &p.parts[d];
+            int64_t P = n->blk[d].v1 - n->blk[d].v0;
+            double part = 0;
+            const double *x = saga_blk_dev(q->x[xi]);
+            if (P) {
+                SAGA_TRY(K->dot_f64(s, P, x, saga_blk_dev(q->dang), &part));
+                SAGA_TRY(K->mul_f64(s, P, x, saga_blk_dev(q->inv), saga_blk_dev(q->c)));
+            }
+            dangling += part;
+            SAGA_TRY(saga_sched_end(sc, t));
+        }
+        const double base = (1.0 - damping) / n->n + damping * dangling / n->n;
+        l1 = 0;
+        for (int32_t d = 0; d < k; d++, t++) {
+            SAGA_TRY(saga_sched_begin(sc, t));
+            pr_part *q = &p.parts[d];
+            nblock *b = &n->blk[d];
+            int64_t P = b->v1 - b->v0;
+            double part = 0;
+            double *y = saga_blk_dev(q->x[1 - xi]);
+            saga_csr_dev A = {
+                P, b->n_halo, b->e1 - b->e0, saga_blk_dev(b->b_off), saga_blk_dev(b->b_src), NULL};
+            if (P) {
+                SAGA_TRY(K->spmv_f64(s, &A, damping, saga_blk_dev(q->halo), 0.0, y));
+                SAGA_TRY(K->add_scalar_f64(s, P, base, y));
+                SAGA_TRY(K->l1_diff_f64(s, P, y, saga_blk_dev(q->x[xi]), &part));
+            }
+            l1 += part;
+            SAGA_TRY(saga_sched_end(sc, t));
+        }
+        it++;
+        if (l1 < tol)
+            break;
+    }
+    SAGA_TRY(saga_sched_finish(sc));
+    for (int32_t d = 0; d < k; d++)
+        SAGA_TRY(saga_sched_download(sc, p.parts[d].x[it % 2]));
+    SAGA_TRY(saga_sched_finish(sc));
+    const double *res = p.h_x[it % 2];
+    for (int32_t v = 0; v < n->n; v++)
+        rank[n->ids ? n->ids[v] : v] = res[v];
+    if (iterations)
+        *iterations = it;
+    if (l1_out)
+        *l1_out = l1;
+fail:
+    if (n && n->sched) {
+        (void)saga_sched_finish(n->sched);
+        collect_stats(n, t0);
+    }
+    return st;
 }

@@ -95,6 +95,15 @@ saga_status saga_net_forward(saga_net *n, float *out);
  * added to (the caller's optimizer steps them). *loss = the sum of the blocks' losses. */
 saga_status saga_net_train_step(saga_net *n, double *loss);
 
+/* PageRank of the net's graph in f64 through the same blocks (in memory or streamed): damping
+ * d in [0, 1), teleport and the rank of vertices without out-edges spread uniformly, from 1/n,
+ * until the L1 change of an iteration is below tol or max_iter iterations ran. rank (n entries,
+ * by the graph's ids) gets the ranks; *iterations and *l1 (may be NULL) what ran. A net used for
+ * PageRank has no stages. Errors: SAGA_ERR_INVALID_ARG for arguments out of range, those of the
+ * budget as for the other runs. */
+saga_status saga_net_pagerank(saga_net *n, double damping, double tol, int max_iter, double *rank,
+                              int *iterations, double *l1);
+
 typedef struct saga_net_stats {
     bool streamed;
     int32_t parts;

@@ -549,6 +549,15 @@ fail:
     return st;
 }
 
+saga_status saga_sched_download(saga_sched *s, saga_blk *b) {
+    saga_status st = SAGA_OK;
+    if (b->dev && b->dev_valid && !b->host_valid)
+        SAGA_TRY(writeback(s, b));
+    SAGA_TRY(wait_copy(s, b));
+fail:
+    return st;
+}
+
 bool saga_sched_give_back(saga_sched *s, size_t bytes) {
     size_t freed = 0;
     while (freed < bytes) {

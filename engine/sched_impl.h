@@ -132,6 +132,9 @@ saga_status saga_sched_end(saga_sched *s, int t);
 /* Evicts blocks that the running step does not use (furthest next use first) until bytes are
  * freed or none is left; returns whether any was. For memory the compute needs more urgently. */
 bool saga_sched_give_back(saga_sched *s, size_t bytes);
+/* After a plan was left before its end: makes b's host copy current (writing it back and waiting
+ * when only the device has it). No step may be running. */
+saga_status saga_sched_download(saga_sched *s, saga_blk *b);
 /* Waits until the copies in flight (write-backs included) have completed: the host copies are
  * then current. */
 saga_status saga_sched_finish(saga_sched *s);

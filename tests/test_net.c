@@ -357,6 +357,87 @@ static void test_net_budget_too_small(void **state) {
     saga_backend_free_all(&be);
 }
 
+/* PageRank by plain power iteration in double, n iterations from 1/n. */
+static void pagerank_ref(const saga_graph *g, double dmp, int iters, double *x) {
+    int32_t n = saga_graph_n_vertices(g);
+    saga_csr in = saga_graph_in(g), out = saga_graph_out(g);
+    double *y = test_malloc((size_t)n * sizeof *y);
+    for (int32_t v = 0; v < n; v++)
+        x[v] = 1.0 / n;
+    for (int it = 0; it < iters; it++) {
+        double dang = 0;
+        for (int32_t u = 0; u < n; u++)
+            if (out.offsets[u + 1] == out.offsets[u])
+                dang += x[u];
+        for (int32_t v = 0; v < n; v++) {
+            double s = 0;
+            for (int64_t k = in.offsets[v]; k < in.offsets[v + 1]; k++) {
+                int32_t u = in.indices[k];
+                s += x[u] / (double)(out.offsets[u + 1] - out.offsets[u]);
+            }
+            y[v] = (1 - dmp) / n + dmp * dang / n + dmp * s;
+        }
+        memcpy(x, y, (size_t)n * sizeof *x);
+    }
+    test_free(y);
+}
+
+/* Runs PageRank through a net on a backend with budget (0: none); returns the peak. */
+static size_t pagerank_net(size_t budget, saga_partition_method pm, double *rank,
+                           saga_net_stats *st) {
+    saga_backend_params bp = saga_backend_params_defaults();
+    bp.budget_bytes = budget;
+    saga_backend *be = NULL;
+    assert_int_equal(saga_backend_cpu_new(&be, &bp), SAGA_OK);
+    saga_ctx *c = NULL;
+    assert_int_equal(saga_ctx_new(&c, be, 1), SAGA_OK);
+    saga_net_opts no = saga_net_opts_defaults();
+    no.partition = pm;
+    saga_net *net = NULL;
+    assert_int_equal(saga_net_new(&net, c, D.g, &no), SAGA_OK);
+    int iters = 0;
+    double l1 = 0;
+    saga_status rc = saga_net_pagerank(net, 0.85, 1e-300, 30, rank, &iters, &l1);
+    if (rc != SAGA_OK)
+        fail_msg("pagerank with budget %zu: %s", budget, saga_last_error());
+    assert_int_equal(iters, 30);
+    saga_net_get_stats(net, st);
+    saga_net_free(&net);
+    saga_ctx_free(&c);
+    saga_backend_free_all(&be);
+    return st->peak_device_bytes;
+}
+
+static void test_net_pagerank_streamed_equals_memory(void **state) {
+    (void)state;
+    data_load();
+    int32_t n = D.n;
+    double *ref = test_malloc((size_t)n * sizeof *ref), *mem = test_malloc((size_t)n * sizeof *mem),
+           *str = test_malloc((size_t)n * sizeof *str);
+    pagerank_ref(D.g, 0.85, 30, ref);
+    saga_net_stats st;
+    size_t peak = pagerank_net(0, SAGA_PARTITION_METIS, mem, &st);
+    assert_false(st.streamed);
+    for (int32_t v = 0; v < n; v++)
+        if (!(fabs(mem[v] - ref[v]) <= 1e-12 * ref[v]))
+            fail_msg("in memory, vertex %d: %.17g, reference %.17g", v, mem[v], ref[v]);
+    static const int over[] = {4, 16};
+    for (int i = 0; i < 2; i++) {
+        pagerank_net(peak / (size_t)over[i], SAGA_PARTITION_METIS, str, &st);
+        print_message("  pagerank, budget 1/%d of %zu: %d parts, peak %zu, h2d %llu\n", over[i],
+                      peak, (int)st.parts, st.peak_device_bytes, (unsigned long long)st.h2d_bytes);
+        assert_true(st.streamed);
+        assert_true(st.peak_device_bytes <= st.budget_bytes);
+        for (int32_t v = 0; v < n; v++)
+            if (!(fabs(str[v] - mem[v]) <= 1e-12 * mem[v]))
+                fail_msg("streamed 1/%d, vertex %d: %.17g, in memory %.17g", over[i], v, str[v],
+                         mem[v]);
+    }
+    test_free(ref);
+    test_free(mem);
+    test_free(str);
+}
+
 static int teardown(void **state) {
     (void)state;
     saga_graph_free(&D.g);
@@ -373,6 +454,7 @@ int main(void) {
         cmocka_unit_test(test_net_memory_equals_program_run),
         cmocka_unit_test(test_net_metis_moves_fewer_bytes),
         cmocka_unit_test(test_net_budget_too_small),
+        cmocka_unit_test(test_net_pagerank_streamed_equals_memory),
     };
     return cmocka_run_group_tests(tests, NULL, teardown);
 }
