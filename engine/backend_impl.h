@@ -201,6 +201,13 @@ typedef struct saga_kernels {
      * Bitwise. SAGA_ERR_INVALID_ARG for momentum != 0 without buf. */
     saga_status (*sgd_f32)(saga_stream *s, int64_t n, float lr, float momentum, float weight_decay,
                            bool nesterov, float *param, const float *grad, float *buf);
+    /* dropout_f32 over rows that stand for rows row_ids[r] of a larger tensor: element (r, j) of
+     * x (rows x cols) keeps with keep(seed, row_ids[r] * cols + j), the formula of dropout_f32,
+     * so a block of vertices in any order draws the whole tensor's mask for them. The ids are
+     * trusted (non-negative). Bitwise. SAGA_ERR_INVALID_ARG when p is outside [0, 1). */
+    saga_status (*dropout_rows_f32)(saga_stream *s, int64_t rows, int64_t cols, float p,
+                                    uint64_t seed, const int32_t *row_ids, const float *x,
+                                    float *y);
 } saga_kernels;
 
 typedef enum saga_copy_kind {

@@ -61,6 +61,7 @@ typedef struct nblock {
     int64_t *tperm;    /* m_b: transposed position -> block edge */
     float *vout[N_KEYS];
     saga_blk *b_off, *b_src, *b_edst, *b_toff, *b_tdst, *b_self;
+    saga_blk *b_ids, *b_eids; /* streamed: the graph's ids of the rows, the edges' indices */
     saga_blk *b_vin[N_KEYS], *b_vout[N_KEYS];
     bplan *plans;
     int n_plans;
@@ -95,6 +96,7 @@ struct saga_net {
     int64_t *out_off; /* the transpose's offsets (out-degrees) */
     int64_t m;
     float *vals[N_KEYS]; /* per (weight mode, mean): edge values in in-CSR order */
+    int32_t *eids;       /* streamed: each edge's index in the in-memory edge order */
     nblock *blk;
     saga_sched *sched;
     /* per stage s = 0..S and block: act[s] is stage s's input (act[S] the output) */
@@ -320,6 +322,8 @@ static void unprepare(saga_net *n) {
         saga_free(hosts[t]);
     }
     n->act_host = n->grad_host = n->saved_host = NULL;
+    saga_free(n->eids);
+    n->eids = NULL;
     saga_free(n->h_off);
     saga_free(n->h_src);
     saga_free(n->h_w);
@@ -505,6 +509,9 @@ static saga_status block_blocks(saga_net *n, nblock *b, const stage *s, bool tra
         goto oom;
     if (!fused && !b->b_edst &&
         !(b->b_edst = input_block(n, b->edst, mb * sizeof(int32_t), "tile destinations")))
+        goto oom;
+    if (!fused && n->eids && !b->b_eids &&
+        !(b->b_eids = input_block(n, n->eids + b->e0, mb * sizeof(int32_t), "edge ids")))
         goto oom;
     bool mean = fused && s->p.gather == SAGA_GATHER_MEAN;
     int key = key_of(s->p.edge_weight, mean);
@@ -774,6 +781,12 @@ static saga_status stage_blocks(saga_net *n, bool train) {
             }
         }
     }
+    for (int32_t d = 0; d < k && n->ids; d++) {
+        nblock *b = &n->blk[d];
+        if (!(b->b_ids = input_block(n, n->ids + b->v0, (size_t)(b->v1 - b->v0) * sizeof(int32_t),
+                                     "vertex ids")))
+            goto oom;
+    }
     for (int s = 0; s < S; s++)
         if (n->stages[s].kind == STAGE_PROGRAM)
             for (int32_t d = 0; d < k; d++)
@@ -782,6 +795,43 @@ static saga_status stage_blocks(saga_net *n, bool train) {
 oom:
     st = saga_error(SAGA_ERR_OUT_OF_MEMORY, "out of memory for the net's blocks");
 fail:
+    return st;
+}
+
+/* For a renumbered graph: each placed edge's index in the placed in-CSR of the graph as given
+ * (the in-memory edge order), so that edge dropout masks do not depend on the parts. */
+static saga_status edge_ids(saga_net *n) {
+    saga_status st = SAGA_OK;
+    int64_t *off = NULL, m = 0;
+    int32_t *src = NULL;
+    float *w = NULL;
+    SAGA_TRY(saga_place_in_csr(n->g_user, n->o.self_loops == SAGA_DGRAPH_SELF_LOOPS_ADD, &off, &src,
+                               &w, &m));
+    SAGA_CHECK(m == n->m, SAGA_ERR_INTERNAL, "saga_net: %lld edges placed, %lld renumbered",
+               (long long)m, (long long)n->m);
+    SAGA_TRY(saga_alloc_array((void **)&n->eids, m ? (size_t)m : 1, sizeof(int32_t), "edge ids"));
+    for (int32_t v2 = 0; v2 < n->n; v2++) {
+        int32_t v = n->ids[v2];
+        int64_t lo = off[v], hi = off[v + 1], run = 0;
+        for (int64_t k = n->h_off[v2]; k < n->h_off[v2 + 1]; k++) {
+            int32_t u = n->ids[n->h_src[k]];
+            /* parallel edges: the j-th copy here is the j-th copy there */
+            run = k > n->h_off[v2] && n->h_src[k - 1] == n->h_src[k] ? run + 1 : 0;
+            int64_t a = lo, b = hi;
+            while (a < b) {
+                int64_t mid = a + (b - a) / 2;
+                if (src[mid] < u)
+                    a = mid + 1;
+                else
+                    b = mid;
+            }
+            n->eids[k] = (int32_t)(a + run);
+        }
+    }
+fail:
+    saga_free(off);
+    saga_free(src);
+    saga_free(w);
     return st;
 }
 
@@ -872,6 +922,12 @@ static saga_status prepare(saga_net *n, bool train) {
                    (size_t)n->in_cols * sizeof(float));
         saga_free(tmp);
     }
+    bool batched = false;
+    for (int s = 0; s < n->n_stages; s++)
+        batched =
+            batched || (n->stages[s].kind == STAGE_PROGRAM && !saga_prog_fused(&n->stages[s].p));
+    if (n->ids && batched)
+        SAGA_TRY(edge_ids(n));
     if (!n->pagerank)
         SAGA_TRY(stage_blocks(n, true));
     if (!n->ids) {
@@ -933,6 +989,8 @@ static void use_graph(saga_net *n, int t, nblock *b, const stage *sg, bool bwd) 
     bool offload = bwd && fused && n->o.saved == SAGA_SAVED_OFFLOAD;
     if (!offload)
         saga_sched_use(S, t, b->b_src, SAGA_USE_READ, 0);
+    if (!fused && b->b_eids)
+        saga_sched_use(S, t, b->b_eids, SAGA_USE_READ, 0);
     if (b->b_self)
         saga_sched_use(S, t, b->b_self, SAGA_USE_READ, 0);
     if (!fused) {
@@ -968,6 +1026,8 @@ static saga_status plan(saga_net *n, bool train, stepdesc **out, int *n_out) {
         const stage *sg = &n->stages[s];
         for (int32_t d = 0; d < k; d++) {
             int t = saga_sched_step(sc);
+            if (n->blk[d].b_ids)
+                saga_sched_use(sc, t, n->blk[d].b_ids, SAGA_USE_READ, 0);
             if (d == 0 && k > 1 && s > 0 && sg->kind == STAGE_PROGRAM)
                 saga_sched_step_barrier(sc, t);
             if (sg->kind == STAGE_PROGRAM) {
@@ -986,6 +1046,8 @@ static saga_status plan(saga_net *n, bool train, stepdesc **out, int *n_out) {
     if (train) {
         for (int32_t d = 0; d < k; d++) {
             int t = saga_sched_step(sc);
+            if (n->blk[d].b_ids)
+                saga_sched_use(sc, t, n->blk[d].b_ids, SAGA_USE_READ, 0);
             saga_sched_use(sc, t, n->act[S][d], SAGA_USE_READ, 0);
             saga_sched_use(sc, t, n->grad[S][d], SAGA_USE_WRITE, 0);
             sd[cnt++] = (stepdesc){PH_LOSS, S, d};
@@ -995,6 +1057,10 @@ static saga_status plan(saga_net *n, bool train, stepdesc **out, int *n_out) {
             bool summed_in = k > 1 && s + 1 < S && n->stages[s + 1].kind == STAGE_PROGRAM;
             for (int32_t d = 0; d < k; d++) {
                 int t = saga_sched_step(sc);
+                if (n->blk[d].b_ids)
+                    saga_sched_use(sc, t, n->blk[d].b_ids, SAGA_USE_READ, 0);
+                if (n->blk[d].b_ids)
+                    saga_sched_use(sc, t, n->blk[d].b_ids, SAGA_USE_READ, 0);
                 if (d == 0 && summed_in)
                     saga_sched_step_barrier(sc, t);
                 saga_sched_use(sc, t, n->grad[s + 1][d], SAGA_USE_READ, 0);
@@ -1057,6 +1123,7 @@ static void block_view(saga_net *n, nblock *b, const stage *sg, saga_prog_view *
         v->vals_out = b->b_vout[key] ? saga_blk_dev(b->b_vout[key]) : NULL;
     } else {
         v->weights = vin;
+        v->d_edge_ids = b->b_eids ? saga_blk_dev(b->b_eids) : NULL;
         int64_t mx = sg->p.max_batch_edges > 0 ? sg->p.max_batch_edges : NET_DEFAULT_BATCH_EDGES;
         for (int i = 0; i < b->n_plans; i++)
             if (b->plans[i].max_edges == mx) {
@@ -1100,8 +1167,8 @@ static saga_status check_width(const saga_tensor *out, const stage *sg, int s) {
 /* Stage s's output for block d: the rows of the stage's input (H, n_halo rows, or the block's own
  * rows for a vertex stage) through the user's functions. *gathered gets the program's gathered
  * values. */
-static saga_tensor *stage_rows(saga_net *n, int s, int32_t d, saga_tensor *H,
-                               saga_tensor *gathered_in, saga_tensor **gathered) {
+static saga_tensor *stage_rows_in(saga_net *n, int s, int32_t d, saga_tensor *H,
+                                  saga_tensor *gathered_in, saga_tensor **gathered) {
     saga_ctx *c = n->c;
     stage *sg = &n->stages[s];
     nblock *b = &n->blk[d];
@@ -1129,6 +1196,20 @@ static saga_tensor *stage_rows(saga_net *n, int s, int32_t d, saga_tensor *H,
     saga_ctx_set_row_base(c, rb);
     if (saga_prog_check_vertex_out(c, out, P, "saga_net") < 0)
         return NULL;
+    return out;
+}
+
+/* Dropout inside the user's functions draws the mask rows of the graph's own vertex ids. */
+static void row_ids_on(saga_net *n, int32_t d) {
+    nblock *b = &n->blk[d];
+    saga_ctx_set_row_ids(n->c, b->b_ids ? saga_blk_dev(b->b_ids) : NULL, b->v1 - b->v0);
+}
+
+static saga_tensor *stage_rows(saga_net *n, int s, int32_t d, saga_tensor *H,
+                               saga_tensor *gathered_in, saga_tensor **gathered) {
+    row_ids_on(n, d);
+    saga_tensor *out = stage_rows_in(n, s, d, H, gathered_in, gathered);
+    saga_ctx_set_row_ids(n->c, NULL, 0);
     return out;
 }
 
@@ -1172,7 +1253,9 @@ static saga_status run_loss(saga_net *n, int32_t d, double *loss) {
     saga_ctx_mark_leaf(c, Y);
     saga_vertex_in vin = {.first = b->v0, .count = P, .gathered = NULL, .self = Y};
     const int32_t *ids = (n->ids ? n->ids : n->iota) + b->v0;
+    row_ids_on(n, d);
     saga_tensor *l = n->loss(c, &vin, ids, n->loss_user);
+    saga_ctx_set_row_ids(c, NULL, 0);
     if (!l)
         SAGA_TRY(ctx_status_or(n, "the loss function"));
     SAGA_CHECK(l->rows == 1 && l->cols == 1 && l->dtype == SAGA_F32, SAGA_ERR_INVALID_ARG,

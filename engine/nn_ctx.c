@@ -26,6 +26,8 @@ struct saga_ctx {
     uint64_t rng_counter;
     bool (*pressure)(void *user, size_t bytes);
     void *pressure_user;
+    const int32_t *row_ids; /* device: the logical rows of a block's rows, or NULL */
+    int64_t n_row_ids;
     int64_t row_base; /* row of the logical tensor that row 0 of a dropout input stands for */
     bool training;
     saga_status status;
@@ -392,6 +394,17 @@ void saga_ctx_set_pressure(saga_ctx *c, bool (*fn)(void *user, size_t bytes), vo
         c->pressure = fn;
         c->pressure_user = user;
     }
+}
+
+void saga_ctx_set_row_ids(saga_ctx *c, const int32_t *ids, int64_t n) {
+    if (c) {
+        c->row_ids = ids;
+        c->n_row_ids = ids ? n : 0;
+    }
+}
+
+const int32_t *saga_ctx_row_ids(const saga_ctx *c, int64_t rows) {
+    return c && c->row_ids && c->n_row_ids == rows ? c->row_ids : NULL;
 }
 
 void saga_ctx_trim(saga_ctx *c) {

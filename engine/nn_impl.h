@@ -114,6 +114,13 @@ void saga_ctx_set_pressure(saga_ctx *c, bool (*fn)(void *user, size_t bytes), vo
  * masks of the whole. 0 by default; the executor sets it around each block. */
 void saga_ctx_set_row_base(saga_ctx *c, int64_t row);
 int64_t saga_ctx_row_base(const saga_ctx *c);
+/* Row ids for dropout masks: while set, a dropout on a tensor of exactly n rows draws row ids[r]
+ * of the logical tensor's mask for its row r (ids: device memory the caller keeps valid until
+ * the backward pass of what it computed has run); other tensors use the row base. NULL clears.
+ * The executor sets them for blocks whose rows are not a contiguous range of the graph's. */
+void saga_ctx_set_row_ids(saga_ctx *c, const int32_t *ids, int64_t n);
+/* The ids that apply to a tensor of rows rows, or NULL. */
+const int32_t *saga_ctx_row_ids(const saga_ctx *c, int64_t rows);
 /* The stream the context's ops run on. */
 saga_stream *saga_ctx_stream(saga_ctx *c);
 /* The kernel table, or NULL with SAGA_ERR_UNSUPPORTED recorded when slot is NULL. Use as

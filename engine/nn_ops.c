@@ -293,8 +293,16 @@ saga_tensor *saga_tanh(saga_ctx *c, saga_tensor *x) {
 typedef struct dropout_state {
     float p;
     uint64_t seed;
-    int64_t first; /* index of x's first element in the mask (saga_ctx_set_row_base) */
+    int64_t first;      /* index of x's first element in the mask (saga_ctx_set_row_base) */
+    const int32_t *ids; /* or the logical row of each row (saga_ctx_set_row_ids) */
 } dropout_state;
+
+static saga_status dropout_call(saga_ctx *c, const saga_tensor *x, float p, uint64_t seed,
+                                int64_t first, const int32_t *ids, const float *in, float *out) {
+    if (ids)
+        return K->dropout_rows_f32(S, x->rows, x->cols, p, seed, ids, in, out);
+    return K->dropout_f32(S, numel(x), p, seed, first, in, out);
+}
 
 /* The mask is a function of (seed, index), so the backward pass redraws it on dy. */
 static saga_status dropout_bwd(saga_ctx *c, saga_node *n, saga_tensor *dy) {
@@ -305,7 +313,7 @@ static saga_status dropout_bwd(saga_ctx *c, saga_node *n, saga_tensor *dy) {
     if (!dx)
         return saga_ctx_status(c);
     if (numel(x))
-        SAGA_TRY(K->dropout_f32(S, numel(x), s->p, s->seed, s->first, dy->data, dx));
+        SAGA_TRY(dropout_call(c, x, s->p, s->seed, s->first, s->ids, dy->data, dx));
     st = grad_end(c, x, &tmp);
 fail:
     saga_ctx_temp_free(c, &tmp);
@@ -326,6 +334,9 @@ saga_tensor *saga_dropout(saga_ctx *c, saga_tensor *x, float p) {
         return NULL;
     uint64_t seed = saga_ctx_next_dropout_seed(c);
     int64_t first = saga_ctx_row_base(c) * x->cols;
+    const int32_t *ids = saga_ctx_row_ids(c, x->rows);
+    if (ids && !has(c, op, K->dropout_rows_f32, "dropout_rows_f32"))
+        return NULL;
     dropout_state *s = NULL;
     if (recording(c, x, NULL)) {
         s = state_new(c, sizeof *s);
@@ -334,10 +345,11 @@ saga_tensor *saga_dropout(saga_ctx *c, saga_tensor *x, float p) {
         s->p = p;
         s->seed = seed;
         s->first = first;
+        s->ids = ids;
     }
     saga_tensor *y = saga_ctx_tensor(c, SAGA_F32, x->rows, x->cols);
     if (!y ||
-        (numel(y) && kfail(c, op, K->dropout_f32(S, numel(x), p, seed, first, x->data, y->data)))) {
+        (numel(y) && kfail(c, op, dropout_call(c, x, p, seed, first, ids, x->data, y->data)))) {
         saga_free(s);
         return NULL;
     }

@@ -569,10 +569,13 @@ static saga_tensor *batch_messages(saga_ctx *c, batch_run *r, int64_t b, saga_te
         return NULL;
     saga_apply_edge_fn fn = r->p.apply_edge ? r->p.apply_edge : default_apply_edge;
     int64_t row_base = saga_ctx_row_base(c);
+    const int32_t *row_ids = saga_ctx_row_ids(c, r->v.n_dst);
     saga_ctx_set_rng_counter(c, r->rng);
     saga_ctx_set_row_base(c, r->v.e0 + e0);
+    saga_ctx_set_row_ids(c, r->v.d_edge_ids ? r->v.d_edge_ids + e0 : NULL, ne);
     saga_tensor *msg = fn(c, e, r->layer);
     saga_ctx_set_row_base(c, row_base);
+    saga_ctx_set_row_ids(c, row_ids, r->v.n_dst);
     if (!msg) {
         if (saga_ctx_status(c) == SAGA_OK)
             saga_ctx_fail(c, saga_error(SAGA_ERR_INVALID_ARG,

@@ -38,6 +38,8 @@ typedef struct saga_prog_view {
     const float *vals_in;      /* fused: the program's edge values in in-CSR order (NULL: 1) */
     const float *vals_out;     /* the same in the transpose's order */
     const float *weights;      /* batched: the weight column in edge order, NULL without one */
+    const int32_t *d_edge_ids; /* device, m: each edge's index in the whole graph's edge order
+                                * (dropout masks in apply_edge), or NULL: e0 + its position */
     saga_prog_plan plan;       /* batched */
 } saga_prog_view;
 

@@ -80,7 +80,7 @@ static const saga_program GCN = {
 static saga_tensor *attend(saga_ctx *c, const saga_edge_in *e, void *l_) {
     layer *l = l_;
     saga_tensor *s = saga_leaky_relu(c, saga_matmul(c, saga_concat(c, e->src, e->dst), l->a), 0.2f);
-    saga_tensor *alpha = saga_edge_softmax(c, e, s);
+    saga_tensor *alpha = saga_dropout(c, saga_edge_softmax(c, e, s), l->dropout);
     return saga_scale_rows(c, e->src, alpha);
 }
 
@@ -136,7 +136,8 @@ static void run_model(run_out *r, const saga_program *prog, size_t budget, saga_
     saga_model *m = NULL;
     assert_int_equal(saga_model_new(&m, be), SAGA_OK);
     const int H = 16;
-    layer l1 = {.relu = true, .dropout = 0}, l2 = {.relu = false, .dropout = 0};
+    /* dropout on: streamed blocks must draw the masks of the whole graph's rows and edges */
+    layer l1 = {.relu = true, .dropout = 0.3f}, l2 = {.relu = false, .dropout = 0.3f};
     l1.W = saga_model_param(m, "W1", D.F, H, SAGA_INIT_GLOROT, 11);
     l1.b = saga_model_param(m, "b1", 1, H, SAGA_INIT_ZEROS, 0);
     l2.W = saga_model_param(m, "W2", H, D.C, SAGA_INIT_GLOROT, 12);
@@ -269,9 +270,9 @@ static void test_net_memory_equals_program_run(void **state) {
     float *out = test_malloc((size_t)D.n * (size_t)D.C * sizeof(float));
     for (int step = 0; step <= 3; step++) {
         saga_ctx_train(c, step < 3);
-        saga_tensor *h = saga_matmul(c, x, l1.W);
+        saga_tensor *h = saga_matmul(c, saga_dropout(c, x, 0.3f), l1.W);
         h = saga_program_run(c, &GCN, dg, h, NULL, &l1);
-        h = saga_matmul(c, h, l2.W);
+        h = saga_matmul(c, saga_dropout(c, h, 0.3f), l2.W);
         h = saga_program_run(c, &GCN, dg, h, NULL, &l2);
         if (step == 3) {
             assert_int_equal(saga_tensor_to_host(h, out), SAGA_OK);

@@ -177,6 +177,7 @@ static void test_nn_kernels_table_complete(void **state) {
         (void *)k->edge_softmax_bwd_f32,
         (void *)k->adam_f32,
         (void *)k->sgd_f32,
+        (void *)k->dropout_rows_f32,
     };
     for (size_t i = 0; i < sizeof slots / sizeof *slots; i++)
         assert_non_null(slots[i]);
@@ -477,6 +478,24 @@ static void test_nn_kernels_dropout(void **state) {
             assert_int_equal(K()->dropout_f32(S(t), len, 0.3f, 9, f, x + f, y[1] + f), SAGA_OK);
         }
     assert_same_bits(y[0], y[1], (size_t)n * 4, "dropout by blocks");
+    /* rows given by id, in any order, draw those rows of the whole mask (here: 100003 = 7 x
+     * 14286 + 1, so take the first 7 x 14286 elements as a 14286 x 7 tensor) */
+    const int64_t cols = 7, rows = 14286, pick = 999;
+    int32_t *ids = test_malloc((size_t)pick * sizeof *ids);
+    float *xs = falloc(pick * cols), *ys = falloc(pick * cols);
+    for (int64_t r = 0; r < pick; r++) {
+        ids[r] = (int32_t)((r * 7919) % rows);
+        memcpy(xs + r * cols, x + (int64_t)ids[r] * cols, (size_t)cols * 4);
+    }
+    for (int t = 0; t < N_BE; t++) {
+        assert_int_equal(K()->dropout_rows_f32(S(t), pick, cols, 0.3f, 9, ids, xs, ys), SAGA_OK);
+        for (int64_t r = 0; r < pick; r++)
+            assert_same_bits(ys + r * cols, y[0] + (int64_t)ids[r] * cols, (size_t)cols * 4,
+                             "dropout of rows by id");
+    }
+    assert_int_equal(K()->dropout_rows_f32(S(1), pick, cols, 1.0f, 9, ids, xs, ys),
+                     SAGA_ERR_INVALID_ARG);
+    test_free(ids);
 }
 
 /* ---- element-wise -------------------------------------------------------------------------- */

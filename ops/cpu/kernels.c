@@ -160,7 +160,7 @@ static saga_status cpu_l1_diff_f64(saga_stream *s, int64_t n, const double *x, c
 }
 
 const saga_kernels saga_cpu_kernels = {
-    .version = 3,
+    .version = 4,
     .fill_f64 = cpu_fill_f64,
     .axpby_f64 = cpu_axpby_f64,
     .mul_f64 = cpu_mul_f64,
@@ -193,4 +193,5 @@ const saga_kernels saga_cpu_kernels = {
     .edge_softmax_bwd_f32 = saga_cpu_edge_softmax_bwd_f32,
     .adam_f32 = saga_cpu_adam_f32,
     .sgd_f32 = saga_cpu_sgd_f32,
+    .dropout_rows_f32 = saga_cpu_dropout_rows_f32,
 };

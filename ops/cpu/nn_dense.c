@@ -295,6 +295,37 @@ saga_status saga_cpu_dropout_f32(saga_stream *s, int64_t n, float p, uint64_t se
     return SAGA_OK;
 }
 
+saga_status saga_cpu_dropout_rows_f32(saga_stream *s, int64_t rows, int64_t cols, float p,
+                                      uint64_t seed, const int32_t *row_ids, const float *x,
+                                      float *y) {
+    saga_cpu_stream_drain(s);
+    if (!(p >= 0.0f && p < 1.0f))
+        return saga_error(SAGA_ERR_INVALID_ARG, "dropout_rows_f32: p must be in [0, 1), got %g",
+                          (double)p);
+    const int nt = saga_cpu_nn_threads(s, rows * cols);
+    const uint64_t key = mix64(seed);
+    const float scale = 1.0f / (1.0f - p);
+    const uint64_t thr = (uint64_t)ceilf(p * 0x1p24f);
+#pragma omp parallel for schedule(static) num_threads(nt)
+    for (int64_t r = 0; r < rows; r++) {
+        const uint64_t first = (uint64_t)row_ids[r] * (uint64_t)cols;
+        const float *xr = x + r * cols;
+        float *yr = y + r * cols;
+        for (int64_t j = 0; j < cols; j++) {
+            float v = xr[j] * scale;
+            if (p > 0.0f) {
+                uint64_t z = mix64(key + 0x9E3779B97F4A7C15ull * (first + (uint64_t)j + 1));
+                uint32_t mask = 0u - (uint32_t)((z >> 40) >= thr), bits;
+                memcpy(&bits, &v, sizeof bits);
+                bits &= mask;
+                memcpy(&v, &bits, sizeof bits);
+            }
+            yr[j] = v;
+        }
+    }
+    return SAGA_OK;
+}
+
 /* ---- element-wise ------------------------------------------------------------------------ */
 
 saga_status saga_cpu_binary_f32(saga_stream *s, saga_binop op, int64_t n, const float *x,

@@ -68,6 +68,9 @@ saga_status saga_cpu_sumsq_f32(saga_stream *s, int64_t n, const float *x, double
 saga_status saga_cpu_adam_f32(saga_stream *s, int64_t n, float lr, float beta1, float beta2,
                               float eps, float weight_decay, bool decoupled, int64_t step,
                               float *param, const float *grad, float *m, float *v);
+saga_status saga_cpu_dropout_rows_f32(saga_stream *s, int64_t rows, int64_t cols, float p,
+                                      uint64_t seed, const int32_t *row_ids, const float *x,
+                                      float *y);
 saga_status saga_cpu_sgd_f32(saga_stream *s, int64_t n, float lr, float momentum,
                              float weight_decay, bool nesterov, float *param, const float *grad,
                              float *buf);

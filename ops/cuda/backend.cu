@@ -475,6 +475,7 @@ static const saga_kernels cuda_kernels = {
     /* edge_softmax_bwd_f32 */ NULL,
     /* adam_f32 */ NULL,
     /* sgd_f32 */ NULL,
+    /* dropout_rows_f32 */ NULL,
 };
 
 // Entry point (see backend_impl.h): fills be's table, kernels, context, name and device_total. On
