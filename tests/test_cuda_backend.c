@@ -1159,7 +1159,7 @@ static void test_cuda_backend_f32_edge_softmax(void **state) {
     random_csr(N_SEG, 1, BASE, &off, &unused_ind, &unused_val);
     const int64_t rows = off[N_SEG];
     int64_t *goff = gput(off, sizeof(int64_t) * (N_SEG + 1));
-    static const int64_t Hs[] = {1, 3, 8};
+    static const int64_t Hs[] = {1, 3, 8, 32}; /* 3: head after head; others: one pass */
     for (size_t hi = 0; hi < sizeof Hs / sizeof *Hs; hi++) {
         const int64_t H = Hs[hi], n = rows * H;
         const size_t bytes = sizeof(float) * (size_t)n;
