@@ -37,8 +37,8 @@ static __global__ void __launch_bounds__(NLL_BLOCK)
 }
 
 // dlogp[r][label[r]] += g for every selected r (dlogp zeroed before). A row listed twice gets g
-// twice; the atomic adds of one value give the same bits in any order (each partial sum is
-// j g rounded the same way), so this matches the CPU's serial loop bit for bit.
+// twice; since every addend is the same g, any order of the atomic adds performs the same
+// sequence 0 + g, (0 + g) + g, ..., so this matches the CPU's serial loop bit for bit.
 template <bool HAS_IDX>
 static __global__ void __launch_bounds__(NLL_GRAD_BLOCK)
     nll_grad_f32_kernel(int64_t n, int64_t cols, const int32_t *__restrict__ labels,
