@@ -1,6 +1,8 @@
-/* test_cuda_backend.c - the CUDA backend against its CPU twin: every kernel on both, the budget,
- * the caching allocator, tensors, asynchronous copies ordered by events across two streams, host
- * functions and event timing. Exits 77 (skipped) when no CUDA backend can be opened. */
+/* test_cuda_backend.c - the CUDA backend against its CPU twin: every kernel on both (the f64
+ * PageRank kernels and every f32 slot, edge cases and errors included), a small model trained
+ * through saga_nn.h on both, the budget, the caching allocator, tensors, and asynchronous copies
+ * ordered by events across two streams, host functions and event timing. Exits 77 (skipped) when
+ * no CUDA backend can be opened. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,6 +12,7 @@
 #include "test_util.h"
 
 #include "backend_impl.h"
+#include "saga_nn.h"
 #include "saga_tensor.h"
 
 #include <math.h>
@@ -420,6 +423,1002 @@ static void test_cuda_backend_host_fn_and_elapsed(void **state) {
     saga_stream_free(&s);
 }
 
+/* ---- f32 kernels: every slot of the table against the CPU's ------------------------------------
+ *
+ * Each test runs a slot on both backends with the same random inputs and compares. Bits are
+ * compared where the GPU performs the CPU's operations in the CPU's order (data movement, ReLU,
+ * dropout, segment reductions, the NLL gradient); elsewhere within an f32 tolerance, with the
+ * reason at each comparison (transcendental functions within a few ulp of glibc's, sums in another
+ * order, multiply-adds the GPU fuses). */
+
+enum { MAX_TRACKED = 2048 };
+
+static saga_stream *GS(void);
+
+/* Buffers of the current test, freed by its teardown: GPU memory, and host memory. */
+static void *gbufs[MAX_TRACKED];
+static size_t gbuf_bytes[MAX_TRACKED];
+static int n_gbufs;
+static void *hbufs[MAX_TRACKED];
+static int n_hbufs;
+
+static int free_tracked(void **state) {
+    (void)state;
+    for (int i = 0; i < n_gbufs; i++)
+        saga_backend_free(gpu, gbufs[i], gbuf_bytes[i]);
+    for (int i = 0; i < n_hbufs; i++)
+        free(hbufs[i]);
+    n_gbufs = n_hbufs = 0;
+    return 0;
+}
+
+/* Host memory (at least one byte, so that empty arrays are distinct pointers). */
+static void *halloc(size_t bytes) {
+    assert_true(n_hbufs < MAX_TRACKED);
+    void *p = malloc(bytes ? bytes : 1);
+    assert_non_null(p);
+    hbufs[n_hbufs++] = p;
+    return p;
+}
+static float *hf32(int64_t n) {
+    return halloc((size_t)n * sizeof(float));
+}
+static int32_t *hi32(int64_t n) {
+    return halloc((size_t)n * sizeof(int32_t));
+}
+static int64_t *hi64(int64_t n) {
+    return halloc((size_t)n * sizeof(int64_t));
+}
+
+/* A GPU copy of bytes of host memory (at least 64 bytes are allocated, so that an empty array
+ * is still a distinct pointer that offsets may be added to). */
+static void *gput(const void *host, size_t bytes) {
+    assert_true(n_gbufs < MAX_TRACKED);
+    const size_t b = bytes ? bytes : 64;
+    void *d = NULL;
+    assert_int_equal(saga_backend_alloc(gpu, &d, b), SAGA_OK);
+    gbufs[n_gbufs] = d;
+    gbuf_bytes[n_gbufs++] = b;
+    if (bytes) {
+        assert_int_equal(saga_memcpy_h2d_async(GS(), d, host, bytes), SAGA_OK);
+        assert_int_equal(saga_stream_synchronize(GS()), SAGA_OK);
+    }
+    return d;
+}
+static void gget(void *host, const void *d, size_t bytes) {
+    if (bytes)
+        dev_download(gpu, host, d, bytes);
+}
+
+/* A host copy of n floats (the CPU's operand, beside the GPU's). */
+static float *hcopy(const float *x, int64_t n) {
+    float *c = hf32(n);
+    memcpy(c, x, (size_t)n * sizeof *c);
+    return c;
+}
+
+static float frand(float lo, float hi) {
+    return lo + (hi - lo) * (float)((rnd() + 1.0) * 0.5);
+}
+static int64_t irand(int64_t n) {
+    return (int64_t)((rnd() + 1.0) * 0.5 * (double)n) % n;
+}
+static float *rand_f32(int64_t n, float lo, float hi) {
+    float *x = hf32(n);
+    for (int64_t i = 0; i < n; i++)
+        x[i] = frand(lo, hi);
+    return x;
+}
+static float *nan_f32(int64_t n) {
+    float *x = hf32(n);
+    for (int64_t i = 0; i < n; i++)
+        x[i] = NAN;
+    return x;
+}
+
+static saga_stream *GS(void) {
+    return saga_backend_default_stream(gpu);
+}
+static saga_stream *CS(void) {
+    return saga_backend_default_stream(cpu);
+}
+static const saga_kernels *GK(void) {
+    return gpu->kernels;
+}
+static const saga_kernels *CK(void) {
+    return cpu->kernels;
+}
+
+/* got (downloaded from d) against want: equal bits, or NaN on both (a GPU's arithmetic gives the
+ * canonical NaN where x86 passes an operand's payload on). */
+static void expect_bits(const void *d, const float *want, int64_t n, const char *what) {
+    float *got = hf32(n);
+    gget(got, d, (size_t)n * sizeof *got);
+    for (int64_t i = 0; i < n; i++)
+        if (memcmp(&got[i], &want[i], sizeof *got) != 0 && !(isnan(got[i]) && isnan(want[i])))
+            fail_msg("%s[%lld]: cuda %.9g, cpu %.9g (bits differ)", what, (long long)i,
+                     (double)got[i], (double)want[i]);
+}
+
+/* got (downloaded from d) against want within rel * max(1, |want|); NaN where the CPU has NaN. */
+static void expect_close(const void *d, const float *want, int64_t n, double rel,
+                         const char *what) {
+    float *got = hf32(n);
+    gget(got, d, (size_t)n * sizeof *got);
+    for (int64_t i = 0; i < n; i++) {
+        if (isnan(want[i])) {
+            if (!isnan(got[i]))
+                fail_msg("%s[%lld]: cuda %.9g, cpu NaN", what, (long long)i, (double)got[i]);
+            continue;
+        }
+        assert_close(got[i], want[i], rel, what, i);
+    }
+}
+
+/* got against want within rel * mag[i]: for sums whose rounding error scales with the sum of
+ * the terms' magnitudes, not with the result (cancellation). */
+static void expect_close_mag(const void *d, const float *want, const double *mag, int64_t n,
+                             double rel, const char *what) {
+    float *got = hf32(n);
+    gget(got, d, (size_t)n * sizeof *got);
+    for (int64_t i = 0; i < n; i++) {
+        const double tol = rel * (mag[i] + 1e-30);
+        if (!(fabs((double)got[i] - (double)want[i]) <= tol))
+            fail_msg("%s[%lld]: cuda %.9g, cpu %.9g (tolerance %.3g)", what, (long long)i,
+                     (double)got[i], (double)want[i], tol);
+    }
+}
+
+static void test_cuda_backend_f32_table_complete(void **state) {
+    (void)state;
+    const saga_kernels *k = GK();
+    assert_int_equal(k->version, 4);
+    assert_int_equal(k->version, CK()->version);
+    const void *slots[] = {
+        (const void *)k->gemm_f32,
+        (const void *)k->bias_add_f32,
+        (const void *)k->colsum_f32,
+        (const void *)k->act_f32,
+        (const void *)k->act_bwd_f32,
+        (const void *)k->dropout_f32,
+        (const void *)k->binary_f32,
+        (const void *)k->scale_f32,
+        (const void *)k->fill_f32,
+        (const void *)k->copy2d_f32,
+        (const void *)k->softmax_rows_f32,
+        (const void *)k->softmax_rows_bwd_f32,
+        (const void *)k->nll_f32,
+        (const void *)k->bce_logits_f32,
+        (const void *)k->sum_f32,
+        (const void *)k->sumsq_f32,
+        (const void *)k->gather_rows_f32,
+        (const void *)k->scatter_add_rows_f32,
+        (const void *)k->spmm_f32,
+        (const void *)k->segment_reduce_f32,
+        (const void *)k->segment_reduce_bwd_f32,
+        (const void *)k->edge_softmax_f32,
+        (const void *)k->edge_softmax_bwd_f32,
+        (const void *)k->adam_f32,
+        (const void *)k->sgd_f32,
+        (const void *)k->dropout_rows_f32,
+    };
+    for (size_t i = 0; i < sizeof slots / sizeof *slots; i++)
+        if (!slots[i])
+            fail_msg("f32 slot %zu of the CUDA kernel table is NULL", i);
+}
+
+static const int64_t elementwise_sizes[] = {0, 1, 31, 1000, 100003};
+
+/* fill, scale (b == 0 must not read y; x == y), binary (z == x), with every size. */
+static void test_cuda_backend_f32_fill_scale_binary(void **state) {
+    (void)state;
+    for (size_t si = 0; si < sizeof elementwise_sizes / sizeof *elementwise_sizes; si++) {
+        const int64_t n = elementwise_sizes[si];
+        const size_t bytes = (size_t)n * sizeof(float);
+        float *x = rand_f32(n, -2.0f, 2.0f), *y = rand_f32(n, -2.0f, 2.0f);
+        for (int64_t i = 0; i < n; i++) /* no division by (nearly) zero */
+            y[i] = y[i] < 0.0f ? y[i] - 0.5f : y[i] + 0.5f;
+
+        float *c = nan_f32(n), *g = gput(c, bytes);
+        assert_int_equal(GK()->fill_f32(GS(), g, n, -1.25f), SAGA_OK);
+        assert_int_equal(CK()->fill_f32(CS(), c, n, -1.25f), SAGA_OK);
+        expect_bits(g, c, n, "fill_f32");
+
+        /* b == 0: y holds NaN and must not be read */
+        float *gx = gput(x, bytes);
+        c = nan_f32(n);
+        g = gput(c, bytes);
+        assert_int_equal(GK()->scale_f32(GS(), n, 3.0f, gx, 0.0f, g), SAGA_OK);
+        assert_int_equal(CK()->scale_f32(CS(), n, 3.0f, x, 0.0f, c), SAGA_OK);
+        expect_bits(g, c, n, "scale_f32(b=0)"); /* one multiplication: the same bits */
+        c = hcopy(y, n);
+        g = gput(y, bytes);
+        assert_int_equal(GK()->scale_f32(GS(), n, 0.75f, gx, -1.5f, g), SAGA_OK);
+        assert_int_equal(CK()->scale_f32(CS(), n, 0.75f, x, -1.5f, c), SAGA_OK);
+        /* a x + b y: the GPU may fuse one multiply into the add (one rounding less) */
+        expect_close(g, c, n, 1e-6, "scale_f32");
+        c = hcopy(x, n);
+        g = gput(x, bytes);
+        assert_int_equal(GK()->scale_f32(GS(), n, 2.0f, g, 0.5f, g), SAGA_OK);
+        assert_int_equal(CK()->scale_f32(CS(), n, 2.0f, c, 0.5f, c), SAGA_OK);
+        expect_close(g, c, n, 1e-6, "scale_f32(x=y)");
+
+        float *gy = gput(y, bytes);
+        for (int op = 0; op < SAGA_BINOP_COUNT; op++) {
+            c = nan_f32(n);
+            g = gput(c, bytes);
+            assert_int_equal(GK()->binary_f32(GS(), (saga_binop)op, n, gx, gy, g), SAGA_OK);
+            assert_int_equal(CK()->binary_f32(CS(), (saga_binop)op, n, x, y, c), SAGA_OK);
+            expect_bits(g, c, n, "binary_f32"); /* one IEEE operation each */
+            /* z == x */
+            c = hcopy(x, n);
+            g = gput(x, bytes);
+            assert_int_equal(GK()->binary_f32(GS(), (saga_binop)op, n, g, gy, g), SAGA_OK);
+            assert_int_equal(CK()->binary_f32(CS(), (saga_binop)op, n, c, y, c), SAGA_OK);
+            expect_bits(g, c, n, "binary_f32(z=x)");
+        }
+    }
+    float one = 1.0f, *g1 = gput(&one, sizeof one);
+    assert_int_equal(GK()->binary_f32(GS(), SAGA_BINOP_COUNT, 1, g1, g1, g1), SAGA_ERR_INVALID_ARG);
+    saga_test_assert_error_contains("binary_f32", "unknown operation", NULL);
+}
+
+/* Every activation forward and backward, with NaN and infinities among the inputs. */
+static void test_cuda_backend_f32_activations(void **state) {
+    (void)state;
+    for (size_t si = 0; si < sizeof elementwise_sizes / sizeof *elementwise_sizes; si++) {
+        const int64_t n = elementwise_sizes[si];
+        const size_t bytes = (size_t)n * sizeof(float);
+        float *x = rand_f32(n, -6.0f, 6.0f), *dy = rand_f32(n, -1.0f, 1.0f);
+        if (n >= 1000) {
+            x[3] = NAN;
+            x[4] = INFINITY;
+            x[5] = -INFINITY;
+            x[6] = 0.0f;
+            x[7] = -0.0f;
+            x[8] = 90.0f; /* exp overflows */
+            x[9] = -90.0f;
+        }
+        float *gx = gput(x, bytes);
+        for (int kind = 0; kind < SAGA_ACT_COUNT; kind++) {
+            const float alpha = kind == SAGA_ACT_LEAKY_RELU ? 0.1f : 1.3f;
+            float *y = nan_f32(n), *gy = gput(y, bytes);
+            assert_int_equal(GK()->act_f32(GS(), (saga_act)kind, n, alpha, gx, gy), SAGA_OK);
+            assert_int_equal(CK()->act_f32(CS(), (saga_act)kind, n, alpha, x, y), SAGA_OK);
+            if (kind == SAGA_ACT_RELU || kind == SAGA_ACT_LEAKY_RELU)
+                expect_bits(gy, y, n, "act_f32");
+            else /* expm1f, expf, tanhf: within a few ulp of glibc's */
+                expect_close(gy, y, n, 1e-6, "act_f32");
+            /* the backward from the CPU's forward output, so both read the same y; dx == dy */
+            float *gyc = gput(y, bytes);
+            float *dx = hcopy(dy, n), *gdx = gput(dy, bytes);
+            assert_int_equal(GK()->act_bwd_f32(GS(), (saga_act)kind, n, alpha, gx, gyc, gdx, gdx),
+                             SAGA_OK);
+            assert_int_equal(CK()->act_bwd_f32(CS(), (saga_act)kind, n, alpha, x, y, dx, dx),
+                             SAGA_OK);
+            /* a product or two: the GPU may fuse them */
+            expect_close(gdx, dx, n, 1e-6, "act_bwd_f32");
+            /* in place: y == x */
+            float *c = hcopy(x, n), *g = gput(x, bytes);
+            assert_int_equal(GK()->act_f32(GS(), (saga_act)kind, n, alpha, g, g), SAGA_OK);
+            assert_int_equal(CK()->act_f32(CS(), (saga_act)kind, n, alpha, c, c), SAGA_OK);
+            expect_close(g, c, n, 1e-6, "act_f32(y=x)");
+        }
+    }
+    float v = 1.0f, *g = gput(&v, sizeof v);
+    assert_int_equal(GK()->act_f32(GS(), SAGA_ACT_COUNT, 1, 0.0f, g, g), SAGA_ERR_INVALID_ARG);
+    saga_test_assert_error_contains("act_f32", "unknown activation", NULL);
+    assert_int_equal(GK()->act_bwd_f32(GS(), (saga_act)-1, 1, 0.0f, g, g, g, g),
+                     SAGA_ERR_INVALID_ARG);
+    saga_test_assert_error_contains("act_bwd_f32", "unknown activation", NULL);
+}
+
+/* The mask is the CPU's, bit for bit, for blocks of a larger tensor (first > 0) and in place. */
+static void test_cuda_backend_f32_dropout(void **state) {
+    (void)state;
+    static const float ps[] = {0.0f, 0.1f, 0.5f, 0.9f};
+    static const int64_t firsts[] = {0, 1, 12345, (int64_t)1 << 40};
+    for (size_t si = 0; si < sizeof elementwise_sizes / sizeof *elementwise_sizes; si++) {
+        const int64_t n = elementwise_sizes[si];
+        const size_t bytes = (size_t)n * sizeof(float);
+        float *x = rand_f32(n, -3.0f, 3.0f);
+        if (n >= 31) {
+            x[1] = NAN; /* dropped: +0 on both; kept: NaN on both */
+            x[2] = INFINITY;
+        }
+        float *gx = gput(x, bytes);
+        for (size_t pi = 0; pi < sizeof ps / sizeof *ps; pi++) {
+            for (size_t fi = 0; fi < sizeof firsts / sizeof *firsts; fi++) {
+                const uint64_t seed = 0x5eed0000u + pi * 7 + fi;
+                float *y = nan_f32(n), *gy = gput(y, bytes);
+                assert_int_equal(GK()->dropout_f32(GS(), n, ps[pi], seed, firsts[fi], gx, gy),
+                                 SAGA_OK);
+                assert_int_equal(CK()->dropout_f32(CS(), n, ps[pi], seed, firsts[fi], x, y),
+                                 SAGA_OK);
+                expect_bits(gy, y, n, "dropout_f32");
+            }
+            /* in place */
+            float *c = hcopy(x, n), *g = gput(x, bytes);
+            assert_int_equal(GK()->dropout_f32(GS(), n, ps[pi], 99, 7, g, g), SAGA_OK);
+            assert_int_equal(CK()->dropout_f32(CS(), n, ps[pi], 99, 7, c, c), SAGA_OK);
+            expect_bits(g, c, n, "dropout_f32(y=x)");
+        }
+    }
+    /* bad arguments: an error, nothing written */
+    float v[4] = {1, 2, 3, 4}, *g = gput(v, sizeof v), *o = gput(v, sizeof v);
+    assert_int_equal(GK()->dropout_f32(GS(), 4, 1.0f, 1, 0, g, o), SAGA_ERR_INVALID_ARG);
+    saga_test_assert_error_contains("dropout_f32", "p must be in [0, 1)", NULL);
+    assert_int_equal(GK()->dropout_f32(GS(), 4, -0.1f, 1, 0, g, o), SAGA_ERR_INVALID_ARG);
+    assert_int_equal(GK()->dropout_f32(GS(), 4, NAN, 1, 0, g, o), SAGA_ERR_INVALID_ARG);
+    assert_int_equal(GK()->dropout_f32(GS(), 4, 0.5f, 1, -1, g, o), SAGA_ERR_INVALID_ARG);
+    saga_test_assert_error_contains("dropout_f32", "first element index -1 < 0", NULL);
+    expect_bits(o, v, 4, "dropout_f32 after errors");
+}
+
+/* Rows given by id draw the same bits on both backends. */
+static void test_cuda_backend_f32_dropout_rows(void **state) {
+    (void)state;
+    static const int64_t shapes[][2] = {{0, 4}, {1, 1}, {333, 16}, {5000, 7}};
+    for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
+        const int64_t rows = shapes[si][0], cols = shapes[si][1], n = rows * cols;
+        int32_t *ids = test_malloc((size_t)(rows ? rows : 1) * sizeof *ids);
+        for (int64_t r = 0; r < rows; r++)
+            ids[r] = (int32_t)((r * 7919 + 13) % 100003);
+        float *x = rand_f32(n, -3.0f, 3.0f);
+        float *gx = gput(x, (size_t)n * sizeof(float));
+        int32_t *gids = gput(ids, (size_t)(rows ? rows : 1) * sizeof *ids);
+        for (int pi = 0; pi < 3; pi++) {
+            const float p = pi * 0.3f;
+            float *y = nan_f32(n), *gy = gput(y, (size_t)n * sizeof(float));
+            assert_int_equal(GK()->dropout_rows_f32(GS(), rows, cols, p, 77, gids, gx, gy),
+                             SAGA_OK);
+            assert_int_equal(CK()->dropout_rows_f32(CS(), rows, cols, p, 77, ids, x, y), SAGA_OK);
+            expect_bits(gy, y, n, "dropout_rows_f32");
+        }
+        test_free(ids);
+    }
+}
+
+/* bias_add (y == x too), colsum (beta == 0 must not read out), copy2d (padded leading
+ * dimensions, accumulate or not). */
+static void test_cuda_backend_f32_rows_and_columns(void **state) {
+    (void)state;
+    static const int64_t shapes[][2] = {{0, 5},     {3, 0},      {1, 1},    {37, 7},
+                                        {5000, 33}, {1000, 300}, {70000, 3}};
+    for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
+        const int64_t rows = shapes[si][0], cols = shapes[si][1], n = rows * cols;
+        const size_t bytes = (size_t)n * sizeof(float);
+        float *x = rand_f32(n, -1.0f, 1.0f), *b = rand_f32(cols, -1.0f, 1.0f);
+        float *gx = gput(x, bytes), *gb = gput(b, (size_t)cols * sizeof(float));
+
+        float *y = nan_f32(n), *gy = gput(y, bytes);
+        assert_int_equal(GK()->bias_add_f32(GS(), rows, cols, gx, gb, gy), SAGA_OK);
+        assert_int_equal(CK()->bias_add_f32(CS(), rows, cols, x, b, y), SAGA_OK);
+        expect_bits(gy, y, n, "bias_add_f32"); /* one addition */
+        float *c = hcopy(x, n), *g = gput(x, bytes);
+        assert_int_equal(GK()->bias_add_f32(GS(), rows, cols, g, gb, g), SAGA_OK);
+        assert_int_equal(CK()->bias_add_f32(CS(), rows, cols, c, b, c), SAGA_OK);
+        expect_bits(g, c, n, "bias_add_f32(y=x)");
+
+        /* colsum: double sums of the same terms in another order, rounded once to f32 */
+        for (int bi = 0; bi < 2; bi++) {
+            const float beta = bi ? 0.5f : 0.0f;
+            float *out = bi ? rand_f32(cols, -1.0f, 1.0f) : nan_f32(cols);
+            float *gout = gput(out, (size_t)cols * sizeof(float));
+            assert_int_equal(GK()->colsum_f32(GS(), rows, cols, gx, beta, gout), SAGA_OK);
+            assert_int_equal(CK()->colsum_f32(CS(), rows, cols, x, beta, out), SAGA_OK);
+            expect_close(gout, out, cols, 1e-6, "colsum_f32");
+        }
+
+        /* copy2d: a block of cols columns between matrices of cols + 3 and cols + 5 columns */
+        const int64_t lds = cols + 3, ldd = cols + 5;
+        float *src = rand_f32(rows * lds, -1.0f, 1.0f);
+        float *gsrc = gput(src, (size_t)(rows * lds) * sizeof(float));
+        for (int acc = 0; acc < 2; acc++) {
+            float *dst = rand_f32(rows * ldd, -1.0f, 1.0f);
+            float *gdst = gput(dst, (size_t)(rows * ldd) * sizeof(float));
+            assert_int_equal(
+                GK()->copy2d_f32(GS(), rows, cols, gsrc + 1, lds, gdst + 2, ldd, acc != 0),
+                SAGA_OK);
+            assert_int_equal(
+                CK()->copy2d_f32(CS(), rows, cols, src + 1, lds, dst + 2, ldd, acc != 0), SAGA_OK);
+            /* the columns outside the block are untouched: compare the whole matrix */
+            expect_bits(gdst, dst, rows * ldd, "copy2d_f32");
+        }
+    }
+}
+
+/* C = alpha op(A) op(B) + beta C with every transpose, padded leading dimensions, K == 0,
+ * alpha == 0, beta == 0 over a NaN C; and the leading-dimension and range checks. */
+static void gemm_case(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, float beta) {
+    const int64_t lda = (ta ? M : K) + 2, ldb = (tb ? K : N) + 1, ldc = N + 3;
+    const int64_t a_rows = ta ? K : M, b_rows = tb ? N : K;
+    float *A = rand_f32(a_rows * lda, -1.0f, 1.0f), *B = rand_f32(b_rows * ldb, -1.0f, 1.0f);
+    float *C = beta == 0.0f ? nan_f32(M * ldc) : rand_f32(M * ldc, -1.0f, 1.0f);
+    const float *C0 = hcopy(C, M * ldc);
+    float *gA = gput(A, (size_t)(a_rows * lda) * sizeof(float));
+    float *gB = gput(B, (size_t)(b_rows * ldb) * sizeof(float));
+    float *gC = gput(C, (size_t)(M * ldc) * sizeof(float));
+    assert_int_equal(GK()->gemm_f32(GS(), ta, tb, M, N, K, alpha, gA, lda, gB, ldb, beta, gC, ldc),
+                     SAGA_OK);
+    assert_int_equal(CK()->gemm_f32(CS(), ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc),
+                     SAGA_OK);
+    /* The two libraries sum the K products in different orders (and cuBLAS fuses multiply-adds):
+     * the error bound scales with the sum of the magnitudes of the terms. The padding between
+     * rows of C is compared too (it must be untouched, NaN included). */
+    double *mag = halloc((size_t)(M * ldc) * sizeof *mag);
+    for (int64_t i = 0; i < M; i++) {
+        for (int64_t j = 0; j < ldc; j++) {
+            double m = 0.0;
+            if (j < N) {
+                for (int64_t k = 0; k < K; k++) {
+                    const float a = ta ? A[k * lda + i] : A[i * lda + k];
+                    const float b = tb ? B[j * ldb + k] : B[k * ldb + j];
+                    m += fabs((double)a * b);
+                }
+                m = fabs(alpha) * m + (beta != 0.0f ? fabs(beta * C0[i * ldc + j]) : 0.0);
+            }
+            mag[i * ldc + j] = m;
+        }
+    }
+    float *got = hf32(M * ldc);
+    gget(got, gC, (size_t)(M * ldc) * sizeof(float));
+    for (int64_t e = 0; e < M * ldc; e++) {
+        if (e % ldc >= N) { /* padding: untouched */
+            if (memcmp(&got[e], &C0[e], sizeof *got) != 0)
+                fail_msg("gemm_f32: padding element %lld of C was written", (long long)e);
+            continue;
+        }
+        const double tol = 2e-6 * sqrt((double)K + 1.0) * mag[e] + 1e-30;
+        if (!(fabs((double)got[e] - C[e]) <= tol))
+            fail_msg("gemm_f32(ta %d tb %d M %lld N %lld K %lld alpha %g beta %g)[%lld]: cuda "
+                     "%.9g, cpu %.9g (tolerance %.3g)",
+                     ta, tb, (long long)M, (long long)N, (long long)K, (double)alpha, (double)beta,
+                     (long long)e, (double)got[e], (double)C[e], tol);
+    }
+}
+
+static void test_cuda_backend_f32_gemm(void **state) {
+    (void)state;
+    static const int64_t mnk[][3] = {
+        {1, 1, 1}, {7, 5, 3}, {64, 48, 33}, {300, 130, 257}, {3, 2, 0}};
+    static const float ab[][2] = {
+        {1.0f, 0.0f}, {0.5f, 1.0f}, {-2.0f, 0.25f}, {0.0f, 0.5f}, {0.0f, 0.0f}};
+    for (size_t si = 0; si < sizeof mnk / sizeof *mnk; si++)
+        for (int t = 0; t < 4; t++)
+            for (size_t ai = 0; ai < sizeof ab / sizeof *ab; ai++)
+                gemm_case(t & 1, t & 2, mnk[si][0], mnk[si][1], mnk[si][2], ab[ai][0], ab[ai][1]);
+    /* M == 0 or N == 0: nothing to do, no launch */
+    assert_int_equal(
+        GK()->gemm_f32(GS(), false, false, 0, 5, 5, 1.0f, NULL, 5, NULL, 5, 0.0f, NULL, 5),
+        SAGA_OK);
+    float v = 1.0f, *g = gput(&v, sizeof v);
+    assert_int_equal(GK()->gemm_f32(GS(), false, false, 1, 1, (int64_t)1 << 31, 1.0f, g,
+                                    (int64_t)1 << 31, g, 1, 0.0f, g, 1),
+                     SAGA_ERR_UNSUPPORTED);
+    saga_test_assert_error_contains("gemm_f32", "32-bit integer range", NULL);
+    assert_int_equal(GK()->gemm_f32(GS(), false, false, 2, 3, 4, 1.0f, g, 3, g, 3, 0.0f, g, 3),
+                     SAGA_ERR_INVALID_ARG);
+    saga_test_assert_error_contains("gemm_f32", "leading dimensions", NULL);
+    assert_int_equal(GK()->gemm_f32(GS(), false, false, 2, 3, 4, 1.0f, g, 4, g, 3, 0.0f, g, 2),
+                     SAGA_ERR_INVALID_ARG);
+}
+
+/* Row-wise softmax and log-softmax, forward (y == x too) and backward (dx == dy too). */
+static void test_cuda_backend_f32_softmax_rows(void **state) {
+    (void)state;
+    static const int64_t shapes[][2] = {{0, 4},     {5, 0},   {1, 1},    {100, 5},
+                                        {1000, 32}, {77, 33}, {50, 1000}};
+    for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
+        const int64_t rows = shapes[si][0], cols = shapes[si][1], n = rows * cols;
+        const size_t bytes = (size_t)n * sizeof(float);
+        float *x = rand_f32(n, -8.0f, 8.0f), *dy = rand_f32(n, -1.0f, 1.0f);
+        float *gx = gput(x, bytes), *gdy = gput(dy, bytes);
+        for (int lg = 0; lg < 2; lg++) {
+            float *y = nan_f32(n), *gy = gput(y, bytes);
+            assert_int_equal(GK()->softmax_rows_f32(GS(), rows, cols, lg, gx, gy), SAGA_OK);
+            assert_int_equal(CK()->softmax_rows_f32(CS(), rows, cols, lg, x, y), SAGA_OK);
+            /* expf within a few ulp of glibc's; the double sums in another order */
+            expect_close(gy, y, n, 1e-5, lg ? "log_softmax" : "softmax");
+            float *c = hcopy(x, n), *g = gput(x, bytes);
+            assert_int_equal(GK()->softmax_rows_f32(GS(), rows, cols, lg, g, g), SAGA_OK);
+            assert_int_equal(CK()->softmax_rows_f32(CS(), rows, cols, lg, c, c), SAGA_OK);
+            expect_close(g, c, n, 1e-5, lg ? "log_softmax(y=x)" : "softmax(y=x)");
+
+            float *gyc = gput(y, bytes); /* both backward passes read the CPU's output */
+            float *dx = nan_f32(n), *gdx = gput(dx, bytes);
+            assert_int_equal(GK()->softmax_rows_bwd_f32(GS(), rows, cols, lg, gyc, gdy, gdx),
+                             SAGA_OK);
+            assert_int_equal(CK()->softmax_rows_bwd_f32(CS(), rows, cols, lg, y, dy, dx), SAGA_OK);
+            expect_close(gdx, dx, n, 1e-5, "softmax_rows_bwd_f32");
+            c = hcopy(dy, n);
+            g = gput(dy, bytes);
+            assert_int_equal(GK()->softmax_rows_bwd_f32(GS(), rows, cols, lg, gyc, g, g), SAGA_OK);
+            assert_int_equal(CK()->softmax_rows_bwd_f32(CS(), rows, cols, lg, y, c, c), SAGA_OK);
+            expect_close(g, c, n, 1e-5, "softmax_rows_bwd_f32(dx=dy)");
+        }
+    }
+}
+
+/* NLL over every row and over a list with repeats; empty lists; bad rows and labels leave the
+ * loss and the gradient untouched. */
+static void test_cuda_backend_f32_nll(void **state) {
+    (void)state;
+    enum { ROWS = 3000, COLS = 7, N_IDX = 1500 };
+    float *logp = rand_f32(ROWS * COLS, -5.0f, 0.0f);
+    int32_t *labels = hi32(ROWS), *idx = hi32(N_IDX);
+    for (int i = 0; i < ROWS; i++)
+        labels[i] = (int32_t)irand(COLS);
+    for (int k = 0; k < N_IDX; k++)
+        idx[k] = (int32_t)(k > 0 && k % 10 == 0 ? idx[k / 2] : irand(ROWS)); /* repeats */
+    float *glogp = gput(logp, sizeof(float) * ROWS * COLS);
+    int32_t *glabels = gput(labels, sizeof(int32_t) * ROWS),
+            *gidx = gput(idx, sizeof(int32_t) * N_IDX);
+    const size_t gbytes = sizeof(float) * ROWS * COLS;
+    for (int with_idx = 0; with_idx < 2; with_idx++) {
+        for (int with_grad = 0; with_grad < 2; with_grad++) {
+            float *d = nan_f32(ROWS * COLS), *gd = gput(d, gbytes);
+            double gl = -1.0, cl = -2.0, gl2 = -3.0;
+            assert_int_equal(GK()->nll_f32(GS(), ROWS, COLS, glogp, glabels, with_idx ? gidx : NULL,
+                                           N_IDX, &gl, with_grad ? gd : NULL),
+                             SAGA_OK);
+            assert_int_equal(CK()->nll_f32(CS(), ROWS, COLS, logp, labels, with_idx ? idx : NULL,
+                                           N_IDX, &cl, with_grad ? d : NULL),
+                             SAGA_OK);
+            /* double sums of the same f32 terms in another order */
+            assert_close(gl, cl, 1e-12, "nll_f32 loss", with_idx);
+            assert_int_equal(GK()->nll_f32(GS(), ROWS, COLS, glogp, glabels, with_idx ? gidx : NULL,
+                                           N_IDX, &gl2, NULL),
+                             SAGA_OK);
+            assert_memory_equal(&gl, &gl2, sizeof gl); /* deterministic */
+            if (with_grad) /* -1/n added once per listing: the same bits in any order */
+                expect_bits(gd, d, ROWS * COLS, "nll_f32 dlogp");
+        }
+    }
+    /* an empty list: loss 0, gradient 0 */
+    float *d = nan_f32(ROWS * COLS), *gd = gput(d, gbytes);
+    double gl = -1.0;
+    assert_int_equal(GK()->nll_f32(GS(), ROWS, COLS, glogp, glabels, gidx, 0, &gl, gd), SAGA_OK);
+    assert_true(gl == 0.0);
+    float *zeros = hf32(ROWS * COLS);
+    memset(zeros, 0, gbytes);
+    expect_bits(gd, zeros, ROWS * COLS, "nll_f32 dlogp (no rows)");
+
+    /* errors: a listed row out of range (negative, too large) and a bad label */
+    int32_t *bad = hi32(N_IDX);
+    memcpy(bad, idx, sizeof(int32_t) * N_IDX);
+    bad[1200] = ROWS;
+    bad[1300] = -4;
+    int32_t *gbad = gput(bad, sizeof(int32_t) * N_IDX);
+    float *sentinel = rand_f32(ROWS * COLS, 1.0f, 2.0f), *gs = gput(sentinel, gbytes);
+    gl = 42.0;
+    assert_int_equal(GK()->nll_f32(GS(), ROWS, COLS, glogp, glabels, gbad, N_IDX, &gl, gs),
+                     SAGA_ERR_INVALID_ARG);
+    saga_test_assert_error_contains("nll_f32", "row index 3000 at position 1200", NULL);
+    assert_true(gl == 42.0);
+    expect_bits(gs, sentinel, ROWS * COLS, "nll_f32 dlogp after a bad row");
+    int32_t *badl = hi32(ROWS);
+    memcpy(badl, labels, sizeof(int32_t) * ROWS);
+    badl[idx[700]] = COLS;
+    int32_t *gbadl = gput(badl, sizeof(int32_t) * ROWS);
+    assert_int_equal(GK()->nll_f32(GS(), ROWS, COLS, glogp, gbadl, gidx, N_IDX, &gl, gs),
+                     SAGA_ERR_INVALID_ARG);
+    saga_test_assert_error_contains("nll_f32", "has label 7, outside [0, 7)", NULL);
+    assert_true(gl == 42.0);
+    expect_bits(gs, sentinel, ROWS * COLS, "nll_f32 dlogp after a bad label");
+    assert_int_equal(GK()->nll_f32(GS(), ROWS, COLS, glogp, gbadl, NULL, 0, &gl, gs),
+                     SAGA_ERR_INVALID_ARG);
+    assert_true(gl == 42.0);
+}
+
+/* BCE with logits (pos_weight 1 and not, with and without the gradient), sum and sumsq. */
+static void test_cuda_backend_f32_losses_and_sums(void **state) {
+    (void)state;
+    static const int64_t sizes[] = {0, 1, 1025, 300001};
+    for (size_t si = 0; si < sizeof sizes / sizeof *sizes; si++) {
+        const int64_t n = sizes[si];
+        const size_t bytes = (size_t)n * sizeof(float);
+        float *x = rand_f32(n, -20.0f, 20.0f), *t = rand_f32(n, 0.0f, 1.0f);
+        for (int64_t i = 0; i < n; i += 3)
+            t[i] = (float)(i % 2); /* hard labels too */
+        float *gx = gput(x, bytes), *gt = gput(t, bytes);
+        for (int pw = 0; pw < 2; pw++) {
+            const float pos_weight = pw ? 2.5f : 1.0f;
+            float *dx = nan_f32(n), *gdx = gput(dx, bytes);
+            double gl = -1.0, cl = -2.0, gl2 = -3.0;
+            assert_int_equal(GK()->bce_logits_f32(GS(), n, gx, gt, pos_weight, &gl, gdx), SAGA_OK);
+            assert_int_equal(CK()->bce_logits_f32(CS(), n, x, t, pos_weight, &cl, dx), SAGA_OK);
+            /* per-element terms within a few ulp (log1pf, expf), summed in double */
+            assert_close(gl, cl, 1e-6, "bce_logits_f32 loss", n);
+            /* dx is about (1 + pos_weight) / n: compare at that scale */
+            double *mag = halloc((size_t)n * sizeof *mag + 1);
+            for (int64_t i = 0; i < n; i++)
+                mag[i] = (1.0 + pos_weight) / (double)n;
+            expect_close_mag(gdx, dx, mag, n, 1e-6, "bce_logits_f32 dx");
+            assert_int_equal(GK()->bce_logits_f32(GS(), n, gx, gt, pos_weight, &gl2, NULL),
+                             SAGA_OK);
+            assert_memory_equal(&gl, &gl2, sizeof gl);
+            if (n == 0)
+                assert_true(gl == 0.0);
+        }
+        double gs = -1.0, cs = -2.0, gq = -1.0, cq = -2.0, gs2 = -3.0;
+        assert_int_equal(GK()->sum_f32(GS(), n, gx, &gs), SAGA_OK);
+        assert_int_equal(GK()->sum_f32(GS(), n, gx, &gs2), SAGA_OK);
+        assert_int_equal(CK()->sum_f32(CS(), n, x, &cs), SAGA_OK);
+        assert_int_equal(GK()->sumsq_f32(GS(), n, gx, &gq), SAGA_OK);
+        assert_int_equal(CK()->sumsq_f32(CS(), n, x, &cq), SAGA_OK);
+        /* double sums of f32 values in another order: the error is relative to the sum of the
+         * magnitudes (about 10 n here), not to the sum */
+        assert_true(fabs(gs - cs) <= 1e-13 * (10.0 * (double)n + 1.0));
+        assert_close(gq, cq, 1e-12, "sumsq_f32", n);
+        assert_memory_equal(&gs, &gs2, sizeof gs); /* deterministic */
+        if (n == 0)
+            assert_true(gs == 0.0 && gq == 0.0);
+    }
+}
+
+/* gather (bits) and scatter-add (atomics: f32 rounding order) with repeated indices; a bad index
+ * is an error with nothing written. */
+static void test_cuda_backend_f32_gather_scatter(void **state) {
+    (void)state;
+    static const int64_t cols_list[] = {0, 1, 3, 64, 100};
+    enum { N_ROWS = 700, N_IDX = 5000 };
+    int32_t *idx = hi32(N_IDX);
+    for (int k = 0; k < N_IDX; k++)
+        idx[k] = (int32_t)irand(N_ROWS);
+    int32_t *gidx = gput(idx, sizeof(int32_t) * N_IDX);
+    for (size_t ci = 0; ci < sizeof cols_list / sizeof *cols_list; ci++) {
+        const int64_t cols = cols_list[ci];
+        const size_t xbytes = (size_t)(N_ROWS * cols) * sizeof(float);
+        const size_t ybytes = (size_t)(N_IDX * cols) * sizeof(float);
+        float *x = rand_f32(N_ROWS * cols, -1.0f, 1.0f), *gx = gput(x, xbytes);
+        float *y = nan_f32(N_IDX * cols), *gy = gput(y, ybytes);
+        assert_int_equal(GK()->gather_rows_f32(GS(), N_IDX, cols, gidx, N_ROWS, gx, gy), SAGA_OK);
+        assert_int_equal(CK()->gather_rows_f32(CS(), N_IDX, cols, idx, N_ROWS, x, y), SAGA_OK);
+        expect_bits(gy, y, N_IDX * cols, "gather_rows_f32");
+
+        float *src = rand_f32(N_IDX * cols, -1.0f, 1.0f), *gsrc = gput(src, ybytes);
+        float *acc = rand_f32(N_ROWS * cols, -1.0f, 1.0f), *gacc = gput(acc, xbytes);
+        double *mag = halloc((size_t)(N_ROWS * cols) * sizeof *mag + 1);
+        for (int64_t e = 0; e < N_ROWS * cols; e++)
+            mag[e] = fabs(acc[e]);
+        for (int k = 0; k < N_IDX; k++)
+            for (int64_t j = 0; j < cols; j++)
+                mag[idx[k] * cols + j] += fabs(src[k * cols + j]);
+        assert_int_equal(GK()->scatter_add_rows_f32(GS(), N_IDX, cols, gidx, gsrc, N_ROWS, gacc),
+                         SAGA_OK);
+        assert_int_equal(CK()->scatter_add_rows_f32(CS(), N_IDX, cols, idx, src, N_ROWS, acc),
+                         SAGA_OK);
+        /* the GPU adds a row's contributions in the order its atomics land: f32 rounding of a
+         * sum of a few terms in another order */
+        expect_close_mag(gacc, acc, mag, N_ROWS * cols, 1e-6, "scatter_add_rows_f32");
+    }
+    /* nothing to do */
+    assert_int_equal(GK()->gather_rows_f32(GS(), 0, 4, NULL, 0, NULL, NULL), SAGA_OK);
+    assert_int_equal(GK()->scatter_add_rows_f32(GS(), 0, 4, NULL, NULL, 0, NULL), SAGA_OK);
+    /* bad indices: the CPU's error, nothing written */
+    int32_t *bad = hi32(N_IDX);
+    memcpy(bad, idx, sizeof(int32_t) * N_IDX);
+    bad[4321] = N_ROWS;
+    bad[4400] = -1;
+    int32_t *gbad = gput(bad, sizeof(int32_t) * N_IDX);
+    float *x = rand_f32(N_ROWS * 3, -1.0f, 1.0f), *gx = gput(x, sizeof(float) * N_ROWS * 3);
+    float *y = rand_f32(N_IDX * 3, -1.0f, 1.0f), *gy = gput(y, sizeof(float) * N_IDX * 3);
+    assert_int_equal(GK()->gather_rows_f32(GS(), N_IDX, 3, gbad, N_ROWS, gx, gy),
+                     SAGA_ERR_INVALID_ARG);
+    saga_test_assert_error_contains(
+        "gather_rows_f32: index 700 at position 4321 is outside [0, 700)", NULL);
+    expect_bits(gy, y, N_IDX * 3, "gather_rows_f32 after a bad index");
+    assert_int_equal(GK()->scatter_add_rows_f32(GS(), N_IDX, 3, gbad, gy, N_ROWS, gx),
+                     SAGA_ERR_INVALID_ARG);
+    saga_test_assert_error_contains("scatter_add_rows_f32: index 700 at position 4321", NULL);
+    expect_bits(gx, x, N_ROWS * 3, "scatter_add_rows_f32 after a bad index");
+    /* cols == 0 still checks the indices, as on the CPU */
+    assert_int_equal(GK()->gather_rows_f32(GS(), N_IDX, 0, gbad, N_ROWS, gx, gy),
+                     SAGA_ERR_INVALID_ARG);
+}
+
+/* A random CSR over n_rows rows, starting at entry base (offsets[0] = base), with empty rows and
+ * a few rows longer than a warp; indices in [0, n_cols). Host arrays. */
+static void random_csr(int64_t n_rows, int64_t n_cols, int64_t base, int64_t **off_out,
+                       int32_t **ind_out, float **val_out) {
+    int64_t *off = hi64(n_rows + 1);
+    off[0] = base;
+    for (int64_t i = 0; i < n_rows; i++) {
+        const int64_t len = i % 11 == 0 ? 0 : i % 97 == 5 ? 300 + irand(400) : irand(24);
+        off[i + 1] = off[i] + len;
+    }
+    const int64_t end = off[n_rows];
+    int32_t *ind = hi32(end);
+    float *val = hf32(end);
+    for (int64_t k = 0; k < end; k++) {
+        ind[k] = (int32_t)irand(n_cols);
+        val[k] = frand(-1.0f, 1.0f);
+    }
+    *off_out = off;
+    *ind_out = ind;
+    *val_out = val;
+}
+
+static void test_cuda_backend_f32_spmm(void **state) {
+    (void)state;
+    enum { ROWS = 4000, COLS = 5000 };
+    int64_t *off;
+    int32_t *ind;
+    float *val;
+    random_csr(ROWS, COLS, 0, &off, &ind, &val);
+    const int64_t nnz = off[ROWS];
+    int64_t *goff = gput(off, sizeof(int64_t) * (ROWS + 1));
+    int32_t *gind = gput(ind, sizeof(int32_t) * nnz);
+    float *gval = gput(val, sizeof(float) * nnz);
+    static const int64_t Fs[] = {1, 3, 16, 32, 33, 130, 300};
+    static const float ab[][2] = {{1.0f, 0.0f}, {0.5f, 1.0f}, {-2.0f, 0.25f}};
+    for (size_t fi = 0; fi < sizeof Fs / sizeof *Fs; fi++) {
+        const int64_t F = Fs[fi];
+        float *X = rand_f32(COLS * F, -1.0f, 1.0f), *gX = gput(X, sizeof(float) * COLS * F);
+        for (int withvals = 0; withvals < 2; withvals++) {
+            for (size_t ai = 0; ai < sizeof ab / sizeof *ab; ai++) {
+                const float alpha = ab[ai][0], beta = ab[ai][1];
+                saga_csr_dev gA = {ROWS, COLS, nnz, goff, gind, withvals ? gval : NULL};
+                saga_csr_dev cA = {ROWS, COLS, nnz, off, ind, withvals ? val : NULL};
+                float *Y = beta == 0.0f ? nan_f32(ROWS * F) : rand_f32(ROWS * F, -1.0f, 1.0f);
+                double *mag = halloc(sizeof(double) * (size_t)(ROWS * F));
+                for (int64_t i = 0; i < ROWS; i++)
+                    for (int64_t j = 0; j < F; j++) {
+                        double m = 0.0;
+                        for (int64_t k = off[i]; k < off[i + 1]; k++)
+                            m += fabs((withvals ? val[k] : 1.0) * X[ind[k] * F + j]);
+                        mag[i * F + j] =
+                            fabs(alpha) * m + (beta != 0.0f ? fabs(beta * Y[i * F + j]) : 0.0);
+                    }
+                float *gY = gput(Y, sizeof(float) * ROWS * F);
+                assert_int_equal(GK()->spmm_f32(GS(), &gA, F, alpha, gX, beta, gY), SAGA_OK);
+                assert_int_equal(CK()->spmm_f32(CS(), &cA, F, alpha, X, beta, Y), SAGA_OK);
+                /* the CPU's order of terms; the GPU fuses multiply-adds */
+                expect_close_mag(gY, Y, mag, ROWS * F, 1e-6, "spmm_f32");
+            }
+        }
+    }
+    saga_csr_dev empty = {0, COLS, 0, goff, gind, NULL};
+    assert_int_equal(GK()->spmm_f32(GS(), &empty, 8, 1.0f, NULL, 0.0f, NULL), SAGA_OK);
+}
+
+/* Segment sum, mean and max (ties: the first row wins) over segments starting at a nonzero row,
+ * with empty ones, forward and backward: the CPU's operations in the CPU's order, so the bits. */
+static void test_cuda_backend_f32_segment_reduce(void **state) {
+    (void)state;
+    enum { N_SEG = 3000, BASE = 5 };
+    int64_t *off;
+    int32_t *unused_ind;
+    float *unused_val;
+    random_csr(N_SEG, 1, BASE, &off, &unused_ind, &unused_val);
+    const int64_t rows = off[N_SEG];
+    int64_t *goff = gput(off, sizeof(int64_t) * (N_SEG + 1));
+    static const int64_t Fs[] = {1, 4, 32, 45};
+    for (size_t fi = 0; fi < sizeof Fs / sizeof *Fs; fi++) {
+        const int64_t F = Fs[fi], n = rows * F, ny = (int64_t)N_SEG * F;
+        float *x = rand_f32(n, -1.0f, 1.0f);
+        for (int64_t e = 0; e + 2 * F < n; e += 17) /* ties down a column */
+            x[e + F] = x[e];
+        float *gx = gput(x, sizeof(float) * n);
+        float *dy = rand_f32(ny, -1.0f, 1.0f), *gdy = gput(dy, sizeof(float) * ny);
+        for (int op = 0; op < SAGA_REDUCE_COUNT; op++) {
+            float *y = nan_f32(ny), *gy = gput(y, sizeof(float) * ny);
+            int32_t *am = hi32(ny);
+            memset(am, 0xff, sizeof(int32_t) * (size_t)ny);
+            int32_t *gam = gput(am, sizeof(int32_t) * ny);
+            assert_int_equal(
+                GK()->segment_reduce_f32(GS(), goff, N_SEG, F, (saga_reduce)op, gx, gy, gam),
+                SAGA_OK);
+            assert_int_equal(
+                CK()->segment_reduce_f32(CS(), off, N_SEG, F, (saga_reduce)op, x, y, am), SAGA_OK);
+            expect_bits(gy, y, ny, "segment_reduce_f32");
+            if (op == SAGA_REDUCE_MAX) {
+                int32_t *gam_host = hi32(ny);
+                gget(gam_host, gam, sizeof(int32_t) * ny);
+                assert_memory_equal(gam_host, am, sizeof(int32_t) * ny);
+            }
+            /* backward: rows before the first segment (BASE of them) are not written */
+            float *dx = nan_f32(n), *gdx = gput(dx, sizeof(float) * n);
+            int32_t *gamc = gput(am, sizeof(int32_t) * ny); /* the CPU's argmax for both */
+            assert_int_equal(
+                GK()->segment_reduce_bwd_f32(GS(), goff, N_SEG, F, (saga_reduce)op, gdy, gamc, gdx),
+                SAGA_OK);
+            assert_int_equal(
+                CK()->segment_reduce_bwd_f32(CS(), off, N_SEG, F, (saga_reduce)op, dy, am, dx),
+                SAGA_OK);
+            expect_bits(gdx, dx, n, "segment_reduce_bwd_f32");
+        }
+    }
+    float v = 0.0f, *g = gput(&v, sizeof v);
+    assert_int_equal(GK()->segment_reduce_f32(GS(), goff, N_SEG, 1, SAGA_REDUCE_MAX, g, g, NULL),
+                     SAGA_ERR_INVALID_ARG);
+    saga_test_assert_error_contains("segment_reduce_f32", "MAX needs an argmax array", NULL);
+    assert_int_equal(
+        GK()->segment_reduce_bwd_f32(GS(), goff, N_SEG, 1, SAGA_REDUCE_MAX, g, NULL, g),
+        SAGA_ERR_INVALID_ARG);
+    assert_int_equal(GK()->segment_reduce_f32(GS(), goff, 0, 1, SAGA_REDUCE_COUNT, g, g, NULL),
+                     SAGA_ERR_INVALID_ARG);
+    saga_test_assert_error_contains("unknown reduction", NULL);
+    assert_int_equal(GK()->segment_reduce_f32(GS(), goff, 0, 1, SAGA_REDUCE_SUM, g, g, NULL),
+                     SAGA_OK);
+}
+
+/* Edge softmax per segment and head, forward (out == scores too) and backward (dscores == dout
+ * too), with empty segments and segments longer than a warp. */
+static void test_cuda_backend_f32_edge_softmax(void **state) {
+    (void)state;
+    enum { N_SEG = 2000, BASE = 3 };
+    int64_t *off;
+    int32_t *unused_ind;
+    float *unused_val;
+    random_csr(N_SEG, 1, BASE, &off, &unused_ind, &unused_val);
+    const int64_t rows = off[N_SEG];
+    int64_t *goff = gput(off, sizeof(int64_t) * (N_SEG + 1));
+    static const int64_t Hs[] = {1, 3, 8, 32}; /* 3: head after head; others: one pass */
+    for (size_t hi = 0; hi < sizeof Hs / sizeof *Hs; hi++) {
+        const int64_t H = Hs[hi], n = rows * H;
+        const size_t bytes = sizeof(float) * (size_t)n;
+        float *sc = rand_f32(n, -10.0f, 10.0f), *gsc = gput(sc, bytes);
+        float *dout = rand_f32(n, -1.0f, 1.0f), *gdout = gput(dout, bytes);
+        /* the rows before the first segment are not written: NaN on both */
+        float *out = nan_f32(n), *gout = gput(out, bytes);
+        assert_int_equal(GK()->edge_softmax_f32(GS(), goff, N_SEG, H, gsc, gout), SAGA_OK);
+        assert_int_equal(CK()->edge_softmax_f32(CS(), off, N_SEG, H, sc, out), SAGA_OK);
+        /* expf within a few ulp of glibc's; double sums in another order */
+        expect_close(gout, out, n, 1e-5, "edge_softmax_f32");
+        float *c = hcopy(sc, n), *g = gput(sc, bytes);
+        assert_int_equal(GK()->edge_softmax_f32(GS(), goff, N_SEG, H, g, g), SAGA_OK);
+        assert_int_equal(CK()->edge_softmax_f32(CS(), off, N_SEG, H, c, c), SAGA_OK);
+        expect_close(g, c, n, 1e-5, "edge_softmax_f32(out=scores)");
+
+        float *goutc = gput(out, bytes); /* both backward passes read the CPU's output */
+        float *ds = nan_f32(n), *gds = gput(ds, bytes);
+        assert_int_equal(GK()->edge_softmax_bwd_f32(GS(), goff, N_SEG, H, goutc, gdout, gds),
+                         SAGA_OK);
+        assert_int_equal(CK()->edge_softmax_bwd_f32(CS(), off, N_SEG, H, out, dout, ds), SAGA_OK);
+        expect_close(gds, ds, n, 1e-5, "edge_softmax_bwd_f32");
+        c = hcopy(dout, n);
+        g = gput(dout, bytes);
+        assert_int_equal(GK()->edge_softmax_bwd_f32(GS(), goff, N_SEG, H, goutc, g, g), SAGA_OK);
+        assert_int_equal(CK()->edge_softmax_bwd_f32(CS(), off, N_SEG, H, out, c, c), SAGA_OK);
+        expect_close(g, c, n, 1e-5, "edge_softmax_bwd_f32(dscores=dout)");
+    }
+}
+
+/* Three steps of Adam, AdamW and SGD (plain, momentum, Nesterov, weight decay). */
+static void test_cuda_backend_f32_optimizers(void **state) {
+    (void)state;
+    static const int64_t sizes[] = {0, 1, 10007};
+    for (size_t si = 0; si < sizeof sizes / sizeof *sizes; si++) {
+        const int64_t n = sizes[si];
+        const size_t bytes = (size_t)n * sizeof(float);
+        float *p0 = rand_f32(n, -1.0f, 1.0f);
+        for (int variant = 0; variant < 8; variant++) {
+            float *p = hcopy(p0, n), *m = hf32(n), *v = hf32(n);
+            memset(m, 0, bytes);
+            memset(v, 0, bytes);
+            float *gp = gput(p, bytes), *gm = gput(m, bytes), *gv = gput(v, bytes);
+            for (int64_t step = 1; step <= 3; step++) {
+                float *grad = rand_f32(n, -0.5f, 0.5f), *gg = gput(grad, bytes);
+                if (variant < 3) { /* Adam; AdamW; Adam with L2 decay */
+                    const bool decoupled = variant == 1;
+                    const float wd = variant == 0 ? 0.0f : 0.01f;
+                    assert_int_equal(GK()->adam_f32(GS(), n, 0.01f, 0.9f, 0.999f, 1e-8f, wd,
+                                                    decoupled, step, gp, gg, gm, gv),
+                                     SAGA_OK);
+                    assert_int_equal(CK()->adam_f32(CS(), n, 0.01f, 0.9f, 0.999f, 1e-8f, wd,
+                                                    decoupled, step, p, grad, m, v),
+                                     SAGA_OK);
+                } else { /* SGD: plain, momentum, Nesterov; then with weight decay */
+                    const float mom = variant == 3 || variant == 6 ? 0.0f : 0.9f;
+                    const float wd = variant >= 6 ? 5e-4f : 0.0f;
+                    const bool nesterov = variant == 5 || variant == 7;
+                    assert_int_equal(GK()->sgd_f32(GS(), n, 0.1f, mom, wd, nesterov, gp, gg,
+                                                   mom != 0.0f ? gm : NULL),
+                                     SAGA_OK);
+                    assert_int_equal(CK()->sgd_f32(CS(), n, 0.1f, mom, wd, nesterov, p, grad,
+                                                   mom != 0.0f ? m : NULL),
+                                     SAGA_OK);
+                }
+            }
+            /* the same f32 operations per element; the GPU may fuse multiply-adds */
+            expect_close(gp, p, n, 1e-6, "optimizer param");
+            expect_close(gm, m, n, 1e-6, "optimizer state 1");
+            expect_close(gv, v, n, 1e-6, "optimizer state 2");
+        }
+    }
+    float v = 0.0f, *g = gput(&v, sizeof v);
+    assert_int_equal(
+        GK()->adam_f32(GS(), 1, 0.01f, 0.9f, 0.999f, 1e-8f, 0.0f, false, 0, g, g, g, g),
+        SAGA_ERR_INVALID_ARG);
+    saga_test_assert_error_contains("adam_f32", "step must be 1 or more", NULL);
+    assert_int_equal(GK()->sgd_f32(GS(), 1, 0.1f, 0.9f, 0.0f, false, g, g, NULL),
+                     SAGA_ERR_INVALID_ARG);
+    saga_test_assert_error_contains("sgd_f32", "needs a momentum buffer", NULL);
+}
+
+/* ---- end to end: a two-layer MLP trained three steps through saga_nn.h on both backends ------ */
+
+enum { MLP_N = 200, MLP_IN = 12, MLP_HID = 32, MLP_OUT = 5, MLP_TRAIN = 120, MLP_STEPS = 3 };
+
+/* Trains from the same data and initial parameters (the model initialises on the host from a
+ * seed) and returns the losses and the final parameters, in host memory. */
+static void mlp_run(saga_backend *be, const float *xh, const int32_t *yh, const int32_t *train,
+                    double *losses, float *params_out) {
+    saga_ctx *c = NULL;
+    saga_model *m = NULL;
+    saga_optim *o = NULL;
+    assert_int_equal(saga_ctx_new(&c, be, 1234), SAGA_OK);
+    assert_int_equal(saga_model_new(&m, be), SAGA_OK);
+    saga_tensor *W1 = saga_model_param(m, "W1", MLP_IN, MLP_HID, SAGA_INIT_GLOROT, 1);
+    saga_tensor *b1 = saga_model_param(m, "b1", 1, MLP_HID, SAGA_INIT_ZEROS, 2);
+    saga_tensor *W2 = saga_model_param(m, "W2", MLP_HID, MLP_OUT, SAGA_INIT_GLOROT, 3);
+    saga_tensor *b2 = saga_model_param(m, "b2", 1, MLP_OUT, SAGA_INIT_ZEROS, 4);
+    assert_true(W1 && b1 && W2 && b2);
+    saga_optim_opts oo = saga_optim_opts_defaults(SAGA_OPTIM_SGD);
+    oo.lr = 0.2f;
+    oo.momentum = 0.9f;
+    oo.weight_decay = 5e-4f;
+    assert_int_equal(saga_optim_new(&o, m, &oo), SAGA_OK);
+    saga_tensor *x = NULL, *y = NULL, *rows = NULL;
+    assert_int_equal(saga_tensor_from_host(&x, be, SAGA_F32, MLP_N, MLP_IN, xh), SAGA_OK);
+    assert_int_equal(saga_tensor_from_host(&y, be, SAGA_I32, MLP_N, 1, yh), SAGA_OK);
+    assert_int_equal(saga_tensor_from_host(&rows, be, SAGA_I32, MLP_TRAIN, 1, train), SAGA_OK);
+    for (int step = 0; step < MLP_STEPS; step++) {
+        saga_ctx_train(c, true);
+        saga_tensor *h = saga_relu(c, saga_add_bias(c, saga_matmul(c, x, W1), b1));
+        h = saga_dropout(c, h, 0.25f); /* the same mask on both backends */
+        saga_tensor *logits = saga_add_bias(c, saga_matmul(c, h, W2), b2);
+        saga_tensor *loss = saga_nll_loss(c, saga_log_softmax(c, logits), y, rows);
+        if (!loss)
+            fail_msg("%s: forward pass: %s", saga_backend_name(be), saga_last_error());
+        losses[step] = saga_item(loss);
+        if (saga_backward(c, loss) != SAGA_OK)
+            fail_msg("%s: backward: %s", saga_backend_name(be), saga_last_error());
+        assert_int_equal(saga_optim_step(o), SAGA_OK);
+        saga_ctx_clear(c);
+    }
+    float *at = params_out;
+    for (int i = 0; i < saga_model_n_params(m); i++) {
+        saga_tensor *p = saga_model_param_at(m, i);
+        assert_int_equal(saga_tensor_to_host(p, at), SAGA_OK);
+        at += saga_tensor_rows(p) * saga_tensor_cols(p);
+    }
+    saga_tensor_free(&x);
+    saga_tensor_free(&y);
+    saga_tensor_free(&rows);
+    saga_optim_free(&o);
+    saga_model_free(&m);
+    saga_ctx_free(&c);
+}
+
+static void test_cuda_backend_f32_mlp_matches_cpu(void **state) {
+    (void)state;
+    enum { N_PARAMS = MLP_IN * MLP_HID + MLP_HID + MLP_HID * MLP_OUT + MLP_OUT };
+    float *xh = rand_f32(MLP_N * MLP_IN, -1.0f, 1.0f);
+    int32_t *yh = hi32(MLP_N), *train = hi32(MLP_TRAIN);
+    for (int i = 0; i < MLP_N; i++)
+        yh[i] = (int32_t)irand(MLP_OUT);
+    for (int k = 0; k < MLP_TRAIN; k++)
+        train[k] = (int32_t)(k * 5 % MLP_N);
+    double gl[MLP_STEPS], cl[MLP_STEPS];
+    float *gp = hf32(N_PARAMS), *cp = hf32(N_PARAMS);
+    mlp_run(gpu, xh, yh, train, gl, gp);
+    mlp_run(cpu, xh, yh, train, cl, cp);
+    /* f32 GEMMs in other orders, expf within a few ulp: the first loss agrees to f32 rounding.
+     * Later ones and the parameters get more room: a pre-activation within rounding of zero can
+     * fall on the other side of the ReLU on the other backend, which moves the weights it feeds
+     * by about lr x / n_train (1e-4 here) after one step. */
+    for (int s = 0; s < MLP_STEPS; s++) {
+        print_message("step %d: loss cuda %.9g, cpu %.9g\n", s, gl[s], cl[s]);
+        assert_true(isfinite(gl[s]));
+        assert_close(gl[s], cl[s], s == 0 ? 1e-5 : 1e-4, "mlp loss", s);
+    }
+    for (int i = 0; i < N_PARAMS; i++)
+        assert_close(gp[i], cp[i], 1e-3, "mlp parameter", i);
+}
+
 int main(void) {
     saga_status st = saga_backend_cuda_new(&gpu, 0, NULL);
     if (st != SAGA_OK) {
@@ -441,6 +1440,22 @@ int main(void) {
         cmocka_unit_test(test_cuda_backend_tensors),
         cmocka_unit_test(test_cuda_backend_async_copies_with_events),
         cmocka_unit_test(test_cuda_backend_host_fn_and_elapsed),
+        cmocka_unit_test(test_cuda_backend_f32_table_complete),
+        cmocka_unit_test_teardown(test_cuda_backend_f32_fill_scale_binary, free_tracked),
+        cmocka_unit_test_teardown(test_cuda_backend_f32_activations, free_tracked),
+        cmocka_unit_test_teardown(test_cuda_backend_f32_dropout, free_tracked),
+        cmocka_unit_test_teardown(test_cuda_backend_f32_dropout_rows, free_tracked),
+        cmocka_unit_test_teardown(test_cuda_backend_f32_rows_and_columns, free_tracked),
+        cmocka_unit_test_teardown(test_cuda_backend_f32_gemm, free_tracked),
+        cmocka_unit_test_teardown(test_cuda_backend_f32_softmax_rows, free_tracked),
+        cmocka_unit_test_teardown(test_cuda_backend_f32_nll, free_tracked),
+        cmocka_unit_test_teardown(test_cuda_backend_f32_losses_and_sums, free_tracked),
+        cmocka_unit_test_teardown(test_cuda_backend_f32_gather_scatter, free_tracked),
+        cmocka_unit_test_teardown(test_cuda_backend_f32_spmm, free_tracked),
+        cmocka_unit_test_teardown(test_cuda_backend_f32_segment_reduce, free_tracked),
+        cmocka_unit_test_teardown(test_cuda_backend_f32_edge_softmax, free_tracked),
+        cmocka_unit_test_teardown(test_cuda_backend_f32_optimizers, free_tracked),
+        cmocka_unit_test_teardown(test_cuda_backend_f32_mlp_matches_cpu, free_tracked),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     saga_backend_stats s;

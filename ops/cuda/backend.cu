@@ -63,6 +63,7 @@ struct cuda_ctx {
     std::vector<cudaEvent_t> spare_events;
     size_t cached_bytes = 0;
     std::mutex handles_lock;
+    std::mutex cublas_lock; // held from saga_cuda_cublas_acquire to saga_cuda_cublas_release
     cublasHandle_t cublas = nullptr;
     cusparseHandle_t cusparse = nullptr;
 };
@@ -232,20 +233,6 @@ static void cuda_stream_free(saga_stream *s) {
     s->impl = nullptr;
 }
 
-saga_status saga_cuda_stream_scratch(saga_stream *s, double **d_scratch, double **h_result) {
-    saga_cuda_stream *cs = static_cast<saga_cuda_stream *>(s->impl);
-    if (!cs->d_scratch) {
-        SAGA_CUDA_RETURN(cudaSetDevice(cs->device));
-        SAGA_CUDA_RETURN(
-            cudaMalloc(&cs->d_scratch, (SAGA_CUDA_REDUCE_BLOCKS + 1) * sizeof(double)));
-    }
-    if (!cs->h_result)
-        SAGA_CUDA_RETURN(cudaHostAlloc(&cs->h_result, sizeof(double), cudaHostAllocPortable));
-    *d_scratch = cs->d_scratch;
-    *h_result = cs->h_result;
-    return SAGA_OK;
-}
-
 static saga_status cuda_stream_sync(saga_stream *s) {
     cudaStream_t stream;
     saga_status st = saga_cuda_stream_get(s, &stream);
@@ -377,15 +364,47 @@ static saga_status cuda_synchronize(saga_backend *be) {
 
 // ---- library handles --------------------------------------------------------------------------
 
-saga_status saga_cuda_cublas(saga_backend *be, cublasHandle_t *out) {
+// Creates the handle on first use; errors name slot.
+static saga_status cublas_handle(saga_backend *be, const char *slot, cublasHandle_t *out) {
     cuda_ctx *c = ctx_of(be);
     std::lock_guard<std::mutex> guard(c->handles_lock);
     if (!c->cublas) {
-        SAGA_CUDA_RETURN(cudaSetDevice(c->device));
-        SAGA_CUDA_RETURN(cublasCreate(&c->cublas));
+        SAGA_CUDA_SLOT_RETURN(slot, cudaSetDevice(c->device));
+        cublasHandle_t h = nullptr;
+        SAGA_CUDA_SLOT_RETURN(slot, cublasCreate(&h));
+        // The default math mode keeps f32 products in f32 (TF32 only with
+        // CUBLAS_TF32_TENSOR_OP_MATH), so results match the CPU's SGEMM within f32 rounding.
+        const cublasStatus_t err = cublasSetMathMode(h, CUBLAS_DEFAULT_MATH);
+        if (err != CUBLAS_STATUS_SUCCESS) {
+            cublasDestroy(h);
+            return saga_cuda_slot_error(slot, err, "cublasSetMathMode(h, CUBLAS_DEFAULT_MATH)",
+                                        __FILE__, __LINE__);
+        }
+        c->cublas = h;
     }
     *out = c->cublas;
     return SAGA_OK;
+}
+
+saga_status saga_cuda_cublas(saga_backend *be, cublasHandle_t *out) {
+    return cublas_handle(be, "cuBLAS handle", out);
+}
+
+saga_status saga_cuda_cublas_acquire(saga_backend *be, const char *slot, cublasHandle_t *out) {
+    cublasHandle_t h = nullptr;
+    const saga_status st = cublas_handle(be, slot, &h);
+    if (st < 0)
+        return st;
+    ctx_of(be)->cublas_lock.lock();
+    *out = h;
+    return SAGA_OK;
+}
+
+void saga_cuda_cublas_release(saga_backend *be, cublasHandle_t h) {
+    // Back to the legacy stream and cuBLAS's own workspace, so the handle keeps no pointer to a
+    // stream or a buffer that may be freed before it.
+    cublasSetStream(h, nullptr);
+    ctx_of(be)->cublas_lock.unlock();
 }
 
 saga_status saga_cuda_cusparse(saga_backend *be, cusparseHandle_t *out) {
@@ -441,7 +460,7 @@ static const saga_backend_iface cuda_iface = {
 };
 
 static const saga_kernels cuda_kernels = {
-    /* version */ 2,
+    /* version */ 4,
     /* fill_f64 */ saga_cuda_fill_f64,
     /* axpby_f64 */ saga_cuda_axpby_f64,
     /* mul_f64 */ saga_cuda_mul_f64,
@@ -449,33 +468,32 @@ static const saga_kernels cuda_kernels = {
     /* spmv_f64 */ saga_cuda_spmv_f64,
     /* dot_f64 */ saga_cuda_dot_f64,
     /* l1_diff_f64 */ saga_cuda_l1_diff_f64,
-    // f32 neural-network kernels: not on the GPU yet; the ops layer reports UNSUPPORTED
-    /* gemm_f32 */ NULL,
-    /* bias_add_f32 */ NULL,
-    /* colsum_f32 */ NULL,
-    /* act_f32 */ NULL,
-    /* act_bwd_f32 */ NULL,
-    /* dropout_f32 */ NULL,
-    /* binary_f32 */ NULL,
-    /* scale_f32 */ NULL,
-    /* fill_f32 */ NULL,
-    /* copy2d_f32 */ NULL,
-    /* softmax_rows_f32 */ NULL,
-    /* softmax_rows_bwd_f32 */ NULL,
-    /* nll_f32 */ NULL,
-    /* bce_logits_f32 */ NULL,
-    /* sum_f32 */ NULL,
-    /* sumsq_f32 */ NULL,
-    /* gather_rows_f32 */ NULL,
-    /* scatter_add_rows_f32 */ NULL,
-    /* spmm_f32 */ NULL,
-    /* segment_reduce_f32 */ NULL,
-    /* segment_reduce_bwd_f32 */ NULL,
-    /* edge_softmax_f32 */ NULL,
-    /* edge_softmax_bwd_f32 */ NULL,
-    /* adam_f32 */ NULL,
-    /* sgd_f32 */ NULL,
-    /* dropout_rows_f32 */ NULL,
+    /* gemm_f32 */ saga_cuda_gemm_f32,
+    /* bias_add_f32 */ saga_cuda_bias_add_f32,
+    /* colsum_f32 */ saga_cuda_colsum_f32,
+    /* act_f32 */ saga_cuda_act_f32,
+    /* act_bwd_f32 */ saga_cuda_act_bwd_f32,
+    /* dropout_f32 */ saga_cuda_dropout_f32,
+    /* binary_f32 */ saga_cuda_binary_f32,
+    /* scale_f32 */ saga_cuda_scale_f32,
+    /* fill_f32 */ saga_cuda_fill_f32,
+    /* copy2d_f32 */ saga_cuda_copy2d_f32,
+    /* softmax_rows_f32 */ saga_cuda_softmax_rows_f32,
+    /* softmax_rows_bwd_f32 */ saga_cuda_softmax_rows_bwd_f32,
+    /* nll_f32 */ saga_cuda_nll_f32,
+    /* bce_logits_f32 */ saga_cuda_bce_logits_f32,
+    /* sum_f32 */ saga_cuda_sum_f32,
+    /* sumsq_f32 */ saga_cuda_sumsq_f32,
+    /* gather_rows_f32 */ saga_cuda_gather_rows_f32,
+    /* scatter_add_rows_f32 */ saga_cuda_scatter_add_rows_f32,
+    /* spmm_f32 */ saga_cuda_spmm_f32,
+    /* segment_reduce_f32 */ saga_cuda_segment_reduce_f32,
+    /* segment_reduce_bwd_f32 */ saga_cuda_segment_reduce_bwd_f32,
+    /* edge_softmax_f32 */ saga_cuda_edge_softmax_f32,
+    /* edge_softmax_bwd_f32 */ saga_cuda_edge_softmax_bwd_f32,
+    /* adam_f32 */ saga_cuda_adam_f32,
+    /* sgd_f32 */ saga_cuda_sgd_f32,
+    /* dropout_rows_f32 */ saga_cuda_dropout_rows_f32,
 };
 
 // Entry point (see backend_impl.h): fills be's table, kernels, context, name and device_total. On

@@ -55,12 +55,51 @@ static inline saga_status saga_cuda_check(cusparseStatus_t err, const char *what
 // After a kernel launch: launch errors (bad configuration, no kernel image for the device).
 #define SAGA_CUDA_RETURN_LAUNCH() SAGA_CUDA_RETURN(cudaGetLastError())
 
+// Errors of a kernel slot name the slot first: "gemm_f32: cublasSgemm(...): ... at file:line".
+saga_status saga_cuda_slot_error(const char *slot, cudaError_t err, const char *what,
+                                 const char *file, int line);
+saga_status saga_cuda_slot_error(const char *slot, cublasStatus_t err, const char *what,
+                                 const char *file, int line);
+
+static inline bool saga_cuda_ok(cudaError_t err) {
+    return err == cudaSuccess;
+}
+static inline bool saga_cuda_ok(cublasStatus_t err) {
+    return err == CUBLAS_STATUS_SUCCESS;
+}
+
+template <typename E>
+static inline saga_status saga_cuda_slot_check(const char *slot, E err, const char *what,
+                                               const char *file, int line) {
+    return saga_cuda_ok(err) ? SAGA_OK : saga_cuda_slot_error(slot, err, what, file, line);
+}
+
+// SAGA_CUDA_RETURN for kernel slots: the message names the slot and the call.
+#define SAGA_CUDA_SLOT_RETURN(slot, expr)                                                          \
+    do {                                                                                           \
+        saga_status st_ = saga_cuda_slot_check((slot), (expr), #expr, __FILE__, __LINE__);         \
+        if (st_ < 0)                                                                               \
+            return st_;                                                                            \
+    } while (0)
+
+// After a kernel launch in a slot.
+#define SAGA_CUDA_SLOT_LAUNCH(slot) SAGA_CUDA_SLOT_RETURN(slot, cudaGetLastError())
+
 // What a saga_stream's impl points at on this backend.
+//
+// d_scratch is the device scratch of the kernels issued on the stream, used in stream order (so
+// one per stream, not per backend: two streams may run at once). It holds the reduction partials
+// (SAGA_CUDA_REDUCE_BLOCKS + 1 doubles), SAGA_CUDA_FLAG_WORDS words of flags (index checks), then
+// a workspace that grows on demand (saga_cuda_stream_workspace). It is not counted against the
+// backend's budget. h_result is pinned host memory (SAGA_CUDA_HOST_WORDS words) that the
+// synchronous slots copy their results into. Both are allocated on first use and freed with the
+// stream.
 struct saga_cuda_stream {
     cudaStream_t stream;
     int device;
-    double *d_scratch; // reduction partials, allocated on first use (SAGA_CUDA_REDUCE_BLOCKS + 1)
-    double *h_result;  // pinned host word the reductions copy their result into
+    double *d_scratch;
+    double *h_result;
+    size_t scratch_bytes; // bytes of d_scratch
 };
 
 // Makes s's device current on the calling thread and gives its CUDA stream.
@@ -112,16 +151,80 @@ __device__ __forceinline__ double saga_cuda_block_sum(double v) {
 // The reduction scratch of stream s (allocated on first use, freed with the stream).
 saga_status saga_cuda_stream_scratch(saga_stream *s, double **d_scratch, double **h_result);
 
+#define SAGA_CUDA_FLAG_WORDS 32
+#define SAGA_CUDA_HOST_WORDS 4
+
+// The pieces of a stream's scratch (see saga_cuda_stream).
+struct saga_cuda_scratch {
+    double *partials;          // SAGA_CUDA_REDUCE_BLOCKS + 1 doubles
+    unsigned long long *flags; // SAGA_CUDA_FLAG_WORDS words
+    void *work;                // the bytes asked for (NULL when 0 were), 256-byte aligned
+    double *host;              // pinned, SAGA_CUDA_HOST_WORDS words
+};
+
+// The scratch of stream s with at least work_bytes of workspace. Growing it waits for the
+// stream (work queued there may still use the old buffer) and reallocates: the sizes asked for
+// are few and the buffer only grows, so this happens a few times per stream. Errors name slot.
+saga_status saga_cuda_stream_workspace(saga_stream *s, const char *slot, size_t work_bytes,
+                                       saga_cuda_scratch *out);
+
+// Makes s's device current and gives its CUDA stream; errors name slot.
+saga_status saga_cuda_slot_stream(saga_stream *s, const char *slot, cudaStream_t *out);
+
 // Adds partials[0..n_partials) on the stream in a fixed order and copies the sum to *out, waiting
-// for it (the second pass of dot and l1_diff).
-saga_status saga_cuda_sum_partials(saga_stream *s, int n_partials, double *out);
+// for it (the second pass of the reductions that return a host scalar). Errors name slot.
+saga_status saga_cuda_sum_partials(saga_stream *s, const char *slot, int n_partials, double *out);
+
+// SAGA_ERR_INVALID_ARG, with the message the CPU twin gives ("slot: index v at position k is
+// outside [0, limit)"), when some idx[k], k < n, is outside [0, limit). One pass records the
+// smallest bad position in a device word, which is read back synchronously: the slots that must
+// write nothing on a bad index pay one stream synchronization for it. n > 0.
+saga_status saga_cuda_check_indices(saga_stream *s, const char *slot, int64_t n, const int32_t *idx,
+                                    int64_t limit);
+
+// ---- groups of lanes per row ------------------------------------------------------------------
+
+// Kernels over the rows of a row-major matrix give each row a group of 2^shift consecutive
+// lanes (at most a warp), the smallest that covers the columns: narrow rows (a few features or
+// heads) keep every lane busy, wide rows are walked by a whole warp with each lane striding over
+// the columns, reading consecutive addresses across the lanes.
+static inline int saga_cuda_group_shift(int64_t cols) {
+    int shift = 0;
+    while (shift < 5 && ((int64_t)1 << shift) < cols)
+        shift++;
+    return shift;
+}
+
+// Blocks of block_size threads for rows rows in groups of 2^shift lanes (a grid-stride loop
+// covers the rest).
+static inline unsigned saga_cuda_group_blocks(int64_t rows, int shift, int block_size) {
+    return saga_cuda_blocks(rows, block_size >> shift);
+}
+
+// The first row of the calling thread's group and the stride between a group's rows.
+__device__ __forceinline__ int64_t saga_cuda_group_row(int shift) {
+    return (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) >> shift;
+}
+__device__ __forceinline__ int64_t saga_cuda_group_stride(int shift) {
+    return ((int64_t)gridDim.x * blockDim.x) >> shift;
+}
 
 // cuBLAS and cuSPARSE handles of the backend, created on first use; bound to no stream (set one
-// with cublasSetStream / cusparseSetStream before each call).
+// with cublasSetStream / cusparseSetStream before each call). The cuBLAS handle is made with
+// CUBLAS_DEFAULT_MATH: f32 products in f32, never TF32.
 saga_status saga_cuda_cublas(saga_backend *be, cublasHandle_t *out);
 saga_status saga_cuda_cusparse(saga_backend *be, cusparseHandle_t *out);
 
+// The cuBLAS handle for one call sequence: saga_cuda_cublas_acquire locks it (a handle's stream
+// and workspace are per handle, so two threads must not set them at once); the caller binds its
+// stream and workspace, calls, and gives it back with saga_cuda_cublas_release, which unbinds
+// them and unlocks. Errors name slot.
+saga_status saga_cuda_cublas_acquire(saga_backend *be, const char *slot, cublasHandle_t *out);
+void saga_cuda_cublas_release(saga_backend *be, cublasHandle_t h);
+
 // ---- the kernel entries (one .cu each) --------------------------------------------------------
+
+// f64 (PageRank)
 
 saga_status saga_cuda_fill_f64(saga_stream *s, double *x, int64_t n, double v);
 saga_status saga_cuda_axpby_f64(saga_stream *s, int64_t n, double a, const double *x, double b,
@@ -135,3 +238,64 @@ saga_status saga_cuda_dot_f64(saga_stream *s, int64_t n, const double *x, const 
                               double *out);
 saga_status saga_cuda_l1_diff_f64(saga_stream *s, int64_t n, const double *x, const double *y,
                                   double *out);
+
+// f32 (neural networks), in the order of the kernel table
+saga_status saga_cuda_gemm_f32(saga_stream *s, bool trans_a, bool trans_b, int64_t M, int64_t N,
+                               int64_t K, float alpha, const float *A, int64_t lda, const float *B,
+                               int64_t ldb, float beta, float *C, int64_t ldc);
+saga_status saga_cuda_bias_add_f32(saga_stream *s, int64_t rows, int64_t cols, const float *x,
+                                   const float *b, float *y);
+saga_status saga_cuda_colsum_f32(saga_stream *s, int64_t rows, int64_t cols, const float *x,
+                                 float beta, float *out);
+saga_status saga_cuda_act_f32(saga_stream *s, saga_act kind, int64_t n, float alpha, const float *x,
+                              float *y);
+saga_status saga_cuda_act_bwd_f32(saga_stream *s, saga_act kind, int64_t n, float alpha,
+                                  const float *x, const float *y, const float *dy, float *dx);
+saga_status saga_cuda_dropout_f32(saga_stream *s, int64_t n, float p, uint64_t seed, int64_t first,
+                                  const float *x, float *y);
+saga_status saga_cuda_dropout_rows_f32(saga_stream *s, int64_t rows, int64_t cols, float p,
+                                       uint64_t seed, const int32_t *row_ids, const float *x,
+                                       float *y);
+saga_status saga_cuda_binary_f32(saga_stream *s, saga_binop op, int64_t n, const float *x,
+                                 const float *y, float *z);
+saga_status saga_cuda_scale_f32(saga_stream *s, int64_t n, float a, const float *x, float b,
+                                float *y);
+saga_status saga_cuda_fill_f32(saga_stream *s, float *x, int64_t n, float v);
+saga_status saga_cuda_copy2d_f32(saga_stream *s, int64_t rows, int64_t cols, const float *src,
+                                 int64_t lds, float *dst, int64_t ldd, bool accumulate);
+saga_status saga_cuda_softmax_rows_f32(saga_stream *s, int64_t rows, int64_t cols, bool log,
+                                       const float *x, float *y);
+saga_status saga_cuda_softmax_rows_bwd_f32(saga_stream *s, int64_t rows, int64_t cols, bool log,
+                                           const float *y, const float *dy, float *dx);
+saga_status saga_cuda_nll_f32(saga_stream *s, int64_t rows, int64_t cols, const float *logp,
+                              const int32_t *labels, const int32_t *rows_idx, int64_t n_idx,
+                              double *loss, float *dlogp);
+saga_status saga_cuda_bce_logits_f32(saga_stream *s, int64_t n, const float *x, const float *target,
+                                     float pos_weight, double *loss, float *dx);
+saga_status saga_cuda_sum_f32(saga_stream *s, int64_t n, const float *x, double *out);
+saga_status saga_cuda_sumsq_f32(saga_stream *s, int64_t n, const float *x, double *out);
+saga_status saga_cuda_gather_rows_f32(saga_stream *s, int64_t n_idx, int64_t cols,
+                                      const int32_t *idx, int64_t n_rows_x, const float *x,
+                                      float *y);
+saga_status saga_cuda_scatter_add_rows_f32(saga_stream *s, int64_t n_idx, int64_t cols,
+                                           const int32_t *idx, const float *x, int64_t n_rows_y,
+                                           float *y);
+saga_status saga_cuda_spmm_f32(saga_stream *s, const saga_csr_dev *A, int64_t F, float alpha,
+                               const float *X, float beta, float *Y);
+saga_status saga_cuda_segment_reduce_f32(saga_stream *s, const int64_t *offsets, int64_t n_seg,
+                                         int64_t F, saga_reduce op, const float *x, float *y,
+                                         int32_t *argmax);
+saga_status saga_cuda_segment_reduce_bwd_f32(saga_stream *s, const int64_t *offsets, int64_t n_seg,
+                                             int64_t F, saga_reduce op, const float *dy,
+                                             const int32_t *argmax, float *dx);
+saga_status saga_cuda_edge_softmax_f32(saga_stream *s, const int64_t *offsets, int64_t n_seg,
+                                       int64_t H, const float *scores, float *out);
+saga_status saga_cuda_edge_softmax_bwd_f32(saga_stream *s, const int64_t *offsets, int64_t n_seg,
+                                           int64_t H, const float *out, const float *dout,
+                                           float *dscores);
+saga_status saga_cuda_adam_f32(saga_stream *s, int64_t n, float lr, float beta1, float beta2,
+                               float eps, float weight_decay, bool decoupled, int64_t step,
+                               float *param, const float *grad, float *m, float *v);
+saga_status saga_cuda_sgd_f32(saga_stream *s, int64_t n, float lr, float momentum,
+                              float weight_decay, bool nesterov, float *param, const float *grad,
+                              float *buf);

@@ -35,5 +35,5 @@ saga_status saga_cuda_dot_f64(saga_stream *s, int64_t n, const double *x, const 
     const unsigned blocks = saga_cuda_reduce_blocks(n);
     if (st >= 0)
         st = dot_f64_launch(stream, n, x, y, partials, blocks);
-    return st < 0 ? st : saga_cuda_sum_partials(s, (int)blocks, out);
+    return st < 0 ? st : saga_cuda_sum_partials(s, "dot_f64", (int)blocks, out);
 }

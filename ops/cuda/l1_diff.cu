@@ -36,5 +36,5 @@ saga_status saga_cuda_l1_diff_f64(saga_stream *s, int64_t n, const double *x, co
     const unsigned blocks = saga_cuda_reduce_blocks(n);
     if (st >= 0)
         st = l1_diff_f64_launch(stream, n, x, y, partials, blocks);
-    return st < 0 ? st : saga_cuda_sum_partials(s, (int)blocks, out);
+    return st < 0 ? st : saga_cuda_sum_partials(s, "l1_diff_f64", (int)blocks, out);
 }

@@ -5,7 +5,8 @@
 #define SUM_PARTIALS_BLOCK SAGA_CUDA_REDUCE_BLOCK
 
 // partials[n] receives the sum.
-static __global__ void sum_partials_kernel(double *partials, int n) {
+static __global__ void __launch_bounds__(SUM_PARTIALS_BLOCK)
+    sum_partials_kernel(double *partials, int n) {
     double acc = 0.0;
     for (int i = threadIdx.x; i < n; i += SUM_PARTIALS_BLOCK)
         acc += partials[i];
@@ -14,25 +15,25 @@ static __global__ void sum_partials_kernel(double *partials, int n) {
         partials[n] = acc;
 }
 
-static saga_status sum_partials_launch(cudaStream_t stream, double *partials, int n,
-                                       double *h_result) {
+static saga_status sum_partials_launch(cudaStream_t stream, const char *slot, double *partials,
+                                       int n, double *h_result) {
     sum_partials_kernel<<<1, SUM_PARTIALS_BLOCK, 0, stream>>>(partials, n);
-    SAGA_CUDA_RETURN_LAUNCH();
-    SAGA_CUDA_RETURN(
-        cudaMemcpyAsync(h_result, partials + n, sizeof(double), cudaMemcpyDeviceToHost, stream));
-    SAGA_CUDA_RETURN(cudaStreamSynchronize(stream));
+    SAGA_CUDA_SLOT_LAUNCH(slot);
+    SAGA_CUDA_SLOT_RETURN(slot, cudaMemcpyAsync(h_result, partials + n, sizeof(double),
+                                                cudaMemcpyDeviceToHost, stream));
+    SAGA_CUDA_SLOT_RETURN(slot, cudaStreamSynchronize(stream));
     return SAGA_OK;
 }
 
-saga_status saga_cuda_sum_partials(saga_stream *s, int n_partials, double *out) {
+saga_status saga_cuda_sum_partials(saga_stream *s, const char *slot, int n_partials, double *out) {
     cudaStream_t stream;
-    double *partials, *h_result;
-    saga_status st = saga_cuda_stream_get(s, &stream);
+    saga_cuda_scratch sc;
+    saga_status st = saga_cuda_slot_stream(s, slot, &stream);
     if (st >= 0)
-        st = saga_cuda_stream_scratch(s, &partials, &h_result);
+        st = saga_cuda_stream_workspace(s, slot, 0, &sc);
     if (st >= 0)
-        st = sum_partials_launch(stream, partials, n_partials, h_result);
+        st = sum_partials_launch(stream, slot, sc.partials, n_partials, sc.host);
     if (st >= 0)
-        *out = *h_result;
+        *out = sc.host[0];
     return st;
 }

@@ -1,0 +1,135 @@
+// nll.cu - negative log-likelihood of log-probabilities in f32 over a list of rows, as
+// ops/cpu/nn_dense.c computes it: the mean (a deterministic double sum, see common.cuh) to the
+// host, the gradient on the stream.
+//
+// One pass checks every selected row and label and sums; the smallest bad position lands in a
+// device word that comes back with the sum, in the one synchronization the host scalar needs.
+// Only then is dlogp written, so a bad row or label leaves it untouched.
+#include "common.cuh"
+
+#include <limits.h>
+#include <string.h>
+
+#define NLL_BLOCK SAGA_CUDA_REDUCE_BLOCK
+#define NLL_GRAD_BLOCK 256
+
+template <bool HAS_IDX>
+static __global__ void __launch_bounds__(NLL_BLOCK)
+    nll_f32_kernel(int64_t n, int64_t rows, int64_t cols, const float *__restrict__ logp,
+                   const int32_t *__restrict__ labels, const int32_t *__restrict__ rows_idx,
+                   double *__restrict__ partials, unsigned long long *__restrict__ first_bad) {
+    double acc = 0.0;
+    for (int64_t k = blockIdx.x * (int64_t)NLL_BLOCK + threadIdx.x; k < n;
+         k += (int64_t)gridDim.x * NLL_BLOCK) {
+        const int64_t r = HAS_IDX ? (int64_t)rows_idx[k] : k;
+        int64_t label = -1;
+        if (r >= 0 && r < rows)
+            label = labels[r];
+        if (label < 0 || label >= cols) {
+            atomicMin(first_bad, (unsigned long long)k); // later positions of this thread are
+            break;                                       // larger
+        }
+        acc -= logp[r * cols + label];
+    }
+    acc = saga_cuda_block_sum(acc);
+    if (threadIdx.x == 0)
+        partials[blockIdx.x] = acc;
+}
+
+// dlogp[r][label[r]] += g for every selected r (dlogp zeroed before). A row listed twice gets g
+// twice; since every addend is the same g, any order of the atomic adds performs the same
+// sequence 0 + g, (0 + g) + g, ..., so this matches the CPU's serial loop bit for bit.
+template <bool HAS_IDX>
+static __global__ void __launch_bounds__(NLL_GRAD_BLOCK)
+    nll_grad_f32_kernel(int64_t n, int64_t cols, const int32_t *__restrict__ labels,
+                        const int32_t *__restrict__ rows_idx, float g, float *__restrict__ dlogp) {
+    for (int64_t k = blockIdx.x * (int64_t)NLL_GRAD_BLOCK + threadIdx.x; k < n;
+         k += (int64_t)gridDim.x * NLL_GRAD_BLOCK) {
+        const int64_t r = HAS_IDX ? (int64_t)rows_idx[k] : k;
+        atomicAdd(dlogp + r * cols + labels[r], g);
+    }
+}
+
+// The CPU's message for the first bad position k (read back from the device: the error path).
+static saga_status nll_bad(cudaStream_t stream, const char *slot, int64_t k, int64_t rows,
+                           int64_t cols, const int32_t *labels, const int32_t *rows_idx,
+                           double *host) {
+    int32_t v = 0;
+    int64_t r = k;
+    if (rows_idx) {
+        SAGA_CUDA_SLOT_RETURN(
+            slot, cudaMemcpyAsync(host, rows_idx + k, sizeof v, cudaMemcpyDeviceToHost, stream));
+        SAGA_CUDA_SLOT_RETURN(slot, cudaStreamSynchronize(stream));
+        memcpy(&v, host, sizeof v);
+        r = v;
+    }
+    if (r < 0 || r >= rows)
+        return saga_cuda_host->error(SAGA_ERR_INVALID_ARG,
+                                     "%s: row index %lld at position %lld is outside [0, %lld)",
+                                     slot, (long long)r, (long long)k, (long long)rows);
+    SAGA_CUDA_SLOT_RETURN(
+        slot, cudaMemcpyAsync(host, labels + r, sizeof v, cudaMemcpyDeviceToHost, stream));
+    SAGA_CUDA_SLOT_RETURN(slot, cudaStreamSynchronize(stream));
+    memcpy(&v, host, sizeof v);
+    return saga_cuda_host->error(SAGA_ERR_INVALID_ARG,
+                                 "%s: row %lld has label %d, outside [0, %lld)", slot, (long long)r,
+                                 (int)v, (long long)cols);
+}
+
+saga_status saga_cuda_nll_f32(saga_stream *s, int64_t rows, int64_t cols, const float *logp,
+                              const int32_t *labels, const int32_t *rows_idx, int64_t n_idx,
+                              double *loss, float *dlogp) {
+    static const char slot[] = "nll_f32";
+    const int64_t n = rows_idx ? (n_idx > 0 ? n_idx : 0) : (rows > 0 ? rows : 0);
+    cudaStream_t stream;
+    saga_cuda_scratch sc;
+    saga_status st = saga_cuda_slot_stream(s, slot, &stream);
+    if (st >= 0)
+        st = saga_cuda_stream_workspace(s, slot, 0, &sc);
+    if (st < 0)
+        return st;
+
+    // ---- check and sum (synchronous) ----
+    double sum = 0.0;
+    if (n > 0) {
+        const unsigned blocks = saga_cuda_reduce_blocks(n);
+        unsigned long long *d_first = sc.flags;
+        SAGA_CUDA_SLOT_RETURN(slot, cudaMemsetAsync(d_first, 0xff, sizeof *d_first, stream));
+        if (rows_idx)
+            nll_f32_kernel<true><<<blocks, NLL_BLOCK, 0, stream>>>(n, rows, cols, logp, labels,
+                                                                   rows_idx, sc.partials, d_first);
+        else
+            nll_f32_kernel<false><<<blocks, NLL_BLOCK, 0, stream>>>(n, rows, cols, logp, labels,
+                                                                    rows_idx, sc.partials, d_first);
+        SAGA_CUDA_SLOT_LAUNCH(slot);
+        // host[1] gets the first bad position; saga_cuda_sum_partials waits for the stream.
+        SAGA_CUDA_SLOT_RETURN(slot, cudaMemcpyAsync(sc.host + 1, d_first, sizeof *d_first,
+                                                    cudaMemcpyDeviceToHost, stream));
+        st = saga_cuda_sum_partials(s, slot, (int)blocks, &sum);
+        if (st < 0)
+            return st;
+        unsigned long long first;
+        memcpy(&first, sc.host + 1, sizeof first);
+        if (first != ULLONG_MAX)
+            return nll_bad(stream, slot, (int64_t)first, rows, cols, labels, rows_idx, sc.host);
+    }
+
+    // ---- outputs ----
+    *loss = n > 0 ? sum / (double)n : 0.0;
+    if (dlogp && rows > 0 && cols > 0) {
+        SAGA_CUDA_SLOT_RETURN(
+            slot, cudaMemsetAsync(dlogp, 0, (size_t)(rows * cols) * sizeof *dlogp, stream));
+        if (n > 0) {
+            const float g = (float)(-1.0 / (double)n);
+            const unsigned blocks = saga_cuda_blocks(n, NLL_GRAD_BLOCK);
+            if (rows_idx)
+                nll_grad_f32_kernel<true>
+                    <<<blocks, NLL_GRAD_BLOCK, 0, stream>>>(n, cols, labels, rows_idx, g, dlogp);
+            else
+                nll_grad_f32_kernel<false>
+                    <<<blocks, NLL_GRAD_BLOCK, 0, stream>>>(n, cols, labels, rows_idx, g, dlogp);
+            SAGA_CUDA_SLOT_LAUNCH(slot);
+        }
+    }
+    return SAGA_OK;
+}

@@ -1,0 +1,142 @@
+// util.cu - what the kernel slots share: errors that name the slot, the per-stream scratch and
+// its workspace, and the index check that runs before a slot writes anything.
+#include "common.cuh"
+
+#include <limits.h>
+#include <string.h>
+
+// ---- errors -----------------------------------------------------------------------------------
+
+saga_status saga_cuda_slot_error(const char *slot, cudaError_t err, const char *what,
+                                 const char *file, int line) {
+    const saga_status st =
+        err == cudaErrorMemoryAllocation ? SAGA_ERR_OUT_OF_MEMORY : SAGA_ERR_DEVICE;
+    return saga_cuda_host->error(st, "%s: %s: %s (%s) at %s:%d", slot, what,
+                                 cudaGetErrorString(err), cudaGetErrorName(err), file, line);
+}
+
+saga_status saga_cuda_slot_error(const char *slot, cublasStatus_t err, const char *what,
+                                 const char *file, int line) {
+    const saga_status st =
+        err == CUBLAS_STATUS_ALLOC_FAILED ? SAGA_ERR_OUT_OF_MEMORY : SAGA_ERR_DEVICE;
+    return saga_cuda_host->error(st, "%s: %s: %s (%s) at %s:%d", slot, what,
+                                 cublasGetStatusString(err), cublasGetStatusName(err), file, line);
+}
+
+saga_status saga_cuda_slot_stream(saga_stream *s, const char *slot, cudaStream_t *out) {
+    saga_cuda_stream *cs = static_cast<saga_cuda_stream *>(s->impl);
+    SAGA_CUDA_SLOT_RETURN(slot, cudaSetDevice(cs->device));
+    *out = cs->stream;
+    return SAGA_OK;
+}
+
+// ---- scratch ----------------------------------------------------------------------------------
+
+static constexpr size_t align_up(size_t n, size_t a) {
+    return (n + a - 1) / a * a;
+}
+
+// Layout of d_scratch: partials, flags, workspace, each 256-byte aligned.
+static constexpr size_t FLAGS_AT = align_up((SAGA_CUDA_REDUCE_BLOCKS + 1) * sizeof(double), 256);
+static constexpr size_t WORK_AT = FLAGS_AT + align_up(SAGA_CUDA_FLAG_WORDS * 8, 256);
+
+saga_status saga_cuda_stream_workspace(saga_stream *s, const char *slot, size_t work_bytes,
+                                       saga_cuda_scratch *out) {
+    saga_cuda_stream *cs = static_cast<saga_cuda_stream *>(s->impl);
+    if (work_bytes > SIZE_MAX - WORK_AT - 255)
+        return saga_cuda_host->error(SAGA_ERR_OUT_OF_MEMORY,
+                                     "%s: cannot allocate a workspace of %zu bytes", slot,
+                                     work_bytes);
+    const size_t need = WORK_AT + align_up(work_bytes, 256);
+    if (need > cs->scratch_bytes) {
+        SAGA_CUDA_SLOT_RETURN(slot, cudaSetDevice(cs->device));
+        if (cs->d_scratch) {
+            // Kernels queued on the stream may still read or write the old buffer.
+            SAGA_CUDA_SLOT_RETURN(slot, cudaStreamSynchronize(cs->stream));
+            cudaFree(cs->d_scratch);
+            cs->d_scratch = nullptr;
+            cs->scratch_bytes = 0;
+        }
+        // Half again as much as asked, so that slowly growing requests reallocate rarely.
+        size_t bytes = need;
+        if (need - WORK_AT <= (SIZE_MAX - need) / 2 && need > WORK_AT)
+            bytes = align_up(need + (need - WORK_AT) / 2, 256);
+        void *p = nullptr;
+        SAGA_CUDA_SLOT_RETURN(slot, cudaMalloc(&p, bytes));
+        cs->d_scratch = static_cast<double *>(p);
+        cs->scratch_bytes = bytes;
+    }
+    if (!cs->h_result) {
+        SAGA_CUDA_SLOT_RETURN(slot, cudaSetDevice(cs->device));
+        SAGA_CUDA_SLOT_RETURN(slot,
+                              cudaHostAlloc(&cs->h_result, SAGA_CUDA_HOST_WORDS * sizeof(double),
+                                            cudaHostAllocPortable));
+    }
+    char *base = reinterpret_cast<char *>(cs->d_scratch);
+    out->partials = cs->d_scratch;
+    out->flags = reinterpret_cast<unsigned long long *>(base + FLAGS_AT);
+    out->work = work_bytes ? base + WORK_AT : nullptr;
+    out->host = cs->h_result;
+    return SAGA_OK;
+}
+
+saga_status saga_cuda_stream_scratch(saga_stream *s, double **d_scratch, double **h_result) {
+    saga_cuda_scratch sc;
+    const saga_status st = saga_cuda_stream_workspace(s, "reduction", 0, &sc);
+    if (st < 0)
+        return st;
+    *d_scratch = sc.partials;
+    *h_result = sc.host;
+    return SAGA_OK;
+}
+
+// ---- index check ------------------------------------------------------------------------------
+
+#define CHECK_BLOCK 256
+
+// *first = min(*first, k) over the positions k whose index is outside [0, limit). One atomic per
+// thread that found something, none on valid input.
+static __global__ void __launch_bounds__(CHECK_BLOCK)
+    check_indices_kernel(int64_t n, const int32_t *__restrict__ idx, int64_t limit,
+                         unsigned long long *__restrict__ first) {
+    const int64_t stride = (int64_t)gridDim.x * CHECK_BLOCK;
+    for (int64_t k = blockIdx.x * (int64_t)CHECK_BLOCK + threadIdx.x; k < n; k += stride) {
+        const int64_t v = idx[k];
+        if (v < 0 || v >= limit) {
+            atomicMin(first, (unsigned long long)k);
+            return; // later positions of this thread are larger
+        }
+    }
+}
+
+saga_status saga_cuda_check_indices(saga_stream *s, const char *slot, int64_t n, const int32_t *idx,
+                                    int64_t limit) {
+    cudaStream_t stream;
+    saga_cuda_scratch sc;
+    saga_status st = saga_cuda_slot_stream(s, slot, &stream);
+    if (st >= 0)
+        st = saga_cuda_stream_workspace(s, slot, 0, &sc);
+    if (st < 0)
+        return st;
+    unsigned long long *d_first = sc.flags;
+    SAGA_CUDA_SLOT_RETURN(slot, cudaMemsetAsync(d_first, 0xff, sizeof *d_first, stream));
+    check_indices_kernel<<<saga_cuda_blocks(n, CHECK_BLOCK), CHECK_BLOCK, 0, stream>>>(
+        n, idx, limit, d_first);
+    SAGA_CUDA_SLOT_LAUNCH(slot);
+    SAGA_CUDA_SLOT_RETURN(
+        slot, cudaMemcpyAsync(sc.host, d_first, sizeof *d_first, cudaMemcpyDeviceToHost, stream));
+    SAGA_CUDA_SLOT_RETURN(slot, cudaStreamSynchronize(stream));
+    unsigned long long first;
+    memcpy(&first, sc.host, sizeof first);
+    if (first == ULLONG_MAX)
+        return SAGA_OK;
+    // The error path reads the offending index back for the message.
+    SAGA_CUDA_SLOT_RETURN(slot, cudaMemcpyAsync(sc.host, idx + first, sizeof(int32_t),
+                                                cudaMemcpyDeviceToHost, stream));
+    SAGA_CUDA_SLOT_RETURN(slot, cudaStreamSynchronize(stream));
+    int32_t v;
+    memcpy(&v, sc.host, sizeof v);
+    return saga_cuda_host->error(SAGA_ERR_INVALID_ARG,
+                                 "%s: index %d at position %lld is outside [0, %lld)", slot, (int)v,
+                                 (long long)first, (long long)limit);
+}
