@@ -18,6 +18,18 @@ static const saga_program cc_program = {
     .apply_vertex = cc_vertex,
 };
 
+/* The label n-1-m names m, the smallest vertex of the component; sizes counted in size. */
+static void name_components(int32_t *out, int32_t *size, cc_result *r, const float *lab,
+                            int32_t n) {
+    for (int32_t v = 0; v < n; v++) {
+        out[v] = n - 1 - (int32_t)lab[v];
+        if (size[out[v]]++ == 0)
+            r->n_components++;
+        if (size[out[v]] > r->largest)
+            r->largest = size[out[v]];
+    }
+}
+
 saga_status cc_run(int32_t **comp, cc_result *result, saga_backend *be, const saga_graph *g,
                    cc_progress_fn progress, void *ud) {
     saga_status st = SAGA_OK;
@@ -66,14 +78,7 @@ saga_status cc_run(int32_t **comp, cc_result *result, saga_backend *be, const sa
     SAGA_TRY(saga_tensor_to_host(x, lab));
     r.seconds = saga_now() - t0;
 
-    /* ---- the answer: the label n-1-m names m, the smallest vertex of the component ---- */
-    for (int32_t v = 0; v < n; v++) {
-        out[v] = n - 1 - (int32_t)lab[v];
-        if (size[out[v]]++ == 0)
-            r.n_components++;
-        if (size[out[v]] > r.largest)
-            r.largest = size[out[v]];
-    }
+    name_components(out, size, &r, lab, n);
     *comp = out;
     out = NULL;
     *result = r;
@@ -85,5 +90,59 @@ fail:
     saga_tensor_free(&x);
     saga_ctx_free(&c);
     saga_dgraph_free(&dg);
+    return st;
+}
+
+saga_status cc_run_net(int32_t **comp, cc_result *result, saga_backend *be, const saga_graph *g,
+                       const saga_net_opts *no, saga_net_stats *stats, cc_progress_fn progress,
+                       void *ud) {
+    saga_status st = SAGA_OK;
+    saga_ctx *c = NULL;
+    saga_net *net = NULL;
+    float *lab = NULL, *next = NULL;
+    int32_t *out = NULL, *size = NULL;
+    int32_t n = saga_graph_n_vertices(g);
+    cc_result r = {0};
+    SAGA_CHECK(n <= (1 << 24), SAGA_ERR_UNSUPPORTED,
+               "cc: %d vertices; labels travel as f32, exact up to 2^24 = 16777216 vertices", n);
+    size_t n1 = n ? (size_t)n : 1;
+    SAGA_TRY(saga_alloc_array((void **)&lab, n1, sizeof *lab, "cc labels"));
+    SAGA_TRY(saga_alloc_array((void **)&next, n1, sizeof *next, "cc labels"));
+    SAGA_TRY(saga_alloc_array((void **)&out, n1, sizeof *out, "cc components"));
+    SAGA_TRY(saga_alloc_zeroed((void **)&size, n1, sizeof *size, "cc sizes"));
+    for (int32_t v = 0; v < n; v++)
+        lab[v] = (float)(n - 1 - v);
+    SAGA_TRY(saga_ctx_new(&c, be, 0));
+    SAGA_TRY(saga_net_new(&net, c, g, no));
+    SAGA_TRY(saga_net_add_program(net, &cc_program, NULL, 1));
+    double t0 = saga_now();
+    for (;;) {
+        SAGA_TRY(saga_net_set_input(net, lab, 1));
+        SAGA_TRY(saga_net_forward(net, next));
+        r.iterations++;
+        if (progress)
+            progress(ud, r.iterations);
+        bool changed = false;
+        for (int32_t v = 0; v < n; v++)
+            changed = changed || next[v] != lab[v];
+        float *t = lab;
+        lab = next, next = t;
+        if (!changed)
+            break;
+    }
+    r.seconds = saga_now() - t0;
+    if (stats)
+        saga_net_get_stats(net, stats);
+    name_components(out, size, &r, lab, n);
+    *comp = out;
+    out = NULL;
+    *result = r;
+fail:
+    saga_net_free(&net);
+    saga_ctx_free(&c);
+    saga_free(lab);
+    saga_free(next);
+    saga_free(out);
+    saga_free(size);
     return st;
 }

@@ -15,6 +15,7 @@
 #pragma once
 
 #include "saga.h"
+#include "saga_net.h"
 
 typedef struct cc_result {
     int iterations; /* rounds, including the last one that changed nothing */
@@ -30,3 +31,9 @@ typedef void (*cc_progress_fn)(void *ud, int iteration);
  * more than 2^24 vertices; SAGA_ERR_OUT_OF_MEMORY / BUDGET; backend errors. */
 saga_status cc_run(int32_t **comp, cc_result *result, saga_backend *be, const saga_graph *g,
                    cc_progress_fn progress, void *ud);
+/* The same through the graph executor (saga_net.h) with options no (NULL: defaults), in memory or
+ * streamed through be's budget; *stats (may be NULL) gets the moves of the last round. Each round
+ * is one forward pass whose input and output cross the host. */
+saga_status cc_run_net(int32_t **comp, cc_result *result, saga_backend *be, const saga_graph *g,
+                       const saga_net_opts *no, saga_net_stats *stats, cc_progress_fn progress,
+                       void *ud);

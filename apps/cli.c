@@ -440,6 +440,15 @@ int cli_size(cli_ctx *c, const char *opt, const char *arg, size_t *out) {
     return 0;
 }
 
+int cli_partition(cli_ctx *c, const char *arg, saga_partition_method *out) {
+    for (int m = 0; m < SAGA_PARTITION_METHOD_COUNT; m++)
+        if (strcmp(arg, saga_partition_method_name((saga_partition_method)m)) == 0) {
+            *out = (saga_partition_method)m;
+            return 0;
+        }
+    return cli_usage(c, "--partition must be metis, contiguous or random, got '%s'", arg);
+}
+
 /* ---- helpers ------------------------------------------------------------------------------- */
 
 saga_status cli_load_graph(cli_ctx *c, saga_graph **g, const char *path, double *seconds) {

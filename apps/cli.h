@@ -29,6 +29,7 @@
 #include "json.h"
 
 #include "saga_io.h"
+#include "saga_partition.h"
 
 #include <getopt.h>
 #include <stdbool.h>
@@ -108,6 +109,8 @@ int cli_u64(cli_ctx *c, const char *opt, const char *arg, uint64_t *out);
 /* A size in bytes: a number with an optional K, M, G or T suffix (powers of 1024; "MiB", "MB"
  * and "M" mean the same). */
 int cli_size(cli_ctx *c, const char *opt, const char *arg, size_t *out);
+/* --partition METHOD: metis, contiguous or random. */
+int cli_partition(cli_ctx *c, const char *arg, saga_partition_method *out);
 /* max_open: max itself is excluded. */
 int cli_double(cli_ctx *c, const char *opt, const char *arg, double min, double max, bool max_open,
                double *out);

@@ -6,12 +6,30 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { OPT_TOP, OPT_OUT, OPT_DEVICE };
+enum {
+    OPT_TOP,
+    OPT_OUT,
+    OPT_DEVICE,
+    OPT_DEVICE_MEM,
+    OPT_STREAM,
+    OPT_PARTS,
+    OPT_PARTITION,
+    OPT_STATS
+};
 static const cli_opt cc_opts[] = {
     {"top", 0, "K", "10", "Print the K largest components (0: none)."},
     {"out", 0, "FILE", NULL,
      "Write \"id component\" for every vertex, the component named by its smallest id."},
     {"device", 0, "SPEC", "cpu", "Backend: cpu, cuda, cuda:N or auto."},
+    {"device-mem", 0, "SIZE", NULL,
+     "Run through the graph executor with this much device memory (512M, 2G, ...): a graph that "
+     "does not fit is streamed through it part by part."},
+    {"stream", 0, NULL, NULL, "Through the executor, streamed even when the graph would fit."},
+    {"parts", 0, "K", NULL, "Streamed: cut the graph into K parts (default: the fewest that fit)."},
+    {"partition", 0, "METHOD", "metis", "Streamed: metis, contiguous or random parts."},
+    {"stats", 0, NULL, NULL,
+     "Through the executor; report the bytes moved per round, the peak device memory and the "
+     "share of copy time hidden behind compute."},
     {0}};
 
 static int cc_main(int argc, char **argv);
@@ -51,7 +69,10 @@ static int by_size(const void *a, const void *b) {
 static int cc_main(int argc, char **argv) {
     cli_ctx c;
     const char *arg = NULL, *out_path = NULL, *device = "cpu";
-    int64_t k = 10;
+    int64_t k = 10, iv = 0;
+    size_t device_mem = 0;
+    bool stats = false;
+    saga_net_opts no = saga_net_opts_defaults();
     int o;
     cli_begin(&c, &cli_cmd_cc, argc, argv);
     while ((o = cli_next(&c, &arg)) >= 0) {
@@ -65,6 +86,22 @@ static int cc_main(int argc, char **argv) {
             break;
         case OPT_DEVICE:
             device = arg;
+            break;
+        case OPT_DEVICE_MEM:
+            bad = cli_size(&c, "--device-mem", arg, &device_mem);
+            break;
+        case OPT_STREAM:
+            no.exec = SAGA_EXEC_STREAM;
+            break;
+        case OPT_PARTS:
+            if (!(bad = cli_int(&c, "--parts", arg, 1, 1 << 30, &iv)))
+                no.parts = (int32_t)iv;
+            break;
+        case OPT_PARTITION:
+            bad = cli_partition(&c, arg, &no.partition);
+            break;
+        case OPT_STATS:
+            stats = true;
             break;
         }
         if (bad)
@@ -87,12 +124,28 @@ static int cc_main(int argc, char **argv) {
     char b1[32], b2[32];
     cli_say(&c, "graph: %s vertices, %s edges both ways (loaded in %.3f s)\n",
             cli_count(b1, sizeof b1, n), cli_count(b2, sizeof b2, saga_graph_n_edges(g)), load_s);
-    if (saga_backend_open(&be, device, NULL) < 0 || cc_run(&comp, &r, be, g, progress, &c) < 0)
+    saga_backend_params bp = saga_backend_params_defaults();
+    bp.budget_bytes = device_mem;
+    bool exec = device_mem || stats || no.exec == SAGA_EXEC_STREAM || no.parts;
+    saga_net_stats ns = {0};
+    if (saga_backend_open(&be, device, &bp) < 0 ||
+        (exec ? cc_run_net(&comp, &r, be, g, &no, &ns, progress, &c)
+              : cc_run(&comp, &r, be, g, progress, &c)) < 0)
         goto fail;
     cli_progress_end(&c);
     cli_say(&c, "cc: %s components in %d rounds (%.3f s); the largest has %s vertices\n",
             cli_count(b1, sizeof b1, r.n_components), r.iterations, r.seconds,
             cli_count(b2, sizeof b2, r.largest));
+    if (exec) {
+        char b3[32], b4[32], b5[32];
+        cli_say(&c,
+                "memory: %s, %d parts; peak device %s; per round %s host->device, %s "
+                "device->host, %.0f%% of copy time hidden\n",
+                ns.streamed ? "streamed" : "in memory", (int)ns.parts,
+                cli_bytes(b3, sizeof b3, (int64_t)ns.peak_device_bytes),
+                cli_bytes(b4, sizeof b4, (int64_t)ns.h2d_bytes),
+                cli_bytes(b5, sizeof b5, (int64_t)ns.d2h_bytes), 100 * ns.overlap);
+    }
 
     /* the components, named by their smallest vertex, largest first */
     if (saga_alloc_zeroed((void **)&size, n ? (size_t)n : 1, sizeof *size, "component sizes") < 0 ||
@@ -129,6 +182,14 @@ static int cc_main(int argc, char **argv) {
         json_key(&j, "largest"), json_int(&j, r.largest);
         json_key(&j, "iterations"), json_int(&j, r.iterations);
         json_key(&j, "seconds"), json_num(&j, r.seconds);
+        if (exec) {
+            json_key(&j, "streamed"), json_bool(&j, ns.streamed);
+            json_key(&j, "parts"), json_int(&j, ns.parts);
+            json_key(&j, "h2d_bytes"), json_int(&j, (int64_t)ns.h2d_bytes);
+            json_key(&j, "d2h_bytes"), json_int(&j, (int64_t)ns.d2h_bytes);
+            json_key(&j, "peak_device_bytes"), json_int(&j, (int64_t)ns.peak_device_bytes);
+            json_key(&j, "overlap"), json_num(&j, ns.overlap);
+        }
         json_key(&j, "top");
         json_array_begin(&j);
         for (int64_t i = 0; i < k; i++) {

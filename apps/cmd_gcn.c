@@ -302,15 +302,7 @@ static int gcn_main(int argc, char **argv) {
                 go.parts = (int32_t)v;
             break;
         case OPT_PARTITION:
-            if (strcmp(arg, "metis") == 0)
-                go.partition = SAGA_PARTITION_METIS;
-            else if (strcmp(arg, "contiguous") == 0)
-                go.partition = SAGA_PARTITION_CONTIGUOUS;
-            else if (strcmp(arg, "random") == 0)
-                go.partition = SAGA_PARTITION_RANDOM;
-            else
-                bad =
-                    cli_usage(&c, "--partition must be metis, contiguous or random, got '%s'", arg);
+            bad = cli_partition(&c, arg, &go.partition);
             break;
         case OPT_SAVED:
             if (strcmp(arg, "recompute") == 0)

@@ -244,15 +244,7 @@ static int pagerank_main(int argc, char **argv) {
                 ea.parts = (int32_t)v;
             break;
         case OPT_PARTITION:
-            if (strcmp(arg, "metis") == 0)
-                ea.partition = SAGA_PARTITION_METIS;
-            else if (strcmp(arg, "contiguous") == 0)
-                ea.partition = SAGA_PARTITION_CONTIGUOUS;
-            else if (strcmp(arg, "random") == 0)
-                ea.partition = SAGA_PARTITION_RANDOM;
-            else
-                bad =
-                    cli_usage(&c, "--partition must be metis, contiguous or random, got '%s'", arg);
+            bad = cli_partition(&c, arg, &ea.partition);
             break;
         case OPT_STATS:
             ea.stats = true;

@@ -50,6 +50,17 @@ check karate "$karate"
 check email "$email"
 check grqc "$grqc"
 
+# Streamed through a device budget far below the graph's (ca-GrQc in memory peaks near 500 KB):
+# the same components, the peak within the budget.
+for part in metis random; do
+    expect 0 "$SAGA_BIN" cc "$grqc" --out "$TMP/grqc.$part.out" --json --quiet --device-mem 120K \
+        --partition "$part"
+    sort -n -k1,1 "$TMP/grqc.$part.out" | cmp -s - "$TMP/grqc.ref" ||
+        fail "ca-GrQc streamed ($part): components differ from union-find"
+    json_get 'j["streamed"] and j["parts"] > 1 and 0 < j["peak_device_bytes"] <= 120 * 1024' |
+        grep -qx True || fail "ca-GrQc streamed ($part): not streamed within the budget"
+done
+
 # Known answers: two triangles and an isolated pair, with direction that must not matter.
 printf '1 2\n3 2\n3 1\n10 11\n12 11\n10 12\n# comment\n100 200\n' >"$TMP/small.txt"
 expect 0 "$SAGA_BIN" cc "$TMP/small.txt" --top 3

@@ -42,6 +42,34 @@ expect 0 "$SAGA_BIN" gcn --data "$TMP/cit" --epochs 60 --json --quiet
     fail "--data generated: $(json_last)"
 [ "$(json_get 'j["test_accuracy"] > 0.5')" = True ] || fail "generated data: $(json_last)"
 
+# Streamed through a budget a quarter of the in-memory peak (and with offloaded aggregations): the
+# same losses and accuracies, the peak within the budget, bytes moved reported per epoch.
+expect 0 "$SAGA_BIN" gcn --data "$TMP/cit" --epochs 15 --json --quiet --stats --log "$TMP/mem.jsonl"
+mem=$(json_get 'j["loss"], j["train_accuracy"], j["val_accuracy"], j["test_accuracy"]')
+budget=$(($(json_get 'j["peak_device_bytes"]') / 4))
+for saved in recompute offload; do
+    expect 0 "$SAGA_BIN" gcn --data "$TMP/cit" --epochs 15 --json --quiet --stats --device-mem "$budget" \
+        --saved "$saved" --log "$TMP/str.jsonl"
+    json_get "j['streamed'] and j['parts'] > 1 and j['peak_device_bytes'] <= $budget and j['h2d_bytes'] > 0" |
+        grep -qx True || fail "gcn --device-mem $budget ($saved): not streamed within the budget"
+    python3 - "$TMP/mem.jsonl" "$TMP/str.jsonl" <<'PY' || fail "gcn streamed ($saved): losses differ"
+import json, sys
+a = [json.loads(l) for l in open(sys.argv[1])]
+b = [json.loads(l) for l in open(sys.argv[2])]
+assert len(a) == len(b) == 15
+for x, y in zip(a, b):
+    assert abs(x["loss"] - y["loss"]) <= 1e-4 * abs(x["loss"]), (x["epoch"], x["loss"], y["loss"])
+    assert abs(x["test_acc"] - y["test_acc"]) <= 0.003, (x["epoch"], x["test_acc"], y["test_acc"])
+    assert "h2d_bytes" in y and "overlap" in y
+PY
+done
+expect 2 "$SAGA_BIN" gcn --data "$TMP/cit" --device-mem lots
+expect_err "--device-mem must be a size"
+expect 2 "$SAGA_BIN" gcn --data "$TMP/cit" --partition spectral
+expect_err "--partition must be metis, contiguous or random"
+expect 1 "$SAGA_BIN" gcn --data "$TMP/cit" --device-mem 24K --epochs 1
+expect_err "budget at least"
+
 expect 1 "$SAGA_BIN" gcn --data "$TMP/no-such-dir"
 expect_err "$TMP/no-such-dir"
 cp -r "$TMP/cit" "$TMP/bad"

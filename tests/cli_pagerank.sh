@@ -63,6 +63,26 @@ OMP_NUM_THREADS=3 expect 0 "$SAGA_BIN" pagerank --json --tol 1e-12 --top 20 "$sl
 json_get '[t["score"] for t in j["top"]]' >"$TMP/slashdot.three"
 cmp -s "$TMP/slashdot.default" "$TMP/slashdot.three" || fail "three threads give different scores"
 
+# Through the executor: in memory, and streamed under a budget a quarter and a sixteenth of what
+# it needs in memory: the reference ranking, the same scores within 1e-12, the peak within budget.
+expect 0 "$SAGA_BIN" pagerank --json --tol 1e-12 --top 20 --device cpu --out "$TMP/sd.mem" "$email"
+compare email-Eu-core-executor "$email_ref"
+peak=$(json_get 'j["peak_device_bytes"]')
+for over in 4 16; do
+    budget=$((peak / over))
+    expect 0 "$SAGA_BIN" pagerank --json --tol 1e-12 --top 20 --device-mem "$budget" \
+        --out "$TMP/sd.$over" "$email"
+    compare "email-Eu-core-streamed-1/$over" "$email_ref"
+    json_get "j['streamed'] and j['parts'] > 1 and j['peak_device_bytes'] <= $budget" | grep -qx True ||
+        fail "streamed 1/$over: not streamed within $budget bytes"
+    python3 - "$TMP/sd.mem" "$TMP/sd.$over" <<'PY' || fail "streamed 1/$over: scores differ"
+import sys
+a = [float(l.split()[1]) for l in open(sys.argv[1])]
+b = [float(l.split()[1]) for l in open(sys.argv[2])]
+assert len(a) == len(b) and all(abs(x - y) <= 1e-12 * x for x, y in zip(a, b))
+PY
+done
+
 # The human table and --out: every vertex once, in original-id order, scores summing to 1.
 expect 0 "$SAGA_BIN" pagerank --undirected --top 3 --out "$TMP/karate.scores" "$karate"
 expect_out "rank"
