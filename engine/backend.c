@@ -427,6 +427,7 @@ void saga_backend_get_stats(const saga_backend *be, saga_backend_stats *out) {
         .d2h_bytes = be->d2h_bytes,
         .n_allocs = be->n_allocs,
         .device_total = be->device_total,
+        .copy_seconds = be->copy_seconds,
     };
     unlock(be);
 }
@@ -436,6 +437,7 @@ void saga_backend_reset_stats(saga_backend *be) {
     be->peak = be->in_use;
     be->h2d_bytes = 0;
     be->d2h_bytes = 0;
+    be->copy_seconds = 0.0;
     unlock(be);
 }
 
@@ -491,6 +493,21 @@ saga_status saga_stream_wait_event(saga_stream *s, saga_event *e) {
     return s->be->iface->stream_wait_event(s, e);
 }
 
+saga_status saga_stream_launch_host_fn(saga_stream *s, void (*fn)(void *arg), void *arg) {
+    if (!s || !fn)
+        return saga_error(SAGA_ERR_INVALID_ARG, "saga_stream_launch_host_fn: %s is NULL",
+                          s ? "fn" : "stream");
+    if (s->be->iface->launch_host_fn)
+        return s->be->iface->launch_host_fn(s, fn, arg);
+    /* Without a backend queue, running fn once the stream has drained gives the same order:
+     * everything issued before has run, and nothing issued later can start before fn returns. */
+    saga_status st = s->be->iface->stream_sync(s);
+    if (st < 0)
+        return st;
+    fn(arg);
+    return SAGA_OK;
+}
+
 saga_status saga_event_new(saga_event **out, saga_backend *be) {
     saga_status st = SAGA_OK;
     saga_event *e = NULL;
@@ -532,6 +549,26 @@ saga_status saga_event_synchronize(saga_event *e) {
 
 bool saga_event_done(saga_event *e) {
     return e ? e->be->iface->event_query(e) : true;
+}
+
+saga_status saga_event_elapsed(saga_event *start, saga_event *end, double *seconds) {
+    if (!start || !end || !seconds)
+        return saga_error(SAGA_ERR_INVALID_ARG, "saga_event_elapsed: %s is NULL",
+                          !start ? "start"
+                          : !end ? "end"
+                                 : "seconds");
+    if (start->be != end->be)
+        return saga_error(SAGA_ERR_INVALID_ARG,
+                          "saga_event_elapsed: the events belong to different backends");
+    if (!start->be->iface->event_elapsed)
+        return saga_error(SAGA_ERR_UNSUPPORTED,
+                          "saga_event_elapsed: backend %s does not time events", start->be->name);
+    double t = 0.0;
+    saga_status st = start->be->iface->event_elapsed(start, end, &t);
+    if (st < 0)
+        return st;
+    *seconds = t;
+    return SAGA_OK;
 }
 
 saga_status saga_backend_synchronize(saga_backend *be) {

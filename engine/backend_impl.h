@@ -234,6 +234,12 @@ typedef struct saga_backend_iface {
     /* optional: dst[0..n) = (unsigned char)value, queued on s; NULL means the tensor layer
      * cannot zero-fill on this backend */
     saga_status (*memset_async)(saga_stream *s, void *dst, int value, size_t n);
+    /* optional: fn(arg) runs on a host thread when s reaches this point; NULL means the generic
+     * layer synchronizes s and calls fn on the caller's thread */
+    saga_status (*launch_host_fn)(saga_stream *s, void (*fn)(void *arg), void *arg);
+    /* optional: seconds from start's completion to end's; both recorded and complete, else
+     * SAGA_ERR_INVALID_ARG. NULL means SAGA_ERR_UNSUPPORTED. */
+    saga_status (*event_elapsed)(saga_event *start, saga_event *end, double *seconds);
 } saga_backend_iface;
 
 struct saga_stream {
@@ -262,7 +268,8 @@ struct saga_backend {
     uint64_t h2d_bytes;
     uint64_t d2h_bytes;
     uint64_t n_allocs;
-    void *module; /* dlopen handle of the CUDA module, closed after destroy */
+    double copy_seconds; /* time inside copies and memsets, for backends that measure it */
+    void *module;        /* dlopen handle of the CUDA module, closed after destroy */
 };
 
 /* The few services the CUDA module takes from libsaga, passed in explicitly so the module need

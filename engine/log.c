@@ -26,7 +26,9 @@ saga_log_level saga_log_get_level(void) {
     return (saga_log_level)log_level;
 }
 
-void saga_log_set_level(saga_log_level level) { log_level = (int)level; }
+void saga_log_set_level(saga_log_level level) {
+    log_level = (int)level;
+}
 
 void saga_log(saga_log_level level, const char *fmt, ...) {
     static const char *const tags[SAGA_LOG_COUNT] = {"error", "warning", "info", "debug"};

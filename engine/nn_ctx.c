@@ -24,6 +24,8 @@ struct saga_ctx {
     saga_backend *be;
     uint64_t seed;
     uint64_t rng_counter;
+    bool (*pressure)(void *user, size_t bytes);
+    void *pressure_user;
     int64_t row_base; /* row of the logical tensor that row 0 of a dropout input stands for */
     bool training;
     saga_status status;
@@ -71,6 +73,11 @@ static saga_status buf_get(saga_ctx *c, size_t n, void **out) {
         cache_flush(c);
         st = saga_backend_alloc(c->be, out, n);
     }
+    /* then whoever else holds device memory for this context (a block scheduler) gives some
+     * back, as long as it has any to give */
+    while ((st == SAGA_ERR_BUDGET || st == SAGA_ERR_OUT_OF_MEMORY) && c->pressure &&
+           c->pressure(c->pressure_user, n))
+        st = saga_backend_alloc(c->be, out, n);
     return st;
 }
 
@@ -125,7 +132,8 @@ static void tensor_release(saga_ctx *c, saga_tensor *t) {
         return;
     if (t->grad)
         tensor_release(c, t->grad);
-    buf_put(c, t->data, t->nbytes);
+    if (!t->borrowed)
+        buf_put(c, t->data, t->nbytes);
     memset(t, 0, sizeof *t);
     t->grad = c->spare;
     c->spare = t;
@@ -151,6 +159,27 @@ saga_tensor *saga_ctx_tensor(saga_ctx *c, saga_dtype dt, int64_t rows, int64_t c
     SAGA_TRY(grow((void **)&c->tensors, &c->cap_tensors, c->n_tensors + 1, sizeof *c->tensors,
                   "context tensor list"));
     SAGA_TRY(tensor_make(c, dt, rows, cols, &t));
+    c->tensors[c->n_tensors++] = t;
+    return t;
+fail:
+    saga_ctx_fail(c, st);
+    return NULL;
+}
+
+saga_tensor *saga_ctx_wrap(saga_ctx *c, saga_dtype dt, int64_t rows, int64_t cols, void *data) {
+    saga_status st = SAGA_OK;
+    saga_tensor *t = NULL;
+    if (!c)
+        return NULL;
+    SAGA_TRY(saga_tensor_check_shape(dt, rows, cols));
+    SAGA_TRY(grow((void **)&c->tensors, &c->cap_tensors, c->n_tensors + 1, sizeof *c->tensors,
+                  "context tensor list"));
+    SAGA_TRY(tensor_make(c, dt, 0, 0, &t));
+    t->rows = rows;
+    t->cols = cols;
+    t->nbytes = (size_t)rows * (size_t)cols * saga_dtype_size(dt);
+    t->data = t->nbytes ? data : NULL;
+    t->borrowed = true;
     c->tensors[c->n_tensors++] = t;
     return t;
 fail:
@@ -348,6 +377,21 @@ void saga_ctx_set_row_base(saga_ctx *c, int64_t row) {
 
 int64_t saga_ctx_row_base(const saga_ctx *c) {
     return c ? c->row_base : 0;
+}
+
+saga_status saga_ctx_buffer(saga_ctx *c, void **out, size_t bytes) {
+    return buf_get(c, bytes, out);
+}
+
+void saga_ctx_buffer_free(saga_ctx *c, void *p, size_t bytes) {
+    buf_put(c, p, bytes);
+}
+
+void saga_ctx_set_pressure(saga_ctx *c, bool (*fn)(void *user, size_t bytes), void *user) {
+    if (c) {
+        c->pressure = fn;
+        c->pressure_user = user;
+    }
 }
 
 void saga_ctx_trim(saga_ctx *c) {

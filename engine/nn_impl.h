@@ -89,6 +89,10 @@ void saga_tape_release(saga_ctx *c, saga_tape_pos m);
  * not touch fresh memory. */
 saga_tensor *saga_ctx_tensor(saga_ctx *c, saga_dtype dt, int64_t rows, int64_t cols);
 saga_tensor *saga_ctx_zeros(saga_ctx *c, saga_dtype dt, int64_t rows, int64_t cols);
+/* A context-owned tensor over device memory that stays the caller's (not freed, not cached):
+ * a block the executor streamed in. The caller keeps data valid until the tensor is released
+ * (saga_tape_release / saga_ctx_clear). Its gradient, if any, is the context's as usual. */
+saga_tensor *saga_ctx_wrap(saga_ctx *c, saga_dtype dt, int64_t rows, int64_t cols, void *data);
 /* A context-owned copy of t (no tape link) that is a leaf needing a gradient. */
 saga_tensor *saga_ctx_leaf(saga_ctx *c, const saga_tensor *t);
 /* Makes an existing context-owned tensor a leaf needing a gradient (no copy). */
@@ -96,6 +100,14 @@ void saga_ctx_mark_leaf(saga_ctx *c, saga_tensor *t);
 /* Sets the sticky error (first one wins) and returns st; the message must already be set with
  * saga_error(). */
 saga_status saga_ctx_fail(saga_ctx *c, saga_status st);
+/* Device memory of exactly bytes from the context's cache or the backend (with the same
+ * fallbacks as tensors: cache flush, pressure); give it back with saga_ctx_buffer_free. */
+saga_status saga_ctx_buffer(saga_ctx *c, void **out, size_t bytes);
+void saga_ctx_buffer_free(saga_ctx *c, void *p, size_t bytes);
+/* When an allocation fails for the budget after the context's cache is given back, fn(user,
+ * bytes) is asked to free device memory it holds and returns whether it freed any (then the
+ * allocation is tried again). The streamed executor's scheduler gives back blocks this way. */
+void saga_ctx_set_pressure(saga_ctx *c, bool (*fn)(void *user, size_t bytes), void *user);
 /* Row offset for dropout masks: while it is r, a dropout on an m x k tensor draws rows
  * r .. r + m - 1 of the mask an (r + m) x k tensor would get, so running a computation block by
  * block (rows of vertices or edges, with the same dropout counter for each block) draws the

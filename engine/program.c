@@ -3,7 +3,7 @@
  * softmax. */
 #include "saga_program.h"
 
-#include "nn_impl.h"
+#include "program_impl.h"
 
 #include <math.h>
 #include <string.h>
@@ -78,8 +78,12 @@ fail:
 /* Builds the placed in-CSR on the host: g's in-edges, with exactly one self-loop per vertex
  * when add_loops (an existing self-loop keeps the weight of its first copy; further copies
  * go). Rows stay sorted by source. */
-static saga_status dgraph_place(saga_dgraph *dg, const saga_graph *g, bool add_loops) {
+saga_status saga_place_in_csr(const saga_graph *g, bool add_loops, int64_t **off_out,
+                              int32_t **src_out, float **w_out, int64_t *m_out) {
     saga_status st = SAGA_OK;
+    int64_t *off = NULL;
+    int32_t *src = NULL;
+    float *w = NULL;
     saga_csr in = saga_graph_in(g);
     int32_t n = in.n_rows;
     int64_t m = in.nnz;
@@ -92,15 +96,15 @@ static saga_status dgraph_place(saga_dgraph *dg, const saga_graph *g, bool add_l
             m += in.offsets[v + 1] - in.offsets[v] - loops + 1;
         }
     }
-    SAGA_TRY(saga_alloc_array((void **)&dg->h_in_off, (size_t)n + 1, sizeof(int64_t),
-                              "placed graph offsets"));
-    SAGA_TRY(saga_alloc_array((void **)&dg->h_in_src, m ? (size_t)m : 1, sizeof(int32_t),
+    SAGA_TRY(
+        saga_alloc_array((void **)&off, (size_t)n + 1, sizeof(int64_t), "placed graph offsets"));
+    SAGA_TRY(saga_alloc_array((void **)&src, m ? (size_t)m : 1, sizeof(int32_t),
                               "placed graph sources"));
     if (in.weights)
-        SAGA_TRY(saga_alloc_array((void **)&dg->h_in_w, m ? (size_t)m : 1, sizeof(float),
+        SAGA_TRY(saga_alloc_array((void **)&w, m ? (size_t)m : 1, sizeof(float),
                                   "placed graph weights"));
     int64_t k_out = 0;
-    dg->h_in_off[0] = 0;
+    off[0] = 0;
     for (int32_t v = 0; v < n; v++) {
         bool placed = !add_loops;
         float loop_w = 1.0f;
@@ -114,29 +118,43 @@ static saga_status dgraph_place(saga_dgraph *dg, const saga_graph *g, bool add_l
                 continue;
             }
             if (!placed && u > v) {
-                dg->h_in_src[k_out] = v;
-                if (dg->h_in_w)
-                    dg->h_in_w[k_out] = loop_w;
+                src[k_out] = v;
+                if (w)
+                    w[k_out] = loop_w;
                 k_out++;
                 placed = true;
             }
-            dg->h_in_src[k_out] = u;
-            if (dg->h_in_w)
-                dg->h_in_w[k_out] = in.weights[k];
+            src[k_out] = u;
+            if (w)
+                w[k_out] = in.weights[k];
             k_out++;
         }
         /* the row's sources were all below v: the loop goes last, with the weight it had (the
          * self-loops come after the smaller sources in a sorted row, so loop_w is known) */
         if (!placed) {
-            dg->h_in_src[k_out] = v;
-            if (dg->h_in_w)
-                dg->h_in_w[k_out] = loop_w;
+            src[k_out] = v;
+            if (w)
+                w[k_out] = loop_w;
             k_out++;
         }
-        dg->h_in_off[v + 1] = k_out;
+        off[v + 1] = k_out;
     }
-    dg->n = n;
-    dg->m = m;
+    *off_out = off;
+    *src_out = src;
+    *w_out = w;
+    *m_out = m;
+    return SAGA_OK;
+fail:
+    saga_free(off);
+    saga_free(src);
+    saga_free(w);
+    return st;
+}
+
+static saga_status dgraph_place(saga_dgraph *dg, const saga_graph *g, bool add_loops) {
+    saga_status st = SAGA_OK;
+    SAGA_TRY(saga_place_in_csr(g, add_loops, &dg->h_in_off, &dg->h_in_src, &dg->h_in_w, &dg->m));
+    dg->n = saga_graph_n_vertices(g);
 fail:
     return st;
 }
@@ -263,6 +281,26 @@ saga_csr saga_dgraph_edge_order(const saga_dgraph *g) {
     return c;
 }
 
+void saga_edge_values(int32_t n, const int64_t *in_off, const int32_t *in_src, const float *in_w,
+                      const int64_t *out_off, saga_edge_weight w, bool mean, float *vals) {
+    for (int32_t v = 0; v < n; v++) {
+        int64_t deg_in = in_off[v + 1] - in_off[v];
+        for (int64_t k = in_off[v]; k < in_off[v + 1]; k++) {
+            double x = 1.0;
+            if (w == SAGA_WEIGHT_GRAPH && in_w)
+                x = in_w[k];
+            else if (w == SAGA_WEIGHT_SYMNORM) {
+                int32_t u = in_src[k];
+                int64_t deg_out = out_off[u + 1] - out_off[u];
+                x = 1.0 / sqrt((double)deg_in * (double)deg_out);
+            }
+            if (mean)
+                x /= (double)deg_in;
+            vals[k] = (float)x;
+        }
+    }
+}
+
 /* The edge values for weight mode w (mean: divided by the destination's in-degree), in both
  * edge orders, computed on first use. in and out are NULL when every value is 1. */
 static saga_status dgraph_values_get(saga_dgraph *g, saga_edge_weight w, bool mean,
@@ -278,22 +316,7 @@ static saga_status dgraph_values_get(saga_dgraph *g, saga_edge_weight w, bool me
         size_t m = (size_t)g->m;
         SAGA_TRY(saga_alloc_array((void **)&h_in, m ? m : 1, sizeof(float), "edge values"));
         SAGA_TRY(saga_alloc_array((void **)&h_out, m ? m : 1, sizeof(float), "edge values"));
-        for (int32_t v = 0; v < g->n; v++) {
-            int64_t deg_in = g->h_in_off[v + 1] - g->h_in_off[v];
-            for (int64_t k = g->h_in_off[v]; k < g->h_in_off[v + 1]; k++) {
-                double x = 1.0;
-                if (w == SAGA_WEIGHT_GRAPH && g->h_in_w)
-                    x = g->h_in_w[k];
-                else if (w == SAGA_WEIGHT_SYMNORM) {
-                    int32_t u = g->h_in_src[k];
-                    int64_t deg_out = g->h_out_off[u + 1] - g->h_out_off[u];
-                    x = 1.0 / sqrt((double)deg_in * (double)deg_out);
-                }
-                if (mean)
-                    x /= (double)deg_in;
-                h_in[k] = (float)x;
-            }
-        }
+        saga_edge_values(g->n, g->h_in_off, g->h_in_src, g->h_in_w, g->h_out_off, w, mean, h_in);
         for (size_t k = 0; k < m; k++)
             h_out[k] = h_in[g->h_perm[k]];
         SAGA_TRY(dev_upload(g->be, (void **)&dv->in, h_in, m * sizeof(float)));
@@ -404,6 +427,10 @@ static float *f32_rows(const saga_tensor *t, int64_t row) {
 
 /* ---- fused path: one SpMM ----------------------------------------------------------------- */
 
+bool saga_prog_fused(const saga_program *p) {
+    return !p->apply_edge && p->scatter == SAGA_SCATTER_SRC && p->gather != SAGA_GATHER_MAX;
+}
+
 typedef struct fused_state {
     saga_csr_dev at; /* the transpose with its values: the backward's matrix */
 } fused_state;
@@ -425,22 +452,20 @@ fail:
     return st;
 }
 
-static saga_tensor *run_fused(saga_ctx *c, const saga_program *p, saga_dgraph *g, saga_tensor *h) {
+static saga_tensor *run_fused(saga_ctx *c, const saga_prog_view *v, saga_tensor *h) {
     saga_status st = SAGA_OK;
     const saga_kernels *k = saga_ctx_kernels(c);
     if (!saga_ctx_kernel(c, k->spmm_f32 != NULL, "spmm_f32"))
         return NULL;
-    const float *v_in = NULL, *v_out = NULL;
-    SAGA_TRY(dgraph_values_get(g, p->edge_weight, p->gather == SAGA_GATHER_MEAN, &v_in, &v_out));
-    saga_csr_dev a = {g->n, g->n, g->m, g->d_in_off, g->d_in_src, v_in};
-    saga_tensor *out = saga_ctx_tensor(c, SAGA_F32, g->n, h->cols);
+    saga_csr_dev a = {v->n_dst, v->n_src, v->m, v->d_in_off, v->d_in_src, v->vals_in};
+    saga_tensor *out = saga_ctx_tensor(c, SAGA_F32, v->n_dst, h->cols);
     if (!out)
         return NULL;
     if (out->nbytes)
         SAGA_TRY(k->spmm_f32(saga_ctx_stream(c), &a, h->cols, 1.0f, h->data, 0.0f, out->data));
     fused_state *fs = NULL;
     SAGA_TRY(saga_alloc_array((void **)&fs, 1, sizeof *fs, "a program node"));
-    fs->at = (saga_csr_dev){g->n, g->n, g->m, g->d_out_off, g->d_out_dst, v_out};
+    fs->at = (saga_csr_dev){v->n_src, v->n_dst, v->m, v->d_out_off, v->d_out_dst, v->vals_out};
     if (saga_tape_record(c, out, &h, 1, fused_backward, fs, saga_free) < 0)
         return NULL;
     return out;
@@ -458,19 +483,15 @@ struct saga_edge_batch {
 /* Everything a batch needs, in the forward pass and in the backward's recomputation. */
 typedef struct batch_run {
     saga_program p;
-    saga_dgraph *g;
-    const dgraph_plan *plan;
-    const float *weights; /* device, in-CSR order, or NULL */
+    saga_prog_view v;
     void *layer;
-    int64_t f_out; /* message width, known after the first batch */
-    uint64_t *rng; /* the context's dropout counter at the start of each batch */
+    int64_t f_out;    /* message width, known after the first batch */
+    uint64_t rng;     /* the context's dropout counter at the start: every batch starts there */
+    uint64_t rng_end; /* and where the forward pass left it */
 } batch_run;
 
 static void batch_run_free(void *state) {
-    batch_run *r = state;
-    if (r)
-        saga_free(r->rng);
-    saga_free(r);
+    saga_free(state);
 }
 
 static saga_tensor *default_apply_edge(saga_ctx *c, const saga_edge_in *e, void *layer) {
@@ -478,12 +499,13 @@ static saga_tensor *default_apply_edge(saga_ctx *c, const saga_edge_in *e, void 
     return e->weight ? saga_scale_rows(c, x, e->weight) : x;
 }
 
+/* Destinations v0 .. v1-1 and edges e0 .. e1-1 of batch b, within the view. */
 static void batch_range(const batch_run *r, int64_t b, int32_t *v0, int32_t *v1, int64_t *e0,
                         int64_t *e1) {
-    *v0 = r->plan->v0[b];
-    *v1 = r->plan->v0[b + 1];
-    *e0 = r->g->h_in_off[*v0];
-    *e1 = r->g->h_in_off[*v1];
+    *v0 = r->v.plan.v0[b];
+    *v1 = r->v.plan.v0[b + 1];
+    *e0 = r->v.h_in_off[*v0] - r->v.h_off_base;
+    *e1 = r->v.h_in_off[*v1] - r->v.h_off_base;
 }
 
 /* A context tensor holding the rows idx[0 .. n_idx) of x (a leaf when leaf). */
@@ -522,30 +544,35 @@ static saga_tensor *batch_slice(saga_ctx *c, const float *x, int64_t r0, int64_t
 
 /* Scatters batch b onto its edges and runs apply_edge: the messages (n_edges x f_out), owned by
  * c, or NULL with the sticky error set. leaf_h / leaf_e make the scattered rows leaves so that
- * the region's backward gives their gradients. */
-static saga_tensor *batch_messages(saga_ctx *c, batch_run *r, int64_t b, saga_tensor *h,
-                                   saga_tensor *edata, bool leaf_h, bool leaf_e, saga_edge_in *e,
-                                   saga_edge_batch *eb) {
+ * the region's backward gives their gradients. Dropout inside apply_edge draws the rows of the
+ * whole graph's edge mask that the batch's edges stand for. */
+static saga_tensor *batch_messages(saga_ctx *c, batch_run *r, int64_t b, saga_tensor *h_src,
+                                   saga_tensor *h_dst, saga_tensor *edata, bool leaf_h, bool leaf_e,
+                                   saga_edge_in *e, saga_edge_batch *eb) {
     int32_t v0, v1;
     int64_t e0, e1;
     batch_range(r, b, &v0, &v1, &e0, &e1);
     int64_t ne = e1 - e0;
-    eb->offsets = r->plan->d_off + v0 + b;
+    eb->offsets = r->v.plan.d_off + v0 + b;
     eb->n_seg = v1 - v0;
     memset(e, 0, sizeof *e);
     e->n_edges = ne;
     e->batch = eb;
     bool want_src = r->p.scatter != SAGA_SCATTER_DST, want_dst = r->p.scatter != SAGA_SCATTER_SRC;
-    if (want_src && !(e->src = batch_gather(c, h, r->g->d_in_src + e0, ne, leaf_h)))
+    if (want_src && !(e->src = batch_gather(c, h_src, r->v.d_in_src + e0, ne, leaf_h)))
         return NULL;
-    if (want_dst && !(e->dst = batch_gather(c, h, r->g->d_edge_dst + e0, ne, leaf_h)))
+    if (want_dst && !(e->dst = batch_gather(c, h_dst, r->v.d_edge_dst + e0, ne, leaf_h)))
         return NULL;
     if (edata && !(e->data = batch_slice(c, edata->data, e0, ne, edata->cols, leaf_e)))
         return NULL;
-    if (r->weights && !(e->weight = batch_slice(c, r->weights, e0, ne, 1, false)))
+    if (r->v.weights && !(e->weight = batch_slice(c, r->v.weights, e0, ne, 1, false)))
         return NULL;
     saga_apply_edge_fn fn = r->p.apply_edge ? r->p.apply_edge : default_apply_edge;
+    int64_t row_base = saga_ctx_row_base(c);
+    saga_ctx_set_rng_counter(c, r->rng);
+    saga_ctx_set_row_base(c, r->v.e0 + e0);
     saga_tensor *msg = fn(c, e, r->layer);
+    saga_ctx_set_row_base(c, row_base);
     if (!msg) {
         if (saga_ctx_status(c) == SAGA_OK)
             saga_ctx_fail(c, saga_error(SAGA_ERR_INVALID_ARG,
@@ -591,35 +618,51 @@ fail:
     return st;
 }
 
+/* Adds a scattered side's gradient (ne rows) into dh by the batch's indices. */
+static saga_status scatter_grad(saga_ctx *c, const saga_tensor *side, const int32_t *idx,
+                                saga_tensor *dh) {
+    if (!side || !side->grad || !side->grad->nbytes)
+        return SAGA_OK;
+    return saga_ctx_kernels(c)->scatter_add_rows_f32(saga_ctx_stream(c), side->rows, dh->cols, idx,
+                                                     side->grad->data, dh->rows, dh->data);
+}
+
 /* Backward of the whole Scatter-ApplyEdge-Gather: each batch is recomputed in a region (with
- * the dropout counter it had), its messages get their gradient from the batch's rows of
- * grad_out, the region's backward gives the gradients of the parameters and of the scattered
- * rows, and those are added into d h (by source / destination) and d edata. */
+ * the dropout counter of the forward pass), its messages get their gradient from the batch's
+ * rows of grad_out, the region's backward gives the gradients of the parameters and of the
+ * scattered rows, and those are added into d h_src, d h_dst (by source / destination) and
+ * d edata. Inputs: 0 h_src, 1 edata, 2 h_dst (NULL when it is h_src or unused). */
 static saga_status batched_backward(saga_ctx *c, saga_node *n, saga_tensor *grad_out) {
     saga_status st = SAGA_OK;
     batch_run *r = saga_node_state(n);
-    saga_tensor *h = saga_node_input(n, 0), *edata = saga_node_input(n, 1);
-    bool need_h = saga_node_needs_grad(n, 0), need_e = edata && saga_node_needs_grad(n, 1);
+    saga_tensor *hs = saga_node_input(n, 0), *edata = saga_node_input(n, 1);
+    saga_tensor *hd = saga_node_input(n, 2) ? saga_node_input(n, 2) : hs;
+    bool same = hd == hs;
+    bool need_s = saga_node_needs_grad(n, 0), need_e = edata && saga_node_needs_grad(n, 1);
+    bool need_d = same ? need_s : saga_node_needs_grad(n, 2);
     const saga_kernels *k = saga_ctx_kernels(c);
     saga_stream *s = saga_ctx_stream(c);
     uint64_t rng_saved = saga_ctx_rng_counter(c);
     bool in_region = false;
     saga_tape_pos mark = {0, 0};
-    saga_tensor *dh = NULL, *de = NULL;
-    if (need_h && !(dh = saga_ctx_zeros(c, SAGA_F32, h->rows, h->cols)))
+    saga_tensor *dhs = NULL, *dhd = NULL, *de = NULL;
+    if (need_s && !(dhs = saga_ctx_zeros(c, SAGA_F32, hs->rows, hs->cols)))
+        return ctx_error(c);
+    dhd = same ? dhs : NULL;
+    if (!same && need_d && !(dhd = saga_ctx_zeros(c, SAGA_F32, hd->rows, hd->cols)))
         return ctx_error(c);
     if (need_e && !(de = saga_ctx_zeros(c, SAGA_F32, edata->rows, edata->cols)))
         return ctx_error(c);
-    for (int64_t b = 0; b < r->plan->n_batches; b++) {
+    for (int64_t b = 0; b < r->v.plan.n_batches; b++) {
         int32_t v0, v1;
         int64_t e0, e1;
         batch_range(r, b, &v0, &v1, &e0, &e1);
-        saga_ctx_set_rng_counter(c, r->rng[b]);
         mark = saga_tape_mark(c);
         in_region = true;
         saga_edge_in e;
         saga_edge_batch eb;
-        saga_tensor *msg = batch_messages(c, r, b, h, edata, need_h, need_e, &e, &eb);
+        saga_tensor *msg =
+            batch_messages(c, r, b, hs, hd, edata, need_s || need_d, need_e, &e, &eb);
         if (!msg)
             SAGA_TRY(ctx_error(c));
         if (saga_tensor_needs_grad(msg) && e.n_edges > 0 && r->f_out > 0) {
@@ -641,12 +684,10 @@ static saga_status batched_backward(saga_ctx *c, saga_node *n, saga_tensor *grad
                                                reduce_of(r->p.gather), f32_rows(grad_out, v0),
                                                argmax, dmsg->data));
             SAGA_TRY(saga_tape_backward_range(c, mark, msg, dmsg));
-            if (e.src && e.src->grad && e.n_edges)
-                SAGA_TRY(k->scatter_add_rows_f32(s, e.n_edges, h->cols, r->g->d_in_src + e0,
-                                                 e.src->grad->data, h->rows, dh->data));
-            if (e.dst && e.dst->grad && e.n_edges)
-                SAGA_TRY(k->scatter_add_rows_f32(s, e.n_edges, h->cols, r->g->d_edge_dst + e0,
-                                                 e.dst->grad->data, h->rows, dh->data));
+            if (need_s)
+                SAGA_TRY(scatter_grad(c, e.src, r->v.d_in_src + e0, dhs));
+            if (need_d)
+                SAGA_TRY(scatter_grad(c, e.dst, r->v.d_edge_dst + e0, dhd));
             if (e.data && e.data->grad && e.data->nbytes)
                 SAGA_TRY(
                     saga_memcpy_d2d_async(s, f32_rows(de, e0), e.data->grad->data, e.data->nbytes));
@@ -655,10 +696,12 @@ static saga_status batched_backward(saga_ctx *c, saga_node *n, saga_tensor *grad
         in_region = false;
     }
     saga_ctx_set_rng_counter(c, rng_saved);
-    if (dh)
-        SAGA_TRY(saga_node_accumulate(c, n, 0, dh));
+    if (dhs)
+        SAGA_TRY(saga_node_accumulate(c, n, 0, dhs));
     if (de)
         SAGA_TRY(saga_node_accumulate(c, n, 1, de));
+    if (dhd && !same)
+        SAGA_TRY(saga_node_accumulate(c, n, 2, dhd));
     return SAGA_OK;
 fail:
     if (in_region)
@@ -667,11 +710,11 @@ fail:
     return st;
 }
 
-static saga_tensor *run_batched(saga_ctx *c, const saga_program *p, saga_dgraph *g, saga_tensor *h,
-                                saga_tensor *edata, void *layer) {
+static saga_tensor *run_batched(saga_ctx *c, const saga_program *p, const saga_prog_view *v,
+                                saga_tensor *h_src, saga_tensor *h_dst, saga_tensor *edata,
+                                void *layer) {
     saga_status st = SAGA_OK;
     const saga_kernels *k = saga_ctx_kernels(c);
-    saga_backend *be = saga_ctx_backend(c);
     saga_stream *s = saga_ctx_stream(c);
     batch_run *r = NULL;
     saga_tensor *out = NULL;
@@ -686,35 +729,31 @@ static saga_tensor *run_batched(saga_ctx *c, const saga_program *p, saga_dgraph 
         return NULL;
     SAGA_TRY(saga_alloc_zeroed((void **)&r, 1, sizeof *r, "a program node"));
     r->p = *p;
-    r->g = g;
+    r->v = *v;
     r->layer = layer;
     r->f_out = -1;
-    int64_t max_edges = p->max_batch_edges > 0 ? p->max_batch_edges : PROGRAM_DEFAULT_BATCH_EDGES;
-    SAGA_TRY(dgraph_plan_get(g, max_edges, &r->plan));
-    if (p->edge_weight != SAGA_WEIGHT_NONE)
-        SAGA_TRY(dgraph_weight_column(g, p->edge_weight, &r->weights));
-    SAGA_TRY(saga_alloc_array((void **)&r->rng, (size_t)r->plan->n_batches, sizeof(uint64_t),
-                              "batch dropout counters"));
+    r->rng = r->rng_end = saga_ctx_rng_counter(c);
 
-    for (int64_t b = 0; b < r->plan->n_batches; b++) {
+    for (int64_t b = 0; b < r->v.plan.n_batches; b++) {
         int32_t v0, v1;
         int64_t e0, e1;
         batch_range(r, b, &v0, &v1, &e0, &e1);
-        r->rng[b] = saga_ctx_rng_counter(c);
         mark = saga_tape_mark(c);
         in_region = true;
         saga_edge_in e;
         saga_edge_batch eb;
-        saga_tensor *msg = batch_messages(c, r, b, h, edata, false, false, &e, &eb);
+        saga_tensor *msg = batch_messages(c, r, b, h_src, h_dst, edata, false, false, &e, &eb);
         if (!msg)
             SAGA_TRY(ctx_error(c));
+        if (saga_ctx_rng_counter(c) > r->rng_end)
+            r->rng_end = saga_ctx_rng_counter(c);
         msg_grad = msg_grad || saga_tensor_needs_grad(msg);
         if (b == 0) {
             /* the width is known only now, and the output must outlive this region: reduce
              * into a scratch buffer and copy it once the output exists */
             r->f_out = msg->cols;
             first_bytes = (size_t)(v1 - v0) * (size_t)r->f_out * sizeof(float);
-            SAGA_TRY(saga_backend_alloc(be, &first, first_bytes));
+            SAGA_TRY(saga_ctx_buffer(c, &first, first_bytes));
             SAGA_TRY(batch_reduce(c, r, &eb, msg, first));
         } else {
             SAGA_TRY(batch_reduce(c, r, &eb, msg, f32_rows(out, v0)));
@@ -722,32 +761,101 @@ static saga_tensor *run_batched(saga_ctx *c, const saga_program *p, saga_dgraph 
         saga_tape_release(c, mark);
         in_region = false;
         if (b == 0) {
-            if (!(out = saga_ctx_tensor(c, SAGA_F32, g->n, r->f_out)))
+            if (!(out = saga_ctx_tensor(c, SAGA_F32, v->n_dst, r->f_out)))
                 SAGA_TRY(ctx_error(c));
             if (first_bytes) {
                 SAGA_TRY(saga_memcpy_d2d_async(s, out->data, first, first_bytes));
                 SAGA_TRY(saga_stream_synchronize(s));
             }
-            saga_backend_free(be, first, first_bytes);
+            saga_ctx_buffer_free(c, first, first_bytes);
             first = NULL;
         }
     }
+    saga_ctx_set_rng_counter(c, r->rng_end);
 
     /* The parameters apply_edge used are not inputs of the node: when the messages needed a
      * gradient, the node is recorded whether or not h and edata need one. */
-    saga_tensor *inputs[2] = {h, edata};
+    bool uses_dst = p->scatter != SAGA_SCATTER_SRC;
+    saga_tensor *inputs[3] = {h_src, edata, uses_dst && h_dst != h_src ? h_dst : NULL};
     batch_run *state = r;
     r = NULL;
-    if (saga_tape_record_ex(c, out, inputs, 2, msg_grad, batched_backward, state, batch_run_free) <
+    if (saga_tape_record_ex(c, out, inputs, 3, msg_grad, batched_backward, state, batch_run_free) <
         0)
         return NULL;
     return out;
 fail:
     if (in_region)
         saga_tape_release(c, mark);
-    saga_backend_free(be, first, first_bytes);
+    saga_ctx_buffer_free(c, first, first_bytes);
     batch_run_free(r);
     return ctx_fail_null(c, st);
+}
+
+saga_tensor *saga_prog_gather(saga_ctx *c, const saga_program *p, const saga_prog_view *v,
+                              saga_tensor *h_src, saga_tensor *h_dst, saga_tensor *edata,
+                              void *layer) {
+    if (saga_prog_fused(p))
+        return run_fused(c, v, h_src);
+    return run_batched(c, p, v, h_src, h_dst, edata, layer);
+}
+
+saga_status saga_program_check(const saga_program *p, const char *who) {
+    saga_status st = SAGA_OK;
+    SAGA_CHECK((unsigned)p->scatter < SAGA_SCATTER_COUNT &&
+                   (unsigned)p->edge_weight < SAGA_WEIGHT_COUNT &&
+                   (unsigned)p->gather < SAGA_GATHER_COUNT && p->max_batch_edges >= 0,
+               SAGA_ERR_INVALID_ARG,
+               "%s: bad program (scatter %d, edge_weight %d, gather %d, max_batch_edges %lld)", who,
+               (int)p->scatter, (int)p->edge_weight, (int)p->gather, (long long)p->max_batch_edges);
+    SAGA_CHECK(p->apply_edge || p->scatter != SAGA_SCATTER_BOTH, SAGA_ERR_INVALID_ARG,
+               "%s: SCATTER_BOTH needs an apply_edge to combine the two sides", who);
+fail:
+    return st;
+}
+
+saga_status saga_prog_check_vertex_out(saga_ctx *c, const saga_tensor *out, int64_t count,
+                                       const char *who) {
+    saga_status st = SAGA_OK;
+    if (!out) {
+        SAGA_CHECK(saga_ctx_status(c) < 0, SAGA_ERR_INVALID_ARG,
+                   "%s: apply_vertex returned NULL without an error", who);
+        return saga_ctx_status(c);
+    }
+    SAGA_CHECK(out->dtype == SAGA_F32 && out->rows == count, SAGA_ERR_INVALID_ARG,
+               "%s: apply_vertex returned a %s %lld x %lld tensor for %lld vertices", who,
+               saga_dtype_name(out->dtype), (long long)out->rows, (long long)out->cols,
+               (long long)count);
+fail:
+    return st;
+}
+
+/* The view of a whole placed graph for program p (edge values and batch plans computed on
+ * first use). */
+static saga_status dgraph_view(saga_dgraph *g, const saga_program *p, saga_prog_view *v) {
+    saga_status st = SAGA_OK;
+    memset(v, 0, sizeof *v);
+    v->n_dst = v->n_src = g->n;
+    v->m = g->m;
+    v->h_in_off = g->h_in_off;
+    v->d_in_off = g->d_in_off;
+    v->d_in_src = g->d_in_src;
+    v->d_edge_dst = g->d_edge_dst;
+    v->d_out_off = g->d_out_off;
+    v->d_out_dst = g->d_out_dst;
+    if (saga_prog_fused(p)) {
+        SAGA_TRY(dgraph_values_get(g, p->edge_weight, p->gather == SAGA_GATHER_MEAN, &v->vals_in,
+                                   &v->vals_out));
+    } else {
+        const dgraph_plan *plan = NULL;
+        int64_t max_edges =
+            p->max_batch_edges > 0 ? p->max_batch_edges : PROGRAM_DEFAULT_BATCH_EDGES;
+        SAGA_TRY(dgraph_plan_get(g, max_edges, &plan));
+        v->plan = (saga_prog_plan){plan->n_batches, plan->v0, plan->d_off};
+        if (p->edge_weight != SAGA_WEIGHT_NONE)
+            SAGA_TRY(dgraph_weight_column(g, p->edge_weight, &v->weights));
+    }
+fail:
+    return st;
 }
 
 /* ---- the entry ---------------------------------------------------------------------------- */
@@ -765,13 +873,7 @@ saga_tensor *saga_program_run(saga_ctx *c, const saga_program *p, const saga_dgr
         SAGA_CHECK(false, SAGA_ERR_INVALID_ARG, "saga_program_run: h is NULL");
     }
     SAGA_CHECK(p && g, SAGA_ERR_INVALID_ARG, "saga_program_run: program and graph must be given");
-    SAGA_CHECK((unsigned)p->scatter < SAGA_SCATTER_COUNT &&
-                   (unsigned)p->edge_weight < SAGA_WEIGHT_COUNT &&
-                   (unsigned)p->gather < SAGA_GATHER_COUNT && p->max_batch_edges >= 0,
-               SAGA_ERR_INVALID_ARG,
-               "saga_program_run: bad program (scatter %d, edge_weight %d, gather %d, "
-               "max_batch_edges %lld)",
-               (int)p->scatter, (int)p->edge_weight, (int)p->gather, (long long)p->max_batch_edges);
+    SAGA_TRY(saga_program_check(p, "saga_program_run"));
     SAGA_CHECK(h->be == g->be && h->be == saga_ctx_backend(c), SAGA_ERR_INVALID_ARG,
                "saga_program_run: h is on backend %s, the graph on %s, the context on %s",
                saga_backend_name(h->be), saga_backend_name(g->be),
@@ -792,29 +894,19 @@ saga_tensor *saga_program_run(saga_ctx *c, const saga_program *p, const saga_dgr
                    saga_backend_name(edata->be), (long long)g->m, (long long)g->m,
                    saga_backend_name(g->be));
     }
-    SAGA_CHECK(p->apply_edge || p->scatter != SAGA_SCATTER_BOTH, SAGA_ERR_INVALID_ARG,
-               "saga_program_run: SCATTER_BOTH needs an apply_edge to combine the two sides");
 
-    saga_tensor *gathered = NULL;
-    if (!p->apply_edge && p->scatter == SAGA_SCATTER_SRC && p->gather != SAGA_GATHER_MAX)
-        gathered = run_fused(c, p, g, h);
-    else
-        gathered = run_batched(c, p, g, h, edata, layer);
+    saga_prog_view v;
+    SAGA_TRY(dgraph_view(g, p, &v));
+    saga_tensor *gathered = saga_prog_gather(c, p, &v, h, h, edata, layer);
     if (!gathered || !p->apply_vertex)
         return gathered;
 
-    saga_vertex_in v = {.first = 0, .count = g->n, .gathered = gathered, .self = h};
-    saga_tensor *out = p->apply_vertex(c, &v, layer);
-    if (!out) {
-        SAGA_CHECK(saga_ctx_status(c) < 0, SAGA_ERR_INVALID_ARG,
-                   "saga_program_run: apply_vertex returned NULL without an error");
-        return NULL;
-    }
-    SAGA_CHECK(out->dtype == SAGA_F32 && out->rows == g->n, SAGA_ERR_INVALID_ARG,
-               "saga_program_run: apply_vertex returned a %s %lld x %lld tensor for %lld "
-               "vertices",
-               saga_dtype_name(out->dtype), (long long)out->rows, (long long)out->cols,
-               (long long)g->n);
+    saga_vertex_in vin = {.first = 0, .count = g->n, .gathered = gathered, .self = h};
+    int64_t row_base = saga_ctx_row_base(c);
+    saga_ctx_set_row_base(c, 0);
+    saga_tensor *out = p->apply_vertex(c, &vin, layer);
+    saga_ctx_set_row_base(c, row_base);
+    SAGA_TRY(saga_prog_check_vertex_out(c, out, g->n, "saga_program_run"));
     return out;
 fail:
     return ctx_fail_null(c, st);

@@ -16,13 +16,13 @@
  */
 #pragma once
 
-#include "saga_status.h"
-#include "saga_log.h"
 #include "saga_backend.h"
-#include "saga_tensor.h"
-#include "saga_graph.h"
-#include "saga_nn.h"
-#include "saga_program.h"
-#include "saga_io.h"
-#include "saga_partition.h"
 #include "saga_datasets.h"
+#include "saga_graph.h"
+#include "saga_io.h"
+#include "saga_log.h"
+#include "saga_nn.h"
+#include "saga_partition.h"
+#include "saga_program.h"
+#include "saga_status.h"
+#include "saga_tensor.h"

@@ -14,7 +14,16 @@
  * A backend is a table of functions (engine/backend_impl.h) plus a context. Memory accounting
  * against the budget happens here, above the table, so every backend obeys it the same way.
  * Copies and kernels are issued on streams; within a stream they run in order; events order
- * work across streams. On the CPU backend streams execute in order on the calling thread.
+ * work across streams, with the semantics of CUDA streams and events.
+ *
+ * On the CPU backend (the "simulated device") the default stream is synchronous: whatever is
+ * issued on it has run when the issuing call returns. Every stream made with saga_stream_new is
+ * asynchronous: it owns a worker thread that runs its copies, memsets, event records, event waits
+ * and host functions in issue order while the caller goes on, so copies overlap with compute as
+ * on a GPU. CPU kernels always run on the calling thread; one issued on an asynchronous stream
+ * first waits until the work queued there before it has run, which keeps the stream in order.
+ * As on CUDA, memory that queued work still uses must not be freed before that work has run
+ * (order the free after an event, or synchronize).
  */
 #pragma once
 
@@ -75,38 +84,68 @@ saga_status saga_backend_host_alloc(saga_backend *be, void **out, size_t bytes);
 void saga_backend_host_free(saga_backend *be, void *ptr, size_t bytes);
 
 typedef struct saga_backend_stats {
-    size_t budget_bytes;    /* 0 = unlimited */
-    size_t in_use_bytes;    /* device bytes allocated now */
-    size_t peak_bytes;      /* most device bytes allocated at once since the last reset */
-    uint64_t h2d_bytes;     /* bytes copied host -> device since the last reset */
-    uint64_t d2h_bytes;     /* bytes copied device -> host */
-    uint64_t n_allocs;      /* successful allocations */
-    size_t device_total;    /* physical memory of the device (host RAM for the CPU) */
+    size_t budget_bytes; /* 0 = unlimited */
+    size_t in_use_bytes; /* device bytes allocated now */
+    size_t peak_bytes;   /* most device bytes allocated at once since the last reset */
+    uint64_t h2d_bytes;  /* bytes copied host -> device since the last reset */
+    uint64_t d2h_bytes;  /* bytes copied device -> host */
+    uint64_t n_allocs;   /* successful allocations */
+    size_t device_total; /* physical memory of the device (host RAM for the CPU) */
+    /* Seconds spent inside copies and memsets since the last reset, summed over streams. The
+     * CPU backend measures it (its workers for asynchronous streams, the caller for the default
+     * stream); on CUDA it stays 0, as the generic layer cannot see when a device copy runs
+     * (time one with events and saga_event_elapsed instead). */
+    double copy_seconds;
 } saga_backend_stats;
 
 void saga_backend_get_stats(const saga_backend *be, saga_backend_stats *out);
-/* Resets peak to the current in-use bytes and zeroes the copy counters. */
+/* Resets peak to the current in-use bytes and zeroes the copy counters and copy_seconds. */
 void saga_backend_reset_stats(saga_backend *be);
 
 /* ---- streams and events ---------------------------------------------------------------- */
 
 /* The stream kernels run on unless told otherwise; owned by the backend. */
 saga_stream *saga_backend_default_stream(saga_backend *be);
+/* A new stream of be, owned by the caller (free it with saga_stream_free before the backend).
+ * SAGA_ERR_OUT_OF_MEMORY. On the CPU its queue and worker thread are made by the first operation
+ * issued on it, which fails with SAGA_ERR_OUT_OF_MEMORY (nothing queued) when memory or threads
+ * run out. */
 saga_status saga_stream_new(saga_stream **out, saga_backend *be);
+/* Waits until the work queued on *s has run, then frees it; *s becomes NULL. Accepts NULL. */
 void saga_stream_free(saga_stream **s);
+/* Blocks until every operation issued on s so far has run. Returns an error that an operation
+ * met while it ran on the stream (kept there until this call reports it). */
 saga_status saga_stream_synchronize(saga_stream *s);
-/* Work queued on s after this call waits until e has completed. */
+/* Work issued on s after this call waits until the point e was last recorded at has completed
+ * (a later record of e does not move it); e may belong to any stream of the same backend. A
+ * never-recorded or complete event imposes no wait. On a synchronous stream (the CPU's default
+ * one) the caller blocks until e completes. */
 saga_status saga_stream_wait_event(saga_stream *s, saga_event *e);
+
+/* Runs fn(arg) on a host thread once s reaches this point; work issued on s later waits until fn
+ * has returned. As with cudaLaunchHostFunc, fn must not issue work on this backend's streams nor
+ * synchronize them or their events (it could wait for itself). Without support in the backend,
+ * the caller synchronizes s and calls fn itself. SAGA_ERR_OUT_OF_MEMORY (fn is then not called)
+ * when the operation cannot be queued. */
+saga_status saga_stream_launch_host_fn(saga_stream *s, void (*fn)(void *arg), void *arg);
 
 saga_status saga_event_new(saga_event **out, saga_backend *be);
 void saga_event_free(saga_event **e);
-/* Marks the point in s's queue that e stands for. */
+/* Marks the point in s's queue that e stands for: e completes when s reaches it, at once on a
+ * synchronous stream. Recording again replaces the previous point, as cudaEventRecord. */
 saga_status saga_event_record(saga_event *e, saga_stream *s);
+/* Blocks until e has completed (returns at once for a never-recorded event). */
 saga_status saga_event_synchronize(saga_event *e);
-/* true when the work before the recorded point has completed (or e was never recorded). */
+/* true when the work before the recorded point has completed (or e was never recorded). Does
+ * not block. */
 bool saga_event_done(saga_event *e);
+/* *seconds = the time from the completion of start to the completion of end (negative when end
+ * completed first). Both must have been recorded and have completed: SAGA_ERR_INVALID_ARG names
+ * the one that was not. SAGA_ERR_UNSUPPORTED on a backend that does not time events. */
+saga_status saga_event_elapsed(saga_event *start, saga_event *end, double *seconds);
 
-/* Waits for all work on all of the backend's streams. */
+/* Waits for all work on all of the backend's streams. Returns the first error kept on one of
+ * them (see saga_stream_synchronize). */
 saga_status saga_backend_synchronize(saga_backend *be);
 
 /* Asynchronous copies. The host side must stay valid until the stream reaches the copy; with

@@ -23,6 +23,7 @@ struct saga_tensor {
     bool requires_grad;     /* a parameter, a leaf, or the output of a recorded op */
     bool is_param;          /* made by saga_model_param: its gradient persists (saga_grad) */
     bool is_leaf;           /* saga_ctx_leaf / saga_ctx_mark_leaf: backward keeps its gradient */
+    bool borrowed; /* saga_ctx_wrap: data belongs to someone else (not freed, not cached) */
 };
 
 /* SAGA_ERR_INVALID_ARG (with the message) for an unknown dtype, a negative dimension or a size

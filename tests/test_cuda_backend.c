@@ -1,6 +1,6 @@
 /* test_cuda_backend.c - the CUDA backend against its CPU twin: every kernel on both, the budget,
- * the caching allocator, tensors, and asynchronous copies ordered by events across two streams.
- * Exits 77 (skipped) when no CUDA backend can be opened. */
+ * the caching allocator, tensors, asynchronous copies ordered by events across two streams, host
+ * functions and event timing. Exits 77 (skipped) when no CUDA backend can be opened. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static saga_backend *gpu; /* opened in main */
 static saga_backend *cpu;
@@ -350,6 +351,75 @@ static void test_cuda_backend_async_copies_with_events(void **state) {
     saga_stream_free(&compute);
 }
 
+/* Host functions run in stream order: one checks the pinned buffer a download just filled, one
+ * sleeps between two events whose elapsed time must cover it. copy_seconds is not measured. */
+typedef struct cuda_check_arg {
+    const double *buf;
+    int64_t n;
+    int ok; /* written by the host function before the stream goes on */
+} cuda_check_arg;
+
+static void cuda_check_fn(void *arg) {
+    cuda_check_arg *c = arg;
+    c->ok = 1;
+    for (int64_t i = 0; i < c->n; i++)
+        if (c->buf[i] != 3.0 * (double)i)
+            c->ok = -1;
+}
+
+static void cuda_sleep_fn(void *arg) {
+    struct timespec ts = {0, (long)*(const int *)arg * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static void test_cuda_backend_host_fn_and_elapsed(void **state) {
+    (void)state;
+    enum { N = 1 << 20 };
+    const size_t bytes = N * sizeof(double);
+    saga_stream *s = NULL;
+    saga_event *start = NULL, *end = NULL, *never = NULL;
+    assert_int_equal(saga_stream_new(&s, gpu), SAGA_OK);
+    assert_int_equal(saga_event_new(&start, gpu), SAGA_OK);
+    assert_int_equal(saga_event_new(&end, gpu), SAGA_OK);
+    assert_int_equal(saga_event_new(&never, gpu), SAGA_OK);
+    double *host = NULL, *out = NULL, *d = NULL;
+    assert_int_equal(saga_backend_host_alloc(gpu, (void **)&host, bytes), SAGA_OK);
+    assert_int_equal(saga_backend_host_alloc(gpu, (void **)&out, bytes), SAGA_OK);
+    assert_int_equal(saga_backend_alloc(gpu, (void **)&d, bytes), SAGA_OK);
+    for (int i = 0; i < N; i++) {
+        host[i] = i;
+        out[i] = -1.0;
+    }
+    saga_backend_reset_stats(gpu);
+
+    cuda_check_arg check = {out, N, 0};
+    int ms = 20;
+    assert_int_equal(saga_memcpy_h2d_async(s, d, host, bytes), SAGA_OK);
+    assert_int_equal(gpu->kernels->axpby_f64(s, N, 3.0, d, 0.0, d), SAGA_OK);
+    assert_int_equal(saga_memcpy_d2h_async(s, out, d, bytes), SAGA_OK);
+    assert_int_equal(saga_stream_launch_host_fn(s, cuda_check_fn, &check), SAGA_OK);
+    assert_int_equal(saga_event_record(start, s), SAGA_OK);
+    assert_int_equal(saga_stream_launch_host_fn(s, cuda_sleep_fn, &ms), SAGA_OK);
+    assert_int_equal(saga_event_record(end, s), SAGA_OK);
+    assert_int_equal(saga_event_synchronize(end), SAGA_OK);
+    assert_int_equal(check.ok, 1);
+    double secs = 0.0;
+    assert_int_equal(saga_event_elapsed(start, end, &secs), SAGA_OK);
+    assert_true(secs >= 0.019);
+    assert_int_equal(saga_event_elapsed(never, end, &secs), SAGA_ERR_INVALID_ARG);
+    saga_backend_stats st;
+    saga_backend_get_stats(gpu, &st);
+    assert_true(st.copy_seconds == 0.0);
+
+    saga_backend_free(gpu, d, bytes);
+    saga_backend_host_free(gpu, host, bytes);
+    saga_backend_host_free(gpu, out, bytes);
+    saga_event_free(&start);
+    saga_event_free(&end);
+    saga_event_free(&never);
+    saga_stream_free(&s);
+}
+
 int main(void) {
     saga_status st = saga_backend_cuda_new(&gpu, 0, NULL);
     if (st != SAGA_OK) {
@@ -370,6 +440,7 @@ int main(void) {
         cmocka_unit_test(test_cuda_backend_budget_and_cache),
         cmocka_unit_test(test_cuda_backend_tensors),
         cmocka_unit_test(test_cuda_backend_async_copies_with_events),
+        cmocka_unit_test(test_cuda_backend_host_fn_and_elapsed),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     saga_backend_stats s;

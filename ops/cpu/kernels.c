@@ -31,6 +31,7 @@ static void chunk(int64_t n, int id, int nt, int64_t *lo, int64_t *hi) {
 }
 
 static saga_status cpu_fill_f64(saga_stream *s, double *x, int64_t n, double v) {
+    saga_cpu_stream_drain(s);
 #pragma omp parallel for schedule(static) num_threads(threads_for(s, n))
     for (int64_t i = 0; i < n; i++)
         x[i] = v;
@@ -41,6 +42,7 @@ static saga_status cpu_fill_f64(saga_stream *s, double *x, int64_t n, double v) 
  * convention; the CUDA kernels do the same). */
 static saga_status cpu_axpby_f64(saga_stream *s, int64_t n, double a, const double *x, double b,
                                  double *y) {
+    saga_cpu_stream_drain(s);
     if (b == 0.0) {
 #pragma omp parallel for schedule(static) num_threads(threads_for(s, n))
         for (int64_t i = 0; i < n; i++)
@@ -55,6 +57,7 @@ static saga_status cpu_axpby_f64(saga_stream *s, int64_t n, double a, const doub
 
 static saga_status cpu_mul_f64(saga_stream *s, int64_t n, const double *x, const double *y,
                                double *z) {
+    saga_cpu_stream_drain(s);
 #pragma omp parallel for schedule(static) num_threads(threads_for(s, n))
     for (int64_t i = 0; i < n; i++)
         z[i] = x[i] * y[i];
@@ -62,6 +65,7 @@ static saga_status cpu_mul_f64(saga_stream *s, int64_t n, const double *x, const
 }
 
 static saga_status cpu_add_scalar_f64(saga_stream *s, int64_t n, double c, double *x) {
+    saga_cpu_stream_drain(s);
 #pragma omp parallel for schedule(static) num_threads(threads_for(s, n))
     for (int64_t i = 0; i < n; i++)
         x[i] += c;
@@ -71,6 +75,7 @@ static saga_status cpu_add_scalar_f64(saga_stream *s, int64_t n, double c, doubl
 /* Rows are independent, so any row split gives the same bits; beta == 0 does not read y. */
 static saga_status cpu_spmv_f64(saga_stream *s, const saga_csr_dev *A, double alpha,
                                 const double *x, double beta, double *y) {
+    saga_cpu_stream_drain(s);
     const int64_t n = A->n_rows;
     const int64_t *off = A->offsets;
     const int32_t *idx = A->indices;
@@ -142,12 +147,14 @@ static double reduce(const saga_stream *s, int64_t n, const double *x, const dou
 
 static saga_status cpu_dot_f64(saga_stream *s, int64_t n, const double *x, const double *y,
                                double *out) {
+    saga_cpu_stream_drain(s);
     *out = n > 0 ? reduce(s, n, x, y, dot_range) : 0.0;
     return SAGA_OK;
 }
 
 static saga_status cpu_l1_diff_f64(saga_stream *s, int64_t n, const double *x, const double *y,
                                    double *out) {
+    saga_cpu_stream_drain(s);
     *out = n > 0 ? reduce(s, n, x, y, l1_range) : 0.0;
     return SAGA_OK;
 }

@@ -67,6 +67,7 @@ static void gemm_rows(bool trans_a, bool trans_b, int64_t m0, int64_t m1, int64_
 saga_status saga_cpu_gemm_f32(saga_stream *s, bool trans_a, bool trans_b, int64_t M, int64_t N,
                               int64_t K, float alpha, const float *A, int64_t lda, const float *B,
                               int64_t ldb, float beta, float *C, int64_t ldc) {
+    saga_cpu_stream_drain(s);
     if (M <= 0 || N <= 0)
         return SAGA_OK;
     if (M > INT_MAX || N > INT_MAX || K > INT_MAX || lda > INT_MAX || ldb > INT_MAX ||
@@ -103,6 +104,7 @@ saga_status saga_cpu_gemm_f32(saga_stream *s, bool trans_a, bool trans_b, int64_
 
 saga_status saga_cpu_bias_add_f32(saga_stream *s, int64_t rows, int64_t cols, const float *x,
                                   const float *b, float *y) {
+    saga_cpu_stream_drain(s);
 #pragma omp parallel for schedule(static) num_threads(saga_cpu_nn_threads(s, rows *cols))
     for (int64_t i = 0; i < rows; i++) {
         const float *xi = x + i * cols;
@@ -117,6 +119,7 @@ enum { COLSUM_STACK = 1024 }; /* doubles of per-thread partials kept on the stac
 
 saga_status saga_cpu_colsum_f32(saga_stream *s, int64_t rows, int64_t cols, const float *x,
                                 float beta, float *out) {
+    saga_cpu_stream_drain(s);
     saga_status st = SAGA_OK;
     double stack[COLSUM_STACK];
     double *part = stack;
@@ -171,6 +174,7 @@ static inline float sigmoidf(float x) {
 
 saga_status saga_cpu_act_f32(saga_stream *s, saga_act kind, int64_t n, float alpha, const float *x,
                              float *y) {
+    saga_cpu_stream_drain(s);
     const int nt = saga_cpu_nn_threads(s, n);
     switch (kind) {
     case SAGA_ACT_RELU:
@@ -208,6 +212,7 @@ saga_status saga_cpu_act_f32(saga_stream *s, saga_act kind, int64_t n, float alp
  * function of it (no exp or tanh again), the input where the output loses the sign. */
 saga_status saga_cpu_act_bwd_f32(saga_stream *s, saga_act kind, int64_t n, float alpha,
                                  const float *x, const float *y, const float *dy, float *dx) {
+    saga_cpu_stream_drain(s);
     const int nt = saga_cpu_nn_threads(s, n);
     switch (kind) {
     case SAGA_ACT_RELU:
@@ -253,6 +258,7 @@ static inline uint64_t mix64(uint64_t z) {
 
 saga_status saga_cpu_dropout_f32(saga_stream *s, int64_t n, float p, uint64_t seed, int64_t first,
                                  const float *x, float *y) {
+    saga_cpu_stream_drain(s);
     if (!(p >= 0.0f && p < 1.0f))
         return saga_error(SAGA_ERR_INVALID_ARG, "dropout_f32: p must be in [0, 1), got %g",
                           (double)p);
@@ -293,6 +299,7 @@ saga_status saga_cpu_dropout_f32(saga_stream *s, int64_t n, float p, uint64_t se
 
 saga_status saga_cpu_binary_f32(saga_stream *s, saga_binop op, int64_t n, const float *x,
                                 const float *y, float *z) {
+    saga_cpu_stream_drain(s);
     const int nt = saga_cpu_nn_threads(s, n);
     switch (op) {
     case SAGA_BINOP_ADD:
@@ -324,6 +331,7 @@ saga_status saga_cpu_binary_f32(saga_stream *s, saga_binop op, int64_t n, const 
 /* b == 0 does not read y, so garbage in a fresh output buffer does not leak through. */
 saga_status saga_cpu_scale_f32(saga_stream *s, int64_t n, float a, const float *x, float b,
                                float *y) {
+    saga_cpu_stream_drain(s);
     const int nt = saga_cpu_nn_threads(s, n);
     if (b == 0.0f) {
 #pragma omp parallel for schedule(static) num_threads(nt)
@@ -338,6 +346,7 @@ saga_status saga_cpu_scale_f32(saga_stream *s, int64_t n, float a, const float *
 }
 
 saga_status saga_cpu_fill_f32(saga_stream *s, float *x, int64_t n, float v) {
+    saga_cpu_stream_drain(s);
 #pragma omp parallel for schedule(static) num_threads(saga_cpu_nn_threads(s, n))
     for (int64_t i = 0; i < n; i++)
         x[i] = v;
@@ -346,6 +355,7 @@ saga_status saga_cpu_fill_f32(saga_stream *s, float *x, int64_t n, float v) {
 
 saga_status saga_cpu_copy2d_f32(saga_stream *s, int64_t rows, int64_t cols, const float *src,
                                 int64_t lds, float *dst, int64_t ldd, bool accumulate) {
+    saga_cpu_stream_drain(s);
     if (cols <= 0)
         return SAGA_OK;
     const int nt = saga_cpu_nn_threads(s, rows * cols);
@@ -394,6 +404,7 @@ static void softmax_row(int64_t cols, bool log_space, const float *x, float *y) 
 
 saga_status saga_cpu_softmax_rows_f32(saga_stream *s, int64_t rows, int64_t cols, bool log,
                                       const float *x, float *y) {
+    saga_cpu_stream_drain(s);
     if (cols <= 0)
         return SAGA_OK;
 #pragma omp parallel for schedule(static) num_threads(saga_cpu_nn_threads(s, rows *cols))
@@ -404,6 +415,7 @@ saga_status saga_cpu_softmax_rows_f32(saga_stream *s, int64_t rows, int64_t cols
 
 saga_status saga_cpu_softmax_rows_bwd_f32(saga_stream *s, int64_t rows, int64_t cols, bool log,
                                           const float *y, const float *dy, float *dx) {
+    saga_cpu_stream_drain(s);
 #pragma omp parallel for schedule(static) num_threads(saga_cpu_nn_threads(s, rows *cols))
     for (int64_t i = 0; i < rows; i++) {
         const float *yi = y + i * cols, *dyi = dy + i * cols;
@@ -431,6 +443,7 @@ saga_status saga_cpu_softmax_rows_bwd_f32(saga_stream *s, int64_t rows, int64_t 
 saga_status saga_cpu_nll_f32(saga_stream *s, int64_t rows, int64_t cols, const float *logp,
                              const int32_t *labels, const int32_t *rows_idx, int64_t n_idx,
                              double *loss, float *dlogp) {
+    saga_cpu_stream_drain(s);
     const int64_t n = rows_idx ? n_idx : rows;
     double part[SAGA_CPU_NN_MAX_THREADS];
     int64_t bad[SAGA_CPU_NN_MAX_THREADS]; /* first bad position of each thread, or n */
@@ -486,6 +499,7 @@ saga_status saga_cpu_nll_f32(saga_stream *s, int64_t rows, int64_t cols, const f
 
 saga_status saga_cpu_bce_logits_f32(saga_stream *s, int64_t n, const float *x, const float *target,
                                     float pos_weight, double *loss, float *dx) {
+    saga_cpu_stream_drain(s);
     double part[SAGA_CPU_NN_MAX_THREADS];
     int used = 1;
     const float inv_n = n > 0 ? (float)(1.0 / (double)n) : 0.0f;
@@ -564,11 +578,13 @@ static double sum_all(saga_stream *s, int64_t n, const float *x, bool square) {
 }
 
 saga_status saga_cpu_sum_f32(saga_stream *s, int64_t n, const float *x, double *out) {
+    saga_cpu_stream_drain(s);
     *out = n > 0 ? sum_all(s, n, x, false) : 0.0;
     return SAGA_OK;
 }
 
 saga_status saga_cpu_sumsq_f32(saga_stream *s, int64_t n, const float *x, double *out) {
+    saga_cpu_stream_drain(s);
     *out = n > 0 ? sum_all(s, n, x, true) : 0.0;
     return SAGA_OK;
 }
@@ -581,6 +597,7 @@ saga_status saga_cpu_sumsq_f32(saga_stream *s, int64_t n, const float *x, double
 saga_status saga_cpu_adam_f32(saga_stream *s, int64_t n, float lr, float beta1, float beta2,
                               float eps, float weight_decay, bool decoupled, int64_t step,
                               float *param, const float *grad, float *m, float *v) {
+    saga_cpu_stream_drain(s);
     if (step < 1)
         return saga_error(SAGA_ERR_INVALID_ARG, "adam_f32: step must be 1 or more, got %lld",
                           (long long)step);
@@ -616,6 +633,7 @@ saga_status saga_cpu_adam_f32(saga_stream *s, int64_t n, float lr, float beta1, 
 saga_status saga_cpu_sgd_f32(saga_stream *s, int64_t n, float lr, float momentum,
                              float weight_decay, bool nesterov, float *param, const float *grad,
                              float *buf) {
+    saga_cpu_stream_drain(s);
     if (momentum != 0.0f && !buf)
         return saga_error(SAGA_ERR_INVALID_ARG,
                           "sgd_f32: momentum %g needs a momentum buffer, got NULL",

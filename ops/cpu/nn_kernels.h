@@ -8,6 +8,12 @@
 extern "C" {
 #endif
 
+/* Blocks until the work queued before on s has run (backend_cpu.c). Kernels run on the calling
+ * thread whatever their stream; each calls this first so that, on an asynchronous stream, it
+ * comes after the copies, waits and host functions issued there before it. Returns at once on the
+ * default stream (and for s == NULL). */
+void saga_cpu_stream_drain(saga_stream *s);
+
 /* Most threads a kernel uses (per-thread partial sums live on the stack). */
 #define SAGA_CPU_NN_MAX_THREADS 256
 

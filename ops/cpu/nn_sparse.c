@@ -58,6 +58,7 @@ static saga_status bad_index(const char *what, int64_t k, int32_t v, int64_t lim
 saga_status saga_cpu_gather_rows_f32(saga_stream *s, int64_t n_idx, int64_t cols,
                                      const int32_t *idx, int64_t n_rows_x, const float *x,
                                      float *y) {
+    saga_cpu_stream_drain(s);
     if (n_idx <= 0)
         return SAGA_OK;
     const int64_t bad = first_bad_index(s, n_idx, idx, n_rows_x);
@@ -83,6 +84,7 @@ enum { SCATTER_MIN_COLS_PER_THREAD = 16 };
 saga_status saga_cpu_scatter_add_rows_f32(saga_stream *s, int64_t n_idx, int64_t cols,
                                           const int32_t *idx, const float *x, int64_t n_rows_y,
                                           float *y) {
+    saga_cpu_stream_drain(s);
     if (n_idx <= 0)
         return SAGA_OK;
     const int64_t bad = first_bad_index(s, n_idx, idx, n_rows_y);
@@ -191,6 +193,7 @@ static void spmm_rows(const saga_csr_dev *A, int64_t F, int64_t c0, int64_t c1, 
 
 saga_status saga_cpu_spmm_f32(saga_stream *s, const saga_csr_dev *A, int64_t F, float alpha,
                               const float *X, float beta, float *Y) {
+    saga_cpu_stream_drain(s);
     const int64_t n = A->n_rows;
     if (n <= 0 || F <= 0)
         return SAGA_OK;
@@ -265,6 +268,7 @@ static void reduce_segment(int64_t r0, int64_t r1, int64_t F, saga_reduce op, co
 saga_status saga_cpu_segment_reduce_f32(saga_stream *s, const int64_t *offsets, int64_t n_seg,
                                         int64_t F, saga_reduce op, const float *x, float *y,
                                         int32_t *argmax) {
+    saga_cpu_stream_drain(s);
     saga_status st = check_reduce("segment_reduce_f32", op, argmax);
     if (st < 0)
         return st;
@@ -285,6 +289,7 @@ saga_status saga_cpu_segment_reduce_f32(saga_stream *s, const int64_t *offsets, 
 saga_status saga_cpu_segment_reduce_bwd_f32(saga_stream *s, const int64_t *offsets, int64_t n_seg,
                                             int64_t F, saga_reduce op, const float *dy,
                                             const int32_t *argmax, float *dx) {
+    saga_cpu_stream_drain(s);
     saga_status st = check_reduce("segment_reduce_bwd_f32", op, argmax);
     if (st < 0)
         return st;
@@ -345,6 +350,7 @@ static void edge_softmax_column(int64_t r0, int64_t r1, int64_t H, int64_t h, co
 
 saga_status saga_cpu_edge_softmax_f32(saga_stream *s, const int64_t *offsets, int64_t n_seg,
                                       int64_t H, const float *scores, float *out) {
+    saga_cpu_stream_drain(s);
     if (n_seg <= 0 || H <= 0)
         return SAGA_OK;
     const int nt = saga_cpu_nn_threads(s, (n_seg + (offsets[n_seg] - offsets[0])) * H);
@@ -367,6 +373,7 @@ saga_status saga_cpu_edge_softmax_f32(saga_stream *s, const int64_t *offsets, in
 saga_status saga_cpu_edge_softmax_bwd_f32(saga_stream *s, const int64_t *offsets, int64_t n_seg,
                                           int64_t H, const float *out, const float *dout,
                                           float *dscores) {
+    saga_cpu_stream_drain(s);
     if (n_seg <= 0 || H <= 0)
         return SAGA_OK;
     const int nt = saga_cpu_nn_threads(s, (n_seg + (offsets[n_seg] - offsets[0])) * H);

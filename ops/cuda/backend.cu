@@ -17,6 +17,7 @@
 #include <mutex>
 #include <new>
 #include <stdio.h>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
@@ -266,7 +267,8 @@ static saga_status cuda_stream_wait_event(saga_stream *s, saga_event *e) {
 static saga_status cuda_event_new(saga_backend *be, saga_event *e) {
     cudaEvent_t ev = nullptr;
     SAGA_CUDA_RETURN(cudaSetDevice(ctx_of(be)->device));
-    SAGA_CUDA_RETURN(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+    // with timing (cudaEventDefault), so that saga_event_elapsed can measure between two events
+    SAGA_CUDA_RETURN(cudaEventCreateWithFlags(&ev, cudaEventDefault));
     e->impl = ev;
     return SAGA_OK;
 }
@@ -321,6 +323,49 @@ static saga_status cuda_memset_async(saga_stream *s, void *dst, int value, size_
     if (st < 0)
         return st;
     SAGA_CUDA_RETURN(cudaMemsetAsync(dst, value, n, stream));
+    return SAGA_OK;
+}
+
+// saga's host function type is cudaHostFn_t's (CUDART_CB is empty on Linux, the only system the
+// module is built for), so fn goes to CUDA as it is: no trampoline state to allocate, and none to
+// leak when a failed stream never runs the function.
+static_assert(std::is_same<cudaHostFn_t, void (*)(void *)>::value,
+              "cudaHostFn_t differs from saga's host function type");
+
+static saga_status cuda_launch_host_fn(saga_stream *s, void (*fn)(void *arg), void *arg) {
+    cudaStream_t stream;
+    saga_status st = saga_cuda_stream_get(s, &stream);
+    if (st < 0)
+        return st;
+    SAGA_CUDA_RETURN(cudaLaunchHostFunc(stream, fn, arg));
+    return SAGA_OK;
+}
+
+static saga_status cuda_event_elapsed(saga_event *start, saga_event *end, double *seconds) {
+    cudaEvent_t a = static_cast<cudaEvent_t>(start->impl), b = static_cast<cudaEvent_t>(end->impl);
+    // cudaEventElapsedTime reports an incomplete event as not ready and a never-recorded one as an
+    // invalid handle; query each first so that the message names the event at fault
+    const char *names[2] = {"start", "end"};
+    const cudaEvent_t evs[2] = {a, b};
+    for (int i = 0; i < 2; i++) {
+        const cudaError_t q = cudaEventQuery(evs[i]);
+        if (q == cudaErrorNotReady) {
+            cudaGetLastError();
+            return saga_cuda_host->error(SAGA_ERR_INVALID_ARG,
+                                         "saga_event_elapsed: the %s event has not completed",
+                                         names[i]);
+        }
+    }
+    float ms = 0.0f;
+    const cudaError_t err = cudaEventElapsedTime(&ms, a, b);
+    if (err == cudaErrorInvalidResourceHandle) {
+        cudaGetLastError();
+        return saga_cuda_host->error(SAGA_ERR_INVALID_ARG,
+                                     "saga_event_elapsed: an event was never recorded (%s)",
+                                     cudaGetErrorString(err));
+    }
+    SAGA_CUDA_RETURN(err);
+    *seconds = 1e-3 * (double)ms;
     return SAGA_OK;
 }
 
@@ -391,6 +436,8 @@ static const saga_backend_iface cuda_iface = {
     /* memcpy_async */ cuda_memcpy_async,
     /* synchronize */ cuda_synchronize,
     /* memset_async */ cuda_memset_async,
+    /* launch_host_fn */ cuda_launch_host_fn,
+    /* event_elapsed */ cuda_event_elapsed,
 };
 
 static const saga_kernels cuda_kernels = {

@@ -1,0 +1,1329 @@
+/* net.c - the executor for graph networks (saga_net.h): stages run block by block, in device
+ * memory (one block) or streamed through it under the budget (one block per part), with the
+ * moves planned for the block scheduler (sched.c). */
+#include "saga_net.h"
+
+#include "program_impl.h"
+#include "saga_log.h"
+#include "sched_impl.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define NET_DEFAULT_BATCH_EDGES ((int64_t)1 << 20)
+
+typedef enum stage_kind { STAGE_VERTEX = 0, STAGE_PROGRAM } stage_kind;
+
+typedef struct stage {
+    stage_kind kind;
+    saga_program p; /* STAGE_PROGRAM */
+    saga_apply_vertex_fn fn;
+    void *layer;
+    int64_t in_cols, out_cols;
+    uint64_t rng; /* the dropout counter when the stage's forward pass began */
+} stage;
+
+/* Rows moved between a staging buffer and a host array: pack gathers src[rows[i]], unpack adds
+ * into dst[rows[i]] (rows NULL: the contiguous rows first .. first + n - 1). */
+typedef struct rows_io {
+    const float *src;
+    float *dst;
+    const int32_t *rows;
+    int64_t first;
+    int32_t n;
+    int64_t cols;
+} rows_io;
+
+/* A batch plan of one block for one max_batch_edges. */
+typedef struct bplan {
+    int64_t max_edges;
+    int64_t n_batches;
+    int32_t *v0;    /* host, local destinations */
+    int64_t *h_off; /* host, P + n_batches (NULL when one batch: the block's offsets serve) */
+    saga_blk *b_off;
+} bplan;
+
+enum { N_KEYS = SAGA_WEIGHT_COUNT * 2 };
+
+/* The destinations of one part with their in-edges and the rows those read (the halo). */
+typedef struct nblock {
+    int32_t v0, v1;
+    int64_t e0, e1;
+    int32_t n_halo;
+    int32_t *halo;     /* sorted ids, the block's own rows included; NULL: every vertex */
+    int32_t *self_pos; /* P: where row v0 + i sits in the halo (NULL with every vertex) */
+    int64_t *off;      /* P + 1, from 0 */
+    int32_t *src;      /* m_b: halo index of each edge's source */
+    int32_t *edst;     /* m_b: local destination of each edge */
+    int64_t *toff;     /* n_halo + 1: the transpose */
+    int32_t *tdst;     /* m_b */
+    int64_t *tperm;    /* m_b: transposed position -> block edge */
+    float *vout[N_KEYS];
+    saga_blk *b_off, *b_src, *b_edst, *b_toff, *b_tdst, *b_self;
+    saga_blk *b_vin[N_KEYS], *b_vout[N_KEYS];
+    bplan *plans;
+    int n_plans;
+} nblock;
+
+struct saga_net {
+    saga_ctx *c;
+    saga_backend *be;
+    const saga_graph *g_user;
+    saga_net_opts o;
+    int32_t n;
+    stage *stages;
+    int n_stages, cap_stages;
+    saga_net_loss_fn loss;
+    void *loss_user;
+    float *x; /* user input in the net's order (n x in_cols) */
+    int64_t in_cols;
+    bool x_changed;
+
+    /* prepared */
+    bool ready;
+    bool streamed;
+    int32_t k;
+    saga_partition *part; /* NULL in memory */
+    int32_t *ids;         /* net row -> graph id (NULL: the same) */
+    int32_t *iota;        /* 0 .. n-1: the ids the loss sees when rows are in the graph's order */
+    int64_t *h_off;       /* the placed in-CSR in the net's order */
+    int32_t *h_src;
+    float *h_w;
+    int64_t *out_off; /* the transpose's offsets (out-degrees) */
+    int64_t m;
+    float *vals[N_KEYS]; /* per (weight mode, mean): edge values in in-CSR order */
+    nblock *blk;
+    saga_sched *sched;
+    /* per stage s = 0..S and block: act[s] is stage s's input (act[S] the output) */
+    float **act_host;  /* S + 1 (act_host[0] = x) */
+    float **grad_host; /* S + 1 (k > 1; [0] unused) */
+    float **saved_host;
+    saga_blk ***act, ***halo, ***grad, ***gin, ***ghalo, ***saved;
+    rows_io **pack_io, **unpack_io;
+
+    saga_net_stats stats;
+    char desc[96];
+};
+
+static int key_of(saga_edge_weight w, bool mean) {
+    return (int)w * 2 + (mean ? 1 : 0);
+}
+
+saga_net_opts saga_net_opts_defaults(void) {
+    saga_net_opts o = {.exec = SAGA_EXEC_AUTO,
+                       .parts = 0,
+                       .partition = SAGA_PARTITION_METIS,
+                       .partition_seed = 1,
+                       .saved = SAGA_SAVED_RECOMPUTE,
+                       .self_loops = SAGA_DGRAPH_SELF_LOOPS_KEEP};
+    return o;
+}
+
+/* ---- pack / unpack ------------------------------------------------------------------------ */
+
+static void rows_pack(void *user, void *staging) {
+    const rows_io *io = user;
+    float *out = staging;
+    size_t row = (size_t)io->cols * sizeof(float);
+    if (!io->rows) {
+        memcpy(out, io->src + io->first * io->cols, (size_t)io->n * row);
+        return;
+    }
+    for (int32_t i = 0; i < io->n; i++)
+        memcpy(out + (int64_t)i * io->cols, io->src + (int64_t)io->rows[i] * io->cols, row);
+}
+
+static void rows_unpack_add(void *user, const void *staging) {
+    const rows_io *io = user;
+    const float *in = staging;
+    for (int32_t i = 0; i < io->n; i++) {
+        int64_t r = io->rows ? io->rows[i] : io->first + i;
+        float *d = io->dst + r * io->cols;
+        const float *s = in + (int64_t)i * io->cols;
+        for (int64_t j = 0; j < io->cols; j++)
+            d[j] += s[j];
+    }
+}
+
+/* ---- building ----------------------------------------------------------------------------- */
+
+saga_status saga_net_new(saga_net **out, saga_ctx *c, const saga_graph *g, const saga_net_opts *o) {
+    saga_status st = SAGA_OK;
+    saga_net *n = NULL;
+    saga_net_opts def = saga_net_opts_defaults();
+    if (!o)
+        o = &def;
+    SAGA_CHECK(out && c && g, SAGA_ERR_INVALID_ARG,
+               "saga_net_new: out, context and graph must be given");
+    SAGA_CHECK((unsigned)o->exec < SAGA_EXEC_COUNT && o->parts >= 0 &&
+                   (unsigned)o->partition < SAGA_PARTITION_METHOD_COUNT &&
+                   (unsigned)o->saved < SAGA_SAVED_COUNT &&
+                   (unsigned)o->self_loops < SAGA_DGRAPH_SELF_LOOPS_COUNT,
+               SAGA_ERR_INVALID_ARG,
+               "saga_net_new: options out of range (exec %d, parts %d, partition %d, saved %d, "
+               "self_loops %d)",
+               (int)o->exec, o->parts, (int)o->partition, (int)o->saved, (int)o->self_loops);
+    SAGA_TRY(saga_alloc_zeroed((void **)&n, 1, sizeof *n, "a net"));
+    n->c = c;
+    n->be = saga_ctx_backend(c);
+    n->g_user = g;
+    n->o = *o;
+    n->n = saga_graph_n_vertices(g);
+    *out = n;
+    return SAGA_OK;
+fail:
+    saga_free(n);
+    return st;
+}
+
+static saga_status add_stage(saga_net *n, const stage *s) {
+    saga_status st = SAGA_OK;
+    SAGA_CHECK(!n->ready, SAGA_ERR_INVALID_ARG,
+               "saga_net: stages must be added before the first run");
+    SAGA_CHECK(s->out_cols >= 1, SAGA_ERR_INVALID_ARG,
+               "saga_net: a stage's width must be >= 1, got %lld", (long long)s->out_cols);
+    if (n->n_stages == n->cap_stages) {
+        int cap = n->cap_stages ? 2 * n->cap_stages : 8;
+        SAGA_TRY(
+            saga_realloc_array((void **)&n->stages, (size_t)cap, sizeof *n->stages, "net stages"));
+        n->cap_stages = cap;
+    }
+    n->stages[n->n_stages++] = *s;
+fail:
+    return st;
+}
+
+saga_status saga_net_add_vertex(saga_net *n, saga_apply_vertex_fn fn, void *layer,
+                                int64_t out_cols) {
+    saga_status st = SAGA_OK;
+    SAGA_CHECK(n && fn, SAGA_ERR_INVALID_ARG,
+               "saga_net_add_vertex: net and function must be given");
+    stage s = {.kind = STAGE_VERTEX, .fn = fn, .layer = layer, .out_cols = out_cols};
+    SAGA_TRY(add_stage(n, &s));
+fail:
+    return st;
+}
+
+saga_status saga_net_add_program(saga_net *n, const saga_program *p, void *layer,
+                                 int64_t out_cols) {
+    saga_status st = SAGA_OK;
+    SAGA_CHECK(n && p, SAGA_ERR_INVALID_ARG, "saga_net_add_program: net and program must be given");
+    SAGA_TRY(saga_program_check(p, "saga_net_add_program"));
+    stage s = {.kind = STAGE_PROGRAM,
+               .p = *p,
+               .fn = p->apply_vertex,
+               .layer = layer,
+               .out_cols = out_cols};
+    SAGA_TRY(add_stage(n, &s));
+fail:
+    return st;
+}
+
+saga_status saga_net_set_loss(saga_net *n, saga_net_loss_fn fn, void *user) {
+    if (!n)
+        return saga_error(SAGA_ERR_INVALID_ARG, "saga_net_set_loss: net is NULL");
+    n->loss = fn;
+    n->loss_user = user;
+    return SAGA_OK;
+}
+
+saga_status saga_net_set_input(saga_net *n, const float *x, int64_t cols) {
+    saga_status st = SAGA_OK;
+    SAGA_CHECK(n && x && cols >= 1, SAGA_ERR_INVALID_ARG,
+               "saga_net_set_input: net and rows must be given");
+    SAGA_CHECK(!n->ready || cols == n->in_cols, SAGA_ERR_INVALID_ARG,
+               "saga_net_set_input: %lld columns, the net was prepared for %lld", (long long)cols,
+               (long long)n->in_cols);
+    if (!n->x) {
+        SAGA_TRY(saga_backend_host_alloc(n->be, (void **)&n->x,
+                                         (size_t)n->n * (size_t)cols * sizeof(float) + 1));
+        n->in_cols = cols;
+    }
+    if (n->ids) {
+        for (int32_t v = 0; v < n->n; v++)
+            memcpy(n->x + (int64_t)v * cols, x + (int64_t)n->ids[v] * cols,
+                   (size_t)cols * sizeof(float));
+    } else {
+        memcpy(n->x, x, (size_t)n->n * (size_t)cols * sizeof(float));
+    }
+    n->x_changed = true;
+fail:
+    return st;
+}
+
+static void block_free(nblock *b) {
+    saga_free(b->halo);
+    saga_free(b->self_pos);
+    saga_free(b->off);
+    saga_free(b->src);
+    saga_free(b->edst);
+    saga_free(b->toff);
+    saga_free(b->tdst);
+    saga_free(b->tperm);
+    for (int i = 0; i < N_KEYS; i++)
+        saga_free(b->vout[i]);
+    for (int i = 0; i < b->n_plans; i++) {
+        saga_free(b->plans[i].v0);
+        saga_free(b->plans[i].h_off);
+    }
+    saga_free(b->plans);
+}
+
+/* Frees what prepare made (the scheduler's blocks go with it). */
+static void unprepare(saga_net *n) {
+    int S = n->n_stages;
+    if (n->sched)
+        saga_ctx_set_pressure(n->c, NULL, NULL);
+    saga_sched_free(&n->sched);
+    if (n->blk)
+        for (int32_t d = 0; d < n->k; d++)
+            block_free(&n->blk[d]);
+    saga_free(n->blk);
+    n->blk = NULL;
+    for (int i = 0; i < N_KEYS; i++) {
+        saga_free(n->vals[i]);
+        n->vals[i] = NULL;
+    }
+    saga_blk ***tabs[] = {n->act, n->halo, n->grad, n->gin, n->ghalo, n->saved};
+    for (size_t t = 0; t < sizeof tabs / sizeof tabs[0]; t++) {
+        if (!tabs[t])
+            continue;
+        for (int s = 0; s <= S; s++)
+            saga_free(tabs[t][s]);
+        saga_free(tabs[t]);
+    }
+    n->act = n->halo = n->grad = n->gin = n->ghalo = n->saved = NULL;
+    rows_io **ios[] = {n->pack_io, n->unpack_io};
+    for (int t = 0; t < 2; t++) {
+        if (!ios[t])
+            continue;
+        for (int s = 0; s <= S; s++)
+            saga_free(ios[t][s]);
+        saga_free(ios[t]);
+    }
+    n->pack_io = n->unpack_io = NULL;
+    float **hosts[] = {n->act_host, n->grad_host, n->saved_host};
+    for (int t = 0; t < 3; t++) {
+        if (!hosts[t])
+            continue;
+        for (int s = 1; s <= S; s++)
+            saga_free(hosts[t][s]);
+        saga_free(hosts[t]);
+    }
+    n->act_host = n->grad_host = n->saved_host = NULL;
+    saga_free(n->h_off);
+    saga_free(n->h_src);
+    saga_free(n->h_w);
+    saga_free(n->out_off);
+    n->h_off = n->out_off = NULL;
+    n->h_src = NULL;
+    n->h_w = NULL;
+    saga_partition_free(&n->part);
+    n->ids = NULL;
+    saga_free(n->iota);
+    n->iota = NULL;
+    n->ready = false;
+}
+
+void saga_net_free(saga_net **np) {
+    if (!np || !*np)
+        return;
+    saga_net *n = *np;
+    unprepare(n);
+    if (n->x)
+        saga_backend_host_free(n->be, n->x, (size_t)n->n * (size_t)n->in_cols * sizeof(float) + 1);
+    saga_free(n->stages);
+    saga_free(n);
+    *np = NULL;
+}
+
+/* Builds block d's host arrays over rows v0 .. v1 - 1; pos is n entries of -1 (restored). */
+static saga_status block_build(saga_net *n, nblock *b, int32_t v0, int32_t v1, bool whole,
+                               int32_t *pos) {
+    saga_status st = SAGA_OK;
+    int32_t P = v1 - v0;
+    b->v0 = v0;
+    b->v1 = v1;
+    b->e0 = n->h_off[v0];
+    b->e1 = n->h_off[v1];
+    int64_t mb = b->e1 - b->e0;
+    size_t m1 = mb ? (size_t)mb : 1;
+    SAGA_TRY(saga_alloc_array((void **)&b->off, (size_t)P + 1, sizeof(int64_t), "block offsets"));
+    SAGA_TRY(saga_alloc_array((void **)&b->src, m1, sizeof(int32_t), "block sources"));
+    SAGA_TRY(saga_alloc_array((void **)&b->edst, m1, sizeof(int32_t), "block destinations"));
+    for (int32_t i = 0; i <= P; i++)
+        b->off[i] = n->h_off[v0 + i] - b->e0;
+    for (int32_t i = 0; i < P; i++)
+        for (int64_t k = b->off[i]; k < b->off[i + 1]; k++)
+            b->edst[k] = i;
+    if (whole) {
+        b->n_halo = n->n;
+        memcpy(b->src, n->h_src + b->e0, (size_t)mb * sizeof(int32_t));
+    } else {
+        /* the halo: every source of the block's edges and the block's own rows, sorted */
+        int32_t nh = 0;
+        int32_t *h = NULL;
+        SAGA_TRY(saga_alloc_array((void **)&h, m1 + (size_t)P, sizeof(int32_t), "block halo"));
+        for (int32_t v = v0; v < v1; v++)
+            if (pos[v] < 0)
+                pos[v] = 0, h[nh++] = v;
+        for (int64_t k = b->e0; k < b->e1; k++) {
+            int32_t u = n->h_src[k];
+            if (pos[u] < 0)
+                pos[u] = 0, h[nh++] = u;
+        }
+        /* ids are < n: a counting pass over the marks sorts them */
+        int32_t lo = n->n, hi = -1;
+        for (int32_t i = 0; i < nh; i++) {
+            lo = h[i] < lo ? h[i] : lo;
+            hi = h[i] > hi ? h[i] : hi;
+        }
+        int32_t j = 0;
+        for (int32_t u = lo; u <= hi && j < nh; u++)
+            if (pos[u] == 0)
+                pos[u] = j, h[j++] = u;
+        b->halo = h;
+        b->n_halo = nh;
+        SAGA_TRY(saga_alloc_array((void **)&b->self_pos, P ? (size_t)P : 1, sizeof(int32_t),
+                                  "block rows"));
+        for (int32_t i = 0; i < P; i++)
+            b->self_pos[i] = pos[v0 + i];
+        for (int64_t k = 0; k < mb; k++)
+            b->src[k] = pos[n->h_src[b->e0 + k]];
+        for (int32_t i = 0; i < nh; i++)
+            pos[h[i]] = -1;
+    }
+    return SAGA_OK;
+fail:
+    return st;
+}
+
+/* The transpose of block b (for fused backward passes) and its edge values. */
+static saga_status block_transpose(nblock *b) {
+    saga_status st = SAGA_OK;
+    int64_t mb = b->e1 - b->e0;
+    size_t m1 = mb ? (size_t)mb : 1;
+    SAGA_TRY(saga_alloc_zeroed((void **)&b->toff, (size_t)b->n_halo + 1, sizeof(int64_t),
+                               "block transpose"));
+    SAGA_TRY(saga_alloc_array((void **)&b->tdst, m1, sizeof(int32_t), "block transpose"));
+    SAGA_TRY(saga_alloc_array((void **)&b->tperm, m1, sizeof(int64_t), "block transpose"));
+    for (int64_t k = 0; k < mb; k++)
+        b->toff[b->src[k] + 1]++;
+    for (int32_t u = 0; u < b->n_halo; u++)
+        b->toff[u + 1] += b->toff[u];
+    int64_t *fill = NULL;
+    SAGA_TRY(saga_alloc_array((void **)&fill, (size_t)b->n_halo + 1, sizeof(int64_t),
+                              "transpose cursor"));
+    memcpy(fill, b->toff, ((size_t)b->n_halo + 1) * sizeof(int64_t));
+    int32_t P = b->v1 - b->v0;
+    for (int32_t i = 0; i < P; i++)
+        for (int64_t k = b->off[i]; k < b->off[i + 1]; k++) {
+            int64_t p = fill[b->src[k]]++;
+            b->tdst[p] = i;
+            b->tperm[p] = k;
+        }
+    saga_free(fill);
+fail:
+    return st;
+}
+
+/* The batch plan of block b for max_edges (consecutive destinations, at most max_edges in-edges
+ * each, a vertex with more alone). */
+static saga_status block_plan(saga_net *n, nblock *b, int64_t max_edges, bplan **out) {
+    saga_status st = SAGA_OK;
+    for (int i = 0; i < b->n_plans; i++)
+        if (b->plans[i].max_edges == max_edges) {
+            *out = &b->plans[i];
+            return SAGA_OK;
+        }
+    SAGA_TRY(saga_realloc_array((void **)&b->plans, (size_t)b->n_plans + 1, sizeof *b->plans,
+                                "block plans"));
+    bplan *p = &b->plans[b->n_plans++];
+    memset(p, 0, sizeof *p);
+    p->max_edges = max_edges;
+    int32_t P = b->v1 - b->v0;
+    SAGA_TRY(saga_alloc_array((void **)&p->v0, (size_t)P + 2, sizeof(int32_t), "batch plan"));
+    int64_t nb = 0;
+    p->v0[0] = 0;
+    for (int32_t v = 0; v < P;) {
+        int32_t w = v;
+        do
+            w++;
+        while (w < P && b->off[w + 1] - b->off[v] <= max_edges);
+        p->v0[++nb] = w;
+        v = w;
+    }
+    if (nb == 0)
+        p->v0[++nb] = 0;
+    p->n_batches = nb;
+    if (nb > 1) {
+        SAGA_TRY(saga_alloc_array((void **)&p->h_off, (size_t)P + (size_t)nb, sizeof(int64_t),
+                                  "batch offsets"));
+        for (int64_t q = 0; q < nb; q++)
+            for (int32_t v = p->v0[q]; v <= p->v0[q + 1]; v++)
+                p->h_off[v + q] = b->off[v] - b->off[p->v0[q]];
+        p->b_off = saga_sched_block(n->sched, ((size_t)P + (size_t)nb) * sizeof(int64_t),
+                                    SAGA_BLK_INPUT, "batch plan");
+        SAGA_CHECK(p->b_off, SAGA_ERR_OUT_OF_MEMORY, "out of memory for a batch plan block");
+        saga_blk_set_host(p->b_off, p->h_off);
+    }
+    (void)n;
+    *out = p;
+fail:
+    return st;
+}
+
+static saga_blk *input_block(saga_net *n, void *host, size_t bytes, const char *kind) {
+    saga_blk *b = saga_sched_block(n->sched, bytes, SAGA_BLK_INPUT, kind);
+    if (b)
+        saga_blk_set_host(b, host);
+    return b;
+}
+
+/* The device blocks of block b that stage s needs. */
+static saga_status block_blocks(saga_net *n, nblock *b, const stage *s, bool train) {
+    saga_status st = SAGA_OK;
+    int32_t P = b->v1 - b->v0;
+    size_t mb = (size_t)(b->e1 - b->e0);
+    bool fused = saga_prog_fused(&s->p);
+    if (!b->b_off &&
+        !(b->b_off = input_block(n, b->off, ((size_t)P + 1) * sizeof(int64_t), "tile offsets")))
+        goto oom;
+    if (!b->b_src && !(b->b_src = input_block(n, b->src, mb * sizeof(int32_t), "tile sources")))
+        goto oom;
+    if (b->self_pos && !b->b_self &&
+        !(b->b_self = input_block(n, b->self_pos, (size_t)P * sizeof(int32_t), "tile rows")))
+        goto oom;
+    if (!fused && !b->b_edst &&
+        !(b->b_edst = input_block(n, b->edst, mb * sizeof(int32_t), "tile destinations")))
+        goto oom;
+    bool mean = fused && s->p.gather == SAGA_GATHER_MEAN;
+    int key = key_of(s->p.edge_weight, mean);
+    bool ones = s->p.edge_weight == SAGA_WEIGHT_NONE && !mean;
+    if (!ones && !b->b_vin[key] &&
+        !(b->b_vin[key] = input_block(n, n->vals[key] + b->e0, mb * sizeof(float), "tile weights")))
+        goto oom;
+    if (fused && train) {
+        if (!b->toff)
+            SAGA_TRY(block_transpose(b));
+        if (!b->b_toff &&
+            !(b->b_toff = input_block(n, b->toff, ((size_t)b->n_halo + 1) * sizeof(int64_t),
+                                      "tile transpose")))
+            goto oom;
+        if (!b->b_tdst &&
+            !(b->b_tdst = input_block(n, b->tdst, mb * sizeof(int32_t), "tile transpose")))
+            goto oom;
+        if (!ones && !b->vout[key]) {
+            SAGA_TRY(saga_alloc_array((void **)&b->vout[key], mb ? mb : 1, sizeof(float),
+                                      "tile weights"));
+            for (size_t q = 0; q < mb; q++)
+                b->vout[key][q] = n->vals[key][b->e0 + b->tperm[q]];
+            if (!(b->b_vout[key] =
+                      input_block(n, b->vout[key], mb * sizeof(float), "tile weights")))
+                goto oom;
+        }
+    }
+    if (!fused) {
+        bplan *p = NULL;
+        SAGA_TRY(block_plan(
+            n, b, s->p.max_batch_edges > 0 ? s->p.max_batch_edges : NET_DEFAULT_BATCH_EDGES, &p));
+    }
+    return SAGA_OK;
+oom:
+    st = saga_error(SAGA_ERR_OUT_OF_MEMORY, "out of memory for the blocks of part %d",
+                    (int)(b - n->blk));
+fail:
+    return st;
+}
+
+/* ---- preparing ---------------------------------------------------------------------------- */
+
+static void trim_ctx(void *user) {
+    saga_ctx_trim((saga_ctx *)user);
+}
+
+static bool give_back(void *user, size_t bytes) {
+    saga_net *n = user;
+    return n->sched && saga_sched_give_back(n->sched, bytes);
+}
+
+/* The placed in-CSR of the (renumbered) graph and the edge values the stages use. */
+static saga_status place(saga_net *n, const saga_graph *g) {
+    saga_status st = SAGA_OK;
+    SAGA_TRY(saga_place_in_csr(g, n->o.self_loops == SAGA_DGRAPH_SELF_LOOPS_ADD, &n->h_off,
+                               &n->h_src, &n->h_w, &n->m));
+    SAGA_TRY(
+        saga_alloc_zeroed((void **)&n->out_off, (size_t)n->n + 1, sizeof(int64_t), "out-degrees"));
+    for (int64_t k = 0; k < n->m; k++)
+        n->out_off[n->h_src[k] + 1]++;
+    for (int32_t u = 0; u < n->n; u++)
+        n->out_off[u + 1] += n->out_off[u];
+    for (int s = 0; s < n->n_stages; s++) {
+        const stage *sg = &n->stages[s];
+        if (sg->kind != STAGE_PROGRAM)
+            continue;
+        bool fused = saga_prog_fused(&sg->p);
+        bool mean = fused && sg->p.gather == SAGA_GATHER_MEAN;
+        int key = key_of(sg->p.edge_weight, mean);
+        if ((sg->p.edge_weight == SAGA_WEIGHT_NONE && !mean) || n->vals[key])
+            continue;
+        SAGA_TRY(saga_alloc_array((void **)&n->vals[key], n->m ? (size_t)n->m : 1, sizeof(float),
+                                  "edge values"));
+        saga_edge_values(n->n, n->h_off, n->h_src, n->h_w, n->out_off, sg->p.edge_weight, mean,
+                         n->vals[key]);
+    }
+fail:
+    return st;
+}
+
+/* Device bytes the largest step of a plan with k blocks holds at once (its blocks twice over,
+ * for the next step's prefetch, plus the compute's own tensors, estimated). */
+static size_t step_estimate(const saga_net *n, bool train, size_t *max_work) {
+    size_t worst = 0, wmax = 0;
+    for (int32_t d = 0; d < n->k; d++) {
+        const nblock *b = &n->blk[d];
+        size_t P = (size_t)(b->v1 - b->v0), H = (size_t)b->n_halo, mb = (size_t)(b->e1 - b->e0);
+        for (int s = 0; s < n->n_stages; s++) {
+            const stage *sg = &n->stages[s];
+            size_t fi = (size_t)sg->in_cols * 4, fo = (size_t)sg->out_cols * 4, blocks = 0,
+                   work = 0;
+            if (sg->kind == STAGE_VERTEX) {
+                blocks = P * (fi + fo) * (train ? 2 : 1);
+                work = P * (fi + fo) * 3;
+            } else {
+                blocks = (P + 1) * 8 + mb * 12 + H * fi + P * fo +
+                         (train ? H * 12 + mb * 8 + P * fo : 0) +
+                         (n->o.saved == SAGA_SAVED_OFFLOAD ? P * fi : 0);
+                size_t eb = saga_prog_fused(&sg->p) ? 0 : mb;
+                int64_t mx =
+                    sg->p.max_batch_edges > 0 ? sg->p.max_batch_edges : NET_DEFAULT_BATCH_EDGES;
+                if (eb > (size_t)mx)
+                    eb = (size_t)mx;
+                work = P * (fi + fo) * 4 + H * fi * (train ? 2 : 0) + eb * (2 * fi + fo) * 4;
+            }
+            size_t need = 2 * blocks + work;
+            worst = need > worst ? need : worst;
+            wmax = work > wmax ? work : wmax;
+        }
+    }
+    if (max_work)
+        *max_work = wmax;
+    return worst;
+}
+
+/* Everything resident at once: the in-memory footprint. */
+static size_t memory_estimate(const saga_net *n, bool train) {
+    size_t total = (size_t)(n->n + 1) * 16 + (size_t)n->m * 20 * (train ? 2 : 1);
+    size_t act = (size_t)n->n * (size_t)n->in_cols * 4, widest = 0;
+    for (int s = 0; s < n->n_stages; s++) {
+        size_t w = (size_t)n->n * (size_t)n->stages[s].out_cols * 4;
+        act += w * (train ? 3 : 1);
+        widest = w > widest ? w : widest;
+    }
+    return total + act + 4 * widest;
+}
+
+static saga_status build_blocks(saga_net *n, const saga_graph *g, int32_t k) {
+    saga_status st = SAGA_OK;
+    int32_t *pos = NULL;
+    n->k = k;
+    SAGA_TRY(place(n, g));
+    SAGA_TRY(saga_alloc_zeroed((void **)&n->blk, (size_t)k, sizeof *n->blk, "net blocks"));
+    SAGA_TRY(saga_alloc_array((void **)&pos, (size_t)n->n + 1, sizeof(int32_t), "halo marks"));
+    for (int32_t v = 0; v < n->n; v++)
+        pos[v] = -1;
+    for (int32_t d = 0; d < k; d++) {
+        int32_t v0 = n->part ? (int32_t)n->part->offsets[d] : 0;
+        int32_t v1 = n->part ? (int32_t)n->part->offsets[d + 1] : n->n;
+        SAGA_TRY(block_build(n, &n->blk[d], v0, v1, k == 1, pos));
+    }
+fail:
+    saga_free(pos);
+    return st;
+}
+
+/* Per stage and block: the scheduler's blocks for activations, halos and gradients. */
+static saga_status stage_blocks(saga_net *n, bool train) {
+    saga_status st = SAGA_OK;
+    int S = n->n_stages;
+    int32_t k = n->k;
+    bool multi = k > 1;
+    saga_blk ****tabs[] = {&n->act, &n->halo, &n->grad, &n->gin, &n->ghalo, &n->saved};
+    for (size_t t = 0; t < sizeof tabs / sizeof tabs[0]; t++) {
+        SAGA_TRY(saga_alloc_zeroed((void **)tabs[t], (size_t)S + 1, sizeof(saga_blk **),
+                                   "net block table"));
+        for (int s = 0; s <= S; s++)
+            SAGA_TRY(saga_alloc_zeroed((void **)&(*tabs[t])[s], (size_t)k, sizeof(saga_blk *),
+                                       "net block table"));
+    }
+    SAGA_TRY(
+        saga_alloc_zeroed((void **)&n->pack_io, (size_t)S + 1, sizeof(rows_io *), "net copies"));
+    SAGA_TRY(
+        saga_alloc_zeroed((void **)&n->unpack_io, (size_t)S + 1, sizeof(rows_io *), "net copies"));
+    SAGA_TRY(saga_alloc_zeroed((void **)&n->act_host, (size_t)S + 1, sizeof(float *),
+                               "net activations"));
+    SAGA_TRY(
+        saga_alloc_zeroed((void **)&n->grad_host, (size_t)S + 1, sizeof(float *), "net gradients"));
+    SAGA_TRY(saga_alloc_zeroed((void **)&n->saved_host, (size_t)S + 1, sizeof(float *),
+                               "net saved values"));
+    n->act_host[0] = n->x;
+    for (int s = 1; s <= S; s++) {
+        size_t bytes = (size_t)n->n * (size_t)n->stages[s - 1].out_cols * sizeof(float);
+        SAGA_TRY(saga_alloc_array((void **)&n->act_host[s], bytes / 4 + 1, sizeof(float),
+                                  "activations"));
+        if (train && multi)
+            SAGA_TRY(saga_alloc_array((void **)&n->grad_host[s], bytes / 4 + 1, sizeof(float),
+                                      "gradients"));
+    }
+    for (int s = 0; s < S; s++) {
+        stage *sg = &n->stages[s];
+        sg->in_cols = s == 0 ? n->in_cols : n->stages[s - 1].out_cols;
+        if (train && n->o.saved == SAGA_SAVED_OFFLOAD && sg->kind == STAGE_PROGRAM &&
+            saga_prog_fused(&sg->p))
+            SAGA_TRY(saga_alloc_array((void **)&n->saved_host[s],
+                                      (size_t)n->n * (size_t)sg->in_cols + 1, sizeof(float),
+                                      "saved values"));
+    }
+    for (int s = 0; s <= S; s++) {
+        int64_t cols = s == 0 ? n->in_cols : n->stages[s - 1].out_cols;
+        bool program_in = s < S && n->stages[s].kind == STAGE_PROGRAM;
+        SAGA_TRY(
+            saga_alloc_zeroed((void **)&n->pack_io[s], (size_t)k, sizeof(rows_io), "net copies"));
+        SAGA_TRY(
+            saga_alloc_zeroed((void **)&n->unpack_io[s], (size_t)k, sizeof(rows_io), "net copies"));
+        for (int32_t d = 0; d < k; d++) {
+            nblock *b = &n->blk[d];
+            size_t P = (size_t)(b->v1 - b->v0);
+            saga_blk *a = saga_sched_block(n->sched, P * (size_t)cols * 4,
+                                           s == 0 ? SAGA_BLK_INPUT : SAGA_BLK_TEMP,
+                                           s == 0 ? "input rows" : "activations");
+            if (!a)
+                goto oom;
+            saga_blk_set_host(a, n->act_host[s] + (int64_t)b->v0 * cols);
+            n->act[s][d] = a;
+            if (program_in) {
+                if (!multi) {
+                    n->halo[s][d] = a;
+                } else {
+                    rows_io *io = &n->pack_io[s][d];
+                    *io = (rows_io){
+                        .src = n->act_host[s], .rows = b->halo, .n = b->n_halo, .cols = cols};
+                    saga_blk *h = saga_sched_block(n->sched, (size_t)b->n_halo * (size_t)cols * 4,
+                                                   SAGA_BLK_INPUT, "halo rows");
+                    if (!h)
+                        goto oom;
+                    saga_blk_set_pack(h, rows_pack, NULL, io);
+                    n->halo[s][d] = h;
+                }
+                if (train && n->saved_host[s]) {
+                    saga_blk *sv = saga_sched_block(n->sched, P * (size_t)cols * 4, SAGA_BLK_TEMP,
+                                                    "saved values");
+                    if (!sv)
+                        goto oom;
+                    saga_blk_set_host(sv, n->saved_host[s] + (int64_t)b->v0 * cols);
+                    n->saved[s][d] = sv;
+                }
+            }
+            if (!train || s == 0)
+                continue;
+            /* the gradient of act[s]: written block by block, or (a program stage reading act[s]
+             * across parts) added up on the host from every block's halo gradient */
+            bool summed = multi && program_in;
+            saga_blk *gb = saga_sched_block(n->sched, P * (size_t)cols * 4,
+                                            summed ? SAGA_BLK_INPUT : SAGA_BLK_TEMP, "gradients");
+            if (!gb)
+                goto oom;
+            if (multi)
+                saga_blk_set_host(gb, n->grad_host[s] + (int64_t)b->v0 * cols);
+            n->grad[s][d] = gb;
+            if (summed) {
+                rows_io *io = &n->unpack_io[s][d];
+                *io = (rows_io){
+                    .dst = n->grad_host[s], .rows = b->halo, .n = b->n_halo, .cols = cols};
+                saga_blk *gh = saga_sched_block(n->sched, (size_t)b->n_halo * (size_t)cols * 4,
+                                                SAGA_BLK_TEMP, "halo gradients");
+                if (!gh)
+                    goto oom;
+                saga_blk_set_pack(gh, NULL, rows_unpack_add, io);
+                n->ghalo[s][d] = gh;
+            }
+        }
+    }
+    for (int s = 0; s < S; s++)
+        if (n->stages[s].kind == STAGE_PROGRAM)
+            for (int32_t d = 0; d < k; d++)
+                SAGA_TRY(block_blocks(n, &n->blk[d], &n->stages[s], train));
+    return SAGA_OK;
+oom:
+    st = saga_error(SAGA_ERR_OUT_OF_MEMORY, "out of memory for the net's blocks");
+fail:
+    return st;
+}
+
+static saga_status prepare(saga_net *n, bool train) {
+    saga_status st = SAGA_OK;
+    saga_graph *g = NULL;
+    SAGA_CHECK(n->n_stages > 0 && n->x, SAGA_ERR_INVALID_ARG,
+               "saga_net: needs stages and input rows (saga_net_set_input) before running");
+    if (n->ready)
+        return SAGA_OK;
+    saga_backend_stats bs;
+    saga_backend_get_stats(n->be, &bs);
+    size_t budget = bs.budget_bytes;
+    size_t avail = budget > bs.in_use_bytes ? budget - bs.in_use_bytes : 0;
+    for (int s = 0; s < n->n_stages; s++)
+        n->stages[s].in_cols = s == 0 ? n->in_cols : n->stages[s - 1].out_cols;
+    n->k = 1;
+    bool stream = n->o.exec == SAGA_EXEC_STREAM;
+    if (n->o.exec == SAGA_EXEC_AUTO && budget) {
+        /* a rough first look; the exact footprint is known once placed */
+        stream = memory_estimate(n, true) > avail;
+    }
+    int32_t k = 1;
+    if (stream) {
+        k = n->o.parts;
+        if (k == 0) {
+            size_t est = memory_estimate(n, train);
+            size_t target = avail / 2 ? avail / 2 : 1;
+            k = 2;
+            while ((size_t)k * target < est && k < n->n)
+                k *= 2;
+        }
+        if (k > n->n)
+            k = n->n > 0 ? n->n : 1;
+    }
+    for (;;) {
+        if (k > 1) {
+            saga_partition_opts po = saga_partition_opts_defaults();
+            po.method = n->o.partition;
+            po.seed = n->o.partition_seed;
+            SAGA_TRY(saga_partition_graph(&n->part, n->g_user, k, &po));
+            SAGA_TRY(saga_graph_permute(&g, n->g_user, n->part->perm));
+            n->ids = n->part->perm;
+        }
+        SAGA_TRY(build_blocks(n, g ? g : n->g_user, k));
+        size_t need = step_estimate(n, true, NULL);
+        if (!budget || need <= avail || (n->o.parts && stream) || k >= n->n)
+            break;
+        if (!stream) {
+            /* the whole graph does not fit after all */
+            stream = true;
+        }
+        unprepare(n);
+        saga_graph_free(&g);
+        k = k == 1 ? 2 : 2 * k;
+        if (k > n->n)
+            k = n->n;
+    }
+    size_t max_work = 0;
+    size_t need = step_estimate(n, true, &max_work);
+    if (budget && need > avail) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "%d parts", (int)k);
+        st = saga_error(
+            SAGA_ERR_BUDGET,
+            "saga_net: the device budget leaves %zu bytes; the largest block needs %zu with %s "
+            "(budget at least %zu bytes)",
+            avail, need, msg, need + (budget - avail));
+        goto fail;
+    }
+    n->streamed = k > 1;
+    /* the blocks may hold what a step's own tensors (estimated, with a margin) leave */
+    size_t cap = 0;
+    if (budget && n->streamed) {
+        size_t reserve = max_work + max_work / 4;
+        cap = avail > reserve ? avail - reserve : avail / 2;
+    }
+    SAGA_TRY(saga_sched_new(&n->sched, n->be, cap, trim_ctx, n->c));
+    saga_ctx_set_pressure(n->c, give_back, n);
+    if (n->ids && n->x) {
+        /* the input was copied in the graph's order: put it in the parts' order */
+        float *tmp = NULL;
+        size_t bytes = (size_t)n->n * (size_t)n->in_cols * sizeof(float);
+        SAGA_TRY(saga_alloc_array((void **)&tmp, bytes / 4 + 1, sizeof(float), "input rows"));
+        memcpy(tmp, n->x, bytes);
+        for (int32_t v = 0; v < n->n; v++)
+            memcpy(n->x + (int64_t)v * n->in_cols, tmp + (int64_t)n->ids[v] * n->in_cols,
+                   (size_t)n->in_cols * sizeof(float));
+        saga_free(tmp);
+    }
+    SAGA_TRY(stage_blocks(n, true));
+    if (!n->ids) {
+        SAGA_TRY(
+            saga_alloc_array((void **)&n->iota, (size_t)n->n + 1, sizeof(int32_t), "vertex ids"));
+        for (int32_t v = 0; v < n->n; v++)
+            n->iota[v] = v;
+    }
+    n->ready = true;
+    if (n->streamed)
+        snprintf(n->desc, sizeof n->desc, "streamed, %d parts (%s)", (int)k,
+                 saga_partition_method_name(n->o.partition));
+    else
+        snprintf(n->desc, sizeof n->desc, "in memory");
+    n->stats.parts = k;
+    n->stats.streamed = n->streamed;
+    n->stats.edge_cut = n->part ? n->part->edge_cut : 0;
+    n->stats.partition_seconds = n->part ? n->part->seconds : 0;
+    int64_t halo = 0;
+    for (int32_t d = 0; d < k; d++)
+        halo += n->blk[d].n_halo;
+    n->stats.halo_rows = halo;
+    saga_log(SAGA_LOG_INFO,
+             "net: %s, %lld halo rows per program stage, estimated step %zu bytes of %zu", n->desc,
+             (long long)halo, need, avail);
+    saga_graph_free(&g);
+    return SAGA_OK;
+fail:
+    saga_graph_free(&g);
+    unprepare(n);
+    return st;
+}
+
+/* ---- running ------------------------------------------------------------------------------ */
+
+typedef enum phase { PH_FWD = 0, PH_LOSS, PH_BWD } phase;
+
+typedef struct stepdesc {
+    phase ph;
+    int s;
+    int32_t d;
+} stepdesc;
+
+static bool needs_writeback(const saga_net *n, int s_out, bool train) {
+    if (n->k == 1)
+        return s_out == n->n_stages && !train;
+    if (s_out == n->n_stages)
+        return !train;
+    return n->stages[s_out].kind == STAGE_PROGRAM;
+}
+
+/* The scheduler uses of stage s's graph blocks for block b. */
+static void use_graph(saga_net *n, int t, nblock *b, const stage *sg, bool bwd) {
+    saga_sched *S = n->sched;
+    bool fused = saga_prog_fused(&sg->p);
+    bool mean = fused && sg->p.gather == SAGA_GATHER_MEAN;
+    int key = key_of(sg->p.edge_weight, mean);
+    saga_sched_use(S, t, b->b_off, SAGA_USE_READ, 0);
+    bool offload = bwd && fused && n->o.saved == SAGA_SAVED_OFFLOAD;
+    if (!offload)
+        saga_sched_use(S, t, b->b_src, SAGA_USE_READ, 0);
+    if (b->b_self)
+        saga_sched_use(S, t, b->b_self, SAGA_USE_READ, 0);
+    if (!fused) {
+        saga_sched_use(S, t, b->b_edst, SAGA_USE_READ, 0);
+        for (int i = 0; i < b->n_plans; i++) {
+            int64_t mx =
+                sg->p.max_batch_edges > 0 ? sg->p.max_batch_edges : NET_DEFAULT_BATCH_EDGES;
+            if (b->plans[i].max_edges == mx && b->plans[i].b_off)
+                saga_sched_use(S, t, b->plans[i].b_off, SAGA_USE_READ, 0);
+        }
+    }
+    if (b->b_vin[key] && !offload)
+        saga_sched_use(S, t, b->b_vin[key], SAGA_USE_READ, 0);
+    if (bwd && fused) {
+        saga_sched_use(S, t, b->b_toff, SAGA_USE_READ, 0);
+        saga_sched_use(S, t, b->b_tdst, SAGA_USE_READ, 0);
+        if (b->b_vout[key])
+            saga_sched_use(S, t, b->b_vout[key], SAGA_USE_READ, 0);
+    }
+}
+
+/* Records the plan of a forward pass (and, training, the loss and the backward pass). */
+static saga_status plan(saga_net *n, bool train, stepdesc **out, int *n_out) {
+    saga_status st = SAGA_OK;
+    int S = n->n_stages;
+    int32_t k = n->k;
+    int cap = (2 * S + 1) * k, cnt = 0;
+    stepdesc *sd = NULL;
+    SAGA_TRY(saga_alloc_array((void **)&sd, (size_t)cap, sizeof *sd, "net steps"));
+    saga_sched *sc = n->sched;
+    saga_sched_plan_begin(sc);
+    for (int s = 0; s < S; s++) {
+        const stage *sg = &n->stages[s];
+        for (int32_t d = 0; d < k; d++) {
+            int t = saga_sched_step(sc);
+            if (d == 0 && k > 1 && s > 0 && sg->kind == STAGE_PROGRAM)
+                saga_sched_step_barrier(sc, t);
+            if (sg->kind == STAGE_PROGRAM) {
+                saga_sched_use(sc, t, n->halo[s][d], SAGA_USE_READ, 0);
+                use_graph(n, t, &n->blk[d], sg, false);
+                if (train && n->saved[s][d])
+                    saga_sched_use(sc, t, n->saved[s][d], SAGA_USE_WRITE, 0);
+            } else {
+                saga_sched_use(sc, t, n->act[s][d], SAGA_USE_READ, 0);
+            }
+            saga_sched_use(sc, t, n->act[s + 1][d], SAGA_USE_WRITE,
+                           needs_writeback(n, s + 1, train) ? SAGA_USE_WRITEBACK : 0);
+            sd[cnt++] = (stepdesc){PH_FWD, s, d};
+        }
+    }
+    if (train) {
+        for (int32_t d = 0; d < k; d++) {
+            int t = saga_sched_step(sc);
+            saga_sched_use(sc, t, n->act[S][d], SAGA_USE_READ, 0);
+            saga_sched_use(sc, t, n->grad[S][d], SAGA_USE_WRITE, 0);
+            sd[cnt++] = (stepdesc){PH_LOSS, S, d};
+        }
+        for (int s = S - 1; s >= 0; s--) {
+            const stage *sg = &n->stages[s];
+            bool summed_in = k > 1 && s + 1 < S && n->stages[s + 1].kind == STAGE_PROGRAM;
+            for (int32_t d = 0; d < k; d++) {
+                int t = saga_sched_step(sc);
+                if (d == 0 && summed_in)
+                    saga_sched_step_barrier(sc, t);
+                saga_sched_use(sc, t, n->grad[s + 1][d], SAGA_USE_READ, 0);
+                if (sg->kind == STAGE_PROGRAM) {
+                    bool offload = n->saved[s][d] && saga_prog_fused(&sg->p);
+                    saga_sched_use(sc, t, n->halo[s][d], SAGA_USE_READ, 0);
+                    use_graph(n, t, &n->blk[d], sg, true);
+                    if (offload)
+                        saga_sched_use(sc, t, n->saved[s][d], SAGA_USE_READ, 0);
+                    if (s > 0) {
+                        if (k > 1)
+                            saga_sched_use(sc, t, n->ghalo[s][d], SAGA_USE_WRITE,
+                                           SAGA_USE_WRITEBACK);
+                        else
+                            saga_sched_use(sc, t, n->grad[s][d], SAGA_USE_WRITE, 0);
+                    }
+                } else {
+                    saga_sched_use(sc, t, n->act[s][d], SAGA_USE_READ, 0);
+                    if (s > 0)
+                        saga_sched_use(sc, t, n->grad[s][d], SAGA_USE_WRITE, 0);
+                }
+                sd[cnt++] = (stepdesc){PH_BWD, s, d};
+            }
+        }
+    }
+    SAGA_TRY(saga_sched_plan_end(sc));
+    *out = sd;
+    *n_out = cnt;
+    return SAGA_OK;
+fail:
+    saga_free(sd);
+    return st;
+}
+
+static saga_tensor *wrap(saga_net *n, saga_blk *b, saga_dtype dt, int64_t rows, int64_t cols) {
+    return saga_ctx_wrap(n->c, dt, rows, cols, saga_blk_dev(b));
+}
+
+/* The view of block b for stage sg from the blocks now resident. */
+static void block_view(saga_net *n, nblock *b, const stage *sg, saga_prog_view *v) {
+    bool fused = saga_prog_fused(&sg->p);
+    bool mean = fused && sg->p.gather == SAGA_GATHER_MEAN;
+    int key = key_of(sg->p.edge_weight, mean);
+    memset(v, 0, sizeof *v);
+    v->n_dst = b->v1 - b->v0;
+    v->n_src = b->n_halo;
+    v->m = b->e1 - b->e0;
+    v->row0 = b->v0;
+    v->e0 = b->e0;
+    v->h_in_off = n->h_off + b->v0;
+    v->h_off_base = b->e0;
+    v->d_in_off = saga_blk_dev(b->b_off);
+    v->d_in_src = b->b_src ? saga_blk_dev(b->b_src) : NULL;
+    v->d_edge_dst = b->b_edst ? saga_blk_dev(b->b_edst) : NULL;
+    v->d_out_off = b->b_toff ? saga_blk_dev(b->b_toff) : NULL;
+    v->d_out_dst = b->b_tdst ? saga_blk_dev(b->b_tdst) : NULL;
+    const float *vin = b->b_vin[key] ? saga_blk_dev(b->b_vin[key]) : NULL;
+    if (fused) {
+        v->vals_in = vin;
+        v->vals_out = b->b_vout[key] ? saga_blk_dev(b->b_vout[key]) : NULL;
+    } else {
+        v->weights = vin;
+        int64_t mx = sg->p.max_batch_edges > 0 ? sg->p.max_batch_edges : NET_DEFAULT_BATCH_EDGES;
+        for (int i = 0; i < b->n_plans; i++)
+            if (b->plans[i].max_edges == mx) {
+                const bplan *p = &b->plans[i];
+                v->plan.n_batches = p->n_batches;
+                v->plan.v0 = p->v0;
+                v->plan.d_off = p->b_off ? saga_blk_dev(p->b_off) : v->d_in_off;
+            }
+    }
+}
+
+static saga_status ctx_status_or(saga_net *n, const char *what) {
+    saga_status st = saga_ctx_status(n->c);
+    return st < 0 ? st
+                  : saga_error(SAGA_ERR_INTERNAL, "saga_net: %s failed without an error", what);
+}
+
+/* Copies a tensor's rows into a block's device buffer (zeros when t is NULL). */
+static saga_status to_block(saga_net *n, saga_blk *b, const saga_tensor *t) {
+    saga_stream *s = saga_backend_default_stream(n->be);
+    void *dst = saga_blk_dev(b);
+    size_t bytes = saga_blk_bytes(b);
+    if (!bytes)
+        return SAGA_OK;
+    if (!t)
+        return n->be->iface->memset_async(s, dst, 0, bytes);
+    if (t->nbytes != bytes)
+        return saga_error(SAGA_ERR_INTERNAL, "saga_net: a %zu-byte result for a %zu-byte block",
+                          t->nbytes, bytes);
+    return saga_memcpy_d2d_async(s, dst, t->data, bytes);
+}
+
+static saga_status check_width(const saga_tensor *out, const stage *sg, int s) {
+    if (out->cols != sg->out_cols)
+        return saga_error(SAGA_ERR_INVALID_ARG,
+                          "saga_net: stage %d returned %lld columns, it was added with %lld", s,
+                          (long long)out->cols, (long long)sg->out_cols);
+    return SAGA_OK;
+}
+
+/* Stage s's output for block d: the rows of the stage's input (H, n_halo rows, or the block's own
+ * rows for a vertex stage) through the user's functions. *gathered gets the program's gathered
+ * values. */
+static saga_tensor *stage_rows(saga_net *n, int s, int32_t d, saga_tensor *H,
+                               saga_tensor *gathered_in, saga_tensor **gathered) {
+    saga_ctx *c = n->c;
+    stage *sg = &n->stages[s];
+    nblock *b = &n->blk[d];
+    int32_t P = b->v1 - b->v0;
+    saga_tensor *self = H, *g = NULL;
+    if (sg->kind == STAGE_PROGRAM) {
+        if (b->b_self)
+            self = saga_gather_rows(c, H, wrap(n, b->b_self, SAGA_I32, P, 1));
+        if (gathered_in) {
+            g = gathered_in;
+        } else {
+            saga_prog_view v;
+            block_view(n, b, sg, &v);
+            g = saga_prog_gather(c, &sg->p, &v, H, self, NULL, sg->layer);
+        }
+        if (gathered)
+            *gathered = g;
+        if (!g || !sg->fn)
+            return g;
+    }
+    saga_vertex_in vin = {.first = b->v0, .count = P, .gathered = g, .self = self};
+    int64_t rb = saga_ctx_row_base(c);
+    saga_ctx_set_row_base(c, b->v0);
+    saga_tensor *out = self ? sg->fn(c, &vin, sg->layer) : NULL;
+    saga_ctx_set_row_base(c, rb);
+    if (saga_prog_check_vertex_out(c, out, P, "saga_net") < 0)
+        return NULL;
+    return out;
+}
+
+static saga_status run_fwd(saga_net *n, int s, int32_t d, bool train) {
+    saga_status st = SAGA_OK;
+    saga_ctx *c = n->c;
+    stage *sg = &n->stages[s];
+    nblock *b = &n->blk[d];
+    int32_t P = b->v1 - b->v0;
+    if (d == 0)
+        sg->rng = saga_ctx_rng_counter(c);
+    else
+        saga_ctx_set_rng_counter(c, sg->rng);
+    saga_tape_pos mark = saga_tape_mark(c);
+    saga_tensor *H = sg->kind == STAGE_PROGRAM
+                         ? wrap(n, n->halo[s][d], SAGA_F32, b->n_halo, sg->in_cols)
+                         : wrap(n, n->act[s][d], SAGA_F32, P, sg->in_cols);
+    saga_tensor *gathered = NULL;
+    saga_tensor *out = H ? stage_rows(n, s, d, H, NULL, &gathered) : NULL;
+    if (!out)
+        SAGA_TRY(ctx_status_or(n, "a stage"));
+    SAGA_TRY(check_width(out, sg, s));
+    SAGA_TRY(to_block(n, n->act[s + 1][d], out));
+    if (train && n->saved[s][d])
+        SAGA_TRY(to_block(n, n->saved[s][d], gathered));
+fail:
+    saga_tape_release(c, mark);
+    return st;
+}
+
+static saga_status run_loss(saga_net *n, int32_t d, double *loss) {
+    saga_status st = SAGA_OK;
+    saga_ctx *c = n->c;
+    int S = n->n_stages;
+    nblock *b = &n->blk[d];
+    int32_t P = b->v1 - b->v0;
+    saga_tape_pos mark = saga_tape_mark(c);
+    saga_tensor *Y = wrap(n, n->act[S][d], SAGA_F32, P, n->stages[S - 1].out_cols);
+    if (!Y)
+        SAGA_TRY(ctx_status_or(n, "the loss"));
+    saga_ctx_mark_leaf(c, Y);
+    saga_vertex_in vin = {.first = b->v0, .count = P, .gathered = NULL, .self = Y};
+    const int32_t *ids = (n->ids ? n->ids : n->iota) + b->v0;
+    saga_tensor *l = n->loss(c, &vin, ids, n->loss_user);
+    if (!l)
+        SAGA_TRY(ctx_status_or(n, "the loss function"));
+    SAGA_CHECK(l->rows == 1 && l->cols == 1 && l->dtype == SAGA_F32, SAGA_ERR_INVALID_ARG,
+               "saga_net: the loss function returned a %lld x %lld tensor (expected 1 x 1)",
+               (long long)l->rows, (long long)l->cols);
+    *loss += saga_item(l);
+    SAGA_TRY(saga_tape_backward_range(c, mark, l, NULL));
+    SAGA_TRY(to_block(n, n->grad[S][d], Y->grad));
+fail:
+    saga_tape_release(c, mark);
+    return st;
+}
+
+static saga_status run_bwd(saga_net *n, int s, int32_t d) {
+    saga_status st = SAGA_OK;
+    saga_ctx *c = n->c;
+    stage *sg = &n->stages[s];
+    nblock *b = &n->blk[d];
+    int32_t P = b->v1 - b->v0;
+    bool program = sg->kind == STAGE_PROGRAM;
+    bool offload = program && n->saved[s][d] && saga_prog_fused(&sg->p);
+    saga_ctx_set_rng_counter(c, sg->rng);
+    saga_tape_pos mark = saga_tape_mark(c);
+    saga_tensor *H = program ? wrap(n, n->halo[s][d], SAGA_F32, b->n_halo, sg->in_cols)
+                             : wrap(n, n->act[s][d], SAGA_F32, P, sg->in_cols);
+    saga_tensor *dout = wrap(n, n->grad[s + 1][d], SAGA_F32, P, sg->out_cols);
+    saga_tensor *saved = offload ? wrap(n, n->saved[s][d], SAGA_F32, P, sg->in_cols) : NULL;
+    if (!H || !dout || (offload && !saved))
+        SAGA_TRY(ctx_status_or(n, "a backward step"));
+    if (s > 0)
+        saga_ctx_mark_leaf(c, H);
+    if (saved)
+        saga_ctx_mark_leaf(c, saved);
+    saga_tensor *gathered = NULL;
+    saga_tensor *out = stage_rows(n, s, d, H, saved, &gathered);
+    if (!out)
+        SAGA_TRY(ctx_status_or(n, "a stage"));
+    SAGA_TRY(check_width(out, sg, s));
+    if (out == saved) {
+        /* no apply_vertex: the gathered values' gradient is the output's */
+        saga_ctx_mark_leaf(c, saved);
+        SAGA_TRY(saga_grad_accumulate(c, saved, dout));
+    } else {
+        SAGA_TRY(saga_tape_backward_range(c, mark, out, dout));
+    }
+    if (offload && s > 0 && saved->grad) {
+        /* the SpMM was not on this tape: its backward by hand, d H += A^T d gathered */
+        saga_prog_view v;
+        block_view(n, b, sg, &v);
+        saga_csr_dev at = {v.n_src, v.n_dst, v.m, v.d_out_off, v.d_out_dst, v.vals_out};
+        float beta = 1.0f;
+        if (!H->grad) {
+            saga_tensor *z = saga_ctx_zeros(c, SAGA_F32, H->rows, H->cols);
+            if (!z)
+                SAGA_TRY(ctx_status_or(n, "a gradient"));
+            SAGA_TRY(saga_grad_accumulate(c, H, z));
+        }
+        if (H->nbytes)
+            SAGA_TRY(saga_ctx_kernels(c)->spmm_f32(saga_ctx_stream(c), &at, H->cols, 1.0f,
+                                                   saved->grad->data, beta, H->grad->data));
+    }
+    if (s > 0) {
+        saga_blk *dst = program && n->k > 1 ? n->ghalo[s][d] : n->grad[s][d];
+        SAGA_TRY(to_block(n, dst, H->grad));
+    }
+fail:
+    saga_tape_release(c, mark);
+    return st;
+}
+
+/* A call: invalidations, the plan, its steps, statistics. */
+static saga_status run(saga_net *n, bool train, double *loss_out) {
+    saga_status st = SAGA_OK;
+    stepdesc *sd = NULL;
+    int n_sd = 0;
+    double t0 = saga_now(), loss = 0;
+    saga_ctx *c = n->c;
+    SAGA_CHECK(!train || n->loss, SAGA_ERR_INVALID_ARG,
+               "saga_net_train_step: no loss function (saga_net_set_loss)");
+    SAGA_TRY(prepare(n, train));
+    int S = n->n_stages;
+    saga_backend_reset_stats(n->be);
+    saga_sched_reset_stats(n->sched);
+    /* host content that changed since the last call */
+    for (int32_t d = 0; d < n->k; d++) {
+        if (n->x_changed) {
+            saga_blk_host_changed(n->act[0][d]);
+            if (n->halo[0][d])
+                saga_blk_host_changed(n->halo[0][d]);
+        }
+        for (int s = 1; s <= S; s++) {
+            if (n->k > 1 && n->halo[s][d])
+                saga_blk_host_changed(n->halo[s][d]);
+            if (train && n->ghalo[s][d])
+                saga_blk_host_changed(n->grad[s][d]);
+        }
+    }
+    n->x_changed = false;
+    if (train)
+        for (int s = 1; s <= S; s++)
+            if (n->k > 1 && n->ghalo[s][0])
+                memset(n->grad_host[s], 0,
+                       (size_t)n->n * (size_t)n->stages[s - 1].out_cols * sizeof(float));
+    saga_ctx_train(c, train);
+    SAGA_TRY(plan(n, train, &sd, &n_sd));
+    uint64_t rng_after = 0;
+    for (int t = 0; t < n_sd; t++) {
+        if (sd[t].ph != PH_FWD && (t == 0 || sd[t - 1].ph == PH_FWD))
+            rng_after = saga_ctx_rng_counter(c); /* where the forward pass left the counter */
+        SAGA_TRY(saga_sched_begin(n->sched, t));
+        if (sd[t].ph == PH_FWD)
+            SAGA_TRY(run_fwd(n, sd[t].s, sd[t].d, train));
+        else if (sd[t].ph == PH_LOSS)
+            SAGA_TRY(run_loss(n, sd[t].d, &loss));
+        else
+            SAGA_TRY(run_bwd(n, sd[t].s, sd[t].d));
+        SAGA_TRY(saga_sched_end(n->sched, t));
+    }
+    if (train)
+        saga_ctx_set_rng_counter(c, rng_after);
+    SAGA_TRY(saga_sched_finish(n->sched));
+    SAGA_TRY(saga_backend_synchronize(n->be));
+    if (loss_out)
+        *loss_out = loss;
+fail:
+    if (st < 0 && n->sched)
+        (void)saga_sched_finish(n->sched);
+    saga_free(sd);
+    saga_backend_stats bs;
+    saga_backend_get_stats(n->be, &bs);
+    saga_sched_stats ss;
+    if (n->sched) {
+        saga_sched_get_stats(n->sched, &ss);
+        n->stats.wait_seconds = ss.wait_seconds;
+    }
+    n->stats.h2d_bytes = bs.h2d_bytes;
+    n->stats.d2h_bytes = bs.d2h_bytes;
+    n->stats.peak_device_bytes = bs.peak_bytes;
+    n->stats.budget_bytes = bs.budget_bytes;
+    n->stats.copy_seconds = bs.copy_seconds;
+    double cs = n->stats.copy_seconds;
+    n->stats.overlap =
+        cs > 0 ? 1.0 - (n->stats.wait_seconds < cs ? n->stats.wait_seconds : cs) / cs : 0.0;
+    n->stats.seconds = saga_now() - t0;
+    return st;
+}
+
+saga_status saga_net_forward(saga_net *n, float *out) {
+    saga_status st = SAGA_OK;
+    SAGA_CHECK(n, SAGA_ERR_INVALID_ARG, "saga_net_forward: net is NULL");
+    SAGA_TRY(run(n, false, NULL));
+    if (out) {
+        int S = n->n_stages;
+        int64_t C = n->stages[S - 1].out_cols;
+        const float *y = n->act_host[S];
+        if (n->ids)
+            for (int32_t v = 0; v < n->n; v++)
+                memcpy(out + (int64_t)n->ids[v] * C, y + (int64_t)v * C, (size_t)C * sizeof(float));
+        else
+            memcpy(out, y, (size_t)n->n * (size_t)C * sizeof(float));
+    }
+fail:
+    return st;
+}
+
+saga_status saga_net_train_step(saga_net *n, double *loss) {
+    saga_status st = SAGA_OK;
+    SAGA_CHECK(n, SAGA_ERR_INVALID_ARG, "saga_net_train_step: net is NULL");
+    SAGA_TRY(run(n, true, loss));
+fail:
+    return st;
+}
+
+void saga_net_get_stats(const saga_net *n, saga_net_stats *s) {
+    *s = n->stats;
+}
+
+const char *saga_net_describe(const saga_net *n) {
+    return n->ready ? n->desc : "not prepared";
+}

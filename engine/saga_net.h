@@ -1,0 +1,119 @@
+/* saga_net.h - a graph network as a sequence of stages, run in device memory or streamed through
+ * it block by block when the graph and its activations do not fit.
+ *
+ *   saga_net *net = NULL;
+ *   saga_net_opts o = saga_net_opts_defaults();         // AUTO: streamed only when needed
+ *   o.self_loops = SAGA_DGRAPH_SELF_LOOPS_ADD;
+ *   SAGA_TRY(saga_net_new(&net, c, g, &o));              // c: a context on the backend
+ *   SAGA_TRY(saga_net_add_vertex(net, project, &l1, 16));         // rows: dropout(x) W1
+ *   SAGA_TRY(saga_net_add_program(net, &gcn_program, &l1, 16));   // SpMM, then bias and relu
+ *   SAGA_TRY(saga_net_add_vertex(net, project, &l2, 7));
+ *   SAGA_TRY(saga_net_add_program(net, &gcn_program, &l2, 7));
+ *   SAGA_TRY(saga_net_set_loss(net, nll_rows, &split));
+ *   SAGA_TRY(saga_net_set_input(net, features, 1433));  // host rows, in the graph's vertex order
+ *   for (int epoch = 0; epoch < 200; epoch++) {
+ *       double loss = 0;
+ *       SAGA_TRY(saga_net_train_step(net, &loss));      // gradients into the parameters
+ *       SAGA_TRY(saga_optim_step(opt));
+ *   }
+ *   SAGA_TRY(saga_net_forward(net, out));               // inference: n x 7 on the host
+ *
+ * Stages are the user's functions over blocks of rows: a vertex stage maps the rows of its input
+ * (apply_vertex with v->self, no gathered values); a program stage is a vertex program
+ * (saga_program.h) whose apply_vertex sees the gathered values and v->self. The loss function
+ * sees blocks of the last stage's output and returns each block's share of the loss (1 x 1):
+ * the loss is their sum, so a mean must divide by the global count.
+ *
+ * Streamed, the graph is cut into parts (METIS by default) renumbered to contiguous ranges; each
+ * part's in-edges with the rows they read (its halo) form a block; a block scheduler moves
+ * blocks, activations and gradients through the device under the backend's budget, loading the
+ * next block while the current one computes. The user's ids are kept at the interface: input
+ * rows, output rows and the ids given to the loss function are in the graph's vertex order. In
+ * memory the same code runs with one block and nothing moves after the first load. Results agree
+ * to float rounding (the sums over blocks run in another order); dropout masks are the same.
+ */
+#pragma once
+
+#include "saga_nn.h"
+#include "saga_partition.h"
+#include "saga_program.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct saga_net saga_net;
+
+typedef enum saga_exec {
+    SAGA_EXEC_AUTO = 0, /* in memory when the estimate fits the budget, else streamed */
+    SAGA_EXEC_MEMORY,
+    SAGA_EXEC_STREAM,
+    SAGA_EXEC_COUNT
+} saga_exec;
+
+typedef enum saga_saved {
+    SAGA_SAVED_RECOMPUTE = 0, /* the backward pass recomputes each block's gathered values */
+    SAGA_SAVED_OFFLOAD,       /* the forward pass copies them to the host and the backward pass
+                               * streams them back (fused programs; others recompute) */
+    SAGA_SAVED_COUNT
+} saga_saved;
+
+typedef struct saga_net_opts {
+    saga_exec exec;
+    int32_t parts;                   /* streamed: parts; 0 = the fewest whose blocks fit */
+    saga_partition_method partition; /* METIS (default), contiguous ranges or random */
+    uint64_t partition_seed;
+    saga_saved saved;
+    saga_dgraph_self_loops self_loops;
+} saga_net_opts;
+
+saga_net_opts saga_net_opts_defaults(void);
+
+/* The block of rows a loss function sees: v->first .. v->first + v->count - 1 in the net's own
+ * order, v->self the last stage's output for them, ids[i] the graph's id of row i (host). */
+typedef saga_tensor *(*saga_net_loss_fn)(saga_ctx *c, const saga_vertex_in *v, const int32_t *ids,
+                                         void *user);
+
+/* A net over g (not owned; must outlive the net) whose ops run in c (not owned) on c's backend;
+ * the budget is the backend's. Errors: SAGA_ERR_INVALID_ARG for options out of range. */
+saga_status saga_net_new(saga_net **out, saga_ctx *c, const saga_graph *g, const saga_net_opts *o);
+void saga_net_free(saga_net **n);
+
+/* Appends a stage; out_cols is its output width (checked when it runs). fn/p and layer must
+ * stay valid while the net is used. */
+saga_status saga_net_add_vertex(saga_net *n, saga_apply_vertex_fn fn, void *layer,
+                                int64_t out_cols);
+saga_status saga_net_add_program(saga_net *n, const saga_program *p, void *layer, int64_t out_cols);
+saga_status saga_net_set_loss(saga_net *n, saga_net_loss_fn fn, void *user);
+/* The input rows (n x cols f32, row v for vertex v), copied. Call again when they change. */
+saga_status saga_net_set_input(saga_net *n, const float *x, int64_t cols);
+
+/* Inference (the context is put out of training mode): the last stage's output into out (n x
+ * its width, row v for vertex v), or nowhere when out is NULL. */
+saga_status saga_net_forward(saga_net *n, float *out);
+/* One training pass: forward with dropout, the loss, backward; the parameters' gradients are
+ * added to (the caller's optimizer steps them). *loss = the sum of the blocks' losses. */
+saga_status saga_net_train_step(saga_net *n, double *loss);
+
+typedef struct saga_net_stats {
+    bool streamed;
+    int32_t parts;
+    uint64_t h2d_bytes, d2h_bytes; /* moved by the last call */
+    size_t peak_device_bytes;      /* the backend's peak during the last call */
+    size_t budget_bytes;
+    double copy_seconds; /* time the copies took (0 where the backend cannot tell) */
+    double wait_seconds; /* of which the compute side waited for */
+    double overlap;      /* share of copy time hidden behind compute: 1 - wait / copy */
+    double seconds;      /* the last call */
+    int64_t halo_rows;   /* rows read by all blocks of one program stage (n in memory) */
+    int64_t edge_cut;    /* of the partition (0 in memory) */
+    double partition_seconds;
+} saga_net_stats;
+
+void saga_net_get_stats(const saga_net *n, saga_net_stats *s);
+/* For messages: "in memory" or "streamed, 16 parts (metis)". */
+const char *saga_net_describe(const saga_net *n);
+
+#ifdef __cplusplus
+}
+#endif

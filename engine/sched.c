@@ -1,0 +1,583 @@
+/* sched.c - the block scheduler (sched_impl.h): residency under a cap, Belady eviction from the
+ * plan, loads and write-backs on a copy stream, packing through a ring of staging buffers. */
+#include "sched_impl.h"
+
+#include "saga_log.h"
+
+#include <string.h>
+
+enum {
+    N_SLOTS = 4, /* staging buffers in flight: two loads ahead, two write-backs behind */
+};
+
+#define NO_USE INT32_MAX
+
+struct saga_blk {
+    saga_sched *s;
+    size_t bytes;
+    saga_blk_life life;
+    const char *kind;
+    void *host;
+    saga_blk_pack_fn pack;
+    saga_blk_unpack_fn unpack;
+    void *user;
+    void *dev;
+    bool dev_valid;  /* the device copy holds the content (or will, once its load completes) */
+    bool host_valid; /* the host copy holds the content (in copy-stream order) */
+    bool loading;    /* a load was issued and not yet waited for */
+    bool copying;    /* ev marks a copy still possibly in flight */
+    saga_event *ev;  /* the last copy that touched the device buffer */
+    bool pinned;     /* used by the running step */
+    int *uses;       /* the steps of the plan that use the block, ascending */
+    int n_uses, cap_uses;
+    int cursor; /* first entry of uses not yet run */
+};
+
+typedef struct use {
+    saga_blk *b;
+    uint8_t mode;
+    uint8_t flags;
+} use;
+
+typedef struct step {
+    int first, n; /* into uses */
+    bool barrier; /* loads wait until the previous step has ended */
+} step;
+
+/* A staging buffer with the closure of the host function that fills or drains it. */
+typedef struct slot {
+    void *buf;
+    size_t cap;
+    saga_event *ev; /* the copy that last used buf */
+    bool busy;
+    saga_blk *b;
+} slot;
+
+struct saga_sched {
+    saga_backend *be;
+    saga_stream *copy;
+    saga_event *compute_ev;
+    size_t cap, resident;
+    void (*trim)(void *);
+    void *trim_user;
+    saga_blk **blocks;
+    int n_blocks, cap_blocks;
+    use *uses;
+    int n_uses, cap_uses_;
+    step *steps;
+    int n_steps, cap_steps;
+    bool plan_failed;
+    int running; /* the step between begin and end, or -1 */
+    slot slots[N_SLOTS];
+    int next_slot;
+    saga_sched_stats st;
+};
+
+/* ---- helpers ------------------------------------------------------------------------------ */
+
+static int next_use(const saga_blk *b) {
+    return b->cursor < b->n_uses ? b->uses[b->cursor] : NO_USE;
+}
+
+static saga_status wait_copy(saga_sched *s, saga_blk *b) {
+    saga_status st = SAGA_OK;
+    if (b->copying) {
+        double t0 = saga_now();
+        st = saga_event_synchronize(b->ev);
+        s->st.wait_seconds += saga_now() - t0;
+        b->copying = false;
+        b->loading = false;
+    }
+    return st;
+}
+
+static void release_dev(saga_sched *s, saga_blk *b) {
+    if (!b->dev)
+        return;
+    saga_backend_free(s->be, b->dev, b->bytes);
+    b->dev = NULL;
+    b->dev_valid = false;
+    s->resident -= b->bytes;
+}
+
+static void pack_tramp(void *arg) {
+    slot *sl = arg;
+    sl->b->pack(sl->b->user, sl->buf);
+}
+
+static void unpack_tramp(void *arg) {
+    slot *sl = arg;
+    sl->b->unpack(sl->b->user, sl->buf);
+}
+
+/* A staging buffer of at least bytes whose last copy has completed. */
+static saga_status get_slot(saga_sched *s, size_t bytes, slot **out) {
+    saga_status st = SAGA_OK;
+    slot *sl = &s->slots[s->next_slot];
+    s->next_slot = (s->next_slot + 1) % N_SLOTS;
+    if (sl->busy) {
+        double t0 = saga_now();
+        SAGA_TRY(saga_event_synchronize(sl->ev));
+        s->st.wait_seconds += saga_now() - t0;
+        sl->busy = false;
+    }
+    if (sl->cap < bytes) {
+        saga_backend_host_free(s->be, sl->buf, sl->cap);
+        sl->buf = NULL;
+        sl->cap = 0;
+        size_t cap = bytes + bytes / 4;
+        SAGA_TRY(saga_backend_host_alloc(s->be, &sl->buf, cap));
+        sl->cap = cap;
+    }
+    *out = sl;
+fail:
+    return st;
+}
+
+/* Copies b to the host (after the compute issued so far), or through its unpack function. */
+static saga_status writeback(saga_sched *s, saga_blk *b) {
+    saga_status st = SAGA_OK;
+    SAGA_TRY(saga_event_record(s->compute_ev, saga_backend_default_stream(s->be)));
+    SAGA_TRY(saga_stream_wait_event(s->copy, s->compute_ev));
+    if (b->host) {
+        SAGA_TRY(saga_memcpy_d2h_async(s->copy, b->host, b->dev, b->bytes));
+    } else {
+        SAGA_CHECK(b->unpack, SAGA_ERR_INTERNAL,
+                   "block scheduler: a %s block has no host copy to write back to", b->kind);
+        slot *sl = NULL;
+        SAGA_TRY(get_slot(s, b->bytes, &sl));
+        sl->b = b;
+        SAGA_TRY(saga_memcpy_d2h_async(s->copy, sl->buf, b->dev, b->bytes));
+        SAGA_TRY(saga_stream_launch_host_fn(s->copy, unpack_tramp, sl));
+        SAGA_TRY(saga_event_record(sl->ev, s->copy));
+        sl->busy = true;
+    }
+    SAGA_TRY(saga_event_record(b->ev, s->copy));
+    b->copying = true;
+    b->host_valid = true;
+    s->st.d2h_bytes += b->bytes;
+    s->st.writebacks++;
+fail:
+    return st;
+}
+
+/* Frees b's device copy, writing it back first when its content is needed later and the host
+ * does not have it. */
+static saga_status evict(saga_sched *s, saga_blk *b, bool dead) {
+    saga_status st = SAGA_OK;
+    if (b->dev_valid && !b->host_valid && next_use(b) != NO_USE)
+        SAGA_TRY(writeback(s, b));
+    /* the compute that used b last has been issued; on a device it may still run */
+    SAGA_TRY(saga_event_record(s->compute_ev, saga_backend_default_stream(s->be)));
+    SAGA_TRY(saga_event_synchronize(s->compute_ev));
+    SAGA_TRY(wait_copy(s, b));
+    release_dev(s, b);
+    s->st.evictions += !dead;
+fail:
+    return st;
+}
+
+/* The resident, unpinned, idle block whose next use lies furthest ahead, if beyond limit. */
+static saga_blk *victim(saga_sched *s, int limit) {
+    saga_blk *best = NULL;
+    int best_use = limit;
+    for (int i = 0; i < s->n_blocks; i++) {
+        saga_blk *b = s->blocks[i];
+        if (!b->dev || b->pinned || b->loading)
+            continue;
+        int u = next_use(b);
+        if (u > best_use || (u == best_use && best && u == NO_USE && b->bytes > best->bytes)) {
+            best = b;
+            best_use = u;
+        }
+    }
+    return best;
+}
+
+/* Device memory for b, evicting blocks next used after limit. *got false (and SAGA_OK) when
+ * no room can be made that way and soft; an error otherwise. */
+static saga_status alloc_dev(saga_sched *s, saga_blk *b, int limit, bool soft, bool *got) {
+    saga_status st = SAGA_OK;
+    *got = false;
+    bool trimmed = false;
+    for (;;) {
+        if (s->cap && s->resident + b->bytes > s->cap) {
+            saga_blk *v = victim(s, limit);
+            if (!v) {
+                if (soft)
+                    return SAGA_OK;
+                return saga_error(SAGA_ERR_BUDGET,
+                                  "block scheduler: a %zu-byte %s block does not fit: %zu of the "
+                                  "%zu-byte cap are held by blocks needed sooner",
+                                  b->bytes, b->kind, s->resident, s->cap);
+            }
+            SAGA_TRY(evict(s, v, false));
+            continue;
+        }
+        st = saga_backend_alloc(s->be, &b->dev, b->bytes);
+        if (st == SAGA_OK)
+            break;
+        if (st != SAGA_ERR_BUDGET && st != SAGA_ERR_OUT_OF_MEMORY)
+            return st;
+        if (!trimmed && s->trim) {
+            s->trim(s->trim_user);
+            trimmed = true;
+            continue;
+        }
+        saga_blk *v = victim(s, limit);
+        if (!v) {
+            if (soft)
+                return SAGA_OK;
+            return st;
+        }
+        SAGA_TRY(evict(s, v, false));
+    }
+    s->resident += b->bytes;
+    if (s->resident > s->st.peak_bytes)
+        s->st.peak_bytes = s->resident;
+    *got = true;
+fail:
+    return st;
+}
+
+/* Issues the load of b on the copy stream (memory must be there). */
+static saga_status issue_load(saga_sched *s, saga_blk *b) {
+    saga_status st = SAGA_OK;
+    SAGA_CHECK(b->host_valid, SAGA_ERR_INTERNAL,
+               "block scheduler: a %s block is read before anything wrote it", b->kind);
+    /* the buffer may have served a block the compute stream still reads */
+    SAGA_TRY(saga_event_record(s->compute_ev, saga_backend_default_stream(s->be)));
+    SAGA_TRY(saga_stream_wait_event(s->copy, s->compute_ev));
+    if (b->host) {
+        SAGA_TRY(saga_memcpy_h2d_async(s->copy, b->dev, b->host, b->bytes));
+    } else {
+        SAGA_CHECK(b->pack, SAGA_ERR_INTERNAL, "block scheduler: a %s block has no host content",
+                   b->kind);
+        slot *sl = NULL;
+        SAGA_TRY(get_slot(s, b->bytes, &sl));
+        sl->b = b;
+        SAGA_TRY(saga_stream_launch_host_fn(s->copy, pack_tramp, sl));
+        SAGA_TRY(saga_memcpy_h2d_async(s->copy, b->dev, sl->buf, b->bytes));
+        SAGA_TRY(saga_event_record(sl->ev, s->copy));
+        sl->busy = true;
+    }
+    SAGA_TRY(saga_event_record(b->ev, s->copy));
+    b->copying = b->loading = true;
+    b->dev_valid = true;
+    s->st.h2d_bytes += b->bytes;
+    s->st.loads++;
+fail:
+    return st;
+}
+
+/* Starts loading step t's inputs while memory allows without evicting what is needed sooner. */
+static saga_status prefetch(saga_sched *s, int t) {
+    saga_status st = SAGA_OK;
+    if (t >= s->n_steps)
+        return SAGA_OK;
+    const step *sp = &s->steps[t];
+    for (int i = 0; i < sp->n; i++) {
+        use *u = &s->uses[sp->first + i];
+        saga_blk *b = u->b;
+        if (!(u->mode & SAGA_USE_READ) || b->dev_valid || b->pinned)
+            continue;
+        bool got = b->dev != NULL;
+        if (!got) {
+            /* pin the blocks of step t already placed so this one does not evict them */
+            SAGA_TRY(alloc_dev(s, b, t, true, &got));
+        }
+        if (!got)
+            break;
+        SAGA_TRY(issue_load(s, b));
+    }
+fail:
+    return st;
+}
+
+/* ---- public ------------------------------------------------------------------------------- */
+
+saga_status saga_sched_new(saga_sched **out, saga_backend *be, size_t cap, void (*trim)(void *),
+                           void *trim_user) {
+    saga_status st = SAGA_OK;
+    saga_sched *s = NULL;
+    SAGA_CHECK(out && be, SAGA_ERR_INVALID_ARG, "saga_sched_new: out and backend must be given");
+    SAGA_TRY(saga_alloc_zeroed((void **)&s, 1, sizeof *s, "a block scheduler"));
+    s->be = be;
+    s->cap = cap;
+    s->trim = trim;
+    s->trim_user = trim_user;
+    s->running = -1;
+    SAGA_TRY(saga_stream_new(&s->copy, be));
+    SAGA_TRY(saga_event_new(&s->compute_ev, be));
+    for (int i = 0; i < N_SLOTS; i++)
+        SAGA_TRY(saga_event_new(&s->slots[i].ev, be));
+    *out = s;
+    return SAGA_OK;
+fail:
+    saga_sched_free(&s);
+    return st;
+}
+
+void saga_sched_free(saga_sched **sp) {
+    if (!sp || !*sp)
+        return;
+    saga_sched *s = *sp;
+    if (s->copy)
+        (void)saga_stream_synchronize(s->copy);
+    for (int i = 0; i < s->n_blocks; i++) {
+        saga_blk *b = s->blocks[i];
+        release_dev(s, b);
+        saga_event_free(&b->ev);
+        saga_free(b->uses);
+        saga_free(b);
+    }
+    for (int i = 0; i < N_SLOTS; i++) {
+        saga_backend_host_free(s->be, s->slots[i].buf, s->slots[i].cap);
+        saga_event_free(&s->slots[i].ev);
+    }
+    saga_event_free(&s->compute_ev);
+    saga_stream_free(&s->copy);
+    saga_free(s->blocks);
+    saga_free(s->uses);
+    saga_free(s->steps);
+    saga_free(s);
+    *sp = NULL;
+}
+
+void saga_sched_set_cap(saga_sched *s, size_t cap) {
+    s->cap = cap;
+}
+
+size_t saga_sched_cap(const saga_sched *s) {
+    return s->cap;
+}
+
+size_t saga_sched_resident_bytes(const saga_sched *s) {
+    return s->resident;
+}
+
+saga_blk *saga_sched_block(saga_sched *s, size_t bytes, saga_blk_life life, const char *kind) {
+    saga_blk *b = NULL;
+    if (s->n_blocks == s->cap_blocks) {
+        int cap = s->cap_blocks ? 2 * s->cap_blocks : 64;
+        if (saga_realloc_array((void **)&s->blocks, (size_t)cap, sizeof *s->blocks,
+                               "scheduler blocks") < 0)
+            return NULL;
+        s->cap_blocks = cap;
+    }
+    if (saga_alloc_zeroed((void **)&b, 1, sizeof *b, "a block") < 0)
+        return NULL;
+    if (saga_event_new(&b->ev, s->be) < 0) {
+        saga_free(b);
+        return NULL;
+    }
+    b->s = s;
+    b->bytes = bytes;
+    b->life = life;
+    b->kind = kind;
+    b->host_valid = life == SAGA_BLK_INPUT;
+    s->blocks[s->n_blocks++] = b;
+    return b;
+}
+
+void saga_blk_set_host(saga_blk *b, void *host) {
+    b->host = host;
+}
+
+void saga_blk_set_pack(saga_blk *b, saga_blk_pack_fn pack, saga_blk_unpack_fn unpack, void *user) {
+    b->pack = pack;
+    b->unpack = unpack;
+    b->user = user;
+}
+
+void saga_blk_host_changed(saga_blk *b) {
+    b->host_valid = true;
+    b->dev_valid = false;
+}
+
+saga_status saga_blk_drop(saga_sched *s, saga_blk *b) {
+    saga_status st = SAGA_OK;
+    SAGA_TRY(saga_event_record(s->compute_ev, saga_backend_default_stream(s->be)));
+    SAGA_TRY(saga_event_synchronize(s->compute_ev));
+    SAGA_TRY(wait_copy(s, b));
+    release_dev(s, b);
+fail:
+    return st;
+}
+
+void *saga_blk_dev(const saga_blk *b) {
+    return b->pinned ? b->dev : NULL;
+}
+
+size_t saga_blk_bytes(const saga_blk *b) {
+    return b->bytes;
+}
+
+void saga_sched_plan_begin(saga_sched *s) {
+    s->n_uses = 0;
+    s->n_steps = 0;
+    s->plan_failed = false;
+    s->running = -1;
+    for (int i = 0; i < s->n_blocks; i++) {
+        s->blocks[i]->n_uses = 0;
+        s->blocks[i]->cursor = 0;
+    }
+}
+
+int saga_sched_step(saga_sched *s) {
+    if (s->n_steps == s->cap_steps) {
+        int cap = s->cap_steps ? 2 * s->cap_steps : 64;
+        if (saga_realloc_array((void **)&s->steps, (size_t)cap, sizeof *s->steps,
+                               "scheduler steps") < 0) {
+            s->plan_failed = true;
+            return -1;
+        }
+        s->cap_steps = cap;
+    }
+    s->steps[s->n_steps] = (step){.first = s->n_uses, .n = 0, .barrier = false};
+    return s->n_steps++;
+}
+
+void saga_sched_step_barrier(saga_sched *s, int t) {
+    if (t >= 0 && t < s->n_steps)
+        s->steps[t].barrier = true;
+}
+
+void saga_sched_use(saga_sched *s, int t, saga_blk *b, saga_use_mode mode, unsigned flags) {
+    if (t < 0 || t != s->n_steps - 1 || !b) {
+        s->plan_failed = true; /* uses are appended to the last step only */
+        return;
+    }
+    if (s->n_uses == s->cap_uses_) {
+        int cap = s->cap_uses_ ? 2 * s->cap_uses_ : 256;
+        if (saga_realloc_array((void **)&s->uses, (size_t)cap, sizeof *s->uses, "scheduler uses") <
+            0) {
+            s->plan_failed = true;
+            return;
+        }
+        s->cap_uses_ = cap;
+    }
+    if (b->n_uses == b->cap_uses) {
+        int cap = b->cap_uses ? 2 * b->cap_uses : 8;
+        if (saga_realloc_array((void **)&b->uses, (size_t)cap, sizeof *b->uses, "block uses") < 0) {
+            s->plan_failed = true;
+            return;
+        }
+        b->cap_uses = cap;
+    }
+    b->uses[b->n_uses++] = t;
+    s->uses[s->n_uses++] = (use){b, (uint8_t)mode, (uint8_t)flags};
+    s->steps[t].n++;
+}
+
+saga_status saga_sched_plan_end(saga_sched *s) {
+    if (s->plan_failed)
+        return saga_error(SAGA_ERR_OUT_OF_MEMORY,
+                          "block scheduler: the plan could not be recorded");
+    for (int t = 0; t < s->n_steps; t++) {
+        size_t bytes = 0;
+        for (int i = 0; i < s->steps[t].n; i++)
+            bytes += s->uses[s->steps[t].first + i].b->bytes;
+        if (s->cap && bytes > s->cap)
+            return saga_error(SAGA_ERR_BUDGET,
+                              "block scheduler: step %d needs %zu bytes of blocks at once, more "
+                              "than the %zu-byte cap",
+                              t, bytes, s->cap);
+    }
+    return SAGA_OK;
+}
+
+int saga_sched_n_steps(const saga_sched *s) {
+    return s->n_steps;
+}
+
+saga_status saga_sched_begin(saga_sched *s, int t) {
+    saga_status st = SAGA_OK;
+    SAGA_CHECK(t >= 0 && t < s->n_steps && s->running < 0, SAGA_ERR_INTERNAL,
+               "block scheduler: step %d begun out of order", t);
+    const step *sp = &s->steps[t];
+    for (int i = 0; i < sp->n; i++)
+        s->uses[sp->first + i].b->pinned = true;
+    s->running = t;
+    for (int i = 0; i < sp->n; i++) {
+        use *u = &s->uses[sp->first + i];
+        saga_blk *b = u->b;
+        bool got = b->dev != NULL;
+        if (!got)
+            SAGA_TRY(alloc_dev(s, b, t, false, &got));
+        if ((u->mode & SAGA_USE_READ) && !b->dev_valid)
+            SAGA_TRY(issue_load(s, b));
+    }
+    /* the loads of this step were issued before the next step's: wait for them in order */
+    for (int i = 0; i < sp->n; i++) {
+        saga_blk *b = s->uses[sp->first + i].b;
+        if (b->loading)
+            SAGA_TRY(wait_copy(s, b));
+    }
+    if (t + 1 < s->n_steps && !s->steps[t + 1].barrier)
+        SAGA_TRY(prefetch(s, t + 1));
+fail:
+    return st;
+}
+
+saga_status saga_sched_end(saga_sched *s, int t) {
+    saga_status st = SAGA_OK;
+    SAGA_CHECK(t == s->running, SAGA_ERR_INTERNAL, "block scheduler: step %d ended out of order",
+               t);
+    const step *sp = &s->steps[t];
+    for (int i = 0; i < sp->n; i++) {
+        use *u = &s->uses[sp->first + i];
+        saga_blk *b = u->b;
+        b->cursor++;
+        if (u->mode & SAGA_USE_WRITE) {
+            b->dev_valid = true;
+            b->host_valid = false;
+        }
+        if (u->flags & SAGA_USE_WRITEBACK)
+            SAGA_TRY(writeback(s, b));
+    }
+    for (int i = 0; i < sp->n; i++) {
+        saga_blk *b = s->uses[sp->first + i].b;
+        b->pinned = false;
+        if (b->life == SAGA_BLK_TEMP && next_use(b) == NO_USE && b->dev)
+            SAGA_TRY(evict(s, b, true));
+    }
+    s->running = -1;
+    if (t + 1 < s->n_steps && s->steps[t + 1].barrier)
+        SAGA_TRY(prefetch(s, t + 1));
+fail:
+    return st;
+}
+
+bool saga_sched_give_back(saga_sched *s, size_t bytes) {
+    size_t freed = 0;
+    while (freed < bytes) {
+        saga_blk *v = victim(s, -1);
+        if (!v || evict(s, v, false) < 0)
+            break;
+        freed += v->bytes;
+    }
+    return freed > 0;
+}
+
+saga_status saga_sched_finish(saga_sched *s) {
+    saga_status st = SAGA_OK;
+    double t0 = saga_now();
+    SAGA_TRY(saga_stream_synchronize(s->copy));
+    s->st.wait_seconds += saga_now() - t0;
+    for (int i = 0; i < s->n_blocks; i++)
+        s->blocks[i]->copying = s->blocks[i]->loading = false;
+    for (int i = 0; i < N_SLOTS; i++)
+        s->slots[i].busy = false;
+fail:
+    return st;
+}
+
+void saga_sched_get_stats(const saga_sched *s, saga_sched_stats *out) {
+    *out = s->st;
+}
+
+void saga_sched_reset_stats(saga_sched *s) {
+    memset(&s->st, 0, sizeof s->st);
+    s->st.peak_bytes = s->resident;
+}

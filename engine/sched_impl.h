@@ -1,0 +1,144 @@
+/* sched_impl.h - the block scheduler: moves blocks of bytes between host and device memory under
+ * a byte cap, in an order planned ahead, prefetching on a copy stream while the compute stream
+ * works. Internal to saga (the streamed executor, engine/net.c, drives it).
+ *
+ *   saga_sched *s = NULL;
+ *   SAGA_TRY(saga_sched_new(&s, be, cap_bytes));
+ *   saga_blk *x = saga_sched_block(s, bytes, SAGA_BLK_INPUT, "vertex");   // content on the host
+ *   saga_blk_set_host(x, host_ptr);
+ *   ...
+ *   saga_sched_plan_begin(s);                       // the steps, in the order they will run
+ *   int t = saga_sched_step(s);
+ *   saga_sched_use(s, t, x, SAGA_USE_READ, 0);
+ *   saga_sched_use(s, t, y, SAGA_USE_WRITE, SAGA_USE_WRITEBACK);
+ *   SAGA_TRY(saga_sched_plan_end(s));
+ *   for (t = 0; t < saga_sched_n_steps(s); t++) {
+ *       SAGA_TRY(saga_sched_begin(s, t));          // inputs resident; the next step's loading
+ *       compute(saga_blk_dev(x), saga_blk_dev(y)); // on the backend's default stream
+ *       SAGA_TRY(saga_sched_end(s, t));            // outputs written back, dead blocks freed
+ *   }
+ *   SAGA_TRY(saga_sched_finish(s));                // waits for the copies still in flight
+ *
+ * Eviction follows the plan: the resident block whose next use lies furthest ahead goes first
+ * (Belady's rule), after being written back when its host copy is stale and it is needed again.
+ * Blocks keep their device copy across plans while the cap allows, so a graph that fits is
+ * loaded once and then only computed on (the in-memory case is the streamed one without
+ * evictions).
+ */
+#pragma once
+
+#include "backend_impl.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct saga_sched saga_sched;
+typedef struct saga_blk saga_blk;
+
+/* How long a block's content means something. */
+typedef enum saga_blk_life {
+    SAGA_BLK_INPUT = 0, /* given on the host, unchanged across plans (features, edge tiles): a
+                         * device copy stays valid until evicted and is never written back */
+    SAGA_BLK_TEMP,      /* made by a step and read by later ones of the same plan (activations,
+                         * gradients): freed after its last use; written back only when evicted
+                         * before a later use, or when a use asks for it */
+} saga_blk_life;
+
+typedef enum saga_use_mode {
+    SAGA_USE_READ = 1,  /* the device copy must hold the content: loaded if not resident */
+    SAGA_USE_WRITE = 2, /* the step overwrites the whole block: device memory, not loaded */
+    SAGA_USE_RW = 3,    /* loaded, then modified */
+} saga_use_mode;
+
+enum {
+    /* after the step, copy the block to the host (or hand it to its unpack function) at once,
+     * on the copy stream: for content the host reads (a halo packed from it, the result) */
+    SAGA_USE_WRITEBACK = 1,
+};
+
+/* Fills staging (the block's bytes) from host data, or consumes it after a copy back. Run on a
+ * host thread in copy-stream order (saga_stream_launch_host_fn): must not touch the backend. */
+typedef void (*saga_blk_pack_fn)(void *user, void *staging);
+typedef void (*saga_blk_unpack_fn)(void *user, const void *staging);
+
+typedef struct saga_sched_stats {
+    uint64_t h2d_bytes, d2h_bytes; /* issued by the scheduler */
+    uint64_t loads, writebacks, evictions;
+    double wait_seconds; /* compute side blocked on copies (exposed copy time) */
+    size_t peak_bytes;   /* most bytes the scheduler's blocks held at once */
+} saga_sched_stats;
+
+/* A scheduler on be that keeps at most cap bytes of blocks on the device (0: no cap beyond the
+ * backend's budget). trim, when not NULL, is called with trim_user when an allocation fails for
+ * the budget, to give back memory held elsewhere (a context's buffer cache), before retrying. */
+saga_status saga_sched_new(saga_sched **out, saga_backend *be, size_t cap, void (*trim)(void *user),
+                           void *trim_user);
+/* Waits for the copies in flight, frees every block (device and staging memory) and *s. */
+void saga_sched_free(saga_sched **s);
+void saga_sched_set_cap(saga_sched *s, size_t cap);
+size_t saga_sched_cap(const saga_sched *s);
+/* Device bytes the blocks hold now. */
+size_t saga_sched_resident_bytes(const saga_sched *s);
+
+/* A block of bytes (not yet on the device), owned by the scheduler; NULL when out of memory.
+ * kind names it in messages ("features", "tile", ...): a static string. */
+saga_blk *saga_sched_block(saga_sched *s, size_t bytes, saga_blk_life life, const char *kind);
+/* The block's content on the host: loads copy from it, write-backs to it. Pinned memory
+ * (saga_backend_host_alloc) lets CUDA copies overlap. */
+void saga_blk_set_host(saga_blk *b, void *host);
+/* Or functions that fill a staging buffer for a load and consume one after a write-back: for
+ * content that is not contiguous on the host (rows gathered by index, gradients added into a
+ * larger array). */
+void saga_blk_set_pack(saga_blk *b, saga_blk_pack_fn pack, saga_blk_unpack_fn unpack, void *user);
+/* Marks the host copy as newer than the device one (the caller changed it): the next READ
+ * loads again. */
+void saga_blk_host_changed(saga_blk *b);
+/* Drops the block's device copy now (content lost unless the host has it). */
+saga_status saga_blk_drop(saga_sched *s, saga_blk *b);
+/* The device buffer while a step that uses the block runs (between begin and end), else NULL. */
+void *saga_blk_dev(const saga_blk *b);
+size_t saga_blk_bytes(const saga_blk *b);
+
+/* ---- plans -------------------------------------------------------------------------------- */
+
+/* Forgets the previous plan (resident blocks stay resident). */
+void saga_sched_plan_begin(saga_sched *s);
+/* Appends a step; returns its index, or -1 when out of memory (plan_end then fails). */
+int saga_sched_step(saga_sched *s);
+/* Step t's loads are not issued before step t - 1 has ended: for inputs packed on the host from
+ * what step t - 1 (or an earlier one) writes back. */
+void saga_sched_step_barrier(saga_sched *s, int t);
+/* Step t uses b in mode with flags. At most one use of a block per step. */
+void saga_sched_use(saga_sched *s, int t, saga_blk *b, saga_use_mode mode, unsigned flags);
+/* Closes the plan. SAGA_ERR_BUDGET when one step's blocks alone exceed the cap (the message
+ * names the step's bytes and the cap); SAGA_ERR_OUT_OF_MEMORY when the plan could not be
+ * recorded. */
+saga_status saga_sched_plan_end(saga_sched *s);
+int saga_sched_n_steps(const saga_sched *s);
+
+/* ---- running ------------------------------------------------------------------------------ */
+
+/* Makes step t's blocks resident (waiting for their loads), allocates its written blocks, and
+ * starts loading the next step's inputs on the copy stream. Steps run in order, each once. */
+saga_status saga_sched_begin(saga_sched *s, int t);
+/* After step t's compute was issued on the default stream: write-backs it asked for, and frees
+ * the temporary blocks no later step uses. */
+saga_status saga_sched_end(saga_sched *s, int t);
+/* Evicts blocks that the running step does not use (furthest next use first) until bytes are
+ * freed or none is left; returns whether any was. For memory the compute needs more urgently. */
+bool saga_sched_give_back(saga_sched *s, size_t bytes);
+/* Waits until the copies in flight (write-backs included) have completed: the host copies are
+ * then current. */
+saga_status saga_sched_finish(saga_sched *s);
+
+void saga_sched_get_stats(const saga_sched *s, saga_sched_stats *out);
+void saga_sched_reset_stats(saga_sched *s);
+
+#ifdef __cplusplus
+}
+#endif

@@ -1,0 +1,378 @@
+/* test_net.c - the graph-network executor: streamed under budgets 4x and 16x smaller than the
+ * in-memory peak, it gives the in-memory results (a GCN with fused programs, a GAT-like batched
+ * program with edge softmax), the in-memory run agrees with the same model written with
+ * saga_program_run, the allocator's peak never passes the budget, METIS moves fewer bytes than
+ * a random partition, and a budget too small names one that works. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include <cmocka.h>
+
+#include "test_util.h"
+
+#include "nn_impl.h"
+#include "saga_datasets.h"
+#include "saga_net.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+typedef struct data {
+    saga_graph *g;
+    float *x;
+    int32_t *labels;
+    int32_t n, F, C;
+} data;
+
+static data D;
+
+static void data_load(void) {
+    if (D.g)
+        return;
+    saga_citation_params p = saga_citation_params_defaults();
+    p.n_vertices = 3000;
+    p.n_classes = 6;
+    p.avg_degree = 8;
+    p.n_features = 48;
+    p.words_per_vertex = 10;
+    p.seed = 7;
+    saga_citation *c = NULL;
+    assert_int_equal(saga_citation_generate(&c, &p), SAGA_OK);
+    assert_int_equal(saga_citation_graph(&D.g, c, NULL), SAGA_OK);
+    assert_int_equal(saga_citation_features(&D.x, c), SAGA_OK);
+    D.n = c->n_vertices;
+    D.F = c->n_features;
+    D.C = c->n_classes;
+    D.labels = c->labels;
+    c->labels = NULL;
+    saga_citation_free(&c);
+}
+
+/* ---- a two-layer GCN: rows times W, then the normalized aggregation plus bias ------------- */
+
+typedef struct layer {
+    saga_tensor *W, *b, *a; /* a: GAT attention vector (2 x 1 heads of width out) */
+    bool relu;
+    float dropout;
+} layer;
+
+static saga_tensor *project(saga_ctx *c, const saga_vertex_in *v, void *l_) {
+    layer *l = l_;
+    return saga_matmul(c, saga_dropout(c, v->self, l->dropout), l->W);
+}
+
+static saga_tensor *bias_act(saga_ctx *c, const saga_vertex_in *v, void *l_) {
+    layer *l = l_;
+    saga_tensor *h = saga_add_bias(c, v->gathered, l->b);
+    return l->relu ? saga_relu(c, h) : h;
+}
+
+static const saga_program GCN = {
+    .scatter = SAGA_SCATTER_SRC,
+    .edge_weight = SAGA_WEIGHT_SYMNORM,
+    .gather = SAGA_GATHER_SUM,
+    .apply_vertex = bias_act,
+};
+
+/* GAT-like: attention logits from [h_src | h_dst], softmax over each destination's in-edges. */
+static saga_tensor *attend(saga_ctx *c, const saga_edge_in *e, void *l_) {
+    layer *l = l_;
+    saga_tensor *s = saga_leaky_relu(c, saga_matmul(c, saga_concat(c, e->src, e->dst), l->a), 0.2f);
+    saga_tensor *alpha = saga_edge_softmax(c, e, s);
+    return saga_scale_rows(c, e->src, alpha);
+}
+
+static const saga_program GAT = {
+    .scatter = SAGA_SCATTER_BOTH,
+    .edge_weight = SAGA_WEIGHT_NONE,
+    .apply_edge = attend,
+    .gather = SAGA_GATHER_SUM,
+    .apply_vertex = bias_act,
+    .max_batch_edges = 5000, /* several batches per block */
+};
+
+typedef struct loss_ctx {
+    saga_backend *be;
+    const int32_t *labels;
+    int32_t n;
+} loss_ctx;
+
+/* Sum over the block's rows of -log p(label) / n: the mean NLL over all vertices. */
+static saga_tensor *nll_rows(saga_ctx *c, const saga_vertex_in *v, const int32_t *ids, void *u) {
+    loss_ctx *lc = u;
+    int32_t lab[4096];
+    assert_true(v->count <= 4096);
+    for (int32_t i = 0; i < v->count; i++)
+        lab[i] = lc->labels[ids[i]];
+    /* a context tensor: it lives as long as the block's tape, which the backward pass needs */
+    saga_tensor *t = saga_ctx_tensor(c, SAGA_I32, v->count, 1);
+    assert_non_null(t);
+    saga_stream *s = saga_backend_default_stream(lc->be);
+    assert_int_equal(saga_memcpy_h2d_async(s, t->data, lab, t->nbytes), SAGA_OK);
+    assert_int_equal(saga_stream_synchronize(s), SAGA_OK);
+    saga_tensor *l = saga_nll_loss(c, saga_log_softmax(c, v->self), t, NULL);
+    return saga_affine(c, l, (float)v->count / (float)lc->n, 0.0f);
+}
+
+typedef struct run_out {
+    double loss[3];
+    float *out; /* n x C after three SGD steps */
+    saga_net_stats st[3];
+    size_t peak;
+} run_out;
+
+/* Builds the two-layer model on a fresh backend with the given budget and trains 3 SGD steps. */
+static void run_model(run_out *r, const saga_program *prog, size_t budget, saga_exec exec,
+                      int32_t parts, saga_partition_method pm, saga_saved saved) {
+    data_load();
+    saga_backend_params bp = saga_backend_params_defaults();
+    bp.budget_bytes = budget;
+    saga_backend *be = NULL;
+    assert_int_equal(saga_backend_cpu_new(&be, &bp), SAGA_OK);
+    saga_ctx *c = NULL;
+    assert_int_equal(saga_ctx_new(&c, be, 3), SAGA_OK);
+    saga_model *m = NULL;
+    assert_int_equal(saga_model_new(&m, be), SAGA_OK);
+    const int H = 16;
+    layer l1 = {.relu = true, .dropout = 0}, l2 = {.relu = false, .dropout = 0};
+    l1.W = saga_model_param(m, "W1", D.F, H, SAGA_INIT_GLOROT, 11);
+    l1.b = saga_model_param(m, "b1", 1, H, SAGA_INIT_ZEROS, 0);
+    l2.W = saga_model_param(m, "W2", H, D.C, SAGA_INIT_GLOROT, 12);
+    l2.b = saga_model_param(m, "b2", 1, D.C, SAGA_INIT_ZEROS, 0);
+    l1.a = saga_model_param(m, "a1", 2 * H, 1, SAGA_INIT_GLOROT, 13);
+    l2.a = saga_model_param(m, "a2", 2 * D.C, 1, SAGA_INIT_GLOROT, 14);
+    assert_non_null(l2.a);
+    saga_optim *opt = NULL;
+    saga_optim_opts oo = saga_optim_opts_defaults(SAGA_OPTIM_SGD);
+    oo.lr = 0.5f;
+    assert_int_equal(saga_optim_new(&opt, m, &oo), SAGA_OK);
+
+    saga_net_opts no = saga_net_opts_defaults();
+    no.exec = exec;
+    no.parts = parts;
+    no.partition = pm;
+    no.saved = saved;
+    no.self_loops = SAGA_DGRAPH_SELF_LOOPS_ADD;
+    saga_net *net = NULL;
+    assert_int_equal(saga_net_new(&net, c, D.g, &no), SAGA_OK);
+    assert_int_equal(saga_net_add_vertex(net, project, &l1, H), SAGA_OK);
+    assert_int_equal(saga_net_add_program(net, prog, &l1, H), SAGA_OK);
+    assert_int_equal(saga_net_add_vertex(net, project, &l2, D.C), SAGA_OK);
+    assert_int_equal(saga_net_add_program(net, prog, &l2, D.C), SAGA_OK);
+    loss_ctx lc = {be, D.labels, D.n};
+    assert_int_equal(saga_net_set_loss(net, nll_rows, &lc), SAGA_OK);
+    assert_int_equal(saga_net_set_input(net, D.x, D.F), SAGA_OK);
+    r->peak = 0;
+    for (int i = 0; i < 3; i++) {
+        saga_status st = saga_net_train_step(net, &r->loss[i]);
+        if (st != SAGA_OK)
+            fail_msg("train step %d: %s", i, saga_last_error());
+        saga_net_get_stats(net, &r->st[i]);
+        r->peak = r->st[i].peak_device_bytes > r->peak ? r->st[i].peak_device_bytes : r->peak;
+        assert_int_equal(saga_optim_step(opt), SAGA_OK);
+    }
+    r->out = test_malloc((size_t)D.n * (size_t)D.C * sizeof(float));
+    assert_int_equal(saga_net_forward(net, r->out), SAGA_OK);
+    saga_net_free(&net);
+    saga_optim_free(&opt);
+    saga_model_free(&m);
+    saga_ctx_free(&c);
+    saga_backend_free_all(&be);
+}
+
+static void assert_same_run(const run_out *a, const run_out *b, double tol) {
+    for (int i = 0; i < 3; i++)
+        if (!(fabs(a->loss[i] - b->loss[i]) <= tol * fabs(a->loss[i])))
+            fail_msg("step %d: loss %.9g vs %.9g", i, a->loss[i], b->loss[i]);
+    double worst = 0;
+    for (int64_t i = 0; i < (int64_t)D.n * D.C; i++) {
+        double d = fabs((double)a->out[i] - (double)b->out[i]) / fmax(1.0, fabs((double)a->out[i]));
+        worst = d > worst ? d : worst;
+    }
+    if (!(worst <= tol))
+        fail_msg("outputs differ by %.3g (relative)", worst);
+}
+
+static void check_streamed(const saga_program *prog, saga_saved saved) {
+    run_out mem, s4, s16;
+    run_model(&mem, prog, 0, SAGA_EXEC_MEMORY, 0, SAGA_PARTITION_METIS, saved);
+    assert_false(mem.st[2].streamed);
+    size_t peak = mem.peak;
+    assert_true(peak > 0);
+    run_model(&s4, prog, peak / 4, SAGA_EXEC_AUTO, 0, SAGA_PARTITION_METIS, saved);
+    run_model(&s16, prog, peak / 16, SAGA_EXEC_AUTO, 0, SAGA_PARTITION_METIS, saved);
+    const run_out *rs[2] = {&s4, &s16};
+    for (int i = 0; i < 2; i++) {
+        const run_out *r = rs[i];
+        assert_true(r->st[2].streamed);
+        assert_true(r->st[2].parts > 1);
+        assert_true(r->peak <= r->st[2].budget_bytes);
+        assert_true(r->st[2].h2d_bytes > 0);
+        print_message("  budget %zu (1/%d of %zu): %d parts, peak %zu, h2d %llu, d2h %llu\n",
+                      r->st[2].budget_bytes, i ? 16 : 4, peak, (int)r->st[2].parts, r->peak,
+                      (unsigned long long)r->st[2].h2d_bytes,
+                      (unsigned long long)r->st[2].d2h_bytes);
+        assert_same_run(&mem, r, 1e-5);
+    }
+    /* in memory nothing moves after the first load: the second step copies no input */
+    assert_true(mem.st[1].h2d_bytes < mem.st[0].h2d_bytes || mem.st[0].h2d_bytes == 0);
+    test_free(mem.out);
+    test_free(s4.out);
+    test_free(s16.out);
+}
+
+static void test_net_gcn_streamed_equals_memory(void **state) {
+    (void)state;
+    check_streamed(&GCN, SAGA_SAVED_RECOMPUTE);
+}
+
+static void test_net_gcn_offload_equals_memory(void **state) {
+    (void)state;
+    check_streamed(&GCN, SAGA_SAVED_OFFLOAD);
+}
+
+static void test_net_gat_streamed_equals_memory(void **state) {
+    (void)state;
+    check_streamed(&GAT, SAGA_SAVED_RECOMPUTE);
+}
+
+/* The in-memory net against the same model written layer by layer with saga_program_run. */
+static void test_net_memory_equals_program_run(void **state) {
+    (void)state;
+    run_out mem;
+    run_model(&mem, &GCN, 0, SAGA_EXEC_MEMORY, 0, SAGA_PARTITION_METIS, SAGA_SAVED_RECOMPUTE);
+    saga_backend *be = NULL;
+    assert_int_equal(saga_backend_cpu_new(&be, NULL), SAGA_OK);
+    saga_ctx *c = NULL;
+    assert_int_equal(saga_ctx_new(&c, be, 3), SAGA_OK);
+    saga_model *m = NULL;
+    assert_int_equal(saga_model_new(&m, be), SAGA_OK);
+    const int H = 16;
+    layer l1 = {.relu = true}, l2 = {.relu = false};
+    l1.W = saga_model_param(m, "W1", D.F, H, SAGA_INIT_GLOROT, 11);
+    l1.b = saga_model_param(m, "b1", 1, H, SAGA_INIT_ZEROS, 0);
+    l2.W = saga_model_param(m, "W2", H, D.C, SAGA_INIT_GLOROT, 12);
+    l2.b = saga_model_param(m, "b2", 1, D.C, SAGA_INIT_ZEROS, 0);
+    saga_optim *opt = NULL;
+    saga_optim_opts oo = saga_optim_opts_defaults(SAGA_OPTIM_SGD);
+    oo.lr = 0.5f;
+    assert_int_equal(saga_optim_new(&opt, m, &oo), SAGA_OK);
+    saga_dgraph *dg = NULL;
+    saga_dgraph_opts go = saga_dgraph_opts_defaults();
+    go.self_loops = SAGA_DGRAPH_SELF_LOOPS_ADD;
+    assert_int_equal(saga_dgraph_new(&dg, be, D.g, &go), SAGA_OK);
+    saga_tensor *x = NULL, *lab = NULL;
+    assert_int_equal(saga_tensor_from_host(&x, be, SAGA_F32, D.n, D.F, D.x), SAGA_OK);
+    assert_int_equal(saga_tensor_from_host(&lab, be, SAGA_I32, D.n, 1, D.labels), SAGA_OK);
+    float *out = test_malloc((size_t)D.n * (size_t)D.C * sizeof(float));
+    for (int step = 0; step <= 3; step++) {
+        saga_ctx_train(c, step < 3);
+        saga_tensor *h = saga_matmul(c, x, l1.W);
+        h = saga_program_run(c, &GCN, dg, h, NULL, &l1);
+        h = saga_matmul(c, h, l2.W);
+        h = saga_program_run(c, &GCN, dg, h, NULL, &l2);
+        if (step == 3) {
+            assert_int_equal(saga_tensor_to_host(h, out), SAGA_OK);
+            break;
+        }
+        saga_tensor *loss = saga_nll_loss(c, saga_log_softmax(c, h), lab, NULL);
+        assert_int_equal(saga_ctx_status(c), SAGA_OK);
+        double l = saga_item(loss);
+        if (!(fabs(l - mem.loss[step]) <= 1e-5 * fabs(l)))
+            fail_msg("step %d: saga_program_run loss %.9g, net %.9g", step, l, mem.loss[step]);
+        assert_int_equal(saga_backward(c, loss), SAGA_OK);
+        assert_int_equal(saga_optim_step(opt), SAGA_OK);
+        saga_ctx_clear(c);
+    }
+    for (int64_t i = 0; i < (int64_t)D.n * D.C; i++)
+        if (!(fabs(out[i] - mem.out[i]) <= 1e-5 * fmax(1.0, fabs(out[i]))))
+            fail_msg("output %lld: %.9g vs %.9g", (long long)i, out[i], mem.out[i]);
+    test_free(out);
+    test_free(mem.out);
+    saga_ctx_free(&c);
+    saga_tensor_free(&x);
+    saga_tensor_free(&lab);
+    saga_dgraph_free(&dg);
+    saga_optim_free(&opt);
+    saga_model_free(&m);
+    saga_backend_free_all(&be);
+}
+
+/* With the same number of parts, METIS's halos are smaller than a random partition's, so a
+ * streamed epoch moves fewer bytes. */
+static void test_net_metis_moves_fewer_bytes(void **state) {
+    (void)state;
+    run_out mem, met, rnd;
+    run_model(&mem, &GCN, 0, SAGA_EXEC_MEMORY, 0, SAGA_PARTITION_METIS, SAGA_SAVED_RECOMPUTE);
+    size_t budget = mem.peak / 2;
+    run_model(&met, &GCN, budget, SAGA_EXEC_STREAM, 8, SAGA_PARTITION_METIS, SAGA_SAVED_RECOMPUTE);
+    run_model(&rnd, &GCN, budget, SAGA_EXEC_STREAM, 8, SAGA_PARTITION_RANDOM, SAGA_SAVED_RECOMPUTE);
+    print_message("  8 parts: metis halo %lld rows, h2d %llu; random halo %lld rows, h2d %llu\n",
+                  (long long)met.st[2].halo_rows, (unsigned long long)met.st[2].h2d_bytes,
+                  (long long)rnd.st[2].halo_rows, (unsigned long long)rnd.st[2].h2d_bytes);
+    assert_true(met.st[2].halo_rows < rnd.st[2].halo_rows);
+    assert_true(met.st[2].h2d_bytes < rnd.st[2].h2d_bytes);
+    assert_true(met.st[2].edge_cut < rnd.st[2].edge_cut);
+    assert_same_run(&met, &rnd, 1e-5);
+    test_free(mem.out);
+    test_free(met.out);
+    test_free(rnd.out);
+}
+
+static void test_net_budget_too_small(void **state) {
+    (void)state;
+    data_load();
+    saga_backend_params bp = saga_backend_params_defaults();
+    bp.budget_bytes = 6 * 1024;
+    saga_backend *be = NULL;
+    assert_int_equal(saga_backend_cpu_new(&be, &bp), SAGA_OK);
+    saga_ctx *c = NULL;
+    assert_int_equal(saga_ctx_new(&c, be, 3), SAGA_OK);
+    saga_model *m = NULL;
+    assert_int_equal(saga_model_new(&m, be), SAGA_OK);
+    layer l1 = {.relu = true};
+    l1.W = saga_model_param(m, "W1", D.F, 16, SAGA_INIT_GLOROT, 11);
+    l1.b = saga_model_param(m, "b1", 1, 16, SAGA_INIT_ZEROS, 0);
+    saga_net_opts no = saga_net_opts_defaults();
+    no.self_loops = SAGA_DGRAPH_SELF_LOOPS_ADD;
+    saga_net *net = NULL;
+    assert_int_equal(saga_net_new(&net, c, D.g, &no), SAGA_OK);
+    assert_int_equal(saga_net_add_vertex(net, project, &l1, 16), SAGA_OK);
+    assert_int_equal(saga_net_add_program(net, &GCN, &l1, 16), SAGA_OK);
+    assert_int_equal(saga_net_set_input(net, D.x, D.F), SAGA_OK);
+    /* the budget holds the parameters but not even one vertex's block */
+    saga_status st = saga_net_forward(net, NULL);
+    if (st == SAGA_OK) {
+        saga_net_stats s;
+        saga_net_get_stats(net, &s);
+        fail_msg("a 64 KiB budget ran (%d parts, peak %zu)", (int)s.parts, s.peak_device_bytes);
+    }
+    assert_int_equal(st, SAGA_ERR_BUDGET);
+    saga_test_assert_error_contains("budget at least", NULL);
+    saga_net_free(&net);
+    saga_model_free(&m);
+    saga_ctx_free(&c);
+    saga_backend_free_all(&be);
+}
+
+static int teardown(void **state) {
+    (void)state;
+    saga_graph_free(&D.g);
+    saga_free(D.x);
+    saga_free(D.labels);
+    return 0;
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_net_gcn_streamed_equals_memory),
+        cmocka_unit_test(test_net_gcn_offload_equals_memory),
+        cmocka_unit_test(test_net_gat_streamed_equals_memory),
+        cmocka_unit_test(test_net_memory_equals_program_run),
+        cmocka_unit_test(test_net_metis_moves_fewer_bytes),
+        cmocka_unit_test(test_net_budget_too_small),
+    };
+    return cmocka_run_group_tests(tests, NULL, teardown);
+}
