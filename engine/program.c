@@ -974,7 +974,6 @@ static saga_status edges_backward(saga_ctx *c, saga_node *n, saga_tensor *grad_o
     batch_run *r = saga_node_state(n);
     saga_tensor *h = saga_node_input(n, 0), *edata = saga_node_input(n, 1);
     bool need_h = saga_node_needs_grad(n, 0), need_e = edata && saga_node_needs_grad(n, 1);
-    const saga_kernels *k = saga_ctx_kernels(c);
     saga_stream *s = saga_ctx_stream(c);
     uint64_t rng_saved = saga_ctx_rng_counter(c);
     bool in_region = false;
@@ -984,16 +983,15 @@ static saga_status edges_backward(saga_ctx *c, saga_node *n, saga_tensor *grad_o
         return ctx_error(c);
     if (need_e && !(de = saga_ctx_zeros(c, SAGA_F32, edata->rows, edata->cols)))
         return ctx_error(c);
-    for (int64_t b = 0; b < r->plan->n_batches; b++) {
+    for (int64_t b = 0; b < r->v.plan.n_batches; b++) {
         int32_t v0, v1;
         int64_t e0, e1;
         batch_range(r, b, &v0, &v1, &e0, &e1);
-        saga_ctx_set_rng_counter(c, r->rng[b]);
         mark = saga_tape_mark(c);
         in_region = true;
         saga_edge_in e;
         saga_edge_batch eb;
-        saga_tensor *msg = batch_messages(c, r, b, h, edata, need_h, need_e, &e, &eb);
+        saga_tensor *msg = batch_messages(c, r, b, h, h, edata, need_h, need_e, &e, &eb);
         if (!msg)
             SAGA_TRY(ctx_error(c));
         if (saga_tensor_needs_grad(msg) && e.n_edges > 0 && r->f_out > 0) {
@@ -1001,12 +999,10 @@ static saga_status edges_backward(saga_ctx *c, saga_node *n, saga_tensor *grad_o
             if (!dmsg)
                 SAGA_TRY(ctx_error(c));
             SAGA_TRY(saga_tape_backward_range(c, mark, msg, dmsg));
-            if (e.src && e.src->grad && e.n_edges)
-                SAGA_TRY(k->scatter_add_rows_f32(s, e.n_edges, h->cols, r->g->d_in_src + e0,
-                                                 e.src->grad->data, h->rows, dh->data));
-            if (e.dst && e.dst->grad && e.n_edges)
-                SAGA_TRY(k->scatter_add_rows_f32(s, e.n_edges, h->cols, r->g->d_edge_dst + e0,
-                                                 e.dst->grad->data, h->rows, dh->data));
+            if (need_h) {
+                SAGA_TRY(scatter_grad(c, e.src, r->v.d_in_src + e0, dh));
+                SAGA_TRY(scatter_grad(c, e.dst, r->v.d_edge_dst + e0, dh));
+            }
             if (e.data && e.data->grad && e.data->nbytes)
                 SAGA_TRY(
                     saga_memcpy_d2d_async(s, f32_rows(de, e0), e.data->grad->data, e.data->nbytes));
@@ -1053,12 +1049,11 @@ fail:
 }
 
 /* Every batch's messages into one context tensor (recorded), *gathered the reduction. */
-static saga_tensor *run_edges_batched(saga_ctx *c, const saga_program *p, saga_dgraph *g,
+static saga_tensor *run_edges_batched(saga_ctx *c, const saga_program *p, const saga_prog_view *v,
                                       saga_tensor *h, saga_tensor *edata, void *layer,
                                       saga_tensor **gathered) {
     saga_status st = SAGA_OK;
     const saga_kernels *k = saga_ctx_kernels(c);
-    saga_backend *be = saga_ctx_backend(c);
     saga_stream *s = saga_ctx_stream(c);
     batch_run *r = NULL;
     saga_tensor *E = NULL;
@@ -1073,35 +1068,31 @@ static saga_tensor *run_edges_batched(saga_ctx *c, const saga_program *p, saga_d
         return NULL;
     SAGA_TRY(saga_alloc_zeroed((void **)&r, 1, sizeof *r, "a program node"));
     r->p = *p;
-    r->g = g;
+    r->v = *v;
     r->layer = layer;
     r->f_out = -1;
-    int64_t max_edges = p->max_batch_edges > 0 ? p->max_batch_edges : PROGRAM_DEFAULT_BATCH_EDGES;
-    SAGA_TRY(dgraph_plan_get(g, max_edges, &r->plan));
-    if (p->edge_weight != SAGA_WEIGHT_NONE)
-        SAGA_TRY(dgraph_weight_column(g, p->edge_weight, &r->weights));
-    SAGA_TRY(saga_alloc_array((void **)&r->rng, (size_t)r->plan->n_batches, sizeof(uint64_t),
-                              "batch dropout counters"));
+    r->rng = r->rng_end = saga_ctx_rng_counter(c);
 
-    for (int64_t b = 0; b < r->plan->n_batches; b++) {
+    for (int64_t b = 0; b < r->v.plan.n_batches; b++) {
         int32_t v0, v1;
         int64_t e0, e1;
         batch_range(r, b, &v0, &v1, &e0, &e1);
-        r->rng[b] = saga_ctx_rng_counter(c);
         mark = saga_tape_mark(c);
         in_region = true;
         saga_edge_in e;
         saga_edge_batch eb;
-        saga_tensor *msg = batch_messages(c, r, b, h, edata, false, false, &e, &eb);
+        saga_tensor *msg = batch_messages(c, r, b, h, h, edata, false, false, &e, &eb);
         if (!msg)
             SAGA_TRY(ctx_error(c));
+        if (saga_ctx_rng_counter(c) > r->rng_end)
+            r->rng_end = saga_ctx_rng_counter(c);
         msg_grad = msg_grad || saga_tensor_needs_grad(msg);
         if (b == 0) {
             /* the width is known only now and E must outlive the region: the first batch's
              * messages wait in a scratch buffer until E exists */
             r->f_out = msg->cols;
             first_bytes = msg->nbytes;
-            SAGA_TRY(saga_backend_alloc(be, &first, first_bytes));
+            SAGA_TRY(saga_ctx_buffer(c, &first, first_bytes));
             if (first_bytes)
                 SAGA_TRY(saga_memcpy_d2d_async(s, first, msg->data, first_bytes));
         } else if (msg->nbytes) {
@@ -1111,16 +1102,17 @@ static saga_tensor *run_edges_batched(saga_ctx *c, const saga_program *p, saga_d
         saga_tape_release(c, mark);
         in_region = false;
         if (b == 0) {
-            if (!(E = saga_ctx_tensor(c, SAGA_F32, g->m, r->f_out)))
+            if (!(E = saga_ctx_tensor(c, SAGA_F32, v->m, r->f_out)))
                 SAGA_TRY(ctx_error(c));
             if (first_bytes) {
                 SAGA_TRY(saga_memcpy_d2d_async(s, E->data, first, first_bytes));
                 SAGA_TRY(saga_stream_synchronize(s));
             }
-            saga_backend_free(be, first, first_bytes);
+            saga_ctx_buffer_free(c, first, first_bytes);
             first = NULL;
         }
     }
+    saga_ctx_set_rng_counter(c, r->rng_end);
 
     saga_tensor *inputs[2] = {h, edata};
     batch_run *state = r;
@@ -1130,16 +1122,17 @@ static saga_tensor *run_edges_batched(saga_ctx *c, const saga_program *p, saga_d
 
     /* ---- the gather over E */
     saga_reduce op = reduce_of(p->gather);
-    saga_tensor *y = saga_ctx_tensor(c, SAGA_F32, g->n, E->cols);
-    saga_tensor *am = op == SAGA_REDUCE_MAX ? saga_ctx_tensor(c, SAGA_I32, g->n, E->cols) : NULL;
+    saga_tensor *y = saga_ctx_tensor(c, SAGA_F32, v->n_dst, E->cols);
+    saga_tensor *am =
+        op == SAGA_REDUCE_MAX ? saga_ctx_tensor(c, SAGA_I32, v->n_dst, E->cols) : NULL;
     if (!y || (op == SAGA_REDUCE_MAX && !am))
         return NULL;
     if (y->nbytes)
-        SAGA_TRY(k->segment_reduce_f32(s, g->d_in_off, g->n, E->cols, op, E->data, y->data,
+        SAGA_TRY(k->segment_reduce_f32(s, v->d_in_off, v->n_dst, E->cols, op, E->data, y->data,
                                        am ? am->data : NULL));
     edges_gather_state *gs = NULL;
     SAGA_TRY(saga_alloc_array((void **)&gs, 1, sizeof *gs, "a gather node"));
-    *gs = (edges_gather_state){g->d_in_off, g->n, op, am ? am->data : NULL};
+    *gs = (edges_gather_state){v->d_in_off, v->n_dst, op, am ? am->data : NULL};
     if (saga_tape_record(c, y, &E, 1, edges_gather_backward, gs, saga_free) < 0)
         return NULL;
     *gathered = y;
@@ -1147,7 +1140,7 @@ static saga_tensor *run_edges_batched(saga_ctx *c, const saga_program *p, saga_d
 fail:
     if (in_region)
         saga_tape_release(c, mark);
-    saga_backend_free(be, first, first_bytes);
+    saga_ctx_buffer_free(c, first, first_bytes);
     batch_run_free(r);
     return ctx_fail_null(c, st);
 }
@@ -1170,13 +1163,7 @@ saga_tensor *saga_program_run_edges(saga_ctx *c, const saga_program *p, const sa
     SAGA_CHECK(p->apply_edge, SAGA_ERR_INVALID_ARG,
                "saga_program_run_edges: the program has no apply_edge (its messages would be the "
                "scattered values themselves)");
-    SAGA_CHECK((unsigned)p->scatter < SAGA_SCATTER_COUNT &&
-                   (unsigned)p->edge_weight < SAGA_WEIGHT_COUNT &&
-                   (unsigned)p->gather < SAGA_GATHER_COUNT && p->max_batch_edges >= 0,
-               SAGA_ERR_INVALID_ARG,
-               "saga_program_run_edges: bad program (scatter %d, edge_weight %d, gather %d, "
-               "max_batch_edges %lld)",
-               (int)p->scatter, (int)p->edge_weight, (int)p->gather, (long long)p->max_batch_edges);
+    SAGA_TRY(saga_program_check(p, "saga_program_run_edges"));
     SAGA_CHECK(h->be == g->be && h->be == saga_ctx_backend(c), SAGA_ERR_INVALID_ARG,
                "saga_program_run_edges: h is on backend %s, the graph on %s, the context on %s",
                saga_backend_name(h->be), saga_backend_name(g->be),
@@ -1195,25 +1182,21 @@ saga_tensor *saga_program_run_edges(saga_ctx *c, const saga_program *p, const sa
                    saga_backend_name(edata->be), (long long)g->m, (long long)g->m,
                    saga_backend_name(g->be));
 
+    saga_prog_view v;
+    SAGA_TRY(dgraph_view(g, p, &v));
     saga_tensor *gathered = NULL;
-    saga_tensor *E = run_edges_batched(c, p, g, h, edata, layer, &gathered);
+    saga_tensor *E = run_edges_batched(c, p, &v, h, edata, layer, &gathered);
     if (!E)
         return NULL;
     *edges_out = E;
     if (!p->apply_vertex)
         return gathered;
-    saga_vertex_in v = {.first = 0, .count = g->n, .gathered = gathered, .self = h};
-    saga_tensor *out = p->apply_vertex(c, &v, layer);
-    if (!out) {
-        SAGA_CHECK(saga_ctx_status(c) < 0, SAGA_ERR_INVALID_ARG,
-                   "saga_program_run_edges: apply_vertex returned NULL without an error");
-        return NULL;
-    }
-    SAGA_CHECK(out->dtype == SAGA_F32 && out->rows == g->n, SAGA_ERR_INVALID_ARG,
-               "saga_program_run_edges: apply_vertex returned a %s %lld x %lld tensor for %lld "
-               "vertices",
-               saga_dtype_name(out->dtype), (long long)out->rows, (long long)out->cols,
-               (long long)g->n);
+    saga_vertex_in vin = {.first = 0, .count = g->n, .gathered = gathered, .self = h};
+    int64_t row_base = saga_ctx_row_base(c);
+    saga_ctx_set_row_base(c, 0);
+    saga_tensor *out = p->apply_vertex(c, &vin, layer);
+    saga_ctx_set_row_base(c, row_base);
+    SAGA_TRY(saga_prog_check_vertex_out(c, out, g->n, "saga_program_run_edges"));
     return out;
 fail:
     return ctx_fail_null(c, st);
