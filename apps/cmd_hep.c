@@ -78,9 +78,9 @@ static const cli_opt hep_opts[] = {
     {"pt-min", 0, "GEV", "1",
      "Hits of particles below this pT are dropped from the graphs (noise hits stay)."},
     {"epochs", 0, "N", "20", "train: epochs (each covers every training event once)."},
-    {"lr", 0, "R", "0.002", "train: Adam's learning rate."},
+    {"lr", 0, "R", "0.003", "train: Adam's learning rate."},
     {"hidden", 0, "H", "32", "Width of the hidden states (eval: as the checkpoint was trained)."},
-    {"iterations", 0, "K", "6", "Message-passing rounds (eval: as trained)."},
+    {"iterations", 0, "K", "4", "Message-passing rounds (eval: as trained)."},
     {"sampler", 0, "S", "balanced",
      "train: random, sorted, balanced, or all (train three times from the same start, one per "
      "sampler, and report each)."},
@@ -281,7 +281,7 @@ static int hep_main(int argc, char **argv) {
     hep_train_opts to = hep_train_opts_defaults();
     bool given[OPT_COUNT_] = {false};
     int64_t v = 0, n_events = 10, threads = 0;
-    double lr = 0.002, pos_weight = 1, eval_fraction = 0.2;
+    double lr = 0.003, pos_weight = 1, eval_fraction = 0.2;
     int o;
     cli_begin(&c, &cli_cmd_hep, argc, argv);
     while ((o = cli_next(&c, &arg)) >= 0) {

@@ -855,9 +855,9 @@ fail:
 
 hep_train_opts hep_train_opts_defaults(void) {
     return (hep_train_opts){.epochs = 20,
-                            .lr = 0.002f,
+                            .lr = 0.003f,
                             .hidden = 32,
-                            .iterations = 6,
+                            .iterations = 4,
                             .pos_weight = 1.0f,
                             .batch_events = 4,
                             .edge_budget = 0,

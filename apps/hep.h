@@ -19,12 +19,13 @@
  * pt_min are dropped from the graph, as if the detector had not seen them; noise hits stay.
  *
  * Model (Interaction Network, Battaglia et al. 2016, as used for tracking by Exa.TrkX): node
- * and edge encoders (two-layer MLPs to `hidden`), then `iterations` rounds of one vertex program
- * with shared weights: apply_edge e' = e + MLP([h_src, h_dst, e]) over SCATTER_BOTH with the edge
- * states as edge data, gather SUM at the outer hit, apply_vertex h' = h + MLP([h, sum of e' in,
- * sum of e' out]) (the sum over out-edges reduces the kept edge tensor by source); then a score
- * MLP over [h_src, h_dst, e] gives one logit per edge. Loss: binary cross-entropy with logits
- * and pos_weight; Adam.
+ * and edge encoders (two-layer MLPs to `hidden`, tanh), then `iterations` rounds of one vertex
+ * program with shared weights: apply_edge e' = tanh(MLP([h_src, h_dst, e])) over SCATTER_BOTH
+ * with the edge states as edge data, gather SUM at the outer hit, apply_vertex h' = tanh(MLP([h,
+ * sum of e' in, sum of e' out])) (the sum over out-edges reduces the kept edge tensor by
+ * source); then a score MLP over [h_src, h_dst, e] gives one logit per edge. tanh bounds the
+ * states, so the sums over a hit's edges cannot grow round after round. Loss: binary
+ * cross-entropy with logits and pos_weight; Adam.
  */
 #pragma once
 
@@ -184,9 +185,9 @@ saga_status hep_evaluate(hep_metrics *out, saga_backend *be, hep_net *net,
 
 typedef struct hep_train_opts {
     int epochs;           /* 20 */
-    float lr;             /* Adam's learning rate (0.002) */
+    float lr;             /* Adam's learning rate (0.003) */
     int hidden;           /* 32 */
-    int iterations;       /* message-passing rounds (6) */
+    int iterations;       /* message-passing rounds (4) */
     float pos_weight;     /* BCE weight of the true edges (1) */
     int32_t batch_events; /* events per micro-batch for RANDOM and SORTED (4) */
     int64_t edge_budget;  /* BALANCED bins (0: as many bins as the others' micro-batches) */
