@@ -967,6 +967,7 @@ saga_status hep_train(hep_run *out, saga_backend *be, const hep_data *d, const h
     }
     if (to_run > 0) {
         qsort(secs, (size_t)to_run, sizeof *secs, cmp_double);
+        r.epoch_seconds_min = secs[0];
         r.epoch_seconds =
             to_run % 2 ? secs[to_run / 2] : 0.5 * (secs[to_run / 2 - 1] + secs[to_run / 2]);
     }

@@ -213,12 +213,13 @@ typedef saga_status (*hep_epoch_fn)(const hep_epoch *e, void *user);
 
 typedef struct hep_run {
     int start_epoch, epochs;
-    double loss;             /* the last epoch's */
-    double epoch_seconds;    /* median over the epochs run here */
-    size_t peak_bytes;       /* largest epoch peak */
-    int64_t max_batch_edges; /* largest micro-batch over the epochs */
-    int32_t n_batches;       /* micro-batches per epoch */
-    int64_t budget;          /* BALANCED's edge budget */
+    double loss;              /* the last epoch's */
+    double epoch_seconds;     /* median over the epochs run here */
+    double epoch_seconds_min; /* the fastest: the least disturbed by other work on the machine */
+    size_t peak_bytes;        /* largest epoch peak */
+    int64_t max_batch_edges;  /* largest micro-batch over the epochs */
+    int32_t n_batches;        /* micro-batches per epoch */
+    int64_t budget;           /* BALANCED's edge budget */
     int64_t n_params;
     hep_metrics metrics; /* on the evaluation events (on the training events when none) */
     double seconds;
