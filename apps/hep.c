@@ -861,6 +861,7 @@ hep_train_opts hep_train_opts_defaults(void) {
                             .pos_weight = 1.0f,
                             .batch_events = 4,
                             .edge_budget = 0,
+                            .hit_weight = 0,
                             .sampler = HEP_SAMPLER_BALANCED,
                             .threshold = 0.5,
                             .seed = 1,
@@ -887,8 +888,9 @@ saga_status hep_train(hep_run *out, saga_backend *be, const hep_data *d, const h
     hep_run r = {0};
     SAGA_CHECK(out && be && d && o, SAGA_ERR_INVALID_ARG, "hep_train: NULL argument");
     SAGA_CHECK(o->epochs >= 0 && isfinite(o->lr) && o->lr > 0 && o->pos_weight > 0 &&
-                   o->batch_events >= 1 && o->edge_budget >= 0 &&
-                   (unsigned)o->sampler < HEP_SAMPLER_COUNT && o->threshold > 0 && o->threshold < 1,
+                   o->batch_events >= 1 && o->edge_budget >= 0 && o->hit_weight >= 0 &&
+                   o->hit_weight <= 1e6 && (unsigned)o->sampler < HEP_SAMPLER_COUNT &&
+                   o->threshold > 0 && o->threshold < 1,
                SAGA_ERR_INVALID_ARG,
                "hep_train: options out of range (epochs >= 0, lr > 0, pos_weight > 0, "
                "batch_events >= 1, threshold in (0, 1))");
@@ -896,7 +898,7 @@ saga_status hep_train(hep_run *out, saga_backend *be, const hep_data *d, const h
     int32_t nt = d->n_train;
     SAGA_TRY(saga_alloc_array((void **)&edges, (size_t)nt, sizeof *edges, "event sizes"));
     for (int32_t i = 0; i < nt; i++)
-        edges[i] = d->events[i].n_edges;
+        edges[i] = d->events[i].n_edges + llround(o->hit_weight * d->events[i].n_hits);
 
     SAGA_TRY(hep_net_new(&net, be, o->hidden, o->iterations, o->seed));
     r.n_params = saga_model_n_scalars(net.m);

@@ -46,6 +46,12 @@ expect 0 "$SAGA_BIN" hep train --data "$TMP/ev" --epochs 3 --hidden 8 --iteratio
     --batch-events 2 --resume "$TMP/hep.ckpt" --checkpoint "$TMP/hep3.ckpt" --json --quiet
 [ "$(json_get 'j["start_epoch"], j["epochs"]')" = "2 3" ] || fail "resume: $(json_last)"
 
+# balanced bins by edges + 1.3 * hits: the budget is in those units
+expect 0 "$SAGA_BIN" hep train --data "$TMP/ev" --epochs 1 --hidden 8 --iterations 1 \
+    --batch-events 2 --hit-weight 1.3 --json --quiet
+[ "$(json_get 'j["hit_weight"], j["samplers"][0]["sampler"], j["samplers"][0]["edge_budget"] > j["samplers"][0]["max_batch_edges"]')" = "1.3 balanced True" ] ||
+    fail "--hit-weight: $(json_last)"
+
 # ---- eval ---------------------------------------------------------------------------------
 expect 0 "$SAGA_BIN" hep eval --data "$TMP/ev2" --checkpoint "$TMP/hep3.ckpt" --hidden 8 \
     --iterations 2 --json
