@@ -113,6 +113,97 @@ saga_status saga_citation_features(float **out, const saga_citation *c);
  * renamed. Same data set, same bytes. Errors: SAGA_ERR_IO naming the file. */
 saga_status saga_citation_write(const saga_citation *c, const char *dir);
 
+/* ---- collision events in the layout of the TrackML challenge ----------------------------- *
+ * A barrel detector of ten cylindrical layers around the beam line in a solenoid field along z:
+ * four pixel layers (volume 8, layers 2/4/6/8: radii 32, 72, 116, 172 mm, half-length 500 mm,
+ * smearing 0.05 mm in r-phi and z), four short-strip layers (volume 13: 260, 360, 500, 660 mm,
+ * half-length 1100 mm, 0.08 mm in r-phi, 0.5 mm in z) and two long-strip layers (volume 17:
+ * 820, 1020 mm, half-length 1100 mm, 0.08 mm / 1.0 mm), as the barrel volumes of TrackML.
+ * An event draws log-uniformly between min_particles and max_particles charged particles
+ * (charge +-1 with equal odds) from a beam spot (Gaussian: 0.015 mm in x and y, 55 mm in z) with
+ * eta flat in |eta| < eta_max, phi flat, and pT from a falling spectrum: with probability
+ * 1 - tail_fraction, pt_min plus an exponential of mean soft_pt_mean; otherwise a power law
+ * dN/dpT ~ pT^-3 above 1 GeV, capped at 100 GeV. Each particle follows its helix (radius R[m] =
+ * pT[GeV] / (0.3 B[T])) outwards for half a turn and leaves one hit on every layer it crosses
+ * inside the layer's half-length; a particle whose helix does not reach a layer leaves no hit
+ * there or further out (a low-pT looper). No material effects (scattering, energy loss). Noise
+ * hits, noise_fraction times the particle hits, fall uniformly on random layers. Hits are
+ * ordered by layer, module and phi and numbered from 1; noise hits have particle_id 0. The draws
+ * of event k depend only on (seed, k). */
+
+enum { SAGA_TRACKML_N_LAYERS = 10 };
+
+typedef struct saga_trackml_params {
+    int32_t min_particles, max_particles; /* per event, drawn log-uniformly: 100, 3000 */
+    double bfield;                        /* tesla: 2 */
+    double eta_max;                       /* 2.5 */
+    double pt_min;                        /* GeV, the softest particle: 0.2 */
+    double soft_pt_mean;                  /* GeV, mean of the exponential above pt_min: 0.35 */
+    double tail_fraction;                 /* share of the power-law tail above 1 GeV: 0.15 */
+    double noise_fraction;                /* noise hits per particle hit: 0.1 */
+    uint64_t seed;                        /* 1 */
+} saga_trackml_params;
+
+saga_trackml_params saga_trackml_params_defaults(void);
+
+/* One event: the hits, their truth and the particles, as the three TrackML files hold them.
+ * Plain data; every array saga_malloc'd and owned by the struct. Columns a file read did not
+ * have are NULL (module_id, the truth's t* columns and weight, the particles' v*, q, nhits). */
+typedef struct saga_trackml_event {
+    int64_t event_id;
+    int64_t n_hits;
+    int64_t *hit_id;
+    float *x, *y, *z; /* mm */
+    int32_t *volume_id, *layer_id, *module_id;
+    /* truth, per hit (row i is hit i of the hits file, matched by hit_id) */
+    int64_t *particle_id;                  /* 0: noise */
+    float *tx, *ty, *tz, *tpx, *tpy, *tpz; /* the true position and momentum (GeV) */
+    float *weight;
+    /* particles */
+    int64_t n_particles;
+    int64_t *p_id;
+    float *vx, *vy, *vz, *px, *py, *pz;
+    int32_t *q, *nhits;
+} saga_trackml_event;
+
+/* Generates event event_id; the caller owns *out (saga_trackml_event_free). Errors:
+ * SAGA_ERR_INVALID_ARG naming a parameter out of range; SAGA_ERR_OUT_OF_MEMORY. */
+saga_status saga_trackml_generate(saga_trackml_event **out, const saga_trackml_params *p,
+                                  int64_t event_id);
+/* Frees the arrays and *e; *e becomes NULL. Accepts NULL. */
+void saga_trackml_event_free(saga_trackml_event **e);
+/* Writes DIR/eventNNNNNNNNN-hits.csv.gz (hit_id,x,y,z,volume_id,layer_id,module_id),
+ * -truth.csv.gz (hit_id,particle_id,tx,ty,tz,tpx,tpy,tpz,weight) and -particles.csv.gz
+ * (particle_id,vx,vy,vz,px,py,pz,q,nhits), each through NAME.tmp and a rename; DIR must exist.
+ * Same event, same bytes. The event needs every column. Errors: SAGA_ERR_IO naming the file,
+ * SAGA_ERR_INVALID_ARG for an event without the truth or particle columns. */
+saga_status saga_trackml_write(const saga_trackml_event *e, const char *dir);
+/* Reads PREFIX-hits.csv[.gz], PREFIX-truth.csv[.gz] and PREFIX-particles.csv[.gz] (PREFIX e.g.
+ * "dir/event000000010"; plain or gzip, told apart by content): columns are found by their
+ * header names, extra columns are ignored, so the files of the TrackML challenge read as they
+ * are. Needed: hit_id, x, y, z, volume_id, layer_id; hit_id, particle_id; particle_id, px, py,
+ * pz. Truth rows may come in any order but must name every hit once. The event id is the number
+ * after "event" in the prefix's last component (0 when there is none). Errors: SAGA_ERR_IO
+ * naming a missing file; SAGA_ERR_PARSE as "FILE:LINE: expected ..., found ..." for a missing
+ * column, a bad number, a wrong field count, an unknown or repeated hit_id; SAGA_ERR_CORRUPT
+ * for a truncated or corrupt gzip stream. */
+saga_status saga_trackml_read(saga_trackml_event **out, const char *prefix);
+/* The event prefixes in dir ("dir/eventNNN" for every eventNNN-hits.csv[.gz]), sorted by name;
+ * *prefixes is an array of n strings, all freed by saga_trackml_list_free. No event is not an
+ * error (n = 0). Errors: SAGA_ERR_IO naming dir. */
+saga_status saga_trackml_list(char ***prefixes, int64_t *n, const char *dir);
+void saga_trackml_list_free(char ***prefixes, int64_t n);
+
+/* The barrel layer (0 .. SAGA_TRACKML_N_LAYERS-1, innermost first) of a TrackML (volume_id,
+ * layer_id), or -1 for a hit outside the barrel (the end caps, which this layout leaves out). */
+int saga_trackml_layer_index(int32_t volume_id, int32_t layer_id);
+/* The radius and half-length in z (mm) of barrel layer i. */
+double saga_trackml_layer_radius(int i);
+double saga_trackml_layer_half_length(int i);
+/* Hit smearing of layer i (mm): in r-phi and in z. */
+double saga_trackml_layer_sigma_rphi(int i);
+double saga_trackml_layer_sigma_z(int i);
+
 #ifdef __cplusplus
 }
 #endif

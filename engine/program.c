@@ -964,3 +964,243 @@ saga_tensor *saga_edge_softmax(saga_ctx *c, const saga_edge_in *e, saga_tensor *
 fail:
     return ctx_fail_null(c, st);
 }
+
+/* ---- per-edge outputs: saga_program_run_edges ---------------------------------------------- */
+
+/* The run's messages, kept: every batch's apply_edge output in one n_edges x F' tensor (rows in
+ * the placed graph's edge order), recorded as one node over (h, edata). Its backward recomputes
+ * each batch in a region, as the batched path does, seeding the region with the batch's rows of
+ * the edge tensor's gradient (which holds the gather's contribution and any loss on the edges);
+ * the gradients of the scattered rows are then added into d h and d edata. */
+static saga_status edges_backward(saga_ctx *c, saga_node *n, saga_tensor *grad_out) {
+    saga_status st = SAGA_OK;
+    batch_run *r = saga_node_state(n);
+    saga_tensor *h = saga_node_input(n, 0), *edata = saga_node_input(n, 1);
+    bool need_h = saga_node_needs_grad(n, 0), need_e = edata && saga_node_needs_grad(n, 1);
+    saga_stream *s = saga_ctx_stream(c);
+    uint64_t rng_saved = saga_ctx_rng_counter(c);
+    bool in_region = false;
+    saga_tape_pos mark = {0, 0};
+    saga_tensor *dh = NULL, *de = NULL;
+    if (need_h && !(dh = saga_ctx_zeros(c, SAGA_F32, h->rows, h->cols)))
+        return ctx_error(c);
+    if (need_e && !(de = saga_ctx_zeros(c, SAGA_F32, edata->rows, edata->cols)))
+        return ctx_error(c);
+    for (int64_t b = 0; b < r->v.plan.n_batches; b++) {
+        int32_t v0, v1;
+        int64_t e0, e1;
+        batch_range(r, b, &v0, &v1, &e0, &e1);
+        mark = saga_tape_mark(c);
+        in_region = true;
+        saga_edge_in e;
+        saga_edge_batch eb;
+        saga_tensor *msg = batch_messages(c, r, b, h, h, edata, need_h, need_e, &e, &eb);
+        if (!msg)
+            SAGA_TRY(ctx_error(c));
+        if (saga_tensor_needs_grad(msg) && e.n_edges > 0 && r->f_out > 0) {
+            saga_tensor *dmsg = batch_slice(c, grad_out->data, e0, e.n_edges, r->f_out, false);
+            if (!dmsg)
+                SAGA_TRY(ctx_error(c));
+            SAGA_TRY(saga_tape_backward_range(c, mark, msg, dmsg));
+            if (need_h) {
+                SAGA_TRY(scatter_grad(c, e.src, r->v.d_in_src + e0, dh));
+                SAGA_TRY(scatter_grad(c, e.dst, r->v.d_edge_dst + e0, dh));
+            }
+            if (e.data && e.data->grad && e.data->nbytes)
+                SAGA_TRY(
+                    saga_memcpy_d2d_async(s, f32_rows(de, e0), e.data->grad->data, e.data->nbytes));
+        }
+        saga_tape_release(c, mark);
+        in_region = false;
+    }
+    saga_ctx_set_rng_counter(c, rng_saved);
+    if (dh)
+        SAGA_TRY(saga_node_accumulate(c, n, 0, dh));
+    if (de)
+        SAGA_TRY(saga_node_accumulate(c, n, 1, de));
+    return SAGA_OK;
+fail:
+    if (in_region)
+        saga_tape_release(c, mark);
+    saga_ctx_set_rng_counter(c, rng_saved);
+    return st;
+}
+
+/* The gather as a reduction over the kept edge tensor, by destination (the placed in-CSR's
+ * offsets). MAX keeps its argmax, a context tensor that lives as long as the tape. */
+typedef struct edges_gather_state {
+    const int64_t *offsets; /* device, n + 1 */
+    int64_t n_seg;
+    saga_reduce op;
+    const int32_t *argmax; /* MAX only */
+} edges_gather_state;
+
+static saga_status edges_gather_backward(saga_ctx *c, saga_node *n, saga_tensor *grad_out) {
+    saga_status st = SAGA_OK;
+    const edges_gather_state *gs = saga_node_state(n);
+    saga_tensor *E = saga_node_input(n, 0);
+    saga_tensor *dE = saga_ctx_tensor(c, SAGA_F32, E->rows, E->cols);
+    if (!dE)
+        return ctx_error(c);
+    if (dE->nbytes)
+        SAGA_TRY(saga_ctx_kernels(c)->segment_reduce_bwd_f32(saga_ctx_stream(c), gs->offsets,
+                                                             gs->n_seg, E->cols, gs->op,
+                                                             grad_out->data, gs->argmax, dE->data));
+    SAGA_TRY(saga_node_accumulate(c, n, 0, dE));
+fail:
+    return st;
+}
+
+/* Every batch's messages into one context tensor (recorded), *gathered the reduction. */
+static saga_tensor *run_edges_batched(saga_ctx *c, const saga_program *p, const saga_prog_view *v,
+                                      saga_tensor *h, saga_tensor *edata, void *layer,
+                                      saga_tensor **gathered) {
+    saga_status st = SAGA_OK;
+    const saga_kernels *k = saga_ctx_kernels(c);
+    saga_stream *s = saga_ctx_stream(c);
+    batch_run *r = NULL;
+    saga_tensor *E = NULL;
+    void *first = NULL;
+    size_t first_bytes = 0;
+    bool in_region = false, msg_grad = false;
+    saga_tape_pos mark = {0, 0};
+    if (!saga_ctx_kernel(c, k->gather_rows_f32 != NULL, "gather_rows_f32") ||
+        !saga_ctx_kernel(c, k->segment_reduce_f32 != NULL, "segment_reduce_f32") ||
+        !saga_ctx_kernel(c, k->segment_reduce_bwd_f32 != NULL, "segment_reduce_bwd_f32") ||
+        !saga_ctx_kernel(c, k->scatter_add_rows_f32 != NULL, "scatter_add_rows_f32"))
+        return NULL;
+    SAGA_TRY(saga_alloc_zeroed((void **)&r, 1, sizeof *r, "a program node"));
+    r->p = *p;
+    r->v = *v;
+    r->layer = layer;
+    r->f_out = -1;
+    r->rng = r->rng_end = saga_ctx_rng_counter(c);
+
+    for (int64_t b = 0; b < r->v.plan.n_batches; b++) {
+        int32_t v0, v1;
+        int64_t e0, e1;
+        batch_range(r, b, &v0, &v1, &e0, &e1);
+        mark = saga_tape_mark(c);
+        in_region = true;
+        saga_edge_in e;
+        saga_edge_batch eb;
+        saga_tensor *msg = batch_messages(c, r, b, h, h, edata, false, false, &e, &eb);
+        if (!msg)
+            SAGA_TRY(ctx_error(c));
+        if (saga_ctx_rng_counter(c) > r->rng_end)
+            r->rng_end = saga_ctx_rng_counter(c);
+        msg_grad = msg_grad || saga_tensor_needs_grad(msg);
+        if (b == 0) {
+            /* the width is known only now and E must outlive the region: the first batch's
+             * messages wait in a scratch buffer until E exists */
+            r->f_out = msg->cols;
+            first_bytes = msg->nbytes;
+            SAGA_TRY(saga_ctx_buffer(c, &first, first_bytes));
+            if (first_bytes)
+                SAGA_TRY(saga_memcpy_d2d_async(s, first, msg->data, first_bytes));
+        } else if (msg->nbytes) {
+            SAGA_TRY(saga_memcpy_d2d_async(s, f32_rows(E, e0), msg->data, msg->nbytes));
+        }
+        SAGA_TRY(saga_stream_synchronize(s));
+        saga_tape_release(c, mark);
+        in_region = false;
+        if (b == 0) {
+            if (!(E = saga_ctx_tensor(c, SAGA_F32, v->m, r->f_out)))
+                SAGA_TRY(ctx_error(c));
+            if (first_bytes) {
+                SAGA_TRY(saga_memcpy_d2d_async(s, E->data, first, first_bytes));
+                SAGA_TRY(saga_stream_synchronize(s));
+            }
+            saga_ctx_buffer_free(c, first, first_bytes);
+            first = NULL;
+        }
+    }
+    saga_ctx_set_rng_counter(c, r->rng_end);
+
+    saga_tensor *inputs[2] = {h, edata};
+    batch_run *state = r;
+    r = NULL;
+    if (saga_tape_record_ex(c, E, inputs, 2, msg_grad, edges_backward, state, batch_run_free) < 0)
+        return NULL;
+
+    /* ---- the gather over E */
+    saga_reduce op = reduce_of(p->gather);
+    saga_tensor *y = saga_ctx_tensor(c, SAGA_F32, v->n_dst, E->cols);
+    saga_tensor *am =
+        op == SAGA_REDUCE_MAX ? saga_ctx_tensor(c, SAGA_I32, v->n_dst, E->cols) : NULL;
+    if (!y || (op == SAGA_REDUCE_MAX && !am))
+        return NULL;
+    if (y->nbytes)
+        SAGA_TRY(k->segment_reduce_f32(s, v->d_in_off, v->n_dst, E->cols, op, E->data, y->data,
+                                       am ? am->data : NULL));
+    edges_gather_state *gs = NULL;
+    SAGA_TRY(saga_alloc_array((void **)&gs, 1, sizeof *gs, "a gather node"));
+    *gs = (edges_gather_state){v->d_in_off, v->n_dst, op, am ? am->data : NULL};
+    if (saga_tape_record(c, y, &E, 1, edges_gather_backward, gs, saga_free) < 0)
+        return NULL;
+    *gathered = y;
+    return E;
+fail:
+    if (in_region)
+        saga_tape_release(c, mark);
+    saga_ctx_buffer_free(c, first, first_bytes);
+    batch_run_free(r);
+    return ctx_fail_null(c, st);
+}
+
+saga_tensor *saga_program_run_edges(saga_ctx *c, const saga_program *p, const saga_dgraph *cg,
+                                    saga_tensor *h, saga_tensor *edata, void *layer,
+                                    saga_tensor **edges_out) {
+    saga_status st = SAGA_OK;
+    if (!c)
+        return NULL;
+    saga_dgraph *g = (saga_dgraph *)cg; /* lazy caches, as in saga_program_run */
+    SAGA_CHECK(edges_out, SAGA_ERR_INVALID_ARG, "saga_program_run_edges: edges_out is NULL");
+    if (!h) {
+        if (saga_ctx_status(c) < 0)
+            return NULL;
+        SAGA_CHECK(false, SAGA_ERR_INVALID_ARG, "saga_program_run_edges: h is NULL");
+    }
+    SAGA_CHECK(p && g, SAGA_ERR_INVALID_ARG,
+               "saga_program_run_edges: program and graph must be given");
+    SAGA_CHECK(p->apply_edge, SAGA_ERR_INVALID_ARG,
+               "saga_program_run_edges: the program has no apply_edge (its messages would be the "
+               "scattered values themselves)");
+    SAGA_TRY(saga_program_check(p, "saga_program_run_edges"));
+    SAGA_CHECK(h->be == g->be && h->be == saga_ctx_backend(c), SAGA_ERR_INVALID_ARG,
+               "saga_program_run_edges: h is on backend %s, the graph on %s, the context on %s",
+               saga_backend_name(h->be), saga_backend_name(g->be),
+               saga_backend_name(saga_ctx_backend(c)));
+    SAGA_CHECK(h->dtype == SAGA_F32 && h->rows == g->n, SAGA_ERR_INVALID_ARG,
+               "saga_program_run_edges: h is %s %lld x %lld, the graph has %lld vertices "
+               "(expected f32 %lld x F)",
+               saga_dtype_name(h->dtype), (long long)h->rows, (long long)h->cols, (long long)g->n,
+               (long long)g->n);
+    if (edata)
+        SAGA_CHECK(edata->be == g->be && edata->dtype == SAGA_F32 && edata->rows == g->m,
+                   SAGA_ERR_INVALID_ARG,
+                   "saga_program_run_edges: edata is %s %lld x %lld on %s, the graph has %lld "
+                   "edges (expected f32 %lld x D on %s)",
+                   saga_dtype_name(edata->dtype), (long long)edata->rows, (long long)edata->cols,
+                   saga_backend_name(edata->be), (long long)g->m, (long long)g->m,
+                   saga_backend_name(g->be));
+
+    saga_prog_view v;
+    SAGA_TRY(dgraph_view(g, p, &v));
+    saga_tensor *gathered = NULL;
+    saga_tensor *E = run_edges_batched(c, p, &v, h, edata, layer, &gathered);
+    if (!E)
+        return NULL;
+    *edges_out = E;
+    if (!p->apply_vertex)
+        return gathered;
+    saga_vertex_in vin = {.first = 0, .count = g->n, .gathered = gathered, .self = h};
+    int64_t row_base = saga_ctx_row_base(c);
+    saga_ctx_set_row_base(c, 0);
+    saga_tensor *out = p->apply_vertex(c, &vin, layer);
+    saga_ctx_set_row_base(c, row_base);
+    SAGA_TRY(saga_prog_check_vertex_out(c, out, g->n, "saga_program_run_edges"));
+    return out;
+fail:
+    return ctx_fail_null(c, st);
+}

@@ -144,6 +144,19 @@ typedef struct saga_program {
 saga_tensor *saga_program_run(saga_ctx *c, const saga_program *p, const saga_dgraph *g,
                               saga_tensor *h, saga_tensor *edata, void *layer);
 
+/* saga_program_run, and the messages too: *edges_out (not NULL) receives a context-owned
+ * n_edges x F' tensor with apply_edge's output for every edge, in the placed graph's edge
+ * order (saga_dgraph_edge_order), recorded on the tape: a loss on it back-propagates through
+ * apply_edge, and the gathered values' gradient adds to it. Needs apply_edge
+ * (SAGA_ERR_INVALID_ARG otherwise). *edges_out is written before apply_vertex runs, so an
+ * apply_vertex that also reduces the messages by source (an Interaction Network aggregating at
+ * both ends of an edge) can reach them through layer. The batches' messages are kept (n_edges x
+ * F' floats for the whole run) instead of being recomputed for the gather; the backward pass
+ * still recomputes each batch to reach apply_edge's inputs. */
+saga_tensor *saga_program_run_edges(saga_ctx *c, const saga_program *p, const saga_dgraph *g,
+                                    saga_tensor *h, saga_tensor *edata, void *layer,
+                                    saga_tensor **edges_out);
+
 /* Softmax of scores (n_edges x H) over the in-edges of each destination, per column: GAT's
  * attention. Only inside apply_edge, on the batch it was given. */
 saga_tensor *saga_edge_softmax(saga_ctx *c, const saga_edge_in *e, saga_tensor *scores);

@@ -903,6 +903,233 @@ static void test_program_dgraph_budget_and_allocation_failures(void **state) {
     saga_graph_free(&g);
 }
 
+/* ---- per-edge outputs (saga_program_run_edges) --------------------------------------------- */
+
+#define RE_FE 3 /* edge state width */
+#define RE_FV 2 /* vertex output width */
+
+typedef struct edges_fixture {
+    saga_backend *be;
+    saga_graph *g;
+    saga_dgraph *dg;
+    saga_model *m;
+    saga_tensor *x, *edata, *We, *Wv; /* x: N x F, edata: m x 2, We: 2F+2 x RE_FE, Wv */
+    saga_program p;
+} edges_fixture;
+
+/* An Interaction Network's edge update: tanh([h_src, h_dst, e] We). */
+static saga_tensor *in_edge(saga_ctx *c, const saga_edge_in *e, void *layer) {
+    edges_fixture *fx = layer;
+    return saga_tanh(
+        c, saga_matmul(c, saga_concat(c, saga_concat(c, e->src, e->dst), e->data), fx->We));
+}
+
+/* Its node update: [h, gathered] Wv. */
+static saga_tensor *in_vertex(saga_ctx *c, const saga_vertex_in *v, void *layer) {
+    edges_fixture *fx = layer;
+    return saga_matmul(c, saga_concat(c, v->self, v->gathered), fx->Wv);
+}
+
+static void edges_fixture_init(edges_fixture *fx, saga_gather op) {
+    memset(fx, 0, sizeof *fx);
+    fx->be = cpu_backend(0);
+    edge e[M_MAX];
+    int64_t m = test_edges(e);
+    fx->g = graph_of(e, m, N);
+    assert_int_equal(saga_dgraph_new(&fx->dg, fx->be, fx->g, NULL), SAGA_OK);
+    assert_int_equal(saga_model_new(&fx->m, fx->be), SAGA_OK);
+    rng_state = 4242;
+    const char *names[4] = {"x", "edata", "We", "Wv"};
+    int64_t rows[4] = {N, m, 2 * F + 2, F + RE_FE}, cols[4] = {F, 2, RE_FE, RE_FV};
+    saga_tensor **t[4] = {&fx->x, &fx->edata, &fx->We, &fx->Wv};
+    for (int i = 0; i < 4; i++) {
+        *t[i] = saga_model_param(fx->m, names[i], rows[i], cols[i], SAGA_INIT_ZEROS, 1);
+        assert_non_null(*t[i]);
+        fill_random(saga_tensor_data(*t[i]), rows[i] * cols[i], -0.8, 0.8);
+    }
+    fx->p = (saga_program){.scatter = SAGA_SCATTER_BOTH,
+                           .apply_edge = in_edge,
+                           .gather = op,
+                           .apply_vertex = in_vertex,
+                           .max_batch_edges = 7};
+}
+
+static void edges_fixture_free(edges_fixture *fx) {
+    saga_model_free(&fx->m);
+    saga_dgraph_free(&fx->dg);
+    saga_graph_free(&fx->g);
+    saga_backend_free_all(&fx->be);
+}
+
+/* The edge states (m x RE_FE) and vertex outputs (N x RE_FV) in double, from the definitions,
+ * over the placed graph's edge order. */
+static void edges_reference(const edges_fixture *fx, double *E, double *out) {
+    saga_csr ord = saga_dgraph_edge_order(fx->dg);
+    const float *x = host(fx->x), *ed = host(fx->edata), *We = host(fx->We), *Wv = host(fx->Wv);
+    static edge oe[M_MAX];
+    for (int32_t v = 0; v < N; v++)
+        for (int64_t k = ord.offsets[v]; k < ord.offsets[v + 1]; k++) {
+            int32_t u = ord.indices[k];
+            oe[k] = (edge){u, v, 1.0f};
+            double in[2 * F + 2];
+            for (int j = 0; j < F; j++) {
+                in[j] = x[u * F + j];
+                in[F + j] = x[v * F + j];
+            }
+            in[2 * F] = ed[k * 2];
+            in[2 * F + 1] = ed[k * 2 + 1];
+            for (int j = 0; j < RE_FE; j++) {
+                double s = 0;
+                for (int t = 0; t < 2 * F + 2; t++)
+                    s += in[t] * We[t * RE_FE + j];
+                E[k * RE_FE + j] = tanh(s);
+            }
+        }
+    double agg[N * RE_FE];
+    ref_reduce(oe, ord.nnz, N, RE_FE, E, fx->p.gather, agg);
+    for (int v = 0; v < N; v++)
+        for (int j = 0; j < RE_FV; j++) {
+            double s = 0;
+            for (int t = 0; t < F; t++)
+                s += x[v * F + t] * (double)Wv[t * RE_FV + j];
+            for (int t = 0; t < RE_FE; t++)
+                s += agg[v * RE_FE + t] * Wv[(F + t) * RE_FV + j];
+            out[v * RE_FV + j] = s;
+        }
+}
+
+/* loss = sum(E .* R1) + sum(out .* R2) on the current parameters, in inference mode. */
+static double edges_loss(saga_ctx *c, edges_fixture *fx, const float *R1, const float *R2) {
+    saga_ctx_train(c, false);
+    saga_tensor *E = NULL;
+    saga_tensor *out = saga_program_run_edges(c, &fx->p, fx->dg, fx->x, fx->edata, fx, &E);
+    assert_non_null(out);
+    assert_non_null(E);
+    int64_t m = saga_dgraph_n_edges(fx->dg);
+    const float *e = host(E), *o = host(out);
+    double l = 0;
+    for (int64_t i = 0; i < m * RE_FE; i++)
+        l += (double)e[i] * R1[i];
+    for (int64_t i = 0; i < N * RE_FV; i++)
+        l += (double)o[i] * R2[i];
+    saga_ctx_clear(c);
+    return l;
+}
+
+static void test_program_run_edges_matches_reference(void **state) {
+    (void)state;
+    const saga_gather ops[] = {SAGA_GATHER_SUM, SAGA_GATHER_MEAN, SAGA_GATHER_MAX};
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
+        edges_fixture fx;
+        edges_fixture_init(&fx, ops[i]);
+        saga_ctx *c = NULL;
+        assert_int_equal(saga_ctx_new(&c, fx.be, 1), SAGA_OK);
+        int64_t m = saga_dgraph_n_edges(fx.dg);
+        double Eref[M_MAX * RE_FE], oref[N * RE_FV];
+        float Egot[M_MAX * RE_FE], ogot[N * RE_FV];
+        edges_reference(&fx, Eref, oref);
+        for (int train = 0; train < 2; train++) {
+            saga_ctx_train(c, train);
+            saga_tensor *E = NULL;
+            saga_tensor *out = saga_program_run_edges(c, &fx.p, fx.dg, fx.x, fx.edata, &fx, &E);
+            assert_non_null(out);
+            assert_int_equal(saga_tensor_rows(E), m);
+            assert_int_equal(saga_tensor_cols(E), RE_FE);
+            download(E, Egot);
+            download(out, ogot);
+            assert_close(Eref, Egot, m * RE_FE, 2e-5, "edge states");
+            assert_close(oref, ogot, N * RE_FV, 2e-5, "vertex outputs");
+            /* the same program through saga_program_run gives the same vertex outputs */
+            download(saga_program_run(c, &fx.p, fx.dg, fx.x, fx.edata, &fx), ogot);
+            assert_close(oref, ogot, N * RE_FV, 2e-5, "saga_program_run");
+            saga_ctx_clear(c);
+        }
+        saga_ctx_free(&c);
+        edges_fixture_free(&fx);
+    }
+}
+
+/* Backward through both uses of the edge tensor (a loss on the edges and the gather) against
+ * central differences, for every parameter: x (scattered both ways), edata, We, Wv. */
+static void test_program_run_edges_gradients_match_finite_differences(void **state) {
+    (void)state;
+    const saga_gather ops[] = {SAGA_GATHER_SUM, SAGA_GATHER_MEAN, SAGA_GATHER_MAX};
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
+        edges_fixture fx;
+        edges_fixture_init(&fx, ops[i]);
+        saga_ctx *c = NULL;
+        assert_int_equal(saga_ctx_new(&c, fx.be, 1), SAGA_OK);
+        int64_t m = saga_dgraph_n_edges(fx.dg);
+        float R1[M_MAX * RE_FE], R2[N * RE_FV];
+        fill_random(R1, m * RE_FE, -1, 1);
+        fill_random(R2, N * RE_FV, -1, 1);
+        saga_tensor *R1t = upload(fx.be, m, RE_FE, R1), *R2t = upload(fx.be, N, RE_FV, R2);
+
+        assert_int_equal(saga_model_zero_grad(fx.m), SAGA_OK);
+        saga_ctx_train(c, true);
+        saga_tensor *E = NULL;
+        saga_tensor *out = saga_program_run_edges(c, &fx.p, fx.dg, fx.x, fx.edata, &fx, &E);
+        saga_tensor *loss =
+            saga_add(c, saga_sum(c, saga_mul(c, E, R1t)), saga_sum(c, saga_mul(c, out, R2t)));
+        assert_non_null(loss);
+        assert_int_equal(saga_backward(c, loss), SAGA_OK);
+        saga_ctx_clear(c);
+
+        /* MAX has kinks where two messages tie: a small step stays on one side */
+        double eps = ops[i] == SAGA_GATHER_MAX ? 1e-3 : 1e-2, tol = 5e-3;
+        for (int pi = 0; pi < saga_model_n_params(fx.m); pi++) {
+            saga_tensor *p = saga_model_param_at(fx.m, pi);
+            const float *g = host(saga_grad(p));
+            float *v = saga_tensor_data(p);
+            int64_t np = saga_tensor_rows(p) * saga_tensor_cols(p);
+            for (int64_t j = 0; j < np; j++) {
+                float keep = v[j];
+                v[j] = keep + (float)eps;
+                double lp = edges_loss(c, &fx, R1, R2);
+                v[j] = keep - (float)eps;
+                double lm = edges_loss(c, &fx, R1, R2);
+                v[j] = keep;
+                double fd = (lp - lm) / (2 * eps);
+                if (fabs(fd - g[j]) > tol * (1 + fabs(fd))) {
+                    print_message("gather %d, d/d %s[%lld]: backward %.6g, finite difference "
+                                  "%.6g\n",
+                                  (int)ops[i], saga_model_param_name(fx.m, pi), (long long)j,
+                                  (double)g[j], fd);
+                    fail();
+                }
+            }
+        }
+        saga_tensor_free(&R1t);
+        saga_tensor_free(&R2t);
+        saga_ctx_free(&c);
+        edges_fixture_free(&fx);
+    }
+}
+
+static void test_program_run_edges_errors(void **state) {
+    (void)state;
+    edges_fixture fx;
+    edges_fixture_init(&fx, SAGA_GATHER_SUM);
+    saga_ctx *c = NULL;
+    assert_int_equal(saga_ctx_new(&c, fx.be, 1), SAGA_OK);
+    saga_tensor *E = NULL;
+    saga_program p = {.scatter = SAGA_SCATTER_SRC, .gather = SAGA_GATHER_SUM};
+    assert_null(saga_program_run_edges(c, &p, fx.dg, fx.x, NULL, NULL, &E));
+    assert_int_equal(saga_ctx_status(c), SAGA_ERR_INVALID_ARG);
+    saga_test_assert_error_contains("apply_edge", NULL);
+    assert_null(E);
+    saga_ctx_clear(c);
+    assert_null(saga_program_run_edges(c, &fx.p, fx.dg, fx.x, fx.edata, &fx, NULL));
+    assert_int_equal(saga_ctx_status(c), SAGA_ERR_INVALID_ARG);
+    saga_ctx_clear(c);
+    /* edge data with the wrong number of rows */
+    assert_null(saga_program_run_edges(c, &fx.p, fx.dg, fx.x, fx.x, &fx, &E));
+    assert_int_equal(saga_ctx_status(c), SAGA_ERR_INVALID_ARG);
+    saga_test_assert_error_contains("edata", NULL);
+    saga_ctx_free(&c);
+    edges_fixture_free(&fx);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_program_fused_and_batched_match_reference),
@@ -914,6 +1141,9 @@ int main(void) {
         cmocka_unit_test(test_program_edge_order),
         cmocka_unit_test(test_program_errors),
         cmocka_unit_test(test_program_dgraph_budget_and_allocation_failures),
+        cmocka_unit_test(test_program_run_edges_matches_reference),
+        cmocka_unit_test(test_program_run_edges_gradients_match_finite_differences),
+        cmocka_unit_test(test_program_run_edges_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

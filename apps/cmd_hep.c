@@ -1,0 +1,580 @@
+/* cmd_hep.c - `saga hep generate|build|train|eval`: particle tracking with an Interaction Network
+ * on collision events in the TrackML layout. */
+#include "commands.h"
+#include "hep.h"
+
+#include <errno.h>
+#include <math.h>
+#include <omp.h>
+#include <string.h>
+#include <sys/stat.h>
+
+enum {
+    OPT_OUTPUT,
+    OPT_EVENTS,
+    OPT_SEED,
+    OPT_MIN_PARTICLES,
+    OPT_MAX_PARTICLES,
+    OPT_NOISE,
+    OPT_DATA,
+    OPT_PT_MIN,
+    OPT_EPOCHS,
+    OPT_LR,
+    OPT_HIDDEN,
+    OPT_ITERATIONS,
+    OPT_SAMPLER,
+    OPT_BATCH_EVENTS,
+    OPT_EDGE_BUDGET,
+    OPT_HIT_WEIGHT,
+    OPT_POS_WEIGHT,
+    OPT_EVAL_FRACTION,
+    OPT_THRESHOLD,
+    OPT_CHECKPOINT,
+    OPT_RESUME,
+    OPT_DEVICE,
+    OPT_THREADS,
+    OPT_COUNT_
+};
+
+/* Which subcommands take each option (bits: generate, build, train, eval). */
+enum { GEN = 1, BUILD = 2, TRAIN = 4, EVAL = 8 };
+static const unsigned OPT_FOR[OPT_COUNT_] = {
+    [OPT_OUTPUT] = GEN,
+    [OPT_EVENTS] = GEN,
+    [OPT_SEED] = GEN | TRAIN,
+    [OPT_MIN_PARTICLES] = GEN,
+    [OPT_MAX_PARTICLES] = GEN,
+    [OPT_NOISE] = GEN,
+    [OPT_DATA] = BUILD | TRAIN | EVAL,
+    [OPT_PT_MIN] = BUILD | TRAIN | EVAL,
+    [OPT_EPOCHS] = TRAIN,
+    [OPT_LR] = TRAIN,
+    [OPT_HIDDEN] = TRAIN | EVAL,
+    [OPT_ITERATIONS] = TRAIN | EVAL,
+    [OPT_SAMPLER] = TRAIN,
+    [OPT_BATCH_EVENTS] = TRAIN,
+    [OPT_EDGE_BUDGET] = TRAIN,
+    [OPT_HIT_WEIGHT] = TRAIN,
+    [OPT_POS_WEIGHT] = TRAIN,
+    [OPT_EVAL_FRACTION] = TRAIN,
+    [OPT_THRESHOLD] = TRAIN | EVAL,
+    [OPT_CHECKPOINT] = TRAIN | EVAL,
+    [OPT_RESUME] = TRAIN,
+    [OPT_DEVICE] = TRAIN | EVAL,
+    [OPT_THREADS] = TRAIN | EVAL,
+};
+
+static const cli_opt hep_opts[] = {
+    {"output", 'o', "DIR", NULL, "generate: the directory to write (created when missing)."},
+    {"events", 0, "N", "10", "generate: number of events (event000000001 .. N)."},
+    {"seed", 0, "S", "1",
+     "generate: the seed of the events; train: the seed of the weights and the shuffles."},
+    {"min-particles", 0, "N", "100", "generate: fewest particles in an event."},
+    {"max-particles", 0, "N", "3000",
+     "generate: most particles in an event (drawn log-uniformly in between)."},
+    {"noise", 0, "F", "0.1", "generate: noise hits per particle hit."},
+    {"data", 0, "DIR", NULL,
+     "The events: eventNNN-hits.csv[.gz], -truth.csv[.gz] and -particles.csv[.gz] per event "
+     "(generated, or TrackML's own files: columns are found by name, end-cap hits are left "
+     "out)."},
+    {"pt-min", 0, "GEV", "1",
+     "Hits of particles below this pT are dropped from the graphs (noise hits stay)."},
+    {"epochs", 0, "N", "20", "train: epochs (each covers every training event once)."},
+    {"lr", 0, "R", "0.003", "train: Adam's learning rate."},
+    {"hidden", 0, "H", "32", "Width of the hidden states (eval: as the checkpoint was trained)."},
+    {"iterations", 0, "K", "4", "Message-passing rounds (eval: as trained)."},
+    {"sampler", 0, "S", "balanced",
+     "train: random, sorted, balanced, or all (train three times from the same start, one per "
+     "sampler, and report each)."},
+    {"batch-events", 0, "B", "4",
+     "train: events per micro-batch for random and sorted; balanced makes as many micro-batches."},
+    {"edge-budget", 0, "E", NULL,
+     "train: the edges of a balanced micro-batch (default: the smallest budget that packs the "
+     "events into as many micro-batches as the other samplers make)."},
+    {"hit-weight", 0, "W", "0",
+     "train: sort and pack events by edges + W * hits instead of edges alone (hits cost memory "
+     "too: about 1.3 edges each in this model's training step); the budget is then in those "
+     "units."},
+    {"pos-weight", 0, "W", "1", "train: weight of the true edges in the loss."},
+    {"eval-fraction", 0, "F", "0.2",
+     "train: the last F of the events are held out for the metrics."},
+    {"threshold", 0, "T", "0.5", "An edge is kept when its score is above T."},
+    {"checkpoint", 0, "FILE", NULL,
+     "train: save the model and optimizer after every epoch; eval: the model to evaluate."},
+    {"resume", 0, "FILE", NULL, "train: continue from a checkpoint (at its epoch)."},
+    {"device", 0, "DEV", "cpu", "cpu, cuda, cuda:N or auto."},
+    {"threads", 0, "T", NULL, "CPU threads (default: OMP_NUM_THREADS or all cores)."},
+    {0}};
+
+static int hep_main(int argc, char **argv);
+
+const cli_cmd cli_cmd_hep = {
+    .name = "hep",
+    .summary = "Particle tracking: generate collision events, build graphs, train and evaluate "
+               "an Interaction Network",
+    .args = "generate|build|train|eval",
+    .min_args = 1,
+    .max_args = 1,
+    .description =
+        "generate writes collision events in the layout of the TrackML challenge: charged "
+        "particles from the beam spot follow helices in a 2 T field through a barrel of ten "
+        "layers (four pixel, six strip) and leave smeared hits; noise hits are added. The number "
+        "of particles varies log-uniformly from event to event, so the graphs do too.\n"
+        "build turns every event into a graph (a vertex per hit, an edge per segment between "
+        "adjacent layers that passes a bending cut and a beam-line cut) and reports the "
+        "construction efficiency (true segments kept / all true segments) and purity (true "
+        "edges / edges).\n"
+        "train fits an Interaction Network that scores every edge (encoders, K rounds of edge "
+        "and node updates as one saga vertex program with shared weights, an edge-score MLP; "
+        "binary cross-entropy, Adam) over micro-batches of events, and reports the edge "
+        "efficiency and purity at the threshold, the ROC AUC, and the track efficiency (tracks "
+        "as connected components of the kept edges; a particle above 1 GeV with 3 or more hits "
+        "is found when 75% of its hits are in one component that is 75% its own) on the held-out "
+        "events. Each epoch's peak device memory (the allocator's accounting, reset at the "
+        "epoch's start) and time are reported per sampler.\n"
+        "eval scores every event of --data with a checkpoint and reports the same metrics.",
+    .opts = hep_opts,
+    .flags = 0,
+    .example = "saga hep generate -o events --events 50 --seed 1\n"
+               "saga hep build --data events\n"
+               "saga hep train --data events --epochs 20 --checkpoint hep.ckpt\n"
+               "saga hep train --data events --epochs 3 --sampler all --json\n"
+               "saga hep generate -o test-events --events 10 --seed 2\n"
+               "saga hep eval --data test-events --checkpoint hep.ckpt",
+    .main = hep_main,
+};
+
+/* ---- generate ----------------------------------------------------------------------------- */
+
+static int hep_generate(cli_ctx *c, const char *out, int64_t n, const saga_trackml_params *p) {
+    saga_status st = SAGA_OK;
+    saga_trackml_event *e = NULL;
+    int64_t hits = 0, particles = 0, min_hits = INT64_MAX, max_hits = 0;
+    char b1[32], b2[32];
+    double t0 = saga_now();
+    if (mkdir(out, 0777) != 0 && errno != EEXIST) {
+        st = saga_error(SAGA_ERR_IO, "cannot create directory '%s': %s", out, strerror(errno));
+        goto fail;
+    }
+    for (int64_t i = 1; i <= n; i++) {
+        SAGA_TRY(saga_trackml_generate(&e, p, i));
+        SAGA_TRY(saga_trackml_write(e, out));
+        hits += e->n_hits;
+        particles += e->n_particles;
+        min_hits = e->n_hits < min_hits ? e->n_hits : min_hits;
+        max_hits = e->n_hits > max_hits ? e->n_hits : max_hits;
+        saga_trackml_event_free(&e);
+        cli_progress(c, "generating: event %lld/%lld", (long long)i, (long long)n);
+    }
+    cli_progress_end(c);
+    double secs = saga_now() - t0;
+    cli_say(c,
+            "wrote %lld events to %s/ in %.2f s: %s particles, %s hits (%lld to %lld per event)\n",
+            (long long)n, out, secs, cli_count(b1, sizeof b1, particles),
+            cli_count(b2, sizeof b2, hits), (long long)min_hits, (long long)max_hits);
+    if (c->json) {
+        json j;
+        json_init(&j, stdout);
+        json_object_begin(&j);
+        json_key(&j, "output"), json_str(&j, out);
+        json_key(&j, "events"), json_int(&j, n);
+        json_key(&j, "seed"), json_uint(&j, p->seed);
+        json_key(&j, "particles"), json_int(&j, particles);
+        json_key(&j, "hits"), json_int(&j, hits);
+        json_key(&j, "min_event_hits"), json_int(&j, min_hits);
+        json_key(&j, "max_event_hits"), json_int(&j, max_hits);
+        json_key(&j, "seconds"), json_num(&j, secs);
+        json_object_end(&j);
+        json_finish(&j);
+    }
+    return CLI_OK;
+fail:
+    cli_progress_end(c);
+    saga_trackml_event_free(&e);
+    return cli_fail(c);
+}
+
+/* ---- loading ------------------------------------------------------------------------------ */
+
+static void load_progress(void *ud, int32_t i, int32_t n) {
+    cli_progress(ud, "reading events: %d/%d", (int)i, (int)n);
+}
+
+typedef struct construction {
+    int64_t hits, edges, true_edges, segments, min_edges, max_edges;
+} construction;
+
+static construction construction_of(const hep_data *d) {
+    construction k = {.min_edges = INT64_MAX};
+    for (int32_t i = 0; i < d->n_events; i++) {
+        const hep_event_graph *g = &d->events[i];
+        k.hits += g->n_hits;
+        k.edges += g->n_edges;
+        k.true_edges += g->n_true;
+        k.segments += g->n_segments;
+        k.min_edges = g->n_edges < k.min_edges ? g->n_edges : k.min_edges;
+        k.max_edges = g->n_edges > k.max_edges ? g->n_edges : k.max_edges;
+    }
+    return k;
+}
+
+static double ratio(int64_t a, int64_t b) {
+    return b ? (double)a / (double)b : 0.0;
+}
+
+static void say_construction(cli_ctx *c, const hep_data *d, const construction *k) {
+    char b1[32], b2[32];
+    cli_say(c,
+            "graphs    %d events, %s hits, %s edges (%lld to %lld per event), pT > %g GeV\n"
+            "          construction efficiency %.4f (true segments kept), purity %.4f\n",
+            (int)d->n_events, cli_count(b1, sizeof b1, k->hits), cli_count(b2, sizeof b2, k->edges),
+            (long long)k->min_edges, (long long)k->max_edges, d->graph.pt_min,
+            ratio(k->true_edges, k->segments), ratio(k->true_edges, k->edges));
+}
+
+static void json_construction(json *j, const hep_data *d, const construction *k) {
+    json_key(j, "events"), json_int(j, d->n_events);
+    json_key(j, "hits"), json_int(j, k->hits);
+    json_key(j, "edges"), json_int(j, k->edges);
+    json_key(j, "true_edges"), json_int(j, k->true_edges);
+    json_key(j, "true_segments"), json_int(j, k->segments);
+    json_key(j, "min_event_edges"), json_int(j, k->min_edges);
+    json_key(j, "max_event_edges"), json_int(j, k->max_edges);
+    json_key(j, "pt_min"), json_num(j, d->graph.pt_min);
+    json_key(j, "construction_efficiency"), json_num(j, ratio(k->true_edges, k->segments));
+    json_key(j, "construction_purity"), json_num(j, ratio(k->true_edges, k->edges));
+}
+
+static void say_metrics(cli_ctx *c, const char *what, const hep_metrics *m) {
+    cli_say(c,
+            "%-9s edge efficiency %.4f  purity %.4f  (threshold %.2f)  AUC %.4f  track "
+            "efficiency %.4f (%lld tracks)\n",
+            what, m->edge_efficiency, m->edge_purity, m->threshold, m->auc, m->track_efficiency,
+            (long long)m->n_tracks);
+}
+
+static void json_metrics(json *j, const hep_metrics *m) {
+    json_key(j, "edge_efficiency"), json_num(j, m->edge_efficiency);
+    json_key(j, "edge_purity"), json_num(j, m->edge_purity);
+    json_key(j, "auc"), json_num(j, m->auc);
+    json_key(j, "track_efficiency"), json_num(j, m->track_efficiency);
+    json_key(j, "tracks"), json_int(j, m->n_tracks);
+    json_key(j, "threshold"), json_num(j, m->threshold);
+    json_key(j, "eval_edges"), json_int(j, m->n_edges);
+}
+
+/* ---- train -------------------------------------------------------------------------------- */
+
+typedef struct epoch_sink {
+    cli_ctx *c;
+    hep_sampler sampler;
+} epoch_sink;
+
+static saga_status on_epoch(const hep_epoch *e, void *user) {
+    epoch_sink *s = user;
+    char b[32];
+    cli_progress(s->c, "[%s] epoch %d/%d  loss %.4f  %.2f s  peak %s", hep_sampler_name(s->sampler),
+                 e->epoch, e->epochs, e->loss, e->seconds,
+                 cli_bytes(b, sizeof b, (int64_t)e->peak_bytes));
+    return SAGA_OK;
+}
+
+static int hep_main(int argc, char **argv) {
+    cli_ctx c;
+    const char *arg = NULL, *out = NULL, *data = NULL, *device = "cpu", *sampler = "balanced";
+    saga_trackml_params gp = saga_trackml_params_defaults();
+    hep_graph_opts go = hep_graph_opts_defaults();
+    hep_train_opts to = hep_train_opts_defaults();
+    bool given[OPT_COUNT_] = {false};
+    int64_t v = 0, n_events = 10, threads = 0;
+    double lr = 0.003, pos_weight = 1, eval_fraction = 0.2;
+    int o;
+    cli_begin(&c, &cli_cmd_hep, argc, argv);
+    while ((o = cli_next(&c, &arg)) >= 0) {
+        int bad = 0;
+        given[o] = true;
+        switch (o) {
+        case OPT_OUTPUT:
+            out = arg;
+            break;
+        case OPT_EVENTS:
+            bad = cli_int(&c, "--events", arg, 1, 1000000000, &n_events);
+            break;
+        case OPT_SEED:
+            bad = cli_u64(&c, "--seed", arg, &gp.seed);
+            to.seed = gp.seed;
+            break;
+        case OPT_MIN_PARTICLES:
+            if (!(bad = cli_int(&c, "--min-particles", arg, 1, 1000000, &v)))
+                gp.min_particles = (int32_t)v;
+            break;
+        case OPT_MAX_PARTICLES:
+            if (!(bad = cli_int(&c, "--max-particles", arg, 1, 1000000, &v)))
+                gp.max_particles = (int32_t)v;
+            break;
+        case OPT_NOISE:
+            bad = cli_double(&c, "--noise", arg, 0, 10, false, &gp.noise_fraction);
+            break;
+        case OPT_DATA:
+            data = arg;
+            break;
+        case OPT_PT_MIN:
+            bad = cli_double(&c, "--pt-min", arg, 0, 1000, false, &go.pt_min);
+            break;
+        case OPT_EPOCHS:
+            if (!(bad = cli_int(&c, "--epochs", arg, 0, 1000000, &v)))
+                to.epochs = (int)v;
+            break;
+        case OPT_LR:
+            if (!(bad = cli_double(&c, "--lr", arg, 1e-12, 1e3, false, &lr)))
+                to.lr = (float)lr;
+            break;
+        case OPT_HIDDEN:
+            if (!(bad = cli_int(&c, "--hidden", arg, 1, 4096, &v)))
+                to.hidden = (int)v;
+            break;
+        case OPT_ITERATIONS:
+            if (!(bad = cli_int(&c, "--iterations", arg, 1, 64, &v)))
+                to.iterations = (int)v;
+            break;
+        case OPT_SAMPLER:
+            sampler = arg;
+            break;
+        case OPT_BATCH_EVENTS:
+            if (!(bad = cli_int(&c, "--batch-events", arg, 1, 1000000, &v)))
+                to.batch_events = (int32_t)v;
+            break;
+        case OPT_EDGE_BUDGET:
+            bad = cli_int(&c, "--edge-budget", arg, 1, INT64_MAX, &to.edge_budget);
+            break;
+        case OPT_HIT_WEIGHT:
+            bad = cli_double(&c, "--hit-weight", arg, 0, 1e6, false, &to.hit_weight);
+            break;
+        case OPT_POS_WEIGHT:
+            if (!(bad = cli_double(&c, "--pos-weight", arg, 1e-6, 1e6, false, &pos_weight)))
+                to.pos_weight = (float)pos_weight;
+            break;
+        case OPT_EVAL_FRACTION:
+            bad = cli_double(&c, "--eval-fraction", arg, 0, 1, true, &eval_fraction);
+            break;
+        case OPT_THRESHOLD:
+            if (!(bad = cli_double(&c, "--threshold", arg, 0, 1, true, &to.threshold)) &&
+                to.threshold <= 0)
+                bad = cli_usage(&c, "--threshold must be in (0, 1), got %s", arg);
+            break;
+        case OPT_CHECKPOINT:
+            to.checkpoint = arg;
+            break;
+        case OPT_RESUME:
+            to.resume = arg;
+            break;
+        case OPT_DEVICE:
+            device = arg;
+            break;
+        case OPT_THREADS:
+            bad = cli_int(&c, "--threads", arg, 1, 4096, &threads);
+            break;
+        }
+        if (bad)
+            return bad;
+    }
+    if (o == CLI_EXIT)
+        return c.exit_code;
+    const char *names[4] = {"generate", "build", "train", "eval"};
+    unsigned which = 0;
+    for (int k = 0; k < 4; k++)
+        if (strcmp(c.args[0], names[k]) == 0)
+            which = 1u << k;
+    if (!which)
+        return cli_usage(&c, "unknown subcommand '%s' (available: generate, build, train, eval)",
+                         c.args[0]);
+    for (int k = 0; k < OPT_COUNT_; k++)
+        if (given[k] && !(OPT_FOR[k] & which))
+            return cli_usage(&c, "--%s does not apply to 'hep %s'", hep_opts[k].name, c.args[0]);
+    if (c.quiet)
+        saga_log_set_level(SAGA_LOG_ERROR);
+    if (threads > 0)
+        omp_set_num_threads((int)threads);
+
+    if (which == GEN) {
+        if (!out)
+            return cli_usage(&c, "generate needs -o DIR");
+        if (gp.min_particles > gp.max_particles)
+            return cli_usage(&c, "--min-particles %d is above --max-particles %d",
+                             (int)gp.min_particles, (int)gp.max_particles);
+        return hep_generate(&c, out, n_events, &gp);
+    }
+    if (!data)
+        return cli_usage(&c, "%s needs --data DIR", c.args[0]);
+    hep_sampler samplers[HEP_SAMPLER_COUNT];
+    int n_samplers = 0;
+    if (which == TRAIN) {
+        if (strcmp(sampler, "all") == 0) {
+            for (int k = 0; k < HEP_SAMPLER_COUNT; k++)
+                samplers[n_samplers++] = (hep_sampler)k;
+        } else {
+            for (int k = 0; k < HEP_SAMPLER_COUNT; k++)
+                if (strcmp(sampler, hep_sampler_name((hep_sampler)k)) == 0)
+                    samplers[n_samplers++] = (hep_sampler)k;
+            if (!n_samplers)
+                return cli_usage(&c, "--sampler must be random, sorted, balanced or all, got '%s'",
+                                 sampler);
+        }
+    }
+    if (which == EVAL && !to.checkpoint)
+        return cli_usage(&c, "eval needs --checkpoint FILE");
+    if ((which & (TRAIN | EVAL)) && strcmp(device, "auto") != 0 && strcmp(device, "cpu") != 0 &&
+        strncmp(device, "cuda", 4) != 0)
+        return cli_usage(&c, "--device must be auto, cpu, cuda or cuda:N, got '%s'", device);
+
+    int rc = CLI_ERROR;
+    saga_status st = SAGA_OK;
+    hep_data d = {0};
+    saga_backend *be = NULL;
+    hep_net net = {0};
+    hep_run runs[HEP_SAMPLER_COUNT];
+    memset(runs, 0, sizeof runs);
+    double t0 = saga_now();
+
+    /* ---- the graphs */
+    st = hep_data_load(&d, data, &go, which == TRAIN ? eval_fraction : 0.0, load_progress, &c);
+    cli_progress_end(&c);
+    if (st < 0)
+        goto fail;
+    double t_load = saga_now() - t0;
+    construction k = construction_of(&d);
+    say_construction(&c, &d, &k);
+    if (which == BUILD) {
+        if (c.json) {
+            json j;
+            json_init(&j, stdout);
+            json_object_begin(&j);
+            json_key(&j, "data"), json_str(&j, data);
+            json_construction(&j, &d, &k);
+            json_key(&j, "seconds"), json_num(&j, t_load);
+            json_object_end(&j);
+            json_finish(&j);
+        }
+        rc = CLI_OK;
+        goto fail;
+    }
+
+    /* ---- backend */
+    saga_backend_params bp = saga_backend_params_defaults();
+    bp.n_threads = (int)threads;
+    if ((st = saga_backend_open(&be, device, &bp)) < 0)
+        goto fail;
+    int n_threads = saga_backend_get_kind(be) == SAGA_BACKEND_CPU ? omp_get_max_threads() : 0;
+    cli_say(&c, "device    %s, %d threads\n", saga_backend_name(be), n_threads);
+
+    if (which == EVAL) {
+        hep_metrics m;
+        int64_t step = 0;
+        uint64_t counter = 0;
+        if ((st = hep_net_new(&net, be, to.hidden, to.iterations, 1)) < 0 ||
+            (st = saga_checkpoint_load(to.checkpoint, net.m, NULL, &step, &counter)) < 0 ||
+            (st = hep_evaluate(&m, be, &net, d.events, 0, d.n_events, to.threshold, 1.0)) < 0)
+            goto fail;
+        say_metrics(&c, "eval", &m);
+        if (c.json) {
+            json j;
+            json_init(&j, stdout);
+            json_object_begin(&j);
+            json_key(&j, "data"), json_str(&j, data);
+            json_key(&j, "checkpoint"), json_str(&j, to.checkpoint);
+            json_key(&j, "checkpoint_epoch"), json_int(&j, step);
+            json_construction(&j, &d, &k);
+            json_metrics(&j, &m);
+            json_key(&j, "seconds"), json_num(&j, saga_now() - t0);
+            json_object_end(&j);
+            json_finish(&j);
+        }
+        rc = CLI_OK;
+        goto fail;
+    }
+
+    /* ---- train, once per sampler asked for */
+    cli_say(&c,
+            "model     Interaction Network: hidden %d, %d rounds; Adam lr %g, pos_weight %g; %d "
+            "epochs over %d training events, %d held out\n",
+            to.hidden, to.iterations, lr, pos_weight, to.epochs, (int)d.n_train,
+            (int)(d.n_events - d.n_train));
+    for (int s = 0; s < n_samplers; s++) {
+        epoch_sink sink = {.c = &c, .sampler = samplers[s]};
+        to.sampler = samplers[s];
+        st = hep_train(&runs[s], be, &d, &to, on_epoch, &sink);
+        cli_progress_end(&c);
+        if (st < 0)
+            goto fail;
+        char b1[32];
+        const hep_run *r = &runs[s];
+        cli_say(&c,
+                "%-9s %d micro-batches (largest %lld edges%s), peak device %s, %.3f s per epoch "
+                "(median; fastest %.3f), loss %.4f\n",
+                hep_sampler_name(samplers[s]), (int)r->n_batches, (long long)r->max_batch_edges,
+                samplers[s] == HEP_SAMPLER_BALANCED ? ", budget applied" : "",
+                cli_bytes(b1, sizeof b1, (int64_t)r->peak_bytes), r->epoch_seconds,
+                r->epoch_seconds_min, r->loss);
+        say_metrics(&c, "", &r->metrics);
+    }
+    const hep_run *last = &runs[n_samplers - 1];
+    if (to.checkpoint)
+        cli_say(&c, "saved     %s (epoch %d)\n", to.checkpoint, last->epochs);
+    if (c.json) {
+        json j;
+        json_init(&j, stdout);
+        json_object_begin(&j);
+        json_key(&j, "data"), json_str(&j, data);
+        json_construction(&j, &d, &k);
+        json_key(&j, "train_events"), json_int(&j, d.n_train);
+        json_key(&j, "eval_events"), json_int(&j, d.n_events - d.n_train);
+        json_key(&j, "device"), json_str(&j, saga_backend_name(be));
+        json_key(&j, "threads"), json_int(&j, n_threads);
+        json_key(&j, "hidden"), json_int(&j, to.hidden);
+        json_key(&j, "iterations"), json_int(&j, to.iterations);
+        json_key(&j, "epochs"), json_int(&j, last->epochs);
+        json_key(&j, "start_epoch"), json_int(&j, last->start_epoch);
+        json_key(&j, "lr"), json_num(&j, lr);
+        json_key(&j, "pos_weight"), json_num(&j, pos_weight);
+        json_key(&j, "batch_events"), json_int(&j, to.batch_events);
+        json_key(&j, "hit_weight"), json_num(&j, to.hit_weight);
+        json_key(&j, "seed"), json_uint(&j, to.seed);
+        json_key(&j, "parameters"), json_int(&j, last->n_params);
+        json_key(&j, "sampler"), json_str(&j, hep_sampler_name(to.sampler));
+        json_key(&j, "loss"), json_num(&j, last->loss);
+        json_metrics(&j, &last->metrics);
+        json_key(&j, "peak_device_bytes"), json_uint(&j, last->peak_bytes);
+        json_key(&j, "epoch_seconds"), json_num(&j, last->epoch_seconds);
+        json_key(&j, "samplers"), json_array_begin(&j);
+        for (int s = 0; s < n_samplers; s++) {
+            const hep_run *r = &runs[s];
+            json_object_begin(&j);
+            json_key(&j, "sampler"), json_str(&j, hep_sampler_name(samplers[s]));
+            json_key(&j, "micro_batches"), json_int(&j, r->n_batches);
+            json_key(&j, "max_batch_edges"), json_int(&j, r->max_batch_edges);
+            if (samplers[s] == HEP_SAMPLER_BALANCED)
+                json_key(&j, "edge_budget"), json_int(&j, r->budget);
+            json_key(&j, "peak_device_bytes"), json_uint(&j, r->peak_bytes);
+            json_key(&j, "epoch_seconds"), json_num(&j, r->epoch_seconds);
+            json_key(&j, "epoch_seconds_min"), json_num(&j, r->epoch_seconds_min);
+            json_key(&j, "loss"), json_num(&j, r->loss);
+            json_metrics(&j, &r->metrics);
+            json_key(&j, "seconds"), json_num(&j, r->seconds);
+            json_object_end(&j);
+        }
+        json_array_end(&j);
+        json_key(&j, "seconds_load"), json_num(&j, t_load);
+        json_key(&j, "seconds_total"), json_num(&j, saga_now() - t0);
+        json_object_end(&j);
+        json_finish(&j);
+    }
+    rc = CLI_OK;
+fail:
+    cli_progress_end(&c);
+    if (rc != CLI_OK)
+        rc = cli_fail(&c);
+    hep_net_free(&net);
+    hep_data_free(&d);
+    saga_backend_free_all(&be);
+    return rc;
+}

@@ -1,0 +1,991 @@
+/* hep.c - track finding: event graphs, the samplers, the Interaction Network as a vertex
+ * program, training and the metrics (edge efficiency and purity, ROC AUC, track efficiency). */
+#include "hep.h"
+
+#include "cc.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef M_PI
+#define M_PI 3.14159265358979323846
+#endif
+
+/* ---- graphs ------------------------------------------------------------------------------- */
+
+hep_graph_opts hep_graph_opts_defaults(void) {
+    return (hep_graph_opts){.pt_min = 1.0, .phi_slope_max = 0.0006, .z0_max = 350.0};
+}
+
+void hep_graph_free(hep_event_graph *g) {
+    if (!g)
+        return;
+    saga_free(g->hit_feat);
+    saga_free(g->hit_particle);
+    saga_free(g->hit_pt);
+    saga_free(g->src);
+    saga_free(g->dst);
+    saga_free(g->edge_feat);
+    saga_free(g->truth);
+    memset(g, 0, sizeof *g);
+}
+
+typedef struct id_row {
+    int64_t id;
+    int64_t row;
+} id_row;
+
+static int cmp_id_row(const void *a, const void *b) {
+    const id_row *x = a, *y = b;
+    if (x->id != y->id)
+        return x->id < y->id ? -1 : 1;
+    return (x->row > y->row) - (x->row < y->row);
+}
+
+/* A kept hit while the graph is built. */
+typedef struct khit {
+    int layer;
+    double r, phi, z;
+    int64_t particle;
+    float pt;
+} khit;
+
+static int cmp_khit(const void *a, const void *b) {
+    const khit *x = a, *y = b;
+    if (x->layer != y->layer)
+        return x->layer < y->layer ? -1 : 1;
+    return (x->phi > y->phi) - (x->phi < y->phi);
+}
+
+/* First index in [lo, hi) of hits sorted by phi with phi >= v. */
+static int32_t lower_phi(const khit *h, int32_t lo, int32_t hi, double v) {
+    while (lo < hi) {
+        int32_t mid = lo + (hi - lo) / 2;
+        if (h[mid].phi < v)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+typedef struct edge_buf {
+    int32_t *src, *dst;
+    float *feat;
+    int64_t n, cap;
+} edge_buf;
+
+static saga_status edge_push(edge_buf *b, int32_t u, int32_t v, const float *f) {
+    saga_status st = SAGA_OK;
+    if (b->n == b->cap) {
+        int64_t cap = b->cap ? b->cap * 2 : 1024;
+        SAGA_TRY(saga_realloc_array((void **)&b->src, (size_t)cap, sizeof *b->src, "edges"));
+        SAGA_TRY(saga_realloc_array((void **)&b->dst, (size_t)cap, sizeof *b->dst, "edges"));
+        SAGA_TRY(saga_realloc_array((void **)&b->feat, (size_t)cap * HEP_EDGE_FEATURES,
+                                    sizeof *b->feat, "edge features"));
+        b->cap = cap;
+    }
+    b->src[b->n] = u;
+    b->dst[b->n] = v;
+    memcpy(b->feat + b->n * HEP_EDGE_FEATURES, f, HEP_EDGE_FEATURES * sizeof *f);
+    b->n++;
+fail:
+    return st;
+}
+
+/* The segment a -> b if it passes the cuts. */
+static saga_status try_segment(edge_buf *eb, const khit *h, int32_t a, int32_t b,
+                               const hep_graph_opts *o) {
+    double dr = h[b].r - h[a].r;
+    double dphi = h[b].phi - h[a].phi;
+    if (dphi > M_PI)
+        dphi -= 2 * M_PI;
+    else if (dphi < -M_PI)
+        dphi += 2 * M_PI;
+    if (dr <= 0 || fabs(dphi / dr) > o->phi_slope_max)
+        return SAGA_OK;
+    double dz = h[b].z - h[a].z;
+    double z0 = h[a].z - h[a].r * dz / dr;
+    if (fabs(z0) > o->z0_max)
+        return SAGA_OK;
+    double eta_a = asinh(h[a].z / h[a].r), eta_b = asinh(h[b].z / h[b].r);
+    float f[HEP_EDGE_FEATURES] = {(float)(dphi / dr * 1000.0), (float)(z0 / 200.0),
+                                  (float)(dz / dr / 3.0),      (float)(dr / 200.0),
+                                  (float)(eta_b - eta_a),      (float)(dz / 100.0)};
+    return edge_push(eb, a, b, f);
+}
+
+/* Scans the hits of [lo, hi) (one layer, sorted by phi) whose phi is in [p0, p1], p0 <= p1
+ * possibly outside (-pi, pi]: the window wraps around. */
+static saga_status scan_window(edge_buf *eb, const khit *h, int32_t a, int32_t lo, int32_t hi,
+                               double p0, double p1, const hep_graph_opts *o) {
+    saga_status st = SAGA_OK;
+    double ranges[2][2] = {{p0, p1}, {1, 0}}; /* the second empty unless the window wraps */
+    if (p0 < -M_PI) {
+        ranges[0][0] = -M_PI;
+        ranges[1][0] = p0 + 2 * M_PI, ranges[1][1] = M_PI;
+    } else if (p1 > M_PI) {
+        ranges[0][1] = M_PI;
+        ranges[1][0] = -M_PI, ranges[1][1] = p1 - 2 * M_PI;
+    }
+    for (int k = 0; k < 2; k++) {
+        if (ranges[k][0] > ranges[k][1])
+            continue;
+        for (int32_t b = lower_phi(h, lo, hi, ranges[k][0]); b < hi && h[b].phi <= ranges[k][1];
+             b++)
+            SAGA_TRY(try_segment(eb, h, a, b, o));
+    }
+fail:
+    return st;
+}
+
+/* pT of every hit's particle (GeV): from the particles file, else the truth momentum at the hit,
+ * else 0. */
+static saga_status hit_pts(float *pt, const saga_trackml_event *e) {
+    saga_status st = SAGA_OK;
+    id_row *ix = NULL;
+    int64_t np = e->n_particles;
+    SAGA_TRY(saga_alloc_array((void **)&ix, np ? (size_t)np : 1, sizeof *ix, "particle index"));
+    for (int64_t k = 0; k < np; k++)
+        ix[k] = (id_row){e->p_id[k], k};
+    qsort(ix, (size_t)np, sizeof *ix, cmp_id_row);
+    for (int64_t i = 0; i < e->n_hits; i++) {
+        int64_t pid = e->particle_id[i];
+        pt[i] = 0.0f;
+        if (pid == 0)
+            continue;
+        int64_t lo = 0, hi = np;
+        while (lo < hi) {
+            int64_t mid = lo + (hi - lo) / 2;
+            if (ix[mid].id < pid)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo < np && ix[lo].id == pid)
+            pt[i] = hypotf(e->px[ix[lo].row], e->py[ix[lo].row]);
+        else if (e->tpx && e->tpy)
+            pt[i] = hypotf(e->tpx[i], e->tpy[i]);
+    }
+fail:
+    saga_free(ix);
+    return st;
+}
+
+saga_status hep_graph_build(hep_event_graph *g, const saga_trackml_event *e,
+                            const hep_graph_opts *o) {
+    saga_status st = SAGA_OK;
+    hep_graph_opts def = hep_graph_opts_defaults();
+    khit *h = NULL;
+    float *pt = NULL;
+    int64_t *order = NULL;
+    id_row *by_particle = NULL;
+    edge_buf eb = {0};
+    hep_event_graph r = {0};
+    if (!o)
+        o = &def;
+    memset(g, 0, sizeof *g);
+    SAGA_CHECK(e && e->particle_id, SAGA_ERR_INVALID_ARG, "hep: an event without its truth");
+    SAGA_CHECK(e->n_hits < INT32_MAX, SAGA_ERR_INVALID_ARG, "hep: event %lld has %lld hits",
+               (long long)e->event_id, (long long)e->n_hits);
+    r.event_id = e->event_id;
+
+    /* ---- the hits kept: on the barrel, of a fast enough particle or noise; by layer and phi */
+    SAGA_TRY(
+        saga_alloc_array((void **)&pt, e->n_hits ? (size_t)e->n_hits : 1, sizeof *pt, "hit pT"));
+    SAGA_TRY(hit_pts(pt, e));
+    SAGA_TRY(saga_alloc_array((void **)&h, e->n_hits ? (size_t)e->n_hits : 1, sizeof *h, "hits"));
+    int32_t n = 0;
+    for (int64_t i = 0; i < e->n_hits; i++) {
+        int l = saga_trackml_layer_index(e->volume_id[i], e->layer_id[i]);
+        if (l < 0 || (e->particle_id[i] != 0 && pt[i] < o->pt_min))
+            continue;
+        h[n++] = (khit){l,       hypot(e->x[i], e->y[i]), atan2(e->y[i], e->x[i]),
+                        e->z[i], e->particle_id[i],       pt[i]};
+    }
+    qsort(h, (size_t)n, sizeof *h, cmp_khit);
+    int32_t first[SAGA_TRACKML_N_LAYERS + 1] = {0};
+    for (int32_t i = 0; i < n; i++)
+        first[h[i].layer + 1]++;
+    for (int l = 0; l < SAGA_TRACKML_N_LAYERS; l++)
+        first[l + 1] += first[l];
+
+    r.n_hits = n;
+    size_t n1 = n ? (size_t)n : 1;
+    SAGA_TRY(saga_alloc_array((void **)&r.hit_feat, n1 * HEP_HIT_FEATURES, sizeof(float),
+                              "hit features"));
+    SAGA_TRY(saga_alloc_array((void **)&r.hit_particle, n1, sizeof(int64_t), "hit particles"));
+    SAGA_TRY(saga_alloc_array((void **)&r.hit_pt, n1, sizeof(float), "hit pT"));
+    for (int32_t i = 0; i < n; i++) {
+        r.hit_feat[i * 3 + 0] = (float)(h[i].r / 1000.0);
+        r.hit_feat[i * 3 + 1] = (float)(h[i].phi / M_PI);
+        r.hit_feat[i * 3 + 2] = (float)(h[i].z / 1000.0);
+        r.hit_particle[i] = h[i].particle;
+        r.hit_pt[i] = h[i].particle ? h[i].pt : 0.0f;
+    }
+
+    /* ---- segments between adjacent layers, inner -> outer, in the phi window of the cut */
+    for (int l = 0; l + 1 < SAGA_TRACKML_N_LAYERS; l++)
+        for (int32_t a = first[l]; a < first[l + 1]; a++) {
+            if (first[l + 1] == first[l + 2])
+                break;
+            /* the largest dr to the next layer bounds the window */
+            double dr = h[first[l + 2] - 1].r - h[a].r;
+            for (int32_t b = first[l + 1]; b < first[l + 2]; b++)
+                dr = fmax(dr, h[b].r - h[a].r);
+            double w = o->phi_slope_max * dr;
+            SAGA_TRY(
+                scan_window(&eb, h, a, first[l + 1], first[l + 2], h[a].phi - w, h[a].phi + w, o));
+        }
+
+    /* ---- the placed graph's edge order: by outer hit (stable, so inner hits stay ascending) */
+    int64_t m = eb.n;
+    r.n_edges = m;
+    size_t m1 = m ? (size_t)m : 1;
+    SAGA_TRY(saga_alloc_array((void **)&r.src, m1, sizeof *r.src, "edges"));
+    SAGA_TRY(saga_alloc_array((void **)&r.dst, m1, sizeof *r.dst, "edges"));
+    SAGA_TRY(saga_alloc_array((void **)&r.edge_feat, m1 * HEP_EDGE_FEATURES, sizeof(float),
+                              "edge features"));
+    SAGA_TRY(saga_alloc_array((void **)&r.truth, m1, sizeof *r.truth, "edge truth"));
+    SAGA_TRY(saga_alloc_zeroed((void **)&order, (size_t)n + 1, sizeof *order, "edge order"));
+    for (int64_t k = 0; k < m; k++)
+        order[eb.dst[k] + 1]++;
+    for (int32_t v = 0; v < n; v++)
+        order[v + 1] += order[v];
+    for (int64_t k = 0; k < m; k++) {
+        int64_t p = order[eb.dst[k]]++;
+        r.src[p] = eb.src[k];
+        r.dst[p] = eb.dst[k];
+        memcpy(r.edge_feat + p * HEP_EDGE_FEATURES, eb.feat + k * HEP_EDGE_FEATURES,
+               HEP_EDGE_FEATURES * sizeof(float));
+        int64_t pa = h[eb.src[k]].particle, pb = h[eb.dst[k]].particle;
+        r.truth[p] = pa != 0 && pa == pb;
+        r.n_true += r.truth[p];
+    }
+
+    /* ---- every true segment: one particle's hits on adjacent layers, counted per pair */
+    SAGA_TRY(saga_alloc_array((void **)&by_particle, n1, sizeof *by_particle, "particle hits"));
+    int32_t np = 0;
+    for (int32_t i = 0; i < n; i++)
+        if (h[i].particle)
+            by_particle[np++] = (id_row){h[i].particle, h[i].layer};
+    qsort(by_particle, (size_t)np, sizeof *by_particle, cmp_id_row);
+    for (int32_t i = 0; i < np;) {
+        int32_t j = i;
+        int64_t cnt[SAGA_TRACKML_N_LAYERS] = {0};
+        while (j < np && by_particle[j].id == by_particle[i].id)
+            cnt[by_particle[j++].row]++;
+        for (int l = 0; l + 1 < SAGA_TRACKML_N_LAYERS; l++)
+            r.n_segments += cnt[l] * cnt[l + 1];
+        i = j;
+    }
+    *g = r;
+    memset(&r, 0, sizeof r);
+fail:
+    hep_graph_free(&r);
+    saga_free(h);
+    saga_free(pt);
+    saga_free(order);
+    saga_free(by_particle);
+    saga_free(eb.src);
+    saga_free(eb.dst);
+    saga_free(eb.feat);
+    return st;
+}
+
+void hep_data_free(hep_data *d) {
+    if (!d)
+        return;
+    for (int32_t i = 0; i < d->n_events; i++)
+        hep_graph_free(&d->events[i]);
+    saga_free(d->events);
+    memset(d, 0, sizeof *d);
+}
+
+saga_status hep_data_load(hep_data *d, const char *dir, const hep_graph_opts *o,
+                          double eval_fraction, void (*progress)(void *, int32_t, int32_t),
+                          void *ud) {
+    saga_status st = SAGA_OK;
+    char **list = NULL;
+    int64_t n = 0;
+    saga_trackml_event *e = NULL;
+    hep_data r = {0};
+    memset(d, 0, sizeof *d);
+    r.graph = o ? *o : hep_graph_opts_defaults();
+    SAGA_TRY(saga_trackml_list(&list, &n, dir));
+    SAGA_CHECK(n > 0, SAGA_ERR_INVALID_ARG,
+               "hep: '%s' holds no event (expected files eventNNN-hits.csv[.gz])", dir);
+    SAGA_CHECK(n < INT32_MAX, SAGA_ERR_INVALID_ARG, "hep: too many events in '%s'", dir);
+    SAGA_TRY(saga_alloc_zeroed((void **)&r.events, (size_t)n, sizeof *r.events, "events"));
+    for (int64_t i = 0; i < n; i++) {
+        SAGA_TRY(saga_trackml_read(&e, list[i]));
+        SAGA_TRY(hep_graph_build(&r.events[i], e, &r.graph));
+        r.n_events++;
+        saga_trackml_event_free(&e);
+        if (progress)
+            progress(ud, (int32_t)i + 1, (int32_t)n);
+    }
+    int32_t n_eval = 0;
+    if (eval_fraction > 0 && n >= 2) {
+        n_eval = (int32_t)llround(eval_fraction * (double)n);
+        n_eval = n_eval < 1 ? 1 : n_eval >= n ? (int32_t)n - 1 : n_eval;
+    }
+    r.n_train = (int32_t)n - n_eval;
+    *d = r;
+    memset(&r, 0, sizeof r);
+fail:
+    saga_trackml_event_free(&e);
+    saga_trackml_list_free(&list, n);
+    hep_data_free(&r);
+    return st;
+}
+
+/* ---- sampling ----------------------------------------------------------------------------- */
+
+const char *hep_sampler_name(hep_sampler s) {
+    static const char *const names[HEP_SAMPLER_COUNT] = {"random", "sorted", "balanced"};
+    return (unsigned)s < HEP_SAMPLER_COUNT ? names[s] : "?";
+}
+
+void hep_plan_free(hep_plan *p) {
+    if (!p)
+        return;
+    saga_free(p->offsets);
+    saga_free(p->events);
+    memset(p, 0, sizeof *p);
+}
+
+static uint64_t mix64(uint64_t *s) {
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static void shuffle(int32_t *a, int32_t n, uint64_t *rng) {
+    for (int32_t i = n - 1; i > 0; i--) {
+        int32_t j = (int32_t)(mix64(rng) % (uint64_t)(i + 1));
+        int32_t t = a[i];
+        a[i] = a[j];
+        a[j] = t;
+    }
+}
+
+static const int64_t *sort_key; /* qsort has no user pointer; plans are made on one thread */
+
+static int cmp_by_edges_asc(const void *a, const void *b) {
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    if (sort_key[x] != sort_key[y])
+        return sort_key[x] < sort_key[y] ? -1 : 1;
+    return (x > y) - (x < y);
+}
+
+/* First-fit decreasing of events order[0 .. n) (largest first) into bins of budget; bin[i] is
+ * event order[i]'s bin. Returns the number of bins. */
+static int32_t ffd(const int32_t *order, int32_t n, const int64_t *edges, int64_t budget,
+                   int64_t *load, int32_t *bin) {
+    int32_t nb = 0;
+    for (int32_t i = 0; i < n; i++) {
+        int64_t w = edges[order[i]];
+        int32_t b = 0;
+        while (b < nb && load[b] + w > budget)
+            b++;
+        if (b == nb)
+            load[nb++] = 0;
+        load[b] += w;
+        bin[i] = b;
+    }
+    return nb;
+}
+
+saga_status hep_plan_epoch(hep_plan *out, hep_sampler s, const int64_t *edges, int32_t n,
+                           int32_t batch_events, int64_t budget, uint64_t seed, int epoch) {
+    saga_status st = SAGA_OK;
+    hep_plan p = {0};
+    int32_t *order = NULL, *bin = NULL, *perm = NULL;
+    int64_t *load = NULL;
+    memset(out, 0, sizeof *out);
+    SAGA_CHECK((unsigned)s < HEP_SAMPLER_COUNT && n >= 1 && batch_events >= 1 && budget >= 0 &&
+                   edges,
+               SAGA_ERR_INVALID_ARG,
+               "hep: bad sampler arguments (sampler %d, %d events, %d per batch, budget %lld)",
+               (int)s, (int)n, (int)batch_events, (long long)budget);
+    uint64_t rng = seed * 0x9E3779B97F4A7C15ull ^ ((uint64_t)epoch + 1) * 0xD1B54A32D192ED03ull;
+    int32_t target = (n + batch_events - 1) / batch_events;
+    size_t n1 = (size_t)n + 1;
+    SAGA_TRY(saga_alloc_array((void **)&p.events, (size_t)n, sizeof *p.events, "plan"));
+    SAGA_TRY(saga_alloc_array((void **)&p.offsets, n1, sizeof *p.offsets, "plan"));
+    SAGA_TRY(saga_alloc_array((void **)&order, (size_t)n, sizeof *order, "plan"));
+    SAGA_TRY(saga_alloc_array((void **)&perm, (size_t)n, sizeof *perm, "plan"));
+    for (int32_t i = 0; i < n; i++)
+        order[i] = i;
+    if (s == HEP_SAMPLER_RANDOM) {
+        shuffle(order, n, &rng);
+        memcpy(p.events, order, (size_t)n * sizeof *order);
+        p.n_batches = target;
+        for (int32_t b = 0; b <= target; b++)
+            p.offsets[b] = b * batch_events < n ? b * batch_events : n;
+    } else if (s == HEP_SAMPLER_SORTED) {
+        sort_key = edges;
+        qsort(order, (size_t)n, sizeof *order, cmp_by_edges_asc);
+        for (int32_t b = 0; b < target; b++)
+            perm[b] = b;
+        shuffle(perm, target, &rng);
+        int32_t k = 0;
+        p.n_batches = target;
+        for (int32_t b = 0; b < target; b++) {
+            p.offsets[b] = k;
+            for (int32_t i = perm[b] * batch_events; i < n && i < (perm[b] + 1) * batch_events; i++)
+                p.events[k++] = order[i];
+        }
+        p.offsets[target] = k;
+    } else {
+        sort_key = edges;
+        qsort(order, (size_t)n, sizeof *order, cmp_by_edges_asc);
+        for (int32_t i = 0; i < n / 2; i++) { /* largest first */
+            int32_t t = order[i];
+            order[i] = order[n - 1 - i];
+            order[n - 1 - i] = t;
+        }
+        SAGA_TRY(saga_alloc_array((void **)&load, (size_t)n, sizeof *load, "plan"));
+        SAGA_TRY(saga_alloc_array((void **)&bin, (size_t)n, sizeof *bin, "plan"));
+        if (budget == 0) {
+            /* the smallest budget that packs into as many bins as the others' micro-batches;
+             * the high end always fits (one bin), so the search ends on a budget that does */
+            int64_t total = 0;
+            for (int32_t i = 0; i < n; i++)
+                total += edges[i];
+            int64_t lo = edges[order[0]], hi = total;
+            if ((total + target - 1) / target > lo)
+                lo = (total + target - 1) / target;
+            if (hi < lo)
+                hi = lo;
+            while (lo < hi) {
+                int64_t mid = lo + (hi - lo) / 2;
+                if (ffd(order, n, edges, mid, load, bin) <= target)
+                    hi = mid;
+                else
+                    lo = mid + 1;
+            }
+            budget = lo > 0 ? lo : 1;
+        }
+        int32_t nb = ffd(order, n, edges, budget, load, bin);
+        for (int32_t b = 0; b < nb; b++)
+            perm[b] = b;
+        shuffle(perm, nb, &rng);
+        /* events of bin perm[0], then perm[1], ...: count, then place */
+        int32_t *rank = (int32_t *)load; /* bin -> its place in the epoch; load is done */
+        for (int32_t b = 0; b < nb; b++)
+            rank[perm[b]] = b;
+        memset(p.offsets, 0, n1 * sizeof *p.offsets);
+        for (int32_t i = 0; i < n; i++)
+            p.offsets[rank[bin[i]] + 1]++;
+        for (int32_t b = 0; b < nb; b++)
+            p.offsets[b + 1] += p.offsets[b];
+        int32_t *fill = perm; /* perm is done too */
+        memcpy(fill, p.offsets, (size_t)nb * sizeof *fill);
+        for (int32_t i = 0; i < n; i++)
+            p.events[fill[rank[bin[i]]]++] = order[i];
+        p.n_batches = nb;
+        p.budget = budget;
+    }
+    *out = p;
+    memset(&p, 0, sizeof p);
+fail:
+    hep_plan_free(&p);
+    saga_free(order);
+    saga_free(perm);
+    saga_free(bin);
+    saga_free(load);
+    return st;
+}
+
+/* ---- the model ---------------------------------------------------------------------------- */
+
+static saga_status mlp_new(hep_mlp *l, saga_model *m, const char *name, int64_t in, int64_t hidden,
+                           int64_t out, uint64_t seed) {
+    char buf[64];
+    snprintf(buf, sizeof buf, "%s.W1", name);
+    l->W1 = saga_model_param(m, buf, in, hidden, SAGA_INIT_KAIMING, seed * 4 + 1);
+    snprintf(buf, sizeof buf, "%s.b1", name);
+    l->b1 = saga_model_param(m, buf, 1, hidden, SAGA_INIT_ZEROS, 0);
+    snprintf(buf, sizeof buf, "%s.W2", name);
+    l->W2 = saga_model_param(m, buf, hidden, out, SAGA_INIT_GLOROT, seed * 4 + 2);
+    snprintf(buf, sizeof buf, "%s.b2", name);
+    l->b2 = saga_model_param(m, buf, 1, out, SAGA_INIT_ZEROS, 0);
+    if (!(l->W1 && l->b1 && l->W2 && l->b2))
+        return saga_error_prefix(SAGA_ERR_OUT_OF_MEMORY, "hep parameters: ");
+    return SAGA_OK;
+}
+
+/* W2 relu(W1 x + b1) + b2 */
+static saga_tensor *mlp(saga_ctx *c, const hep_mlp *l, saga_tensor *x) {
+    saga_tensor *h = saga_relu(c, saga_add_bias(c, saga_matmul(c, x, l->W1), l->b1));
+    return saga_add_bias(c, saga_matmul(c, h, l->W2), l->b2);
+}
+
+saga_status hep_net_new(hep_net *net, saga_backend *be, int hidden, int iterations, uint64_t seed) {
+    saga_status st = SAGA_OK;
+    memset(net, 0, sizeof *net);
+    SAGA_CHECK(
+        hidden >= 1 && hidden <= 4096 && iterations >= 1 && iterations <= 64, SAGA_ERR_INVALID_ARG,
+        "hep: hidden must be in 1..4096 and iterations in 1..64 (got %d, %d)", hidden, iterations);
+    net->hidden = hidden;
+    net->iterations = iterations;
+    SAGA_TRY(saga_model_new(&net->m, be));
+    int64_t H = hidden;
+    SAGA_TRY(mlp_new(&net->node_enc, net->m, "node_encoder", HEP_HIT_FEATURES, H, H, seed + 1));
+    SAGA_TRY(mlp_new(&net->edge_enc, net->m, "edge_encoder", HEP_EDGE_FEATURES, H, H, seed + 2));
+    SAGA_TRY(mlp_new(&net->edge_up, net->m, "edge_update", 3 * H, H, H, seed + 3));
+    SAGA_TRY(mlp_new(&net->node_up, net->m, "node_update", 3 * H, H, H, seed + 4));
+    SAGA_TRY(mlp_new(&net->score, net->m, "edge_score", 3 * H, H, 1, seed + 5));
+    return SAGA_OK;
+fail:
+    hep_net_free(net);
+    return st;
+}
+
+void hep_net_free(hep_net *net) {
+    if (!net)
+        return;
+    saga_model_free(&net->m);
+    memset(net, 0, sizeof *net);
+}
+
+/* ApplyEdge: the new edge state e + MLP([h_src, h_dst, e]). */
+static saga_tensor *in_edge(saga_ctx *c, const saga_edge_in *e, void *layer) {
+    hep_net *net = layer;
+    saga_tensor *in = saga_concat(c, saga_concat(c, e->src, e->dst), e->data);
+    return saga_tanh(c, mlp(c, &net->edge_up, in));
+}
+
+/* ApplyVertex: h + MLP([h, messages in, messages out]). The messages out of each hit are the
+ * round's edge tensor (saga_program_run_edges has set it) summed by source. */
+static saga_tensor *in_vertex(saga_ctx *c, const saga_vertex_in *v, void *layer) {
+    hep_net *net = layer;
+    saga_tensor *out_sum = saga_scatter_add_rows(c, net->edges, net->src_idx, net->n_vertices);
+    saga_tensor *in = saga_concat(c, saga_concat(c, v->self, v->gathered), out_sum);
+    return saga_tanh(c, mlp(c, &net->node_up, in));
+}
+
+static const saga_program IN_PROGRAM = {
+    .scatter = SAGA_SCATTER_BOTH,
+    .edge_weight = SAGA_WEIGHT_NONE,
+    .apply_edge = in_edge,
+    .gather = SAGA_GATHER_SUM,
+    .apply_vertex = in_vertex,
+    /* bounds the transient memory of apply_edge's MLP; the kept edge states grow with the
+     * graph anyway */
+    .max_batch_edges = 1 << 16,
+};
+
+saga_tensor *hep_net_forward(saga_ctx *c, hep_net *net, const hep_batch *b) {
+    net->src_idx = b->src_idx;
+    net->dst_idx = b->dst_idx;
+    net->n_vertices = b->n_vertices;
+    net->edges = NULL;
+    saga_tensor *h = saga_tanh(c, mlp(c, &net->node_enc, b->x));
+    saga_tensor *e = saga_tanh(c, mlp(c, &net->edge_enc, b->edata));
+    for (int k = 0; k < net->iterations && h; k++) {
+        h = saga_program_run_edges(c, &IN_PROGRAM, b->dg, h, e, net, &net->edges);
+        e = net->edges;
+    }
+    saga_tensor *in = saga_concat(
+        c, saga_concat(c, saga_gather_rows(c, h, b->src_idx), saga_gather_rows(c, h, b->dst_idx)),
+        e);
+    return mlp(c, &net->score, in);
+}
+
+/* ---- micro-batches ------------------------------------------------------------------------ */
+
+void hep_batch_free(hep_batch *b) {
+    if (!b)
+        return;
+    saga_dgraph_free(&b->dg);
+    saga_tensor_free(&b->x);
+    saga_tensor_free(&b->edata);
+    saga_tensor_free(&b->target);
+    saga_tensor_free(&b->src_idx);
+    saga_tensor_free(&b->dst_idx);
+    memset(b, 0, sizeof *b);
+}
+
+saga_status hep_batch_new(hep_batch *b, saga_backend *be, const hep_event_graph *events,
+                          const int32_t *ids, int32_t n) {
+    saga_status st = SAGA_OK;
+    hep_batch r = {0};
+    saga_graph *g = NULL;
+    float *x = NULL, *ef = NULL, *y = NULL;
+    int32_t *src = NULL, *dst = NULL;
+    memset(b, 0, sizeof *b);
+    int64_t nv = 0, m = 0;
+    for (int32_t i = 0; i < n; i++) {
+        nv += events[ids[i]].n_hits;
+        m += events[ids[i]].n_edges;
+    }
+    SAGA_CHECK(nv < INT32_MAX, SAGA_ERR_INVALID_ARG, "hep: a micro-batch of %lld hits",
+               (long long)nv);
+    size_t nv1 = nv ? (size_t)nv : 1, m1 = m ? (size_t)m : 1;
+    SAGA_TRY(saga_alloc_array((void **)&x, nv1 * HEP_HIT_FEATURES, sizeof *x, "batch hits"));
+    SAGA_TRY(saga_alloc_array((void **)&ef, m1 * HEP_EDGE_FEATURES, sizeof *ef, "batch edges"));
+    SAGA_TRY(saga_alloc_array((void **)&y, m1, sizeof *y, "batch targets"));
+    SAGA_TRY(saga_alloc_array((void **)&src, m1, sizeof *src, "batch edges"));
+    SAGA_TRY(saga_alloc_array((void **)&dst, m1, sizeof *dst, "batch edges"));
+    int64_t v0 = 0, e0 = 0;
+    for (int32_t i = 0; i < n; i++) {
+        const hep_event_graph *ev = &events[ids[i]];
+        memcpy(x + v0 * HEP_HIT_FEATURES, ev->hit_feat,
+               (size_t)ev->n_hits * HEP_HIT_FEATURES * sizeof *x);
+        memcpy(ef + e0 * HEP_EDGE_FEATURES, ev->edge_feat,
+               (size_t)ev->n_edges * HEP_EDGE_FEATURES * sizeof *ef);
+        for (int64_t k = 0; k < ev->n_edges; k++) {
+            src[e0 + k] = (int32_t)(ev->src[k] + v0);
+            dst[e0 + k] = (int32_t)(ev->dst[k] + v0);
+            y[e0 + k] = ev->truth[k];
+        }
+        v0 += ev->n_hits;
+        e0 += ev->n_edges;
+    }
+    r.n_vertices = (int32_t)nv;
+    r.n_edges = m;
+    SAGA_TRY(saga_graph_from_edges(&g, (int32_t)nv, m, src, dst, NULL, NULL, NULL));
+    SAGA_TRY(saga_dgraph_new(&r.dg, be, g, NULL));
+    /* every event's edges are sorted by (outer, inner) and the events' ids increase, so the
+     * placed order is the concatenation: the edge features need no permutation */
+    saga_csr ord = saga_dgraph_edge_order(r.dg);
+    SAGA_CHECK(ord.nnz == m, SAGA_ERR_INTERNAL, "hep: placed graph has %lld edges, expected %lld",
+               (long long)ord.nnz, (long long)m);
+    for (int64_t k = 0; k < m; k++)
+        SAGA_CHECK(
+            ord.indices[k] == src[k] && ord.offsets[dst[k]] <= k && k < ord.offsets[dst[k] + 1],
+            SAGA_ERR_INTERNAL, "hep: edge %lld is out of the placed graph's order", (long long)k);
+    SAGA_TRY(saga_tensor_from_host(&r.x, be, SAGA_F32, nv, HEP_HIT_FEATURES, x));
+    SAGA_TRY(saga_tensor_from_host(&r.edata, be, SAGA_F32, m, HEP_EDGE_FEATURES, ef));
+    SAGA_TRY(saga_tensor_from_host(&r.target, be, SAGA_F32, m, 1, y));
+    SAGA_TRY(saga_tensor_from_host(&r.src_idx, be, SAGA_I32, m, 1, src));
+    SAGA_TRY(saga_tensor_from_host(&r.dst_idx, be, SAGA_I32, m, 1, dst));
+    *b = r;
+    memset(&r, 0, sizeof r);
+fail:
+    hep_batch_free(&r);
+    saga_graph_free(&g);
+    saga_free(x);
+    saga_free(ef);
+    saga_free(y);
+    saga_free(src);
+    saga_free(dst);
+    return st;
+}
+
+/* ---- metrics ------------------------------------------------------------------------------ */
+
+typedef struct scored {
+    float s;
+    uint8_t y;
+} scored;
+
+static int cmp_scored(const void *a, const void *b) {
+    float x = ((const scored *)a)->s, y = ((const scored *)b)->s;
+    return (x > y) - (x < y);
+}
+
+double hep_auc(const float *score, const uint8_t *label, int64_t n) {
+    scored *v = saga_malloc((n ? (size_t)n : 1) * sizeof *v);
+    if (!v)
+        return NAN;
+    int64_t pos = 0;
+    for (int64_t i = 0; i < n; i++) {
+        v[i] = (scored){score[i], label[i] ? 1 : 0};
+        pos += v[i].y;
+    }
+    int64_t neg = n - pos;
+    if (pos == 0 || neg == 0) {
+        saga_free(v);
+        return 0.5;
+    }
+    qsort(v, (size_t)n, sizeof *v, cmp_scored);
+    /* Mann-Whitney: the positives' rank sum, ties at their mean rank */
+    double rank_sum = 0;
+    for (int64_t i = 0; i < n;) {
+        int64_t j = i, p = 0;
+        while (j < n && v[j].s == v[i].s)
+            p += v[j++].y;
+        rank_sum += (double)p * 0.5 * (double)(i + 1 + j);
+        i = j;
+    }
+    saga_free(v);
+    return (rank_sum - 0.5 * (double)pos * (double)(pos + 1)) / ((double)pos * (double)neg);
+}
+
+typedef struct hit_comp {
+    int64_t particle;
+    int32_t comp;
+} hit_comp;
+
+static int cmp_hit_comp(const void *a, const void *b) {
+    const hit_comp *x = a, *y = b;
+    if (x->particle != y->particle)
+        return x->particle < y->particle ? -1 : 1;
+    return (x->comp > y->comp) - (x->comp < y->comp);
+}
+
+saga_status hep_track_efficiency(int64_t *found, int64_t *total, saga_backend *be,
+                                 const hep_event_graph *g, const uint8_t *kept, double track_pt) {
+    saga_status st = SAGA_OK;
+    int32_t *src = NULL, *dst = NULL, *comp = NULL, *size = NULL;
+    hit_comp *hc = NULL;
+    saga_graph *cg = NULL;
+    int32_t n = g->n_hits;
+    int64_t nk = 0, f = 0, t = 0;
+    size_t n1 = n ? (size_t)n : 1;
+    SAGA_TRY(saga_alloc_array((void **)&src, g->n_edges ? (size_t)g->n_edges : 1, sizeof *src,
+                              "kept edges"));
+    SAGA_TRY(saga_alloc_array((void **)&dst, g->n_edges ? (size_t)g->n_edges : 1, sizeof *dst,
+                              "kept edges"));
+    for (int64_t k = 0; k < g->n_edges; k++)
+        if (kept[k]) {
+            src[nk] = g->src[k];
+            dst[nk++] = g->dst[k];
+        }
+    saga_graph_opts go = saga_graph_opts_defaults();
+    go.undirected = true;
+    SAGA_TRY(saga_graph_from_edges(&cg, n, nk, src, dst, NULL, NULL, &go));
+    cc_result cr;
+    SAGA_TRY(cc_run(&comp, &cr, be, cg, NULL, NULL));
+    SAGA_TRY(saga_alloc_zeroed((void **)&size, n1, sizeof *size, "component sizes"));
+    SAGA_TRY(saga_alloc_array((void **)&hc, n1, sizeof *hc, "track hits"));
+    int32_t nh = 0;
+    for (int32_t v = 0; v < n; v++) {
+        size[comp[v]]++;
+        if (g->hit_particle[v] != 0 && g->hit_pt[v] > track_pt)
+            hc[nh++] = (hit_comp){g->hit_particle[v], comp[v]};
+    }
+    qsort(hc, (size_t)nh, sizeof *hc, cmp_hit_comp);
+    for (int32_t i = 0; i < nh;) {
+        int32_t j = i, best = 0, best_comp = -1;
+        while (j < nh && hc[j].particle == hc[i].particle)
+            j++;
+        for (int32_t a = i; a < j;) { /* runs of one component inside the particle's run */
+            int32_t b = a;
+            while (b < j && hc[b].comp == hc[a].comp)
+                b++;
+            if (b - a > best)
+                best = b - a, best_comp = hc[a].comp;
+            a = b;
+        }
+        int32_t nhits = j - i;
+        if (nhits >= 3) {
+            t++;
+            f += best >= 0.75 * nhits && best >= 0.75 * size[best_comp];
+        }
+        i = j;
+    }
+    *found = f;
+    *total = t;
+fail:
+    saga_graph_free(&cg);
+    saga_free(src);
+    saga_free(dst);
+    saga_free(comp);
+    saga_free(size);
+    saga_free(hc);
+    return st;
+}
+
+saga_status hep_evaluate(hep_metrics *out, saga_backend *be, hep_net *net,
+                         const hep_event_graph *events, int32_t first, int32_t n, double threshold,
+                         double track_pt) {
+    saga_status st = SAGA_OK;
+    saga_ctx *c = NULL;
+    hep_batch b = {0};
+    float *score = NULL;
+    uint8_t *label = NULL, *kept = NULL;
+    int64_t m = 0, max_m = 1, tp = 0, fp = 0, fn = 0, found = 0, tracks = 0;
+    for (int32_t i = first; i < first + n; i++) {
+        m += events[i].n_edges;
+        if (events[i].n_edges > max_m)
+            max_m = events[i].n_edges;
+    }
+    SAGA_TRY(saga_alloc_array((void **)&score, m ? (size_t)m : 1, sizeof *score, "scores"));
+    SAGA_TRY(saga_alloc_array((void **)&label, m ? (size_t)m : 1, sizeof *label, "labels"));
+    SAGA_TRY(saga_alloc_array((void **)&kept, (size_t)max_m, sizeof *kept, "kept edges"));
+    SAGA_TRY(saga_ctx_new(&c, be, 0));
+    saga_ctx_train(c, false);
+    int64_t e0 = 0;
+    for (int32_t i = first; i < first + n; i++) {
+        const hep_event_graph *g = &events[i];
+        SAGA_TRY(hep_batch_new(&b, be, events, &i, 1));
+        saga_tensor *p = saga_sigmoid(c, hep_net_forward(c, net, &b));
+        SAGA_TRY(saga_ctx_status(c));
+        SAGA_TRY(saga_tensor_to_host(p, score + e0));
+        saga_ctx_clear(c);
+        hep_batch_free(&b);
+        for (int64_t k = 0; k < g->n_edges; k++) {
+            label[e0 + k] = g->truth[k];
+            kept[k] = score[e0 + k] > threshold;
+            tp += kept[k] && g->truth[k];
+            fp += kept[k] && !g->truth[k];
+            fn += !kept[k] && g->truth[k];
+        }
+        int64_t f = 0, t = 0;
+        SAGA_TRY(hep_track_efficiency(&f, &t, be, g, kept, track_pt));
+        found += f;
+        tracks += t;
+        e0 += g->n_edges;
+    }
+    hep_metrics r = {.n_edges = m, .n_true = tp + fn, .threshold = threshold};
+    r.edge_efficiency = tp + fn ? (double)tp / (double)(tp + fn) : 0.0;
+    r.edge_purity = tp + fp ? (double)tp / (double)(tp + fp) : 0.0;
+    r.auc = hep_auc(score, label, m);
+    r.n_tracks = tracks;
+    r.track_efficiency = tracks ? (double)found / (double)tracks : 0.0;
+    *out = r;
+fail:
+    hep_batch_free(&b);
+    saga_ctx_free(&c);
+    saga_free(score);
+    saga_free(label);
+    saga_free(kept);
+    return st;
+}
+
+/* ---- training ----------------------------------------------------------------------------- */
+
+hep_train_opts hep_train_opts_defaults(void) {
+    return (hep_train_opts){.epochs = 20,
+                            .lr = 0.003f,
+                            .hidden = 32,
+                            .iterations = 4,
+                            .pos_weight = 1.0f,
+                            .batch_events = 4,
+                            .edge_budget = 0,
+                            .hit_weight = 0,
+                            .sampler = HEP_SAMPLER_BALANCED,
+                            .threshold = 0.5,
+                            .seed = 1,
+                            .checkpoint = NULL,
+                            .resume = NULL};
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+saga_status hep_train(hep_run *out, saga_backend *be, const hep_data *d, const hep_train_opts *o,
+                      hep_epoch_fn on_epoch, void *user) {
+    saga_status st = SAGA_OK;
+    double t_start = saga_now();
+    hep_net net = {0};
+    saga_ctx *c = NULL;
+    saga_optim *opt = NULL;
+    hep_plan plan = {0};
+    hep_batch b = {0};
+    int64_t *edges = NULL;
+    double *secs = NULL;
+    hep_run r = {0};
+    SAGA_CHECK(out && be && d && o, SAGA_ERR_INVALID_ARG, "hep_train: NULL argument");
+    SAGA_CHECK(o->epochs >= 0 && isfinite(o->lr) && o->lr > 0 && o->pos_weight > 0 &&
+                   o->batch_events >= 1 && o->edge_budget >= 0 && o->hit_weight >= 0 &&
+                   o->hit_weight <= 1e6 && (unsigned)o->sampler < HEP_SAMPLER_COUNT &&
+                   o->threshold > 0 && o->threshold < 1,
+               SAGA_ERR_INVALID_ARG,
+               "hep_train: options out of range (epochs >= 0, lr > 0, pos_weight > 0, "
+               "batch_events >= 1, threshold in (0, 1))");
+    SAGA_CHECK(d->n_train >= 1, SAGA_ERR_INVALID_ARG, "hep_train: no training event");
+    int32_t nt = d->n_train;
+    SAGA_TRY(saga_alloc_array((void **)&edges, (size_t)nt, sizeof *edges, "event sizes"));
+    for (int32_t i = 0; i < nt; i++)
+        edges[i] = d->events[i].n_edges + llround(o->hit_weight * d->events[i].n_hits);
+
+    SAGA_TRY(hep_net_new(&net, be, o->hidden, o->iterations, o->seed));
+    r.n_params = saga_model_n_scalars(net.m);
+    SAGA_TRY(saga_ctx_new(&c, be, o->seed));
+    saga_optim_opts oo = saga_optim_opts_defaults(SAGA_OPTIM_ADAM);
+    oo.lr = o->lr;
+    SAGA_TRY(saga_optim_new(&opt, net.m, &oo));
+    int64_t done = 0;
+    if (o->resume) {
+        uint64_t counter = 0;
+        SAGA_TRY(saga_checkpoint_load(o->resume, net.m, opt, &done, &counter));
+        SAGA_CHECK(done >= 0 && done <= INT32_MAX, SAGA_ERR_PARSE,
+                   "%s: epoch count %lld out of range", o->resume, (long long)done);
+        saga_ctx_set_rng_counter(c, counter);
+    }
+    r.start_epoch = (int)done;
+    r.epochs = (int)done;
+    r.loss = NAN;
+    int to_run = o->epochs > done ? o->epochs - (int)done : 0;
+    SAGA_TRY(
+        saga_alloc_array((void **)&secs, to_run ? (size_t)to_run : 1, sizeof *secs, "epoch times"));
+
+    for (int epoch = (int)done + 1; epoch <= o->epochs; epoch++) {
+        SAGA_TRY(hep_plan_epoch(&plan, o->sampler, edges, nt, o->batch_events, o->edge_budget,
+                                o->seed, epoch - 1));
+        hep_epoch e = {.epoch = epoch, .epochs = o->epochs, .n_batches = plan.n_batches};
+        /* the peak of this epoch alone: nothing cached from the last one */
+        saga_ctx_trim(c);
+        saga_backend_reset_stats(be);
+        double t0 = saga_now(), loss_sum = 0;
+        for (int32_t k = 0; k < plan.n_batches; k++) {
+            int32_t cnt = plan.offsets[k + 1] - plan.offsets[k];
+            SAGA_TRY(hep_batch_new(&b, be, d->events, plan.events + plan.offsets[k], cnt));
+            if (b.n_edges > e.max_batch_edges)
+                e.max_batch_edges = b.n_edges;
+            saga_ctx_train(c, true);
+            saga_tensor *logits = hep_net_forward(c, &net, &b);
+            saga_tensor *loss = saga_bce_logits(c, logits, b.target, o->pos_weight);
+            SAGA_TRY(saga_ctx_status(c));
+            SAGA_TRY(saga_backward(c, loss));
+            SAGA_TRY(saga_optim_step(opt));
+            loss_sum += saga_item(loss);
+            saga_ctx_clear(c);
+            hep_batch_free(&b);
+            /* micro-batches differ in size: buffers cached for one rarely fit the next */
+            saga_ctx_trim(c);
+        }
+        saga_backend_stats bs;
+        saga_backend_get_stats(be, &bs);
+        e.seconds = saga_now() - t0;
+        e.peak_bytes = bs.peak_bytes;
+        e.loss = loss_sum / plan.n_batches;
+        secs[epoch - (int)done - 1] = e.seconds;
+        r.loss = e.loss;
+        r.epochs = epoch;
+        r.n_batches = plan.n_batches;
+        r.budget = plan.budget;
+        if (e.peak_bytes > r.peak_bytes)
+            r.peak_bytes = e.peak_bytes;
+        if (e.max_batch_edges > r.max_batch_edges)
+            r.max_batch_edges = e.max_batch_edges;
+        hep_plan_free(&plan);
+        if (o->checkpoint)
+            SAGA_TRY(
+                saga_checkpoint_save(o->checkpoint, net.m, opt, epoch, saga_ctx_rng_counter(c)));
+        if (on_epoch)
+            SAGA_TRY(on_epoch(&e, user));
+    }
+    if (to_run > 0) {
+        qsort(secs, (size_t)to_run, sizeof *secs, cmp_double);
+        r.epoch_seconds_min = secs[0];
+        r.epoch_seconds =
+            to_run % 2 ? secs[to_run / 2] : 0.5 * (secs[to_run / 2 - 1] + secs[to_run / 2]);
+    }
+    /* evaluation: the held-out events, or the training events when there are none */
+    int32_t first = d->n_events > d->n_train ? d->n_train : 0;
+    int32_t n_eval = d->n_events > d->n_train ? d->n_events - d->n_train : d->n_train;
+    SAGA_TRY(hep_evaluate(&r.metrics, be, &net, d->events, first, n_eval, o->threshold, 1.0));
+    r.seconds = saga_now() - t_start;
+    *out = r;
+fail:
+    hep_batch_free(&b);
+    hep_plan_free(&plan);
+    saga_optim_free(&opt);
+    saga_ctx_free(&c);
+    hep_net_free(&net);
+    saga_free(edges);
+    saga_free(secs);
+    return st;
+}

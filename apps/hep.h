@@ -1,0 +1,234 @@
+/* hep.h - particle tracking with a graph neural network: collision events become graphs of hits
+ * and candidate segments, an Interaction Network written as saga vertex programs classifies the
+ * segments, and tracks are the connected components of the segments it keeps.
+ *
+ *   hep_data d;
+ *   SAGA_TRY(hep_data_load(&d, "events/", &go));      // every event's graph, built on the host
+ *   hep_train_opts o = hep_train_opts_defaults();
+ *   hep_run r;
+ *   SAGA_TRY(hep_train(&r, be, &d, &o, NULL, NULL));  // train on d.train, evaluate on d.eval
+ *   printf("edge efficiency %.4f purity %.4f\n", r.metrics.edge_efficiency, r.metrics.edge_purity);
+ *   hep_data_free(&d);
+ *
+ * Graph: a vertex per hit on the barrel layers with features (r / 1000, phi / pi, z / 1000); an
+ * edge from a hit to each hit on the next layer outwards whose segment passes two cuts: the
+ * bending |dphi / dr| below phi_slope_max and the segment's intersection with the beam line
+ * |z0| below z0_max (the hits of the next layer are sorted by phi, so each hit scans only the
+ * phi window the first cut allows). An edge is true when both hits belong to one particle (on
+ * adjacent layers they are then consecutive hits of its trajectory). Hits of particles below
+ * pt_min are dropped from the graph, as if the detector had not seen them; noise hits stay.
+ *
+ * Model (Interaction Network, Battaglia et al. 2016, as used for tracking by Exa.TrkX): node
+ * and edge encoders (two-layer MLPs to `hidden`, tanh), then `iterations` rounds of one vertex
+ * program with shared weights: apply_edge e' = tanh(MLP([h_src, h_dst, e])) over SCATTER_BOTH
+ * with the edge states as edge data, gather SUM at the outer hit, apply_vertex h' = tanh(MLP([h,
+ * sum of e' in, sum of e' out])) (the sum over out-edges reduces the kept edge tensor by
+ * source); then a score MLP over [h_src, h_dst, e] gives one logit per edge. tanh bounds the
+ * states, so the sums over a hit's edges cannot grow round after round. Loss: binary
+ * cross-entropy with logits and pos_weight; Adam.
+ */
+#pragma once
+
+#include "saga.h"
+#include "saga_datasets.h"
+#include "saga_nn.h"
+#include "saga_program.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+enum { HEP_HIT_FEATURES = 3, HEP_EDGE_FEATURES = 6 };
+
+/* ---- graphs ------------------------------------------------------------------------------- */
+
+typedef struct hep_graph_opts {
+    double pt_min;        /* GeV: hits of slower particles are dropped (1.0) */
+    double phi_slope_max; /* rad/mm: most bending of a segment (0.0006, about pT 0.5 GeV) */
+    double z0_max;        /* mm: farthest beam-line intersection of a segment (350) */
+} hep_graph_opts;
+
+hep_graph_opts hep_graph_opts_defaults(void);
+
+/* One event's graph on the host; arrays saga_malloc'd and owned. Edges are sorted by (outer
+ * hit, inner hit): the edge order of a placed saga_dgraph of this graph. */
+typedef struct hep_event_graph {
+    int64_t event_id;
+    int32_t n_hits;
+    float *hit_feat;       /* n_hits x HEP_HIT_FEATURES */
+    int64_t *hit_particle; /* 0: noise */
+    float *hit_pt;         /* the particle's pT in GeV, 0 for noise */
+    int64_t n_edges;
+    int32_t *src, *dst; /* inner hit, outer hit */
+    float *edge_feat;   /* n_edges x HEP_EDGE_FEATURES */
+    uint8_t *truth;     /* 1: both hits of one particle */
+    int64_t n_true;     /* true edges built */
+    int64_t n_segments; /* all true segments: pairs of one particle's hits on adjacent layers */
+} hep_event_graph;
+
+/* Builds e's graph with o (NULL: defaults) into *g (zeroed first; on failure it holds
+ * nothing). Errors: SAGA_ERR_OUT_OF_MEMORY; SAGA_ERR_INVALID_ARG for an event with more than
+ * 2^31 - 1 hits or without its truth. */
+saga_status hep_graph_build(hep_event_graph *g, const saga_trackml_event *e,
+                            const hep_graph_opts *o);
+void hep_graph_free(hep_event_graph *g);
+
+/* Events split for training and evaluation. */
+typedef struct hep_data {
+    hep_event_graph *events;
+    int32_t n_events;
+    int32_t n_train; /* events[0 .. n_train) train, the rest evaluate */
+    hep_graph_opts graph;
+} hep_data;
+
+/* Reads and builds every event of dir (saga_trackml_list order); the last eval_fraction of them
+ * (at least one when there are two or more; 0 keeps them all for training) evaluate. Errors:
+ * those of the reader naming the file; SAGA_ERR_INVALID_ARG when dir holds no event. progress
+ * (may be NULL) is called after each event. */
+saga_status hep_data_load(hep_data *d, const char *dir, const hep_graph_opts *o,
+                          double eval_fraction, void (*progress)(void *, int32_t, int32_t),
+                          void *ud);
+void hep_data_free(hep_data *d);
+
+/* ---- sampling ----------------------------------------------------------------------------- */
+
+typedef enum hep_sampler {
+    HEP_SAMPLER_RANDOM = 0, /* events shuffled each epoch, batch_events per micro-batch */
+    HEP_SAMPLER_SORTED,     /* sorted by edges, cut into runs of batch_events, runs shuffled */
+    HEP_SAMPLER_BALANCED,   /* first-fit-decreasing bins under an edge budget, bins shuffled */
+    HEP_SAMPLER_COUNT
+} hep_sampler;
+
+const char *hep_sampler_name(hep_sampler s);
+
+/* One epoch's micro-batches: batch b holds events[offsets[b] .. offsets[b+1]). */
+typedef struct hep_plan {
+    int32_t n_batches;
+    int32_t *offsets; /* n_batches + 1 */
+    int32_t *events;  /* a permutation of the n events */
+    int64_t budget;   /* BALANCED: the edge budget of a bin */
+} hep_plan;
+
+/* The plan of epoch `epoch` (0-based) for n events with edges[i] edges each, drawn from (seed,
+ * epoch). RANDOM and SORTED make ceil(n / batch_events) micro-batches; BALANCED packs events
+ * largest first into the first bin with room under budget (an event larger than the budget
+ * alone in its bin); budget 0 picks the smallest budget that needs at most ceil(n /
+ * batch_events) bins, so every strategy has the same number of micro-batches and the same mean
+ * edges per micro-batch. Errors: SAGA_ERR_INVALID_ARG, SAGA_ERR_OUT_OF_MEMORY. */
+saga_status hep_plan_epoch(hep_plan *out, hep_sampler s, const int64_t *edges, int32_t n,
+                           int32_t batch_events, int64_t budget, uint64_t seed, int epoch);
+void hep_plan_free(hep_plan *p);
+
+/* ---- the model ---------------------------------------------------------------------------- */
+
+typedef struct hep_mlp {
+    saga_tensor *W1, *b1, *W2, *b2;
+} hep_mlp;
+
+typedef struct hep_net {
+    saga_model *m;
+    int hidden, iterations;
+    hep_mlp node_enc, edge_enc, edge_up, node_up, score;
+    /* per run: the graph's edge ends and the edge tensor of the current round */
+    saga_tensor *src_idx, *dst_idx;
+    saga_tensor *edges;
+    int32_t n_vertices;
+} hep_net;
+
+/* A network with Kaiming-initialised weights from seed (model owned by net; hep_net_free). */
+saga_status hep_net_new(hep_net *net, saga_backend *be, int hidden, int iterations, uint64_t seed);
+void hep_net_free(hep_net *net);
+
+/* A micro-batch on the backend: the disjoint union of events. */
+typedef struct hep_batch {
+    saga_dgraph *dg;
+    saga_tensor *x, *edata, *target, *src_idx, *dst_idx;
+    int32_t n_vertices;
+    int64_t n_edges;
+} hep_batch;
+
+/* Concatenates events ids[0 .. n) (vertex ids offset) and places them on be. */
+saga_status hep_batch_new(hep_batch *b, saga_backend *be, const hep_event_graph *events,
+                          const int32_t *ids, int32_t n);
+void hep_batch_free(hep_batch *b);
+
+/* One logit per edge (n_edges x 1, owned by c), or NULL with the error in c. */
+saga_tensor *hep_net_forward(saga_ctx *c, hep_net *net, const hep_batch *b);
+
+/* ---- metrics ------------------------------------------------------------------------------ */
+
+typedef struct hep_metrics {
+    int64_t n_edges, n_true;
+    double threshold;
+    double edge_efficiency;  /* true edges scored above the threshold / true edges */
+    double edge_purity;      /* true edges above the threshold / edges above it */
+    double auc;              /* ROC AUC over every edge (exact; ties count one half) */
+    int64_t n_tracks;        /* particles with pT > track_pt and >= 3 hits in the graphs */
+    double track_efficiency; /* share of them found (see hep_track_efficiency) */
+} hep_metrics;
+
+/* Exact ROC AUC of scores against labels by sorting (ties get their mean rank); 0.5 when one
+ * class is empty. */
+double hep_auc(const float *score, const uint8_t *label, int64_t n);
+
+/* Tracks as the connected components (cc_run on be) of the edges kept, symmetrized; a particle
+ * with pT > track_pt and at least 3 hits counts as found when >= 75% of its hits lie in one
+ * component of which >= 75% are its hits. *found and *total are the counts for this event. */
+saga_status hep_track_efficiency(int64_t *found, int64_t *total, saga_backend *be,
+                                 const hep_event_graph *g, const uint8_t *kept, double track_pt);
+
+/* Scores every event of events[first .. first + n) one at a time (inference) and measures. */
+saga_status hep_evaluate(hep_metrics *out, saga_backend *be, hep_net *net,
+                         const hep_event_graph *events, int32_t first, int32_t n, double threshold,
+                         double track_pt);
+
+/* ---- training ----------------------------------------------------------------------------- */
+
+typedef struct hep_train_opts {
+    int epochs;           /* 20 */
+    float lr;             /* Adam's learning rate (0.003) */
+    int hidden;           /* 32 */
+    int iterations;       /* message-passing rounds (4) */
+    float pos_weight;     /* BCE weight of the true edges (1) */
+    int32_t batch_events; /* events per micro-batch for RANDOM and SORTED (4) */
+    int64_t edge_budget;  /* BALANCED bins (0: as many bins as the others' micro-batches) */
+    double hit_weight;    /* an event's size for SORTED and BALANCED: edges + hit_weight * hits
+                           * (0: edges alone). Hits cost memory too: about 1.3 edges each in
+                           * this model's training step */
+    hep_sampler sampler;
+    double threshold;       /* 0.5 */
+    uint64_t seed;          /* weights and the epochs' shuffles (1) */
+    const char *checkpoint; /* saved after every epoch, or NULL */
+    const char *resume;     /* start from this checkpoint, or NULL */
+} hep_train_opts;
+
+hep_train_opts hep_train_opts_defaults(void);
+
+typedef struct hep_epoch {
+    int epoch, epochs;
+    int32_t n_batches;
+    double loss;       /* mean over the epoch's micro-batches */
+    double seconds;    /* the epoch's micro-batches: build, upload, step */
+    size_t peak_bytes; /* the backend's peak during the epoch (after a trim and reset) */
+    int64_t max_batch_edges;
+} hep_epoch;
+
+typedef saga_status (*hep_epoch_fn)(const hep_epoch *e, void *user);
+
+typedef struct hep_run {
+    int start_epoch, epochs;
+    double loss;              /* the last epoch's */
+    double epoch_seconds;     /* median over the epochs run here */
+    double epoch_seconds_min; /* the fastest: the least disturbed by other work on the machine */
+    size_t peak_bytes;        /* largest epoch peak */
+    int64_t max_batch_edges;  /* largest micro-batch over the epochs */
+    int32_t n_batches;        /* micro-batches per epoch */
+    int64_t budget;           /* BALANCED's edge budget */
+    int64_t n_params;
+    hep_metrics metrics; /* on the evaluation events (on the training events when none) */
+    double seconds;
+} hep_run;
+
+/* Trains on d's training events and evaluates on the rest. Errors: those of the ops and the
+ * checkpoint files; SAGA_ERR_INVALID_ARG for options out of range. */
+saga_status hep_train(hep_run *out, saga_backend *be, const hep_data *d, const hep_train_opts *o,
+                      hep_epoch_fn on_epoch, void *user);

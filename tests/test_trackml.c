@@ -1,0 +1,398 @@
+/* test_trackml.c - the TrackML-style event generator (determinism, the detector's geometry, helix
+ * radii fitted from the hits against pT / (0.3 B)), the CSV writer and the header-driven reader
+ * on good and bad files. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include <cmocka.h>
+
+#include "test_util.h"
+
+#include "saga_datasets.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <zlib.h>
+
+static const char *make_dir(const char *name) {
+    const char *d = saga_test_tmp(name);
+    assert_int_equal(mkdir(d, 0777), 0);
+    return d;
+}
+
+/* The whole file in a malloc'd buffer. */
+static char *slurp(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = malloc((size_t)n + 1);
+    assert_non_null(buf);
+    assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
+    fclose(f);
+    *len = (size_t)n;
+    return buf;
+}
+
+static bool same_file(const char *a, const char *b) {
+    size_t la, lb;
+    char *x = slurp(a, &la), *y = slurp(b, &lb);
+    bool same = la == lb && memcmp(x, y, la) == 0;
+    free(x);
+    free(y);
+    return same;
+}
+
+static saga_trackml_params small_params(void) {
+    saga_trackml_params p = saga_trackml_params_defaults();
+    p.min_particles = 150;
+    p.max_particles = 400;
+    p.seed = 7;
+    return p;
+}
+
+static void test_trackml_same_seed_same_bytes(void **state) {
+    (void)state;
+    saga_trackml_params p = small_params();
+    const char *d1 = make_dir("gen1"), *d2 = make_dir("gen2"), *d3 = make_dir("gen3");
+    saga_trackml_event *e = NULL;
+    assert_int_equal(saga_trackml_generate(&e, &p, 3), SAGA_OK);
+    assert_int_equal(saga_trackml_write(e, d1), SAGA_OK);
+    saga_trackml_event_free(&e);
+    assert_null(e);
+    assert_int_equal(saga_trackml_generate(&e, &p, 3), SAGA_OK);
+    assert_int_equal(saga_trackml_write(e, d2), SAGA_OK);
+    saga_trackml_event_free(&e);
+    p.seed = 8;
+    assert_int_equal(saga_trackml_generate(&e, &p, 3), SAGA_OK);
+    assert_int_equal(saga_trackml_write(e, d3), SAGA_OK);
+    saga_trackml_event_free(&e);
+    const char *kinds[3] = {"hits", "truth", "particles"};
+    char a[512], b[512], c[512];
+    for (int k = 0; k < 3; k++) {
+        snprintf(a, sizeof a, "%s/event000000003-%s.csv.gz", d1, kinds[k]);
+        snprintf(b, sizeof b, "%s/event000000003-%s.csv.gz", d2, kinds[k]);
+        snprintf(c, sizeof c, "%s/event000000003-%s.csv.gz", d3, kinds[k]);
+        assert_true(same_file(a, b));
+        assert_false(same_file(a, c));
+    }
+    /* events of one seed differ from each other, in size too */
+    saga_trackml_event *e1 = NULL, *e2 = NULL;
+    assert_int_equal(saga_trackml_generate(&e1, &p, 1), SAGA_OK);
+    assert_int_equal(saga_trackml_generate(&e2, &p, 2), SAGA_OK);
+    assert_true(e1->n_particles != e2->n_particles || e1->n_hits != e2->n_hits);
+    saga_trackml_event_free(&e1);
+    saga_trackml_event_free(&e2);
+}
+
+/* Circle through points (x, y) by the algebraic (Kasa) least-squares fit, in double: the
+ * reference the generator's helices are checked against. Returns the radius. */
+static double fit_circle(const double *x, const double *y, int n) {
+    double mx = 0, my = 0;
+    for (int i = 0; i < n; i++)
+        mx += x[i], my += y[i];
+    mx /= n, my /= n;
+    double suu = 0, svv = 0, suv = 0, suuu = 0, svvv = 0, suvv = 0, svuu = 0;
+    for (int i = 0; i < n; i++) {
+        double u = x[i] - mx, v = y[i] - my;
+        suu += u * u, svv += v * v, suv += u * v;
+        suuu += u * u * u, svvv += v * v * v, suvv += u * v * v, svuu += v * u * u;
+    }
+    double r1 = 0.5 * (suuu + suvv), r2 = 0.5 * (svvv + svuu), det = suu * svv - suv * suv;
+    double uc = (r1 * svv - r2 * suv) / det, vc = (r2 * suu - r1 * suv) / det;
+    return sqrt(uc * uc + vc * vc + (suu + svv) / n);
+}
+
+static void test_trackml_hits_follow_helices_on_layers(void **state) {
+    (void)state;
+    saga_trackml_params p = small_params();
+    p.noise_fraction = 0.2;
+    saga_trackml_event *e = NULL;
+    assert_int_equal(saga_trackml_generate(&e, &p, 11), SAGA_OK);
+    assert_true(e->n_particles >= 150 && e->n_particles <= 400);
+
+    /* every hit on its layer's cylinder, inside its length, ids 1..n in detector order */
+    int64_t noise = 0, signal = 0;
+    int prev_layer = 0;
+    for (int64_t i = 0; i < e->n_hits; i++) {
+        int l = saga_trackml_layer_index(e->volume_id[i], e->layer_id[i]);
+        assert_true(l >= 0);
+        assert_true(l >= prev_layer);
+        prev_layer = l;
+        assert_int_equal(e->hit_id[i], i + 1);
+        double r = hypot(e->x[i], e->y[i]);
+        assert_true(fabs(r - saga_trackml_layer_radius(l)) < 0.01);
+        double hz = saga_trackml_layer_half_length(l) + 6 * saga_trackml_layer_sigma_z(l);
+        assert_true(fabs(e->z[i]) <= hz);
+        /* measured and true positions differ by the smearing only */
+        if (e->particle_id[i]) {
+            double drphi = hypot(e->x[i] - e->tx[i], e->y[i] - e->ty[i]);
+            assert_true(drphi < 6 * saga_trackml_layer_sigma_rphi(l) + 1e-3);
+            assert_true(fabs(e->z[i] - e->tz[i]) < 6 * saga_trackml_layer_sigma_z(l) + 1e-3);
+            signal++;
+        } else {
+            noise++;
+        }
+    }
+    assert_true(fabs((double)noise - 0.2 * (double)signal) <= 1.0);
+
+    /* helix radius from the hits: R[mm] = 1000 pT / (0.3 B) */
+    double *hx = malloc(sizeof(double) * 16), *hy = malloc(sizeof(double) * 16);
+    double *tx = malloc(sizeof(double) * 16), *ty = malloc(sizeof(double) * 16);
+    int checked = 0, loopers = 0;
+    for (int64_t k = 0; k < e->n_particles; k++) {
+        double pt = hypot(e->px[k], e->py[k]);
+        int n = 0;
+        for (int64_t i = 0; i < e->n_hits; i++)
+            if (e->particle_id[i] == e->p_id[k]) {
+                assert_true(n < 16);
+                hx[n] = e->x[i], hy[n] = e->y[i];
+                tx[n] = e->tx[i], ty[n] = e->ty[i];
+                n++;
+            }
+        assert_int_equal(n, e->nhits[k]);
+        double R = 1000.0 * pt / (0.3 * p.bfield);
+        /* a helix whose diameter is below a layer's radius never reaches it */
+        if (2 * R < saga_trackml_layer_radius(SAGA_TRACKML_N_LAYERS - 1)) {
+            loopers++;
+            int reach = 0;
+            while (reach < SAGA_TRACKML_N_LAYERS && saga_trackml_layer_radius(reach) < 2 * R)
+                reach++;
+            assert_true(n <= reach);
+        }
+        if (pt > 1.0 && n >= 5) {
+            /* the true positions lie on the circle; the measured ones, smeared, fit it within a
+             * few percent while the sagitta over the detector is large against the smearing */
+            double fit_true = fit_circle(tx, ty, n), fit = fit_circle(hx, hy, n);
+            double tol = pt < 3.0 ? 0.03 : 1.0;
+            if (fabs(fit_true - R) > 0.002 * R || fabs(fit - R) > tol * R) {
+                print_message("particle %lld: pT %.3f GeV, R %.1f mm, fitted %.1f mm from the "
+                              "true positions, %.1f mm from the hits (%d hits)\n",
+                              (long long)e->p_id[k], pt, R, fit_true, fit, n);
+                fail();
+            }
+            checked += pt < 3.0;
+        }
+    }
+    assert_true(checked >= 20);
+    assert_true(loopers >= 10);
+    free(hx);
+    free(hy);
+    free(tx);
+    free(ty);
+    saga_trackml_event_free(&e);
+}
+
+static void test_trackml_write_read_round_trip(void **state) {
+    (void)state;
+    saga_trackml_params p = small_params();
+    const char *d = make_dir("rt");
+    saga_trackml_event *e = NULL, *r = NULL;
+    for (int64_t id = 5; id >= 4; id--) {
+        assert_int_equal(saga_trackml_generate(&e, &p, id), SAGA_OK);
+        assert_int_equal(saga_trackml_write(e, d), SAGA_OK);
+        if (id == 4)
+            break;
+        saga_trackml_event_free(&e);
+    }
+    char **list = NULL;
+    int64_t n = 0;
+    assert_int_equal(saga_trackml_list(&list, &n, d), SAGA_OK);
+    assert_int_equal(n, 2);
+    char want[512];
+    snprintf(want, sizeof want, "%s/event000000004", d);
+    assert_string_equal(list[0], want);
+    assert_int_equal(saga_trackml_read(&r, list[0]), SAGA_OK);
+    saga_trackml_list_free(&list, n);
+    assert_null(list);
+    assert_int_equal(r->event_id, 4);
+    assert_int_equal(r->n_hits, e->n_hits);
+    assert_int_equal(r->n_particles, e->n_particles);
+    for (int64_t i = 0; i < e->n_hits; i++) {
+        assert_int_equal(r->hit_id[i], e->hit_id[i]);
+        assert_true(fabsf(r->x[i] - e->x[i]) < 1e-3f && fabsf(r->z[i] - e->z[i]) < 1e-3f);
+        assert_int_equal(r->volume_id[i], e->volume_id[i]);
+        assert_int_equal(r->layer_id[i], e->layer_id[i]);
+        assert_int_equal(r->module_id[i], e->module_id[i]);
+        assert_int_equal(r->particle_id[i], e->particle_id[i]);
+        assert_true(fabsf(r->tpx[i] - e->tpx[i]) <= 1e-5f * (1 + fabsf(e->tpx[i])));
+    }
+    for (int64_t k = 0; k < e->n_particles; k++) {
+        assert_int_equal(r->p_id[k], e->p_id[k]);
+        assert_true(fabsf(r->px[k] - e->px[k]) <= 1e-5f * (1 + fabsf(e->px[k])));
+        assert_int_equal(r->q[k], e->q[k]);
+        assert_int_equal(r->nhits[k], e->nhits[k]);
+    }
+    saga_trackml_event_free(&e);
+    saga_trackml_event_free(&r);
+}
+
+/* Writes the three files of an event named PREFIX in dir from text; returns the prefix. */
+static const char *write_event(const char *dir, const char *hits, const char *truth,
+                               const char *parts) {
+    static char prefix[512];
+    char path[600];
+    snprintf(prefix, sizeof prefix, "%s/event000000042", dir);
+    const char *text[3] = {hits, truth, parts}, *kind[3] = {"hits", "truth", "particles"};
+    for (int k = 0; k < 3; k++) {
+        snprintf(path, sizeof path, "%s-%s.csv", prefix, kind[k]);
+        FILE *f = fopen(path, "w");
+        assert_non_null(f);
+        fputs(text[k], f);
+        fclose(f);
+    }
+    return prefix;
+}
+
+static const char *HITS = "hit_id,x,y,z,volume_id,layer_id,module_id\n"
+                          "1,31.5,-5.25,10,8,2,7\n"
+                          "2,70.0,3.0,22.5,8,4,9\n"
+                          "3,-100,50,-300,13,2,1\n";
+static const char *TRUTH = "hit_id,particle_id,tx,ty,tz,tpx,tpy,tpz,weight\n"
+                           "3,0,-100,50,-300,0,0,0,0\n"
+                           "1,77,31.5,-5.25,10,1,0,0.5,0.5\n"
+                           "2,77,70,3,22.5,1,0.1,0.5,0.5\n";
+static const char *PARTS = "particle_id,vx,vy,vz,px,py,pz,q,nhits\n"
+                           "77,0,0,1,1.5,0.25,0.5,1,2\n";
+
+/* Real TrackML files: other columns, other orders, extra columns, CRLF line ends. */
+static void test_trackml_reader_finds_columns_by_name(void **state) {
+    (void)state;
+    const char *d = make_dir("named");
+    const char *prefix = write_event(d,
+                                     "volume_id,layer_id,hit_id,z,y,x,extra\r\n"
+                                     "8,2,1,10,-5.25,31.5,x\r\n"
+                                     "13,4,2,-7,2,-300,y\r\n",
+                                     "particle_id,hit_id\n4503599644147712,2\n0,1\n",
+                                     "particle_id,px,py,pz,extra\n4503599644147712,3,4,0,z\n");
+    saga_trackml_event *e = NULL;
+    assert_int_equal(saga_trackml_read(&e, prefix), SAGA_OK);
+    assert_int_equal(e->event_id, 42);
+    assert_int_equal(e->n_hits, 2);
+    assert_true(e->x[0] == 31.5f && e->y[0] == -5.25f && e->z[0] == 10.0f);
+    assert_true(e->x[1] == -300.0f && e->layer_id[1] == 4 && e->volume_id[1] == 13);
+    assert_null(e->module_id);
+    assert_null(e->tx);
+    assert_int_equal(e->particle_id[0], 0);
+    assert_int_equal(e->particle_id[1], 4503599644147712LL);
+    assert_int_equal(e->n_particles, 1);
+    assert_true(e->px[0] == 3.0f && e->py[0] == 4.0f);
+    assert_null(e->q);
+    saga_trackml_event_free(&e);
+
+    /* the files of the generator's own layout, plain text, truth in any order */
+    d = make_dir("plain");
+    prefix = write_event(d, HITS, TRUTH, PARTS);
+    assert_int_equal(saga_trackml_read(&e, prefix), SAGA_OK);
+    assert_int_equal(e->particle_id[0], 77);
+    assert_int_equal(e->particle_id[2], 0);
+    assert_true(e->tpy[1] == 0.1f);
+    assert_int_equal(e->module_id[1], 9);
+    saga_trackml_event_free(&e);
+}
+
+/* Reads the event after replacing one file's text; expects code and a message naming needle. */
+static void expect_bad(const char *dir, const char *hits, const char *truth, const char *parts,
+                       saga_status code, const char *n1, const char *n2) {
+    saga_trackml_event *e = NULL;
+    const char *prefix = write_event(dir, hits, truth, parts);
+    assert_int_equal(saga_trackml_read(&e, prefix), code);
+    assert_null(e);
+    saga_test_assert_error_contains(n1, n2, NULL);
+}
+
+static void test_trackml_reader_rejects_bad_files(void **state) {
+    (void)state;
+    const char *d = make_dir("bad");
+    expect_bad(d, HITS, "hit_id,tx\n1,0\n", PARTS, SAGA_ERR_PARSE, "truth.csv:1",
+               "expected a column named 'particle_id'");
+    expect_bad(d, "hit_id,x,y,z,volume_id,layer_id\n1,1,2,3,8,2\n2,1,abc,3,8,2\n", TRUTH, PARTS,
+               SAGA_ERR_PARSE, "hits.csv:3",
+               "expected a finite number in column 'y', found \"abc\"");
+    expect_bad(d, "hit_id,x,y,z,volume_id,layer_id\n1,1,2,3,8.5,2\n", TRUTH, PARTS, SAGA_ERR_PARSE,
+               "hits.csv:2", "an integer in column 'volume_id'");
+    expect_bad(d, "hit_id,x,y,z,volume_id,layer_id\n1,1,2,3,8\n", TRUTH, PARTS, SAGA_ERR_PARSE,
+               "hits.csv:2", "expected 6 comma-separated fields");
+    expect_bad(d, HITS, "hit_id,particle_id\n1,5\n9,5\n3,0\n", PARTS, SAGA_ERR_PARSE, "truth.csv:3",
+               "expected a hit_id of");
+    expect_bad(d, HITS, "hit_id,particle_id\n1,5\n1,5\n3,0\n", PARTS, SAGA_ERR_PARSE, "truth.csv:3",
+               "found 1 again");
+    expect_bad(d, HITS, "hit_id,particle_id\n1,5\n3,0\n", PARTS, SAGA_ERR_PARSE, "truth.csv",
+               "a row for each of the 3 hits");
+    expect_bad(d, HITS, TRUTH, "", SAGA_ERR_PARSE, "particles.csv:1", "empty file");
+    expect_bad(d, HITS, TRUTH, "particle_id,px,py,pz\n77,1,2,nan\n", SAGA_ERR_PARSE,
+               "particles.csv:2", "column 'pz'");
+
+    /* a missing file is named */
+    saga_trackml_event *e = NULL;
+    char prefix[512];
+    snprintf(prefix, sizeof prefix, "%s/event000000001", d);
+    assert_int_equal(saga_trackml_read(&e, prefix), SAGA_ERR_IO);
+    saga_test_assert_error_contains("event000000001-hits.csv", NULL);
+
+    /* a truncated gzip stream */
+    saga_trackml_params p = small_params();
+    const char *dz = make_dir("trunc");
+    assert_int_equal(saga_trackml_generate(&e, &p, 1), SAGA_OK);
+    assert_int_equal(saga_trackml_write(e, dz), SAGA_OK);
+    saga_trackml_event_free(&e);
+    char path[600];
+    snprintf(path, sizeof path, "%s/event000000001-truth.csv.gz", dz);
+    size_t len;
+    char *buf = slurp(path, &len);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(buf, 1, len / 2, f), len / 2);
+    fclose(f);
+    free(buf);
+    snprintf(prefix, sizeof prefix, "%s/event000000001", dz);
+    assert_int_equal(saga_trackml_read(&e, prefix), SAGA_ERR_CORRUPT);
+    saga_test_assert_error_contains("event000000001-truth.csv.gz", NULL);
+    assert_null(e);
+
+    /* bad parameters */
+    p.min_particles = 0;
+    assert_int_equal(saga_trackml_generate(&e, &p, 1), SAGA_ERR_INVALID_ARG);
+    saga_test_assert_error_contains("particles", NULL);
+}
+
+/* Every allocation failure is reported and frees what was taken (sanitizer builds check). */
+static void test_trackml_allocation_failures(void **state) {
+    (void)state;
+    const char *d = make_dir("alloc");
+    const char *prefix = write_event(d, HITS, TRUTH, PARTS);
+    saga_trackml_params p = small_params();
+    p.min_particles = p.max_particles = 20;
+    for (int what = 0; what < 2; what++) {
+        saga_status st = SAGA_ERR_OUT_OF_MEMORY;
+        for (long n = 1; st != SAGA_OK; n++) {
+            saga_trackml_event *e = NULL;
+            saga_test_fail_alloc_after(n);
+            st = what ? saga_trackml_read(&e, prefix) : saga_trackml_generate(&e, &p, 1);
+            saga_test_fail_alloc_after(0);
+            if (st != SAGA_OK) {
+                assert_int_equal(st, SAGA_ERR_OUT_OF_MEMORY);
+                assert_null(e);
+            }
+            saga_trackml_event_free(&e);
+            assert_true(n < 2000);
+        }
+    }
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_trackml_same_seed_same_bytes),
+        cmocka_unit_test(test_trackml_hits_follow_helices_on_layers),
+        cmocka_unit_test(test_trackml_write_read_round_trip),
+        cmocka_unit_test(test_trackml_reader_finds_columns_by_name),
+        cmocka_unit_test(test_trackml_reader_rejects_bad_files),
+        cmocka_unit_test(test_trackml_allocation_failures),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
