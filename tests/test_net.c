@@ -93,6 +93,21 @@ static const saga_program GAT = {
     .max_batch_edges = 5000, /* several batches per block */
 };
 
+/* GraphSAGE-like: the mean of the in-neighbours plus the vertex's own row (v->self), then bias
+ * and activation: the fused MEAN path, with gradients through self as well. */
+static saga_tensor *sage_vertex(saga_ctx *c, const saga_vertex_in *v, void *l_) {
+    layer *l = l_;
+    saga_tensor *h = saga_add_bias(c, saga_add(c, v->self, v->gathered), l->b);
+    return l->relu ? saga_relu(c, h) : h;
+}
+
+static const saga_program SAGE = {
+    .scatter = SAGA_SCATTER_SRC,
+    .edge_weight = SAGA_WEIGHT_NONE,
+    .gather = SAGA_GATHER_MEAN,
+    .apply_vertex = sage_vertex,
+};
+
 typedef struct loss_ctx {
     saga_backend *be;
     const int32_t *labels;
@@ -237,6 +252,11 @@ static void test_net_gcn_offload_equals_memory(void **state) {
 static void test_net_gat_streamed_equals_memory(void **state) {
     (void)state;
     check_streamed(&GAT, SAGA_SAVED_RECOMPUTE);
+}
+
+static void test_net_sage_streamed_equals_memory(void **state) {
+    (void)state;
+    check_streamed(&SAGE, SAGA_SAVED_OFFLOAD);
 }
 
 /* The in-memory net against the same model written layer by layer with saga_program_run. */
@@ -452,6 +472,7 @@ int main(void) {
         cmocka_unit_test(test_net_gcn_streamed_equals_memory),
         cmocka_unit_test(test_net_gcn_offload_equals_memory),
         cmocka_unit_test(test_net_gat_streamed_equals_memory),
+        cmocka_unit_test(test_net_sage_streamed_equals_memory),
         cmocka_unit_test(test_net_memory_equals_program_run),
         cmocka_unit_test(test_net_metis_moves_fewer_bytes),
         cmocka_unit_test(test_net_budget_too_small),
