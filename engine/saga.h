@@ -21,6 +21,7 @@
 #include "saga_graph.h"
 #include "saga_io.h"
 #include "saga_log.h"
+#include "saga_net.h"
 #include "saga_nn.h"
 #include "saga_partition.h"
 #include "saga_program.h"
