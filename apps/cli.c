@@ -440,6 +440,26 @@ int cli_size(cli_ctx *c, const char *opt, const char *arg, size_t *out) {
     return 0;
 }
 
+void cli_say_net_stats(cli_ctx *c, const saga_net_stats *ns, const char *per) {
+    char b1[32], b2[32], b3[32];
+    cli_say(c,
+            "memory: %s, %d part%s; peak device %s; %s%s host->device, %s device->host, %.0f%% of "
+            "copy time hidden\n",
+            ns->streamed ? "streamed" : "in memory", (int)ns->parts, ns->parts == 1 ? "" : "s",
+            cli_bytes(b1, sizeof b1, (int64_t)ns->peak_device_bytes),
+            cli_bytes(b2, sizeof b2, (int64_t)ns->h2d_bytes), per,
+            cli_bytes(b3, sizeof b3, (int64_t)ns->d2h_bytes), 100 * ns->overlap);
+}
+
+void cli_json_net_stats(json *j, const saga_net_stats *ns) {
+    json_key(j, "streamed"), json_bool(j, ns->streamed);
+    json_key(j, "parts"), json_int(j, ns->parts);
+    json_key(j, "h2d_bytes"), json_int(j, (int64_t)ns->h2d_bytes);
+    json_key(j, "d2h_bytes"), json_int(j, (int64_t)ns->d2h_bytes);
+    json_key(j, "peak_device_bytes"), json_int(j, (int64_t)ns->peak_device_bytes);
+    json_key(j, "overlap"), json_num(j, ns->overlap);
+}
+
 int cli_partition(cli_ctx *c, const char *arg, saga_partition_method *out) {
     for (int m = 0; m < SAGA_PARTITION_METHOD_COUNT; m++)
         if (strcmp(arg, saga_partition_method_name((saga_partition_method)m)) == 0) {

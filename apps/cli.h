@@ -29,6 +29,7 @@
 #include "json.h"
 
 #include "saga_io.h"
+#include "saga_net.h"
 #include "saga_partition.h"
 
 #include <getopt.h>
@@ -109,6 +110,10 @@ int cli_u64(cli_ctx *c, const char *opt, const char *arg, uint64_t *out);
 /* A size in bytes: a number with an optional K, M, G or T suffix (powers of 1024; "MiB", "MB"
  * and "M" mean the same). */
 int cli_size(cli_ctx *c, const char *opt, const char *arg, size_t *out);
+/* The moves of an executor run (saga_net.h): one "memory:" line, and JSON keys streamed, parts,
+ * h2d_bytes, d2h_bytes, peak_device_bytes, overlap. per: "" or " per round" and the like. */
+void cli_say_net_stats(cli_ctx *c, const saga_net_stats *ns, const char *per);
+void cli_json_net_stats(json *j, const saga_net_stats *ns);
 /* --partition METHOD: metis, contiguous or random. */
 int cli_partition(cli_ctx *c, const char *arg, saga_partition_method *out);
 /* max_open: max itself is excluded. */

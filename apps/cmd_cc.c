@@ -136,16 +136,8 @@ static int cc_main(int argc, char **argv) {
     cli_say(&c, "cc: %s components in %d rounds (%.3f s); the largest has %s vertices\n",
             cli_count(b1, sizeof b1, r.n_components), r.iterations, r.seconds,
             cli_count(b2, sizeof b2, r.largest));
-    if (exec) {
-        char b3[32], b4[32], b5[32];
-        cli_say(&c,
-                "memory: %s, %d parts; peak device %s; per round %s host->device, %s "
-                "device->host, %.0f%% of copy time hidden\n",
-                ns.streamed ? "streamed" : "in memory", (int)ns.parts,
-                cli_bytes(b3, sizeof b3, (int64_t)ns.peak_device_bytes),
-                cli_bytes(b4, sizeof b4, (int64_t)ns.h2d_bytes),
-                cli_bytes(b5, sizeof b5, (int64_t)ns.d2h_bytes), 100 * ns.overlap);
-    }
+    if (exec)
+        cli_say_net_stats(&c, &ns, " per round");
 
     /* the components, named by their smallest vertex, largest first */
     if (saga_alloc_zeroed((void **)&size, n ? (size_t)n : 1, sizeof *size, "component sizes") < 0 ||
@@ -182,14 +174,8 @@ static int cc_main(int argc, char **argv) {
         json_key(&j, "largest"), json_int(&j, r.largest);
         json_key(&j, "iterations"), json_int(&j, r.iterations);
         json_key(&j, "seconds"), json_num(&j, r.seconds);
-        if (exec) {
-            json_key(&j, "streamed"), json_bool(&j, ns.streamed);
-            json_key(&j, "parts"), json_int(&j, ns.parts);
-            json_key(&j, "h2d_bytes"), json_int(&j, (int64_t)ns.h2d_bytes);
-            json_key(&j, "d2h_bytes"), json_int(&j, (int64_t)ns.d2h_bytes);
-            json_key(&j, "peak_device_bytes"), json_int(&j, (int64_t)ns.peak_device_bytes);
-            json_key(&j, "overlap"), json_num(&j, ns.overlap);
-        }
+        if (exec)
+            cli_json_net_stats(&j, &ns);
         json_key(&j, "top");
         json_array_begin(&j);
         for (int64_t i = 0; i < k; i++) {

@@ -288,16 +288,8 @@ static int pagerank_main(int argc, char **argv) {
     double per_iter = r.seconds / r.iterations;
     cli_say(&c, "pagerank: %s in %d iterations (L1 change %.3g), %.3f ms per iteration\n",
             r.converged ? "converged" : "stopped", r.iterations, r.l1_change, per_iter * 1e3);
-    if (exec) {
-        char b3[32], b4[32], b5[32];
-        cli_say(&c,
-                "memory: %s; peak device %s; %s host->device, %s device->host, %.0f%% of copy "
-                "time hidden\n",
-                ns.streamed ? "streamed" : "in memory",
-                cli_bytes(b3, sizeof b3, (int64_t)ns.peak_device_bytes),
-                cli_bytes(b4, sizeof b4, (int64_t)ns.h2d_bytes),
-                cli_bytes(b5, sizeof b5, (int64_t)ns.d2h_bytes), 100 * ns.overlap);
-    }
+    if (exec)
+        cli_say_net_stats(&c, &ns, "");
 
     if (k > n)
         k = n;
@@ -334,14 +326,8 @@ static int pagerank_main(int argc, char **argv) {
         json_key(&j, "seconds"), json_num(&j, r.seconds);
         json_key(&j, "seconds_per_iteration"), json_num(&j, per_iter);
         json_key(&j, "load_seconds"), json_num(&j, load_s);
-        if (exec) {
-            json_key(&j, "streamed"), json_bool(&j, ns.streamed);
-            json_key(&j, "parts"), json_int(&j, ns.parts);
-            json_key(&j, "h2d_bytes"), json_int(&j, (int64_t)ns.h2d_bytes);
-            json_key(&j, "d2h_bytes"), json_int(&j, (int64_t)ns.d2h_bytes);
-            json_key(&j, "peak_device_bytes"), json_int(&j, (int64_t)ns.peak_device_bytes);
-            json_key(&j, "overlap"), json_num(&j, ns.overlap);
-        }
+        if (exec)
+            cli_json_net_stats(&j, &ns);
         json_key(&j, "top");
         json_array_begin(&j);
         for (int64_t i = 0; i < k; i++) {

@@ -713,11 +713,35 @@ fail:
     return st;
 }
 
+/* The state of one batched run over view v (the kernels it needs checked), or false with the
+ * error recorded in c. */
+static bool batch_run_new(saga_ctx *c, const saga_program *p, const saga_prog_view *v,
+                          void *layer, batch_run **out) {
+    const saga_kernels *k = saga_ctx_kernels(c);
+    batch_run *r = NULL;
+    if (!saga_ctx_kernel(c, k->gather_rows_f32 != NULL, "gather_rows_f32") ||
+        !saga_ctx_kernel(c, k->segment_reduce_f32 != NULL, "segment_reduce_f32") ||
+        !saga_ctx_kernel(c, k->segment_reduce_bwd_f32 != NULL, "segment_reduce_bwd_f32") ||
+        !saga_ctx_kernel(c, k->scatter_add_rows_f32 != NULL, "scatter_add_rows_f32"))
+        return false;
+    saga_status st = saga_alloc_zeroed((void **)&r, 1, sizeof *r, "a program node");
+    if (st < 0) {
+        saga_ctx_fail(c, st);
+        return false;
+    }
+    r->p = *p;
+    r->v = *v;
+    r->layer = layer;
+    r->f_out = -1;
+    r->rng = r->rng_end = saga_ctx_rng_counter(c);
+    *out = r;
+    return true;
+}
+
 static saga_tensor *run_batched(saga_ctx *c, const saga_program *p, const saga_prog_view *v,
                                 saga_tensor *h_src, saga_tensor *h_dst, saga_tensor *edata,
                                 void *layer) {
     saga_status st = SAGA_OK;
-    const saga_kernels *k = saga_ctx_kernels(c);
     saga_stream *s = saga_ctx_stream(c);
     batch_run *r = NULL;
     saga_tensor *out = NULL;
@@ -725,17 +749,8 @@ static saga_tensor *run_batched(saga_ctx *c, const saga_program *p, const saga_p
     size_t first_bytes = 0;
     bool in_region = false, msg_grad = false;
     saga_tape_pos mark = {0, 0};
-    if (!saga_ctx_kernel(c, k->gather_rows_f32 != NULL, "gather_rows_f32") ||
-        !saga_ctx_kernel(c, k->segment_reduce_f32 != NULL, "segment_reduce_f32") ||
-        !saga_ctx_kernel(c, k->segment_reduce_bwd_f32 != NULL, "segment_reduce_bwd_f32") ||
-        !saga_ctx_kernel(c, k->scatter_add_rows_f32 != NULL, "scatter_add_rows_f32"))
+    if (!batch_run_new(c, p, v, layer, &r))
         return NULL;
-    SAGA_TRY(saga_alloc_zeroed((void **)&r, 1, sizeof *r, "a program node"));
-    r->p = *p;
-    r->v = *v;
-    r->layer = layer;
-    r->f_out = -1;
-    r->rng = r->rng_end = saga_ctx_rng_counter(c);
 
     for (int64_t b = 0; b < r->v.plan.n_batches; b++) {
         int32_t v0, v1;
@@ -1064,17 +1079,8 @@ static saga_tensor *run_edges_batched(saga_ctx *c, const saga_program *p, const 
     size_t first_bytes = 0;
     bool in_region = false, msg_grad = false;
     saga_tape_pos mark = {0, 0};
-    if (!saga_ctx_kernel(c, k->gather_rows_f32 != NULL, "gather_rows_f32") ||
-        !saga_ctx_kernel(c, k->segment_reduce_f32 != NULL, "segment_reduce_f32") ||
-        !saga_ctx_kernel(c, k->segment_reduce_bwd_f32 != NULL, "segment_reduce_bwd_f32") ||
-        !saga_ctx_kernel(c, k->scatter_add_rows_f32 != NULL, "scatter_add_rows_f32"))
+    if (!batch_run_new(c, p, v, layer, &r))
         return NULL;
-    SAGA_TRY(saga_alloc_zeroed((void **)&r, 1, sizeof *r, "a program node"));
-    r->p = *p;
-    r->v = *v;
-    r->layer = layer;
-    r->f_out = -1;
-    r->rng = r->rng_end = saga_ctx_rng_counter(c);
 
     for (int64_t b = 0; b < r->v.plan.n_batches; b++) {
         int32_t v0, v1;
