@@ -41,3 +41,25 @@ done
 out=$(run --device-mem "$budget" --partition metis --saved offload)
 line "streamed 1/$over, metis, offload" "$out"
 python3 -c "print('streamed (metis) runs at %.0f%% of the in-memory throughput' % (100 * $ms_mem / $ms_metis))"
+
+# PageRank (f64) through the executor: in memory, then streamed through a quarter of its peak.
+g=${PR_GRAPH:-}
+if [ -z "$g" ]; then
+    g=bench/out/rmat18.sgr
+    [ -f "$g" ] || { mkdir -p bench/out && "$saga" generate rmat --scale 18 --edge-factor 16 --seed 1 -o "$g" --quiet; }
+fi
+echo
+echo "pagerank: $g, 30 iterations"
+prun() { "$saga" pagerank "$g" --tol 1e-300 --max-iters 30 --allow-unconverged --top 0 --json --quiet --stats "$@" 2>/dev/null | tail -1; }
+pmem=$(prun --device cpu)
+ppeak=$(echo "$pmem" | field peak_device_bytes)
+printf "%-28s %10s %7s %14s %14s %14s %8s\n" run "ms/iter" parts "h2d bytes" "d2h bytes" "peak bytes" overlap
+pline() {
+    printf "%-28s %10.2f %7s %14s %14s %14s %7.0f%%\n" "$1" "$(python3 -c "print(1e3*$(echo "$2" | field seconds_per_iteration))")" \
+        "$(echo "$2" | field parts)" "$(echo "$2" | field h2d_bytes)" "$(echo "$2" | field d2h_bytes)" \
+        "$(echo "$2" | field peak_device_bytes)" "$(python3 -c "print(100*$(echo "$2" | field overlap))")"
+}
+pline "in memory" "$pmem"
+for p in metis contiguous random; do
+    pline "streamed 1/$over, $p" "$(prun --device-mem $((ppeak / over)) --partition "$p")"
+done
