@@ -458,6 +458,7 @@ void cli_json_net_stats(json *j, const saga_net_stats *ns) {
     json_key(j, "d2h_bytes"), json_int(j, (int64_t)ns->d2h_bytes);
     json_key(j, "peak_device_bytes"), json_int(j, (int64_t)ns->peak_device_bytes);
     json_key(j, "overlap"), json_num(j, ns->overlap);
+    json_key(j, "prepare_seconds"), json_num(j, ns->prepare_seconds);
 }
 
 int cli_partition(cli_ctx *c, const char *arg, saga_partition_method *out) {

@@ -838,8 +838,10 @@ fail:
 static saga_status prepare(saga_net *n, bool train) {
     saga_status st = SAGA_OK;
     saga_graph *g = NULL;
+    n->stats.prepare_seconds = 0;
     if (n->ready)
         return SAGA_OK;
+    double t_prep = saga_now();
     SAGA_CHECK(n->pagerank || (n->n_stages > 0 && n->x), SAGA_ERR_INVALID_ARG,
                "saga_net: needs stages and input rows (saga_net_set_input) before running");
     saga_backend_stats bs;
@@ -954,6 +956,7 @@ static saga_status prepare(saga_net *n, bool train) {
              "net: %s, %lld halo rows per program stage, estimated step %zu bytes of %zu", n->desc,
              (long long)halo, need, avail);
     saga_graph_free(&g);
+    n->stats.prepare_seconds = saga_now() - t_prep;
     return SAGA_OK;
 fail:
     saga_graph_free(&g);

@@ -110,12 +110,13 @@ typedef struct saga_net_stats {
     uint64_t h2d_bytes, d2h_bytes; /* moved by the last call */
     size_t peak_device_bytes;      /* the backend's peak during the last call */
     size_t budget_bytes;
-    double copy_seconds; /* time the copies took (0 where the backend cannot tell) */
-    double wait_seconds; /* of which the compute side waited for */
-    double overlap;      /* share of copy time hidden behind compute: 1 - wait / copy */
-    double seconds;      /* the last call */
-    int64_t halo_rows;   /* rows read by all blocks of one program stage (n in memory) */
-    int64_t edge_cut;    /* of the partition (0 in memory) */
+    double copy_seconds;    /* time the copies took (0 where the backend cannot tell) */
+    double wait_seconds;    /* of which the compute side waited for */
+    double overlap;         /* share of copy time hidden behind compute: 1 - wait / copy */
+    double seconds;         /* the last call */
+    double prepare_seconds; /* of which partitioning and building the blocks (first call) */
+    int64_t halo_rows;      /* rows read by all blocks of one program stage (n in memory) */
+    int64_t edge_cut;       /* of the partition (0 in memory) */
     double partition_seconds;
 } saga_net_stats;
 

@@ -308,19 +308,19 @@ saga_status saga_cpu_dropout_rows_f32(saga_stream *s, int64_t rows, int64_t cols
     const uint64_t thr = (uint64_t)ceilf(p * 0x1p24f);
 #pragma omp parallel for schedule(static) num_threads(nt)
     for (int64_t r = 0; r < rows; r++) {
-        const uint64_t first = (uint64_t)row_ids[r] * (uint64_t)cols;
+        /* the loop of dropout_f32 over one row, from the row's place in the whole tensor */
+        const uint64_t base =
+            key + 0x9E3779B97F4A7C15ull * ((uint64_t)row_ids[r] * (uint64_t)cols + 1);
         const float *xr = x + r * cols;
         float *yr = y + r * cols;
         for (int64_t j = 0; j < cols; j++) {
+            uint64_t z = mix64(base + 0x9E3779B97F4A7C15ull * (uint64_t)j);
+            uint32_t mask = 0u - (uint32_t)((z >> 40) >= thr);
             float v = xr[j] * scale;
-            if (p > 0.0f) {
-                uint64_t z = mix64(key + 0x9E3779B97F4A7C15ull * (first + (uint64_t)j + 1));
-                uint32_t mask = 0u - (uint32_t)((z >> 40) >= thr), bits;
-                memcpy(&bits, &v, sizeof bits);
-                bits &= mask;
-                memcpy(&v, &bits, sizeof bits);
-            }
-            yr[j] = v;
+            uint32_t bits;
+            memcpy(&bits, &v, sizeof bits);
+            bits &= mask;
+            memcpy(&yr[j], &bits, sizeof bits);
         }
     }
     return SAGA_OK;
