@@ -874,6 +874,7 @@ static saga_status prepare(saga_net *n, bool train) {
             saga_partition_opts po = saga_partition_opts_defaults();
             po.method = n->o.partition;
             po.seed = n->o.partition_seed;
+            po.balance_edges = true; /* a block's size follows its in-edges */
             SAGA_TRY(saga_partition_graph(&n->part, n->g_user, k, &po));
             SAGA_TRY(saga_graph_permute(&g, n->g_user, n->part->perm));
             n->ids = n->part->perm;
@@ -888,9 +889,12 @@ static saga_status prepare(saga_net *n, bool train) {
         }
         unprepare(n);
         saga_graph_free(&g);
-        k = k == 1 ? 2 : 2 * k;
-        if (k > n->n)
-            k = n->n;
+        /* a step shrinks about as 1/k: jump by the power of two the overshoot asks for, so that
+         * few partitions are computed */
+        int32_t grow = 2;
+        while ((size_t)grow * avail < need && grow < (1 << 20))
+            grow *= 2;
+        k = k == 1 ? grow : k * grow > n->n ? n->n : k * grow;
     }
     size_t max_work = 0;
     size_t need = step_estimate(n, true, &max_work);
@@ -908,7 +912,7 @@ static saga_status prepare(saga_net *n, bool train) {
     /* the blocks may hold what a step's own tensors (estimated, with a margin) leave */
     size_t cap = 0;
     if (budget && n->streamed) {
-        size_t reserve = max_work + max_work / 4;
+        size_t reserve = max_work; /* need <= avail leaves twice the largest step's blocks */
         cap = avail > reserve ? avail - reserve : avail / 2;
     }
     SAGA_TRY(saga_sched_new(&n->sched, n->be, cap, trim_ctx, n->c));

@@ -82,9 +82,10 @@ fail:
 /* METIS k-way. METIS wants an undirected graph given with both directions of every edge and
  * neither self-loops nor repeated neighbours; saga's rows are sorted, so the union of a
  * vertex's in-row and out-row is a merge of two sorted lists. */
-static saga_status part_metis(int32_t *part, const saga_graph *g, int32_t k, uint64_t seed) {
+static saga_status part_metis(int32_t *part, const saga_graph *g, int32_t k, uint64_t seed,
+                              bool balance_edges) {
     saga_status st = SAGA_OK;
-    idx_t *xadj = NULL, *adjncy = NULL, *where = NULL;
+    idx_t *xadj = NULL, *adjncy = NULL, *where = NULL, *vwgt = NULL;
     int32_t n = saga_graph_n_vertices(g);
     saga_csr in = saga_graph_in(g), out = saga_graph_out(g);
 
@@ -124,13 +125,18 @@ static saga_status part_metis(int32_t *part, const saga_graph *g, int32_t k, uin
     }
     xadj[n] = (idx_t)total;
     SAGA_TRY(saga_alloc_array((void **)&where, (size_t)n, sizeof *where, "METIS parts"));
+    if (balance_edges) {
+        SAGA_TRY(saga_alloc_array((void **)&vwgt, (size_t)n, sizeof *vwgt, "METIS weights"));
+        for (int32_t v = 0; v < n; v++)
+            vwgt[v] = (idx_t)(1 + in.offsets[v + 1] - in.offsets[v]);
+    }
 
     /* ---- partition */
     idx_t options[METIS_NOPTIONS];
     METIS_SetDefaultOptions(options);
     options[METIS_OPTION_SEED] = (idx_t)(seed % (uint64_t)IDX_MAX);
     idx_t nvtxs = n, ncon = 1, nparts = k, objval = 0;
-    int rc = METIS_PartGraphKway(&nvtxs, &ncon, xadj, adjncy, NULL, NULL, NULL, &nparts, NULL, NULL,
+    int rc = METIS_PartGraphKway(&nvtxs, &ncon, xadj, adjncy, vwgt, NULL, NULL, &nparts, NULL, NULL,
                                  options, &objval, where);
     SAGA_CHECK(rc != METIS_ERROR_INPUT, SAGA_ERR_INVALID_ARG,
                "METIS_PartGraphKway rejected the input (%d vertices, %lld adjacency entries, "
@@ -149,6 +155,7 @@ fail:
     saga_free(xadj);
     saga_free(adjncy);
     saga_free(where);
+    saga_free(vwgt);
     return st;
 }
 
@@ -191,7 +198,7 @@ saga_status saga_partition_graph(saga_partition **out, const saga_graph *g, int3
     if (k > 1) { /* k == 1: part[] is already all zeros */
         switch (o.method) {
         case SAGA_PARTITION_METIS:
-            SAGA_TRY(part_metis(p->part, g, k, o.seed));
+            SAGA_TRY(part_metis(p->part, g, k, o.seed, o.balance_edges));
             break;
         case SAGA_PARTITION_CONTIGUOUS:
             part_contiguous(p->part, n, k);

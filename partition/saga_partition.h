@@ -29,7 +29,9 @@ typedef enum saga_partition_method {
 
 typedef struct saga_partition_opts {
     saga_partition_method method;
-    uint64_t seed; /* METIS's and RANDOM's; the same seed gives the same parts */
+    uint64_t seed;      /* METIS's and RANDOM's; the same seed gives the same parts */
+    bool balance_edges; /* METIS: balance 1 + in-degree per part rather than vertices, so that the
+                         * parts' in-edges (a streamed block's size) are even on skewed graphs */
 } saga_partition_opts;
 
 saga_partition_opts saga_partition_opts_defaults(void);
