@@ -530,6 +530,10 @@ static void record(saga_mlp *m, const op *o) {
         return;
     }
     bool update = touches_moments(m, o);
+    /* streamed, a changed tile is sure to be evicted before its next use: its copy back starts
+     * on the copy stream as soon as the step ends, instead of when room is needed (which waits) */
+    unsigned wb = m->stats.streamed ? SAGA_USE_WRITEBACK : 0;
+    bool last_k = o->k == m->p.n_micro - 1;
     saga_sched_use(s, t, D(m, o->k, o->l + 1), first && !top ? SAGA_USE_RW : SAGA_USE_READ, 0);
     if (first && !top)
         saga_sched_use(s, t, H(m, o->k, o->l + 1), SAGA_USE_READ, 0);
@@ -537,14 +541,14 @@ static void record(saga_mlp *m, const op *o) {
     if (tl->n_b)
         saga_sched_use(s, t, m->ones, SAGA_USE_READ, 0);
     if (m->p.optim == SAGA_DENSE_ADAM)
-        saga_sched_use(s, t, tl->g, o->k == 0 ? SAGA_USE_WRITE : SAGA_USE_RW, 0);
+        saga_sched_use(s, t, tl->g, o->k == 0 ? SAGA_USE_WRITE : SAGA_USE_RW, last_k ? 0 : wb);
     else
         saga_sched_use(s, t, tl->gk[o->k], SAGA_USE_WRITE, 0);
     /* the weights change once per step, in the last micro-batch's pass */
-    saga_sched_use(s, t, tl->p, o->k == m->p.n_micro - 1 ? SAGA_USE_RW : SAGA_USE_READ, 0);
+    saga_sched_use(s, t, tl->p, last_k ? SAGA_USE_RW : SAGA_USE_READ, last_k ? wb : 0);
     if (update) {
-        saga_sched_use(s, t, tl->m, SAGA_USE_RW, 0);
-        saga_sched_use(s, t, tl->v, SAGA_USE_RW, 0);
+        saga_sched_use(s, t, tl->m, SAGA_USE_RW, wb);
+        saga_sched_use(s, t, tl->v, SAGA_USE_RW, wb);
     }
     if (o->l > 0)
         saga_sched_use(s, t, D(m, o->k, o->l), first ? SAGA_USE_WRITE : SAGA_USE_RW, 0);
