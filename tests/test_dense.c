@@ -478,6 +478,45 @@ static void test_dense_bad_params(void **state) {
     saga_backend_free_all(&be);
 }
 
+/* Allocation failures while building the network, and while training it streamed, return
+ * SAGA_ERR_OUT_OF_MEMORY and leak nothing (AddressSanitizer's leak check runs on this test). */
+static void test_dense_alloc_failures(void **state) {
+    (void)state;
+    saga_mlp_params p = small_params(SAGA_DENSE_ADAM, 2);
+    p.max_tile_units = 7;
+    saga_backend *be = open_cpu(0);
+    saga_mlp *m = NULL;
+    for (long k = 1;; k++) {
+        saga_test_fail_alloc_after(k);
+        saga_status st = saga_mlp_new(&m, be, &p);
+        saga_test_fail_alloc_after(0);
+        if (st == SAGA_OK)
+            break;
+        assert_int_equal(st, SAGA_ERR_OUT_OF_MEMORY);
+        assert_null(m);
+    }
+    saga_mlp_free(&m);
+    saga_backend_free_all(&be);
+
+    float x[8 * 12], y[8 * 3];
+    make_batch(0, 8, 12, 3, x, y);
+    for (long k = 1;; k++) {
+        be = open_cpu(6000); /* streamed: tiles allocated and freed on the device */
+        assert_int_equal(saga_mlp_new(&m, be, &p), SAGA_OK);
+        saga_mlp_stats ms;
+        saga_mlp_get_stats(m, &ms);
+        assert_true(ms.streamed);
+        saga_test_fail_alloc_after(k);
+        saga_status st = saga_mlp_train_step(m, x, y, NULL);
+        saga_test_fail_alloc_after(0);
+        saga_mlp_free(&m);
+        saga_backend_free_all(&be);
+        if (st == SAGA_OK)
+            break;
+        assert_int_equal(st, SAGA_ERR_OUT_OF_MEMORY);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_dense_adam_matches_reference),
@@ -488,6 +527,7 @@ int main(void) {
         cmocka_unit_test(test_dense_adama_close_to_adam_convex),
         cmocka_unit_test(test_dense_budget_too_small),
         cmocka_unit_test(test_dense_bad_params),
+        cmocka_unit_test(test_dense_alloc_failures),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
