@@ -220,7 +220,7 @@ static int mlp_main(int argc, char **argv) {
     float *x = NULL, *y = NULL;
     int32_t *widths = NULL;
     double *losses = NULL;
-    char b1[32], b2[32], b3[32], b4[32], b5[32];
+    char b1[32], b2[32], b3[32], b4[32], b5[32], b6[32];
     if (saga_alloc_array((void **)&widths, (size_t)layers + 1, sizeof *widths, "widths") < 0 ||
         saga_alloc_array((void **)&losses, (size_t)steps, sizeof *losses, "losses") < 0)
         goto fail;
@@ -309,11 +309,12 @@ static int mlp_main(int argc, char **argv) {
         double per = later ? (double)later : 1.0;
         cli_say(&c,
                 "memory: %s to the device and %s back per step%s, peak %s of "
-                "%s, %.0f%% of copy time hidden; host arrays %s\n",
+                "%s, %s kept between steps, %.0f%% of copy time hidden; host arrays %s\n",
                 cli_bytes(b1, sizeof b1, (int64_t)((double)h2d / per)),
                 cli_bytes(b2, sizeof b2, (int64_t)((double)d2h / per)),
                 later ? " (after the first)" : "", cli_bytes(b3, sizeof b3, (int64_t)peak),
-                cli_bytes(b4, sizeof b4, (int64_t)device_mem), 100.0 * overlap,
+                cli_bytes(b4, sizeof b4, (int64_t)device_mem),
+                cli_bytes(b6, sizeof b6, (int64_t)ms.kept_bytes), 100.0 * overlap,
                 cli_bytes(b5, sizeof b5, (int64_t)ms.host_bytes));
     }
     if (c.json) {
@@ -353,6 +354,7 @@ static int mlp_main(int argc, char **argv) {
             json_key(&j, "h2d_bytes_per_step"), json_num(&j, (double)h2d / per);
             json_key(&j, "d2h_bytes_per_step"), json_num(&j, (double)d2h / per);
             json_key(&j, "peak_device_bytes"), json_uint(&j, peak);
+            json_key(&j, "kept_bytes"), json_uint(&j, ms.kept_bytes);
             json_key(&j, "overlap"), json_num(&j, overlap);
         }
         json_object_end(&j);

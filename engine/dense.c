@@ -694,6 +694,7 @@ saga_status saga_mlp_train_step(saga_mlp *m, const float *x, const float *y, dou
     m->stats.h2d_bytes = bs.h2d_bytes;
     m->stats.d2h_bytes = bs.d2h_bytes;
     m->stats.peak_device_bytes = bs.peak_bytes;
+    m->stats.kept_bytes = saga_sched_resident_bytes(m->s);
     m->stats.copy_seconds = bs.copy_seconds;
     m->stats.wait_seconds = ss.wait_seconds;
     double cs = bs.copy_seconds, w = ss.wait_seconds;

@@ -120,6 +120,7 @@ typedef struct saga_mlp_stats {
     /* the last training step */
     uint64_t h2d_bytes, d2h_bytes; /* the backend's counters */
     size_t peak_device_bytes;      /* the backend's peak */
+    size_t kept_bytes;             /* device bytes the blocks still hold after the step */
     double copy_seconds;           /* time the copies took (0 where the backend cannot tell) */
     double wait_seconds;           /* of which the compute side waited for */
     double overlap;                /* 1 - wait / copy: share of copy time hidden */

@@ -356,6 +356,7 @@ static void test_dense_in_memory_moves_only_the_batch(void **state) {
     size_t batch_bytes = (size_t)p.batch * (size_t)(mid_widths[0] + mid_widths[3]) * sizeof(float);
     assert_int_equal(st.h2d_bytes, batch_bytes);
     assert_int_equal(st.d2h_bytes, 0);
+    assert_true(st.kept_bytes >= 3 * st.param_bytes); /* weights and moments stay */
 }
 
 /* The least-squares minimum of the mean squared error of x W + b against y (rows x in, rows x
