@@ -530,8 +530,9 @@ static void record(saga_mlp *m, const op *o) {
         return;
     }
     bool update = touches_moments(m, o);
-    /* streamed, a changed tile is sure to be evicted before its next use: its copy back starts
-     * on the copy stream as soon as the step ends, instead of when room is needed (which waits) */
+    /* streamed, a changed tile is most likely evicted before its next use: its copy back starts
+     * on the copy stream as soon as the step ends, instead of when room is needed, where the
+     * compute would wait for it */
     unsigned wb = m->stats.streamed ? SAGA_USE_WRITEBACK : 0;
     bool last_k = o->k == m->p.n_micro - 1;
     saga_sched_use(s, t, D(m, o->k, o->l + 1), first && !top ? SAGA_USE_RW : SAGA_USE_READ, 0);
