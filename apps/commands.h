@@ -11,3 +11,4 @@ extern const cli_cmd cli_cmd_cc;
 extern const cli_cmd cli_cmd_gcn;
 extern const cli_cmd cli_cmd_partition;
 extern const cli_cmd cli_cmd_hep;
+extern const cli_cmd cli_cmd_mlp;

@@ -165,7 +165,7 @@ fail:
  * does not have it. */
 static saga_status evict(saga_sched *s, saga_blk *b, bool dead) {
     saga_status st = SAGA_OK;
-    if (b->dev_valid && !b->host_valid && next_use(b) != NO_USE)
+    if (b->dev_valid && !b->host_valid && (next_use(b) != NO_USE || b->life == SAGA_BLK_STATE))
         SAGA_TRY(writeback(s, b));
     /* the compute that used b last has been issued; on a device it may still run */
     SAGA_TRY(saga_event_record(s->compute_ev, saga_backend_default_stream(s->be)));
@@ -375,7 +375,7 @@ saga_blk *saga_sched_block(saga_sched *s, size_t bytes, saga_blk_life life, cons
     b->bytes = bytes;
     b->life = life;
     b->kind = kind;
-    b->host_valid = life == SAGA_BLK_INPUT;
+    b->host_valid = life == SAGA_BLK_INPUT || life == SAGA_BLK_STATE;
     s->blocks[s->n_blocks++] = b;
     return b;
 }

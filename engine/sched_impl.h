@@ -47,6 +47,11 @@ typedef enum saga_blk_life {
     SAGA_BLK_TEMP,      /* made by a step and read by later ones of the same plan (activations,
                          * gradients): freed after its last use; written back only when evicted
                          * before a later use, or when a use asks for it */
+    SAGA_BLK_STATE,     /* given on the host and changed on the device across plans (a weight
+                         * tile, its optimizer moments): a device copy stays valid until evicted,
+                         * and an eviction writes it back when it is newer than the host copy,
+                         * whether or not the plan uses it again; saga_sched_download brings it
+                         * to the host */
 } saga_blk_life;
 
 typedef enum saga_use_mode {

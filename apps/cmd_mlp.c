@@ -1,0 +1,375 @@
+/* cmd_mlp.c - `saga mlp`: trains a tiled MLP whose parameters and optimizer state are many times
+ * the device budget, on a synthetic regression task (a fixed random teacher network). */
+#include "commands.h"
+
+#include "saga_dense.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum {
+    OPT_LAYERS,
+    OPT_WIDTH,
+    OPT_OUTPUTS,
+    OPT_BATCH,
+    OPT_MICRO,
+    OPT_STEPS,
+    OPT_LR,
+    OPT_OPTIMIZER,
+    OPT_SPLIT,
+    OPT_DEVICE,
+    OPT_DEVICE_MEM,
+    OPT_SEED,
+    OPT_STATS
+};
+static const cli_opt mlp_opts[] = {
+    {"layers", 0, "N", "4", "Linear layers (relu between them)."},
+    {"width", 0, "W", "1024", "Width of the input and of every hidden layer."},
+    {"outputs", 0, "K", "16", "Outputs (the teacher's)."},
+    {"batch", 0, "ROWS", "256", "Rows per training step."},
+    {"micro-batches", 0, "N", "4", "Micro-batches per step (must divide the batch)."},
+    {"steps", 0, "N", "20", "Training steps."},
+    {"lr", 0, "RATE", "0.0003", "Adam's learning rate."},
+    {"optimizer", 0, "NAME", "adam",
+     "adam (gradients summed over the micro-batches, then Adam) or adama (each micro-batch's "
+     "gradient folded into the moments at once, gradient tiles freed)."},
+    {"split", 0, "HOW", "cols", "Tiles of columns (cols) or rows (rows) of each weight matrix."},
+    {"device", 0, "SPEC", "cpu", "Backend: cpu, cuda, cuda:N or auto."},
+    {"device-mem", 0, "SIZE", NULL,
+     "Device memory for the network (512K, 8M, ...; default: an eighth of the parameters plus "
+     "Adam's two moments)."},
+    {"seed", 0, "N", "1", "Seed of the teacher, the data and the initial weights."},
+    {"stats", 0, NULL, NULL,
+     "Report the plan, the bytes moved per step each way, the peak device memory and the share "
+     "of copy time hidden behind compute."},
+    {0}};
+
+static int mlp_main(int argc, char **argv);
+
+const cli_cmd cli_cmd_mlp = {
+    .name = "mlp",
+    .summary = "Train a dense network larger than the device memory",
+    .args = "",
+    .min_args = 0,
+    .max_args = 0,
+    .description =
+        "Trains an MLP (Linear layers with relu between them, mean squared error) to imitate a "
+        "fixed random teacher (width -> 32 tanh units -> outputs) on fresh Gaussian inputs each "
+        "step, all drawn from --seed. Each weight matrix is cut into tiles of columns or rows; "
+        "each tile, its gradient and its Adam moments are blocks that the block scheduler moves "
+        "between host and device under --device-mem, loading the next tile while the current one "
+        "computes. The planner sizes the tiles; when everything fits it keeps the whole network "
+        "on the device. Prints the loss as it trains and the throughput at the end.",
+    .opts = mlp_opts,
+    .flags = 0,
+    .example = "saga mlp --stats\n"
+               "saga mlp --layers 6 --width 2048 --device-mem 24M --optimizer adama --json",
+    .main = mlp_main,
+};
+
+typedef struct rng {
+    uint64_t s;
+} rng;
+
+static uint64_t next_u64(rng *r) {
+    uint64_t z = (r->s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* A standard normal draw (Box-Muller). */
+static double normal(rng *r) {
+    double u = ((double)(next_u64(r) >> 11) + 0.5) * 0x1p-53;
+    double v = (double)(next_u64(r) >> 11) * 0x1p-53;
+    return sqrt(-2.0 * log(u)) * cos(2.0 * M_PI * v);
+}
+
+enum { TEACHER_HIDDEN = 32 };
+
+/* The teacher: y = tanh(x A / sqrt(width)) B / sqrt(32), A width x 32, B 32 x outputs. */
+typedef struct teacher {
+    int64_t in, out;
+    double *A, *B;
+} teacher;
+
+static saga_status teacher_new(teacher *t, int64_t in, int64_t out, uint64_t seed) {
+    saga_status st = SAGA_OK;
+    t->in = in;
+    t->out = out;
+    SAGA_TRY(saga_alloc_array((void **)&t->A, (size_t)(in * TEACHER_HIDDEN), sizeof *t->A,
+                              "the teacher"));
+    SAGA_TRY(saga_alloc_array((void **)&t->B, (size_t)(TEACHER_HIDDEN * out), sizeof *t->B,
+                              "the teacher"));
+    rng r = {seed ^ 0x7EAC4E5ull};
+    for (int64_t i = 0; i < in * TEACHER_HIDDEN; i++)
+        t->A[i] = normal(&r);
+    for (int64_t i = 0; i < TEACHER_HIDDEN * out; i++)
+        t->B[i] = normal(&r);
+fail:
+    return st;
+}
+
+static void teacher_free(teacher *t) {
+    saga_free(t->A);
+    saga_free(t->B);
+}
+
+/* A batch of rows: Gaussian inputs and the teacher's outputs. */
+static void make_batch(const teacher *t, rng *r, int64_t rows, float *x, float *y) {
+    double h[TEACHER_HIDDEN];
+    for (int64_t i = 0; i < rows; i++) {
+        float *xi = x + i * t->in;
+        for (int64_t q = 0; q < t->in; q++)
+            xi[q] = (float)normal(r);
+        for (int k = 0; k < TEACHER_HIDDEN; k++)
+            h[k] = 0;
+        for (int64_t q = 0; q < t->in; q++)
+            for (int k = 0; k < TEACHER_HIDDEN; k++)
+                h[k] += xi[q] * t->A[q * TEACHER_HIDDEN + k];
+        for (int k = 0; k < TEACHER_HIDDEN; k++)
+            h[k] = tanh(h[k] / sqrt((double)t->in));
+        for (int64_t c = 0; c < t->out; c++) {
+            double s = 0;
+            for (int k = 0; k < TEACHER_HIDDEN; k++)
+                s += h[k] * t->B[k * t->out + c];
+            y[i * t->out + c] = (float)(s / sqrt((double)TEACHER_HIDDEN));
+        }
+    }
+}
+
+static int mlp_main(int argc, char **argv) {
+    cli_ctx c;
+    const char *arg = NULL, *device = "cpu";
+    int64_t layers = 4, width = 1024, outputs = 16, batch = 256, micro = 4, steps = 20;
+    double lr = 3e-4;
+    uint64_t seed = 1;
+    size_t device_mem = 0;
+    bool stats = false;
+    saga_dense_optim optim = SAGA_DENSE_ADAM;
+    saga_dense_split split = SAGA_DENSE_SPLIT_COLS;
+    int o;
+    cli_begin(&c, &cli_cmd_mlp, argc, argv);
+    while ((o = cli_next(&c, &arg)) >= 0) {
+        int bad = 0;
+        switch (o) {
+        case OPT_LAYERS:
+            bad = cli_int(&c, "--layers", arg, 1, 64, &layers);
+            break;
+        case OPT_WIDTH:
+            bad = cli_int(&c, "--width", arg, 1, 1 << 20, &width);
+            break;
+        case OPT_OUTPUTS:
+            bad = cli_int(&c, "--outputs", arg, 1, 1 << 20, &outputs);
+            break;
+        case OPT_BATCH:
+            bad = cli_int(&c, "--batch", arg, 1, 1 << 24, &batch);
+            break;
+        case OPT_MICRO:
+            bad = cli_int(&c, "--micro-batches", arg, 1, 1 << 20, &micro);
+            break;
+        case OPT_STEPS:
+            bad = cli_int(&c, "--steps", arg, 1, INT32_MAX, &steps);
+            break;
+        case OPT_LR:
+            bad = cli_double(&c, "--lr", arg, 0.0, 1e3, false, &lr);
+            break;
+        case OPT_OPTIMIZER:
+            if (strcmp(arg, "adam") == 0)
+                optim = SAGA_DENSE_ADAM;
+            else if (strcmp(arg, "adama") == 0)
+                optim = SAGA_DENSE_ADAMA;
+            else
+                bad = cli_usage(&c, "--optimizer: expected adam or adama, got '%s'", arg);
+            break;
+        case OPT_SPLIT:
+            if (strcmp(arg, "cols") == 0)
+                split = SAGA_DENSE_SPLIT_COLS;
+            else if (strcmp(arg, "rows") == 0)
+                split = SAGA_DENSE_SPLIT_ROWS;
+            else
+                bad = cli_usage(&c, "--split: expected cols or rows, got '%s'", arg);
+            break;
+        case OPT_DEVICE:
+            device = arg;
+            break;
+        case OPT_DEVICE_MEM:
+            bad = cli_size(&c, "--device-mem", arg, &device_mem);
+            break;
+        case OPT_SEED:
+            bad = cli_u64(&c, "--seed", arg, &seed);
+            break;
+        case OPT_STATS:
+            stats = true;
+            break;
+        }
+        if (bad)
+            return bad;
+    }
+    if (o == CLI_EXIT)
+        return c.exit_code;
+    if (batch % micro != 0)
+        return cli_usage(&c, "--micro-batches %lld does not divide --batch %lld", (long long)micro,
+                         (long long)batch);
+
+    int rc = CLI_ERROR;
+    saga_backend *be = NULL;
+    saga_mlp *m = NULL;
+    teacher t = {0};
+    float *x = NULL, *y = NULL;
+    int32_t *widths = NULL;
+    double *losses = NULL;
+    char b1[32], b2[32], b3[32], b4[32], b5[32], b6[32];
+    if (saga_alloc_array((void **)&widths, (size_t)layers + 1, sizeof *widths, "widths") < 0 ||
+        saga_alloc_array((void **)&losses, (size_t)steps, sizeof *losses, "losses") < 0)
+        goto fail;
+    for (int64_t l = 0; l < layers; l++)
+        widths[l] = (int32_t)width;
+    widths[layers] = (int32_t)outputs;
+    int64_t n_params = 0;
+    for (int64_t l = 0; l < layers; l++)
+        n_params += (int64_t)widths[l] * widths[l + 1] + widths[l + 1];
+    size_t state_bytes = 3 * (size_t)n_params * sizeof(float); /* weights and two moments */
+    if (!device_mem)
+        device_mem = state_bytes / 8;
+
+    saga_backend_params bp = saga_backend_params_defaults();
+    bp.budget_bytes = device_mem;
+    saga_mlp_params p = saga_mlp_params_defaults();
+    p.n_layers = (int32_t)layers;
+    p.widths = widths;
+    p.batch = (int32_t)batch;
+    p.n_micro = (int32_t)micro;
+    p.split = split;
+    p.optim = optim;
+    p.lr = (float)lr;
+    p.seed = seed;
+    if (saga_backend_open(&be, device, &bp) < 0 || saga_mlp_new(&m, be, &p) < 0)
+        goto fail;
+    cli_say(&c,
+            "mlp: %lld layers of width %lld -> %lld outputs, %s parameters; with Adam's "
+            "moments %s, %.1fx the %s device budget\n",
+            (long long)layers, (long long)width, (long long)outputs,
+            cli_count(b1, sizeof b1, n_params), cli_bytes(b2, sizeof b2, (int64_t)state_bytes),
+            (double)state_bytes / (double)device_mem,
+            cli_bytes(b3, sizeof b3, (int64_t)device_mem));
+    cli_say(&c, "plan: %s\n", saga_mlp_describe(m));
+    if (teacher_new(&t, width, outputs, seed) < 0 ||
+        saga_alloc_array((void **)&x, (size_t)(batch * width), sizeof *x, "a batch") < 0 ||
+        saga_alloc_array((void **)&y, (size_t)(batch * outputs), sizeof *y, "a batch") < 0)
+        goto fail;
+
+    /* train; the first step loads everything and is reported apart */
+    rng r = {seed * 0x2545F4914F6CDD1Dull + 1};
+    double train_s = 0, data_s = 0, first_s = 0;
+    uint64_t h2d = 0, d2h = 0;
+    double copy_s = 0, wait_s = 0;
+    size_t peak = 0;
+    for (int64_t s = 0; s < steps; s++) {
+        double t0 = saga_now();
+        make_batch(&t, &r, batch, x, y);
+        double t1 = saga_now();
+        data_s += t1 - t0;
+        if (saga_mlp_train_step(m, x, y, &losses[s]) < 0)
+            goto fail;
+        double dt = saga_now() - t1;
+        saga_mlp_stats ms;
+        saga_mlp_get_stats(m, &ms);
+        peak = ms.peak_device_bytes > peak ? ms.peak_device_bytes : peak;
+        if (s == 0)
+            first_s = dt;
+        if (s > 0 || steps == 1) { /* one step only: its own figures */
+            train_s += dt;
+            h2d += ms.h2d_bytes;
+            d2h += ms.d2h_bytes;
+            copy_s += ms.copy_seconds;
+            wait_s += ms.wait_seconds;
+        }
+        cli_progress(&c, "mlp: step %lld/%lld  loss %.5f", (long long)s + 1, (long long)steps,
+                     losses[s]);
+    }
+    cli_progress_end(&c);
+    int64_t later = steps - 1;
+    double per_step = later ? train_s / (double)later : first_s;
+    double rows_per_s = (double)batch / per_step;
+    double overlap = copy_s > 0 ? 1.0 - (wait_s < copy_s ? wait_s : copy_s) / copy_s : 0.0;
+    cli_say(&c, "loss: %.5f at step 1, %.5f at step %lld\n", losses[0], losses[steps - 1],
+            (long long)steps);
+    cli_say(&c, "time: %.3f s per step (first step %.3f s), %.0f rows/s; data generation %.3f s\n",
+            per_step, first_s, rows_per_s, data_s);
+    saga_mlp_stats ms;
+    saga_mlp_get_stats(m, &ms);
+    if (stats) {
+        for (int32_t l = 0; l < ms.n_layers; l++)
+            cli_say(&c, "  layer %d: %d tile%s of %d %s, %s per tile\n", (int)l, (int)ms.tiles[l],
+                    ms.tiles[l] > 1 ? "s" : "", (int)ms.tile_units[l],
+                    split == SAGA_DENSE_SPLIT_COLS ? "columns" : "rows",
+                    cli_bytes(b1, sizeof b1, (int64_t)ms.tile_bytes[l]));
+        double per = later ? (double)later : 1.0;
+        cli_say(&c,
+                "memory: %s to the device and %s back per step%s, peak %s of "
+                "%s, %s kept between steps, %.0f%% of copy time hidden; host arrays %s\n",
+                cli_bytes(b1, sizeof b1, (int64_t)((double)h2d / per)),
+                cli_bytes(b2, sizeof b2, (int64_t)((double)d2h / per)),
+                later ? " (after the first)" : "", cli_bytes(b3, sizeof b3, (int64_t)peak),
+                cli_bytes(b4, sizeof b4, (int64_t)device_mem),
+                cli_bytes(b6, sizeof b6, (int64_t)ms.kept_bytes), 100.0 * overlap,
+                cli_bytes(b5, sizeof b5, (int64_t)ms.host_bytes));
+    }
+    if (c.json) {
+        json j;
+        json_init(&j, stdout);
+        json_object_begin(&j);
+        json_key(&j, "layers"), json_int(&j, layers);
+        json_key(&j, "width"), json_int(&j, width);
+        json_key(&j, "outputs"), json_int(&j, outputs);
+        json_key(&j, "batch"), json_int(&j, batch);
+        json_key(&j, "micro_batches"), json_int(&j, micro);
+        json_key(&j, "optimizer"), json_str(&j, optim == SAGA_DENSE_ADAM ? "adam" : "adama");
+        json_key(&j, "split"), json_str(&j, split == SAGA_DENSE_SPLIT_COLS ? "cols" : "rows");
+        json_key(&j, "parameters"), json_int(&j, n_params);
+        json_key(&j, "state_bytes"), json_uint(&j, state_bytes);
+        json_key(&j, "budget_bytes"), json_uint(&j, device_mem);
+        json_key(&j, "streamed"), json_bool(&j, ms.streamed);
+        json_key(&j, "tiles");
+        json_array_begin(&j);
+        for (int32_t l = 0; l < ms.n_layers; l++)
+            json_int(&j, ms.tiles[l]);
+        json_array_end(&j);
+        json_key(&j, "steps"), json_int(&j, steps);
+        json_key(&j, "first_loss"), json_num(&j, losses[0]);
+        json_key(&j, "final_loss"), json_num(&j, losses[steps - 1]);
+        json_key(&j, "losses");
+        json_array_begin(&j);
+        for (int64_t s = 0; s < steps; s++)
+            json_num(&j, losses[s]);
+        json_array_end(&j);
+        json_key(&j, "seconds_per_step"), json_num(&j, per_step);
+        json_key(&j, "first_step_seconds"), json_num(&j, first_s);
+        json_key(&j, "rows_per_second"), json_num(&j, rows_per_s);
+        json_key(&j, "host_bytes"), json_uint(&j, ms.host_bytes);
+        if (stats) {
+            double per = later ? (double)later : 1.0;
+            json_key(&j, "h2d_bytes_per_step"), json_num(&j, (double)h2d / per);
+            json_key(&j, "d2h_bytes_per_step"), json_num(&j, (double)d2h / per);
+            json_key(&j, "peak_device_bytes"), json_uint(&j, peak);
+            json_key(&j, "kept_bytes"), json_uint(&j, ms.kept_bytes);
+            json_key(&j, "overlap"), json_num(&j, overlap);
+        }
+        json_object_end(&j);
+        json_finish(&j);
+    }
+    rc = CLI_OK;
+fail:
+    if (rc != CLI_OK)
+        cli_fail(&c);
+    saga_free(x);
+    saga_free(y);
+    saga_free(widths);
+    saga_free(losses);
+    teacher_free(&t);
+    saga_mlp_free(&m);
+    saga_backend_free_all(&be);
+    return rc;
+}

@@ -1,0 +1,137 @@
+/* saga_dense.h - dense networks larger than the device: an MLP whose Linear layers are split into
+ * tiles of rows or columns of their weight matrix, each tile (weights, gradient, Adam moments)
+ * moved through the device by the block scheduler under a byte budget.
+ *
+ *   int32_t widths[] = {1024, 2048, 2048, 16};     // input, hidden, hidden, output
+ *   saga_mlp_params p = saga_mlp_params_defaults();
+ *   p.n_layers = 3;
+ *   p.widths = widths;
+ *   p.batch = 256;                                // rows per training step
+ *   p.n_micro = 4;                                // in micro-batches of 64 rows
+ *   p.device_bytes = 16u << 20;                   // cap; 0: the backend's budget
+ *   saga_mlp *m = NULL;
+ *   SAGA_TRY(saga_mlp_new(&m, be, &p));
+ *   puts(saga_mlp_describe(m));                   // the planner's tiling
+ *   double loss;
+ *   for (int s = 0; s < steps; s++)
+ *       SAGA_TRY(saga_mlp_train_step(m, x, y, &loss));   // x: batch x 1024, y: batch x 16
+ *   saga_mlp_free(&m);
+ *
+ * Layer l computes h_{l+1} = relu(h_l W_l + b_l) (no relu after the last layer); the loss is the
+ * mean squared error against the targets, averaged over every row and output of the batch (as
+ * torch.nn.MSELoss). W_l (in x out, f32) is cut into column tiles (each gives its columns of the
+ * output) or row tiles (each adds its partial product); a tile holds its share of the bias. The
+ * planner sizes the tiles so that one step's blocks fit twice in the budget (the next step's load
+ * then overlaps the current step's compute), or once when that is impossible; when every block
+ * fits at once there is one tile per layer and after the first step only the batch moves.
+ */
+#pragma once
+
+#include "saga_backend.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct saga_mlp saga_mlp;
+
+/* How a weight matrix is cut. Append-only. */
+typedef enum saga_dense_split {
+    SAGA_DENSE_SPLIT_COLS = 0, /* tiles of output columns: W[:, c0:c1] and b[c0:c1] */
+    SAGA_DENSE_SPLIT_ROWS,     /* tiles of input rows: W[r0:r1, :]; the first tile holds b */
+    SAGA_DENSE_SPLIT_COUNT
+} saga_dense_split;
+
+/* How micro-batches meet the optimizer. Append-only. */
+typedef enum saga_dense_optim {
+    /* gradients summed over the micro-batches, then one torch.optim.Adam step (no weight decay,
+     * amsgrad off) on the sum, tile by tile, in the last micro-batch's backward pass */
+    SAGA_DENSE_ADAM = 0,
+    /* Adam accumulation: each micro-batch's gradient share c_k (its part of the batch gradient,
+     * c_k = g_k / n_micro for the micro-batch's own mean-loss gradient g_k) goes into the moments
+     * as soon as it is computed and the gradient tile is freed:
+     *   m_t = b1 m_{t-1} + (1 - b1) sum_k c_k,   v_t = b2 v_{t-1} + (1 - b2) sum_k c_k^2,
+     * then the Adam update from m_t and v_t with torch's bias correction. m_t is Adam's; v_t sums
+     * the squares of the shares instead of squaring their sum (equal for one micro-batch). */
+    SAGA_DENSE_ADAMA,
+    SAGA_DENSE_OPTIM_COUNT
+} saga_dense_optim;
+
+typedef struct saga_mlp_params {
+    int32_t n_layers;      /* Linear layers, >= 1 */
+    const int32_t *widths; /* n_layers + 1 widths: input, hidden ..., output (copied) */
+    int32_t batch;         /* rows of a training step */
+    int32_t n_micro;       /* micro-batches per step; must divide batch */
+    saga_dense_split split;
+    saga_dense_optim optim;
+    float lr, beta1, beta2, eps;
+    size_t device_bytes;    /* cap on the blocks' device bytes; 0: the backend's budget (0 there
+                             * too: no cap, one tile per layer) */
+    int32_t max_tile_units; /* at most this many rows or columns per tile; 0: the planner's */
+    uint64_t seed;          /* initial weights and biases, uniform in +-1/sqrt(in) as torch */
+} saga_mlp_params;
+
+/* 1 layer, batch 1, 1 micro-batch, column tiles, Adam lr 1e-3, betas 0.9 / 0.999, eps 1e-8,
+ * no cap, planner's tiles, seed 1; widths NULL (the caller sets them). */
+saga_mlp_params saga_mlp_params_defaults(void);
+
+/* Builds the network on be (which must outlive it), initializes its parameters from the seed
+ * (the same values for every tiling) and plans the tiles. The host keeps the parameters, the
+ * moments, the summed gradients (SAGA_DENSE_ADAM only) and the activations; the device holds
+ * what the running and the next step use, and whatever else the cap leaves room for.
+ * SAGA_ERR_INVALID_ARG for inconsistent parameters; SAGA_ERR_BUDGET when the cap cannot hold
+ * one step with tiles of a single row or column (the message names the smallest cap that
+ * works); SAGA_ERR_OUT_OF_MEMORY. */
+saga_status saga_mlp_new(saga_mlp **out, saga_backend *be, const saga_mlp_params *p);
+/* Frees the network, its host arrays and its device blocks; *m becomes NULL. Accepts NULL. */
+void saga_mlp_free(saga_mlp **m);
+
+/* One training step on a batch: x (batch x widths[0]) and targets y (batch x widths[n_layers]),
+ * row-major host arrays read until the call returns. Runs forward and backward micro-batch by
+ * micro-batch, tile by tile, and the optimizer on each tile in the last backward pass that
+ * touches it; *loss (may be NULL) gets the batch's mean squared error before the update.
+ * Errors of the backend and the scheduler (SAGA_ERR_BUDGET when another user of the backend
+ * took the room the plan counted on). After an error the parameters are undefined. */
+saga_status saga_mlp_train_step(saga_mlp *m, const float *x, const float *y, double *loss);
+
+/* Copies layer l's weights (in x out, row-major) and bias (out) to the host arrays W and b
+ * (either may be NULL), bringing the device copies of its tiles back first. */
+saga_status saga_mlp_get_layer(saga_mlp *m, int32_t l, float *W, float *b);
+
+typedef struct saga_mlp_stats {
+    /* the plan */
+    bool streamed;             /* false: every block fits the cap at once, one tile per layer */
+    int32_t n_layers;          /* tiles[l], tile_units[l] and tile_bytes[l] for l < n_layers: */
+    const int32_t *tiles;      /* tiles per layer (valid while the network lives) */
+    const int32_t *tile_units; /* rows or columns per tile (the last may have fewer) */
+    const size_t *tile_bytes;  /* bytes of the largest parameter tile (its gradient and each
+                                * moment have as many) */
+    int32_t steps_per_batch;   /* scheduler steps of one training step */
+    size_t param_bytes;        /* weights and biases */
+    size_t footprint_bytes;    /* every block resident at once (an upper bound) */
+    size_t step_bytes;         /* the largest step's blocks */
+    size_t cap_bytes;          /* the cap the plan fits (0: none) */
+    size_t resident_bytes;     /* planned to stay on the device between steps */
+    size_t host_bytes;         /* host arrays: parameters, moments, gradients, activations */
+    /* the last training step */
+    uint64_t h2d_bytes, d2h_bytes; /* the backend's counters */
+    size_t peak_device_bytes;      /* the backend's peak */
+    size_t kept_bytes;             /* device bytes the blocks still hold after the step */
+    double copy_seconds;           /* time the copies took (0 where the backend cannot tell) */
+    double wait_seconds;           /* of which the compute side waited for */
+    double overlap;                /* 1 - wait / copy: share of copy time hidden */
+    double seconds;
+} saga_mlp_stats;
+
+void saga_mlp_get_stats(const saga_mlp *m, saga_mlp_stats *s);
+/* One line for messages: "in memory: 3 layers, 1 tile each, 50.3 MB resident" or
+ * "streamed: column tiles 9/17/1 of <= 1.05 MB, steps of 4.3 MB under a 10.0 MB cap". */
+const char *saga_mlp_describe(const saga_mlp *m);
+
+#ifdef __cplusplus
+}
+#endif

@@ -1,0 +1,125 @@
+/* test_sched.c - the block scheduler's SAGA_BLK_STATE life: a block changed on the device stays
+ * resident across plans without moving, is written back when evicted after its last use in a
+ * plan (where a SAGA_BLK_INPUT block would be dropped), and saga_sched_download brings it to the
+ * host. Checked against values computed here. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include <cmocka.h>
+
+#include "test_util.h"
+
+#include "sched_impl.h"
+
+enum { N = 256 }; /* floats per block */
+
+static saga_backend *open_cpu(void) {
+    saga_backend *be = NULL;
+    assert_int_equal(saga_backend_cpu_new(&be, NULL), SAGA_OK);
+    return be;
+}
+
+/* One step that doubles b on the device. */
+static void run_double(saga_sched *s, saga_backend *be, int t, saga_blk *b) {
+    assert_int_equal(saga_sched_begin(s, t), SAGA_OK);
+    float *d = saga_blk_dev(b);
+    assert_non_null(d);
+    assert_int_equal(be->kernels->scale_f32(saga_backend_default_stream(be), N, 2.0f, d, 0.0f, d),
+                     SAGA_OK);
+    assert_int_equal(saga_sched_end(s, t), SAGA_OK);
+}
+
+/* Changed on the device in one plan, evicted in the next one after its last use there: the
+ * host copy gets the change. */
+static void test_sched_state_written_back_on_eviction(void **state) {
+    (void)state;
+    saga_backend *be = open_cpu();
+    saga_sched *s = NULL;
+    size_t bytes = N * sizeof(float);
+    assert_int_equal(saga_sched_new(&s, be, 2 * bytes, NULL, NULL), SAGA_OK);
+    float a[N], x[N], y[N];
+    for (int i = 0; i < N; i++)
+        a[i] = (float)i, x[i] = 1.0f, y[i] = -1.0f;
+    saga_blk *A = saga_sched_block(s, bytes, SAGA_BLK_STATE, "state");
+    saga_blk *X = saga_sched_block(s, bytes, SAGA_BLK_INPUT, "x");
+    saga_blk *Y = saga_sched_block(s, bytes, SAGA_BLK_INPUT, "y");
+    assert_true(A && X && Y);
+    saga_blk_set_host(A, a);
+    saga_blk_set_host(X, x);
+    saga_blk_set_host(Y, y);
+
+    saga_sched_plan_begin(s);
+    int t = saga_sched_step(s);
+    saga_sched_use(s, t, A, SAGA_USE_RW, 0);
+    assert_int_equal(saga_sched_plan_end(s), SAGA_OK);
+    run_double(s, be, 0, A);
+    assert_int_equal(saga_sched_finish(s), SAGA_OK);
+    assert_true(a[3] == 3.0f); /* only the device copy changed */
+
+    /* the next plan uses A first, then X and Y together: they evict A */
+    saga_sched_plan_begin(s);
+    t = saga_sched_step(s);
+    saga_sched_use(s, t, A, SAGA_USE_RW, 0);
+    t = saga_sched_step(s);
+    saga_sched_use(s, t, X, SAGA_USE_READ, 0);
+    saga_sched_use(s, t, Y, SAGA_USE_READ, 0);
+    assert_int_equal(saga_sched_plan_end(s), SAGA_OK);
+    run_double(s, be, 0, A);
+    assert_int_equal(saga_sched_begin(s, 1), SAGA_OK);
+    assert_int_equal(saga_sched_end(s, 1), SAGA_OK);
+    assert_int_equal(saga_sched_finish(s), SAGA_OK);
+    for (int i = 0; i < N; i++)
+        assert_true(a[i] == 4.0f * (float)i);
+    saga_sched_stats st;
+    saga_sched_get_stats(s, &st);
+    assert_int_equal(st.writebacks, 1);
+    assert_int_equal(st.evictions, 1);
+    saga_sched_free(&s);
+    assert_null(s);
+    saga_backend_free_all(&be);
+}
+
+/* With room for it, a state block is loaded once, changed by every plan without moving, and
+ * saga_sched_download gives the host the latest content. */
+static void test_sched_state_stays_resident(void **state) {
+    (void)state;
+    saga_backend *be = open_cpu();
+    saga_sched *s = NULL;
+    size_t bytes = N * sizeof(float);
+    assert_int_equal(saga_sched_new(&s, be, 4 * bytes, NULL, NULL), SAGA_OK);
+    float a[N];
+    for (int i = 0; i < N; i++)
+        a[i] = 1.0f + (float)i;
+    saga_blk *A = saga_sched_block(s, bytes, SAGA_BLK_STATE, "state");
+    assert_non_null(A);
+    saga_blk_set_host(A, a);
+    for (int plan = 0; plan < 3; plan++) {
+        saga_sched_plan_begin(s);
+        int t = saga_sched_step(s);
+        saga_sched_use(s, t, A, SAGA_USE_RW, 0);
+        assert_int_equal(saga_sched_plan_end(s), SAGA_OK);
+        run_double(s, be, 0, A);
+        assert_int_equal(saga_sched_finish(s), SAGA_OK);
+    }
+    saga_sched_stats st;
+    saga_sched_get_stats(s, &st);
+    assert_int_equal(st.loads, 1);
+    assert_int_equal(st.h2d_bytes, bytes);
+    assert_int_equal(st.d2h_bytes, 0);
+    assert_true(a[1] == 2.0f);
+    assert_int_equal(saga_sched_download(s, A), SAGA_OK);
+    for (int i = 0; i < N; i++)
+        assert_true(a[i] == 8.0f * (1.0f + (float)i));
+    assert_int_equal(saga_sched_resident_bytes(s), bytes);
+    saga_sched_free(&s);
+    saga_backend_free_all(&be);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_sched_state_written_back_on_eviction),
+        cmocka_unit_test(test_sched_state_stays_resident),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
