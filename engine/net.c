@@ -1333,6 +1333,60 @@ fail:
     return st;
 }
 
+/* In memory (one block), a training pass keeps its tape: one step holds the input and every
+ * graph block, the stages run on the whole graph as a chain of saga_program_run calls would, and
+ * the backward pass walks the tape instead of recomputing each stage block by block. */
+static saga_status run_whole_train(saga_net *n, double *loss) {
+    saga_status st = SAGA_OK;
+    saga_ctx *c = n->c;
+    saga_sched *sc = n->sched;
+    nblock *b = &n->blk[0];
+    int S = n->n_stages;
+    saga_tape_pos mark = saga_tape_mark(c);
+    saga_sched_plan_begin(sc);
+    int t = saga_sched_step(sc);
+    saga_sched_use(sc, t, n->act[0][0], SAGA_USE_READ, 0);
+    for (int s = 0; s < S; s++) {
+        const stage *sg = &n->stages[s];
+        if (sg->kind != STAGE_PROGRAM)
+            continue;
+        use_graph(n, t, b, sg, false);
+        if (saga_prog_fused(&sg->p)) {
+            int key = key_of(sg->p.edge_weight, sg->p.gather == SAGA_GATHER_MEAN);
+            saga_sched_use(sc, t, b->b_toff, SAGA_USE_READ, 0);
+            saga_sched_use(sc, t, b->b_tdst, SAGA_USE_READ, 0);
+            if (b->b_vout[key])
+                saga_sched_use(sc, t, b->b_vout[key], SAGA_USE_READ, 0);
+        }
+    }
+    SAGA_TRY(saga_sched_plan_end(sc));
+    SAGA_TRY(saga_sched_begin(sc, t));
+    saga_tensor *h = wrap(n, n->act[0][0], SAGA_F32, n->n, n->in_cols);
+    for (int s = 0; s < S && h; s++) {
+        n->stages[s].rng = saga_ctx_rng_counter(c);
+        h = stage_rows(n, s, 0, h, NULL, NULL);
+        if (h)
+            SAGA_TRY(check_width(h, &n->stages[s], s));
+    }
+    if (!h)
+        SAGA_TRY(ctx_status_or(n, "a stage"));
+    saga_vertex_in vin = {.first = 0, .count = n->n, .gathered = NULL, .self = h};
+    saga_tensor *l = n->loss(c, &vin, n->iota, n->loss_user);
+    if (!l)
+        SAGA_TRY(ctx_status_or(n, "the loss function"));
+    SAGA_CHECK(l->rows == 1 && l->cols == 1 && l->dtype == SAGA_F32, SAGA_ERR_INVALID_ARG,
+               "saga_net: the loss function returned a %lld x %lld tensor (expected 1 x 1)",
+               (long long)l->rows, (long long)l->cols);
+    *loss = saga_item(l);
+    SAGA_TRY(saga_tape_backward_range(c, mark, l, NULL));
+    saga_tape_release(c, mark);
+    return saga_sched_end(sc, t);
+fail:
+    saga_tape_release(c, mark);
+    (void)saga_sched_end(sc, t);
+    return st;
+}
+
 /* The last call's figures from the backend's and the scheduler's counters. */
 static void collect_stats(saga_net *n, double t0) {
     saga_backend_stats bs;
@@ -1386,8 +1440,13 @@ static saga_status run(saga_net *n, bool train, double *loss_out) {
                 memset(n->grad_host[s], 0,
                        (size_t)n->n * (size_t)n->stages[s - 1].out_cols * sizeof(float));
     saga_ctx_train(c, train);
-    SAGA_TRY(plan(n, train, &sd, &n_sd));
-    uint64_t rng_after = 0;
+    if (train && n->k == 1) {
+        SAGA_TRY(run_whole_train(n, &loss));
+        n_sd = 0;
+    } else {
+        SAGA_TRY(plan(n, train, &sd, &n_sd));
+    }
+    uint64_t rng_after = saga_ctx_rng_counter(c);
     for (int t = 0; t < n_sd; t++) {
         if (sd[t].ph != PH_FWD && (t == 0 || sd[t - 1].ph == PH_FWD))
             rng_after = saga_ctx_rng_counter(c); /* where the forward pass left the counter */

@@ -448,6 +448,15 @@ void saga_sched_use(saga_sched *s, int t, saga_blk *b, saga_use_mode mode, unsig
         s->plan_failed = true; /* uses are appended to the last step only */
         return;
     }
+    if (b->n_uses && b->uses[b->n_uses - 1] == t) {
+        /* a second use in the same step: one use with both modes; a read keeps its load */
+        for (int i = s->steps[t].first; i < s->n_uses; i++)
+            if (s->uses[i].b == b) {
+                s->uses[i].mode |= (uint8_t)mode;
+                s->uses[i].flags |= (uint8_t)flags;
+            }
+        return;
+    }
     if (s->n_uses == s->cap_uses_) {
         int cap = s->cap_uses_ ? 2 * s->cap_uses_ : 256;
         if (saga_realloc_array((void **)&s->uses, (size_t)cap, sizeof *s->uses, "scheduler uses") <

@@ -118,7 +118,8 @@ int saga_sched_step(saga_sched *s);
 /* Step t's loads are not issued before step t - 1 has ended: for inputs packed on the host from
  * what step t - 1 (or an earlier one) writes back. */
 void saga_sched_step_barrier(saga_sched *s, int t);
-/* Step t uses b in mode with flags. At most one use of a block per step. */
+/* Step t uses b in mode with flags. Several uses of a block in one step merge into one (modes
+ * and flags or-ed). */
 void saga_sched_use(saga_sched *s, int t, saga_blk *b, saga_use_mode mode, unsigned flags);
 /* Closes the plan. SAGA_ERR_BUDGET when one step's blocks alone exceed the cap (the message
  * names the step's bytes and the cap); SAGA_ERR_OUT_OF_MEMORY when the plan could not be
