@@ -253,22 +253,8 @@ typedef struct gcn_loss_data {
     const int32_t *labels; /* n, every entry a valid class */
     const uint8_t *train;  /* n: 1 for a training vertex */
     int64_t n_train;
-    saga_backend *be;
     int32_t *rows, *lab; /* scratch, n */
 } gcn_loss_data;
-
-/* A context tensor with the given i32 values (lives as long as the block's tape). */
-static saga_tensor *i32_tensor(saga_ctx *c, saga_backend *be, const int32_t *v, int64_t n) {
-    saga_tensor *t = saga_ctx_tensor(c, SAGA_I32, n, 1);
-    if (!t || !n)
-        return t;
-    saga_stream *s = saga_backend_default_stream(be);
-    if (saga_memcpy_h2d_async(s, t->data, v, t->nbytes) < 0 || saga_stream_synchronize(s) < 0) {
-        saga_ctx_fail(c, saga_error_prefix(SAGA_ERR_DEVICE, "GCN labels: "));
-        return NULL;
-    }
-    return t;
-}
 
 /* The block's share of the mean negative log-likelihood over the training vertices. */
 static saga_tensor *gcn_loss(saga_ctx *c, const saga_vertex_in *v, const int32_t *ids, void *user) {
@@ -282,8 +268,8 @@ static saga_tensor *gcn_loss(saga_ctx *c, const saga_vertex_in *v, const int32_t
     saga_tensor *logp = saga_log_softmax(c, v->self);
     if (k == 0)
         return saga_affine(c, saga_sum(c, logp), 0.0f, 0.0f);
-    saga_tensor *lab = i32_tensor(c, L->be, L->lab, v->count);
-    saga_tensor *rows = i32_tensor(c, L->be, L->rows, k);
+    saga_tensor *lab = saga_ctx_from_host(c, SAGA_I32, v->count, 1, L->lab);
+    saga_tensor *rows = saga_ctx_from_host(c, SAGA_I32, k, 1, L->rows);
     return saga_affine(c, saga_nll_loss(c, logp, lab, rows), (float)k / (float)L->n_train, 0.0f);
 }
 
@@ -380,7 +366,7 @@ saga_status gcn_train(gcn_result *out, saga_backend *be, const gcn_data *d, cons
     for (int64_t i = 0; i < d->n_train; i++)
         n_train += is_train[d->train[i]] == 0, is_train[d->train[i]] = 1;
     SAGA_TRY(saga_alloc_array((void **)&scratch, 2 * (size_t)n, sizeof *scratch, "loss rows"));
-    gcn_loss_data ld = {host_labels, is_train, n_train, be, scratch, scratch + n};
+    gcn_loss_data ld = {host_labels, is_train, n_train, scratch, scratch + n};
     SAGA_TRY(
         saga_alloc_array((void **)&logp, (size_t)n * (size_t)C, sizeof *logp, "log-probabilities"));
 

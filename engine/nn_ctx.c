@@ -168,6 +168,22 @@ fail:
     return NULL;
 }
 
+saga_tensor *saga_ctx_from_host(saga_ctx *c, saga_dtype dt, int64_t rows, int64_t cols,
+                                const void *host) {
+    saga_tensor *t = saga_ctx_tensor(c, dt, rows, cols);
+    if (!t || !t->nbytes)
+        return t;
+    saga_stream *s = saga_ctx_stream(c);
+    saga_status st = saga_memcpy_h2d_async(s, t->data, host, t->nbytes);
+    if (st == SAGA_OK)
+        st = saga_stream_synchronize(s);
+    if (st < 0) {
+        saga_ctx_fail(c, st);
+        return NULL;
+    }
+    return t;
+}
+
 saga_tensor *saga_ctx_wrap(saga_ctx *c, saga_dtype dt, int64_t rows, int64_t cols, void *data) {
     saga_status st = SAGA_OK;
     saga_tensor *t = NULL;

@@ -109,6 +109,12 @@ saga_tensor *saga_gather_rows(saga_ctx *c, saga_tensor *x, saga_tensor *idx);
 /* An n_rows x cols tensor whose row idx[k] accumulates row k of x (idx i32, x->rows x 1). */
 saga_tensor *saga_scatter_add_rows(saga_ctx *c, saga_tensor *x, saga_tensor *idx, int64_t n_rows);
 
+/* A context-owned tensor holding a copy of rows x cols values read from host memory (labels, row
+ * lists): freed with the context's other tensors (saga_ctx_clear, or the end of the block a
+ * saga_net loss function runs in). NULL with the error in c. */
+saga_tensor *saga_ctx_from_host(saga_ctx *c, saga_dtype dt, int64_t rows, int64_t cols,
+                                const void *host);
+
 /* The value of a 1 x 1 (or any) f32 tensor's first entry, read synchronously; NAN when t is
  * NULL. For losses and metrics. */
 float saga_item(const saga_tensor *t);

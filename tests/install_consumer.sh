@@ -45,4 +45,14 @@ for model in gat sage; do
     acc=$(sed -n 's/.*test_accuracy=\([0-9.]*\).*/\1/p' <<<"$out")
     # 30 epochs are far from converged; above 0.5 (chance is 0.14 to 0.30) shows it learns.
     awk -v a="$acc" 'BEGIN { exit !(a > 0.5) }'
+    # streamed through a quarter of the in-memory peak: the same accuracies
+    peak=$(sed -n 's/.*peak_device_bytes=\([0-9]*\).*/\1/p' <<<"$out")
+    small=$(OMP_NUM_THREADS=2 "$work/gnn-build/gnn" --model "$model" --data "$data" --epochs 30 \
+        --quiet --device-mem $((peak / 4)) 2>/dev/null)
+    echo "gnn example, device memory $((peak / 4)): $small"
+    grep -q 'memory="streamed' <<<"$small"
+    [ "$(sed -n 's/.*\(val_accuracy=[0-9.]* test_accuracy=[0-9.]*\).*/\1/p' <<<"$small")" = \
+        "$(sed -n 's/.*\(val_accuracy=[0-9.]* test_accuracy=[0-9.]*\).*/\1/p' <<<"$out")" ]
+    small_peak=$(sed -n 's/.*peak_device_bytes=\([0-9]*\).*/\1/p' <<<"$small")
+    [ "$small_peak" -le $((peak / 4)) ]
 done

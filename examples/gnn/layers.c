@@ -66,8 +66,8 @@ bool gat_layer_init(gat_layer *l, saga_model *m, const char *name, int64_t in, i
     return l->W && l->b;
 }
 
-saga_tensor *gat_layer_forward(saga_ctx *c, const gat_layer *l, const saga_dgraph *g,
-                               saga_tensor *h) {
+/* The rows the program scatters, [ z | s_src | s_dst ], from the layer's input h. */
+static saga_tensor *gat_rows(saga_ctx *c, const gat_layer *l, saga_tensor *h) {
     int64_t F = l->out_per_head;
     saga_tensor *z = saga_matmul(c, h, l->W);
     saga_tensor *s_src = NULL, *s_dst = NULL;
@@ -78,8 +78,40 @@ saga_tensor *gat_layer_forward(saga_ctx *c, const gat_layer *l, const saga_dgrap
         s_src = s_src ? saga_concat(c, s_src, a) : a;
         s_dst = s_dst ? saga_concat(c, s_dst, b) : b;
     }
-    saga_tensor *rows = saga_concat(c, saga_concat(c, z, s_src), s_dst);
+    return saga_concat(c, saga_concat(c, z, s_src), s_dst);
+}
+
+saga_tensor *gat_layer_forward(saga_ctx *c, const gat_layer *l, const saga_dgraph *g,
+                               saga_tensor *h) {
+    saga_tensor *rows = gat_rows(c, l, h);
     return saga_add_bias(c, saga_program_run(c, &gat_program, g, rows, NULL, (void *)l), l->b);
+}
+
+/* ---- as stages of a saga_net: the same computation on blocks of vertices ---------------- */
+
+static saga_tensor *gat_stage_rows(saga_ctx *c, const saga_vertex_in *v, void *user) {
+    const gat_layer *l = user;
+    return gat_rows(c, l, saga_dropout(c, v->self, l->in_dropout));
+}
+
+static saga_tensor *gat_stage_vertex(saga_ctx *c, const saga_vertex_in *v, void *user) {
+    const gat_layer *l = user;
+    saga_tensor *h = saga_add_bias(c, v->gathered, l->b);
+    return l->elu ? saga_elu(c, h, 1.0f) : h;
+}
+
+static const saga_program gat_stage_program = {
+    .scatter = SAGA_SCATTER_BOTH,
+    .edge_weight = SAGA_WEIGHT_NONE,
+    .apply_edge = gat_edge,
+    .gather = SAGA_GATHER_SUM,
+    .apply_vertex = gat_stage_vertex,
+};
+
+bool gat_layer_add(saga_net *net, gat_layer *l) {
+    int64_t hf = l->heads * l->out_per_head;
+    return saga_net_add_vertex(net, gat_stage_rows, l, hf + 2 * l->heads) == SAGA_OK &&
+           saga_net_add_program(net, &gat_stage_program, l, hf) == SAGA_OK;
 }
 
 /* ---- GraphSAGE, mean aggregator (Hamilton et al. 2017) ----------------------------------------
@@ -122,4 +154,29 @@ bool sage_layer_init(sage_layer *l, saga_model *m, const char *name, int64_t in,
 saga_tensor *sage_layer_forward(saga_ctx *c, const sage_layer *l, const saga_dgraph *g,
                                 saga_tensor *h) {
     return saga_program_run(c, &sage_program, g, h, NULL, (void *)l);
+}
+
+static saga_tensor *sage_stage_rows(saga_ctx *c, const saga_vertex_in *v, void *user) {
+    const sage_layer *l = user;
+    return saga_dropout(c, v->self, l->in_dropout);
+}
+
+static saga_tensor *sage_stage_vertex(saga_ctx *c, const saga_vertex_in *v, void *user) {
+    const sage_layer *l = user;
+    saga_tensor *h = sage_vertex(c, v, user);
+    return l->relu ? saga_relu(c, h) : h;
+}
+
+static const saga_program sage_stage_program = {
+    .scatter = SAGA_SCATTER_SRC,
+    .edge_weight = SAGA_WEIGHT_NONE,
+    .apply_edge = sage_edge,
+    .gather = SAGA_GATHER_MEAN,
+    .apply_vertex = sage_stage_vertex,
+};
+
+bool sage_layer_add(saga_net *net, sage_layer *l) {
+    int64_t in = saga_tensor_rows(l->W) / 2, out = saga_tensor_cols(l->W);
+    return saga_net_add_vertex(net, sage_stage_rows, l, in) == SAGA_OK &&
+           saga_net_add_program(net, &sage_stage_program, l, out) == SAGA_OK;
 }

@@ -20,16 +20,16 @@ typedef struct options {
     float lr, weight_decay, dropout;
     uint64_t seed;
     bool quiet;
+    size_t device_mem; /* bytes of device memory; 0: no limit */
+    bool stream;       /* stream part by part even when everything fits */
 } options;
 
 typedef struct dataset {
     saga_graph *graph;
-    saga_tensor *x;                  /* n x F, rows scaled to sum 1 */
-    saga_tensor *labels;             /* n x 1, i32 */
-    saga_tensor *train, *val, *test; /* i32 row lists */
-    int32_t *host_labels;
-    int32_t *host_val, *host_test;
-    int64_t n_val, n_test, n_features;
+    float *x; /* n x F, rows scaled to sum 1 */
+    int32_t *labels;
+    int32_t *train, *val, *test; /* vertex lists */
+    int64_t n_train, n_val, n_test, n_features;
     int32_t n_classes;
 } dataset;
 
@@ -43,7 +43,7 @@ typedef struct model {
 static void usage(void) {
     fprintf(stderr, "usage: gnn --data DIR [--model gat|sage] [--epochs N] [--hidden N] "
                     "[--heads N] [--lr X] [--weight-decay X] [--dropout X] [--seed N] "
-                    "[--quiet]\n");
+                    "[--device-mem BYTES[K|M|G]] [--stream] [--quiet]\n");
 }
 
 static int parse_args(options *o, int argc, char **argv) {
@@ -51,6 +51,10 @@ static int parse_args(options *o, int argc, char **argv) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--quiet")) {
             o->quiet = true;
+            continue;
+        }
+        if (!strcmp(a, "--stream")) {
+            o->stream = true;
             continue;
         }
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -80,7 +84,15 @@ static int parse_args(options *o, int argc, char **argv) {
             o->dropout = strtof(v, NULL);
         else if (!strcmp(a, "--seed"))
             o->seed = strtoull(v, NULL, 10);
-        else {
+        else if (!strcmp(a, "--device-mem")) {
+            char *end = NULL;
+            double b = strtod(v, &end);
+            double unit = *end == 'K'   ? 1024.0
+                          : *end == 'M' ? 1048576.0
+                          : *end == 'G' ? 1073741824.0
+                                        : 1.0;
+            o->device_mem = (size_t)(b * unit);
+        } else {
             usage();
             return -1;
         }
@@ -106,21 +118,7 @@ static const char *data_path(char *buf, size_t n, const char *dir, const char *n
     return buf;
 }
 
-static saga_status index_tensor(saga_tensor **out, int32_t **host, int64_t *n, saga_backend *be,
-                                const char *dir, const char *name, const saga_graph *g) {
-    char path[4096];
-    int32_t *idx = NULL;
-    saga_status st = saga_index_read(&idx, n, data_path(path, sizeof path, dir, name), g);
-    if (st == SAGA_OK)
-        st = saga_tensor_from_host(out, be, SAGA_I32, *n, 1, idx);
-    if (host && st == SAGA_OK)
-        *host = idx;
-    else
-        saga_free(idx);
-    return st;
-}
-
-static saga_status load(dataset *d, saga_backend *be, const char *dir) {
+static saga_status load(dataset *d, const char *dir) {
     char path[4096];
     saga_load_opts lo = saga_load_opts_defaults();
     lo.graph.undirected = true;
@@ -145,54 +143,64 @@ static saga_status load(dataset *d, saga_backend *be, const char *dir) {
             x[i * cols + j] = (float)(x[i * cols + j] / s);
     }
     d->n_features = cols;
-    st = saga_tensor_from_host(&d->x, be, SAGA_F32, rows, cols, x);
-    saga_free(x);
-    if (st < 0)
-        return st;
+    d->x = x;
+
+    if (rows != saga_graph_n_vertices(d->graph))
+        return saga_error(SAGA_ERR_PARSE, "%s: %lld feature rows for %d vertices", path,
+                          (long long)rows, (int)saga_graph_n_vertices(d->graph));
 
     int64_t n = 0;
-    st = saga_labels_read(&d->host_labels, &n, data_path(path, sizeof path, dir, "labels.txt"),
-                          d->graph);
+    st =
+        saga_labels_read(&d->labels, &n, data_path(path, sizeof path, dir, "labels.txt"), d->graph);
     if (st < 0)
         return st;
     d->n_classes = 0;
     for (int64_t i = 0; i < n; i++)
-        if (d->host_labels[i] + 1 > d->n_classes)
-            d->n_classes = d->host_labels[i] + 1;
-    st = saga_tensor_from_host(&d->labels, be, SAGA_I32, n, 1, d->host_labels);
-    int64_t n_train = 0;
-    if (st == SAGA_OK)
-        st = index_tensor(&d->train, NULL, &n_train, be, dir, "train_idx.txt", d->graph);
-    if (st == SAGA_OK)
-        st = index_tensor(&d->val, &d->host_val, &d->n_val, be, dir, "val_idx.txt", d->graph);
-    if (st == SAGA_OK)
-        st = index_tensor(&d->test, &d->host_test, &d->n_test, be, dir, "test_idx.txt", d->graph);
+        if (d->labels[i] + 1 > d->n_classes)
+            d->n_classes = d->labels[i] + 1;
+    static const char *const names[3] = {"train_idx.txt", "val_idx.txt", "test_idx.txt"};
+    int32_t **lists[3] = {&d->train, &d->val, &d->test};
+    int64_t *counts[3] = {&d->n_train, &d->n_val, &d->n_test};
+    for (int i = 0; i < 3 && st == SAGA_OK; i++)
+        st = saga_index_read(lists[i], counts[i], data_path(path, sizeof path, dir, names[i]),
+                             d->graph);
     return st;
 }
 
 static void dataset_free(dataset *d) {
     saga_graph_free(&d->graph);
-    saga_tensor_free(&d->x);
-    saga_tensor_free(&d->labels);
-    saga_tensor_free(&d->train);
-    saga_tensor_free(&d->val);
-    saga_tensor_free(&d->test);
-    saga_free(d->host_labels);
-    saga_free(d->host_val);
-    saga_free(d->host_test);
+    saga_free(d->x);
+    saga_free(d->labels);
+    saga_free(d->train);
+    saga_free(d->val);
+    saga_free(d->test);
 }
 
-/* Log-probabilities of every vertex (n x classes). */
-static saga_tensor *forward(saga_ctx *c, const model *m, const saga_dgraph *g, saga_tensor *x) {
-    saga_tensor *h = saga_dropout(c, x, m->dropout);
-    if (m->gat) {
-        h = saga_elu(c, gat_layer_forward(c, &m->g1, g, h), 1.0f);
-        h = gat_layer_forward(c, &m->g2, g, saga_dropout(c, h, m->dropout));
-    } else {
-        h = saga_relu(c, sage_layer_forward(c, &m->s1, g, h));
-        h = sage_layer_forward(c, &m->s2, g, saga_dropout(c, h, m->dropout));
+/* What the loss sees: the labels and which vertices train. */
+typedef struct loss_data {
+    const int32_t *labels;
+    const unsigned char *train; /* n: 1 for a training vertex */
+    int64_t n_train;
+    int32_t *rows, *lab; /* scratch, n each */
+} loss_data;
+
+/* The block's share of the mean negative log-likelihood over the training vertices: the net
+ * hands the loss blocks of rows (all of them in memory) with their vertex ids. */
+static saga_tensor *loss_rows(saga_ctx *c, const saga_vertex_in *v, const int32_t *ids,
+                              void *user) {
+    loss_data *L = user;
+    int64_t k = 0;
+    for (int32_t i = 0; i < v->count; i++) {
+        L->lab[i] = L->labels[ids[i]];
+        if (L->train[ids[i]])
+            L->rows[k++] = i;
     }
-    return saga_log_softmax(c, h);
+    saga_tensor *logp = saga_log_softmax(c, v->self);
+    if (k == 0)
+        return saga_affine(c, saga_sum(c, logp), 0.0f, 0.0f);
+    saga_tensor *lab = saga_ctx_from_host(c, SAGA_I32, v->count, 1, L->lab);
+    saga_tensor *rows = saga_ctx_from_host(c, SAGA_I32, k, 1, L->rows);
+    return saga_affine(c, saga_nll_loss(c, logp, lab, rows), (float)k / (float)L->n_train, 0.0f);
 }
 
 /* Fraction of the listed vertices whose most likely class is their label. */
@@ -231,19 +239,20 @@ int main(int argc, char **argv) {
     saga_ctx *c = NULL;
     saga_model *params = NULL;
     saga_optim *opt = NULL;
-    saga_dgraph *g = NULL;
+    saga_net *net = NULL;
     dataset d = {0};
     float *logp = NULL;
+    int32_t *scratch = NULL;
+    unsigned char *is_train = NULL;
     int rc = 1;
 
-    /* "cpu": saga's CUDA backend does not have the f32 training kernels yet. */
-    if (saga_backend_open(&be, "cpu", NULL) < 0 || load(&d, be, o.data) < 0)
+    /* The budget, when given, bounds the device memory: a graph that does not fit is streamed
+     * through it part by part, with the same results. */
+    saga_backend_params bp = saga_backend_params_defaults();
+    bp.budget_bytes = o.device_mem;
+    if (saga_backend_open(&be, "cpu", &bp) < 0 || load(&d, o.data) < 0)
         goto done;
-    saga_dgraph_opts go = saga_dgraph_opts_defaults();
-    /* GAT attends to the vertex itself too; SAGE keeps it apart (the [self | mean] concat). */
-    go.self_loops = gat ? SAGA_DGRAPH_SELF_LOOPS_ADD : SAGA_DGRAPH_SELF_LOOPS_KEEP;
-    if (saga_dgraph_new(&g, be, d.graph, &go) < 0 || saga_ctx_new(&c, be, o.seed) < 0 ||
-        saga_model_new(&params, be) < 0)
+    if (saga_ctx_new(&c, be, o.seed) < 0 || saga_model_new(&params, be) < 0)
         goto done;
 
     model m = {.gat = gat, .dropout = o.dropout};
@@ -261,48 +270,73 @@ int main(int argc, char **argv) {
     if (!ok || saga_optim_new(&opt, params, &oo) < 0)
         goto done;
 
-    int64_t n = saga_graph_n_vertices(d.graph);
-    logp = malloc((size_t)n * (size_t)d.n_classes * sizeof *logp);
-    if (!logp)
+    /* The network: dropout -> layer -> act -> dropout -> layer, then log-softmax in the loss. */
+    int32_t n = saga_graph_n_vertices(d.graph);
+    saga_net_opts no = saga_net_opts_defaults();
+    no.exec = o.stream ? SAGA_EXEC_STREAM : SAGA_EXEC_AUTO;
+    /* GAT attends to the vertex itself too; SAGE keeps it apart (the [self | mean] concat). */
+    no.self_loops = gat ? SAGA_DGRAPH_SELF_LOOPS_ADD : SAGA_DGRAPH_SELF_LOOPS_KEEP;
+    if (saga_net_new(&net, c, d.graph, &no) < 0)
         goto done;
+    if (gat) {
+        m.g1.in_dropout = m.g2.in_dropout = o.dropout;
+        m.g1.elu = true;
+        ok = gat_layer_add(net, &m.g1) && gat_layer_add(net, &m.g2);
+    } else {
+        m.s1.in_dropout = m.s2.in_dropout = o.dropout;
+        m.s1.relu = true;
+        ok = sage_layer_add(net, &m.s1) && sage_layer_add(net, &m.s2);
+    }
+    scratch = malloc(2 * (size_t)n * sizeof *scratch);
+    is_train = calloc((size_t)n, 1);
+    logp = malloc((size_t)n * (size_t)d.n_classes * sizeof *logp);
+    if (!ok || !scratch || !is_train || !logp)
+        goto done;
+    int64_t n_train = 0;
+    for (int64_t i = 0; i < d.n_train; i++)
+        n_train += !is_train[d.train[i]], is_train[d.train[i]] = 1;
+    loss_data ld = {d.labels, is_train, n_train, scratch, scratch + n};
+    if (saga_net_set_loss(net, loss_rows, &ld) < 0 ||
+        saga_net_set_input(net, d.x, d.n_features) < 0)
+        goto done;
+
     double best_val = -1, test_at_best = 0;
     int best_epoch = 0;
     for (int epoch = 1; epoch <= o.epochs; epoch++) {
-        double t0 = saga_now();
-        saga_ctx_train(c, true);
-        saga_tensor *loss = saga_nll_loss(c, forward(c, &m, g, d.x), d.labels, d.train);
-        if (!loss || saga_backward(c, loss) < 0 || saga_optim_step(opt) < 0)
+        double t0 = saga_now(), loss = 0;
+        if (saga_net_train_step(net, &loss) < 0 || saga_optim_step(opt) < 0)
             goto done;
-        float train_loss = saga_item(loss);
-        saga_ctx_clear(c);
-
-        saga_ctx_train(c, false);
-        saga_tensor *out = forward(c, &m, g, d.x);
-        if (!out || saga_tensor_to_host(out, logp) < 0)
+        /* inference: logits, whose arg-max is the log-softmax's */
+        if (saga_net_forward(net, logp) < 0)
             goto done;
-        saga_ctx_clear(c);
-        double val = accuracy(logp, d.n_classes, d.host_labels, d.host_val, d.n_val);
-        double test = accuracy(logp, d.n_classes, d.host_labels, d.host_test, d.n_test);
+        double val = accuracy(logp, d.n_classes, d.labels, d.val, d.n_val);
+        double test = accuracy(logp, d.n_classes, d.labels, d.test, d.n_test);
         if (val > best_val) {
             best_val = val;
             test_at_best = test;
             best_epoch = epoch;
         }
         if (!o.quiet)
-            printf("epoch %3d  loss %.4f  val %.4f  test %.4f  %.1f ms\n", epoch, train_loss, val,
-                   test, (saga_now() - t0) * 1e3);
+            printf("epoch %3d  loss %.4f  val %.4f  test %.4f  %.1f ms\n", epoch, loss, val, test,
+                   (saga_now() - t0) * 1e3);
     }
-    printf("model=%s best_epoch=%d val_accuracy=%.4f test_accuracy=%.4f\n", o.model, best_epoch,
-           best_val, test_at_best);
+    saga_net_stats ns;
+    saga_net_get_stats(net, &ns);
+    printf("model=%s best_epoch=%d val_accuracy=%.4f test_accuracy=%.4f memory=\"%s\" "
+           "peak_device_bytes=%zu\n",
+           o.model, best_epoch, best_val, test_at_best, saga_net_describe(net),
+           ns.peak_device_bytes);
     rc = 0;
 
 done:
     if (rc)
         fprintf(stderr, "gnn: %s\n", saga_last_error());
     free(logp);
+    free(scratch);
+    free(is_train);
+    saga_net_free(&net);
     saga_optim_free(&opt);
     saga_model_free(&params);
-    saga_dgraph_free(&g);
     saga_ctx_free(&c);
     dataset_free(&d);
     saga_backend_free_all(&be);
