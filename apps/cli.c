@@ -441,12 +441,17 @@ int cli_size(cli_ctx *c, const char *opt, const char *arg, size_t *out) {
 }
 
 void cli_say_net_stats(cli_ctx *c, const saga_net_stats *ns, const char *per) {
-    char b1[32], b2[32], b3[32];
+    char b1[32], b2[32], b3[32], b4[48] = "";
+    if (ns->budget_bytes) {
+        char b5[32];
+        snprintf(b4, sizeof b4, " of a %s budget",
+                 cli_bytes(b5, sizeof b5, (int64_t)ns->budget_bytes));
+    }
     cli_say(c,
-            "memory: %s, %d part%s; peak device %s; %s%s host->device, %s device->host, %.0f%% of "
-            "copy time hidden\n",
+            "memory: %s, %d part%s; peak device %s%s; %s%s host->device, %s device->host, %.0f%% "
+            "of copy time hidden\n",
             ns->streamed ? "streamed" : "in memory", (int)ns->parts, ns->parts == 1 ? "" : "s",
-            cli_bytes(b1, sizeof b1, (int64_t)ns->peak_device_bytes),
+            cli_bytes(b1, sizeof b1, (int64_t)ns->peak_device_bytes), b4,
             cli_bytes(b2, sizeof b2, (int64_t)ns->h2d_bytes), per,
             cli_bytes(b3, sizeof b3, (int64_t)ns->d2h_bytes), 100 * ns->overlap);
 }
@@ -461,13 +466,46 @@ void cli_json_net_stats(json *j, const saga_net_stats *ns) {
     json_key(j, "prepare_seconds"), json_num(j, ns->prepare_seconds);
 }
 
-int cli_partition(cli_ctx *c, const char *arg, saga_partition_method *out) {
-    for (int m = 0; m < SAGA_PARTITION_METHOD_COUNT; m++)
-        if (strcmp(arg, saga_partition_method_name((saga_partition_method)m)) == 0) {
-            *out = (saga_partition_method)m;
-            return 0;
-        }
-    return cli_usage(c, "--partition must be metis, contiguous or random, got '%s'", arg);
+cli_exec cli_exec_defaults(void) {
+    return (cli_exec){.partition = SAGA_PARTITION_METIS};
+}
+
+int cli_exec_opt(cli_ctx *c, int i, const char *arg, cli_exec *e) {
+    int64_t v = 0;
+    int bad = 0;
+    switch (i) {
+    case 0:
+        return cli_size(c, "--device-mem", arg, &e->device_mem);
+    case 1:
+        e->stream = true;
+        return 0;
+    case 2:
+        if (!(bad = cli_int(c, "--parts", arg, 1, 1 << 30, &v)))
+            e->parts = (int32_t)v;
+        return bad;
+    case 3:
+        for (int m = 0; m < SAGA_PARTITION_METHOD_COUNT; m++)
+            if (strcmp(arg, saga_partition_method_name((saga_partition_method)m)) == 0) {
+                e->partition = (saga_partition_method)m;
+                return 0;
+            }
+        return cli_usage(c, "--partition must be metis, contiguous or random, got '%s'", arg);
+    default:
+        e->stats = true;
+        return 0;
+    }
+}
+
+bool cli_exec_wanted(const cli_exec *e) {
+    return e->device_mem || e->stream || e->parts || e->stats;
+}
+
+saga_net_opts cli_exec_net_opts(const cli_exec *e) {
+    saga_net_opts no = saga_net_opts_defaults();
+    no.exec = e->stream ? SAGA_EXEC_STREAM : SAGA_EXEC_AUTO;
+    no.parts = e->parts;
+    no.partition = e->partition;
+    return no;
 }
 
 /* ---- helpers ------------------------------------------------------------------------------- */

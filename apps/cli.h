@@ -114,8 +114,39 @@ int cli_size(cli_ctx *c, const char *opt, const char *arg, size_t *out);
  * h2d_bytes, d2h_bytes, peak_device_bytes, overlap. per: "" or " per round" and the like. */
 void cli_say_net_stats(cli_ctx *c, const saga_net_stats *ns, const char *per);
 void cli_json_net_stats(json *j, const saga_net_stats *ns);
-/* --partition METHOD: metis, contiguous or random. */
-int cli_partition(cli_ctx *c, const char *arg, saga_partition_method *out);
+/* The options of the commands that run through the graph executor (saga_net.h), in this order
+ * in their option table (CLI_EXEC_OPTS) and in their option enum (the first named by base). */
+typedef struct cli_exec {
+    size_t device_mem;               /* --device-mem: the backend's budget; 0: none */
+    bool stream;                     /* --stream */
+    int32_t parts;                   /* --parts; 0: from the budget */
+    saga_partition_method partition; /* --partition */
+    bool stats;                      /* --stats */
+} cli_exec;
+
+#define CLI_EXEC_OPTS                                                                              \
+    {"device-mem", 0, "SIZE", NULL,                                                                \
+     "Device memory saga may hold (512M, 2G, ...): a graph whose data does not fit is streamed "   \
+     "through it part by part."},                                                                  \
+        {"stream", 0, NULL, NULL, "Stream even when everything would fit (for comparison)."},      \
+        {"parts", 0, "K", NULL,                                                                    \
+         "Streamed: cut the graph into K parts (default: the fewest that "                         \
+         "fit)."},                                                                                 \
+        {"partition", 0, "METHOD", "metis", "Streamed: metis, contiguous or random parts."}, {     \
+        "stats", 0, NULL, NULL,                                                                    \
+            "Report the bytes moved host->device and device->host, the peak device memory and "    \
+            "the "                                                                                 \
+            "share of copy time hidden behind compute."                                            \
+    }
+enum { CLI_EXEC_N_OPTS = 5 };
+
+cli_exec cli_exec_defaults(void);
+/* Option i (0 .. CLI_EXEC_N_OPTS - 1) of CLI_EXEC_OPTS with its argument; 0, or a usage error. */
+int cli_exec_opt(cli_ctx *c, int i, const char *arg, cli_exec *e);
+/* Whether any of the options asks for the executor. */
+bool cli_exec_wanted(const cli_exec *e);
+/* The executor's options they give (the rest saga_net_opts_defaults). */
+saga_net_opts cli_exec_net_opts(const cli_exec *e);
 /* max_open: max itself is excluded. */
 int cli_double(cli_ctx *c, const char *opt, const char *arg, double min, double max, bool max_open,
                double *out);

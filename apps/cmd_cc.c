@@ -10,26 +10,14 @@ enum {
     OPT_TOP,
     OPT_OUT,
     OPT_DEVICE,
-    OPT_DEVICE_MEM,
-    OPT_STREAM,
-    OPT_PARTS,
-    OPT_PARTITION,
-    OPT_STATS
+    OPT_EXEC /* the CLI_EXEC_N_OPTS options of CLI_EXEC_OPTS */
 };
 static const cli_opt cc_opts[] = {
     {"top", 0, "K", "10", "Print the K largest components (0: none)."},
     {"out", 0, "FILE", NULL,
      "Write \"id component\" for every vertex, the component named by its smallest id."},
     {"device", 0, "SPEC", "cpu", "Backend: cpu, cuda, cuda:N or auto."},
-    {"device-mem", 0, "SIZE", NULL,
-     "Run through the graph executor with this much device memory (512M, 2G, ...): a graph that "
-     "does not fit is streamed through it part by part."},
-    {"stream", 0, NULL, NULL, "Through the executor, streamed even when the graph would fit."},
-    {"parts", 0, "K", NULL, "Streamed: cut the graph into K parts (default: the fewest that fit)."},
-    {"partition", 0, "METHOD", "metis", "Streamed: metis, contiguous or random parts."},
-    {"stats", 0, NULL, NULL,
-     "Through the executor; report the bytes moved per round, the peak device memory and the "
-     "share of copy time hidden behind compute."},
+    CLI_EXEC_OPTS,
     {0}};
 
 static int cc_main(int argc, char **argv);
@@ -69,10 +57,8 @@ static int by_size(const void *a, const void *b) {
 static int cc_main(int argc, char **argv) {
     cli_ctx c;
     const char *arg = NULL, *out_path = NULL, *device = "cpu";
-    int64_t k = 10, iv = 0;
-    size_t device_mem = 0;
-    bool stats = false;
-    saga_net_opts no = saga_net_opts_defaults();
+    int64_t k = 10;
+    cli_exec ex = cli_exec_defaults();
     int o;
     cli_begin(&c, &cli_cmd_cc, argc, argv);
     while ((o = cli_next(&c, &arg)) >= 0) {
@@ -87,21 +73,8 @@ static int cc_main(int argc, char **argv) {
         case OPT_DEVICE:
             device = arg;
             break;
-        case OPT_DEVICE_MEM:
-            bad = cli_size(&c, "--device-mem", arg, &device_mem);
-            break;
-        case OPT_STREAM:
-            no.exec = SAGA_EXEC_STREAM;
-            break;
-        case OPT_PARTS:
-            if (!(bad = cli_int(&c, "--parts", arg, 1, 1 << 30, &iv)))
-                no.parts = (int32_t)iv;
-            break;
-        case OPT_PARTITION:
-            bad = cli_partition(&c, arg, &no.partition);
-            break;
-        case OPT_STATS:
-            stats = true;
+        default:
+            bad = cli_exec_opt(&c, o - OPT_EXEC, arg, &ex);
             break;
         }
         if (bad)
@@ -125,8 +98,9 @@ static int cc_main(int argc, char **argv) {
     cli_say(&c, "graph: %s vertices, %s edges both ways (loaded in %.3f s)\n",
             cli_count(b1, sizeof b1, n), cli_count(b2, sizeof b2, saga_graph_n_edges(g)), load_s);
     saga_backend_params bp = saga_backend_params_defaults();
-    bp.budget_bytes = device_mem;
-    bool exec = device_mem || stats || no.exec == SAGA_EXEC_STREAM || no.parts;
+    bp.budget_bytes = ex.device_mem;
+    bool exec = cli_exec_wanted(&ex);
+    saga_net_opts no = cli_exec_net_opts(&ex);
     saga_net_stats ns = {0};
     if (saga_backend_open(&be, device, &bp) < 0 ||
         (exec ? cc_run_net(&comp, &r, be, g, &no, &ns, progress, &c)

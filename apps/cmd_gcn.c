@@ -27,12 +27,8 @@ enum {
     OPT_CHECKPOINT_EVERY,
     OPT_RESUME,
     OPT_LOG,
-    OPT_DEVICE_MEM,
-    OPT_STREAM,
-    OPT_PARTS,
-    OPT_PARTITION,
     OPT_SAVED,
-    OPT_STATS,
+    OPT_EXEC, /* the CLI_EXEC_N_OPTS options of CLI_EXEC_OPTS */
 };
 static const cli_opt gcn_cli_opts[] = {
     {"data", 0, "DIR", NULL,
@@ -65,18 +61,10 @@ static const cli_opt gcn_cli_opts[] = {
     {"log", 0, "FILE", NULL,
      "Write one JSON object per epoch: epoch, loss, train_acc, val_acc, test_acc, ms, eval_ms "
      "(and h2d_bytes, d2h_bytes, peak_device_bytes, overlap with --stats)."},
-    {"device-mem", 0, "SIZE", NULL,
-     "Device memory saga may hold (512M, 2G, ...): when the graph, its features and the "
-     "activations do not fit, they are streamed through it part by part."},
-    {"stream", 0, NULL, NULL, "Stream even when everything would fit (for comparison)."},
-    {"parts", 0, "K", NULL, "Streamed: cut the graph into K parts (default: the fewest that fit)."},
-    {"partition", 0, "METHOD", "metis", "Streamed: metis, contiguous or random parts."},
     {"saved", 0, "MODE", "recompute",
      "Streamed: recompute each part's aggregation in the backward pass, or offload it to the "
      "host in the forward pass and stream it back."},
-    {"stats", 0, NULL, NULL,
-     "Report per epoch the bytes moved host->device and device->host, the peak device memory and "
-     "the share of copy time hidden behind compute."},
+    CLI_EXEC_OPTS,
     {0}};
 
 static int gcn_main(int argc, char **argv);
@@ -226,8 +214,8 @@ static int gcn_main(int argc, char **argv) {
     const char *log_path = NULL;
     gcn_opts go = gcn_opts_defaults();
     saga_citation_params cp = saga_citation_params_defaults();
-    bool normalize = true, stats = false;
-    size_t device_mem = 0;
+    bool normalize = true;
+    cli_exec ex = cli_exec_defaults();
     int64_t threads = 0, v = 0;
     /* The values as given, for the report: the model uses them as floats. */
     double lr = 0.01, dropout = 0.5, weight_decay = 5e-4;
@@ -291,19 +279,6 @@ static int gcn_main(int argc, char **argv) {
         case OPT_LOG:
             log_path = arg;
             break;
-        case OPT_DEVICE_MEM:
-            bad = cli_size(&c, "--device-mem", arg, &device_mem);
-            break;
-        case OPT_STREAM:
-            go.exec = SAGA_EXEC_STREAM;
-            break;
-        case OPT_PARTS:
-            if (!(bad = cli_int(&c, "--parts", arg, 1, 1 << 30, &v)))
-                go.parts = (int32_t)v;
-            break;
-        case OPT_PARTITION:
-            bad = cli_partition(&c, arg, &go.partition);
-            break;
         case OPT_SAVED:
             if (strcmp(arg, "recompute") == 0)
                 go.saved = SAGA_SAVED_RECOMPUTE;
@@ -312,8 +287,8 @@ static int gcn_main(int argc, char **argv) {
             else
                 bad = cli_usage(&c, "--saved must be recompute or offload, got '%s'", arg);
             break;
-        case OPT_STATS:
-            stats = true;
+        default:
+            bad = cli_exec_opt(&c, o - OPT_EXEC, arg, &ex);
             break;
         }
         if (bad)
@@ -337,8 +312,8 @@ static int gcn_main(int argc, char **argv) {
     gcn_data d = {0};
     gcn_result r = {0};
     saga_backend *be = NULL;
-    epoch_sink sink = {.c = &c, .log_path = log_path, .stats = stats};
-    char b1[32], b2[32], b3[32], b4[32];
+    epoch_sink sink = {.c = &c, .log_path = log_path, .stats = ex.stats};
+    char b1[32], b2[32], b3[32];
 
     /* ---- data */
     double t0 = saga_now();
@@ -368,7 +343,10 @@ static int gcn_main(int argc, char **argv) {
     /* ---- backend */
     saga_backend_params bp = saga_backend_params_defaults();
     bp.n_threads = (int)threads;
-    bp.budget_bytes = device_mem;
+    bp.budget_bytes = ex.device_mem;
+    go.exec = ex.stream ? SAGA_EXEC_STREAM : SAGA_EXEC_AUTO;
+    go.parts = ex.parts;
+    go.partition = ex.partition;
     if ((st = saga_backend_open(&be, device, &bp)) < 0)
         goto fail;
     int n_threads = saga_backend_get_kind(be) == SAGA_BACKEND_CPU ? omp_get_max_threads() : 0;
@@ -414,15 +392,11 @@ static int gcn_main(int argc, char **argv) {
             r.train_acc, r.val_acc, cli_count(b3, sizeof b3, r.n_params));
     if (go.checkpoint)
         cli_say(&c, "saved     %s (epoch %d)\n", go.checkpoint, r.epochs);
-    if (stats || go.exec == SAGA_EXEC_STREAM || device_mem)
-        cli_say(&c,
-                "memory    %s; peak device %s of %s budget; per epoch %s host->device, %s "
-                "device->host, %.0f%% of copy time hidden\n",
-                r.stats.streamed ? "streamed" : "in memory",
-                cli_bytes(b1, sizeof b1, (int64_t)r.peak_device_bytes),
-                device_mem ? cli_bytes(b2, sizeof b2, (int64_t)device_mem) : "no",
-                cli_bytes(b3, sizeof b3, (int64_t)r.stats.h2d_bytes),
-                cli_bytes(b4, sizeof b4, (int64_t)r.stats.d2h_bytes), 100.0 * r.stats.overlap);
+    /* the last epoch's moves, with the peak over every epoch */
+    saga_net_stats ns = r.stats;
+    ns.peak_device_bytes = r.peak_device_bytes;
+    if (cli_exec_wanted(&ex))
+        cli_say_net_stats(&c, &ns, " per epoch");
     cli_say(&c, "test accuracy %.4f (final model, %lld test vertices)\n", r.test_acc,
             (long long)d.n_test);
 
@@ -458,13 +432,8 @@ static int gcn_main(int argc, char **argv) {
         json_key(&j, "seconds_load"), json_num(&j, t_load);
         json_key(&j, "seconds_train"), json_num(&j, r.seconds);
         json_key(&j, "seconds_total"), json_num(&j, total);
-        json_key(&j, "streamed"), json_bool(&j, r.stats.streamed);
-        json_key(&j, "parts"), json_int(&j, r.stats.parts);
-        json_key(&j, "device_mem"), json_int(&j, (int64_t)device_mem);
-        json_key(&j, "h2d_bytes"), json_int(&j, (int64_t)r.stats.h2d_bytes);
-        json_key(&j, "d2h_bytes"), json_int(&j, (int64_t)r.stats.d2h_bytes);
-        json_key(&j, "peak_device_bytes"), json_int(&j, (int64_t)r.peak_device_bytes);
-        json_key(&j, "overlap"), json_num(&j, r.stats.overlap);
+        json_key(&j, "device_mem"), json_int(&j, (int64_t)ex.device_mem);
+        cli_json_net_stats(&j, &ns);
         json_key(&j, "halo_rows"), json_int(&j, r.stats.halo_rows);
         json_key(&j, "edge_cut"), json_int(&j, r.stats.edge_cut);
         json_object_end(&j);

@@ -15,11 +15,7 @@ enum {
     OPT_OUT,
     OPT_ALLOW_UNCONVERGED,
     OPT_DEVICE,
-    OPT_DEVICE_MEM,
-    OPT_STREAM,
-    OPT_PARTS,
-    OPT_PARTITION,
-    OPT_STATS,
+    OPT_EXEC, /* the CLI_EXEC_N_OPTS options of CLI_EXEC_OPTS */
 };
 static const cli_opt pagerank_opts[] = {
     {"damping", 0, "D", "0.85", "Damping factor d, in [0, 1)."},
@@ -32,15 +28,7 @@ static const cli_opt pagerank_opts[] = {
      "Report the scores after --max-iters iterations with a warning instead of failing."},
     {"device", 0, "DEV", NULL,
      "Run through the graph executor on cpu, cuda, cuda:N or auto, instead of the host loop."},
-    {"device-mem", 0, "SIZE", NULL,
-     "Through the executor, with this much device memory (512M, 2G, ...): a graph that does not "
-     "fit is streamed through it part by part."},
-    {"stream", 0, NULL, NULL, "Through the executor, streamed even when the graph would fit."},
-    {"parts", 0, "K", NULL, "Streamed: cut the graph into K parts (default: the fewest that fit)."},
-    {"partition", 0, "METHOD", "metis", "Streamed: metis, contiguous or random parts."},
-    {"stats", 0, NULL, NULL,
-     "Report the bytes moved host->device and device->host, the peak device memory and the "
-     "share of copy time hidden behind compute (executor runs)."},
+    CLI_EXEC_OPTS,
     {0}};
 
 static int pagerank_main(int argc, char **argv);
@@ -148,19 +136,11 @@ fail:
     return st;
 }
 
-/* What an executor run needs from the command line. */
-typedef struct exec_args {
-    const char *device;
-    size_t device_mem;
-    bool stream, stats;
-    int32_t parts;
-    saga_partition_method partition;
-} exec_args;
-
 /* PageRank through saga_net_pagerank on a backend: the same scores as pr_run, in memory or
  * streamed under --device-mem. */
 static saga_status pagerank_exec(double **scores, pr_result *r, saga_net_stats *ns,
-                                 const saga_graph *g, const pr_opts *po, const exec_args *ea) {
+                                 const saga_graph *g, const pr_opts *po, const char *device,
+                                 const cli_exec *ea) {
     saga_status st = SAGA_OK;
     saga_backend *be = NULL;
     saga_ctx *c = NULL;
@@ -168,12 +148,9 @@ static saga_status pagerank_exec(double **scores, pr_result *r, saga_net_stats *
     double *x = NULL;
     saga_backend_params bp = saga_backend_params_defaults();
     bp.budget_bytes = ea->device_mem;
-    SAGA_TRY(saga_backend_open(&be, ea->device ? ea->device : "cpu", &bp));
+    SAGA_TRY(saga_backend_open(&be, device ? device : "cpu", &bp));
     SAGA_TRY(saga_ctx_new(&c, be, 0));
-    saga_net_opts no = saga_net_opts_defaults();
-    no.exec = ea->stream ? SAGA_EXEC_STREAM : SAGA_EXEC_AUTO;
-    no.parts = ea->parts;
-    no.partition = ea->partition;
+    saga_net_opts no = cli_exec_net_opts(ea);
     SAGA_TRY(saga_net_new(&net, c, g, &no));
     int32_t n = saga_graph_n_vertices(g);
     SAGA_TRY(saga_alloc_array((void **)&x, n ? (size_t)n : 1, sizeof *x, "pagerank scores"));
@@ -204,7 +181,8 @@ static int pagerank_main(int argc, char **argv) {
     bool allow_unconverged = false;
     pr_opts po = pr_opts_defaults();
     int64_t v = 0, k = 10;
-    exec_args ea = {.partition = SAGA_PARTITION_METIS};
+    cli_exec ea = cli_exec_defaults();
+    const char *device = NULL;
     int o;
     cli_begin(&c, &cli_cmd_pagerank, argc, argv);
     while ((o = cli_next(&c, &arg)) >= 0) {
@@ -231,23 +209,10 @@ static int pagerank_main(int argc, char **argv) {
             allow_unconverged = true;
             break;
         case OPT_DEVICE:
-            ea.device = arg;
+            device = arg;
             break;
-        case OPT_DEVICE_MEM:
-            bad = cli_size(&c, "--device-mem", arg, &ea.device_mem);
-            break;
-        case OPT_STREAM:
-            ea.stream = true;
-            break;
-        case OPT_PARTS:
-            if (!(bad = cli_int(&c, "--parts", arg, 1, 1 << 30, &v)))
-                ea.parts = (int32_t)v;
-            break;
-        case OPT_PARTITION:
-            bad = cli_partition(&c, arg, &ea.partition);
-            break;
-        case OPT_STATS:
-            ea.stats = true;
+        default:
+            bad = cli_exec_opt(&c, o - OPT_EXEC, arg, &ea);
             break;
         }
         if (bad)
@@ -270,9 +235,9 @@ static int pagerank_main(int argc, char **argv) {
     cli_say(&c, "graph: %s vertices, %s edges%s (loaded in %.3f s)\n", cli_count(b1, sizeof b1, n),
             cli_count(b2, sizeof b2, saga_graph_n_edges(g)),
             saga_graph_has_weights(g) ? ", weights ignored" : "", load_s);
-    bool exec = ea.device || ea.device_mem || ea.stream || ea.stats || ea.parts;
+    bool exec = device || cli_exec_wanted(&ea);
     saga_net_stats ns = {0};
-    if (exec ? pagerank_exec(&x, &r, &ns, g, &po, &ea) < 0
+    if (exec ? pagerank_exec(&x, &r, &ns, g, &po, device, &ea) < 0
              : pr_run(&x, &r, g, &po, progress, &c) < 0)
         goto fail;
     cli_progress_end(&c);

@@ -715,8 +715,8 @@ fail:
 
 /* The state of one batched run over view v (the kernels it needs checked), or false with the
  * error recorded in c. */
-static bool batch_run_new(saga_ctx *c, const saga_program *p, const saga_prog_view *v,
-                          void *layer, batch_run **out) {
+static bool batch_run_new(saga_ctx *c, const saga_program *p, const saga_prog_view *v, void *layer,
+                          batch_run **out) {
     const saga_kernels *k = saga_ctx_kernels(c);
     batch_run *r = NULL;
     if (!saga_ctx_kernel(c, k->gather_rows_f32 != NULL, "gather_rows_f32") ||
@@ -738,20 +738,21 @@ static bool batch_run_new(saga_ctx *c, const saga_program *p, const saga_prog_vi
     return true;
 }
 
-static saga_tensor *run_batched(saga_ctx *c, const saga_program *p, const saga_prog_view *v,
-                                saga_tensor *h_src, saga_tensor *h_dst, saga_tensor *edata,
-                                void *layer) {
+/* The forward pass of the batched path: each batch's messages made in a region, then reduced
+ * into their destinations' rows of *out (n_dst rows) or, with keep_edges, copied into their
+ * edges' rows (m rows). *out is made once the first batch has told the width. *msg_grad: whether
+ * any batch's messages needed a gradient. The dropout counter ends where the batches left it. */
+static saga_status batches_forward(saga_ctx *c, batch_run *r, saga_tensor *h_src,
+                                   saga_tensor *h_dst, saga_tensor *edata, bool keep_edges,
+                                   saga_tensor **out, bool *msg_grad) {
     saga_status st = SAGA_OK;
     saga_stream *s = saga_ctx_stream(c);
-    batch_run *r = NULL;
-    saga_tensor *out = NULL;
+    saga_tensor *y = NULL;
     void *first = NULL;
     size_t first_bytes = 0;
-    bool in_region = false, msg_grad = false;
+    bool in_region = false;
     saga_tape_pos mark = {0, 0};
-    if (!batch_run_new(c, p, v, layer, &r))
-        return NULL;
-
+    *msg_grad = false;
     for (int64_t b = 0; b < r->v.plan.n_batches; b++) {
         int32_t v0, v1;
         int64_t e0, e1;
@@ -765,24 +766,30 @@ static saga_tensor *run_batched(saga_ctx *c, const saga_program *p, const saga_p
             SAGA_TRY(ctx_error(c));
         if (saga_ctx_rng_counter(c) > r->rng_end)
             r->rng_end = saga_ctx_rng_counter(c);
-        msg_grad = msg_grad || saga_tensor_needs_grad(msg);
+        *msg_grad = *msg_grad || saga_tensor_needs_grad(msg);
+        float *dst = NULL;
         if (b == 0) {
-            /* the width is known only now, and the output must outlive this region: reduce
-             * into a scratch buffer and copy it once the output exists */
+            /* the width is known only now, and the output must outlive this region: the first
+             * batch's rows wait in a scratch buffer until the output exists */
             r->f_out = msg->cols;
-            first_bytes = (size_t)(v1 - v0) * (size_t)r->f_out * sizeof(float);
+            int64_t rows = keep_edges ? e1 - e0 : v1 - v0;
+            first_bytes = (size_t)rows * (size_t)r->f_out * sizeof(float);
             SAGA_TRY(saga_ctx_buffer(c, &first, first_bytes));
-            SAGA_TRY(batch_reduce(c, r, &eb, msg, first));
+            dst = first;
         } else {
-            SAGA_TRY(batch_reduce(c, r, &eb, msg, f32_rows(out, v0)));
+            dst = keep_edges ? f32_rows(y, e0) : f32_rows(y, v0);
         }
+        if (!keep_edges)
+            SAGA_TRY(batch_reduce(c, r, &eb, msg, dst));
+        else if (msg->nbytes)
+            SAGA_TRY(saga_memcpy_d2d_async(s, dst, msg->data, msg->nbytes));
         saga_tape_release(c, mark);
         in_region = false;
         if (b == 0) {
-            if (!(out = saga_ctx_tensor(c, SAGA_F32, v->n_dst, r->f_out)))
+            if (!(y = saga_ctx_tensor(c, SAGA_F32, keep_edges ? r->v.m : r->v.n_dst, r->f_out)))
                 SAGA_TRY(ctx_error(c));
             if (first_bytes) {
-                SAGA_TRY(saga_memcpy_d2d_async(s, out->data, first, first_bytes));
+                SAGA_TRY(saga_memcpy_d2d_async(s, y->data, first, first_bytes));
                 SAGA_TRY(saga_stream_synchronize(s));
             }
             saga_ctx_buffer_free(c, first, first_bytes);
@@ -790,6 +797,25 @@ static saga_tensor *run_batched(saga_ctx *c, const saga_program *p, const saga_p
         }
     }
     saga_ctx_set_rng_counter(c, r->rng_end);
+    *out = y;
+    return SAGA_OK;
+fail:
+    if (in_region)
+        saga_tape_release(c, mark);
+    saga_ctx_buffer_free(c, first, first_bytes);
+    return st;
+}
+
+static saga_tensor *run_batched(saga_ctx *c, const saga_program *p, const saga_prog_view *v,
+                                saga_tensor *h_src, saga_tensor *h_dst, saga_tensor *edata,
+                                void *layer) {
+    saga_status st = SAGA_OK;
+    batch_run *r = NULL;
+    saga_tensor *out = NULL;
+    bool msg_grad = false;
+    if (!batch_run_new(c, p, v, layer, &r))
+        return NULL;
+    SAGA_TRY(batches_forward(c, r, h_src, h_dst, edata, false, &out, &msg_grad));
 
     /* The parameters apply_edge used are not inputs of the node: when the messages needed a
      * gradient, the node is recorded whether or not h and edata need one. */
@@ -802,9 +828,6 @@ static saga_tensor *run_batched(saga_ctx *c, const saga_program *p, const saga_p
         return NULL;
     return out;
 fail:
-    if (in_region)
-        saga_tape_release(c, mark);
-    saga_ctx_buffer_free(c, first, first_bytes);
     batch_run_free(r);
     return ctx_fail_null(c, st);
 }
@@ -1075,53 +1098,10 @@ static saga_tensor *run_edges_batched(saga_ctx *c, const saga_program *p, const 
     saga_stream *s = saga_ctx_stream(c);
     batch_run *r = NULL;
     saga_tensor *E = NULL;
-    void *first = NULL;
-    size_t first_bytes = 0;
-    bool in_region = false, msg_grad = false;
-    saga_tape_pos mark = {0, 0};
+    bool msg_grad = false;
     if (!batch_run_new(c, p, v, layer, &r))
         return NULL;
-
-    for (int64_t b = 0; b < r->v.plan.n_batches; b++) {
-        int32_t v0, v1;
-        int64_t e0, e1;
-        batch_range(r, b, &v0, &v1, &e0, &e1);
-        mark = saga_tape_mark(c);
-        in_region = true;
-        saga_edge_in e;
-        saga_edge_batch eb;
-        saga_tensor *msg = batch_messages(c, r, b, h, h, edata, false, false, &e, &eb);
-        if (!msg)
-            SAGA_TRY(ctx_error(c));
-        if (saga_ctx_rng_counter(c) > r->rng_end)
-            r->rng_end = saga_ctx_rng_counter(c);
-        msg_grad = msg_grad || saga_tensor_needs_grad(msg);
-        if (b == 0) {
-            /* the width is known only now and E must outlive the region: the first batch's
-             * messages wait in a scratch buffer until E exists */
-            r->f_out = msg->cols;
-            first_bytes = msg->nbytes;
-            SAGA_TRY(saga_ctx_buffer(c, &first, first_bytes));
-            if (first_bytes)
-                SAGA_TRY(saga_memcpy_d2d_async(s, first, msg->data, first_bytes));
-        } else if (msg->nbytes) {
-            SAGA_TRY(saga_memcpy_d2d_async(s, f32_rows(E, e0), msg->data, msg->nbytes));
-        }
-        SAGA_TRY(saga_stream_synchronize(s));
-        saga_tape_release(c, mark);
-        in_region = false;
-        if (b == 0) {
-            if (!(E = saga_ctx_tensor(c, SAGA_F32, v->m, r->f_out)))
-                SAGA_TRY(ctx_error(c));
-            if (first_bytes) {
-                SAGA_TRY(saga_memcpy_d2d_async(s, E->data, first, first_bytes));
-                SAGA_TRY(saga_stream_synchronize(s));
-            }
-            saga_ctx_buffer_free(c, first, first_bytes);
-            first = NULL;
-        }
-    }
-    saga_ctx_set_rng_counter(c, r->rng_end);
+    SAGA_TRY(batches_forward(c, r, h, h, edata, true, &E, &msg_grad));
 
     saga_tensor *inputs[2] = {h, edata};
     batch_run *state = r;
@@ -1147,9 +1127,6 @@ static saga_tensor *run_edges_batched(saga_ctx *c, const saga_program *p, const 
     *gathered = y;
     return E;
 fail:
-    if (in_region)
-        saga_tape_release(c, mark);
-    saga_ctx_buffer_free(c, first, first_bytes);
     batch_run_free(r);
     return ctx_fail_null(c, st);
 }

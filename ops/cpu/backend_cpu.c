@@ -501,6 +501,14 @@ static saga_status stream_get(saga_stream *s, cpu_stream **out) {
     return st;
 }
 
+/* The stream's queue (made on first use) and a free operation node to fill and push. */
+static saga_status op_begin(saga_stream *s, cpu_stream **cs, cpu_op **op) {
+    saga_status st = stream_get(s, cs);
+    if (st == SAGA_OK)
+        st = op_take(*cs, op);
+    return st;
+}
+
 void saga_cpu_stream_drain(saga_stream *s) {
     cpu_stream *cs = s ? stream_peek(s) : NULL;
     if (cs)
@@ -568,9 +576,7 @@ static saga_status cpu_stream_wait_event(saga_stream *s, saga_event *e) {
         return SAGA_OK; /* no event of this backend was ever recorded */
     cpu_stream *cs = NULL;
     cpu_op *op = NULL;
-    saga_status st = stream_get(s, &cs);
-    if (st == SAGA_OK)
-        st = op_take(cs, &op);
+    saga_status st = op_begin(s, &cs, &op);
     if (st < 0)
         return st;
     pthread_mutex_lock(&ctx->mark_lock);
@@ -698,9 +704,7 @@ static saga_status cpu_memcpy_async(saga_stream *s, void *dst, const void *src, 
     }
     cpu_stream *cs = NULL;
     cpu_op *op = NULL;
-    saga_status st = stream_get(s, &cs);
-    if (st == SAGA_OK)
-        st = op_take(cs, &op);
+    saga_status st = op_begin(s, &cs, &op);
     if (st < 0)
         return st;
     op->kind = CPU_OP_COPY;
@@ -718,9 +722,7 @@ static saga_status cpu_memset_async(saga_stream *s, void *dst, int value, size_t
     }
     cpu_stream *cs = NULL;
     cpu_op *op = NULL;
-    saga_status st = stream_get(s, &cs);
-    if (st == SAGA_OK)
-        st = op_take(cs, &op);
+    saga_status st = op_begin(s, &cs, &op);
     if (st < 0)
         return st;
     op->kind = CPU_OP_SET;
@@ -738,9 +740,7 @@ static saga_status cpu_launch_host_fn(saga_stream *s, void (*fn)(void *arg), voi
     }
     cpu_stream *cs = NULL;
     cpu_op *op = NULL;
-    saga_status st = stream_get(s, &cs);
-    if (st == SAGA_OK)
-        st = op_take(cs, &op);
+    saga_status st = op_begin(s, &cs, &op);
     if (st < 0)
         return st;
     op->kind = CPU_OP_HOST_FN;
