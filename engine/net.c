@@ -25,12 +25,11 @@ typedef struct stage {
 } stage;
 
 /* Rows moved between a staging buffer and a host array: pack gathers src[rows[i]], unpack adds
- * into dst[rows[i]] (rows NULL: the contiguous rows first .. first + n - 1). */
+ * into dst[rows[i]]. */
 typedef struct rows_io {
     const float *src;
     float *dst;
     const int32_t *rows;
-    int64_t first;
     int32_t n;
     int64_t cols;
 } rows_io;
@@ -133,10 +132,6 @@ static void rows_pack(void *user, void *staging) {
     const rows_io *io = user;
     float *out = staging;
     size_t row = (size_t)io->cols * sizeof(float);
-    if (!io->rows) {
-        memcpy(out, io->src + io->first * io->cols, (size_t)io->n * row);
-        return;
-    }
     for (int32_t i = 0; i < io->n; i++)
         memcpy(out + (int64_t)i * io->cols, io->src + (int64_t)io->rows[i] * io->cols, row);
 }
@@ -145,8 +140,7 @@ static void rows_unpack_add(void *user, const void *staging) {
     const rows_io *io = user;
     const float *in = staging;
     for (int32_t i = 0; i < io->n; i++) {
-        int64_t r = io->rows ? io->rows[i] : io->first + i;
-        float *d = io->dst + r * io->cols;
+        float *d = io->dst + (int64_t)io->rows[i] * io->cols;
         const float *s = in + (int64_t)i * io->cols;
         for (int64_t j = 0; j < io->cols; j++)
             d[j] += s[j];
@@ -494,7 +488,7 @@ static saga_blk *input_block(saga_net *n, void *host, size_t bytes, const char *
 }
 
 /* The device blocks of block b that stage s needs. */
-static saga_status block_blocks(saga_net *n, nblock *b, const stage *s, bool train) {
+static saga_status block_blocks(saga_net *n, nblock *b, const stage *s) {
     saga_status st = SAGA_OK;
     int32_t P = b->v1 - b->v0;
     size_t mb = (size_t)(b->e1 - b->e0);
@@ -519,7 +513,7 @@ static saga_status block_blocks(saga_net *n, nblock *b, const stage *s, bool tra
     if (!ones && !b->b_vin[key] &&
         !(b->b_vin[key] = input_block(n, n->vals[key] + b->e0, mb * sizeof(float), "tile weights")))
         goto oom;
-    if (fused && train) {
+    if (fused) {
         if (!b->toff)
             SAGA_TRY(block_transpose(b));
         if (!b->b_toff &&
@@ -675,7 +669,9 @@ fail:
 }
 
 /* Per stage and block: the scheduler's blocks for activations, halos and gradients. */
-static saga_status stage_blocks(saga_net *n, bool train) {
+/* Built once for inference and training alike (a net used only for inference keeps gradient
+ * blocks it never touches: they hold no device memory until a plan uses them). */
+static saga_status stage_blocks(saga_net *n) {
     saga_status st = SAGA_OK;
     int S = n->n_stages;
     int32_t k = n->k;
@@ -703,14 +699,14 @@ static saga_status stage_blocks(saga_net *n, bool train) {
         size_t bytes = (size_t)n->n * (size_t)n->stages[s - 1].out_cols * sizeof(float);
         SAGA_TRY(saga_alloc_array((void **)&n->act_host[s], bytes / 4 + 1, sizeof(float),
                                   "activations"));
-        if (train && multi)
+        if (multi)
             SAGA_TRY(saga_alloc_array((void **)&n->grad_host[s], bytes / 4 + 1, sizeof(float),
                                       "gradients"));
     }
     for (int s = 0; s < S; s++) {
         stage *sg = &n->stages[s];
         sg->in_cols = s == 0 ? n->in_cols : n->stages[s - 1].out_cols;
-        if (train && n->o.saved == SAGA_SAVED_OFFLOAD && sg->kind == STAGE_PROGRAM &&
+        if (n->o.saved == SAGA_SAVED_OFFLOAD && sg->kind == STAGE_PROGRAM &&
             saga_prog_fused(&sg->p))
             SAGA_TRY(saga_alloc_array((void **)&n->saved_host[s],
                                       (size_t)n->n * (size_t)sg->in_cols + 1, sizeof(float),
@@ -747,7 +743,7 @@ static saga_status stage_blocks(saga_net *n, bool train) {
                     saga_blk_set_pack(h, rows_pack, NULL, io);
                     n->halo[s][d] = h;
                 }
-                if (train && n->saved_host[s]) {
+                if (n->saved_host[s]) {
                     saga_blk *sv = saga_sched_block(n->sched, P * (size_t)cols * 4, SAGA_BLK_TEMP,
                                                     "saved values");
                     if (!sv)
@@ -756,7 +752,7 @@ static saga_status stage_blocks(saga_net *n, bool train) {
                     n->saved[s][d] = sv;
                 }
             }
-            if (!train || s == 0)
+            if (s == 0)
                 continue;
             /* the gradient of act[s]: written block by block, or (a program stage reading act[s]
              * across parts) added up on the host from every block's halo gradient */
@@ -790,7 +786,7 @@ static saga_status stage_blocks(saga_net *n, bool train) {
     for (int s = 0; s < S; s++)
         if (n->stages[s].kind == STAGE_PROGRAM)
             for (int32_t d = 0; d < k; d++)
-                SAGA_TRY(block_blocks(n, &n->blk[d], &n->stages[s], train));
+                SAGA_TRY(block_blocks(n, &n->blk[d], &n->stages[s]));
     return SAGA_OK;
 oom:
     st = saga_error(SAGA_ERR_OUT_OF_MEMORY, "out of memory for the net's blocks");
@@ -935,7 +931,7 @@ static saga_status prepare(saga_net *n, bool train) {
     if (n->ids && batched)
         SAGA_TRY(edge_ids(n));
     if (!n->pagerank)
-        SAGA_TRY(stage_blocks(n, true));
+        SAGA_TRY(stage_blocks(n));
     if (!n->ids) {
         SAGA_TRY(
             saga_alloc_array((void **)&n->iota, (size_t)n->n + 1, sizeof(int32_t), "vertex ids"));
@@ -1553,7 +1549,7 @@ static saga_status pr_blocks(saga_net *n, pr_state *p) {
     for (int32_t d = 0; d < k; d++) {
         nblock *b = &n->blk[d];
         pr_part *q = &p->parts[d];
-        size_t P = (size_t)(b->v1 - b->v0) * sizeof(double);
+        size_t rows = (size_t)(b->v1 - b->v0), P = rows * sizeof(double);
         if (!(q->inv = input_block(n, p->h_inv + b->v0, P, "out-degrees")) ||
             !(q->dang = input_block(n, p->h_dang + b->v0, P, "sinks")))
             goto oom;
@@ -1577,7 +1573,7 @@ static saga_status pr_blocks(saga_net *n, pr_state *p) {
             saga_blk_set_pack(q->halo, rows_pack, NULL, &p->io[d]);
         }
         if (!b->b_off &&
-            !(b->b_off = input_block(n, b->off, (P / 8 + 1) * sizeof(int64_t), "tile offsets")))
+            !(b->b_off = input_block(n, b->off, (rows + 1) * sizeof(int64_t), "tile offsets")))
             goto oom;
         if (!b->b_src &&
             !(b->b_src = input_block(n, b->src, (size_t)(b->e1 - b->e0) * sizeof(int32_t),

@@ -344,14 +344,6 @@ void saga_sched_free(saga_sched **sp) {
     *sp = NULL;
 }
 
-void saga_sched_set_cap(saga_sched *s, size_t cap) {
-    s->cap = cap;
-}
-
-size_t saga_sched_cap(const saga_sched *s) {
-    return s->cap;
-}
-
 size_t saga_sched_resident_bytes(const saga_sched *s) {
     return s->resident;
 }
@@ -393,16 +385,6 @@ void saga_blk_set_pack(saga_blk *b, saga_blk_pack_fn pack, saga_blk_unpack_fn un
 void saga_blk_host_changed(saga_blk *b) {
     b->host_valid = true;
     b->dev_valid = false;
-}
-
-saga_status saga_blk_drop(saga_sched *s, saga_blk *b) {
-    saga_status st = SAGA_OK;
-    SAGA_TRY(saga_event_record(s->compute_ev, saga_backend_default_stream(s->be)));
-    SAGA_TRY(saga_event_synchronize(s->compute_ev));
-    SAGA_TRY(wait_copy(s, b));
-    release_dev(s, b);
-fail:
-    return st;
 }
 
 void *saga_blk_dev(const saga_blk *b) {

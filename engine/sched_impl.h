@@ -85,8 +85,6 @@ saga_status saga_sched_new(saga_sched **out, saga_backend *be, size_t cap, void 
                            void *trim_user);
 /* Waits for the copies in flight, frees every block (device and staging memory) and *s. */
 void saga_sched_free(saga_sched **s);
-void saga_sched_set_cap(saga_sched *s, size_t cap);
-size_t saga_sched_cap(const saga_sched *s);
 /* Device bytes the blocks hold now. */
 size_t saga_sched_resident_bytes(const saga_sched *s);
 
@@ -103,8 +101,6 @@ void saga_blk_set_pack(saga_blk *b, saga_blk_pack_fn pack, saga_blk_unpack_fn un
 /* Marks the host copy as newer than the device one (the caller changed it): the next READ
  * loads again. */
 void saga_blk_host_changed(saga_blk *b);
-/* Drops the block's device copy now (content lost unless the host has it). */
-saga_status saga_blk_drop(saga_sched *s, saga_blk *b);
 /* The device buffer while a step that uses the block runs (between begin and end), else NULL. */
 void *saga_blk_dev(const saga_blk *b);
 size_t saga_blk_bytes(const saga_blk *b);
