@@ -5,6 +5,8 @@
 #include "saga_dense.h"
 
 #include <math.h>
+#include <omp.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,7 +23,9 @@ enum {
     OPT_DEVICE,
     OPT_DEVICE_MEM,
     OPT_SEED,
-    OPT_STATS
+    OPT_STATS,
+    OPT_STAGES,
+    OPT_PIPELINE
 };
 static const cli_opt mlp_opts[] = {
     {"layers", 0, "N", "4", "Linear layers (relu between them)."},
@@ -35,14 +39,23 @@ static const cli_opt mlp_opts[] = {
      "adam (gradients summed over the micro-batches, then Adam) or adama (each micro-batch's "
      "gradient folded into the moments at once, gradient tiles freed)."},
     {"split", 0, "HOW", "cols", "Tiles of columns (cols) or rows (rows) of each weight matrix."},
-    {"device", 0, "SPEC", "cpu", "Backend: cpu, cuda, cuda:N or auto."},
+    {"device", 0, "SPEC", "cpu",
+     "Backend: cpu, cuda, cuda:N or auto. With --stages S, stage s runs on cuda:N+s, or on a CPU "
+     "backend of its own with 1/S of the threads."},
     {"device-mem", 0, "SIZE", NULL,
-     "Device memory for the network (512K, 8M, ...; default: an eighth of the parameters plus "
-     "Adam's two moments)."},
+     "Device memory for the network, per stage (512K, 8M, ...; default: an eighth of the "
+     "parameters plus Adam's two moments, shared among the stages)."},
     {"seed", 0, "N", "1", "Seed of the teacher, the data and the initial weights."},
     {"stats", 0, NULL, NULL,
      "Report the plan, the bytes moved per step each way, the peak device memory and the share "
-     "of copy time hidden behind compute."},
+     "of copy time hidden behind compute (and per stage of a pipeline, its peak and idle time)."},
+    {"stages", 0, "S", "1",
+     "Pipeline stages: the layers are cut into S contiguous stages of balanced parameter counts, "
+     "each on its own device and thread; micro-batches flow through them in the 1F1B order."},
+    {"pipeline", 0, "MODE", "sync",
+     "sync (a flush after each step: the same training as one stage) or 2bw (PipeDream-2BW: "
+     "steps follow each other without a flush, each trained on the weights before the last "
+     "update; needs --micro-batches >= S - 1)."},
     {0}};
 
 static int mlp_main(int argc, char **argv);
@@ -60,11 +73,13 @@ const cli_cmd cli_cmd_mlp = {
         "each tile, its gradient and its Adam moments are blocks that the block scheduler moves "
         "between host and device under --device-mem, loading the next tile while the current one "
         "computes. The planner sizes the tiles; when everything fits it keeps the whole network "
-        "on the device. Prints the loss as it trains and the throughput at the end.",
+        "on the device. With --stages the layers are spread over several devices as a pipeline. "
+        "Prints the loss as it trains and the throughput at the end.",
     .opts = mlp_opts,
     .flags = 0,
     .example = "saga mlp --stats\n"
-               "saga mlp --layers 6 --width 2048 --device-mem 24M --optimizer adama --json",
+               "saga mlp --layers 6 --width 2048 --device-mem 24M --optimizer adama --json\n"
+               "saga mlp --stages 4 --pipeline 2bw --micro-batches 8 --stats",
     .main = mlp_main,
 };
 
@@ -139,10 +154,39 @@ static void make_batch(const teacher *t, rng *r, int64_t rows, float *x, float *
     }
 }
 
+/* Opens a backend per stage: stage s on cuda:N+s for a CUDA spec (auto: when stage 0 got a GPU),
+ * else on CPU backends sharing the threads. */
+static saga_status open_stages(const char *spec, int64_t S, size_t budget, saga_backend **bes) {
+    saga_status st = SAGA_OK;
+    saga_backend_params bp = saga_backend_params_defaults();
+    bp.budget_bytes = budget;
+    if (S > 1) { /* CPU stages share the cores; the count means nothing to a GPU */
+        int t = omp_get_max_threads() / (int)S;
+        bp.n_threads = t > 0 ? t : 1;
+    }
+    SAGA_TRY(saga_backend_open(&bes[0], spec, &bp));
+    bool cuda = saga_backend_get_kind(bes[0]) == SAGA_BACKEND_CUDA;
+    int first = 0;
+    if (cuda && strncmp(spec, "cuda:", 5) == 0)
+        first = atoi(spec + 5);
+    for (int64_t q = 1; q < S; q++) {
+        if (cuda) {
+            char name[32];
+            snprintf(name, sizeof name, "cuda:%d", first + (int)q);
+            SAGA_TRY(saga_backend_open(&bes[q], name, &bp));
+        } else {
+            SAGA_TRY(saga_backend_cpu_new(&bes[q], &bp));
+        }
+    }
+fail:
+    return st;
+}
+
 static int mlp_main(int argc, char **argv) {
     cli_ctx c;
     const char *arg = NULL, *device = "cpu";
-    int64_t layers = 4, width = 1024, outputs = 16, batch = 256, micro = 4, steps = 20;
+    int64_t layers = 4, width = 1024, outputs = 16, batch = 256, micro = 4, steps = 20, stages = 1;
+    saga_dense_pipe pipe = SAGA_DENSE_PIPE_SYNC;
     double lr = 3e-4;
     uint64_t seed = 1;
     size_t device_mem = 0;
@@ -203,6 +247,17 @@ static int mlp_main(int argc, char **argv) {
         case OPT_STATS:
             stats = true;
             break;
+        case OPT_STAGES:
+            bad = cli_int(&c, "--stages", arg, 1, 64, &stages);
+            break;
+        case OPT_PIPELINE:
+            if (strcmp(arg, "sync") == 0)
+                pipe = SAGA_DENSE_PIPE_SYNC;
+            else if (strcmp(arg, "2bw") == 0)
+                pipe = SAGA_DENSE_PIPE_2BW;
+            else
+                bad = cli_usage(&c, "--pipeline: expected sync or 2bw, got '%s'", arg);
+            break;
         }
         if (bad)
             return bad;
@@ -212,15 +267,25 @@ static int mlp_main(int argc, char **argv) {
     if (batch % micro != 0)
         return cli_usage(&c, "--micro-batches %lld does not divide --batch %lld", (long long)micro,
                          (long long)batch);
+    if (stages > layers)
+        return cli_usage(&c, "--stages %lld: more stages than the %lld layers", (long long)stages,
+                         (long long)layers);
+    if (pipe == SAGA_DENSE_PIPE_2BW && micro < stages - 1)
+        return cli_usage(&c,
+                         "--pipeline 2bw over %lld stages needs --micro-batches >= %lld (got %lld)",
+                         (long long)stages, (long long)stages - 1, (long long)micro);
 
     int rc = CLI_ERROR;
-    saga_backend *be = NULL;
+    saga_backend *bes[64] = {0};
     saga_mlp *m = NULL;
     teacher t = {0};
     float *x = NULL, *y = NULL;
+    const float **xs = NULL, **ys = NULL;
     int32_t *widths = NULL;
     double *losses = NULL;
     char b1[32], b2[32], b3[32], b4[32], b5[32], b6[32];
+    /* 2BW streams several steps through the pipeline per call; synchronous steps go one by one */
+    int64_t chunk = pipe == SAGA_DENSE_PIPE_2BW ? 8 : 1;
     if (saga_alloc_array((void **)&widths, (size_t)layers + 1, sizeof *widths, "widths") < 0 ||
         saga_alloc_array((void **)&losses, (size_t)steps, sizeof *losses, "losses") < 0)
         goto fail;
@@ -232,10 +297,8 @@ static int mlp_main(int argc, char **argv) {
         n_params += (int64_t)widths[l] * widths[l + 1] + widths[l + 1];
     size_t state_bytes = 3 * (size_t)n_params * sizeof(float); /* weights and two moments */
     if (!device_mem)
-        device_mem = state_bytes / 8;
+        device_mem = state_bytes / 8 / (size_t)stages;
 
-    saga_backend_params bp = saga_backend_params_defaults();
-    bp.budget_bytes = device_mem;
     saga_mlp_params p = saga_mlp_params_defaults();
     p.n_layers = (int32_t)layers;
     p.widths = widths;
@@ -245,38 +308,57 @@ static int mlp_main(int argc, char **argv) {
     p.optim = optim;
     p.lr = (float)lr;
     p.seed = seed;
-    if (saga_backend_open(&be, device, &bp) < 0 || saga_mlp_new(&m, be, &p) < 0)
+    p.n_stages = (int32_t)stages;
+    p.stage_backends = stages > 1 ? bes : NULL;
+    p.pipe = pipe;
+    if (open_stages(device, stages, device_mem, bes) < 0 || saga_mlp_new(&m, bes[0], &p) < 0)
         goto fail;
+    size_t total_mem = device_mem * (size_t)stages;
     cli_say(&c,
             "mlp: %lld layers of width %lld -> %lld outputs, %s parameters; with Adam's "
-            "moments %s, %.1fx the %s device budget\n",
+            "moments %s, %.1fx the %s device budget%s\n",
             (long long)layers, (long long)width, (long long)outputs,
             cli_count(b1, sizeof b1, n_params), cli_bytes(b2, sizeof b2, (int64_t)state_bytes),
-            (double)state_bytes / (double)device_mem,
-            cli_bytes(b3, sizeof b3, (int64_t)device_mem));
+            (double)state_bytes / (double)total_mem, cli_bytes(b3, sizeof b3, (int64_t)total_mem),
+            stages > 1 ? " of all stages" : "");
     cli_say(&c, "plan: %s\n", saga_mlp_describe(m));
     if (teacher_new(&t, width, outputs, seed) < 0 ||
-        saga_alloc_array((void **)&x, (size_t)(batch * width), sizeof *x, "a batch") < 0 ||
-        saga_alloc_array((void **)&y, (size_t)(batch * outputs), sizeof *y, "a batch") < 0)
+        saga_alloc_array((void **)&x, (size_t)(chunk * batch * width), sizeof *x, "a batch") < 0 ||
+        saga_alloc_array((void **)&y, (size_t)(chunk * batch * outputs), sizeof *y, "a batch") <
+            0 ||
+        saga_alloc_array((void **)&xs, (size_t)chunk, sizeof *xs, "batches") < 0 ||
+        saga_alloc_array((void **)&ys, (size_t)chunk, sizeof *ys, "batches") < 0)
         goto fail;
+    for (int64_t i = 0; i < chunk; i++) {
+        xs[i] = x + i * batch * width;
+        ys[i] = y + i * batch * outputs;
+    }
 
     /* train; the first step loads everything and is reported apart */
     rng r = {seed * 0x2545F4914F6CDD1Dull + 1};
     double train_s = 0, data_s = 0, first_s = 0;
     uint64_t h2d = 0, d2h = 0;
-    double copy_s = 0, wait_s = 0;
-    size_t peak = 0;
-    for (int64_t s = 0; s < steps; s++) {
+    double copy_s = 0, wait_s = 0, idle_s[64] = {0};
+    size_t peak = 0, stage_peak[64] = {0};
+    for (int64_t s = 0; s < steps;) {
+        int64_t n = s == 0 ? 1 : (steps - s < chunk ? steps - s : chunk);
         double t0 = saga_now();
-        make_batch(&t, &r, batch, x, y);
+        for (int64_t i = 0; i < n; i++)
+            make_batch(&t, &r, batch, (float *)xs[i], (float *)ys[i]);
         double t1 = saga_now();
         data_s += t1 - t0;
-        if (saga_mlp_train_step(m, x, y, &losses[s]) < 0)
+        if (saga_mlp_train_steps(m, (int32_t)n, xs, ys, &losses[s]) < 0)
             goto fail;
         double dt = saga_now() - t1;
         saga_mlp_stats ms;
         saga_mlp_get_stats(m, &ms);
         peak = ms.peak_device_bytes > peak ? ms.peak_device_bytes : peak;
+        for (int64_t q = 0; q < stages; q++) {
+            if (ms.stage_peak_bytes[q] > stage_peak[q])
+                stage_peak[q] = ms.stage_peak_bytes[q];
+            if (s > 0 || steps == 1)
+                idle_s[q] += ms.stage_idle_seconds[q];
+        }
         if (s == 0)
             first_s = dt;
         if (s > 0 || steps == 1) { /* one step only: its own figures */
@@ -286,8 +368,9 @@ static int mlp_main(int argc, char **argv) {
             copy_s += ms.copy_seconds;
             wait_s += ms.wait_seconds;
         }
-        cli_progress(&c, "mlp: step %lld/%lld  loss %.5f", (long long)s + 1, (long long)steps,
-                     losses[s]);
+        s += n;
+        cli_progress(&c, "mlp: step %lld/%lld  loss %.5f", (long long)s, (long long)steps,
+                     losses[s - 1]);
     }
     cli_progress_end(&c);
     int64_t later = steps - 1;
@@ -309,13 +392,27 @@ static int mlp_main(int argc, char **argv) {
         double per = later ? (double)later : 1.0;
         cli_say(&c,
                 "memory: %s to the device and %s back per step%s, peak %s of "
-                "%s, %s kept between steps, %.0f%% of copy time hidden; host arrays %s\n",
+                "%s%s, %s kept between steps, %.0f%% of copy time hidden; host arrays %s\n",
                 cli_bytes(b1, sizeof b1, (int64_t)((double)h2d / per)),
                 cli_bytes(b2, sizeof b2, (int64_t)((double)d2h / per)),
                 later ? " (after the first)" : "", cli_bytes(b3, sizeof b3, (int64_t)peak),
-                cli_bytes(b4, sizeof b4, (int64_t)device_mem),
+                cli_bytes(b4, sizeof b4, (int64_t)device_mem), stages > 1 ? " per stage" : "",
                 cli_bytes(b6, sizeof b6, (int64_t)ms.kept_bytes), 100.0 * overlap,
                 cli_bytes(b5, sizeof b5, (int64_t)ms.host_bytes));
+        for (int64_t q = 0; stages > 1 && q < stages; q++) {
+            char lay[48];
+            int a = ms.stage_layers[q], b = ms.stage_layers[q + 1] - 1;
+            if (a == b)
+                snprintf(lay, sizeof lay, "layer %d", a);
+            else
+                snprintf(lay, sizeof lay, "layers %d-%d", a, b);
+            cli_say(
+                &c,
+                "  stage %lld (%s): %s, peak %s, waiting on its neighbours %.0f%% of the time\n",
+                (long long)q, saga_backend_name(bes[q]), lay,
+                cli_bytes(b1, sizeof b1, (int64_t)stage_peak[q]),
+                train_s > 0 ? 100.0 * idle_s[q] / train_s : 0.0);
+        }
     }
     if (c.json) {
         json j;
@@ -328,6 +425,13 @@ static int mlp_main(int argc, char **argv) {
         json_key(&j, "micro_batches"), json_int(&j, micro);
         json_key(&j, "optimizer"), json_str(&j, optim == SAGA_DENSE_ADAM ? "adam" : "adama");
         json_key(&j, "split"), json_str(&j, split == SAGA_DENSE_SPLIT_COLS ? "cols" : "rows");
+        json_key(&j, "stages"), json_int(&j, stages);
+        json_key(&j, "pipeline"), json_str(&j, pipe == SAGA_DENSE_PIPE_2BW ? "2bw" : "sync");
+        json_key(&j, "stage_layers");
+        json_array_begin(&j);
+        for (int64_t q = 0; q <= stages; q++)
+            json_int(&j, ms.stage_layers[q]);
+        json_array_end(&j);
         json_key(&j, "parameters"), json_int(&j, n_params);
         json_key(&j, "state_bytes"), json_uint(&j, state_bytes);
         json_key(&j, "budget_bytes"), json_uint(&j, device_mem);
@@ -356,6 +460,16 @@ static int mlp_main(int argc, char **argv) {
             json_key(&j, "peak_device_bytes"), json_uint(&j, peak);
             json_key(&j, "kept_bytes"), json_uint(&j, ms.kept_bytes);
             json_key(&j, "overlap"), json_num(&j, overlap);
+            json_key(&j, "stage_peak_bytes");
+            json_array_begin(&j);
+            for (int64_t q = 0; q < stages; q++)
+                json_uint(&j, stage_peak[q]);
+            json_array_end(&j);
+            json_key(&j, "stage_idle_share");
+            json_array_begin(&j);
+            for (int64_t q = 0; q < stages; q++)
+                json_num(&j, train_s > 0 ? idle_s[q] / train_s : 0.0);
+            json_array_end(&j);
         }
         json_object_end(&j);
         json_finish(&j);
@@ -366,10 +480,13 @@ fail:
         cli_fail(&c);
     saga_free(x);
     saga_free(y);
+    saga_free(xs);
+    saga_free(ys);
     saga_free(widths);
     saga_free(losses);
     teacher_free(&t);
     saga_mlp_free(&m);
-    saga_backend_free_all(&be);
+    for (int64_t q = 0; q < stages; q++)
+        saga_backend_free_all(&bes[q]);
     return rc;
 }

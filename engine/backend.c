@@ -577,6 +577,14 @@ saga_status saga_backend_synchronize(saga_backend *be) {
     return be->iface->synchronize(be);
 }
 
+saga_status saga_backend_bind_thread(saga_backend *be) {
+    if (!be)
+        return saga_error(SAGA_ERR_INVALID_ARG, "saga_backend_bind_thread: backend is NULL");
+    if (be->iface->version < 3 || !be->iface->bind_thread)
+        return SAGA_OK;
+    return be->iface->bind_thread(be);
+}
+
 saga_backend *saga_stream_backend(const saga_stream *s) {
     return s->be;
 }

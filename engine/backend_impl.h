@@ -247,6 +247,8 @@ typedef struct saga_backend_iface {
     /* optional: seconds from start's completion to end's; both recorded and complete, else
      * SAGA_ERR_INVALID_ARG. NULL means SAGA_ERR_UNSUPPORTED. */
     saga_status (*event_elapsed)(saga_event *start, saga_event *end, double *seconds);
+    /* optional (version >= 3): make the device current on the calling thread */
+    saga_status (*bind_thread)(saga_backend *be);
 } saga_backend_iface;
 
 struct saga_stream {

@@ -1,24 +1,29 @@
 /* dense.c - an MLP whose weight matrices are cut into row or column tiles (one operator
  * partitioned, as in Tofu), each tile with its gradient and Adam moments a block of the block
- * scheduler (sched_impl.h), streamed through the device under a byte cap. See saga_dense.h. */
+ * scheduler (sched_impl.h), streamed through the device under a byte cap; and pipelines of such
+ * stages on several devices, one thread per stage, micro-batches in the 1F1B order. See
+ * saga_dense.h. */
 #include "saga_dense.h"
 
 #include "sched_impl.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
 /* A tile: rows or columns [off, off + n) of W, with its bias share. Its parameters, gradient and
- * moments are laid out alike: the W part (row-major, n_w floats) then the bias part (n_b). */
+ * moments are laid out alike: the W part (row-major, n_w floats) then the bias part (n_b), at
+ * float offset pos of the layer's host arrays. */
 typedef struct tile {
     int64_t off, n;
     int64_t n_w, n_b;
-    size_t bytes;
-    float *hp, *hm, *hv, *hg; /* host copies, inside the layer's arrays (hg: ADAM only) */
-    saga_blk *p, *m, *v;
-    saga_blk *g;   /* ADAM: the summed gradient, alive across the micro-batches */
-    saga_blk **gk; /* ADAMA: one gradient block per micro-batch, freed after its step */
+    size_t pos, bytes;
+    saga_blk *p[2]; /* the weights; p[1] only with PipeDream-2BW (the second version) */
+    saga_blk *m, *v;
+    /* the gradient: ADAM sums the step's micro-batches into it; ADAMA writes one micro-batch's
+     * and frees it when that backward step ends */
+    saga_blk *g;
 } tile;
 
 typedef struct layer {
@@ -26,41 +31,82 @@ typedef struct layer {
     int32_t n_tiles, units; /* units: columns (COLS) or rows (ROWS) per tile */
     size_t tile_bytes;
     tile *tiles;
-    float *hp, *hm, *hv, *hg;
+    float *hp[2], *hm, *hv, *hg;
     size_t n_params; /* in * out + out */
 } layer;
 
 enum { OP_FWD = 0, OP_BWD = 1 };
 
-/* A step of the scheduler's plan: the forward or backward pass of one tile for one
- * micro-batch. */
+/* A step of a stage's plan: the forward or backward pass of one tile for micro-batch g of the
+ * call (g / n_micro: the step of the call; g % n_micro: the micro-batch in it). */
 typedef struct op {
     uint8_t kind;
-    int32_t k, l, j;
+    int32_t g, l, j;
 } op;
+
+/* What crossed a stage boundary: activations (grad false) or their gradients. */
+typedef struct arrival {
+    saga_mlp *m;
+    int32_t b; /* between stages b and b + 1 */
+    bool grad;
+} arrival;
+
+typedef struct stage {
+    saga_mlp *m;
+    int32_t idx, l0, l1; /* layers [l0, l1) */
+    saga_backend *be;
+    saga_sched *s;
+    size_t cap;
+    bool streamed;
+    size_t footprint, params, step_bytes;
+    /* per ring slot r (micro-batch g in slot g % R), [r * (L + 1) + l] for l0 <= l <= l1 */
+    saga_blk **h, **d;
+    saga_blk **t; /* targets (last stage) */
+    saga_blk *ones;
+    float *act_host;
+    size_t act_floats;
+    float *ones_host;
+    size_t host_bytes;
+    op *ops;
+    int32_t n_ops, cap_ops;
+    /* micro-batches of the call whose input, targets and output gradient are marked on the
+     * host for the scheduler */
+    int64_t marked_x, marked_y, marked_dy;
+    double idle_seconds;
+    saga_status st;
+    char err[512];
+    pthread_t thread;
+} stage;
 
 struct saga_mlp {
     saga_backend *be;
     saga_mlp_params p;
     int32_t *widths;
-    int32_t L, mb;
+    int32_t L, mb, S, R;
+    int32_t *stage_layers;
     layer *layers;
-    saga_sched *s;
-    saga_blk **h; /* h[k * (L + 1) + l]: micro-batch k's input of layer l (l = L: the output) */
-    saga_blk **d; /* d[k * (L + 1) + l]: its gradient (l >= 1) */
-    saga_blk **t; /* targets per micro-batch */
-    saga_blk *ones;
-    float *act_host; /* host copies of h and d, l >= 1 */
-    size_t act_host_bytes;
-    float *ones_host;
-    op *ops;
-    int32_t n_ops;
-    int64_t step;
-    double loss_sum;
+    stage *stages;
+    /* boundary b (between stages b and b + 1), ring slot r: bx[b * R + r] the activations that
+     * leave stage b, bg[b * R + r] their gradients coming back; pinned on stage b's backend */
+    float **bx, **bg;
+    size_t *b_floats;
+    arrival *arrivals;  /* [2 * b + grad] */
+    int64_t *arrived;   /* [2 * b + grad]: micro-batches of the call across boundary b */
+    pthread_mutex_t mu; /* guards arrived and failed */
+    pthread_cond_t cv;
+    bool sync_made, failed;
+    int32_t first_failed;
+    /* the running call */
+    const float *const *xs, *const *ys;
+    double *loss_sums; /* per step of the call */
+    int32_t cap_steps;
+    int64_t step; /* steps trained so far */
     int32_t *st_tiles, *st_units;
-    size_t *st_tile_bytes;
+    size_t *st_tile_bytes, *st_peak;
+    double *st_idle;
+    uint64_t *st_h2d;
     saga_mlp_stats stats;
-    char desc[256];
+    char desc[512];
 };
 
 saga_mlp_params saga_mlp_params_defaults(void) {
@@ -76,7 +122,15 @@ saga_mlp_params saga_mlp_params_defaults(void) {
                              .eps = 1e-8f,
                              .device_bytes = 0,
                              .max_tile_units = 0,
-                             .seed = 1};
+                             .seed = 1,
+                             .n_stages = 1,
+                             .stage_backends = NULL,
+                             .stage_layers = NULL,
+                             .pipe = SAGA_DENSE_PIPE_SYNC};
+}
+
+static bool two_bw(const saga_mlp *m) {
+    return m->p.pipe == SAGA_DENSE_PIPE_2BW;
 }
 
 /* ---- planning ----------------------------------------------------------------------------- */
@@ -114,41 +168,43 @@ static size_t act_step_bytes(const saga_mlp *m, int32_t l) {
     return fwd > bwd ? fwd : bwd;
 }
 
-/* Tiles per layer from the cap: every block at once when it fits, else tiles whose four blocks
- * (parameters, gradient, two moments) fit twice beside the step's activations, or once. */
-static saga_status plan_tiles(saga_mlp *m, size_t cap) {
+/* Tiles per layer of a stage from its cap: every block at once when it fits, else tiles whose
+ * blocks (the weights, one more version of them with 2BW, the gradient and two moments) fit
+ * twice beside the step's activations, or once. */
+static saga_status plan_tiles(saga_mlp *m, stage *sg) {
     saga_status st = SAGA_OK;
     size_t f = sizeof(float), act_max = 0, params = 0, max_layer = 0, widths_sum = 0;
-    for (int32_t l = 0; l < m->L; l++) {
+    size_t cap = sg->cap, n_w = two_bw(m) ? 2 : 1, nb = 3 + n_w;
+    for (int32_t l = sg->l0; l < sg->l1; l++) {
         size_t a = act_step_bytes(m, l);
         act_max = a > act_max ? a : act_max;
         params += m->layers[l].n_params * f;
         max_layer = m->layers[l].n_params * f > max_layer ? m->layers[l].n_params * f : max_layer;
     }
-    for (int32_t l = 0; l <= m->L; l++)
+    for (int32_t l = sg->l0; l <= sg->l1; l++)
         widths_sum += (size_t)m->widths[l];
     size_t grads = m->p.optim == SAGA_DENSE_ADAM ? params : max_layer;
-    size_t acts =
-        2 * (size_t)m->mb * widths_sum * f +
-        (size_t)m->p.n_micro * (size_t)m->mb * (size_t)(m->widths[0] + m->widths[m->L]) * f +
-        (size_t)m->mb * f;
-    size_t footprint = 3 * params + grads + acts;
+    /* the micro-batches in flight at this stage each hold their activations and gradients */
+    size_t in_flight = (size_t)(m->S - sg->idx < m->R ? m->S - sg->idx : m->R);
+    size_t targets = sg->l1 == m->L ? (size_t)m->widths[m->L] : 0;
+    size_t acts = in_flight * (size_t)m->mb * (2 * widths_sum + targets) * f + (size_t)m->mb * f;
+    size_t footprint = (2 + n_w) * params + grads + acts;
     bool fits = cap == 0 || footprint <= cap;
     size_t avail = cap > act_max ? cap - act_max : 0;
     size_t min_cap = act_max;
-    for (int32_t l = 0; l < m->L; l++) {
+    for (int32_t l = sg->l0; l < sg->l1; l++) {
         layer *y = &m->layers[l];
         int64_t units = m->p.split == SAGA_DENSE_SPLIT_COLS ? y->out : y->in;
         int64_t n = units;
         if (!fits) {
             size_t one = tile_bytes_of(m, y, 1), unit = tile_bytes_of(m, y, 2) - one;
             /* tiles take the room the largest step's activations leave */
-            min_cap = act_max + 4 * one > min_cap ? act_max + 4 * one : min_cap;
+            min_cap = act_max + nb * one > min_cap ? act_max + nb * one : min_cap;
             size_t base = one - unit; /* the bias share a row tile 0 carries */
-            if (avail / 8 >= one)
-                n = (int64_t)((avail / 8 - base) / unit);
-            else if (avail / 4 >= one)
-                n = (int64_t)((avail / 4 - base) / unit);
+            if (avail / (2 * nb) >= one)
+                n = (int64_t)((avail / (2 * nb) - base) / unit);
+            else if (avail / nb >= one)
+                n = (int64_t)((avail / nb - base) / unit);
             else
                 n = 0;
             n = n > units ? units : n;
@@ -163,7 +219,7 @@ static saga_status plan_tiles(saga_mlp *m, size_t cap) {
         }
     }
     if (!fits) {
-        for (int32_t l = 0; l < m->L; l++)
+        for (int32_t l = sg->l0; l < sg->l1; l++)
             SAGA_CHECK(m->layers[l].n_tiles > 0, SAGA_ERR_BUDGET,
                        "dense: a cap of %zu bytes cannot hold one step of layer %d even with "
                        "tiles of one %s (the largest step's activations take %zu bytes); the "
@@ -171,18 +227,61 @@ static saga_status plan_tiles(saga_mlp *m, size_t cap) {
                        cap, (int)l, m->p.split == SAGA_DENSE_SPLIT_COLS ? "column" : "row", act_max,
                        min_cap);
     }
-    m->stats.streamed = !fits;
-    m->stats.param_bytes = params;
-    m->stats.footprint_bytes = footprint;
-    m->stats.cap_bytes = cap;
-    m->stats.resident_bytes = fits ? footprint : 0;
+    sg->streamed = !fits;
+    sg->params = params;
+    sg->footprint = footprint;
     size_t step_max = 0;
-    for (int32_t l = 0; l < m->L; l++) {
-        size_t sb = act_step_bytes(m, l) + 4 * m->layers[l].tile_bytes;
+    for (int32_t l = sg->l0; l < sg->l1; l++) {
+        size_t sb = act_step_bytes(m, l) + nb * m->layers[l].tile_bytes;
         step_max = sb > step_max ? sb : step_max;
     }
-    m->stats.step_bytes = step_max;
+    sg->step_bytes = step_max;
 fail:
+    return st;
+}
+
+/* Stage boundaries that minimize the largest stage's parameter count (a stage's compute and
+ * memory both follow it), each stage at least one layer. */
+static saga_status balance_stages(saga_mlp *m) {
+    saga_status st = SAGA_OK;
+    int32_t L = m->L, S = m->S;
+    size_t *best = NULL, *pre = NULL;
+    int32_t *cut = NULL;
+    SAGA_TRY(saga_alloc_array((void **)&pre, (size_t)L + 1, sizeof *pre, "stage split"));
+    SAGA_TRY(saga_alloc_array((void **)&best, (size_t)(S + 1) * (size_t)(L + 1), sizeof *best,
+                              "stage split"));
+    SAGA_TRY(saga_alloc_array((void **)&cut, (size_t)(S + 1) * (size_t)(L + 1), sizeof *cut,
+                              "stage split"));
+    pre[0] = 0;
+    for (int32_t l = 0; l < L; l++)
+        pre[l + 1] = pre[l] + m->layers[l].n_params;
+    /* best[s * (L + 1) + e]: the least largest stage when layers [0, e) form s stages */
+    for (int32_t e = 0; e <= L; e++)
+        best[e] = e == 0 ? 0 : SIZE_MAX;
+    for (int32_t s = 1; s <= S; s++)
+        for (int32_t e = 0; e <= L; e++) {
+            size_t b = SIZE_MAX;
+            int32_t c = -1;
+            for (int32_t q = s - 1; q < e; q++) {
+                size_t prev = best[(size_t)(s - 1) * (size_t)(L + 1) + (size_t)q];
+                if (prev == SIZE_MAX)
+                    continue;
+                size_t here = pre[e] - pre[q], v = prev > here ? prev : here;
+                if (v < b) {
+                    b = v;
+                    c = q;
+                }
+            }
+            best[(size_t)s * (size_t)(L + 1) + (size_t)e] = b;
+            cut[(size_t)s * (size_t)(L + 1) + (size_t)e] = c;
+        }
+    m->stage_layers[S] = L;
+    for (int32_t s = S; s >= 1; s--)
+        m->stage_layers[s - 1] = cut[(size_t)s * (size_t)(L + 1) + (size_t)m->stage_layers[s]];
+fail:
+    saga_free(pre);
+    saga_free(best);
+    saga_free(cut);
     return st;
 }
 
@@ -204,30 +303,28 @@ static float uniform(uint64_t *state, float bound) {
 static float *tiled(const saga_mlp *m, const layer *y, float *a, int64_t r, int64_t c) {
     if (m->p.split == SAGA_DENSE_SPLIT_COLS) {
         const tile *t = &y->tiles[c / y->units];
-        float *base = a + (t->hp - y->hp);
         int64_t cc = c - t->off;
-        return r < 0 ? base + t->n_w + cc : base + r * t->n + cc;
+        return r < 0 ? a + t->pos + t->n_w + cc : a + t->pos + r * t->n + cc;
     }
     if (r < 0)
-        return a + (y->tiles[0].hp - y->hp) + y->tiles[0].n_w + c;
+        return a + y->tiles[0].pos + y->tiles[0].n_w + c;
     const tile *t = &y->tiles[r / y->units];
-    return a + (t->hp - y->hp) + (r - t->off) * y->out + c;
+    return a + t->pos + (r - t->off) * y->out + c;
 }
 
-static saga_status host_array(saga_mlp *m, float **out, size_t n) {
+static saga_status host_array(stage *sg, float **out, size_t n) {
     saga_status st = SAGA_OK;
     void *p = NULL;
-    SAGA_TRY(saga_backend_host_alloc(m->be, &p, n * sizeof(float)));
+    SAGA_TRY(saga_backend_host_alloc(sg->be, &p, n * sizeof(float)));
     memset(p, 0, n * sizeof(float));
-    m->stats.host_bytes += n * sizeof(float);
+    sg->host_bytes += n * sizeof(float);
     *out = p;
 fail:
     return st;
 }
 
-static saga_blk *block(saga_mlp *m, size_t bytes, saga_blk_life life, const char *kind,
-                       void *host) {
-    saga_blk *b = saga_sched_block(m->s, bytes, life, kind);
+static saga_blk *block(stage *sg, size_t bytes, saga_blk_life life, const char *kind, void *host) {
+    saga_blk *b = saga_sched_block(sg->s, bytes, life, kind);
     if (b && host)
         saga_blk_set_host(b, host);
     return b;
@@ -239,41 +336,36 @@ static saga_blk *block(saga_mlp *m, size_t bytes, saga_blk_life life, const char
         SAGA_CHECK((dst) != NULL, SAGA_ERR_OUT_OF_MEMORY, "dense: no memory for a block");         \
     } while (0)
 
-static saga_status make_layer(saga_mlp *m, int32_t l) {
+static saga_status make_layer(saga_mlp *m, stage *sg, int32_t l) {
     saga_status st = SAGA_OK;
     layer *y = &m->layers[l];
     bool adam = m->p.optim == SAGA_DENSE_ADAM;
-    SAGA_TRY(host_array(m, &y->hp, y->n_params));
-    SAGA_TRY(host_array(m, &y->hm, y->n_params));
-    SAGA_TRY(host_array(m, &y->hv, y->n_params));
+    SAGA_TRY(host_array(sg, &y->hp[0], y->n_params));
+    if (two_bw(m))
+        SAGA_TRY(host_array(sg, &y->hp[1], y->n_params));
+    SAGA_TRY(host_array(sg, &y->hm, y->n_params));
+    SAGA_TRY(host_array(sg, &y->hv, y->n_params));
     if (adam)
-        SAGA_TRY(host_array(m, &y->hg, y->n_params));
+        SAGA_TRY(host_array(sg, &y->hg, y->n_params));
     SAGA_TRY(
         saga_alloc_zeroed((void **)&y->tiles, (size_t)y->n_tiles, sizeof *y->tiles, "dense tiles"));
-    int64_t units = m->p.split == SAGA_DENSE_SPLIT_COLS ? y->out : y->in, pos = 0;
+    int64_t units = m->p.split == SAGA_DENSE_SPLIT_COLS ? y->out : y->in;
+    size_t pos = 0;
     for (int32_t j = 0; j < y->n_tiles; j++) {
         tile *t = &y->tiles[j];
         t->off = (int64_t)j * y->units;
         t->n = units - t->off < y->units ? units - t->off : y->units;
         tile_shape(m, y, j, t->n, &t->n_w, &t->n_b);
         t->bytes = (size_t)(t->n_w + t->n_b) * sizeof(float);
-        t->hp = y->hp + pos;
-        t->hm = y->hm + pos;
-        t->hv = y->hv + pos;
-        t->hg = adam ? y->hg + pos : NULL;
-        pos += t->n_w + t->n_b;
-        BLOCK(t->p, m, t->bytes, SAGA_BLK_STATE, "weight tile", t->hp);
-        BLOCK(t->m, m, t->bytes, SAGA_BLK_STATE, "first moment tile", t->hm);
-        BLOCK(t->v, m, t->bytes, SAGA_BLK_STATE, "second moment tile", t->hv);
-        if (adam) {
-            BLOCK(t->g, m, t->bytes, SAGA_BLK_TEMP, "gradient tile", t->hg);
-        } else {
-            SAGA_TRY(saga_alloc_zeroed((void **)&t->gk, (size_t)m->p.n_micro, sizeof *t->gk,
-                                       "gradient blocks"));
-            /* each lives for one step only, so it never needs a host copy */
-            for (int32_t k = 0; k < m->p.n_micro; k++)
-                BLOCK(t->gk[k], m, t->bytes, SAGA_BLK_TEMP, "gradient tile", NULL);
-        }
+        t->pos = pos;
+        pos += (size_t)(t->n_w + t->n_b);
+        BLOCK(t->p[0], sg, t->bytes, SAGA_BLK_STATE, "weight tile", y->hp[0] + t->pos);
+        if (two_bw(m))
+            BLOCK(t->p[1], sg, t->bytes, SAGA_BLK_STATE, "weight tile", y->hp[1] + t->pos);
+        BLOCK(t->m, sg, t->bytes, SAGA_BLK_STATE, "first moment tile", y->hm + t->pos);
+        BLOCK(t->v, sg, t->bytes, SAGA_BLK_STATE, "second moment tile", y->hv + t->pos);
+        /* ADAMA's lives for one backward step only, so it never needs a host copy */
+        BLOCK(t->g, sg, t->bytes, SAGA_BLK_TEMP, "gradient tile", adam ? y->hg + t->pos : NULL);
     }
     /* torch.nn.Linear's initialization, drawn in the order of W (in x out) then b, so that every
      * tiling starts from the same values */
@@ -281,64 +373,104 @@ static saga_status make_layer(saga_mlp *m, int32_t l) {
     float bound = 1.0f / sqrtf((float)y->in);
     for (int64_t r = 0; r < y->in; r++)
         for (int64_t c = 0; c < y->out; c++)
-            *tiled(m, y, y->hp, r, c) = uniform(&state, bound);
+            *tiled(m, y, y->hp[0], r, c) = uniform(&state, bound);
     for (int64_t c = 0; c < y->out; c++)
-        *tiled(m, y, y->hp, -1, c) = uniform(&state, bound);
+        *tiled(m, y, y->hp[0], -1, c) = uniform(&state, bound);
 fail:
     return st;
 }
 
-static saga_status make_activations(saga_mlp *m) {
+static saga_blk **slot_of(const stage *sg, saga_blk **a, int32_t r, int32_t l) {
+    return a + (size_t)r * (size_t)(sg->m->L + 1) + (size_t)l;
+}
+
+/* Whether h_l / d_l of a stage lives in a boundary buffer (or, for h_0, the caller's batch). */
+static bool at_boundary(const stage *sg, int32_t l) {
+    return l == sg->l0 || (l == sg->l1 && sg->idx < sg->m->S - 1);
+}
+
+static saga_status make_activations(saga_mlp *m, stage *sg) {
     saga_status st = SAGA_OK;
-    int32_t n = m->p.n_micro, L = m->L;
-    size_t per_k = 0, mb = (size_t)m->mb;
-    for (int32_t l = 1; l <= L; l++)
-        per_k += 2 * mb * (size_t)m->widths[l];
-    SAGA_TRY(host_array(m, &m->act_host, per_k * (size_t)n));
-    SAGA_TRY(host_array(m, &m->ones_host, mb));
+    int32_t R = m->R, L = m->L, b = sg->idx;
+    size_t per_r = 0, mb = (size_t)m->mb, f = sizeof(float);
+    for (int32_t l = sg->l0 + 1; l <= sg->l1; l++)
+        if (!at_boundary(sg, l))
+            per_r += 2 * mb * (size_t)m->widths[l];
+    sg->act_floats = per_r * (size_t)R;
+    SAGA_TRY(host_array(sg, &sg->act_host, sg->act_floats));
+    SAGA_TRY(host_array(sg, &sg->ones_host, mb));
     for (size_t i = 0; i < mb; i++)
-        m->ones_host[i] = 1.0f;
-    SAGA_TRY(saga_alloc_zeroed((void **)&m->h, (size_t)n * (size_t)(L + 1), sizeof *m->h,
-                               "activation blocks"));
-    SAGA_TRY(saga_alloc_zeroed((void **)&m->d, (size_t)n * (size_t)(L + 1), sizeof *m->d,
-                               "gradient blocks"));
-    SAGA_TRY(saga_alloc_zeroed((void **)&m->t, (size_t)n, sizeof *m->t, "target blocks"));
-    float *a = m->act_host;
-    for (int32_t k = 0; k < n; k++) {
-        saga_blk **h = m->h + (size_t)k * (size_t)(L + 1), **d = m->d + (size_t)k * (size_t)(L + 1);
-        BLOCK(h[0], m, mb * (size_t)m->widths[0] * sizeof(float), SAGA_BLK_INPUT, "input", NULL);
-        BLOCK(m->t[k], m, mb * (size_t)m->widths[L] * sizeof(float), SAGA_BLK_INPUT, "targets",
-              NULL);
-        for (int32_t l = 1; l <= L; l++) {
-            size_t nf = mb * (size_t)m->widths[l];
-            BLOCK(h[l], m, nf * sizeof(float), SAGA_BLK_TEMP, "activation", a);
-            a += nf;
-            BLOCK(d[l], m, nf * sizeof(float), SAGA_BLK_TEMP, "activation gradient", a);
-            a += nf;
+        sg->ones_host[i] = 1.0f;
+    size_t n = (size_t)R * (size_t)(L + 1);
+    SAGA_TRY(saga_alloc_zeroed((void **)&sg->h, n, sizeof *sg->h, "activation blocks"));
+    SAGA_TRY(saga_alloc_zeroed((void **)&sg->d, n, sizeof *sg->d, "gradient blocks"));
+    if (sg->l1 == L)
+        SAGA_TRY(saga_alloc_zeroed((void **)&sg->t, (size_t)R, sizeof *sg->t, "target blocks"));
+    float *a = sg->act_host;
+    for (int32_t r = 0; r < R; r++) {
+        for (int32_t l = sg->l0; l <= sg->l1; l++) {
+            size_t bytes = mb * (size_t)m->widths[l] * f;
+            float *hh = NULL, *dh = NULL; /* host copies */
+            if (l == sg->l0 && b > 0) {
+                hh = m->bx[(size_t)(b - 1) * (size_t)R + (size_t)r];
+                dh = m->bg[(size_t)(b - 1) * (size_t)R + (size_t)r];
+            } else if (l == sg->l1 && b < m->S - 1) {
+                hh = m->bx[(size_t)b * (size_t)R + (size_t)r];
+                dh = m->bg[(size_t)b * (size_t)R + (size_t)r];
+            } else if (l > sg->l0) {
+                hh = a;
+                dh = a + bytes / f;
+                a += 2 * bytes / f;
+            }
+            /* h_0 takes the caller's batch when its turn comes; nothing needs d_0 */
+            BLOCK(*slot_of(sg, sg->h, r, l), sg, bytes, SAGA_BLK_TEMP, "activation", hh);
+            if (l > 0)
+                BLOCK(*slot_of(sg, sg->d, r, l), sg, bytes, SAGA_BLK_TEMP, "activation gradient",
+                      dh);
+        }
+        if (sg->t)
+            BLOCK(sg->t[r], sg, mb * (size_t)m->widths[L] * f, SAGA_BLK_TEMP, "targets", NULL);
+    }
+    BLOCK(sg->ones, sg, mb * f, SAGA_BLK_INPUT, "ones", sg->ones_host);
+fail:
+    return st;
+}
+
+/* One micro-batch's forward or backward pass through the stage, tile by tile. */
+static saga_status push_pass(stage *sg, uint8_t kind, int32_t g) {
+    saga_status st = SAGA_OK;
+    const saga_mlp *m = sg->m;
+    for (int32_t i = sg->l0; i < sg->l1; i++) {
+        int32_t l = kind == OP_FWD ? i : sg->l1 - 1 - (i - sg->l0);
+        for (int32_t j = 0; j < m->layers[l].n_tiles; j++) {
+            if (sg->n_ops == sg->cap_ops) {
+                int32_t cap = sg->cap_ops ? 2 * sg->cap_ops : 64;
+                SAGA_TRY(saga_realloc_array((void **)&sg->ops, (size_t)cap, sizeof *sg->ops,
+                                            "dense plan"));
+                sg->cap_ops = cap;
+            }
+            sg->ops[sg->n_ops++] = (op){kind, g, l, j};
         }
     }
-    BLOCK(m->ones, m, mb * sizeof(float), SAGA_BLK_INPUT, "ones", m->ones_host);
 fail:
     return st;
 }
 
-static saga_status make_ops(saga_mlp *m) {
+/* The 1F1B order of n micro-batches at a stage: as many forward passes ahead as stages follow
+ * it, then one forward and one backward in turn, then the remaining backward passes. */
+static saga_status make_ops(stage *sg, int32_t n) {
     saga_status st = SAGA_OK;
-    int32_t per_k = 0;
-    for (int32_t l = 0; l < m->L; l++)
-        per_k += 2 * m->layers[l].n_tiles;
-    m->n_ops = per_k * m->p.n_micro;
-    SAGA_TRY(saga_alloc_array((void **)&m->ops, (size_t)m->n_ops, sizeof *m->ops, "dense plan"));
-    op *o = m->ops;
-    for (int32_t k = 0; k < m->p.n_micro; k++) {
-        for (int32_t l = 0; l < m->L; l++)
-            for (int32_t j = 0; j < m->layers[l].n_tiles; j++)
-                *o++ = (op){OP_FWD, k, l, j};
-        for (int32_t l = m->L - 1; l >= 0; l--)
-            for (int32_t j = 0; j < m->layers[l].n_tiles; j++)
-                *o++ = (op){OP_BWD, k, l, j};
+    int32_t w = sg->m->S - 1 - sg->idx;
+    w = w < n ? w : n;
+    sg->n_ops = 0;
+    for (int32_t g = 0; g < w; g++)
+        SAGA_TRY(push_pass(sg, OP_FWD, g));
+    for (int32_t i = 0; i < n - w; i++) {
+        SAGA_TRY(push_pass(sg, OP_FWD, w + i));
+        SAGA_TRY(push_pass(sg, OP_BWD, i));
     }
-    m->stats.steps_per_batch = m->n_ops;
+    for (int32_t g = n - w; g < n; g++)
+        SAGA_TRY(push_pass(sg, OP_BWD, g));
 fail:
     return st;
 }
@@ -363,6 +495,21 @@ static void describe(saga_mlp *m) {
         max_tiles = m->layers[l].n_tiles > max_tiles ? m->layers[l].n_tiles : max_tiles;
         tb = m->layers[l].tile_bytes > tb ? m->layers[l].tile_bytes : tb;
     }
+    if (m->S > 1) {
+        p += snprintf(p, (size_t)(end - p), "%d stages (", (int)m->S);
+        for (int32_t q = 0; q < m->S && p < end; q++) {
+            int32_t a = m->stage_layers[q], b = m->stage_layers[q + 1] - 1;
+            p += a == b ? snprintf(p, (size_t)(end - p), "%slayer %d", q ? " | " : "", (int)a)
+                        : snprintf(p, (size_t)(end - p), "%slayers %d-%d", q ? " | " : "", (int)a,
+                                   (int)b);
+        }
+        if (p < end)
+            p += snprintf(p, (size_t)(end - p), "), 1F1B %s; ",
+                          two_bw(m) ? "PipeDream-2BW (weights one step stale)"
+                                    : "with a flush each step");
+    }
+    if (p >= end)
+        return;
     if (!s->streamed && max_tiles == 1) {
         snprintf(p, (size_t)(end - p), "in memory: %d layer%s, 1 tile each, %s resident", (int)m->L,
                  m->L > 1 ? "s" : "", human(b1, sizeof b1, s->footprint_bytes));
@@ -373,18 +520,15 @@ static void describe(saga_mlp *m) {
     for (int32_t l = 0; l < m->L && p < end; l++)
         p += snprintf(p, (size_t)(end - p), "%s%d", l ? "/" : "", (int)m->layers[l].n_tiles);
     if (p < end && s->cap_bytes)
-        snprintf(p, (size_t)(end - p), " of <= %s, steps of %s under a %s cap",
+        snprintf(p, (size_t)(end - p), " of <= %s, steps of %s under a %s cap%s",
                  human(b1, sizeof b1, tb), human(b2, sizeof b2, s->step_bytes),
-                 human(b3, sizeof b3, s->cap_bytes));
+                 human(b3, sizeof b3, s->cap_bytes), m->S > 1 ? " per stage" : "");
     else if (p < end)
         snprintf(p, (size_t)(end - p), " of <= %s, no cap", human(b1, sizeof b1, tb));
 }
 
-saga_status saga_mlp_new(saga_mlp **out, saga_backend *be, const saga_mlp_params *p) {
+static saga_status check_params(saga_backend *be, const saga_mlp_params *p) {
     saga_status st = SAGA_OK;
-    saga_mlp *m = NULL;
-    /* check inputs */
-    SAGA_CHECK(out && be && p, SAGA_ERR_INVALID_ARG, "saga_mlp_new: an argument is NULL");
     SAGA_CHECK(p->n_layers >= 1 && p->widths, SAGA_ERR_INVALID_ARG,
                "saga_mlp_new: need n_layers >= 1 and n_layers + 1 widths (got %d layers%s)",
                (int)p->n_layers, p->widths ? "" : ", no widths");
@@ -396,25 +540,128 @@ saga_status saga_mlp_new(saga_mlp **out, saga_backend *be, const saga_mlp_params
                "saga_mlp_new: the batch (%d rows) must split into %d micro-batches of equal size",
                (int)p->batch, (int)p->n_micro);
     SAGA_CHECK((unsigned)p->split < SAGA_DENSE_SPLIT_COUNT &&
-                   (unsigned)p->optim < SAGA_DENSE_OPTIM_COUNT,
-               SAGA_ERR_INVALID_ARG, "saga_mlp_new: unknown split %d or optimizer %d",
-               (int)p->split, (int)p->optim);
+                   (unsigned)p->optim < SAGA_DENSE_OPTIM_COUNT &&
+                   (unsigned)p->pipe < SAGA_DENSE_PIPE_COUNT,
+               SAGA_ERR_INVALID_ARG, "saga_mlp_new: unknown split %d, optimizer %d or pipeline %d",
+               (int)p->split, (int)p->optim, (int)p->pipe);
     SAGA_CHECK(p->lr >= 0.0f && p->beta1 > 0.0f && p->beta1 < 1.0f && p->beta2 > 0.0f &&
                    p->beta2 < 1.0f && p->eps >= 0.0f && p->max_tile_units >= 0,
                SAGA_ERR_INVALID_ARG,
                "saga_mlp_new: need lr >= 0, betas in (0, 1), eps >= 0, max_tile_units >= 0");
-    const saga_kernels *kk = be->kernels;
-    SAGA_CHECK(kk->gemm_f32 && kk->copy2d_f32 && kk->act_f32 && kk->act_bwd_f32 && kk->binary_f32 &&
-                   kk->scale_f32 && kk->sumsq_f32 && kk->adam_f32,
-               SAGA_ERR_UNSUPPORTED, "saga_mlp_new: backend %s lacks a kernel dense layers use",
-               be->name);
+    SAGA_CHECK(p->n_stages >= 1 && p->n_stages <= p->n_layers, SAGA_ERR_INVALID_ARG,
+               "saga_mlp_new: %d stages for %d layers (each stage needs a layer)", (int)p->n_stages,
+               (int)p->n_layers);
+    SAGA_CHECK(p->n_stages == 1 || p->stage_backends, SAGA_ERR_INVALID_ARG,
+               "saga_mlp_new: %d stages need stage_backends", (int)p->n_stages);
+    SAGA_CHECK(be || p->stage_backends, SAGA_ERR_INVALID_ARG, "saga_mlp_new: no backend given");
+    if (p->stage_backends) {
+        SAGA_CHECK(!be || be == p->stage_backends[0], SAGA_ERR_INVALID_ARG,
+                   "saga_mlp_new: be must be NULL or stage_backends[0]");
+        for (int32_t s = 0; s < p->n_stages; s++) {
+            SAGA_CHECK(p->stage_backends[s], SAGA_ERR_INVALID_ARG,
+                       "saga_mlp_new: stage_backends[%d] is NULL", (int)s);
+            for (int32_t q = 0; q < s; q++)
+                SAGA_CHECK(p->stage_backends[q] != p->stage_backends[s], SAGA_ERR_INVALID_ARG,
+                           "saga_mlp_new: stages %d and %d share a backend (each stage needs a "
+                           "device of its own)",
+                           (int)q, (int)s);
+        }
+    }
+    if (p->stage_layers) {
+        SAGA_CHECK(p->stage_layers[0] == 0 && p->stage_layers[p->n_stages] == p->n_layers,
+                   SAGA_ERR_INVALID_ARG,
+                   "saga_mlp_new: stage_layers must run from 0 to n_layers (%d), got %d to %d",
+                   (int)p->n_layers, (int)p->stage_layers[0], (int)p->stage_layers[p->n_stages]);
+        for (int32_t s = 0; s < p->n_stages; s++)
+            SAGA_CHECK(p->stage_layers[s] < p->stage_layers[s + 1], SAGA_ERR_INVALID_ARG,
+                       "saga_mlp_new: stage %d of stage_layers has no layer", (int)s);
+    }
+    SAGA_CHECK(p->pipe != SAGA_DENSE_PIPE_2BW || p->n_micro >= p->n_stages - 1,
+               SAGA_ERR_INVALID_ARG,
+               "saga_mlp_new: PipeDream-2BW over %d stages needs at least %d micro-batches per "
+               "step (got %d): a stage may not start a step's forward passes before its update "
+               "of the step before last",
+               (int)p->n_stages, (int)p->n_stages - 1, (int)p->n_micro);
+    for (int32_t s = 0; s < p->n_stages; s++) {
+        saga_backend *b = p->stage_backends ? p->stage_backends[s] : be;
+        const saga_kernels *kk = b->kernels;
+        SAGA_CHECK(kk->gemm_f32 && kk->copy2d_f32 && kk->act_f32 && kk->act_bwd_f32 &&
+                       kk->binary_f32 && kk->scale_f32 && kk->sumsq_f32 && kk->adam_f32,
+                   SAGA_ERR_UNSUPPORTED, "saga_mlp_new: backend %s lacks a kernel dense layers use",
+                   b->name);
+    }
+fail:
+    return st;
+}
 
-    /* initialize */
+static saga_status make_stage(saga_mlp *m, int32_t q) {
+    saga_status st = SAGA_OK;
+    stage *sg = &m->stages[q];
+    sg->m = m;
+    sg->idx = q;
+    sg->l0 = m->stage_layers[q];
+    sg->l1 = m->stage_layers[q + 1];
+    sg->be = m->p.stage_backends ? m->p.stage_backends[q] : m->be;
+    saga_backend_stats bs;
+    saga_backend_get_stats(sg->be, &bs);
+    sg->cap = m->p.device_bytes;
+    if (bs.budget_bytes && (!sg->cap || bs.budget_bytes < sg->cap))
+        sg->cap = bs.budget_bytes;
+    SAGA_TRY(plan_tiles(m, sg));
+    SAGA_TRY(saga_sched_new(&sg->s, sg->be, sg->cap, NULL, NULL));
+    for (int32_t l = sg->l0; l < sg->l1; l++)
+        SAGA_TRY(make_layer(m, sg, l));
+fail:
+    return st;
+}
+
+/* The pinned buffers activations and gradients cross the stage boundaries through. */
+static saga_status make_boundaries(saga_mlp *m) {
+    saga_status st = SAGA_OK;
+    int32_t nb = m->S - 1, R = m->R;
+    if (nb == 0)
+        return SAGA_OK;
+    SAGA_TRY(saga_alloc_zeroed((void **)&m->bx, (size_t)nb * (size_t)R, sizeof *m->bx,
+                               "boundary buffers"));
+    SAGA_TRY(saga_alloc_zeroed((void **)&m->bg, (size_t)nb * (size_t)R, sizeof *m->bg,
+                               "boundary buffers"));
+    SAGA_TRY(saga_alloc_zeroed((void **)&m->b_floats, (size_t)nb, sizeof *m->b_floats,
+                               "boundary buffers"));
+    SAGA_TRY(saga_alloc_zeroed((void **)&m->arrivals, 2 * (size_t)nb, sizeof *m->arrivals,
+                               "boundary arrivals"));
+    SAGA_TRY(saga_alloc_zeroed((void **)&m->arrived, 2 * (size_t)nb, sizeof *m->arrived,
+                               "boundary arrivals"));
+    for (int32_t b = 0; b < nb; b++) {
+        stage *sg = &m->stages[b];
+        m->b_floats[b] = (size_t)m->mb * (size_t)m->widths[sg->l1];
+        for (int32_t r = 0; r < R; r++) {
+            SAGA_TRY(host_array(sg, &m->bx[(size_t)b * (size_t)R + (size_t)r], m->b_floats[b]));
+            SAGA_TRY(host_array(sg, &m->bg[(size_t)b * (size_t)R + (size_t)r], m->b_floats[b]));
+        }
+        m->arrivals[2 * b] = (arrival){m, b, false};
+        m->arrivals[2 * b + 1] = (arrival){m, b, true};
+    }
+fail:
+    return st;
+}
+
+saga_status saga_mlp_new(saga_mlp **out, saga_backend *be, const saga_mlp_params *p) {
+    saga_status st = SAGA_OK;
+    saga_mlp *m = NULL;
+    SAGA_CHECK(out && p, SAGA_ERR_INVALID_ARG, "saga_mlp_new: an argument is NULL");
+    SAGA_TRY(check_params(be, p));
+
     SAGA_TRY(saga_alloc_zeroed((void **)&m, 1, sizeof *m, "a dense network"));
-    m->be = be;
+    m->be = p->stage_backends ? p->stage_backends[0] : be;
     m->p = *p;
     m->L = p->n_layers;
+    m->S = p->n_stages;
     m->mb = p->batch / p->n_micro;
+    /* ring slots of micro-batches: a step's worth, or with 2BW's steps back to back enough that
+     * a slot is free again before the micro-batch after next that takes it arrives */
+    m->R = p->n_micro;
+    if (two_bw(m))
+        m->R = 2 * p->n_micro > m->S + 1 ? 2 * p->n_micro : m->S + 1;
     SAGA_TRY(
         saga_alloc_array((void **)&m->widths, (size_t)m->L + 1, sizeof *m->widths, "dense widths"));
     memcpy(m->widths, p->widths, ((size_t)m->L + 1) * sizeof *m->widths);
@@ -427,30 +674,64 @@ saga_status saga_mlp_new(saga_mlp **out, saga_backend *be, const saga_mlp_params
         y->out = m->widths[l + 1];
         y->n_params = (size_t)(y->in * y->out + y->out);
     }
-    saga_backend_stats bs;
-    saga_backend_get_stats(be, &bs);
-    size_t cap = p->device_bytes;
-    if (bs.budget_bytes && (!cap || bs.budget_bytes < cap))
-        cap = bs.budget_bytes;
-    SAGA_TRY(plan_tiles(m, cap));
-    SAGA_TRY(saga_sched_new(&m->s, be, cap, NULL, NULL));
-    for (int32_t l = 0; l < m->L; l++)
-        SAGA_TRY(make_layer(m, l));
-    SAGA_TRY(make_activations(m));
-    SAGA_TRY(make_ops(m));
+    SAGA_TRY(saga_alloc_array((void **)&m->stage_layers, (size_t)m->S + 1, sizeof *m->stage_layers,
+                              "stage layers"));
+    if (p->stage_layers)
+        memcpy(m->stage_layers, p->stage_layers, ((size_t)m->S + 1) * sizeof *m->stage_layers);
+    else
+        SAGA_TRY(balance_stages(m));
+    m->p.stage_layers = m->stage_layers;
+    SAGA_CHECK(pthread_mutex_init(&m->mu, NULL) == 0, SAGA_ERR_OUT_OF_MEMORY,
+               "saga_mlp_new: cannot make a mutex");
+    if (pthread_cond_init(&m->cv, NULL) != 0) {
+        pthread_mutex_destroy(&m->mu);
+        SAGA_CHECK(false, SAGA_ERR_OUT_OF_MEMORY, "saga_mlp_new: cannot make a condition variable");
+    }
+    m->sync_made = true;
+    SAGA_TRY(saga_alloc_zeroed((void **)&m->stages, (size_t)m->S, sizeof *m->stages, "stages"));
+    for (int32_t q = 0; q < m->S; q++)
+        SAGA_TRY(make_stage(m, q));
+    m->p.stage_backends = NULL; /* not kept: the stages hold their backends */
+    SAGA_TRY(make_boundaries(m));
+    for (int32_t q = 0; q < m->S; q++)
+        SAGA_TRY(make_activations(m, &m->stages[q]));
+
+    /* the plan, for the statistics */
     SAGA_TRY(saga_alloc_array((void **)&m->st_tiles, (size_t)m->L, sizeof *m->st_tiles, "stats"));
     SAGA_TRY(saga_alloc_array((void **)&m->st_units, (size_t)m->L, sizeof *m->st_units, "stats"));
     SAGA_TRY(saga_alloc_array((void **)&m->st_tile_bytes, (size_t)m->L, sizeof *m->st_tile_bytes,
                               "stats"));
+    SAGA_TRY(saga_alloc_zeroed((void **)&m->st_peak, (size_t)m->S, sizeof *m->st_peak, "stats"));
+    SAGA_TRY(saga_alloc_zeroed((void **)&m->st_idle, (size_t)m->S, sizeof *m->st_idle, "stats"));
+    SAGA_TRY(saga_alloc_zeroed((void **)&m->st_h2d, (size_t)m->S, sizeof *m->st_h2d, "stats"));
+    int32_t per_batch = 0;
     for (int32_t l = 0; l < m->L; l++) {
         m->st_tiles[l] = m->layers[l].n_tiles;
         m->st_units[l] = m->layers[l].units;
         m->st_tile_bytes[l] = m->layers[l].tile_bytes;
+        per_batch += 2 * m->layers[l].n_tiles * p->n_micro;
     }
-    m->stats.n_layers = m->L;
-    m->stats.tiles = m->st_tiles;
-    m->stats.tile_units = m->st_units;
-    m->stats.tile_bytes = m->st_tile_bytes;
+    saga_mlp_stats *s = &m->stats;
+    s->n_layers = m->L;
+    s->tiles = m->st_tiles;
+    s->tile_units = m->st_units;
+    s->tile_bytes = m->st_tile_bytes;
+    s->steps_per_batch = per_batch;
+    s->n_stages = m->S;
+    s->stage_layers = m->stage_layers;
+    s->stage_peak_bytes = m->st_peak;
+    s->stage_idle_seconds = m->st_idle;
+    s->stage_h2d_bytes = m->st_h2d;
+    for (int32_t q = 0; q < m->S; q++) {
+        const stage *sg = &m->stages[q];
+        s->streamed = s->streamed || sg->streamed;
+        s->param_bytes += sg->params;
+        s->footprint_bytes += sg->footprint;
+        s->step_bytes = sg->step_bytes > s->step_bytes ? sg->step_bytes : s->step_bytes;
+        s->cap_bytes = sg->cap > s->cap_bytes ? sg->cap : s->cap_bytes;
+        s->resident_bytes += sg->streamed ? 0 : sg->footprint;
+        s->host_bytes += sg->host_bytes;
+    }
     describe(m);
     *out = m;
     return SAGA_OK;
@@ -463,96 +744,158 @@ void saga_mlp_free(saga_mlp **mp) {
     if (!mp || !*mp)
         return;
     saga_mlp *m = *mp;
-    saga_sched_free(&m->s); /* waits for the copies that still read or write the host arrays */
-    if (m->layers) {
-        for (int32_t l = 0; l < m->L; l++) {
-            layer *y = &m->layers[l];
-            if (y->tiles)
-                for (int32_t j = 0; j < y->n_tiles; j++)
-                    saga_free(y->tiles[j].gk);
-            saga_free(y->tiles);
-            saga_backend_host_free(m->be, y->hp, y->n_params * sizeof(float));
-            saga_backend_host_free(m->be, y->hm, y->n_params * sizeof(float));
-            saga_backend_host_free(m->be, y->hv, y->n_params * sizeof(float));
-            saga_backend_host_free(m->be, y->hg, y->n_params * sizeof(float));
+    /* first every scheduler: each waits for the copies that still read or write host arrays */
+    if (m->stages)
+        for (int32_t q = 0; q < m->S; q++)
+            saga_sched_free(&m->stages[q].s);
+    if (m->stages) {
+        for (int32_t q = 0; q < m->S; q++) {
+            stage *sg = &m->stages[q];
+            if (!sg->be)
+                continue;
+            for (int32_t l = sg->l0; l < sg->l1; l++) {
+                layer *y = &m->layers[l];
+                size_t bytes = y->n_params * sizeof(float);
+                saga_free(y->tiles);
+                saga_backend_host_free(sg->be, y->hp[0], bytes);
+                saga_backend_host_free(sg->be, y->hp[1], bytes);
+                saga_backend_host_free(sg->be, y->hm, bytes);
+                saga_backend_host_free(sg->be, y->hv, bytes);
+                saga_backend_host_free(sg->be, y->hg, bytes);
+            }
+            saga_backend_host_free(sg->be, sg->act_host, sg->act_floats * sizeof(float));
+            saga_backend_host_free(sg->be, sg->ones_host, (size_t)m->mb * sizeof(float));
+            if (m->bx && q < m->S - 1)
+                for (int32_t r = 0; r < m->R; r++) {
+                    size_t i = (size_t)q * (size_t)m->R + (size_t)r;
+                    saga_backend_host_free(sg->be, m->bx[i], m->b_floats[q] * sizeof(float));
+                    saga_backend_host_free(sg->be, m->bg[i], m->b_floats[q] * sizeof(float));
+                }
+            saga_free(sg->h);
+            saga_free(sg->d);
+            saga_free(sg->t);
+            saga_free(sg->ops);
         }
     }
-    if (m->act_host) {
-        size_t per_k = 0;
-        for (int32_t l = 1; l <= m->L; l++)
-            per_k += 2 * (size_t)m->mb * (size_t)m->widths[l];
-        saga_backend_host_free(m->be, m->act_host, per_k * (size_t)m->p.n_micro * sizeof(float));
+    if (m->sync_made) {
+        pthread_mutex_destroy(&m->mu);
+        pthread_cond_destroy(&m->cv);
     }
-    saga_backend_host_free(m->be, m->ones_host, (size_t)m->mb * sizeof(float));
+    saga_free(m->stages);
     saga_free(m->layers);
-    saga_free(m->h);
-    saga_free(m->d);
-    saga_free(m->t);
-    saga_free(m->ops);
+    saga_free(m->bx);
+    saga_free(m->bg);
+    saga_free(m->b_floats);
+    saga_free(m->arrivals);
+    saga_free(m->arrived);
+    saga_free(m->loss_sums);
     saga_free(m->widths);
+    saga_free(m->stage_layers);
     saga_free(m->st_tiles);
     saga_free(m->st_units);
     saga_free(m->st_tile_bytes);
+    saga_free(m->st_peak);
+    saga_free(m->st_idle);
+    saga_free(m->st_h2d);
     saga_free(m);
     *mp = NULL;
 }
 
-/* ---- the plan of a training step ---------------------------------------------------------- */
+/* ---- the plan of a stage ------------------------------------------------------------------ */
 
-static saga_blk *H(const saga_mlp *m, int32_t k, int32_t l) {
-    return m->h[(size_t)k * (size_t)(m->L + 1) + (size_t)l];
+static saga_blk *H(const stage *sg, int32_t g, int32_t l) {
+    return *slot_of(sg, sg->h, g % sg->m->R, l);
 }
 
-static saga_blk *D(const saga_mlp *m, int32_t k, int32_t l) {
-    return m->d[(size_t)k * (size_t)(m->L + 1) + (size_t)l];
+static saga_blk *D(const stage *sg, int32_t g, int32_t l) {
+    return *slot_of(sg, sg->d, g % sg->m->R, l);
+}
+
+/* The training step (counted over the network's life) micro-batch g of the call belongs to. */
+static int64_t batch_of(const saga_mlp *m, int32_t g) {
+    return m->step + g / m->p.n_micro;
+}
+
+/* The weight version a step's micro-batches run on: the only one, or with 2BW the one before
+ * the newest (version b - 1 for step b, in slot (b - 1) & 1; step 0 runs on version 0). */
+static int32_t version_used(const saga_mlp *m, int64_t b) {
+    return two_bw(m) && b > 0 ? (int32_t)((b - 1) & 1) : 0;
+}
+
+static bool g_first(const saga_mlp *m, const op *o) {
+    return o->g % m->p.n_micro == 0;
+}
+
+static bool last_micro(const saga_mlp *m, int32_t g) {
+    return g % m->p.n_micro == m->p.n_micro - 1;
 }
 
 /* Whether op's backward step updates its tile: every micro-batch folds into the moments with
  * ADAMA; the last one applies the summed gradient with ADAM. */
 static bool touches_moments(const saga_mlp *m, const op *o) {
-    return m->p.optim == SAGA_DENSE_ADAMA || o->k == m->p.n_micro - 1;
+    return m->p.optim == SAGA_DENSE_ADAMA || last_micro(m, o->g);
 }
 
-static void record(saga_mlp *m, const op *o) {
-    saga_sched *s = m->s;
+static void record(stage *sg, const op *o) {
+    const saga_mlp *m = sg->m;
+    saga_sched *s = sg->s;
     int t = saga_sched_step(s);
     const layer *y = &m->layers[o->l];
     const tile *tl = &y->tiles[o->j];
     bool first = o->j == 0, last = o->j == y->n_tiles - 1, top = o->l == m->L - 1;
+    int64_t b = batch_of(m, o->g);
+    int32_t vu = version_used(m, b);
     if (o->kind == OP_FWD) {
-        saga_sched_use(s, t, H(m, o->k, o->l), SAGA_USE_READ, 0);
-        saga_sched_use(s, t, tl->p, SAGA_USE_READ, 0);
-        saga_sched_use(s, t, H(m, o->k, o->l + 1), first ? SAGA_USE_WRITE : SAGA_USE_RW, 0);
+        saga_sched_use(s, t, H(sg, o->g, o->l), SAGA_USE_READ, 0);
+        saga_sched_use(s, t, tl->p[vu], SAGA_USE_READ, 0);
+        unsigned out = 0;
+        if (last && top)
+            out = SAGA_USE_DISCARD; /* only the loss reads the network's output */
+        else if (last && o->l == sg->l1 - 1)
+            out = SAGA_USE_WRITEBACK; /* to the next stage */
+        saga_sched_use(s, t, H(sg, o->g, o->l + 1), first ? SAGA_USE_WRITE : SAGA_USE_RW, out);
         if (top && last) {
-            saga_sched_use(s, t, m->t[o->k], SAGA_USE_READ, 0);
-            saga_sched_use(s, t, D(m, o->k, m->L), SAGA_USE_WRITE, 0);
+            saga_sched_use(s, t, sg->t[o->g % m->R], SAGA_USE_READ, SAGA_USE_DISCARD);
+            saga_sched_use(s, t, D(sg, o->g, m->L), SAGA_USE_WRITE, 0);
         }
         return;
     }
-    bool update = touches_moments(m, o);
+    bool update = touches_moments(m, o), last_k = last_micro(m, o->g);
     /* streamed, a changed tile is most likely evicted before its next use: its copy back starts
      * on the copy stream as soon as the step ends, instead of when room is needed, where the
      * compute would wait for it */
-    unsigned wb = m->stats.streamed ? SAGA_USE_WRITEBACK : 0;
-    bool last_k = o->k == m->p.n_micro - 1;
-    saga_sched_use(s, t, D(m, o->k, o->l + 1), first && !top ? SAGA_USE_RW : SAGA_USE_READ, 0);
-    if (first && !top)
-        saga_sched_use(s, t, H(m, o->k, o->l + 1), SAGA_USE_READ, 0);
-    saga_sched_use(s, t, H(m, o->k, o->l), SAGA_USE_READ, 0);
+    unsigned wb = sg->streamed ? SAGA_USE_WRITEBACK : 0;
+    saga_sched_use(s, t, D(sg, o->g, o->l + 1), first && !top ? SAGA_USE_RW : SAGA_USE_READ,
+                   last ? SAGA_USE_DISCARD : 0);
+    if (first && !top) /* relu's backward: its last use */
+        saga_sched_use(s, t, H(sg, o->g, o->l + 1), SAGA_USE_READ, SAGA_USE_DISCARD);
+    saga_sched_use(s, t, H(sg, o->g, o->l), SAGA_USE_READ,
+                   last && o->l == sg->l0 ? SAGA_USE_DISCARD : 0);
     if (tl->n_b)
-        saga_sched_use(s, t, m->ones, SAGA_USE_READ, 0);
+        saga_sched_use(s, t, sg->ones, SAGA_USE_READ, 0);
     if (m->p.optim == SAGA_DENSE_ADAM)
-        saga_sched_use(s, t, tl->g, o->k == 0 ? SAGA_USE_WRITE : SAGA_USE_RW, last_k ? 0 : wb);
+        saga_sched_use(s, t, tl->g, g_first(m, o) ? SAGA_USE_WRITE : SAGA_USE_RW,
+                       last_k ? SAGA_USE_DISCARD : wb);
     else
-        saga_sched_use(s, t, tl->gk[o->k], SAGA_USE_WRITE, 0);
-    /* the weights change once per step, in the last micro-batch's pass */
-    saga_sched_use(s, t, tl->p, last_k ? SAGA_USE_RW : SAGA_USE_READ, last_k ? wb : 0);
+        saga_sched_use(s, t, tl->g, SAGA_USE_WRITE, SAGA_USE_DISCARD);
+    if (!two_bw(m)) {
+        /* the weights change once per step, in the last micro-batch's pass */
+        saga_sched_use(s, t, tl->p[0], last_k ? SAGA_USE_RW : SAGA_USE_READ, last_k ? wb : 0);
+    } else {
+        saga_sched_use(s, t, tl->p[vu], SAGA_USE_READ, 0);
+        if (last_k) { /* version b + 1 = version b, updated; it takes version b - 1's slot */
+            saga_sched_use(s, t, tl->p[b & 1], SAGA_USE_READ, 0);
+            saga_sched_use(s, t, tl->p[(b + 1) & 1], SAGA_USE_WRITE, wb);
+        }
+    }
     if (update) {
         saga_sched_use(s, t, tl->m, SAGA_USE_RW, wb);
         saga_sched_use(s, t, tl->v, SAGA_USE_RW, wb);
     }
-    if (o->l > 0)
-        saga_sched_use(s, t, D(m, o->k, o->l), first ? SAGA_USE_WRITE : SAGA_USE_RW, 0);
+    if (o->l > 0) {
+        unsigned out = last && o->l == sg->l0 ? SAGA_USE_WRITEBACK | SAGA_USE_DISCARD : 0;
+        saga_sched_use(s, t, D(sg, o->g, o->l), first ? SAGA_USE_WRITE : SAGA_USE_RW, out);
+    }
 }
 
 static float *dev(const saga_blk *b) {
@@ -560,15 +903,16 @@ static float *dev(const saga_blk *b) {
 }
 
 /* The forward pass of one tile: its columns of the output, or its partial product. */
-static saga_status run_fwd(saga_mlp *m, const op *o) {
+static saga_status run_fwd(stage *sg, const op *o) {
     saga_status st = SAGA_OK;
-    const saga_kernels *kk = m->be->kernels;
-    saga_stream *s = saga_backend_default_stream(m->be);
+    saga_mlp *m = sg->m;
+    const saga_kernels *kk = sg->be->kernels;
+    saga_stream *s = saga_backend_default_stream(sg->be);
     const layer *y = &m->layers[o->l];
     const tile *tl = &y->tiles[o->j];
     int64_t mb = m->mb;
-    const float *x = dev(H(m, o->k, o->l)), *P = dev(tl->p);
-    float *z = dev(H(m, o->k, o->l + 1));
+    const float *x = dev(H(sg, o->g, o->l)), *P = dev(tl->p[version_used(m, batch_of(m, o->g))]);
+    float *z = dev(H(sg, o->g, o->l + 1));
     if (m->p.split == SAGA_DENSE_SPLIT_COLS) {
         /* z[:, cols] = b[cols] broadcast (a source leading dimension of 0), then += x W[:, cols] */
         SAGA_TRY(kk->copy2d_f32(s, mb, tl->n, P + tl->n_w, 0, z + tl->off, y->out, false));
@@ -586,12 +930,12 @@ static saga_status run_fwd(saga_mlp *m, const op *o) {
         } else {
             /* the loss: mean over the batch's rows and outputs of (z - target)^2 */
             int64_t n = mb * y->out;
-            float *dz = dev(D(m, o->k, m->L));
+            float *dz = dev(D(sg, o->g, m->L));
             double ss = 0;
-            SAGA_TRY(kk->binary_f32(s, SAGA_BINOP_SUB, n, z, dev(m->t[o->k]), dz));
+            SAGA_TRY(kk->binary_f32(s, SAGA_BINOP_SUB, n, z, dev(sg->t[o->g % m->R]), dz));
             SAGA_TRY(kk->sumsq_f32(s, n, dz, &ss));
             double denom = (double)m->p.batch * (double)y->out;
-            m->loss_sum += ss / denom;
+            m->loss_sums[o->g / m->p.n_micro] += ss / denom;
             SAGA_TRY(kk->scale_f32(s, n, (float)(2.0 / denom), dz, 0.0f, dz));
         }
     }
@@ -601,29 +945,30 @@ fail:
 
 /* The backward pass of one tile: its gradient, its share of the input's gradient, and the
  * optimizer when this micro-batch is the one that updates it. */
-static saga_status run_bwd(saga_mlp *m, const op *o) {
+static saga_status run_bwd(stage *sg, const op *o) {
     saga_status st = SAGA_OK;
-    const saga_kernels *kk = m->be->kernels;
-    saga_stream *s = saga_backend_default_stream(m->be);
+    saga_mlp *m = sg->m;
+    const saga_kernels *kk = sg->be->kernels;
+    saga_stream *s = saga_backend_default_stream(sg->be);
     const layer *y = &m->layers[o->l];
     const tile *tl = &y->tiles[o->j];
-    int64_t mb = m->mb;
+    int64_t mb = m->mb, b = batch_of(m, o->g);
     bool adam = m->p.optim == SAGA_DENSE_ADAM, top = o->l == m->L - 1;
-    float *dz = dev(D(m, o->k, o->l + 1));
-    const float *x = dev(H(m, o->k, o->l));
-    float *P = dev(tl->p);
-    float *G = dev(adam ? tl->g : tl->gk[o->k]);
-    float *dx = o->l > 0 ? dev(D(m, o->k, o->l)) : NULL;
-    float beta_g = adam && o->k > 0 ? 1.0f : 0.0f;
+    float *dz = dev(D(sg, o->g, o->l + 1));
+    const float *x = dev(H(sg, o->g, o->l));
+    const float *P = dev(tl->p[version_used(m, b)]);
+    float *G = dev(tl->g);
+    float *dx = o->l > 0 ? dev(D(sg, o->g, o->l)) : NULL;
+    float beta_g = adam && !g_first(m, o) ? 1.0f : 0.0f;
     if (o->j == 0 && !top)
         SAGA_TRY(kk->act_bwd_f32(s, SAGA_ACT_RELU, mb * y->out, 0.0f, NULL,
-                                 dev(H(m, o->k, o->l + 1)), dz, dz));
+                                 dev(H(sg, o->g, o->l + 1)), dz, dz));
     if (m->p.split == SAGA_DENSE_SPLIT_COLS) {
         const float *dzc = dz + tl->off; /* this tile's columns, leading dimension out */
         /* dW[:, cols] (+)= x^T dz[:, cols]; db[cols] (+)= 1^T dz[:, cols] */
         SAGA_TRY(kk->gemm_f32(s, true, false, y->in, tl->n, mb, 1.0f, x, y->in, dzc, y->out, beta_g,
                               G, tl->n));
-        SAGA_TRY(kk->gemm_f32(s, true, false, 1, tl->n, mb, 1.0f, dev(m->ones), 1, dzc, y->out,
+        SAGA_TRY(kk->gemm_f32(s, true, false, 1, tl->n, mb, 1.0f, dev(sg->ones), 1, dzc, y->out,
                               beta_g, G + tl->n_w, tl->n));
         /* dx (+)= dz[:, cols] W[:, cols]^T, summed over the tiles */
         if (dx)
@@ -634,7 +979,7 @@ static saga_status run_bwd(saga_mlp *m, const op *o) {
         SAGA_TRY(kk->gemm_f32(s, true, false, tl->n, y->out, mb, 1.0f, x + tl->off, y->in, dz,
                               y->out, beta_g, G, y->out));
         if (tl->n_b)
-            SAGA_TRY(kk->gemm_f32(s, true, false, 1, y->out, mb, 1.0f, dev(m->ones), 1, dz, y->out,
+            SAGA_TRY(kk->gemm_f32(s, true, false, 1, y->out, mb, 1.0f, dev(sg->ones), 1, dz, y->out,
                                   beta_g, G + tl->n_w, y->out));
         /* dx[:, rows] = dz W[rows, :]^T */
         if (dx)
@@ -645,7 +990,7 @@ static saga_status run_bwd(saga_mlp *m, const op *o) {
         return SAGA_OK; /* the summed gradient waits for the next micro-batch */
     int64_t n = tl->n_w + tl->n_b;
     float b1 = m->p.beta1, b2 = m->p.beta2, *M = dev(tl->m), *V = dev(tl->v);
-    if (!adam && o->k < m->p.n_micro - 1) {
+    if (!adam && !last_micro(m, o->g)) {
         /* AdamA's fold: adam_f32 below scales m by b1 and v by b2 once, after the last share is
          * in, so the earlier shares go in divided by them: m += (1 - b1) / b1 c,
          * v += (1 - b2) / b2 c^2, and the gradient tile is free when the step ends */
@@ -654,7 +999,272 @@ static saga_status run_bwd(saga_mlp *m, const op *o) {
         SAGA_TRY(kk->scale_f32(s, n, (1.0f - b2) / b2, G, 1.0f, V));
         return SAGA_OK;
     }
-    SAGA_TRY(kk->adam_f32(s, n, m->p.lr, b1, b2, m->p.eps, 0.0f, false, m->step + 1, P, G, M, V));
+    float *W = dev(tl->p[0]);
+    if (two_bw(m)) {
+        /* version b + 1 starts as a copy of version b, in the slot of version b - 1, whose
+         * last reader (this micro-batch's products above) was issued before */
+        W = dev(tl->p[(b + 1) & 1]);
+        SAGA_TRY(kk->copy2d_f32(s, 1, n, dev(tl->p[b & 1]), n, W, n, false));
+    }
+    SAGA_TRY(kk->adam_f32(s, n, m->p.lr, b1, b2, m->p.eps, 0.0f, false, b + 1, W, G, M, V));
+fail:
+    return st;
+}
+
+/* ---- running a stage ---------------------------------------------------------------------- */
+
+/* Runs on the copy thread of the stage that sent the content, once its copy to the host is
+ * complete. */
+static void post_arrival(void *user) {
+    arrival *a = user;
+    saga_mlp *m = a->m;
+    pthread_mutex_lock(&m->mu);
+    m->arrived[2 * a->b + (a->grad ? 1 : 0)]++;
+    pthread_cond_broadcast(&m->cv);
+    pthread_mutex_unlock(&m->mu);
+}
+
+/* Whether micro-batch g has crossed boundary b (activations, or gradients when grad); with
+ * wait, blocks until it has, or until another stage failed (an error; the caller reports the
+ * stage that failed first). */
+static saga_status arrived(stage *sg, int32_t b, bool grad, int32_t g, bool wait, bool *ok) {
+    saga_status st = SAGA_OK;
+    saga_mlp *m = sg->m;
+    int64_t *count = &m->arrived[2 * b + (grad ? 1 : 0)];
+    double t0 = 0;
+    pthread_mutex_lock(&m->mu);
+    while (*count <= g && !m->failed && wait) {
+        if (t0 == 0)
+            t0 = saga_now();
+        pthread_cond_wait(&m->cv, &m->mu);
+    }
+    *ok = *count > g;
+    bool failed = m->failed && !*ok;
+    pthread_mutex_unlock(&m->mu);
+    if (t0 != 0)
+        sg->idle_seconds += saga_now() - t0;
+    if (failed && wait)
+        st = saga_error(SAGA_ERR_DEVICE, "dense: stage %d stopped: another stage failed",
+                        (int)sg->idx);
+    return st;
+}
+
+/* Makes the content op o reads from outside the stage known to the scheduler when it is there
+ * (*ok false when not yet; with wait, waits for it): the caller's batch and targets, the
+ * activations from the stage before, the gradients from the stage after. Each micro-batch's is
+ * marked once, in order, when the first step that reads it is next or running: by then the
+ * ring slot's previous occupant is dead. */
+static saga_status acquire(stage *sg, const op *o, bool wait, bool *ok) {
+    saga_status st = SAGA_OK;
+    saga_mlp *m = sg->m;
+    int32_t g = o->g, k = g % m->p.n_micro, step = g / m->p.n_micro;
+    const layer *y = &m->layers[o->l];
+    *ok = true;
+    if (o->kind == OP_FWD && o->l == sg->l0 && o->j == 0 && g == sg->marked_x) {
+        saga_blk *x = H(sg, g, sg->l0);
+        if (sg->idx == 0) {
+            size_t off = (size_t)k * (size_t)m->mb * (size_t)m->widths[0];
+            saga_blk_set_host(x, (void *)(m->xs[step] + off));
+        } else {
+            SAGA_TRY(arrived(sg, sg->idx - 1, false, g, wait, ok));
+            if (!*ok)
+                return SAGA_OK;
+        }
+        saga_blk_host_changed(x);
+        sg->marked_x++;
+    }
+    if (o->kind == OP_FWD && o->l == m->L - 1 && o->j == y->n_tiles - 1 && g == sg->marked_y) {
+        saga_blk *t = sg->t[g % m->R];
+        size_t off = (size_t)k * (size_t)m->mb * (size_t)m->widths[m->L];
+        saga_blk_set_host(t, (void *)(m->ys[step] + off));
+        saga_blk_host_changed(t);
+        sg->marked_y++;
+    }
+    if (o->kind == OP_BWD && o->l == sg->l1 - 1 && o->j == 0 && sg->idx < m->S - 1 &&
+        g == sg->marked_dy) {
+        SAGA_TRY(arrived(sg, sg->idx, true, g, wait, ok));
+        if (!*ok)
+            return SAGA_OK;
+        saga_blk_host_changed(D(sg, g, sg->l1));
+        sg->marked_dy++;
+    }
+fail:
+    return st;
+}
+
+/* After op o's step: tells the neighbour what it sent, once the copy to the host completes. */
+static saga_status send(stage *sg, const op *o) {
+    saga_mlp *m = sg->m;
+    bool last = o->j == m->layers[o->l].n_tiles - 1;
+    if (!last)
+        return SAGA_OK;
+    if (o->kind == OP_FWD && o->l == sg->l1 - 1 && sg->idx < m->S - 1)
+        return saga_sched_after_copies(sg->s, post_arrival, &m->arrivals[2 * sg->idx]);
+    if (o->kind == OP_BWD && o->l == sg->l0 && sg->idx > 0)
+        return saga_sched_after_copies(sg->s, post_arrival, &m->arrivals[2 * (sg->idx - 1) + 1]);
+    return SAGA_OK;
+}
+
+static saga_status stage_run(stage *sg) {
+    saga_status st = SAGA_OK;
+    saga_sched *s = sg->s;
+    saga_sched_plan_begin(s);
+    for (int32_t i = 0; i < sg->n_ops; i++)
+        record(sg, &sg->ops[i]);
+    SAGA_TRY(saga_sched_plan_end(s));
+    for (int32_t i = 0; i < sg->n_ops; i++) {
+        const op *o = &sg->ops[i];
+        bool ok;
+        SAGA_TRY(acquire(sg, o, true, &ok));
+        if (i + 1 < sg->n_ops) /* so that the scheduler can prefetch it */
+            SAGA_TRY(acquire(sg, &sg->ops[i + 1], false, &ok));
+        SAGA_TRY(saga_sched_begin(s, i));
+        SAGA_TRY(o->kind == OP_FWD ? run_fwd(sg, o) : run_bwd(sg, o));
+        SAGA_TRY(saga_sched_end(s, i));
+        SAGA_TRY(send(sg, o));
+    }
+    SAGA_TRY(saga_sched_finish(s));
+    SAGA_TRY(saga_backend_synchronize(sg->be));
+fail:
+    return st;
+}
+
+static void *stage_thread(void *arg) {
+    stage *sg = arg;
+    saga_mlp *m = sg->m;
+    sg->st = saga_backend_bind_thread(sg->be);
+    if (sg->st == SAGA_OK)
+        sg->st = stage_run(sg);
+    if (sg->st < 0) {
+        snprintf(sg->err, sizeof sg->err, "%s", saga_last_error());
+        pthread_mutex_lock(&m->mu);
+        if (!m->failed) {
+            m->failed = true;
+            m->first_failed = sg->idx;
+        }
+        pthread_cond_broadcast(&m->cv);
+        pthread_mutex_unlock(&m->mu);
+    }
+    return NULL;
+}
+
+/* Runs n micro-batches (n_steps steps of the call) through the stages: on the calling thread
+ * for one stage, else a thread per stage. */
+static saga_status run_stages(saga_mlp *m, int32_t n_steps) {
+    saga_status st = SAGA_OK;
+    int32_t n = n_steps * m->p.n_micro, started = 0;
+    m->failed = false;
+    for (int32_t b = 0; b < 2 * (m->S - 1); b++)
+        m->arrived[b] = 0;
+    for (int32_t q = 0; q < m->S; q++) {
+        stage *sg = &m->stages[q];
+        sg->marked_x = sg->marked_y = sg->marked_dy = 0;
+        sg->idle_seconds = 0;
+        sg->st = SAGA_OK;
+        SAGA_TRY(make_ops(sg, n));
+    }
+    if (m->S == 1)
+        return stage_run(&m->stages[0]);
+    for (; started < m->S; started++)
+        if (pthread_create(&m->stages[started].thread, NULL, stage_thread, &m->stages[started])) {
+            pthread_mutex_lock(&m->mu);
+            m->failed = true;
+            m->first_failed = -1;
+            pthread_cond_broadcast(&m->cv);
+            pthread_mutex_unlock(&m->mu);
+            break;
+        }
+    for (int32_t q = 0; q < started; q++)
+        pthread_join(m->stages[q].thread, NULL);
+    if (m->failed) {
+        if (m->first_failed < 0)
+            return saga_error(SAGA_ERR_OUT_OF_MEMORY, "dense: cannot start a thread for stage %d",
+                              (int)started);
+        const stage *sg = &m->stages[m->first_failed];
+        return saga_error(sg->st, "stage %d (%s): %s", (int)sg->idx, saga_backend_name(sg->be),
+                          sg->err);
+    }
+fail:
+    return st;
+}
+
+/* Runs n_steps steps as one pass through the pipeline and adds its figures to the stats. */
+static saga_status run_call(saga_mlp *m, int32_t n_steps, const float *const *xs,
+                            const float *const *ys, double *losses, bool first) {
+    saga_status st = SAGA_OK;
+    if (n_steps > m->cap_steps) {
+        SAGA_TRY(saga_realloc_array((void **)&m->loss_sums, (size_t)n_steps, sizeof *m->loss_sums,
+                                    "losses"));
+        m->cap_steps = n_steps;
+    }
+    for (int32_t t = 0; t < n_steps; t++)
+        m->loss_sums[t] = 0;
+    m->xs = xs;
+    m->ys = ys;
+    for (int32_t q = 0; q < m->S; q++) {
+        saga_backend_reset_stats(m->stages[q].be);
+        saga_sched_reset_stats(m->stages[q].s);
+    }
+    st = run_stages(m, n_steps);
+    if (st < 0) {
+        for (int32_t q = 0; q < m->S; q++) /* no copy may still read the caller's arrays */
+            (void)saga_sched_finish(m->stages[q].s);
+        return st;
+    }
+    m->step += n_steps;
+    if (losses)
+        memcpy(losses, m->loss_sums, (size_t)n_steps * sizeof *losses);
+
+    saga_mlp_stats *s = &m->stats;
+    if (first) {
+        s->h2d_bytes = s->d2h_bytes = 0;
+        s->peak_device_bytes = s->kept_bytes = 0;
+        s->copy_seconds = s->wait_seconds = 0;
+        for (int32_t q = 0; q < m->S; q++) {
+            m->st_peak[q] = 0;
+            m->st_idle[q] = 0;
+            m->st_h2d[q] = 0;
+        }
+    }
+    s->kept_bytes = 0;
+    for (int32_t q = 0; q < m->S; q++) {
+        saga_backend_stats bs;
+        saga_sched_stats ss;
+        saga_backend_get_stats(m->stages[q].be, &bs);
+        saga_sched_get_stats(m->stages[q].s, &ss);
+        s->h2d_bytes += bs.h2d_bytes;
+        s->d2h_bytes += bs.d2h_bytes;
+        s->copy_seconds += bs.copy_seconds;
+        s->wait_seconds += ss.wait_seconds;
+        s->peak_device_bytes =
+            bs.peak_bytes > s->peak_device_bytes ? bs.peak_bytes : s->peak_device_bytes;
+        s->kept_bytes += saga_sched_resident_bytes(m->stages[q].s);
+        m->st_peak[q] = bs.peak_bytes > m->st_peak[q] ? bs.peak_bytes : m->st_peak[q];
+        m->st_idle[q] += m->stages[q].idle_seconds;
+        m->st_h2d[q] += bs.h2d_bytes;
+    }
+    double cs = s->copy_seconds, w = s->wait_seconds;
+    s->overlap = cs > 0 ? 1.0 - (w < cs ? w : cs) / cs : 0.0;
+fail:
+    return st;
+}
+
+saga_status saga_mlp_train_steps(saga_mlp *m, int32_t n_steps, const float *const *xs,
+                                 const float *const *ys, double *losses) {
+    saga_status st = SAGA_OK;
+    SAGA_CHECK(m && xs && ys && n_steps >= 1, SAGA_ERR_INVALID_ARG,
+               "saga_mlp_train_steps: need a network, n_steps >= 1 and the batches");
+    for (int32_t t = 0; t < n_steps; t++)
+        SAGA_CHECK(xs[t] && ys[t], SAGA_ERR_INVALID_ARG,
+                   "saga_mlp_train_steps: the batch of step %d is NULL", (int)t);
+    double t0 = saga_now();
+    if (two_bw(m)) {
+        SAGA_TRY(run_call(m, n_steps, xs, ys, losses, true));
+    } else {
+        for (int32_t t = 0; t < n_steps; t++)
+            SAGA_TRY(run_call(m, 1, xs + t, ys + t, losses ? losses + t : NULL, t == 0));
+    }
+    m->stats.seconds = saga_now() - t0;
 fail:
     return st;
 }
@@ -662,51 +1272,8 @@ fail:
 saga_status saga_mlp_train_step(saga_mlp *m, const float *x, const float *y, double *loss) {
     saga_status st = SAGA_OK;
     SAGA_CHECK(m && x && y, SAGA_ERR_INVALID_ARG, "saga_mlp_train_step: an argument is NULL");
-    double t0 = saga_now();
-    saga_backend_reset_stats(m->be);
-    saga_sched_reset_stats(m->s);
-    size_t in = (size_t)m->widths[0], out = (size_t)m->widths[m->L], mb = (size_t)m->mb;
-    for (int32_t k = 0; k < m->p.n_micro; k++) {
-        saga_blk_set_host(H(m, k, 0), (void *)(x + (size_t)k * mb * in));
-        saga_blk_host_changed(H(m, k, 0));
-        saga_blk_set_host(m->t[k], (void *)(y + (size_t)k * mb * out));
-        saga_blk_host_changed(m->t[k]);
-    }
-    saga_sched_plan_begin(m->s);
-    for (int32_t i = 0; i < m->n_ops; i++)
-        record(m, &m->ops[i]);
-    SAGA_TRY(saga_sched_plan_end(m->s));
-    m->loss_sum = 0;
-    for (int32_t i = 0; i < m->n_ops; i++) {
-        const op *o = &m->ops[i];
-        SAGA_TRY(saga_sched_begin(m->s, i));
-        SAGA_TRY(o->kind == OP_FWD ? run_fwd(m, o) : run_bwd(m, o));
-        SAGA_TRY(saga_sched_end(m->s, i));
-    }
-    SAGA_TRY(saga_sched_finish(m->s));
-    SAGA_TRY(saga_backend_synchronize(m->be));
-    m->step++;
-
-    /* statistics */
-    saga_backend_stats bs;
-    saga_sched_stats ss;
-    saga_backend_get_stats(m->be, &bs);
-    saga_sched_get_stats(m->s, &ss);
-    m->stats.h2d_bytes = bs.h2d_bytes;
-    m->stats.d2h_bytes = bs.d2h_bytes;
-    m->stats.peak_device_bytes = bs.peak_bytes;
-    m->stats.kept_bytes = saga_sched_resident_bytes(m->s);
-    m->stats.copy_seconds = bs.copy_seconds;
-    m->stats.wait_seconds = ss.wait_seconds;
-    double cs = bs.copy_seconds, w = ss.wait_seconds;
-    m->stats.overlap = cs > 0 ? 1.0 - (w < cs ? w : cs) / cs : 0.0;
-    m->stats.seconds = saga_now() - t0;
-    if (loss)
-        *loss = m->loss_sum;
-    return SAGA_OK;
+    st = saga_mlp_train_steps(m, 1, &x, &y, loss);
 fail:
-    if (m && m->s)
-        (void)saga_sched_finish(m->s); /* no copy may still read the caller's arrays */
     return st;
 }
 
@@ -715,16 +1282,21 @@ saga_status saga_mlp_get_layer(saga_mlp *m, int32_t l, float *W, float *b) {
     SAGA_CHECK(m && l >= 0 && l < (m ? m->L : 0), SAGA_ERR_INVALID_ARG,
                "saga_mlp_get_layer: no layer %d", (int)l);
     layer *y = &m->layers[l];
+    stage *sg = m->stages;
+    while (l >= sg->l1)
+        sg++;
+    /* the newest version: with 2BW, version step in slot step & 1 */
+    int32_t v = two_bw(m) ? (int32_t)(m->step & 1) : 0;
     for (int32_t j = 0; j < y->n_tiles; j++)
-        SAGA_TRY(saga_sched_download(m->s, y->tiles[j].p));
-    SAGA_TRY(saga_sched_finish(m->s));
+        SAGA_TRY(saga_sched_download(sg->s, y->tiles[j].p[v]));
+    SAGA_TRY(saga_sched_finish(sg->s));
     if (W)
         for (int64_t r = 0; r < y->in; r++)
             for (int64_t c = 0; c < y->out; c++)
-                W[r * y->out + c] = *tiled(m, y, y->hp, r, c);
+                W[r * y->out + c] = *tiled(m, y, y->hp[v], r, c);
     if (b)
         for (int64_t c = 0; c < y->out; c++)
-            b[c] = *tiled(m, y, y->hp, -1, c);
+            b[c] = *tiled(m, y, y->hp[v], -1, c);
 fail:
     return st;
 }

@@ -148,6 +148,11 @@ saga_status saga_event_elapsed(saga_event *start, saga_event *end, double *secon
  * them (see saga_stream_synchronize). */
 saga_status saga_backend_synchronize(saga_backend *be);
 
+/* Makes be's device the current one of the calling thread (cudaSetDevice on CUDA; nothing on
+ * the CPU). A thread that issues work on a backend other than the one it started with (one
+ * thread per GPU of a pipeline) calls it first. */
+saga_status saga_backend_bind_thread(saga_backend *be);
+
 /* Asynchronous copies. The host side must stay valid until the stream reaches the copy; with
  * pinned host memory (saga_backend_host_alloc) CUDA copies overlap with compute. */
 saga_status saga_memcpy_h2d_async(saga_stream *s, void *dst_dev, const void *src_host, size_t n);

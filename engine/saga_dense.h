@@ -24,6 +24,25 @@
  * planner sizes the tiles so that one step's blocks fit twice in the budget (the next step's load
  * then overlaps the current step's compute), or once when that is impossible; when every block
  * fits at once there is one tile per layer and after the first step only the batch moves.
+ *
+ * Pipelines: with n_stages > 1 the layers are cut into contiguous stages, stage s on backend
+ * stage_backends[s] (several GPUs, or several CPU backends) with its own tiles, cap and block
+ * scheduler, driven by a thread of its own. Micro-batches flow through the stages in the 1F1B
+ * order (stage s runs n_stages - 1 - s forward passes ahead, then alternates one forward and
+ * one backward); activations go down the pipeline and their gradients up it through pinned
+ * host buffers, each sent as soon as its copy to the host completes.
+ *   SAGA_DENSE_PIPE_SYNC  every step ends with a flush: each stage updates its tiles after its
+ *                         last backward pass of the step, and the next step's forward passes
+ *                         start after that. The result equals one stage running the same
+ *                         micro-batches in order.
+ *   SAGA_DENSE_PIPE_2BW   PipeDream-2BW: saga_mlp_train_steps runs its steps back to back with
+ *                         no flush; every stage keeps two versions of its weights. Step b's
+ *                         micro-batches run forward and backward on version max(b - 1, 0) and
+ *                         the update after step b makes version b + 1 from version b:
+ *                           W_{b+1} = W_b - update(grad f_b(W_{b-1})),
+ *                         one step of staleness (none for the first step). This is a property
+ *                         of the step index, not of timing, so results are deterministic, and
+ *                         the same with one stage or several. Needs n_micro >= n_stages - 1.
  */
 #pragma once
 
@@ -45,6 +64,13 @@ typedef enum saga_dense_split {
     SAGA_DENSE_SPLIT_ROWS,     /* tiles of input rows: W[r0:r1, :]; the first tile holds b */
     SAGA_DENSE_SPLIT_COUNT
 } saga_dense_split;
+
+/* How the steps of a pipeline follow each other. Append-only. */
+typedef enum saga_dense_pipe {
+    SAGA_DENSE_PIPE_SYNC = 0, /* flush after every step: equal to sequential training */
+    SAGA_DENSE_PIPE_2BW,      /* no flush, double-buffered weights, one step stale */
+    SAGA_DENSE_PIPE_COUNT
+} saga_dense_pipe;
 
 /* How micro-batches meet the optimizer. Append-only. */
 typedef enum saga_dense_optim {
@@ -73,13 +99,22 @@ typedef struct saga_mlp_params {
                              * too: no cap, one tile per layer) */
     int32_t max_tile_units; /* at most this many rows or columns per tile; 0: the planner's */
     uint64_t seed;          /* initial weights and biases, uniform in +-1/sqrt(in) as torch */
+    int32_t n_stages;       /* pipeline stages, 1 <= n_stages <= n_layers */
+    saga_backend *const *stage_backends; /* n_stages distinct backends, stage s on the s-th
+                                          * (device_bytes caps each); NULL: one stage on be */
+    const int32_t *stage_layers;         /* n_stages + 1 ascending layer indices from 0 to n_layers:
+                                          * stage s has layers [stage_layers[s], stage_layers[s + 1]);
+                                          * NULL: contiguous stages balanced by parameter count */
+    saga_dense_pipe pipe;
 } saga_mlp_params;
 
 /* 1 layer, batch 1, 1 micro-batch, column tiles, Adam lr 1e-3, betas 0.9 / 0.999, eps 1e-8,
- * no cap, planner's tiles, seed 1; widths NULL (the caller sets them). */
+ * no cap, planner's tiles, seed 1, one stage, synchronous; widths NULL (the caller sets
+ * them). */
 saga_mlp_params saga_mlp_params_defaults(void);
 
-/* Builds the network on be (which must outlive it), initializes its parameters from the seed
+/* Builds the network on be (which must outlive it; with stage_backends, be is NULL or the first
+ * of them), initializes its parameters from the seed
  * (the same values for every tiling) and plans the tiles. The host keeps the parameters, the
  * moments, the summed gradients (SAGA_DENSE_ADAM only) and the activations; the device holds
  * what the running and the next step use, and whatever else the cap leaves room for.
@@ -97,6 +132,13 @@ void saga_mlp_free(saga_mlp **m);
  * Errors of the backend and the scheduler (SAGA_ERR_BUDGET when another user of the backend
  * took the room the plan counted on). After an error the parameters are undefined. */
 saga_status saga_mlp_train_step(saga_mlp *m, const float *x, const float *y, double *loss);
+
+/* n_steps training steps, step t on xs[t] and ys[t] (shaped as above, read until the call
+ * returns); losses[t] (may be NULL) gets step t's loss. Synchronous pipelines (and one stage)
+ * run them as n_steps calls of saga_mlp_train_step; PipeDream-2BW streams them through the
+ * pipeline without a flush. The statistics cover the whole call. */
+saga_status saga_mlp_train_steps(saga_mlp *m, int32_t n_steps, const float *const *xs,
+                                 const float *const *ys, double *losses);
 
 /* Copies layer l's weights (in x out, row-major) and bias (out) to the host arrays W and b
  * (either may be NULL), bringing the device copies of its tiles back first. */
@@ -125,11 +167,18 @@ typedef struct saga_mlp_stats {
     double wait_seconds;           /* of which the compute side waited for */
     double overlap;                /* 1 - wait / copy: share of copy time hidden */
     double seconds;
+    /* the pipeline (n_stages entries each, valid while the network lives) */
+    int32_t n_stages;
+    const int32_t *stage_layers;      /* n_stages + 1 layer boundaries */
+    const size_t *stage_peak_bytes;   /* each stage's backend peak in the last call */
+    const double *stage_idle_seconds; /* time each stage waited for its neighbours */
+    const uint64_t *stage_h2d_bytes;  /* bytes each stage's backend copied to its device */
 } saga_mlp_stats;
 
 void saga_mlp_get_stats(const saga_mlp *m, saga_mlp_stats *s);
 /* One line for messages: "in memory: 3 layers, 1 tile each, 50.3 MB resident" or
- * "streamed: column tiles 9/17/1 of <= 1.05 MB, steps of 4.3 MB under a 10.0 MB cap". */
+ * "streamed: column tiles 9/17/1 of <= 1.05 MB, steps of 4.3 MB under a 10.0 MB cap", after
+ * "2 stages (layers 0-1 | 2-3), 1F1B with a flush each step; " for a pipeline. */
 const char *saga_mlp_describe(const saga_mlp *m);
 
 #ifdef __cplusplus

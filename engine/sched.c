@@ -281,6 +281,8 @@ static saga_status prefetch(saga_sched *s, int t) {
         saga_blk *b = u->b;
         if (!(u->mode & SAGA_USE_READ) || b->dev_valid || b->pinned)
             continue;
+        if (!b->host_valid)
+            continue; /* its content has not arrived yet: loaded when its step begins */
         bool got = b->dev != NULL;
         if (!got) {
             /* pin the blocks of step t already placed so this one does not evict them */
@@ -528,10 +530,17 @@ saga_status saga_sched_end(saga_sched *s, int t) {
             SAGA_TRY(writeback(s, b));
     }
     for (int i = 0; i < sp->n; i++) {
-        saga_blk *b = s->uses[sp->first + i].b;
+        use *u = &s->uses[sp->first + i];
+        saga_blk *b = u->b;
         b->pinned = false;
-        if (b->life == SAGA_BLK_TEMP && next_use(b) == NO_USE && b->dev)
+        if (u->flags & SAGA_USE_DISCARD) {
+            b->dev_valid = false; /* nothing to write back */
+            if (b->dev)
+                SAGA_TRY(evict(s, b, true));
+            b->host_valid = false;
+        } else if (b->life == SAGA_BLK_TEMP && next_use(b) == NO_USE && b->dev) {
             SAGA_TRY(evict(s, b, true));
+        }
     }
     s->running = -1;
     if (t + 1 < s->n_steps && s->steps[t + 1].barrier)
@@ -558,6 +567,10 @@ bool saga_sched_give_back(saga_sched *s, size_t bytes) {
         freed += v->bytes;
     }
     return freed > 0;
+}
+
+saga_status saga_sched_after_copies(saga_sched *s, void (*fn)(void *user), void *user) {
+    return saga_stream_launch_host_fn(s->copy, fn, user);
 }
 
 saga_status saga_sched_finish(saga_sched *s) {

@@ -64,6 +64,10 @@ enum {
     /* after the step, copy the block to the host (or hand it to its unpack function) at once,
      * on the copy stream: for content the host reads (a halo packed from it, the result) */
     SAGA_USE_WRITEBACK = 1,
+    /* the content is dead once the step ends: the device copy is freed without a write-back and
+     * the host copy counts as stale, so a later READ of the block (a ring buffer's next
+     * occupant) needs saga_blk_host_changed first; prefetching skips it until then */
+    SAGA_USE_DISCARD = 2,
 };
 
 /* Fills staging (the block's bytes) from host data, or consumes it after a copy back. Run on a
@@ -137,6 +141,10 @@ bool saga_sched_give_back(saga_sched *s, size_t bytes);
 /* After a plan was left before its end: makes b's host copy current (writing it back and waiting
  * when only the device has it). No step may be running. */
 saga_status saga_sched_download(saga_sched *s, saga_blk *b);
+/* Runs fn(user) on a host thread once the copies issued so far (write-backs included) have
+ * completed, without waiting here: to tell another thread that content it reads from the host
+ * has arrived. fn must not touch the backend. */
+saga_status saga_sched_after_copies(saga_sched *s, void (*fn)(void *user), void *user);
 /* Waits until the copies in flight (write-backs included) have completed: the host copies are
  * then current. */
 saga_status saga_sched_finish(saga_sched *s);

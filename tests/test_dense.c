@@ -92,6 +92,10 @@ typedef struct ref {
     int64_t w[MAX_L + 1];
     double *W[MAX_L], *b[MAX_L], *gW[MAX_L], *gb[MAX_L];
     double *mW[MAX_L], *mb[MAX_L], *vW[MAX_L], *vb[MAX_L];
+    /* PipeDream-2BW: the gradients are taken at uW, ub (the weights before the last update; the
+     * initial ones for the first two steps) and applied to W, b */
+    bool stale;
+    double *uW[MAX_L], *ub[MAX_L];
 } ref;
 
 static double *zeros(int64_t n) {
@@ -139,11 +143,12 @@ static double ref_step(ref *r, const saga_mlp_params *p, const float *x, const f
             h[0][i] = x[k * mb * r->w[0] + i];
         for (int l = 0; l < L; l++) {
             int64_t in = r->w[l], o = r->w[l + 1];
+            const double *Wl = r->stale ? r->uW[l] : r->W[l], *bl = r->stale ? r->ub[l] : r->b[l];
             for (int64_t i = 0; i < mb; i++)
                 for (int64_t c = 0; c < o; c++) {
-                    double s = r->b[l][c];
+                    double s = bl[c];
                     for (int64_t q = 0; q < in; q++)
-                        s += h[l][i * in + q] * r->W[l][q * o + c];
+                        s += h[l][i * in + q] * Wl[q * o + c];
                     h[l + 1][i * o + c] = l < L - 1 && s < 0 ? 0 : s;
                 }
         }
@@ -166,11 +171,12 @@ static double ref_step(ref *r, const saga_mlp_params *p, const float *x, const f
                     for (int64_t q = 0; q < in; q++)
                         cW[l][q * o + c] += h[l][i * in + q] * g;
                 }
+            const double *Wl = r->stale ? r->uW[l] : r->W[l];
             for (int64_t i = 0; i < mb; i++)
                 for (int64_t q = 0; q < in; q++) {
                     double s = 0;
                     for (int64_t c = 0; c < o; c++)
-                        s += dh[l + 1][i * o + c] * r->W[l][q * o + c];
+                        s += dh[l + 1][i * o + c] * Wl[q * o + c];
                     dh[l][i * in + q] = s;
                 }
             for (int64_t i = 0; i < in * o; i++) {
@@ -191,6 +197,10 @@ static double ref_step(ref *r, const saga_mlp_params *p, const float *x, const f
             for (int64_t c = 0; c < o; c++)
                 sqb[l][c] = r->gb[l][c] * r->gb[l][c];
         }
+        if (r->stale) { /* the next step runs on the weights before this update */
+            memcpy(r->uW[l], r->W[l], (size_t)nw * sizeof(double));
+            memcpy(r->ub[l], r->b[l], (size_t)o * sizeof(double));
+        }
         ref_adam(nw, r->W[l], r->gW[l], sqW[l], r->mW[l], r->vW[l], p, t);
         ref_adam(o, r->b[l], r->gb[l], sqb[l], r->mb[l], r->vb[l], p, t);
         free(sqW[l]);
@@ -205,12 +215,40 @@ static double ref_step(ref *r, const saga_mlp_params *p, const float *x, const f
     return loss;
 }
 
-/* The network against the reference for n steps, from the network's initial parameters. */
-static void check_against_reference(const saga_mlp_params *p, size_t budget, int n) {
-    saga_backend *be = open_cpu(budget);
+enum { MAX_S = 4 };
+
+/* A network of p on p->n_stages CPU backends (each with the budget, 0: none), one OpenMP thread
+ * each when there are several. */
+static saga_mlp *open_net(const saga_mlp_params *p, size_t budget, saga_backend **bes) {
+    saga_mlp_params q = *p;
+    for (int s = 0; s < p->n_stages; s++) {
+        saga_backend_params bp = saga_backend_params_defaults();
+        bp.budget_bytes = budget;
+        bp.n_threads = p->n_stages > 1 ? 1 : 0;
+        assert_int_equal(saga_backend_cpu_new(&bes[s], &bp), SAGA_OK);
+    }
+    q.stage_backends = p->n_stages > 1 ? bes : NULL;
     saga_mlp *m = NULL;
-    assert_int_equal(saga_mlp_new(&m, be, p), SAGA_OK);
-    ref r = {.L = p->n_layers};
+    saga_status st = saga_mlp_new(&m, bes[0], &q);
+    if (st != SAGA_OK)
+        print_error("%s\n", saga_last_error());
+    assert_int_equal(st, SAGA_OK);
+    return m;
+}
+
+static void close_net(saga_mlp **m, const saga_mlp_params *p, saga_backend **bes) {
+    saga_mlp_free(m);
+    assert_null(*m);
+    for (int s = 0; s < p->n_stages; s++)
+        saga_backend_free_all(&bes[s]);
+}
+
+/* The network against the reference for n steps, from the network's initial parameters, given
+ * to saga_mlp_train_steps `chunk` steps at a time. */
+static void check_against_reference_in(const saga_mlp_params *p, size_t budget, int n, int chunk) {
+    saga_backend *bes[MAX_S] = {0};
+    saga_mlp *m = open_net(p, budget, bes);
+    ref r = {.L = p->n_layers, .stale = p->pipe == SAGA_DENSE_PIPE_2BW};
     for (int l = 0; l <= r.L; l++)
         r.w[l] = p->widths[l];
     for (int l = 0; l < r.L; l++) {
@@ -225,21 +263,33 @@ static void check_against_reference(const saga_mlp_params *p, size_t budget, int
             r.b[l][c] = b[c];
         r.gW[l] = zeros(nw), r.mW[l] = zeros(nw), r.vW[l] = zeros(nw);
         r.gb[l] = zeros(o), r.mb[l] = zeros(o), r.vb[l] = zeros(o);
+        r.uW[l] = zeros(nw), r.ub[l] = zeros(o);
+        memcpy(r.uW[l], r.W[l], (size_t)nw * sizeof(double));
+        memcpy(r.ub[l], r.b[l], (size_t)o * sizeof(double));
         free(W);
         free(b);
     }
     int64_t in = p->widths[0], out = p->widths[p->n_layers];
-    float *x = malloc((size_t)(p->batch * in) * sizeof *x);
-    float *y = malloc((size_t)(p->batch * out) * sizeof *y);
+    float *x = malloc((size_t)(n * p->batch * in) * sizeof *x);
+    float *y = malloc((size_t)(n * p->batch * out) * sizeof *y);
+    const float *xs[N_STEPS], *ys[N_STEPS];
+    double got[N_STEPS], want[N_STEPS];
+    assert_true(n <= N_STEPS);
     for (int s = 0; s < n; s++) {
-        make_batch(s, p->batch, in, out, x, y);
-        double got = 0, want = ref_step(&r, p, x, y, s + 1);
-        assert_int_equal(saga_mlp_train_step(m, x, y, &got), SAGA_OK);
-        if (fabs(got - want) > 1e-4 * fabs(want)) {
-            print_error("step %d: loss %.9g, reference %.9g\n", s, got, want);
+        xs[s] = x + (size_t)s * (size_t)(p->batch * in);
+        ys[s] = y + (size_t)s * (size_t)(p->batch * out);
+        make_batch(s, p->batch, in, out, (float *)xs[s], (float *)ys[s]);
+        want[s] = ref_step(&r, p, xs[s], ys[s], s + 1);
+    }
+    for (int s = 0; s < n; s += chunk) {
+        int k = n - s < chunk ? n - s : chunk;
+        assert_int_equal(saga_mlp_train_steps(m, k, xs + s, ys + s, got + s), SAGA_OK);
+    }
+    for (int s = 0; s < n; s++)
+        if (fabs(got[s] - want[s]) > 1e-4 * fabs(want[s])) {
+            print_error("step %d: loss %.9g, reference %.9g\n", s, got[s], want[s]);
             fail();
         }
-    }
     /* the parameters too, after the last update */
     for (int l = 0; l < r.L; l++) {
         int64_t nw = r.w[l] * r.w[l + 1];
@@ -253,12 +303,15 @@ static void check_against_reference(const saga_mlp_params *p, size_t budget, int
         assert_true(sqrt(err) <= 1e-4 * sqrt(norm));
         free(W);
         free(r.W[l]), free(r.b[l]), free(r.gW[l]), free(r.mW[l]), free(r.vW[l]);
-        free(r.gb[l]), free(r.mb[l]), free(r.vb[l]);
+        free(r.gb[l]), free(r.mb[l]), free(r.vb[l]), free(r.uW[l]), free(r.ub[l]);
     }
     free(x);
     free(y);
-    saga_mlp_free(&m);
-    saga_backend_free_all(&be);
+    close_net(&m, p, bes);
+}
+
+static void check_against_reference(const saga_mlp_params *p, size_t budget, int n) {
+    check_against_reference_in(p, budget, n, 1);
 }
 
 static const int32_t small_widths[] = {12, 20, 16, 3};
@@ -518,6 +571,261 @@ static void test_dense_alloc_failures(void **state) {
     }
 }
 
+/* ---- pipelines ---------------------------------------------------------------------------- */
+
+/* Four layers, so that pipelines of 2, 3 and 4 stages can be cut. */
+static const int32_t pipe_widths[] = {48, 64, 80, 72, 10};
+
+static saga_mlp_params pipe_params(int n_stages, saga_dense_pipe pipe) {
+    saga_mlp_params p = saga_mlp_params_defaults();
+    p.n_layers = 4;
+    p.widths = pipe_widths;
+    p.batch = 32;
+    p.n_micro = 4;
+    p.lr = 3e-3f;
+    p.seed = 17;
+    p.n_stages = n_stages;
+    p.pipe = pipe;
+    return p;
+}
+
+typedef struct pipe_run {
+    double loss[N_STEPS];
+    float *W[MAX_L]; /* the final weights */
+    saga_mlp_stats st;
+    size_t stage_peak[MAX_S];
+    char desc[512];
+} pipe_run;
+
+/* Trains p for n steps (given `chunk` at a time) with each stage's backend capped at budget. */
+static void pipe_train(const saga_mlp_params *p, size_t budget, int n, int chunk, pipe_run *out) {
+    saga_backend *bes[MAX_S] = {0};
+    saga_mlp *m = open_net(p, budget, bes);
+    snprintf(out->desc, sizeof out->desc, "%s", saga_mlp_describe(m));
+    int64_t in = p->widths[0], o = p->widths[p->n_layers];
+    float *x = malloc((size_t)(n * p->batch * in) * sizeof *x);
+    float *y = malloc((size_t)(n * p->batch * o) * sizeof *y);
+    assert_non_null(x);
+    assert_non_null(y);
+    const float *xs[N_STEPS], *ys[N_STEPS];
+    for (int s = 0; s < n; s++) {
+        xs[s] = x + (size_t)s * (size_t)(p->batch * in);
+        ys[s] = y + (size_t)s * (size_t)(p->batch * o);
+        make_batch(s, p->batch, in, o, (float *)xs[s], (float *)ys[s]);
+    }
+    for (int s = 0; s < n; s += chunk) {
+        int k = n - s < chunk ? n - s : chunk;
+        assert_int_equal(saga_mlp_train_steps(m, k, xs + s, ys + s, out->loss + s), SAGA_OK);
+        saga_mlp_stats st;
+        saga_mlp_get_stats(m, &st);
+        assert_int_equal(st.n_stages, p->n_stages);
+        for (int q = 0; q < p->n_stages; q++) {
+            out->stage_peak[q] = st.stage_peak_bytes[q] > out->stage_peak[q]
+                                     ? st.stage_peak_bytes[q]
+                                     : out->stage_peak[q];
+            if (budget)
+                assert_true(st.stage_peak_bytes[q] <= budget);
+        }
+    }
+    saga_mlp_get_stats(m, &out->st);
+    out->st.tiles = out->st.tile_units = NULL;
+    out->st.tile_bytes = NULL;
+    out->st.stage_layers = NULL;
+    out->st.stage_peak_bytes = NULL;
+    out->st.stage_idle_seconds = NULL;
+    out->st.stage_h2d_bytes = NULL;
+    for (int l = 0; l < p->n_layers; l++) {
+        size_t nw = (size_t)p->widths[l] * (size_t)p->widths[l + 1];
+        out->W[l] = malloc(nw * sizeof(float));
+        assert_non_null(out->W[l]);
+        assert_int_equal(saga_mlp_get_layer(m, l, out->W[l], NULL), SAGA_OK);
+    }
+    free(x);
+    free(y);
+    close_net(&m, p, bes);
+}
+
+static void pipe_run_free(pipe_run *r, int n_layers) {
+    for (int l = 0; l < n_layers; l++)
+        free(r->W[l]);
+}
+
+/* Losses within tol (relative) step by step, final weights within tol (relative norm). */
+static void assert_same_training(const pipe_run *a, const pipe_run *b, int n, int n_layers,
+                                 double tol) {
+    for (int s = 0; s < n; s++)
+        if (fabs(a->loss[s] - b->loss[s]) > tol * fabs(b->loss[s])) {
+            print_error("step %d: loss %.9g, expected %.9g\n", s, a->loss[s], b->loss[s]);
+            fail();
+        }
+    for (int l = 0; l < n_layers; l++) {
+        size_t nw = (size_t)pipe_widths[l] * (size_t)pipe_widths[l + 1];
+        double err = 0, norm = 0;
+        for (size_t i = 0; i < nw; i++) {
+            err += ((double)a->W[l][i] - b->W[l][i]) * ((double)a->W[l][i] - b->W[l][i]);
+            norm += (double)b->W[l][i] * b->W[l][i];
+        }
+        assert_true(sqrt(err) <= tol * sqrt(norm));
+    }
+}
+
+/* A synchronous pipeline equals one stage running the same micro-batches in order: over 2, 3
+ * and 4 stages, in memory and with every stage streamed under a cap of a quarter of an even
+ * share of the footprint (peak per device within the cap), column and row tiles, Adam and AdamA,
+ * balanced and explicit stage boundaries; 20 steps, losses and final weights within 1e-5. */
+static void check_sync_pipeline(saga_dense_split split, saga_dense_optim optim) {
+    saga_mlp_params p = pipe_params(1, SAGA_DENSE_PIPE_SYNC);
+    p.split = split;
+    p.optim = optim;
+    static pipe_run seq, pipe;
+    memset(&seq, 0, sizeof seq);
+    pipe_train(&p, 0, N_STEPS, 1, &seq);
+    assert_false(seq.st.streamed);
+    assert_true(seq.loss[N_STEPS - 1] < seq.loss[0]);
+    for (int S = 2; S <= 4; S++) {
+        for (int streamed = 0; streamed <= 1; streamed++) {
+            saga_mlp_params q = pipe_params(S, SAGA_DENSE_PIPE_SYNC);
+            q.split = split;
+            q.optim = optim;
+            static const int32_t uneven[] = {0, 1, 4};
+            if (S == 2 && streamed)
+                q.stage_layers = uneven;
+            size_t budget = streamed ? seq.st.footprint_bytes / (4 * (size_t)S) : 0;
+            memset(&pipe, 0, sizeof pipe);
+            pipe_train(&q, budget, N_STEPS, 5, &pipe);
+            assert_int_equal(pipe.st.streamed, streamed);
+            assert_non_null(strstr(pipe.desc, "stages ("));
+            assert_same_training(&pipe, &seq, N_STEPS, 4, 1e-5);
+            if (streamed)
+                for (int s = 0; s < S; s++)
+                    assert_true(pipe.stage_peak[s] > 0 && pipe.stage_peak[s] <= budget);
+            pipe_run_free(&pipe, 4);
+        }
+    }
+    pipe_run_free(&seq, 4);
+}
+
+static void test_dense_sync_pipeline_equals_sequential(void **state) {
+    (void)state;
+    check_sync_pipeline(SAGA_DENSE_SPLIT_COLS, SAGA_DENSE_ADAM);
+    check_sync_pipeline(SAGA_DENSE_SPLIT_ROWS, SAGA_DENSE_ADAMA);
+}
+
+/* PipeDream-2BW trains on weights one step stale: step b's gradients are taken at the weights
+ * before the previous update and applied to the newest. A double-precision reference with that
+ * rule agrees (1e-4) with one stage and with three, given all steps in one call and in chunks
+ * (flushing in between changes the timing, not the result). The rule matters: from the second
+ * step on (which still runs on the initial weights) the losses differ from synchronous
+ * training. */
+static void test_dense_2bw_matches_stale_reference(void **state) {
+    (void)state;
+    saga_mlp_params p = small_params(SAGA_DENSE_ADAM, 2);
+    p.pipe = SAGA_DENSE_PIPE_2BW;
+    check_against_reference_in(&p, 0, 8, 8);
+    p.n_stages = 3;
+    check_against_reference_in(&p, 0, 8, 8);
+    check_against_reference_in(&p, 0, 8, 3);
+    p.optim = SAGA_DENSE_ADAMA;
+    p.split = SAGA_DENSE_SPLIT_ROWS;
+    p.max_tile_units = 5;
+    check_against_reference_in(&p, 0, 8, 8);
+
+    static pipe_run sync, bw;
+    memset(&sync, 0, sizeof sync);
+    memset(&bw, 0, sizeof bw);
+    saga_mlp_params q = pipe_params(2, SAGA_DENSE_PIPE_SYNC);
+    pipe_train(&q, 0, 6, 6, &sync);
+    q.pipe = SAGA_DENSE_PIPE_2BW;
+    pipe_train(&q, 0, 6, 6, &bw);
+    assert_non_null(strstr(bw.desc, "2BW"));
+    assert_true(bw.loss[0] == sync.loss[0]);
+    for (int s = 1; s < 6; s++)
+        assert_true(fabs(bw.loss[s] - sync.loss[s]) > 1e-4 * sync.loss[s]);
+    pipe_run_free(&sync, 4);
+    pipe_run_free(&bw, 4);
+}
+
+/* 2BW with both weight versions streamed under a cap gives the in-memory 2BW training. */
+static void test_dense_2bw_streamed_equals_memory(void **state) {
+    (void)state;
+    static pipe_run mem, str;
+    memset(&mem, 0, sizeof mem);
+    memset(&str, 0, sizeof str);
+    saga_mlp_params p = pipe_params(3, SAGA_DENSE_PIPE_2BW);
+    pipe_train(&p, 0, N_STEPS, 10, &mem);
+    assert_false(mem.st.streamed);
+    size_t budget = mem.st.footprint_bytes / 24;
+    pipe_train(&p, budget, N_STEPS, 10, &str);
+    assert_true(str.st.streamed);
+    assert_same_training(&str, &mem, N_STEPS, 4, 1e-5);
+    assert_true(mem.loss[N_STEPS - 1] < mem.loss[0]);
+    pipe_run_free(&mem, 4);
+    pipe_run_free(&str, 4);
+}
+
+static void test_dense_pipeline_bad_params(void **state) {
+    (void)state;
+    saga_backend *bes[MAX_S] = {0};
+    for (int s = 0; s < 3; s++)
+        bes[s] = open_cpu(0);
+    saga_mlp *m = NULL;
+    saga_mlp_params p = pipe_params(3, SAGA_DENSE_PIPE_SYNC);
+    assert_int_equal(saga_mlp_new(&m, bes[0], &p), SAGA_ERR_INVALID_ARG); /* no stage backends */
+    saga_test_assert_error_contains("stage_backends", NULL);
+    saga_backend *shared[3] = {bes[0], bes[1], bes[0]};
+    p.stage_backends = shared;
+    assert_int_equal(saga_mlp_new(&m, bes[0], &p), SAGA_ERR_INVALID_ARG);
+    saga_test_assert_error_contains("share a backend", NULL);
+    p.stage_backends = bes;
+    p.n_stages = 5; /* more stages than layers */
+    assert_int_equal(saga_mlp_new(&m, bes[0], &p), SAGA_ERR_INVALID_ARG);
+    p.n_stages = 3;
+    static const int32_t empty[] = {0, 2, 2, 4};
+    p.stage_layers = empty;
+    assert_int_equal(saga_mlp_new(&m, bes[0], &p), SAGA_ERR_INVALID_ARG);
+    saga_test_assert_error_contains("no layer", NULL);
+    p.stage_layers = NULL;
+    p.pipe = SAGA_DENSE_PIPE_2BW;
+    p.n_micro = 1; /* 2BW over 3 stages needs 2 */
+    assert_int_equal(saga_mlp_new(&m, bes[0], &p), SAGA_ERR_INVALID_ARG);
+    saga_test_assert_error_contains("at least 2 micro-batches", NULL);
+    assert_null(m);
+    /* the balanced split of 48-64-80-72-10 in 3 stages (3136, 5200, 5832 and 730 parameters):
+     * the last two layers together */
+    p.pipe = SAGA_DENSE_PIPE_SYNC;
+    p.n_micro = 4;
+    assert_int_equal(saga_mlp_new(&m, NULL, &p), SAGA_OK);
+    saga_mlp_stats st;
+    saga_mlp_get_stats(m, &st);
+    assert_int_equal(st.stage_layers[0], 0);
+    assert_int_equal(st.stage_layers[1], 1);
+    assert_int_equal(st.stage_layers[2], 2);
+    assert_int_equal(st.stage_layers[3], 4);
+    saga_mlp_free(&m);
+    for (int s = 0; s < 3; s++)
+        saga_backend_free_all(&bes[s]);
+}
+
+/* A stage that fails while the others wait on it: every thread ends, the error names the stage
+ * and its cause, and the network can still be freed. */
+static void test_dense_pipeline_stage_failure(void **state) {
+    (void)state;
+    saga_mlp_params p = pipe_params(3, SAGA_DENSE_PIPE_SYNC);
+    saga_backend *bes[MAX_S] = {0};
+    saga_mlp *m = open_net(&p, 1u << 20, bes);
+    /* another user takes nearly all of stage 1's device */
+    void *hog = NULL;
+    assert_int_equal(saga_backend_alloc(bes[1], &hog, (1u << 20) - 4096), SAGA_OK);
+    float *x = calloc((size_t)(p.batch * pipe_widths[0]), sizeof *x);
+    float *y = calloc((size_t)(p.batch * pipe_widths[4]), sizeof *y);
+    assert_int_equal(saga_mlp_train_step(m, x, y, NULL), SAGA_ERR_BUDGET);
+    saga_test_assert_error_contains("stage 1 (cpu)", NULL);
+    saga_backend_free(bes[1], hog, (1u << 20) - 4096);
+    free(x);
+    free(y);
+    close_net(&m, &p, bes);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_dense_adam_matches_reference),
@@ -529,6 +837,11 @@ int main(void) {
         cmocka_unit_test(test_dense_budget_too_small),
         cmocka_unit_test(test_dense_bad_params),
         cmocka_unit_test(test_dense_alloc_failures),
+        cmocka_unit_test(test_dense_sync_pipeline_equals_sequential),
+        cmocka_unit_test(test_dense_2bw_matches_stale_reference),
+        cmocka_unit_test(test_dense_2bw_streamed_equals_memory),
+        cmocka_unit_test(test_dense_pipeline_bad_params),
+        cmocka_unit_test(test_dense_pipeline_stage_failure),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -328,6 +328,11 @@ static saga_status cuda_launch_host_fn(saga_stream *s, void (*fn)(void *arg), vo
     return SAGA_OK;
 }
 
+static saga_status cuda_bind_thread(saga_backend *be) {
+    SAGA_CUDA_RETURN(cudaSetDevice(ctx_of(be)->device));
+    return SAGA_OK;
+}
+
 static saga_status cuda_event_elapsed(saga_event *start, saga_event *end, double *seconds) {
     cudaEvent_t a = static_cast<cudaEvent_t>(start->impl), b = static_cast<cudaEvent_t>(end->impl);
     // cudaEventElapsedTime reports an incomplete event as not ready and a never-recorded one as an
@@ -437,7 +442,7 @@ static void cuda_destroy(saga_backend *be) {
 }
 
 static const saga_backend_iface cuda_iface = {
-    /* version */ 2,
+    /* version */ 3,
     /* destroy */ cuda_destroy,
     /* alloc */ cuda_alloc,
     /* free */ cuda_free,
@@ -457,6 +462,7 @@ static const saga_backend_iface cuda_iface = {
     /* memset_async */ cuda_memset_async,
     /* launch_host_fn */ cuda_launch_host_fn,
     /* event_elapsed */ cuda_event_elapsed,
+    /* bind_thread */ cuda_bind_thread,
 };
 
 static const saga_kernels cuda_kernels = {
