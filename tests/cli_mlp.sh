@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # cli_mlp.sh - `saga mlp`: a network 8x its device budget trains streamed to the losses of the
-# in-memory run, within the budget; AdamA and row tiles run; bad options and a budget too small
-# fail with a clear message.
+# in-memory run, within the budget; AdamA and row tiles run; a synchronous two-stage pipeline
+# gives the same losses and PipeDream-2BW over three stages learns, each stage within its budget;
+# bad options and a budget too small fail with a clear message.
 set -euo pipefail
 source "$(dirname "$0")/cli_common.bash"
 
@@ -34,11 +35,37 @@ expect 0 "$SAGA_BIN" mlp "${small[@]}" --optimizer adama --split rows --steps 12
 expect_out "plan: streamed: row tiles"
 expect_out "loss:"
 
+# Pipelines: two synchronous stages, each streamed under its own budget, train as one stage does;
+# PipeDream-2BW over three stages learns, every stage within its budget.
+expect 0 "$SAGA_BIN" mlp "${small[@]}" --stages 2 --device-mem 32K --stats --json --quiet
+json_get 'j["stages"] == 2 and j["pipeline"] == "sync" and j["streamed"] and len(j["stage_peak_bytes"]) == 2 and max(j["stage_peak_bytes"]) <= j["budget_bytes"] and j["stage_layers"][0] == 0 and j["stage_layers"][-1] == 3' |
+    grep -qx True || fail "two-stage pipeline not streamed within each stage's budget"
+json_last >"$TMP/pipe.json"
+python3 - "$TMP/pipe.json" "$TMP/memory.json" <<'PY' || fail "pipelined losses differ from one stage"
+import json, sys
+a = json.load(open(sys.argv[1]))["losses"]
+b = json.load(open(sys.argv[2]))["losses"]
+for x, y in zip(a, b):
+    assert abs(x - y) <= 1e-5 * abs(y), (x, y)
+PY
+expect 0 "$SAGA_BIN" mlp "${small[@]}" --stages 3 --pipeline 2bw --device-mem 32K --steps 12 --lr 0.003 --stats --json --quiet
+json_get 'j["pipeline"] == "2bw" and j["final_loss"] < j["first_loss"] and max(j["stage_peak_bytes"]) <= j["budget_bytes"] and len(j["stage_idle_share"]) == 3' |
+    grep -qx True || fail "2BW pipeline does not learn within its budgets"
+expect 0 "$SAGA_BIN" mlp "${small[@]}" --stages 3 --pipeline 2bw --device-mem 32K --stats
+expect_out "PipeDream-2BW"
+expect_out "stage 2 (cpu): layer"
+
 # Errors.
 expect 2 "$SAGA_BIN" mlp --batch 32 --micro-batches 3
 expect_err "does not divide"
 expect 2 "$SAGA_BIN" mlp --optimizer sgd
 expect_err "adam or adama"
+expect 2 "$SAGA_BIN" mlp --layers 3 --stages 4
+expect_err "more stages than the 3 layers"
+expect 2 "$SAGA_BIN" mlp --pipeline gpipe
+expect_err "sync or 2bw"
+expect 2 "$SAGA_BIN" mlp --stages 3 --pipeline 2bw --micro-batches 1
+expect_err "needs --micro-batches >= 2"
 expect 1 "$SAGA_BIN" mlp "${small[@]}" --device-mem 4K
 expect_err "smallest cap that works is"
 expect 0 "$SAGA_BIN" mlp --help
