@@ -315,6 +315,9 @@ static float *tiled(const saga_mlp *m, const layer *y, float *a, int64_t r, int6
 static saga_status host_array(stage *sg, float **out, size_t n) {
     saga_status st = SAGA_OK;
     void *p = NULL;
+    *out = NULL;
+    if (n == 0) /* a stage of one layer between two others keeps no activation of its own */
+        return SAGA_OK;
     SAGA_TRY(saga_backend_host_alloc(sg->be, &p, n * sizeof(float)));
     memset(p, 0, n * sizeof(float));
     sg->host_bytes += n * sizeof(float);
@@ -507,7 +510,8 @@ static void describe(saga_mlp *m) {
             p += snprintf(p, (size_t)(end - p), "), 1F1B %s; ",
                           two_bw(m) ? "PipeDream-2BW (weights one step stale)"
                                     : "with a flush each step");
-    }
+    } else if (two_bw(m))
+        p += snprintf(p, (size_t)(end - p), "one stage, PipeDream-2BW (weights one step stale); ");
     if (p >= end)
         return;
     if (!s->streamed && max_tiles == 1) {
