@@ -853,14 +853,18 @@ static saga_status prepare(saga_net *n, bool train) {
         stream = memory_estimate(n, true) > avail;
     }
     int32_t k = 1;
+    /* parts of fewer than 8 vertices would not save memory worth their halos, and METIS is not
+     * made for them (it prints warnings and may leave parts empty) */
+    int32_t max_k = n->n / 8 > 2 ? n->n / 8 : 2;
     if (stream) {
         k = n->o.parts;
         if (k == 0) {
             size_t est = memory_estimate(n, train);
             size_t target = avail / 2 ? avail / 2 : 1;
             k = 2;
-            while ((size_t)k * target < est && k < n->n)
+            while ((size_t)k * target < est && k < max_k)
                 k *= 2;
+            k = k < max_k ? k : max_k;
         }
         if (k > n->n)
             k = n->n > 0 ? n->n : 1;
@@ -877,7 +881,7 @@ static saga_status prepare(saga_net *n, bool train) {
         }
         SAGA_TRY(build_blocks(n, g ? g : n->g_user, k));
         size_t need = step_estimate(n, true, NULL);
-        if (!budget || need <= avail || (n->o.parts && stream) || k >= n->n)
+        if (!budget || need <= avail || (n->o.parts && stream) || k >= max_k || k >= n->n)
             break;
         if (!stream) {
             /* the whole graph does not fit after all */
@@ -890,7 +894,8 @@ static saga_status prepare(saga_net *n, bool train) {
         int32_t grow = 2;
         while ((size_t)grow * avail < need && grow < (1 << 20))
             grow *= 2;
-        k = k == 1 ? grow : k * grow > n->n ? n->n : k * grow;
+        k = k == 1 ? grow : k * grow;
+        k = k > max_k ? max_k : k;
     }
     size_t max_work = 0;
     size_t need = step_estimate(n, true, &max_work);
