@@ -7,9 +7,11 @@
 #
 # The in-memory run measures its own peak device bytes (graph, features, activations, the
 # compute's tensors); the streamed runs get --device-mem peak/OVER, so what they stream is OVER
-# times what they may hold. Figures are medians over the epochs; bytes are per epoch.
+# times what they may hold. Figures are medians over the epochs; bytes are per epoch. The PageRank
+# part (an R-MAT graph under bench/out/, or PR_GRAPH) runs on the same DEVICE.
 set -euo pipefail
 build=${1:-build}
+here=$(cd "$(dirname "$0")" && pwd)
 saga=$build/bin/saga
 epochs=${EPOCHS:-20}
 n=${N:-200000} deg=${DEG:-20} f=${F:-128} c=${C:-8} over=${OVER:-4} device=${DEVICE:-cpu}
@@ -25,6 +27,7 @@ mem=$(run)
 peak=$(echo "$mem" | field peak_device_bytes)
 budget=$((peak / over))
 ms_mem=$(echo "$mem" | field epoch_ms_median)
+echo "device:  $(echo "$mem" | field device)"
 printf "%-28s %10s %7s %14s %14s %14s %8s\n" run "ms/epoch" parts "h2d bytes" "d2h bytes" "peak bytes" overlap
 line() {
     printf "%-28s %10.1f %7s %14s %14s %14s %7.0f%%\n" "$1" "$(echo "$2" | field epoch_ms_median)" \
@@ -45,13 +48,13 @@ python3 -c "print('streamed (metis) runs at %.0f%% of the in-memory throughput' 
 # PageRank (f64) through the executor: in memory, then streamed through a quarter of its peak.
 g=${PR_GRAPH:-}
 if [ -z "$g" ]; then
-    g=bench/out/rmat18.sgr
-    [ -f "$g" ] || { mkdir -p bench/out && "$saga" generate rmat --scale 18 --edge-factor 16 --seed 1 -o "$g" --quiet; }
+    g=$here/out/rmat18.sgr
+    [ -f "$g" ] || { mkdir -p "$here/out" && "$saga" generate rmat --scale 18 --edge-factor 16 --seed 1 -o "$g" --quiet; }
 fi
 echo
-echo "pagerank: $g, 30 iterations"
-prun() { "$saga" pagerank "$g" --tol 1e-300 --max-iters 30 --allow-unconverged --top 0 --json --quiet --stats "$@" 2>/dev/null | tail -1; }
-pmem=$(prun --device cpu)
+echo "pagerank: $g, 30 iterations, device $device"
+prun() { "$saga" pagerank "$g" --device "$device" --tol 1e-300 --max-iters 30 --allow-unconverged --top 0 --json --quiet --stats "$@" | tail -1; }
+pmem=$(prun)
 ppeak=$(echo "$pmem" | field peak_device_bytes)
 printf "%-28s %10s %7s %14s %14s %14s %8s\n" run "ms/iter" parts "h2d bytes" "d2h bytes" "peak bytes" overlap
 pline() {
