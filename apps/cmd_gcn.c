@@ -46,8 +46,7 @@ static const cli_opt gcn_cli_opts[] = {
     {"weight-decay", 0, "W", "5e-4", "L2 weight decay on the first layer's weights."},
     {"seed", 0, "S", "1", "Seed of the weight initialisation and the dropout masks."},
     {"device", 0, "DEV", "cpu",
-     "cpu, cuda, cuda:N, or auto (a GPU when one works, else the CPU with a warning). The CUDA "
-     "backend has no f32 training kernels yet: on it the first op fails, naming the kernel."},
+     "cpu, cuda, cuda:N, or auto (a GPU when one works, else the CPU with a warning)."},
     {"threads", 0, "T", NULL, "CPU threads (default: OMP_NUM_THREADS or all cores)."},
     {"no-normalize-features", 0, NULL, NULL,
      "Use the features as read (by default each row is divided by its sum, as Kipf does)."},
