@@ -1,6 +1,8 @@
 /* cli.c - option parsing, help text, exit codes and output modes shared by the subcommands. */
 #include "cli.h"
 
+#include "saga_log.h"
+
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
@@ -346,6 +348,7 @@ int cli_next(cli_ctx *c, const char **arg) {
         }
         if (r == COMMON_BASE + OPT_QUIET) {
             c->quiet = true;
+            saga_log_set_level(SAGA_LOG_ERROR); /* nothing but errors */
         } else if (r == COMMON_BASE + OPT_JSON) {
             c->json = true;
         } else if (r >= GRAPH_BASE && r < GRAPH_BASE + N_GRAPH) {

@@ -124,6 +124,10 @@ typedef struct cli_exec {
     bool stats;                      /* --stats */
 } cli_exec;
 
+/* The help of every command's --device option. */
+#define CLI_DEVICE_HELP                                                                            \
+    "cpu, cuda, cuda:N or auto: a GPU when one works, else the CPU after one line saying why."
+
 #define CLI_EXEC_OPTS                                                                              \
     {"device-mem", 0, "SIZE", NULL,                                                                \
      "Device memory saga may hold (512M, 2G, ...): a graph whose data does not fit is streamed "   \

@@ -26,8 +26,9 @@ static const cli_opt pagerank_opts[] = {
     {"out", 0, "FILE", NULL, "Write \"id score\" for every vertex, in original-id order."},
     {"allow-unconverged", 0, NULL, NULL,
      "Report the scores after --max-iters iterations with a warning instead of failing."},
-    {"device", 0, "DEV", NULL,
-     "Run through the graph executor on cpu, cuda, cuda:N or auto, instead of the host loop."},
+    {"device", 0, "DEV", "auto",
+     CLI_DEVICE_HELP " On a GPU, or when a device is named, PageRank runs through the graph "
+                     "executor; on the CPU by default, through the host loop."},
     CLI_EXEC_OPTS,
     {0}};
 
@@ -139,16 +140,12 @@ fail:
 /* PageRank through saga_net_pagerank on a backend: the same scores as pr_run, in memory or
  * streamed under --device-mem. */
 static saga_status pagerank_exec(double **scores, pr_result *r, saga_net_stats *ns,
-                                 const saga_graph *g, const pr_opts *po, const char *device,
+                                 const saga_graph *g, const pr_opts *po, saga_backend *be,
                                  const cli_exec *ea) {
     saga_status st = SAGA_OK;
-    saga_backend *be = NULL;
     saga_ctx *c = NULL;
     saga_net *net = NULL;
     double *x = NULL;
-    saga_backend_params bp = saga_backend_params_defaults();
-    bp.budget_bytes = ea->device_mem;
-    SAGA_TRY(saga_backend_open(&be, device ? device : "cpu", &bp));
     SAGA_TRY(saga_ctx_new(&c, be, 0));
     saga_net_opts no = cli_exec_net_opts(ea);
     SAGA_TRY(saga_net_new(&net, c, g, &no));
@@ -166,7 +163,6 @@ fail:
     saga_free(x);
     saga_net_free(&net);
     saga_ctx_free(&c);
-    saga_backend_free_all(&be);
     return st;
 }
 
@@ -182,7 +178,8 @@ static int pagerank_main(int argc, char **argv) {
     pr_opts po = pr_opts_defaults();
     int64_t v = 0, k = 10;
     cli_exec ea = cli_exec_defaults();
-    const char *device = NULL;
+    const char *device = "auto";
+    bool device_named = false;
     int o;
     cli_begin(&c, &cli_cmd_pagerank, argc, argv);
     while ((o = cli_next(&c, &arg)) >= 0) {
@@ -210,6 +207,7 @@ static int pagerank_main(int argc, char **argv) {
             break;
         case OPT_DEVICE:
             device = arg;
+            device_named = true;
             break;
         default:
             bad = cli_exec_opt(&c, o - OPT_EXEC, arg, &ea);
@@ -223,6 +221,7 @@ static int pagerank_main(int argc, char **argv) {
 
     const char *path = c.args[0];
     saga_graph *g = NULL;
+    saga_backend *be = NULL;
     double *x = NULL;
     int32_t *top = NULL;
     double load_s = 0;
@@ -235,9 +234,15 @@ static int pagerank_main(int argc, char **argv) {
     cli_say(&c, "graph: %s vertices, %s edges%s (loaded in %.3f s)\n", cli_count(b1, sizeof b1, n),
             cli_count(b2, sizeof b2, saga_graph_n_edges(g)),
             saga_graph_has_weights(g) ? ", weights ignored" : "", load_s);
-    bool exec = device || cli_exec_wanted(&ea);
+    /* the executor on a GPU, or when asked for; the host loop for the CPU by default */
+    saga_backend_params bp = saga_backend_params_defaults();
+    bp.budget_bytes = ea.device_mem;
+    if (saga_backend_open(&be, device, &bp) < 0)
+        goto fail;
+    bool exec =
+        device_named || cli_exec_wanted(&ea) || saga_backend_get_kind(be) != SAGA_BACKEND_CPU;
     saga_net_stats ns = {0};
-    if (exec ? pagerank_exec(&x, &r, &ns, g, &po, device, &ea) < 0
+    if (exec ? pagerank_exec(&x, &r, &ns, g, &po, be, &ea) < 0
              : pr_run(&x, &r, g, &po, progress, &c) < 0)
         goto fail;
     cli_progress_end(&c);
@@ -313,5 +318,6 @@ fail:
     saga_free(top);
     saga_free(x);
     saga_graph_free(&g);
+    saga_backend_free_all(&be);
     return rc;
 }

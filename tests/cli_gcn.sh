@@ -71,7 +71,7 @@ expect 1 "$SAGA_BIN" gcn --data "$TMP/cit" --device-mem 24K --epochs 1
 expect_err "budget at least"
 # a budget far too small stops at parts of about 8 vertices, one error line and no partitioner
 # chatter
-expect 1 "$SAGA_BIN" gcn --synthetic 2000,10,64,4 --device-mem 20K --epochs 1
+expect 1 "$SAGA_BIN" gcn --synthetic 2000,10,64,4 --device cpu --device-mem 20K --epochs 1
 expect_err "budget at least"
 ! grep -q '\*\*\*' "$OUT" "$ERR" || fail "the partitioner printed warnings for a budget far too small"
 [ "$(wc -l <"$ERR")" -eq 1 ] || fail "more than one line on stderr for a budget far too small"
