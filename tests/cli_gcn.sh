@@ -31,6 +31,18 @@ expect_err "expected N,DEG,F,C"
 expect 2 "$SAGA_BIN" gcn --synthetic 600,6,64,4 --checkpoint-every 5
 expect_err "--checkpoint-every needs --checkpoint"
 expect 2 "$SAGA_BIN" gcn --synthetic 600,6,64,4 --dropout 1
+# The default device is auto: a GPU when one works, else the CPU after one line saying why; with
+# --quiet not even that line.
+expect 0 "$SAGA_BIN" gcn --synthetic 500,6,16,3 --epochs 1
+if grep -q '^device    cuda' "$OUT"; then
+    [ ! -s "$ERR" ] || fail "a run on the GPU printed on stderr"
+else
+    grep -q '^device    cpu' "$OUT" || fail "no device line"
+    [ "$(wc -l <"$ERR")" -eq 1 ] && grep -q 'no usable GPU (.*); running on the CPU' "$ERR" ||
+        fail "auto on the CPU did not say why in one line"
+fi
+expect 0 "$SAGA_BIN" gcn --synthetic 500,6,16,3 --epochs 1 --quiet
+[ ! -s "$ERR" ] || fail "--quiet printed the device fallback"
 expect 2 "$SAGA_BIN" gcn --synthetic 600,6,64,4 --device tpu
 expect_err "--device must be"
 
