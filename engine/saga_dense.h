@@ -159,7 +159,7 @@ typedef struct saga_mlp_stats {
     size_t cap_bytes;          /* the cap the plan fits (0: none) */
     size_t resident_bytes;     /* planned to stay on the device between steps */
     size_t host_bytes;         /* host arrays: parameters, moments, gradients, activations */
-    /* the last training step */
+    /* the last call of saga_mlp_train_step or saga_mlp_train_steps (all its steps) */
     uint64_t h2d_bytes, d2h_bytes; /* the backend's counters */
     size_t peak_device_bytes;      /* the backend's peak */
     size_t kept_bytes;             /* device bytes the blocks still hold after the step */
