@@ -13,9 +13,13 @@
 #             budget 4x below the in-memory peak, against in memory
 #   h2d       host -> device bandwidth, 1 MiB to 256 MiB: saga's backend API (bench_h2d) against
 #             cudaMemcpyAsync from pinned memory (h2d_cuda)
+#   dense     bench/dense.sh with DEVICE=cuda: `saga mlp` with its parameters and Adam moments 8x
+#             the device budget against the same network in memory, sized for a GPU (4 layers of
+#             width 4096, batch 8192 in 8 micro-batches: 805 MB of state, a 100 MB budget), so
+#             that each step has compute enough to hide the copies
 #
 #   bench/gpu.sh [BUILD_DIR]
-#     PARTS="gcn pagerank stream h2d" EPOCHS=30 GCN_VERTICES="50000 500000" SCALE=22
+#     PARTS="gcn pagerank stream h2d dense" EPOCHS=30 GCN_VERTICES="50000 500000" SCALE=22
 #     EDGE_FACTOR=16 ITERS=20 RUNS=2 STREAM_N=500000 PYTHON=(a python3 with torch_geometric)
 #     STEP_TIMEOUT=300 (seconds any one command may run)
 #
@@ -28,7 +32,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 out=$here/out
 bin=$build/bin
 saga=$bin/saga
-parts=${PARTS:-gcn pagerank stream h2d}
+parts=${PARTS:-gcn pagerank stream h2d dense}
 epochs=${EPOCHS:-30}
 gcn_vertices=${GCN_VERTICES:-50000 500000}
 scale=${SCALE:-22} ef=${EDGE_FACTOR:-16} iters=${ITERS:-20} runs=${RUNS:-2}
@@ -241,11 +245,25 @@ part_h2d() {
     note "h2d 256 MiB: saga $(echo "$a" | awk '$1 == 256 { print $4 }') GB/s, CUDA runtime $(echo "$b" | awk '$1 == 256 { print $4 }') GB/s"
 }
 
+# ---- a dense network 8x the device memory --------------------------------------------------------
+part_dense() {
+    echo
+    echo "== dense: bench/dense.sh with DEVICE=cuda"
+    [ $gpu_ok = 1 ] || { skip dense "$gpu_why"; return; }
+    command -v python3 >/dev/null 2>&1 || { skip dense "dense.sh needs python3 for its JSON fields"; return; }
+    if DEVICE=cuda LAYERS=4 WIDTH=4096 OUTPUTS=16 BATCH=8192 MICRO=8 STEPS=10 OVER=8 RUNS=2 \
+        POLICIES=passive timeout $((4 * limit)) bash "$here/dense.sh" "$build"; then
+        note "dense: done (table above)"
+    else
+        failure dense "bench/dense.sh"
+    fi
+}
+
 start=$(date +%s)
 for part in $parts; do
     case $part in
-    gcn | pagerank | stream | h2d) "part_$part" ;;
-    *) echo "gpu.sh: unknown part '$part' (gcn, pagerank, stream, h2d)" >&2; exit 2 ;;
+    gcn | pagerank | stream | h2d | dense) "part_$part" ;;
+    *) echo "gpu.sh: unknown part '$part' (gcn, pagerank, stream, h2d, dense)" >&2; exit 2 ;;
     esac
 done
 
