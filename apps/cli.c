@@ -56,6 +56,11 @@ void cli_begin(cli_ctx *c, const cli_cmd *cmd, int argc, char **argv) {
     c->n_own = count_opts(cmd->opts);
 }
 
+const char *cli_default_device(void) {
+    const char *d = getenv("SAGA_DEVICE");
+    return d && *d ? d : "auto";
+}
+
 /* ---- messages ------------------------------------------------------------------------------ */
 
 int cli_usage(cli_ctx *c, const char *fmt, ...) {

@@ -124,9 +124,12 @@ typedef struct cli_exec {
     bool stats;                      /* --stats */
 } cli_exec;
 
-/* The help of every command's --device option. */
+/* The help of every command's --device option, and its default: $SAGA_DEVICE when set and not
+ * empty, else "auto". */
 #define CLI_DEVICE_HELP                                                                            \
-    "cpu, cuda, cuda:N or auto: a GPU when one works, else the CPU after one line saying why."
+    "cpu, cuda, cuda:N or auto: a GPU when one works, else the CPU after one line saying why "     \
+    "(default: $SAGA_DEVICE when set, else auto)."
+const char *cli_default_device(void);
 
 #define CLI_EXEC_OPTS                                                                              \
     {"device-mem", 0, "SIZE", NULL,                                                                \

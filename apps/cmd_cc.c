@@ -16,7 +16,7 @@ static const cli_opt cc_opts[] = {
     {"top", 0, "K", "10", "Print the K largest components (0: none)."},
     {"out", 0, "FILE", NULL,
      "Write \"id component\" for every vertex, the component named by its smallest id."},
-    {"device", 0, "DEV", "auto", CLI_DEVICE_HELP},
+    {"device", 0, "DEV", NULL, CLI_DEVICE_HELP},
     CLI_EXEC_OPTS,
     {0}};
 
@@ -56,7 +56,7 @@ static int by_size(const void *a, const void *b) {
 
 static int cc_main(int argc, char **argv) {
     cli_ctx c;
-    const char *arg = NULL, *out_path = NULL, *device = "auto";
+    const char *arg = NULL, *out_path = NULL, *device = cli_default_device();
     int64_t k = 10;
     cli_exec ex = cli_exec_defaults();
     int o;

@@ -45,7 +45,7 @@ static const cli_opt gcn_cli_opts[] = {
     {"dropout", 0, "P", "0.5", "Drop probability of the input and hidden features, in [0, 1)."},
     {"weight-decay", 0, "W", "5e-4", "L2 weight decay on the first layer's weights."},
     {"seed", 0, "S", "1", "Seed of the weight initialisation and the dropout masks."},
-    {"device", 0, "DEV", "auto", CLI_DEVICE_HELP},
+    {"device", 0, "DEV", NULL, CLI_DEVICE_HELP},
     {"threads", 0, "T", NULL, "CPU threads (default: OMP_NUM_THREADS or all cores)."},
     {"no-normalize-features", 0, NULL, NULL,
      "Use the features as read (by default each row is divided by its sum, as Kipf does)."},
@@ -208,7 +208,7 @@ static int parse_synthetic(cli_ctx *c, const char *arg, saga_citation_params *p)
 
 static int gcn_main(int argc, char **argv) {
     cli_ctx c;
-    const char *arg = NULL, *data_dir = NULL, *synthetic = NULL, *device = "auto";
+    const char *arg = NULL, *data_dir = NULL, *synthetic = NULL, *device = cli_default_device();
     const char *log_path = NULL;
     gcn_opts go = gcn_opts_defaults();
     saga_citation_params cp = saga_citation_params_defaults();

@@ -102,7 +102,7 @@ static const cli_opt hep_opts[] = {
     {"checkpoint", 0, "FILE", NULL,
      "train: save the model and optimizer after every epoch; eval: the model to evaluate."},
     {"resume", 0, "FILE", NULL, "train: continue from a checkpoint (at its epoch)."},
-    {"device", 0, "DEV", "auto", CLI_DEVICE_HELP},
+    {"device", 0, "DEV", NULL, CLI_DEVICE_HELP},
     {"threads", 0, "T", NULL, "CPU threads (default: OMP_NUM_THREADS or all cores)."},
     {0}};
 
@@ -281,7 +281,8 @@ static saga_status on_epoch(const hep_epoch *e, void *user) {
 
 static int hep_main(int argc, char **argv) {
     cli_ctx c;
-    const char *arg = NULL, *out = NULL, *data = NULL, *device = "auto", *sampler = "balanced";
+    const char *arg = NULL, *out = NULL, *data = NULL, *device = cli_default_device(),
+               *sampler = "balanced";
     saga_trackml_params gp = saga_trackml_params_defaults();
     hep_graph_opts go = hep_graph_opts_defaults();
     hep_train_opts to = hep_train_opts_defaults();

@@ -39,7 +39,7 @@ static const cli_opt mlp_opts[] = {
      "adam (gradients summed over the micro-batches, then Adam) or adama (each micro-batch's "
      "gradient folded into the moments at once, gradient tiles freed)."},
     {"split", 0, "HOW", "cols", "Tiles of columns (cols) or rows (rows) of each weight matrix."},
-    {"device", 0, "DEV", "auto",
+    {"device", 0, "DEV", NULL,
      CLI_DEVICE_HELP " With --stages S, stage s runs on cuda:N+s (cuda:s for auto), or on a CPU "
                      "backend of its own with 1/S of the threads."},
     {"device-mem", 0, "SIZE", NULL,
@@ -184,7 +184,7 @@ fail:
 
 static int mlp_main(int argc, char **argv) {
     cli_ctx c;
-    const char *arg = NULL, *device = "auto";
+    const char *arg = NULL, *device = cli_default_device();
     int64_t layers = 4, width = 1024, outputs = 16, batch = 256, micro = 4, steps = 20, stages = 1;
     saga_dense_pipe pipe = SAGA_DENSE_PIPE_SYNC;
     double lr = 3e-4;

@@ -26,7 +26,7 @@ static const cli_opt pagerank_opts[] = {
     {"out", 0, "FILE", NULL, "Write \"id score\" for every vertex, in original-id order."},
     {"allow-unconverged", 0, NULL, NULL,
      "Report the scores after --max-iters iterations with a warning instead of failing."},
-    {"device", 0, "DEV", "auto",
+    {"device", 0, "DEV", NULL,
      CLI_DEVICE_HELP " On a GPU, or when a device is named, PageRank runs through the graph "
                      "executor; on the CPU by default, through the host loop."},
     CLI_EXEC_OPTS,
@@ -178,7 +178,7 @@ static int pagerank_main(int argc, char **argv) {
     pr_opts po = pr_opts_defaults();
     int64_t v = 0, k = 10;
     cli_exec ea = cli_exec_defaults();
-    const char *device = "auto";
+    const char *device = cli_default_device();
     bool device_named = false;
     int o;
     cli_begin(&c, &cli_cmd_pagerank, argc, argv);

@@ -10,6 +10,9 @@ if [ ! -x "$SAGA_BIN" ]; then
     echo "FAIL: no saga binary at $SAGA_BIN (build the saga_cli target)" >&2
     exit 1
 fi
+# The commands' default device: the CPU, so that this suite checks the CPU path wherever it runs
+# (the GPU has its own tests, label gpu); SAGA_DEVICE=auto (or cuda) runs it on a GPU instead.
+export SAGA_DEVICE=${SAGA_DEVICE:-cpu}
 # Under AddressSanitizer a leak or a bad access must not pass for an expected exit code 1.
 export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}exitcode=86
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}exitcode=86:print_stacktrace=1

@@ -32,8 +32,8 @@ expect 2 "$SAGA_BIN" gcn --synthetic 600,6,64,4 --checkpoint-every 5
 expect_err "--checkpoint-every needs --checkpoint"
 expect 2 "$SAGA_BIN" gcn --synthetic 600,6,64,4 --dropout 1
 # The default device is auto: a GPU when one works, else the CPU after one line saying why; with
-# --quiet not even that line.
-expect 0 "$SAGA_BIN" gcn --synthetic 500,6,16,3 --epochs 1
+# --quiet not even that line. SAGA_DEVICE, which this suite sets to cpu, changes the default.
+expect 0 env -u SAGA_DEVICE "$SAGA_BIN" gcn --synthetic 500,6,16,3 --epochs 1
 if grep -q '^device    cuda' "$OUT"; then
     [ ! -s "$ERR" ] || fail "a run on the GPU printed on stderr"
 else
@@ -41,8 +41,10 @@ else
     [ "$(wc -l <"$ERR")" -eq 1 ] && grep -q 'no usable GPU (.*); running on the CPU' "$ERR" ||
         fail "auto on the CPU did not say why in one line"
 fi
-expect 0 "$SAGA_BIN" gcn --synthetic 500,6,16,3 --epochs 1 --quiet
+expect 0 env -u SAGA_DEVICE "$SAGA_BIN" gcn --synthetic 500,6,16,3 --epochs 1 --quiet
 [ ! -s "$ERR" ] || fail "--quiet printed the device fallback"
+expect 0 env SAGA_DEVICE=cpu "$SAGA_BIN" gcn --synthetic 500,6,16,3 --epochs 1
+grep -q '^device    cpu' "$OUT" && [ ! -s "$ERR" ] || fail "SAGA_DEVICE=cpu did not make the CPU the default"
 expect 2 "$SAGA_BIN" gcn --synthetic 600,6,64,4 --device tpu
 expect_err "--device must be"
 
