@@ -16,6 +16,7 @@
 #include "saga_tensor.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -419,6 +420,76 @@ static void test_cuda_backend_host_fn_and_elapsed(void **state) {
     saga_backend_host_free(gpu, out, bytes);
     saga_event_free(&start);
     saga_event_free(&end);
+    saga_event_free(&never);
+    saga_stream_free(&s);
+}
+
+/* Polling an event that has not completed: CUDA also leaves "not ready" as the thread's last
+ * error, which the launch check of the next kernel (cudaGetLastError) must not report, on the
+ * polling thread or on a fresh thread that never bound the device. saga_event_elapsed names the
+ * event that was never recorded. */
+typedef struct cuda_poll_arg {
+    saga_event *e;
+    double *d;
+    int polls;
+    saga_status st;
+} cuda_poll_arg;
+
+static void *cuda_poll_thread(void *arg) {
+    cuda_poll_arg *p = arg;
+    struct timespec ts = {0, 1000000L};
+    while (!saga_event_done(p->e)) {
+        p->polls++;
+        nanosleep(&ts, NULL);
+    }
+    p->st = gpu->kernels->fill_f64(saga_backend_default_stream(gpu), p->d, 1, 5.0);
+    if (p->st == SAGA_OK)
+        p->st = saga_stream_synchronize(saga_backend_default_stream(gpu));
+    return NULL;
+}
+
+static void test_cuda_backend_event_poll_then_launch(void **state) {
+    (void)state;
+    saga_stream *s = NULL;
+    saga_event *e = NULL, *never = NULL;
+    assert_int_equal(saga_stream_new(&s, gpu), SAGA_OK);
+    assert_int_equal(saga_event_new(&e, gpu), SAGA_OK);
+    assert_int_equal(saga_event_new(&never, gpu), SAGA_OK);
+    double *d = NULL;
+    assert_int_equal(saga_backend_alloc(gpu, (void **)&d, 2 * sizeof *d), SAGA_OK);
+    saga_stream *ds = saga_backend_default_stream(gpu);
+
+    int ms = 400;
+    assert_int_equal(saga_stream_launch_host_fn(s, cuda_sleep_fn, &ms), SAGA_OK);
+    assert_int_equal(saga_event_record(e, s), SAGA_OK);
+    assert_false(saga_event_done(e)); /* the host function sleeps */
+    /* a slot (named launch check) and an f64 kernel (plain launch check) */
+    assert_int_equal(gpu->kernels->fill_f64(ds, d, 1, 4.0), SAGA_OK);
+    assert_int_equal(gpu->kernels->axpby_f64(ds, 1, 2.0, d, 0.0, d), SAGA_OK);
+    cuda_poll_arg p = {e, d + 1, 0, SAGA_ERR_INTERNAL};
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, cuda_poll_thread, &p), 0);
+    assert_int_equal(pthread_join(t, NULL), 0);
+    print_message("the polling thread saw the event pending %d times\n", p.polls);
+    assert_int_equal(p.st, SAGA_OK);
+    assert_true(saga_event_done(e));
+    double back[2] = {0.0, 0.0};
+    dev_download(gpu, back, d, sizeof back);
+    assert_true(back[0] == 8.0 && back[1] == 5.0);
+
+    double secs = 0.0;
+    assert_int_equal(saga_event_elapsed(never, e, &secs), SAGA_ERR_INVALID_ARG);
+    saga_test_assert_error_contains("start", "never recorded", NULL);
+    assert_int_equal(saga_event_elapsed(e, never, &secs), SAGA_ERR_INVALID_ARG);
+    saga_test_assert_error_contains("end", "never recorded", NULL);
+    assert_int_equal(saga_event_elapsed(e, e, &secs), SAGA_OK);
+    assert_true(secs == 0.0);
+    /* and the errors above left nothing for the next launch either */
+    assert_int_equal(gpu->kernels->fill_f64(ds, d, 1, 1.0), SAGA_OK);
+    assert_int_equal(saga_stream_synchronize(ds), SAGA_OK);
+
+    saga_backend_free(gpu, d, 2 * sizeof *d);
+    saga_event_free(&e);
     saga_event_free(&never);
     saga_stream_free(&s);
 }
@@ -1440,6 +1511,7 @@ int main(void) {
         cmocka_unit_test(test_cuda_backend_tensors),
         cmocka_unit_test(test_cuda_backend_async_copies_with_events),
         cmocka_unit_test(test_cuda_backend_host_fn_and_elapsed),
+        cmocka_unit_test(test_cuda_backend_event_poll_then_launch),
         cmocka_unit_test(test_cuda_backend_f32_table_complete),
         cmocka_unit_test_teardown(test_cuda_backend_f32_fill_scale_binary, free_tracked),
         cmocka_unit_test_teardown(test_cuda_backend_f32_activations, free_tracked),
