@@ -25,7 +25,12 @@ const saga_module_host *saga_cuda_host = nullptr;
 
 // ---- errors ---------------------------------------------------------------------------------
 
+// A failed runtime call also leaves its error as the thread's last error, which the next
+// cudaGetLastError (the launch check of every kernel slot) would report again: a handled
+// out-of-memory or invalid argument would fail an unrelated later kernel. Reported here, it is
+// cleared (a sticky error, from a kernel fault, stays: every later call reports it anyway).
 saga_status saga_cuda_error(cudaError_t err, const char *what, const char *file, int line) {
+    cudaGetLastError();
     const saga_status st =
         err == cudaErrorMemoryAllocation ? SAGA_ERR_OUT_OF_MEMORY : SAGA_ERR_DEVICE;
     return saga_cuda_host->error(st, "%s: %s (%s) at %s:%d", what, cudaGetErrorString(err),
@@ -173,7 +178,9 @@ static void cuda_free(saga_backend *be, void *ptr, size_t bytes) {
         }
     } catch (const std::bad_alloc &) {
     }
-    // No event or no room to remember the block: give it back to the driver (which waits).
+    // No event or no room to remember the block: give it back to the driver (which waits). The
+    // failed call's error is not left for the next launch check to find.
+    cudaGetLastError();
     if (b.freed)
         cudaEventDestroy(b.freed);
     cudaFree(ptr);
@@ -194,8 +201,8 @@ static saga_status cuda_host_alloc(saga_backend *be, void **out, size_t bytes) {
 }
 
 static void cuda_host_free(saga_backend *be, void *ptr, size_t bytes) {
-    (void)be;
     (void)bytes;
+    cudaSetDevice(ctx_of(be)->device);
     cudaFreeHost(ptr);
 }
 
