@@ -16,6 +16,7 @@
 #include "saga_tensor.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -423,6 +424,76 @@ static void test_cuda_backend_host_fn_and_elapsed(void **state) {
     saga_stream_free(&s);
 }
 
+/* Polling an event that has not completed: CUDA also leaves "not ready" as the thread's last
+ * error, which the launch check of the next kernel (cudaGetLastError) must not report, on the
+ * polling thread or on a fresh thread that never bound the device. saga_event_elapsed names the
+ * event that was never recorded. */
+typedef struct cuda_poll_arg {
+    saga_event *e;
+    double *d;
+    int polls;
+    saga_status st;
+} cuda_poll_arg;
+
+static void *cuda_poll_thread(void *arg) {
+    cuda_poll_arg *p = arg;
+    struct timespec ts = {0, 1000000L};
+    while (!saga_event_done(p->e)) {
+        p->polls++;
+        nanosleep(&ts, NULL);
+    }
+    p->st = gpu->kernels->fill_f64(saga_backend_default_stream(gpu), p->d, 1, 5.0);
+    if (p->st == SAGA_OK)
+        p->st = saga_stream_synchronize(saga_backend_default_stream(gpu));
+    return NULL;
+}
+
+static void test_cuda_backend_event_poll_then_launch(void **state) {
+    (void)state;
+    saga_stream *s = NULL;
+    saga_event *e = NULL, *never = NULL;
+    assert_int_equal(saga_stream_new(&s, gpu), SAGA_OK);
+    assert_int_equal(saga_event_new(&e, gpu), SAGA_OK);
+    assert_int_equal(saga_event_new(&never, gpu), SAGA_OK);
+    double *d = NULL;
+    assert_int_equal(saga_backend_alloc(gpu, (void **)&d, 2 * sizeof *d), SAGA_OK);
+    saga_stream *ds = saga_backend_default_stream(gpu);
+
+    int ms = 400;
+    assert_int_equal(saga_stream_launch_host_fn(s, cuda_sleep_fn, &ms), SAGA_OK);
+    assert_int_equal(saga_event_record(e, s), SAGA_OK);
+    assert_false(saga_event_done(e)); /* the host function sleeps */
+    /* a slot (named launch check) and an f64 kernel (plain launch check) */
+    assert_int_equal(gpu->kernels->fill_f64(ds, d, 1, 4.0), SAGA_OK);
+    assert_int_equal(gpu->kernels->axpby_f64(ds, 1, 2.0, d, 0.0, d), SAGA_OK);
+    cuda_poll_arg p = {e, d + 1, 0, SAGA_ERR_INTERNAL};
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, cuda_poll_thread, &p), 0);
+    assert_int_equal(pthread_join(t, NULL), 0);
+    print_message("the polling thread saw the event pending %d times\n", p.polls);
+    assert_int_equal(p.st, SAGA_OK);
+    assert_true(saga_event_done(e));
+    double back[2] = {0.0, 0.0};
+    dev_download(gpu, back, d, sizeof back);
+    assert_true(back[0] == 8.0 && back[1] == 5.0);
+
+    double secs = 0.0;
+    assert_int_equal(saga_event_elapsed(never, e, &secs), SAGA_ERR_INVALID_ARG);
+    saga_test_assert_error_contains("start", "never recorded", NULL);
+    assert_int_equal(saga_event_elapsed(e, never, &secs), SAGA_ERR_INVALID_ARG);
+    saga_test_assert_error_contains("end", "never recorded", NULL);
+    assert_int_equal(saga_event_elapsed(e, e, &secs), SAGA_OK);
+    assert_true(secs == 0.0);
+    /* and the errors above left nothing for the next launch either */
+    assert_int_equal(gpu->kernels->fill_f64(ds, d, 1, 1.0), SAGA_OK);
+    assert_int_equal(saga_stream_synchronize(ds), SAGA_OK);
+
+    saga_backend_free(gpu, d, 2 * sizeof *d);
+    saga_event_free(&e);
+    saga_event_free(&never);
+    saga_stream_free(&s);
+}
+
 /* ---- f32 kernels: every slot of the table against the CPU's ------------------------------------
  *
  * Each test runs a slot on both backends with the same random inputs and compares. Bits are
@@ -824,6 +895,14 @@ static void test_cuda_backend_f32_rows_and_columns(void **state) {
                 CK()->copy2d_f32(CS(), rows, cols, src + 1, lds, dst + 2, ldd, acc != 0), SAGA_OK);
             /* the columns outside the block are untouched: compare the whole matrix */
             expect_bits(gdst, dst, rows * ldd, "copy2d_f32");
+            /* lds == 0: one row broadcast to every row (a bias row over a batch) */
+            float *bdst = rand_f32(rows * ldd, -1.0f, 1.0f);
+            float *gbdst = gput(bdst, (size_t)(rows * ldd) * sizeof(float));
+            assert_int_equal(GK()->copy2d_f32(GS(), rows, cols, gb, 0, gbdst + 1, ldd, acc != 0),
+                             SAGA_OK);
+            assert_int_equal(CK()->copy2d_f32(CS(), rows, cols, b, 0, bdst + 1, ldd, acc != 0),
+                             SAGA_OK);
+            expect_bits(gbdst, bdst, rows * ldd, "copy2d_f32(lds=0)");
         }
     }
 }
@@ -1338,6 +1417,133 @@ static void test_cuda_backend_f32_optimizers(void **state) {
     saga_test_assert_error_contains("sgd_f32", "needs a momentum buffer", NULL);
 }
 
+/* A slot that cannot get its workspace fails, and the failed allocation is not reported again
+ * by the launch check of the next kernel issued on the thread (CUDA keeps it as the thread's
+ * last error until someone reads it). */
+static void test_cuda_backend_f32_failed_workspace(void **state) {
+    (void)state;
+    float v = 1.0f, *g = gput(&v, sizeof v);
+    /* column sums of 2^40 columns want 8 TiB of partial sums (rows == 0: nothing is read) */
+    const saga_status st = GK()->colsum_f32(GS(), 0, (int64_t)1 << 40, g, 0.0f, g);
+    assert_true(st == SAGA_ERR_OUT_OF_MEMORY || st == SAGA_ERR_DEVICE);
+    saga_test_assert_error_contains("colsum_f32", NULL);
+    assert_int_equal(GK()->fill_f32(GS(), g, 1, 3.0f), SAGA_OK);
+    double sum = 0.0;
+    assert_int_equal(GK()->sum_f32(GS(), 1, g, &sum), SAGA_OK);
+    assert_true(sum == 3.0);
+    const float three = 3.0f;
+    expect_bits(g, &three, 1, "fill_f32 after a failed workspace");
+}
+
+/* Element counts past 2^31 (rows x cols = 2^31 + 4224 floats, 8 GiB): the kernels index in 64
+ * bits. Skipped where the device has not room for it. Checked against exact expectations and,
+ * for the dropout mask, against the CPU on the tail of the tensor. */
+static void test_cuda_backend_f32_beyond_int32(void **state) {
+    (void)state;
+    const int64_t cols = 128, rows = ((int64_t)1 << 24) + 33, n = rows * cols;
+    const size_t bytes = (size_t)n * sizeof(float);
+    saga_backend_stats bs;
+    saga_backend_get_stats(gpu, &bs);
+    if (bs.device_total < 2 * bytes) {
+        print_message("skipped: %zu MiB of device memory, want %zu\n", bs.device_total >> 20,
+                      (2 * bytes) >> 20);
+        skip();
+    }
+    float *big = NULL;
+    const saga_status st = saga_backend_alloc(gpu, (void **)&big, bytes);
+    if (st == SAGA_ERR_OUT_OF_MEMORY) {
+        print_message("skipped: %s\n", saga_last_error());
+        saga_error_clear();
+        skip();
+    }
+    assert_int_equal(st, SAGA_OK);
+    assert_true(n_gbufs < MAX_TRACKED);
+    gbufs[n_gbufs] = big;
+    gbuf_bytes[n_gbufs++] = bytes;
+    float *row = hf32(cols);
+
+    /* fill, then x[i][j] = 1 + j by a bias, then + 0.5 j by a broadcast row (lds 0) */
+    assert_int_equal(GK()->fill_f32(GS(), big, n, 1.0f), SAGA_OK);
+    double sum = 0.0;
+    assert_int_equal(GK()->sum_f32(GS(), n, big, &sum), SAGA_OK);
+    assert_true(sum == (double)n);
+    float *b = hf32(cols), *half = hf32(cols);
+    for (int64_t j = 0; j < cols; j++) {
+        b[j] = (float)j;
+        half[j] = 0.5f * (float)j;
+    }
+    float *gb = gput(b, (size_t)cols * sizeof(float));
+    float *ghalf = gput(half, (size_t)cols * sizeof(float));
+    assert_int_equal(GK()->bias_add_f32(GS(), rows, cols, big, gb, big), SAGA_OK);
+    assert_int_equal(GK()->copy2d_f32(GS(), rows, cols, ghalf, 0, big, cols, true), SAGA_OK);
+    const int64_t check_rows[] = {0, ((int64_t)1 << 24) - 1, ((int64_t)1 << 24) + 1, rows - 1};
+    for (size_t k = 0; k < sizeof check_rows / sizeof *check_rows; k++) {
+        gget(row, big + check_rows[k] * cols, (size_t)cols * sizeof(float));
+        for (int64_t j = 0; j < cols; j++)
+            if (row[j] != 1.0f + 1.5f * (float)j)
+                fail_msg("row %lld column %lld: %g, want %g", (long long)check_rows[k],
+                         (long long)j, (double)row[j], 1.0 + 1.5 * (double)j);
+    }
+    /* every value is a multiple of 0.5 below 2^8, so the double sums are exact */
+    assert_int_equal(GK()->sum_f32(GS(), n, big, &sum), SAGA_OK);
+    assert_true(sum == (double)rows * (128.0 + 1.5 * 8128.0));
+    float *cs = hf32(cols), *want = hf32(cols), *gcs = gput(cs, (size_t)cols * sizeof(float));
+    assert_int_equal(GK()->colsum_f32(GS(), rows, cols, big, 0.0f, gcs), SAGA_OK);
+    for (int64_t j = 0; j < cols; j++)
+        want[j] = (float)((double)rows * (1.0 + 1.5 * (double)j));
+    expect_bits(gcs, want, cols, "colsum_f32 over 2^31 elements");
+
+    /* gather and scatter-add rows past element 2^31 */
+    int32_t ids[3] = {(int32_t)(rows - 1), 0, (int32_t)(rows - 2)};
+    int32_t *gids = gput(ids, sizeof ids);
+    float *ones = hf32(3 * cols);
+    float *gy = gput(nan_f32(3 * cols), (size_t)(3 * cols) * sizeof(float));
+    assert_int_equal(GK()->gather_rows_f32(GS(), 3, cols, gids, rows, big, gy), SAGA_OK);
+    for (int64_t j = 0; j < 3 * cols; j++)
+        ones[j] = 1.0f + 1.5f * (float)(j % cols);
+    expect_bits(gy, ones, 3 * cols, "gather_rows_f32 past 2^31");
+    for (int64_t j = 0; j < 3 * cols; j++)
+        ones[j] = 1.0f;
+    float *gones = gput(ones, (size_t)(3 * cols) * sizeof(float));
+    int32_t last2[3] = {(int32_t)(rows - 1), (int32_t)(rows - 1), (int32_t)(rows - 3)};
+    int32_t *glast2 = gput(last2, sizeof last2);
+    assert_int_equal(GK()->scatter_add_rows_f32(GS(), 3, cols, glast2, gones, rows, big), SAGA_OK);
+    gget(row, big + (rows - 1) * cols, (size_t)cols * sizeof(float));
+    for (int64_t j = 0; j < cols; j++)
+        assert_true(row[j] == 3.0f + 1.5f * (float)j);
+
+    /* a segment sum and an edge softmax over the last rows (element offsets past 2^31) */
+    const int64_t off[3] = {rows - 4, rows - 2, rows};
+    int64_t *goff = gput(off, sizeof off);
+    float *tail = hf32(4 * cols), *seg = hf32(2 * cols);
+    gget(tail, big + (rows - 4) * cols, (size_t)(4 * cols) * sizeof(float));
+    float *gseg = gput(nan_f32(2 * cols), (size_t)(2 * cols) * sizeof(float));
+    assert_int_equal(
+        GK()->segment_reduce_f32(GS(), goff, 2, cols, SAGA_REDUCE_SUM, big, gseg, NULL), SAGA_OK);
+    for (int64_t j = 0; j < cols; j++) {
+        seg[j] = tail[j] + tail[cols + j];
+        seg[cols + j] = tail[2 * cols + j] + tail[3 * cols + j];
+    }
+    expect_bits(gseg, seg, 2 * cols, "segment_reduce_f32 past 2^31");
+    float *sm = hcopy(tail, 4 * cols);
+    int64_t loff[3] = {0, 2, 4};
+    assert_int_equal(CK()->edge_softmax_f32(CS(), loff, 2, cols, sm, sm), SAGA_OK);
+    assert_int_equal(GK()->edge_softmax_f32(GS(), goff, 2, cols, big, big), SAGA_OK);
+    float *got = hf32(4 * cols);
+    gget(got, big + (rows - 4) * cols, (size_t)(4 * cols) * sizeof(float));
+    for (int64_t e = 0; e < 4 * cols; e++)
+        assert_close(got[e], sm[e], 1e-5, "edge_softmax_f32 past 2^31", e);
+
+    /* dropout in place over the whole tensor: its tail is the CPU's mask for that block */
+    enum { TAIL = 1000 };
+    float *host_tail = hf32(TAIL);
+    gget(host_tail, big + (n - TAIL), TAIL * sizeof(float));
+    assert_int_equal(GK()->dropout_f32(GS(), n, 0.5f, 4242, 0, big, big), SAGA_OK);
+    assert_int_equal(CK()->dropout_f32(CS(), TAIL, 0.5f, 4242, n - TAIL, host_tail, host_tail),
+                     SAGA_OK);
+    expect_bits(big + (n - TAIL), host_tail, TAIL, "dropout_f32 past 2^31");
+}
+
 /* ---- end to end: a two-layer MLP trained three steps through saga_nn.h on both backends ------ */
 
 enum { MLP_N = 200, MLP_IN = 12, MLP_HID = 32, MLP_OUT = 5, MLP_TRAIN = 120, MLP_STEPS = 3 };
@@ -1440,6 +1646,7 @@ int main(void) {
         cmocka_unit_test(test_cuda_backend_tensors),
         cmocka_unit_test(test_cuda_backend_async_copies_with_events),
         cmocka_unit_test(test_cuda_backend_host_fn_and_elapsed),
+        cmocka_unit_test(test_cuda_backend_event_poll_then_launch),
         cmocka_unit_test(test_cuda_backend_f32_table_complete),
         cmocka_unit_test_teardown(test_cuda_backend_f32_fill_scale_binary, free_tracked),
         cmocka_unit_test_teardown(test_cuda_backend_f32_activations, free_tracked),
@@ -1455,6 +1662,8 @@ int main(void) {
         cmocka_unit_test_teardown(test_cuda_backend_f32_segment_reduce, free_tracked),
         cmocka_unit_test_teardown(test_cuda_backend_f32_edge_softmax, free_tracked),
         cmocka_unit_test_teardown(test_cuda_backend_f32_optimizers, free_tracked),
+        cmocka_unit_test_teardown(test_cuda_backend_f32_failed_workspace, free_tracked),
+        cmocka_unit_test_teardown(test_cuda_backend_f32_beyond_int32, free_tracked),
         cmocka_unit_test_teardown(test_cuda_backend_f32_mlp_matches_cpu, free_tracked),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);

@@ -12,7 +12,7 @@ static __global__ void add_scalar_f64_kernel(int64_t n, double c, double *x) {
 static saga_status add_scalar_f64_launch(cudaStream_t stream, int64_t n, double c, double *x) {
     add_scalar_f64_kernel<<<saga_cuda_blocks(n, ADD_SCALAR_BLOCK), ADD_SCALAR_BLOCK, 0, stream>>>(
         n, c, x);
-    SAGA_CUDA_RETURN_LAUNCH();
+    SAGA_CUDA_SLOT_LAUNCH("add_scalar_f64");
     return SAGA_OK;
 }
 

@@ -18,7 +18,7 @@ static saga_status axpby_f64_launch(cudaStream_t stream, int64_t n, double a, co
         axpby_f64_kernel<false><<<blocks, AXPBY_BLOCK, 0, stream>>>(n, a, x, b, y);
     else
         axpby_f64_kernel<true><<<blocks, AXPBY_BLOCK, 0, stream>>>(n, a, x, b, y);
-    SAGA_CUDA_RETURN_LAUNCH();
+    SAGA_CUDA_SLOT_LAUNCH("axpby_f64");
     return SAGA_OK;
 }
 

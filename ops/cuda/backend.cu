@@ -25,7 +25,12 @@ const saga_module_host *saga_cuda_host = nullptr;
 
 // ---- errors ---------------------------------------------------------------------------------
 
+// A failed runtime call also leaves its error as the thread's last error, which the next
+// cudaGetLastError (the launch check of every kernel slot) would report again: a handled
+// out-of-memory or invalid argument would fail an unrelated later kernel. Reported here, it is
+// cleared (a sticky error, from a kernel fault, stays: every later call reports it anyway).
 saga_status saga_cuda_error(cudaError_t err, const char *what, const char *file, int line) {
+    cudaGetLastError();
     const saga_status st =
         err == cudaErrorMemoryAllocation ? SAGA_ERR_OUT_OF_MEMORY : SAGA_ERR_DEVICE;
     return saga_cuda_host->error(st, "%s: %s (%s) at %s:%d", what, cudaGetErrorString(err),
@@ -173,7 +178,9 @@ static void cuda_free(saga_backend *be, void *ptr, size_t bytes) {
         }
     } catch (const std::bad_alloc &) {
     }
-    // No event or no room to remember the block: give it back to the driver (which waits).
+    // No event or no room to remember the block: give it back to the driver (which waits). The
+    // failed call's error is not left for the next launch check to find.
+    cudaGetLastError();
     if (b.freed)
         cudaEventDestroy(b.freed);
     cudaFree(ptr);
@@ -194,8 +201,8 @@ static saga_status cuda_host_alloc(saga_backend *be, void **out, size_t bytes) {
 }
 
 static void cuda_host_free(saga_backend *be, void *ptr, size_t bytes) {
-    (void)be;
     (void)bytes;
+    cudaSetDevice(ctx_of(be)->device);
     cudaFreeHost(ptr);
 }
 
@@ -261,8 +268,10 @@ static saga_status cuda_event_new(saga_backend *be, saga_event *e) {
 }
 
 static void cuda_event_free(saga_event *e) {
-    if (e->impl)
+    if (e->impl) {
+        cudaSetDevice(ctx_of(e->be)->device);
         cudaEventDestroy(static_cast<cudaEvent_t>(e->impl));
+    }
     e->impl = nullptr;
 }
 
@@ -275,15 +284,24 @@ static saga_status cuda_event_record(saga_event *e, saga_stream *s) {
     return SAGA_OK;
 }
 
+// The event entry points may be the first call of a new thread (a poller, a copy thread): make
+// the backend's device current first, as the stream entry points do, rather than letting the
+// runtime bind device 0 to the thread.
 static saga_status cuda_event_sync(saga_event *e) {
+    SAGA_CUDA_RETURN(cudaSetDevice(ctx_of(e->be)->device));
     SAGA_CUDA_RETURN(cudaEventSynchronize(static_cast<cudaEvent_t>(e->impl)));
     return SAGA_OK;
 }
 
 static bool cuda_event_query(saga_event *e) {
+    cudaSetDevice(ctx_of(e->be)->device);
     const cudaError_t err = cudaEventQuery(static_cast<cudaEvent_t>(e->impl));
-    if (err == cudaErrorNotReady)
+    if (err == cudaErrorNotReady) {
+        // "not ready" is also left as the thread's last error: cleared, or the launch check of
+        // the next kernel issued on this thread (cudaGetLastError) would fail with it.
+        cudaGetLastError();
         return false;
+    }
     if (err != cudaSuccess) {
         // A failed device never completes the work: report it and say done, so pollers stop.
         cudaGetLastError();
@@ -335,8 +353,10 @@ static saga_status cuda_bind_thread(saga_backend *be) {
 
 static saga_status cuda_event_elapsed(saga_event *start, saga_event *end, double *seconds) {
     cudaEvent_t a = static_cast<cudaEvent_t>(start->impl), b = static_cast<cudaEvent_t>(end->impl);
+    SAGA_CUDA_RETURN(cudaSetDevice(ctx_of(start->be)->device));
     // cudaEventElapsedTime reports an incomplete event as not ready and a never-recorded one as an
-    // invalid handle; query each first so that the message names the event at fault
+    // invalid handle; look at each first so that the message names the event at fault (a query
+    // says "done" for a never-recorded event; the time from an event to itself does not)
     const char *names[2] = {"start", "end"};
     const cudaEvent_t evs[2] = {a, b};
     for (int i = 0; i < 2; i++) {
@@ -347,6 +367,14 @@ static saga_status cuda_event_elapsed(saga_event *start, saga_event *end, double
                                          "saga_event_elapsed: the %s event has not completed",
                                          names[i]);
         }
+        float self = 0.0f;
+        const cudaError_t r = cudaEventElapsedTime(&self, evs[i], evs[i]);
+        if (r != cudaSuccess)
+            cudaGetLastError(); // any other failure is the call's below to report
+        if (r == cudaErrorInvalidResourceHandle)
+            return saga_cuda_host->error(SAGA_ERR_INVALID_ARG,
+                                         "saga_event_elapsed: the %s event was never recorded",
+                                         names[i]);
     }
     float ms = 0.0f;
     const cudaError_t err = cudaEventElapsedTime(&ms, a, b);

@@ -17,7 +17,7 @@ static __global__ void dot_f64_kernel(int64_t n, const double *__restrict__ x,
 static saga_status dot_f64_launch(cudaStream_t stream, int64_t n, const double *x, const double *y,
                                   double *partials, unsigned blocks) {
     dot_f64_kernel<<<blocks, DOT_BLOCK, 0, stream>>>(n, x, y, partials);
-    SAGA_CUDA_RETURN_LAUNCH();
+    SAGA_CUDA_SLOT_LAUNCH("dot_f64");
     return SAGA_OK;
 }
 

@@ -18,7 +18,7 @@ static __global__ void l1_diff_f64_kernel(int64_t n, const double *__restrict__ 
 static saga_status l1_diff_f64_launch(cudaStream_t stream, int64_t n, const double *x,
                                       const double *y, double *partials, unsigned blocks) {
     l1_diff_f64_kernel<<<blocks, L1_DIFF_BLOCK, 0, stream>>>(n, x, y, partials);
-    SAGA_CUDA_RETURN_LAUNCH();
+    SAGA_CUDA_SLOT_LAUNCH("l1_diff_f64");
     return SAGA_OK;
 }
 

@@ -12,7 +12,7 @@ static __global__ void mul_f64_kernel(int64_t n, const double *x, const double *
 static saga_status mul_f64_launch(cudaStream_t stream, int64_t n, const double *x, const double *y,
                                   double *z) {
     mul_f64_kernel<<<saga_cuda_blocks(n, MUL_BLOCK), MUL_BLOCK, 0, stream>>>(n, x, y, z);
-    SAGA_CUDA_RETURN_LAUNCH();
+    SAGA_CUDA_SLOT_LAUNCH("mul_f64");
     return SAGA_OK;
 }
 

@@ -45,7 +45,7 @@ static saga_status spmv_f64_launch(cudaStream_t stream, const saga_csr_dev *A, d
     else
         spmv_f64_kernel<false, false><<<blocks, SPMV_BLOCK, 0, stream>>>(
             A->n_rows, A->offsets, A->indices, A->values, alpha, x, beta, y);
-    SAGA_CUDA_RETURN_LAUNCH();
+    SAGA_CUDA_SLOT_LAUNCH("spmv_f64");
     return SAGA_OK;
 }
 

@@ -9,6 +9,7 @@
 
 saga_status saga_cuda_slot_error(const char *slot, cudaError_t err, const char *what,
                                  const char *file, int line) {
+    cudaGetLastError(); // reported once (see saga_cuda_error)
     const saga_status st =
         err == cudaErrorMemoryAllocation ? SAGA_ERR_OUT_OF_MEMORY : SAGA_ERR_DEVICE;
     return saga_cuda_host->error(st, "%s: %s: %s (%s) at %s:%d", slot, what,
