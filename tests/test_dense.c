@@ -709,6 +709,18 @@ static void test_dense_sync_pipeline_equals_sequential(void **state) {
     (void)state;
     check_sync_pipeline(SAGA_DENSE_SPLIT_COLS, SAGA_DENSE_ADAM);
     check_sync_pipeline(SAGA_DENSE_SPLIT_ROWS, SAGA_DENSE_ADAMA);
+    /* fewer micro-batches than stages: each stage waits for the one micro-batch in turn */
+    static pipe_run one, three;
+    memset(&one, 0, sizeof one);
+    memset(&three, 0, sizeof three);
+    saga_mlp_params p = pipe_params(1, SAGA_DENSE_PIPE_SYNC);
+    p.n_micro = 1;
+    pipe_train(&p, 0, 5, 1, &one);
+    p.n_stages = 3;
+    pipe_train(&p, 0, 5, 5, &three);
+    assert_same_training(&three, &one, 5, 4, 1e-5);
+    pipe_run_free(&one, 4);
+    pipe_run_free(&three, 4);
 }
 
 /* PipeDream-2BW trains on weights one step stale: step b's gradients are taken at the weights
