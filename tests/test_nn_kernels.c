@@ -478,6 +478,29 @@ static void test_nn_kernels_dropout(void **state) {
             assert_int_equal(K()->dropout_f32(S(t), len, 0.3f, 9, f, x + f, y[1] + f), SAGA_OK);
         }
     assert_same_bits(y[0], y[1], (size_t)n * 4, "dropout by blocks");
+    /* element indices across 2^32: the contract's formula, and rows by id past 2^32 / cols agree
+     * with it */
+    const int64_t far = ((int64_t)1 << 32) - 50000;
+    for (int t = 0; t < N_BE; t++) {
+        assert_int_equal(K()->dropout_f32(S(t), n, 0.5f, 3, far, x, y[1]), SAGA_OK);
+        for (int64_t i = 0; i < n; i++) {
+            float want = keep_ref(3, (uint64_t)(far + i), 0.5f) ? x[i] * 2.0f : 0.0f;
+            if (!(y[1][i] == want))
+                fail_msg("dropout at element %lld: got %g, want %g", (long long)(far + i),
+                         (double)y[1][i], (double)want);
+        }
+    }
+    {
+        int32_t far_ids[2] = {INT32_MAX, (int32_t)(((int64_t)1 << 32) / 7)};
+        float fy[14];
+        assert_int_equal(K()->dropout_rows_f32(S(1), 2, 7, 0.5f, 3, far_ids, x, fy), SAGA_OK);
+        for (int r = 0; r < 2; r++)
+            for (int j = 0; j < 7; j++) {
+                uint64_t e = (uint64_t)far_ids[r] * 7u + (uint64_t)j;
+                float want = keep_ref(3, e, 0.5f) ? x[r * 7 + j] * 2.0f : 0.0f;
+                assert_true(fy[r * 7 + j] == want);
+            }
+    }
     /* rows given by id, in any order, draw those rows of the whole mask (here: 100003 = 7 x
      * 14286 + 1, so take the first 7 x 14286 elements as a 14286 x 7 tensor) */
     const int64_t cols = 7, rows = 14286, pick = 999;
