@@ -5,6 +5,7 @@
  * saga_dense.h. */
 #include "saga_dense.h"
 
+#include "nn_internal.h"
 #include "sched_impl.h"
 
 #include <math.h>
@@ -89,7 +90,6 @@ struct saga_mlp {
     /* boundary b (between stages b and b + 1), ring slot r: bx[b * R + r] the activations that
      * leave stage b, bg[b * R + r] their gradients coming back; pinned on stage b's backend */
     float **bx, **bg;
-    size_t *b_floats;
     arrival *arrivals;  /* [2 * b + grad] */
     int64_t *arrived;   /* [2 * b + grad]: micro-batches of the call across boundary b */
     pthread_mutex_t mu; /* guards arrived and failed */
@@ -287,16 +287,9 @@ fail:
 
 /* ---- construction ------------------------------------------------------------------------- */
 
-static uint64_t splitmix(uint64_t *state) {
-    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
 /* Uniform in [-bound, bound) from the generator's top 24 bits. */
 static float uniform(uint64_t *state, float bound) {
-    return (float)((double)(splitmix(state) >> 40) * 0x1p-24 * 2.0 - 1.0) * bound;
+    return (float)((double)(saga_splitmix64(state) >> 40) * 0x1p-24 * 2.0 - 1.0) * bound;
 }
 
 /* Address of W[r][c] (or of b[c] when r < 0) of layer y in its tiled host array a. */
@@ -619,6 +612,12 @@ fail:
     return st;
 }
 
+/* Floats of one micro-batch's activations (or their gradients) across boundary b: the output of
+ * stage b's last layer. */
+static size_t boundary_floats(const saga_mlp *m, int32_t b) {
+    return (size_t)m->mb * (size_t)m->widths[m->stages[b].l1];
+}
+
 /* The pinned buffers activations and gradients cross the stage boundaries through. */
 static saga_status make_boundaries(saga_mlp *m) {
     saga_status st = SAGA_OK;
@@ -629,18 +628,17 @@ static saga_status make_boundaries(saga_mlp *m) {
                                "boundary buffers"));
     SAGA_TRY(saga_alloc_zeroed((void **)&m->bg, (size_t)nb * (size_t)R, sizeof *m->bg,
                                "boundary buffers"));
-    SAGA_TRY(saga_alloc_zeroed((void **)&m->b_floats, (size_t)nb, sizeof *m->b_floats,
-                               "boundary buffers"));
     SAGA_TRY(saga_alloc_zeroed((void **)&m->arrivals, 2 * (size_t)nb, sizeof *m->arrivals,
                                "boundary arrivals"));
     SAGA_TRY(saga_alloc_zeroed((void **)&m->arrived, 2 * (size_t)nb, sizeof *m->arrived,
                                "boundary arrivals"));
     for (int32_t b = 0; b < nb; b++) {
         stage *sg = &m->stages[b];
-        m->b_floats[b] = (size_t)m->mb * (size_t)m->widths[sg->l1];
         for (int32_t r = 0; r < R; r++) {
-            SAGA_TRY(host_array(sg, &m->bx[(size_t)b * (size_t)R + (size_t)r], m->b_floats[b]));
-            SAGA_TRY(host_array(sg, &m->bg[(size_t)b * (size_t)R + (size_t)r], m->b_floats[b]));
+            SAGA_TRY(
+                host_array(sg, &m->bx[(size_t)b * (size_t)R + (size_t)r], boundary_floats(m, b)));
+            SAGA_TRY(
+                host_array(sg, &m->bg[(size_t)b * (size_t)R + (size_t)r], boundary_floats(m, b)));
         }
         m->arrivals[2 * b] = (arrival){m, b, false};
         m->arrivals[2 * b + 1] = (arrival){m, b, true};
@@ -769,11 +767,11 @@ void saga_mlp_free(saga_mlp **mp) {
             }
             saga_backend_host_free(sg->be, sg->act_host, sg->act_floats * sizeof(float));
             saga_backend_host_free(sg->be, sg->ones_host, (size_t)m->mb * sizeof(float));
-            if (m->bx && q < m->S - 1)
+            if (m->bx && m->bg && q < m->S - 1)
                 for (int32_t r = 0; r < m->R; r++) {
                     size_t i = (size_t)q * (size_t)m->R + (size_t)r;
-                    saga_backend_host_free(sg->be, m->bx[i], m->b_floats[q] * sizeof(float));
-                    saga_backend_host_free(sg->be, m->bg[i], m->b_floats[q] * sizeof(float));
+                    saga_backend_host_free(sg->be, m->bx[i], boundary_floats(m, q) * sizeof(float));
+                    saga_backend_host_free(sg->be, m->bg[i], boundary_floats(m, q) * sizeof(float));
                 }
             saga_free(sg->h);
             saga_free(sg->d);
@@ -789,7 +787,6 @@ void saga_mlp_free(saga_mlp **mp) {
     saga_free(m->layers);
     saga_free(m->bx);
     saga_free(m->bg);
-    saga_free(m->b_floats);
     saga_free(m->arrivals);
     saga_free(m->arrived);
     saga_free(m->loss_sums);

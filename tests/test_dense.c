@@ -552,6 +552,26 @@ static void test_dense_alloc_failures(void **state) {
     saga_mlp_free(&m);
     saga_backend_free_all(&be);
 
+    /* a pipeline of three stages: its boundaries, threads' state and stages fail alike */
+    saga_backend *bes[3];
+    for (int s = 0; s < 3; s++)
+        bes[s] = open_cpu(0);
+    saga_mlp_params q = p;
+    q.n_stages = 3;
+    q.stage_backends = bes;
+    for (long k = 1;; k++) {
+        saga_test_fail_alloc_after(k);
+        saga_status st = saga_mlp_new(&m, NULL, &q);
+        saga_test_fail_alloc_after(0);
+        if (st == SAGA_OK)
+            break;
+        assert_int_equal(st, SAGA_ERR_OUT_OF_MEMORY);
+        assert_null(m);
+    }
+    saga_mlp_free(&m);
+    for (int s = 0; s < 3; s++)
+        saga_backend_free_all(&bes[s]);
+
     float x[8 * 12], y[8 * 3];
     make_batch(0, 8, 12, 3, x, y);
     for (long k = 1;; k++) {
