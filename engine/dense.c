@@ -1169,8 +1169,10 @@ static saga_status run_stages(saga_mlp *m, int32_t n_steps) {
     for (; started < m->S; started++)
         if (pthread_create(&m->stages[started].thread, NULL, stage_thread, &m->stages[started])) {
             pthread_mutex_lock(&m->mu);
-            m->failed = true;
-            m->first_failed = -1;
+            if (!m->failed) { /* a stage that failed already keeps its error */
+                m->failed = true;
+                m->first_failed = -1;
+            }
             pthread_cond_broadcast(&m->cv);
             pthread_mutex_unlock(&m->mu);
             break;
@@ -1181,6 +1183,7 @@ static saga_status run_stages(saga_mlp *m, int32_t n_steps) {
         if (m->first_failed < 0)
             return saga_error(SAGA_ERR_OUT_OF_MEMORY, "dense: cannot start a thread for stage %d",
                               (int)started);
+
         const stage *sg = &m->stages[m->first_failed];
         return saga_error(sg->st, "stage %d (%s): %s", (int)sg->idx, saga_backend_name(sg->be),
                           sg->err);
