@@ -61,6 +61,13 @@ const char *cli_default_device(void) {
     return d && *d ? d : "auto";
 }
 
+int cli_check_device(cli_ctx *c, const char *device) {
+    if (strcmp(device, "auto") != 0 && strcmp(device, "cpu") != 0 &&
+        strncmp(device, "cuda", 4) != 0)
+        return cli_usage(c, "--device must be auto, cpu, cuda or cuda:N, got '%s'", device);
+    return 0;
+}
+
 /* ---- messages ------------------------------------------------------------------------------ */
 
 int cli_usage(cli_ctx *c, const char *fmt, ...) {

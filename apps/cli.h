@@ -130,6 +130,9 @@ typedef struct cli_exec {
     "cpu, cuda, cuda:N or auto: a GPU when one works, else the CPU after one line saying why "     \
     "(default: $SAGA_DEVICE when set, else auto)."
 const char *cli_default_device(void);
+/* A usage error unless device looks like auto, cpu, cuda or cuda:N (checked before any work;
+ * the backend reports what is wrong with a well-formed one); 0 when it does. */
+int cli_check_device(cli_ctx *c, const char *device);
 
 #define CLI_EXEC_OPTS                                                                              \
     {"device-mem", 0, "SIZE", NULL,                                                                \

@@ -298,11 +298,8 @@ static int gcn_main(int argc, char **argv) {
         return cli_usage(&c, "give exactly one of --data DIR and --synthetic N,DEG,F,C");
     if (go.checkpoint_every && !go.checkpoint)
         return cli_usage(&c, "--checkpoint-every needs --checkpoint FILE");
-    if (strcmp(device, "auto") != 0 && strcmp(device, "cpu") != 0 &&
-        strncmp(device, "cuda", 4) != 0)
-        return cli_usage(&c, "--device must be auto, cpu, cuda or cuda:N, got '%s'", device);
-    if (c.quiet)
-        saga_log_set_level(SAGA_LOG_ERROR);
+    if (cli_check_device(&c, device))
+        return CLI_USAGE;
     if (threads > 0)
         omp_set_num_threads((int)threads);
 

@@ -392,8 +392,6 @@ static int hep_main(int argc, char **argv) {
     for (int k = 0; k < OPT_COUNT_; k++)
         if (given[k] && !(OPT_FOR[k] & which))
             return cli_usage(&c, "--%s does not apply to 'hep %s'", hep_opts[k].name, c.args[0]);
-    if (c.quiet)
-        saga_log_set_level(SAGA_LOG_ERROR);
     if (threads > 0)
         omp_set_num_threads((int)threads);
 
@@ -424,9 +422,8 @@ static int hep_main(int argc, char **argv) {
     }
     if (which == EVAL && !to.checkpoint)
         return cli_usage(&c, "eval needs --checkpoint FILE");
-    if ((which & (TRAIN | EVAL)) && strcmp(device, "auto") != 0 && strcmp(device, "cpu") != 0 &&
-        strncmp(device, "cuda", 4) != 0)
-        return cli_usage(&c, "--device must be auto, cpu, cuda or cuda:N, got '%s'", device);
+    if ((which & (TRAIN | EVAL)) && cli_check_device(&c, device))
+        return CLI_USAGE;
 
     int rc = CLI_ERROR;
     saga_status st = SAGA_OK;

@@ -374,7 +374,8 @@ static int mlp_main(int argc, char **argv) {
     }
     cli_progress_end(&c);
     int64_t later = steps - 1;
-    double per_step = later ? train_s / (double)later : first_s;
+    double per = later ? (double)later : 1.0; /* steps the byte and time sums cover */
+    double per_step = later ? train_s / per : first_s;
     double rows_per_s = (double)batch / per_step;
     double overlap = copy_s > 0 ? 1.0 - (wait_s < copy_s ? wait_s : copy_s) / copy_s : 0.0;
     cli_say(&c, "loss: %.5f at step 1, %.5f at step %lld\n", losses[0], losses[steps - 1],
@@ -389,7 +390,6 @@ static int mlp_main(int argc, char **argv) {
                     ms.tiles[l] > 1 ? "s" : "", (int)ms.tile_units[l],
                     split == SAGA_DENSE_SPLIT_COLS ? "columns" : "rows",
                     cli_bytes(b1, sizeof b1, (int64_t)ms.tile_bytes[l]));
-        double per = later ? (double)later : 1.0;
         cli_say(&c,
                 "memory: %s to the device and %s back per step%s, peak %s of "
                 "%s%s, %s kept between steps, %.0f%% of copy time hidden; host arrays %s\n",
@@ -454,7 +454,6 @@ static int mlp_main(int argc, char **argv) {
         json_key(&j, "rows_per_second"), json_num(&j, rows_per_s);
         json_key(&j, "host_bytes"), json_uint(&j, ms.host_bytes);
         if (stats) {
-            double per = later ? (double)later : 1.0;
             json_key(&j, "h2d_bytes_per_step"), json_num(&j, (double)h2d / per);
             json_key(&j, "d2h_bytes_per_step"), json_num(&j, (double)d2h / per);
             json_key(&j, "peak_device_bytes"), json_uint(&j, peak);

@@ -2,8 +2,6 @@
  * and the training loop with evaluation and checkpoints. */
 #include "gcn.h"
 
-#include "nn_impl.h"
-
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>

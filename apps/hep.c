@@ -227,18 +227,19 @@ saga_status hep_graph_build(hep_event_graph *g, const saga_trackml_event *e,
     }
 
     /* ---- segments between adjacent layers, inner -> outer, in the phi window of the cut */
-    for (int l = 0; l + 1 < SAGA_TRACKML_N_LAYERS; l++)
+    for (int l = 0; l + 1 < SAGA_TRACKML_N_LAYERS; l++) {
+        if (first[l + 1] == first[l + 2])
+            continue; /* nothing on the next layer */
+        /* the largest dr to the next layer bounds the window: its outermost hit's r, found once */
+        double r_max = h[first[l + 2] - 1].r;
+        for (int32_t b = first[l + 1]; b < first[l + 2]; b++)
+            r_max = fmax(r_max, h[b].r);
         for (int32_t a = first[l]; a < first[l + 1]; a++) {
-            if (first[l + 1] == first[l + 2])
-                break;
-            /* the largest dr to the next layer bounds the window */
-            double dr = h[first[l + 2] - 1].r - h[a].r;
-            for (int32_t b = first[l + 1]; b < first[l + 2]; b++)
-                dr = fmax(dr, h[b].r - h[a].r);
-            double w = o->phi_slope_max * dr;
+            double w = o->phi_slope_max * (r_max - h[a].r);
             SAGA_TRY(
                 scan_window(&eb, h, a, first[l + 1], first[l + 2], h[a].phi - w, h[a].phi + w, o));
         }
+    }
 
     /* ---- the placed graph's edge order: by outer hit (stable, so inner hits stay ascending) */
     int64_t m = eb.n;
@@ -554,14 +555,14 @@ void hep_net_free(hep_net *net) {
     memset(net, 0, sizeof *net);
 }
 
-/* ApplyEdge: the new edge state e + MLP([h_src, h_dst, e]). */
+/* ApplyEdge: the new edge state tanh(MLP([h_src, h_dst, e])). */
 static saga_tensor *in_edge(saga_ctx *c, const saga_edge_in *e, void *layer) {
     hep_net *net = layer;
     saga_tensor *in = saga_concat(c, saga_concat(c, e->src, e->dst), e->data);
     return saga_tanh(c, mlp(c, &net->edge_up, in));
 }
 
-/* ApplyVertex: h + MLP([h, messages in, messages out]). The messages out of each hit are the
+/* ApplyVertex: tanh(MLP([h, messages in, messages out])). The messages out of each hit are the
  * round's edge tensor (saga_program_run_edges has set it) summed by source. */
 static saga_tensor *in_vertex(saga_ctx *c, const saga_vertex_in *v, void *layer) {
     hep_net *net = layer;

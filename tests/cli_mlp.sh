@@ -45,6 +45,7 @@ python3 - "$TMP/pipe.json" "$TMP/memory.json" <<'PY' || fail "pipelined losses d
 import json, sys
 a = json.load(open(sys.argv[1]))["losses"]
 b = json.load(open(sys.argv[2]))["losses"]
+assert len(a) == len(b) == 6
 for x, y in zip(a, b):
     assert abs(x - y) <= 1e-5 * abs(y), (x, y)
 PY

@@ -277,8 +277,10 @@ static void test_hep_track_efficiency_by_hand(void **state) {
     assert_int_equal(hep_track_efficiency(&found, &total, be, &g, kept, 1.0), SAGA_OK);
     assert_int_equal(found, 0);
     /* the first segment of each track only: 2 of 3 hits, below 75% */
+    int n_kept = 0;
     for (int64_t k = 0; k < g.n_edges; k++)
-        kept[k] = g.truth[k] && g.hit_feat[g.src[k] * HEP_HIT_FEATURES] < 0.05f;
+        n_kept += kept[k] = g.truth[k] && g.hit_feat[g.src[k] * HEP_HIT_FEATURES] < 0.05f;
+    assert_int_equal(n_kept, 3);
     assert_int_equal(hep_track_efficiency(&found, &total, be, &g, kept, 1.0), SAGA_OK);
     assert_int_equal(found, 0);
     /* a track cut needs pT above it */
