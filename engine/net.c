@@ -11,8 +11,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#define NET_DEFAULT_BATCH_EDGES ((int64_t)1 << 20)
-
 typedef enum stage_kind { STAGE_VERTEX = 0, STAGE_PROGRAM } stage_kind;
 
 typedef struct stage {
@@ -434,15 +432,20 @@ fail:
     return st;
 }
 
+/* Block b's batch plan for max_edges, or NULL when none was made. */
+static bplan *plan_of(const nblock *b, int64_t max_edges) {
+    for (int i = 0; i < b->n_plans; i++)
+        if (b->plans[i].max_edges == max_edges)
+            return &b->plans[i];
+    return NULL;
+}
+
 /* The batch plan of block b for max_edges (consecutive destinations, at most max_edges in-edges
- * each, a vertex with more alone). */
+ * each, a vertex with more alone), made on first use. */
 static saga_status block_plan(saga_net *n, nblock *b, int64_t max_edges, bplan **out) {
     saga_status st = SAGA_OK;
-    for (int i = 0; i < b->n_plans; i++)
-        if (b->plans[i].max_edges == max_edges) {
-            *out = &b->plans[i];
-            return SAGA_OK;
-        }
+    if ((*out = plan_of(b, max_edges)))
+        return SAGA_OK;
     SAGA_TRY(saga_realloc_array((void **)&b->plans, (size_t)b->n_plans + 1, sizeof *b->plans,
                                 "block plans"));
     bplan *p = &b->plans[b->n_plans++];
@@ -450,31 +453,17 @@ static saga_status block_plan(saga_net *n, nblock *b, int64_t max_edges, bplan *
     p->max_edges = max_edges;
     int32_t P = b->v1 - b->v0;
     SAGA_TRY(saga_alloc_array((void **)&p->v0, (size_t)P + 2, sizeof(int32_t), "batch plan"));
-    int64_t nb = 0;
-    p->v0[0] = 0;
-    for (int32_t v = 0; v < P;) {
-        int32_t w = v;
-        do
-            w++;
-        while (w < P && b->off[w + 1] - b->off[v] <= max_edges);
-        p->v0[++nb] = w;
-        v = w;
-    }
-    if (nb == 0)
-        p->v0[++nb] = 0;
+    int64_t nb = saga_prog_cut_batches(P, b->off, max_edges, p->v0);
     p->n_batches = nb;
     if (nb > 1) {
         SAGA_TRY(saga_alloc_array((void **)&p->h_off, (size_t)P + (size_t)nb, sizeof(int64_t),
                                   "batch offsets"));
-        for (int64_t q = 0; q < nb; q++)
-            for (int32_t v = p->v0[q]; v <= p->v0[q + 1]; v++)
-                p->h_off[v + q] = b->off[v] - b->off[p->v0[q]];
+        saga_prog_batch_offsets(b->off, nb, p->v0, p->h_off);
         p->b_off = saga_sched_block(n->sched, ((size_t)P + (size_t)nb) * sizeof(int64_t),
                                     SAGA_BLK_INPUT, "batch plan");
         SAGA_CHECK(p->b_off, SAGA_ERR_OUT_OF_MEMORY, "out of memory for a batch plan block");
         saga_blk_set_host(p->b_off, p->h_off);
     }
-    (void)n;
     *out = p;
 fail:
     return st;
@@ -535,8 +524,7 @@ static saga_status block_blocks(saga_net *n, nblock *b, const stage *s) {
     }
     if (!fused) {
         bplan *p = NULL;
-        SAGA_TRY(block_plan(
-            n, b, s->p.max_batch_edges > 0 ? s->p.max_batch_edges : NET_DEFAULT_BATCH_EDGES, &p));
+        SAGA_TRY(block_plan(n, b, saga_prog_batch_edges(&s->p), &p));
     }
     return SAGA_OK;
 oom:
@@ -617,8 +605,7 @@ static size_t step_estimate(const saga_net *n, bool train, size_t *max_work) {
                          (train ? H * 12 + mb * 8 + P * fo : 0) +
                          (n->o.saved == SAGA_SAVED_OFFLOAD ? P * fi : 0);
                 size_t eb = saga_prog_fused(&sg->p) ? 0 : mb;
-                int64_t mx =
-                    sg->p.max_batch_edges > 0 ? sg->p.max_batch_edges : NET_DEFAULT_BATCH_EDGES;
+                int64_t mx = saga_prog_batch_edges(&sg->p);
                 if (eb > (size_t)mx)
                     eb = (size_t)mx;
                 work = P * (fi + fo) * 4 + H * fi * (train ? 2 : 0) + eb * (2 * fi + fo) * 4;
@@ -1003,12 +990,9 @@ static void use_graph(saga_net *n, int t, nblock *b, const stage *sg, bool bwd) 
         saga_sched_use(S, t, b->b_self, SAGA_USE_READ, 0);
     if (!fused) {
         saga_sched_use(S, t, b->b_edst, SAGA_USE_READ, 0);
-        for (int i = 0; i < b->n_plans; i++) {
-            int64_t mx =
-                sg->p.max_batch_edges > 0 ? sg->p.max_batch_edges : NET_DEFAULT_BATCH_EDGES;
-            if (b->plans[i].max_edges == mx && b->plans[i].b_off)
-                saga_sched_use(S, t, b->plans[i].b_off, SAGA_USE_READ, 0);
-        }
+        const bplan *p = plan_of(b, saga_prog_batch_edges(&sg->p));
+        if (p && p->b_off)
+            saga_sched_use(S, t, p->b_off, SAGA_USE_READ, 0);
     }
     if (b->b_vin[key] && !offload)
         saga_sched_use(S, t, b->b_vin[key], SAGA_USE_READ, 0);
@@ -1067,8 +1051,6 @@ static saga_status plan(saga_net *n, bool train, stepdesc **out, int *n_out) {
                 int t = saga_sched_step(sc);
                 if (n->blk[d].b_ids)
                     saga_sched_use(sc, t, n->blk[d].b_ids, SAGA_USE_READ, 0);
-                if (n->blk[d].b_ids)
-                    saga_sched_use(sc, t, n->blk[d].b_ids, SAGA_USE_READ, 0);
                 if (d == 0 && summed_in)
                     saga_sched_step_barrier(sc, t);
                 saga_sched_use(sc, t, n->grad[s + 1][d], SAGA_USE_READ, 0);
@@ -1116,7 +1098,6 @@ static void block_view(saga_net *n, nblock *b, const stage *sg, saga_prog_view *
     v->n_dst = b->v1 - b->v0;
     v->n_src = b->n_halo;
     v->m = b->e1 - b->e0;
-    v->row0 = b->v0;
     v->e0 = b->e0;
     v->h_in_off = n->h_off + b->v0;
     v->h_off_base = b->e0;
@@ -1132,14 +1113,12 @@ static void block_view(saga_net *n, nblock *b, const stage *sg, saga_prog_view *
     } else {
         v->weights = vin;
         v->d_edge_ids = b->b_eids ? saga_blk_dev(b->b_eids) : NULL;
-        int64_t mx = sg->p.max_batch_edges > 0 ? sg->p.max_batch_edges : NET_DEFAULT_BATCH_EDGES;
-        for (int i = 0; i < b->n_plans; i++)
-            if (b->plans[i].max_edges == mx) {
-                const bplan *p = &b->plans[i];
-                v->plan.n_batches = p->n_batches;
-                v->plan.v0 = p->v0;
-                v->plan.d_off = p->b_off ? saga_blk_dev(p->b_off) : v->d_in_off;
-            }
+        const bplan *p = plan_of(b, saga_prog_batch_edges(&sg->p));
+        if (p) {
+            v->plan.n_batches = p->n_batches;
+            v->plan.v0 = p->v0;
+            v->plan.d_off = p->b_off ? saga_blk_dev(p->b_off) : v->d_in_off;
+        }
     }
 }
 
@@ -1162,6 +1141,18 @@ static saga_status to_block(saga_net *n, saga_blk *b, const saga_tensor *t) {
         return saga_error(SAGA_ERR_INTERNAL, "saga_net: a %zu-byte result for a %zu-byte block",
                           t->nbytes, bytes);
     return saga_memcpy_d2d_async(s, dst, t->data, bytes);
+}
+
+/* What the loss function returned: a 1 x 1 f32 tensor. */
+static saga_status check_loss(saga_net *n, const saga_tensor *l) {
+    if (!l)
+        return ctx_status_or(n, "the loss function");
+    if (l->rows != 1 || l->cols != 1 || l->dtype != SAGA_F32)
+        return saga_error(SAGA_ERR_INVALID_ARG,
+                          "saga_net: the loss function returned a %lld x %lld tensor (expected 1 "
+                          "x 1)",
+                          (long long)l->rows, (long long)l->cols);
+    return SAGA_OK;
 }
 
 static saga_status check_width(const saga_tensor *out, const stage *sg, int s) {
@@ -1197,12 +1188,11 @@ static saga_tensor *stage_rows_in(saga_net *n, int s, int32_t d, saga_tensor *H,
         if (!g || !sg->fn)
             return g;
     }
+    if (!self)
+        return NULL; /* the gather of the block's rows failed: the error is in c */
     saga_vertex_in vin = {.first = b->v0, .count = P, .gathered = g, .self = self};
-    int64_t rb = saga_ctx_row_base(c);
-    saga_ctx_set_row_base(c, b->v0);
-    saga_tensor *out = self ? sg->fn(c, &vin, sg->layer) : NULL;
-    saga_ctx_set_row_base(c, rb);
-    if (saga_prog_check_vertex_out(c, out, P, "saga_net") < 0)
+    saga_tensor *out = NULL;
+    if (saga_prog_apply_vertex(c, sg->fn, &vin, sg->layer, "saga_net", &out) < 0)
         return NULL;
     return out;
 }
@@ -1264,11 +1254,7 @@ static saga_status run_loss(saga_net *n, int32_t d, double *loss) {
     row_ids_on(n, d);
     saga_tensor *l = n->loss(c, &vin, ids, n->loss_user);
     saga_ctx_set_row_ids(c, NULL, 0);
-    if (!l)
-        SAGA_TRY(ctx_status_or(n, "the loss function"));
-    SAGA_CHECK(l->rows == 1 && l->cols == 1 && l->dtype == SAGA_F32, SAGA_ERR_INVALID_ARG,
-               "saga_net: the loss function returned a %lld x %lld tensor (expected 1 x 1)",
-               (long long)l->rows, (long long)l->cols);
+    SAGA_TRY(check_loss(n, l));
     *loss += saga_item(l);
     SAGA_TRY(saga_tape_backward_range(c, mark, l, NULL));
     SAGA_TRY(to_block(n, n->grad[S][d], Y->grad));
@@ -1373,11 +1359,7 @@ static saga_status run_whole_train(saga_net *n, double *loss) {
         SAGA_TRY(ctx_status_or(n, "a stage"));
     saga_vertex_in vin = {.first = 0, .count = n->n, .gathered = NULL, .self = h};
     saga_tensor *l = n->loss(c, &vin, n->iota, n->loss_user);
-    if (!l)
-        SAGA_TRY(ctx_status_or(n, "the loss function"));
-    SAGA_CHECK(l->rows == 1 && l->cols == 1 && l->dtype == SAGA_F32, SAGA_ERR_INVALID_ARG,
-               "saga_net: the loss function returned a %lld x %lld tensor (expected 1 x 1)",
-               (long long)l->rows, (long long)l->cols);
+    SAGA_TRY(check_loss(n, l));
     *loss = saga_item(l);
     SAGA_TRY(saga_tape_backward_range(c, mark, l, NULL));
     saga_tape_release(c, mark);

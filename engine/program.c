@@ -358,6 +358,33 @@ fail:
 
 /* The batches for max_edges: consecutive destinations whose in-edges add up to at most
  * max_edges (a vertex with more is a batch of its own). Computed once per max_edges. */
+int64_t saga_prog_batch_edges(const saga_program *p) {
+    return p->max_batch_edges > 0 ? p->max_batch_edges : PROGRAM_DEFAULT_BATCH_EDGES;
+}
+
+int64_t saga_prog_cut_batches(int32_t n, const int64_t *off, int64_t max_edges, int32_t *v0) {
+    /* at most n batches; no edges (or no rows) make one empty batch */
+    int64_t nb = 0;
+    v0[0] = 0;
+    for (int32_t v = 0; v < n;) {
+        int32_t w = v;
+        do
+            w++;
+        while (w < n && off[w + 1] - off[v] <= max_edges);
+        v0[++nb] = w;
+        v = w;
+    }
+    if (nb == 0)
+        v0[++nb] = 0;
+    return nb;
+}
+
+void saga_prog_batch_offsets(const int64_t *off, int64_t nb, const int32_t *v0, int64_t *h_off) {
+    for (int64_t b = 0; b < nb; b++)
+        for (int32_t v = v0[b]; v <= v0[b + 1]; v++)
+            h_off[v + b] = off[v] - off[v0[b]];
+}
+
 static saga_status dgraph_plan_get(saga_dgraph *g, int64_t max_edges, const dgraph_plan **out) {
     saga_status st = SAGA_OK;
     dgraph_plan *p = NULL;
@@ -369,29 +396,12 @@ static saga_status dgraph_plan_get(saga_dgraph *g, int64_t max_edges, const dgra
         }
     SAGA_TRY(saga_alloc_zeroed((void **)&p, 1, sizeof *p, "a batch plan"));
     p->max_edges = max_edges;
-    /* at most n batches; an edgeless (or vertexless) graph is one empty batch */
     SAGA_TRY(saga_alloc_array((void **)&p->v0, (size_t)g->n + 2, sizeof(int32_t), "batch plan"));
-    int64_t nb = 0;
-    p->v0[0] = 0;
-    for (int32_t v = 0; v < g->n;) {
-        int32_t w = v;
-        int64_t e0 = g->h_in_off[v];
-        do
-            w++;
-        while (w < g->n && g->h_in_off[w + 1] - e0 <= max_edges);
-        p->v0[++nb] = w;
-        v = w;
-    }
-    if (nb == 0)
-        p->v0[++nb] = 0;
+    int64_t nb = saga_prog_cut_batches(g->n, g->h_in_off, max_edges, p->v0);
     p->n_batches = nb;
     size_t n_off = (size_t)g->n + (size_t)nb;
     SAGA_TRY(saga_alloc_array((void **)&h_off, n_off, sizeof(int64_t), "batch offsets"));
-    for (int64_t b = 0; b < nb; b++) {
-        int64_t base = g->h_in_off[p->v0[b]];
-        for (int32_t v = p->v0[b]; v <= p->v0[b + 1]; v++)
-            h_off[v + b] = g->h_in_off[v] - base;
-    }
+    saga_prog_batch_offsets(g->h_in_off, nb, p->v0, h_off);
     p->d_off_bytes = n_off * sizeof(int64_t);
     SAGA_TRY(dev_upload(g->be, (void **)&p->d_off, h_off, p->d_off_bytes));
     saga_free(h_off);
@@ -488,6 +498,7 @@ typedef struct batch_run {
     int64_t f_out;    /* message width, known after the first batch */
     uint64_t rng;     /* the context's dropout counter at the start: every batch starts there */
     uint64_t rng_end; /* and where the forward pass left it */
+    bool keep_edges;  /* the output is the messages themselves (m rows), not their gather */
 } batch_run;
 
 static void batch_run_free(void *state) {
@@ -632,9 +643,11 @@ static saga_status scatter_grad(saga_ctx *c, const saga_tensor *side, const int3
 
 /* Backward of the whole Scatter-ApplyEdge-Gather: each batch is recomputed in a region (with
  * the dropout counter of the forward pass), its messages get their gradient from the batch's
- * rows of grad_out, the region's backward gives the gradients of the parameters and of the
- * scattered rows, and those are added into d h_src, d h_dst (by source / destination) and
- * d edata. Inputs: 0 h_src, 1 edata, 2 h_dst (NULL when it is h_src or unused). */
+ * rows of grad_out (through the gather's backward, or, with keep_edges, as they are: the edge
+ * tensor's gradient holds the gather's contribution and any loss on the edges), the region's
+ * backward gives the gradients of the parameters and of the scattered rows, and those are added
+ * into d h_src, d h_dst (by source / destination) and d edata. Inputs: 0 h_src, 1 edata, 2 h_dst
+ * (absent or NULL when it is h_src or unused). */
 static saga_status batched_backward(saga_ctx *c, saga_node *n, saga_tensor *grad_out) {
     saga_status st = SAGA_OK;
     batch_run *r = saga_node_state(n);
@@ -669,23 +682,30 @@ static saga_status batched_backward(saga_ctx *c, saga_node *n, saga_tensor *grad
         if (!msg)
             SAGA_TRY(ctx_error(c));
         if (saga_tensor_needs_grad(msg) && e.n_edges > 0 && r->f_out > 0) {
-            saga_tensor *dmsg = saga_ctx_tensor(c, SAGA_F32, e.n_edges, r->f_out);
-            if (!dmsg)
-                SAGA_TRY(ctx_error(c));
-            const int32_t *argmax = NULL;
-            if (r->p.gather == SAGA_GATHER_MAX) {
-                /* the argmax is not kept from the forward pass: recomputed with the messages */
-                saga_tensor *y = saga_ctx_tensor(c, SAGA_F32, eb.n_seg, r->f_out);
-                saga_tensor *am = saga_ctx_tensor(c, SAGA_I32, eb.n_seg, r->f_out);
-                if (!y || !am)
+            saga_tensor *dmsg = NULL;
+            if (r->keep_edges) {
+                /* the batch's rows of the edge tensor's gradient */
+                if (!(dmsg = batch_slice(c, grad_out->data, e0, e.n_edges, r->f_out, false)))
                     SAGA_TRY(ctx_error(c));
-                SAGA_TRY(k->segment_reduce_f32(s, eb.offsets, eb.n_seg, r->f_out, SAGA_REDUCE_MAX,
-                                               msg->data, y->data, am->data));
-                argmax = am->data;
+            } else {
+                if (!(dmsg = saga_ctx_tensor(c, SAGA_F32, e.n_edges, r->f_out)))
+                    SAGA_TRY(ctx_error(c));
+                const int32_t *argmax = NULL;
+                if (r->p.gather == SAGA_GATHER_MAX) {
+                    /* the argmax is not kept from the forward pass: recomputed with the
+                     * messages */
+                    saga_tensor *y = saga_ctx_tensor(c, SAGA_F32, eb.n_seg, r->f_out);
+                    saga_tensor *am = saga_ctx_tensor(c, SAGA_I32, eb.n_seg, r->f_out);
+                    if (!y || !am)
+                        SAGA_TRY(ctx_error(c));
+                    SAGA_TRY(k->segment_reduce_f32(s, eb.offsets, eb.n_seg, r->f_out,
+                                                   SAGA_REDUCE_MAX, msg->data, y->data, am->data));
+                    argmax = am->data;
+                }
+                SAGA_TRY(k->segment_reduce_bwd_f32(s, eb.offsets, eb.n_seg, r->f_out,
+                                                   reduce_of(r->p.gather), f32_rows(grad_out, v0),
+                                                   argmax, dmsg->data));
             }
-            SAGA_TRY(k->segment_reduce_bwd_f32(s, eb.offsets, eb.n_seg, r->f_out,
-                                               reduce_of(r->p.gather), f32_rows(grad_out, v0),
-                                               argmax, dmsg->data));
             SAGA_TRY(saga_tape_backward_range(c, mark, msg, dmsg));
             if (need_s)
                 SAGA_TRY(scatter_grad(c, e.src, r->v.d_in_src + e0, dhs));
@@ -716,7 +736,7 @@ fail:
 /* The state of one batched run over view v (the kernels it needs checked), or false with the
  * error recorded in c. */
 static bool batch_run_new(saga_ctx *c, const saga_program *p, const saga_prog_view *v, void *layer,
-                          batch_run **out) {
+                          bool keep_edges, batch_run **out) {
     const saga_kernels *k = saga_ctx_kernels(c);
     batch_run *r = NULL;
     if (!saga_ctx_kernel(c, k->gather_rows_f32 != NULL, "gather_rows_f32") ||
@@ -734,6 +754,7 @@ static bool batch_run_new(saga_ctx *c, const saga_program *p, const saga_prog_vi
     r->layer = layer;
     r->f_out = -1;
     r->rng = r->rng_end = saga_ctx_rng_counter(c);
+    r->keep_edges = keep_edges;
     *out = r;
     return true;
 }
@@ -743,8 +764,9 @@ static bool batch_run_new(saga_ctx *c, const saga_program *p, const saga_prog_vi
  * edges' rows (m rows). *out is made once the first batch has told the width. *msg_grad: whether
  * any batch's messages needed a gradient. The dropout counter ends where the batches left it. */
 static saga_status batches_forward(saga_ctx *c, batch_run *r, saga_tensor *h_src,
-                                   saga_tensor *h_dst, saga_tensor *edata, bool keep_edges,
-                                   saga_tensor **out, bool *msg_grad) {
+                                   saga_tensor *h_dst, saga_tensor *edata, saga_tensor **out,
+                                   bool *msg_grad) {
+    bool keep_edges = r->keep_edges;
     saga_status st = SAGA_OK;
     saga_stream *s = saga_ctx_stream(c);
     saga_tensor *y = NULL;
@@ -813,9 +835,9 @@ static saga_tensor *run_batched(saga_ctx *c, const saga_program *p, const saga_p
     batch_run *r = NULL;
     saga_tensor *out = NULL;
     bool msg_grad = false;
-    if (!batch_run_new(c, p, v, layer, &r))
+    if (!batch_run_new(c, p, v, layer, false, &r))
         return NULL;
-    SAGA_TRY(batches_forward(c, r, h_src, h_dst, edata, false, &out, &msg_grad));
+    SAGA_TRY(batches_forward(c, r, h_src, h_dst, edata, &out, &msg_grad));
 
     /* The parameters apply_edge used are not inputs of the node: when the messages needed a
      * gradient, the node is recorded whether or not h and edata need one. */
@@ -854,18 +876,24 @@ fail:
     return st;
 }
 
-saga_status saga_prog_check_vertex_out(saga_ctx *c, const saga_tensor *out, int64_t count,
-                                       const char *who) {
+saga_status saga_prog_apply_vertex(saga_ctx *c, saga_apply_vertex_fn fn, const saga_vertex_in *v,
+                                   void *layer, const char *who, saga_tensor **out_p) {
     saga_status st = SAGA_OK;
+    int64_t row_base = saga_ctx_row_base(c);
+    saga_ctx_set_row_base(c, v->first);
+    saga_tensor *out = fn(c, v, layer);
+    saga_ctx_set_row_base(c, row_base);
+    *out_p = NULL;
     if (!out) {
         SAGA_CHECK(saga_ctx_status(c) < 0, SAGA_ERR_INVALID_ARG,
                    "%s: apply_vertex returned NULL without an error", who);
         return saga_ctx_status(c);
     }
-    SAGA_CHECK(out->dtype == SAGA_F32 && out->rows == count, SAGA_ERR_INVALID_ARG,
+    SAGA_CHECK(out->dtype == SAGA_F32 && out->rows == v->count, SAGA_ERR_INVALID_ARG,
                "%s: apply_vertex returned a %s %lld x %lld tensor for %lld vertices", who,
                saga_dtype_name(out->dtype), (long long)out->rows, (long long)out->cols,
-               (long long)count);
+               (long long)v->count);
+    *out_p = out;
 fail:
     return st;
 }
@@ -888,9 +916,7 @@ static saga_status dgraph_view(saga_dgraph *g, const saga_program *p, saga_prog_
                                    &v->vals_out));
     } else {
         const dgraph_plan *plan = NULL;
-        int64_t max_edges =
-            p->max_batch_edges > 0 ? p->max_batch_edges : PROGRAM_DEFAULT_BATCH_EDGES;
-        SAGA_TRY(dgraph_plan_get(g, max_edges, &plan));
+        SAGA_TRY(dgraph_plan_get(g, saga_prog_batch_edges(p), &plan));
         v->plan = (saga_prog_plan){plan->n_batches, plan->v0, plan->d_off};
         if (p->edge_weight != SAGA_WEIGHT_NONE)
             SAGA_TRY(dgraph_weight_column(g, p->edge_weight, &v->weights));
@@ -901,6 +927,47 @@ fail:
 
 /* ---- the entry ---------------------------------------------------------------------------- */
 
+/* Checks the arguments of a run of p over the whole placed graph g; edges (saga_program_run_edges)
+ * asks for an apply_edge. who names the entry in the messages. When h is NULL because an op before
+ * failed, the sticky error. */
+static saga_status run_check(saga_ctx *c, const saga_program *p, const saga_dgraph *g,
+                             const saga_tensor *h, const saga_tensor *edata, bool edges,
+                             const char *who) {
+    saga_status st = SAGA_OK;
+    if (!h) {
+        if (saga_ctx_status(c) < 0)
+            return saga_ctx_status(c);
+        SAGA_CHECK(false, SAGA_ERR_INVALID_ARG, "%s: h is NULL", who);
+    }
+    SAGA_CHECK(p && g, SAGA_ERR_INVALID_ARG, "%s: program and graph must be given", who);
+    SAGA_CHECK(!edges || p->apply_edge, SAGA_ERR_INVALID_ARG,
+               "%s: the program has no apply_edge (its messages would be the scattered values "
+               "themselves)",
+               who);
+    SAGA_TRY(saga_program_check(p, who));
+    SAGA_CHECK(h->be == g->be && h->be == saga_ctx_backend(c), SAGA_ERR_INVALID_ARG,
+               "%s: h is on backend %s, the graph on %s, the context on %s", who,
+               saga_backend_name(h->be), saga_backend_name(g->be),
+               saga_backend_name(saga_ctx_backend(c)));
+    SAGA_CHECK(h->dtype == SAGA_F32 && h->rows == g->n, SAGA_ERR_INVALID_ARG,
+               "%s: h is %s %lld x %lld, the graph has %lld vertices (expected f32 %lld x F)", who,
+               saga_dtype_name(h->dtype), (long long)h->rows, (long long)h->cols, (long long)g->n,
+               (long long)g->n);
+    if (edata) {
+        SAGA_CHECK(p->apply_edge, SAGA_ERR_INVALID_ARG,
+                   "%s: edge data given but the program has no apply_edge", who);
+        SAGA_CHECK(edata->be == g->be && edata->dtype == SAGA_F32 && edata->rows == g->m,
+                   SAGA_ERR_INVALID_ARG,
+                   "%s: edata is %s %lld x %lld on %s, the graph has %lld edges (expected f32 "
+                   "%lld x D on %s)",
+                   who, saga_dtype_name(edata->dtype), (long long)edata->rows,
+                   (long long)edata->cols, saga_backend_name(edata->be), (long long)g->m,
+                   (long long)g->m, saga_backend_name(g->be));
+    }
+fail:
+    return st;
+}
+
 saga_tensor *saga_program_run(saga_ctx *c, const saga_program *p, const saga_dgraph *cg,
                               saga_tensor *h, saga_tensor *edata, void *layer) {
     saga_status st = SAGA_OK;
@@ -908,33 +975,7 @@ saga_tensor *saga_program_run(saga_ctx *c, const saga_program *p, const saga_dgr
         return NULL;
     /* the placed graph's lazy caches (edge values, batch plans) are filled on first use */
     saga_dgraph *g = (saga_dgraph *)cg;
-    if (!h) {
-        if (saga_ctx_status(c) < 0)
-            return NULL;
-        SAGA_CHECK(false, SAGA_ERR_INVALID_ARG, "saga_program_run: h is NULL");
-    }
-    SAGA_CHECK(p && g, SAGA_ERR_INVALID_ARG, "saga_program_run: program and graph must be given");
-    SAGA_TRY(saga_program_check(p, "saga_program_run"));
-    SAGA_CHECK(h->be == g->be && h->be == saga_ctx_backend(c), SAGA_ERR_INVALID_ARG,
-               "saga_program_run: h is on backend %s, the graph on %s, the context on %s",
-               saga_backend_name(h->be), saga_backend_name(g->be),
-               saga_backend_name(saga_ctx_backend(c)));
-    SAGA_CHECK(h->dtype == SAGA_F32 && h->rows == g->n, SAGA_ERR_INVALID_ARG,
-               "saga_program_run: h is %s %lld x %lld, the graph has %lld vertices (expected "
-               "f32 %lld x F)",
-               saga_dtype_name(h->dtype), (long long)h->rows, (long long)h->cols, (long long)g->n,
-               (long long)g->n);
-    if (edata) {
-        SAGA_CHECK(p->apply_edge, SAGA_ERR_INVALID_ARG,
-                   "saga_program_run: edge data given but the program has no apply_edge");
-        SAGA_CHECK(edata->be == g->be && edata->dtype == SAGA_F32 && edata->rows == g->m,
-                   SAGA_ERR_INVALID_ARG,
-                   "saga_program_run: edata is %s %lld x %lld on %s, the graph has %lld edges "
-                   "(expected f32 %lld x D on %s)",
-                   saga_dtype_name(edata->dtype), (long long)edata->rows, (long long)edata->cols,
-                   saga_backend_name(edata->be), (long long)g->m, (long long)g->m,
-                   saga_backend_name(g->be));
-    }
+    SAGA_TRY(run_check(c, p, g, h, edata, false, "saga_program_run"));
 
     saga_prog_view v;
     SAGA_TRY(dgraph_view(g, p, &v));
@@ -943,11 +984,8 @@ saga_tensor *saga_program_run(saga_ctx *c, const saga_program *p, const saga_dgr
         return gathered;
 
     saga_vertex_in vin = {.first = 0, .count = g->n, .gathered = gathered, .self = h};
-    int64_t row_base = saga_ctx_row_base(c);
-    saga_ctx_set_row_base(c, 0);
-    saga_tensor *out = p->apply_vertex(c, &vin, layer);
-    saga_ctx_set_row_base(c, row_base);
-    SAGA_TRY(saga_prog_check_vertex_out(c, out, g->n, "saga_program_run"));
+    saga_tensor *out = NULL;
+    SAGA_TRY(saga_prog_apply_vertex(c, p->apply_vertex, &vin, layer, "saga_program_run", &out));
     return out;
 fail:
     return ctx_fail_null(c, st);
@@ -1005,65 +1043,6 @@ fail:
 
 /* ---- per-edge outputs: saga_program_run_edges ---------------------------------------------- */
 
-/* The run's messages, kept: every batch's apply_edge output in one n_edges x F' tensor (rows in
- * the placed graph's edge order), recorded as one node over (h, edata). Its backward recomputes
- * each batch in a region, as the batched path does, seeding the region with the batch's rows of
- * the edge tensor's gradient (which holds the gather's contribution and any loss on the edges);
- * the gradients of the scattered rows are then added into d h and d edata. */
-static saga_status edges_backward(saga_ctx *c, saga_node *n, saga_tensor *grad_out) {
-    saga_status st = SAGA_OK;
-    batch_run *r = saga_node_state(n);
-    saga_tensor *h = saga_node_input(n, 0), *edata = saga_node_input(n, 1);
-    bool need_h = saga_node_needs_grad(n, 0), need_e = edata && saga_node_needs_grad(n, 1);
-    saga_stream *s = saga_ctx_stream(c);
-    uint64_t rng_saved = saga_ctx_rng_counter(c);
-    bool in_region = false;
-    saga_tape_pos mark = {0, 0};
-    saga_tensor *dh = NULL, *de = NULL;
-    if (need_h && !(dh = saga_ctx_zeros(c, SAGA_F32, h->rows, h->cols)))
-        return ctx_error(c);
-    if (need_e && !(de = saga_ctx_zeros(c, SAGA_F32, edata->rows, edata->cols)))
-        return ctx_error(c);
-    for (int64_t b = 0; b < r->v.plan.n_batches; b++) {
-        int32_t v0, v1;
-        int64_t e0, e1;
-        batch_range(r, b, &v0, &v1, &e0, &e1);
-        mark = saga_tape_mark(c);
-        in_region = true;
-        saga_edge_in e;
-        saga_edge_batch eb;
-        saga_tensor *msg = batch_messages(c, r, b, h, h, edata, need_h, need_e, &e, &eb);
-        if (!msg)
-            SAGA_TRY(ctx_error(c));
-        if (saga_tensor_needs_grad(msg) && e.n_edges > 0 && r->f_out > 0) {
-            saga_tensor *dmsg = batch_slice(c, grad_out->data, e0, e.n_edges, r->f_out, false);
-            if (!dmsg)
-                SAGA_TRY(ctx_error(c));
-            SAGA_TRY(saga_tape_backward_range(c, mark, msg, dmsg));
-            if (need_h) {
-                SAGA_TRY(scatter_grad(c, e.src, r->v.d_in_src + e0, dh));
-                SAGA_TRY(scatter_grad(c, e.dst, r->v.d_edge_dst + e0, dh));
-            }
-            if (e.data && e.data->grad && e.data->nbytes)
-                SAGA_TRY(
-                    saga_memcpy_d2d_async(s, f32_rows(de, e0), e.data->grad->data, e.data->nbytes));
-        }
-        saga_tape_release(c, mark);
-        in_region = false;
-    }
-    saga_ctx_set_rng_counter(c, rng_saved);
-    if (dh)
-        SAGA_TRY(saga_node_accumulate(c, n, 0, dh));
-    if (de)
-        SAGA_TRY(saga_node_accumulate(c, n, 1, de));
-    return SAGA_OK;
-fail:
-    if (in_region)
-        saga_tape_release(c, mark);
-    saga_ctx_set_rng_counter(c, rng_saved);
-    return st;
-}
-
 /* The gather as a reduction over the kept edge tensor, by destination (the placed in-CSR's
  * offsets). MAX keeps its argmax, a context tensor that lives as long as the tape. */
 typedef struct edges_gather_state {
@@ -1089,7 +1068,9 @@ fail:
     return st;
 }
 
-/* Every batch's messages into one context tensor (recorded), *gathered the reduction. */
+/* The run's messages, kept: every batch's apply_edge output in one n_edges x F' tensor E (rows in
+ * the placed graph's edge order), recorded as one node over (h, edata) whose backward is the
+ * batched path's with keep_edges; *gathered its reduction by destination. */
 static saga_tensor *run_edges_batched(saga_ctx *c, const saga_program *p, const saga_prog_view *v,
                                       saga_tensor *h, saga_tensor *edata, void *layer,
                                       saga_tensor **gathered) {
@@ -1099,14 +1080,14 @@ static saga_tensor *run_edges_batched(saga_ctx *c, const saga_program *p, const 
     batch_run *r = NULL;
     saga_tensor *E = NULL;
     bool msg_grad = false;
-    if (!batch_run_new(c, p, v, layer, &r))
+    if (!batch_run_new(c, p, v, layer, true, &r))
         return NULL;
-    SAGA_TRY(batches_forward(c, r, h, h, edata, true, &E, &msg_grad));
+    SAGA_TRY(batches_forward(c, r, h, h, edata, &E, &msg_grad));
 
     saga_tensor *inputs[2] = {h, edata};
     batch_run *state = r;
     r = NULL;
-    if (saga_tape_record_ex(c, E, inputs, 2, msg_grad, edges_backward, state, batch_run_free) < 0)
+    if (saga_tape_record_ex(c, E, inputs, 2, msg_grad, batched_backward, state, batch_run_free) < 0)
         return NULL;
 
     /* ---- the gather over E */
@@ -1139,34 +1120,7 @@ saga_tensor *saga_program_run_edges(saga_ctx *c, const saga_program *p, const sa
         return NULL;
     saga_dgraph *g = (saga_dgraph *)cg; /* lazy caches, as in saga_program_run */
     SAGA_CHECK(edges_out, SAGA_ERR_INVALID_ARG, "saga_program_run_edges: edges_out is NULL");
-    if (!h) {
-        if (saga_ctx_status(c) < 0)
-            return NULL;
-        SAGA_CHECK(false, SAGA_ERR_INVALID_ARG, "saga_program_run_edges: h is NULL");
-    }
-    SAGA_CHECK(p && g, SAGA_ERR_INVALID_ARG,
-               "saga_program_run_edges: program and graph must be given");
-    SAGA_CHECK(p->apply_edge, SAGA_ERR_INVALID_ARG,
-               "saga_program_run_edges: the program has no apply_edge (its messages would be the "
-               "scattered values themselves)");
-    SAGA_TRY(saga_program_check(p, "saga_program_run_edges"));
-    SAGA_CHECK(h->be == g->be && h->be == saga_ctx_backend(c), SAGA_ERR_INVALID_ARG,
-               "saga_program_run_edges: h is on backend %s, the graph on %s, the context on %s",
-               saga_backend_name(h->be), saga_backend_name(g->be),
-               saga_backend_name(saga_ctx_backend(c)));
-    SAGA_CHECK(h->dtype == SAGA_F32 && h->rows == g->n, SAGA_ERR_INVALID_ARG,
-               "saga_program_run_edges: h is %s %lld x %lld, the graph has %lld vertices "
-               "(expected f32 %lld x F)",
-               saga_dtype_name(h->dtype), (long long)h->rows, (long long)h->cols, (long long)g->n,
-               (long long)g->n);
-    if (edata)
-        SAGA_CHECK(edata->be == g->be && edata->dtype == SAGA_F32 && edata->rows == g->m,
-                   SAGA_ERR_INVALID_ARG,
-                   "saga_program_run_edges: edata is %s %lld x %lld on %s, the graph has %lld "
-                   "edges (expected f32 %lld x D on %s)",
-                   saga_dtype_name(edata->dtype), (long long)edata->rows, (long long)edata->cols,
-                   saga_backend_name(edata->be), (long long)g->m, (long long)g->m,
-                   saga_backend_name(g->be));
+    SAGA_TRY(run_check(c, p, g, h, edata, true, "saga_program_run_edges"));
 
     saga_prog_view v;
     SAGA_TRY(dgraph_view(g, p, &v));
@@ -1178,11 +1132,9 @@ saga_tensor *saga_program_run_edges(saga_ctx *c, const saga_program *p, const sa
     if (!p->apply_vertex)
         return gathered;
     saga_vertex_in vin = {.first = 0, .count = g->n, .gathered = gathered, .self = h};
-    int64_t row_base = saga_ctx_row_base(c);
-    saga_ctx_set_row_base(c, 0);
-    saga_tensor *out = p->apply_vertex(c, &vin, layer);
-    saga_ctx_set_row_base(c, row_base);
-    SAGA_TRY(saga_prog_check_vertex_out(c, out, g->n, "saga_program_run_edges"));
+    saga_tensor *out = NULL;
+    SAGA_TRY(
+        saga_prog_apply_vertex(c, p->apply_vertex, &vin, layer, "saga_program_run_edges", &out));
     return out;
 fail:
     return ctx_fail_null(c, st);

@@ -26,8 +26,7 @@ typedef struct saga_prog_plan {
 typedef struct saga_prog_view {
     int32_t n_dst, n_src;
     int64_t m;
-    int64_t row0; /* id of the first destination in the whole graph (dropout row base) */
-    int64_t e0;   /* index of the first edge in the whole graph's edge order (dropout row base) */
+    int64_t e0; /* index of the first edge in the whole graph's edge order (dropout row base) */
     const int64_t *h_in_off; /* host, n_dst + 1; edge k of row i is h_in_off[i] - h_off_base + k */
     int64_t h_off_base;
     const int64_t *d_in_off;   /* device, n_dst + 1, starting at 0 */
@@ -55,6 +54,17 @@ saga_status saga_place_in_csr(const saga_graph *g, bool add_loops, int64_t **off
 void saga_edge_values(int32_t n, const int64_t *in_off, const int32_t *in_src, const float *in_w,
                       const int64_t *out_off, saga_edge_weight w, bool mean, float *vals);
 
+/* p's max_batch_edges, or the default (1 << 20) for 0. */
+int64_t saga_prog_batch_edges(const saga_program *p);
+
+/* Cuts rows 0 .. n-1 of a CSR (offsets off, n + 1) into batches of consecutive rows with at most
+ * max_edges edges each (a row with more alone): v0 (n + 2 entries) gets the batches' first rows
+ * and the end, v0[nb] = n (an empty CSR is one empty batch). Returns nb. */
+int64_t saga_prog_cut_batches(int32_t n, const int64_t *off, int64_t max_edges, int32_t *v0);
+/* The batches' offsets, each batch's relative to its first edge (saga_prog_plan's d_off on the
+ * host): h_off has n + nb entries. */
+void saga_prog_batch_offsets(const int64_t *off, int64_t nb, const int32_t *v0, int64_t *h_off);
+
 /* Whether p runs as one SpMM (no apply_edge, SCATTER_SRC, SUM or MEAN). */
 bool saga_prog_fused(const saga_program *p);
 
@@ -70,9 +80,11 @@ saga_tensor *saga_prog_gather(saga_ctx *c, const saga_program *p, const saga_pro
  * caller in the message. */
 saga_status saga_program_check(const saga_program *p, const char *who);
 
-/* Checks what apply_vertex (or an executor's vertex function) returned for count rows. */
-saga_status saga_prog_check_vertex_out(saga_ctx *c, const saga_tensor *out, int64_t count,
-                                       const char *who);
+/* Runs apply_vertex fn (or an executor's vertex function) over v, with dropout rows from
+ * v->first on, into *out, and checks that it gave f32 rows for v->count vertices: the error (not
+ * recorded in c) when not. who names the caller in the message. */
+saga_status saga_prog_apply_vertex(saga_ctx *c, saga_apply_vertex_fn fn, const saga_vertex_in *v,
+                                   void *layer, const char *who, saga_tensor **out);
 
 #ifdef __cplusplus
 }

@@ -285,7 +285,7 @@ static saga_status prefetch(saga_sched *s, int t) {
             continue; /* its content has not arrived yet: loaded when its step begins */
         bool got = b->dev != NULL;
         if (!got) {
-            /* pin the blocks of step t already placed so this one does not evict them */
+            /* limit t: the blocks step t uses are not evicted to make room for this one */
             SAGA_TRY(alloc_dev(s, b, t, true, &got));
         }
         if (!got)
