@@ -148,6 +148,15 @@ __device__ __forceinline__ double saga_cuda_block_sum(double v) {
     return v;
 }
 
+// 1 / (1 + exp(-x)) without overflow for either sign, with the CPU's branches (the sigmoid
+// activation and the BCE gradient).
+__device__ __forceinline__ float saga_cuda_sigmoidf(float x) {
+    if (x >= 0.0f)
+        return 1.0f / (1.0f + expf(-x));
+    const float e = expf(x);
+    return e / (1.0f + e);
+}
+
 // The reduction scratch of stream s (allocated on first use, freed with the stream).
 saga_status saga_cuda_stream_scratch(saga_stream *s, double **d_scratch, double **h_result);
 
