@@ -509,6 +509,19 @@ static saga_status op_begin(saga_stream *s, cpu_stream **cs, cpu_op **op) {
     return st;
 }
 
+/* Queues an operation with op's kind and arguments on asynchronous stream s. */
+static saga_status op_queue(saga_stream *s, const cpu_op *op) {
+    cpu_stream *cs = NULL;
+    cpu_op *node = NULL;
+    saga_status st = op_begin(s, &cs, &node);
+    if (st < 0)
+        return st;
+    node->kind = op->kind;
+    node->u = op->u;
+    op_push(cs, node);
+    return SAGA_OK;
+}
+
 void saga_cpu_stream_drain(saga_stream *s) {
     cpu_stream *cs = s ? stream_peek(s) : NULL;
     if (cs)
@@ -702,17 +715,7 @@ static saga_status cpu_memcpy_async(saga_stream *s, void *dst, const void *src, 
         timed_copy(s->be, dst, src, n);
         return SAGA_OK;
     }
-    cpu_stream *cs = NULL;
-    cpu_op *op = NULL;
-    saga_status st = op_begin(s, &cs, &op);
-    if (st < 0)
-        return st;
-    op->kind = CPU_OP_COPY;
-    op->u.copy.dst = dst;
-    op->u.copy.src = src;
-    op->u.copy.n = n;
-    op_push(cs, op);
-    return SAGA_OK;
+    return op_queue(s, &(cpu_op){.kind = CPU_OP_COPY, .u.copy = {dst, src, n}});
 }
 
 static saga_status cpu_memset_async(saga_stream *s, void *dst, int value, size_t n) {
@@ -720,17 +723,7 @@ static saga_status cpu_memset_async(saga_stream *s, void *dst, int value, size_t
         timed_set(s->be, dst, value, n);
         return SAGA_OK;
     }
-    cpu_stream *cs = NULL;
-    cpu_op *op = NULL;
-    saga_status st = op_begin(s, &cs, &op);
-    if (st < 0)
-        return st;
-    op->kind = CPU_OP_SET;
-    op->u.set.dst = dst;
-    op->u.set.value = value;
-    op->u.set.n = n;
-    op_push(cs, op);
-    return SAGA_OK;
+    return op_queue(s, &(cpu_op){.kind = CPU_OP_SET, .u.set = {dst, value, n}});
 }
 
 static saga_status cpu_launch_host_fn(saga_stream *s, void (*fn)(void *arg), void *arg) {
@@ -738,16 +731,7 @@ static saga_status cpu_launch_host_fn(saga_stream *s, void (*fn)(void *arg), voi
         fn(arg);
         return SAGA_OK;
     }
-    cpu_stream *cs = NULL;
-    cpu_op *op = NULL;
-    saga_status st = op_begin(s, &cs, &op);
-    if (st < 0)
-        return st;
-    op->kind = CPU_OP_HOST_FN;
-    op->u.host.fn = fn;
-    op->u.host.arg = arg;
-    op_push(cs, op);
-    return SAGA_OK;
+    return op_queue(s, &(cpu_op){.kind = CPU_OP_HOST_FN, .u.host = {fn, arg}});
 }
 
 /* Waits for every live asynchronous stream (the default one has nothing pending). The first

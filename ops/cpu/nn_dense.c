@@ -256,12 +256,43 @@ static inline uint64_t mix64(uint64_t z) {
     return z ^ (z >> 31);
 }
 
+/* The mask's scalars. The seed is mixed first so that seeds differing by the counter step do not
+ * give shifted copies of one mask. keep <=> u >= p with u = (z >> 40) 2^-24 <=> (z >> 40) >=
+ * thr = ceil(p 2^24), exactly (p 2^24 is exact in a float). */
+typedef struct dropout_mask {
+    uint64_t key, thr;
+    float scale;
+} dropout_mask;
+
+static saga_status dropout_mask_for(const char *slot, float p, uint64_t seed, dropout_mask *m) {
+    if (!(p >= 0.0f && p < 1.0f))
+        return saga_error(SAGA_ERR_INVALID_ARG, "%s: p must be in [0, 1), got %g", slot, (double)p);
+    m->key = mix64(seed);
+    m->thr = (uint64_t)ceilf(p * 0x1p24f);
+    m->scale = 1.0f / (1.0f - p);
+    return SAGA_OK;
+}
+
+/* x * scale when the draw z keeps the element, else +0 (also for a NaN or infinite x). Selecting
+ * with a mask instead of a branch: the branch is taken at random, and its mispredictions cost more
+ * than the rest of the loop. */
+static inline float dropout_select(const dropout_mask *m, uint64_t z, float x) {
+    uint32_t mask = 0u - (uint32_t)((z >> 40) >= m->thr);
+    float v = x * m->scale;
+    uint32_t bits;
+    memcpy(&bits, &v, sizeof bits);
+    bits &= mask;
+    memcpy(&v, &bits, sizeof bits);
+    return v;
+}
+
 saga_status saga_cpu_dropout_f32(saga_stream *s, int64_t n, float p, uint64_t seed, int64_t first,
                                  const float *x, float *y) {
     saga_cpu_stream_drain(s);
-    if (!(p >= 0.0f && p < 1.0f))
-        return saga_error(SAGA_ERR_INVALID_ARG, "dropout_f32: p must be in [0, 1), got %g",
-                          (double)p);
+    dropout_mask m;
+    saga_status st = dropout_mask_for("dropout_f32", p, seed, &m);
+    if (st < 0)
+        return st;
     if (first < 0)
         return saga_error(SAGA_ERR_INVALID_ARG, "dropout_f32: first element index %lld < 0",
                           (long long)first);
@@ -274,24 +305,10 @@ saga_status saga_cpu_dropout_f32(saga_stream *s, int64_t n, float p, uint64_t se
         }
         return SAGA_OK;
     }
-    /* The seed is mixed first so that seeds differing by the counter step do not give shifted
-     * copies of one mask. */
-    const uint64_t key = mix64(seed);
-    const float scale = 1.0f / (1.0f - p);
-    /* keep <=> u >= p with u = (z >> 40) 2^-24 <=> (z >> 40) >= ceil(p 2^24), exactly (p 2^24
-     * is exact in a float). Selecting with a mask instead of a branch: the branch is taken at
-     * random, and its mispredictions cost more than the rest of the loop. */
-    const uint64_t thr = (uint64_t)ceilf(p * 0x1p24f);
-#pragma omp parallel for schedule(static) num_threads(nt)
-    for (int64_t i = 0; i < n; i++) {
-        uint64_t z = mix64(key + 0x9E3779B97F4A7C15ull * (uint64_t)(first + i + 1));
-        uint32_t mask = 0u - (uint32_t)((z >> 40) >= thr);
-        float v = x[i] * scale;
-        uint32_t bits;
-        memcpy(&bits, &v, sizeof bits);
-        bits &= mask;
-        memcpy(&y[i], &bits, sizeof bits);
-    }
+#pragma omp parallel for schedule(static) num_threads(nt) firstprivate(m)
+    for (int64_t i = 0; i < n; i++)
+        y[i] = dropout_select(&m, mix64(m.key + 0x9E3779B97F4A7C15ull * (uint64_t)(first + i + 1)),
+                              x[i]);
     return SAGA_OK;
 }
 
@@ -299,29 +316,20 @@ saga_status saga_cpu_dropout_rows_f32(saga_stream *s, int64_t rows, int64_t cols
                                       uint64_t seed, const int32_t *row_ids, const float *x,
                                       float *y) {
     saga_cpu_stream_drain(s);
-    if (!(p >= 0.0f && p < 1.0f))
-        return saga_error(SAGA_ERR_INVALID_ARG, "dropout_rows_f32: p must be in [0, 1), got %g",
-                          (double)p);
+    dropout_mask m;
+    saga_status st = dropout_mask_for("dropout_rows_f32", p, seed, &m);
+    if (st < 0)
+        return st;
     const int nt = saga_cpu_nn_threads(s, rows * cols);
-    const uint64_t key = mix64(seed);
-    const float scale = 1.0f / (1.0f - p);
-    const uint64_t thr = (uint64_t)ceilf(p * 0x1p24f);
-#pragma omp parallel for schedule(static) num_threads(nt)
+#pragma omp parallel for schedule(static) num_threads(nt) firstprivate(m)
     for (int64_t r = 0; r < rows; r++) {
         /* the loop of dropout_f32 over one row, from the row's place in the whole tensor */
         const uint64_t base =
-            key + 0x9E3779B97F4A7C15ull * ((uint64_t)row_ids[r] * (uint64_t)cols + 1);
+            m.key + 0x9E3779B97F4A7C15ull * ((uint64_t)row_ids[r] * (uint64_t)cols + 1);
         const float *xr = x + r * cols;
         float *yr = y + r * cols;
-        for (int64_t j = 0; j < cols; j++) {
-            uint64_t z = mix64(base + 0x9E3779B97F4A7C15ull * (uint64_t)j);
-            uint32_t mask = 0u - (uint32_t)((z >> 40) >= thr);
-            float v = xr[j] * scale;
-            uint32_t bits;
-            memcpy(&bits, &v, sizeof bits);
-            bits &= mask;
-            memcpy(&yr[j], &bits, sizeof bits);
-        }
+        for (int64_t j = 0; j < cols; j++)
+            yr[j] = dropout_select(&m, mix64(base + 0x9E3779B97F4A7C15ull * (uint64_t)j), xr[j]);
     }
     return SAGA_OK;
 }

@@ -4,14 +4,6 @@
 
 #define ACT_BLOCK 256
 
-// 1 / (1 + exp(-x)) without overflow for either sign.
-__device__ __forceinline__ float act_sigmoid(float x) {
-    if (x >= 0.0f)
-        return 1.0f / (1.0f + expf(-x));
-    const float e = expf(x);
-    return e / (1.0f + e);
-}
-
 // y may be x: no __restrict__.
 template <int KIND>
 static __global__ void __launch_bounds__(ACT_BLOCK)
@@ -27,7 +19,7 @@ static __global__ void __launch_bounds__(ACT_BLOCK)
         else if (KIND == SAGA_ACT_ELU)
             r = v > 0.0f ? v : alpha * expm1f(v);
         else if (KIND == SAGA_ACT_SIGMOID)
-            r = act_sigmoid(v);
+            r = saga_cuda_sigmoidf(v);
         else
             r = tanhf(v);
         y[i] = r;

@@ -419,10 +419,6 @@ static saga_status cublas_handle(saga_backend *be, const char *slot, cublasHandl
     return SAGA_OK;
 }
 
-saga_status saga_cuda_cublas(saga_backend *be, cublasHandle_t *out) {
-    return cublas_handle(be, "cuBLAS handle", out);
-}
-
 saga_status saga_cuda_cublas_acquire(saga_backend *be, const char *slot, cublasHandle_t *out) {
     cublasHandle_t h = nullptr;
     const saga_status st = cublas_handle(be, slot, &h);

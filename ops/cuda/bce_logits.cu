@@ -5,13 +5,6 @@
 
 #define BCE_BLOCK SAGA_CUDA_REDUCE_BLOCK
 
-__device__ __forceinline__ float bce_sigmoid(float x) {
-    if (x >= 0.0f)
-        return 1.0f / (1.0f + expf(-x));
-    const float e = expf(x);
-    return e / (1.0f + e);
-}
-
 template <bool GRAD>
 static __global__ void __launch_bounds__(BCE_BLOCK)
     bce_logits_f32_kernel(int64_t n, const float *__restrict__ x, const float *__restrict__ target,
@@ -27,7 +20,7 @@ static __global__ void __launch_bounds__(BCE_BLOCK)
         acc += (double)((1.0f - t) * xi + log_weight * sp);
         if (GRAD) {
             const float pt = pos_weight * t;
-            dx[i] = (bce_sigmoid(xi) * ((1.0f - t) + pt) - pt) * inv_n;
+            dx[i] = (saga_cuda_sigmoidf(xi) * ((1.0f - t) + pt) - pt) * inv_n;
         }
     }
     acc = saga_cuda_block_sum(acc);

@@ -148,6 +148,15 @@ __device__ __forceinline__ double saga_cuda_block_sum(double v) {
     return v;
 }
 
+// 1 / (1 + exp(-x)) without overflow for either sign, with the CPU's branches (the sigmoid
+// activation and the BCE gradient).
+__device__ __forceinline__ float saga_cuda_sigmoidf(float x) {
+    if (x >= 0.0f)
+        return 1.0f / (1.0f + expf(-x));
+    const float e = expf(x);
+    return e / (1.0f + e);
+}
+
 // The reduction scratch of stream s (allocated on first use, freed with the stream).
 saga_status saga_cuda_stream_scratch(saga_stream *s, double **d_scratch, double **h_result);
 
@@ -209,13 +218,12 @@ __device__ __forceinline__ int64_t saga_cuda_group_stride(int shift) {
     return ((int64_t)gridDim.x * blockDim.x) >> shift;
 }
 
-// cuBLAS and cuSPARSE handles of the backend, created on first use; bound to no stream (set one
-// with cublasSetStream / cusparseSetStream before each call). The cuBLAS handle is made with
-// CUBLAS_DEFAULT_MATH: f32 products in f32, never TF32.
-saga_status saga_cuda_cublas(saga_backend *be, cublasHandle_t *out);
+// The cuSPARSE handle of the backend, created on first use; bound to no stream (set one with
+// cusparseSetStream before each call).
 saga_status saga_cuda_cusparse(saga_backend *be, cusparseHandle_t *out);
 
-// The cuBLAS handle for one call sequence: saga_cuda_cublas_acquire locks it (a handle's stream
+// The backend's cuBLAS handle (created on first use, with CUBLAS_DEFAULT_MATH: f32 products in
+// f32, never TF32) for one call sequence: saga_cuda_cublas_acquire locks it (a handle's stream
 // and workspace are per handle, so two threads must not set them at once); the caller binds its
 // stream and workspace, calls, and gives it back with saga_cuda_cublas_release, which unbinds
 // them and unlocks. Errors name slot.

@@ -11,31 +11,52 @@ __host__ __device__ __forceinline__ uint64_t dropout_mix64(uint64_t z) {
     return z ^ (z >> 31);
 }
 
-// keep <=> (z >> 40) 2^-24 >= p <=> (z >> 40) >= thr = ceil(p 2^24). y may be x.
+// The mask's scalars, computed as the CPU computes them, on the host, so that they are the same
+// floats: key = mix64(seed); keep <=> (z >> 40) 2^-24 >= p <=> (z >> 40) >= thr = ceil(p 2^24).
+struct dropout_mask {
+    uint64_t key, thr;
+    float scale;
+};
+
+static saga_status dropout_mask_for(const char *slot, float p, uint64_t seed, dropout_mask *out) {
+    if (!(p >= 0.0f && p < 1.0f))
+        return saga_cuda_host->error(SAGA_ERR_INVALID_ARG, "%s: p must be in [0, 1), got %g", slot,
+                                     (double)p);
+    out->key = dropout_mix64(seed);
+    out->thr = (uint64_t)ceilf(p * 0x1p24f);
+    out->scale = 1.0f / (1.0f - p);
+    return SAGA_OK;
+}
+
+// v with element e of the mask applied. A select, not v * 0: a dropped NaN or infinity gives +0
+// as on the CPU.
+__device__ __forceinline__ float dropout_apply(const dropout_mask &m, uint64_t e, float v) {
+    const uint64_t z = dropout_mix64(m.key + 0x9E3779B97F4A7C15ull * (e + 1));
+    return (z >> 40) >= m.thr ? v * m.scale : 0.0f;
+}
+
+// y may be x.
 static __global__ void __launch_bounds__(DROPOUT_BLOCK)
-    dropout_f32_kernel(int64_t n, uint64_t key, uint64_t thr, float scale, int64_t first,
-                       const float *x, float *y) {
+    dropout_f32_kernel(int64_t n, dropout_mask m, int64_t first, const float *x, float *y) {
     for (int64_t i = blockIdx.x * (int64_t)DROPOUT_BLOCK + threadIdx.x; i < n;
-         i += (int64_t)gridDim.x * DROPOUT_BLOCK) {
-        const uint64_t z = dropout_mix64(key + 0x9E3779B97F4A7C15ull * (uint64_t)(first + i + 1));
-        // a select, not x * 0: a dropped NaN or infinity gives +0 as on the CPU
-        y[i] = (z >> 40) >= thr ? x[i] * scale : 0.0f;
-    }
+         i += (int64_t)gridDim.x * DROPOUT_BLOCK)
+        y[i] = dropout_apply(m, (uint64_t)(first + i), x[i]);
 }
 
 saga_status saga_cuda_dropout_f32(saga_stream *s, int64_t n, float p, uint64_t seed, int64_t first,
                                   const float *x, float *y) {
     static const char slot[] = "dropout_f32";
-    if (!(p >= 0.0f && p < 1.0f))
-        return saga_cuda_host->error(SAGA_ERR_INVALID_ARG, "%s: p must be in [0, 1), got %g", slot,
-                                     (double)p);
+    dropout_mask m;
+    saga_status st = dropout_mask_for(slot, p, seed, &m);
+    if (st < 0)
+        return st;
     if (first < 0)
         return saga_cuda_host->error(SAGA_ERR_INVALID_ARG, "%s: first element index %lld < 0", slot,
                                      (long long)first);
     if (n <= 0)
         return SAGA_OK;
     cudaStream_t stream;
-    saga_status st = saga_cuda_slot_stream(s, slot, &stream);
+    st = saga_cuda_slot_stream(s, slot, &stream);
     if (st < 0)
         return st;
     if (p == 0.0f) {
@@ -44,12 +65,8 @@ saga_status saga_cuda_dropout_f32(saga_stream *s, int64_t n, float p, uint64_t s
                                                         cudaMemcpyDeviceToDevice, stream));
         return SAGA_OK;
     }
-    // The scalars as the CPU computes them, on the host, so that they are the same floats.
-    const uint64_t key = dropout_mix64(seed);
-    const float scale = 1.0f / (1.0f - p);
-    const uint64_t thr = (uint64_t)ceilf(p * 0x1p24f);
     dropout_f32_kernel<<<saga_cuda_blocks(n, DROPOUT_BLOCK), DROPOUT_BLOCK, 0, stream>>>(
-        n, key, thr, scale, first, x, y);
+        n, m, first, x, y);
     SAGA_CUDA_SLOT_LAUNCH(slot);
     return SAGA_OK;
 }
@@ -57,15 +74,13 @@ saga_status saga_cuda_dropout_f32(saga_stream *s, int64_t n, float p, uint64_t s
 // Row r of x stands for row ids[r] of the whole tensor: element (r, j) draws mask element
 // ids[r] * cols + j.
 static __global__ void __launch_bounds__(DROPOUT_BLOCK)
-    dropout_rows_f32_kernel(int64_t rows, int64_t cols, uint64_t key, uint64_t thr, float scale,
-                            const int32_t *ids, const float *x, float *y) {
+    dropout_rows_f32_kernel(int64_t rows, int64_t cols, dropout_mask m, const int32_t *ids,
+                            const float *x, float *y) {
     const int64_t n = rows * cols;
     for (int64_t i = blockIdx.x * (int64_t)DROPOUT_BLOCK + threadIdx.x; i < n;
          i += (int64_t)gridDim.x * DROPOUT_BLOCK) {
         const int64_t r = i / cols, j = i - r * cols;
-        const uint64_t e = (uint64_t)ids[r] * (uint64_t)cols + (uint64_t)j;
-        const uint64_t z = dropout_mix64(key + 0x9E3779B97F4A7C15ull * (e + 1));
-        y[i] = (z >> 40) >= thr ? x[i] * scale : 0.0f;
+        y[i] = dropout_apply(m, (uint64_t)ids[r] * (uint64_t)cols + (uint64_t)j, x[i]);
     }
 }
 
@@ -73,21 +88,17 @@ saga_status saga_cuda_dropout_rows_f32(saga_stream *s, int64_t rows, int64_t col
                                        uint64_t seed, const int32_t *row_ids, const float *x,
                                        float *y) {
     static const char slot[] = "dropout_rows_f32";
-    if (!(p >= 0.0f && p < 1.0f))
-        return saga_cuda_host->error(SAGA_ERR_INVALID_ARG, "%s: p must be in [0, 1), got %g", slot,
-                                     (double)p);
+    dropout_mask m;
+    saga_status st = dropout_mask_for(slot, p, seed, &m);
     const int64_t n = rows * cols;
-    if (n <= 0)
-        return SAGA_OK;
+    if (st < 0 || n <= 0)
+        return st;
     cudaStream_t stream;
-    saga_status st = saga_cuda_slot_stream(s, slot, &stream);
+    st = saga_cuda_slot_stream(s, slot, &stream);
     if (st < 0)
         return st;
-    const uint64_t key = dropout_mix64(seed);
-    const float scale = 1.0f / (1.0f - p);
-    const uint64_t thr = (uint64_t)ceilf(p * 0x1p24f);
     dropout_rows_f32_kernel<<<saga_cuda_blocks(n, DROPOUT_BLOCK), DROPOUT_BLOCK, 0, stream>>>(
-        rows, cols, key, thr, scale, row_ids, x, y);
+        rows, cols, m, row_ids, x, y);
     SAGA_CUDA_SLOT_LAUNCH(slot);
     return SAGA_OK;
 }

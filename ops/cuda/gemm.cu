@@ -3,8 +3,8 @@
 // cuBLAS is column-major: a row-major M x N matrix with leading dimension ld is, read
 // column-major, its N x M transpose with the same ld. So C^T = op(B)^T op(A)^T is one SGEMM with
 // the operands swapped, each keeping its own transpose flag. The handle computes in f32 (no TF32,
-// see saga_cuda_cublas), so the result matches the CPU's SGEMM to f32 rounding; the summation
-// order of the two libraries differs.
+// see saga_cuda_cublas_acquire), so the result matches the CPU's SGEMM to f32 rounding; the
+// summation order of the two libraries differs.
 #include "common.cuh"
 
 #include <limits.h>
