@@ -161,8 +161,10 @@ typedef struct saga_kernels {
                                         const int32_t *idx, const float *x, int64_t n_rows_y,
                                         float *y);
     /* Y = alpha A X + beta Y with A sparse (A->n_rows x A->n_cols), X A->n_cols x F, Y
-     * A->n_rows x F; X and Y must not overlap; beta == 0 does not read Y. A's indices are
-     * trusted (a saga_graph's CSR is validated when it is built). Bitwise. */
+     * A->n_rows x F; X and Y must not overlap; beta == 0 does not read Y. A's offsets run
+     * from 0 to A->nnz (SAGA_ERR_INVALID_ARG otherwise, where the backend can see them without
+     * waiting: on the CPU); its indices are trusted (a saga_graph's CSR is validated when it is
+     * built). Bitwise. */
     saga_status (*spmm_f32)(saga_stream *s, const saga_csr_dev *A, int64_t F, float alpha,
                             const float *X, float beta, float *Y);
     /* Reduces the rows of x (nnz x F, grouped by segment: segment g is rows

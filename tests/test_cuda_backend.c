@@ -15,6 +15,7 @@
 #include "saga_nn.h"
 #include "saga_tensor.h"
 
+#include <float.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -1219,6 +1220,13 @@ static void random_csr(int64_t n_rows, int64_t n_cols, int64_t base, int64_t **o
     *val_out = val;
 }
 
+/* spmm_f32 on both of the backend's paths against the CPU: cuSPARSE where it applies (the
+ * default backend: matrices with values), the own kernel everywhere on gpu_own (opened with
+ * SAGA_CUDA_SPMM=own). The own kernel adds a row's terms in the CPU's order, so it is held to
+ * f32 rounding of the magnitude; cuSPARSE adds them in its own order, so it gets the bound of
+ * summation in any order, (row length + 3) machine epsilons of the magnitude. */
+static saga_backend *gpu_own;
+
 static void test_cuda_backend_f32_spmm(void **state) {
     (void)state;
     enum { ROWS = 4000, COLS = 5000 };
@@ -1230,8 +1238,9 @@ static void test_cuda_backend_f32_spmm(void **state) {
     int64_t *goff = gput(off, sizeof(int64_t) * (ROWS + 1));
     int32_t *gind = gput(ind, sizeof(int32_t) * nnz);
     float *gval = gput(val, sizeof(float) * nnz);
-    static const int64_t Fs[] = {1, 3, 16, 32, 33, 130, 300};
+    static const int64_t Fs[] = {1, 3, 16, 32, 33, 128, 130, 300};
     static const float ab[][2] = {{1.0f, 0.0f}, {0.5f, 1.0f}, {-2.0f, 0.25f}};
+    saga_backend *paths[] = {gpu, gpu_own};
     for (size_t fi = 0; fi < sizeof Fs / sizeof *Fs; fi++) {
         const int64_t F = Fs[fi];
         float *X = rand_f32(COLS * F, -1.0f, 1.0f), *gX = gput(X, sizeof(float) * COLS * F);
@@ -1240,7 +1249,8 @@ static void test_cuda_backend_f32_spmm(void **state) {
                 const float alpha = ab[ai][0], beta = ab[ai][1];
                 saga_csr_dev gA = {ROWS, COLS, nnz, goff, gind, withvals ? gval : NULL};
                 saga_csr_dev cA = {ROWS, COLS, nnz, off, ind, withvals ? val : NULL};
-                float *Y = beta == 0.0f ? nan_f32(ROWS * F) : rand_f32(ROWS * F, -1.0f, 1.0f);
+                float *Y0 = beta == 0.0f ? nan_f32(ROWS * F) : rand_f32(ROWS * F, -1.0f, 1.0f);
+                float *Y = hcopy(Y0, ROWS * F), *got = hf32(ROWS * F);
                 double *mag = halloc(sizeof(double) * (size_t)(ROWS * F));
                 for (int64_t i = 0; i < ROWS; i++)
                     for (int64_t j = 0; j < F; j++) {
@@ -1250,16 +1260,67 @@ static void test_cuda_backend_f32_spmm(void **state) {
                         mag[i * F + j] =
                             fabs(alpha) * m + (beta != 0.0f ? fabs(beta * Y[i * F + j]) : 0.0);
                     }
-                float *gY = gput(Y, sizeof(float) * ROWS * F);
-                assert_int_equal(GK()->spmm_f32(GS(), &gA, F, alpha, gX, beta, gY), SAGA_OK);
                 assert_int_equal(CK()->spmm_f32(CS(), &cA, F, alpha, X, beta, Y), SAGA_OK);
-                /* the CPU's order of terms; the GPU fuses multiply-adds */
-                expect_close_mag(gY, Y, mag, ROWS * F, 1e-6, "spmm_f32");
+                for (int p = 0; p < 2; p++) {
+                    saga_backend *be = paths[p];
+                    float *gY = gput(Y0, sizeof(float) * ROWS * F);
+                    assert_int_equal(be->kernels->spmm_f32(saga_backend_default_stream(be), &gA, F,
+                                                           alpha, gX, beta, gY),
+                                     SAGA_OK);
+                    assert_int_equal(saga_backend_synchronize(be), SAGA_OK);
+                    gget(got, gY, sizeof(float) * ROWS * F);
+                    const bool own_order = p == 1 || !withvals;
+                    for (int64_t i = 0; i < ROWS; i++)
+                        for (int64_t j = 0; j < F; j++) {
+                            const int64_t e = i * F + j;
+                            const double rel =
+                                own_order ? 1e-6 : (double)(off[i + 1] - off[i] + 3) * FLT_EPSILON;
+                            const double tol = rel * (mag[e] + 1e-30);
+                            if (!(fabs((double)got[e] - (double)Y[e]) <= tol))
+                                fail_msg(
+                                    "spmm_f32 (%s, F %lld, %s, alpha %g, beta %g)[%lld][%lld]: "
+                                    "cuda %.9g, cpu %.9g (tolerance %.3g)",
+                                    p ? "own kernel" : "default", (long long)F,
+                                    withvals ? "values" : "ones", alpha, beta, (long long)i,
+                                    (long long)j, (double)got[e], (double)Y[e], tol);
+                        }
+                }
             }
         }
     }
     saga_csr_dev empty = {0, COLS, 0, goff, gind, NULL};
     assert_int_equal(GK()->spmm_f32(GS(), &empty, 8, 1.0f, NULL, 0.0f, NULL), SAGA_OK);
+    /* a matrix with no entries (which cuSPARSE is not asked for): zeros for beta 0 */
+    int64_t *zoff = hi64(ROWS + 1);
+    memset(zoff, 0, sizeof(int64_t) * (ROWS + 1));
+    saga_csr_dev none = {ROWS, COLS, 0, gput(zoff, sizeof(int64_t) * (ROWS + 1)), gind, gval};
+    float *X = rand_f32(COLS * 4, -1.0f, 1.0f), *gX = gput(X, sizeof(float) * COLS * 4);
+    float *nan4 = nan_f32(ROWS * 4), *got = hf32(ROWS * 4);
+    for (int p = 0; p < 2; p++) {
+        float *gY = gput(nan4, sizeof(float) * ROWS * 4);
+        assert_int_equal(paths[p]->kernels->spmm_f32(saga_backend_default_stream(paths[p]), &none,
+                                                     4, 1.0f, gX, 0.0f, gY),
+                         SAGA_OK);
+        assert_int_equal(saga_backend_synchronize(paths[p]), SAGA_OK);
+        gget(got, gY, sizeof(float) * ROWS * 4);
+        for (int64_t e = 0; e < ROWS * 4; e++)
+            assert_true(got[e] == 0.0f);
+    }
+}
+
+/* SAGA_CUDA_SPMM takes "cusparse" or "own"; anything else stops the backend from opening, with a
+ * message that names the variable. */
+static void test_cuda_backend_spmm_choice(void **state) {
+    (void)state;
+    saga_backend *be = NULL;
+    assert_int_equal(setenv("SAGA_CUDA_SPMM", "fastest", 1), 0);
+    assert_int_equal(saga_backend_cuda_new(&be, 0, NULL), SAGA_ERR_INVALID_ARG);
+    assert_null(be);
+    assert_non_null(strstr(saga_last_error(), "SAGA_CUDA_SPMM"));
+    assert_int_equal(setenv("SAGA_CUDA_SPMM", "cusparse", 1), 0);
+    assert_int_equal(saga_backend_cuda_new(&be, 0, NULL), SAGA_OK);
+    saga_backend_free_all(&be);
+    assert_int_equal(unsetenv("SAGA_CUDA_SPMM"), 0);
 }
 
 /* Segment sum, mean and max (ties: the first row wins) over segments starting at a nonzero row,
@@ -1631,6 +1692,13 @@ int main(void) {
         printf("skipping: no CUDA backend: %s: %s\n", saga_status_name(st), saga_last_error());
         return 77;
     }
+    /* a second backend on the device whose spmm_f32 always runs saga's own kernel */
+    if (setenv("SAGA_CUDA_SPMM", "own", 1) != 0 ||
+        saga_backend_cuda_new(&gpu_own, 0, NULL) != SAGA_OK) {
+        printf("cannot open a second CUDA backend: %s\n", saga_last_error());
+        return 1;
+    }
+    unsetenv("SAGA_CUDA_SPMM");
     saga_backend_params p = saga_backend_params_defaults();
     p.n_threads = 2;
     if (saga_backend_cpu_new(&cpu, &p) != SAGA_OK) {
@@ -1659,6 +1727,7 @@ int main(void) {
         cmocka_unit_test_teardown(test_cuda_backend_f32_losses_and_sums, free_tracked),
         cmocka_unit_test_teardown(test_cuda_backend_f32_gather_scatter, free_tracked),
         cmocka_unit_test_teardown(test_cuda_backend_f32_spmm, free_tracked),
+        cmocka_unit_test(test_cuda_backend_spmm_choice),
         cmocka_unit_test_teardown(test_cuda_backend_f32_segment_reduce, free_tracked),
         cmocka_unit_test_teardown(test_cuda_backend_f32_edge_softmax, free_tracked),
         cmocka_unit_test_teardown(test_cuda_backend_f32_optimizers, free_tracked),
@@ -1673,6 +1742,7 @@ int main(void) {
         printf("cuda backend: %zu bytes still allocated after the tests\n", s.in_use_bytes);
         failed++;
     }
+    saga_backend_free_all(&gpu_own);
     saga_backend_free_all(&gpu);
     saga_backend_free_all(&cpu);
     return failed;

@@ -945,6 +945,25 @@ static void test_nn_kernels_spmm(void **state) {
                 free(scale);
                 free_bufs(NULL);
             }
+    /* offsets that do not run from 0 to nnz are refused, with nothing written */
+    saga_csr_dev A = random_csr(12, 5, 1);
+    float *X = falloc(5 * 4), *Y = falloc(12 * 4);
+    fill_rand(X, 5 * 4, -1, 1);
+    fill_rand(Y, 12 * 4, -1, 1);
+    float *Y0 = falloc(12 * 4);
+    memcpy(Y0, Y, sizeof(float) * 12 * 4);
+    saga_csr_dev wrong_nnz = A;
+    wrong_nnz.nnz = A.nnz + 1;
+    assert_int_equal(K()->spmm_f32(S(0), &wrong_nnz, 4, 1.0f, X, 0.0f, Y), SAGA_ERR_INVALID_ARG);
+    assert_non_null(strstr(saga_last_error(), "must run from 0 to nnz"));
+    int64_t *shifted = lalloc(13);
+    for (int i = 0; i <= 12; i++)
+        shifted[i] = A.offsets[i] + 1;
+    saga_csr_dev based = A;
+    based.offsets = shifted;
+    assert_int_equal(K()->spmm_f32(S(0), &based, 4, 1.0f, X, 0.0f, Y), SAGA_ERR_INVALID_ARG);
+    assert_memory_equal(Y, Y0, sizeof(float) * 12 * 4);
+    free_bufs(NULL);
 }
 
 /* ---- segment reductions -------------------------------------------------------------------- */

@@ -198,7 +198,12 @@ saga_status saga_cpu_spmm_f32(saga_stream *s, const saga_csr_dev *A, int64_t F, 
     if (n <= 0 || F <= 0)
         return SAGA_OK;
     const int64_t *off = A->offsets;
-    const int nt = saga_cpu_nn_threads(s, (n + (off[n] - off[0])) * F);
+    if (off[0] != 0 || off[n] != A->nnz)
+        return saga_error(SAGA_ERR_INVALID_ARG,
+                          "spmm_f32: the offsets run from %lld to %lld; they must run from 0 to "
+                          "nnz = %lld",
+                          (long long)off[0], (long long)off[n], (long long)A->nnz);
+    const int nt = saga_cpu_nn_threads(s, (n + A->nnz) * F);
 #pragma omp parallel num_threads(nt)
     {
         int64_t lo, hi;

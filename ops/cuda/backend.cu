@@ -14,9 +14,12 @@
 #include <nccl.h>
 #endif
 
+#include <atomic>
 #include <mutex>
 #include <new>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <type_traits>
 #include <unordered_map>
 #include <vector>
@@ -70,7 +73,10 @@ struct cuda_ctx {
     std::mutex handles_lock;
     std::mutex cublas_lock; // held from saga_cuda_cublas_acquire to saga_cuda_cublas_release
     cublasHandle_t cublas = nullptr;
+    std::mutex cusparse_lock; // held from saga_cuda_cusparse_acquire to saga_cuda_cusparse_release
     cusparseHandle_t cusparse = nullptr;
+    bool spmm_cusparse = true; // SAGA_CUDA_SPMM at open: "own" turns it off
+    std::atomic<bool> spmm_refusal_noted{false};
 };
 
 cuda_ctx *ctx_of(saga_backend *be) {
@@ -436,15 +442,43 @@ void saga_cuda_cublas_release(saga_backend *be, cublasHandle_t h) {
     ctx_of(be)->cublas_lock.unlock();
 }
 
-saga_status saga_cuda_cusparse(saga_backend *be, cusparseHandle_t *out) {
+static saga_status cusparse_handle(saga_backend *be, const char *slot, cusparseHandle_t *out) {
     cuda_ctx *c = ctx_of(be);
     std::lock_guard<std::mutex> guard(c->handles_lock);
     if (!c->cusparse) {
-        SAGA_CUDA_RETURN(cudaSetDevice(c->device));
-        SAGA_CUDA_RETURN(cusparseCreate(&c->cusparse));
+        SAGA_CUDA_SLOT_RETURN(slot, cudaSetDevice(c->device));
+        cusparseHandle_t h = nullptr;
+        SAGA_CUDA_SLOT_RETURN(slot, cusparseCreate(&h));
+        c->cusparse = h;
     }
     *out = c->cusparse;
     return SAGA_OK;
+}
+
+saga_status saga_cuda_cusparse_acquire(saga_backend *be, const char *slot, cusparseHandle_t *out) {
+    cusparseHandle_t h = nullptr;
+    const saga_status st = cusparse_handle(be, slot, &h);
+    if (st < 0)
+        return st;
+    ctx_of(be)->cusparse_lock.lock();
+    *out = h;
+    return SAGA_OK;
+}
+
+void saga_cuda_cusparse_release(saga_backend *be, cusparseHandle_t h) {
+    cusparseSetStream(h, nullptr);
+    ctx_of(be)->cusparse_lock.unlock();
+}
+
+bool saga_cuda_spmm_cusparse(saga_backend *be) {
+    return ctx_of(be)->spmm_cusparse;
+}
+
+void saga_cuda_spmm_note_refusal(saga_backend *be, const char *why) {
+    if (!ctx_of(be)->spmm_refusal_noted.exchange(true))
+        saga_cuda_host->log(SAGA_LOG_INFO,
+                            "%s: spmm_f32: %s; such products run on saga's own SpMM kernel",
+                            be->name, why);
 }
 
 // ---- the tables -------------------------------------------------------------------------------
@@ -550,10 +584,18 @@ saga_cuda_module_init(saga_backend *be, int device, const saga_module_host *host
     cudaDeviceProp prop;
     SAGA_CUDA_RETURN(cudaGetDeviceProperties(&prop, device));
 
+    // Which SpMM spmm_f32 runs: cuSPARSE's where it applies (the default), or saga's own kernel
+    // for every product (to compare the two, or to step around a cuSPARSE problem).
+    const char *spmm = getenv("SAGA_CUDA_SPMM");
+    if (spmm && *spmm && strcmp(spmm, "cusparse") != 0 && strcmp(spmm, "own") != 0)
+        return host->error(SAGA_ERR_INVALID_ARG,
+                           "SAGA_CUDA_SPMM is '%.40s'; it must be 'cusparse' or 'own'", spmm);
+
     cuda_ctx *c = new (std::nothrow) cuda_ctx();
     if (!c)
         return host->error(SAGA_ERR_OUT_OF_MEMORY, "out of memory for the CUDA backend context");
     c->device = device;
+    c->spmm_cusparse = !(spmm && strcmp(spmm, "own") == 0);
 
     be->iface = &cuda_iface;
     be->kernels = &cuda_kernels;

@@ -60,12 +60,17 @@ saga_status saga_cuda_slot_error(const char *slot, cudaError_t err, const char *
                                  const char *file, int line);
 saga_status saga_cuda_slot_error(const char *slot, cublasStatus_t err, const char *what,
                                  const char *file, int line);
+saga_status saga_cuda_slot_error(const char *slot, cusparseStatus_t err, const char *what,
+                                 const char *file, int line);
 
 static inline bool saga_cuda_ok(cudaError_t err) {
     return err == cudaSuccess;
 }
 static inline bool saga_cuda_ok(cublasStatus_t err) {
     return err == CUBLAS_STATUS_SUCCESS;
+}
+static inline bool saga_cuda_ok(cusparseStatus_t err) {
+    return err == CUSPARSE_STATUS_SUCCESS;
 }
 
 template <typename E>
@@ -218,9 +223,19 @@ __device__ __forceinline__ int64_t saga_cuda_group_stride(int shift) {
     return ((int64_t)gridDim.x * blockDim.x) >> shift;
 }
 
-// The cuSPARSE handle of the backend, created on first use; bound to no stream (set one with
-// cusparseSetStream before each call).
-saga_status saga_cuda_cusparse(saga_backend *be, cusparseHandle_t *out);
+// The backend's cuSPARSE handle (created on first use) for one call sequence, locked as the
+// cuBLAS handle is (a handle has one stream): the caller binds its stream, calls, and gives it
+// back with saga_cuda_cusparse_release, which unbinds the stream and unlocks. Errors name slot.
+saga_status saga_cuda_cusparse_acquire(saga_backend *be, const char *slot, cusparseHandle_t *out);
+void saga_cuda_cusparse_release(saga_backend *be, cusparseHandle_t h);
+
+// Whether spmm_f32 may use cuSPARSE's SpMM on this backend: true unless the environment variable
+// SAGA_CUDA_SPMM was "own" when the backend was opened (see spmm.cu).
+bool saga_cuda_spmm_cusparse(saga_backend *be);
+
+// Says once per backend, at info level, that cuSPARSE refused a product (why names the call and
+// its status) and that spmm_f32 falls back to its own kernel for such products.
+void saga_cuda_spmm_note_refusal(saga_backend *be, const char *why);
 
 // The backend's cuBLAS handle (created on first use, with CUBLAS_DEFAULT_MATH: f32 products in
 // f32, never TF32) for one call sequence: saga_cuda_cublas_acquire locks it (a handle's stream

@@ -1,17 +1,28 @@
 // spmm.cu - Y = alpha A X + beta Y for CSR A (int64 offsets, int32 column indices, f32 values or
-// NULL for ones) and row-major f32 X, Y with F columns: GCN's aggregation.
+// NULL for ones) and row-major f32 X, Y with F columns: GCN's aggregation, forward (A) and
+// backward (the transpose, stored as its own CSR, so both directions are non-transposed products).
 //
-// A kernel of our own rather than cuSPARSE's SpMM: cuSPARSE wants one index type for the offsets
-// and the column indices (ours are int64 and int32, so every call would first widen the indices
-// or narrow the offsets into a copy), has no implicit all-ones values, and needs a workspace per
-// shape. Here a group of lanes owns a row of A (see saga_cuda_group_shift): its lanes read the
-// X rows that the row's column indices name across consecutive columns (coalesced), each lane
-// keeping up to SPMM_ACC accumulators, so a row's indices are read once per SPMM_ACC * width
-// columns. Every output element adds its row's entries in increasing order, as on the CPU, so the
-// result is deterministic (and differs from the CPU's only where the GPU fuses a multiply-add).
-// Rows are not split: a row with many entries is walked by one group, a cost on power-law graphs
-// that a merge-path split of the entries would remove.
+// Two implementations:
+// - cuSPARSE's SpMM (CSR_ALG2, row-major dense matrices, deterministic) for matrices with values
+//   whose sizes fit its 32-bit indices. cuSPARSE wants one index type for offsets and column
+//   indices, so the int64 offsets are first narrowed into the stream's workspace (rows + 1 words,
+//   against nnz x F multiply-adds for the product). With beta == 0, Y is cleared first, so NaNs
+//   in an unwritten Y never reach the result (BLAS's meaning, which the CPU twin keeps).
+// - A kernel of our own, for matrices of implicit ones (cuSPARSE has no such values, and an nnz
+//   array of ones would cost memory and bandwidth), past the 32-bit range, for shapes cuSPARSE
+//   refuses (said once per backend), and for every product when SAGA_CUDA_SPMM=own at open. A
+//   group of lanes owns a row of A (see saga_cuda_group_shift): its lanes read the X rows that
+//   the row's column indices name across consecutive columns (coalesced), each lane keeping up
+//   to SPMM_ACC accumulators, so a row's indices are read once per SPMM_ACC * width columns.
+//   Every output element adds its row's entries in increasing order, as on the CPU, so the result
+//   is deterministic (and differs from the CPU's only where the GPU fuses a multiply-add). Rows
+//   are not split: a row with many entries is walked by one group, a cost on power-law graphs
+//   that a merge-path split of the entries would remove.
 #include "common.cuh"
+
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
 
 #define SPMM_BLOCK 256
 #define SPMM_ACC 4
@@ -58,15 +69,8 @@ static void spmm_launch(cudaStream_t stream, const saga_csr_dev *A, int64_t F, i
             A->n_rows, F, shift, A->offsets, A->indices, A->values, alpha, X, beta, Y);
 }
 
-saga_status saga_cuda_spmm_f32(saga_stream *s, const saga_csr_dev *A, int64_t F, float alpha,
-                               const float *X, float beta, float *Y) {
-    static const char slot[] = "spmm_f32";
-    if (A->n_rows <= 0 || F <= 0)
-        return SAGA_OK;
-    cudaStream_t stream;
-    saga_status st = saga_cuda_slot_stream(s, slot, &stream);
-    if (st < 0)
-        return st;
+static saga_status spmm_own(cudaStream_t stream, const char *slot, const saga_csr_dev *A, int64_t F,
+                            float alpha, const float *X, float beta, float *Y) {
     const int shift = saga_cuda_group_shift(F);
     const bool vals = A->values != NULL, read_y = beta != 0.0f;
     if (vals && read_y)
@@ -79,4 +83,149 @@ saga_status saga_cuda_spmm_f32(saga_stream *s, const saga_csr_dev *A, int64_t F,
         spmm_launch<false, false>(stream, A, F, shift, alpha, X, beta, Y);
     SAGA_CUDA_SLOT_LAUNCH(slot);
     return SAGA_OK;
+}
+
+// ---- cuSPARSE -----------------------------------------------------------------------------------
+
+#define NARROW_BLOCK 256
+
+static __global__ void __launch_bounds__(NARROW_BLOCK)
+    narrow_offsets_kernel(int64_t n, const int64_t *__restrict__ in, int32_t *__restrict__ out) {
+    const int64_t stride = (int64_t)gridDim.x * NARROW_BLOCK;
+    for (int64_t i = blockIdx.x * (int64_t)NARROW_BLOCK + threadIdx.x; i < n; i += stride)
+        out[i] = (int32_t)in[i];
+}
+
+// Whether cuSPARSE can take the product: values to read, and every count within its 32-bit
+// indices (nnz bounds the offsets).
+static bool spmm_cusparse_fits(const saga_csr_dev *A, int64_t F) {
+    return A->values && A->nnz > 0 && A->n_cols > 0 && A->nnz <= INT_MAX && A->n_rows < INT_MAX &&
+           A->n_cols <= INT_MAX && F <= INT_MAX;
+}
+
+// The descriptors of one product, destroyed together.
+struct spmm_descs {
+    cusparseSpMatDescr_t a = nullptr;
+    cusparseDnMatDescr_t x = nullptr, y = nullptr;
+    ~spmm_descs() {
+        if (a)
+            cusparseDestroySpMat(a);
+        if (x)
+            cusparseDestroyDnMat(x);
+        if (y)
+            cusparseDestroyDnMat(y);
+    }
+};
+
+// Narrows A's offsets into the workspace's first off_bytes; the workspace is stream-ordered, so
+// the product queued after it reads them.
+static saga_status narrow_offsets(cudaStream_t stream, const char *slot, const saga_csr_dev *A,
+                                  int32_t *off32) {
+    const int64_t n = A->n_rows + 1;
+    narrow_offsets_kernel<<<saga_cuda_blocks(n, NARROW_BLOCK), NARROW_BLOCK, 0, stream>>>(
+        n, A->offsets, off32);
+    SAGA_CUDA_SLOT_LAUNCH(slot);
+    return SAGA_OK;
+}
+
+// A status cuSPARSE gives for a product it does not implement (a shape or an alignment its
+// algorithm does not take), as opposed to a failure.
+static bool cusparse_refused(cusparseStatus_t err) {
+    return err == CUSPARSE_STATUS_NOT_SUPPORTED || err == CUSPARSE_STATUS_INVALID_VALUE;
+}
+
+// The product through cuSPARSE on the locked handle h. *refused is set, with nothing queued but
+// (when cuSPARSE refuses the product itself) the offsets' narrowing and Y's clearing, which the
+// own kernel then overwrites, when cuSPARSE refuses the shape.
+static saga_status spmm_cusparse_locked(saga_stream *s, cusparseHandle_t h, cudaStream_t stream,
+                                        const char *slot, const saga_csr_dev *A, int64_t F,
+                                        float alpha, const float *X, float beta, float *Y,
+                                        bool *refused) {
+    const size_t off_bytes = ((size_t)(A->n_rows + 1) * sizeof(int32_t) + 255) / 256 * 256;
+    // The descriptors are made on a workspace of the offsets' size, for cuSPARSE to size its own
+    // buffer; the workspace may then move as it grows, so the offsets are narrowed into the final
+    // one and the descriptor pointed at it.
+    saga_cuda_scratch sc;
+    saga_status st = saga_cuda_stream_workspace(s, slot, off_bytes, &sc);
+    if (st < 0)
+        return st;
+    SAGA_CUDA_SLOT_RETURN(slot, cusparseSetStream(h, stream));
+    spmm_descs d;
+    SAGA_CUDA_SLOT_RETURN(slot, cusparseCreateCsr(&d.a, A->n_rows, A->n_cols, A->nnz, sc.work,
+                                                  const_cast<int32_t *>(A->indices),
+                                                  const_cast<float *>(A->values),
+                                                  CUSPARSE_INDEX_32I, CUSPARSE_INDEX_32I,
+                                                  CUSPARSE_INDEX_BASE_ZERO, CUDA_R_32F));
+    SAGA_CUDA_SLOT_RETURN(slot, cusparseCreateDnMat(&d.x, A->n_cols, F, F, const_cast<float *>(X),
+                                                    CUDA_R_32F, CUSPARSE_ORDER_ROW));
+    SAGA_CUDA_SLOT_RETURN(
+        slot, cusparseCreateDnMat(&d.y, A->n_rows, F, F, Y, CUDA_R_32F, CUSPARSE_ORDER_ROW));
+    const cusparseOperation_t nt = CUSPARSE_OPERATION_NON_TRANSPOSE;
+    size_t work_bytes = 0;
+    cusparseStatus_t err = cusparseSpMM_bufferSize(h, nt, nt, &alpha, d.a, d.x, &beta, d.y,
+                                                   CUDA_R_32F, CUSPARSE_SPMM_CSR_ALG2, &work_bytes);
+    if (err == CUSPARSE_STATUS_SUCCESS) {
+        if (work_bytes > SIZE_MAX - off_bytes)
+            return saga_cuda_host->error(SAGA_ERR_OUT_OF_MEMORY,
+                                         "%s: cuSPARSE asks for a workspace of %zu bytes", slot,
+                                         work_bytes);
+        st = saga_cuda_stream_workspace(s, slot, off_bytes + work_bytes, &sc);
+        if (st < 0)
+            return st;
+        int32_t *off32 = static_cast<int32_t *>(sc.work);
+        st = narrow_offsets(stream, slot, A, off32);
+        if (st < 0)
+            return st;
+        SAGA_CUDA_SLOT_RETURN(slot,
+                              cusparseCsrSetPointers(d.a, off32, const_cast<int32_t *>(A->indices),
+                                                     const_cast<float *>(A->values)));
+        if (beta == 0.0f)
+            SAGA_CUDA_SLOT_RETURN(
+                slot, cudaMemsetAsync(Y, 0, (size_t)A->n_rows * F * sizeof(float), stream));
+        err = cusparseSpMM(h, nt, nt, &alpha, d.a, d.x, &beta, d.y, CUDA_R_32F,
+                           CUSPARSE_SPMM_CSR_ALG2,
+                           work_bytes ? static_cast<char *>(sc.work) + off_bytes : nullptr);
+    }
+    if (cusparse_refused(err)) {
+        cudaGetLastError();
+        char why[160];
+        snprintf(why, sizeof why, "cuSPARSE refused a %lld x %lld product with %lld columns (%s)",
+                 (long long)A->n_rows, (long long)A->n_cols, (long long)F,
+                 cusparseGetErrorName(err));
+        saga_cuda_spmm_note_refusal(s->be, why);
+        *refused = true;
+        return SAGA_OK;
+    }
+    SAGA_CUDA_SLOT_RETURN(slot, err);
+    return SAGA_OK;
+}
+
+static saga_status spmm_cusparse(saga_stream *s, cudaStream_t stream, const char *slot,
+                                 const saga_csr_dev *A, int64_t F, float alpha, const float *X,
+                                 float beta, float *Y, bool *refused) {
+    cusparseHandle_t h = nullptr;
+    saga_status st = saga_cuda_cusparse_acquire(s->be, slot, &h);
+    if (st < 0)
+        return st;
+    st = spmm_cusparse_locked(s, h, stream, slot, A, F, alpha, X, beta, Y, refused);
+    saga_cuda_cusparse_release(s->be, h);
+    return st;
+}
+
+saga_status saga_cuda_spmm_f32(saga_stream *s, const saga_csr_dev *A, int64_t F, float alpha,
+                               const float *X, float beta, float *Y) {
+    static const char slot[] = "spmm_f32";
+    if (A->n_rows <= 0 || F <= 0)
+        return SAGA_OK;
+    cudaStream_t stream;
+    saga_status st = saga_cuda_slot_stream(s, slot, &stream);
+    if (st < 0)
+        return st;
+    if (saga_cuda_spmm_cusparse(s->be) && spmm_cusparse_fits(A, F)) {
+        bool refused = false;
+        st = spmm_cusparse(s, stream, slot, A, F, alpha, X, beta, Y, &refused);
+        if (st < 0 || !refused)
+            return st;
+    }
+    return spmm_own(stream, slot, A, F, alpha, X, beta, Y);
 }

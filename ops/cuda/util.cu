@@ -24,6 +24,16 @@ saga_status saga_cuda_slot_error(const char *slot, cublasStatus_t err, const cha
                                  cublasGetStatusString(err), cublasGetStatusName(err), file, line);
 }
 
+saga_status saga_cuda_slot_error(const char *slot, cusparseStatus_t err, const char *what,
+                                 const char *file, int line) {
+    cudaGetLastError(); // a cuSPARSE call that failed in a launch leaves the error behind it
+    const saga_status st =
+        err == CUSPARSE_STATUS_ALLOC_FAILED ? SAGA_ERR_OUT_OF_MEMORY : SAGA_ERR_DEVICE;
+    return saga_cuda_host->error(st, "%s: %s: %s (%s) at %s:%d", slot, what,
+                                 cusparseGetErrorString(err), cusparseGetErrorName(err), file,
+                                 line);
+}
+
 saga_status saga_cuda_slot_stream(saga_stream *s, const char *slot, cudaStream_t *out) {
     saga_cuda_stream *cs = static_cast<saga_cuda_stream *>(s->impl);
     SAGA_CUDA_SLOT_RETURN(slot, cudaSetDevice(cs->device));
