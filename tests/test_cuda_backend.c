@@ -1239,7 +1239,7 @@ static void test_cuda_backend_f32_spmm(void **state) {
     int32_t *gind = gput(ind, sizeof(int32_t) * nnz);
     float *gval = gput(val, sizeof(float) * nnz);
     static const int64_t Fs[] = {1, 3, 16, 32, 33, 128, 130, 300};
-    static const float ab[][2] = {{1.0f, 0.0f}, {0.5f, 1.0f}, {-2.0f, 0.25f}};
+    static const float ab[][2] = {{1.0f, 0.0f}, {0.5f, 1.0f}, {-2.0f, 0.25f}, {0.0f, 0.5f}};
     saga_backend *paths[] = {gpu, gpu_own};
     for (size_t fi = 0; fi < sizeof Fs / sizeof *Fs; fi++) {
         const int64_t F = Fs[fi];
@@ -1269,7 +1269,7 @@ static void test_cuda_backend_f32_spmm(void **state) {
                                      SAGA_OK);
                     assert_int_equal(saga_backend_synchronize(be), SAGA_OK);
                     gget(got, gY, sizeof(float) * ROWS * F);
-                    const bool own_order = p == 1 || !withvals;
+                    const bool own_order = p == 1 || !withvals || alpha == 0.0f;
                     for (int64_t i = 0; i < ROWS; i++)
                         for (int64_t j = 0; j < F; j++) {
                             const int64_t e = i * F + j;

@@ -9,15 +9,15 @@
 //   against nnz x F multiply-adds for the product). With beta == 0, Y is cleared first, so NaNs
 //   in an unwritten Y never reach the result (BLAS's meaning, which the CPU twin keeps).
 // - A kernel of our own, for matrices of implicit ones (cuSPARSE has no such values, and an nnz
-//   array of ones would cost memory and bandwidth), past the 32-bit range, for shapes cuSPARSE
-//   refuses (said once per backend), and for every product when SAGA_CUDA_SPMM=own at open. A
-//   group of lanes owns a row of A (see saga_cuda_group_shift): its lanes read the X rows that
-//   the row's column indices name across consecutive columns (coalesced), each lane keeping up
-//   to SPMM_ACC accumulators, so a row's indices are read once per SPMM_ACC * width columns.
-//   Every output element adds its row's entries in increasing order, as on the CPU, so the result
-//   is deterministic (and differs from the CPU's only where the GPU fuses a multiply-add). Rows
-//   are not split: a row with many entries is walked by one group, a cost on power-law graphs
-//   that a merge-path split of the entries would remove.
+//   array of ones would cost memory and bandwidth), past the 32-bit range, for alpha == 0, for
+//   shapes cuSPARSE refuses (said once per backend), and for every product when
+//   SAGA_CUDA_SPMM=own at open. A group of lanes owns a row of A (see saga_cuda_group_shift): its
+//   lanes read the X rows that the row's column indices name across consecutive columns
+//   (coalesced), each lane keeping up to SPMM_ACC accumulators, so a row's indices are read once
+//   per SPMM_ACC * width columns. Every output element adds its row's entries in increasing
+//   order, as on the CPU, so the result is deterministic (and differs from the CPU's only where
+//   the GPU fuses a multiply-add). Rows are not split: a row with many entries is walked by one
+//   group, a cost on power-law graphs that a merge-path split of the entries would remove.
 #include "common.cuh"
 
 #include <limits.h>
@@ -96,11 +96,14 @@ static __global__ void __launch_bounds__(NARROW_BLOCK)
         out[i] = (int32_t)in[i];
 }
 
-// Whether cuSPARSE can take the product: values to read, and every count within its 32-bit
-// indices (nnz bounds the offsets).
-static bool spmm_cusparse_fits(const saga_csr_dev *A, int64_t F) {
-    return A->values && A->nnz > 0 && A->n_cols > 0 && A->nnz <= INT_MAX && A->n_rows < INT_MAX &&
-           A->n_cols <= INT_MAX && F <= INT_MAX;
+// Whether cuSPARSE can take the product: values to read, every count within its 32-bit indices
+// (nnz bounds the offsets), the dense matrices' element counts too (their offsets may be 32-bit
+// inside), and alpha != 0 (a library may then skip X, where the own kernel lets a NaN in X
+// through as the CPU does).
+static bool spmm_cusparse_fits(const saga_csr_dev *A, int64_t F, float alpha) {
+    return A->values && alpha != 0.0f && A->nnz > 0 && A->n_cols > 0 && A->nnz <= INT_MAX &&
+           A->n_rows < INT_MAX && A->n_cols <= INT_MAX && F <= INT_MAX &&
+           A->n_rows <= INT_MAX / F && A->n_cols <= INT_MAX / F;
 }
 
 // The descriptors of one product, destroyed together.
@@ -221,7 +224,7 @@ saga_status saga_cuda_spmm_f32(saga_stream *s, const saga_csr_dev *A, int64_t F,
     saga_status st = saga_cuda_slot_stream(s, slot, &stream);
     if (st < 0)
         return st;
-    if (saga_cuda_spmm_cusparse(s->be) && spmm_cusparse_fits(A, F)) {
+    if (saga_cuda_spmm_cusparse(s->be) && spmm_cusparse_fits(A, F, alpha)) {
         bool refused = false;
         st = spmm_cusparse(s, stream, slot, A, F, alpha, X, beta, Y, &refused);
         if (st < 0 || !refused)
