@@ -37,9 +37,7 @@ saga_status saga_cuda_bce_logits_f32(saga_stream *s, int64_t n, const float *x, 
     }
     cudaStream_t stream;
     saga_cuda_scratch sc;
-    saga_status st = saga_cuda_slot_stream(s, slot, &stream);
-    if (st >= 0)
-        st = saga_cuda_stream_workspace(s, slot, 0, &sc);
+    saga_status st = saga_cuda_slot_scratch(s, slot, 0, &stream, &sc);
     if (st < 0)
         return st;
     const float inv_n = (float)(1.0 / (double)n);

@@ -71,9 +71,8 @@ saga_status saga_cuda_colsum_f32(saga_stream *s, int64_t rows, int64_t cols, con
 
     cudaStream_t stream;
     saga_cuda_scratch sc;
-    saga_status st = saga_cuda_slot_stream(s, slot, &stream);
-    if (st >= 0)
-        st = saga_cuda_stream_workspace(s, slot, (size_t)(n_chunks * cols) * sizeof(double), &sc);
+    saga_status st =
+        saga_cuda_slot_scratch(s, slot, (size_t)(n_chunks * cols) * sizeof(double), &stream, &sc);
     if (st < 0)
         return st;
     double *part = static_cast<double *>(sc.work);

@@ -185,6 +185,11 @@ saga_status saga_cuda_stream_workspace(saga_stream *s, const char *slot, size_t 
 // Makes s's device current and gives its CUDA stream; errors name slot.
 saga_status saga_cuda_slot_stream(saga_stream *s, const char *slot, cudaStream_t *out);
 
+// saga_cuda_slot_stream, then saga_cuda_stream_workspace: the stream and its scratch with at
+// least work_bytes of workspace, for the slots that reduce or keep partial results.
+saga_status saga_cuda_slot_scratch(saga_stream *s, const char *slot, size_t work_bytes,
+                                   cudaStream_t *stream, saga_cuda_scratch *out);
+
 // Adds partials[0..n_partials) on the stream in a fixed order and copies the sum to *out, waiting
 // for it (the second pass of the reductions that return a host scalar). Errors name slot.
 saga_status saga_cuda_sum_partials(saga_stream *s, const char *slot, int n_partials, double *out);

@@ -83,9 +83,7 @@ saga_status saga_cuda_nll_f32(saga_stream *s, int64_t rows, int64_t cols, const 
     const int64_t n = rows_idx ? (n_idx > 0 ? n_idx : 0) : (rows > 0 ? rows : 0);
     cudaStream_t stream;
     saga_cuda_scratch sc;
-    saga_status st = saga_cuda_slot_stream(s, slot, &stream);
-    if (st >= 0)
-        st = saga_cuda_stream_workspace(s, slot, 0, &sc);
+    saga_status st = saga_cuda_slot_scratch(s, slot, 0, &stream, &sc);
     if (st < 0)
         return st;
 

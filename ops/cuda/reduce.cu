@@ -28,9 +28,7 @@ static saga_status sum_partials_launch(cudaStream_t stream, const char *slot, do
 saga_status saga_cuda_sum_partials(saga_stream *s, const char *slot, int n_partials, double *out) {
     cudaStream_t stream;
     saga_cuda_scratch sc;
-    saga_status st = saga_cuda_slot_stream(s, slot, &stream);
-    if (st >= 0)
-        st = saga_cuda_stream_workspace(s, slot, 0, &sc);
+    saga_status st = saga_cuda_slot_scratch(s, slot, 0, &stream, &sc);
     if (st >= 0)
         st = sum_partials_launch(stream, slot, sc.partials, n_partials, sc.host);
     if (st >= 0)

@@ -27,9 +27,7 @@ static saga_status sum_f32(saga_stream *s, const char *slot, int64_t n, const fl
     }
     cudaStream_t stream;
     saga_cuda_scratch sc;
-    saga_status st = saga_cuda_slot_stream(s, slot, &stream);
-    if (st >= 0)
-        st = saga_cuda_stream_workspace(s, slot, 0, &sc);
+    saga_status st = saga_cuda_slot_scratch(s, slot, 0, &stream, &sc);
     if (st < 0)
         return st;
     const unsigned blocks = saga_cuda_reduce_blocks(n);

@@ -91,6 +91,12 @@ saga_status saga_cuda_stream_workspace(saga_stream *s, const char *slot, size_t 
     return SAGA_OK;
 }
 
+saga_status saga_cuda_slot_scratch(saga_stream *s, const char *slot, size_t work_bytes,
+                                   cudaStream_t *stream, saga_cuda_scratch *out) {
+    const saga_status st = saga_cuda_slot_stream(s, slot, stream);
+    return st < 0 ? st : saga_cuda_stream_workspace(s, slot, work_bytes, out);
+}
+
 saga_status saga_cuda_stream_scratch(saga_stream *s, double **d_scratch, double **h_result) {
     saga_cuda_scratch sc;
     const saga_status st = saga_cuda_stream_workspace(s, "reduction", 0, &sc);
@@ -124,9 +130,7 @@ saga_status saga_cuda_check_indices(saga_stream *s, const char *slot, int64_t n,
                                     int64_t limit) {
     cudaStream_t stream;
     saga_cuda_scratch sc;
-    saga_status st = saga_cuda_slot_stream(s, slot, &stream);
-    if (st >= 0)
-        st = saga_cuda_stream_workspace(s, slot, 0, &sc);
+    saga_status st = saga_cuda_slot_scratch(s, slot, 0, &stream, &sc);
     if (st < 0)
         return st;
     unsigned long long *d_first = sc.flags;
