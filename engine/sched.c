@@ -91,6 +91,16 @@ static saga_status wait_copy(saga_sched *s, saga_blk *b) {
     return st;
 }
 
+/* Compute issued from now on runs after b's last copy: a step that overwrites b must not race
+ * the write-back still reading it. The device waits, not the host, where the backend can (on
+ * the CPU's synchronous default stream the caller blocks, which counts as exposed copy time). */
+static saga_status compute_after_copy(saga_sched *s, saga_blk *b) {
+    double t0 = saga_now();
+    saga_status st = saga_stream_wait_event(saga_backend_default_stream(s->be), b->ev);
+    s->st.wait_seconds += saga_now() - t0;
+    return st;
+}
+
 static void release_dev(saga_sched *s, saga_blk *b) {
     if (!b->dev)
         return;
@@ -501,11 +511,17 @@ saga_status saga_sched_begin(saga_sched *s, int t) {
         if ((u->mode & SAGA_USE_READ) && !b->dev_valid)
             SAGA_TRY(issue_load(s, b));
     }
-    /* the loads of this step were issued before the next step's: wait for them in order */
+    /* the loads of this step were issued before the next step's: wait for them in order. A
+     * block the step writes may still be read by a write-back an earlier step asked for (a ring
+     * slot whose host copy the next stage reads): the compute waits for that copy, so the host
+     * copy gets the old content whole while other copies keep overlapping */
     for (int i = 0; i < sp->n; i++) {
-        saga_blk *b = s->uses[sp->first + i].b;
+        use *u = &s->uses[sp->first + i];
+        saga_blk *b = u->b;
         if (b->loading)
             SAGA_TRY(wait_copy(s, b));
+        else if ((u->mode & SAGA_USE_WRITE) && b->copying)
+            SAGA_TRY(compute_after_copy(s, b));
     }
     if (t + 1 < s->n_steps && !s->steps[t + 1].barrier)
         SAGA_TRY(prefetch(s, t + 1));

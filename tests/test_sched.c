@@ -1,7 +1,8 @@
 /* test_sched.c - the block scheduler's SAGA_BLK_STATE life: a block changed on the device stays
  * resident across plans without moving, is written back when evicted after its last use in a
  * plan (where a SAGA_BLK_INPUT block would be dropped), and saga_sched_download brings it to the
- * host. Checked against values computed here. */
+ * host; a step that overwrites a block waits for the block's write-back still in flight. Checked
+ * against values computed here. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,6 +12,9 @@
 #include "test_util.h"
 
 #include "sched_impl.h"
+
+#include <errno.h>
+#include <time.h>
 
 enum { N = 256 }; /* floats per block */
 
@@ -116,10 +120,65 @@ static void test_sched_state_stays_resident(void **state) {
     saga_backend_free_all(&be);
 }
 
+static void sleep_fn(void *arg) {
+    int ms = *(const int *)arg;
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
+/* A step writes a block whose write-back (asked for by the step before) is still queued on the
+ * copy stream, as the dense pipeline's activation ring slots are: the host copy must get the
+ * content the write-back was issued for, whole, and not the next step's. */
+static void test_sched_write_waits_for_writeback(void **state) {
+    (void)state;
+    saga_backend *be = open_cpu();
+    saga_stream *ds = saga_backend_default_stream(be);
+    saga_sched *s = NULL;
+    size_t bytes = N * sizeof(float);
+    assert_int_equal(saga_sched_new(&s, be, 0, NULL, NULL), SAGA_OK);
+    float h[N];
+    for (int i = 0; i < N; i++)
+        h[i] = -1.0f;
+    saga_blk *A = saga_sched_block(s, bytes, SAGA_BLK_TEMP, "ring slot");
+    assert_non_null(A);
+    saga_blk_set_host(A, h);
+
+    saga_sched_plan_begin(s);
+    int t = saga_sched_step(s);
+    saga_sched_use(s, t, A, SAGA_USE_WRITE, SAGA_USE_WRITEBACK);
+    t = saga_sched_step(s);
+    saga_sched_use(s, t, A, SAGA_USE_WRITE, 0);
+    assert_int_equal(saga_sched_plan_end(s), SAGA_OK);
+
+    assert_int_equal(saga_sched_begin(s, 0), SAGA_OK);
+    assert_int_equal(be->kernels->fill_f32(ds, saga_blk_dev(A), N, 1.0f), SAGA_OK);
+    /* the copy stream runs its work in order: a host function that sleeps there holds back the
+     * write-back that step 0's end issues, so without a wait step 1 (whose kernels run on this
+     * thread) overwrites the device buffer long before the write-back reads it */
+    int ms = 100;
+    assert_int_equal(saga_sched_after_copies(s, sleep_fn, &ms), SAGA_OK);
+    assert_int_equal(saga_sched_end(s, 0), SAGA_OK);
+    assert_int_equal(saga_sched_begin(s, 1), SAGA_OK);
+    assert_int_equal(be->kernels->fill_f32(ds, saga_blk_dev(A), N, 2.0f), SAGA_OK);
+    assert_int_equal(saga_sched_end(s, 1), SAGA_OK);
+    assert_int_equal(saga_sched_finish(s), SAGA_OK);
+    for (int i = 0; i < N; i++)
+        if (h[i] != 1.0f)
+            fail_msg("host copy [%d] = %g after the write-back of 1s (step 1 wrote 2s)", i,
+                     (double)h[i]);
+    saga_sched_stats st;
+    saga_sched_get_stats(s, &st);
+    assert_int_equal(st.writebacks, 1);
+    saga_sched_free(&s);
+    saga_backend_free_all(&be);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sched_state_written_back_on_eviction),
         cmocka_unit_test(test_sched_state_stays_resident),
+        cmocka_unit_test(test_sched_write_waits_for_writeback),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
