@@ -409,12 +409,28 @@ saga_status saga_backend_host_alloc(saga_backend *be, void **out, size_t bytes) 
         *out = NULL;
         return SAGA_OK;
     }
-    return be->iface->host_alloc(be, out, bytes);
+    saga_status st = be->iface->host_alloc(be, out, bytes);
+    if (st == SAGA_OK) {
+        lock(be);
+        be->host_pinned += bytes;
+        unlock(be);
+    }
+    return st;
 }
 
 void saga_backend_host_free(saga_backend *be, void *ptr, size_t bytes) {
-    if (be && ptr)
-        be->iface->host_free(be, ptr, bytes);
+    if (!be || !ptr)
+        return;
+    lock(be);
+    if (bytes > be->host_pinned) {
+        saga_log(SAGA_LOG_ERROR, "backend %s: freeing %zu host bytes with only %zu in use",
+                 be->name, bytes, be->host_pinned);
+        be->host_pinned = 0;
+    } else {
+        be->host_pinned -= bytes;
+    }
+    unlock(be);
+    be->iface->host_free(be, ptr, bytes);
 }
 
 void saga_backend_get_stats(const saga_backend *be, saga_backend_stats *out) {
@@ -428,6 +444,7 @@ void saga_backend_get_stats(const saga_backend *be, saga_backend_stats *out) {
         .n_allocs = be->n_allocs,
         .device_total = be->device_total,
         .copy_seconds = be->copy_seconds,
+        .host_pinned_bytes = be->host_pinned,
     };
     unlock(be);
 }

@@ -282,6 +282,7 @@ struct saga_backend {
     uint64_t n_allocs;
     double copy_seconds; /* time inside copies and memsets, for backends that measure it */
     void *module;        /* dlopen handle of the CUDA module, closed after destroy */
+    size_t host_pinned;  /* bytes from host_alloc not yet freed */
 };
 
 /* The few services the CUDA module takes from libsaga, passed in explicitly so the module need

@@ -96,7 +96,11 @@ struct saga_net {
     int32_t *eids;       /* streamed: each edge's index in the in-memory edge order */
     nblock *blk;
     saga_sched *sched;
-    /* per stage s = 0..S and block: act[s] is stage s's input (act[S] the output) */
+    /* per stage s = 0..S and block: act[s] is stage s's input (act[S] the output). The host
+     * arrays come from saga_backend_host_alloc (host_rows_bytes each): the scheduler copies to
+     * and from them on its copy stream, which on CUDA overlaps only with pinned memory, and
+     * loads some of them after host functions on that stream have written them, which a copy
+     * from pageable memory (staged when issued) would not wait for */
     float **act_host;  /* S + 1 (act_host[0] = x) */
     float **grad_host; /* S + 1 (k > 1; [0] unused) */
     float **saved_host;
@@ -107,8 +111,14 @@ struct saga_net {
     char desc[96];
 };
 
-struct pr_state;
-static void pr_free(struct pr_state *p);
+static void pr_free(saga_net *n);
+
+/* Bytes of the host array of stage s's input rows (activations, gradients or saved values), one
+ * float more so that none is empty. */
+static size_t host_rows_bytes(const saga_net *n, int s) {
+    int64_t cols = s == 0 ? n->in_cols : n->stages[s - 1].out_cols;
+    return ((size_t)n->n * (size_t)cols + 1) * sizeof(float);
+}
 
 static int key_of(saga_edge_weight w, bool mean) {
     return (int)w * 2 + (mean ? 1 : 0);
@@ -272,9 +282,7 @@ static void block_free(nblock *b) {
 /* Frees what prepare made (the scheduler's blocks go with it). */
 static void unprepare(saga_net *n) {
     int S = n->n_stages;
-    pr_free(n->pr);
-    saga_free(n->pr);
-    n->pr = NULL;
+    pr_free(n);
     if (n->sched)
         saga_ctx_set_pressure(n->c, NULL, NULL);
     saga_sched_free(&n->sched);
@@ -309,8 +317,10 @@ static void unprepare(saga_net *n) {
     for (int t = 0; t < 3; t++) {
         if (!hosts[t])
             continue;
-        for (int s = 1; s <= S; s++)
-            saga_free(hosts[t][s]);
+        /* act_host[0] is the input (n->x), grad_host[0] is unused; saved_host[0] holds what a
+         * first stage that is a program saves */
+        for (int s = hosts[t] == n->saved_host ? 0 : 1; s <= S; s++)
+            saga_backend_host_free(n->be, hosts[t][s], host_rows_bytes(n, s));
         saga_free(hosts[t]);
     }
     n->act_host = n->grad_host = n->saved_host = NULL;
@@ -683,21 +693,18 @@ static saga_status stage_blocks(saga_net *n) {
                                "net saved values"));
     n->act_host[0] = n->x;
     for (int s = 1; s <= S; s++) {
-        size_t bytes = (size_t)n->n * (size_t)n->stages[s - 1].out_cols * sizeof(float);
-        SAGA_TRY(saga_alloc_array((void **)&n->act_host[s], bytes / 4 + 1, sizeof(float),
-                                  "activations"));
+        SAGA_TRY(saga_backend_host_alloc(n->be, (void **)&n->act_host[s], host_rows_bytes(n, s)));
         if (multi)
-            SAGA_TRY(saga_alloc_array((void **)&n->grad_host[s], bytes / 4 + 1, sizeof(float),
-                                      "gradients"));
+            SAGA_TRY(
+                saga_backend_host_alloc(n->be, (void **)&n->grad_host[s], host_rows_bytes(n, s)));
     }
     for (int s = 0; s < S; s++) {
         stage *sg = &n->stages[s];
         sg->in_cols = s == 0 ? n->in_cols : n->stages[s - 1].out_cols;
         if (n->o.saved == SAGA_SAVED_OFFLOAD && sg->kind == STAGE_PROGRAM &&
             saga_prog_fused(&sg->p))
-            SAGA_TRY(saga_alloc_array((void **)&n->saved_host[s],
-                                      (size_t)n->n * (size_t)sg->in_cols + 1, sizeof(float),
-                                      "saved values"));
+            SAGA_TRY(
+                saga_backend_host_alloc(n->be, (void **)&n->saved_host[s], host_rows_bytes(n, s)));
     }
     for (int s = 0; s <= S; s++) {
         int64_t cols = s == 0 ? n->in_cols : n->stages[s - 1].out_cols;
@@ -1500,6 +1507,8 @@ typedef struct pr_part {
     saga_blk *halo;       /* the contributions of the halo (the part's own c in memory) */
 } pr_part;
 
+/* The host vectors (n + 1 doubles each) come from saga_backend_host_alloc, for the reasons the
+ * stages' host arrays do (struct saga_net). */
 struct pr_state {
     pr_part *parts;
     double *h_inv, *h_dang, *h_x[2], *h_c;
@@ -1507,16 +1516,21 @@ struct pr_state {
 };
 typedef struct pr_state pr_state;
 
-static void pr_free(pr_state *p) {
+/* Frees n->pr and what it holds; n->pr becomes NULL. */
+static void pr_free(saga_net *n) {
+    pr_state *p = n->pr;
     if (!p)
         return;
+    size_t bytes = ((size_t)n->n + 1) * sizeof(double);
     saga_free(p->parts);
-    saga_free(p->h_inv);
-    saga_free(p->h_dang);
-    saga_free(p->h_x[0]);
-    saga_free(p->h_x[1]);
-    saga_free(p->h_c);
+    saga_backend_host_free(n->be, p->h_inv, bytes);
+    saga_backend_host_free(n->be, p->h_dang, bytes);
+    saga_backend_host_free(n->be, p->h_x[0], bytes);
+    saga_backend_host_free(n->be, p->h_x[1], bytes);
+    saga_backend_host_free(n->be, p->h_c, bytes);
     saga_free(p->io);
+    saga_free(p);
+    n->pr = NULL;
 }
 
 static saga_status pr_blocks(saga_net *n, pr_state *p) {
@@ -1525,7 +1539,7 @@ static saga_status pr_blocks(saga_net *n, pr_state *p) {
     int32_t k = n->k;
     double **hs[] = {&p->h_inv, &p->h_dang, &p->h_x[0], &p->h_x[1], &p->h_c};
     for (size_t i = 0; i < sizeof hs / sizeof hs[0]; i++)
-        SAGA_TRY(saga_alloc_array((void **)hs[i], nn + 1, sizeof(double), "pagerank vectors"));
+        SAGA_TRY(saga_backend_host_alloc(n->be, (void **)hs[i], (nn + 1) * sizeof(double)));
     for (int32_t v = 0; v < n->n; v++) {
         int64_t deg = n->out_off[v + 1] - n->out_off[v];
         p->h_inv[v] = deg ? 1.0 / (double)deg : 0.0;
@@ -1596,9 +1610,7 @@ saga_status saga_net_pagerank(saga_net *n, double damping, double tol, int max_i
         SAGA_TRY(saga_alloc_zeroed((void **)&n->pr, 1, sizeof *n->pr, "PageRank state"));
         st = pr_blocks(n, n->pr);
         if (st < 0) {
-            pr_free(n->pr);
-            saga_free(n->pr);
-            n->pr = NULL;
+            pr_free(n);
             goto fail;
         }
     }

@@ -96,6 +96,10 @@ typedef struct saga_backend_stats {
      * stream); on CUDA it stays 0, as the generic layer cannot see when a device copy runs
      * (time one with events and saga_event_elapsed instead). */
     double copy_seconds;
+    /* Host bytes from saga_backend_host_alloc not yet given back to saga_backend_host_free
+     * (pinned memory on CUDA, plain aligned memory on the CPU). A level, like in_use_bytes:
+     * saga_backend_reset_stats leaves it alone. */
+    size_t host_pinned_bytes;
 } saga_backend_stats;
 
 void saga_backend_get_stats(const saga_backend *be, saga_backend_stats *out);

@@ -392,6 +392,10 @@ static void test_backend_alignment_and_host_memory(void **state) {
         assert_int_equal(saga_backend_host_alloc(be, &h, sizes[i]), SAGA_OK);
         assert_int_equal((uintptr_t)h % 64, 0);
         memset(h, 0xcd, sizes[i]);
+        saga_backend_stats s;
+        saga_backend_get_stats(be, &s);
+        assert_int_equal(s.host_pinned_bytes, sizes[i]); /* counted apart from device memory */
+        assert_int_equal(s.in_use_bytes, sizes[i]);
         saga_backend_host_free(be, h, sizes[i]);
         saga_backend_free(be, d, sizes[i]);
     }
@@ -401,6 +405,7 @@ static void test_backend_alignment_and_host_memory(void **state) {
     saga_backend_stats s;
     saga_backend_get_stats(be, &s);
     assert_int_equal(s.in_use_bytes, 0); /* host memory is not counted */
+    assert_int_equal(s.host_pinned_bytes, 0);
     assert_int_equal(s.n_allocs, 6);
     saga_backend_free_all(&be);
 }

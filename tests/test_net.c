@@ -2,7 +2,8 @@
  * in-memory peak, it gives the in-memory results (a GCN with fused programs, a GAT-like batched
  * program with edge softmax), the in-memory run agrees with the same model written with
  * saga_program_run, the allocator's peak never passes the budget, METIS moves fewer bytes than
- * a random partition, and a budget too small names one that works. */
+ * a random partition, a budget too small names one that works, and the host arrays the scheduler
+ * copies asynchronously come from the backend's (pinned) host allocator. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -339,6 +340,78 @@ static void test_net_metis_moves_fewer_bytes(void **state) {
     test_free(rnd.out);
 }
 
+/* Host bytes from saga_backend_host_alloc that be holds now. */
+static size_t host_pinned(const saga_backend *be) {
+    saga_backend_stats bs;
+    saga_backend_get_stats(be, &bs);
+    return bs.host_pinned_bytes;
+}
+
+/* A streamed net's host arrays that the scheduler copies to and from on its copy stream (the
+ * activations and gradients of every stage's input, the saved values offloaded for the program
+ * stages) come from the backend's host allocator, pinned on CUDA, where a copy to pageable
+ * memory does not overlap and one from it reads the data before the copy stream's host
+ * functions have written it; they go back to that allocator with the net. The first stage is a
+ * program, so that the net's input has saved values too. */
+static void test_net_streamed_host_arrays_pinned(void **state) {
+    (void)state;
+    run_out mem;
+    run_model(&mem, &GCN, 0, SAGA_EXEC_MEMORY, 0, SAGA_PARTITION_METIS, SAGA_SAVED_OFFLOAD);
+    test_free(mem.out);
+    saga_backend_params bp = saga_backend_params_defaults();
+    bp.budget_bytes = mem.peak / 4;
+    saga_backend *be = NULL;
+    assert_int_equal(saga_backend_cpu_new(&be, &bp), SAGA_OK);
+    saga_ctx *c = NULL;
+    assert_int_equal(saga_ctx_new(&c, be, 3), SAGA_OK);
+    saga_model *m = NULL;
+    assert_int_equal(saga_model_new(&m, be), SAGA_OK);
+    const int H = 16;
+    layer l0 = {.relu = true}, l1 = {.relu = true}, l2 = {.relu = false};
+    l0.b = saga_model_param(m, "b0", 1, D.F, SAGA_INIT_ZEROS, 0);
+    l1.W = saga_model_param(m, "W1", D.F, H, SAGA_INIT_GLOROT, 11);
+    l1.b = saga_model_param(m, "b1", 1, H, SAGA_INIT_ZEROS, 0);
+    l2.W = saga_model_param(m, "W2", H, D.C, SAGA_INIT_GLOROT, 12);
+    l2.b = saga_model_param(m, "b2", 1, D.C, SAGA_INIT_ZEROS, 0);
+    assert_non_null(l2.b);
+    saga_net_opts no = saga_net_opts_defaults();
+    no.saved = SAGA_SAVED_OFFLOAD;
+    no.self_loops = SAGA_DGRAPH_SELF_LOOPS_ADD;
+    saga_net *net = NULL;
+    assert_int_equal(saga_net_new(&net, c, D.g, &no), SAGA_OK);
+    assert_int_equal(saga_net_add_program(net, &GCN, &l0, D.F), SAGA_OK);
+    assert_int_equal(saga_net_add_vertex(net, project, &l1, H), SAGA_OK);
+    assert_int_equal(saga_net_add_program(net, &GCN, &l1, H), SAGA_OK);
+    assert_int_equal(saga_net_add_vertex(net, project, &l2, D.C), SAGA_OK);
+    assert_int_equal(saga_net_add_program(net, &GCN, &l2, D.C), SAGA_OK);
+    loss_ctx lc = {be, D.labels, D.n};
+    assert_int_equal(saga_net_set_loss(net, nll_rows, &lc), SAGA_OK);
+    assert_int_equal(saga_net_set_input(net, D.x, D.F), SAGA_OK);
+    size_t input = host_pinned(be); /* the input rows */
+    assert_true(input >= (size_t)D.n * (size_t)D.F * sizeof(float));
+    double loss = 0;
+    if (saga_net_train_step(net, &loss) != SAGA_OK)
+        fail_msg("train step: %s", saga_last_error());
+    saga_net_stats ns;
+    saga_net_get_stats(net, &ns);
+    assert_true(ns.streamed);
+    assert_true(ns.parts > 1);
+    /* stage inputs 1..5 are F, H, H, C, C wide, each with activations and gradients; the
+     * three program stages (inputs 0, 2 and 4) offload their saved inputs */
+    size_t row = sizeof(float) * (size_t)D.n;
+    size_t want = 2 * row * (size_t)(D.F + 2 * H + 2 * D.C) + row * (size_t)(D.F + H + D.C);
+    size_t held = host_pinned(be) - input;
+    if (held < want)
+        fail_msg("the streamed net holds %zu bytes from the host allocator besides its input, "
+                 "its activation, gradient and saved arrays are %zu",
+                 held, want);
+    saga_net_free(&net);
+    assert_int_equal(host_pinned(be), 0);
+    saga_model_free(&m);
+    saga_ctx_free(&c);
+    saga_backend_free_all(&be);
+}
+
 static void test_net_budget_too_small(void **state) {
     (void)state;
     data_load();
@@ -420,7 +493,17 @@ static size_t pagerank_net(size_t budget, saga_partition_method pm, double *rank
         fail_msg("pagerank with budget %zu: %s", budget, saga_last_error());
     assert_int_equal(iters, 30);
     saga_net_get_stats(net, st);
+    /* the five f64 vectors the scheduler copies (1 / out-degree, sinks, two of ranks,
+     * contributions) come from the host allocator, pinned on CUDA, and go back with the net */
+    saga_backend_stats bs;
+    saga_backend_get_stats(be, &bs);
+    if (bs.host_pinned_bytes < 5 * (size_t)D.n * sizeof(double))
+        fail_msg("pagerank with budget %zu: %zu bytes from the host allocator, the vectors are "
+                 "%zu",
+                 budget, bs.host_pinned_bytes, 5 * (size_t)D.n * sizeof(double));
     saga_net_free(&net);
+    saga_backend_get_stats(be, &bs);
+    assert_int_equal(bs.host_pinned_bytes, 0);
     saga_ctx_free(&c);
     saga_backend_free_all(&be);
     return st->peak_device_bytes;
@@ -472,6 +555,7 @@ int main(void) {
         cmocka_unit_test(test_net_sage_streamed_equals_memory),
         cmocka_unit_test(test_net_memory_equals_program_run),
         cmocka_unit_test(test_net_metis_moves_fewer_bytes),
+        cmocka_unit_test(test_net_streamed_host_arrays_pinned),
         cmocka_unit_test(test_net_budget_too_small),
         cmocka_unit_test(test_net_pagerank_streamed_equals_memory),
     };
