@@ -1735,6 +1735,10 @@ int main(void) {
         cmocka_unit_test_teardown(test_cuda_backend_f32_beyond_int32, free_tracked),
         cmocka_unit_test_teardown(test_cuda_backend_f32_mlp_matches_cpu, free_tracked),
     };
+    /* SAGA_TEST_FILTER runs only the tests whose names match it (cmocka's * and ? patterns) */
+    const char *filter = getenv("SAGA_TEST_FILTER");
+    if (filter && *filter)
+        cmocka_set_test_filter(filter);
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     saga_backend_stats s;
     saga_backend_get_stats(gpu, &s);
