@@ -10,7 +10,7 @@ MAKEFLAGS += --no-print-directory
 SAGA    := $(BUILD)/bin/saga
 DATA    := datasets/generated
 
-.PHONY: all deps configure build run test test-gpu bench install asan fuzz format clean
+.PHONY: all deps configure build run test test-gpu test-cudasim bench install asan fuzz format clean
 
 all: build
 
@@ -34,15 +34,21 @@ test: build
 test-gpu: build
 	@cd $(BUILD) && ctest --output-on-failure -L gpu
 
+# The CUDA backend on the CUDA simulator (part of `make test` too): docs/cudasim.md.
+test-cudasim: build
+	@cd $(BUILD) && ctest --output-on-failure -L cudasim
+
 bench: build
 	@bench/run-all $(BUILD)
 
 install: build
 	@cmake --install $(BUILD) --prefix $(PREFIX)
 
-# The suite under AddressSanitizer + UndefinedBehaviorSanitizer (without the CUDA module).
+# The suite under AddressSanitizer + UndefinedBehaviorSanitizer (without the CUDA module and
+# without the CUDA simulator, whose fibers switch stacks behind the sanitizer's back).
 asan: deps
 	@cmake -S . -B $(BUILD)-asan -DCMAKE_BUILD_TYPE=Debug -DSAGA_SANITIZE=ON -DSAGA_CUDA=OFF \
+	    -DSAGA_CUDASIM=OFF \
 	    $(CMAKE_FLAGS) >/dev/null
 	@cmake --build $(BUILD)-asan -j$(JOBS)
 	@cd $(BUILD)-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j$(JOBS)
@@ -53,7 +59,7 @@ fuzz: deps
 	@cmake --build $(BUILD)-fuzz -j$(JOBS)
 
 format:
-	@clang-format -i $$(git ls-files '*.c' '*.h' '*.cu')
+	@clang-format -i $$(git ls-files '*.c' '*.h' '*.cu' '*.cpp')
 
 clean:
 	@rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-fuzz

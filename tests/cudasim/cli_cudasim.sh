@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# cli_cudasim.sh - the apps on `--device cuda` under the CUDA simulator against `--device cpu`:
+# GCN in memory (the same losses to f32 rounding) and streamed under a quarter of its peak (the
+# scheduler's asynchronous copies on CUDA streams; the simulator's own peak within the budget),
+# PageRank streamed (the same scores to 1e-12), a two-stage dense pipeline on cuda:0 and cuda:1,
+# and a short HEP training. Run by ctest with the simulator in the environment (label cudasim).
+set -euo pipefail
+source "$(dirname "$0")/../cli_common.bash"
+: "${SAGA_CUDA_MODULE:?SAGA_CUDA_MODULE must name the simulator module}"
+export SAGA_CUDASIM_DEVICES=${SAGA_CUDASIM_DEVICES:-2}
+
+# same_losses A B TOL: the "loss" fields of two --log files agree within TOL relative.
+same_losses() {
+    python3 - "$1" "$2" "$3" <<'PY'
+import json, sys
+a = [json.loads(l)["loss"] for l in open(sys.argv[1])]
+b = [json.loads(l)["loss"] for l in open(sys.argv[2])]
+tol = float(sys.argv[3])
+assert len(a) == len(b) > 0, (len(a), len(b))
+for i, (x, y) in enumerate(zip(a, b)):
+    assert abs(x - y) <= tol * abs(y), ("epoch", i + 1, x, y)
+PY
+}
+
+# sim_peak FILE: the largest peak the simulator wrote for device 0 (SAGA_CUDASIM_STATS).
+sim_peak() {
+    awk '$1 == "device" && $2 == 0 { if ($4 > p) p = $4 } END { print p + 0 }' "$1"
+}
+
+# ---- GCN ------------------------------------------------------------------------------------
+expect 0 "$SAGA_BIN" generate citation --quiet --vertices 800 --classes 4 --degree 5 --features 80 \
+    --seed 2 -o "$TMP/cit"
+expect 0 "$SAGA_BIN" gcn --data "$TMP/cit" --epochs 15 --json --quiet --device cpu --log "$TMP/cpu.jsonl"
+expect 0 "$SAGA_BIN" gcn --data "$TMP/cit" --epochs 15 --json --quiet --stats --device cuda \
+    --log "$TMP/cuda.jsonl"
+expect_out '"device":"cuda:0 (saga cudasim)"'
+same_losses "$TMP/cuda.jsonl" "$TMP/cpu.jsonl" 1e-5 || fail "gcn: cuda losses differ from the cpu's"
+budget=$(($(json_get 'j["peak_device_bytes"]') / 4))
+for saved in recompute offload; do
+    rm -f "$TMP/stats"
+    expect 0 env SAGA_CUDASIM_STATS="$TMP/stats" "$SAGA_BIN" gcn --data "$TMP/cit" --epochs 15 \
+        --json --quiet --stats --device cuda --device-mem "$budget" --saved "$saved" \
+        --log "$TMP/str.jsonl"
+    json_get "j['streamed'] and j['parts'] > 1 and j['peak_device_bytes'] <= $budget and j['h2d_bytes'] > 0" |
+        grep -qx True || fail "gcn cuda --device-mem $budget ($saved): not streamed within the budget"
+    same_losses "$TMP/str.jsonl" "$TMP/cpu.jsonl" 1e-4 || fail "gcn cuda streamed ($saved): losses differ"
+    peak=$(sim_peak "$TMP/stats")
+    [ "$peak" -gt 0 ] && [ "$peak" -le "$budget" ] ||
+        fail "gcn cuda streamed ($saved): the device allocated $peak bytes at its peak, over the budget $budget"
+done
+
+# ---- PageRank, streamed -----------------------------------------------------------------------
+expect 0 "$SAGA_BIN" generate rmat --quiet --scale 11 --edge-factor 8 --seed 3 -o "$TMP/rmat.txt"
+expect 0 "$SAGA_BIN" pagerank --json --tol 1e-12 --device cpu --out "$TMP/pr.cpu" "$TMP/rmat.txt"
+peak=$(json_get 'j["peak_device_bytes"]')
+budget=$((peak / 4))
+expect 0 "$SAGA_BIN" pagerank --json --tol 1e-12 --device cuda --device-mem "$budget" \
+    --out "$TMP/pr.cuda" "$TMP/rmat.txt"
+json_get "j['streamed'] and j['parts'] > 1 and j['peak_device_bytes'] <= $budget" | grep -qx True ||
+    fail "pagerank cuda: not streamed within $budget bytes"
+python3 - "$TMP/pr.cpu" "$TMP/pr.cuda" <<'PY' || fail "pagerank cuda streamed: scores differ from the cpu's"
+import sys
+a = [float(l.split()[1]) for l in open(sys.argv[1])]
+b = [float(l.split()[1]) for l in open(sys.argv[2])]
+assert len(a) == len(b) > 0 and all(abs(x - y) <= 1e-12 * x for x, y in zip(a, b))
+PY
+
+# ---- a dense pipeline over two simulated GPUs ---------------------------------------------------
+small=(--layers 3 --width 96 --outputs 8 --batch 32 --micro-batches 2 --steps 6 --seed 4)
+expect 0 "$SAGA_BIN" mlp "${small[@]}" --device cpu --json --quiet
+json_last >"$TMP/mlp.cpu"
+rm -f "$TMP/stats"
+expect 0 env SAGA_CUDASIM_STATS="$TMP/stats" "$SAGA_BIN" mlp "${small[@]}" --stages 2 --device cuda \
+    --device-mem 32K --stats --json --quiet
+json_get 'j["stages"] == 2 and j["streamed"] and max(j["stage_peak_bytes"]) <= j["budget_bytes"]' |
+    grep -qx True || fail "mlp cuda: two stages not streamed within each stage's budget"
+awk '$1 == "device" && $2 == 1 && $4 > 0 { ok = 1 } END { exit !ok }' "$TMP/stats" ||
+    fail "mlp cuda --stages 2: nothing ran on cuda:1 ($(cat "$TMP/stats"))"
+json_last >"$TMP/mlp.cuda"
+python3 - "$TMP/mlp.cuda" "$TMP/mlp.cpu" <<'PY' || fail "mlp cuda pipeline: losses differ from the cpu's"
+import json, sys
+a = json.load(open(sys.argv[1]))["losses"]
+b = json.load(open(sys.argv[2]))["losses"]
+assert len(a) == len(b) == 6
+for x, y in zip(a, b):
+    assert abs(x - y) <= 1e-5 * abs(y), (x, y)
+PY
+
+# ---- HEP: a short training ------------------------------------------------------------------
+expect 0 "$SAGA_BIN" hep generate -o "$TMP/ev" --events 4 --seed 4 --min-particles 60 \
+    --max-particles 120 --quiet
+for dev in cpu cuda; do
+    expect 0 "$SAGA_BIN" hep train --data "$TMP/ev" --epochs 1 --hidden 8 --iterations 1 \
+        --batch-events 2 --device "$dev" --json --quiet
+    json_last >"$TMP/hep.$dev"
+done
+python3 - "$TMP/hep.cuda" "$TMP/hep.cpu" <<'PY' || fail "hep cuda: results differ from the cpu's"
+import json, sys
+a, b = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+assert a["device"].startswith("cuda") and b["device"] == "cpu", (a["device"], b["device"])
+for k in ("loss", "auc", "edge_efficiency", "edge_purity"):
+    if k in b:
+        assert abs(a[k] - b[k]) <= 1e-4 * max(1.0, abs(b[k])), (k, a[k], b[k])
+PY
+
+finish
