@@ -35,11 +35,37 @@ static double rnd(void) {
     return (double)(rng_state >> 11) / (double)(1ull << 52) - 1.0;
 }
 
+/* got within rel * max(1, |want|) of want. Equal values are close, infinities included (inf - inf
+ * is NaN, which no tolerance admits), and NaN is close to NaN (the CPU's NaN where the GPU gives
+ * one too); an infinity is close to nothing else (inf <= rel * inf would admit every finite got).
+ */
+static bool close_within(double got, double want, double rel) {
+    if (got == want || (isnan(got) && isnan(want)))
+        return true;
+    if (isinf(got) || isinf(want))
+        return false;
+    return fabs(got - want) <= rel * fmax(1.0, fabs(want));
+}
+
 static void assert_close(double got, double want, double rel, const char *what, int64_t i) {
-    double tol = rel * fmax(1.0, fabs(want));
-    if (!(fabs(got - want) <= tol))
+    if (!close_within(got, want, rel))
         fail_msg("%s[%lld]: cuda %.17g, cpu %.17g (tolerance %.3g)", what, (long long)i, got, want,
-                 tol);
+                 rel * fmax(1.0, fabs(want)));
+}
+
+/* The comparison the activation test relies on for its infinities and NaN. */
+static void test_cuda_backend_assert_close(void **state) {
+    (void)state;
+    assert_close(INFINITY, INFINITY, 1e-6, "inf", 0);
+    assert_close(-INFINITY, -INFINITY, 1e-6, "-inf", 0);
+    assert_close(NAN, NAN, 1e-6, "nan", 0);
+    assert_close(1.0 + 1e-7, 1.0, 1e-6, "within", 0);
+    assert_false(close_within(INFINITY, -INFINITY, 1e-6));
+    assert_false(close_within(1e300, INFINITY, 1e-6));
+    assert_false(close_within(INFINITY, 1e300, 1e-6));
+    assert_false(close_within(NAN, 1.0, 1e-6));
+    assert_false(close_within(1.0, NAN, 1e-6));
+    assert_false(close_within(1.0 + 1e-5, 1.0, 1e-6));
 }
 
 /* Device copies of host arrays, freed by dev_free. */
@@ -1687,10 +1713,15 @@ static void test_cuda_backend_f32_mlp_matches_cpu(void **state) {
 }
 
 int main(void) {
+    /* the comparisons themselves, which need no device */
+    const struct CMUnitTest host_tests[] = {
+        cmocka_unit_test(test_cuda_backend_assert_close),
+    };
+    const int host_failed = cmocka_run_group_tests_name("host", host_tests, NULL, NULL);
     saga_status st = saga_backend_cuda_new(&gpu, 0, NULL);
     if (st != SAGA_OK) {
         printf("skipping: no CUDA backend: %s: %s\n", saga_status_name(st), saga_last_error());
-        return 77;
+        return host_failed ? host_failed : 77;
     }
     /* a second backend on the device whose spmm_f32 always runs saga's own kernel */
     if (setenv("SAGA_CUDA_SPMM", "own", 1) != 0 ||
@@ -1735,7 +1766,7 @@ int main(void) {
         cmocka_unit_test_teardown(test_cuda_backend_f32_beyond_int32, free_tracked),
         cmocka_unit_test_teardown(test_cuda_backend_f32_mlp_matches_cpu, free_tracked),
     };
-    int failed = cmocka_run_group_tests(tests, NULL, NULL);
+    int failed = host_failed + cmocka_run_group_tests(tests, NULL, NULL);
     saga_backend_stats s;
     saga_backend_get_stats(gpu, &s);
     if (s.in_use_bytes != 0) {
