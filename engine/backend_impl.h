@@ -281,7 +281,7 @@ struct saga_backend {
     uint64_t d2h_bytes;
     uint64_t n_allocs;
     double copy_seconds; /* time inside copies and memsets, for backends that measure it */
-    void *module;        /* dlopen handle of the CUDA module, closed after destroy */
+    void *module; /* dlopen handle of the CUDA module, closed after destroy (it stays mapped) */
 };
 
 /* The few services the CUDA module takes from libsaga, passed in explicitly so the module need

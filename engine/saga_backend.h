@@ -58,7 +58,8 @@ saga_status saga_backend_open(saga_backend **out, const char *spec, const saga_b
 
 saga_status saga_backend_cpu_new(saga_backend **out, const saga_backend_params *p);
 /* Loads the CUDA backend module (libsaga_cuda.so, found next to libsaga or the executable, then
- * on the library path) and opens device `device`. */
+ * on the library path) and opens device `device`. Once loaded, the module stays loaded until the
+ * process exits. */
 saga_status saga_backend_cuda_new(saga_backend **out, int device, const saga_backend_params *p);
 
 /* Frees the backend and everything it still caches; *be becomes NULL. Accepts NULL. Memory

@@ -230,7 +230,9 @@ static void test_backend_cuda_module_reports_no_device(void **state) {
         print_message("skipping: %s is not built\n", path);
         skip();
     }
-    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    /* kept mapped, as the generic layer keeps it: the module's static CUDA runtime is not to be
+     * unloaded (see engine/backend.c) */
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
     if (!h)
         fail_msg("dlopen %s: %s", path, dlerror());
     saga_cuda_module_init_fn init = NULL;

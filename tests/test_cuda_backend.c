@@ -15,7 +15,9 @@
 #include "saga_nn.h"
 #include "saga_tensor.h"
 
+#include <dlfcn.h>
 #include <float.h>
+#include <limits.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -1773,8 +1775,21 @@ int main(void) {
         printf("cuda backend: %zu bytes still allocated after the tests\n", s.in_use_bytes);
         failed++;
     }
+    /* the module's file, named by an address inside it (its function table) */
+    char module[PATH_MAX] = "";
+    Dl_info info;
+    if (dladdr(gpu->iface, &info) && info.dli_fname)
+        snprintf(module, sizeof module, "%s", info.dli_fname);
     saga_backend_free_all(&gpu_own);
     saga_backend_free_all(&gpu);
     saga_backend_free_all(&cpu);
+    /* with its last backend freed, the module (and its static CUDA runtime) stays loaded */
+    void *still = module[0] ? dlopen(module, RTLD_NOW | RTLD_NOLOAD) : NULL;
+    if (!still) {
+        printf("cuda backend: the module %s was unloaded with its last backend\n", module);
+        failed++;
+    } else {
+        dlclose(still);
+    }
     return failed;
 }
