@@ -435,6 +435,8 @@ void saga_backend_get_stats(const saga_backend *be, saga_backend_stats *out) {
         .n_allocs = be->n_allocs,
         .device_total = be->device_total,
         .copy_seconds = be->copy_seconds,
+        .spmm_cusparse = __atomic_load_n(&be->spmm_cusparse, __ATOMIC_RELAXED),
+        .spmm_cusparse_refused = __atomic_load_n(&be->spmm_cusparse_refused, __ATOMIC_RELAXED),
     };
     unlock(be);
 }

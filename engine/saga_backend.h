@@ -97,6 +97,12 @@ typedef struct saga_backend_stats {
      * stream); on CUDA it stays 0, as the generic layer cannot see when a device copy runs
      * (time one with events and saga_event_elapsed instead). */
     double copy_seconds;
+    /* spmm_f32 products since the backend was opened that ran through cuSPARSE, and those that
+     * cuSPARSE refused as not supported (then run by saga's own kernel). The products the own
+     * kernel takes from the start (a matrix without values, alpha == 0, sizes past cuSPARSE's
+     * 32-bit indices, SAGA_CUDA_SPMM=own) count in neither. 0 on the CPU. Not reset. */
+    uint64_t spmm_cusparse;
+    uint64_t spmm_cusparse_refused;
 } saga_backend_stats;
 
 void saga_backend_get_stats(const saga_backend *be, saga_backend_stats *out);

@@ -1351,6 +1351,61 @@ static void test_cuda_backend_spmm_choice(void **state) {
     assert_int_equal(unsetenv("SAGA_CUDA_SPMM"), 0);
 }
 
+/* Which SpMM ran is counted: a product with values and alpha != 0 goes through cuSPARSE on the
+ * default backend (spmm_cusparse + 1, nothing refused: this shape is one CSR_ALG2 takes), while
+ * the products the own kernel takes (no values, alpha == 0) and every product on gpu_own
+ * (SAGA_CUDA_SPMM=own) count in neither counter. Values and X are small integers, so that every
+ * order of the sums gives the CPU's bits. */
+static void test_cuda_backend_spmm_counts_cusparse(void **state) {
+    (void)state;
+    enum { ROWS = 300, COLS = 200, F = 32 };
+    int64_t *off = hi64(ROWS + 1);
+    off[0] = 0;
+    for (int64_t i = 0; i < ROWS; i++)
+        off[i + 1] = off[i] + (i % 7 == 0 ? 0 : 1 + irand(8));
+    const int64_t nnz = off[ROWS];
+    int32_t *ind = hi32(nnz);
+    float *val = hf32(nnz), *X = hf32(COLS * F);
+    for (int64_t k = 0; k < nnz; k++) {
+        ind[k] = (int32_t)irand(COLS);
+        val[k] = (float)(irand(5) - 2);
+    }
+    for (int64_t e = 0; e < COLS * F; e++)
+        X[e] = (float)(irand(7) - 3);
+    int64_t *goff = gput(off, sizeof(int64_t) * (ROWS + 1));
+    int32_t *gind = gput(ind, sizeof(int32_t) * nnz);
+    float *gval = gput(val, sizeof(float) * nnz), *gX = gput(X, sizeof(float) * COLS * F);
+    const saga_csr_dev gA = {ROWS, COLS, nnz, goff, gind, gval};
+    const saga_csr_dev gones = {ROWS, COLS, nnz, goff, gind, NULL};
+    const saga_csr_dev cA = {ROWS, COLS, nnz, off, ind, val};
+    float *Y = nan_f32(ROWS * F);
+    assert_int_equal(CK()->spmm_f32(CS(), &cA, F, 1.0f, X, 0.0f, Y), SAGA_OK);
+
+    saga_backend *paths[] = {gpu, gpu_own};
+    for (int p = 0; p < 2; p++) {
+        saga_backend *be = paths[p];
+        saga_stream *s = saga_backend_default_stream(be);
+        saga_backend_stats s0, s1;
+        saga_backend_get_stats(be, &s0);
+        float *gY = gput(nan_f32(ROWS * F), sizeof(float) * ROWS * F);
+        assert_int_equal(be->kernels->spmm_f32(s, &gA, F, 1.0f, gX, 0.0f, gY), SAGA_OK);
+        assert_int_equal(saga_backend_synchronize(be), SAGA_OK);
+        saga_backend_get_stats(be, &s1);
+        assert_int_equal(s1.spmm_cusparse, s0.spmm_cusparse + (p == 0 ? 1 : 0));
+        assert_int_equal(s1.spmm_cusparse_refused, s0.spmm_cusparse_refused);
+        expect_bits(gY, Y, ROWS * F, p == 0 ? "spmm_f32 (cuSPARSE)" : "spmm_f32 (own kernel)");
+        /* the own kernel's products: no values, alpha == 0 */
+        assert_int_equal(be->kernels->spmm_f32(s, &gones, F, 1.0f, gX, 0.0f, gY), SAGA_OK);
+        assert_int_equal(be->kernels->spmm_f32(s, &gA, F, 0.0f, gX, 0.5f, gY), SAGA_OK);
+        assert_int_equal(saga_backend_synchronize(be), SAGA_OK);
+        saga_backend_get_stats(be, &s0);
+        assert_int_equal(s0.spmm_cusparse, s1.spmm_cusparse);
+        assert_int_equal(s0.spmm_cusparse_refused, s1.spmm_cusparse_refused);
+        if (p == 1)
+            assert_true(s0.spmm_cusparse == 0 && s0.spmm_cusparse_refused == 0);
+    }
+}
+
 /* Segment sum, mean and max (ties: the first row wins) over segments starting at a nonzero row,
  * with empty ones, forward and backward: the CPU's operations in the CPU's order, so the bits. */
 static void test_cuda_backend_f32_segment_reduce(void **state) {
@@ -1761,6 +1816,7 @@ int main(void) {
         cmocka_unit_test_teardown(test_cuda_backend_f32_gather_scatter, free_tracked),
         cmocka_unit_test_teardown(test_cuda_backend_f32_spmm, free_tracked),
         cmocka_unit_test(test_cuda_backend_spmm_choice),
+        cmocka_unit_test_teardown(test_cuda_backend_spmm_counts_cusparse, free_tracked),
         cmocka_unit_test_teardown(test_cuda_backend_f32_segment_reduce, free_tracked),
         cmocka_unit_test_teardown(test_cuda_backend_f32_edge_softmax, free_tracked),
         cmocka_unit_test_teardown(test_cuda_backend_f32_optimizers, free_tracked),
