@@ -254,6 +254,11 @@ void saga_cuda_spmm_note_refusal(saga_backend *be, const char *why);
 saga_status saga_cuda_cublas_acquire(saga_backend *be, const char *slot, cublasHandle_t *out);
 void saga_cuda_cublas_release(saga_backend *be, cublasHandle_t h);
 
+// Bytes of the cuBLAS workspace a stream gives the handle on this backend's device: what the
+// cuBLAS documentation recommends for it, 32 MiB from compute capability 9.0 (Hopper) on, 4 MiB
+// before.
+size_t saga_cuda_cublas_workspace_bytes(saga_backend *be);
+
 // ---- the kernel entries (one .cu each) --------------------------------------------------------
 
 // f64 (PageRank)
