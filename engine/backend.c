@@ -179,13 +179,20 @@ static saga_status open_driver(void **driver) {
     return SAGA_OK;
 }
 
+/* How the module is opened. RTLD_NODELETE keeps it mapped until the process exits, whatever
+ * dlclose is later called on it: the module is linked with a static CUDA runtime, and tearing
+ * that down when the module is unloaded (its destructors, and exit handlers left pointing into
+ * unmapped code) is a known source of crashes at dlclose and at exit. The dlclose calls below
+ * then only drop a reference, and a later open finds the module already loaded. */
+#define MODULE_DLOPEN_FLAGS (RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE)
+
 /* Opens the module at path (which exists) once the driver is there. */
 static saga_status open_module_at(const char *path, void **module, void **driver, char *out_path,
                                   size_t out_len) {
     saga_status st = open_driver(driver);
     if (st < 0)
         return st;
-    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    void *h = dlopen(path, MODULE_DLOPEN_FLAGS);
     if (!h)
         return saga_error(SAGA_ERR_DEVICE, "cannot load the CUDA backend module %s: %s", path,
                           dlerror());
@@ -224,7 +231,7 @@ static saga_status load_cuda_module(void **module, void **driver, char *path, si
         if (file_exists(cand[i]))
             return open_module_at(cand[i], module, driver, path, path_len);
 
-    void *h = dlopen(SAGA_CUDA_MODULE_NAME, RTLD_NOW | RTLD_LOCAL);
+    void *h = dlopen(SAGA_CUDA_MODULE_NAME, MODULE_DLOPEN_FLAGS);
     if (!h) {
         const char *why = dlerror();
         /* The loader found the module but not what it needs (cuBLAS, NCCL...): say that. */
@@ -337,7 +344,7 @@ void saga_backend_free_all(saga_backend **bep) {
     be->iface->destroy(be);
     backend_release(be);
     if (module)
-        dlclose(module);
+        dlclose(module); /* drops the reference; the module stays mapped (MODULE_DLOPEN_FLAGS) */
     *bep = NULL;
 }
 
@@ -445,6 +452,8 @@ void saga_backend_get_stats(const saga_backend *be, saga_backend_stats *out) {
         .device_total = be->device_total,
         .copy_seconds = be->copy_seconds,
         .host_pinned_bytes = be->host_pinned,
+        .spmm_cusparse = __atomic_load_n(&be->spmm_cusparse, __ATOMIC_RELAXED),
+        .spmm_cusparse_refused = __atomic_load_n(&be->spmm_cusparse_refused, __ATOMIC_RELAXED),
     };
     unlock(be);
 }

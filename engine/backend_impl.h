@@ -281,8 +281,13 @@ struct saga_backend {
     uint64_t d2h_bytes;
     uint64_t n_allocs;
     double copy_seconds; /* time inside copies and memsets, for backends that measure it */
-    void *module;        /* dlopen handle of the CUDA module, closed after destroy */
     size_t host_pinned;  /* bytes from host_alloc not yet freed */
+    void *module; /* dlopen handle of the CUDA module, closed after destroy (it stays mapped) */
+    /* spmm_f32 products that ran through cuSPARSE, and that cuSPARSE refused (see
+     * saga_backend_stats): the CUDA module adds to them from any thread without the lock, so
+     * both sides use atomic operations on them (the GCC __atomic builtins). */
+    uint64_t spmm_cusparse;
+    uint64_t spmm_cusparse_refused;
 };
 
 /* The few services the CUDA module takes from libsaga, passed in explicitly so the module need

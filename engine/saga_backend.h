@@ -58,7 +58,8 @@ saga_status saga_backend_open(saga_backend **out, const char *spec, const saga_b
 
 saga_status saga_backend_cpu_new(saga_backend **out, const saga_backend_params *p);
 /* Loads the CUDA backend module (libsaga_cuda.so, found next to libsaga or the executable, then
- * on the library path) and opens device `device`. */
+ * on the library path) and opens device `device`. Once loaded, the module stays loaded until the
+ * process exits. */
 saga_status saga_backend_cuda_new(saga_backend **out, int device, const saga_backend_params *p);
 
 /* Frees the backend and everything it still caches; *be becomes NULL. Accepts NULL. Memory
@@ -100,6 +101,12 @@ typedef struct saga_backend_stats {
      * (pinned memory on CUDA, plain aligned memory on the CPU). A level, like in_use_bytes:
      * saga_backend_reset_stats leaves it alone. */
     size_t host_pinned_bytes;
+    /* spmm_f32 products since the backend was opened that ran through cuSPARSE, and those that
+     * cuSPARSE refused as not supported (then run by saga's own kernel). The products the own
+     * kernel takes from the start (a matrix without values, alpha == 0, sizes past cuSPARSE's
+     * 32-bit indices, SAGA_CUDA_SPMM=own) count in neither. 0 on the CPU. Not reset. */
+    uint64_t spmm_cusparse;
+    uint64_t spmm_cusparse_refused;
 } saga_backend_stats;
 
 void saga_backend_get_stats(const saga_backend *be, saga_backend_stats *out);

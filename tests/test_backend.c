@@ -230,7 +230,9 @@ static void test_backend_cuda_module_reports_no_device(void **state) {
         print_message("skipping: %s is not built\n", path);
         skip();
     }
-    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    /* kept mapped, as the generic layer keeps it: the module's static CUDA runtime is not to be
+     * unloaded (see engine/backend.c) */
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
     if (!h)
         fail_msg("dlopen %s: %s", path, dlerror());
     saga_cuda_module_init_fn init = NULL;
@@ -702,6 +704,30 @@ static void spmv_ref(const saga_csr_dev *A, double alpha, const double *x, doubl
     }
 }
 
+/* The stats that count cuSPARSE's SpMM products exist and stay 0 on the CPU, whose spmm_f32 is its
+ * own (a product with values and alpha != 0 is one that the CUDA backend gives cuSPARSE). */
+static void test_backend_cpu_spmm_counters_stay_zero(void **state) {
+    (void)state;
+    static const int64_t off[] = {0, 2, 3};
+    static const int32_t idx[] = {0, 1, 1};
+    static const float val[] = {2.0f, -1.0f, 0.5f};
+    const float x[4] = {1.0f, 2.0f, 3.0f, 4.0f}; /* 2 x 2 */
+    float y[4] = {NAN, NAN, NAN, NAN};
+    saga_csr_dev A = {2, 2, 3, off, idx, val};
+    saga_backend *be = cpu_backend(0, 0);
+    saga_backend_stats s;
+    saga_backend_get_stats(be, &s);
+    assert_int_equal(s.spmm_cusparse, 0);
+    assert_int_equal(s.spmm_cusparse_refused, 0);
+    assert_int_equal(
+        be->kernels->spmm_f32(saga_backend_default_stream(be), &A, 2, 1.0f, x, 0.0f, y), SAGA_OK);
+    assert_true(y[0] == -1.0f && y[1] == 0.0f && y[2] == 1.5f && y[3] == 2.0f);
+    saga_backend_get_stats(be, &s);
+    assert_int_equal(s.spmm_cusparse, 0);
+    assert_int_equal(s.spmm_cusparse_refused, 0);
+    saga_backend_free_all(&be);
+}
+
 static void test_backend_cpu_spmv_small(void **state) {
     (void)state;
     /* 4 x 3:  row 0: (0,1)=2 (0,2)=-1;  row 1: empty;  row 2: (2,0)=0.5;  row 3: all three */
@@ -796,6 +822,7 @@ int main(void) {
         cmocka_unit_test(test_backend_streams_and_events_order_work),
         cmocka_unit_test(test_backend_cpu_kernels_match_reference),
         cmocka_unit_test(test_backend_cpu_reductions_deterministic),
+        cmocka_unit_test(test_backend_cpu_spmm_counters_stay_zero),
         cmocka_unit_test(test_backend_cpu_spmv_small),
         cmocka_unit_test(test_backend_cpu_spmv_random),
     };

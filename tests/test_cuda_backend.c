@@ -15,7 +15,9 @@
 #include "saga_nn.h"
 #include "saga_tensor.h"
 
+#include <dlfcn.h>
 #include <float.h>
+#include <limits.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -35,11 +37,37 @@ static double rnd(void) {
     return (double)(rng_state >> 11) / (double)(1ull << 52) - 1.0;
 }
 
+/* got within rel * max(1, |want|) of want. Equal values are close, infinities included (inf - inf
+ * is NaN, which no tolerance admits), and NaN is close to NaN (the CPU's NaN where the GPU gives
+ * one too); an infinity is close to nothing else (inf <= rel * inf would admit every finite got).
+ */
+static bool close_within(double got, double want, double rel) {
+    if (got == want || (isnan(got) && isnan(want)))
+        return true;
+    if (isinf(got) || isinf(want))
+        return false;
+    return fabs(got - want) <= rel * fmax(1.0, fabs(want));
+}
+
 static void assert_close(double got, double want, double rel, const char *what, int64_t i) {
-    double tol = rel * fmax(1.0, fabs(want));
-    if (!(fabs(got - want) <= tol))
+    if (!close_within(got, want, rel))
         fail_msg("%s[%lld]: cuda %.17g, cpu %.17g (tolerance %.3g)", what, (long long)i, got, want,
-                 tol);
+                 rel * fmax(1.0, fabs(want)));
+}
+
+/* The comparison the activation test relies on for its infinities and NaN. */
+static void test_cuda_backend_assert_close(void **state) {
+    (void)state;
+    assert_close(INFINITY, INFINITY, 1e-6, "inf", 0);
+    assert_close(-INFINITY, -INFINITY, 1e-6, "-inf", 0);
+    assert_close(NAN, NAN, 1e-6, "nan", 0);
+    assert_close(1.0 + 1e-7, 1.0, 1e-6, "within", 0);
+    assert_false(close_within(INFINITY, -INFINITY, 1e-6));
+    assert_false(close_within(1e300, INFINITY, 1e-6));
+    assert_false(close_within(INFINITY, 1e300, 1e-6));
+    assert_false(close_within(NAN, 1.0, 1e-6));
+    assert_false(close_within(1.0, NAN, 1e-6));
+    assert_false(close_within(1.0 + 1e-5, 1.0, 1e-6));
 }
 
 /* Device copies of host arrays, freed by dev_free. */
@@ -1323,6 +1351,61 @@ static void test_cuda_backend_spmm_choice(void **state) {
     assert_int_equal(unsetenv("SAGA_CUDA_SPMM"), 0);
 }
 
+/* Which SpMM ran is counted: a product with values and alpha != 0 goes through cuSPARSE on the
+ * default backend (spmm_cusparse + 1, nothing refused: this shape is one CSR_ALG2 takes), while
+ * the products the own kernel takes (no values, alpha == 0) and every product on gpu_own
+ * (SAGA_CUDA_SPMM=own) count in neither counter. Values and X are small integers, so that every
+ * order of the sums gives the CPU's bits. */
+static void test_cuda_backend_spmm_counts_cusparse(void **state) {
+    (void)state;
+    enum { ROWS = 300, COLS = 200, F = 32 };
+    int64_t *off = hi64(ROWS + 1);
+    off[0] = 0;
+    for (int64_t i = 0; i < ROWS; i++)
+        off[i + 1] = off[i] + (i % 7 == 0 ? 0 : 1 + irand(8));
+    const int64_t nnz = off[ROWS];
+    int32_t *ind = hi32(nnz);
+    float *val = hf32(nnz), *X = hf32(COLS * F);
+    for (int64_t k = 0; k < nnz; k++) {
+        ind[k] = (int32_t)irand(COLS);
+        val[k] = (float)(irand(5) - 2);
+    }
+    for (int64_t e = 0; e < COLS * F; e++)
+        X[e] = (float)(irand(7) - 3);
+    int64_t *goff = gput(off, sizeof(int64_t) * (ROWS + 1));
+    int32_t *gind = gput(ind, sizeof(int32_t) * nnz);
+    float *gval = gput(val, sizeof(float) * nnz), *gX = gput(X, sizeof(float) * COLS * F);
+    const saga_csr_dev gA = {ROWS, COLS, nnz, goff, gind, gval};
+    const saga_csr_dev gones = {ROWS, COLS, nnz, goff, gind, NULL};
+    const saga_csr_dev cA = {ROWS, COLS, nnz, off, ind, val};
+    float *Y = nan_f32(ROWS * F);
+    assert_int_equal(CK()->spmm_f32(CS(), &cA, F, 1.0f, X, 0.0f, Y), SAGA_OK);
+
+    saga_backend *paths[] = {gpu, gpu_own};
+    for (int p = 0; p < 2; p++) {
+        saga_backend *be = paths[p];
+        saga_stream *s = saga_backend_default_stream(be);
+        saga_backend_stats s0, s1;
+        saga_backend_get_stats(be, &s0);
+        float *gY = gput(nan_f32(ROWS * F), sizeof(float) * ROWS * F);
+        assert_int_equal(be->kernels->spmm_f32(s, &gA, F, 1.0f, gX, 0.0f, gY), SAGA_OK);
+        assert_int_equal(saga_backend_synchronize(be), SAGA_OK);
+        saga_backend_get_stats(be, &s1);
+        assert_int_equal(s1.spmm_cusparse, s0.spmm_cusparse + (p == 0 ? 1 : 0));
+        assert_int_equal(s1.spmm_cusparse_refused, s0.spmm_cusparse_refused);
+        expect_bits(gY, Y, ROWS * F, p == 0 ? "spmm_f32 (cuSPARSE)" : "spmm_f32 (own kernel)");
+        /* the own kernel's products: no values, alpha == 0 */
+        assert_int_equal(be->kernels->spmm_f32(s, &gones, F, 1.0f, gX, 0.0f, gY), SAGA_OK);
+        assert_int_equal(be->kernels->spmm_f32(s, &gA, F, 0.0f, gX, 0.5f, gY), SAGA_OK);
+        assert_int_equal(saga_backend_synchronize(be), SAGA_OK);
+        saga_backend_get_stats(be, &s0);
+        assert_int_equal(s0.spmm_cusparse, s1.spmm_cusparse);
+        assert_int_equal(s0.spmm_cusparse_refused, s1.spmm_cusparse_refused);
+        if (p == 1)
+            assert_true(s0.spmm_cusparse == 0 && s0.spmm_cusparse_refused == 0);
+    }
+}
+
 /* Segment sum, mean and max (ties: the first row wins) over segments starting at a nonzero row,
  * with empty ones, forward and backward: the CPU's operations in the CPU's order, so the bits. */
 static void test_cuda_backend_f32_segment_reduce(void **state) {
@@ -1687,10 +1770,15 @@ static void test_cuda_backend_f32_mlp_matches_cpu(void **state) {
 }
 
 int main(void) {
+    /* the comparisons themselves, which need no device */
+    const struct CMUnitTest host_tests[] = {
+        cmocka_unit_test(test_cuda_backend_assert_close),
+    };
+    const int host_failed = cmocka_run_group_tests_name("host", host_tests, NULL, NULL);
     saga_status st = saga_backend_cuda_new(&gpu, 0, NULL);
     if (st != SAGA_OK) {
         printf("skipping: no CUDA backend: %s: %s\n", saga_status_name(st), saga_last_error());
-        return 77;
+        return host_failed ? host_failed : 77;
     }
     /* a second backend on the device whose spmm_f32 always runs saga's own kernel */
     if (setenv("SAGA_CUDA_SPMM", "own", 1) != 0 ||
@@ -1728,6 +1816,7 @@ int main(void) {
         cmocka_unit_test_teardown(test_cuda_backend_f32_gather_scatter, free_tracked),
         cmocka_unit_test_teardown(test_cuda_backend_f32_spmm, free_tracked),
         cmocka_unit_test(test_cuda_backend_spmm_choice),
+        cmocka_unit_test_teardown(test_cuda_backend_spmm_counts_cusparse, free_tracked),
         cmocka_unit_test_teardown(test_cuda_backend_f32_segment_reduce, free_tracked),
         cmocka_unit_test_teardown(test_cuda_backend_f32_edge_softmax, free_tracked),
         cmocka_unit_test_teardown(test_cuda_backend_f32_optimizers, free_tracked),
@@ -1739,15 +1828,28 @@ int main(void) {
     const char *filter = getenv("SAGA_TEST_FILTER");
     if (filter && *filter)
         cmocka_set_test_filter(filter);
-    int failed = cmocka_run_group_tests(tests, NULL, NULL);
+    int failed = host_failed + cmocka_run_group_tests(tests, NULL, NULL);
     saga_backend_stats s;
     saga_backend_get_stats(gpu, &s);
     if (s.in_use_bytes != 0) {
         printf("cuda backend: %zu bytes still allocated after the tests\n", s.in_use_bytes);
         failed++;
     }
+    /* the module's file, named by an address inside it (its function table) */
+    char module[PATH_MAX] = "";
+    Dl_info info;
+    if (dladdr(gpu->iface, &info) && info.dli_fname)
+        snprintf(module, sizeof module, "%s", info.dli_fname);
     saga_backend_free_all(&gpu_own);
     saga_backend_free_all(&gpu);
     saga_backend_free_all(&cpu);
+    /* with its last backend freed, the module (and its static CUDA runtime) stays loaded */
+    void *still = module[0] ? dlopen(module, RTLD_NOW | RTLD_NOLOAD) : NULL;
+    if (!still) {
+        printf("cuda backend: the module %s was unloaded with its last backend\n", module);
+        failed++;
+    } else {
+        dlclose(still);
+    }
     return failed;
 }

@@ -75,7 +75,8 @@ struct cuda_ctx {
     cublasHandle_t cublas = nullptr;
     std::mutex cusparse_lock; // held from saga_cuda_cusparse_acquire to saga_cuda_cusparse_release
     cusparseHandle_t cusparse = nullptr;
-    bool spmm_cusparse = true; // SAGA_CUDA_SPMM at open: "own" turns it off
+    size_t cublas_workspace = 0; // per stream (see saga_cuda_cublas_workspace_bytes)
+    bool spmm_cusparse = true;   // SAGA_CUDA_SPMM at open: "own" turns it off
     std::atomic<bool> spmm_refusal_noted{false};
 };
 
@@ -470,6 +471,10 @@ void saga_cuda_cusparse_release(saga_backend *be, cusparseHandle_t h) {
     ctx_of(be)->cusparse_lock.unlock();
 }
 
+size_t saga_cuda_cublas_workspace_bytes(saga_backend *be) {
+    return ctx_of(be)->cublas_workspace;
+}
+
 bool saga_cuda_spmm_cusparse(saga_backend *be) {
     return ctx_of(be)->spmm_cusparse;
 }
@@ -595,6 +600,9 @@ saga_cuda_module_init(saga_backend *be, int device, const saga_module_host *host
     if (!c)
         return host->error(SAGA_ERR_OUT_OF_MEMORY, "out of memory for the CUDA backend context");
     c->device = device;
+    // cublasSetWorkspace's documentation recommends 32 MiB of workspace on Hopper and 4 MiB on
+    // the architectures before it; later ones get Hopper's.
+    c->cublas_workspace = (size_t)(prop.major >= 9 ? 32 : 4) << 20;
     c->spmm_cusparse = !(spmm && strcmp(spmm, "own") == 0);
 
     be->iface = &cuda_iface;

@@ -136,7 +136,8 @@ static inline unsigned saga_cuda_reduce_blocks(int64_t n) {
 }
 
 // Sum of v over the block (blockDim.x == SAGA_CUDA_REDUCE_BLOCK), valid in thread 0. A fixed
-// tree: warps by shuffle, then the warp sums by the first warp.
+// tree: warps by shuffle, then the warp sums by the first warp. Every thread of the block must
+// call it, at the same point (it holds barriers); the callers call it once after their loops.
 __device__ __forceinline__ double saga_cuda_block_sum(double v) {
     __shared__ double warp_sums[SAGA_CUDA_REDUCE_BLOCK / 32];
     for (int off = 16; off > 0; off >>= 1)
@@ -150,6 +151,9 @@ __device__ __forceinline__ double saga_cuda_block_sum(double v) {
         for (int off = 16; off > 0; off >>= 1)
             v += __shfl_down_sync(0xffffffffu, v, off);
     }
+    // Warp 0 reads warp_sums after the barrier above; without a second one, a later call in the
+    // same kernel could let another warp's lane 0 overwrite its slot before warp 0 has read it.
+    __syncthreads();
     return v;
 }
 
@@ -249,6 +253,11 @@ void saga_cuda_spmm_note_refusal(saga_backend *be, const char *why);
 // them and unlocks. Errors name slot.
 saga_status saga_cuda_cublas_acquire(saga_backend *be, const char *slot, cublasHandle_t *out);
 void saga_cuda_cublas_release(saga_backend *be, cublasHandle_t h);
+
+// Bytes of the cuBLAS workspace a stream gives the handle on this backend's device: what the
+// cuBLAS documentation recommends for it, 32 MiB from compute capability 9.0 (Hopper) on, 4 MiB
+// before.
+size_t saga_cuda_cublas_workspace_bytes(saga_backend *be);
 
 // ---- the kernel entries (one .cu each) --------------------------------------------------------
 

@@ -11,11 +11,6 @@
 
 #define GEMM_SCALE_BLOCK 256
 
-// Bytes of cuBLAS workspace per stream. A handle's default workspace is shared by every stream it
-// is bound to; giving each stream its own (from the stream's scratch) lets SGEMMs on two streams
-// run at once. 4 MiB is what cuBLAS itself reserves on most GPUs; it picks algorithms that fit.
-#define GEMM_WORKSPACE_BYTES ((size_t)4 << 20)
-
 // C = beta C over M x N (beta == 0 writes zeros without reading C): the product when K == 0 or
 // alpha == 0, which BLAS implementations treat differently, done here once for both backends'
 // meaning. A group of lanes per row (see saga_cuda_group_shift).
@@ -46,13 +41,17 @@ static saga_status gemm_scale(cudaStream_t stream, const char *slot, int64_t M, 
     return SAGA_OK;
 }
 
-// One SGEMM on the locked handle, bound to the stream and its workspace.
+// One SGEMM on the locked handle, bound to the stream and its workspace. Each stream gives cuBLAS
+// a workspace of its own (from the stream's scratch): a handle's default workspace is shared by
+// every stream it is bound to, and one per stream lets SGEMMs on two streams run at once. Its
+// size is the one cuBLAS's documentation (cublasSetWorkspace) recommends for the device (see
+// saga_cuda_cublas_workspace_bytes); cuBLAS picks algorithms that fit.
 static saga_status gemm_cublas(cublasHandle_t h, cudaStream_t stream, void *workspace,
-                               const char *slot, bool trans_a, bool trans_b, int M, int N, int K,
-                               float alpha, const float *A, int lda, const float *B, int ldb,
-                               float beta, float *C, int ldc) {
+                               size_t workspace_bytes, const char *slot, bool trans_a, bool trans_b,
+                               int M, int N, int K, float alpha, const float *A, int lda,
+                               const float *B, int ldb, float beta, float *C, int ldc) {
     SAGA_CUDA_SLOT_RETURN(slot, cublasSetStream(h, stream));
-    SAGA_CUDA_SLOT_RETURN(slot, cublasSetWorkspace(h, workspace, GEMM_WORKSPACE_BYTES));
+    SAGA_CUDA_SLOT_RETURN(slot, cublasSetWorkspace(h, workspace, workspace_bytes));
     SAGA_CUDA_SLOT_RETURN(slot, cublasSgemm(h, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
                                             trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, N, M, K, &alpha, B,
                                             ldb, A, lda, &beta, C, ldc));
@@ -91,16 +90,17 @@ saga_status saga_cuda_gemm_f32(saga_stream *s, bool trans_a, bool trans_b, int64
     if (!product)
         return gemm_scale(stream, slot, M, N, beta, C, ldc);
 
+    const size_t workspace_bytes = saga_cuda_cublas_workspace_bytes(s->be);
     saga_cuda_scratch sc;
-    st = saga_cuda_stream_workspace(s, slot, GEMM_WORKSPACE_BYTES, &sc);
+    st = saga_cuda_stream_workspace(s, slot, workspace_bytes, &sc);
     if (st < 0)
         return st;
     cublasHandle_t h = nullptr;
     st = saga_cuda_cublas_acquire(s->be, slot, &h);
     if (st < 0)
         return st;
-    st = gemm_cublas(h, stream, sc.work, slot, trans_a, trans_b, (int)M, (int)N, (int)K, alpha, A,
-                     (int)lda, B, (int)ldb, beta, C, (int)ldc);
+    st = gemm_cublas(h, stream, sc.work, workspace_bytes, slot, trans_a, trans_b, (int)M, (int)N,
+                     (int)K, alpha, A, (int)lda, B, (int)ldb, beta, C, (int)ldc);
     saga_cuda_cublas_release(s->be, h);
     return st;
 }

@@ -10,14 +10,18 @@
 //   in an unwritten Y never reach the result (BLAS's meaning, which the CPU twin keeps).
 // - A kernel of our own, for matrices of implicit ones (cuSPARSE has no such values, and an nnz
 //   array of ones would cost memory and bandwidth), past the 32-bit range, for alpha == 0, for
-//   shapes cuSPARSE refuses (said once per backend), and for every product when
-//   SAGA_CUDA_SPMM=own at open. A group of lanes owns a row of A (see saga_cuda_group_shift): its
-//   lanes read the X rows that the row's column indices name across consecutive columns
+//   products cuSPARSE refuses as not supported (said once per backend), and for every product
+//   when SAGA_CUDA_SPMM=own at open. A group of lanes owns a row of A (see saga_cuda_group_shift):
+//   its lanes read the X rows that the row's column indices name across consecutive columns
 //   (coalesced), each lane keeping up to SPMM_ACC accumulators, so a row's indices are read once
 //   per SPMM_ACC * width columns. Every output element adds its row's entries in increasing
 //   order, as on the CPU, so the result is deterministic (and differs from the CPU's only where
 //   the GPU fuses a multiply-add). Rows are not split: a row with many entries is walked by one
 //   group, a cost on power-law graphs that a merge-path split of the entries would remove.
+//
+// The backend's stats count the products that ran through cuSPARSE and those it refused, so a
+// run can tell which SpMM it measured. Any other cuSPARSE failure (an invalid value is a misuse
+// of the library by this file, not a shape to step around) is the slot's error.
 #include "common.cuh"
 
 #include <limits.h>
@@ -131,10 +135,12 @@ static saga_status narrow_offsets(cudaStream_t stream, const char *slot, const s
     return SAGA_OK;
 }
 
-// A status cuSPARSE gives for a product it does not implement (a shape or an alignment its
-// algorithm does not take), as opposed to a failure.
+// The status cuSPARSE gives for a product it does not implement (a shape or an alignment its
+// algorithm does not take), as opposed to a failure. CUSPARSE_STATUS_INVALID_VALUE is not one:
+// the arguments are checked to fit before cuSPARSE is asked, so it would mean a misuse here, and
+// falling back on it would hide that.
 static bool cusparse_refused(cusparseStatus_t err) {
-    return err == CUSPARSE_STATUS_NOT_SUPPORTED || err == CUSPARSE_STATUS_INVALID_VALUE;
+    return err == CUSPARSE_STATUS_NOT_SUPPORTED;
 }
 
 // The product through cuSPARSE on the locked handle h. *refused is set, with nothing queued but
@@ -165,6 +171,7 @@ static saga_status spmm_cusparse_locked(saga_stream *s, cusparseHandle_t h, cuda
         slot, cusparseCreateDnMat(&d.y, A->n_rows, F, F, Y, CUDA_R_32F, CUSPARSE_ORDER_ROW));
     const cusparseOperation_t nt = CUSPARSE_OPERATION_NON_TRANSPOSE;
     size_t work_bytes = 0;
+    const char *call = "cusparseSpMM_bufferSize(CUSPARSE_SPMM_CSR_ALG2)";
     cusparseStatus_t err = cusparseSpMM_bufferSize(h, nt, nt, &alpha, d.a, d.x, &beta, d.y,
                                                    CUDA_R_32F, CUSPARSE_SPMM_CSR_ALG2, &work_bytes);
     if (err == CUSPARSE_STATUS_SUCCESS) {
@@ -185,6 +192,7 @@ static saga_status spmm_cusparse_locked(saga_stream *s, cusparseHandle_t h, cuda
         if (beta == 0.0f)
             SAGA_CUDA_SLOT_RETURN(
                 slot, cudaMemsetAsync(Y, 0, (size_t)A->n_rows * F * sizeof(float), stream));
+        call = "cusparseSpMM(CUSPARSE_SPMM_CSR_ALG2)";
         err = cusparseSpMM(h, nt, nt, &alpha, d.a, d.x, &beta, d.y, CUDA_R_32F,
                            CUSPARSE_SPMM_CSR_ALG2,
                            work_bytes ? static_cast<char *>(sc.work) + off_bytes : nullptr);
@@ -199,7 +207,8 @@ static saga_status spmm_cusparse_locked(saga_stream *s, cusparseHandle_t h, cuda
         *refused = true;
         return SAGA_OK;
     }
-    SAGA_CUDA_SLOT_RETURN(slot, err);
+    if (err != CUSPARSE_STATUS_SUCCESS)
+        return saga_cuda_slot_error(slot, err, call, __FILE__, __LINE__);
     return SAGA_OK;
 }
 
@@ -227,8 +236,13 @@ saga_status saga_cuda_spmm_f32(saga_stream *s, const saga_csr_dev *A, int64_t F,
     if (saga_cuda_spmm_cusparse(s->be) && spmm_cusparse_fits(A, F, alpha)) {
         bool refused = false;
         st = spmm_cusparse(s, stream, slot, A, F, alpha, X, beta, Y, &refused);
-        if (st < 0 || !refused)
+        if (st < 0)
             return st;
+        // counted from any thread that issues products (the backend's stats read them)
+        __atomic_fetch_add(refused ? &s->be->spmm_cusparse_refused : &s->be->spmm_cusparse, 1,
+                           __ATOMIC_RELAXED);
+        if (!refused)
+            return SAGA_OK;
     }
     return spmm_own(stream, slot, A, F, alpha, X, beta, Y);
 }
