@@ -16,6 +16,7 @@
 
 typedef struct options {
     const char *data, *model;
+    const char *device; /* cpu, cuda, cuda:N or auto */
     int epochs, hidden, heads;
     float lr, weight_decay, dropout;
     uint64_t seed;
@@ -41,9 +42,10 @@ typedef struct model {
 } model;
 
 static void usage(void) {
-    fprintf(stderr, "usage: gnn --data DIR [--model gat|sage] [--epochs N] [--hidden N] "
-                    "[--heads N] [--lr X] [--weight-decay X] [--dropout X] [--seed N] "
-                    "[--device-mem BYTES[K|M|G]] [--stream] [--quiet]\n");
+    fprintf(stderr,
+            "usage: gnn --data DIR [--model gat|sage] [--epochs N] [--hidden N] "
+            "[--heads N] [--lr X] [--weight-decay X] [--dropout X] [--seed N] "
+            "[--device cpu|cuda|cuda:N|auto] [--device-mem BYTES[K|M|G]] [--stream] [--quiet]\n");
 }
 
 static int parse_args(options *o, int argc, char **argv) {
@@ -70,6 +72,8 @@ static int parse_args(options *o, int argc, char **argv) {
             o->data = v;
         else if (!strcmp(a, "--model"))
             o->model = v;
+        else if (!strcmp(a, "--device"))
+            o->device = v;
         else if (!strcmp(a, "--epochs"))
             o->epochs = atoi(v);
         else if (!strcmp(a, "--hidden"))
@@ -220,6 +224,7 @@ static double accuracy(const float *logp, int32_t n_classes, const int32_t *labe
 
 int main(int argc, char **argv) {
     options o = {.model = "gat",
+                 .device = "cpu",
                  .epochs = 300,
                  .hidden = 8,
                  .heads = 8,
@@ -250,7 +255,7 @@ int main(int argc, char **argv) {
      * through it part by part, with the same results. */
     saga_backend_params bp = saga_backend_params_defaults();
     bp.budget_bytes = o.device_mem;
-    if (saga_backend_open(&be, "cpu", &bp) < 0 || load(&d, o.data) < 0)
+    if (saga_backend_open(&be, o.device, &bp) < 0 || load(&d, o.data) < 0)
         goto done;
     if (saga_ctx_new(&c, be, o.seed) < 0 || saga_model_new(&params, be) < 0)
         goto done;
