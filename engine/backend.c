@@ -134,7 +134,8 @@ static void host_log(int level, const char *fmt, ...) {
     saga_log((saga_log_level)level, "%s", line);
 }
 
-static const saga_module_host module_host = {1, host_error, host_log};
+static const saga_module_host module_host = {2, host_error, host_log, saga_backend_reserve,
+                                             saga_backend_unreserve};
 
 /* Lies in libsaga: dladdr on it names the shared library, or the executable for a static link. */
 static const char module_anchor = 0;
@@ -358,6 +359,55 @@ const char *saga_backend_name(const saga_backend *be) {
 
 /* ---- device memory ----------------------------------------------------------------------- */
 
+/* The budget (see saga_backend_iface): requests are charged at the size the backend's allocator
+ * takes for them, and refused when in_use + reserved + that would pass the budget; cached blocks
+ * are the backend's to give back before it takes more from the device. The helpers below run
+ * under the lock. */
+
+/* What a request of bytes is charged: the backend's size class, or bytes; 0 when impossible. */
+static size_t charge_of(const saga_backend *be, size_t bytes) {
+    if (be->iface->version >= 4 && be->iface->alloc_size)
+        return be->iface->alloc_size(be, bytes);
+    return bytes;
+}
+
+static void note_held(saga_backend *be) {
+    const size_t held = be->in_use + be->reserved + be->cached;
+    if (held > be->held_peak)
+        be->held_peak = held;
+}
+
+/* SAGA_ERR_BUDGET unless charge more bytes fit beside in_use and reserved. The message names the
+ * request (for `what` when not NULL), or is not set when quiet. */
+static saga_status check_budget(saga_backend *be, size_t bytes, size_t charge, const char *what,
+                                bool quiet) {
+    const size_t budget = be->params.budget_bytes, held = be->in_use + be->reserved;
+    if (!budget || (charge <= budget && held <= budget - charge))
+        return SAGA_OK;
+    if (quiet)
+        return SAGA_ERR_BUDGET;
+    char req[32], as[32], used[32], res[32], bud[32];
+    char rounded[64] = "", reserved[80] = "";
+    if (charge != bytes)
+        snprintf(rounded, sizeof rounded, " (%s as allocated)", human_bytes(as, sizeof as, charge));
+    if (be->reserved)
+        snprintf(reserved, sizeof reserved, " and %s reserved for the backend's own work",
+                 human_bytes(res, sizeof res, be->reserved));
+    return saga_error(
+        SAGA_ERR_BUDGET,
+        "%s: device memory budget exceeded: %s%srequested %s%s with %s in use%s of a %s budget",
+        be->name, what ? what : "", what ? ": " : "", human_bytes(req, sizeof req, bytes), rounded,
+        human_bytes(used, sizeof used, be->in_use), reserved, human_bytes(bud, sizeof bud, budget));
+}
+
+/* The charge of bytes, or SAGA_ERR_OUT_OF_MEMORY when the backend can make no such block. */
+static saga_status charge_or_fail(saga_backend *be, size_t bytes, size_t *charge) {
+    *charge = charge_of(be, bytes);
+    if (*charge == 0)
+        return saga_error(SAGA_ERR_OUT_OF_MEMORY, "%s: cannot allocate %zu bytes", be->name, bytes);
+    return SAGA_OK;
+}
+
 saga_status saga_backend_alloc(saga_backend *be, void **out, size_t bytes) {
     if (!be || !out)
         return saga_error(SAGA_ERR_INVALID_ARG, "saga_backend_alloc: %s is NULL",
@@ -367,28 +417,19 @@ saga_status saga_backend_alloc(saga_backend *be, void **out, size_t bytes) {
         return SAGA_OK;
     }
     saga_status st = SAGA_OK;
-    lock(be);
-    size_t budget = be->params.budget_bytes;
-    if (budget && (bytes > budget || be->in_use > budget - bytes)) {
-        char req[32], used[32], bud[32];
-        st = saga_error(SAGA_ERR_BUDGET,
-                        "%s: device memory budget exceeded: requested %s with %s in use of a %s "
-                        "budget",
-                        be->name, human_bytes(req, sizeof req, bytes),
-                        human_bytes(used, sizeof used, be->in_use),
-                        human_bytes(bud, sizeof bud, budget));
-        goto done;
-    }
+    size_t charge = 0;
     void *p = NULL;
-    st = be->iface->alloc(be, &p, bytes);
-    if (st < 0)
-        goto done;
-    be->in_use += bytes;
+    lock(be);
+    SAGA_TRY(charge_or_fail(be, bytes, &charge));
+    SAGA_TRY(check_budget(be, bytes, charge, NULL, false));
+    SAGA_TRY(be->iface->alloc(be, &p, bytes));
+    be->in_use += charge;
     if (be->in_use > be->peak)
         be->peak = be->in_use;
     be->n_allocs++;
+    note_held(be);
     *out = p;
-done:
+fail:
     unlock(be);
     return st;
 }
@@ -397,12 +438,57 @@ void saga_backend_free(saga_backend *be, void *ptr, size_t bytes) {
     if (!be || !ptr)
         return;
     lock(be);
-    if (bytes > be->in_use) {
+    const size_t charge = charge_of(be, bytes);
+    if (charge > be->in_use) {
         saga_log(SAGA_LOG_ERROR, "backend %s: freeing %zu bytes with only %zu in use", be->name,
-                 bytes, be->in_use);
+                 charge, be->in_use);
         be->in_use = 0;
     } else {
-        be->in_use -= bytes;
+        be->in_use -= charge;
+    }
+    be->iface->free(be, ptr, bytes);
+    unlock(be);
+}
+
+saga_status saga_backend_reserve(saga_backend *be, void **out, size_t bytes, const char *what) {
+    if (bytes == 0) {
+        *out = NULL;
+        return SAGA_OK;
+    }
+    saga_status st = SAGA_OK;
+    size_t charge = 0;
+    void *p = NULL;
+    lock(be);
+    SAGA_TRY(charge_or_fail(be, bytes, &charge));
+    SAGA_TRY(check_budget(be, bytes, charge, what, what == NULL));
+    st = be->iface->alloc(be, &p, bytes);
+    if (st < 0) {
+        if (what) { /* say what the memory was for (a copy: the message is rewritten) */
+            char why[512];
+            snprintf(why, sizeof why, "%s", saga_last_error());
+            saga_error(st, "%s: %s", what, why);
+        }
+        goto fail;
+    }
+    be->reserved += charge;
+    note_held(be);
+    *out = p;
+fail:
+    unlock(be);
+    return st;
+}
+
+void saga_backend_unreserve(saga_backend *be, void *ptr, size_t bytes) {
+    if (!be || !ptr)
+        return;
+    lock(be);
+    const size_t charge = charge_of(be, bytes);
+    if (charge > be->reserved) {
+        saga_log(SAGA_LOG_ERROR, "backend %s: giving back %zu reserved bytes of %zu", be->name,
+                 charge, be->reserved);
+        be->reserved = 0;
+    } else {
+        be->reserved -= charge;
     }
     be->iface->free(be, ptr, bytes);
     unlock(be);
@@ -454,6 +540,9 @@ void saga_backend_get_stats(const saga_backend *be, saga_backend_stats *out) {
         .host_pinned_bytes = be->host_pinned,
         .spmm_cusparse = __atomic_load_n(&be->spmm_cusparse, __ATOMIC_RELAXED),
         .spmm_cusparse_refused = __atomic_load_n(&be->spmm_cusparse_refused, __ATOMIC_RELAXED),
+        .reserved_bytes = be->reserved,
+        .cached_bytes = be->cached,
+        .held_peak_bytes = be->held_peak,
     };
     unlock(be);
 }
@@ -461,6 +550,7 @@ void saga_backend_get_stats(const saga_backend *be, saga_backend_stats *out) {
 void saga_backend_reset_stats(saga_backend *be) {
     lock(be);
     be->peak = be->in_use;
+    be->held_peak = be->in_use + be->reserved + be->cached;
     be->h2d_bytes = 0;
     be->d2h_bytes = 0;
     be->copy_seconds = 0.0;

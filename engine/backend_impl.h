@@ -220,8 +220,18 @@ typedef enum saga_copy_kind {
     SAGA_COPY_KIND_COUNT
 } saga_copy_kind;
 
-/* The function table. Slots marked optional may be NULL. The generic layer calls alloc and free
- * with the backend's accounting lock held, so they need no locking of their own. */
+/* The function table. Slots marked optional may be NULL. The generic layer calls alloc, free and
+ * alloc_size with the backend's accounting lock held, so they need no locking of their own.
+ *
+ * The budget. What the generic layer charges against params.budget_bytes is what the device
+ * gives the backend: each allocation at the size the backend's allocator takes for it
+ * (alloc_size), in_use; the backend's own working memory (a stream's scratch, library
+ * workspaces), reserved, which it allocates through saga_backend_reserve; and the freed blocks
+ * it keeps for reuse, cached, which it keeps up to date in alloc and free. A request is refused
+ * when in_use + reserved + its size would pass the budget; a backend that caches must then give
+ * back cached blocks before taking new memory from the device whenever in_use + reserved +
+ * cached + the new block would pass it. So in_use + reserved + cached, what the device has given
+ * the backend, never passes the budget. */
 typedef struct saga_backend_iface {
     int version;
     void (*destroy)(saga_backend *be); /* frees be->ctx and whatever it holds */
@@ -252,6 +262,10 @@ typedef struct saga_backend_iface {
     saga_status (*event_elapsed)(saga_event *start, saga_event *end, double *seconds);
     /* optional (version >= 3): make the device current on the calling thread */
     saga_status (*bind_thread)(saga_backend *be);
+    /* optional (version >= 4): the bytes alloc takes from the device for a request of `bytes`
+     * (its size class), which is what the generic layer charges; 0 when no such block can exist.
+     * NULL means exactly `bytes`. alloc and free are still given the bytes requested. */
+    size_t (*alloc_size)(const saga_backend *be, size_t bytes);
 } saga_backend_iface;
 
 struct saga_stream {
@@ -288,14 +302,37 @@ struct saga_backend {
      * both sides use atomic operations on them (the GCC __atomic builtins). */
     uint64_t spmm_cusparse;
     uint64_t spmm_cusparse_refused;
+    /* The rest of the budget (see saga_backend_iface), under `lock`: reserved changes only in
+     * saga_backend_reserve and saga_backend_unreserve; cached is the backend's to keep, in its
+     * alloc and free (which run under the lock) and when it is destroyed. held_peak is the most
+     * in_use + reserved + cached at once since the last reset. */
+    size_t reserved;
+    size_t cached;
+    size_t held_peak;
 };
 
+/* Device memory for the backend's own work (a stream's scratch, a library's workspace), taken
+ * with be->iface->alloc and charged against the budget as saga_backend_alloc charges, but counted
+ * in reserved rather than in_use (nor in n_allocs). bytes == 0 gives NULL. SAGA_ERR_BUDGET when
+ * it does not fit: with a message naming `what`, or, when what is NULL, with no message at all,
+ * for a caller that then makes do with less; the backend's own errors (out of memory) carry its
+ * message, prefixed by what when given. Must not be called with the lock held (not from alloc or
+ * free). */
+saga_status saga_backend_reserve(saga_backend *be, void **out, size_t bytes, const char *what);
+/* Gives back memory from saga_backend_reserve; bytes must be the size it was reserved with.
+ * Accepts NULL. */
+void saga_backend_unreserve(saga_backend *be, void *ptr, size_t bytes);
+
 /* The few services the CUDA module takes from libsaga, passed in explicitly so the module need
- * not link libsaga (and so the thread-local error message is the caller's one). */
+ * not link libsaga (and so the thread-local error message is the caller's one). Fields are only
+ * appended; version counts them. */
 typedef struct saga_module_host {
-    int version;
+    int version; /* 2 */
     saga_status (*error)(saga_status st, const char *fmt, ...);
     void (*log)(int level, const char *fmt, ...);
+    /* version >= 2: saga_backend_reserve and saga_backend_unreserve */
+    saga_status (*reserve)(saga_backend *be, void **out, size_t bytes, const char *what);
+    void (*unreserve)(saga_backend *be, void *ptr, size_t bytes);
 } saga_module_host;
 
 /* Entry point the CUDA module exports: fills be->iface, kernels, ctx, name, device_total. */

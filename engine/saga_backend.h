@@ -72,9 +72,12 @@ const char *saga_backend_name(const saga_backend *be);
 
 /* ---- device memory, accounted against the budget -------------------------------------- */
 
-/* Allocates `bytes` of device memory (64-byte aligned at least). SAGA_ERR_BUDGET when in_use +
- * bytes would pass the budget (the message names both), SAGA_ERR_OUT_OF_MEMORY/DEVICE when the
- * device itself refuses. bytes == 0 gives NULL and succeeds. */
+/* Allocates `bytes` of device memory (64-byte aligned at least). The budget is charged what the
+ * backend's allocator takes for the request: on CUDA, bytes rounded up to a size class (512-byte
+ * steps below 1 MiB, at most a quarter more above); on the CPU, bytes. SAGA_ERR_BUDGET when that
+ * and what the backend holds (in use, and reserved for its own work: see saga_backend_stats)
+ * would pass the budget (the message names them), SAGA_ERR_OUT_OF_MEMORY/DEVICE when the device
+ * itself refuses. bytes == 0 gives NULL and succeeds. */
 saga_status saga_backend_alloc(saga_backend *be, void **out, size_t bytes);
 /* Frees memory from saga_backend_alloc; bytes must be the size it was allocated with. */
 void saga_backend_free(saga_backend *be, void *ptr, size_t bytes);
@@ -86,7 +89,7 @@ void saga_backend_host_free(saga_backend *be, void *ptr, size_t bytes);
 
 typedef struct saga_backend_stats {
     size_t budget_bytes; /* 0 = unlimited */
-    size_t in_use_bytes; /* device bytes allocated now */
+    size_t in_use_bytes; /* device bytes allocated now, as charged (see saga_backend_alloc) */
     size_t peak_bytes;   /* most device bytes allocated at once since the last reset */
     uint64_t h2d_bytes;  /* bytes copied host -> device since the last reset */
     uint64_t d2h_bytes;  /* bytes copied device -> host */
@@ -104,13 +107,25 @@ typedef struct saga_backend_stats {
     /* spmm_f32 products since the backend was opened that ran through cuSPARSE, and those that
      * cuSPARSE refused as not supported (then run by saga's own kernel). The products the own
      * kernel takes from the start (a matrix without values, alpha == 0, sizes past cuSPARSE's
-     * 32-bit indices, SAGA_CUDA_SPMM=own) count in neither. 0 on the CPU. Not reset. */
+     * 32-bit indices, SAGA_CUDA_SPMM=own), or because the budget has no room for cuSPARSE's
+     * workspace, count in neither. 0 on the CPU. Not reset. */
     uint64_t spmm_cusparse;
     uint64_t spmm_cusparse_refused;
+    /* Device memory the backend holds beside in_use_bytes: reserved_bytes for its own work (on
+     * CUDA each stream's scratch: reduction partials, index checks, the cuBLAS and cuSPARSE
+     * workspaces), charged against the budget as allocations are; cached_bytes in freed blocks
+     * it keeps for reuse, which it gives back to the device when a new block would otherwise
+     * take the total past the budget. 0 on the CPU. */
+    size_t reserved_bytes;
+    size_t cached_bytes;
+    /* The most device memory the backend held at once since the last reset: in_use + reserved +
+     * cached, all that the device had given it. Never above the budget. */
+    size_t held_peak_bytes;
 } saga_backend_stats;
 
 void saga_backend_get_stats(const saga_backend *be, saga_backend_stats *out);
-/* Resets peak to the current in-use bytes and zeroes the copy counters and copy_seconds. */
+/* Resets peak to the current in-use bytes (held_peak to what is held now) and zeroes the copy
+ * counters and copy_seconds. */
 void saga_backend_reset_stats(saga_backend *be);
 
 /* ---- streams and events ---------------------------------------------------------------- */

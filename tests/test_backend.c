@@ -242,7 +242,12 @@ static void test_backend_cuda_module_reports_no_device(void **state) {
 
     saga_backend be;
     memset(&be, 0, sizeof be);
-    const saga_module_host host = {1, module_test_error, module_test_log};
+    const saga_module_host host = {2, module_test_error, module_test_log, saga_backend_reserve,
+                                   saga_backend_unreserve};
+    /* a host without the services of version 2 (the budgeted scratch) is refused */
+    const saga_module_host old = {1, module_test_error, module_test_log, NULL, NULL};
+    assert_int_equal(init(&be, 0, &old), SAGA_ERR_INTERNAL);
+    assert_null(be.iface);
     saga_error_clear();
     saga_status st = init(&be, 0, &host);
     if (st == SAGA_OK) {
@@ -365,6 +370,10 @@ static void test_backend_peak_and_reset(void **state) {
     assert_int_equal(s.in_use_bytes, 3500);
     assert_int_equal(s.peak_bytes, 4000);
     assert_int_equal(s.n_allocs, 3);
+    /* the CPU holds exactly what is in use: nothing reserved, nothing cached */
+    assert_int_equal(s.held_peak_bytes, 4000);
+    assert_int_equal(s.reserved_bytes, 0);
+    assert_int_equal(s.cached_bytes, 0);
 
     char host[256] = {0};
     assert_int_equal(saga_memcpy_h2d_async(saga_backend_default_stream(be), b, host, 256), SAGA_OK);
@@ -379,6 +388,77 @@ static void test_backend_peak_and_reset(void **state) {
     saga_backend_get_stats(be, &s);
     assert_int_equal(s.in_use_bytes, 0);
     assert_int_equal(s.peak_bytes, 3500);
+    saga_backend_free_all(&be);
+}
+
+/* A backend whose allocator takes whole KiB (alloc_size) is charged whole KiB: in_use, the peaks
+ * and the budget check count 1 KiB for a 1-byte request, and the message says both sizes. Memory
+ * reserved for the backend's own work counts against the budget beside in_use, not in it. */
+static size_t kib_classes(const saga_backend *be, size_t bytes) {
+    (void)be;
+    return bytes > SIZE_MAX - 1023 ? 0 : (bytes + 1023) / 1024 * 1024;
+}
+
+static void test_backend_charges_the_allocators_size(void **state) {
+    (void)state;
+    saga_backend *be = cpu_backend(4096, 0);
+    const saga_backend_iface *plain = be->iface;
+    saga_backend_iface classes = *plain;
+    classes.version = 4;
+    classes.alloc_size = kib_classes;
+    be->iface = &classes;
+
+    void *a = NULL, *b = NULL, *r = NULL, *c = (void *)0x1;
+    assert_int_equal(saga_backend_alloc(be, &a, 1), SAGA_OK);
+    assert_int_equal(saga_backend_alloc(be, &b, 2049), SAGA_OK); /* 3 KiB */
+    saga_backend_stats s;
+    saga_backend_get_stats(be, &s);
+    assert_int_equal(s.in_use_bytes, 4096);
+    assert_int_equal(s.peak_bytes, 4096);
+    assert_int_equal(s.held_peak_bytes, 4096);
+    assert_int_equal(s.reserved_bytes, 0);
+    assert_int_equal(s.cached_bytes, 0);
+    /* 2051 bytes requested in all would fit; a byte more is a KiB more, which does not */
+    assert_int_equal(saga_backend_alloc(be, &c, 1), SAGA_ERR_BUDGET);
+    assert_ptr_equal(c, (void *)0x1);
+    saga_test_assert_error_contains(
+        "requested 1 B (1.00 KiB as allocated) with 4.00 KiB in use of a 4.00 KiB budget", NULL);
+    saga_backend_free(be, a, 1);
+    saga_backend_get_stats(be, &s);
+    assert_int_equal(s.in_use_bytes, 3072);
+
+    /* reserved: charged against the budget, counted apart from in_use and n_allocs */
+    assert_int_equal(saga_backend_reserve(be, &r, 100, "test scratch"), SAGA_OK);
+    assert_non_null(r);
+    saga_backend_get_stats(be, &s);
+    assert_int_equal(s.in_use_bytes, 3072);
+    assert_int_equal(s.reserved_bytes, 1024);
+    assert_int_equal(s.held_peak_bytes, 4096);
+    assert_int_equal(s.n_allocs, 2);
+    assert_int_equal(saga_backend_alloc(be, &c, 1), SAGA_ERR_BUDGET);
+    saga_test_assert_error_contains("3.00 KiB in use and 1.00 KiB reserved", NULL);
+    assert_int_equal(saga_backend_reserve(be, &c, 1, "more scratch"), SAGA_ERR_BUDGET);
+    saga_test_assert_error_contains("more scratch: requested 1 B (1.00 KiB as allocated)", NULL);
+    /* what == NULL: the caller makes do with less, and no message is set */
+    saga_error_clear();
+    assert_int_equal(saga_backend_reserve(be, &c, 1, NULL), SAGA_ERR_BUDGET);
+    assert_string_equal(saga_last_error(), "");
+    assert_ptr_equal(c, (void *)0x1);
+    saga_backend_unreserve(be, r, 100);
+    saga_backend_unreserve(be, NULL, 100);
+
+    /* a size the allocator cannot make is out of memory, with nothing charged */
+    assert_int_equal(saga_backend_alloc(be, &c, SIZE_MAX), SAGA_ERR_OUT_OF_MEMORY);
+    saga_backend_free(be, b, 2049);
+    saga_backend_get_stats(be, &s);
+    assert_int_equal(s.in_use_bytes, 0);
+    assert_int_equal(s.reserved_bytes, 0);
+    assert_int_equal(s.peak_bytes, 4096);
+    assert_int_equal(s.held_peak_bytes, 4096);
+    saga_backend_reset_stats(be);
+    saga_backend_get_stats(be, &s);
+    assert_int_equal(s.held_peak_bytes, 0);
+    be->iface = plain;
     saga_backend_free_all(&be);
 }
 
@@ -816,6 +896,7 @@ int main(void) {
         cmocka_unit_test(test_backend_create_fails_cleanly_on_alloc_failure),
         cmocka_unit_test(test_backend_budget_enforced),
         cmocka_unit_test(test_backend_peak_and_reset),
+        cmocka_unit_test(test_backend_charges_the_allocators_size),
         cmocka_unit_test(test_backend_alignment_and_host_memory),
         cmocka_unit_test(test_backend_free_all_warns_about_leaks),
         cmocka_unit_test(test_backend_copies_count_bytes),

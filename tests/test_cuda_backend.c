@@ -308,6 +308,122 @@ static void test_cuda_backend_budget_and_cache(void **state) {
     saga_backend_free_all(&be);
 }
 
+/* C = A B on be for small integers (exact in any order of the sums), checked against a plain
+ * loop: M x K times K x N. */
+static void gemm_exact(saga_backend *be, int64_t M, int64_t N, int64_t K) {
+    float *a = malloc(sizeof(float) * M * K), *b = malloc(sizeof(float) * K * N);
+    float *c = malloc(sizeof(float) * M * N);
+    assert_true(a && b && c);
+    for (int64_t e = 0; e < M * K; e++)
+        a[e] = (float)((e * 7 + 3) % 5) - 2.0f;
+    for (int64_t e = 0; e < K * N; e++)
+        b[e] = (float)((e * 11 + 1) % 5) - 2.0f;
+    float *ga = dev_upload(be, a, sizeof(float) * M * K);
+    float *gb = dev_upload(be, b, sizeof(float) * K * N);
+    float *gc = NULL; /* beta == 0: not read */
+    assert_int_equal(saga_backend_alloc(be, (void **)&gc, sizeof(float) * M * N), SAGA_OK);
+    assert_int_equal(be->kernels->gemm_f32(saga_backend_default_stream(be), false, false, M, N, K,
+                                           1.0f, ga, K, gb, N, 0.0f, gc, N),
+                     SAGA_OK);
+    dev_download(be, c, gc, sizeof(float) * M * N);
+    for (int64_t i = 0; i < M; i++)
+        for (int64_t j = 0; j < N; j++) {
+            float want = 0.0f;
+            for (int64_t k = 0; k < K; k++)
+                want += a[i * K + k] * b[k * N + j];
+            if (c[i * N + j] != want)
+                fail_msg("gemm_f32[%lld][%lld]: %g, want %g", (long long)i, (long long)j,
+                         (double)c[i * N + j], (double)want);
+        }
+    saga_backend_free(be, ga, sizeof(float) * M * K);
+    saga_backend_free(be, gb, sizeof(float) * K * N);
+    saga_backend_free(be, gc, sizeof(float) * M * N);
+    free(a);
+    free(b);
+    free(c);
+}
+
+/* The budget covers all that cudaMalloc gives the backend: each allocation at its size class,
+ * the cache of freed blocks, and the streams' scratch (reduction partials, the cuBLAS
+ * workspace). Under a 3 MiB budget, a workload of odd sizes, a reduction and a product never
+ * held more than the budget (held_peak_bytes); the cuBLAS workspace cuBLAS recommends (4 or
+ * 32 MiB) has no room there, and the product runs within what the budget leaves. Without a
+ * budget, the product's stream reserves the recommended workspace. */
+static void test_cuda_backend_budget_covers_cache_and_scratch(void **state) {
+    (void)state;
+    const size_t MiB = (size_t)1 << 20, budget = 3 * MiB;
+    saga_backend_params p = saga_backend_params_defaults();
+    p.budget_bytes = budget;
+    saga_backend *be = NULL;
+    assert_int_equal(saga_backend_cuda_new(&be, 0, &p), SAGA_OK);
+    saga_stream *s = saga_backend_default_stream(be);
+    saga_backend_stats st;
+
+    /* charged at the size class: 2.5 MiB + 1 byte takes 3 MiB */
+    void *a = NULL, *b = NULL, *c = NULL;
+    assert_int_equal(saga_backend_alloc(be, &a, 5 * MiB / 2 + 1), SAGA_OK);
+    saga_backend_get_stats(be, &st);
+    assert_int_equal(st.in_use_bytes, 3 * MiB);
+    saga_backend_free(be, a, 5 * MiB / 2 + 1);
+    saga_backend_get_stats(be, &st);
+    assert_int_equal(st.in_use_bytes, 0);
+    assert_int_equal(st.cached_bytes, 3 * MiB);
+    /* a block of another class: the cached 3 MiB go back to the device to make room */
+    assert_int_equal(saga_backend_alloc(be, &b, 1000), SAGA_OK);
+    saga_backend_get_stats(be, &st);
+    assert_int_equal(st.in_use_bytes, 1024);
+    assert_int_equal(st.cached_bytes, 0);
+    /* 2.5 MiB + 1001 bytes requested would fit; as allocated they do not */
+    assert_int_equal(saga_backend_alloc(be, &a, 5 * MiB / 2 + 1), SAGA_ERR_BUDGET);
+    saga_test_assert_error_contains("(3.00 MiB as allocated) with 1.00 KiB in use", NULL);
+
+    /* odd sizes through the cache, each freed block cached until another class needs room */
+    static const size_t odd[] = {MiB + 17,       700 * 1024 + 3,   2 * MiB - 5,
+                                 300 * 1024 + 1, MiB + 300 * 1024, 700 * 1024 + 100};
+    for (size_t k = 0; k < sizeof odd / sizeof *odd; k++) {
+        assert_int_equal(saga_backend_alloc(be, &c, odd[k]), SAGA_OK);
+        assert_int_equal(be->kernels->fill_f32(s, c, (int64_t)(odd[k] / sizeof(float)), 1.0f),
+                         SAGA_OK);
+        saga_backend_free(be, c, odd[k]);
+    }
+
+    /* a reduction: its partials are the stream's scratch, reserved within the budget */
+    enum { N = 100003 };
+    float *x = NULL;
+    double sum = 0.0;
+    assert_int_equal(saga_backend_alloc(be, (void **)&x, N * sizeof(float)), SAGA_OK);
+    assert_int_equal(be->kernels->fill_f32(s, x, N, 0.5f), SAGA_OK);
+    assert_int_equal(be->kernels->sum_f32(s, N, x, &sum), SAGA_OK);
+    assert_true(sum == 0.5 * N);
+    saga_backend_get_stats(be, &st);
+    assert_true(st.reserved_bytes > 0);
+    saga_backend_free(be, x, N * sizeof(float));
+
+    /* a product whose recommended workspace has no room: it still runs, exactly */
+    gemm_exact(be, 64, 48, 33);
+    gemm_exact(be, 300, 130, 257);
+    saga_backend_free(be, b, 1000);
+    assert_int_equal(saga_backend_synchronize(be), SAGA_OK);
+    saga_backend_get_stats(be, &st);
+    print_message("held at most %zu of a %zu-byte budget (%zu reserved, %zu cached now)\n",
+                  st.held_peak_bytes, budget, st.reserved_bytes, st.cached_bytes);
+    assert_int_equal(st.in_use_bytes, 0);
+    assert_true(st.peak_bytes <= budget);
+    assert_true(st.held_peak_bytes <= budget);
+    assert_true(st.held_peak_bytes >= 3 * MiB); /* the first block was the whole budget */
+    assert_true(st.reserved_bytes + st.cached_bytes <= budget);
+    saga_backend_free_all(&be);
+
+    /* no budget: the stream reserves the recommended workspace for its products */
+    assert_int_equal(saga_backend_cuda_new(&be, 0, NULL), SAGA_OK);
+    gemm_exact(be, 64, 48, 33);
+    saga_backend_get_stats(be, &st);
+    print_message("reserved with no budget after a product: %zu bytes\n", st.reserved_bytes);
+    assert_true(st.reserved_bytes >= 4 * MiB);
+    assert_true(st.held_peak_bytes >= st.reserved_bytes);
+    saga_backend_free_all(&be);
+}
+
 static void test_cuda_backend_tensors(void **state) {
     (void)state;
     saga_tensor *t = NULL;
@@ -1799,6 +1915,7 @@ int main(void) {
         cmocka_unit_test(test_cuda_backend_reductions_match_cpu),
         cmocka_unit_test(test_cuda_backend_spmv_matches_cpu),
         cmocka_unit_test(test_cuda_backend_budget_and_cache),
+        cmocka_unit_test(test_cuda_backend_budget_covers_cache_and_scratch),
         cmocka_unit_test(test_cuda_backend_tensors),
         cmocka_unit_test(test_cuda_backend_async_copies_with_events),
         cmocka_unit_test(test_cuda_backend_host_fn_and_elapsed),

@@ -2,12 +2,20 @@
 // copies and the kernel table. libsaga loads it with dlopen (engine/backend.c) and calls
 // saga_cuda_module_init; the module does not link libsaga.
 //
-// Memory: freed blocks go back to a cache of free lists by size class and are released only when
-// the backend is destroyed (or when cudaMalloc fails, to retry). A free is ordered on the default
-// stream: the block is handed out again only after the default stream has passed the point of
-// the free (an event recorded there). Work on other streams that still uses the memory must be
-// ordered before the free by the caller (an event, or a synchronize). The budget is enforced by
-// the generic layer, which sees the sizes requested; the cache holds rounded sizes.
+// Memory: requests are rounded up to size classes, and freed blocks go back to a cache of free
+// lists by class. A free is ordered on the default stream: the block is handed out again only
+// after the default stream has passed the point of the free (an event recorded there). Work on
+// other streams that still uses the memory must be ordered before the free by the caller (an
+// event, or a synchronize). Cached blocks go back to the driver when the backend is destroyed,
+// when cudaMalloc fails (to retry), and when a new block would take what the device has given
+// the backend past its budget.
+//
+// The budget covers every byte this module takes with cudaMalloc (see saga_backend_iface): the
+// generic layer charges each allocation at its size class (alloc_size) and refuses one that would
+// not fit beside what is in use and reserved; the streams' scratch, which holds the cuBLAS and
+// cuSPARSE workspaces, is reserved through the generic layer (util.cu); and cuda_alloc trims the
+// cache (be->cached, kept here) before a cudaMalloc that would otherwise pass the budget. So
+// in_use + reserved + cached, all that cudaMalloc has given the module, stays within it.
 #include "common.cuh"
 
 #ifdef SAGA_CUDA_HAVE_NCCL
@@ -68,8 +76,7 @@ struct cuda_ctx {
     int device = 0;
     // size class -> free blocks of exactly that size, oldest first
     std::unordered_map<size_t, std::vector<cached_block>> cache;
-    std::vector<cudaEvent_t> spare_events;
-    size_t cached_bytes = 0;
+    std::vector<cudaEvent_t> spare_events; // the cache's bytes are be->cached
     std::mutex handles_lock;
     std::mutex cublas_lock; // held from saga_cuda_cublas_acquire to saga_cuda_cublas_release
     cublasHandle_t cublas = nullptr;
@@ -102,17 +109,32 @@ size_t size_class(size_t n) {
     return (n + step - 1) / step * step;
 }
 
-// Gives back every cached block to the driver (after waiting for the device).
-void release_cache(cuda_ctx *c) {
+// Gives cached blocks back to the driver, the largest first (the fewest cudaFree calls), until at
+// most keep bytes stay cached; waits for the device first (a block's last users may still run).
+void release_cache(saga_backend *be, cuda_ctx *c, size_t keep) {
+    if (be->cached <= keep)
+        return;
     cudaDeviceSynchronize();
-    for (auto &kv : c->cache) {
-        for (cached_block &b : kv.second) {
-            cudaFree(b.ptr);
+    while (be->cached > keep) {
+        auto big = c->cache.end();
+        for (auto it = c->cache.begin(); it != c->cache.end(); ++it)
+            if (!it->second.empty() && (big == c->cache.end() || it->first > big->first))
+                big = it;
+        if (big == c->cache.end())
+            break; // (not reached: be->cached is the sum of the lists)
+        const cached_block b = big->second.back();
+        big->second.pop_back();
+        cudaFree(b.ptr);
+        try {
             c->spare_events.push_back(b.freed);
+        } catch (const std::bad_alloc &) {
+            cudaEventDestroy(b.freed);
         }
+        be->cached -= big->first;
+        if (big->second.empty())
+            c->cache.erase(big);
     }
-    c->cache.clear();
-    c->cached_bytes = 0;
+    cudaGetLastError(); // a failure here is not the next launch check's to report
 }
 
 } // namespace
@@ -132,7 +154,7 @@ static saga_status cuda_alloc(saga_backend *be, void **out, size_t bytes) {
         // The oldest block is the likeliest to be past its free already.
         cached_block b = list.front();
         list.erase(list.begin());
-        c->cached_bytes -= cls;
+        be->cached -= cls;
         const cudaError_t q = cudaEventSynchronize(b.freed);
         try {
             c->spare_events.push_back(b.freed);
@@ -146,13 +168,18 @@ static saga_status cuda_alloc(saga_backend *be, void **out, size_t bytes) {
         *out = b.ptr;
         return SAGA_OK;
     }
+    // Room for the new block within the budget: the generic layer has checked that in_use +
+    // reserved + cls fits, so the cache gives back whatever of it does not fit beside them.
+    const size_t budget = be->params.budget_bytes, live = be->in_use + be->reserved;
+    if (budget && be->cached > 0)
+        release_cache(be, c, live + cls <= budget ? budget - live - cls : 0);
     void *p = nullptr;
     cudaError_t err = cudaMalloc(&p, cls);
-    if (err == cudaErrorMemoryAllocation && c->cached_bytes > 0) {
+    if (err == cudaErrorMemoryAllocation && be->cached > 0) {
         cudaGetLastError(); // clear the error before retrying
         saga_cuda_host->log(SAGA_LOG_INFO, "%s: out of memory; releasing %zu cached bytes",
-                            be->name, c->cached_bytes);
-        release_cache(c);
+                            be->name, be->cached);
+        release_cache(be, c, 0);
         err = cudaMalloc(&p, cls);
     }
     if (err != cudaSuccess) {
@@ -172,7 +199,9 @@ static void cuda_free(saga_backend *be, void *ptr, size_t bytes) {
     cudaSetDevice(c->device);
     cached_block b = {ptr, nullptr};
     try {
-        if (!c->spare_events.empty()) {
+        if (!ds) {
+            // the default stream is gone (a free after the backend's teardown began): no cache
+        } else if (!c->spare_events.empty()) {
             b.freed = c->spare_events.back();
             c->spare_events.pop_back();
         } else if (cudaEventCreateWithFlags(&b.freed, cudaEventDisableTiming) != cudaSuccess) {
@@ -180,7 +209,7 @@ static void cuda_free(saga_backend *be, void *ptr, size_t bytes) {
         }
         if (b.freed && cudaEventRecord(b.freed, ds->stream) == cudaSuccess) {
             c->cache[cls].push_back(b);
-            c->cached_bytes += cls;
+            be->cached += cls;
             return;
         }
     } catch (const std::bad_alloc &) {
@@ -205,6 +234,12 @@ static saga_status cuda_host_alloc(saga_backend *be, void **out, size_t bytes) {
     }
     *out = p;
     return SAGA_OK;
+}
+
+// The charge of a request (see saga_backend_iface): its size class.
+static size_t cuda_alloc_size(const saga_backend *be, size_t bytes) {
+    (void)be;
+    return size_class(bytes);
 }
 
 static void cuda_host_free(saga_backend *be, void *ptr, size_t bytes) {
@@ -240,8 +275,9 @@ static void cuda_stream_free(saga_stream *s) {
         return;
     cudaSetDevice(cs->device);
     cudaStreamSynchronize(cs->stream);
+    // While the stream still exists: the cache orders a free on the default stream (maybe this).
+    saga_cuda_host->unreserve(s->be, cs->d_scratch, cs->scratch_bytes);
     cudaStreamDestroy(cs->stream);
-    cudaFree(cs->d_scratch);
     cudaFreeHost(cs->h_result);
     delete cs;
     s->impl = nullptr;
@@ -493,7 +529,7 @@ static void cuda_destroy(saga_backend *be) {
     if (!c)
         return;
     cudaSetDevice(c->device);
-    release_cache(c);
+    release_cache(be, c, 0);
     for (cudaEvent_t ev : c->spare_events)
         cudaEventDestroy(ev);
     if (c->cublas)
@@ -505,7 +541,7 @@ static void cuda_destroy(saga_backend *be) {
 }
 
 static const saga_backend_iface cuda_iface = {
-    /* version */ 3,
+    /* version */ 4,
     /* destroy */ cuda_destroy,
     /* alloc */ cuda_alloc,
     /* free */ cuda_free,
@@ -526,6 +562,7 @@ static const saga_backend_iface cuda_iface = {
     /* launch_host_fn */ cuda_launch_host_fn,
     /* event_elapsed */ cuda_event_elapsed,
     /* bind_thread */ cuda_bind_thread,
+    /* alloc_size */ cuda_alloc_size,
 };
 
 static const saga_kernels cuda_kernels = {
@@ -569,7 +606,8 @@ static const saga_kernels cuda_kernels = {
 // failure be is left untouched and the status says why (no driver, no device, no such device).
 extern "C" __attribute__((visibility("default"))) saga_status
 saga_cuda_module_init(saga_backend *be, int device, const saga_module_host *host) {
-    if (!host || host->version < 1 || !host->error || !host->log)
+    if (!host || host->version < 2 || !host->error || !host->log || !host->reserve ||
+        !host->unreserve)
         return SAGA_ERR_INTERNAL;
     saga_cuda_host = host;
 

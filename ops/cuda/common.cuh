@@ -95,16 +95,20 @@ static inline saga_status saga_cuda_slot_check(const char *slot, E err, const ch
 // d_scratch is the device scratch of the kernels issued on the stream, used in stream order (so
 // one per stream, not per backend: two streams may run at once). It holds the reduction partials
 // (SAGA_CUDA_REDUCE_BLOCKS + 1 doubles), SAGA_CUDA_FLAG_WORDS words of flags (index checks), then
-// a workspace that grows on demand (saga_cuda_stream_workspace). It is not counted against the
-// backend's budget. h_result is pinned host memory (SAGA_CUDA_HOST_WORDS words) that the
-// synchronous slots copy their results into. Both are allocated on first use and freed with the
-// stream.
+// a workspace that grows on demand (saga_cuda_stream_workspace). It is reserved through the
+// generic layer (saga_module_host's reserve), so the backend's budget covers it. h_result is
+// pinned host memory (SAGA_CUDA_HOST_WORDS words) that the synchronous slots copy their results
+// into. Both are allocated on first use and freed with the stream.
 struct saga_cuda_stream {
     cudaStream_t stream;
     int device;
     double *d_scratch;
     double *h_result;
     size_t scratch_bytes; // bytes of d_scratch
+    // The smallest scratch that a request able to do without (saga_cuda_stream_workspace_try)
+    // found no room for in the budget, 0 if none: later such requests as large are refused at
+    // once, rather than wait for the stream and reallocate on every call of a slot.
+    size_t refused_bytes;
 };
 
 // Makes s's device current on the calling thread and gives its CUDA stream.
@@ -182,9 +186,19 @@ struct saga_cuda_scratch {
 
 // The scratch of stream s with at least work_bytes of workspace. Growing it waits for the
 // stream (work queued there may still use the old buffer) and reallocates: the sizes asked for
-// are few and the buffer only grows, so this happens a few times per stream. Errors name slot.
+// are few and the buffer only grows, so this happens a few times per stream. The new buffer is
+// reserved against the budget (SAGA_ERR_BUDGET when it has no room). Errors name slot.
 saga_status saga_cuda_stream_workspace(saga_stream *s, const char *slot, size_t work_bytes,
                                        saga_cuda_scratch *out);
+// saga_cuda_stream_workspace for a caller that can make do without the workspace: when the
+// budget has no room for it, SAGA_ERR_BUDGET with no message set (and the stream left with no
+// scratch, which the next call makes again). The stream remembers the refusal: a later request
+// at least as large is refused at once, for the stream's life.
+saga_status saga_cuda_stream_workspace_try(saga_stream *s, const char *slot, size_t work_bytes,
+                                           saga_cuda_scratch *out);
+// The workspace part of s's scratch as it is now, without growing it: NULL and 0 when there is
+// none.
+void saga_cuda_stream_work_area(saga_stream *s, void **work, size_t *bytes);
 
 // Makes s's device current and gives its CUDA stream; errors name slot.
 saga_status saga_cuda_slot_stream(saga_stream *s, const char *slot, cudaStream_t *out);

@@ -11,6 +11,10 @@
 
 #define GEMM_SCALE_BLOCK 256
 
+// The least cuBLAS workspace a stream gives the handle: with less, some routines may fail with
+// CUBLAS_STATUS_ALLOC_FAILED (cublasSetWorkspace's documentation: 16 KiB prevents it).
+#define GEMM_MIN_WORKSPACE_BYTES ((size_t)16 << 10)
+
 // C = beta C over M x N (beta == 0 writes zeros without reading C): the product when K == 0 or
 // alpha == 0, which BLAS implementations treat differently, done here once for both backends'
 // meaning. A group of lanes per row (see saga_cuda_group_shift).
@@ -90,16 +94,30 @@ saga_status saga_cuda_gemm_f32(saga_stream *s, bool trans_a, bool trans_b, int64
     if (!product)
         return gemm_scale(stream, slot, M, N, beta, C, ldc);
 
-    const size_t workspace_bytes = saga_cuda_cublas_workspace_bytes(s->be);
+    // The workspace comes out of the budget. Where the budget has no room for the recommended
+    // size, cuBLAS gets what the stream's scratch has, at least GEMM_MIN_WORKSPACE_BYTES (it then
+    // picks algorithms that fit).
+    size_t workspace_bytes = saga_cuda_cublas_workspace_bytes(s->be);
     saga_cuda_scratch sc;
-    st = saga_cuda_stream_workspace(s, slot, workspace_bytes, &sc);
-    if (st < 0)
+    void *workspace = nullptr;
+    st = saga_cuda_stream_workspace_try(s, slot, workspace_bytes, &sc);
+    if (st >= 0) {
+        workspace = sc.work;
+    } else if (st == SAGA_ERR_BUDGET) {
+        st = saga_cuda_stream_workspace(s, slot, GEMM_MIN_WORKSPACE_BYTES, &sc);
+        if (st < 0)
+            return st;
+        size_t have = 0;
+        saga_cuda_stream_work_area(s, &workspace, &have);
+        workspace_bytes = have < workspace_bytes ? have : workspace_bytes;
+    } else {
         return st;
+    }
     cublasHandle_t h = nullptr;
     st = saga_cuda_cublas_acquire(s->be, slot, &h);
     if (st < 0)
         return st;
-    st = gemm_cublas(h, stream, sc.work, workspace_bytes, slot, trans_a, trans_b, (int)M, (int)N,
+    st = gemm_cublas(h, stream, workspace, workspace_bytes, slot, trans_a, trans_b, (int)M, (int)N,
                      (int)K, alpha, A, (int)lda, B, (int)ldb, beta, C, (int)ldc);
     saga_cuda_cublas_release(s->be, h);
     return st;

@@ -10,8 +10,9 @@
 //   in an unwritten Y never reach the result (BLAS's meaning, which the CPU twin keeps).
 // - A kernel of our own, for matrices of implicit ones (cuSPARSE has no such values, and an nnz
 //   array of ones would cost memory and bandwidth), past the 32-bit range, for alpha == 0, for
-//   products cuSPARSE refuses as not supported (said once per backend), and for every product
-//   when SAGA_CUDA_SPMM=own at open. A group of lanes owns a row of A (see saga_cuda_group_shift):
+//   products cuSPARSE refuses as not supported (said once per backend) or whose cuSPARSE
+//   workspace the device memory budget has no room for, and for every product when
+//   SAGA_CUDA_SPMM=own at open. A group of lanes owns a row of A (see saga_cuda_group_shift):
 //   its lanes read the X rows that the row's column indices name across consecutive columns
 //   (coalesced), each lane keeping up to SPMM_ACC accumulators, so a row's indices are read once
 //   per SPMM_ACC * width columns. Every output element adds its row's entries in increasing
@@ -143,21 +144,27 @@ static bool cusparse_refused(cusparseStatus_t err) {
     return err == CUSPARSE_STATUS_NOT_SUPPORTED;
 }
 
-// The product through cuSPARSE on the locked handle h. *refused is set, with nothing queued but
+// Why a product went to the own kernel after all: cuSPARSE refused it, or the budget has no room
+// for its workspace (which comes out of the budget; the own kernel needs none).
+enum spmm_fallback { SPMM_NO_FALLBACK, SPMM_REFUSED, SPMM_NO_ROOM };
+
+// The product through cuSPARSE on the locked handle h. *fallback is set, with nothing queued but
 // (when cuSPARSE refuses the product itself) the offsets' narrowing and Y's clearing, which the
-// own kernel then overwrites, when cuSPARSE refuses the shape.
+// own kernel then overwrites, when cuSPARSE refuses the shape or the budget its workspace.
 static saga_status spmm_cusparse_locked(saga_stream *s, cusparseHandle_t h, cudaStream_t stream,
                                         const char *slot, const saga_csr_dev *A, int64_t F,
                                         float alpha, const float *X, float beta, float *Y,
-                                        bool *refused) {
+                                        spmm_fallback *fallback) {
     const size_t off_bytes = ((size_t)(A->n_rows + 1) * sizeof(int32_t) + 255) / 256 * 256;
     // The descriptors are made on a workspace of the offsets' size, for cuSPARSE to size its own
     // buffer; the workspace may then move as it grows, so the offsets are narrowed into the final
     // one and the descriptor pointed at it.
     saga_cuda_scratch sc;
-    saga_status st = saga_cuda_stream_workspace(s, slot, off_bytes, &sc);
+    saga_status st = saga_cuda_stream_workspace_try(s, slot, off_bytes, &sc);
+    if (st == SAGA_ERR_BUDGET)
+        *fallback = SPMM_NO_ROOM;
     if (st < 0)
-        return st;
+        return st == SAGA_ERR_BUDGET ? SAGA_OK : st;
     SAGA_CUDA_SLOT_RETURN(slot, cusparseSetStream(h, stream));
     spmm_descs d;
     SAGA_CUDA_SLOT_RETURN(slot, cusparseCreateCsr(&d.a, A->n_rows, A->n_cols, A->nnz, sc.work,
@@ -179,9 +186,11 @@ static saga_status spmm_cusparse_locked(saga_stream *s, cusparseHandle_t h, cuda
             return saga_cuda_host->error(SAGA_ERR_OUT_OF_MEMORY,
                                          "%s: cuSPARSE asks for a workspace of %zu bytes", slot,
                                          work_bytes);
-        st = saga_cuda_stream_workspace(s, slot, off_bytes + work_bytes, &sc);
+        st = saga_cuda_stream_workspace_try(s, slot, off_bytes + work_bytes, &sc);
+        if (st == SAGA_ERR_BUDGET)
+            *fallback = SPMM_NO_ROOM;
         if (st < 0)
-            return st;
+            return st == SAGA_ERR_BUDGET ? SAGA_OK : st;
         int32_t *off32 = static_cast<int32_t *>(sc.work);
         st = narrow_offsets(stream, slot, A, off32);
         if (st < 0)
@@ -204,7 +213,7 @@ static saga_status spmm_cusparse_locked(saga_stream *s, cusparseHandle_t h, cuda
                  (long long)A->n_rows, (long long)A->n_cols, (long long)F,
                  cusparseGetErrorName(err));
         saga_cuda_spmm_note_refusal(s->be, why);
-        *refused = true;
+        *fallback = SPMM_REFUSED;
         return SAGA_OK;
     }
     if (err != CUSPARSE_STATUS_SUCCESS)
@@ -214,12 +223,12 @@ static saga_status spmm_cusparse_locked(saga_stream *s, cusparseHandle_t h, cuda
 
 static saga_status spmm_cusparse(saga_stream *s, cudaStream_t stream, const char *slot,
                                  const saga_csr_dev *A, int64_t F, float alpha, const float *X,
-                                 float beta, float *Y, bool *refused) {
+                                 float beta, float *Y, spmm_fallback *fallback) {
     cusparseHandle_t h = nullptr;
     saga_status st = saga_cuda_cusparse_acquire(s->be, slot, &h);
     if (st < 0)
         return st;
-    st = spmm_cusparse_locked(s, h, stream, slot, A, F, alpha, X, beta, Y, refused);
+    st = spmm_cusparse_locked(s, h, stream, slot, A, F, alpha, X, beta, Y, fallback);
     saga_cuda_cusparse_release(s->be, h);
     return st;
 }
@@ -234,14 +243,16 @@ saga_status saga_cuda_spmm_f32(saga_stream *s, const saga_csr_dev *A, int64_t F,
     if (st < 0)
         return st;
     if (saga_cuda_spmm_cusparse(s->be) && spmm_cusparse_fits(A, F, alpha)) {
-        bool refused = false;
-        st = spmm_cusparse(s, stream, slot, A, F, alpha, X, beta, Y, &refused);
+        spmm_fallback fallback = SPMM_NO_FALLBACK;
+        st = spmm_cusparse(s, stream, slot, A, F, alpha, X, beta, Y, &fallback);
         if (st < 0)
             return st;
         // counted from any thread that issues products (the backend's stats read them)
-        __atomic_fetch_add(refused ? &s->be->spmm_cusparse_refused : &s->be->spmm_cusparse, 1,
-                           __ATOMIC_RELAXED);
-        if (!refused)
+        if (fallback != SPMM_NO_ROOM)
+            __atomic_fetch_add(fallback == SPMM_REFUSED ? &s->be->spmm_cusparse_refused
+                                                        : &s->be->spmm_cusparse,
+                               1, __ATOMIC_RELAXED);
+        if (fallback == SPMM_NO_FALLBACK)
             return SAGA_OK;
     }
     return spmm_own(stream, slot, A, F, alpha, X, beta, Y);

@@ -3,6 +3,7 @@
 #include "common.cuh"
 
 #include <limits.h>
+#include <stdio.h>
 #include <string.h>
 
 // ---- errors -----------------------------------------------------------------------------------
@@ -51,8 +52,43 @@ static constexpr size_t align_up(size_t n, size_t a) {
 static constexpr size_t FLAGS_AT = align_up((SAGA_CUDA_REDUCE_BLOCKS + 1) * sizeof(double), 256);
 static constexpr size_t WORK_AT = FLAGS_AT + align_up(SAGA_CUDA_FLAG_WORDS * 8, 256);
 
-saga_status saga_cuda_stream_workspace(saga_stream *s, const char *slot, size_t work_bytes,
-                                       saga_cuda_scratch *out) {
+// Replaces the stream's scratch by one of at least need bytes, reserved through the generic
+// layer so that the budget covers it: half again as much as asked where the budget has room for
+// it, so that slowly growing requests reallocate rarely, else exactly need. quiet: a budget that
+// has no room for need is SAGA_ERR_BUDGET with no message. On failure the stream has no scratch.
+static saga_status scratch_grow(saga_stream *s, saga_cuda_stream *cs, const char *slot, size_t need,
+                                bool quiet) {
+    SAGA_CUDA_SLOT_RETURN(slot, cudaSetDevice(cs->device));
+    if (cs->d_scratch) {
+        // Kernels queued on the stream may still read or write the old buffer.
+        SAGA_CUDA_SLOT_RETURN(slot, cudaStreamSynchronize(cs->stream));
+        // given back first, so that its room counts for the new one
+        saga_cuda_host->unreserve(s->be, cs->d_scratch, cs->scratch_bytes);
+        cs->d_scratch = nullptr;
+        cs->scratch_bytes = 0;
+    }
+    void *p = nullptr;
+    saga_status st = SAGA_ERR_BUDGET;
+    size_t bytes = need;
+    if (need - WORK_AT <= (SIZE_MAX - need) / 2 && need > WORK_AT) {
+        bytes = align_up(need + (need - WORK_AT) / 2, 256);
+        st = saga_cuda_host->reserve(s->be, &p, bytes, nullptr);
+    }
+    if (st < 0) {
+        char what[80];
+        snprintf(what, sizeof what, "%s scratch", slot);
+        bytes = need;
+        st = saga_cuda_host->reserve(s->be, &p, bytes, quiet ? nullptr : what);
+        if (st < 0)
+            return st;
+    }
+    cs->d_scratch = static_cast<double *>(p);
+    cs->scratch_bytes = bytes;
+    return SAGA_OK;
+}
+
+static saga_status stream_workspace(saga_stream *s, const char *slot, size_t work_bytes, bool quiet,
+                                    saga_cuda_scratch *out) {
     saga_cuda_stream *cs = static_cast<saga_cuda_stream *>(s->impl);
     if (work_bytes > SIZE_MAX - WORK_AT - 255)
         return saga_cuda_host->error(SAGA_ERR_OUT_OF_MEMORY,
@@ -60,22 +96,13 @@ saga_status saga_cuda_stream_workspace(saga_stream *s, const char *slot, size_t 
                                      work_bytes);
     const size_t need = WORK_AT + align_up(work_bytes, 256);
     if (need > cs->scratch_bytes) {
-        SAGA_CUDA_SLOT_RETURN(slot, cudaSetDevice(cs->device));
-        if (cs->d_scratch) {
-            // Kernels queued on the stream may still read or write the old buffer.
-            SAGA_CUDA_SLOT_RETURN(slot, cudaStreamSynchronize(cs->stream));
-            cudaFree(cs->d_scratch);
-            cs->d_scratch = nullptr;
-            cs->scratch_bytes = 0;
-        }
-        // Half again as much as asked, so that slowly growing requests reallocate rarely.
-        size_t bytes = need;
-        if (need - WORK_AT <= (SIZE_MAX - need) / 2 && need > WORK_AT)
-            bytes = align_up(need + (need - WORK_AT) / 2, 256);
-        void *p = nullptr;
-        SAGA_CUDA_SLOT_RETURN(slot, cudaMalloc(&p, bytes));
-        cs->d_scratch = static_cast<double *>(p);
-        cs->scratch_bytes = bytes;
+        if (quiet && cs->refused_bytes && need >= cs->refused_bytes)
+            return SAGA_ERR_BUDGET;
+        const saga_status st = scratch_grow(s, cs, slot, need, quiet);
+        if (st == SAGA_ERR_BUDGET && quiet)
+            cs->refused_bytes = need;
+        if (st < 0)
+            return st;
     }
     if (!cs->h_result) {
         SAGA_CUDA_SLOT_RETURN(slot, cudaSetDevice(cs->device));
@@ -89,6 +116,23 @@ saga_status saga_cuda_stream_workspace(saga_stream *s, const char *slot, size_t 
     out->work = work_bytes ? base + WORK_AT : nullptr;
     out->host = cs->h_result;
     return SAGA_OK;
+}
+
+saga_status saga_cuda_stream_workspace(saga_stream *s, const char *slot, size_t work_bytes,
+                                       saga_cuda_scratch *out) {
+    return stream_workspace(s, slot, work_bytes, false, out);
+}
+
+saga_status saga_cuda_stream_workspace_try(saga_stream *s, const char *slot, size_t work_bytes,
+                                           saga_cuda_scratch *out) {
+    return stream_workspace(s, slot, work_bytes, true, out);
+}
+
+void saga_cuda_stream_work_area(saga_stream *s, void **work, size_t *bytes) {
+    const saga_cuda_stream *cs = static_cast<const saga_cuda_stream *>(s->impl);
+    const bool has = cs->d_scratch && cs->scratch_bytes > WORK_AT;
+    *work = has ? reinterpret_cast<char *>(cs->d_scratch) + WORK_AT : nullptr;
+    *bytes = has ? cs->scratch_bytes - WORK_AT : 0;
 }
 
 saga_status saga_cuda_slot_scratch(saga_stream *s, const char *slot, size_t work_bytes,
