@@ -543,6 +543,7 @@ void saga_backend_get_stats(const saga_backend *be, saga_backend_stats *out) {
         .reserved_bytes = be->reserved,
         .cached_bytes = be->cached,
         .held_peak_bytes = be->held_peak,
+        .work_reserve_bytes = be->work_reserve,
     };
     unlock(be);
 }

@@ -309,6 +309,9 @@ struct saga_backend {
     size_t reserved;
     size_t cached;
     size_t held_peak;
+    /* Bytes of the budget the backend expects to reserve for its own work during a run (set by
+     * the backend when it opens; 0 on the CPU): planners leave them out of what they plan with. */
+    size_t work_reserve;
 };
 
 /* Device memory for the backend's own work (a stream's scratch, a library's workspace), taken

@@ -602,8 +602,12 @@ static saga_status make_stage(saga_mlp *m, int32_t q) {
     saga_backend_stats bs;
     saga_backend_get_stats(sg->be, &bs);
     sg->cap = m->p.device_bytes;
-    if (bs.budget_bytes && (!sg->cap || bs.budget_bytes < sg->cap))
-        sg->cap = bs.budget_bytes;
+    /* the backend keeps part of its budget for its own work (its scratch) */
+    size_t own =
+        bs.reserved_bytes > bs.work_reserve_bytes ? bs.reserved_bytes : bs.work_reserve_bytes;
+    size_t usable = bs.budget_bytes > own ? bs.budget_bytes - own : 1;
+    if (bs.budget_bytes && (!sg->cap || usable < sg->cap))
+        sg->cap = usable;
     SAGA_TRY(plan_tiles(m, sg));
     SAGA_TRY(saga_sched_new(&sg->s, sg->be, sg->cap, NULL, NULL));
     for (int32_t l = sg->l0; l < sg->l1; l++)

@@ -837,7 +837,12 @@ static saga_status prepare(saga_net *n, bool train) {
     saga_backend_stats bs;
     saga_backend_get_stats(n->be, &bs);
     size_t budget = bs.budget_bytes;
-    size_t avail = budget > bs.in_use_bytes ? budget - bs.in_use_bytes : 0;
+    /* what the backend keeps for its own work (its scratch; held already, or still to come) is
+     * not the network's to plan with */
+    size_t held =
+        bs.in_use_bytes +
+        (bs.reserved_bytes > bs.work_reserve_bytes ? bs.reserved_bytes : bs.work_reserve_bytes);
+    size_t avail = budget > held ? budget - held : 0;
     for (int s = 0; s < n->n_stages; s++)
         n->stages[s].in_cols = s == 0 ? n->in_cols : n->stages[s - 1].out_cols;
     n->k = 1;

@@ -121,6 +121,9 @@ typedef struct saga_backend_stats {
     /* The most device memory the backend held at once since the last reset: in_use + reserved +
      * cached, all that the device had given it. Never above the budget. */
     size_t held_peak_bytes;
+    /* Of the budget, what the backend keeps for its own work (on CUDA a stream's scratch with its
+     * cuBLAS workspace): the executors plan with the budget less this. 0 on the CPU. */
+    size_t work_reserve_bytes;
 } saga_backend_stats;
 
 void saga_backend_get_stats(const saga_backend *be, saga_backend_stats *out);

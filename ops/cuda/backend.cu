@@ -641,6 +641,19 @@ saga_cuda_module_init(saga_backend *be, int device, const saga_module_host *host
     // cublasSetWorkspace's documentation recommends 32 MiB of workspace on Hopper and 4 MiB on
     // the architectures before it; later ones get Hopper's.
     c->cublas_workspace = (size_t)(prop.major >= 9 ? 32 : 4) << 20;
+    // Under a budget the workspace is a share of it (1/256, within [16 KiB, the recommended size];
+    // none below 4 MiB of budget, where cuBLAS keeps its own pool), and the backend keeps room for
+    // one stream's scratch with that workspace, plus a little for the slots' partial results, out
+    // of what the planners hand out (be->work_reserve).
+    const size_t budget = be->params.budget_bytes;
+    if (budget) {
+        size_t share = budget / 256 / 256 * 256;
+        if (share < SAGA_CUDA_GEMM_MIN_WORKSPACE)
+            share = 0;
+        if (share < c->cublas_workspace)
+            c->cublas_workspace = share;
+        be->work_reserve = saga_cuda_scratch_bytes_for(c->cublas_workspace) + ((size_t)4 << 10);
+    }
     c->spmm_cusparse = !(spmm && strcmp(spmm, "own") == 0);
 
     be->iface = &cuda_iface;

@@ -273,6 +273,13 @@ void saga_cuda_cublas_release(saga_backend *be, cublasHandle_t h);
 // before.
 size_t saga_cuda_cublas_workspace_bytes(saga_backend *be);
 
+// The least cuBLAS workspace saga gives a handle (see gemm.cu).
+#define SAGA_CUDA_GEMM_MIN_WORKSPACE ((size_t)16 << 10)
+
+// The most device memory a stream's scratch takes to hold work_bytes of workspace (it grows by
+// half again where the budget has room): what the backend keeps free of a budget for its own work.
+size_t saga_cuda_scratch_bytes_for(size_t work_bytes);
+
 // ---- the kernel entries (one .cu each) --------------------------------------------------------
 
 // f64 (PageRank)

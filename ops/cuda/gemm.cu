@@ -13,7 +13,7 @@
 
 // The least cuBLAS workspace a stream gives the handle: with less, some routines may fail with
 // CUBLAS_STATUS_ALLOC_FAILED (cublasSetWorkspace's documentation: 16 KiB prevents it).
-#define GEMM_MIN_WORKSPACE_BYTES ((size_t)16 << 10)
+#define GEMM_MIN_WORKSPACE_BYTES SAGA_CUDA_GEMM_MIN_WORKSPACE
 
 // C = beta C over M x N (beta == 0 writes zeros without reading C): the product when K == 0 or
 // alpha == 0, which BLAS implementations treat differently, done here once for both backends'
@@ -54,8 +54,11 @@ static saga_status gemm_cublas(cublasHandle_t h, cudaStream_t stream, void *work
                                size_t workspace_bytes, const char *slot, bool trans_a, bool trans_b,
                                int M, int N, int K, float alpha, const float *A, int lda,
                                const float *B, int ldb, float beta, float *C, int ldc) {
+    // cublasSetStream also puts the handle back on cuBLAS's default workspace pool, which it
+    // keeps when the stream has no workspace to give
     SAGA_CUDA_SLOT_RETURN(slot, cublasSetStream(h, stream));
-    SAGA_CUDA_SLOT_RETURN(slot, cublasSetWorkspace(h, workspace, workspace_bytes));
+    if (workspace)
+        SAGA_CUDA_SLOT_RETURN(slot, cublasSetWorkspace(h, workspace, workspace_bytes));
     SAGA_CUDA_SLOT_RETURN(slot, cublasSgemm(h, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
                                             trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, N, M, K, &alpha, B,
                                             ldb, A, lda, &beta, C, ldc));
@@ -94,22 +97,27 @@ saga_status saga_cuda_gemm_f32(saga_stream *s, bool trans_a, bool trans_b, int64
     if (!product)
         return gemm_scale(stream, slot, M, N, beta, C, ldc);
 
-    // The workspace comes out of the budget. Where the budget has no room for the recommended
-    // size, cuBLAS gets what the stream's scratch has, at least GEMM_MIN_WORKSPACE_BYTES (it then
-    // picks algorithms that fit).
+    // The workspace comes out of the budget: the size set at open
+    // (saga_cuda_cublas_workspace_bytes, a share of the budget when there is one) when it has room,
+    // else what the stream's scratch has if that is at least GEMM_MIN_WORKSPACE_BYTES, else none of
+    // ours: cuBLAS then uses its default workspace pool, which it allocates itself, outside the
+    // budget (a product slowed or taken from the pool rather than failed).
     size_t workspace_bytes = saga_cuda_cublas_workspace_bytes(s->be);
     saga_cuda_scratch sc;
     void *workspace = nullptr;
-    st = saga_cuda_stream_workspace_try(s, slot, workspace_bytes, &sc);
+    st = workspace_bytes ? saga_cuda_stream_workspace_try(s, slot, workspace_bytes, &sc)
+                         : SAGA_ERR_BUDGET;
     if (st >= 0) {
         workspace = sc.work;
     } else if (st == SAGA_ERR_BUDGET) {
-        st = saga_cuda_stream_workspace(s, slot, GEMM_MIN_WORKSPACE_BYTES, &sc);
-        if (st < 0)
-            return st;
         size_t have = 0;
         saga_cuda_stream_work_area(s, &workspace, &have);
-        workspace_bytes = have < workspace_bytes ? have : workspace_bytes;
+        if (have < GEMM_MIN_WORKSPACE_BYTES) {
+            workspace = nullptr;
+            have = 0;
+        }
+        workspace_bytes = workspace_bytes && have > workspace_bytes ? workspace_bytes : have;
+        st = SAGA_OK;
     } else {
         return st;
     }

@@ -52,6 +52,11 @@ static constexpr size_t align_up(size_t n, size_t a) {
 static constexpr size_t FLAGS_AT = align_up((SAGA_CUDA_REDUCE_BLOCKS + 1) * sizeof(double), 256);
 static constexpr size_t WORK_AT = FLAGS_AT + align_up(SAGA_CUDA_FLAG_WORDS * 8, 256);
 
+size_t saga_cuda_scratch_bytes_for(size_t work_bytes) {
+    const size_t work = align_up(work_bytes, 256);
+    return WORK_AT + align_up(work + work / 2, 256);
+}
+
 // Replaces the stream's scratch by one of at least need bytes, reserved through the generic
 // layer so that the budget covers it: half again as much as asked where the budget has room for
 // it, so that slowly growing requests reallocate rarely, else exactly need. quiet: a budget that

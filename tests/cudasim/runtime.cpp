@@ -32,6 +32,17 @@
 #include <ucontext.h>
 #endif
 
+// Under AddressSanitizer every switch between stacks is announced, so that the sanitizer tracks
+// which stack is live (and a kernel's out-of-bounds access to device memory, a heap block with
+// red zones here, is reported).
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#include <sanitizer/common_interface_defs.h>
+#define CUDASIM_ASAN 1
+#else
+#define CUDASIM_ASAN 0
+#endif
+
 namespace cudasim {
 
 thread_local thread_state *current = nullptr;
@@ -340,6 +351,10 @@ stack get_stack() {
     if (!spare_stacks.empty()) {
         stack s = spare_stacks.back();
         spare_stacks.pop_back();
+#if CUDASIM_ASAN
+        // the frames of the thread that last ran here never returned: forget their red zones
+        __asan_unpoison_memory_region(s.base, STACK_BYTES);
+#endif
         return s;
     }
     void *p = mmap(nullptr, STACK_BYTES + GUARD_BYTES, PROT_READ | PROT_WRITE,
@@ -428,6 +443,7 @@ struct fiber {
 #else
     ucontext_t uc;
 #endif
+    void *asan_fake = nullptr; // the sanitizer's fake stack of this fiber while it is switched out
     // the warp collective this lane waits at
     uint64_t payload = 0, result = 0;
     int param = 0;
@@ -453,6 +469,10 @@ struct block_run {
     site barrier_at{};
     uint64_t rng;
     fiber *running = nullptr;
+    // the worker's own stack, as the sanitizer reports it when a fiber first starts
+    void *asan_sched_fake = nullptr;
+    const void *asan_sched_bottom = nullptr;
+    size_t asan_sched_size = 0;
 #if defined(__x86_64__)
     void *sched_sp = nullptr;
 #else
@@ -509,10 +529,16 @@ void make_ready(block_run &b, std::vector<int> &ids) {
 void yield_to_scheduler() {
     block_run &b = *cur_block;
     fiber *f = b.running;
+#if CUDASIM_ASAN
+    __sanitizer_start_switch_fiber(&f->asan_fake, b.asan_sched_bottom, b.asan_sched_size);
+#endif
 #if defined(__x86_64__)
     cudasim_ctx_switch(&f->sp, b.sched_sp);
 #else
     swapcontext(&f->uc, &b.sched_uc);
+#endif
+#if CUDASIM_ASAN
+    __sanitizer_finish_switch_fiber(f->asan_fake, &b.asan_sched_bottom, &b.asan_sched_size);
 #endif
     current = &f->ts;
 }
@@ -672,10 +698,16 @@ void run_block(const kernel_job &job, uint3 bidx, uint64_t seed) {
         }
         b.running = &f;
         current = &f.ts;
+#if CUDASIM_ASAN
+        __sanitizer_start_switch_fiber(&b.asan_sched_fake, f.stk.base, STACK_BYTES);
+#endif
 #if defined(__x86_64__)
         cudasim_ctx_switch(&b.sched_sp, f.sp);
 #else
         swapcontext(&b.sched_uc, &f.uc);
+#endif
+#if CUDASIM_ASAN
+        __sanitizer_finish_switch_fiber(b.asan_sched_fake, nullptr, nullptr);
 #endif
         if (f.state == fiber::DONE) {
             put_stack(f.stk);
@@ -844,8 +876,15 @@ using namespace cudasim;
 extern "C" void cudasim_fiber_main(void) {
     block_run &b = *cur_block;
     fiber *f = b.running;
+#if CUDASIM_ASAN
+    __sanitizer_finish_switch_fiber(nullptr, &b.asan_sched_bottom, &b.asan_sched_size);
+#endif
     b.job->body();
     f->state = fiber::DONE;
+#if CUDASIM_ASAN
+    // this stack is left for good: no fake stack to keep
+    __sanitizer_start_switch_fiber(nullptr, b.asan_sched_bottom, b.asan_sched_size);
+#endif
 #if defined(__x86_64__)
     void *dead = nullptr;
     cudasim_ctx_switch(&dead, cur_block->sched_sp);
