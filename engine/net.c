@@ -43,7 +43,11 @@ typedef struct bplan {
 
 enum { N_KEYS = SAGA_WEIGHT_COUNT * 2 };
 
-/* The destinations of one part with their in-edges and the rows those read (the halo). */
+/* The destinations of one part with their in-edges and the rows those read (the halo). The
+ * arrays the scheduler loads (off, src, edst, self_pos, toff, tdst, vout and the plans' h_off)
+ * come from saga_backend_host_alloc, for the reasons the stages' host arrays do (struct
+ * saga_net), and are freed with the sizes block_free recomputes; halo and tperm are read on the
+ * host only. */
 typedef struct nblock {
     int32_t v0, v1;
     int64_t e0, e1;
@@ -85,15 +89,16 @@ struct saga_net {
     bool streamed;
     int32_t k;
     saga_partition *part; /* NULL in memory */
-    int32_t *ids;         /* net row -> graph id (NULL: the same) */
+    int32_t *ids;         /* net row -> graph id (NULL: the same); host-allocated, n entries */
     int32_t *iota;        /* 0 .. n-1: the ids the loss sees when rows are in the graph's order */
     int64_t *h_off;       /* the placed in-CSR in the net's order */
     int32_t *h_src;
     float *h_w;
     int64_t *out_off; /* the transpose's offsets (out-degrees) */
     int64_t m;
-    float *vals[N_KEYS]; /* per (weight mode, mean): edge values in in-CSR order */
-    int32_t *eids;       /* streamed: each edge's index in the in-memory edge order */
+    /* per (weight mode, mean): edge values in in-CSR order; host-allocated, edge_bytes */
+    float *vals[N_KEYS];
+    int32_t *eids; /* streamed: each edge's index in the in-memory edge order (edge_bytes) */
     nblock *blk;
     saga_sched *sched;
     /* per stage s = 0..S and block: act[s] is stage s's input (act[S] the output). The host
@@ -118,6 +123,21 @@ static void pr_free(saga_net *n);
 static size_t host_rows_bytes(const saga_net *n, int s) {
     int64_t cols = s == 0 ? n->in_cols : n->stages[s - 1].out_cols;
     return ((size_t)n->n * (size_t)cols + 1) * sizeof(float);
+}
+
+/* Bytes of a host array of one 4-byte value per edge (one more when there are none). */
+static size_t edge_bytes(int64_t m) {
+    return (m ? (size_t)m : 1) * 4;
+}
+
+/* An array of count entries of size bytes from the backend's host allocator (pinned on CUDA):
+ * the host side of a scheduler block, which its copy stream reads asynchronously. */
+static saga_status host_array(saga_net *n, void **out, size_t count, size_t size,
+                              const char *what) {
+    if (size && count > SIZE_MAX / size)
+        return saga_error(SAGA_ERR_OUT_OF_MEMORY, "saga_net: %s: %zu entries of %zu bytes", what,
+                          count, size);
+    return saga_backend_host_alloc(n->be, out, count * size);
 }
 
 static int key_of(saga_edge_weight w, bool mean) {
@@ -261,20 +281,24 @@ fail:
     return st;
 }
 
-static void block_free(nblock *b) {
+/* Frees block b's arrays; the host-allocated ones with the sizes block_build, block_transpose
+ * and block_plan gave them. */
+static void block_free(saga_net *n, nblock *b) {
+    size_t P = (size_t)(b->v1 - b->v0), m1 = edge_bytes(b->e1 - b->e0);
     saga_free(b->halo);
-    saga_free(b->self_pos);
-    saga_free(b->off);
-    saga_free(b->src);
-    saga_free(b->edst);
-    saga_free(b->toff);
-    saga_free(b->tdst);
+    saga_backend_host_free(n->be, b->self_pos, (P ? P : 1) * sizeof(int32_t));
+    saga_backend_host_free(n->be, b->off, (P + 1) * sizeof(int64_t));
+    saga_backend_host_free(n->be, b->src, m1);
+    saga_backend_host_free(n->be, b->edst, m1);
+    saga_backend_host_free(n->be, b->toff, ((size_t)b->n_halo + 1) * sizeof(int64_t));
+    saga_backend_host_free(n->be, b->tdst, m1);
     saga_free(b->tperm);
     for (int i = 0; i < N_KEYS; i++)
-        saga_free(b->vout[i]);
+        saga_backend_host_free(n->be, b->vout[i], m1);
     for (int i = 0; i < b->n_plans; i++) {
         saga_free(b->plans[i].v0);
-        saga_free(b->plans[i].h_off);
+        saga_backend_host_free(n->be, b->plans[i].h_off,
+                               (P + (size_t)b->plans[i].n_batches) * sizeof(int64_t));
     }
     saga_free(b->plans);
 }
@@ -288,11 +312,11 @@ static void unprepare(saga_net *n) {
     saga_sched_free(&n->sched);
     if (n->blk)
         for (int32_t d = 0; d < n->k; d++)
-            block_free(&n->blk[d]);
+            block_free(n, &n->blk[d]);
     saga_free(n->blk);
     n->blk = NULL;
     for (int i = 0; i < N_KEYS; i++) {
-        saga_free(n->vals[i]);
+        saga_backend_host_free(n->be, n->vals[i], edge_bytes(n->m));
         n->vals[i] = NULL;
     }
     saga_blk ***tabs[] = {n->act, n->halo, n->grad, n->gin, n->ghalo, n->saved};
@@ -324,7 +348,7 @@ static void unprepare(saga_net *n) {
         saga_free(hosts[t]);
     }
     n->act_host = n->grad_host = n->saved_host = NULL;
-    saga_free(n->eids);
+    saga_backend_host_free(n->be, n->eids, edge_bytes(n->m));
     n->eids = NULL;
     saga_free(n->h_off);
     saga_free(n->h_src);
@@ -334,6 +358,7 @@ static void unprepare(saga_net *n) {
     n->h_src = NULL;
     n->h_w = NULL;
     saga_partition_free(&n->part);
+    saga_backend_host_free(n->be, n->ids, (size_t)n->n * sizeof(int32_t));
     n->ids = NULL;
     saga_free(n->iota);
     n->iota = NULL;
@@ -363,9 +388,9 @@ static saga_status block_build(saga_net *n, nblock *b, int32_t v0, int32_t v1, b
     b->e1 = n->h_off[v1];
     int64_t mb = b->e1 - b->e0;
     size_t m1 = mb ? (size_t)mb : 1;
-    SAGA_TRY(saga_alloc_array((void **)&b->off, (size_t)P + 1, sizeof(int64_t), "block offsets"));
-    SAGA_TRY(saga_alloc_array((void **)&b->src, m1, sizeof(int32_t), "block sources"));
-    SAGA_TRY(saga_alloc_array((void **)&b->edst, m1, sizeof(int32_t), "block destinations"));
+    SAGA_TRY(host_array(n, (void **)&b->off, (size_t)P + 1, sizeof(int64_t), "block offsets"));
+    SAGA_TRY(host_array(n, (void **)&b->src, m1, sizeof(int32_t), "block sources"));
+    SAGA_TRY(host_array(n, (void **)&b->edst, m1, sizeof(int32_t), "block destinations"));
     for (int32_t i = 0; i <= P; i++)
         b->off[i] = n->h_off[v0 + i] - b->e0;
     for (int32_t i = 0; i < P; i++)
@@ -399,8 +424,8 @@ static saga_status block_build(saga_net *n, nblock *b, int32_t v0, int32_t v1, b
                 pos[u] = j, h[j++] = u;
         b->halo = h;
         b->n_halo = nh;
-        SAGA_TRY(saga_alloc_array((void **)&b->self_pos, P ? (size_t)P : 1, sizeof(int32_t),
-                                  "block rows"));
+        SAGA_TRY(
+            host_array(n, (void **)&b->self_pos, P ? (size_t)P : 1, sizeof(int32_t), "block rows"));
         for (int32_t i = 0; i < P; i++)
             b->self_pos[i] = pos[v0 + i];
         for (int64_t k = 0; k < mb; k++)
@@ -414,13 +439,14 @@ fail:
 }
 
 /* The transpose of block b (for fused backward passes) and its edge values. */
-static saga_status block_transpose(nblock *b) {
+static saga_status block_transpose(saga_net *n, nblock *b) {
     saga_status st = SAGA_OK;
     int64_t mb = b->e1 - b->e0;
     size_t m1 = mb ? (size_t)mb : 1;
-    SAGA_TRY(saga_alloc_zeroed((void **)&b->toff, (size_t)b->n_halo + 1, sizeof(int64_t),
-                               "block transpose"));
-    SAGA_TRY(saga_alloc_array((void **)&b->tdst, m1, sizeof(int32_t), "block transpose"));
+    SAGA_TRY(host_array(n, (void **)&b->toff, (size_t)b->n_halo + 1, sizeof(int64_t),
+                        "block transpose"));
+    memset(b->toff, 0, ((size_t)b->n_halo + 1) * sizeof(int64_t));
+    SAGA_TRY(host_array(n, (void **)&b->tdst, m1, sizeof(int32_t), "block transpose"));
     SAGA_TRY(saga_alloc_array((void **)&b->tperm, m1, sizeof(int64_t), "block transpose"));
     for (int64_t k = 0; k < mb; k++)
         b->toff[b->src[k] + 1]++;
@@ -466,8 +492,8 @@ static saga_status block_plan(saga_net *n, nblock *b, int64_t max_edges, bplan *
     int64_t nb = saga_prog_cut_batches(P, b->off, max_edges, p->v0);
     p->n_batches = nb;
     if (nb > 1) {
-        SAGA_TRY(saga_alloc_array((void **)&p->h_off, (size_t)P + (size_t)nb, sizeof(int64_t),
-                                  "batch offsets"));
+        SAGA_TRY(host_array(n, (void **)&p->h_off, (size_t)P + (size_t)nb, sizeof(int64_t),
+                            "batch offsets"));
         saga_prog_batch_offsets(b->off, nb, p->v0, p->h_off);
         p->b_off = saga_sched_block(n->sched, ((size_t)P + (size_t)nb) * sizeof(int64_t),
                                     SAGA_BLK_INPUT, "batch plan");
@@ -514,7 +540,7 @@ static saga_status block_blocks(saga_net *n, nblock *b, const stage *s) {
         goto oom;
     if (fused) {
         if (!b->toff)
-            SAGA_TRY(block_transpose(b));
+            SAGA_TRY(block_transpose(n, b));
         if (!b->b_toff &&
             !(b->b_toff = input_block(n, b->toff, ((size_t)b->n_halo + 1) * sizeof(int64_t),
                                       "tile transpose")))
@@ -523,8 +549,8 @@ static saga_status block_blocks(saga_net *n, nblock *b, const stage *s) {
             !(b->b_tdst = input_block(n, b->tdst, mb * sizeof(int32_t), "tile transpose")))
             goto oom;
         if (!ones && !b->vout[key]) {
-            SAGA_TRY(saga_alloc_array((void **)&b->vout[key], mb ? mb : 1, sizeof(float),
-                                      "tile weights"));
+            SAGA_TRY(
+                host_array(n, (void **)&b->vout[key], mb ? mb : 1, sizeof(float), "tile weights"));
             for (size_t q = 0; q < mb; q++)
                 b->vout[key][q] = n->vals[key][b->e0 + b->tperm[q]];
             if (!(b->b_vout[key] =
@@ -575,8 +601,7 @@ static saga_status place(saga_net *n, const saga_graph *g) {
         int key = key_of(sg->p.edge_weight, mean);
         if ((sg->p.edge_weight == SAGA_WEIGHT_NONE && !mean) || n->vals[key])
             continue;
-        SAGA_TRY(saga_alloc_array((void **)&n->vals[key], n->m ? (size_t)n->m : 1, sizeof(float),
-                                  "edge values"));
+        SAGA_TRY(host_array(n, (void **)&n->vals[key], edge_bytes(n->m), 1, "edge values"));
         saga_edge_values(n->n, n->h_off, n->h_src, n->h_w, n->out_off, sg->p.edge_weight, mean,
                          n->vals[key]);
     }
@@ -799,7 +824,7 @@ static saga_status edge_ids(saga_net *n) {
                                &w, &m));
     SAGA_CHECK(m == n->m, SAGA_ERR_INTERNAL, "saga_net: %lld edges placed, %lld renumbered",
                (long long)m, (long long)n->m);
-    SAGA_TRY(saga_alloc_array((void **)&n->eids, m ? (size_t)m : 1, sizeof(int32_t), "edge ids"));
+    SAGA_TRY(host_array(n, (void **)&n->eids, edge_bytes(m), 1, "edge ids"));
     for (int32_t v2 = 0; v2 < n->n; v2++) {
         int32_t v = n->ids[v2];
         int64_t lo = off[v], hi = off[v + 1], run = 0;
@@ -876,7 +901,9 @@ static saga_status prepare(saga_net *n, bool train) {
             po.balance_edges = true; /* a block's size follows its in-edges */
             SAGA_TRY(saga_partition_graph(&n->part, n->g_user, k, &po));
             SAGA_TRY(saga_graph_permute(&g, n->g_user, n->part->perm));
-            n->ids = n->part->perm;
+            /* a copy of the permutation the scheduler can load the ids from */
+            SAGA_TRY(host_array(n, (void **)&n->ids, (size_t)n->n, sizeof(int32_t), "vertex ids"));
+            memcpy(n->ids, n->part->perm, (size_t)n->n * sizeof(int32_t));
         }
         SAGA_TRY(build_blocks(n, g ? g : n->g_user, k));
         size_t need = step_estimate(n, true, NULL);

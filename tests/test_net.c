@@ -347,19 +347,21 @@ static size_t host_pinned(const saga_backend *be) {
     return bs.host_pinned_bytes;
 }
 
-/* A streamed net's host arrays that the scheduler copies to and from on its copy stream (the
- * activations and gradients of every stage's input, the saved values offloaded for the program
- * stages) come from the backend's host allocator, pinned on CUDA, where a copy to pageable
- * memory does not overlap and one from it reads the data before the copy stream's host
- * functions have written it; they go back to that allocator with the net. The first stage is a
- * program, so that the net's input has saved values too. */
-static void test_net_streamed_host_arrays_pinned(void **state) {
-    (void)state;
+/* A net's host arrays that the scheduler copies to and from on its copy stream (the
+ * activations of every stage's input, their gradients when streamed, the saved values
+ * offloaded for the program stages) come from the backend's host allocator, pinned on CUDA,
+ * where a copy to pageable memory does not overlap and one from it reads the data before the
+ * copy stream's host functions have written it; so do the graph's tiles the scheduler loads.
+ * All go back to that allocator with the net. The first stage is a program, so that the net's
+ * input has saved values too. Streamed under a quarter of the in-memory peak, or in memory
+ * (where no block is packed, so the scheduler holds no staging buffers and the bound is tight).
+ */
+static void check_host_arrays_pinned(bool streamed) {
     run_out mem;
     run_model(&mem, &GCN, 0, SAGA_EXEC_MEMORY, 0, SAGA_PARTITION_METIS, SAGA_SAVED_OFFLOAD);
     test_free(mem.out);
     saga_backend_params bp = saga_backend_params_defaults();
-    bp.budget_bytes = mem.peak / 4;
+    bp.budget_bytes = streamed ? mem.peak / 4 : 0;
     saga_backend *be = NULL;
     assert_int_equal(saga_backend_cpu_new(&be, &bp), SAGA_OK);
     saga_ctx *c = NULL;
@@ -375,6 +377,7 @@ static void test_net_streamed_host_arrays_pinned(void **state) {
     l2.b = saga_model_param(m, "b2", 1, D.C, SAGA_INIT_ZEROS, 0);
     assert_non_null(l2.b);
     saga_net_opts no = saga_net_opts_defaults();
+    no.exec = streamed ? SAGA_EXEC_AUTO : SAGA_EXEC_MEMORY;
     no.saved = SAGA_SAVED_OFFLOAD;
     no.self_loops = SAGA_DGRAPH_SELF_LOOPS_ADD;
     saga_net *net = NULL;
@@ -394,22 +397,35 @@ static void test_net_streamed_host_arrays_pinned(void **state) {
         fail_msg("train step: %s", saga_last_error());
     saga_net_stats ns;
     saga_net_get_stats(net, &ns);
-    assert_true(ns.streamed);
-    assert_true(ns.parts > 1);
-    /* stage inputs 1..5 are F, H, H, C, C wide, each with activations and gradients; the
-     * three program stages (inputs 0, 2 and 4) offload their saved inputs */
+    assert_true(ns.streamed == streamed);
+    assert_true(streamed ? ns.parts > 1 : ns.parts == 1);
+    /* stage inputs 1..5 are F, H, H, C, C wide, each with activations (and gradients when
+     * streamed); the three program stages (inputs 0, 2 and 4) offload their saved inputs */
     size_t row = sizeof(float) * (size_t)D.n;
-    size_t want = 2 * row * (size_t)(D.F + 2 * H + 2 * D.C) + row * (size_t)(D.F + H + D.C);
+    size_t want =
+        (streamed ? 2 : 1) * row * (size_t)(D.F + 2 * H + 2 * D.C) + row * (size_t)(D.F + H + D.C);
+    /* and the tiles of the graph the scheduler loads: at least each edge's source */
+    size_t edges = (size_t)saga_graph_n_edges(D.g) * sizeof(int32_t);
     size_t held = host_pinned(be) - input;
-    if (held < want)
-        fail_msg("the streamed net holds %zu bytes from the host allocator besides its input, "
-                 "its activation, gradient and saved arrays are %zu",
-                 held, want);
+    if (held < want + edges)
+        fail_msg("the %s net holds %zu bytes from the host allocator besides its input, its "
+                 "activation, gradient and saved arrays are %zu, the edges' sources %zu",
+                 streamed ? "streamed" : "in-memory", held, want, edges);
     saga_net_free(&net);
     assert_int_equal(host_pinned(be), 0);
     saga_model_free(&m);
     saga_ctx_free(&c);
     saga_backend_free_all(&be);
+}
+
+static void test_net_streamed_host_arrays_pinned(void **state) {
+    (void)state;
+    check_host_arrays_pinned(true);
+}
+
+static void test_net_memory_host_arrays_pinned(void **state) {
+    (void)state;
+    check_host_arrays_pinned(false);
 }
 
 static void test_net_budget_too_small(void **state) {
@@ -494,13 +510,16 @@ static size_t pagerank_net(size_t budget, saga_partition_method pm, double *rank
     assert_int_equal(iters, 30);
     saga_net_get_stats(net, st);
     /* the five f64 vectors the scheduler copies (1 / out-degree, sinks, two of ranks,
-     * contributions) come from the host allocator, pinned on CUDA, and go back with the net */
+     * contributions) and the parts' tiles it loads (their offsets and each edge's source) come
+     * from the host allocator, pinned on CUDA, and go back with the net */
     saga_backend_stats bs;
     saga_backend_get_stats(be, &bs);
-    if (bs.host_pinned_bytes < 5 * (size_t)D.n * sizeof(double))
+    size_t vectors = 5 * (size_t)D.n * sizeof(double);
+    size_t edges = (size_t)saga_graph_n_edges(D.g) * sizeof(int32_t);
+    if (bs.host_pinned_bytes < vectors + edges)
         fail_msg("pagerank with budget %zu: %zu bytes from the host allocator, the vectors are "
-                 "%zu",
-                 budget, bs.host_pinned_bytes, 5 * (size_t)D.n * sizeof(double));
+                 "%zu and the edges' sources %zu",
+                 budget, bs.host_pinned_bytes, vectors, edges);
     saga_net_free(&net);
     saga_backend_get_stats(be, &bs);
     assert_int_equal(bs.host_pinned_bytes, 0);
@@ -556,6 +575,7 @@ int main(void) {
         cmocka_unit_test(test_net_memory_equals_program_run),
         cmocka_unit_test(test_net_metis_moves_fewer_bytes),
         cmocka_unit_test(test_net_streamed_host_arrays_pinned),
+        cmocka_unit_test(test_net_memory_host_arrays_pinned),
         cmocka_unit_test(test_net_budget_too_small),
         cmocka_unit_test(test_net_pagerank_streamed_equals_memory),
     };
