@@ -420,6 +420,15 @@ static void test_cuda_backend_budget_covers_cache_and_scratch(void **state) {
     saga_backend_get_stats(be, &st);
     print_message("reserved with no budget after a product: %zu bytes\n", st.reserved_bytes);
     assert_true(st.reserved_bytes >= 4 * MiB);
+    /* SAGA_TEST_CUBLAS_WORKSPACE_MIB, where the device's compute capability is known (the CUDA
+     * simulator's tests set it with SAGA_CUDASIM_CC): the workspace cuBLAS recommends for it,
+     * 32 MiB from Hopper on, 4 MiB before */
+    const char *want = getenv("SAGA_TEST_CUBLAS_WORKSPACE_MIB");
+    if (want && *want) {
+        const size_t ws = (size_t)strtoull(want, NULL, 10) * MiB;
+        assert_true(st.reserved_bytes >= ws);
+        assert_true(st.reserved_bytes < 2 * ws);
+    }
     assert_true(st.held_peak_bytes >= st.reserved_bytes);
     saga_backend_free_all(&be);
 }
