@@ -44,7 +44,8 @@ static const cli_opt mlp_opts[] = {
                      "backend of its own with 1/S of the threads."},
     {"device-mem", 0, "SIZE", NULL,
      "Device memory for the network, per stage (512K, 8M, ...; default: an eighth of the "
-     "parameters plus Adam's two moments, shared among the stages)."},
+     "parameters plus Adam's two moments, shared among the stages, plus what a GPU keeps for its "
+     "own scratch)."},
     {"seed", 0, "N", "1", "Seed of the teacher, the data and the initial weights."},
     {"stats", 0, NULL, NULL,
      "Report the plan, the bytes moved per step each way, the peak device memory and the share "
@@ -296,7 +297,8 @@ static int mlp_main(int argc, char **argv) {
     for (int64_t l = 0; l < layers; l++)
         n_params += (int64_t)widths[l] * widths[l + 1] + widths[l + 1];
     size_t state_bytes = 3 * (size_t)n_params * sizeof(float); /* weights and two moments */
-    if (!device_mem)
+    bool default_mem = !device_mem;
+    if (default_mem)
         device_mem = state_bytes / 8 / (size_t)stages;
 
     saga_mlp_params p = saga_mlp_params_defaults();
@@ -311,7 +313,22 @@ static int mlp_main(int argc, char **argv) {
     p.n_stages = (int32_t)stages;
     p.stage_backends = stages > 1 ? bes : NULL;
     p.pipe = pipe;
-    if (open_stages(device, stages, device_mem, bes) < 0 || saga_mlp_new(&m, bes[0], &p) < 0)
+    if (open_stages(device, stages, device_mem, bes) < 0)
+        goto fail;
+    if (default_mem) {
+        /* the default budget is the network's share; a device that keeps part of its budget for
+         * its own work (a GPU's scratch) gets that on top */
+        saga_backend_stats bs;
+        saga_backend_get_stats(bes[0], &bs);
+        if (bs.work_reserve_bytes) {
+            for (int64_t q = 0; q < stages; q++)
+                saga_backend_free_all(&bes[q]);
+            device_mem += bs.work_reserve_bytes;
+            if (open_stages(device, stages, device_mem, bes) < 0)
+                goto fail;
+        }
+    }
+    if (saga_mlp_new(&m, bes[0], &p) < 0)
         goto fail;
     size_t total_mem = device_mem * (size_t)stages;
     cli_say(&c,

@@ -269,6 +269,23 @@ static saga_status cuda_stream_new(saga_backend *be, saga_stream *s) {
     return SAGA_OK;
 }
 
+static void cuda_stream_free(saga_stream *s);
+
+// Under a budget the default stream, where the executors' kernels run, takes its scratch (the
+// reductions' partials and flags) when the backend opens: first, before any planner or scheduler
+// fills the budget, so that a reduction never finds the room its scratch needs taken by blocks
+// (whose size classes may pass a planner's estimate; the scheduler evicts for those).
+static saga_status cuda_default_stream_new(saga_backend *be, saga_stream *s) {
+    saga_status st = cuda_stream_new(be, s);
+    if (st < 0 || s != &be->default_stream || be->params.budget_bytes == 0)
+        return st;
+    saga_cuda_scratch sc;
+    st = saga_cuda_stream_workspace(s, "the default stream", 0, &sc);
+    if (st < 0)
+        cuda_stream_free(s);
+    return st;
+}
+
 static void cuda_stream_free(saga_stream *s) {
     saga_cuda_stream *cs = static_cast<saga_cuda_stream *>(s->impl);
     if (!cs)
@@ -547,7 +564,7 @@ static const saga_backend_iface cuda_iface = {
     /* free */ cuda_free,
     /* host_alloc */ cuda_host_alloc,
     /* host_free */ cuda_host_free,
-    /* stream_new */ cuda_stream_new,
+    /* stream_new */ cuda_default_stream_new,
     /* stream_free */ cuda_stream_free,
     /* stream_sync */ cuda_stream_sync,
     /* stream_wait_event */ cuda_stream_wait_event,
