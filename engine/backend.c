@@ -434,20 +434,27 @@ fail:
     return st;
 }
 
-void saga_backend_free(saga_backend *be, void *ptr, size_t bytes) {
-    if (!be || !ptr)
-        return;
+/* Frees ptr (bytes as requested) and takes its charge off *counter (in_use or reserved), logging
+ * an error, not underflowing, when the counter holds less. */
+static void give_back(saga_backend *be, void *ptr, size_t bytes, size_t *counter,
+                      const char *counter_name) {
     lock(be);
     const size_t charge = charge_of(be, bytes);
-    if (charge > be->in_use) {
-        saga_log(SAGA_LOG_ERROR, "backend %s: freeing %zu bytes with only %zu in use", be->name,
-                 charge, be->in_use);
-        be->in_use = 0;
+    if (charge > *counter) {
+        saga_log(SAGA_LOG_ERROR, "backend %s: giving back %zu bytes with only %zu %s", be->name,
+                 charge, *counter, counter_name);
+        *counter = 0;
     } else {
-        be->in_use -= charge;
+        *counter -= charge;
     }
     be->iface->free(be, ptr, bytes);
     unlock(be);
+}
+
+void saga_backend_free(saga_backend *be, void *ptr, size_t bytes) {
+    if (!be || !ptr)
+        return;
+    give_back(be, ptr, bytes, &be->in_use, "in use");
 }
 
 saga_status saga_backend_reserve(saga_backend *be, void **out, size_t bytes, const char *what) {
@@ -481,17 +488,7 @@ fail:
 void saga_backend_unreserve(saga_backend *be, void *ptr, size_t bytes) {
     if (!be || !ptr)
         return;
-    lock(be);
-    const size_t charge = charge_of(be, bytes);
-    if (charge > be->reserved) {
-        saga_log(SAGA_LOG_ERROR, "backend %s: giving back %zu reserved bytes of %zu", be->name,
-                 charge, be->reserved);
-        be->reserved = 0;
-    } else {
-        be->reserved -= charge;
-    }
-    be->iface->free(be, ptr, bytes);
-    unlock(be);
+    give_back(be, ptr, bytes, &be->reserved, "reserved");
 }
 
 saga_status saga_backend_host_alloc(saga_backend *be, void **out, size_t bytes) {
