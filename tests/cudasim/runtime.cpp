@@ -28,7 +28,12 @@
 #include <unistd.h>
 #include <vector>
 
-#if !defined(__x86_64__)
+// The fibers switch with a few instructions of assembly on x86-64, with ucontext elsewhere (and
+// where CUDASIM_UCONTEXT is defined, to test that path).
+#if defined(__x86_64__) && !defined(CUDASIM_UCONTEXT)
+#define CUDASIM_ASM_SWITCH 1
+#else
+#define CUDASIM_ASM_SWITCH 0
 #include <ucontext.h>
 #endif
 
@@ -374,7 +379,7 @@ void put_stack(stack s) {
 
 extern "C" void cudasim_fiber_main(void);
 
-#if defined(__x86_64__)
+#if CUDASIM_ASM_SWITCH
 // cudasim_ctx_switch(&save, to): saves the callee-saved registers, the SSE and x87 control words
 // and the stack pointer into *save, then resumes the context whose stack pointer is to. A new
 // context starts in cudasim_fiber_start, which calls cudasim_fiber_main on an aligned stack.
@@ -438,7 +443,7 @@ struct fiber {
     enum { NEW, READY, WAITING, DONE } state = NEW;
     bool has_stack = false;
     stack stk{};
-#if defined(__x86_64__)
+#if CUDASIM_ASM_SWITCH
     void *sp = nullptr;
 #else
     ucontext_t uc;
@@ -473,7 +478,7 @@ struct block_run {
     void *asan_sched_fake = nullptr;
     const void *asan_sched_bottom = nullptr;
     size_t asan_sched_size = 0;
-#if defined(__x86_64__)
+#if CUDASIM_ASM_SWITCH
     void *sched_sp = nullptr;
 #else
     ucontext_t sched_uc;
@@ -532,7 +537,7 @@ void yield_to_scheduler() {
 #if CUDASIM_ASAN
     __sanitizer_start_switch_fiber(&f->asan_fake, b.asan_sched_bottom, b.asan_sched_size);
 #endif
-#if defined(__x86_64__)
+#if CUDASIM_ASM_SWITCH
     cudasim_ctx_switch(&f->sp, b.sched_sp);
 #else
     swapcontext(&f->uc, &b.sched_uc);
@@ -675,7 +680,7 @@ void run_block(const kernel_job &job, uint3 bidx, uint64_t seed) {
         if (!f.has_stack) {
             f.stk = get_stack();
             f.has_stack = true;
-#if defined(__x86_64__)
+#if CUDASIM_ASM_SWITCH
             // the frame cudasim_ctx_switch pops: control words, r15..rbp, then the return address
             uint64_t *top = reinterpret_cast<uint64_t *>(f.stk.base + STACK_BYTES);
             uint64_t *sp = top - 8;
@@ -701,7 +706,7 @@ void run_block(const kernel_job &job, uint3 bidx, uint64_t seed) {
 #if CUDASIM_ASAN
         __sanitizer_start_switch_fiber(&b.asan_sched_fake, f.stk.base, STACK_BYTES);
 #endif
-#if defined(__x86_64__)
+#if CUDASIM_ASM_SWITCH
         cudasim_ctx_switch(&b.sched_sp, f.sp);
 #else
         swapcontext(&b.sched_uc, &f.uc);
@@ -885,7 +890,7 @@ extern "C" void cudasim_fiber_main(void) {
     // this stack is left for good: no fake stack to keep
     __sanitizer_start_switch_fiber(nullptr, b.asan_sched_bottom, b.asan_sched_size);
 #endif
-#if defined(__x86_64__)
+#if CUDASIM_ASM_SWITCH
     void *dead = nullptr;
     cudasim_ctx_switch(&dead, cur_block->sched_sp);
 #else
