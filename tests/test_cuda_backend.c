@@ -442,6 +442,47 @@ static void test_cuda_backend_budget_covers_cache_and_scratch(void **state) {
     saga_backend_free_all(&be);
 }
 
+/* A product whose cuBLAS workspace finds no room in the budget runs without it, and the default
+ * stream keeps the scratch (partials and flags) it reserved when the backend opened: a later
+ * reduction must not find that room taken. */
+static void test_cuda_backend_full_budget_keeps_scratch(void **state) {
+    (void)state;
+    enum { CHUNK = 4096, SPARE = 8192, MAX_CHUNKS = 4096 };
+    saga_backend_params p = saga_backend_params_defaults();
+    p.budget_bytes = (size_t)8 << 20; /* a cuBLAS workspace share of 32 KiB */
+    saga_backend *be = NULL;
+    assert_int_equal(saga_backend_cuda_new(&be, 0, &p), SAGA_OK);
+    saga_backend_stats st;
+    saga_backend_get_stats(be, &st);
+    const size_t reserved = st.reserved_bytes;
+    assert_true(reserved > 0);
+    /* fill the budget but for a few KiB: room for the product's matrices, not its workspace */
+    static void *chunks[MAX_CHUNKS];
+    int n = 0;
+    for (;;) {
+        saga_backend_get_stats(be, &st);
+        if (p.budget_bytes - st.in_use_bytes - st.reserved_bytes < SPARE + CHUNK)
+            break;
+        assert_true(n < MAX_CHUNKS);
+        assert_int_equal(saga_backend_alloc(be, &chunks[n++], CHUNK), SAGA_OK);
+    }
+    gemm_exact(be, 8, 8, 8);
+    saga_backend_get_stats(be, &st);
+    assert_int_equal(st.reserved_bytes, reserved);
+    /* and a reduction still has its partials */
+    float *x = NULL;
+    double sum = 0.0;
+    assert_int_equal(saga_backend_alloc(be, (void **)&x, 1000 * sizeof(float)), SAGA_OK);
+    assert_int_equal(be->kernels->fill_f32(saga_backend_default_stream(be), x, 1000, 0.25f),
+                     SAGA_OK);
+    assert_int_equal(be->kernels->sum_f32(saga_backend_default_stream(be), 1000, x, &sum), SAGA_OK);
+    assert_true(sum == 250.0);
+    saga_backend_free(be, x, 1000 * sizeof(float));
+    for (int i = 0; i < n; i++)
+        saga_backend_free(be, chunks[i], CHUNK);
+    saga_backend_free_all(&be);
+}
+
 static void test_cuda_backend_tensors(void **state) {
     (void)state;
     saga_tensor *t = NULL;
@@ -1934,6 +1975,7 @@ int main(void) {
         cmocka_unit_test(test_cuda_backend_spmv_matches_cpu),
         cmocka_unit_test(test_cuda_backend_budget_and_cache),
         cmocka_unit_test(test_cuda_backend_budget_covers_cache_and_scratch),
+        cmocka_unit_test(test_cuda_backend_full_budget_keeps_scratch),
         cmocka_unit_test(test_cuda_backend_tensors),
         cmocka_unit_test(test_cuda_backend_async_copies_with_events),
         cmocka_unit_test(test_cuda_backend_host_fn_and_elapsed),

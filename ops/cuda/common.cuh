@@ -191,8 +191,8 @@ struct saga_cuda_scratch {
 saga_status saga_cuda_stream_workspace(saga_stream *s, const char *slot, size_t work_bytes,
                                        saga_cuda_scratch *out);
 // saga_cuda_stream_workspace for a caller that can make do without the workspace: when the
-// budget has no room for it, SAGA_ERR_BUDGET with no message set (and the stream left with no
-// scratch, which the next call makes again). The stream remembers the refusal: a later request
+// budget has no room for it beside the stream's current scratch, SAGA_ERR_BUDGET with no message
+// set, and the stream keeps the scratch it had. The stream remembers the refusal: a later request
 // at least as large is refused at once, for the stream's life.
 saga_status saga_cuda_stream_workspace_try(saga_stream *s, const char *slot, size_t work_bytes,
                                            saga_cuda_scratch *out);

@@ -57,33 +57,51 @@ size_t saga_cuda_scratch_bytes_for(size_t work_bytes) {
     return WORK_AT + align_up(work + work / 2, 256);
 }
 
-// Replaces the stream's scratch by one of at least need bytes, reserved through the generic
-// layer so that the budget covers it: half again as much as asked where the budget has room for
-// it, so that slowly growing requests reallocate rarely, else exactly need. quiet: a budget that
-// has no room for need is SAGA_ERR_BUDGET with no message. On failure the stream has no scratch.
+// Reserves a scratch of at least need bytes through the generic layer, so that the budget covers
+// it: half again as much as asked where the budget has room for it, so that slowly growing
+// requests reallocate rarely, else exactly need. quiet: no room is SAGA_ERR_BUDGET with no message.
+static saga_status scratch_reserve(saga_stream *s, const char *slot, size_t need, bool quiet,
+                                   void **p, size_t *bytes) {
+    if (need - WORK_AT <= (SIZE_MAX - need) / 2 && need > WORK_AT) {
+        *bytes = align_up(need + (need - WORK_AT) / 2, 256);
+        if (saga_cuda_host->reserve(s->be, p, *bytes, nullptr) >= 0)
+            return SAGA_OK;
+    }
+    char what[80];
+    snprintf(what, sizeof what, "%s scratch", slot);
+    *bytes = need;
+    return saga_cuda_host->reserve(s->be, p, need, quiet ? nullptr : what);
+}
+
+// Replaces the stream's scratch by one of at least need bytes (scratch_reserve). A request that
+// must succeed (!quiet) gives the old scratch back first, so that its room counts for the new one,
+// and leaves the stream with none when even that does not fit. A request that can do without
+// (quiet) keeps the old scratch unless the new one fits beside it: the partials and flags that
+// every reduction needs, reserved when the backend opened, are never given up for a workspace.
 static saga_status scratch_grow(saga_stream *s, saga_cuda_stream *cs, const char *slot, size_t need,
                                 bool quiet) {
     SAGA_CUDA_SLOT_RETURN(slot, cudaSetDevice(cs->device));
+    void *p = nullptr;
+    size_t bytes = 0;
+    if (quiet) {
+        saga_status st = scratch_reserve(s, slot, need, true, &p, &bytes);
+        if (st < 0)
+            return st;
+    }
     if (cs->d_scratch) {
         // Kernels queued on the stream may still read or write the old buffer.
-        SAGA_CUDA_SLOT_RETURN(slot, cudaStreamSynchronize(cs->stream));
-        // given back first, so that its room counts for the new one
+        saga_status st = saga_cuda_slot_check(slot, cudaStreamSynchronize(cs->stream),
+                                              "cudaStreamSynchronize", __FILE__, __LINE__);
+        if (st < 0) {
+            saga_cuda_host->unreserve(s->be, p, bytes);
+            return st;
+        }
         saga_cuda_host->unreserve(s->be, cs->d_scratch, cs->scratch_bytes);
         cs->d_scratch = nullptr;
         cs->scratch_bytes = 0;
     }
-    void *p = nullptr;
-    saga_status st = SAGA_ERR_BUDGET;
-    size_t bytes = need;
-    if (need - WORK_AT <= (SIZE_MAX - need) / 2 && need > WORK_AT) {
-        bytes = align_up(need + (need - WORK_AT) / 2, 256);
-        st = saga_cuda_host->reserve(s->be, &p, bytes, nullptr);
-    }
-    if (st < 0) {
-        char what[80];
-        snprintf(what, sizeof what, "%s scratch", slot);
-        bytes = need;
-        st = saga_cuda_host->reserve(s->be, &p, bytes, quiet ? nullptr : what);
+    if (!quiet) {
+        saga_status st = scratch_reserve(s, slot, need, false, &p, &bytes);
         if (st < 0)
             return st;
     }
