@@ -434,27 +434,25 @@ fail:
     return st;
 }
 
-/* Frees ptr (bytes as requested) and takes its charge off *counter (in_use or reserved), logging
- * an error, not underflowing, when the counter holds less. */
-static void give_back(saga_backend *be, void *ptr, size_t bytes, size_t *counter,
-                      const char *counter_name) {
-    lock(be);
-    const size_t charge = charge_of(be, bytes);
-    if (charge > *counter) {
+/* Takes bytes off *counter (in_use, reserved or host_pinned), logging an error, not underflowing,
+ * when the counter holds less. Under the lock. */
+static void uncount(saga_backend *be, size_t *counter, size_t bytes, const char *counter_name) {
+    if (bytes > *counter) {
         saga_log(SAGA_LOG_ERROR, "backend %s: giving back %zu bytes with only %zu %s", be->name,
-                 charge, *counter, counter_name);
+                 bytes, *counter, counter_name);
         *counter = 0;
     } else {
-        *counter -= charge;
+        *counter -= bytes;
     }
-    be->iface->free(be, ptr, bytes);
-    unlock(be);
 }
 
 void saga_backend_free(saga_backend *be, void *ptr, size_t bytes) {
     if (!be || !ptr)
         return;
-    give_back(be, ptr, bytes, &be->in_use, "in use");
+    lock(be);
+    uncount(be, &be->in_use, charge_of(be, bytes), "in use");
+    be->iface->free(be, ptr, bytes);
+    unlock(be);
 }
 
 saga_status saga_backend_reserve(saga_backend *be, void **out, size_t bytes, const char *what) {
@@ -488,7 +486,10 @@ fail:
 void saga_backend_unreserve(saga_backend *be, void *ptr, size_t bytes) {
     if (!be || !ptr)
         return;
-    give_back(be, ptr, bytes, &be->reserved, "reserved");
+    lock(be);
+    uncount(be, &be->reserved, charge_of(be, bytes), "reserved");
+    be->iface->free(be, ptr, bytes);
+    unlock(be);
 }
 
 saga_status saga_backend_host_alloc(saga_backend *be, void **out, size_t bytes) {
@@ -512,13 +513,7 @@ void saga_backend_host_free(saga_backend *be, void *ptr, size_t bytes) {
     if (!be || !ptr)
         return;
     lock(be);
-    if (bytes > be->host_pinned) {
-        saga_log(SAGA_LOG_ERROR, "backend %s: freeing %zu host bytes with only %zu in use",
-                 be->name, bytes, be->host_pinned);
-        be->host_pinned = 0;
-    } else {
-        be->host_pinned -= bytes;
-    }
+    uncount(be, &be->host_pinned, bytes, "host bytes in use");
     unlock(be);
     be->iface->host_free(be, ptr, bytes);
 }

@@ -241,7 +241,7 @@ int classify(const void *p, size_t bytes) {
     const auto *a = find_allocation(p, 0);
     if (!a)
         return -1;
-    if (!find_allocation(p, bytes))
+    if (bytes > a->first + a->second.bytes - (uintptr_t)p)
         return -3;
     return a->second.device < 0 ? -2 : a->second.device;
 }
