@@ -17,6 +17,7 @@
 #pragma once
 
 #include "saga_backend.h"
+#include "saga_comm.h"
 #include "saga_datasets.h"
 #include "saga_dense.h"
 #include "saga_graph.h"

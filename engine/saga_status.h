@@ -36,7 +36,8 @@ typedef enum saga_status {
     SAGA_ERR_NOT_CONVERGED = -8, /* an iterative method stopped before its tolerance */
     SAGA_ERR_BUDGET = -9,        /* a device allocation would exceed the memory budget */
     SAGA_ERR_INTERNAL = -10,     /* a broken invariant inside saga (a bug) */
-    SAGA_ERR_COUNT_ = -11
+    SAGA_ERR_COMM = -11,         /* communication between ranks failed, or another rank did */
+    SAGA_ERR_COUNT_ = -12
 } saga_status;
 
 /* Short constant name of a status ("SAGA_ERR_PARSE"). Never NULL. */

@@ -38,6 +38,8 @@ const char *saga_status_name(saga_status st) {
         return "SAGA_ERR_NOT_CONVERGED";
     case SAGA_ERR_BUDGET:
         return "SAGA_ERR_BUDGET";
+    case SAGA_ERR_COMM:
+        return "SAGA_ERR_COMM";
     case SAGA_ERR_INTERNAL:
         return "SAGA_ERR_INTERNAL";
     default:
