@@ -53,6 +53,7 @@ void cli_begin(cli_ctx *c, const cli_cmd *cmd, int argc, char **argv) {
     c->argv = argv;
     c->load = saga_load_opts_defaults();
     c->t_start = saga_now();
+    c->ranks = 1;
     c->n_own = count_opts(cmd->opts);
 }
 
@@ -85,6 +86,54 @@ int cli_fail(cli_ctx *c) {
     cli_progress_end(c);
     const char *msg = saga_last_error();
     fprintf(stderr, "saga: %s\n", msg && *msg ? msg : "unknown error");
+    return CLI_ERROR;
+}
+
+saga_status cli_comm_open(cli_ctx *c, saga_comm **comm) {
+    saga_status st = saga_comm_open(comm, "auto");
+    if (st < 0)
+        return st;
+    c->rank = saga_comm_rank(*comm);
+    c->ranks = saga_comm_size(*comm);
+    if (c->rank != 0) {
+        cli_progress_end(c);
+        c->quiet = true;
+        c->json = false;
+        saga_log_set_level(SAGA_LOG_ERROR);
+    }
+    return SAGA_OK;
+}
+
+saga_status cli_backend_open(cli_ctx *c, saga_backend **be, const char *device,
+                             const saga_comm *comm, const saga_backend_params *p) {
+    int local = saga_comm_local_rank(comm);
+    if (saga_comm_local_size(comm) <= 1 || (strcmp(device, "cuda") != 0 && strcmp(device, "auto")))
+        return saga_backend_open(be, device, p);
+    if (strcmp(device, "cuda") == 0)
+        return saga_backend_cuda_new(be, local, p);
+    saga_status st = saga_backend_cuda_new(be, local, p);
+    if (st == SAGA_OK)
+        return st;
+    if (c->rank == 0)
+        saga_log(SAGA_LOG_WARN, "no GPU for rank %d (%s): running on the CPU", local,
+                 saga_last_error());
+    return saga_backend_cpu_new(be, p);
+}
+
+int cli_fail_ranks(cli_ctx *c, saga_comm *comm, bool agreed) {
+    if (!comm || saga_comm_size(comm) <= 1)
+        return cli_fail(c);
+    cli_progress_end(c);
+    const char *msg = saga_last_error();
+    if (!msg || !*msg)
+        msg = "unknown error";
+    if (agreed) {
+        if (saga_comm_rank(comm) == 0)
+            fprintf(stderr, "saga: %s\n", msg);
+        return CLI_ERROR;
+    }
+    fprintf(stderr, "saga: rank %d of %d: %s\n", saga_comm_rank(comm), saga_comm_size(comm), msg);
+    saga_comm_abort(comm, CLI_ERROR);
     return CLI_ERROR;
 }
 

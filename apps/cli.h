@@ -28,6 +28,7 @@
 
 #include "json.h"
 
+#include "saga_comm.h"
 #include "saga_io.h"
 #include "saga_net.h"
 #include "saga_partition.h"
@@ -73,7 +74,8 @@ typedef struct cli_ctx {
     saga_load_opts load; /* filled from the loading options */
     char **args;         /* positional arguments, n_args of them (valid after CLI_DONE) */
     int n_args;
-    int exit_code; /* for CLI_EXIT */
+    int exit_code;   /* for CLI_EXIT */
+    int rank, ranks; /* of the run (cli_comm_open); 0 and 1 until then */
     double t_start;
     /* private */
     int argc;
@@ -199,6 +201,23 @@ const char *cli_count(char *buf, size_t size, int64_t n);
 const char *cli_bytes(char *buf, size_t size, int64_t n);
 /* True when s ends with suffix. */
 bool cli_ends_with(const char *s, const char *suffix);
+
+/* ---- several ranks: mpirun -np N saga CMD ... ---------------------------------------------- */
+
+/* Opens the run's communicator (saga_comm_open "auto": MPI when a launcher started saga, else
+ * one rank) and sets c->rank and c->ranks. Ranks other than 0 print nothing but their own
+ * errors: they are quiet, write no JSON object, and log errors only. */
+saga_status cli_comm_open(cli_ctx *c, saga_comm **comm);
+/* Opens this rank's backend. With several ranks on a machine, "cuda" is the local rank's GPU
+ * (cuda:LOCAL_RANK), and "auto" tries it and falls back to the CPU with one warning (from rank
+ * 0). Other specs as saga_backend_open. */
+saga_status cli_backend_open(cli_ctx *c, saga_backend **be, const char *device,
+                             const saga_comm *comm, const saga_backend_params *p);
+/* Reports a failure and returns CLI_ERROR. With one rank: cli_fail. With several: when agreed
+ * (every rank learned of it through saga_comm_agree, the message naming the failing rank), rank
+ * 0 prints it and the others stay silent; otherwise (the others may be waiting for this rank)
+ * this rank prints "saga: rank R of N: message" and stops every rank (saga_comm_abort). */
+int cli_fail_ranks(cli_ctx *c, saga_comm *comm, bool agreed);
 
 /* Prints the command's full help. */
 void cli_print_help(const cli_cmd *cmd, FILE *f);

@@ -33,6 +33,7 @@ enum {
     OPT_RESUME,
     OPT_DEVICE,
     OPT_THREADS,
+    OPT_ACCUMULATE,
     OPT_COUNT_
 };
 
@@ -62,6 +63,7 @@ static const unsigned OPT_FOR[OPT_COUNT_] = {
     [OPT_RESUME] = TRAIN,
     [OPT_DEVICE] = TRAIN | EVAL,
     [OPT_THREADS] = TRAIN | EVAL,
+    [OPT_ACCUMULATE] = TRAIN,
 };
 
 static const cli_opt hep_opts[] = {
@@ -104,6 +106,10 @@ static const cli_opt hep_opts[] = {
     {"resume", 0, "FILE", NULL, "train: continue from a checkpoint (at its epoch)."},
     {"device", 0, "DEV", NULL, CLI_DEVICE_HELP},
     {"threads", 0, "T", NULL, "CPU threads (default: OMP_NUM_THREADS or all cores)."},
+    {"accumulate", 0, "A", "1",
+     "train: micro-batches per optimizer step on each rank, their gradients averaged. Under "
+     "mpirun with R ranks a step takes R x A micro-batches, A per rank (one process with "
+     "--accumulate R computes the same steps)."},
     {0}};
 
 static int hep_main(int argc, char **argv);
@@ -375,6 +381,10 @@ static int hep_main(int argc, char **argv) {
         case OPT_THREADS:
             bad = cli_int(&c, "--threads", arg, 1, 4096, &threads);
             break;
+        case OPT_ACCUMULATE:
+            if (!(bad = cli_int(&c, "--accumulate", arg, 1, 1000000, &v)))
+                to.accumulate = (int32_t)v;
+            break;
         }
         if (bad)
             return bad;
@@ -401,6 +411,16 @@ static int hep_main(int argc, char **argv) {
         if (gp.min_particles > gp.max_particles)
             return cli_usage(&c, "--min-particles %d is above --max-particles %d",
                              (int)gp.min_particles, (int)gp.max_particles);
+        if (saga_comm_launched()) {
+            /* several ranks would write the same files: rank 0 writes them */
+            saga_comm *g = NULL;
+            if (cli_comm_open(&c, &g) < 0)
+                return cli_fail(&c);
+            int me = c.rank;
+            saga_comm_free(&g);
+            if (me != 0)
+                return CLI_OK;
+        }
         return hep_generate(&c, out, n_events, &gp);
     }
     if (!data)
@@ -427,16 +447,34 @@ static int hep_main(int argc, char **argv) {
 
     int rc = CLI_ERROR;
     saga_status st = SAGA_OK;
+    bool agreed = true; /* a failure every rank knows of (see cli_fail_ranks) */
     hep_data d = {0};
+    saga_comm *comm = NULL, *train_comm = NULL; /* train_comm: the ranks that work together */
     saga_backend *be = NULL;
+    size_t *rank_peak = NULL;
     hep_net net = {0};
     hep_run runs[HEP_SAMPLER_COUNT];
     memset(runs, 0, sizeof runs);
     double t0 = saga_now();
 
+    /* ---- ranks: training is data-parallel over them; the other subcommands run on rank 0 */
+    if ((st = cli_comm_open(&c, &comm)) < 0)
+        goto fail;
+    if (c.ranks > 1 && which != TRAIN) {
+        if (c.rank != 0) {
+            rc = CLI_OK;
+            goto fail;
+        }
+        cli_warn(&c, "'hep %s' runs on rank 0 alone (%d ranks started)", c.args[0], c.ranks);
+    }
+    if (which == TRAIN)
+        train_comm = comm;
+
     /* ---- the graphs */
     st = hep_data_load(&d, data, &go, which == TRAIN ? eval_fraction : 0.0, load_progress, &c);
     cli_progress_end(&c);
+    if (train_comm)
+        st = saga_comm_agree(train_comm, st);
     if (st < 0)
         goto fail;
     double t_load = saga_now() - t0;
@@ -460,7 +498,10 @@ static int hep_main(int argc, char **argv) {
     /* ---- backend */
     saga_backend_params bp = saga_backend_params_defaults();
     bp.n_threads = (int)threads;
-    if ((st = saga_backend_open(&be, device, &bp)) < 0)
+    st = cli_backend_open(&c, &be, device, comm, &bp);
+    if (train_comm)
+        st = saga_comm_agree(train_comm, st);
+    if (st < 0)
         goto fail;
     int n_threads = saga_backend_get_kind(be) == SAGA_BACKEND_CPU ? omp_get_max_threads() : 0;
     cli_say(&c, "device    %s, %d threads\n", saga_backend_name(be), n_threads);
@@ -497,13 +538,30 @@ static int hep_main(int argc, char **argv) {
             "epochs over %d training events, %d held out\n",
             to.hidden, to.iterations, lr, pos_weight, to.epochs, (int)d.n_train,
             (int)(d.n_events - d.n_train));
+    if (c.ranks > 1)
+        cli_say(&c, "ranks     %d, data-parallel: %d micro-batch%s per rank and step\n", c.ranks,
+                (int)to.accumulate, to.accumulate == 1 ? "" : "es");
+    to.comm = comm;
+    if ((st = saga_alloc_zeroed((void **)&rank_peak, (size_t)c.ranks * HEP_SAMPLER_COUNT,
+                                sizeof *rank_peak, "peaks")) < 0)
+        goto fail;
     for (int s = 0; s < n_samplers; s++) {
         epoch_sink sink = {.c = &c, .sampler = samplers[s]};
         to.sampler = samplers[s];
         st = hep_train(&runs[s], be, &d, &to, on_epoch, &sink);
         cli_progress_end(&c);
-        if (st < 0)
+        if (st < 0) {
+            agreed = false;
             goto fail;
+        }
+        /* every rank's peak, for the balance the sampler gives */
+        rank_peak[(size_t)s * (size_t)c.ranks + (size_t)c.rank] = runs[s].peak_bytes;
+        if (c.ranks > 1 &&
+            (st = saga_comm_allreduce(comm, rank_peak + (size_t)s * (size_t)c.ranks,
+                                      (size_t)c.ranks, SAGA_I64, SAGA_COMM_SUM, NULL)) < 0) {
+            agreed = false;
+            goto fail;
+        }
         char b1[32];
         const hep_run *r = &runs[s];
         cli_say(&c,
@@ -514,6 +572,18 @@ static int hep_main(int argc, char **argv) {
                 cli_bytes(b1, sizeof b1, (int64_t)r->peak_bytes), r->epoch_seconds,
                 r->epoch_seconds_min, r->loss);
         say_metrics(&c, "", &r->metrics);
+        if (c.ranks > 1) {
+            size_t lo = SIZE_MAX, hi = 0;
+            for (int q = 0; q < c.ranks; q++) {
+                size_t pk = rank_peak[(size_t)s * (size_t)c.ranks + (size_t)q];
+                lo = pk < lo ? pk : lo;
+                hi = pk > hi ? pk : hi;
+            }
+            char b2[32], b3[32];
+            cli_say(&c, "          peaks over %d ranks: %s to %s (max/min %.2f)\n", c.ranks,
+                    cli_bytes(b2, sizeof b2, (int64_t)lo), cli_bytes(b3, sizeof b3, (int64_t)hi),
+                    lo ? (double)hi / (double)lo : 0.0);
+        }
     }
     const hep_run *last = &runs[n_samplers - 1];
     if (to.checkpoint)
@@ -537,6 +607,8 @@ static int hep_main(int argc, char **argv) {
         json_key(&j, "batch_events"), json_int(&j, to.batch_events);
         json_key(&j, "hit_weight"), json_num(&j, to.hit_weight);
         json_key(&j, "seed"), json_uint(&j, to.seed);
+        json_key(&j, "ranks"), json_int(&j, c.ranks);
+        json_key(&j, "accumulate"), json_int(&j, to.accumulate);
         json_key(&j, "parameters"), json_int(&j, last->n_params);
         json_key(&j, "sampler"), json_str(&j, hep_sampler_name(to.sampler));
         json_key(&j, "loss"), json_num(&j, last->loss);
@@ -553,6 +625,10 @@ static int hep_main(int argc, char **argv) {
             if (samplers[s] == HEP_SAMPLER_BALANCED)
                 json_key(&j, "edge_budget"), json_int(&j, r->budget);
             json_key(&j, "peak_device_bytes"), json_uint(&j, r->peak_bytes);
+            json_key(&j, "rank_peak_device_bytes"), json_array_begin(&j);
+            for (int q = 0; q < c.ranks; q++)
+                json_uint(&j, rank_peak[(size_t)s * (size_t)c.ranks + (size_t)q]);
+            json_array_end(&j);
             json_key(&j, "epoch_seconds"), json_num(&j, r->epoch_seconds);
             json_key(&j, "epoch_seconds_min"), json_num(&j, r->epoch_seconds_min);
             json_key(&j, "loss"), json_num(&j, r->loss);
@@ -570,9 +646,11 @@ static int hep_main(int argc, char **argv) {
 fail:
     cli_progress_end(&c);
     if (rc != CLI_OK)
-        rc = cli_fail(&c);
+        rc = cli_fail_ranks(&c, train_comm, agreed);
     hep_net_free(&net);
     hep_data_free(&d);
+    saga_free(rank_peak);
     saga_backend_free_all(&be);
+    saga_comm_free(&comm);
     return rc;
 }

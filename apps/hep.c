@@ -867,7 +867,9 @@ hep_train_opts hep_train_opts_defaults(void) {
                             .threshold = 0.5,
                             .seed = 1,
                             .checkpoint = NULL,
-                            .resume = NULL};
+                            .resume = NULL,
+                            .accumulate = 1,
+                            .comm = NULL};
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -891,10 +893,10 @@ saga_status hep_train(hep_run *out, saga_backend *be, const hep_data *d, const h
     SAGA_CHECK(o->epochs >= 0 && isfinite(o->lr) && o->lr > 0 && o->pos_weight > 0 &&
                    o->batch_events >= 1 && o->edge_budget >= 0 && o->hit_weight >= 0 &&
                    o->hit_weight <= 1e6 && (unsigned)o->sampler < HEP_SAMPLER_COUNT &&
-                   o->threshold > 0 && o->threshold < 1,
+                   o->threshold > 0 && o->threshold < 1 && o->accumulate >= 1,
                SAGA_ERR_INVALID_ARG,
                "hep_train: options out of range (epochs >= 0, lr > 0, pos_weight > 0, "
-               "batch_events >= 1, threshold in (0, 1))");
+               "batch_events >= 1, threshold in (0, 1), accumulate >= 1)");
     SAGA_CHECK(d->n_train >= 1, SAGA_ERR_INVALID_ARG, "hep_train: no training event");
     int32_t nt = d->n_train;
     SAGA_TRY(saga_alloc_array((void **)&edges, (size_t)nt, sizeof *edges, "event sizes"));
@@ -922,6 +924,8 @@ saga_status hep_train(hep_run *out, saga_backend *be, const hep_data *d, const h
     SAGA_TRY(
         saga_alloc_array((void **)&secs, to_run ? (size_t)to_run : 1, sizeof *secs, "epoch times"));
 
+    int ranks = saga_comm_size(o->comm), me = saga_comm_rank(o->comm);
+    int32_t acc = o->accumulate, group = ranks * acc;
     for (int epoch = (int)done + 1; epoch <= o->epochs; epoch++) {
         SAGA_TRY(hep_plan_epoch(&plan, o->sampler, edges, nt, o->batch_events, o->edge_budget,
                                 o->seed, epoch - 1));
@@ -929,29 +933,41 @@ saga_status hep_train(hep_run *out, saga_backend *be, const hep_data *d, const h
         /* the peak of this epoch alone: nothing cached from the last one */
         saga_ctx_trim(c);
         saga_backend_reset_stats(be);
-        double t0 = saga_now(), loss_sum = 0;
-        for (int32_t k = 0; k < plan.n_batches; k++) {
-            int32_t cnt = plan.offsets[k + 1] - plan.offsets[k];
-            SAGA_TRY(hep_batch_new(&b, be, d->events, plan.events + plan.offsets[k], cnt));
-            if (b.n_edges > e.max_batch_edges)
-                e.max_batch_edges = b.n_edges;
-            saga_ctx_train(c, true);
-            saga_tensor *logits = hep_net_forward(c, &net, &b);
-            saga_tensor *loss = saga_bce_logits(c, logits, b.target, o->pos_weight);
-            SAGA_TRY(saga_ctx_status(c));
-            SAGA_TRY(saga_backward(c, loss));
+        double t0 = saga_now(),
+               sums[2] = {0, 0}; /* the losses of the micro-batches, and how many */
+        for (int32_t step0 = 0; step0 < plan.n_batches; step0 += group) {
+            int32_t in_step = plan.n_batches - step0 < group ? plan.n_batches - step0 : group;
+            for (int32_t q = 0; q < acc; q++) {
+                int32_t k = step0 + me * acc + q;
+                if (k >= plan.n_batches)
+                    break;
+                int32_t cnt = plan.offsets[k + 1] - plan.offsets[k];
+                SAGA_TRY(hep_batch_new(&b, be, d->events, plan.events + plan.offsets[k], cnt));
+                if (b.n_edges > e.max_batch_edges)
+                    e.max_batch_edges = b.n_edges;
+                saga_ctx_train(c, true);
+                saga_tensor *logits = hep_net_forward(c, &net, &b);
+                saga_tensor *loss = saga_bce_logits(c, logits, b.target, o->pos_weight);
+                SAGA_TRY(saga_ctx_status(c));
+                SAGA_TRY(saga_backward(c, loss)); /* adds into the parameters' gradients */
+                sums[0] += saga_item(loss);
+                sums[1] += 1;
+                saga_ctx_clear(c);
+                hep_batch_free(&b);
+                /* micro-batches differ in size: buffers cached for one rarely fit the next */
+                saga_ctx_trim(c);
+            }
+            if (ranks > 1 || in_step > 1)
+                SAGA_TRY(saga_comm_allreduce_grads(o->comm, net.m, (double)in_step));
             SAGA_TRY(saga_optim_step(opt));
-            loss_sum += saga_item(loss);
-            saga_ctx_clear(c);
-            hep_batch_free(&b);
-            /* micro-batches differ in size: buffers cached for one rarely fit the next */
-            saga_ctx_trim(c);
         }
+        if (ranks > 1)
+            SAGA_TRY(saga_comm_allreduce(o->comm, sums, 2, SAGA_F64, SAGA_COMM_SUM, NULL));
         saga_backend_stats bs;
         saga_backend_get_stats(be, &bs);
         e.seconds = saga_now() - t0;
         e.peak_bytes = bs.peak_bytes;
-        e.loss = loss_sum / plan.n_batches;
+        e.loss = sums[0] / sums[1];
         secs[epoch - (int)done - 1] = e.seconds;
         r.loss = e.loss;
         r.epochs = epoch;
@@ -962,7 +978,7 @@ saga_status hep_train(hep_run *out, saga_backend *be, const hep_data *d, const h
         if (e.max_batch_edges > r.max_batch_edges)
             r.max_batch_edges = e.max_batch_edges;
         hep_plan_free(&plan);
-        if (o->checkpoint)
+        if (o->checkpoint && me == 0)
             SAGA_TRY(
                 saga_checkpoint_save(o->checkpoint, net.m, opt, epoch, saga_ctx_rng_counter(c)));
         if (on_epoch)
@@ -977,7 +993,14 @@ saga_status hep_train(hep_run *out, saga_backend *be, const hep_data *d, const h
     /* evaluation: the held-out events, or the training events when there are none */
     int32_t first = d->n_events > d->n_train ? d->n_train : 0;
     int32_t n_eval = d->n_events > d->n_train ? d->n_events - d->n_train : d->n_train;
-    SAGA_TRY(hep_evaluate(&r.metrics, be, &net, d->events, first, n_eval, o->threshold, 1.0));
+    saga_status ev = SAGA_OK;
+    if (me == 0)
+        ev = hep_evaluate(&r.metrics, be, &net, d->events, first, n_eval, o->threshold, 1.0);
+    if (ranks > 1) {
+        SAGA_TRY(saga_comm_agree(o->comm, ev));
+        SAGA_TRY(saga_comm_bcast(o->comm, &r.metrics, sizeof r.metrics, 0, NULL));
+    }
+    SAGA_TRY(ev);
     r.seconds = saga_now() - t_start;
     *out = r;
 fail:

@@ -197,8 +197,11 @@ typedef struct hep_train_opts {
     hep_sampler sampler;
     double threshold;       /* 0.5 */
     uint64_t seed;          /* weights and the epochs' shuffles (1) */
-    const char *checkpoint; /* saved after every epoch, or NULL */
+    const char *checkpoint; /* saved after every epoch (by rank 0), or NULL */
     const char *resume;     /* start from this checkpoint, or NULL */
+    int32_t accumulate;     /* micro-batches per optimizer step on each rank (1): their
+                             * gradients are averaged */
+    saga_comm *comm;        /* data-parallel ranks, or NULL for one (not owned) */
 } hep_train_opts;
 
 hep_train_opts hep_train_opts_defaults(void);
@@ -229,6 +232,15 @@ typedef struct hep_run {
 } hep_run;
 
 /* Trains on d's training events and evaluates on the rest. Errors: those of the ops and the
- * checkpoint files; SAGA_ERR_INVALID_ARG for options out of range. */
+ * checkpoint files; SAGA_ERR_INVALID_ARG for options out of range.
+ *
+ * Data-parallel over o->comm's R ranks (each holding all of d and a replica of the weights): an
+ * optimizer step takes the epoch plan's next G = R x accumulate micro-batches, rank r the
+ * accumulate of them from r x accumulate on; the gradients are summed over the ranks and divided
+ * by the number of micro-batches the step had, so every rank applies the same update (a rank
+ * without a micro-batch in the last step adds zeros). One process with accumulate = G computes
+ * the same steps. With the balanced sampler the micro-batches have even edge counts, so the ranks'
+ * memory peaks are even too. The loss is the mean over all micro-batches; peak_bytes and
+ * max_batch_edges are this rank's; rank 0 evaluates and sends the metrics to the others. */
 saga_status hep_train(hep_run *out, saga_backend *be, const hep_data *d, const hep_train_opts *o,
                       hep_epoch_fn on_epoch, void *user);

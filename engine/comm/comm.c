@@ -558,9 +558,9 @@ saga_status saga_comm_allreduce_grads(saga_comm *c, saga_model *m, double scale)
     saga_status st = SAGA_OK;
     void *host = NULL;
     size_t host_bytes = 0;
-    SAGA_CHECK(c && m && scale > 0, SAGA_ERR_INVALID_ARG,
-               "saga_comm_allreduce_grads: communicator, model and a positive scale must be "
-               "given");
+    SAGA_CHECK(m && scale > 0, SAGA_ERR_INVALID_ARG,
+               "saga_comm_allreduce_grads: model and a positive scale must be given");
+    int size = saga_comm_size(c);
     int np = saga_model_n_params(m);
     for (int i = 0; i < np; i++) {
         saga_tensor *p = saga_model_param_at(m, i);
@@ -572,9 +572,9 @@ saga_status saga_comm_allreduce_grads(saga_comm *c, saga_model *m, double scale)
             continue;
         size_t count = g->nbytes / sizeof(float);
         saga_backend *be = g->be;
-        bool direct = be->kind == SAGA_BACKEND_CPU || (c->on_device && c->be == be);
+        bool direct = size == 1 || be->kind == SAGA_BACKEND_CPU || (c->on_device && c->be == be);
         if (direct) {
-            if (c->size > 1)
+            if (size > 1)
                 SAGA_TRY(saga_comm_allreduce(c, g->data, count, SAGA_F32, SAGA_COMM_SUM, NULL));
             if (scale != 1.0) {
                 if (be->kind == SAGA_BACKEND_CPU) {
