@@ -1,5 +1,5 @@
 /* bench_h2d.c - host-to-device copy bandwidth as saga reaches it, through the public backend API
- * only (engine/saga_backend.h), for copies of 1 MiB to 256 MiB.
+ * only (engine/backend/saga_backend.h), for copies of 1 MiB to 256 MiB.
  *
  *   bench_h2d [SPEC]      SPEC: cuda (default), cuda:N, cpu or auto, as saga_backend_open takes
  *

@@ -231,7 +231,7 @@ static void test_backend_cuda_module_reports_no_device(void **state) {
         skip();
     }
     /* kept mapped, as the generic layer keeps it: the module's static CUDA runtime is not to be
-     * unloaded (see engine/backend.c) */
+     * unloaded (see engine/backend/backend.c) */
     void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
     if (!h)
         fail_msg("dlopen %s: %s", path, dlerror());

@@ -1,5 +1,5 @@
 // backend.cu - the CUDA backend module: device selection, a caching allocator, streams, events,
-// copies and the kernel table. libsaga loads it with dlopen (engine/backend.c) and calls
+// copies and the kernel table. libsaga loads it with dlopen (engine/backend/backend.c) and calls
 // saga_cuda_module_init; the module does not link libsaga.
 //
 // Memory: requests are rounded up to size classes, and freed blocks go back to a cache of free

@@ -1,6 +1,6 @@
 /* program_impl.h - the executor's view of a graph: what the fused and batched paths of a vertex
  * program read, whether the graph is placed whole (saga_dgraph) or streamed one block of
- * destinations at a time (engine/net.c). Internal to saga. */
+ * destinations at a time (engine/exec/net_*.c). Internal to saga. */
 #pragma once
 
 #include "nn_impl.h"

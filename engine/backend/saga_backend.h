@@ -11,10 +11,10 @@
  *   saga_backend_free(be, d, bytes);
  *   saga_backend_free_all(&be);
  *
- * A backend is a table of functions (engine/backend_impl.h) plus a context. Memory accounting
- * against the budget happens here, above the table, so every backend obeys it the same way.
- * Copies and kernels are issued on streams; within a stream they run in order; events order
- * work across streams, with the semantics of CUDA streams and events.
+ * A backend is a table of functions (engine/backend/backend_impl.h) plus a context. Memory
+ * accounting against the budget happens here, above the table, so every backend obeys it the
+ * same way. Copies and kernels are issued on streams; within a stream they run in order; events
+ * order work across streams, with the semantics of CUDA streams and events.
  *
  * On the CPU backend (the "simulated device") the default stream is synchronous: whatever is
  * issued on it has run when the issuing call returns. Every stream made with saga_stream_new is

@@ -1,113 +1,13 @@
-/* dense.c - an MLP whose weight matrices are cut into row or column tiles (one operator
+/* mlp.c - an MLP whose weight matrices are cut into row or column tiles (one operator
  * partitioned, as in Tofu), each tile with its gradient and Adam moments a block of the block
- * scheduler (sched_impl.h), streamed through the device under a byte cap; and pipelines of such
- * stages on several devices, one thread per stage, micro-batches in the 1F1B order. See
- * saga_dense.h. */
-#include "saga_dense.h"
-
-#include "nn_internal.h"
-#include "sched_impl.h"
+ * scheduler (sched_impl.h), streamed through the device under a byte cap: the planner that
+ * chooses the tiles, the layers, activations and plans of a stage, and the forward and backward
+ * pass of one tile. The stages of a pipeline run in pipeline.c. See saga_dense.h. */
+#include "dense_impl.h"
 
 #include <math.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
-
-/* A tile: rows or columns [off, off + n) of W, with its bias share. Its parameters, gradient and
- * moments are laid out alike: the W part (row-major, n_w floats) then the bias part (n_b), at
- * float offset pos of the layer's host arrays. */
-typedef struct tile {
-    int64_t off, n;
-    int64_t n_w, n_b;
-    size_t pos, bytes;
-    saga_blk *p[2]; /* the weights; p[1] only with PipeDream-2BW (the second version) */
-    saga_blk *m, *v;
-    /* the gradient: ADAM sums the step's micro-batches into it; ADAMA writes one micro-batch's
-     * and frees it when that backward step ends */
-    saga_blk *g;
-} tile;
-
-typedef struct layer {
-    int64_t in, out;
-    int32_t n_tiles, units; /* units: columns (COLS) or rows (ROWS) per tile */
-    size_t tile_bytes;
-    tile *tiles;
-    float *hp[2], *hm, *hv, *hg;
-    size_t n_params; /* in * out + out */
-} layer;
-
-enum { OP_FWD = 0, OP_BWD = 1 };
-
-/* A step of a stage's plan: the forward or backward pass of one tile for micro-batch g of the
- * call (g / n_micro: the step of the call; g % n_micro: the micro-batch in it). */
-typedef struct op {
-    uint8_t kind;
-    int32_t g, l, j;
-} op;
-
-/* What crossed a stage boundary: activations (grad false) or their gradients. */
-typedef struct arrival {
-    saga_mlp *m;
-    int32_t b; /* between stages b and b + 1 */
-    bool grad;
-} arrival;
-
-typedef struct stage {
-    saga_mlp *m;
-    int32_t idx, l0, l1; /* layers [l0, l1) */
-    saga_backend *be;
-    saga_sched *s;
-    size_t cap;
-    bool streamed;
-    size_t footprint, params, step_bytes;
-    /* per ring slot r (micro-batch g in slot g % R), [r * (L + 1) + l] for l0 <= l <= l1 */
-    saga_blk **h, **d;
-    saga_blk **t; /* targets (last stage) */
-    saga_blk *ones;
-    float *act_host;
-    size_t act_floats;
-    float *ones_host;
-    size_t host_bytes;
-    op *ops;
-    int32_t n_ops, cap_ops;
-    /* micro-batches of the call whose input, targets and output gradient are marked on the
-     * host for the scheduler */
-    int64_t marked_x, marked_y, marked_dy;
-    double idle_seconds;
-    saga_status st;
-    char err[512];
-    pthread_t thread;
-} stage;
-
-struct saga_mlp {
-    saga_backend *be;
-    saga_mlp_params p;
-    int32_t *widths;
-    int32_t L, mb, S, R;
-    int32_t *stage_layers;
-    layer *layers;
-    stage *stages;
-    /* boundary b (between stages b and b + 1), ring slot r: bx[b * R + r] the activations that
-     * leave stage b, bg[b * R + r] their gradients coming back; pinned on stage b's backend */
-    float **bx, **bg;
-    arrival *arrivals;  /* [2 * b + grad] */
-    int64_t *arrived;   /* [2 * b + grad]: micro-batches of the call across boundary b */
-    pthread_mutex_t mu; /* guards arrived and failed */
-    pthread_cond_t cv;
-    bool sync_made, failed;
-    int32_t first_failed;
-    /* the running call */
-    const float *const *xs, *const *ys;
-    double *loss_sums; /* per step of the call */
-    int32_t cap_steps;
-    int64_t step; /* steps trained so far */
-    int32_t *st_tiles, *st_units;
-    size_t *st_tile_bytes, *st_peak;
-    double *st_idle;
-    uint64_t *st_h2d;
-    saga_mlp_stats stats;
-    char desc[512];
-};
 
 saga_mlp_params saga_mlp_params_defaults(void) {
     return (saga_mlp_params){.n_layers = 1,
@@ -129,7 +29,7 @@ saga_mlp_params saga_mlp_params_defaults(void) {
                              .pipe = SAGA_DENSE_PIPE_SYNC};
 }
 
-static bool two_bw(const saga_mlp *m) {
+bool dense_two_bw(const saga_mlp *m) {
     return m->p.pipe == SAGA_DENSE_PIPE_2BW;
 }
 
@@ -174,7 +74,7 @@ static size_t act_step_bytes(const saga_mlp *m, int32_t l) {
 static saga_status plan_tiles(saga_mlp *m, stage *sg) {
     saga_status st = SAGA_OK;
     size_t f = sizeof(float), act_max = 0, params = 0, max_layer = 0, widths_sum = 0;
-    size_t cap = sg->cap, n_w = two_bw(m) ? 2 : 1, nb = 3 + n_w;
+    size_t cap = sg->cap, n_w = dense_two_bw(m) ? 2 : 1, nb = 3 + n_w;
     for (int32_t l = sg->l0; l < sg->l1; l++) {
         size_t a = act_step_bytes(m, l);
         act_max = a > act_max ? a : act_max;
@@ -240,51 +140,6 @@ fail:
     return st;
 }
 
-/* Stage boundaries that minimize the largest stage's parameter count (a stage's compute and
- * memory both follow it), each stage at least one layer. */
-static saga_status balance_stages(saga_mlp *m) {
-    saga_status st = SAGA_OK;
-    int32_t L = m->L, S = m->S;
-    size_t *best = NULL, *pre = NULL;
-    int32_t *cut = NULL;
-    SAGA_TRY(saga_alloc_array((void **)&pre, (size_t)L + 1, sizeof *pre, "stage split"));
-    SAGA_TRY(saga_alloc_array((void **)&best, (size_t)(S + 1) * (size_t)(L + 1), sizeof *best,
-                              "stage split"));
-    SAGA_TRY(saga_alloc_array((void **)&cut, (size_t)(S + 1) * (size_t)(L + 1), sizeof *cut,
-                              "stage split"));
-    pre[0] = 0;
-    for (int32_t l = 0; l < L; l++)
-        pre[l + 1] = pre[l] + m->layers[l].n_params;
-    /* best[s * (L + 1) + e]: the least largest stage when layers [0, e) form s stages */
-    for (int32_t e = 0; e <= L; e++)
-        best[e] = e == 0 ? 0 : SIZE_MAX;
-    for (int32_t s = 1; s <= S; s++)
-        for (int32_t e = 0; e <= L; e++) {
-            size_t b = SIZE_MAX;
-            int32_t c = -1;
-            for (int32_t q = s - 1; q < e; q++) {
-                size_t prev = best[(size_t)(s - 1) * (size_t)(L + 1) + (size_t)q];
-                if (prev == SIZE_MAX)
-                    continue;
-                size_t here = pre[e] - pre[q], v = prev > here ? prev : here;
-                if (v < b) {
-                    b = v;
-                    c = q;
-                }
-            }
-            best[(size_t)s * (size_t)(L + 1) + (size_t)e] = b;
-            cut[(size_t)s * (size_t)(L + 1) + (size_t)e] = c;
-        }
-    m->stage_layers[S] = L;
-    for (int32_t s = S; s >= 1; s--)
-        m->stage_layers[s - 1] = cut[(size_t)s * (size_t)(L + 1) + (size_t)m->stage_layers[s]];
-fail:
-    saga_free(pre);
-    saga_free(best);
-    saga_free(cut);
-    return st;
-}
-
 /* ---- construction ------------------------------------------------------------------------- */
 
 /* Uniform in [-bound, bound) from the generator's top 24 bits. */
@@ -305,7 +160,7 @@ static float *tiled(const saga_mlp *m, const layer *y, float *a, int64_t r, int6
     return a + t->pos + (r - t->off) * y->out + c;
 }
 
-static saga_status host_array(stage *sg, float **out, size_t n) {
+saga_status dense_host_array(stage *sg, float **out, size_t n) {
     saga_status st = SAGA_OK;
     void *p = NULL;
     *out = NULL;
@@ -336,13 +191,13 @@ static saga_status make_layer(saga_mlp *m, stage *sg, int32_t l) {
     saga_status st = SAGA_OK;
     layer *y = &m->layers[l];
     bool adam = m->p.optim == SAGA_DENSE_ADAM;
-    SAGA_TRY(host_array(sg, &y->hp[0], y->n_params));
-    if (two_bw(m))
-        SAGA_TRY(host_array(sg, &y->hp[1], y->n_params));
-    SAGA_TRY(host_array(sg, &y->hm, y->n_params));
-    SAGA_TRY(host_array(sg, &y->hv, y->n_params));
+    SAGA_TRY(dense_host_array(sg, &y->hp[0], y->n_params));
+    if (dense_two_bw(m))
+        SAGA_TRY(dense_host_array(sg, &y->hp[1], y->n_params));
+    SAGA_TRY(dense_host_array(sg, &y->hm, y->n_params));
+    SAGA_TRY(dense_host_array(sg, &y->hv, y->n_params));
     if (adam)
-        SAGA_TRY(host_array(sg, &y->hg, y->n_params));
+        SAGA_TRY(dense_host_array(sg, &y->hg, y->n_params));
     SAGA_TRY(
         saga_alloc_zeroed((void **)&y->tiles, (size_t)y->n_tiles, sizeof *y->tiles, "dense tiles"));
     int64_t units = m->p.split == SAGA_DENSE_SPLIT_COLS ? y->out : y->in;
@@ -356,7 +211,7 @@ static saga_status make_layer(saga_mlp *m, stage *sg, int32_t l) {
         t->pos = pos;
         pos += (size_t)(t->n_w + t->n_b);
         BLOCK(t->p[0], sg, t->bytes, SAGA_BLK_STATE, "weight tile", y->hp[0] + t->pos);
-        if (two_bw(m))
+        if (dense_two_bw(m))
             BLOCK(t->p[1], sg, t->bytes, SAGA_BLK_STATE, "weight tile", y->hp[1] + t->pos);
         BLOCK(t->m, sg, t->bytes, SAGA_BLK_STATE, "first moment tile", y->hm + t->pos);
         BLOCK(t->v, sg, t->bytes, SAGA_BLK_STATE, "second moment tile", y->hv + t->pos);
@@ -393,8 +248,8 @@ static saga_status make_activations(saga_mlp *m, stage *sg) {
         if (!at_boundary(sg, l))
             per_r += 2 * mb * (size_t)m->widths[l];
     sg->act_floats = per_r * (size_t)R;
-    SAGA_TRY(host_array(sg, &sg->act_host, sg->act_floats));
-    SAGA_TRY(host_array(sg, &sg->ones_host, mb));
+    SAGA_TRY(dense_host_array(sg, &sg->act_host, sg->act_floats));
+    SAGA_TRY(dense_host_array(sg, &sg->ones_host, mb));
     for (size_t i = 0; i < mb; i++)
         sg->ones_host[i] = 1.0f;
     size_t n = (size_t)R * (size_t)(L + 1);
@@ -454,7 +309,7 @@ fail:
 
 /* The 1F1B order of n micro-batches at a stage: as many forward passes ahead as stages follow
  * it, then one forward and one backward in turn, then the remaining backward passes. */
-static saga_status make_ops(stage *sg, int32_t n) {
+saga_status dense_make_ops(stage *sg, int32_t n) {
     saga_status st = SAGA_OK;
     int32_t w = sg->m->S - 1 - sg->idx;
     w = w < n ? w : n;
@@ -501,9 +356,9 @@ static void describe(saga_mlp *m) {
         }
         if (p < end)
             p += snprintf(p, (size_t)(end - p), "), 1F1B %s; ",
-                          two_bw(m) ? "PipeDream-2BW (weights one step stale)"
-                                    : "with a flush each step");
-    } else if (two_bw(m))
+                          dense_two_bw(m) ? "PipeDream-2BW (weights one step stale)"
+                                          : "with a flush each step");
+    } else if (dense_two_bw(m))
         p += snprintf(p, (size_t)(end - p), "one stage, PipeDream-2BW (weights one step stale); ");
     if (p >= end)
         return;
@@ -616,41 +471,6 @@ fail:
     return st;
 }
 
-/* Floats of one micro-batch's activations (or their gradients) across boundary b: the output of
- * stage b's last layer. */
-static size_t boundary_floats(const saga_mlp *m, int32_t b) {
-    return (size_t)m->mb * (size_t)m->widths[m->stages[b].l1];
-}
-
-/* The pinned buffers activations and gradients cross the stage boundaries through. */
-static saga_status make_boundaries(saga_mlp *m) {
-    saga_status st = SAGA_OK;
-    int32_t nb = m->S - 1, R = m->R;
-    if (nb == 0)
-        return SAGA_OK;
-    SAGA_TRY(saga_alloc_zeroed((void **)&m->bx, (size_t)nb * (size_t)R, sizeof *m->bx,
-                               "boundary buffers"));
-    SAGA_TRY(saga_alloc_zeroed((void **)&m->bg, (size_t)nb * (size_t)R, sizeof *m->bg,
-                               "boundary buffers"));
-    SAGA_TRY(saga_alloc_zeroed((void **)&m->arrivals, 2 * (size_t)nb, sizeof *m->arrivals,
-                               "boundary arrivals"));
-    SAGA_TRY(saga_alloc_zeroed((void **)&m->arrived, 2 * (size_t)nb, sizeof *m->arrived,
-                               "boundary arrivals"));
-    for (int32_t b = 0; b < nb; b++) {
-        stage *sg = &m->stages[b];
-        for (int32_t r = 0; r < R; r++) {
-            SAGA_TRY(
-                host_array(sg, &m->bx[(size_t)b * (size_t)R + (size_t)r], boundary_floats(m, b)));
-            SAGA_TRY(
-                host_array(sg, &m->bg[(size_t)b * (size_t)R + (size_t)r], boundary_floats(m, b)));
-        }
-        m->arrivals[2 * b] = (arrival){m, b, false};
-        m->arrivals[2 * b + 1] = (arrival){m, b, true};
-    }
-fail:
-    return st;
-}
-
 saga_status saga_mlp_new(saga_mlp **out, saga_backend *be, const saga_mlp_params *p) {
     saga_status st = SAGA_OK;
     saga_mlp *m = NULL;
@@ -666,7 +486,7 @@ saga_status saga_mlp_new(saga_mlp **out, saga_backend *be, const saga_mlp_params
     /* ring slots of micro-batches: a step's worth, or with 2BW's steps back to back enough that
      * a slot is free again before the micro-batch after next that takes it arrives */
     m->R = p->n_micro;
-    if (two_bw(m))
+    if (dense_two_bw(m))
         m->R = 2 * p->n_micro > m->S + 1 ? 2 * p->n_micro : m->S + 1;
     SAGA_TRY(
         saga_alloc_array((void **)&m->widths, (size_t)m->L + 1, sizeof *m->widths, "dense widths"));
@@ -685,7 +505,7 @@ saga_status saga_mlp_new(saga_mlp **out, saga_backend *be, const saga_mlp_params
     if (p->stage_layers)
         memcpy(m->stage_layers, p->stage_layers, ((size_t)m->S + 1) * sizeof *m->stage_layers);
     else
-        SAGA_TRY(balance_stages(m));
+        SAGA_TRY(dense_balance_stages(m));
     m->p.stage_layers = m->stage_layers;
     SAGA_CHECK(pthread_mutex_init(&m->mu, NULL) == 0, SAGA_ERR_OUT_OF_MEMORY,
                "saga_mlp_new: cannot make a mutex");
@@ -698,7 +518,7 @@ saga_status saga_mlp_new(saga_mlp **out, saga_backend *be, const saga_mlp_params
     for (int32_t q = 0; q < m->S; q++)
         SAGA_TRY(make_stage(m, q));
     m->p.stage_backends = NULL; /* not kept: the stages hold their backends */
-    SAGA_TRY(make_boundaries(m));
+    SAGA_TRY(dense_make_boundaries(m));
     for (int32_t q = 0; q < m->S; q++)
         SAGA_TRY(make_activations(m, &m->stages[q]));
 
@@ -774,8 +594,10 @@ void saga_mlp_free(saga_mlp **mp) {
             if (m->bx && m->bg && q < m->S - 1)
                 for (int32_t r = 0; r < m->R; r++) {
                     size_t i = (size_t)q * (size_t)m->R + (size_t)r;
-                    saga_backend_host_free(sg->be, m->bx[i], boundary_floats(m, q) * sizeof(float));
-                    saga_backend_host_free(sg->be, m->bg[i], boundary_floats(m, q) * sizeof(float));
+                    saga_backend_host_free(sg->be, m->bx[i],
+                                           dense_boundary_floats(m, q) * sizeof(float));
+                    saga_backend_host_free(sg->be, m->bg[i],
+                                           dense_boundary_floats(m, q) * sizeof(float));
                 }
             saga_free(sg->h);
             saga_free(sg->d);
@@ -808,11 +630,11 @@ void saga_mlp_free(saga_mlp **mp) {
 
 /* ---- the plan of a stage ------------------------------------------------------------------ */
 
-static saga_blk *H(const stage *sg, int32_t g, int32_t l) {
+saga_blk *dense_h(const stage *sg, int32_t g, int32_t l) {
     return *slot_of(sg, sg->h, g % sg->m->R, l);
 }
 
-static saga_blk *D(const stage *sg, int32_t g, int32_t l) {
+saga_blk *dense_d(const stage *sg, int32_t g, int32_t l) {
     return *slot_of(sg, sg->d, g % sg->m->R, l);
 }
 
@@ -824,7 +646,7 @@ static int64_t batch_of(const saga_mlp *m, int32_t g) {
 /* The weight version a step's micro-batches run on: the only one, or with 2BW the one before
  * the newest (version b - 1 for step b, in slot (b - 1) & 1; step 0 runs on version 0). */
 static int32_t version_used(const saga_mlp *m, int64_t b) {
-    return two_bw(m) && b > 0 ? (int32_t)((b - 1) & 1) : 0;
+    return dense_two_bw(m) && b > 0 ? (int32_t)((b - 1) & 1) : 0;
 }
 
 static bool g_first(const saga_mlp *m, const op *o) {
@@ -841,7 +663,7 @@ static bool touches_moments(const saga_mlp *m, const op *o) {
     return m->p.optim == SAGA_DENSE_ADAMA || last_micro(m, o->g);
 }
 
-static void record(stage *sg, const op *o) {
+void dense_record(stage *sg, const op *o) {
     const saga_mlp *m = sg->m;
     saga_sched *s = sg->s;
     int t = saga_sched_step(s);
@@ -851,17 +673,18 @@ static void record(stage *sg, const op *o) {
     int64_t b = batch_of(m, o->g);
     int32_t vu = version_used(m, b);
     if (o->kind == OP_FWD) {
-        saga_sched_use(s, t, H(sg, o->g, o->l), SAGA_USE_READ, 0);
+        saga_sched_use(s, t, dense_h(sg, o->g, o->l), SAGA_USE_READ, 0);
         saga_sched_use(s, t, tl->p[vu], SAGA_USE_READ, 0);
         unsigned out = 0;
         if (last && top)
             out = SAGA_USE_DISCARD; /* only the loss reads the network's output */
         else if (last && o->l == sg->l1 - 1)
             out = SAGA_USE_WRITEBACK; /* to the next stage */
-        saga_sched_use(s, t, H(sg, o->g, o->l + 1), first ? SAGA_USE_WRITE : SAGA_USE_RW, out);
+        saga_sched_use(s, t, dense_h(sg, o->g, o->l + 1), first ? SAGA_USE_WRITE : SAGA_USE_RW,
+                       out);
         if (top && last) {
             saga_sched_use(s, t, sg->t[o->g % m->R], SAGA_USE_READ, SAGA_USE_DISCARD);
-            saga_sched_use(s, t, D(sg, o->g, m->L), SAGA_USE_WRITE, 0);
+            saga_sched_use(s, t, dense_d(sg, o->g, m->L), SAGA_USE_WRITE, 0);
         }
         return;
     }
@@ -870,11 +693,11 @@ static void record(stage *sg, const op *o) {
      * on the copy stream as soon as the step ends, instead of when room is needed, where the
      * compute would wait for it */
     unsigned wb = sg->streamed ? SAGA_USE_WRITEBACK : 0;
-    saga_sched_use(s, t, D(sg, o->g, o->l + 1), first && !top ? SAGA_USE_RW : SAGA_USE_READ,
+    saga_sched_use(s, t, dense_d(sg, o->g, o->l + 1), first && !top ? SAGA_USE_RW : SAGA_USE_READ,
                    last ? SAGA_USE_DISCARD : 0);
     if (first && !top) /* relu's backward: its last use */
-        saga_sched_use(s, t, H(sg, o->g, o->l + 1), SAGA_USE_READ, SAGA_USE_DISCARD);
-    saga_sched_use(s, t, H(sg, o->g, o->l), SAGA_USE_READ,
+        saga_sched_use(s, t, dense_h(sg, o->g, o->l + 1), SAGA_USE_READ, SAGA_USE_DISCARD);
+    saga_sched_use(s, t, dense_h(sg, o->g, o->l), SAGA_USE_READ,
                    last && o->l == sg->l0 ? SAGA_USE_DISCARD : 0);
     if (tl->n_b)
         saga_sched_use(s, t, sg->ones, SAGA_USE_READ, 0);
@@ -883,7 +706,7 @@ static void record(stage *sg, const op *o) {
                        last_k ? SAGA_USE_DISCARD : wb);
     else
         saga_sched_use(s, t, tl->g, SAGA_USE_WRITE, SAGA_USE_DISCARD);
-    if (!two_bw(m)) {
+    if (!dense_two_bw(m)) {
         /* the weights change once per step, in the last micro-batch's pass */
         saga_sched_use(s, t, tl->p[0], last_k ? SAGA_USE_RW : SAGA_USE_READ, last_k ? wb : 0);
     } else {
@@ -899,7 +722,7 @@ static void record(stage *sg, const op *o) {
     }
     if (o->l > 0) {
         unsigned out = last && o->l == sg->l0 ? SAGA_USE_WRITEBACK | SAGA_USE_DISCARD : 0;
-        saga_sched_use(s, t, D(sg, o->g, o->l), first ? SAGA_USE_WRITE : SAGA_USE_RW, out);
+        saga_sched_use(s, t, dense_d(sg, o->g, o->l), first ? SAGA_USE_WRITE : SAGA_USE_RW, out);
     }
 }
 
@@ -908,7 +731,7 @@ static float *dev(const saga_blk *b) {
 }
 
 /* The forward pass of one tile: its columns of the output, or its partial product. */
-static saga_status run_fwd(stage *sg, const op *o) {
+saga_status dense_run_fwd(stage *sg, const op *o) {
     saga_status st = SAGA_OK;
     saga_mlp *m = sg->m;
     const saga_kernels *kk = sg->be->kernels;
@@ -916,8 +739,9 @@ static saga_status run_fwd(stage *sg, const op *o) {
     const layer *y = &m->layers[o->l];
     const tile *tl = &y->tiles[o->j];
     int64_t mb = m->mb;
-    const float *x = dev(H(sg, o->g, o->l)), *P = dev(tl->p[version_used(m, batch_of(m, o->g))]);
-    float *z = dev(H(sg, o->g, o->l + 1));
+    const float *x = dev(dense_h(sg, o->g, o->l)),
+                *P = dev(tl->p[version_used(m, batch_of(m, o->g))]);
+    float *z = dev(dense_h(sg, o->g, o->l + 1));
     if (m->p.split == SAGA_DENSE_SPLIT_COLS) {
         /* z[:, cols] = b[cols] broadcast (a source leading dimension of 0), then += x W[:, cols] */
         SAGA_TRY(kk->copy2d_f32(s, mb, tl->n, P + tl->n_w, 0, z + tl->off, y->out, false));
@@ -935,7 +759,7 @@ static saga_status run_fwd(stage *sg, const op *o) {
         } else {
             /* the loss: mean over the batch's rows and outputs of (z - target)^2 */
             int64_t n = mb * y->out;
-            float *dz = dev(D(sg, o->g, m->L));
+            float *dz = dev(dense_d(sg, o->g, m->L));
             double ss = 0;
             SAGA_TRY(kk->binary_f32(s, SAGA_BINOP_SUB, n, z, dev(sg->t[o->g % m->R]), dz));
             SAGA_TRY(kk->sumsq_f32(s, n, dz, &ss));
@@ -950,7 +774,7 @@ fail:
 
 /* The backward pass of one tile: its gradient, its share of the input's gradient, and the
  * optimizer when this micro-batch is the one that updates it. */
-static saga_status run_bwd(stage *sg, const op *o) {
+saga_status dense_run_bwd(stage *sg, const op *o) {
     saga_status st = SAGA_OK;
     saga_mlp *m = sg->m;
     const saga_kernels *kk = sg->be->kernels;
@@ -959,15 +783,15 @@ static saga_status run_bwd(stage *sg, const op *o) {
     const tile *tl = &y->tiles[o->j];
     int64_t mb = m->mb, b = batch_of(m, o->g);
     bool adam = m->p.optim == SAGA_DENSE_ADAM, top = o->l == m->L - 1;
-    float *dz = dev(D(sg, o->g, o->l + 1));
-    const float *x = dev(H(sg, o->g, o->l));
+    float *dz = dev(dense_d(sg, o->g, o->l + 1));
+    const float *x = dev(dense_h(sg, o->g, o->l));
     const float *P = dev(tl->p[version_used(m, b)]);
     float *G = dev(tl->g);
-    float *dx = o->l > 0 ? dev(D(sg, o->g, o->l)) : NULL;
+    float *dx = o->l > 0 ? dev(dense_d(sg, o->g, o->l)) : NULL;
     float beta_g = adam && !g_first(m, o) ? 1.0f : 0.0f;
     if (o->j == 0 && !top)
         SAGA_TRY(kk->act_bwd_f32(s, SAGA_ACT_RELU, mb * y->out, 0.0f, NULL,
-                                 dev(H(sg, o->g, o->l + 1)), dz, dz));
+                                 dev(dense_h(sg, o->g, o->l + 1)), dz, dz));
     if (m->p.split == SAGA_DENSE_SPLIT_COLS) {
         const float *dzc = dz + tl->off; /* this tile's columns, leading dimension out */
         /* dW[:, cols] (+)= x^T dz[:, cols]; db[cols] (+)= 1^T dz[:, cols] */
@@ -1005,282 +829,13 @@ static saga_status run_bwd(stage *sg, const op *o) {
         return SAGA_OK;
     }
     float *W = dev(tl->p[0]);
-    if (two_bw(m)) {
+    if (dense_two_bw(m)) {
         /* version b + 1 starts as a copy of version b, in the slot of version b - 1, whose
          * last reader (this micro-batch's products above) was issued before */
         W = dev(tl->p[(b + 1) & 1]);
         SAGA_TRY(kk->copy2d_f32(s, 1, n, dev(tl->p[b & 1]), n, W, n, false));
     }
     SAGA_TRY(kk->adam_f32(s, n, m->p.lr, b1, b2, m->p.eps, 0.0f, false, b + 1, W, G, M, V));
-fail:
-    return st;
-}
-
-/* ---- running a stage ---------------------------------------------------------------------- */
-
-/* Runs on the copy thread of the stage that sent the content, once its copy to the host is
- * complete. */
-static void post_arrival(void *user) {
-    arrival *a = user;
-    saga_mlp *m = a->m;
-    pthread_mutex_lock(&m->mu);
-    m->arrived[2 * a->b + (a->grad ? 1 : 0)]++;
-    pthread_cond_broadcast(&m->cv);
-    pthread_mutex_unlock(&m->mu);
-}
-
-/* Whether micro-batch g has crossed boundary b (activations, or gradients when grad); with
- * wait, blocks until it has, or until another stage failed (an error; the caller reports the
- * stage that failed first). */
-static saga_status arrived(stage *sg, int32_t b, bool grad, int32_t g, bool wait, bool *ok) {
-    saga_status st = SAGA_OK;
-    saga_mlp *m = sg->m;
-    int64_t *count = &m->arrived[2 * b + (grad ? 1 : 0)];
-    double t0 = 0;
-    pthread_mutex_lock(&m->mu);
-    while (*count <= g && !m->failed && wait) {
-        if (t0 == 0)
-            t0 = saga_now();
-        pthread_cond_wait(&m->cv, &m->mu);
-    }
-    *ok = *count > g;
-    bool failed = m->failed && !*ok;
-    pthread_mutex_unlock(&m->mu);
-    if (t0 != 0)
-        sg->idle_seconds += saga_now() - t0;
-    if (failed && wait)
-        st = saga_error(SAGA_ERR_DEVICE, "dense: stage %d stopped: another stage failed",
-                        (int)sg->idx);
-    return st;
-}
-
-/* Makes the content op o reads from outside the stage known to the scheduler when it is there
- * (*ok false when not yet; with wait, waits for it): the caller's batch and targets, the
- * activations from the stage before, the gradients from the stage after. Each micro-batch's is
- * marked once, in order, when the first step that reads it is next or running: by then the
- * ring slot's previous occupant is dead. */
-static saga_status acquire(stage *sg, const op *o, bool wait, bool *ok) {
-    saga_status st = SAGA_OK;
-    saga_mlp *m = sg->m;
-    int32_t g = o->g, k = g % m->p.n_micro, step = g / m->p.n_micro;
-    const layer *y = &m->layers[o->l];
-    *ok = true;
-    if (o->kind == OP_FWD && o->l == sg->l0 && o->j == 0 && g == sg->marked_x) {
-        saga_blk *x = H(sg, g, sg->l0);
-        if (sg->idx == 0) {
-            size_t off = (size_t)k * (size_t)m->mb * (size_t)m->widths[0];
-            saga_blk_set_host(x, (void *)(m->xs[step] + off));
-        } else {
-            SAGA_TRY(arrived(sg, sg->idx - 1, false, g, wait, ok));
-            if (!*ok)
-                return SAGA_OK;
-        }
-        saga_blk_host_changed(x);
-        sg->marked_x++;
-    }
-    if (o->kind == OP_FWD && o->l == m->L - 1 && o->j == y->n_tiles - 1 && g == sg->marked_y) {
-        saga_blk *t = sg->t[g % m->R];
-        size_t off = (size_t)k * (size_t)m->mb * (size_t)m->widths[m->L];
-        saga_blk_set_host(t, (void *)(m->ys[step] + off));
-        saga_blk_host_changed(t);
-        sg->marked_y++;
-    }
-    if (o->kind == OP_BWD && o->l == sg->l1 - 1 && o->j == 0 && sg->idx < m->S - 1 &&
-        g == sg->marked_dy) {
-        SAGA_TRY(arrived(sg, sg->idx, true, g, wait, ok));
-        if (!*ok)
-            return SAGA_OK;
-        saga_blk_host_changed(D(sg, g, sg->l1));
-        sg->marked_dy++;
-    }
-fail:
-    return st;
-}
-
-/* After op o's step: tells the neighbour what it sent, once the copy to the host completes. */
-static saga_status send(stage *sg, const op *o) {
-    saga_mlp *m = sg->m;
-    bool last = o->j == m->layers[o->l].n_tiles - 1;
-    if (!last)
-        return SAGA_OK;
-    if (o->kind == OP_FWD && o->l == sg->l1 - 1 && sg->idx < m->S - 1)
-        return saga_sched_after_copies(sg->s, post_arrival, &m->arrivals[2 * sg->idx]);
-    if (o->kind == OP_BWD && o->l == sg->l0 && sg->idx > 0)
-        return saga_sched_after_copies(sg->s, post_arrival, &m->arrivals[2 * (sg->idx - 1) + 1]);
-    return SAGA_OK;
-}
-
-static saga_status stage_run(stage *sg) {
-    saga_status st = SAGA_OK;
-    saga_sched *s = sg->s;
-    saga_sched_plan_begin(s);
-    for (int32_t i = 0; i < sg->n_ops; i++)
-        record(sg, &sg->ops[i]);
-    SAGA_TRY(saga_sched_plan_end(s));
-    for (int32_t i = 0; i < sg->n_ops; i++) {
-        const op *o = &sg->ops[i];
-        bool ok;
-        SAGA_TRY(acquire(sg, o, true, &ok));
-        if (i + 1 < sg->n_ops) /* so that the scheduler can prefetch it */
-            SAGA_TRY(acquire(sg, &sg->ops[i + 1], false, &ok));
-        SAGA_TRY(saga_sched_begin(s, i));
-        SAGA_TRY(o->kind == OP_FWD ? run_fwd(sg, o) : run_bwd(sg, o));
-        SAGA_TRY(saga_sched_end(s, i));
-        SAGA_TRY(send(sg, o));
-    }
-    SAGA_TRY(saga_sched_finish(s));
-    SAGA_TRY(saga_backend_synchronize(sg->be));
-fail:
-    return st;
-}
-
-static void *stage_thread(void *arg) {
-    stage *sg = arg;
-    saga_mlp *m = sg->m;
-    sg->st = saga_backend_bind_thread(sg->be);
-    if (sg->st == SAGA_OK)
-        sg->st = stage_run(sg);
-    if (sg->st < 0) {
-        snprintf(sg->err, sizeof sg->err, "%s", saga_last_error());
-        pthread_mutex_lock(&m->mu);
-        if (!m->failed) {
-            m->failed = true;
-            m->first_failed = sg->idx;
-        }
-        pthread_cond_broadcast(&m->cv);
-        pthread_mutex_unlock(&m->mu);
-    }
-    return NULL;
-}
-
-/* Runs n micro-batches (n_steps steps of the call) through the stages: on the calling thread
- * for one stage, else a thread per stage. */
-static saga_status run_stages(saga_mlp *m, int32_t n_steps) {
-    saga_status st = SAGA_OK;
-    int32_t n = n_steps * m->p.n_micro, started = 0;
-    m->failed = false;
-    for (int32_t b = 0; b < 2 * (m->S - 1); b++)
-        m->arrived[b] = 0;
-    for (int32_t q = 0; q < m->S; q++) {
-        stage *sg = &m->stages[q];
-        sg->marked_x = sg->marked_y = sg->marked_dy = 0;
-        sg->idle_seconds = 0;
-        sg->st = SAGA_OK;
-        SAGA_TRY(make_ops(sg, n));
-    }
-    if (m->S == 1)
-        return stage_run(&m->stages[0]);
-    for (; started < m->S; started++)
-        if (pthread_create(&m->stages[started].thread, NULL, stage_thread, &m->stages[started])) {
-            pthread_mutex_lock(&m->mu);
-            if (!m->failed) { /* a stage that failed already keeps its error */
-                m->failed = true;
-                m->first_failed = -1;
-            }
-            pthread_cond_broadcast(&m->cv);
-            pthread_mutex_unlock(&m->mu);
-            break;
-        }
-    for (int32_t q = 0; q < started; q++)
-        pthread_join(m->stages[q].thread, NULL);
-    if (m->failed) {
-        if (m->first_failed < 0)
-            return saga_error(SAGA_ERR_OUT_OF_MEMORY, "dense: cannot start a thread for stage %d",
-                              (int)started);
-
-        const stage *sg = &m->stages[m->first_failed];
-        return saga_error(sg->st, "stage %d (%s): %s", (int)sg->idx, saga_backend_name(sg->be),
-                          sg->err);
-    }
-fail:
-    return st;
-}
-
-/* Runs n_steps steps as one pass through the pipeline and adds its figures to the stats. */
-static saga_status run_call(saga_mlp *m, int32_t n_steps, const float *const *xs,
-                            const float *const *ys, double *losses, bool first) {
-    saga_status st = SAGA_OK;
-    if (n_steps > m->cap_steps) {
-        SAGA_TRY(saga_realloc_array((void **)&m->loss_sums, (size_t)n_steps, sizeof *m->loss_sums,
-                                    "losses"));
-        m->cap_steps = n_steps;
-    }
-    for (int32_t t = 0; t < n_steps; t++)
-        m->loss_sums[t] = 0;
-    m->xs = xs;
-    m->ys = ys;
-    for (int32_t q = 0; q < m->S; q++) {
-        saga_backend_reset_stats(m->stages[q].be);
-        saga_sched_reset_stats(m->stages[q].s);
-    }
-    st = run_stages(m, n_steps);
-    if (st < 0) {
-        for (int32_t q = 0; q < m->S; q++) /* no copy may still read the caller's arrays */
-            (void)saga_sched_finish(m->stages[q].s);
-        return st;
-    }
-    m->step += n_steps;
-    if (losses)
-        memcpy(losses, m->loss_sums, (size_t)n_steps * sizeof *losses);
-
-    saga_mlp_stats *s = &m->stats;
-    if (first) {
-        s->h2d_bytes = s->d2h_bytes = 0;
-        s->peak_device_bytes = s->kept_bytes = 0;
-        s->copy_seconds = s->wait_seconds = 0;
-        for (int32_t q = 0; q < m->S; q++) {
-            m->st_peak[q] = 0;
-            m->st_idle[q] = 0;
-            m->st_h2d[q] = 0;
-        }
-    }
-    s->kept_bytes = 0;
-    for (int32_t q = 0; q < m->S; q++) {
-        saga_backend_stats bs;
-        saga_sched_stats ss;
-        saga_backend_get_stats(m->stages[q].be, &bs);
-        saga_sched_get_stats(m->stages[q].s, &ss);
-        s->h2d_bytes += bs.h2d_bytes;
-        s->d2h_bytes += bs.d2h_bytes;
-        s->copy_seconds += bs.copy_seconds;
-        s->wait_seconds += ss.wait_seconds;
-        s->peak_device_bytes =
-            bs.peak_bytes > s->peak_device_bytes ? bs.peak_bytes : s->peak_device_bytes;
-        s->kept_bytes += saga_sched_resident_bytes(m->stages[q].s);
-        m->st_peak[q] = bs.peak_bytes > m->st_peak[q] ? bs.peak_bytes : m->st_peak[q];
-        m->st_idle[q] += m->stages[q].idle_seconds;
-        m->st_h2d[q] += bs.h2d_bytes;
-    }
-    double cs = s->copy_seconds, w = s->wait_seconds;
-    s->overlap = cs > 0 ? 1.0 - (w < cs ? w : cs) / cs : 0.0;
-fail:
-    return st;
-}
-
-saga_status saga_mlp_train_steps(saga_mlp *m, int32_t n_steps, const float *const *xs,
-                                 const float *const *ys, double *losses) {
-    saga_status st = SAGA_OK;
-    SAGA_CHECK(m && xs && ys && n_steps >= 1, SAGA_ERR_INVALID_ARG,
-               "saga_mlp_train_steps: need a network, n_steps >= 1 and the batches");
-    for (int32_t t = 0; t < n_steps; t++)
-        SAGA_CHECK(xs[t] && ys[t], SAGA_ERR_INVALID_ARG,
-                   "saga_mlp_train_steps: the batch of step %d is NULL", (int)t);
-    double t0 = saga_now();
-    if (two_bw(m)) {
-        SAGA_TRY(run_call(m, n_steps, xs, ys, losses, true));
-    } else {
-        for (int32_t t = 0; t < n_steps; t++)
-            SAGA_TRY(run_call(m, 1, xs + t, ys + t, losses ? losses + t : NULL, t == 0));
-    }
-    m->stats.seconds = saga_now() - t0;
-fail:
-    return st;
-}
-
-saga_status saga_mlp_train_step(saga_mlp *m, const float *x, const float *y, double *loss) {
-    saga_status st = SAGA_OK;
-    SAGA_CHECK(m && x && y, SAGA_ERR_INVALID_ARG, "saga_mlp_train_step: an argument is NULL");
-    st = saga_mlp_train_steps(m, 1, &x, &y, loss);
 fail:
     return st;
 }
@@ -1294,7 +849,7 @@ saga_status saga_mlp_get_layer(saga_mlp *m, int32_t l, float *W, float *b) {
     while (l >= sg->l1)
         sg++;
     /* the newest version: with 2BW, version step in slot step & 1 */
-    int32_t v = two_bw(m) ? (int32_t)(m->step & 1) : 0;
+    int32_t v = dense_two_bw(m) ? (int32_t)(m->step & 1) : 0;
     for (int32_t j = 0; j < y->n_tiles; j++)
         SAGA_TRY(saga_sched_download(sg->s, y->tiles[j].p[v]));
     SAGA_TRY(saga_sched_finish(sg->s));

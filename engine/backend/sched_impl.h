@@ -1,6 +1,6 @@
 /* sched_impl.h - the block scheduler: moves blocks of bytes between host and device memory under
  * a byte cap, in an order planned ahead, prefetching on a copy stream while the compute stream
- * works. Internal to saga (the streamed executor, engine/net.c, drives it).
+ * works. Internal to saga (the streamed executor, engine/exec/net_*.c, drives it).
  *
  *   saga_sched *s = NULL;
  *   SAGA_TRY(saga_sched_new(&s, be, cap_bytes));

@@ -15,7 +15,7 @@ struct saga_tensor {
     size_t nbytes; /* rows * cols * saga_dtype_size(dtype) */
     void *data;    /* backend memory from saga_backend_alloc; NULL when nbytes == 0 */
 
-    /* autograd (engine/nn_*.c); all zero for a tensor made with saga_tensor_new */
+    /* autograd (engine/nn/nn_*.c); all zero for a tensor made with saga_tensor_new */
     saga_tensor *grad;      /* d loss / d this tensor, same shape; NULL until accumulated. Owned
                              * by the tensor (freed with it) */
     struct saga_node *node; /* the tape node that produced it while that node lives, else NULL */

@@ -1,5 +1,5 @@
-/* nn_impl.h - the autograd tape, shared by the ops layer (engine/nn_*.c) and the vertex-program
- * executor (engine/program.c). Internal to saga.
+/* nn_impl.h - the autograd tape, shared by the ops layer (engine/nn/nn_*.c) and the vertex-program
+ * executor (engine/exec/program.c). Internal to saga.
  *
  * Every tensor may carry a gradient (t->grad, same shape, allocated on first accumulation). A
  * tensor "needs a gradient" when it is a parameter, a leaf marked with saga_ctx_leaf, or the

@@ -1,0 +1,886 @@
+/* net_build.c - building a graph network (saga_net.h) and preparing it to run: its stages and
+ * input, the blocks of destinations with their halos, transposes and batch plans, the placed
+ * graph and its edge values, the footprint estimates that choose between one block in device
+ * memory and parts streamed through it, and the scheduler's blocks. */
+#include "net_impl.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* Bytes of the host array of stage s's input rows (activations, gradients or saved values), one
+ * float more so that none is empty. */
+static size_t host_rows_bytes(const saga_net *n, int s) {
+    int64_t cols = s == 0 ? n->in_cols : n->stages[s - 1].out_cols;
+    return ((size_t)n->n * (size_t)cols + 1) * sizeof(float);
+}
+
+/* Bytes of a host array of one 4-byte value per edge (one more when there are none). */
+static size_t edge_bytes(int64_t m) {
+    return (m ? (size_t)m : 1) * 4;
+}
+
+/* An array of count entries of size bytes from the backend's host allocator (pinned on CUDA):
+ * the host side of a scheduler block, which its copy stream reads asynchronously. */
+static saga_status host_array(saga_net *n, void **out, size_t count, size_t size,
+                              const char *what) {
+    if (size && count > SIZE_MAX / size)
+        return saga_error(SAGA_ERR_OUT_OF_MEMORY, "saga_net: %s: %zu entries of %zu bytes", what,
+                          count, size);
+    return saga_backend_host_alloc(n->be, out, count * size);
+}
+
+int net_key_of(saga_edge_weight w, bool mean) {
+    return (int)w * 2 + (mean ? 1 : 0);
+}
+
+saga_net_opts saga_net_opts_defaults(void) {
+    saga_net_opts o = {.exec = SAGA_EXEC_AUTO,
+                       .parts = 0,
+                       .partition = SAGA_PARTITION_METIS,
+                       .partition_seed = 1,
+                       .saved = SAGA_SAVED_RECOMPUTE,
+                       .self_loops = SAGA_DGRAPH_SELF_LOOPS_KEEP};
+    return o;
+}
+
+/* ---- pack / unpack ------------------------------------------------------------------------ */
+
+void net_rows_pack(void *user, void *staging) {
+    const rows_io *io = user;
+    float *out = staging;
+    size_t row = (size_t)io->cols * sizeof(float);
+    for (int32_t i = 0; i < io->n; i++)
+        memcpy(out + (int64_t)i * io->cols, io->src + (int64_t)io->rows[i] * io->cols, row);
+}
+
+static void rows_unpack_add(void *user, const void *staging) {
+    const rows_io *io = user;
+    const float *in = staging;
+    for (int32_t i = 0; i < io->n; i++) {
+        float *d = io->dst + (int64_t)io->rows[i] * io->cols;
+        const float *s = in + (int64_t)i * io->cols;
+        for (int64_t j = 0; j < io->cols; j++)
+            d[j] += s[j];
+    }
+}
+
+/* ---- building ----------------------------------------------------------------------------- */
+
+saga_status saga_net_new(saga_net **out, saga_ctx *c, const saga_graph *g, const saga_net_opts *o) {
+    saga_status st = SAGA_OK;
+    saga_net *n = NULL;
+    saga_net_opts def = saga_net_opts_defaults();
+    if (!o)
+        o = &def;
+    SAGA_CHECK(out && c && g, SAGA_ERR_INVALID_ARG,
+               "saga_net_new: out, context and graph must be given");
+    SAGA_CHECK((unsigned)o->exec < SAGA_EXEC_COUNT && o->parts >= 0 &&
+                   (unsigned)o->partition < SAGA_PARTITION_METHOD_COUNT &&
+                   (unsigned)o->saved < SAGA_SAVED_COUNT &&
+                   (unsigned)o->self_loops < SAGA_DGRAPH_SELF_LOOPS_COUNT,
+               SAGA_ERR_INVALID_ARG,
+               "saga_net_new: options out of range (exec %d, parts %d, partition %d, saved %d, "
+               "self_loops %d)",
+               (int)o->exec, o->parts, (int)o->partition, (int)o->saved, (int)o->self_loops);
+    SAGA_TRY(saga_alloc_zeroed((void **)&n, 1, sizeof *n, "a net"));
+    n->c = c;
+    n->be = saga_ctx_backend(c);
+    n->g_user = g;
+    n->o = *o;
+    n->n = saga_graph_n_vertices(g);
+    *out = n;
+    return SAGA_OK;
+fail:
+    saga_free(n);
+    return st;
+}
+
+static saga_status add_stage(saga_net *n, const stage *s) {
+    saga_status st = SAGA_OK;
+    SAGA_CHECK(!n->ready, SAGA_ERR_INVALID_ARG,
+               "saga_net: stages must be added before the first run");
+    SAGA_CHECK(s->out_cols >= 1, SAGA_ERR_INVALID_ARG,
+               "saga_net: a stage's width must be >= 1, got %lld", (long long)s->out_cols);
+    if (n->n_stages == n->cap_stages) {
+        int cap = n->cap_stages ? 2 * n->cap_stages : 8;
+        SAGA_TRY(
+            saga_realloc_array((void **)&n->stages, (size_t)cap, sizeof *n->stages, "net stages"));
+        n->cap_stages = cap;
+    }
+    n->stages[n->n_stages++] = *s;
+fail:
+    return st;
+}
+
+saga_status saga_net_add_vertex(saga_net *n, saga_apply_vertex_fn fn, void *layer,
+                                int64_t out_cols) {
+    saga_status st = SAGA_OK;
+    SAGA_CHECK(n && fn, SAGA_ERR_INVALID_ARG,
+               "saga_net_add_vertex: net and function must be given");
+    stage s = {.kind = STAGE_VERTEX, .fn = fn, .layer = layer, .out_cols = out_cols};
+    SAGA_TRY(add_stage(n, &s));
+fail:
+    return st;
+}
+
+saga_status saga_net_add_program(saga_net *n, const saga_program *p, void *layer,
+                                 int64_t out_cols) {
+    saga_status st = SAGA_OK;
+    SAGA_CHECK(n && p, SAGA_ERR_INVALID_ARG, "saga_net_add_program: net and program must be given");
+    SAGA_TRY(saga_program_check(p, "saga_net_add_program"));
+    stage s = {.kind = STAGE_PROGRAM,
+               .p = *p,
+               .fn = p->apply_vertex,
+               .layer = layer,
+               .out_cols = out_cols};
+    SAGA_TRY(add_stage(n, &s));
+fail:
+    return st;
+}
+
+saga_status saga_net_set_loss(saga_net *n, saga_net_loss_fn fn, void *user) {
+    if (!n)
+        return saga_error(SAGA_ERR_INVALID_ARG, "saga_net_set_loss: net is NULL");
+    n->loss = fn;
+    n->loss_user = user;
+    return SAGA_OK;
+}
+
+saga_status saga_net_set_input(saga_net *n, const float *x, int64_t cols) {
+    saga_status st = SAGA_OK;
+    SAGA_CHECK(n && x && cols >= 1, SAGA_ERR_INVALID_ARG,
+               "saga_net_set_input: net and rows must be given");
+    SAGA_CHECK(!n->ready || cols == n->in_cols, SAGA_ERR_INVALID_ARG,
+               "saga_net_set_input: %lld columns, the net was prepared for %lld", (long long)cols,
+               (long long)n->in_cols);
+    if (!n->x) {
+        SAGA_TRY(saga_backend_host_alloc(n->be, (void **)&n->x,
+                                         (size_t)n->n * (size_t)cols * sizeof(float) + 1));
+        n->in_cols = cols;
+    }
+    if (n->ids) {
+        for (int32_t v = 0; v < n->n; v++)
+            memcpy(n->x + (int64_t)v * cols, x + (int64_t)n->ids[v] * cols,
+                   (size_t)cols * sizeof(float));
+    } else {
+        memcpy(n->x, x, (size_t)n->n * (size_t)cols * sizeof(float));
+    }
+    n->x_changed = true;
+fail:
+    return st;
+}
+
+/* Frees block b's arrays; the host-allocated ones with the sizes block_build, block_transpose
+ * and block_plan gave them. */
+static void block_free(saga_net *n, nblock *b) {
+    size_t P = (size_t)(b->v1 - b->v0), m1 = edge_bytes(b->e1 - b->e0);
+    saga_free(b->halo);
+    saga_backend_host_free(n->be, b->self_pos, (P ? P : 1) * sizeof(int32_t));
+    saga_backend_host_free(n->be, b->off, (P + 1) * sizeof(int64_t));
+    saga_backend_host_free(n->be, b->src, m1);
+    saga_backend_host_free(n->be, b->edst, m1);
+    saga_backend_host_free(n->be, b->toff, ((size_t)b->n_halo + 1) * sizeof(int64_t));
+    saga_backend_host_free(n->be, b->tdst, m1);
+    saga_free(b->tperm);
+    for (int i = 0; i < N_KEYS; i++)
+        saga_backend_host_free(n->be, b->vout[i], m1);
+    for (int i = 0; i < b->n_plans; i++) {
+        saga_free(b->plans[i].v0);
+        saga_backend_host_free(n->be, b->plans[i].h_off,
+                               (P + (size_t)b->plans[i].n_batches) * sizeof(int64_t));
+    }
+    saga_free(b->plans);
+}
+
+/* Frees what net_prepare made (the scheduler's blocks go with it). */
+static void unprepare(saga_net *n) {
+    int S = n->n_stages;
+    net_pr_free(n);
+    if (n->sched)
+        saga_ctx_set_pressure(n->c, NULL, NULL);
+    saga_sched_free(&n->sched);
+    if (n->blk)
+        for (int32_t d = 0; d < n->k; d++)
+            block_free(n, &n->blk[d]);
+    saga_free(n->blk);
+    n->blk = NULL;
+    for (int i = 0; i < N_KEYS; i++) {
+        saga_backend_host_free(n->be, n->vals[i], edge_bytes(n->m));
+        n->vals[i] = NULL;
+    }
+    saga_blk ***tabs[] = {n->act, n->halo, n->grad, n->gin, n->ghalo, n->saved};
+    for (size_t t = 0; t < sizeof tabs / sizeof tabs[0]; t++) {
+        if (!tabs[t])
+            continue;
+        for (int s = 0; s <= S; s++)
+            saga_free(tabs[t][s]);
+        saga_free(tabs[t]);
+    }
+    n->act = n->halo = n->grad = n->gin = n->ghalo = n->saved = NULL;
+    rows_io **ios[] = {n->pack_io, n->unpack_io};
+    for (int t = 0; t < 2; t++) {
+        if (!ios[t])
+            continue;
+        for (int s = 0; s <= S; s++)
+            saga_free(ios[t][s]);
+        saga_free(ios[t]);
+    }
+    n->pack_io = n->unpack_io = NULL;
+    float **hosts[] = {n->act_host, n->grad_host, n->saved_host};
+    for (int t = 0; t < 3; t++) {
+        if (!hosts[t])
+            continue;
+        /* act_host[0] is the input (n->x), grad_host[0] is unused; saved_host[0] holds what a
+         * first stage that is a program saves */
+        for (int s = hosts[t] == n->saved_host ? 0 : 1; s <= S; s++)
+            saga_backend_host_free(n->be, hosts[t][s], host_rows_bytes(n, s));
+        saga_free(hosts[t]);
+    }
+    n->act_host = n->grad_host = n->saved_host = NULL;
+    saga_backend_host_free(n->be, n->eids, edge_bytes(n->m));
+    n->eids = NULL;
+    saga_free(n->h_off);
+    saga_free(n->h_src);
+    saga_free(n->h_w);
+    saga_free(n->out_off);
+    n->h_off = n->out_off = NULL;
+    n->h_src = NULL;
+    n->h_w = NULL;
+    saga_partition_free(&n->part);
+    saga_backend_host_free(n->be, n->ids, (size_t)n->n * sizeof(int32_t));
+    n->ids = NULL;
+    saga_free(n->iota);
+    n->iota = NULL;
+    n->ready = false;
+}
+
+void saga_net_free(saga_net **np) {
+    if (!np || !*np)
+        return;
+    saga_net *n = *np;
+    unprepare(n);
+    if (n->x)
+        saga_backend_host_free(n->be, n->x, (size_t)n->n * (size_t)n->in_cols * sizeof(float) + 1);
+    saga_free(n->stages);
+    saga_free(n);
+    *np = NULL;
+}
+
+/* Builds block d's host arrays over rows v0 .. v1 - 1; pos is n entries of -1 (restored). */
+static saga_status block_build(saga_net *n, nblock *b, int32_t v0, int32_t v1, bool whole,
+                               int32_t *pos) {
+    saga_status st = SAGA_OK;
+    int32_t P = v1 - v0;
+    b->v0 = v0;
+    b->v1 = v1;
+    b->e0 = n->h_off[v0];
+    b->e1 = n->h_off[v1];
+    int64_t mb = b->e1 - b->e0;
+    size_t m1 = mb ? (size_t)mb : 1;
+    SAGA_TRY(host_array(n, (void **)&b->off, (size_t)P + 1, sizeof(int64_t), "block offsets"));
+    SAGA_TRY(host_array(n, (void **)&b->src, m1, sizeof(int32_t), "block sources"));
+    SAGA_TRY(host_array(n, (void **)&b->edst, m1, sizeof(int32_t), "block destinations"));
+    for (int32_t i = 0; i <= P; i++)
+        b->off[i] = n->h_off[v0 + i] - b->e0;
+    for (int32_t i = 0; i < P; i++)
+        for (int64_t k = b->off[i]; k < b->off[i + 1]; k++)
+            b->edst[k] = i;
+    if (whole) {
+        b->n_halo = n->n;
+        memcpy(b->src, n->h_src + b->e0, (size_t)mb * sizeof(int32_t));
+    } else {
+        /* the halo: every source of the block's edges and the block's own rows, sorted */
+        int32_t nh = 0;
+        int32_t *h = NULL;
+        SAGA_TRY(saga_alloc_array((void **)&h, m1 + (size_t)P, sizeof(int32_t), "block halo"));
+        for (int32_t v = v0; v < v1; v++)
+            if (pos[v] < 0)
+                pos[v] = 0, h[nh++] = v;
+        for (int64_t k = b->e0; k < b->e1; k++) {
+            int32_t u = n->h_src[k];
+            if (pos[u] < 0)
+                pos[u] = 0, h[nh++] = u;
+        }
+        /* ids are < n: a counting pass over the marks sorts them */
+        int32_t lo = n->n, hi = -1;
+        for (int32_t i = 0; i < nh; i++) {
+            lo = h[i] < lo ? h[i] : lo;
+            hi = h[i] > hi ? h[i] : hi;
+        }
+        int32_t j = 0;
+        for (int32_t u = lo; u <= hi && j < nh; u++)
+            if (pos[u] == 0)
+                pos[u] = j, h[j++] = u;
+        b->halo = h;
+        b->n_halo = nh;
+        SAGA_TRY(
+            host_array(n, (void **)&b->self_pos, P ? (size_t)P : 1, sizeof(int32_t), "block rows"));
+        for (int32_t i = 0; i < P; i++)
+            b->self_pos[i] = pos[v0 + i];
+        for (int64_t k = 0; k < mb; k++)
+            b->src[k] = pos[n->h_src[b->e0 + k]];
+        for (int32_t i = 0; i < nh; i++)
+            pos[h[i]] = -1;
+    }
+    return SAGA_OK;
+fail:
+    return st;
+}
+
+/* The transpose of block b (for fused backward passes) and its edge values. */
+static saga_status block_transpose(saga_net *n, nblock *b) {
+    saga_status st = SAGA_OK;
+    int64_t mb = b->e1 - b->e0;
+    size_t m1 = mb ? (size_t)mb : 1;
+    SAGA_TRY(host_array(n, (void **)&b->toff, (size_t)b->n_halo + 1, sizeof(int64_t),
+                        "block transpose"));
+    memset(b->toff, 0, ((size_t)b->n_halo + 1) * sizeof(int64_t));
+    SAGA_TRY(host_array(n, (void **)&b->tdst, m1, sizeof(int32_t), "block transpose"));
+    SAGA_TRY(saga_alloc_array((void **)&b->tperm, m1, sizeof(int64_t), "block transpose"));
+    for (int64_t k = 0; k < mb; k++)
+        b->toff[b->src[k] + 1]++;
+    for (int32_t u = 0; u < b->n_halo; u++)
+        b->toff[u + 1] += b->toff[u];
+    int64_t *fill = NULL;
+    SAGA_TRY(saga_alloc_array((void **)&fill, (size_t)b->n_halo + 1, sizeof(int64_t),
+                              "transpose cursor"));
+    memcpy(fill, b->toff, ((size_t)b->n_halo + 1) * sizeof(int64_t));
+    int32_t P = b->v1 - b->v0;
+    for (int32_t i = 0; i < P; i++)
+        for (int64_t k = b->off[i]; k < b->off[i + 1]; k++) {
+            int64_t p = fill[b->src[k]]++;
+            b->tdst[p] = i;
+            b->tperm[p] = k;
+        }
+    saga_free(fill);
+fail:
+    return st;
+}
+
+/* Block b's batch plan for max_edges, or NULL when none was made. */
+bplan *net_plan_of(const nblock *b, int64_t max_edges) {
+    for (int i = 0; i < b->n_plans; i++)
+        if (b->plans[i].max_edges == max_edges)
+            return &b->plans[i];
+    return NULL;
+}
+
+/* The batch plan of block b for max_edges (consecutive destinations, at most max_edges in-edges
+ * each, a vertex with more alone), made on first use. */
+static saga_status block_plan(saga_net *n, nblock *b, int64_t max_edges, bplan **out) {
+    saga_status st = SAGA_OK;
+    if ((*out = net_plan_of(b, max_edges)))
+        return SAGA_OK;
+    SAGA_TRY(saga_realloc_array((void **)&b->plans, (size_t)b->n_plans + 1, sizeof *b->plans,
+                                "block plans"));
+    bplan *p = &b->plans[b->n_plans++];
+    memset(p, 0, sizeof *p);
+    p->max_edges = max_edges;
+    int32_t P = b->v1 - b->v0;
+    SAGA_TRY(saga_alloc_array((void **)&p->v0, (size_t)P + 2, sizeof(int32_t), "batch plan"));
+    int64_t nb = saga_prog_cut_batches(P, b->off, max_edges, p->v0);
+    p->n_batches = nb;
+    if (nb > 1) {
+        SAGA_TRY(host_array(n, (void **)&p->h_off, (size_t)P + (size_t)nb, sizeof(int64_t),
+                            "batch offsets"));
+        saga_prog_batch_offsets(b->off, nb, p->v0, p->h_off);
+        p->b_off = saga_sched_block(n->sched, ((size_t)P + (size_t)nb) * sizeof(int64_t),
+                                    SAGA_BLK_INPUT, "batch plan");
+        SAGA_CHECK(p->b_off, SAGA_ERR_OUT_OF_MEMORY, "out of memory for a batch plan block");
+        saga_blk_set_host(p->b_off, p->h_off);
+    }
+    *out = p;
+fail:
+    return st;
+}
+
+saga_blk *net_input_block(saga_net *n, void *host, size_t bytes, const char *kind) {
+    saga_blk *b = saga_sched_block(n->sched, bytes, SAGA_BLK_INPUT, kind);
+    if (b)
+        saga_blk_set_host(b, host);
+    return b;
+}
+
+/* The device blocks of block b that stage s needs. */
+static saga_status block_blocks(saga_net *n, nblock *b, const stage *s) {
+    saga_status st = SAGA_OK;
+    int32_t P = b->v1 - b->v0;
+    size_t mb = (size_t)(b->e1 - b->e0);
+    bool fused = saga_prog_fused(&s->p);
+    if (!b->b_off &&
+        !(b->b_off = net_input_block(n, b->off, ((size_t)P + 1) * sizeof(int64_t), "tile offsets")))
+        goto oom;
+    if (!b->b_src && !(b->b_src = net_input_block(n, b->src, mb * sizeof(int32_t), "tile sources")))
+        goto oom;
+    if (b->self_pos && !b->b_self &&
+        !(b->b_self = net_input_block(n, b->self_pos, (size_t)P * sizeof(int32_t), "tile rows")))
+        goto oom;
+    if (!fused && !b->b_edst &&
+        !(b->b_edst = net_input_block(n, b->edst, mb * sizeof(int32_t), "tile destinations")))
+        goto oom;
+    if (!fused && n->eids && !b->b_eids &&
+        !(b->b_eids = net_input_block(n, n->eids + b->e0, mb * sizeof(int32_t), "edge ids")))
+        goto oom;
+    bool mean = fused && s->p.gather == SAGA_GATHER_MEAN;
+    int key = net_key_of(s->p.edge_weight, mean);
+    bool ones = s->p.edge_weight == SAGA_WEIGHT_NONE && !mean;
+    if (!ones && !b->b_vin[key] &&
+        !(b->b_vin[key] =
+              net_input_block(n, n->vals[key] + b->e0, mb * sizeof(float), "tile weights")))
+        goto oom;
+    if (fused) {
+        if (!b->toff)
+            SAGA_TRY(block_transpose(n, b));
+        if (!b->b_toff &&
+            !(b->b_toff = net_input_block(n, b->toff, ((size_t)b->n_halo + 1) * sizeof(int64_t),
+                                          "tile transpose")))
+            goto oom;
+        if (!b->b_tdst &&
+            !(b->b_tdst = net_input_block(n, b->tdst, mb * sizeof(int32_t), "tile transpose")))
+            goto oom;
+        if (!ones && !b->vout[key]) {
+            SAGA_TRY(
+                host_array(n, (void **)&b->vout[key], mb ? mb : 1, sizeof(float), "tile weights"));
+            for (size_t q = 0; q < mb; q++)
+                b->vout[key][q] = n->vals[key][b->e0 + b->tperm[q]];
+            if (!(b->b_vout[key] =
+                      net_input_block(n, b->vout[key], mb * sizeof(float), "tile weights")))
+                goto oom;
+        }
+    }
+    if (!fused) {
+        bplan *p = NULL;
+        SAGA_TRY(block_plan(n, b, saga_prog_batch_edges(&s->p), &p));
+    }
+    return SAGA_OK;
+oom:
+    st = saga_error(SAGA_ERR_OUT_OF_MEMORY, "out of memory for the blocks of part %d",
+                    (int)(b - n->blk));
+fail:
+    return st;
+}
+
+/* ---- preparing ---------------------------------------------------------------------------- */
+
+static void trim_ctx(void *user) {
+    saga_ctx_trim((saga_ctx *)user);
+}
+
+static bool give_back(void *user, size_t bytes) {
+    saga_net *n = user;
+    return n->sched && saga_sched_give_back(n->sched, bytes);
+}
+
+/* The placed in-CSR of the (renumbered) graph and the edge values the stages use. */
+static saga_status place(saga_net *n, const saga_graph *g) {
+    saga_status st = SAGA_OK;
+    SAGA_TRY(saga_place_in_csr(g, n->o.self_loops == SAGA_DGRAPH_SELF_LOOPS_ADD, &n->h_off,
+                               &n->h_src, &n->h_w, &n->m));
+    SAGA_TRY(
+        saga_alloc_zeroed((void **)&n->out_off, (size_t)n->n + 1, sizeof(int64_t), "out-degrees"));
+    for (int64_t k = 0; k < n->m; k++)
+        n->out_off[n->h_src[k] + 1]++;
+    for (int32_t u = 0; u < n->n; u++)
+        n->out_off[u + 1] += n->out_off[u];
+    for (int s = 0; s < n->n_stages; s++) {
+        const stage *sg = &n->stages[s];
+        if (sg->kind != STAGE_PROGRAM)
+            continue;
+        bool fused = saga_prog_fused(&sg->p);
+        bool mean = fused && sg->p.gather == SAGA_GATHER_MEAN;
+        int key = net_key_of(sg->p.edge_weight, mean);
+        if ((sg->p.edge_weight == SAGA_WEIGHT_NONE && !mean) || n->vals[key])
+            continue;
+        SAGA_TRY(host_array(n, (void **)&n->vals[key], edge_bytes(n->m), 1, "edge values"));
+        saga_edge_values(n->n, n->h_off, n->h_src, n->h_w, n->out_off, sg->p.edge_weight, mean,
+                         n->vals[key]);
+    }
+fail:
+    return st;
+}
+
+/* Device bytes the largest step of a plan with k blocks holds at once (its blocks twice over,
+ * for the next step's prefetch, plus the compute's own tensors, estimated). */
+static size_t step_estimate(const saga_net *n, bool train, size_t *max_work) {
+    size_t worst = 0, wmax = 0;
+    if (n->pagerank) {
+        /* a step holds the part's CSR, the halo's contributions and four f64 vectors of it */
+        for (int32_t d = 0; d < n->k; d++) {
+            const nblock *b = &n->blk[d];
+            size_t P = (size_t)(b->v1 - b->v0), H = (size_t)b->n_halo, mb = (size_t)(b->e1 - b->e0);
+            size_t need = 2 * ((P + 1) * 8 + mb * 4 + H * 8 + P * 8 * 4);
+            worst = need > worst ? need : worst;
+        }
+        if (max_work)
+            *max_work = 4096;
+        return worst;
+    }
+    for (int32_t d = 0; d < n->k; d++) {
+        const nblock *b = &n->blk[d];
+        size_t P = (size_t)(b->v1 - b->v0), H = (size_t)b->n_halo, mb = (size_t)(b->e1 - b->e0);
+        for (int s = 0; s < n->n_stages; s++) {
+            const stage *sg = &n->stages[s];
+            size_t fi = (size_t)sg->in_cols * 4, fo = (size_t)sg->out_cols * 4, blocks = 0,
+                   work = 0;
+            if (sg->kind == STAGE_VERTEX) {
+                blocks = P * (fi + fo) * (train ? 2 : 1);
+                work = P * (fi + fo) * 3;
+            } else {
+                blocks = (P + 1) * 8 + mb * 12 + H * fi + P * fo +
+                         (train ? H * 12 + mb * 8 + P * fo : 0) +
+                         (n->o.saved == SAGA_SAVED_OFFLOAD ? P * fi : 0);
+                size_t eb = saga_prog_fused(&sg->p) ? 0 : mb;
+                int64_t mx = saga_prog_batch_edges(&sg->p);
+                if (eb > (size_t)mx)
+                    eb = (size_t)mx;
+                work = P * (fi + fo) * 4 + H * fi * (train ? 2 : 0) + eb * (2 * fi + fo) * 4;
+            }
+            size_t need = 2 * blocks + work;
+            worst = need > worst ? need : worst;
+            wmax = work > wmax ? work : wmax;
+        }
+    }
+    if (max_work)
+        *max_work = wmax;
+    return worst;
+}
+
+/* Everything resident at once: the in-memory footprint. */
+static size_t memory_estimate(const saga_net *n, bool train) {
+    if (n->pagerank) {
+        size_t m = (size_t)saga_graph_n_edges(n->g_user);
+        return (size_t)(n->n + 1) * 8 + m * 4 + (size_t)n->n * 8 * 6 + 4096;
+    }
+    size_t total = (size_t)(n->n + 1) * 16 + (size_t)n->m * 20 * (train ? 2 : 1);
+    size_t act = (size_t)n->n * (size_t)n->in_cols * 4, widest = 0;
+    for (int s = 0; s < n->n_stages; s++) {
+        size_t w = (size_t)n->n * (size_t)n->stages[s].out_cols * 4;
+        act += w * (train ? 3 : 1);
+        widest = w > widest ? w : widest;
+    }
+    return total + act + 4 * widest;
+}
+
+static saga_status build_blocks(saga_net *n, const saga_graph *g, int32_t k) {
+    saga_status st = SAGA_OK;
+    int32_t *pos = NULL;
+    n->k = k;
+    SAGA_TRY(place(n, g));
+    SAGA_TRY(saga_alloc_zeroed((void **)&n->blk, (size_t)k, sizeof *n->blk, "net blocks"));
+    SAGA_TRY(saga_alloc_array((void **)&pos, (size_t)n->n + 1, sizeof(int32_t), "halo marks"));
+    for (int32_t v = 0; v < n->n; v++)
+        pos[v] = -1;
+    for (int32_t d = 0; d < k; d++) {
+        int32_t v0 = n->part ? (int32_t)n->part->offsets[d] : 0;
+        int32_t v1 = n->part ? (int32_t)n->part->offsets[d + 1] : n->n;
+        SAGA_TRY(block_build(n, &n->blk[d], v0, v1, k == 1, pos));
+    }
+fail:
+    saga_free(pos);
+    return st;
+}
+
+/* Per stage and block: the scheduler's blocks for activations, halos and gradients. */
+/* Built once for inference and training alike (a net used only for inference keeps gradient
+ * blocks it never touches: they hold no device memory until a plan uses them). */
+static saga_status stage_blocks(saga_net *n) {
+    saga_status st = SAGA_OK;
+    int S = n->n_stages;
+    int32_t k = n->k;
+    bool multi = k > 1;
+    saga_blk ****tabs[] = {&n->act, &n->halo, &n->grad, &n->gin, &n->ghalo, &n->saved};
+    for (size_t t = 0; t < sizeof tabs / sizeof tabs[0]; t++) {
+        SAGA_TRY(saga_alloc_zeroed((void **)tabs[t], (size_t)S + 1, sizeof(saga_blk **),
+                                   "net block table"));
+        for (int s = 0; s <= S; s++)
+            SAGA_TRY(saga_alloc_zeroed((void **)&(*tabs[t])[s], (size_t)k, sizeof(saga_blk *),
+                                       "net block table"));
+    }
+    SAGA_TRY(
+        saga_alloc_zeroed((void **)&n->pack_io, (size_t)S + 1, sizeof(rows_io *), "net copies"));
+    SAGA_TRY(
+        saga_alloc_zeroed((void **)&n->unpack_io, (size_t)S + 1, sizeof(rows_io *), "net copies"));
+    SAGA_TRY(saga_alloc_zeroed((void **)&n->act_host, (size_t)S + 1, sizeof(float *),
+                               "net activations"));
+    SAGA_TRY(
+        saga_alloc_zeroed((void **)&n->grad_host, (size_t)S + 1, sizeof(float *), "net gradients"));
+    SAGA_TRY(saga_alloc_zeroed((void **)&n->saved_host, (size_t)S + 1, sizeof(float *),
+                               "net saved values"));
+    n->act_host[0] = n->x;
+    for (int s = 1; s <= S; s++) {
+        SAGA_TRY(saga_backend_host_alloc(n->be, (void **)&n->act_host[s], host_rows_bytes(n, s)));
+        if (multi)
+            SAGA_TRY(
+                saga_backend_host_alloc(n->be, (void **)&n->grad_host[s], host_rows_bytes(n, s)));
+    }
+    for (int s = 0; s < S; s++) {
+        stage *sg = &n->stages[s];
+        sg->in_cols = s == 0 ? n->in_cols : n->stages[s - 1].out_cols;
+        if (n->o.saved == SAGA_SAVED_OFFLOAD && sg->kind == STAGE_PROGRAM &&
+            saga_prog_fused(&sg->p))
+            SAGA_TRY(
+                saga_backend_host_alloc(n->be, (void **)&n->saved_host[s], host_rows_bytes(n, s)));
+    }
+    for (int s = 0; s <= S; s++) {
+        int64_t cols = s == 0 ? n->in_cols : n->stages[s - 1].out_cols;
+        bool program_in = s < S && n->stages[s].kind == STAGE_PROGRAM;
+        SAGA_TRY(
+            saga_alloc_zeroed((void **)&n->pack_io[s], (size_t)k, sizeof(rows_io), "net copies"));
+        SAGA_TRY(
+            saga_alloc_zeroed((void **)&n->unpack_io[s], (size_t)k, sizeof(rows_io), "net copies"));
+        for (int32_t d = 0; d < k; d++) {
+            nblock *b = &n->blk[d];
+            size_t P = (size_t)(b->v1 - b->v0);
+            saga_blk *a = saga_sched_block(n->sched, P * (size_t)cols * 4,
+                                           s == 0 ? SAGA_BLK_INPUT : SAGA_BLK_TEMP,
+                                           s == 0 ? "input rows" : "activations");
+            if (!a)
+                goto oom;
+            saga_blk_set_host(a, n->act_host[s] + (int64_t)b->v0 * cols);
+            n->act[s][d] = a;
+            if (program_in) {
+                if (!multi) {
+                    n->halo[s][d] = a;
+                } else {
+                    rows_io *io = &n->pack_io[s][d];
+                    *io = (rows_io){
+                        .src = n->act_host[s], .rows = b->halo, .n = b->n_halo, .cols = cols};
+                    saga_blk *h = saga_sched_block(n->sched, (size_t)b->n_halo * (size_t)cols * 4,
+                                                   SAGA_BLK_INPUT, "halo rows");
+                    if (!h)
+                        goto oom;
+                    saga_blk_set_pack(h, net_rows_pack, NULL, io);
+                    n->halo[s][d] = h;
+                }
+                if (n->saved_host[s]) {
+                    saga_blk *sv = saga_sched_block(n->sched, P * (size_t)cols * 4, SAGA_BLK_TEMP,
+                                                    "saved values");
+                    if (!sv)
+                        goto oom;
+                    saga_blk_set_host(sv, n->saved_host[s] + (int64_t)b->v0 * cols);
+                    n->saved[s][d] = sv;
+                }
+            }
+            if (s == 0)
+                continue;
+            /* the gradient of act[s]: written block by block, or (a program stage reading act[s]
+             * across parts) added up on the host from every block's halo gradient */
+            bool summed = multi && program_in;
+            saga_blk *gb = saga_sched_block(n->sched, P * (size_t)cols * 4,
+                                            summed ? SAGA_BLK_INPUT : SAGA_BLK_TEMP, "gradients");
+            if (!gb)
+                goto oom;
+            if (multi)
+                saga_blk_set_host(gb, n->grad_host[s] + (int64_t)b->v0 * cols);
+            n->grad[s][d] = gb;
+            if (summed) {
+                rows_io *io = &n->unpack_io[s][d];
+                *io = (rows_io){
+                    .dst = n->grad_host[s], .rows = b->halo, .n = b->n_halo, .cols = cols};
+                saga_blk *gh = saga_sched_block(n->sched, (size_t)b->n_halo * (size_t)cols * 4,
+                                                SAGA_BLK_TEMP, "halo gradients");
+                if (!gh)
+                    goto oom;
+                saga_blk_set_pack(gh, NULL, rows_unpack_add, io);
+                n->ghalo[s][d] = gh;
+            }
+        }
+    }
+    for (int32_t d = 0; d < k && n->ids; d++) {
+        nblock *b = &n->blk[d];
+        if (!(b->b_ids = net_input_block(n, n->ids + b->v0,
+                                         (size_t)(b->v1 - b->v0) * sizeof(int32_t), "vertex ids")))
+            goto oom;
+    }
+    for (int s = 0; s < S; s++)
+        if (n->stages[s].kind == STAGE_PROGRAM)
+            for (int32_t d = 0; d < k; d++)
+                SAGA_TRY(block_blocks(n, &n->blk[d], &n->stages[s]));
+    return SAGA_OK;
+oom:
+    st = saga_error(SAGA_ERR_OUT_OF_MEMORY, "out of memory for the net's blocks");
+fail:
+    return st;
+}
+
+/* For a renumbered graph: each placed edge's index in the placed in-CSR of the graph as given
+ * (the in-memory edge order), so that edge dropout masks do not depend on the parts. */
+static saga_status edge_ids(saga_net *n) {
+    saga_status st = SAGA_OK;
+    int64_t *off = NULL, m = 0;
+    int32_t *src = NULL;
+    float *w = NULL;
+    SAGA_TRY(saga_place_in_csr(n->g_user, n->o.self_loops == SAGA_DGRAPH_SELF_LOOPS_ADD, &off, &src,
+                               &w, &m));
+    SAGA_CHECK(m == n->m, SAGA_ERR_INTERNAL, "saga_net: %lld edges placed, %lld renumbered",
+               (long long)m, (long long)n->m);
+    SAGA_TRY(host_array(n, (void **)&n->eids, edge_bytes(m), 1, "edge ids"));
+    for (int32_t v2 = 0; v2 < n->n; v2++) {
+        int32_t v = n->ids[v2];
+        int64_t lo = off[v], hi = off[v + 1], run = 0;
+        for (int64_t k = n->h_off[v2]; k < n->h_off[v2 + 1]; k++) {
+            int32_t u = n->ids[n->h_src[k]];
+            /* parallel edges: the j-th copy here is the j-th copy there */
+            run = k > n->h_off[v2] && n->h_src[k - 1] == n->h_src[k] ? run + 1 : 0;
+            int64_t a = lo, b = hi;
+            while (a < b) {
+                int64_t mid = a + (b - a) / 2;
+                if (src[mid] < u)
+                    a = mid + 1;
+                else
+                    b = mid;
+            }
+            n->eids[k] = (int32_t)(a + run);
+        }
+    }
+fail:
+    saga_free(off);
+    saga_free(src);
+    saga_free(w);
+    return st;
+}
+
+saga_status net_prepare(saga_net *n, bool train) {
+    saga_status st = SAGA_OK;
+    saga_graph *g = NULL;
+    n->stats.prepare_seconds = 0;
+    if (n->ready)
+        return SAGA_OK;
+    double t_prep = saga_now();
+    SAGA_CHECK(n->pagerank || (n->n_stages > 0 && n->x), SAGA_ERR_INVALID_ARG,
+               "saga_net: needs stages and input rows (saga_net_set_input) before running");
+    saga_backend_stats bs;
+    saga_backend_get_stats(n->be, &bs);
+    size_t budget = bs.budget_bytes;
+    /* what the backend keeps for its own work (its scratch; held already, or still to come) is
+     * not the network's to plan with */
+    size_t held =
+        bs.in_use_bytes +
+        (bs.reserved_bytes > bs.work_reserve_bytes ? bs.reserved_bytes : bs.work_reserve_bytes);
+    size_t avail = budget > held ? budget - held : 0;
+    for (int s = 0; s < n->n_stages; s++)
+        n->stages[s].in_cols = s == 0 ? n->in_cols : n->stages[s - 1].out_cols;
+    n->k = 1;
+    bool stream = n->o.exec == SAGA_EXEC_STREAM;
+    if (n->o.exec == SAGA_EXEC_AUTO && budget) {
+        /* a rough first look; the exact footprint is known once placed */
+        stream = memory_estimate(n, true) > avail;
+    }
+    int32_t k = 1;
+    /* parts of fewer than 8 vertices would not save memory worth their halos, and METIS is not
+     * made for them (it prints warnings and may leave parts empty) */
+    int32_t max_k = n->n / 8 > 2 ? n->n / 8 : 2;
+    if (stream) {
+        k = n->o.parts;
+        if (k == 0) {
+            size_t est = memory_estimate(n, train);
+            size_t target = avail / 2 ? avail / 2 : 1;
+            k = 2;
+            while ((size_t)k * target < est && k < max_k)
+                k *= 2;
+            k = k < max_k ? k : max_k;
+        }
+        if (k > n->n)
+            k = n->n > 0 ? n->n : 1;
+    }
+    for (;;) {
+        if (k > 1) {
+            saga_partition_opts po = saga_partition_opts_defaults();
+            po.method = n->o.partition;
+            po.seed = n->o.partition_seed;
+            po.balance_edges = true; /* a block's size follows its in-edges */
+            SAGA_TRY(saga_partition_graph(&n->part, n->g_user, k, &po));
+            SAGA_TRY(saga_graph_permute(&g, n->g_user, n->part->perm));
+            /* a copy of the permutation the scheduler can load the ids from */
+            SAGA_TRY(host_array(n, (void **)&n->ids, (size_t)n->n, sizeof(int32_t), "vertex ids"));
+            memcpy(n->ids, n->part->perm, (size_t)n->n * sizeof(int32_t));
+        }
+        SAGA_TRY(build_blocks(n, g ? g : n->g_user, k));
+        size_t need = step_estimate(n, true, NULL);
+        if (!budget || need <= avail || (n->o.parts && stream) || k >= max_k || k >= n->n)
+            break;
+        if (!stream) {
+            /* the whole graph does not fit after all */
+            stream = true;
+        }
+        unprepare(n);
+        saga_graph_free(&g);
+        /* a step shrinks about as 1/k: jump by the power of two the overshoot asks for, so that
+         * few partitions are computed */
+        int32_t grow = 2;
+        while ((size_t)grow * avail < need && grow < (1 << 20))
+            grow *= 2;
+        k = k == 1 ? grow : k * grow;
+        k = k > max_k ? max_k : k;
+    }
+    size_t max_work = 0;
+    size_t need = step_estimate(n, true, &max_work);
+    if (budget && need > avail) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "%d parts", (int)k);
+        st = saga_error(
+            SAGA_ERR_BUDGET,
+            "saga_net: the device budget leaves %zu bytes; the largest block needs %zu with %s "
+            "(budget at least %zu bytes)",
+            avail, need, msg, need + (budget - avail));
+        goto fail;
+    }
+    n->streamed = k > 1;
+    /* the blocks may hold what a step's own tensors (estimated, with a margin) leave */
+    size_t cap = 0;
+    if (budget && n->streamed) {
+        size_t reserve = max_work; /* need <= avail leaves twice the largest step's blocks */
+        cap = avail > reserve ? avail - reserve : avail / 2;
+    }
+    SAGA_TRY(saga_sched_new(&n->sched, n->be, cap, trim_ctx, n->c));
+    saga_ctx_set_pressure(n->c, give_back, n);
+    if (n->ids && n->x) {
+        /* the input was copied in the graph's order: put it in the parts' order */
+        float *tmp = NULL;
+        size_t bytes = (size_t)n->n * (size_t)n->in_cols * sizeof(float);
+        SAGA_TRY(saga_alloc_array((void **)&tmp, bytes / 4 + 1, sizeof(float), "input rows"));
+        memcpy(tmp, n->x, bytes);
+        for (int32_t v = 0; v < n->n; v++)
+            memcpy(n->x + (int64_t)v * n->in_cols, tmp + (int64_t)n->ids[v] * n->in_cols,
+                   (size_t)n->in_cols * sizeof(float));
+        saga_free(tmp);
+    }
+    bool batched = false;
+    for (int s = 0; s < n->n_stages; s++)
+        batched =
+            batched || (n->stages[s].kind == STAGE_PROGRAM && !saga_prog_fused(&n->stages[s].p));
+    if (n->ids && batched)
+        SAGA_TRY(edge_ids(n));
+    if (!n->pagerank)
+        SAGA_TRY(stage_blocks(n));
+    if (!n->ids) {
+        SAGA_TRY(
+            saga_alloc_array((void **)&n->iota, (size_t)n->n + 1, sizeof(int32_t), "vertex ids"));
+        for (int32_t v = 0; v < n->n; v++)
+            n->iota[v] = v;
+    }
+    n->ready = true;
+    if (n->streamed)
+        snprintf(n->desc, sizeof n->desc, "streamed, %d parts (%s)", (int)k,
+                 saga_partition_method_name(n->o.partition));
+    else
+        snprintf(n->desc, sizeof n->desc, "in memory");
+    n->stats.parts = k;
+    n->stats.streamed = n->streamed;
+    n->stats.edge_cut = n->part ? n->part->edge_cut : 0;
+    n->stats.partition_seconds = n->part ? n->part->seconds : 0;
+    int64_t halo = 0;
+    for (int32_t d = 0; d < k; d++)
+        halo += n->blk[d].n_halo;
+    n->stats.halo_rows = halo;
+    saga_log(SAGA_LOG_INFO,
+             "net: %s, %lld halo rows per program stage, estimated step %zu bytes of %zu", n->desc,
+             (long long)halo, need, avail);
+    saga_graph_free(&g);
+    n->stats.prepare_seconds = saga_now() - t_prep;
+    return SAGA_OK;
+fail:
+    saga_graph_free(&g);
+    unprepare(n);
+    return st;
+}

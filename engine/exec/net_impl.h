@@ -1,0 +1,156 @@
+/* net_impl.h - what the files of the graph-network executor (saga_net.h) share: its stages, the
+ * row copies, the batch plans, the blocks of destinations with their halos, struct saga_net; and
+ * the functions net_build.c (building and preparing), net_run.c (planning and running the steps)
+ * and net_pagerank.c call across them. Internal to saga. */
+#pragma once
+
+#include "saga_net.h"
+
+#include "program_impl.h"
+#include "saga_log.h"
+#include "sched_impl.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum stage_kind { STAGE_VERTEX = 0, STAGE_PROGRAM } stage_kind;
+
+typedef struct stage {
+    stage_kind kind;
+    saga_program p; /* STAGE_PROGRAM */
+    saga_apply_vertex_fn fn;
+    void *layer;
+    int64_t in_cols, out_cols;
+    uint64_t rng; /* the dropout counter when the stage's forward pass began */
+} stage;
+
+/* Rows moved between a staging buffer and a host array: pack gathers src[rows[i]], unpack adds
+ * into dst[rows[i]]. */
+typedef struct rows_io {
+    const float *src;
+    float *dst;
+    const int32_t *rows;
+    int32_t n;
+    int64_t cols;
+} rows_io;
+
+/* A batch plan of one block for one max_batch_edges. */
+typedef struct bplan {
+    int64_t max_edges;
+    int64_t n_batches;
+    int32_t *v0;    /* host, local destinations */
+    int64_t *h_off; /* host, P + n_batches (NULL when one batch: the block's offsets serve) */
+    saga_blk *b_off;
+} bplan;
+
+enum { N_KEYS = SAGA_WEIGHT_COUNT * 2 };
+
+/* The destinations of one part with their in-edges and the rows those read (the halo). The
+ * arrays the scheduler loads (off, src, edst, self_pos, toff, tdst, vout and the plans' h_off)
+ * come from saga_backend_host_alloc, for the reasons the stages' host arrays do (struct
+ * saga_net), and are freed with the sizes block_free recomputes; halo and tperm are read on the
+ * host only. */
+typedef struct nblock {
+    int32_t v0, v1;
+    int64_t e0, e1;
+    int32_t n_halo;
+    int32_t *halo;     /* sorted ids, the block's own rows included; NULL: every vertex */
+    int32_t *self_pos; /* P: where row v0 + i sits in the halo (NULL with every vertex) */
+    int64_t *off;      /* P + 1, from 0 */
+    int32_t *src;      /* m_b: halo index of each edge's source */
+    int32_t *edst;     /* m_b: local destination of each edge */
+    int64_t *toff;     /* n_halo + 1: the transpose */
+    int32_t *tdst;     /* m_b */
+    int64_t *tperm;    /* m_b: transposed position -> block edge */
+    float *vout[N_KEYS];
+    saga_blk *b_off, *b_src, *b_edst, *b_toff, *b_tdst, *b_self;
+    saga_blk *b_ids, *b_eids; /* streamed: the graph's ids of the rows, the edges' indices */
+    saga_blk *b_vin[N_KEYS], *b_vout[N_KEYS];
+    bplan *plans;
+    int n_plans;
+} nblock;
+
+/* PageRank's state (net_pagerank.c). */
+struct pr_state;
+
+struct saga_net {
+    saga_ctx *c;
+    saga_backend *be;
+    const saga_graph *g_user;
+    saga_net_opts o;
+    int32_t n;
+    stage *stages;
+    int n_stages, cap_stages;
+    saga_net_loss_fn loss;
+    void *loss_user;
+    float *x; /* user input in the net's order (n x in_cols) */
+    int64_t in_cols;
+    bool x_changed;
+    bool pagerank; /* prepared for saga_net_pagerank: no stages, f64 vertex values */
+    struct pr_state *pr;
+
+    /* prepared */
+    bool ready;
+    bool streamed;
+    int32_t k;
+    saga_partition *part; /* NULL in memory */
+    int32_t *ids;         /* net row -> graph id (NULL: the same); host-allocated, n entries */
+    int32_t *iota;        /* 0 .. n-1: the ids the loss sees when rows are in the graph's order */
+    int64_t *h_off;       /* the placed in-CSR in the net's order */
+    int32_t *h_src;
+    float *h_w;
+    int64_t *out_off; /* the transpose's offsets (out-degrees) */
+    int64_t m;
+    /* per (weight mode, mean): edge values in in-CSR order; host-allocated, edge_bytes */
+    float *vals[N_KEYS];
+    int32_t *eids; /* streamed: each edge's index in the in-memory edge order (edge_bytes) */
+    nblock *blk;
+    saga_sched *sched;
+    /* per stage s = 0..S and block: act[s] is stage s's input (act[S] the output). The host
+     * arrays come from saga_backend_host_alloc (host_rows_bytes each): the scheduler copies to
+     * and from them on its copy stream, which on CUDA overlaps only with pinned memory, and
+     * loads some of them after host functions on that stream have written them, which a copy
+     * from pageable memory (staged when issued) would not wait for */
+    float **act_host;  /* S + 1 (act_host[0] = x) */
+    float **grad_host; /* S + 1 (k > 1; [0] unused) */
+    float **saved_host;
+    saga_blk ***act, ***halo, ***grad, ***gin, ***ghalo, ***saved;
+    rows_io **pack_io, **unpack_io;
+
+    saga_net_stats stats;
+    char desc[96];
+};
+
+/* ---- net_build.c -------------------------------------------------------------------------- */
+
+/* Gathers the rows of a rows_io from its host array into a staging buffer (a scheduler block's
+ * pack function). */
+void net_rows_pack(void *user, void *staging);
+
+/* The key of vals, vout, b_vin and b_vout for an edge weight and (fused) mean. */
+int net_key_of(saga_edge_weight w, bool mean);
+
+/* Block b's batch plan for max_edges, or NULL when none was made. */
+bplan *net_plan_of(const nblock *b, int64_t max_edges);
+
+/* A scheduler block of bytes whose content is host (SAGA_BLK_INPUT); NULL when out of memory. */
+saga_blk *net_input_block(saga_net *n, void *host, size_t bytes, const char *kind);
+
+/* Places the graph, in memory or cut into parts under the budget, and makes the scheduler and
+ * its blocks; nothing once prepared. */
+saga_status net_prepare(saga_net *n, bool train);
+
+/* ---- net_run.c ---------------------------------------------------------------------------- */
+
+/* The last call's figures from the backend's and the scheduler's counters. */
+void net_collect_stats(saga_net *n, double t0);
+
+/* ---- net_pagerank.c ----------------------------------------------------------------------- */
+
+/* Frees n->pr and what it holds; n->pr becomes NULL. */
+void net_pr_free(saga_net *n);
+
+#ifdef __cplusplus
+}
+#endif

@@ -1,0 +1,240 @@
+/* net_pagerank.c - PageRank on a graph network's placed graph (saga_net_pagerank): f64 vectors
+ * per part, iterated in memory or streamed through the device under the budget like the stages
+ * of a network. */
+#include "net_impl.h"
+
+#include <math.h>
+
+/* ---- PageRank ----------------------------------------------------------------------------- */
+
+/* The f64 vectors of one part. */
+typedef struct pr_part {
+    saga_blk *inv, *dang; /* 1 / out-degree (0 without out-edges); 1 where there are none */
+    saga_blk *x[2];       /* ranks, alternating between iterations */
+    saga_blk *c;          /* contributions x / out-degree */
+    saga_blk *halo;       /* the contributions of the halo (the part's own c in memory) */
+} pr_part;
+
+/* The host vectors (n + 1 doubles each) come from saga_backend_host_alloc, for the reasons the
+ * stages' host arrays do (struct saga_net). */
+struct pr_state {
+    pr_part *parts;
+    double *h_inv, *h_dang, *h_x[2], *h_c;
+    rows_io *io;
+};
+typedef struct pr_state pr_state;
+
+/* Frees n->pr and what it holds; n->pr becomes NULL. */
+void net_pr_free(saga_net *n) {
+    pr_state *p = n->pr;
+    if (!p)
+        return;
+    size_t bytes = ((size_t)n->n + 1) * sizeof(double);
+    saga_free(p->parts);
+    saga_backend_host_free(n->be, p->h_inv, bytes);
+    saga_backend_host_free(n->be, p->h_dang, bytes);
+    saga_backend_host_free(n->be, p->h_x[0], bytes);
+    saga_backend_host_free(n->be, p->h_x[1], bytes);
+    saga_backend_host_free(n->be, p->h_c, bytes);
+    saga_free(p->io);
+    saga_free(p);
+    n->pr = NULL;
+}
+
+static saga_status pr_blocks(saga_net *n, pr_state *p) {
+    saga_status st = SAGA_OK;
+    size_t nn = (size_t)n->n;
+    int32_t k = n->k;
+    double **hs[] = {&p->h_inv, &p->h_dang, &p->h_x[0], &p->h_x[1], &p->h_c};
+    for (size_t i = 0; i < sizeof hs / sizeof hs[0]; i++)
+        SAGA_TRY(saga_backend_host_alloc(n->be, (void **)hs[i], (nn + 1) * sizeof(double)));
+    for (int32_t v = 0; v < n->n; v++) {
+        int64_t deg = n->out_off[v + 1] - n->out_off[v];
+        p->h_inv[v] = deg ? 1.0 / (double)deg : 0.0;
+        p->h_dang[v] = deg ? 0.0 : 1.0;
+    }
+    SAGA_TRY(saga_alloc_zeroed((void **)&p->parts, (size_t)k, sizeof *p->parts, "pagerank parts"));
+    SAGA_TRY(saga_alloc_zeroed((void **)&p->io, (size_t)k, sizeof *p->io, "pagerank copies"));
+    for (int32_t d = 0; d < k; d++) {
+        nblock *b = &n->blk[d];
+        pr_part *q = &p->parts[d];
+        size_t rows = (size_t)(b->v1 - b->v0), P = rows * sizeof(double);
+        if (!(q->inv = net_input_block(n, p->h_inv + b->v0, P, "out-degrees")) ||
+            !(q->dang = net_input_block(n, p->h_dang + b->v0, P, "sinks")))
+            goto oom;
+        for (int i = 0; i < 2; i++) {
+            if (!(q->x[i] = saga_sched_block(n->sched, P, SAGA_BLK_TEMP, "ranks")))
+                goto oom;
+            saga_blk_set_host(q->x[i], p->h_x[i] + b->v0);
+        }
+        if (!(q->c = saga_sched_block(n->sched, P, SAGA_BLK_TEMP, "contributions")))
+            goto oom;
+        saga_blk_set_host(q->c, p->h_c + b->v0);
+        if (k == 1) {
+            q->halo = q->c;
+        } else {
+            /* a row of one double is two floats to the row copier */
+            p->io[d] =
+                (rows_io){.src = (const float *)p->h_c, .rows = b->halo, .n = b->n_halo, .cols = 2};
+            if (!(q->halo = saga_sched_block(n->sched, (size_t)b->n_halo * sizeof(double),
+                                             SAGA_BLK_INPUT, "halo contributions")))
+                goto oom;
+            saga_blk_set_pack(q->halo, net_rows_pack, NULL, &p->io[d]);
+        }
+        if (!b->b_off &&
+            !(b->b_off = net_input_block(n, b->off, (rows + 1) * sizeof(int64_t), "tile offsets")))
+            goto oom;
+        if (!b->b_src &&
+            !(b->b_src = net_input_block(n, b->src, (size_t)(b->e1 - b->e0) * sizeof(int32_t),
+                                         "tile sources")))
+            goto oom;
+    }
+    return SAGA_OK;
+oom:
+    st = saga_error(SAGA_ERR_OUT_OF_MEMORY, "out of memory for PageRank's blocks");
+fail:
+    return st;
+}
+
+saga_status saga_net_pagerank(saga_net *n, double damping, double tol, int max_iter, double *rank,
+                              int *iterations, double *l1_out) {
+    saga_status st = SAGA_OK;
+    double t0 = saga_now();
+    SAGA_CHECK(n && rank, SAGA_ERR_INVALID_ARG, "saga_net_pagerank: net and output must be given");
+    SAGA_CHECK(n->n_stages == 0, SAGA_ERR_INVALID_ARG, "saga_net_pagerank: the net has stages");
+    SAGA_CHECK(
+        damping >= 0 && damping < 1 && tol > 0 && max_iter >= 1, SAGA_ERR_INVALID_ARG,
+        "saga_net_pagerank: damping must be in [0, 1), tol > 0, max_iter >= 1 (got %g, %g, %d)",
+        damping, tol, max_iter);
+    SAGA_CHECK(n->n > 0, SAGA_ERR_INVALID_ARG, "saga_net_pagerank: the graph has no vertices");
+    const saga_kernels *K = n->be->kernels;
+    SAGA_CHECK(K->spmv_f64 && K->mul_f64 && K->dot_f64 && K->l1_diff_f64 && K->add_scalar_f64 &&
+                   K->fill_f64,
+               SAGA_ERR_UNSUPPORTED, "saga_net_pagerank: backend %s lacks the f64 kernels",
+               n->be->name);
+    n->pagerank = true;
+    SAGA_TRY(net_prepare(n, false));
+    if (!n->pr) {
+        SAGA_TRY(saga_alloc_zeroed((void **)&n->pr, 1, sizeof *n->pr, "PageRank state"));
+        st = pr_blocks(n, n->pr);
+        if (st < 0) {
+            net_pr_free(n);
+            goto fail;
+        }
+    }
+    pr_state p = *n->pr;
+    saga_backend_reset_stats(n->be);
+    saga_sched_reset_stats(n->sched);
+    int32_t k = n->k;
+    saga_sched *sc = n->sched;
+    saga_stream *s = saga_backend_default_stream(n->be);
+
+    /* the plan of max_iter iterations, left at convergence */
+    saga_sched_plan_begin(sc);
+    for (int32_t d = 0; d < k; d++) {
+        int t = saga_sched_step(sc);
+        saga_sched_use(sc, t, p.parts[d].x[0], SAGA_USE_WRITE, 0);
+    }
+    for (int it = 0; it < max_iter; it++) {
+        int xi = it % 2;
+        for (int32_t d = 0; d < k; d++) {
+            int t = saga_sched_step(sc);
+            pr_part *q = &p.parts[d];
+            saga_sched_use(sc, t, q->x[xi], SAGA_USE_READ, 0);
+            saga_sched_use(sc, t, q->inv, SAGA_USE_READ, 0);
+            saga_sched_use(sc, t, q->dang, SAGA_USE_READ, 0);
+            saga_sched_use(sc, t, q->c, SAGA_USE_WRITE, k > 1 ? SAGA_USE_WRITEBACK : 0);
+        }
+        for (int32_t d = 0; d < k; d++) {
+            int t = saga_sched_step(sc);
+            if (d == 0 && k > 1)
+                saga_sched_step_barrier(sc, t);
+            pr_part *q = &p.parts[d];
+            nblock *b = &n->blk[d];
+            if (q->halo != q->c)
+                saga_sched_use(sc, t, q->halo, SAGA_USE_READ, 0);
+            saga_sched_use(sc, t, b->b_off, SAGA_USE_READ, 0);
+            saga_sched_use(sc, t, b->b_src, SAGA_USE_READ, 0);
+            saga_sched_use(sc, t, q->x[xi], SAGA_USE_READ, 0);
+            if (q->halo == q->c)
+                saga_sched_use(sc, t, q->c, SAGA_USE_READ, 0);
+            saga_sched_use(sc, t, q->x[1 - xi], SAGA_USE_WRITE, 0);
+        }
+    }
+    /* the ranks of the last iteration are read after it: kept until downloaded */
+    for (int32_t d = 0; d < k; d++) {
+        int t = saga_sched_step(sc);
+        saga_sched_use(sc, t, p.parts[d].x[max_iter % 2], SAGA_USE_READ, 0);
+    }
+    SAGA_TRY(saga_sched_plan_end(sc));
+
+    int t = 0, it = 0;
+    double l1 = INFINITY;
+    for (int32_t d = 0; d < k; d++, t++) {
+        SAGA_TRY(saga_sched_begin(sc, t));
+        pr_part *q = &p.parts[d];
+        int64_t P = n->blk[d].v1 - n->blk[d].v0;
+        if (P)
+            SAGA_TRY(K->fill_f64(s, saga_blk_dev(q->x[0]), P, 1.0 / n->n));
+        SAGA_TRY(saga_sched_end(sc, t));
+    }
+    while (it < max_iter) {
+        int xi = it % 2;
+        double dangling = 0;
+        if (k > 1)
+            for (int32_t d = 0; d < k; d++)
+                saga_blk_host_changed(p.parts[d].halo);
+        for (int32_t d = 0; d < k; d++, t++) {
+            SAGA_TRY(saga_sched_begin(sc, t));
+            pr_part *q = &p.parts[d];
+            int64_t P = n->blk[d].v1 - n->blk[d].v0;
+            double part = 0;
+            const double *x = saga_blk_dev(q->x[xi]);
+            if (P) {
+                SAGA_TRY(K->dot_f64(s, P, x, saga_blk_dev(q->dang), &part));
+                SAGA_TRY(K->mul_f64(s, P, x, saga_blk_dev(q->inv), saga_blk_dev(q->c)));
+            }
+            dangling += part;
+            SAGA_TRY(saga_sched_end(sc, t));
+        }
+        const double base = (1.0 - damping) / n->n + damping * dangling / n->n;
+        l1 = 0;
+        for (int32_t d = 0; d < k; d++, t++) {
+            SAGA_TRY(saga_sched_begin(sc, t));
+            pr_part *q = &p.parts[d];
+            nblock *b = &n->blk[d];
+            int64_t P = b->v1 - b->v0;
+            double part = 0;
+            double *y = saga_blk_dev(q->x[1 - xi]);
+            saga_csr_dev A = {
+                P, b->n_halo, b->e1 - b->e0, saga_blk_dev(b->b_off), saga_blk_dev(b->b_src), NULL};
+            if (P) {
+                SAGA_TRY(K->spmv_f64(s, &A, damping, saga_blk_dev(q->halo), 0.0, y));
+                SAGA_TRY(K->add_scalar_f64(s, P, base, y));
+                SAGA_TRY(K->l1_diff_f64(s, P, y, saga_blk_dev(q->x[xi]), &part));
+            }
+            l1 += part;
+            SAGA_TRY(saga_sched_end(sc, t));
+        }
+        it++;
+        if (l1 < tol)
+            break;
+    }
+    SAGA_TRY(saga_sched_finish(sc));
+    for (int32_t d = 0; d < k; d++)
+        SAGA_TRY(saga_sched_download(sc, p.parts[d].x[it % 2]));
+    SAGA_TRY(saga_sched_finish(sc));
+    const double *res = p.h_x[it % 2];
+    for (int32_t v = 0; v < n->n; v++)
+        rank[n->ids ? n->ids[v] : v] = res[v];
+    if (iterations)
+        *iterations = it;
+    if (l1_out)
+        *l1_out = l1;
+fail:
+    if (n && n->sched) {
+        (void)saga_sched_finish(n->sched);
+        net_collect_stats(n, t0);
+    }
+    return st;
+}

@@ -1,0 +1,540 @@
+/* net_run.c - running a prepared graph network (saga_net.h): the plan of its steps (forward
+ * passes, the loss, backward passes, block by block) for the block scheduler (sched.c), the
+ * steps themselves, the whole-graph training pass in memory, and the statistics of a call. */
+#include "net_impl.h"
+
+#include <string.h>
+
+/* ---- running ------------------------------------------------------------------------------ */
+
+typedef enum phase { PH_FWD = 0, PH_LOSS, PH_BWD } phase;
+
+typedef struct stepdesc {
+    phase ph;
+    int s;
+    int32_t d;
+} stepdesc;
+
+static bool needs_writeback(const saga_net *n, int s_out, bool train) {
+    if (n->k == 1)
+        return s_out == n->n_stages && !train;
+    if (s_out == n->n_stages)
+        return !train;
+    return n->stages[s_out].kind == STAGE_PROGRAM;
+}
+
+/* The scheduler uses of stage s's graph blocks for block b. */
+static void use_graph(saga_net *n, int t, nblock *b, const stage *sg, bool bwd) {
+    saga_sched *S = n->sched;
+    bool fused = saga_prog_fused(&sg->p);
+    bool mean = fused && sg->p.gather == SAGA_GATHER_MEAN;
+    int key = net_key_of(sg->p.edge_weight, mean);
+    saga_sched_use(S, t, b->b_off, SAGA_USE_READ, 0);
+    bool offload = bwd && fused && n->o.saved == SAGA_SAVED_OFFLOAD;
+    if (!offload)
+        saga_sched_use(S, t, b->b_src, SAGA_USE_READ, 0);
+    if (!fused && b->b_eids)
+        saga_sched_use(S, t, b->b_eids, SAGA_USE_READ, 0);
+    if (b->b_self)
+        saga_sched_use(S, t, b->b_self, SAGA_USE_READ, 0);
+    if (!fused) {
+        saga_sched_use(S, t, b->b_edst, SAGA_USE_READ, 0);
+        const bplan *p = net_plan_of(b, saga_prog_batch_edges(&sg->p));
+        if (p && p->b_off)
+            saga_sched_use(S, t, p->b_off, SAGA_USE_READ, 0);
+    }
+    if (b->b_vin[key] && !offload)
+        saga_sched_use(S, t, b->b_vin[key], SAGA_USE_READ, 0);
+    if (bwd && fused) {
+        saga_sched_use(S, t, b->b_toff, SAGA_USE_READ, 0);
+        saga_sched_use(S, t, b->b_tdst, SAGA_USE_READ, 0);
+        if (b->b_vout[key])
+            saga_sched_use(S, t, b->b_vout[key], SAGA_USE_READ, 0);
+    }
+}
+
+/* Records the plan of a forward pass (and, training, the loss and the backward pass). */
+static saga_status plan(saga_net *n, bool train, stepdesc **out, int *n_out) {
+    saga_status st = SAGA_OK;
+    int S = n->n_stages;
+    int32_t k = n->k;
+    int cap = (2 * S + 1) * k, cnt = 0;
+    stepdesc *sd = NULL;
+    SAGA_TRY(saga_alloc_array((void **)&sd, (size_t)cap, sizeof *sd, "net steps"));
+    saga_sched *sc = n->sched;
+    saga_sched_plan_begin(sc);
+    for (int s = 0; s < S; s++) {
+        const stage *sg = &n->stages[s];
+        for (int32_t d = 0; d < k; d++) {
+            int t = saga_sched_step(sc);
+            if (n->blk[d].b_ids)
+                saga_sched_use(sc, t, n->blk[d].b_ids, SAGA_USE_READ, 0);
+            if (d == 0 && k > 1 && s > 0 && sg->kind == STAGE_PROGRAM)
+                saga_sched_step_barrier(sc, t);
+            if (sg->kind == STAGE_PROGRAM) {
+                saga_sched_use(sc, t, n->halo[s][d], SAGA_USE_READ, 0);
+                use_graph(n, t, &n->blk[d], sg, false);
+                if (train && n->saved[s][d])
+                    saga_sched_use(sc, t, n->saved[s][d], SAGA_USE_WRITE, 0);
+            } else {
+                saga_sched_use(sc, t, n->act[s][d], SAGA_USE_READ, 0);
+            }
+            saga_sched_use(sc, t, n->act[s + 1][d], SAGA_USE_WRITE,
+                           needs_writeback(n, s + 1, train) ? SAGA_USE_WRITEBACK : 0);
+            sd[cnt++] = (stepdesc){PH_FWD, s, d};
+        }
+    }
+    if (train) {
+        for (int32_t d = 0; d < k; d++) {
+            int t = saga_sched_step(sc);
+            if (n->blk[d].b_ids)
+                saga_sched_use(sc, t, n->blk[d].b_ids, SAGA_USE_READ, 0);
+            saga_sched_use(sc, t, n->act[S][d], SAGA_USE_READ, 0);
+            saga_sched_use(sc, t, n->grad[S][d], SAGA_USE_WRITE, 0);
+            sd[cnt++] = (stepdesc){PH_LOSS, S, d};
+        }
+        for (int s = S - 1; s >= 0; s--) {
+            const stage *sg = &n->stages[s];
+            bool summed_in = k > 1 && s + 1 < S && n->stages[s + 1].kind == STAGE_PROGRAM;
+            for (int32_t d = 0; d < k; d++) {
+                int t = saga_sched_step(sc);
+                if (n->blk[d].b_ids)
+                    saga_sched_use(sc, t, n->blk[d].b_ids, SAGA_USE_READ, 0);
+                if (d == 0 && summed_in)
+                    saga_sched_step_barrier(sc, t);
+                saga_sched_use(sc, t, n->grad[s + 1][d], SAGA_USE_READ, 0);
+                if (sg->kind == STAGE_PROGRAM) {
+                    bool offload = n->saved[s][d] && saga_prog_fused(&sg->p);
+                    saga_sched_use(sc, t, n->halo[s][d], SAGA_USE_READ, 0);
+                    use_graph(n, t, &n->blk[d], sg, true);
+                    if (offload)
+                        saga_sched_use(sc, t, n->saved[s][d], SAGA_USE_READ, 0);
+                    if (s > 0) {
+                        if (k > 1)
+                            saga_sched_use(sc, t, n->ghalo[s][d], SAGA_USE_WRITE,
+                                           SAGA_USE_WRITEBACK);
+                        else
+                            saga_sched_use(sc, t, n->grad[s][d], SAGA_USE_WRITE, 0);
+                    }
+                } else {
+                    saga_sched_use(sc, t, n->act[s][d], SAGA_USE_READ, 0);
+                    if (s > 0)
+                        saga_sched_use(sc, t, n->grad[s][d], SAGA_USE_WRITE, 0);
+                }
+                sd[cnt++] = (stepdesc){PH_BWD, s, d};
+            }
+        }
+    }
+    SAGA_TRY(saga_sched_plan_end(sc));
+    *out = sd;
+    *n_out = cnt;
+    return SAGA_OK;
+fail:
+    saga_free(sd);
+    return st;
+}
+
+static saga_tensor *wrap(saga_net *n, saga_blk *b, saga_dtype dt, int64_t rows, int64_t cols) {
+    return saga_ctx_wrap(n->c, dt, rows, cols, saga_blk_dev(b));
+}
+
+/* The view of block b for stage sg from the blocks now resident. */
+static void block_view(saga_net *n, nblock *b, const stage *sg, saga_prog_view *v) {
+    bool fused = saga_prog_fused(&sg->p);
+    bool mean = fused && sg->p.gather == SAGA_GATHER_MEAN;
+    int key = net_key_of(sg->p.edge_weight, mean);
+    memset(v, 0, sizeof *v);
+    v->n_dst = b->v1 - b->v0;
+    v->n_src = b->n_halo;
+    v->m = b->e1 - b->e0;
+    v->e0 = b->e0;
+    v->h_in_off = n->h_off + b->v0;
+    v->h_off_base = b->e0;
+    v->d_in_off = saga_blk_dev(b->b_off);
+    v->d_in_src = b->b_src ? saga_blk_dev(b->b_src) : NULL;
+    v->d_edge_dst = b->b_edst ? saga_blk_dev(b->b_edst) : NULL;
+    v->d_out_off = b->b_toff ? saga_blk_dev(b->b_toff) : NULL;
+    v->d_out_dst = b->b_tdst ? saga_blk_dev(b->b_tdst) : NULL;
+    const float *vin = b->b_vin[key] ? saga_blk_dev(b->b_vin[key]) : NULL;
+    if (fused) {
+        v->vals_in = vin;
+        v->vals_out = b->b_vout[key] ? saga_blk_dev(b->b_vout[key]) : NULL;
+    } else {
+        v->weights = vin;
+        v->d_edge_ids = b->b_eids ? saga_blk_dev(b->b_eids) : NULL;
+        const bplan *p = net_plan_of(b, saga_prog_batch_edges(&sg->p));
+        if (p) {
+            v->plan.n_batches = p->n_batches;
+            v->plan.v0 = p->v0;
+            v->plan.d_off = p->b_off ? saga_blk_dev(p->b_off) : v->d_in_off;
+        }
+    }
+}
+
+static saga_status ctx_status_or(saga_net *n, const char *what) {
+    saga_status st = saga_ctx_status(n->c);
+    return st < 0 ? st
+                  : saga_error(SAGA_ERR_INTERNAL, "saga_net: %s failed without an error", what);
+}
+
+/* Copies a tensor's rows into a block's device buffer (zeros when t is NULL). */
+static saga_status to_block(saga_net *n, saga_blk *b, const saga_tensor *t) {
+    saga_stream *s = saga_backend_default_stream(n->be);
+    void *dst = saga_blk_dev(b);
+    size_t bytes = saga_blk_bytes(b);
+    if (!bytes)
+        return SAGA_OK;
+    if (!t)
+        return n->be->iface->memset_async(s, dst, 0, bytes);
+    if (t->nbytes != bytes)
+        return saga_error(SAGA_ERR_INTERNAL, "saga_net: a %zu-byte result for a %zu-byte block",
+                          t->nbytes, bytes);
+    return saga_memcpy_d2d_async(s, dst, t->data, bytes);
+}
+
+/* What the loss function returned: a 1 x 1 f32 tensor. */
+static saga_status check_loss(saga_net *n, const saga_tensor *l) {
+    if (!l)
+        return ctx_status_or(n, "the loss function");
+    if (l->rows != 1 || l->cols != 1 || l->dtype != SAGA_F32)
+        return saga_error(SAGA_ERR_INVALID_ARG,
+                          "saga_net: the loss function returned a %lld x %lld tensor (expected 1 "
+                          "x 1)",
+                          (long long)l->rows, (long long)l->cols);
+    return SAGA_OK;
+}
+
+static saga_status check_width(const saga_tensor *out, const stage *sg, int s) {
+    if (out->cols != sg->out_cols)
+        return saga_error(SAGA_ERR_INVALID_ARG,
+                          "saga_net: stage %d returned %lld columns, it was added with %lld", s,
+                          (long long)out->cols, (long long)sg->out_cols);
+    return SAGA_OK;
+}
+
+/* Stage s's output for block d: the rows of the stage's input (H, n_halo rows, or the block's own
+ * rows for a vertex stage) through the user's functions. *gathered gets the program's gathered
+ * values. */
+static saga_tensor *stage_rows_in(saga_net *n, int s, int32_t d, saga_tensor *H,
+                                  saga_tensor *gathered_in, saga_tensor **gathered) {
+    saga_ctx *c = n->c;
+    stage *sg = &n->stages[s];
+    nblock *b = &n->blk[d];
+    int32_t P = b->v1 - b->v0;
+    saga_tensor *self = H, *g = NULL;
+    if (sg->kind == STAGE_PROGRAM) {
+        if (b->b_self)
+            self = saga_gather_rows(c, H, wrap(n, b->b_self, SAGA_I32, P, 1));
+        if (gathered_in) {
+            g = gathered_in;
+        } else {
+            saga_prog_view v;
+            block_view(n, b, sg, &v);
+            g = saga_prog_gather(c, &sg->p, &v, H, self, NULL, sg->layer);
+        }
+        if (gathered)
+            *gathered = g;
+        if (!g || !sg->fn)
+            return g;
+    }
+    if (!self)
+        return NULL; /* the gather of the block's rows failed: the error is in c */
+    saga_vertex_in vin = {.first = b->v0, .count = P, .gathered = g, .self = self};
+    saga_tensor *out = NULL;
+    if (saga_prog_apply_vertex(c, sg->fn, &vin, sg->layer, "saga_net", &out) < 0)
+        return NULL;
+    return out;
+}
+
+/* Dropout inside the user's functions draws the mask rows of the graph's own vertex ids. */
+static void row_ids_on(saga_net *n, int32_t d) {
+    nblock *b = &n->blk[d];
+    saga_ctx_set_row_ids(n->c, b->b_ids ? saga_blk_dev(b->b_ids) : NULL, b->v1 - b->v0);
+}
+
+static saga_tensor *stage_rows(saga_net *n, int s, int32_t d, saga_tensor *H,
+                               saga_tensor *gathered_in, saga_tensor **gathered) {
+    row_ids_on(n, d);
+    saga_tensor *out = stage_rows_in(n, s, d, H, gathered_in, gathered);
+    saga_ctx_set_row_ids(n->c, NULL, 0);
+    return out;
+}
+
+static saga_status run_fwd(saga_net *n, int s, int32_t d, bool train) {
+    saga_status st = SAGA_OK;
+    saga_ctx *c = n->c;
+    stage *sg = &n->stages[s];
+    nblock *b = &n->blk[d];
+    int32_t P = b->v1 - b->v0;
+    if (d == 0)
+        sg->rng = saga_ctx_rng_counter(c);
+    else
+        saga_ctx_set_rng_counter(c, sg->rng);
+    saga_tape_pos mark = saga_tape_mark(c);
+    saga_tensor *H = sg->kind == STAGE_PROGRAM
+                         ? wrap(n, n->halo[s][d], SAGA_F32, b->n_halo, sg->in_cols)
+                         : wrap(n, n->act[s][d], SAGA_F32, P, sg->in_cols);
+    saga_tensor *gathered = NULL;
+    saga_tensor *out = H ? stage_rows(n, s, d, H, NULL, &gathered) : NULL;
+    if (!out)
+        SAGA_TRY(ctx_status_or(n, "a stage"));
+    SAGA_TRY(check_width(out, sg, s));
+    SAGA_TRY(to_block(n, n->act[s + 1][d], out));
+    if (train && n->saved[s][d])
+        SAGA_TRY(to_block(n, n->saved[s][d], gathered));
+fail:
+    saga_tape_release(c, mark);
+    return st;
+}
+
+static saga_status run_loss(saga_net *n, int32_t d, double *loss) {
+    saga_status st = SAGA_OK;
+    saga_ctx *c = n->c;
+    int S = n->n_stages;
+    nblock *b = &n->blk[d];
+    int32_t P = b->v1 - b->v0;
+    saga_tape_pos mark = saga_tape_mark(c);
+    saga_tensor *Y = wrap(n, n->act[S][d], SAGA_F32, P, n->stages[S - 1].out_cols);
+    if (!Y)
+        SAGA_TRY(ctx_status_or(n, "the loss"));
+    saga_ctx_mark_leaf(c, Y);
+    saga_vertex_in vin = {.first = b->v0, .count = P, .gathered = NULL, .self = Y};
+    const int32_t *ids = (n->ids ? n->ids : n->iota) + b->v0;
+    row_ids_on(n, d);
+    saga_tensor *l = n->loss(c, &vin, ids, n->loss_user);
+    saga_ctx_set_row_ids(c, NULL, 0);
+    SAGA_TRY(check_loss(n, l));
+    *loss += saga_item(l);
+    SAGA_TRY(saga_tape_backward_range(c, mark, l, NULL));
+    SAGA_TRY(to_block(n, n->grad[S][d], Y->grad));
+fail:
+    saga_tape_release(c, mark);
+    return st;
+}
+
+static saga_status run_bwd(saga_net *n, int s, int32_t d) {
+    saga_status st = SAGA_OK;
+    saga_ctx *c = n->c;
+    stage *sg = &n->stages[s];
+    nblock *b = &n->blk[d];
+    int32_t P = b->v1 - b->v0;
+    bool program = sg->kind == STAGE_PROGRAM;
+    bool offload = program && n->saved[s][d] && saga_prog_fused(&sg->p);
+    saga_ctx_set_rng_counter(c, sg->rng);
+    saga_tape_pos mark = saga_tape_mark(c);
+    saga_tensor *H = program ? wrap(n, n->halo[s][d], SAGA_F32, b->n_halo, sg->in_cols)
+                             : wrap(n, n->act[s][d], SAGA_F32, P, sg->in_cols);
+    saga_tensor *dout = wrap(n, n->grad[s + 1][d], SAGA_F32, P, sg->out_cols);
+    saga_tensor *saved = offload ? wrap(n, n->saved[s][d], SAGA_F32, P, sg->in_cols) : NULL;
+    if (!H || !dout || (offload && !saved))
+        SAGA_TRY(ctx_status_or(n, "a backward step"));
+    if (s > 0)
+        saga_ctx_mark_leaf(c, H);
+    if (saved)
+        saga_ctx_mark_leaf(c, saved);
+    saga_tensor *gathered = NULL;
+    saga_tensor *out = stage_rows(n, s, d, H, saved, &gathered);
+    if (!out)
+        SAGA_TRY(ctx_status_or(n, "a stage"));
+    SAGA_TRY(check_width(out, sg, s));
+    if (out == saved) {
+        /* no apply_vertex: the gathered values' gradient is the output's */
+        saga_ctx_mark_leaf(c, saved);
+        SAGA_TRY(saga_grad_accumulate(c, saved, dout));
+    } else {
+        SAGA_TRY(saga_tape_backward_range(c, mark, out, dout));
+    }
+    if (offload && s > 0 && saved->grad) {
+        /* the SpMM was not on this tape: its backward by hand, d H += A^T d gathered */
+        saga_prog_view v;
+        block_view(n, b, sg, &v);
+        saga_csr_dev at = {v.n_src, v.n_dst, v.m, v.d_out_off, v.d_out_dst, v.vals_out};
+        float beta = 1.0f;
+        if (!H->grad) {
+            saga_tensor *z = saga_ctx_zeros(c, SAGA_F32, H->rows, H->cols);
+            if (!z)
+                SAGA_TRY(ctx_status_or(n, "a gradient"));
+            SAGA_TRY(saga_grad_accumulate(c, H, z));
+        }
+        if (H->nbytes)
+            SAGA_TRY(saga_ctx_kernels(c)->spmm_f32(saga_ctx_stream(c), &at, H->cols, 1.0f,
+                                                   saved->grad->data, beta, H->grad->data));
+    }
+    if (s > 0) {
+        saga_blk *dst = program && n->k > 1 ? n->ghalo[s][d] : n->grad[s][d];
+        SAGA_TRY(to_block(n, dst, H->grad));
+    }
+fail:
+    saga_tape_release(c, mark);
+    return st;
+}
+
+/* In memory (one block), a training pass keeps its tape: one step holds the input and every
+ * graph block, the stages run on the whole graph as a chain of saga_program_run calls would, and
+ * the backward pass walks the tape instead of recomputing each stage block by block. */
+static saga_status run_whole_train(saga_net *n, double *loss) {
+    saga_status st = SAGA_OK;
+    saga_ctx *c = n->c;
+    saga_sched *sc = n->sched;
+    nblock *b = &n->blk[0];
+    int S = n->n_stages;
+    saga_tape_pos mark = saga_tape_mark(c);
+    saga_sched_plan_begin(sc);
+    int t = saga_sched_step(sc);
+    saga_sched_use(sc, t, n->act[0][0], SAGA_USE_READ, 0);
+    for (int s = 0; s < S; s++) {
+        const stage *sg = &n->stages[s];
+        if (sg->kind != STAGE_PROGRAM)
+            continue;
+        use_graph(n, t, b, sg, false);
+        if (saga_prog_fused(&sg->p)) {
+            int key = net_key_of(sg->p.edge_weight, sg->p.gather == SAGA_GATHER_MEAN);
+            saga_sched_use(sc, t, b->b_toff, SAGA_USE_READ, 0);
+            saga_sched_use(sc, t, b->b_tdst, SAGA_USE_READ, 0);
+            if (b->b_vout[key])
+                saga_sched_use(sc, t, b->b_vout[key], SAGA_USE_READ, 0);
+        }
+    }
+    SAGA_TRY(saga_sched_plan_end(sc));
+    SAGA_TRY(saga_sched_begin(sc, t));
+    saga_tensor *h = wrap(n, n->act[0][0], SAGA_F32, n->n, n->in_cols);
+    for (int s = 0; s < S && h; s++) {
+        n->stages[s].rng = saga_ctx_rng_counter(c);
+        h = stage_rows(n, s, 0, h, NULL, NULL);
+        if (h)
+            SAGA_TRY(check_width(h, &n->stages[s], s));
+    }
+    if (!h)
+        SAGA_TRY(ctx_status_or(n, "a stage"));
+    saga_vertex_in vin = {.first = 0, .count = n->n, .gathered = NULL, .self = h};
+    saga_tensor *l = n->loss(c, &vin, n->iota, n->loss_user);
+    SAGA_TRY(check_loss(n, l));
+    *loss = saga_item(l);
+    SAGA_TRY(saga_tape_backward_range(c, mark, l, NULL));
+    saga_tape_release(c, mark);
+    return saga_sched_end(sc, t);
+fail:
+    saga_tape_release(c, mark);
+    (void)saga_sched_end(sc, t);
+    return st;
+}
+
+/* The last call's figures from the backend's and the scheduler's counters. */
+void net_collect_stats(saga_net *n, double t0) {
+    saga_backend_stats bs;
+    saga_backend_get_stats(n->be, &bs);
+    if (n->sched) {
+        saga_sched_stats ss;
+        saga_sched_get_stats(n->sched, &ss);
+        n->stats.wait_seconds = ss.wait_seconds;
+    }
+    n->stats.h2d_bytes = bs.h2d_bytes;
+    n->stats.d2h_bytes = bs.d2h_bytes;
+    n->stats.peak_device_bytes = bs.peak_bytes;
+    n->stats.budget_bytes = bs.budget_bytes;
+    n->stats.copy_seconds = bs.copy_seconds;
+    double cs = n->stats.copy_seconds, w = n->stats.wait_seconds;
+    n->stats.overlap = cs > 0 ? 1.0 - (w < cs ? w : cs) / cs : 0.0;
+    n->stats.seconds = saga_now() - t0;
+}
+
+/* A call: invalidations, the plan, its steps, statistics. */
+static saga_status run(saga_net *n, bool train, double *loss_out) {
+    saga_status st = SAGA_OK;
+    stepdesc *sd = NULL;
+    int n_sd = 0;
+    double t0 = saga_now(), loss = 0;
+    saga_ctx *c = n->c;
+    SAGA_CHECK(!train || n->loss, SAGA_ERR_INVALID_ARG,
+               "saga_net_train_step: no loss function (saga_net_set_loss)");
+    SAGA_TRY(net_prepare(n, train));
+    int S = n->n_stages;
+    saga_backend_reset_stats(n->be);
+    saga_sched_reset_stats(n->sched);
+    /* host content that changed since the last call */
+    for (int32_t d = 0; d < n->k; d++) {
+        if (n->x_changed) {
+            saga_blk_host_changed(n->act[0][d]);
+            if (n->halo[0][d])
+                saga_blk_host_changed(n->halo[0][d]);
+        }
+        for (int s = 1; s <= S; s++) {
+            if (n->k > 1 && n->halo[s][d])
+                saga_blk_host_changed(n->halo[s][d]);
+            if (train && n->ghalo[s][d])
+                saga_blk_host_changed(n->grad[s][d]);
+        }
+    }
+    n->x_changed = false;
+    if (train)
+        for (int s = 1; s <= S; s++)
+            if (n->k > 1 && n->ghalo[s][0])
+                memset(n->grad_host[s], 0,
+                       (size_t)n->n * (size_t)n->stages[s - 1].out_cols * sizeof(float));
+    saga_ctx_train(c, train);
+    if (train && n->k == 1) {
+        SAGA_TRY(run_whole_train(n, &loss));
+        n_sd = 0;
+    } else {
+        SAGA_TRY(plan(n, train, &sd, &n_sd));
+    }
+    uint64_t rng_after = saga_ctx_rng_counter(c);
+    for (int t = 0; t < n_sd; t++) {
+        if (sd[t].ph != PH_FWD && (t == 0 || sd[t - 1].ph == PH_FWD))
+            rng_after = saga_ctx_rng_counter(c); /* where the forward pass left the counter */
+        SAGA_TRY(saga_sched_begin(n->sched, t));
+        if (sd[t].ph == PH_FWD)
+            SAGA_TRY(run_fwd(n, sd[t].s, sd[t].d, train));
+        else if (sd[t].ph == PH_LOSS)
+            SAGA_TRY(run_loss(n, sd[t].d, &loss));
+        else
+            SAGA_TRY(run_bwd(n, sd[t].s, sd[t].d));
+        SAGA_TRY(saga_sched_end(n->sched, t));
+    }
+    if (train)
+        saga_ctx_set_rng_counter(c, rng_after);
+    SAGA_TRY(saga_sched_finish(n->sched));
+    SAGA_TRY(saga_backend_synchronize(n->be));
+    if (loss_out)
+        *loss_out = loss;
+fail:
+    if (st < 0 && n->sched)
+        (void)saga_sched_finish(n->sched);
+    saga_free(sd);
+    net_collect_stats(n, t0);
+    return st;
+}
+
+saga_status saga_net_forward(saga_net *n, float *out) {
+    saga_status st = SAGA_OK;
+    SAGA_CHECK(n, SAGA_ERR_INVALID_ARG, "saga_net_forward: net is NULL");
+    SAGA_TRY(run(n, false, NULL));
+    if (out) {
+        int S = n->n_stages;
+        int64_t C = n->stages[S - 1].out_cols;
+        const float *y = n->act_host[S];
+        if (n->ids)
+            for (int32_t v = 0; v < n->n; v++)
+                memcpy(out + (int64_t)n->ids[v] * C, y + (int64_t)v * C, (size_t)C * sizeof(float));
+        else
+            memcpy(out, y, (size_t)n->n * (size_t)C * sizeof(float));
+    }
+fail:
+    return st;
+}
+
+saga_status saga_net_train_step(saga_net *n, double *loss) {
+    saga_status st = SAGA_OK;
+    SAGA_CHECK(n, SAGA_ERR_INVALID_ARG, "saga_net_train_step: net is NULL");
+    SAGA_TRY(run(n, true, loss));
+fail:
+    return st;
+}
+
+void saga_net_get_stats(const saga_net *n, saga_net_stats *s) {
+    *s = n->stats;
+}
+
+const char *saga_net_describe(const saga_net *n) {
+    return n->ready ? n->desc : "not prepared";
+}
