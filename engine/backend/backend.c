@@ -1,6 +1,7 @@
 /* backend.c - the generic backend layer: opening backends, budget accounting, streams, events
  * and copies above the function table, and loading the CUDA module. */
 #include "backend_impl.h"
+#include "module_impl.h"
 #include "saga_log.h"
 
 #include <dlfcn.h>
@@ -115,136 +116,34 @@ fail:
 }
 
 /* The services the CUDA module takes from libsaga. */
-static saga_status host_error(saga_status st, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    saga_error_v(st, fmt, ap);
-    va_end(ap);
-    return st;
-}
-
-static void host_log(int level, const char *fmt, ...) {
-    if (level < 0 || level >= SAGA_LOG_COUNT || level > (int)saga_log_get_level())
-        return;
-    char line[2048];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
-    saga_log((saga_log_level)level, "%s", line);
-}
-
-static const saga_module_host module_host = {2, host_error, host_log, saga_backend_reserve,
-                                             saga_backend_unreserve};
-
-/* Lies in libsaga: dladdr on it names the shared library, or the executable for a static link. */
-static const char module_anchor = 0;
-
-static bool file_exists(const char *path) {
-    return access(path, F_OK) == 0;
-}
-
-static void copy_path(char *dst, size_t len, const char *src) {
-    size_t n = strnlen(src, len - 1);
-    memcpy(dst, src, n);
-    dst[n] = '\0';
-}
-
-/* Writes DIR/NAME, DIR/../lib/NAME, DIR/../lib64/NAME for the directory holding `file` into
- * cand[*n..]; each slot holds PATH_MAX characters. */
-static void add_dir_candidates(char (*cand)[PATH_MAX], int *n, const char *file) {
-    static const char *const subdirs[] = {"", "/../lib", "/../lib64"};
-    const char *slash = strrchr(file, '/');
-    int dir_len = slash ? (int)(slash - file) : 1;
-    const char *dir = slash ? file : ".";
-    if (slash && dir_len == 0) { /* a file in / */
-        dir = "/";
-        dir_len = 0;
-    }
-    for (int i = 0; i < 3; i++) {
-        int w = snprintf(cand[*n], PATH_MAX, "%.*s%s/%s", dir_len, dir, subdirs[i],
-                         SAGA_CUDA_MODULE_NAME);
-        if (w > 0 && w < PATH_MAX)
-            (*n)++;
-    }
-}
+static const saga_module_host module_host = {2, saga_module_error, saga_module_log,
+                                             saga_backend_reserve, saga_backend_unreserve};
 
 /* Checks for the NVIDIA driver before loading the module: without it the module could only
  * report "no device", after the loader spent a long while mapping cuBLAS and friends. The handle
  * is kept until the module has opened its own reference. */
-static saga_status open_driver(void **driver) {
+static saga_status open_driver(void *driver) {
     void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
     if (!h)
         return saga_error(SAGA_ERR_DEVICE, "no CUDA driver (%s)", dlerror());
-    *driver = h;
+    *(void **)driver = h;
     return SAGA_OK;
 }
 
-/* How the module is opened. RTLD_NODELETE keeps it mapped until the process exits, whatever
- * dlclose is later called on it: the module is linked with a static CUDA runtime, and tearing
- * that down when the module is unloaded (its destructors, and exit handlers left pointing into
- * unmapped code) is a known source of crashes at dlclose and at exit. The dlclose calls below
- * then only drop a reference, and a later open finds the module already loaded. */
-#define MODULE_DLOPEN_FLAGS (RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE)
-
-/* Opens the module at path (which exists) once the driver is there. */
-static saga_status open_module_at(const char *path, void **module, void **driver, char *out_path,
-                                  size_t out_len) {
-    saga_status st = open_driver(driver);
-    if (st < 0)
-        return st;
-    void *h = dlopen(path, MODULE_DLOPEN_FLAGS);
-    if (!h)
-        return saga_error(SAGA_ERR_DEVICE, "cannot load the CUDA backend module %s: %s", path,
-                          dlerror());
-    copy_path(out_path, out_len, path);
-    *module = h;
-    return SAGA_OK;
-}
-
-/* dlopens the CUDA module. Search order: $SAGA_CUDA_MODULE alone when set; else the directory
- * holding libsaga (or the executable it is linked into), its ../lib and ../lib64; the directory
- * of the running executable, its ../lib and ../lib64; then the dynamic loader's own search by
- * name (LD_LIBRARY_PATH, the executable's RUNPATH, the system directories). On success *driver
- * may hold a handle on the driver library for the caller to dlclose after the module's init. */
+/* dlopens the CUDA module ($SAGA_CUDA_MODULE, else beside libsaga or the executable, else the
+ * loader's search: saga_module_open) once the driver is there. The module is linked with a
+ * static CUDA runtime, and tearing that down when the module is unloaded (its destructors, and
+ * exit handlers left pointing into unmapped code) is a known source of crashes at dlclose and at
+ * exit: saga_module_open keeps it mapped (RTLD_NODELETE), and the dlclose calls below only drop
+ * a reference. On success *driver may hold a handle on the driver library for the caller to
+ * dlclose after the module's init. */
 static saga_status load_cuda_module(void **module, void **driver, char *path, size_t path_len) {
-    const char *env = getenv("SAGA_CUDA_MODULE");
-    if (env && *env) {
-        if (!file_exists(env))
-            return saga_error(SAGA_ERR_UNSUPPORTED,
-                              "CUDA backend not available: SAGA_CUDA_MODULE=%s: %s", env,
-                              strerror(errno));
-        return open_module_at(env, module, driver, path, path_len);
-    }
-
-    char cand[6][PATH_MAX];
-    int n = 0;
-    Dl_info info;
-    if (dladdr(&module_anchor, &info) && info.dli_fname && info.dli_fname[0])
-        add_dir_candidates(cand, &n, info.dli_fname);
-    char exe[PATH_MAX];
-    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (len > 0) {
-        exe[len] = '\0';
-        add_dir_candidates(cand, &n, exe);
-    }
-    for (int i = 0; i < n; i++)
-        if (file_exists(cand[i]))
-            return open_module_at(cand[i], module, driver, path, path_len);
-
-    void *h = dlopen(SAGA_CUDA_MODULE_NAME, MODULE_DLOPEN_FLAGS);
-    if (!h) {
-        const char *why = dlerror();
-        /* The loader found the module but not what it needs (cuBLAS, NCCL...): say that. */
-        if (why && strncmp(why, SAGA_CUDA_MODULE_NAME, strlen(SAGA_CUDA_MODULE_NAME)) != 0)
-            return saga_error(SAGA_ERR_DEVICE, "cannot load the CUDA backend module: %s", why);
-        return saga_error(SAGA_ERR_UNSUPPORTED,
-                          "CUDA backend not available: %s not found (built without CUDA?)",
-                          SAGA_CUDA_MODULE_NAME);
-    }
-    copy_path(path, path_len, SAGA_CUDA_MODULE_NAME);
-    *module = h;
-    return SAGA_OK;
+    saga_status st =
+        saga_module_open(module, SAGA_CUDA_MODULE_NAME, "SAGA_CUDA_MODULE",
+                         "the CUDA backend module", open_driver, driver, path, path_len);
+    if (st == SAGA_ERR_UNSUPPORTED)
+        return saga_error_prefix(st, "CUDA backend not available (built without CUDA?): ");
+    return st;
 }
 
 saga_status saga_backend_cuda_new(saga_backend **out, int device, const saga_backend_params *p) {
@@ -260,12 +159,11 @@ saga_status saga_backend_cuda_new(saga_backend **out, int device, const saga_bac
     SAGA_TRY(load_cuda_module(&module, &driver, path, sizeof path));
     saga_log(SAGA_LOG_DEBUG, "loaded the CUDA backend module %s", path);
     saga_cuda_module_init_fn init = NULL;
+    void *sym = NULL;
+    SAGA_TRY(saga_module_sym(module, SAGA_CUDA_MODULE_INIT, path, &sym));
     /* POSIX guarantees that a dlsym result converts to a function pointer; ISO C does not, hence
      * the copy. */
-    void *sym = dlsym(module, SAGA_CUDA_MODULE_INIT);
     memcpy(&init, &sym, sizeof init);
-    SAGA_CHECK(init, SAGA_ERR_UNSUPPORTED, "%s is not a saga CUDA module (no %s)", path,
-               SAGA_CUDA_MODULE_INIT);
     be->module = module;
     SAGA_TRY(init(be, device, &module_host));
     table = true;
@@ -345,7 +243,7 @@ void saga_backend_free_all(saga_backend **bep) {
     be->iface->destroy(be);
     backend_release(be);
     if (module)
-        dlclose(module); /* drops the reference; the module stays mapped (MODULE_DLOPEN_FLAGS) */
+        dlclose(module); /* drops the reference; the module stays mapped (RTLD_NODELETE) */
     *bep = NULL;
 }
 

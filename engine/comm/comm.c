@@ -83,7 +83,7 @@ static saga_status load_mpi(saga_comm_mpi_init_fn *out) {
         void *h = NULL, *fn = NULL;
         char path[PATH_MAX];
         st = saga_module_open(&h, SAGA_COMM_MPI_MODULE_NAME, "SAGA_MPI_MODULE", "the MPI module",
-                              path, sizeof path);
+                              NULL, NULL, path, sizeof path);
         if (st == SAGA_OK)
             st = saga_module_sym(h, SAGA_COMM_MPI_INIT, path, &fn);
         if (st == SAGA_OK) {

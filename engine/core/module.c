@@ -66,8 +66,13 @@ static void add_dir_candidates(char (*cand)[PATH_MAX], int *n, const char *file,
     }
 }
 
-static saga_status open_at(void **handle, const char *p, const char *what, char *path,
-                           size_t path_len) {
+static saga_status open_at(void **handle, const char *p, const char *what,
+                           saga_status (*found)(void *ud), void *ud, char *path, size_t path_len) {
+    if (found) {
+        saga_status st = found(ud);
+        if (st < 0)
+            return st;
+    }
     void *h = dlopen(p, MODULE_DLOPEN_FLAGS);
     if (!h)
         return saga_error(SAGA_ERR_DEVICE, "cannot load %s %s: %s", what, p, dlerror());
@@ -77,13 +82,14 @@ static saga_status open_at(void **handle, const char *p, const char *what, char 
 }
 
 saga_status saga_module_open(void **handle, const char *name, const char *env, const char *what,
-                             char *path, size_t path_len) {
+                             saga_status (*found)(void *ud), void *ud, char *path,
+                             size_t path_len) {
     const char *e = env ? getenv(env) : NULL;
     if (e && *e) {
         if (!file_exists(e))
             return saga_error(SAGA_ERR_UNSUPPORTED, "%s not available: %s=%s: %s", what, env, e,
                               strerror(errno));
-        return open_at(handle, e, what, path, path_len);
+        return open_at(handle, e, what, found, ud, path, path_len);
     }
     char cand[6][PATH_MAX];
     int n = 0;
@@ -98,7 +104,7 @@ saga_status saga_module_open(void **handle, const char *name, const char *env, c
     }
     for (int i = 0; i < n; i++)
         if (file_exists(cand[i]))
-            return open_at(handle, cand[i], what, path, path_len);
+            return open_at(handle, cand[i], what, found, ud, path, path_len);
     void *h = dlopen(name, MODULE_DLOPEN_FLAGS);
     if (!h) {
         const char *why = dlerror();

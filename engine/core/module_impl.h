@@ -12,12 +12,13 @@ extern "C" {
  * process exits). Search order: $env alone when env names a variable that is set; else the
  * directory holding libsaga (or the executable it is linked into), its ../lib and ../lib64; the
  * directory of the running executable, its ../lib and ../lib64; then the dynamic loader's search
- * by name. *found (may be NULL) says whether a file of that name was found, so that a caller can
- * tell "not built" from "built but does not load". `what` names the module in messages ("the
+ * by name. `what` names the module in messages ("the
  * CUDA backend module"). path gets the path opened. Errors: SAGA_ERR_UNSUPPORTED (not found),
- * SAGA_ERR_DEVICE (found but the loader refused it: a missing dependency). */
+ * SAGA_ERR_DEVICE (found but the loader refused it: a missing dependency). found (may be NULL)
+ * runs when a file of the module was found, before it is loaded; an error it returns is
+ * returned (the CUDA module checks for the driver there). */
 saga_status saga_module_open(void **handle, const char *name, const char *env, const char *what,
-                             char *path, size_t path_len);
+                             saga_status (*found)(void *ud), void *ud, char *path, size_t path_len);
 
 /* *fn = the function `symbol` of module h; SAGA_ERR_UNSUPPORTED naming path when it lacks it. */
 saga_status saga_module_sym(void *h, const char *symbol, const char *path, void **fn);
