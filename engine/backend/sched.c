@@ -42,6 +42,7 @@ typedef struct use {
 typedef struct step {
     int first, n; /* into uses */
     bool barrier; /* loads wait until the previous step has ended */
+    bool hold;    /* and until this step begins */
 } step;
 
 /* A staging buffer with the closure of the host function that fills or drains it. */
@@ -428,13 +429,18 @@ int saga_sched_step(saga_sched *s) {
         }
         s->cap_steps = cap;
     }
-    s->steps[s->n_steps] = (step){.first = s->n_uses, .n = 0, .barrier = false};
+    s->steps[s->n_steps] = (step){.first = s->n_uses, .n = 0, .barrier = false, .hold = false};
     return s->n_steps++;
 }
 
 void saga_sched_step_barrier(saga_sched *s, int t) {
     if (t >= 0 && t < s->n_steps)
         s->steps[t].barrier = true;
+}
+
+void saga_sched_step_hold(saga_sched *s, int t) {
+    if (t >= 0 && t < s->n_steps)
+        s->steps[t].barrier = s->steps[t].hold = true;
 }
 
 void saga_sched_use(saga_sched *s, int t, saga_blk *b, saga_use_mode mode, unsigned flags) {
@@ -559,7 +565,7 @@ saga_status saga_sched_end(saga_sched *s, int t) {
         }
     }
     s->running = -1;
-    if (t + 1 < s->n_steps && s->steps[t + 1].barrier)
+    if (t + 1 < s->n_steps && s->steps[t + 1].barrier && !s->steps[t + 1].hold)
         SAGA_TRY(prefetch(s, t + 1));
 fail:
     return st;

@@ -118,6 +118,9 @@ int saga_sched_step(saga_sched *s);
 /* Step t's loads are not issued before step t - 1 has ended: for inputs packed on the host from
  * what step t - 1 (or an earlier one) writes back. */
 void saga_sched_step_barrier(saga_sched *s, int t);
+/* A barrier whose loads are issued only when step t begins: for inputs packed from host content
+ * the caller changes between the steps (rows received from other ranks). */
+void saga_sched_step_hold(saga_sched *s, int t);
 /* Step t uses b in mode with flags. Several uses of a block in one step merge into one (modes
  * and flags or-ed). */
 void saga_sched_use(saga_sched *s, int t, saga_blk *b, saga_use_mode mode, unsigned flags);

@@ -138,6 +138,13 @@ fail:
     return st;
 }
 
+saga_status saga_net_set_model(saga_net *n, saga_model *m) {
+    if (!n)
+        return saga_error(SAGA_ERR_INVALID_ARG, "saga_net_set_model: net is NULL");
+    n->model = m;
+    return SAGA_OK;
+}
+
 saga_status saga_net_set_loss(saga_net *n, saga_net_loss_fn fn, void *user) {
     if (!n)
         return saga_error(SAGA_ERR_INVALID_ARG, "saga_net_set_loss: net is NULL");
@@ -200,8 +207,9 @@ static void unprepare(saga_net *n) {
         saga_ctx_set_pressure(n->c, NULL, NULL);
     saga_sched_free(&n->sched);
     if (n->blk)
-        for (int32_t d = 0; d < n->k; d++)
+        for (int32_t d = n->d_lo; d < n->d_hi; d++)
             block_free(n, &n->blk[d]);
+    net_dist_free(n);
     saga_free(n->blk);
     n->blk = NULL;
     for (int i = 0; i < N_KEYS; i++) {
@@ -259,6 +267,7 @@ void saga_net_free(saga_net **np) {
         return;
     saga_net *n = *np;
     unprepare(n);
+    saga_comm_free(&n->dcomm);
     if (n->x)
         saga_backend_host_free(n->be, n->x, (size_t)n->n * (size_t)n->in_cols * sizeof(float) + 1);
     saga_free(n->stages);
@@ -505,7 +514,7 @@ static size_t step_estimate(const saga_net *n, bool train, size_t *max_work) {
     size_t worst = 0, wmax = 0;
     if (n->pagerank) {
         /* a step holds the part's CSR, the halo's contributions and four f64 vectors of it */
-        for (int32_t d = 0; d < n->k; d++) {
+        for (int32_t d = n->d_lo; d < n->d_hi; d++) {
             const nblock *b = &n->blk[d];
             size_t P = (size_t)(b->v1 - b->v0), H = (size_t)b->n_halo, mb = (size_t)(b->e1 - b->e0);
             size_t need = 2 * ((P + 1) * 8 + mb * 4 + H * 8 + P * 8 * 4);
@@ -515,7 +524,7 @@ static size_t step_estimate(const saga_net *n, bool train, size_t *max_work) {
             *max_work = 4096;
         return worst;
     }
-    for (int32_t d = 0; d < n->k; d++) {
+    for (int32_t d = n->d_lo; d < n->d_hi; d++) {
         const nblock *b = &n->blk[d];
         size_t P = (size_t)(b->v1 - b->v0), H = (size_t)b->n_halo, mb = (size_t)(b->e1 - b->e0);
         for (int s = 0; s < n->n_stages; s++) {
@@ -565,12 +574,16 @@ static saga_status build_blocks(saga_net *n, const saga_graph *g, int32_t k) {
     saga_status st = SAGA_OK;
     int32_t *pos = NULL;
     n->k = k;
+    n->d_lo = 0;
+    n->d_hi = k;
     SAGA_TRY(place(n, g));
     SAGA_TRY(saga_alloc_zeroed((void **)&n->blk, (size_t)k, sizeof *n->blk, "net blocks"));
+    if (n->dist)
+        SAGA_TRY(net_dist_deal(n)); /* this rank's blocks are built, the others' left empty */
     SAGA_TRY(saga_alloc_array((void **)&pos, (size_t)n->n + 1, sizeof(int32_t), "halo marks"));
     for (int32_t v = 0; v < n->n; v++)
         pos[v] = -1;
-    for (int32_t d = 0; d < k; d++) {
+    for (int32_t d = n->d_lo; d < n->d_hi; d++) {
         int32_t v0 = n->part ? (int32_t)n->part->offsets[d] : 0;
         int32_t v1 = n->part ? (int32_t)n->part->offsets[d + 1] : n->n;
         SAGA_TRY(block_build(n, &n->blk[d], v0, v1, k == 1, pos));
@@ -628,7 +641,7 @@ static saga_status stage_blocks(saga_net *n) {
             saga_alloc_zeroed((void **)&n->pack_io[s], (size_t)k, sizeof(rows_io), "net copies"));
         SAGA_TRY(
             saga_alloc_zeroed((void **)&n->unpack_io[s], (size_t)k, sizeof(rows_io), "net copies"));
-        for (int32_t d = 0; d < k; d++) {
+        for (int32_t d = n->d_lo; d < n->d_hi; d++) {
             nblock *b = &n->blk[d];
             size_t P = (size_t)(b->v1 - b->v0);
             saga_blk *a = saga_sched_block(n->sched, P * (size_t)cols * 4,
@@ -686,7 +699,7 @@ static saga_status stage_blocks(saga_net *n) {
             }
         }
     }
-    for (int32_t d = 0; d < k && n->ids; d++) {
+    for (int32_t d = n->d_lo; d < n->d_hi && n->ids; d++) {
         nblock *b = &n->blk[d];
         if (!(b->b_ids = net_input_block(n, n->ids + b->v0,
                                          (size_t)(b->v1 - b->v0) * sizeof(int32_t), "vertex ids")))
@@ -694,7 +707,7 @@ static saga_status stage_blocks(saga_net *n) {
     }
     for (int s = 0; s < S; s++)
         if (n->stages[s].kind == STAGE_PROGRAM)
-            for (int32_t d = 0; d < k; d++)
+            for (int32_t d = n->d_lo; d < n->d_hi; d++)
                 SAGA_TRY(block_blocks(n, &n->blk[d], &n->stages[s]));
     return SAGA_OK;
 oom:
@@ -761,28 +774,47 @@ saga_status net_prepare(saga_net *n, bool train) {
     for (int s = 0; s < n->n_stages; s++)
         n->stages[s].in_cols = s == 0 ? n->in_cols : n->stages[s - 1].out_cols;
     n->k = 1;
+    /* several ranks: every decision below (parts, streaming) must come out the same on all of
+     * them, so they plan with the smallest budget among them (none counts as the largest) and
+     * the largest step; each rank's scheduler then keeps within its own */
+    int R = saga_comm_size(n->o.comm);
+    if (R > 1) {
+        SAGA_CHECK(R <= n->n, SAGA_ERR_INVALID_ARG, "saga_net: %d ranks for %d vertices", R,
+                   (int)n->n);
+        int64_t lim[2] = {budget ? (int64_t)(avail < INT64_MAX ? avail : INT64_MAX) : INT64_MAX,
+                          budget ? 1 : 0};
+        SAGA_TRY(saga_comm_allreduce(n->o.comm, &lim[0], 1, SAGA_I64, SAGA_COMM_MIN, NULL));
+        SAGA_TRY(saga_comm_allreduce(n->o.comm, &lim[1], 1, SAGA_I64, SAGA_COMM_MAX, NULL));
+        budget = lim[1] ? (budget ? budget : (size_t)lim[0]) : 0;
+        avail = (size_t)lim[0];
+    }
     bool stream = n->o.exec == SAGA_EXEC_STREAM;
     if (n->o.exec == SAGA_EXEC_AUTO && budget) {
         /* a rough first look; the exact footprint is known once placed */
-        stream = memory_estimate(n, true) > avail;
+        stream = memory_estimate(n, true) / (size_t)R > avail;
     }
-    int32_t k = 1;
+    int32_t k = R;
     /* parts of fewer than 8 vertices would not save memory worth their halos, and METIS is not
      * made for them (it prints warnings and may leave parts empty) */
     int32_t max_k = n->n / 8 > 2 ? n->n / 8 : 2;
+    max_k = max_k > R ? max_k : R;
     if (stream) {
         k = n->o.parts;
         if (k == 0) {
             size_t est = memory_estimate(n, train);
             size_t target = avail / 2 ? avail / 2 : 1;
-            k = 2;
+            k = 2 * R;
             while ((size_t)k * target < est && k < max_k)
                 k *= 2;
             k = k < max_k ? k : max_k;
         }
         if (k > n->n)
             k = n->n > 0 ? n->n : 1;
+    } else if (R > 1 && n->o.parts > R) {
+        k = n->o.parts <= n->n ? n->o.parts : n->n;
     }
+    SAGA_CHECK(k >= R, SAGA_ERR_INVALID_ARG, "saga_net: %d parts for %d ranks (at least one each)",
+               (int)k, R);
     for (;;) {
         if (k > 1) {
             saga_partition_opts po = saga_partition_opts_defaults();
@@ -790,13 +822,22 @@ saga_status net_prepare(saga_net *n, bool train) {
             po.seed = n->o.partition_seed;
             po.balance_edges = true; /* a block's size follows its in-edges */
             SAGA_TRY(saga_partition_graph(&n->part, n->g_user, k, &po));
+            if (R > 1)
+                SAGA_TRY(net_dist_agree_partition(n));
             SAGA_TRY(saga_graph_permute(&g, n->g_user, n->part->perm));
             /* a copy of the permutation the scheduler can load the ids from */
             SAGA_TRY(host_array(n, (void **)&n->ids, (size_t)n->n, sizeof(int32_t), "vertex ids"));
             memcpy(n->ids, n->part->perm, (size_t)n->n * sizeof(int32_t));
         }
+        if (R > 1)
+            SAGA_TRY(net_dist_new(n));
         SAGA_TRY(build_blocks(n, g ? g : n->g_user, k));
         size_t need = step_estimate(n, true, NULL);
+        if (R > 1) {
+            int64_t nd = (int64_t)need;
+            SAGA_TRY(saga_comm_allreduce(n->o.comm, &nd, 1, SAGA_I64, SAGA_COMM_MAX, NULL));
+            need = (size_t)nd;
+        }
         if (!budget || need <= avail || (n->o.parts && stream) || k >= max_k || k >= n->n)
             break;
         if (!stream) {
@@ -815,17 +856,27 @@ saga_status net_prepare(saga_net *n, bool train) {
     }
     size_t max_work = 0;
     size_t need = step_estimate(n, true, &max_work);
+    if (R > 1) {
+        /* this rank's own budget, for its message and its scheduler */
+        avail = bs.budget_bytes > held ? bs.budget_bytes - held : 0;
+        budget = bs.budget_bytes;
+    }
+    saga_status fits = SAGA_OK;
     if (budget && need > avail) {
         char msg[160];
         snprintf(msg, sizeof msg, "%d parts", (int)k);
-        st = saga_error(
+        fits = saga_error(
             SAGA_ERR_BUDGET,
             "saga_net: the device budget leaves %zu bytes; the largest block needs %zu with %s "
             "(budget at least %zu bytes)",
             avail, need, msg, need + (budget - avail));
-        goto fail;
     }
-    n->streamed = k > 1;
+    if (R > 1)
+        fits = saga_comm_agree(n->o.comm, fits); /* the others must not wait for this rank */
+    SAGA_TRY(fits);
+    if (R > 1)
+        SAGA_TRY(net_dist_halo(n));
+    n->streamed = n->d_hi - n->d_lo > 1;
     /* the blocks may hold what a step's own tensors (estimated, with a margin) leave */
     size_t cap = 0;
     if (budget && n->streamed) {
@@ -860,19 +911,27 @@ saga_status net_prepare(saga_net *n, bool train) {
             n->iota[v] = v;
     }
     n->ready = true;
+    char mode[64];
     if (n->streamed)
-        snprintf(n->desc, sizeof n->desc, "streamed, %d parts (%s)", (int)k,
+        snprintf(mode, sizeof mode, "streamed, %d parts (%s)", (int)(n->d_hi - n->d_lo),
                  saga_partition_method_name(n->o.partition));
     else
-        snprintf(n->desc, sizeof n->desc, "in memory");
+        snprintf(mode, sizeof mode, "in memory");
+    if (R > 1)
+        snprintf(n->desc, sizeof n->desc, "%d ranks, %d parts (%s); rank %d: parts %d-%d, %s", R,
+                 (int)k, saga_partition_method_name(n->o.partition), n->dist->rank, (int)n->d_lo,
+                 (int)n->d_hi - 1, mode);
+    else
+        snprintf(n->desc, sizeof n->desc, "%s", mode);
     n->stats.parts = k;
     n->stats.streamed = n->streamed;
     n->stats.edge_cut = n->part ? n->part->edge_cut : 0;
     n->stats.partition_seconds = n->part ? n->part->seconds : 0;
     int64_t halo = 0;
-    for (int32_t d = 0; d < k; d++)
+    for (int32_t d = n->d_lo; d < n->d_hi; d++)
         halo += n->blk[d].n_halo;
     n->stats.halo_rows = halo;
+    n->stats.ranks = R;
     saga_log(SAGA_LOG_INFO,
              "net: %s, %lld halo rows per program stage, estimated step %zu bytes of %zu", n->desc,
              (long long)halo, need, avail);

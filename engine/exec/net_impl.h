@@ -74,6 +74,26 @@ typedef struct nblock {
 /* PageRank's state (net_pagerank.c). */
 struct pr_state;
 
+/* A net over several ranks (net_dist.c). */
+typedef struct net_dist {
+    saga_comm *comm; /* the net's (o.comm) */
+    int rank, size;
+    int32_t *first; /* size + 1: rank q owns parts [first[q], first[q + 1]) */
+    int32_t *row0;  /* size + 1: and rows [row0[q], row0[q + 1]) in the net's order */
+    /* the rows of others that this rank's blocks read (recv_rows, increasing, so grouped by
+     * owner: recv_n[q] from rank q at recv_at[q]), and the rows of this rank that the others'
+     * blocks read (send_rows, send_n[q] for rank q at send_at[q]) */
+    int32_t *recv_rows, *send_rows;
+    size_t n_recv, n_send;
+    size_t *cnt; /* the arrays below, 8 x size */
+    size_t *recv_n, *recv_at, *send_n, *send_at;
+    size_t *sb, *so, *rb, *ro; /* byte counts and offsets of one all-to-all */
+    float *sbuf, *rbuf;
+    size_t buf_floats;
+    uint64_t rows_moved; /* rows received by net_dist_rows in the current call */
+    double seconds;      /* in exchanges, the current call */
+} net_dist;
+
 struct saga_net {
     saga_ctx *c;
     saga_backend *be;
@@ -118,8 +138,16 @@ struct saga_net {
     saga_blk ***act, ***halo, ***grad, ***gin, ***ghalo, ***saved;
     rows_io **pack_io, **unpack_io;
 
+    /* the parts this rank runs: [d_lo, d_hi) (all of them with one rank) */
+    int32_t d_lo, d_hi;
+    net_dist *dist; /* several ranks; NULL with one */
+    saga_model *model;
+    saga_comm *dcomm; /* for the model's gradients on the device (NCCL on CUDA), made at the
+                       * first training step */
+    saga_comm_stats comm_at, dcomm_at; /* the communicators' counters when the call began */
+
     saga_net_stats stats;
-    char desc[96];
+    char desc[128];
 };
 
 /* ---- net_build.c -------------------------------------------------------------------------- */
@@ -150,6 +178,26 @@ void net_collect_stats(saga_net *n, double t0);
 
 /* Frees n->pr and what it holds; n->pr becomes NULL. */
 void net_pr_free(saga_net *n);
+
+/* ---- several ranks (net_dist.c) ----------------------------------------------------------- */
+
+/* n->dist for n->o.comm (called when it has more than one rank). */
+saga_status net_dist_new(saga_net *n);
+void net_dist_free(saga_net *n);
+/* SAGA_ERR_COMM unless every rank computed the same parts. */
+saga_status net_dist_agree_partition(saga_net *n);
+/* Deals the k parts (placed: n->h_off) to the ranks: n->d_lo, n->d_hi and dist->first, row0. */
+saga_status net_dist_deal(saga_net *n);
+/* The rows to receive and to send, from the halos of this rank's blocks (collective). */
+saga_status net_dist_halo(saga_net *n);
+/* Forward: the rows of host (n x cols floats) that this rank reads from others, from their
+ * owners. */
+saga_status net_dist_rows(saga_net *n, float *host, int64_t cols);
+/* Backward: what this rank added into others' rows of host goes to their owners, who add it
+ * into theirs. */
+saga_status net_dist_grads(saga_net *n, float *host, int64_t cols);
+/* Every rank's own rows of host (n rows of row_bytes) to every rank. */
+saga_status net_dist_gather(saga_net *n, void *host, size_t row_bytes);
 
 #ifdef __cplusplus
 }

@@ -55,7 +55,7 @@ static saga_status pr_blocks(saga_net *n, pr_state *p) {
     }
     SAGA_TRY(saga_alloc_zeroed((void **)&p->parts, (size_t)k, sizeof *p->parts, "pagerank parts"));
     SAGA_TRY(saga_alloc_zeroed((void **)&p->io, (size_t)k, sizeof *p->io, "pagerank copies"));
-    for (int32_t d = 0; d < k; d++) {
+    for (int32_t d = n->d_lo; d < n->d_hi; d++) {
         nblock *b = &n->blk[d];
         pr_part *q = &p->parts[d];
         size_t rows = (size_t)(b->v1 - b->v0), P = rows * sizeof(double);
@@ -125,19 +125,24 @@ saga_status saga_net_pagerank(saga_net *n, double damping, double tol, int max_i
     pr_state p = *n->pr;
     saga_backend_reset_stats(n->be);
     saga_sched_reset_stats(n->sched);
+    if (n->dist) {
+        n->dist->seconds = 0;
+        n->dist->rows_moved = 0;
+        saga_comm_get_stats(n->o.comm, &n->comm_at);
+    }
     int32_t k = n->k;
     saga_sched *sc = n->sched;
     saga_stream *s = saga_backend_default_stream(n->be);
 
     /* the plan of max_iter iterations, left at convergence */
     saga_sched_plan_begin(sc);
-    for (int32_t d = 0; d < k; d++) {
+    for (int32_t d = n->d_lo; d < n->d_hi; d++) {
         int t = saga_sched_step(sc);
         saga_sched_use(sc, t, p.parts[d].x[0], SAGA_USE_WRITE, 0);
     }
     for (int it = 0; it < max_iter; it++) {
         int xi = it % 2;
-        for (int32_t d = 0; d < k; d++) {
+        for (int32_t d = n->d_lo; d < n->d_hi; d++) {
             int t = saga_sched_step(sc);
             pr_part *q = &p.parts[d];
             saga_sched_use(sc, t, q->x[xi], SAGA_USE_READ, 0);
@@ -145,9 +150,11 @@ saga_status saga_net_pagerank(saga_net *n, double damping, double tol, int max_i
             saga_sched_use(sc, t, q->dang, SAGA_USE_READ, 0);
             saga_sched_use(sc, t, q->c, SAGA_USE_WRITE, k > 1 ? SAGA_USE_WRITEBACK : 0);
         }
-        for (int32_t d = 0; d < k; d++) {
+        for (int32_t d = n->d_lo; d < n->d_hi; d++) {
             int t = saga_sched_step(sc);
-            if (d == 0 && k > 1)
+            if (d == n->d_lo && n->dist)
+                saga_sched_step_hold(sc, t); /* the contributions of others arrive first */
+            else if (d == n->d_lo && k > 1)
                 saga_sched_step_barrier(sc, t);
             pr_part *q = &p.parts[d];
             nblock *b = &n->blk[d];
@@ -162,7 +169,7 @@ saga_status saga_net_pagerank(saga_net *n, double damping, double tol, int max_i
         }
     }
     /* the ranks of the last iteration are read after it: kept until downloaded */
-    for (int32_t d = 0; d < k; d++) {
+    for (int32_t d = n->d_lo; d < n->d_hi; d++) {
         int t = saga_sched_step(sc);
         saga_sched_use(sc, t, p.parts[d].x[max_iter % 2], SAGA_USE_READ, 0);
     }
@@ -170,7 +177,7 @@ saga_status saga_net_pagerank(saga_net *n, double damping, double tol, int max_i
 
     int t = 0, it = 0;
     double l1 = INFINITY;
-    for (int32_t d = 0; d < k; d++, t++) {
+    for (int32_t d = n->d_lo; d < n->d_hi; d++, t++) {
         SAGA_TRY(saga_sched_begin(sc, t));
         pr_part *q = &p.parts[d];
         int64_t P = n->blk[d].v1 - n->blk[d].v0;
@@ -182,9 +189,9 @@ saga_status saga_net_pagerank(saga_net *n, double damping, double tol, int max_i
         int xi = it % 2;
         double dangling = 0;
         if (k > 1)
-            for (int32_t d = 0; d < k; d++)
+            for (int32_t d = n->d_lo; d < n->d_hi; d++)
                 saga_blk_host_changed(p.parts[d].halo);
-        for (int32_t d = 0; d < k; d++, t++) {
+        for (int32_t d = n->d_lo; d < n->d_hi; d++, t++) {
             SAGA_TRY(saga_sched_begin(sc, t));
             pr_part *q = &p.parts[d];
             int64_t P = n->blk[d].v1 - n->blk[d].v0;
@@ -197,9 +204,16 @@ saga_status saga_net_pagerank(saga_net *n, double damping, double tol, int max_i
             dangling += part;
             SAGA_TRY(saga_sched_end(sc, t));
         }
+        if (n->dist) {
+            /* the contributions this rank's blocks read from the others, and the global sum of
+             * the ranks without out-edges */
+            SAGA_TRY(saga_sched_finish(sc));
+            SAGA_TRY(net_dist_rows(n, (float *)p.h_c, 2));
+            SAGA_TRY(saga_comm_allreduce(n->o.comm, &dangling, 1, SAGA_F64, SAGA_COMM_SUM, NULL));
+        }
         const double base = (1.0 - damping) / n->n + damping * dangling / n->n;
         l1 = 0;
-        for (int32_t d = 0; d < k; d++, t++) {
+        for (int32_t d = n->d_lo; d < n->d_hi; d++, t++) {
             SAGA_TRY(saga_sched_begin(sc, t));
             pr_part *q = &p.parts[d];
             nblock *b = &n->blk[d];
@@ -216,14 +230,18 @@ saga_status saga_net_pagerank(saga_net *n, double damping, double tol, int max_i
             l1 += part;
             SAGA_TRY(saga_sched_end(sc, t));
         }
+        if (n->dist)
+            SAGA_TRY(saga_comm_allreduce(n->o.comm, &l1, 1, SAGA_F64, SAGA_COMM_SUM, NULL));
         it++;
         if (l1 < tol)
             break;
     }
     SAGA_TRY(saga_sched_finish(sc));
-    for (int32_t d = 0; d < k; d++)
+    for (int32_t d = n->d_lo; d < n->d_hi; d++)
         SAGA_TRY(saga_sched_download(sc, p.parts[d].x[it % 2]));
     SAGA_TRY(saga_sched_finish(sc));
+    if (n->dist)
+        SAGA_TRY(net_dist_gather(n, p.h_x[it % 2], sizeof(double)));
     const double *res = p.h_x[it % 2];
     for (int32_t v = 0; v < n->n; v++)
         rank[n->ids ? n->ids[v] : v] = res[v];

@@ -9,10 +9,17 @@
 
 typedef enum phase { PH_FWD = 0, PH_LOSS, PH_BWD } phase;
 
+/* With several ranks, some steps begin with an exchange of host rows (net_dist.c): before the
+ * first block of a program stage, the rows of its input that the rank reads from others; before
+ * the first block of a backward pass that reads gradients summed over the halos of the next
+ * stage, the sums that belong to others. */
+typedef enum xchg { XCHG_NONE = 0, XCHG_ROWS, XCHG_GRADS } xchg;
+
 typedef struct stepdesc {
     phase ph;
     int s;
     int32_t d;
+    xchg x;
 } stepdesc;
 
 static bool needs_writeback(const saga_net *n, int s_out, bool train) {
@@ -57,20 +64,26 @@ static void use_graph(saga_net *n, int t, nblock *b, const stage *sg, bool bwd) 
 static saga_status plan(saga_net *n, bool train, stepdesc **out, int *n_out) {
     saga_status st = SAGA_OK;
     int S = n->n_stages;
-    int32_t k = n->k;
-    int cap = (2 * S + 1) * k, cnt = 0;
+    int32_t k = n->k, lo = n->d_lo, hi = n->d_hi;
+    int cap = (2 * S + 1) * (hi - lo), cnt = 0;
     stepdesc *sd = NULL;
     SAGA_TRY(saga_alloc_array((void **)&sd, (size_t)cap, sizeof *sd, "net steps"));
     saga_sched *sc = n->sched;
     saga_sched_plan_begin(sc);
     for (int s = 0; s < S; s++) {
         const stage *sg = &n->stages[s];
-        for (int32_t d = 0; d < k; d++) {
+        for (int32_t d = lo; d < hi; d++) {
             int t = saga_sched_step(sc);
+            xchg x = XCHG_NONE;
             if (n->blk[d].b_ids)
                 saga_sched_use(sc, t, n->blk[d].b_ids, SAGA_USE_READ, 0);
-            if (d == 0 && k > 1 && s > 0 && sg->kind == STAGE_PROGRAM)
-                saga_sched_step_barrier(sc, t);
+            if (d == lo && k > 1 && s > 0 && sg->kind == STAGE_PROGRAM) {
+                x = n->dist ? XCHG_ROWS : XCHG_NONE;
+                if (x)
+                    saga_sched_step_hold(sc, t);
+                else
+                    saga_sched_step_barrier(sc, t);
+            }
             if (sg->kind == STAGE_PROGRAM) {
                 saga_sched_use(sc, t, n->halo[s][d], SAGA_USE_READ, 0);
                 use_graph(n, t, &n->blk[d], sg, false);
@@ -81,27 +94,33 @@ static saga_status plan(saga_net *n, bool train, stepdesc **out, int *n_out) {
             }
             saga_sched_use(sc, t, n->act[s + 1][d], SAGA_USE_WRITE,
                            needs_writeback(n, s + 1, train) ? SAGA_USE_WRITEBACK : 0);
-            sd[cnt++] = (stepdesc){PH_FWD, s, d};
+            sd[cnt++] = (stepdesc){PH_FWD, s, d, x};
         }
     }
     if (train) {
-        for (int32_t d = 0; d < k; d++) {
+        for (int32_t d = lo; d < hi; d++) {
             int t = saga_sched_step(sc);
             if (n->blk[d].b_ids)
                 saga_sched_use(sc, t, n->blk[d].b_ids, SAGA_USE_READ, 0);
             saga_sched_use(sc, t, n->act[S][d], SAGA_USE_READ, 0);
             saga_sched_use(sc, t, n->grad[S][d], SAGA_USE_WRITE, 0);
-            sd[cnt++] = (stepdesc){PH_LOSS, S, d};
+            sd[cnt++] = (stepdesc){PH_LOSS, S, d, XCHG_NONE};
         }
         for (int s = S - 1; s >= 0; s--) {
             const stage *sg = &n->stages[s];
             bool summed_in = k > 1 && s + 1 < S && n->stages[s + 1].kind == STAGE_PROGRAM;
-            for (int32_t d = 0; d < k; d++) {
+            for (int32_t d = lo; d < hi; d++) {
                 int t = saga_sched_step(sc);
+                xchg x = XCHG_NONE;
                 if (n->blk[d].b_ids)
                     saga_sched_use(sc, t, n->blk[d].b_ids, SAGA_USE_READ, 0);
-                if (d == 0 && summed_in)
-                    saga_sched_step_barrier(sc, t);
+                if (d == lo && summed_in) {
+                    x = n->dist ? XCHG_GRADS : XCHG_NONE;
+                    if (x)
+                        saga_sched_step_hold(sc, t);
+                    else
+                        saga_sched_step_barrier(sc, t);
+                }
                 saga_sched_use(sc, t, n->grad[s + 1][d], SAGA_USE_READ, 0);
                 if (sg->kind == STAGE_PROGRAM) {
                     bool offload = n->saved[s][d] && saga_prog_fused(&sg->p);
@@ -121,7 +140,7 @@ static saga_status plan(saga_net *n, bool train, stepdesc **out, int *n_out) {
                     if (s > 0)
                         saga_sched_use(sc, t, n->grad[s][d], SAGA_USE_WRITE, 0);
                 }
-                sd[cnt++] = (stepdesc){PH_BWD, s, d};
+                sd[cnt++] = (stepdesc){PH_BWD, s, d, x};
             }
         }
     }
@@ -266,7 +285,7 @@ static saga_status run_fwd(saga_net *n, int s, int32_t d, bool train) {
     stage *sg = &n->stages[s];
     nblock *b = &n->blk[d];
     int32_t P = b->v1 - b->v0;
-    if (d == 0)
+    if (d == n->d_lo)
         sg->rng = saga_ctx_rng_counter(c);
     else
         saga_ctx_set_rng_counter(c, sg->rng);
@@ -436,6 +455,37 @@ void net_collect_stats(saga_net *n, double t0) {
     double cs = n->stats.copy_seconds, w = n->stats.wait_seconds;
     n->stats.overlap = cs > 0 ? 1.0 - (w < cs ? w : cs) / cs : 0.0;
     n->stats.seconds = saga_now() - t0;
+    if (n->dist) {
+        saga_comm_stats cs2;
+        saga_comm_get_stats(n->o.comm, &cs2);
+        n->stats.comm_sent_bytes = cs2.sent_bytes - n->comm_at.sent_bytes;
+        n->stats.comm_recv_bytes = cs2.recv_bytes - n->comm_at.recv_bytes;
+        n->stats.comm_seconds = n->dist->seconds;
+        n->stats.remote_rows = (int64_t)n->dist->rows_moved;
+        if (n->dcomm && n->dcomm != n->o.comm) {
+            saga_comm_get_stats(n->dcomm, &cs2);
+            n->stats.comm_sent_bytes += cs2.sent_bytes - n->dcomm_at.sent_bytes;
+            n->stats.comm_recv_bytes += cs2.recv_bytes - n->dcomm_at.recv_bytes;
+        }
+    }
+}
+
+/* With several ranks, after a training pass: the loss and the model's gradients summed over
+ * the ranks. */
+static saga_status reduce_train(saga_net *n, double *loss) {
+    saga_status st = SAGA_OK;
+    double t0 = saga_now();
+    SAGA_TRY(saga_comm_allreduce(n->o.comm, loss, 1, SAGA_F64, SAGA_COMM_SUM, NULL));
+    if (n->model) {
+        if (!n->dcomm) {
+            SAGA_TRY(saga_comm_open_device(&n->dcomm, n->o.comm, n->be));
+            saga_comm_get_stats(n->dcomm, &n->dcomm_at);
+        }
+        SAGA_TRY(saga_comm_allreduce_grads(n->dcomm, n->model, 1.0));
+    }
+fail:
+    n->dist->seconds += saga_now() - t0;
+    return st;
 }
 
 /* A call: invalidations, the plan, its steps, statistics. */
@@ -451,8 +501,15 @@ static saga_status run(saga_net *n, bool train, double *loss_out) {
     int S = n->n_stages;
     saga_backend_reset_stats(n->be);
     saga_sched_reset_stats(n->sched);
+    if (n->dist) {
+        n->dist->seconds = 0;
+        n->dist->rows_moved = 0;
+        saga_comm_get_stats(n->o.comm, &n->comm_at);
+        if (n->dcomm)
+            saga_comm_get_stats(n->dcomm, &n->dcomm_at);
+    }
     /* host content that changed since the last call */
-    for (int32_t d = 0; d < n->k; d++) {
+    for (int32_t d = n->d_lo; d < n->d_hi; d++) {
         if (n->x_changed) {
             saga_blk_host_changed(n->act[0][d]);
             if (n->halo[0][d])
@@ -468,7 +525,7 @@ static saga_status run(saga_net *n, bool train, double *loss_out) {
     n->x_changed = false;
     if (train)
         for (int s = 1; s <= S; s++)
-            if (n->k > 1 && n->ghalo[s][0])
+            if (n->k > 1 && n->ghalo[s][n->d_lo])
                 memset(n->grad_host[s], 0,
                        (size_t)n->n * (size_t)n->stages[s - 1].out_cols * sizeof(float));
     saga_ctx_train(c, train);
@@ -482,6 +539,15 @@ static saga_status run(saga_net *n, bool train, double *loss_out) {
     for (int t = 0; t < n_sd; t++) {
         if (sd[t].ph != PH_FWD && (t == 0 || sd[t - 1].ph == PH_FWD))
             rng_after = saga_ctx_rng_counter(c); /* where the forward pass left the counter */
+        if (sd[t].x != XCHG_NONE) {
+            /* the write-backs (and the halo gradients added on the host) have landed */
+            SAGA_TRY(saga_sched_finish(n->sched));
+            int s = sd[t].s;
+            if (sd[t].x == XCHG_ROWS)
+                SAGA_TRY(net_dist_rows(n, n->act_host[s], n->stages[s].in_cols));
+            else
+                SAGA_TRY(net_dist_grads(n, n->grad_host[s + 1], n->stages[s].out_cols));
+        }
         SAGA_TRY(saga_sched_begin(n->sched, t));
         if (sd[t].ph == PH_FWD)
             SAGA_TRY(run_fwd(n, sd[t].s, sd[t].d, train));
@@ -495,6 +561,8 @@ static saga_status run(saga_net *n, bool train, double *loss_out) {
         saga_ctx_set_rng_counter(c, rng_after);
     SAGA_TRY(saga_sched_finish(n->sched));
     SAGA_TRY(saga_backend_synchronize(n->be));
+    if (n->dist && train)
+        SAGA_TRY(reduce_train(n, &loss));
     if (loss_out)
         *loss_out = loss;
 fail:
@@ -509,6 +577,17 @@ saga_status saga_net_forward(saga_net *n, float *out) {
     saga_status st = SAGA_OK;
     SAGA_CHECK(n, SAGA_ERR_INVALID_ARG, "saga_net_forward: net is NULL");
     SAGA_TRY(run(n, false, NULL));
+    if (n->dist) {
+        /* every rank's rows to every rank */
+        double t0 = saga_now();
+        int64_t C = n->stages[n->n_stages - 1].out_cols;
+        SAGA_TRY(net_dist_gather(n, n->act_host[n->n_stages], (size_t)C * sizeof(float)));
+        saga_comm_stats cs;
+        saga_comm_get_stats(n->o.comm, &cs);
+        n->stats.comm_sent_bytes = cs.sent_bytes - n->comm_at.sent_bytes;
+        n->stats.comm_recv_bytes = cs.recv_bytes - n->comm_at.recv_bytes;
+        n->stats.comm_seconds += saga_now() - t0;
+    }
     if (out) {
         int S = n->n_stages;
         int64_t C = n->stages[S - 1].out_cols;

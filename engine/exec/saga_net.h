@@ -34,6 +34,7 @@
  */
 #pragma once
 
+#include "saga_comm.h"
 #include "saga_nn.h"
 #include "saga_partition.h"
 #include "saga_program.h"
@@ -65,6 +66,17 @@ typedef struct saga_net_opts {
     uint64_t partition_seed;
     saga_saved saved;
     saga_dgraph_self_loops self_loops;
+    /* Several ranks (NULL or one rank: this process alone; not owned, must outlive the net).
+     * Every rank makes the same net over the same graph, stages, loss and input, and makes the
+     * same calls in the same order. The parts (at least one per rank; METIS unless told
+     * otherwise) are dealt to the ranks as contiguous ranges balanced by in-edges; a rank's
+     * device holds its own blocks only (streamed under its budget when they do not fit), and
+     * before each program stage it receives the rows its blocks read from their owners, and in
+     * the backward pass sends the gradients of those rows back to be added there. Losses and
+     * the model's gradients (saga_net_set_model) are summed over the ranks; outputs are
+     * gathered on every rank. The parts must come out the same on every rank (METIS and the
+     * seeded shuffle are deterministic): the net checks it. */
+    saga_comm *comm;
 } saga_net_opts;
 
 saga_net_opts saga_net_opts_defaults(void);
@@ -85,6 +97,10 @@ saga_status saga_net_add_vertex(saga_net *n, saga_apply_vertex_fn fn, void *laye
                                 int64_t out_cols);
 saga_status saga_net_add_program(saga_net *n, const saga_program *p, void *layer, int64_t out_cols);
 saga_status saga_net_set_loss(saga_net *n, saga_net_loss_fn fn, void *user);
+/* The parameters the stages train (not owned): with several ranks, saga_net_train_step sums
+ * their gradients over the ranks (saga_comm_allreduce_grads) before it returns, so every rank's
+ * optimizer takes the same step. Not needed with one rank. */
+saga_status saga_net_set_model(saga_net *n, saga_model *m);
 /* The input rows (n x cols f32, row v for vertex v), copied. Call again when they change. */
 saga_status saga_net_set_input(saga_net *n, const float *x, int64_t cols);
 
@@ -118,10 +134,18 @@ typedef struct saga_net_stats {
     int64_t halo_rows;      /* rows read by all blocks of one program stage (n in memory) */
     int64_t edge_cut;       /* of the partition (0 in memory) */
     double partition_seconds;
+    /* several ranks: their number; bytes this rank sent to and received from the others in the
+     * last call (halo rows, gradients, losses, outputs); the time it spent exchanging, none of
+     * it hidden behind compute yet; the rows it received before each program stage */
+    int32_t ranks;
+    uint64_t comm_sent_bytes, comm_recv_bytes;
+    double comm_seconds;
+    int64_t remote_rows;
 } saga_net_stats;
 
 void saga_net_get_stats(const saga_net *n, saga_net_stats *s);
-/* For messages: "in memory" or "streamed, 16 parts (metis)". */
+/* For messages: "in memory", "streamed, 16 parts (metis)", or with ranks "rank 0 of 4, parts
+ * 0-1 of 8 (metis), in memory". */
 const char *saga_net_describe(const saga_net *n);
 
 #ifdef __cplusplus

@@ -1,0 +1,305 @@
+/* test_net_ranks.c - the graph executor over several ranks (saga_net_opts.comm): run by ctest
+ * alone and under mpiexec with 2 and 4 ranks, every rank trains the same models once over the
+ * ranks and once by itself, and checks that the losses of every step agree to 1e-5 relative and
+ * the outputs after training to 1e-5 (GCN with fused programs, a GAT-like batched program with
+ * edge softmax and dropout on rows and edges, in memory and streamed on each rank under a small
+ * budget, METIS, random and contiguous parts), and PageRank to 1e-12 per vertex. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include <cmocka.h>
+
+#include "test_util.h"
+
+#include "saga_comm.h"
+#include "saga_datasets.h"
+#include "saga_net.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+static saga_comm *comm;
+
+static struct {
+    saga_graph *g;
+    float *x;
+    int32_t *labels;
+    int32_t n, F, C;
+} D;
+
+static void data_load(void) {
+    if (D.g)
+        return;
+    saga_citation_params p = saga_citation_params_defaults();
+    p.n_vertices = 2000;
+    p.n_classes = 5;
+    p.avg_degree = 8;
+    p.n_features = 32;
+    p.words_per_vertex = 8;
+    p.seed = 5;
+    saga_citation *c = NULL;
+    assert_int_equal(saga_citation_generate(&c, &p), SAGA_OK);
+    assert_int_equal(saga_citation_graph(&D.g, c, NULL), SAGA_OK);
+    assert_int_equal(saga_citation_features(&D.x, c), SAGA_OK);
+    D.n = c->n_vertices;
+    D.F = c->n_features;
+    D.C = c->n_classes;
+    D.labels = c->labels;
+    c->labels = NULL;
+    saga_citation_free(&c);
+}
+
+typedef struct layer {
+    saga_tensor *W, *b, *a;
+    bool relu;
+    float dropout;
+} layer;
+
+static saga_tensor *project(saga_ctx *c, const saga_vertex_in *v, void *l_) {
+    layer *l = l_;
+    return saga_matmul(c, saga_dropout(c, v->self, l->dropout), l->W);
+}
+
+static saga_tensor *bias_act(saga_ctx *c, const saga_vertex_in *v, void *l_) {
+    layer *l = l_;
+    saga_tensor *h = saga_add_bias(c, v->gathered, l->b);
+    return l->relu ? saga_relu(c, h) : h;
+}
+
+static const saga_program GCN = {.scatter = SAGA_SCATTER_SRC,
+                                 .edge_weight = SAGA_WEIGHT_SYMNORM,
+                                 .gather = SAGA_GATHER_SUM,
+                                 .apply_vertex = bias_act};
+
+static saga_tensor *attend(saga_ctx *c, const saga_edge_in *e, void *l_) {
+    layer *l = l_;
+    saga_tensor *s = saga_leaky_relu(c, saga_matmul(c, saga_concat(c, e->src, e->dst), l->a), 0.2f);
+    saga_tensor *alpha = saga_dropout(c, saga_edge_softmax(c, e, s), l->dropout);
+    return saga_scale_rows(c, e->src, alpha);
+}
+
+static const saga_program GAT = {.scatter = SAGA_SCATTER_BOTH,
+                                 .edge_weight = SAGA_WEIGHT_NONE,
+                                 .apply_edge = attend,
+                                 .gather = SAGA_GATHER_SUM,
+                                 .apply_vertex = bias_act,
+                                 .max_batch_edges = 3000};
+
+typedef struct loss_ctx {
+    const int32_t *labels;
+    int32_t n;
+} loss_ctx;
+
+/* The mean NLL over all vertices: each block's share. */
+static saga_tensor *nll_rows(saga_ctx *c, const saga_vertex_in *v, const int32_t *ids, void *u) {
+    loss_ctx *lc = u;
+    int32_t *lab = test_malloc((size_t)v->count * sizeof *lab + 4);
+    for (int32_t i = 0; i < v->count; i++)
+        lab[i] = lc->labels[ids[i]];
+    saga_tensor *t = saga_ctx_from_host(c, SAGA_I32, v->count, 1, lab);
+    test_free(lab);
+    assert_non_null(t);
+    saga_tensor *l = saga_nll_loss(c, saga_log_softmax(c, v->self), t, NULL);
+    return saga_affine(c, l, (float)v->count / (float)lc->n, 0.0f);
+}
+
+enum { STEPS = 3 };
+
+typedef struct run_out {
+    double loss[STEPS];
+    float *out;
+    saga_net_stats st;
+} run_out;
+
+/* Three SGD steps of a two-layer model, over the ranks of cm (NULL: this process alone). */
+static void run_model(run_out *r, const saga_program *prog, saga_comm *cm, size_t budget,
+                      saga_exec exec, saga_partition_method pm) {
+    data_load();
+    saga_backend_params bp = saga_backend_params_defaults();
+    bp.budget_bytes = budget;
+    saga_backend *be = NULL;
+    assert_int_equal(saga_backend_cpu_new(&be, &bp), SAGA_OK);
+    saga_ctx *c = NULL;
+    assert_int_equal(saga_ctx_new(&c, be, 3), SAGA_OK);
+    saga_model *m = NULL;
+    assert_int_equal(saga_model_new(&m, be), SAGA_OK);
+    const int H = 8;
+    layer l1 = {.relu = true, .dropout = 0.3f}, l2 = {.relu = false, .dropout = 0.3f};
+    l1.W = saga_model_param(m, "W1", D.F, H, SAGA_INIT_GLOROT, 11);
+    l1.b = saga_model_param(m, "b1", 1, H, SAGA_INIT_ZEROS, 0);
+    l2.W = saga_model_param(m, "W2", H, D.C, SAGA_INIT_GLOROT, 12);
+    l2.b = saga_model_param(m, "b2", 1, D.C, SAGA_INIT_ZEROS, 0);
+    l1.a = saga_model_param(m, "a1", 2 * H, 1, SAGA_INIT_GLOROT, 13);
+    l2.a = saga_model_param(m, "a2", 2 * D.C, 1, SAGA_INIT_GLOROT, 14);
+    assert_non_null(l2.a);
+    saga_optim *opt = NULL;
+    saga_optim_opts oo = saga_optim_opts_defaults(SAGA_OPTIM_SGD);
+    oo.lr = 0.5f;
+    assert_int_equal(saga_optim_new(&opt, m, &oo), SAGA_OK);
+    saga_net_opts no = saga_net_opts_defaults();
+    no.exec = exec;
+    no.partition = pm;
+    no.self_loops = SAGA_DGRAPH_SELF_LOOPS_ADD;
+    no.comm = cm;
+    saga_net *net = NULL;
+    assert_int_equal(saga_net_new(&net, c, D.g, &no), SAGA_OK);
+    assert_int_equal(saga_net_add_vertex(net, project, &l1, H), SAGA_OK);
+    assert_int_equal(saga_net_add_program(net, prog, &l1, H), SAGA_OK);
+    assert_int_equal(saga_net_add_vertex(net, project, &l2, D.C), SAGA_OK);
+    assert_int_equal(saga_net_add_program(net, prog, &l2, D.C), SAGA_OK);
+    loss_ctx lc = {D.labels, D.n};
+    assert_int_equal(saga_net_set_loss(net, nll_rows, &lc), SAGA_OK);
+    assert_int_equal(saga_net_set_model(net, m), SAGA_OK);
+    assert_int_equal(saga_net_set_input(net, D.x, D.F), SAGA_OK);
+    for (int i = 0; i < STEPS; i++) {
+        if (saga_net_train_step(net, &r->loss[i]) != SAGA_OK)
+            fail_msg("train step %d: %s", i, saga_last_error());
+        assert_int_equal(saga_optim_step(opt), SAGA_OK);
+    }
+    saga_net_get_stats(net, &r->st);
+    r->out = test_malloc((size_t)D.n * (size_t)D.C * sizeof(float));
+    assert_int_equal(saga_net_forward(net, r->out), SAGA_OK);
+    if (saga_comm_rank(comm) == 0 && cm)
+        print_message("  %s: halo rows %lld, received %lld, comm %llu/%llu bytes\n",
+                      saga_net_describe(net), (long long)r->st.halo_rows,
+                      (long long)r->st.remote_rows, (unsigned long long)r->st.comm_sent_bytes,
+                      (unsigned long long)r->st.comm_recv_bytes);
+    saga_net_free(&net);
+    saga_optim_free(&opt);
+    saga_model_free(&m);
+    saga_ctx_free(&c);
+    saga_backend_free_all(&be);
+}
+
+static void assert_same(const run_out *a, const run_out *b, double tol) {
+    for (int i = 0; i < STEPS; i++)
+        if (!(fabs(a->loss[i] - b->loss[i]) <= tol * fabs(a->loss[i])))
+            fail_msg("step %d: loss %.9g over the ranks, %.9g alone", i, b->loss[i], a->loss[i]);
+    double worst = 0;
+    for (int64_t i = 0; i < (int64_t)D.n * D.C; i++) {
+        double d = fabs((double)a->out[i] - (double)b->out[i]) / fmax(1.0, fabs((double)a->out[i]));
+        worst = d > worst ? d : worst;
+    }
+    if (!(worst <= tol))
+        fail_msg("outputs differ by %.3g (relative)", worst);
+}
+
+static void check(const saga_program *prog, size_t budget, saga_exec exec,
+                  saga_partition_method pm) {
+    run_out one, all;
+    run_model(&one, prog, NULL, 0, SAGA_EXEC_MEMORY, SAGA_PARTITION_METIS);
+    run_model(&all, prog, comm, budget, exec, pm);
+    int p = saga_comm_size(comm);
+    assert_int_equal(all.st.ranks, p);
+    if (p > 1) {
+        assert_true(all.st.comm_sent_bytes > 0 && all.st.comm_recv_bytes > 0);
+        assert_true(all.st.remote_rows > 0);
+        assert_true(all.st.parts >= p);
+    }
+    if (budget)
+        assert_true(all.st.streamed && all.st.peak_device_bytes <= budget);
+    assert_same(&one, &all, 1e-5);
+    test_free(one.out);
+    test_free(all.out);
+}
+
+static void test_net_ranks_gcn(void **state) {
+    (void)state;
+    check(&GCN, 0, SAGA_EXEC_AUTO, SAGA_PARTITION_METIS);
+}
+
+static void test_net_ranks_gat(void **state) {
+    (void)state;
+    check(&GAT, 0, SAGA_EXEC_AUTO, SAGA_PARTITION_METIS);
+}
+
+/* Each rank streams its share under a budget far below its in-memory footprint. */
+static void test_net_ranks_gcn_streamed(void **state) {
+    (void)state;
+    check(&GCN, 160u << 10, SAGA_EXEC_AUTO, SAGA_PARTITION_METIS);
+}
+
+static void test_net_ranks_gat_streamed(void **state) {
+    (void)state;
+    check(&GAT, 400u << 10, SAGA_EXEC_AUTO, SAGA_PARTITION_METIS);
+}
+
+static void test_net_ranks_random_and_contiguous(void **state) {
+    (void)state;
+    check(&GCN, 0, SAGA_EXEC_AUTO, SAGA_PARTITION_RANDOM);
+    check(&GCN, 0, SAGA_EXEC_AUTO, SAGA_PARTITION_CONTIGUOUS);
+}
+
+static void pagerank(double *rank, saga_comm *cm, size_t budget, int *iters) {
+    data_load();
+    saga_backend_params bp = saga_backend_params_defaults();
+    bp.budget_bytes = budget;
+    saga_backend *be = NULL;
+    assert_int_equal(saga_backend_cpu_new(&be, &bp), SAGA_OK);
+    saga_ctx *c = NULL;
+    assert_int_equal(saga_ctx_new(&c, be, 1), SAGA_OK);
+    saga_net_opts no = saga_net_opts_defaults();
+    no.comm = cm;
+    saga_net *net = NULL;
+    assert_int_equal(saga_net_new(&net, c, D.g, &no), SAGA_OK);
+    double l1 = 0;
+    if (saga_net_pagerank(net, 0.85, 1e-10, 100, rank, iters, &l1) != SAGA_OK)
+        fail_msg("pagerank: %s", saga_last_error());
+    saga_net_free(&net);
+    saga_ctx_free(&c);
+    saga_backend_free_all(&be);
+}
+
+static void test_net_ranks_pagerank(void **state) {
+    (void)state;
+    data_load();
+    double *one = test_malloc((size_t)D.n * sizeof(double));
+    double *all = test_malloc((size_t)D.n * sizeof(double));
+    for (int k = 0; k < 2; k++) {
+        int i1 = 0, i2 = 0;
+        pagerank(one, NULL, 0, &i1);
+        pagerank(all, comm, k ? 64u << 10 : 0, &i2);
+        assert_int_equal(i1, i2);
+        double worst = 0, sum = 0;
+        for (int32_t v = 0; v < D.n; v++) {
+            worst = fmax(worst, fabs(one[v] - all[v]));
+            sum += all[v];
+        }
+        if (!(worst <= 1e-12))
+            fail_msg("PageRank differs by %.3g", worst);
+        assert_true(fabs(sum - 1.0) < 1e-9);
+    }
+    test_free(one);
+    test_free(all);
+}
+
+static int teardown(void **state) {
+    (void)state;
+    saga_graph_free(&D.g);
+    saga_free(D.x);
+    saga_free(D.labels);
+    return 0;
+}
+
+int main(void) {
+    if (saga_comm_open(&comm, "auto") < 0) {
+        fprintf(stderr, "test_net_ranks: %s\n", saga_last_error());
+        return 1;
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_net_ranks_gcn),
+        cmocka_unit_test(test_net_ranks_gat),
+        cmocka_unit_test(test_net_ranks_gcn_streamed),
+        cmocka_unit_test(test_net_ranks_gat_streamed),
+        cmocka_unit_test(test_net_ranks_random_and_contiguous),
+        cmocka_unit_test(test_net_ranks_pagerank),
+    };
+    int failed = cmocka_run_group_tests(tests, NULL, teardown);
+    int32_t any = failed;
+    if (saga_comm_allreduce(comm, &any, 1, SAGA_I32, SAGA_COMM_MAX, NULL) < 0)
+        any = 1;
+    saga_comm_free(&comm);
+    return any ? 1 : 0;
+}
