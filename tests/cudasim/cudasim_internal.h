@@ -1,4 +1,4 @@
-// cudasim_internal.h - what the simulator's runtime shares with its cuBLAS and cuSPARSE
+// cudasim_internal.h - what the simulator's runtime shares with its cuBLAS, cuSPARSE and NCCL
 // stand-ins.
 #pragma once
 
@@ -13,6 +13,19 @@ cudaError_t enqueue(cudaStream_t stream, std::function<void()> fn);
 
 // Whether [p, p + bytes) lies inside one device allocation (of any device).
 bool is_device_range(const void *p, size_t bytes);
+
+// Stops the program, with a diagnostic that names who (e.g. "kernel k launched at f.cu:12",
+// "ncclAllReduce") and arg (e.g. "pointer argument", "recvbuff"), unless [p, p + bytes) lies in
+// device memory of device, or in pinned host memory where pinned_ok.
+void check_pointer(const char *who, const char *arg, const void *p, size_t bytes, int device,
+                   bool pinned_ok);
+
+// The device of stream (NULL: the current device's default stream).
+int stream_device(cudaStream_t stream);
+
+// The check at every API entry (func names the call): CUDA forbids runtime calls, and so library
+// calls that queue work, from a host function queued with cudaLaunchHostFunc.
+void api_entry(const char *func);
 
 // Reports a misuse that CUDA leaves undefined (a fault, a hang or a wrong result on a GPU) and
 // stops the program.

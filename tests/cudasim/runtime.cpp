@@ -209,14 +209,7 @@ cudaError_t fail(cudaError_t err) {
 }
 
 // Every API entry: CUDA forbids runtime calls from a host function queued on a stream.
-#define API_ENTRY()                                                                                \
-    do {                                                                                           \
-        state();                                                                                   \
-        if (in_host_fn)                                                                            \
-            fatal("%s called from a host function queued with cudaLaunchHostFunc (CUDA forbids "   \
-                  "runtime calls there)",                                                          \
-                  __func__);                                                                       \
-    } while (0)
+#define API_ENTRY() api_entry(__func__)
 
 // The allocation that holds [p, p + bytes), or nullptr. Caller holds g->lock. A pointer one past
 // the end of an allocation, with bytes == 0, counts as inside it.
@@ -837,19 +830,11 @@ void submit(const char *name, site at, dim3 grid, dim3 block, size_t shmem, cuda
         fail(cudaErrorInvalidResourceHandle);
         return;
     }
-    for (int i = 0; i < n_ptrs; i++) {
-        if (!ptrs[i])
-            continue;
-        const int c = classify(ptrs[i], 0);
-        if (c == -1)
-            fatal("kernel %s launched at %s:%d: pointer argument %p is neither device memory nor "
-                  "pinned host memory (a host pointer, or memory already freed)",
-                  name, at.file, at.line, ptrs[i]);
-        if (c >= 0 && c != current_device)
-            fatal("kernel %s launched at %s:%d on device %d: pointer argument %p is memory of "
-                  "device %d",
-                  name, at.file, at.line, current_device, ptrs[i], c);
-    }
+    char who[256];
+    snprintf(who, sizeof who, "kernel %s launched at %s:%d", name, at.file, at.line);
+    for (int i = 0; i < n_ptrs; i++)
+        if (ptrs[i])
+            check_pointer(who, "pointer argument", ptrs[i], 0, current_device, true);
     auto job = std::make_shared<kernel_job>();
     job->name = name;
     job->at = at;
@@ -859,6 +844,38 @@ void submit(const char *name, site at, dim3 grid, dim3 block, size_t shmem, cuda
     uint64_t seed = g->cfg.seed ^ (g->launches.fetch_add(1) * 0x9e3779b97f4a7c15ull);
     job->seed = splitmix64(&seed);
     s->push([job] { run_kernel(*job); });
+}
+
+void check_pointer(const char *who, const char *arg, const void *p, size_t bytes, int device,
+                   bool pinned_ok) {
+    state();
+    const int c = classify(p, bytes);
+    if (c == -3)
+        fatal("%s: %s %p (%zu bytes) runs past the end of its allocation", who, arg, p, bytes);
+    if (c == -1 && pinned_ok)
+        fatal("%s: %s %p is neither device memory nor pinned host memory (a host pointer, or "
+              "memory already freed)",
+              who, arg, p);
+    if (c == -1)
+        fatal("%s: %s %p is not device memory (a host pointer, or memory already freed)", who, arg,
+              p);
+    if (c == -2 && !pinned_ok)
+        fatal("%s: %s %p is pinned host memory, not device memory", who, arg, p);
+    if (c >= 0 && c != device)
+        fatal("%s on device %d: %s %p is memory of device %d", who, device, arg, p, c);
+}
+
+int stream_device(cudaStream_t stream) {
+    state();
+    return resolve(stream)->device;
+}
+
+void api_entry(const char *func) {
+    state();
+    if (in_host_fn)
+        fatal("%s called from a host function queued with cudaLaunchHostFunc (CUDA forbids "
+              "runtime calls there)",
+              func);
 }
 
 cudaError_t enqueue(cudaStream_t stream, std::function<void()> fn) {
