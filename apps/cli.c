@@ -137,6 +137,69 @@ int cli_fail_ranks(cli_ctx *c, saga_comm *comm, bool agreed) {
     return CLI_ERROR;
 }
 
+saga_status cli_rank_stats_of(cli_rank_stats *out, saga_comm *comm, const saga_net_stats *mine) {
+    saga_status st = SAGA_OK;
+    cli_rank_stats r = {.ranks = saga_comm_size(comm)};
+    int me = saga_comm_rank(comm);
+    SAGA_TRY(saga_alloc_zeroed((void **)&r.peak_device_bytes, (size_t)r.ranks,
+                               sizeof *r.peak_device_bytes, "per-rank peaks"));
+    r.peak_device_bytes[me] = mine->peak_device_bytes;
+    int64_t sums[4] = {(int64_t)mine->comm_sent_bytes, (int64_t)mine->comm_recv_bytes,
+                       mine->halo_rows, mine->remote_rows};
+    double secs = mine->comm_seconds;
+    if (r.ranks > 1) {
+        SAGA_TRY(saga_comm_allreduce(comm, sums, 4, SAGA_I64, SAGA_COMM_SUM, NULL));
+        SAGA_TRY(saga_comm_allreduce(comm, &secs, 1, SAGA_F64, SAGA_COMM_MAX, NULL));
+        SAGA_TRY(saga_comm_allreduce(comm, r.peak_device_bytes, (size_t)r.ranks, SAGA_I64,
+                                     SAGA_COMM_SUM, NULL));
+    }
+    r.comm_sent_bytes = (uint64_t)sums[0];
+    r.comm_recv_bytes = (uint64_t)sums[1];
+    r.halo_rows = sums[2];
+    r.remote_rows = sums[3];
+    r.comm_seconds = secs;
+    *out = r;
+    return SAGA_OK;
+fail:
+    saga_free(r.peak_device_bytes);
+    return st;
+}
+
+void cli_rank_stats_free(cli_rank_stats *r) {
+    saga_free(r->peak_device_bytes);
+    r->peak_device_bytes = NULL;
+}
+
+void cli_say_rank_stats(cli_ctx *c, const cli_rank_stats *r, const char *per) {
+    char b1[32], b2[32], b3[32], b4[32];
+    size_t lo = SIZE_MAX, hi = 0;
+    for (int q = 0; q < r->ranks; q++) {
+        lo = r->peak_device_bytes[q] < lo ? r->peak_device_bytes[q] : lo;
+        hi = r->peak_device_bytes[q] > hi ? r->peak_device_bytes[q] : hi;
+    }
+    cli_say(c,
+            "ranks     %d: %s sent between them%s (%s halo rows received), %.3f s exchanging "
+            "(most of any rank); device peaks %s to %s\n",
+            r->ranks, cli_bytes(b1, sizeof b1, (int64_t)r->comm_sent_bytes), per,
+            cli_count(b2, sizeof b2, r->remote_rows), r->comm_seconds,
+            cli_bytes(b3, sizeof b3, (int64_t)lo), cli_bytes(b4, sizeof b4, (int64_t)hi));
+}
+
+void cli_json_rank_stats(json *j, const cli_rank_stats *r) {
+    json_key(j, "ranks"), json_int(j, r->ranks);
+    json_key(j, "comm_bytes"), json_object_begin(j);
+    json_key(j, "sent"), json_uint(j, r->comm_sent_bytes);
+    json_key(j, "received"), json_uint(j, r->comm_recv_bytes);
+    json_object_end(j);
+    json_key(j, "comm_seconds"), json_num(j, r->comm_seconds);
+    json_key(j, "comm_hidden"), json_num(j, 0.0);
+    json_key(j, "remote_rows"), json_int(j, r->remote_rows);
+    json_key(j, "rank_peak_device_bytes"), json_array_begin(j);
+    for (int q = 0; q < r->ranks; q++)
+        json_uint(j, r->peak_device_bytes[q]);
+    json_array_end(j);
+}
+
 static FILE *human(cli_ctx *c) {
     if (c->quiet)
         return NULL;

@@ -219,5 +219,22 @@ saga_status cli_backend_open(cli_ctx *c, saga_backend **be, const char *device,
  * this rank prints "saga: rank R of N: message" and stops every rank (saga_comm_abort). */
 int cli_fail_ranks(cli_ctx *c, saga_comm *comm, bool agreed);
 
+/* The executor's figures over every rank of a run (cli_rank_stats_of is collective). */
+typedef struct cli_rank_stats {
+    int ranks;
+    uint64_t comm_sent_bytes, comm_recv_bytes; /* summed over the ranks */
+    double comm_seconds;                       /* the most any rank spent */
+    int64_t halo_rows, remote_rows;            /* summed over the ranks */
+    size_t *peak_device_bytes;                 /* per rank (saga_malloc'd; cli_rank_stats_free) */
+} cli_rank_stats;
+
+saga_status cli_rank_stats_of(cli_rank_stats *out, saga_comm *comm, const saga_net_stats *mine);
+void cli_rank_stats_free(cli_rank_stats *r);
+/* "ranks     4: 12.3 MB exchanged per epoch ..." and its JSON keys: ranks, comm_bytes {sent,
+ * received}, comm_seconds, comm_hidden (the share of exchange time hidden behind compute: 0, as
+ * the exchanges block), remote_rows, rank_peak_device_bytes. per: " per epoch" and the like. */
+void cli_say_rank_stats(cli_ctx *c, const cli_rank_stats *r, const char *per);
+void cli_json_rank_stats(json *j, const cli_rank_stats *r);
+
 /* Prints the command's full help. */
 void cli_print_help(const cli_cmd *cmd, FILE *f);

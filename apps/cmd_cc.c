@@ -90,8 +90,14 @@ static int cc_main(int argc, char **argv) {
     double load_s = 0;
     cc_result r = {0};
     int rc = CLI_ERROR;
+    bool agreed = true; /* a failure every rank knows of (cli_fail_ranks) */
+    saga_comm *comm = NULL;
+    cli_rank_stats rs = {0};
     c.load.graph.undirected = true; /* weak connectivity: both directions of every edge */
-    if (cli_load_graph(&c, &g, path, &load_s) < 0)
+    /* ranks: the executor over them when a launcher started several; each reads the graph */
+    if (cli_comm_open(&c, &comm) < 0)
+        goto fail;
+    if (saga_comm_agree(comm, cli_load_graph(&c, &g, path, &load_s)) < 0)
         goto fail;
     int32_t n = saga_graph_n_vertices(g);
     char b1[32], b2[32];
@@ -99,19 +105,26 @@ static int cc_main(int argc, char **argv) {
             cli_count(b1, sizeof b1, n), cli_count(b2, sizeof b2, saga_graph_n_edges(g)), load_s);
     saga_backend_params bp = saga_backend_params_defaults();
     bp.budget_bytes = ex.device_mem;
-    bool exec = cli_exec_wanted(&ex);
+    bool exec = cli_exec_wanted(&ex) || c.ranks > 1;
     saga_net_opts no = cli_exec_net_opts(&ex);
+    no.comm = comm;
     saga_net_stats ns = {0};
-    if (saga_backend_open(&be, device, &bp) < 0 ||
-        (exec ? cc_run_net(&comp, &r, be, g, &no, &ns, progress, &c)
-              : cc_run(&comp, &r, be, g, progress, &c)) < 0)
+    if (saga_comm_agree(comm, cli_backend_open(&c, &be, device, comm, &bp)) < 0)
         goto fail;
+    if ((exec ? cc_run_net(&comp, &r, be, g, &no, &ns, progress, &c)
+              : cc_run(&comp, &r, be, g, progress, &c)) < 0 ||
+        (exec && cli_rank_stats_of(&rs, comm, &ns) < 0)) {
+        agreed = false;
+        goto fail;
+    }
     cli_progress_end(&c);
     cli_say(&c, "cc: %s components in %d rounds (%.3f s); the largest has %s vertices\n",
             cli_count(b1, sizeof b1, r.n_components), r.iterations, r.seconds,
             cli_count(b2, sizeof b2, r.largest));
     if (exec)
         cli_say_net_stats(&c, &ns, " per round");
+    if (c.ranks > 1)
+        cli_say_rank_stats(&c, &rs, " in the last round");
 
     /* the components, named by their smallest vertex, largest first */
     if (saga_alloc_zeroed((void **)&size, n ? (size_t)n : 1, sizeof *size, "component sizes") < 0 ||
@@ -132,9 +145,11 @@ static int cc_main(int argc, char **argv) {
             cli_say(&c, "%-6lld %-12lld %d\n", (long long)i + 1,
                     (long long)saga_graph_orig_id(g, names[i]), size[names[i]]);
     }
-    if (out_path) {
-        if (cli_write_vertex_values(out_path, g, comp, true) < 0)
+    if (out_path && c.rank == 0) {
+        if (cli_write_vertex_values(out_path, g, comp, true) < 0) {
+            agreed = false;
             goto fail;
+        }
         cli_say(&c, "wrote every vertex's component to %s\n", out_path);
     }
     if (c.json) {
@@ -148,8 +163,11 @@ static int cc_main(int argc, char **argv) {
         json_key(&j, "largest"), json_int(&j, r.largest);
         json_key(&j, "iterations"), json_int(&j, r.iterations);
         json_key(&j, "seconds"), json_num(&j, r.seconds);
-        if (exec)
+        if (exec) {
             cli_json_net_stats(&j, &ns);
+            json_key(&j, "halo_rows"), json_int(&j, rs.halo_rows);
+            cli_json_rank_stats(&j, &rs);
+        }
         json_key(&j, "top");
         json_array_begin(&j);
         for (int64_t i = 0; i < k; i++) {
@@ -165,11 +183,13 @@ static int cc_main(int argc, char **argv) {
     rc = CLI_OK;
 fail:
     if (rc != CLI_OK)
-        cli_fail(&c);
+        cli_fail_ranks(&c, comm, agreed);
+    cli_rank_stats_free(&rs);
     saga_free(names);
     saga_free(size);
     saga_free(comp);
     saga_backend_free_all(&be);
     saga_graph_free(&g);
+    saga_comm_free(&comm);
     return rc;
 }

@@ -304,15 +304,22 @@ static int gcn_main(int argc, char **argv) {
         omp_set_num_threads((int)threads);
 
     int rc = CLI_ERROR;
+    bool agreed = true; /* a failure every rank knows of (cli_fail_ranks) */
     gcn_data d = {0};
     gcn_result r = {0};
+    saga_comm *comm = NULL;
+    cli_rank_stats rs = {0};
     saga_backend *be = NULL;
     epoch_sink sink = {.c = &c, .log_path = log_path, .stats = ex.stats};
     char b1[32], b2[32], b3[32];
 
-    /* ---- data */
+    /* ---- ranks: partition-parallel over them when a launcher started several */
     double t0 = saga_now();
-    saga_status st;
+    saga_status st = cli_comm_open(&c, &comm);
+    if (st < 0)
+        goto fail;
+
+    /* ---- data (every rank reads it all) */
     if (data_dir) {
         st = gcn_data_load(&d, data_dir);
     } else {
@@ -323,7 +330,7 @@ static int gcn_main(int argc, char **argv) {
                 (unsigned long long)cp.seed);
         st = gcn_data_synthetic(&d, &cp);
     }
-    if (st < 0)
+    if ((st = saga_comm_agree(comm, st)) < 0)
         goto fail;
     if (normalize)
         gcn_data_normalize_features(&d);
@@ -342,8 +349,10 @@ static int gcn_main(int argc, char **argv) {
     go.exec = ex.stream ? SAGA_EXEC_STREAM : SAGA_EXEC_AUTO;
     go.parts = ex.parts;
     go.partition = ex.partition;
-    if ((st = saga_backend_open(&be, device, &bp)) < 0)
+    st = cli_backend_open(&c, &be, device, comm, &bp);
+    if ((st = saga_comm_agree(comm, st)) < 0)
         goto fail;
+    go.comm = comm;
     int n_threads = saga_backend_get_kind(be) == SAGA_BACKEND_CPU ? omp_get_max_threads() : 0;
     if (n_threads)
         cli_say(&c, "device    %s, %d threads\n", saga_backend_name(be), n_threads);
@@ -356,7 +365,7 @@ static int gcn_main(int argc, char **argv) {
             (unsigned long long)go.seed);
 
     /* ---- train */
-    if (log_path) {
+    if (log_path && c.rank == 0) {
         sink.log = fopen(log_path, "w");
         if (!sink.log) {
             st = saga_error(SAGA_ERR_IO, "cannot create '%s': %s", log_path, strerror(errno));
@@ -366,8 +375,10 @@ static int gcn_main(int argc, char **argv) {
     sink.progress = !c.quiet && isatty(STDERR_FILENO);
     st = gcn_train(&r, be, &d, &go, on_epoch, &sink);
     progress_end(&sink);
-    if (st < 0)
+    if (st < 0) {
+        agreed = false; /* the others may be waiting for this rank */
         goto fail;
+    }
     if (sink.log) {
         int close_rc = fclose(sink.log);
         sink.log = NULL;
@@ -390,8 +401,14 @@ static int gcn_main(int argc, char **argv) {
     /* the last epoch's moves, with the peak over every epoch */
     saga_net_stats ns = r.stats;
     ns.peak_device_bytes = r.peak_device_bytes;
+    if ((st = cli_rank_stats_of(&rs, comm, &ns)) < 0) {
+        agreed = false;
+        goto fail;
+    }
     if (cli_exec_wanted(&ex))
         cli_say_net_stats(&c, &ns, " per epoch");
+    if (c.ranks > 1)
+        cli_say_rank_stats(&c, &rs, " in the last epoch");
     cli_say(&c, "test accuracy %.4f (final model, %lld test vertices)\n", r.test_acc,
             (long long)d.n_test);
 
@@ -429,7 +446,8 @@ static int gcn_main(int argc, char **argv) {
         json_key(&j, "seconds_total"), json_num(&j, total);
         json_key(&j, "device_mem"), json_int(&j, (int64_t)ex.device_mem);
         cli_json_net_stats(&j, &ns);
-        json_key(&j, "halo_rows"), json_int(&j, r.stats.halo_rows);
+        json_key(&j, "halo_rows"), json_int(&j, rs.halo_rows);
+        cli_json_rank_stats(&j, &rs);
         json_key(&j, "edge_cut"), json_int(&j, r.stats.edge_cut);
         json_object_end(&j);
         json_finish(&j);
@@ -438,11 +456,13 @@ static int gcn_main(int argc, char **argv) {
 fail:
     progress_end(&sink);
     if (rc != CLI_OK)
-        rc = cli_fail(&c);
+        rc = cli_fail_ranks(&c, comm, agreed);
     if (sink.log)
         fclose(sink.log);
+    cli_rank_stats_free(&rs);
     gcn_result_free(&r);
     gcn_data_free(&d);
     saga_backend_free_all(&be);
+    saga_comm_free(&comm);
     return rc;
 }

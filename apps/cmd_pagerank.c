@@ -138,16 +138,17 @@ fail:
 }
 
 /* PageRank through saga_net_pagerank on a backend: the same scores as pr_run, in memory or
- * streamed under --device-mem. */
+ * streamed under --device-mem, over the ranks of comm. */
 static saga_status pagerank_exec(double **scores, pr_result *r, saga_net_stats *ns,
                                  const saga_graph *g, const pr_opts *po, saga_backend *be,
-                                 const cli_exec *ea) {
+                                 const cli_exec *ea, saga_comm *comm) {
     saga_status st = SAGA_OK;
     saga_ctx *c = NULL;
     saga_net *net = NULL;
     double *x = NULL;
     SAGA_TRY(saga_ctx_new(&c, be, 0));
     saga_net_opts no = cli_exec_net_opts(ea);
+    no.comm = comm;
     SAGA_TRY(saga_net_new(&net, c, g, &no));
     int32_t n = saga_graph_n_vertices(g);
     SAGA_TRY(saga_alloc_array((void **)&x, n ? (size_t)n : 1, sizeof *x, "pagerank scores"));
@@ -227,7 +228,13 @@ static int pagerank_main(int argc, char **argv) {
     double load_s = 0;
     pr_result r = {0};
     int rc = CLI_ERROR;
-    if (cli_load_graph(&c, &g, path, &load_s) < 0)
+    bool agreed = true; /* a failure every rank knows of (cli_fail_ranks) */
+    saga_comm *comm = NULL;
+    cli_rank_stats rs = {0};
+    /* ranks: the executor over them when a launcher started several; each reads the graph */
+    if (cli_comm_open(&c, &comm) < 0)
+        goto fail;
+    if (saga_comm_agree(comm, cli_load_graph(&c, &g, path, &load_s)) < 0)
         goto fail;
     int32_t n = saga_graph_n_vertices(g);
     char b1[32], b2[32];
@@ -237,14 +244,20 @@ static int pagerank_main(int argc, char **argv) {
     /* the executor on a GPU, or when asked for; the host loop for the CPU by default */
     saga_backend_params bp = saga_backend_params_defaults();
     bp.budget_bytes = ea.device_mem;
-    if (saga_backend_open(&be, device, &bp) < 0)
+    if (saga_comm_agree(comm, cli_backend_open(&c, &be, device, comm, &bp)) < 0)
         goto fail;
-    bool exec =
-        device_named || cli_exec_wanted(&ea) || saga_backend_get_kind(be) != SAGA_BACKEND_CPU;
+    bool exec = device_named || cli_exec_wanted(&ea) ||
+                saga_backend_get_kind(be) != SAGA_BACKEND_CPU || c.ranks > 1;
     saga_net_stats ns = {0};
-    if (exec ? pagerank_exec(&x, &r, &ns, g, &po, be, &ea) < 0
-             : pr_run(&x, &r, g, &po, progress, &c) < 0)
+    if (exec ? pagerank_exec(&x, &r, &ns, g, &po, be, &ea, comm) < 0
+             : pr_run(&x, &r, g, &po, progress, &c) < 0) {
+        agreed = false;
         goto fail;
+    }
+    if (exec && cli_rank_stats_of(&rs, comm, &ns) < 0) {
+        agreed = false;
+        goto fail;
+    }
     cli_progress_end(&c);
     if (!r.converged) {
         saga_error(SAGA_ERR_NOT_CONVERGED,
@@ -260,6 +273,8 @@ static int pagerank_main(int argc, char **argv) {
             r.converged ? "converged" : "stopped", r.iterations, r.l1_change, per_iter * 1e3);
     if (exec)
         cli_say_net_stats(&c, &ns, "");
+    if (c.ranks > 1)
+        cli_say_rank_stats(&c, &rs, "");
 
     if (k > n)
         k = n;
@@ -275,9 +290,11 @@ static int pagerank_main(int argc, char **argv) {
                     (long long)saga_graph_orig_id(g, top[i]), num);
         }
     }
-    if (out_path) {
-        if (write_scores(out_path, g, x) < 0)
+    if (out_path && c.rank == 0) {
+        if (write_scores(out_path, g, x) < 0) {
+            agreed = false;
             goto fail;
+        }
         cli_say(&c, "wrote every score to %s\n", out_path);
     }
 
@@ -296,8 +313,11 @@ static int pagerank_main(int argc, char **argv) {
         json_key(&j, "seconds"), json_num(&j, r.seconds);
         json_key(&j, "seconds_per_iteration"), json_num(&j, per_iter);
         json_key(&j, "load_seconds"), json_num(&j, load_s);
-        if (exec)
+        if (exec) {
             cli_json_net_stats(&j, &ns);
+            json_key(&j, "halo_rows"), json_int(&j, rs.halo_rows);
+            cli_json_rank_stats(&j, &rs);
+        }
         json_key(&j, "top");
         json_array_begin(&j);
         for (int64_t i = 0; i < k; i++) {
@@ -314,10 +334,12 @@ static int pagerank_main(int argc, char **argv) {
     rc = CLI_OK;
 fail:
     if (rc != CLI_OK)
-        cli_fail(&c);
+        cli_fail_ranks(&c, comm, agreed);
+    cli_rank_stats_free(&rs);
     saga_free(top);
     saga_free(x);
     saga_graph_free(&g);
     saga_backend_free_all(&be);
+    saga_comm_free(&comm);
     return rc;
 }

@@ -213,7 +213,8 @@ gcn_opts gcn_opts_defaults(void) {
                       .exec = SAGA_EXEC_AUTO,
                       .parts = 0,
                       .partition = SAGA_PARTITION_METIS,
-                      .saved = SAGA_SAVED_RECOMPUTE};
+                      .saved = SAGA_SAVED_RECOMPUTE,
+                      .comm = NULL};
 }
 
 typedef struct gcn_layer {
@@ -396,7 +397,9 @@ saga_status gcn_train(gcn_result *out, saga_backend *be, const gcn_data *d, cons
     no.partition = o->partition;
     no.saved = o->saved;
     no.self_loops = SAGA_DGRAPH_SELF_LOOPS_ADD; /* A + I */
+    no.comm = o->comm;
     SAGA_TRY(saga_net_new(&net, c, d->graph, &no));
+    SAGA_TRY(saga_net_set_model(net, m)); /* with ranks: gradients summed over them */
     SAGA_TRY(saga_net_add_vertex(net, gcn_rows, &l1, l1.project_first ? H : F));
     SAGA_TRY(saga_net_add_program(net, &GCN_PROGRAM, &l1, H));
     SAGA_TRY(saga_net_add_vertex(net, gcn_rows, &l2, l2.project_first ? C : H));
@@ -450,12 +453,13 @@ saga_status gcn_train(gcn_result *out, saga_backend *be, const gcn_data *d, cons
             break;
 
         bool last = epoch == o->epochs;
-        if (o->checkpoint && (last || (o->checkpoint_every && epoch % o->checkpoint_every == 0)))
+        if (o->checkpoint && saga_comm_rank(o->comm) == 0 &&
+            (last || (o->checkpoint_every && epoch % o->checkpoint_every == 0)))
             SAGA_TRY(saga_checkpoint_save(o->checkpoint, m, opt, epoch, saga_ctx_rng_counter(c)));
         if (on_epoch)
             SAGA_TRY(on_epoch(&e, user));
     }
-    if (to_run == 0 && o->checkpoint)
+    if (to_run == 0 && o->checkpoint && saga_comm_rank(o->comm) == 0)
         SAGA_TRY(saga_checkpoint_save(o->checkpoint, m, opt, done, saga_ctx_rng_counter(c)));
     r.seconds = saga_now() - t0;
     *out = r;

@@ -50,4 +50,62 @@ expect 1 timeout 300 "$MPIEXEC" -n 1 "$SAGA_BIN" hep train --data "$TMP/ev" --ep
 expect_err "rank 1: "
 expect_err "missing"
 
+# ---- GCN on Cora: partition-parallel, each epoch's loss as one process's -----------------------
+dataset cora_dir cora/README.md
+cora=$(dirname "$cora_dir")
+# losses_close A B: every epoch's loss of two --log files within 1e-5 relative
+losses_close() {
+    python3 - "$1" "$2" <<'PY'
+import json, sys
+a = [json.loads(l)["loss"] for l in open(sys.argv[1])]
+b = [json.loads(l)["loss"] for l in open(sys.argv[2])]
+assert len(a) == len(b) and len(a) > 0, (len(a), len(b))
+worst = max(abs(x - y) / max(abs(x), 1e-30) for x, y in zip(a, b))
+sys.exit(0 if worst <= 1e-5 else print("worst relative difference", worst) or 1)
+PY
+}
+expect 0 "$SAGA_BIN" gcn --data "$cora" --epochs 30 --log "$TMP/gcn1.log" --json --quiet
+one_acc=$(json_get 'j["test_accuracy"]')
+for ranks in 2 4; do
+    expect 0 mpi $ranks "$SAGA_BIN" gcn --data "$cora" --epochs 30 --log "$TMP/gcn$ranks.log" --json
+    [ "$(grep -c '^{' "$OUT")" = 1 ] || fail "gcn $ranks ranks: only rank 0 prints the JSON object"
+    [ "$(json_get 'j["ranks"]')" = $ranks ] || fail "gcn ranks: $(json_last)"
+    [ "$(json_get 'len(j["rank_peak_device_bytes"]) == '$ranks' and all(p > 0 for p in j["rank_peak_device_bytes"])')" = True ] ||
+        fail "gcn $ranks ranks: per-rank peaks: $(json_last)"
+    [ "$(json_get 'j["comm_bytes"]["sent"] > 0 and j["comm_bytes"]["sent"] == j["comm_bytes"]["received"] and j["halo_rows"] > 0')" = True ] ||
+        fail "gcn $ranks ranks: communication figures: $(json_last)"
+    losses_close "$TMP/gcn1.log" "$TMP/gcn$ranks.log" || fail "gcn $ranks ranks: losses differ from one process"
+    [ "$(json_get 'j["test_accuracy"]')" = "$one_acc" ] || fail "gcn $ranks ranks: accuracy $(json_get 'j["test_accuracy"]'), one process $one_acc"
+done
+# each rank streams its share under a small budget
+expect 0 mpi 2 "$SAGA_BIN" gcn --data "$cora" --epochs 30 --device-mem 2M --log "$TMP/gcn2s.log" --json --quiet
+[ "$(json_get 'j["streamed"]')" = True ] || fail "gcn 2 ranks under 2M: not streamed: $(json_last)"
+[ "$(json_get 'max(j["rank_peak_device_bytes"]) <= 2 * 1024 * 1024')" = True ] || fail "gcn: a rank passed its budget: $(json_last)"
+losses_close "$TMP/gcn1.log" "$TMP/gcn2s.log" || fail "gcn 2 ranks streamed: losses differ from one process"
+# a rank that fails in its first epoch (a budget it cannot keep) stops every rank, never a hang
+expect 1 timeout 300 "$MPIEXEC" -n 1 "$SAGA_BIN" gcn --data "$cora" --epochs 3 : \
+    -n 1 "$SAGA_BIN" gcn --data "$cora" --epochs 3 --device-mem 1K
+expect_err "rank 1 of 2: "
+expect_err "budget"
+
+# ---- PageRank and connected components on ca-GrQc -------------------------------------------
+dataset grqc ca-GrQc/ca-GrQc.txt.gz
+expect 0 "$SAGA_BIN" pagerank "$grqc" --tol 1e-12 --device cpu --out "$TMP/pr1.txt" --quiet
+expect 0 "$SAGA_BIN" cc "$grqc" --out "$TMP/cc1.txt" --quiet
+for ranks in 2 4; do
+    expect 0 mpi $ranks "$SAGA_BIN" pagerank "$grqc" --tol 1e-12 --out "$TMP/pr$ranks.txt" --json --quiet
+    [ "$(json_get 'j["ranks"] == '$ranks' and j["comm_bytes"]["sent"] > 0')" = True ] ||
+        fail "pagerank $ranks ranks: $(json_last)"
+    python3 - "$TMP/pr1.txt" "$TMP/pr$ranks.txt" <<'PY' || fail "pagerank $ranks ranks: scores differ from one process by more than 1e-12"
+import sys
+def read(p):
+    return {l.split()[0]: float(l.split()[1]) for l in open(p) if l.strip() and not l.startswith("#")}
+a, b = read(sys.argv[1]), read(sys.argv[2])
+assert a.keys() == b.keys()
+sys.exit(0 if max(abs(a[k] - b[k]) for k in a) <= 1e-12 else 1)
+PY
+    expect 0 mpi $ranks "$SAGA_BIN" cc "$grqc" --out "$TMP/cc$ranks.txt" --quiet
+    cmp -s "$TMP/cc1.txt" "$TMP/cc$ranks.txt" || fail "cc $ranks ranks: components differ from one process"
+done
+
 finish
