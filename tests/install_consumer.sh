@@ -56,3 +56,22 @@ for model in gat sage; do
     small_peak=$(sed -n 's/.*peak_device_bytes=\([0-9]*\).*/\1/p' <<<"$small")
     [ "$small_peak" -le $((peak / 4)) ]
 done
+
+# Under the MPI launcher with 2 and 4 ranks (partition-parallel): the same epochs, so the same
+# best epoch and accuracies as one process.
+if command -v mpiexec >/dev/null 2>&1; then
+    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+    for model in gat sage; do
+        one=$(OMP_NUM_THREADS=1 "$work/gnn-build/gnn" --model "$model" --data "$data" --epochs 20 \
+            --quiet 2>/dev/null)
+        for ranks in 2 4; do
+            many=$(OMP_NUM_THREADS=1 timeout 300 mpiexec -n $ranks --oversubscribe \
+                "$work/gnn-build/gnn" --model "$model" --data "$data" --epochs 20 --quiet)
+            echo "gnn example, $ranks ranks: $many"
+            [ "$(wc -l <<<"$many")" = 1 ] # rank 0 alone prints
+            grep -q "memory=\"$ranks ranks" <<<"$many"
+            [ "$(sed -n 's/.*\(best_epoch=[0-9]* val_accuracy=[0-9.]* test_accuracy=[0-9.]*\).*/\1/p' <<<"$many")" = \
+                "$(sed -n 's/.*\(best_epoch=[0-9]* val_accuracy=[0-9.]* test_accuracy=[0-9.]*\).*/\1/p' <<<"$one")" ]
+        done
+    done
+fi

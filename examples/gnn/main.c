@@ -240,6 +240,7 @@ int main(int argc, char **argv) {
     }
     bool gat = !strcmp(o.model, "gat");
 
+    saga_comm *comm = NULL;
     saga_backend *be = NULL;
     saga_ctx *c = NULL;
     saga_model *params = NULL;
@@ -255,7 +256,17 @@ int main(int argc, char **argv) {
      * through it part by part, with the same results. */
     saga_backend_params bp = saga_backend_params_defaults();
     bp.budget_bytes = o.device_mem;
-    if (saga_backend_open(&be, o.device, &bp) < 0 || load(&d, o.data) < 0)
+    /* Under mpirun the ranks train one model together, each on its share of the graph's parts;
+     * each takes the GPU of its rank on the machine. */
+    if (saga_comm_open(&comm, "auto") < 0)
+        goto done;
+    bool lead = saga_comm_rank(comm) == 0;
+    char device[32];
+    if (!strcmp(o.device, "cuda") && saga_comm_local_size(comm) > 1)
+        snprintf(device, sizeof device, "cuda:%d", saga_comm_local_rank(comm));
+    else
+        snprintf(device, sizeof device, "%s", o.device);
+    if (saga_backend_open(&be, device, &bp) < 0 || load(&d, o.data) < 0)
         goto done;
     if (saga_ctx_new(&c, be, o.seed) < 0 || saga_model_new(&params, be) < 0)
         goto done;
@@ -281,7 +292,8 @@ int main(int argc, char **argv) {
     no.exec = o.stream ? SAGA_EXEC_STREAM : SAGA_EXEC_AUTO;
     /* GAT attends to the vertex itself too; SAGE keeps it apart (the [self | mean] concat). */
     no.self_loops = gat ? SAGA_DGRAPH_SELF_LOOPS_ADD : SAGA_DGRAPH_SELF_LOOPS_KEEP;
-    if (saga_net_new(&net, c, d.graph, &no) < 0)
+    no.comm = comm;
+    if (saga_net_new(&net, c, d.graph, &no) < 0 || saga_net_set_model(net, params) < 0)
         goto done;
     if (gat) {
         m.g1.in_dropout = m.g2.in_dropout = o.dropout;
@@ -321,19 +333,25 @@ int main(int argc, char **argv) {
             test_at_best = test;
             best_epoch = epoch;
         }
-        if (!o.quiet)
+        if (!o.quiet && lead)
             printf("epoch %3d  loss %.4f  val %.4f  test %.4f  %.1f ms\n", epoch, loss, val, test,
                    (saga_now() - t0) * 1e3);
     }
     saga_net_stats ns;
     saga_net_get_stats(net, &ns);
-    printf("model=%s best_epoch=%d val_accuracy=%.4f test_accuracy=%.4f memory=\"%s\" "
-           "peak_device_bytes=%zu\n",
-           o.model, best_epoch, best_val, test_at_best, saga_net_describe(net),
-           ns.peak_device_bytes);
+    if (lead)
+        printf("model=%s best_epoch=%d val_accuracy=%.4f test_accuracy=%.4f memory=\"%s\" "
+               "peak_device_bytes=%zu\n",
+               o.model, best_epoch, best_val, test_at_best, saga_net_describe(net),
+               ns.peak_device_bytes);
     rc = 0;
 
 done:
+    if (rc && saga_comm_size(comm) > 1) {
+        /* the other ranks may be waiting for this one: stop them all */
+        fprintf(stderr, "gnn: rank %d: %s\n", saga_comm_rank(comm), saga_last_error());
+        saga_comm_abort(comm, 1);
+    }
     if (rc)
         fprintf(stderr, "gnn: %s\n", saga_last_error());
     free(logp);
@@ -345,5 +363,6 @@ done:
     saga_ctx_free(&c);
     dataset_free(&d);
     saga_backend_free_all(&be);
+    saga_comm_free(&comm);
     return rc;
 }
