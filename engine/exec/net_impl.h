@@ -14,6 +14,10 @@
 extern "C" {
 #endif
 
+/* The functions below are shared by the executor's files only: kept out of libsaga's exported
+ * symbols (they lack the saga_ prefix every exported name has). */
+#pragma GCC visibility push(hidden)
+
 typedef enum stage_kind { STAGE_VERTEX = 0, STAGE_PROGRAM } stage_kind;
 
 typedef struct stage {
@@ -198,6 +202,8 @@ saga_status net_dist_rows(saga_net *n, float *host, int64_t cols);
 saga_status net_dist_grads(saga_net *n, float *host, int64_t cols);
 /* Every rank's own rows of host (n rows of row_bytes) to every rank. */
 saga_status net_dist_gather(saga_net *n, void *host, size_t row_bytes);
+
+#pragma GCC visibility pop
 
 #ifdef __cplusplus
 }
