@@ -147,8 +147,10 @@ saga_status cli_rank_stats_of(cli_rank_stats *out, saga_comm *comm, const saga_n
     int64_t sums[4] = {(int64_t)mine->comm_sent_bytes, (int64_t)mine->comm_recv_bytes,
                        mine->halo_rows, mine->remote_rows};
     double secs = mine->comm_seconds;
+    double hid[2] = {mine->comm_hidden * mine->comm_seconds, mine->comm_seconds};
     if (r.ranks > 1) {
         SAGA_TRY(saga_comm_allreduce(comm, sums, 4, SAGA_I64, SAGA_COMM_SUM, NULL));
+        SAGA_TRY(saga_comm_allreduce(comm, hid, 2, SAGA_F64, SAGA_COMM_SUM, NULL));
         SAGA_TRY(saga_comm_allreduce(comm, &secs, 1, SAGA_F64, SAGA_COMM_MAX, NULL));
         SAGA_TRY(saga_comm_allreduce(comm, r.peak_device_bytes, (size_t)r.ranks, SAGA_I64,
                                      SAGA_COMM_SUM, NULL));
@@ -158,6 +160,7 @@ saga_status cli_rank_stats_of(cli_rank_stats *out, saga_comm *comm, const saga_n
     r.halo_rows = sums[2];
     r.remote_rows = sums[3];
     r.comm_seconds = secs;
+    r.comm_hidden = hid[1] > 0 ? hid[0] / hid[1] : 0.0;
     *out = r;
     return SAGA_OK;
 fail:
@@ -179,9 +182,9 @@ void cli_say_rank_stats(cli_ctx *c, const cli_rank_stats *r, const char *per) {
     }
     cli_say(c,
             "ranks     %d: %s sent between them%s (%s halo rows received), %.3f s exchanging "
-            "(most of any rank); device peaks %s to %s\n",
+            "(most of any rank), %.0f%% of it hidden; device peaks %s to %s\n",
             r->ranks, cli_bytes(b1, sizeof b1, (int64_t)r->comm_sent_bytes), per,
-            cli_count(b2, sizeof b2, r->remote_rows), r->comm_seconds,
+            cli_count(b2, sizeof b2, r->remote_rows), r->comm_seconds, 100 * r->comm_hidden,
             cli_bytes(b3, sizeof b3, (int64_t)lo), cli_bytes(b4, sizeof b4, (int64_t)hi));
 }
 
@@ -192,7 +195,7 @@ void cli_json_rank_stats(json *j, const cli_rank_stats *r) {
     json_key(j, "received"), json_uint(j, r->comm_recv_bytes);
     json_object_end(j);
     json_key(j, "comm_seconds"), json_num(j, r->comm_seconds);
-    json_key(j, "comm_hidden"), json_num(j, 0.0);
+    json_key(j, "comm_hidden"), json_num(j, r->comm_hidden);
     json_key(j, "remote_rows"), json_int(j, r->remote_rows);
     json_key(j, "rank_peak_device_bytes"), json_array_begin(j);
     for (int q = 0; q < r->ranks; q++)

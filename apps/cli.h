@@ -224,6 +224,7 @@ typedef struct cli_rank_stats {
     int ranks;
     uint64_t comm_sent_bytes, comm_recv_bytes; /* summed over the ranks */
     double comm_seconds;                       /* the most any rank spent */
+    double comm_hidden;                        /* of all ranks' exchange time, the share hidden */
     int64_t halo_rows, remote_rows;            /* summed over the ranks */
     size_t *peak_device_bytes;                 /* per rank (saga_malloc'd; cli_rank_stats_free) */
 } cli_rank_stats;
@@ -231,8 +232,8 @@ typedef struct cli_rank_stats {
 saga_status cli_rank_stats_of(cli_rank_stats *out, saga_comm *comm, const saga_net_stats *mine);
 void cli_rank_stats_free(cli_rank_stats *r);
 /* "ranks     4: 12.3 MB exchanged per epoch ..." and its JSON keys: ranks, comm_bytes {sent,
- * received}, comm_seconds, comm_hidden (the share of exchange time hidden behind compute: 0, as
- * the exchanges block), remote_rows, rank_peak_device_bytes. per: " per epoch" and the like. */
+ * received}, comm_seconds, comm_hidden (the share of exchange time hidden behind compute),
+ * remote_rows, rank_peak_device_bytes. per: " per epoch" and the like. */
 void cli_say_rank_stats(cli_ctx *c, const cli_rank_stats *r, const char *per);
 void cli_json_rank_stats(json *j, const cli_rank_stats *r);
 

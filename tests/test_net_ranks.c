@@ -173,10 +173,13 @@ static void run_model(run_out *r, const saga_program *prog, saga_comm *cm, size_
     r->out = test_malloc((size_t)D.n * (size_t)D.C * sizeof(float));
     assert_int_equal(saga_net_forward(net, r->out), SAGA_OK);
     if (saga_comm_rank(comm) == 0 && cm)
-        print_message("  %s: halo rows %lld, received %lld, comm %llu/%llu bytes\n",
+        print_message("  %s: halo rows %lld, received %lld, comm %llu/%llu bytes, %.4f s, %.0f%% "
+                      "hidden\n",
                       saga_net_describe(net), (long long)r->st.halo_rows,
                       (long long)r->st.remote_rows, (unsigned long long)r->st.comm_sent_bytes,
-                      (unsigned long long)r->st.comm_recv_bytes);
+                      (unsigned long long)r->st.comm_recv_bytes, r->st.comm_seconds,
+                      100 * r->st.comm_hidden);
+    assert_true(r->st.comm_hidden >= 0 && r->st.comm_hidden <= 1);
     saga_net_free(&net);
     saga_optim_free(&opt);
     saga_model_free(&m);

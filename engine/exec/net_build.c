@@ -904,6 +904,8 @@ saga_status net_prepare(saga_net *n, bool train) {
         SAGA_TRY(edge_ids(n));
     if (!n->pagerank)
         SAGA_TRY(stage_blocks(n));
+    if (n->dist && !n->pagerank)
+        SAGA_TRY(net_dist_packs(n));
     if (!n->ids) {
         SAGA_TRY(
             saga_alloc_array((void **)&n->iota, (size_t)n->n + 1, sizeof(int32_t), "vertex ids"));

@@ -7,12 +7,41 @@
 
 #include "saga_log.h"
 
+#include <pthread.h>
+#include <stdio.h>
 #include <string.h>
+
+/* A halo block's pack for a rank: waits until the chunk carrying its remote rows arrived. */
+typedef struct net_pack {
+    rows_io *io;
+    net_dist *x;
+    int s;
+    int32_t j;
+} net_pack;
+
+static pthread_mutex_t *mu(net_dist *x) {
+    return (pthread_mutex_t *)x->lock;
+}
+static pthread_cond_t *cv(net_dist *x) {
+    return (pthread_cond_t *)x->cond;
+}
 
 void net_dist_free(saga_net *n) {
     net_dist *x = n->dist;
     if (!x)
         return;
+    (void)net_dist_wait(n);
+    if (x->lock) {
+        pthread_mutex_destroy(mu(x));
+        pthread_cond_destroy(cv(x));
+    }
+    saga_free(x->lock);
+    saga_free(x->cond);
+    saga_free(x->c_recv_rows);
+    saga_free(x->c_send_rows);
+    saga_free(x->c_cnt);
+    saga_free(x->packs);
+    saga_free(x->stage_done);
     saga_free(x->first);
     saga_free(x->row0);
     saga_free(x->recv_rows);
@@ -46,6 +75,13 @@ saga_status net_dist_new(saga_net *n) {
     x->so = x->cnt + 5 * p;
     x->rb = x->cnt + 6 * p;
     x->ro = x->cnt + 7 * p;
+    SAGA_TRY(saga_alloc_array(&x->lock, 1, sizeof(pthread_mutex_t), "a lock"));
+    SAGA_TRY(saga_alloc_array(&x->cond, 1, sizeof(pthread_cond_t), "a condition"));
+    pthread_mutex_init(mu(x), NULL);
+    pthread_cond_init(cv(x), NULL);
+    SAGA_TRY(saga_alloc_zeroed((void **)&x->stage_done, (size_t)n->n_stages + 1,
+                               sizeof *x->stage_done, "stage flags"));
+    x->t_stage = -1;
 fail:
     return st;
 }
@@ -108,6 +144,117 @@ static int owner_of(const net_dist *x, int32_t v) {
     return lo;
 }
 
+/* The chunks of the forward exchange (see net_dist in net_impl.h); first is n + 1 entries of
+ * scratch. */
+static saga_status chunk_lists(saga_net *n, uint8_t *scratch) {
+    saga_status st = SAGA_OK;
+    net_dist *x = n->dist;
+    int32_t *first = NULL;
+    size_t *tmp = NULL;
+    int32_t *rows_in = NULL;
+    size_t p = (size_t)x->size;
+    int32_t mine0 = x->row0[x->rank], mine1 = x->row0[x->rank + 1];
+    int64_t J = n->d_hi - n->d_lo;
+    SAGA_TRY(saga_comm_allreduce(x->comm, &J, 1, SAGA_I64, SAGA_COMM_MAX, NULL));
+    x->n_chunks = (int32_t)J;
+    size_t C = (size_t)J * p;
+    SAGA_TRY(saga_alloc_zeroed((void **)&x->c_cnt, 4 * C, sizeof *x->c_cnt, "chunk counts"));
+    x->c_recv_n = x->c_cnt;
+    x->c_recv_at = x->c_cnt + C;
+    x->c_send_n = x->c_cnt + 2 * C;
+    x->c_send_at = x->c_cnt + 3 * C;
+    /* the chunk that first needs each remote row */
+    (void)scratch;
+    SAGA_TRY(saga_alloc_array((void **)&first, (size_t)n->n + 1, sizeof *first, "chunk marks"));
+    for (int32_t v = 0; v < n->n; v++)
+        first[v] = -1;
+    for (int32_t d = n->d_lo; d < n->d_hi; d++) {
+        const nblock *b = &n->blk[d];
+        for (int32_t i = 0; i < b->n_halo; i++) {
+            int32_t u = b->halo[i];
+            if ((u < mine0 || u >= mine1) && first[u] < 0)
+                first[u] = d - n->d_lo;
+        }
+    }
+    for (int32_t v = 0; v < n->n; v++)
+        if (first[v] >= 0)
+            x->c_recv_n[(size_t)first[v] * p + (size_t)owner_of(x, v)]++;
+    for (size_t i = 0, at = 0; i < C; i++)
+        x->c_recv_at[i] = at, at += x->c_recv_n[i];
+    SAGA_TRY(saga_alloc_array((void **)&x->c_recv_rows, x->n_recv ? x->n_recv : 1, sizeof(int32_t),
+                              "chunk rows"));
+    SAGA_TRY(saga_alloc_zeroed((void **)&tmp, C + 1, sizeof *tmp, "chunk cursor"));
+    for (int32_t v = 0; v < n->n; v++)
+        if (first[v] >= 0) {
+            size_t i = (size_t)first[v] * p + (size_t)owner_of(x, v);
+            x->c_recv_rows[x->c_recv_at[i] + tmp[i]++] = v;
+        }
+    /* to each owner: its J counts, then its rows chunk by chunk; from each peer the same */
+    size_t *cnt_in = NULL;
+    SAGA_TRY(saga_alloc_array((void **)&cnt_in, C + 1, sizeof *cnt_in, "chunk counts"));
+    size_t *out = tmp; /* reused: per peer, its J counts in a row */
+    for (size_t q = 0; q < p; q++)
+        for (size_t j = 0; j < (size_t)J; j++)
+            out[q * (size_t)J + j] = x->c_recv_n[j * p + q];
+    for (size_t q = 0; q < p; q++) {
+        x->sb[q] = x->rb[q] = (size_t)J * sizeof(size_t);
+        x->so[q] = x->ro[q] = q * (size_t)J * sizeof(size_t);
+    }
+    st = saga_comm_alltoallv(x->comm, out, x->sb, x->so, cnt_in, x->rb, x->ro, NULL);
+    if (st == SAGA_OK) {
+        for (size_t q = 0; q < p; q++)
+            for (size_t j = 0; j < (size_t)J; j++)
+                x->c_send_n[j * p + q] = cnt_in[q * (size_t)J + j];
+    }
+    saga_free(cnt_in);
+    SAGA_TRY(st);
+    for (size_t i = 0, at = 0; i < C; i++)
+        x->c_send_at[i] = at, at += x->c_send_n[i];
+    /* the rows, per peer chunk by chunk, into peer-major buffers, then chunk-major */
+    SAGA_TRY(saga_alloc_array((void **)&rows_in, x->n_send ? x->n_send : 1, sizeof *rows_in,
+                              "chunk rows"));
+    int32_t *rows_out = NULL;
+    SAGA_TRY(saga_alloc_array((void **)&rows_out, x->n_recv ? x->n_recv : 1, sizeof *rows_out,
+                              "chunk rows"));
+    size_t ao = 0, ai = 0;
+    for (size_t q = 0; q < p; q++) {
+        x->so[q] = ao * sizeof(int32_t);
+        x->ro[q] = ai * sizeof(int32_t);
+        size_t no = 0, ni = 0;
+        for (size_t j = 0; j < (size_t)J; j++) {
+            size_t i = j * p + q;
+            memcpy(rows_out + ao + no, x->c_recv_rows + x->c_recv_at[i],
+                   x->c_recv_n[i] * sizeof(int32_t));
+            no += x->c_recv_n[i];
+            ni += x->c_send_n[i];
+        }
+        x->sb[q] = no * sizeof(int32_t);
+        x->rb[q] = ni * sizeof(int32_t);
+        ao += no;
+        ai += ni;
+    }
+    st = saga_comm_alltoallv(x->comm, rows_out, x->sb, x->so, rows_in, x->rb, x->ro, NULL);
+    saga_free(rows_out);
+    SAGA_TRY(st);
+    SAGA_TRY(saga_alloc_array((void **)&x->c_send_rows, x->n_send ? x->n_send : 1, sizeof(int32_t),
+                              "chunk rows"));
+    ai = 0;
+    for (size_t q = 0; q < p; q++)
+        for (size_t j = 0; j < (size_t)J; j++) {
+            size_t i = j * p + q;
+            memcpy(x->c_send_rows + x->c_send_at[i], rows_in + ai,
+                   x->c_send_n[i] * sizeof(int32_t));
+            ai += x->c_send_n[i];
+        }
+    SAGA_CHECK(ai == x->n_send, SAGA_ERR_INTERNAL, "saga_net: %zu rows in the chunks, %zu to send",
+               ai, x->n_send);
+fail:
+    saga_free(first);
+    saga_free(tmp);
+    saga_free(rows_in);
+    return st;
+}
+
 saga_status net_dist_halo(saga_net *n) {
     saga_status st = SAGA_OK;
     net_dist *x = n->dist;
@@ -161,9 +308,10 @@ saga_status net_dist_halo(saga_net *n) {
         SAGA_CHECK(x->send_rows[i] >= mine0 && x->send_rows[i] < mine1, SAGA_ERR_INTERNAL,
                    "saga_net: rank %d was asked for row %d it does not own", x->rank,
                    (int)x->send_rows[i]);
-    (void)lists;
+    SAGA_TRY(chunk_lists(n, mark));
 fail:
     saga_free(mark);
+    saga_free(lists);
     return st;
 }
 
@@ -252,5 +400,161 @@ saga_status net_dist_gather(saga_net *n, void *host, size_t row_bytes) {
     }
     saga_status st = saga_comm_alltoallv(x->comm, host, x->sb, x->so, host, x->rb, x->ro, NULL);
     x->seconds += saga_now() - t0;
+    return st;
+}
+
+/* ---- the forward exchange in chunks --------------------------------------------------------- */
+
+/* Exchanges chunk j of the rows of host (cols floats a row). */
+static saga_status chunk_exchange(net_dist *x, float *host, int64_t cols, int32_t j) {
+    size_t p = (size_t)x->size, row = (size_t)cols * sizeof(float);
+    size_t s0 = x->c_send_at[(size_t)j * p], r0 = x->c_recv_at[(size_t)j * p], ns = 0, nr = 0;
+    for (size_t q = 0; q < p; q++) {
+        size_t i = (size_t)j * p + q;
+        x->sb[q] = x->c_send_n[i] * row;
+        x->so[q] = (x->c_send_at[i] - s0) * row;
+        x->rb[q] = x->c_recv_n[i] * row;
+        x->ro[q] = (x->c_recv_at[i] - r0) * row;
+        ns += x->c_send_n[i];
+        nr += x->c_recv_n[i];
+    }
+    for (size_t i = 0; i < ns; i++)
+        memcpy(x->sbuf + i * (size_t)cols, host + (size_t)x->c_send_rows[s0 + i] * (size_t)cols,
+               row);
+    saga_status st =
+        saga_comm_alltoallv(x->comm, x->sbuf, x->sb, x->so, x->rbuf, x->rb, x->ro, NULL);
+    if (st < 0)
+        return st;
+    for (size_t i = 0; i < nr; i++)
+        memcpy(host + (size_t)x->c_recv_rows[r0 + i] * (size_t)cols, x->rbuf + i * (size_t)cols,
+               row);
+    x->rows_moved += nr;
+    return SAGA_OK;
+}
+
+/* The thread: chunks 1 .. n_chunks - 1 of stage t_stage, each announced as it lands. */
+static void *chunk_thread(void *arg) {
+    net_dist *x = arg;
+    double t0 = saga_now();
+    saga_status st = SAGA_OK;
+    for (int32_t j = 1; j < x->n_chunks && st == SAGA_OK; j++) {
+        st = chunk_exchange(x, x->t_host, x->t_cols, j);
+        pthread_mutex_lock(mu(x));
+        if (st == SAGA_OK)
+            x->t_done = j + 1;
+        pthread_cond_broadcast(cv(x));
+        pthread_mutex_unlock(mu(x));
+    }
+    pthread_mutex_lock(mu(x));
+    if (st < 0) {
+        x->t_st = st;
+        snprintf(x->t_msg, sizeof x->t_msg, "%s", saga_last_error());
+    }
+    /* done, or failed: the packs waiting go on (the error comes out of net_dist_wait) */
+    x->stage_done[x->t_stage] = true;
+    x->t_seconds += saga_now() - t0;
+    pthread_cond_broadcast(cv(x));
+    pthread_mutex_unlock(mu(x));
+    return NULL;
+}
+
+saga_status net_dist_wait(saga_net *n) {
+    net_dist *x = n->dist;
+    if (!x || !x->thread_on)
+        return SAGA_OK;
+    pthread_join((pthread_t)x->thread, NULL);
+    x->thread_on = false;
+    if (x->t_st < 0) {
+        saga_status st = x->t_st;
+        x->t_st = SAGA_OK;
+        return saga_error(st, "%s", x->t_msg);
+    }
+    return SAGA_OK;
+}
+
+void net_dist_reset(saga_net *n) {
+    net_dist *x = n->dist;
+    pthread_mutex_lock(mu(x));
+    for (int s = 0; s <= n->n_stages; s++)
+        x->stage_done[s] = false;
+    x->t_stage = -1;
+    x->t_done = 0;
+    x->t_seconds = x->wait_seconds = 0;
+    pthread_mutex_unlock(mu(x));
+}
+
+saga_status net_dist_rows_start(saga_net *n, int s, float *host, int64_t cols) {
+    saga_status st = SAGA_OK;
+    net_dist *x = n->dist;
+    double t0 = saga_now();
+    SAGA_TRY(net_dist_wait(n));
+    SAGA_TRY(buffers(x, cols));
+    pthread_mutex_lock(mu(x));
+    x->t_stage = s;
+    x->t_done = 0;
+    x->t_host = host;
+    x->t_cols = cols;
+    pthread_mutex_unlock(mu(x));
+    st = x->n_chunks > 0 ? chunk_exchange(x, host, cols, 0) : SAGA_OK;
+    pthread_mutex_lock(mu(x));
+    x->t_done = st == SAGA_OK ? 1 : 0;
+    if (x->n_chunks <= 1 || st < 0)
+        x->stage_done[s] = true;
+    pthread_cond_broadcast(cv(x));
+    pthread_mutex_unlock(mu(x));
+    SAGA_TRY(st);
+    if (x->n_chunks > 1) {
+        pthread_t t;
+        int rc = pthread_create(&t, NULL, chunk_thread, x);
+        if (rc != 0) {
+            /* no thread: the remaining chunks here, before any block computes */
+            for (int32_t j = 1; j < x->n_chunks && st == SAGA_OK; j++)
+                st = chunk_exchange(x, host, cols, j);
+            pthread_mutex_lock(mu(x));
+            x->t_done = x->n_chunks;
+            x->stage_done[s] = true;
+            pthread_cond_broadcast(cv(x));
+            pthread_mutex_unlock(mu(x));
+            SAGA_TRY(st);
+        } else {
+            x->thread = (uint64_t)t;
+            x->thread_on = true;
+        }
+    }
+fail:
+    x->seconds += saga_now() - t0;
+    return st;
+}
+
+/* The pack of a halo block over ranks: its chunk first. Runs on the scheduler's copy stream. */
+static void dist_pack(void *user, void *staging) {
+    net_pack *k = user;
+    net_dist *x = k->x;
+    double t0 = saga_now();
+    pthread_mutex_lock(mu(x));
+    while (!x->stage_done[k->s] && !(x->t_stage == k->s && x->t_done > k->j))
+        pthread_cond_wait(cv(x), mu(x));
+    x->wait_seconds += saga_now() - t0;
+    pthread_mutex_unlock(mu(x));
+    net_rows_pack(k->io, staging);
+}
+
+saga_status net_dist_packs(saga_net *n) {
+    saga_status st = SAGA_OK;
+    net_dist *x = n->dist;
+    int S = n->n_stages;
+    int32_t own = n->d_hi - n->d_lo;
+    SAGA_TRY(saga_alloc_zeroed((void **)&x->packs, (size_t)S * (size_t)(own ? own : 1),
+                               sizeof *x->packs, "halo packs"));
+    for (int s = 1; s < S; s++) {
+        if (n->stages[s].kind != STAGE_PROGRAM)
+            continue;
+        for (int32_t d = n->d_lo; d < n->d_hi; d++) {
+            net_pack *k = &x->packs[(size_t)s * (size_t)own + (size_t)(d - n->d_lo)];
+            *k = (net_pack){&n->pack_io[s][d], x, s, d - n->d_lo};
+            saga_blk_set_pack(n->halo[s][d], dist_pack, NULL, k);
+        }
+    }
+fail:
     return st;
 }

@@ -96,6 +96,30 @@ typedef struct net_dist {
     size_t buf_floats;
     uint64_t rows_moved; /* rows received by net_dist_rows in the current call */
     double seconds;      /* in exchanges, the current call */
+    /* The forward exchange in chunks, one per position j of a rank's own blocks (n_chunks: the
+     * most blocks any rank has): chunk j brings the remote rows of this rank's j-th block that
+     * no earlier chunk brought, and sends the rows of this rank that each peer's j-th block
+     * reads first. Chunk 0 is exchanged before the stage's first block; a thread exchanges the
+     * others while the blocks compute, and the packing of block j's halo waits for chunk j.
+     * Rows are listed chunk-major, then by peer: (j, q) at c_recv_at / c_send_at[j * size + q]
+     * with c_recv_n / c_send_n of them. */
+    int32_t n_chunks;
+    int32_t *c_recv_rows, *c_send_rows;
+    size_t *c_cnt; /* the four arrays below, n_chunks x size each */
+    size_t *c_recv_n, *c_recv_at, *c_send_n, *c_send_at;
+    struct net_pack *packs; /* per stage and own block: the halo's pack, waiting for its chunk */
+    void *lock, *cond;      /* pthread mutex and condition for the chunks' progress */
+    bool thread_on;
+    uint64_t thread; /* pthread_t */
+    float *t_host;   /* what the thread exchanges: the input rows of stage t_stage */
+    int64_t t_cols;
+    int t_stage;         /* the stage whose chunks are under way or last exchanged */
+    int32_t t_done;      /* of its chunks, those that have arrived */
+    saga_status t_st;    /* the thread's first error */
+    char t_msg[256];     /* and its message */
+    bool *stage_done;    /* per stage: its chunks all arrived in this call */
+    double t_seconds;    /* the thread's time in exchanges, this call */
+    double wait_seconds; /* packs' time waiting for chunks, this call */
 } net_dist;
 
 struct saga_net {
@@ -202,6 +226,15 @@ saga_status net_dist_rows(saga_net *n, float *host, int64_t cols);
 saga_status net_dist_grads(saga_net *n, float *host, int64_t cols);
 /* Every rank's own rows of host (n rows of row_bytes) to every rank. */
 saga_status net_dist_gather(saga_net *n, void *host, size_t row_bytes);
+/* Forward, before program stage s's first block: chunk 0 of the rows of host (its input, cols
+ * floats a row) now, the others on a thread while the blocks compute. */
+saga_status net_dist_rows_start(saga_net *n, int s, float *host, int64_t cols);
+/* Waits for the thread's chunks (before anything else uses the communicator); its error. */
+saga_status net_dist_wait(saga_net *n);
+/* Makes block d's halo pack of program stage s wait for its chunk (after stage_blocks). */
+saga_status net_dist_packs(saga_net *n);
+/* A new call: no stage's chunks have arrived. */
+void net_dist_reset(saga_net *n);
 
 #pragma GCC visibility pop
 

@@ -460,7 +460,12 @@ void net_collect_stats(saga_net *n, double t0) {
         saga_comm_get_stats(n->o.comm, &cs2);
         n->stats.comm_sent_bytes = cs2.sent_bytes - n->comm_at.sent_bytes;
         n->stats.comm_recv_bytes = cs2.recv_bytes - n->comm_at.recv_bytes;
-        n->stats.comm_seconds = n->dist->seconds;
+        /* the thread's exchanges ran beside the compute, which waited for part of them */
+        net_dist *x = n->dist;
+        double hidden = x->t_seconds - x->wait_seconds;
+        hidden = hidden > 0 ? hidden : 0;
+        n->stats.comm_seconds = x->seconds + x->t_seconds;
+        n->stats.comm_hidden = n->stats.comm_seconds > 0 ? hidden / n->stats.comm_seconds : 0.0;
         n->stats.remote_rows = (int64_t)n->dist->rows_moved;
         if (n->dcomm && n->dcomm != n->o.comm) {
             saga_comm_get_stats(n->dcomm, &cs2);
@@ -504,6 +509,7 @@ static saga_status run(saga_net *n, bool train, double *loss_out) {
     if (n->dist) {
         n->dist->seconds = 0;
         n->dist->rows_moved = 0;
+        net_dist_reset(n);
         saga_comm_get_stats(n->o.comm, &n->comm_at);
         if (n->dcomm)
             saga_comm_get_stats(n->dcomm, &n->dcomm_at);
@@ -541,10 +547,11 @@ static saga_status run(saga_net *n, bool train, double *loss_out) {
             rng_after = saga_ctx_rng_counter(c); /* where the forward pass left the counter */
         if (sd[t].x != XCHG_NONE) {
             /* the write-backs (and the halo gradients added on the host) have landed */
+            SAGA_TRY(net_dist_wait(n));
             SAGA_TRY(saga_sched_finish(n->sched));
             int s = sd[t].s;
             if (sd[t].x == XCHG_ROWS)
-                SAGA_TRY(net_dist_rows(n, n->act_host[s], n->stages[s].in_cols));
+                SAGA_TRY(net_dist_rows_start(n, s, n->act_host[s], n->stages[s].in_cols));
             else
                 SAGA_TRY(net_dist_grads(n, n->grad_host[s + 1], n->stages[s].out_cols));
         }
@@ -561,6 +568,7 @@ static saga_status run(saga_net *n, bool train, double *loss_out) {
         saga_ctx_set_rng_counter(c, rng_after);
     SAGA_TRY(saga_sched_finish(n->sched));
     SAGA_TRY(saga_backend_synchronize(n->be));
+    SAGA_TRY(net_dist_wait(n));
     if (n->dist && train)
         SAGA_TRY(reduce_train(n, &loss));
     if (loss_out)
@@ -568,6 +576,8 @@ static saga_status run(saga_net *n, bool train, double *loss_out) {
 fail:
     if (st < 0 && n->sched)
         (void)saga_sched_finish(n->sched);
+    if (st < 0)
+        (void)net_dist_wait(n);
     saga_free(sd);
     net_collect_stats(n, t0);
     return st;

@@ -135,11 +135,13 @@ typedef struct saga_net_stats {
     int64_t edge_cut;       /* of the partition (0 in memory) */
     double partition_seconds;
     /* several ranks: their number; bytes this rank sent to and received from the others in the
-     * last call (halo rows, gradients, losses, outputs); the time it spent exchanging, none of
-     * it hidden behind compute yet; the rows it received before each program stage */
+     * last call (halo rows, gradients, losses, outputs); the time it spent exchanging, and the
+     * share of it hidden behind compute (the forward halos of a rank's second and later parts
+     * travel while the earlier parts compute); the rows it received in forward exchanges */
     int32_t ranks;
     uint64_t comm_sent_bytes, comm_recv_bytes;
     double comm_seconds;
+    double comm_hidden;
     int64_t remote_rows;
 } saga_net_stats;
 
