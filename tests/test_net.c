@@ -12,87 +12,20 @@
 
 #include "test_util.h"
 
+#include "net_models.h"
 #include "nn_impl.h"
-#include "saga_datasets.h"
-#include "saga_net.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-typedef struct data {
-    saga_graph *g;
-    float *x;
-    int32_t *labels;
-    int32_t n, F, C;
-} data;
-
-static data D;
+static net_data D;
+static saga_program GAT; /* several batches per block */
 
 static void data_load(void) {
-    if (D.g)
-        return;
-    saga_citation_params p = saga_citation_params_defaults();
-    p.n_vertices = 3000;
-    p.n_classes = 6;
-    p.avg_degree = 8;
-    p.n_features = 48;
-    p.words_per_vertex = 10;
-    p.seed = 7;
-    saga_citation *c = NULL;
-    assert_int_equal(saga_citation_generate(&c, &p), SAGA_OK);
-    assert_int_equal(saga_citation_graph(&D.g, c, NULL), SAGA_OK);
-    assert_int_equal(saga_citation_features(&D.x, c), SAGA_OK);
-    D.n = c->n_vertices;
-    D.F = c->n_features;
-    D.C = c->n_classes;
-    D.labels = c->labels;
-    c->labels = NULL;
-    saga_citation_free(&c);
+    net_data_load(&D, 3000, 6, 48, 10, 7);
+    GAT = gat_program(5000);
 }
-
-/* ---- a two-layer GCN: rows times W, then the normalized aggregation plus bias ------------- */
-
-typedef struct layer {
-    saga_tensor *W, *b, *a; /* a: GAT attention vector (2 x 1 heads of width out) */
-    bool relu;
-    float dropout;
-} layer;
-
-static saga_tensor *project(saga_ctx *c, const saga_vertex_in *v, void *l_) {
-    layer *l = l_;
-    return saga_matmul(c, saga_dropout(c, v->self, l->dropout), l->W);
-}
-
-static saga_tensor *bias_act(saga_ctx *c, const saga_vertex_in *v, void *l_) {
-    layer *l = l_;
-    saga_tensor *h = saga_add_bias(c, v->gathered, l->b);
-    return l->relu ? saga_relu(c, h) : h;
-}
-
-static const saga_program GCN = {
-    .scatter = SAGA_SCATTER_SRC,
-    .edge_weight = SAGA_WEIGHT_SYMNORM,
-    .gather = SAGA_GATHER_SUM,
-    .apply_vertex = bias_act,
-};
-
-/* GAT-like: attention logits from [h_src | h_dst], softmax over each destination's in-edges. */
-static saga_tensor *attend(saga_ctx *c, const saga_edge_in *e, void *l_) {
-    layer *l = l_;
-    saga_tensor *s = saga_leaky_relu(c, saga_matmul(c, saga_concat(c, e->src, e->dst), l->a), 0.2f);
-    saga_tensor *alpha = saga_dropout(c, saga_edge_softmax(c, e, s), l->dropout);
-    return saga_scale_rows(c, e->src, alpha);
-}
-
-static const saga_program GAT = {
-    .scatter = SAGA_SCATTER_BOTH,
-    .edge_weight = SAGA_WEIGHT_NONE,
-    .apply_edge = attend,
-    .gather = SAGA_GATHER_SUM,
-    .apply_vertex = bias_act,
-    .max_batch_edges = 5000, /* several batches per block */
-};
 
 /* GraphSAGE-like: the mean of the in-neighbours plus the vertex's own row (v->self), then bias
  * and activation: the fused MEAN path, with gradients through self as well. */
@@ -108,26 +41,6 @@ static const saga_program SAGE = {
     .gather = SAGA_GATHER_MEAN,
     .apply_vertex = sage_vertex,
 };
-
-typedef struct loss_ctx {
-    saga_backend *be;
-    const int32_t *labels;
-    int32_t n;
-} loss_ctx;
-
-/* Sum over the block's rows of -log p(label) / n: the mean NLL over all vertices. */
-static saga_tensor *nll_rows(saga_ctx *c, const saga_vertex_in *v, const int32_t *ids, void *u) {
-    loss_ctx *lc = u;
-    int32_t lab[4096];
-    assert_true(v->count <= 4096);
-    for (int32_t i = 0; i < v->count; i++)
-        lab[i] = lc->labels[ids[i]];
-    /* a context tensor: it lives as long as the block's tape, which the backward pass needs */
-    saga_tensor *t = saga_ctx_from_host(c, SAGA_I32, v->count, 1, lab);
-    assert_non_null(t);
-    saga_tensor *l = saga_nll_loss(c, saga_log_softmax(c, v->self), t, NULL);
-    return saga_affine(c, l, (float)v->count / (float)lc->n, 0.0f);
-}
 
 typedef struct run_out {
     double loss[3];
@@ -150,14 +63,8 @@ static void run_model(run_out *r, const saga_program *prog, size_t budget, saga_
     assert_int_equal(saga_model_new(&m, be), SAGA_OK);
     const int H = 16;
     /* dropout on: streamed blocks must draw the masks of the whole graph's rows and edges */
-    layer l1 = {.relu = true, .dropout = 0.3f}, l2 = {.relu = false, .dropout = 0.3f};
-    l1.W = saga_model_param(m, "W1", D.F, H, SAGA_INIT_GLOROT, 11);
-    l1.b = saga_model_param(m, "b1", 1, H, SAGA_INIT_ZEROS, 0);
-    l2.W = saga_model_param(m, "W2", H, D.C, SAGA_INIT_GLOROT, 12);
-    l2.b = saga_model_param(m, "b2", 1, D.C, SAGA_INIT_ZEROS, 0);
-    l1.a = saga_model_param(m, "a1", 2 * H, 1, SAGA_INIT_GLOROT, 13);
-    l2.a = saga_model_param(m, "a2", 2 * D.C, 1, SAGA_INIT_GLOROT, 14);
-    assert_non_null(l2.a);
+    layer l1, l2;
+    net_model_params(m, &D, H, &l1, &l2);
     saga_optim *opt = NULL;
     saga_optim_opts oo = saga_optim_opts_defaults(SAGA_OPTIM_SGD);
     oo.lr = 0.5f;
@@ -171,11 +78,8 @@ static void run_model(run_out *r, const saga_program *prog, size_t budget, saga_
     no.self_loops = SAGA_DGRAPH_SELF_LOOPS_ADD;
     saga_net *net = NULL;
     assert_int_equal(saga_net_new(&net, c, D.g, &no), SAGA_OK);
-    assert_int_equal(saga_net_add_vertex(net, project, &l1, H), SAGA_OK);
-    assert_int_equal(saga_net_add_program(net, prog, &l1, H), SAGA_OK);
-    assert_int_equal(saga_net_add_vertex(net, project, &l2, D.C), SAGA_OK);
-    assert_int_equal(saga_net_add_program(net, prog, &l2, D.C), SAGA_OK);
-    loss_ctx lc = {be, D.labels, D.n};
+    net_model_stages(net, prog, &D, H, &l1, &l2);
+    loss_ctx lc = {D.labels, D.n};
     assert_int_equal(saga_net_set_loss(net, nll_rows, &lc), SAGA_OK);
     assert_int_equal(saga_net_set_input(net, D.x, D.F), SAGA_OK);
     r->peak = 0;
@@ -387,7 +291,7 @@ static void check_host_arrays_pinned(bool streamed) {
     assert_int_equal(saga_net_add_program(net, &GCN, &l1, H), SAGA_OK);
     assert_int_equal(saga_net_add_vertex(net, project, &l2, D.C), SAGA_OK);
     assert_int_equal(saga_net_add_program(net, &GCN, &l2, D.C), SAGA_OK);
-    loss_ctx lc = {be, D.labels, D.n};
+    loss_ctx lc = {D.labels, D.n};
     assert_int_equal(saga_net_set_loss(net, nll_rows, &lc), SAGA_OK);
     assert_int_equal(saga_net_set_input(net, D.x, D.F), SAGA_OK);
     size_t input = host_pinned(be); /* the input rows */
@@ -560,9 +464,7 @@ static void test_net_pagerank_streamed_equals_memory(void **state) {
 
 static int teardown(void **state) {
     (void)state;
-    saga_graph_free(&D.g);
-    saga_free(D.x);
-    saga_free(D.labels);
+    net_data_free(&D);
     return 0;
 }
 

@@ -12,9 +12,8 @@
 
 #include "test_util.h"
 
+#include "net_models.h"
 #include "saga_comm.h"
-#include "saga_datasets.h"
-#include "saga_net.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -36,87 +35,12 @@ static saga_backend *backend(size_t budget) {
     return be;
 }
 
-static struct {
-    saga_graph *g;
-    float *x;
-    int32_t *labels;
-    int32_t n, F, C;
-} D;
+static net_data D;
+static saga_program GAT;
 
 static void data_load(void) {
-    if (D.g)
-        return;
-    saga_citation_params p = saga_citation_params_defaults();
-    p.n_vertices = 2000;
-    p.n_classes = 5;
-    p.avg_degree = 8;
-    p.n_features = 32;
-    p.words_per_vertex = 8;
-    p.seed = 5;
-    saga_citation *c = NULL;
-    assert_int_equal(saga_citation_generate(&c, &p), SAGA_OK);
-    assert_int_equal(saga_citation_graph(&D.g, c, NULL), SAGA_OK);
-    assert_int_equal(saga_citation_features(&D.x, c), SAGA_OK);
-    D.n = c->n_vertices;
-    D.F = c->n_features;
-    D.C = c->n_classes;
-    D.labels = c->labels;
-    c->labels = NULL;
-    saga_citation_free(&c);
-}
-
-typedef struct layer {
-    saga_tensor *W, *b, *a;
-    bool relu;
-    float dropout;
-} layer;
-
-static saga_tensor *project(saga_ctx *c, const saga_vertex_in *v, void *l_) {
-    layer *l = l_;
-    return saga_matmul(c, saga_dropout(c, v->self, l->dropout), l->W);
-}
-
-static saga_tensor *bias_act(saga_ctx *c, const saga_vertex_in *v, void *l_) {
-    layer *l = l_;
-    saga_tensor *h = saga_add_bias(c, v->gathered, l->b);
-    return l->relu ? saga_relu(c, h) : h;
-}
-
-static const saga_program GCN = {.scatter = SAGA_SCATTER_SRC,
-                                 .edge_weight = SAGA_WEIGHT_SYMNORM,
-                                 .gather = SAGA_GATHER_SUM,
-                                 .apply_vertex = bias_act};
-
-static saga_tensor *attend(saga_ctx *c, const saga_edge_in *e, void *l_) {
-    layer *l = l_;
-    saga_tensor *s = saga_leaky_relu(c, saga_matmul(c, saga_concat(c, e->src, e->dst), l->a), 0.2f);
-    saga_tensor *alpha = saga_dropout(c, saga_edge_softmax(c, e, s), l->dropout);
-    return saga_scale_rows(c, e->src, alpha);
-}
-
-static const saga_program GAT = {.scatter = SAGA_SCATTER_BOTH,
-                                 .edge_weight = SAGA_WEIGHT_NONE,
-                                 .apply_edge = attend,
-                                 .gather = SAGA_GATHER_SUM,
-                                 .apply_vertex = bias_act,
-                                 .max_batch_edges = 3000};
-
-typedef struct loss_ctx {
-    const int32_t *labels;
-    int32_t n;
-} loss_ctx;
-
-/* The mean NLL over all vertices: each block's share. */
-static saga_tensor *nll_rows(saga_ctx *c, const saga_vertex_in *v, const int32_t *ids, void *u) {
-    loss_ctx *lc = u;
-    int32_t *lab = test_malloc((size_t)v->count * sizeof *lab + 4);
-    for (int32_t i = 0; i < v->count; i++)
-        lab[i] = lc->labels[ids[i]];
-    saga_tensor *t = saga_ctx_from_host(c, SAGA_I32, v->count, 1, lab);
-    test_free(lab);
-    assert_non_null(t);
-    saga_tensor *l = saga_nll_loss(c, saga_log_softmax(c, v->self), t, NULL);
-    return saga_affine(c, l, (float)v->count / (float)lc->n, 0.0f);
+    net_data_load(&D, 2000, 5, 32, 8, 5);
+    GAT = gat_program(3000);
 }
 
 enum { STEPS = 3 };
@@ -137,14 +61,8 @@ static void run_model(run_out *r, const saga_program *prog, saga_comm *cm, size_
     saga_model *m = NULL;
     assert_int_equal(saga_model_new(&m, be), SAGA_OK);
     const int H = 8;
-    layer l1 = {.relu = true, .dropout = 0.3f}, l2 = {.relu = false, .dropout = 0.3f};
-    l1.W = saga_model_param(m, "W1", D.F, H, SAGA_INIT_GLOROT, 11);
-    l1.b = saga_model_param(m, "b1", 1, H, SAGA_INIT_ZEROS, 0);
-    l2.W = saga_model_param(m, "W2", H, D.C, SAGA_INIT_GLOROT, 12);
-    l2.b = saga_model_param(m, "b2", 1, D.C, SAGA_INIT_ZEROS, 0);
-    l1.a = saga_model_param(m, "a1", 2 * H, 1, SAGA_INIT_GLOROT, 13);
-    l2.a = saga_model_param(m, "a2", 2 * D.C, 1, SAGA_INIT_GLOROT, 14);
-    assert_non_null(l2.a);
+    layer l1, l2;
+    net_model_params(m, &D, H, &l1, &l2);
     saga_optim *opt = NULL;
     saga_optim_opts oo = saga_optim_opts_defaults(SAGA_OPTIM_SGD);
     oo.lr = 0.5f;
@@ -156,10 +74,7 @@ static void run_model(run_out *r, const saga_program *prog, saga_comm *cm, size_
     no.comm = cm;
     saga_net *net = NULL;
     assert_int_equal(saga_net_new(&net, c, D.g, &no), SAGA_OK);
-    assert_int_equal(saga_net_add_vertex(net, project, &l1, H), SAGA_OK);
-    assert_int_equal(saga_net_add_program(net, prog, &l1, H), SAGA_OK);
-    assert_int_equal(saga_net_add_vertex(net, project, &l2, D.C), SAGA_OK);
-    assert_int_equal(saga_net_add_program(net, prog, &l2, D.C), SAGA_OK);
+    net_model_stages(net, prog, &D, H, &l1, &l2);
     loss_ctx lc = {D.labels, D.n};
     assert_int_equal(saga_net_set_loss(net, nll_rows, &lc), SAGA_OK);
     assert_int_equal(saga_net_set_model(net, m), SAGA_OK);
@@ -226,6 +141,7 @@ static void test_net_ranks_gcn(void **state) {
 
 static void test_net_ranks_gat(void **state) {
     (void)state;
+    data_load();
     check(&GAT, 0, SAGA_EXEC_AUTO, SAGA_PARTITION_METIS);
 }
 
@@ -241,6 +157,7 @@ static void test_net_ranks_gat_streamed(void **state) {
     (void)state;
     if (on_cuda)
         skip();
+    data_load();
     check(&GAT, 400u << 10, SAGA_EXEC_AUTO, SAGA_PARTITION_METIS);
 }
 
@@ -292,9 +209,7 @@ static void test_net_ranks_pagerank(void **state) {
 
 static int teardown(void **state) {
     (void)state;
-    saga_graph_free(&D.g);
-    saga_free(D.x);
-    saga_free(D.labels);
+    net_data_free(&D);
     return 0;
 }
 
