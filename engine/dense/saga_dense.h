@@ -51,8 +51,9 @@
  * every rank: stage 0 reads x, the last stage y), saga_mlp_get_layer and saga_mlp_free.
  * Activations and gradients go between the ranks as point-to-point transfers of the same pinned
  * ring buffers, by a thread per direction and neighbour (each on a communicator of its own,
- * duplicated from MPI_COMM_WORLD as the given one is): a micro-batch is sent as soon as its copy
- * to the host completes, and the next ones are received while the stage computes. The 1F1B
+ * duplicated from MPI_COMM_WORLD as the given one is; a program that initialises MPI itself must
+ * ask for MPI_THREAD_MULTIPLE, as saga does): a micro-batch is sent as soon as its copy to the
+ * host completes, and the next ones are received while the stage computes. The 1F1B
  * order, SYNC and 2BW are as above, so the results are those of the pipeline in one process.
  * The loss is computed on the last rank and every rank returns it; the statistics cover every
  * stage on every rank.
