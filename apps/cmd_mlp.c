@@ -42,8 +42,8 @@ static const cli_opt mlp_opts[] = {
     {"device", 0, "DEV", NULL,
      CLI_DEVICE_HELP " With --stages S, stage s runs on cuda:N+s (cuda:s for auto), or on a CPU "
                      "backend of its own with 1/S of the threads; under mpirun each rank's stage "
-                     "on the rank's own device (for cuda, the GPU of its local rank; on the CPU "
-                     "the ranks of a machine share its cores)."},
+                     "runs on its own device (for cuda, its local rank's GPU; on the CPU the "
+                     "ranks of a machine share its cores)."},
     {"device-mem", 0, "SIZE", NULL,
      "Device memory for the network, per stage (512K, 8M, ...; default: an eighth of the "
      "parameters plus Adam's two moments, shared among the stages, plus what a GPU keeps for its "
@@ -55,8 +55,8 @@ static const cli_opt mlp_opts[] = {
     {"stages", 0, "S", "1",
      "Pipeline stages: the layers are cut into S contiguous stages of balanced parameter counts, "
      "each on its own device and thread; micro-batches flow through them in the 1F1B order. "
-     "Under mpirun -np S, one stage per rank (the default there), activations and gradients "
-     "sent between the ranks."},
+     "Under mpirun -np S, one stage per rank (S defaults to the number of ranks there), the "
+     "activations and gradients sent between the ranks."},
     {"pipeline", 0, "MODE", "sync",
      "sync (a flush after each step: the same training as one stage) or 2bw (PipeDream-2BW: "
      "steps follow each other without a flush, each trained on the weights before the last "
