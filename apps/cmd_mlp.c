@@ -41,7 +41,9 @@ static const cli_opt mlp_opts[] = {
     {"split", 0, "HOW", "cols", "Tiles of columns (cols) or rows (rows) of each weight matrix."},
     {"device", 0, "DEV", NULL,
      CLI_DEVICE_HELP " With --stages S, stage s runs on cuda:N+s (cuda:s for auto), or on a CPU "
-                     "backend of its own with 1/S of the threads."},
+                     "backend of its own with 1/S of the threads; under mpirun each rank's stage "
+                     "runs on its own device (for cuda, its local rank's GPU; on the CPU the "
+                     "ranks of a machine share its cores)."},
     {"device-mem", 0, "SIZE", NULL,
      "Device memory for the network, per stage (512K, 8M, ...; default: an eighth of the "
      "parameters plus Adam's two moments, shared among the stages, plus what a GPU keeps for its "
@@ -52,7 +54,9 @@ static const cli_opt mlp_opts[] = {
      "of copy time hidden behind compute (and per stage of a pipeline, its peak and idle time)."},
     {"stages", 0, "S", "1",
      "Pipeline stages: the layers are cut into S contiguous stages of balanced parameter counts, "
-     "each on its own device and thread; micro-batches flow through them in the 1F1B order."},
+     "each on its own device and thread; micro-batches flow through them in the 1F1B order. "
+     "Under mpirun -np S, one stage per rank (S defaults to the number of ranks there), the "
+     "activations and gradients sent between the ranks."},
     {"pipeline", 0, "MODE", "sync",
      "sync (a flush after each step: the same training as one stage) or 2bw (PipeDream-2BW: "
      "steps follow each other without a flush, each trained on the weights before the last "
@@ -80,7 +84,8 @@ const cli_cmd cli_cmd_mlp = {
     .flags = 0,
     .example = "saga mlp --stats\n"
                "saga mlp --layers 6 --width 2048 --device-mem 24M --optimizer adama --json\n"
-               "saga mlp --stages 4 --pipeline 2bw --micro-batches 8 --stats",
+               "saga mlp --stages 4 --pipeline 2bw --micro-batches 8 --stats\n"
+               "mpirun -np 2 saga mlp --stages 2 --stats",
     .main = mlp_main,
 };
 
@@ -156,11 +161,19 @@ static void make_batch(const teacher *t, rng *r, int64_t rows, float *x, float *
 }
 
 /* Opens a backend per stage: stage s on cuda:N+s for a CUDA spec (auto: when stage 0 got a GPU),
- * else on CPU backends sharing the threads. */
-static saga_status open_stages(const char *spec, int64_t S, size_t budget, saga_backend **bes) {
+ * else on CPU backends sharing the threads. Across ranks (comm of several), only the rank's own
+ * stage's, in bes[0]. */
+static saga_status open_stages(cli_ctx *c, const saga_comm *comm, const char *spec, int64_t S,
+                               size_t budget, saga_backend **bes) {
     saga_status st = SAGA_OK;
     saga_backend_params bp = saga_backend_params_defaults();
     bp.budget_bytes = budget;
+    if (saga_comm_size(comm) > 1) {
+        /* CPU ranks on one machine share its cores; the count means nothing to a GPU */
+        int t = omp_get_max_threads() / saga_comm_local_size(comm);
+        bp.n_threads = t > 0 ? t : 1;
+        return cli_backend_open(c, &bes[0], spec, comm, &bp);
+    }
     if (S > 1) { /* CPU stages share the cores; the count means nothing to a GPU */
         int t = omp_get_max_threads() / (int)S;
         bp.n_threads = t > 0 ? t : 1;
@@ -191,7 +204,7 @@ static int mlp_main(int argc, char **argv) {
     double lr = 3e-4;
     uint64_t seed = 1;
     size_t device_mem = 0;
-    bool stats = false;
+    bool stats = false, stages_given = false;
     saga_dense_optim optim = SAGA_DENSE_ADAM;
     saga_dense_split split = SAGA_DENSE_SPLIT_COLS;
     int o;
@@ -250,6 +263,7 @@ static int mlp_main(int argc, char **argv) {
             break;
         case OPT_STAGES:
             bad = cli_int(&c, "--stages", arg, 1, 64, &stages);
+            stages_given = true;
             break;
         case OPT_PIPELINE:
             if (strcmp(arg, "sync") == 0)
@@ -265,18 +279,39 @@ static int mlp_main(int argc, char **argv) {
     }
     if (o == CLI_EXIT)
         return c.exit_code;
-    if (batch % micro != 0)
-        return cli_usage(&c, "--micro-batches %lld does not divide --batch %lld", (long long)micro,
-                         (long long)batch);
-    if (stages > layers)
-        return cli_usage(&c, "--stages %lld: more stages than the %lld layers", (long long)stages,
-                         (long long)layers);
-    if (pipe == SAGA_DENSE_PIPE_2BW && micro < stages - 1)
-        return cli_usage(&c,
-                         "--pipeline 2bw over %lld stages needs --micro-batches >= %lld (got %lld)",
-                         (long long)stages, (long long)stages - 1, (long long)micro);
 
     int rc = CLI_ERROR;
+    saga_status st = SAGA_OK;
+    bool agreed = true; /* a failure every rank knows of (see cli_fail_ranks) */
+    saga_comm *comm = NULL;
+    /* under mpirun the stages are the ranks */
+    if ((st = cli_comm_open(&c, &comm)) < 0) {
+        rc = cli_fail(&c);
+        saga_comm_free(&comm);
+        return rc;
+    }
+    char why[160] = "";
+    if (c.ranks > 1 && !stages_given)
+        stages = c.ranks;
+    if (batch % micro != 0)
+        snprintf(why, sizeof why, "--micro-batches %lld does not divide --batch %lld",
+                 (long long)micro, (long long)batch);
+    else if (c.ranks > 1 && stages != c.ranks)
+        snprintf(why, sizeof why, "--stages %lld under %d ranks: each rank runs one stage",
+                 (long long)stages, c.ranks);
+    else if (stages > layers)
+        snprintf(why, sizeof why, "--stages %lld: more stages than the %lld layers",
+                 (long long)stages, (long long)layers);
+    else if (pipe == SAGA_DENSE_PIPE_2BW && micro < stages - 1)
+        snprintf(why, sizeof why,
+                 "--pipeline 2bw over %lld stages needs --micro-batches >= %lld (got %lld)",
+                 (long long)stages, (long long)stages - 1, (long long)micro);
+    if (*why) { /* every rank finds it; rank 0 says it */
+        rc = c.rank == 0 ? cli_usage(&c, "%s", why) : CLI_USAGE;
+        saga_comm_free(&comm);
+        return rc;
+    }
+
     saga_backend *bes[64] = {0};
     saga_mlp *m = NULL;
     teacher t = {0};
@@ -287,8 +322,12 @@ static int mlp_main(int argc, char **argv) {
     char b1[32], b2[32], b3[32], b4[32], b5[32], b6[32];
     /* 2BW streams several steps through the pipeline per call; synchronous steps go one by one */
     int64_t chunk = pipe == SAGA_DENSE_PIPE_2BW ? 8 : 1;
-    if (saga_alloc_array((void **)&widths, (size_t)layers + 1, sizeof *widths, "widths") < 0 ||
-        saga_alloc_array((void **)&losses, (size_t)steps, sizeof *losses, "losses") < 0)
+    if ((st = saga_alloc_array((void **)&widths, (size_t)layers + 1, sizeof *widths, "widths")) ==
+        SAGA_OK)
+        st = saga_alloc_array((void **)&losses, (size_t)steps, sizeof *losses, "losses");
+    if (c.ranks > 1)
+        st = saga_comm_agree(comm, st);
+    if (st < 0)
         goto fail;
     for (int64_t l = 0; l < layers; l++)
         widths[l] = (int32_t)width;
@@ -311,11 +350,11 @@ static int mlp_main(int argc, char **argv) {
     p.lr = (float)lr;
     p.seed = seed;
     p.n_stages = (int32_t)stages;
-    p.stage_backends = stages > 1 ? bes : NULL;
+    p.stage_backends = stages > 1 && c.ranks == 1 ? bes : NULL;
     p.pipe = pipe;
-    if (open_stages(device, stages, device_mem, bes) < 0)
-        goto fail;
-    if (default_mem) {
+    p.comm = comm;
+    st = open_stages(&c, comm, device, stages, device_mem, bes);
+    if (st == SAGA_OK && default_mem) {
         /* the default budget is the network's share; a device that keeps part of its budget for
          * its own work (a GPU's scratch) gets that on top */
         saga_backend_stats bs;
@@ -324,11 +363,12 @@ static int mlp_main(int argc, char **argv) {
             for (int64_t q = 0; q < stages; q++)
                 saga_backend_free_all(&bes[q]);
             device_mem += bs.work_reserve_bytes;
-            if (open_stages(device, stages, device_mem, bes) < 0)
-                goto fail;
+            st = open_stages(&c, comm, device, stages, device_mem, bes);
         }
     }
-    if (saga_mlp_new(&m, bes[0], &p) < 0)
+    if (c.ranks > 1)
+        st = saga_comm_agree(comm, st);
+    if (st < 0 || (st = saga_mlp_new(&m, bes[0], &p)) < 0) /* both agreed over the ranks */
         goto fail;
     size_t total_mem = device_mem * (size_t)stages;
     cli_say(&c,
@@ -339,12 +379,18 @@ static int mlp_main(int argc, char **argv) {
             (double)state_bytes / (double)total_mem, cli_bytes(b3, sizeof b3, (int64_t)total_mem),
             stages > 1 ? " of all stages" : "");
     cli_say(&c, "plan: %s\n", saga_mlp_describe(m));
-    if (teacher_new(&t, width, outputs, seed) < 0 ||
-        saga_alloc_array((void **)&x, (size_t)(chunk * batch * width), sizeof *x, "a batch") < 0 ||
-        saga_alloc_array((void **)&y, (size_t)(chunk * batch * outputs), sizeof *y, "a batch") <
-            0 ||
-        saga_alloc_array((void **)&xs, (size_t)chunk, sizeof *xs, "batches") < 0 ||
-        saga_alloc_array((void **)&ys, (size_t)chunk, sizeof *ys, "batches") < 0)
+    /* every rank draws the same batches: stage 0 reads the inputs, the last stage the targets */
+    if ((st = teacher_new(&t, width, outputs, seed)) == SAGA_OK)
+        st = saga_alloc_array((void **)&x, (size_t)(chunk * batch * width), sizeof *x, "a batch");
+    if (st == SAGA_OK)
+        st = saga_alloc_array((void **)&y, (size_t)(chunk * batch * outputs), sizeof *y, "a batch");
+    if (st == SAGA_OK)
+        st = saga_alloc_array((void **)&xs, (size_t)chunk, sizeof *xs, "batches");
+    if (st == SAGA_OK)
+        st = saga_alloc_array((void **)&ys, (size_t)chunk, sizeof *ys, "batches");
+    if (c.ranks > 1)
+        st = saga_comm_agree(comm, st);
+    if (st < 0)
         goto fail;
     for (int64_t i = 0; i < chunk; i++) {
         xs[i] = x + i * batch * width;
@@ -354,7 +400,7 @@ static int mlp_main(int argc, char **argv) {
     /* train; the first step loads everything and is reported apart */
     rng r = {seed * 0x2545F4914F6CDD1Dull + 1};
     double train_s = 0, data_s = 0, first_s = 0;
-    uint64_t h2d = 0, d2h = 0;
+    uint64_t h2d = 0, d2h = 0, sent = 0;
     double copy_s = 0, wait_s = 0, idle_s[64] = {0};
     size_t peak = 0, stage_peak[64] = {0};
     for (int64_t s = 0; s < steps;) {
@@ -364,8 +410,11 @@ static int mlp_main(int argc, char **argv) {
             make_batch(&t, &r, batch, (float *)xs[i], (float *)ys[i]);
         double t1 = saga_now();
         data_s += t1 - t0;
-        if (saga_mlp_train_steps(m, (int32_t)n, xs, ys, &losses[s]) < 0)
+        if ((st = saga_mlp_train_steps(m, (int32_t)n, xs, ys, &losses[s])) < 0) {
+            /* across ranks a failed transfer leaves the neighbours waiting (saga_dense.h) */
+            agreed = st != SAGA_ERR_COMM;
             goto fail;
+        }
         double dt = saga_now() - t1;
         saga_mlp_stats ms;
         saga_mlp_get_stats(m, &ms);
@@ -382,6 +431,7 @@ static int mlp_main(int argc, char **argv) {
             train_s += dt;
             h2d += ms.h2d_bytes;
             d2h += ms.d2h_bytes;
+            sent += ms.sent_bytes;
             copy_s += ms.copy_seconds;
             wait_s += ms.wait_seconds;
         }
@@ -416,8 +466,17 @@ static int mlp_main(int argc, char **argv) {
                 cli_bytes(b4, sizeof b4, (int64_t)device_mem), stages > 1 ? " per stage" : "",
                 cli_bytes(b6, sizeof b6, (int64_t)ms.kept_bytes), 100.0 * overlap,
                 cli_bytes(b5, sizeof b5, (int64_t)ms.host_bytes));
+        if (c.ranks > 1)
+            cli_say(&c,
+                    "ranks: %d, one stage each; %s of activations and gradients sent between "
+                    "them per step\n",
+                    c.ranks, cli_bytes(b1, sizeof b1, (int64_t)((double)sent / per)));
         for (int64_t q = 0; stages > 1 && q < stages; q++) {
-            char lay[48];
+            char lay[48], who[48];
+            if (c.ranks > 1) /* each rank knows its own device only */
+                snprintf(who, sizeof who, "rank %lld", (long long)q);
+            else
+                snprintf(who, sizeof who, "%s", saga_backend_name(bes[q]));
             int a = ms.stage_layers[q], b = ms.stage_layers[q + 1] - 1;
             if (a == b)
                 snprintf(lay, sizeof lay, "layer %d", a);
@@ -426,8 +485,7 @@ static int mlp_main(int argc, char **argv) {
             cli_say(
                 &c,
                 "  stage %lld (%s): %s, peak %s, waiting on its neighbours %.0f%% of the time\n",
-                (long long)q, saga_backend_name(bes[q]), lay,
-                cli_bytes(b1, sizeof b1, (int64_t)stage_peak[q]),
+                (long long)q, who, lay, cli_bytes(b1, sizeof b1, (int64_t)stage_peak[q]),
                 train_s > 0 ? 100.0 * idle_s[q] / train_s : 0.0);
         }
     }
@@ -443,6 +501,7 @@ static int mlp_main(int argc, char **argv) {
         json_key(&j, "optimizer"), json_str(&j, optim == SAGA_DENSE_ADAM ? "adam" : "adama");
         json_key(&j, "split"), json_str(&j, split == SAGA_DENSE_SPLIT_COLS ? "cols" : "rows");
         json_key(&j, "stages"), json_int(&j, stages);
+        json_key(&j, "ranks"), json_int(&j, c.ranks);
         json_key(&j, "pipeline"), json_str(&j, pipe == SAGA_DENSE_PIPE_2BW ? "2bw" : "sync");
         json_key(&j, "stage_layers");
         json_array_begin(&j);
@@ -476,6 +535,7 @@ static int mlp_main(int argc, char **argv) {
             json_key(&j, "peak_device_bytes"), json_uint(&j, peak);
             json_key(&j, "kept_bytes"), json_uint(&j, ms.kept_bytes);
             json_key(&j, "overlap"), json_num(&j, overlap);
+            json_key(&j, "sent_bytes_per_step"), json_num(&j, (double)sent / per);
             json_key(&j, "stage_peak_bytes");
             json_array_begin(&j);
             for (int64_t q = 0; q < stages; q++)
@@ -493,7 +553,7 @@ static int mlp_main(int argc, char **argv) {
     rc = CLI_OK;
 fail:
     if (rc != CLI_OK)
-        cli_fail(&c);
+        rc = cli_fail_ranks(&c, comm, agreed);
     saga_free(x);
     saga_free(y);
     saga_free(xs);
@@ -504,5 +564,6 @@ fail:
     saga_mlp_free(&m);
     for (int64_t q = 0; q < stages; q++)
         saga_backend_free_all(&bes[q]);
+    saga_comm_free(&comm);
     return rc;
 }

@@ -50,6 +50,42 @@ expect 1 timeout 300 "$MPIEXEC" -n 1 "$SAGA_BIN" hep train --data "$TMP/ev" --ep
 expect_err "rank 1: "
 expect_err "missing"
 
+# ---- saga mlp: pipeline stages on ranks -------------------------------------------------------
+# Two stages on two ranks train as two stages in one process (synchronous: the sequential losses;
+# PipeDream-2BW: the same stale steps), each stage streamed within its budget; only rank 0
+# prints, and its JSON object counts the ranks. A stage count other than the ranks', and a
+# budget too small on one rank only, stop every rank with one message from rank 0.
+mlp_small=(--layers 3 --width 96 --outputs 8 --batch 32 --micro-batches 4 --steps 6 --seed 4)
+for pipe in sync 2bw; do
+    expect 0 "$SAGA_BIN" mlp "${mlp_small[@]}" --stages 2 --pipeline $pipe --device-mem 32K \
+        --json --quiet
+    json_last >"$TMP/mlp_one.json"
+    expect 0 mpi 2 "$SAGA_BIN" mlp "${mlp_small[@]}" --stages 2 --pipeline $pipe \
+        --device-mem 32K --stats --json
+    json_last >"$TMP/mlp_ranks.json"
+    [ "$(grep -c '^{' "$OUT")" = 1 ] || fail "mlp $pipe, 2 ranks: only rank 0 prints the JSON object"
+    [ "$(grep -c '^plan: 2 stages on 2 ranks' "$ERR")" = 1 ] ||
+        fail "mlp $pipe, 2 ranks: rank 0 alone prints the plan: $(head -3 "$ERR")"
+    json_get 'j["ranks"] == 2 and j["stages"] == 2 and j["streamed"] and j["sent_bytes_per_step"] > 0 and 0 < min(j["stage_peak_bytes"]) and max(j["stage_peak_bytes"]) <= j["budget_bytes"]' |
+        grep -qx True || fail "mlp $pipe, 2 ranks: $(json_last)"
+    python3 - "$TMP/mlp_ranks.json" "$TMP/mlp_one.json" <<'PY' || fail "mlp $pipe: losses over 2 ranks differ from one process"
+import json, sys
+a = json.load(open(sys.argv[1]))["losses"]
+b = json.load(open(sys.argv[2]))["losses"]
+assert len(a) == len(b) == 6
+for x, y in zip(a, b):
+    assert abs(x - y) <= 1e-5 * abs(y), (x, y)
+PY
+done
+expect 2 mpi 2 "$SAGA_BIN" mlp "${mlp_small[@]}" --stages 3
+expect_err "--stages 3 under 2 ranks"
+[ "$(grep -c 'under 2 ranks' "$ERR")" = 1 ] || fail "mlp: the usage error is printed once"
+expect 1 timeout 300 "$MPIEXEC" -n 1 "$SAGA_BIN" mlp "${mlp_small[@]}" --device-mem 32K : \
+    -n 1 "$SAGA_BIN" mlp "${mlp_small[@]}" --device-mem 4K
+expect_err "rank 1: "
+expect_err "smallest cap that works"
+[ "$(grep -c '^saga: ' "$ERR")" = 1 ] || fail "mlp: a failure on one rank is printed once"
+
 # ---- GCN on Cora: partition-parallel, each epoch's loss as one process's -----------------------
 dataset cora_dir cora/README.md
 cora=$(dirname "$cora_dir")

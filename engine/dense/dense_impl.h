@@ -54,6 +54,21 @@ typedef struct arrival {
     bool grad;
 } arrival;
 
+/* Across ranks, one direction of one boundary at this rank's stage: a thread that moves the
+ * call's micro-batches in order between the ring buffer and the neighbour's rank. */
+typedef struct xfer {
+    saga_mlp *m;
+    int32_t b;       /* between stages b and b + 1 */
+    bool grad, send; /* gradients (up the pipeline) or activations (down); sent or received */
+    int peer;
+    saga_comm *comm; /* its own: a communicator is used by one thread at a time */
+    pthread_t thread;
+    saga_status st;
+    char err[512];
+} xfer;
+
+enum { DENSE_MAX_XFERS = 4 }; /* a stage between two others: both directions at both ends */
+
 typedef struct stage {
     saga_mlp *m;
     int32_t idx, l0, l1; /* layers [l0, l1) */
@@ -93,11 +108,26 @@ struct saga_mlp {
      * leave stage b, bg[b * R + r] their gradients coming back; pinned on stage b's backend */
     float **bx, **bg;
     arrival *arrivals;  /* [2 * b + grad] */
-    int64_t *arrived;   /* [2 * b + grad]: micro-batches of the call across boundary b */
-    pthread_mutex_t mu; /* guards arrived and failed */
+    int64_t *arrived;   /* [2 * b + grad]: micro-batches of the call across boundary b (across
+                         * ranks: in this rank's ring buffer, written back or received) */
+    pthread_mutex_t mu; /* guards arrived, failed and the transfer state below */
     pthread_cond_t cv;
     bool sync_made, failed;
     int32_t first_failed;
+    /* across ranks (p.comm of several ranks): this rank runs stage me alone; the other stages
+     * keep their layer range and the plan's figures, gathered from their ranks */
+    saga_comm *comm;
+    int32_t me;                        /* -1: every stage in this process */
+    saga_comm *xcomm[DENSE_MAX_XFERS]; /* the transfer threads' communicators */
+    xfer xf[DENSE_MAX_XFERS];
+    int32_t n_xf;
+    int gate;       /* for the transfer threads: 0 wait, 1 run, -1 stop at once */
+    bool halted;    /* this rank's stage is done with the call (its copies too) */
+    int32_t n_call; /* micro-batches of the running call */
+    bool xfer_failed;
+    uint64_t sent_bytes;
+    int64_t *gather_i; /* the statistics all ranks sum after a call (4 + 2 S and 2 + S) */
+    double *gather_d;
     /* the running call */
     const float *const *xs, *const *ys;
     double *loss_sums; /* per step of the call */
@@ -110,6 +140,11 @@ struct saga_mlp {
     saga_mlp_stats stats;
     char desc[512];
 };
+
+/* Whether stage q runs in this process. */
+static inline bool dense_here(const saga_mlp *m, int32_t q) {
+    return m->me < 0 || q == m->me;
+}
 
 /* ---- mlp.c -------------------------------------------------------------------------------- */
 
@@ -142,8 +177,16 @@ saga_status dense_balance_stages(saga_mlp *m);
 /* Floats of one micro-batch's activations (or their gradients) across boundary b. */
 size_t dense_boundary_floats(const saga_mlp *m, int32_t b);
 
-/* The pinned buffers activations and gradients cross the stage boundaries through. */
+/* The pinned buffers activations and gradients cross the stage boundaries through (those of
+ * this process's stages); freed by dense_free_boundaries. */
 saga_status dense_make_boundaries(saga_mlp *m);
+void dense_free_boundaries(saga_mlp *m);
+
+/* Across ranks, after each rank built its stage: the transfer threads' communicators, and the
+ * plan's figures of every stage on every rank. Collective. */
+saga_status dense_join_ranks(saga_mlp *m);
+/* Frees the transfer threads' communicators. */
+void dense_leave_ranks(saga_mlp *m);
 
 #ifdef __cplusplus
 }

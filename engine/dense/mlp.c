@@ -26,7 +26,8 @@ saga_mlp_params saga_mlp_params_defaults(void) {
                              .n_stages = 1,
                              .stage_backends = NULL,
                              .stage_layers = NULL,
-                             .pipe = SAGA_DENSE_PIPE_SYNC};
+                             .pipe = SAGA_DENSE_PIPE_SYNC,
+                             .comm = NULL};
 }
 
 bool dense_two_bw(const saga_mlp *m) {
@@ -347,7 +348,9 @@ static void describe(saga_mlp *m) {
         tb = m->layers[l].tile_bytes > tb ? m->layers[l].tile_bytes : tb;
     }
     if (m->S > 1) {
-        p += snprintf(p, (size_t)(end - p), "%d stages (", (int)m->S);
+        p += m->comm
+                 ? snprintf(p, (size_t)(end - p), "%d stages on %d ranks (", (int)m->S, (int)m->S)
+                 : snprintf(p, (size_t)(end - p), "%d stages (", (int)m->S);
         for (int32_t q = 0; q < m->S && p < end; q++) {
             int32_t a = m->stage_layers[q], b = m->stage_layers[q + 1] - 1;
             p += a == b ? snprintf(p, (size_t)(end - p), "%slayer %d", q ? " | " : "", (int)a)
@@ -379,7 +382,8 @@ static void describe(saga_mlp *m) {
         snprintf(p, (size_t)(end - p), " of <= %s, no cap", human(b1, sizeof b1, tb));
 }
 
-static saga_status check_params(saga_backend *be, const saga_mlp_params *p) {
+/* ranks: of p->comm (1 without one) */
+static saga_status check_params(saga_backend *be, const saga_mlp_params *p, int ranks) {
     saga_status st = SAGA_OK;
     SAGA_CHECK(p->n_layers >= 1 && p->widths, SAGA_ERR_INVALID_ARG,
                "saga_mlp_new: need n_layers >= 1 and n_layers + 1 widths (got %d layers%s)",
@@ -403,10 +407,22 @@ static saga_status check_params(saga_backend *be, const saga_mlp_params *p) {
     SAGA_CHECK(p->n_stages >= 1 && p->n_stages <= p->n_layers, SAGA_ERR_INVALID_ARG,
                "saga_mlp_new: %d stages for %d layers (each stage needs a layer)", (int)p->n_stages,
                (int)p->n_layers);
-    SAGA_CHECK(p->n_stages == 1 || p->stage_backends, SAGA_ERR_INVALID_ARG,
+    if (ranks > 1) {
+        SAGA_CHECK(p->n_stages == ranks, SAGA_ERR_INVALID_ARG,
+                   "saga_mlp_new: %d stages over %d ranks (across ranks each rank runs one stage: "
+                   "n_stages must be the communicator's size)",
+                   (int)p->n_stages, ranks);
+        SAGA_CHECK(be, SAGA_ERR_INVALID_ARG,
+                   "saga_mlp_new: across ranks each rank passes its stage's backend as be");
+        SAGA_CHECK(!saga_comm_on_device(p->comm), SAGA_ERR_INVALID_ARG,
+                   "saga_mlp_new: %s is a device communicator; the stages exchange host buffers "
+                   "(pass the host communicator)",
+                   saga_comm_name(p->comm));
+    }
+    SAGA_CHECK(p->n_stages == 1 || ranks > 1 || p->stage_backends, SAGA_ERR_INVALID_ARG,
                "saga_mlp_new: %d stages need stage_backends", (int)p->n_stages);
     SAGA_CHECK(be || p->stage_backends, SAGA_ERR_INVALID_ARG, "saga_mlp_new: no backend given");
-    if (p->stage_backends) {
+    if (p->stage_backends && ranks == 1) {
         SAGA_CHECK(!be || be == p->stage_backends[0], SAGA_ERR_INVALID_ARG,
                    "saga_mlp_new: be must be NULL or stage_backends[0]");
         for (int32_t s = 0; s < p->n_stages; s++) {
@@ -434,8 +450,8 @@ static saga_status check_params(saga_backend *be, const saga_mlp_params *p) {
                "step (got %d): a stage may not start a step's forward passes before its update "
                "of the step before last",
                (int)p->n_stages, (int)p->n_stages - 1, (int)p->n_micro);
-    for (int32_t s = 0; s < p->n_stages; s++) {
-        saga_backend *b = p->stage_backends ? p->stage_backends[s] : be;
+    for (int32_t s = 0; s < (ranks > 1 ? 1 : p->n_stages); s++) {
+        saga_backend *b = p->stage_backends && ranks == 1 ? p->stage_backends[s] : be;
         const saga_kernels *kk = b->kernels;
         SAGA_CHECK(kk->gemm_f32 && kk->copy2d_f32 && kk->act_f32 && kk->act_bwd_f32 &&
                        kk->binary_f32 && kk->scale_f32 && kk->sumsq_f32 && kk->adam_f32,
@@ -449,11 +465,7 @@ fail:
 static saga_status make_stage(saga_mlp *m, int32_t q) {
     saga_status st = SAGA_OK;
     stage *sg = &m->stages[q];
-    sg->m = m;
-    sg->idx = q;
-    sg->l0 = m->stage_layers[q];
-    sg->l1 = m->stage_layers[q + 1];
-    sg->be = m->p.stage_backends ? m->p.stage_backends[q] : m->be;
+    sg->be = m->p.stage_backends && m->me < 0 ? m->p.stage_backends[q] : m->be;
     saga_backend_stats bs;
     saga_backend_get_stats(sg->be, &bs);
     sg->cap = m->p.device_bytes;
@@ -471,14 +483,19 @@ fail:
     return st;
 }
 
-saga_status saga_mlp_new(saga_mlp **out, saga_backend *be, const saga_mlp_params *p) {
+/* This process's part of the network: every stage, or across ranks its own (comm: the ranks, or
+ * NULL). *out gets the network even when this fails, for saga_mlp_free. */
+static saga_status build(saga_mlp **out, saga_backend *be, const saga_mlp_params *p,
+                         saga_comm *comm) {
     saga_status st = SAGA_OK;
     saga_mlp *m = NULL;
-    SAGA_CHECK(out && p, SAGA_ERR_INVALID_ARG, "saga_mlp_new: an argument is NULL");
-    SAGA_TRY(check_params(be, p));
+    SAGA_TRY(check_params(be, p, saga_comm_size(comm)));
 
     SAGA_TRY(saga_alloc_zeroed((void **)&m, 1, sizeof *m, "a dense network"));
-    m->be = p->stage_backends ? p->stage_backends[0] : be;
+    *out = m;
+    m->comm = comm;
+    m->me = comm ? saga_comm_rank(comm) : -1;
+    m->be = p->stage_backends && !comm ? p->stage_backends[0] : be;
     m->p = *p;
     m->L = p->n_layers;
     m->S = p->n_stages;
@@ -515,14 +532,22 @@ saga_status saga_mlp_new(saga_mlp **out, saga_backend *be, const saga_mlp_params
     }
     m->sync_made = true;
     SAGA_TRY(saga_alloc_zeroed((void **)&m->stages, (size_t)m->S, sizeof *m->stages, "stages"));
+    for (int32_t q = 0; q < m->S; q++) {
+        stage *sg = &m->stages[q];
+        sg->m = m;
+        sg->idx = q;
+        sg->l0 = m->stage_layers[q];
+        sg->l1 = m->stage_layers[q + 1];
+    }
     for (int32_t q = 0; q < m->S; q++)
-        SAGA_TRY(make_stage(m, q));
+        if (dense_here(m, q))
+            SAGA_TRY(make_stage(m, q));
     m->p.stage_backends = NULL; /* not kept: the stages hold their backends */
+    m->p.comm = NULL;           /* nor the communicator: m->comm */
     SAGA_TRY(dense_make_boundaries(m));
     for (int32_t q = 0; q < m->S; q++)
-        SAGA_TRY(make_activations(m, &m->stages[q]));
-
-    /* the plan, for the statistics */
+        if (dense_here(m, q))
+            SAGA_TRY(make_activations(m, &m->stages[q]));
     SAGA_TRY(saga_alloc_array((void **)&m->st_tiles, (size_t)m->L, sizeof *m->st_tiles, "stats"));
     SAGA_TRY(saga_alloc_array((void **)&m->st_units, (size_t)m->L, sizeof *m->st_units, "stats"));
     SAGA_TRY(saga_alloc_array((void **)&m->st_tile_bytes, (size_t)m->L, sizeof *m->st_tile_bytes,
@@ -530,12 +555,24 @@ saga_status saga_mlp_new(saga_mlp **out, saga_backend *be, const saga_mlp_params
     SAGA_TRY(saga_alloc_zeroed((void **)&m->st_peak, (size_t)m->S, sizeof *m->st_peak, "stats"));
     SAGA_TRY(saga_alloc_zeroed((void **)&m->st_idle, (size_t)m->S, sizeof *m->st_idle, "stats"));
     SAGA_TRY(saga_alloc_zeroed((void **)&m->st_h2d, (size_t)m->S, sizeof *m->st_h2d, "stats"));
+    if (comm) { /* made here, so that no rank can fail alone when they are gathered */
+        SAGA_TRY(saga_alloc_array((void **)&m->gather_i, 4 + 2 * (size_t)m->S, sizeof *m->gather_i,
+                                  "stats"));
+        SAGA_TRY(saga_alloc_array((void **)&m->gather_d, 2 + (size_t)m->S, sizeof *m->gather_d,
+                                  "stats"));
+    }
+fail:
+    return st;
+}
+
+/* The plan, for the statistics (across ranks, with every stage's figures gathered). */
+static void plan_stats(saga_mlp *m) {
     int32_t per_batch = 0;
     for (int32_t l = 0; l < m->L; l++) {
         m->st_tiles[l] = m->layers[l].n_tiles;
         m->st_units[l] = m->layers[l].units;
         m->st_tile_bytes[l] = m->layers[l].tile_bytes;
-        per_batch += 2 * m->layers[l].n_tiles * p->n_micro;
+        per_batch += 2 * m->layers[l].n_tiles * m->p.n_micro;
     }
     saga_mlp_stats *s = &m->stats;
     s->n_layers = m->L;
@@ -548,6 +585,7 @@ saga_status saga_mlp_new(saga_mlp **out, saga_backend *be, const saga_mlp_params
     s->stage_peak_bytes = m->st_peak;
     s->stage_idle_seconds = m->st_idle;
     s->stage_h2d_bytes = m->st_h2d;
+    s->ranks = m->comm ? m->S : 1;
     for (int32_t q = 0; q < m->S; q++) {
         const stage *sg = &m->stages[q];
         s->streamed = s->streamed || sg->streamed;
@@ -558,6 +596,23 @@ saga_status saga_mlp_new(saga_mlp **out, saga_backend *be, const saga_mlp_params
         s->resident_bytes += sg->streamed ? 0 : sg->footprint;
         s->host_bytes += sg->host_bytes;
     }
+}
+
+saga_status saga_mlp_new(saga_mlp **out, saga_backend *be, const saga_mlp_params *p) {
+    saga_status st = SAGA_OK;
+    saga_mlp *m = NULL;
+    SAGA_CHECK(out && p, SAGA_ERR_INVALID_ARG, "saga_mlp_new: an argument is NULL");
+    saga_comm *comm = saga_comm_size(p->comm) > 1 ? p->comm : NULL;
+    st = build(&m, be, p, comm);
+    if (comm) {
+        /* every rank built its stage, or all return the first failure */
+        st = saga_comm_agree(comm, st);
+        if (st == SAGA_OK)
+            st = dense_join_ranks(m);
+    }
+    if (st < 0)
+        goto fail;
+    plan_stats(m);
     describe(m);
     *out = m;
     return SAGA_OK;
@@ -574,6 +629,7 @@ void saga_mlp_free(saga_mlp **mp) {
     if (m->stages)
         for (int32_t q = 0; q < m->S; q++)
             saga_sched_free(&m->stages[q].s);
+    dense_leave_ranks(m);
     if (m->stages) {
         for (int32_t q = 0; q < m->S; q++) {
             stage *sg = &m->stages[q];
@@ -591,14 +647,6 @@ void saga_mlp_free(saga_mlp **mp) {
             }
             saga_backend_host_free(sg->be, sg->act_host, sg->act_floats * sizeof(float));
             saga_backend_host_free(sg->be, sg->ones_host, (size_t)m->mb * sizeof(float));
-            if (m->bx && m->bg && q < m->S - 1)
-                for (int32_t r = 0; r < m->R; r++) {
-                    size_t i = (size_t)q * (size_t)m->R + (size_t)r;
-                    saga_backend_host_free(sg->be, m->bx[i],
-                                           dense_boundary_floats(m, q) * sizeof(float));
-                    saga_backend_host_free(sg->be, m->bg[i],
-                                           dense_boundary_floats(m, q) * sizeof(float));
-                }
             saga_free(sg->h);
             saga_free(sg->d);
             saga_free(sg->t);
@@ -609,12 +657,9 @@ void saga_mlp_free(saga_mlp **mp) {
         pthread_mutex_destroy(&m->mu);
         pthread_cond_destroy(&m->cv);
     }
+    dense_free_boundaries(m);
     saga_free(m->stages);
     saga_free(m->layers);
-    saga_free(m->bx);
-    saga_free(m->bg);
-    saga_free(m->arrivals);
-    saga_free(m->arrived);
     saga_free(m->loss_sums);
     saga_free(m->widths);
     saga_free(m->stage_layers);
@@ -624,6 +669,8 @@ void saga_mlp_free(saga_mlp **mp) {
     saga_free(m->st_peak);
     saga_free(m->st_idle);
     saga_free(m->st_h2d);
+    saga_free(m->gather_i);
+    saga_free(m->gather_d);
     saga_free(m);
     *mp = NULL;
 }
@@ -840,27 +887,49 @@ fail:
     return st;
 }
 
-saga_status saga_mlp_get_layer(saga_mlp *m, int32_t l, float *W, float *b) {
+/* Layer l's newest weights and bias, in the order of W (in x out, row-major) then b, into wb
+ * (n_params floats), from the device copies of its tiles on stage sg. */
+static saga_status read_layer(saga_mlp *m, stage *sg, int32_t l, float *wb) {
     saga_status st = SAGA_OK;
-    SAGA_CHECK(m && l >= 0 && l < (m ? m->L : 0), SAGA_ERR_INVALID_ARG,
-               "saga_mlp_get_layer: no layer %d", (int)l);
     layer *y = &m->layers[l];
-    stage *sg = m->stages;
-    while (l >= sg->l1)
-        sg++;
     /* the newest version: with 2BW, version step in slot step & 1 */
     int32_t v = dense_two_bw(m) ? (int32_t)(m->step & 1) : 0;
     for (int32_t j = 0; j < y->n_tiles; j++)
         SAGA_TRY(saga_sched_download(sg->s, y->tiles[j].p[v]));
     SAGA_TRY(saga_sched_finish(sg->s));
-    if (W)
-        for (int64_t r = 0; r < y->in; r++)
-            for (int64_t c = 0; c < y->out; c++)
-                W[r * y->out + c] = *tiled(m, y, y->hp[v], r, c);
-    if (b)
+    for (int64_t r = 0; r < y->in; r++)
         for (int64_t c = 0; c < y->out; c++)
-            b[c] = *tiled(m, y, y->hp[v], -1, c);
+            wb[r * y->out + c] = *tiled(m, y, y->hp[v], r, c);
+    for (int64_t c = 0; c < y->out; c++)
+        wb[y->in * y->out + c] = *tiled(m, y, y->hp[v], -1, c);
 fail:
+    return st;
+}
+
+saga_status saga_mlp_get_layer(saga_mlp *m, int32_t l, float *W, float *b) {
+    saga_status st = SAGA_OK;
+    float *wb = NULL;
+    SAGA_CHECK(m && l >= 0 && l < (m ? m->L : 0), SAGA_ERR_INVALID_ARG,
+               "saga_mlp_get_layer: no layer %d", (int)l);
+    const layer *y = &m->layers[l];
+    int32_t q = 0;
+    while (l >= m->stages[q].l1)
+        q++;
+    st = saga_alloc_array((void **)&wb, y->n_params, sizeof *wb, "a layer's parameters");
+    if (st == SAGA_OK && dense_here(m, q))
+        st = read_layer(m, &m->stages[q], l, wb);
+    if (m->comm) { /* the stage's rank sends the layer to every rank */
+        SAGA_TRY(saga_comm_agree(m->comm, st));
+        SAGA_TRY(saga_comm_bcast(m->comm, wb, y->n_params * sizeof *wb, q, NULL));
+    }
+    if (st < 0)
+        goto fail;
+    if (W)
+        memcpy(W, wb, (size_t)(y->in * y->out) * sizeof *W);
+    if (b)
+        memcpy(b, wb + y->in * y->out, (size_t)y->out * sizeof *b);
+fail:
+    saga_free(wb);
     return st;
 }
 

@@ -1,6 +1,7 @@
 /* pipeline.c - pipelines of tiled MLP stages (mlp.c) on several devices: the balanced choice of
  * stage boundaries, the pinned buffers activations and gradients cross them through, one thread
- * per stage running micro-batches in the 1F1B order, and the training calls. See saga_dense.h. */
+ * per stage running micro-batches in the 1F1B order, or one stage per rank with threads that
+ * move those buffers between the ranks, and the training calls. See saga_dense.h. */
 #include "dense_impl.h"
 
 #include <stdio.h>
@@ -57,7 +58,14 @@ size_t dense_boundary_floats(const saga_mlp *m, int32_t b) {
     return (size_t)m->mb * (size_t)m->widths[m->stages[b].l1];
 }
 
-/* The pinned buffers activations and gradients cross the stage boundaries through. */
+/* The stage whose backend holds boundary b's buffers: stage b in one process; across ranks this
+ * rank's, when it is at either end of b (else NULL: no buffer here). */
+static stage *boundary_stage(const saga_mlp *m, int32_t b) {
+    if (m->me < 0)
+        return &m->stages[b];
+    return m->me == b || m->me == b + 1 ? &m->stages[m->me] : NULL;
+}
+
 saga_status dense_make_boundaries(saga_mlp *m) {
     saga_status st = SAGA_OK;
     int32_t nb = m->S - 1, R = m->R;
@@ -72,8 +80,8 @@ saga_status dense_make_boundaries(saga_mlp *m) {
     SAGA_TRY(saga_alloc_zeroed((void **)&m->arrived, 2 * (size_t)nb, sizeof *m->arrived,
                                "boundary arrivals"));
     for (int32_t b = 0; b < nb; b++) {
-        stage *sg = &m->stages[b];
-        for (int32_t r = 0; r < R; r++) {
+        stage *sg = boundary_stage(m, b);
+        for (int32_t r = 0; r < R && sg; r++) {
             SAGA_TRY(dense_host_array(sg, &m->bx[(size_t)b * (size_t)R + (size_t)r],
                                       dense_boundary_floats(m, b)));
             SAGA_TRY(dense_host_array(sg, &m->bg[(size_t)b * (size_t)R + (size_t)r],
@@ -84,6 +92,23 @@ saga_status dense_make_boundaries(saga_mlp *m) {
     }
 fail:
     return st;
+}
+
+void dense_free_boundaries(saga_mlp *m) {
+    if (m->bx && m->bg)
+        for (int32_t b = 0; b < m->S - 1; b++) {
+            stage *sg = boundary_stage(m, b);
+            size_t bytes = dense_boundary_floats(m, b) * sizeof(float);
+            for (int32_t r = 0; r < m->R && sg; r++) {
+                size_t i = (size_t)b * (size_t)m->R + (size_t)r;
+                saga_backend_host_free(sg->be, m->bx[i], bytes);
+                saga_backend_host_free(sg->be, m->bg[i], bytes);
+            }
+        }
+    saga_free(m->bx);
+    saga_free(m->bg);
+    saga_free(m->arrivals);
+    saga_free(m->arrived);
 }
 
 /* ---- running a stage ---------------------------------------------------------------------- */
@@ -100,8 +125,8 @@ static void post_arrival(void *user) {
 }
 
 /* Whether micro-batch g has crossed boundary b (activations, or gradients when grad); with
- * wait, blocks until it has, or until another stage failed (an error; the caller reports the
- * stage that failed first). */
+ * wait, blocks until it has, or until something failed (an error; the caller reports what
+ * failed first: another stage, or across ranks a transfer). */
 static saga_status arrived(stage *sg, int32_t b, bool grad, int32_t g, bool wait, bool *ok) {
     saga_status st = SAGA_OK;
     saga_mlp *m = sg->m;
@@ -119,8 +144,8 @@ static saga_status arrived(stage *sg, int32_t b, bool grad, int32_t g, bool wait
     if (t0 != 0)
         sg->idle_seconds += saga_now() - t0;
     if (failed && wait)
-        st = saga_error(SAGA_ERR_DEVICE, "dense: stage %d stopped: another stage failed",
-                        (int)sg->idx);
+        st = saga_error(SAGA_ERR_DEVICE, "dense: stage %d stopped: %s", (int)sg->idx,
+                        m->comm ? "a transfer failed" : "another stage failed");
     return st;
 }
 
@@ -223,21 +248,133 @@ static void *stage_thread(void *arg) {
     return NULL;
 }
 
+/* Prepares stage q for n micro-batches. */
+static saga_status stage_reset(saga_mlp *m, int32_t q, int32_t n) {
+    stage *sg = &m->stages[q];
+    sg->marked_x = sg->marked_y = sg->marked_dy = 0;
+    sg->idle_seconds = 0;
+    sg->st = SAGA_OK;
+    return dense_make_ops(sg, n);
+}
+
+/* ---- stages on ranks ---------------------------------------------------------------------- */
+
+/* One direction of one boundary: the call's micro-batches in order, a sent one as soon as its
+ * copy to the host is complete, a received one into its ring slot as soon as it comes, while
+ * the stage computes. The two ends of a boundary have ring buffers of their own, and a slot is
+ * never overwritten too early for the reason that holds in one process: micro-batch g + R can
+ * only be computed after a gradient that left its stage's copy stream after the last copy of
+ * micro-batch g's content there (R exceeds the micro-batches in flight), and a send returns
+ * before the next one of its direction starts. When this rank's stage failed and stopped, the
+ * remaining micro-batches go as they are, so that the neighbours finish the call and learn of
+ * the failure when all agree at its end. */
+static void *xfer_thread(void *arg) {
+    xfer *x = arg;
+    saga_mlp *m = x->m;
+    int32_t i = 2 * x->b + (x->grad ? 1 : 0), R = m->R;
+    float **ring = (x->grad ? m->bg : m->bx) + (size_t)x->b * (size_t)R;
+    size_t bytes = dense_boundary_floats(m, x->b) * sizeof(float);
+    pthread_mutex_lock(&m->mu);
+    while (m->gate == 0)
+        pthread_cond_wait(&m->cv, &m->mu);
+    int64_t n = m->gate > 0 ? m->n_call : 0;
+    pthread_mutex_unlock(&m->mu);
+    for (int64_t g = 0; g < n; g++) {
+        pthread_mutex_lock(&m->mu);
+        while (x->send && m->arrived[i] <= g && !(m->failed && m->halted))
+            pthread_cond_wait(&m->cv, &m->mu);
+        pthread_mutex_unlock(&m->mu);
+        saga_comm_block blk = {x->peer, ring[g % R], bytes};
+        saga_status st = x->send ? saga_comm_sendrecv(x->comm, &blk, 1, NULL, 0, NULL)
+                                 : saga_comm_sendrecv(x->comm, NULL, 0, &blk, 1, NULL);
+        pthread_mutex_lock(&m->mu);
+        if (st < 0) {
+            x->st = st;
+            snprintf(x->err, sizeof x->err, "%s", saga_last_error());
+            m->failed = m->xfer_failed = true;
+            pthread_cond_broadcast(&m->cv);
+            pthread_mutex_unlock(&m->mu);
+            break;
+        }
+        if (x->send)
+            m->sent_bytes += bytes;
+        else
+            m->arrived[i] = g + 1;
+        pthread_cond_broadcast(&m->cv);
+        pthread_mutex_unlock(&m->mu);
+    }
+    return NULL;
+}
+
+/* Runs n micro-batches through this rank's stage, on the calling thread, with a thread per
+ * direction and neighbour for the transfers. Every rank returns the same status, except after
+ * a failed transfer (see saga_dense.h). */
+static saga_status run_rank(saga_mlp *m, int32_t n) {
+    saga_status st = SAGA_OK;
+    stage *sg = &m->stages[m->me];
+    int32_t started = 0;
+    m->failed = m->halted = m->xfer_failed = false;
+    m->gate = 0;
+    m->n_call = n;
+    for (int32_t b = 0; b < 2 * (m->S - 1); b++)
+        m->arrived[b] = 0;
+    st = stage_reset(m, m->me, n);
+    for (; st == SAGA_OK && started < m->n_xf; started++) {
+        xfer *x = &m->xf[started];
+        x->st = SAGA_OK;
+        if (pthread_create(&x->thread, NULL, xfer_thread, x)) {
+            st = saga_error(SAGA_ERR_OUT_OF_MEMORY,
+                            "dense: stage %d cannot start a transfer thread", (int)m->me);
+            break;
+        }
+    }
+    /* no transfer starts before every rank is ready for the call */
+    st = saga_comm_agree(m->comm, st);
+    pthread_mutex_lock(&m->mu);
+    m->gate = st == SAGA_OK ? 1 : -1;
+    pthread_cond_broadcast(&m->cv);
+    pthread_mutex_unlock(&m->mu);
+    if (st == SAGA_OK) {
+        st = stage_run(sg);
+        if (st < 0) {
+            snprintf(sg->err, sizeof sg->err, "%s", saga_last_error());
+            st = saga_error(st, "stage %d (%s): %s", (int)sg->idx, saga_backend_name(sg->be),
+                            sg->err);
+            /* no copy may still write the ring buffers the transfers go on with */
+            (void)saga_sched_finish(sg->s);
+        }
+        pthread_mutex_lock(&m->mu);
+        m->halted = true;
+        m->failed = m->failed || st < 0;
+        pthread_cond_broadcast(&m->cv);
+        pthread_mutex_unlock(&m->mu);
+    }
+    for (int32_t k = 0; k < started; k++)
+        pthread_join(m->xf[k].thread, NULL);
+    for (int32_t k = 0; k < started; k++) {
+        const xfer *x = &m->xf[k];
+        if (x->st < 0) /* the neighbour may be waiting for it: no agreement */
+            return saga_error(x->st, "stage %d: %s %s rank %d: %s", (int)m->me,
+                              x->grad ? "gradients" : "activations", x->send ? "to" : "from",
+                              x->peer, x->err);
+    }
+    if (m->gate > 0)
+        st = saga_comm_agree(m->comm, st);
+    return st;
+}
+
 /* Runs n micro-batches (n_steps steps of the call) through the stages: on the calling thread
- * for one stage, else a thread per stage. */
+ * for one stage or one stage per rank, else a thread per stage. */
 static saga_status run_stages(saga_mlp *m, int32_t n_steps) {
     saga_status st = SAGA_OK;
     int32_t n = n_steps * m->p.n_micro, started = 0;
+    if (m->comm)
+        return run_rank(m, n);
     m->failed = false;
     for (int32_t b = 0; b < 2 * (m->S - 1); b++)
         m->arrived[b] = 0;
-    for (int32_t q = 0; q < m->S; q++) {
-        stage *sg = &m->stages[q];
-        sg->marked_x = sg->marked_y = sg->marked_dy = 0;
-        sg->idle_seconds = 0;
-        sg->st = SAGA_OK;
-        SAGA_TRY(dense_make_ops(sg, n));
-    }
+    for (int32_t q = 0; q < m->S; q++)
+        SAGA_TRY(stage_reset(m, q, n));
     if (m->S == 1)
         return stage_run(&m->stages[0]);
     for (; started < m->S; started++)
@@ -266,29 +403,41 @@ fail:
     return st;
 }
 
-/* Runs n_steps steps as one pass through the pipeline and adds its figures to the stats. */
+/* Runs n_steps steps as one pass through the pipeline and adds its figures to the stats (this
+ * process's stages). */
 static saga_status run_call(saga_mlp *m, int32_t n_steps, const float *const *xs,
                             const float *const *ys, double *losses, bool first) {
     saga_status st = SAGA_OK;
     if (n_steps > m->cap_steps) {
-        SAGA_TRY(saga_realloc_array((void **)&m->loss_sums, (size_t)n_steps, sizeof *m->loss_sums,
-                                    "losses"));
-        m->cap_steps = n_steps;
+        st = saga_realloc_array((void **)&m->loss_sums, (size_t)n_steps, sizeof *m->loss_sums,
+                                "losses");
+        if (st == SAGA_OK)
+            m->cap_steps = n_steps;
+        if (m->comm)
+            st = saga_comm_agree(m->comm, st);
+        SAGA_TRY(st);
     }
     for (int32_t t = 0; t < n_steps; t++)
         m->loss_sums[t] = 0;
     m->xs = xs;
     m->ys = ys;
-    for (int32_t q = 0; q < m->S; q++) {
-        saga_backend_reset_stats(m->stages[q].be);
-        saga_sched_reset_stats(m->stages[q].s);
-    }
+    if (first)
+        m->sent_bytes = 0;
+    for (int32_t q = 0; q < m->S; q++)
+        if (dense_here(m, q)) {
+            saga_backend_reset_stats(m->stages[q].be);
+            saga_sched_reset_stats(m->stages[q].s);
+        }
     st = run_stages(m, n_steps);
     if (st < 0) {
         for (int32_t q = 0; q < m->S; q++) /* no copy may still read the caller's arrays */
-            (void)saga_sched_finish(m->stages[q].s);
+            if (dense_here(m, q))
+                (void)saga_sched_finish(m->stages[q].s);
         return st;
     }
+    if (m->comm) /* the last stage computed the losses */
+        SAGA_TRY(saga_comm_bcast(m->comm, m->loss_sums, (size_t)n_steps * sizeof *m->loss_sums,
+                                 m->S - 1, NULL));
     m->step += n_steps;
     if (losses)
         memcpy(losses, m->loss_sums, (size_t)n_steps * sizeof *losses);
@@ -298,6 +447,7 @@ static saga_status run_call(saga_mlp *m, int32_t n_steps, const float *const *xs
         s->h2d_bytes = s->d2h_bytes = 0;
         s->peak_device_bytes = s->kept_bytes = 0;
         s->copy_seconds = s->wait_seconds = 0;
+        s->sent_bytes = 0;
         for (int32_t q = 0; q < m->S; q++) {
             m->st_peak[q] = 0;
             m->st_idle[q] = 0;
@@ -306,6 +456,8 @@ static saga_status run_call(saga_mlp *m, int32_t n_steps, const float *const *xs
     }
     s->kept_bytes = 0;
     for (int32_t q = 0; q < m->S; q++) {
+        if (!dense_here(m, q))
+            continue;
         saga_backend_stats bs;
         saga_sched_stats ss;
         saga_backend_get_stats(m->stages[q].be, &bs);
@@ -320,6 +472,47 @@ static saga_status run_call(saga_mlp *m, int32_t n_steps, const float *const *xs
         m->st_peak[q] = bs.peak_bytes > m->st_peak[q] ? bs.peak_bytes : m->st_peak[q];
         m->st_idle[q] += m->stages[q].idle_seconds;
         m->st_h2d[q] += bs.h2d_bytes;
+    }
+    double cs = s->copy_seconds, w = s->wait_seconds;
+    s->overlap = cs > 0 ? 1.0 - (w < cs ? w : cs) / cs : 0.0;
+fail:
+    return st;
+}
+
+/* Across ranks, after a call: every stage's figures on every rank (each rank holds its own
+ * stage's, zeros for the others). */
+static saga_status gather_stats(saga_mlp *m) {
+    saga_status st = SAGA_OK;
+    saga_mlp_stats *s = &m->stats;
+    int32_t S = m->S;
+    int64_t *v = m->gather_i;
+    double *d = m->gather_d;
+    v[0] = (int64_t)s->h2d_bytes;
+    v[1] = (int64_t)s->d2h_bytes;
+    v[2] = (int64_t)s->kept_bytes;
+    v[3] = (int64_t)m->sent_bytes;
+    d[0] = s->copy_seconds;
+    d[1] = s->wait_seconds;
+    for (int32_t q = 0; q < S; q++) {
+        v[4 + q] = (int64_t)m->st_peak[q];
+        v[4 + S + q] = (int64_t)m->st_h2d[q];
+        d[2 + q] = m->st_idle[q];
+    }
+    SAGA_TRY(saga_comm_allreduce(m->comm, v, 4 + 2 * (size_t)S, SAGA_I64, SAGA_COMM_SUM, NULL));
+    SAGA_TRY(saga_comm_allreduce(m->comm, d, 2 + (size_t)S, SAGA_F64, SAGA_COMM_SUM, NULL));
+    s->h2d_bytes = (uint64_t)v[0];
+    s->d2h_bytes = (uint64_t)v[1];
+    s->kept_bytes = (size_t)v[2];
+    s->sent_bytes = (uint64_t)v[3];
+    s->copy_seconds = d[0];
+    s->wait_seconds = d[1];
+    s->peak_device_bytes = 0;
+    for (int32_t q = 0; q < S; q++) {
+        m->st_peak[q] = (size_t)v[4 + q];
+        m->st_h2d[q] = (uint64_t)v[4 + S + q];
+        m->st_idle[q] = d[2 + q];
+        s->peak_device_bytes =
+            m->st_peak[q] > s->peak_device_bytes ? m->st_peak[q] : s->peak_device_bytes;
     }
     double cs = s->copy_seconds, w = s->wait_seconds;
     s->overlap = cs > 0 ? 1.0 - (w < cs ? w : cs) / cs : 0.0;
@@ -342,6 +535,8 @@ saga_status saga_mlp_train_steps(saga_mlp *m, int32_t n_steps, const float *cons
         for (int32_t t = 0; t < n_steps; t++)
             SAGA_TRY(run_call(m, 1, xs + t, ys + t, losses ? losses + t : NULL, t == 0));
     }
+    if (m->comm)
+        SAGA_TRY(gather_stats(m));
     m->stats.seconds = saga_now() - t0;
 fail:
     return st;
@@ -353,4 +548,82 @@ saga_status saga_mlp_train_step(saga_mlp *m, const float *x, const float *y, dou
     st = saga_mlp_train_steps(m, 1, &x, &y, loss);
 fail:
     return st;
+}
+
+/* ---- joining the ranks -------------------------------------------------------------------- */
+
+saga_status dense_join_ranks(saga_mlp *m) {
+    saga_status st = SAGA_OK;
+    int32_t me = m->me, S = m->S, L = m->L;
+    int64_t *v = NULL;
+    /* a communicator per direction and parity of the boundary, so that each of a rank's
+     * transfer threads has one of its own and both ends of a transfer share it */
+    int n_comms = S > 2 ? 4 : 2;
+    for (int k = 0; k < n_comms; k++) {
+        saga_status o = saga_comm_open(&m->xcomm[k], "mpi");
+        if (o == SAGA_OK && (saga_comm_rank(m->xcomm[k]) != saga_comm_rank(m->comm) ||
+                             saga_comm_size(m->xcomm[k]) != saga_comm_size(m->comm)))
+            o = saga_error(SAGA_ERR_UNSUPPORTED,
+                           "saga_mlp_new: the stages' transfers run on duplicates of "
+                           "MPI_COMM_WORLD, whose ranks differ from those of %s",
+                           saga_comm_name(m->comm));
+        st = st < 0 ? st : o;
+    }
+    SAGA_TRY(saga_comm_agree(m->comm, st));
+    m->n_xf = 0;
+    for (int32_t b = me - 1; b <= me; b++) {
+        if (b < 0 || b >= S - 1)
+            continue;
+        for (int grad = 0; grad < 2; grad++) {
+            xfer *x = &m->xf[m->n_xf++];
+            x->m = m;
+            x->b = b;
+            x->grad = grad == 1;
+            /* activations go from stage b to b + 1, gradients back */
+            x->send = (b == me) != x->grad;
+            x->peer = b == me ? me + 1 : me - 1;
+            x->comm = m->xcomm[2 * (b % 2) + grad];
+        }
+    }
+
+    /* the plan: tiles per layer and each stage's figures */
+    size_t n = 3 * (size_t)L + 6 * (size_t)S;
+    SAGA_TRY(saga_alloc_zeroed((void **)&v, n, sizeof *v, "the plan"));
+    const stage *own = &m->stages[me];
+    for (int32_t l = own->l0; l < own->l1; l++) {
+        v[l] = m->layers[l].n_tiles;
+        v[L + l] = m->layers[l].units;
+        v[2 * L + l] = (int64_t)m->layers[l].tile_bytes;
+    }
+    int64_t *f = v + 3 * L + 6 * me;
+    f[0] = own->streamed;
+    f[1] = (int64_t)own->params;
+    f[2] = (int64_t)own->footprint;
+    f[3] = (int64_t)own->step_bytes;
+    f[4] = (int64_t)own->cap;
+    f[5] = (int64_t)own->host_bytes;
+    SAGA_TRY(saga_comm_allreduce(m->comm, v, n, SAGA_I64, SAGA_COMM_SUM, NULL));
+    for (int32_t l = 0; l < L; l++) {
+        m->layers[l].n_tiles = (int32_t)v[l];
+        m->layers[l].units = (int32_t)v[L + l];
+        m->layers[l].tile_bytes = (size_t)v[2 * L + l];
+    }
+    for (int32_t q = 0; q < S; q++) {
+        stage *sg = &m->stages[q];
+        f = v + 3 * L + 6 * q;
+        sg->streamed = f[0] != 0;
+        sg->params = (size_t)f[1];
+        sg->footprint = (size_t)f[2];
+        sg->step_bytes = (size_t)f[3];
+        sg->cap = (size_t)f[4];
+        sg->host_bytes = (size_t)f[5];
+    }
+fail:
+    saga_free(v);
+    return st;
+}
+
+void dense_leave_ranks(saga_mlp *m) {
+    for (int k = 0; k < DENSE_MAX_XFERS; k++)
+        saga_comm_free(&m->xcomm[k]);
 }

@@ -43,10 +43,31 @@
  *                         one step of staleness (none for the first step). This is a property
  *                         of the step index, not of timing, so results are deterministic, and
  *                         the same with one stage or several. Needs n_micro >= n_stages - 1.
+ *
+ * Stages on ranks: with a communicator of R > 1 ranks in comm (saga_comm.h, a host one) and
+ * n_stages == R, stage s runs on rank s, on the backend that rank passes as be (stage_backends
+ * is ignored), driven by the calling thread. Every rank makes the same calls with the same
+ * arguments, and each is collective: saga_mlp_new, saga_mlp_train_step(s) (the batches given on
+ * every rank: stage 0 reads x, the last stage y), saga_mlp_get_layer and saga_mlp_free.
+ * Activations and gradients go between the ranks as point-to-point transfers of the same pinned
+ * ring buffers, by a thread per direction and neighbour (each on a communicator of its own,
+ * duplicated from MPI_COMM_WORLD as the given one is; a program that initialises MPI itself must
+ * ask for MPI_THREAD_MULTIPLE, as saga does): a micro-batch is sent as soon as its copy to the
+ * host completes, and the next ones are received while the stage computes. The 1F1B
+ * order, SYNC and 2BW are as above, so the results are those of the pipeline in one process.
+ * The loss is computed on the last rank and every rank returns it; the statistics cover every
+ * stage on every rank.
+ *   Failures: a call fails on every rank or on none. A stage that fails in the middle of a step
+ * keeps exchanging its (now meaningless) buffers with its neighbours until the call's
+ * micro-batches are through, then saga_comm_agree gives every rank its error (the other ranks
+ * get it prefixed "rank R: "). A transfer that fails (an MPI error) cannot be finished that
+ * way: the rank that saw it returns SAGA_ERR_COMM without agreement and its neighbours may wait
+ * for it; stop the job then (saga_comm_abort).
  */
 #pragma once
 
 #include "saga_backend.h"
+#include "saga_comm.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -106,15 +127,17 @@ typedef struct saga_mlp_params {
                                           * stage s has layers [stage_layers[s], stage_layers[s + 1]);
                                           * NULL: contiguous stages balanced by parameter count */
     saga_dense_pipe pipe;
+    saga_comm *comm; /* ranks to run the stages on, one each (n_stages == its size); NULL or one
+                      * rank: every stage in this process */
 } saga_mlp_params;
 
 /* 1 layer, batch 1, 1 micro-batch, column tiles, Adam lr 1e-3, betas 0.9 / 0.999, eps 1e-8,
- * no cap, planner's tiles, seed 1, one stage, synchronous; widths NULL (the caller sets
- * them). */
+ * no cap, planner's tiles, seed 1, one stage, synchronous, no communicator; widths NULL (the
+ * caller sets them). */
 saga_mlp_params saga_mlp_params_defaults(void);
 
 /* Builds the network on be (which must outlive it; with stage_backends, be is NULL or the first
- * of them), initializes its parameters from the seed
+ * of them; across ranks, this rank's stage's), initializes its parameters from the seed
  * (the same values for every tiling) and plans the tiles. The host keeps the parameters, the
  * moments, the summed gradients (SAGA_DENSE_ADAM only) and the activations; the device holds
  * what the running and the next step use, and whatever else the cap leaves room for.
@@ -141,7 +164,8 @@ saga_status saga_mlp_train_steps(saga_mlp *m, int32_t n_steps, const float *cons
                                  const float *const *ys, double *losses);
 
 /* Copies layer l's weights (in x out, row-major) and bias (out) to the host arrays W and b
- * (either may be NULL), bringing the device copies of its tiles back first. */
+ * (either may be NULL), bringing the device copies of its tiles back first. Across ranks it is
+ * collective: the rank of the layer's stage sends them to every rank. */
 saga_status saga_mlp_get_layer(saga_mlp *m, int32_t l, float *W, float *b);
 
 typedef struct saga_mlp_stats {
@@ -173,12 +197,16 @@ typedef struct saga_mlp_stats {
     const size_t *stage_peak_bytes;   /* each stage's backend peak in the last call */
     const double *stage_idle_seconds; /* time each stage waited for its neighbours */
     const uint64_t *stage_h2d_bytes;  /* bytes each stage's backend copied to its device */
+    /* across ranks */
+    int32_t ranks;       /* the stages' ranks (1: one process) */
+    uint64_t sent_bytes; /* activations and gradients the ranks sent each other in the last call */
 } saga_mlp_stats;
 
 void saga_mlp_get_stats(const saga_mlp *m, saga_mlp_stats *s);
 /* One line for messages: "in memory: 3 layers, 1 tile each, 50.3 MB resident" or
  * "streamed: column tiles 9/17/1 of <= 1.05 MB, steps of 4.3 MB under a 10.0 MB cap", after
- * "2 stages (layers 0-1 | 2-3), 1F1B with a flush each step; " for a pipeline. */
+ * "2 stages (layers 0-1 | 2-3), 1F1B with a flush each step; " for a pipeline ("2 stages on
+ * 2 ranks (...)" across ranks). */
 const char *saga_mlp_describe(const saga_mlp *m);
 
 #ifdef __cplusplus
