@@ -135,7 +135,9 @@ done
 
 # ---- epoch time: 1 rank x 2 threads against 2 ranks x 1 thread, same two cores
 echo
-echo "time: $rounds rounds of: GCN --synthetic $n,$deg,$f,$c ($time_epochs epochs) with 1 rank x 2 threads, 2 ranks x 1 thread, 1 rank x 1 thread, 1 rank x 1 thread in 2 parts; GCN on Cora ($cora_epochs epochs) with 2 ranks x 1 thread, 1 rank x 1 thread, 1 rank x 1 thread in 2 parts; bench_comm between 2 ranks"
+echo "time: $rounds rounds of: GCN --synthetic $n,$deg,$f,$c ($time_epochs epochs) with 1 rank x 2 threads,"
+echo "      2 ranks x 1 thread, 1 rank x 1 thread, 1 rank x 1 thread in 2 parts; GCN on Cora"
+echo "      ($cora_epochs epochs) with 2 ranks, 1 rank, 1 rank in 2 parts, 1 thread each; bench_comm, 2 ranks"
 for round in $(seq 1 "$rounds"); do
     run time "gcn $gen" 1 2 none gcn --synthetic "$n,$deg,$f,$c" --epochs "$time_epochs" --device cpu --threads 2
     run time "gcn $gen" 2 1 metis gcn --synthetic "$n,$deg,$f,$c" --epochs "$time_epochs" --device cpu --threads 1
