@@ -144,9 +144,8 @@ static int owner_of(const net_dist *x, int32_t v) {
     return lo;
 }
 
-/* The chunks of the forward exchange (see net_dist in net_impl.h); first is n + 1 entries of
- * scratch. */
-static saga_status chunk_lists(saga_net *n, uint8_t *scratch) {
+/* The chunks of the forward exchange (see net_dist in net_impl.h). */
+static saga_status chunk_lists(saga_net *n) {
     saga_status st = SAGA_OK;
     net_dist *x = n->dist;
     int32_t *first = NULL;
@@ -164,7 +163,6 @@ static saga_status chunk_lists(saga_net *n, uint8_t *scratch) {
     x->c_send_n = x->c_cnt + 2 * C;
     x->c_send_at = x->c_cnt + 3 * C;
     /* the chunk that first needs each remote row */
-    (void)scratch;
     SAGA_TRY(saga_alloc_array((void **)&first, (size_t)n->n + 1, sizeof *first, "chunk marks"));
     for (int32_t v = 0; v < n->n; v++)
         first[v] = -1;
@@ -259,7 +257,6 @@ saga_status net_dist_halo(saga_net *n) {
     saga_status st = SAGA_OK;
     net_dist *x = n->dist;
     uint8_t *mark = NULL;
-    int32_t *lists = NULL;
     size_t p = (size_t)x->size;
     int32_t mine0 = x->row0[x->rank], mine1 = x->row0[x->rank + 1];
     SAGA_TRY(saga_alloc_zeroed((void **)&mark, (size_t)n->n + 1, 1, "halo marks"));
@@ -308,10 +305,9 @@ saga_status net_dist_halo(saga_net *n) {
         SAGA_CHECK(x->send_rows[i] >= mine0 && x->send_rows[i] < mine1, SAGA_ERR_INTERNAL,
                    "saga_net: rank %d was asked for row %d it does not own", x->rank,
                    (int)x->send_rows[i]);
-    SAGA_TRY(chunk_lists(n, mark));
+    SAGA_TRY(chunk_lists(n));
 fail:
     saga_free(mark);
-    saga_free(lists);
     return st;
 }
 

@@ -218,8 +218,8 @@ saga_status net_dist_agree_partition(saga_net *n);
 saga_status net_dist_deal(saga_net *n);
 /* The rows to receive and to send, from the halos of this rank's blocks (collective). */
 saga_status net_dist_halo(saga_net *n);
-/* Forward: the rows of host (n x cols floats) that this rank reads from others, from their
- * owners. */
+/* The rows of host (n x cols floats) that this rank reads from others, from their owners, in one
+ * exchange (PageRank's contributions; the network's stages use the chunks below). */
 saga_status net_dist_rows(saga_net *n, float *host, int64_t cols);
 /* Backward: what this rank added into others' rows of host goes to their owners, who add it
  * into theirs. */
