@@ -27,8 +27,8 @@ static const cli_opt pagerank_opts[] = {
     {"allow-unconverged", 0, NULL, NULL,
      "Report the scores after --max-iters iterations with a warning instead of failing."},
     {"device", 0, "DEV", NULL,
-     CLI_DEVICE_HELP " On a GPU, or when a device is named, PageRank runs through the graph "
-                     "executor; on the CPU by default, through the host loop."},
+     CLI_DEVICE_HELP " PageRank runs through the graph executor on every device: in memory "
+                     "(rows in out-degree order, one kernel per iteration) or streamed."},
     CLI_EXEC_OPTS,
     {0}};
 
@@ -152,11 +152,10 @@ static saga_status pagerank_exec(double **scores, pr_result *r, saga_net_stats *
     SAGA_TRY(saga_net_new(&net, c, g, &no));
     int32_t n = saga_graph_n_vertices(g);
     SAGA_TRY(saga_alloc_array((void **)&x, n ? (size_t)n : 1, sizeof *x, "pagerank scores"));
-    double t0 = saga_now();
     SAGA_TRY(saga_net_pagerank(net, po->damping, po->tol, po->max_iters, x, &r->iterations,
                                &r->l1_change));
     saga_net_get_stats(net, ns);
-    r->seconds = saga_now() - t0 - ns->prepare_seconds; /* the iterations, as pr_run times them */
+    r->seconds = ns->iterate_seconds; /* the iterations alone */
     r->converged = r->l1_change < po->tol;
     *scores = x;
     x = NULL;
@@ -165,10 +164,6 @@ fail:
     saga_net_free(&net);
     saga_ctx_free(&c);
     return st;
-}
-
-static void progress(void *ud, int iteration, double l1) {
-    cli_progress(ud, "pagerank: iteration %d, L1 change %.3g", iteration, l1);
 }
 
 static int pagerank_main(int argc, char **argv) {
@@ -180,7 +175,6 @@ static int pagerank_main(int argc, char **argv) {
     int64_t v = 0, k = 10;
     cli_exec ea = cli_exec_defaults();
     const char *device = cli_default_device();
-    bool device_named = false;
     int o;
     cli_begin(&c, &cli_cmd_pagerank, argc, argv);
     while ((o = cli_next(&c, &arg)) >= 0) {
@@ -208,7 +202,6 @@ static int pagerank_main(int argc, char **argv) {
             break;
         case OPT_DEVICE:
             device = arg;
-            device_named = true;
             break;
         default:
             bad = cli_exec_opt(&c, o - OPT_EXEC, arg, &ea);
@@ -241,20 +234,17 @@ static int pagerank_main(int argc, char **argv) {
     cli_say(&c, "graph: %s vertices, %s edges%s (loaded in %.3f s)\n", cli_count(b1, sizeof b1, n),
             cli_count(b2, sizeof b2, saga_graph_n_edges(g)),
             saga_graph_has_weights(g) ? ", weights ignored" : "", load_s);
-    /* the executor on a GPU, or when asked for; the host loop for the CPU by default */
+    /* the executor, on the CPU as on a GPU */
     saga_backend_params bp = saga_backend_params_defaults();
     bp.budget_bytes = ea.device_mem;
     if (saga_comm_agree(comm, cli_backend_open(&c, &be, device, comm, &bp)) < 0)
         goto fail;
-    bool exec = device_named || cli_exec_wanted(&ea) ||
-                saga_backend_get_kind(be) != SAGA_BACKEND_CPU || c.ranks > 1;
     saga_net_stats ns = {0};
-    if (exec ? pagerank_exec(&x, &r, &ns, g, &po, be, &ea, comm) < 0
-             : pr_run(&x, &r, g, &po, progress, &c) < 0) {
+    if (pagerank_exec(&x, &r, &ns, g, &po, be, &ea, comm) < 0) {
         agreed = false;
         goto fail;
     }
-    if (exec && cli_rank_stats_of(&rs, comm, &ns) < 0) {
+    if (cli_rank_stats_of(&rs, comm, &ns) < 0) {
         agreed = false;
         goto fail;
     }
@@ -271,8 +261,7 @@ static int pagerank_main(int argc, char **argv) {
     double per_iter = r.seconds / r.iterations;
     cli_say(&c, "pagerank: %s in %d iterations (L1 change %.3g), %.3f ms per iteration\n",
             r.converged ? "converged" : "stopped", r.iterations, r.l1_change, per_iter * 1e3);
-    if (exec)
-        cli_say_net_stats(&c, &ns, "");
+    cli_say_net_stats(&c, &ns, "");
     if (c.ranks > 1)
         cli_say_rank_stats(&c, &rs, "");
 
@@ -313,11 +302,9 @@ static int pagerank_main(int argc, char **argv) {
         json_key(&j, "seconds"), json_num(&j, r.seconds);
         json_key(&j, "seconds_per_iteration"), json_num(&j, per_iter);
         json_key(&j, "load_seconds"), json_num(&j, load_s);
-        if (exec) {
-            cli_json_net_stats(&j, &ns);
-            json_key(&j, "halo_rows"), json_int(&j, rs.halo_rows);
-            cli_json_rank_stats(&j, &rs);
-        }
+        cli_json_net_stats(&j, &ns);
+        json_key(&j, "halo_rows"), json_int(&j, rs.halo_rows);
+        cli_json_rank_stats(&j, &rs);
         json_key(&j, "top");
         json_array_begin(&j);
         for (int64_t i = 0; i < k; i++) {

@@ -394,16 +394,18 @@ static void pagerank_ref(const saga_graph *g, double dmp, int iters, double *x) 
 }
 
 /* Runs PageRank through a net on a backend with budget (0: none); returns the peak. */
-static size_t pagerank_net(size_t budget, saga_partition_method pm, double *rank,
-                           saga_net_stats *st) {
+static size_t pagerank_net_with(size_t budget, saga_partition_method pm, saga_vertex_order order,
+                                int threads, double *rank, saga_net_stats *st) {
     saga_backend_params bp = saga_backend_params_defaults();
     bp.budget_bytes = budget;
+    bp.n_threads = threads;
     saga_backend *be = NULL;
     assert_int_equal(saga_backend_cpu_new(&be, &bp), SAGA_OK);
     saga_ctx *c = NULL;
     assert_int_equal(saga_ctx_new(&c, be, 1), SAGA_OK);
     saga_net_opts no = saga_net_opts_defaults();
     no.partition = pm;
+    no.order = order;
     saga_net *net = NULL;
     assert_int_equal(saga_net_new(&net, c, D.g, &no), SAGA_OK);
     int iters = 0;
@@ -430,6 +432,66 @@ static size_t pagerank_net(size_t budget, saga_partition_method pm, double *rank
     saga_ctx_free(&c);
     saga_backend_free_all(&be);
     return st->peak_device_bytes;
+}
+
+static size_t pagerank_net(size_t budget, saga_partition_method pm, double *rank,
+                           saga_net_stats *st) {
+    return pagerank_net_with(budget, pm, SAGA_ORDER_AUTO, 0, rank, st);
+}
+
+/* In memory, rows in out-degree order (the default for PageRank) and in the graph's order give
+ * the reference's ranks in the graph's ids; each is the same bits for 1 and 3 threads. */
+static void test_net_pagerank_orders_and_threads(void **state) {
+    (void)state;
+    data_load();
+    int32_t n = D.n;
+    double *ref = test_malloc((size_t)n * sizeof *ref), *r[2][2];
+    pagerank_ref(D.g, 0.85, 30, ref);
+    static const saga_vertex_order orders[] = {SAGA_ORDER_DEGREE, SAGA_ORDER_GRAPH};
+    for (int o = 0; o < 2; o++)
+        for (int t = 0; t < 2; t++) {
+            saga_net_stats st;
+            r[o][t] = test_malloc((size_t)n * sizeof *r[o][t]);
+            pagerank_net_with(0, SAGA_PARTITION_METIS, orders[o], t ? 3 : 1, r[o][t], &st);
+            assert_false(st.streamed);
+            assert_true(st.iterate_seconds > 0 && st.iterate_seconds <= st.seconds);
+            for (int32_t v = 0; v < n; v++)
+                if (!(fabs(r[o][t][v] - ref[v]) <= 1e-12 * ref[v]))
+                    fail_msg("order %d, %d threads, vertex %d: %.17g, reference %.17g",
+                             (int)orders[o], t ? 3 : 1, v, r[o][t][v], ref[v]);
+        }
+    for (int o = 0; o < 2; o++) {
+        assert_memory_equal(r[o][0], r[o][1], (size_t)n * sizeof(double));
+        test_free(r[o][0]);
+        test_free(r[o][1]);
+    }
+    test_free(ref);
+}
+
+/* The degree order is PageRank's: a net with stages refuses it when it prepares, and says why. */
+static void test_net_degree_order_refused_with_stages(void **state) {
+    (void)state;
+    data_load();
+    saga_backend *be = NULL;
+    assert_int_equal(saga_backend_cpu_new(&be, NULL), SAGA_OK);
+    saga_ctx *c = NULL;
+    assert_int_equal(saga_ctx_new(&c, be, 3), SAGA_OK);
+    saga_model *m = NULL;
+    assert_int_equal(saga_model_new(&m, be), SAGA_OK);
+    layer l1, l2;
+    net_model_params(m, &D, 16, &l1, &l2);
+    saga_net_opts no = saga_net_opts_defaults();
+    no.order = SAGA_ORDER_DEGREE;
+    saga_net *net = NULL;
+    assert_int_equal(saga_net_new(&net, c, D.g, &no), SAGA_OK);
+    net_model_stages(net, &GCN, &D, 16, &l1, &l2);
+    assert_int_equal(saga_net_set_input(net, D.x, D.F), SAGA_OK);
+    assert_int_equal(saga_net_forward(net, NULL), SAGA_ERR_UNSUPPORTED);
+    saga_test_assert_error_contains("degree order", NULL);
+    saga_net_free(&net);
+    saga_model_free(&m);
+    saga_ctx_free(&c);
+    saga_backend_free_all(&be);
 }
 
 static void test_net_pagerank_streamed_equals_memory(void **state) {
@@ -480,6 +542,8 @@ int main(void) {
         cmocka_unit_test(test_net_memory_host_arrays_pinned),
         cmocka_unit_test(test_net_budget_too_small),
         cmocka_unit_test(test_net_pagerank_streamed_equals_memory),
+        cmocka_unit_test(test_net_pagerank_orders_and_threads),
+        cmocka_unit_test(test_net_degree_order_refused_with_stages),
     };
     return cmocka_run_group_tests(tests, NULL, teardown);
 }

@@ -211,6 +211,18 @@ typedef struct saga_kernels {
     saga_status (*dropout_rows_f32)(saga_stream *s, int64_t rows, int64_t cols, float p,
                                     uint64_t seed, const int32_t *row_ids, const float *x,
                                     float *y);
+
+    /* ---- version >= 5 ---------------------------------------------------------------------- */
+    /* optional: one PageRank iteration pulled over the rows of A (A->values ignored; c has
+     * A->n_cols entries, the others A->n_rows):
+     *   y[i] = base + d * sum of c[j] over row i's entries
+     *   c_next[i] = y[i] * inv[i]
+     * out[0] = sum |y - x|, out[1] = sum of y[i] where inv[i] == 0 (synchronous; host memory).
+     * y, c_next and x are distinct from each other and from c. The sums are deterministic: the
+     * same bits for any thread count. */
+    saga_status (*pagerank_pull_f64)(saga_stream *s, const saga_csr_dev *A, double d, double base,
+                                     const double *c, const double *x, const double *inv, double *y,
+                                     double *c_next, double *out);
 } saga_kernels;
 
 typedef enum saga_copy_kind {

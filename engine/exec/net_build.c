@@ -4,7 +4,9 @@
  * memory and parts streamed through it, and the scheduler's blocks. */
 #include "net_impl.h"
 
+#include <omp.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Bytes of the host array of stage s's input rows (activations, gradients or saved values), one
@@ -77,11 +79,13 @@ saga_status saga_net_new(saga_net **out, saga_ctx *c, const saga_graph *g, const
     SAGA_CHECK((unsigned)o->exec < SAGA_EXEC_COUNT && o->parts >= 0 &&
                    (unsigned)o->partition < SAGA_PARTITION_METHOD_COUNT &&
                    (unsigned)o->saved < SAGA_SAVED_COUNT &&
-                   (unsigned)o->self_loops < SAGA_DGRAPH_SELF_LOOPS_COUNT,
+                   (unsigned)o->self_loops < SAGA_DGRAPH_SELF_LOOPS_COUNT &&
+                   (unsigned)o->order < SAGA_ORDER_COUNT,
                SAGA_ERR_INVALID_ARG,
                "saga_net_new: options out of range (exec %d, parts %d, partition %d, saved %d, "
-               "self_loops %d)",
-               (int)o->exec, o->parts, (int)o->partition, (int)o->saved, (int)o->self_loops);
+               "self_loops %d, order %d)",
+               (int)o->exec, o->parts, (int)o->partition, (int)o->saved, (int)o->self_loops,
+               (int)o->order);
     SAGA_TRY(saga_alloc_zeroed((void **)&n, 1, sizeof *n, "a net"));
     n->c = c;
     n->be = saga_ctx_backend(c);
@@ -481,10 +485,116 @@ static bool give_back(void *user, size_t bytes) {
 }
 
 /* The placed in-CSR of the (renumbered) graph and the edge values the stages use. */
+/* n->ids: the graph's vertices by out-degree, highest first, ties in the graph's order (a
+ * counting sort). */
+static saga_status degree_order(saga_net *n) {
+    saga_status st = SAGA_OK;
+    int64_t *count = NULL;
+    saga_csr out = saga_graph_out(n->g_user);
+    int64_t top = 0;
+    for (int32_t v = 0; v < n->n; v++) {
+        int64_t d = out.offsets[v + 1] - out.offsets[v];
+        top = d > top ? d : top;
+    }
+    SAGA_TRY(saga_alloc_zeroed((void **)&count, (size_t)top + 2, sizeof *count, "degree counts"));
+    for (int32_t v = 0; v < n->n; v++)
+        count[top - (out.offsets[v + 1] - out.offsets[v]) + 1]++;
+    for (int64_t d = 0; d <= top; d++)
+        count[d + 1] += count[d];
+    SAGA_TRY(host_array(n, (void **)&n->ids, (size_t)n->n, sizeof(int32_t), "vertex ids"));
+    for (int32_t v = 0; v < n->n; v++)
+        n->ids[count[top - (out.offsets[v + 1] - out.offsets[v])]++] = v;
+fail:
+    saga_free(count);
+    return st;
+}
+
+static int cmp_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Renumbers the placed in-CSR (in the graph's order) into the order of n->ids: row i is the
+ * graph's row ids[i], with its sources renumbered and sorted (their values with them). */
+static saga_status permute_placed(saga_net *n) {
+    saga_status st = SAGA_OK;
+    int32_t *pos = NULL, *src = NULL;
+    int64_t *off = NULL;
+    uint64_t *keys = NULL;
+    float *w = NULL;
+    const int32_t N = n->n;
+    SAGA_TRY(saga_alloc_array((void **)&pos, (size_t)N, sizeof *pos, "vertex positions"));
+    SAGA_TRY(saga_alloc_array((void **)&off, (size_t)N + 1, sizeof *off, "placed offsets"));
+    SAGA_TRY(
+        saga_alloc_array((void **)&src, n->m ? (size_t)n->m : 1, sizeof *src, "placed sources"));
+    if (n->h_w)
+        SAGA_TRY(
+            saga_alloc_array((void **)&w, n->m ? (size_t)n->m : 1, sizeof *w, "placed weights"));
+    for (int32_t i = 0; i < N; i++)
+        pos[n->ids[i]] = i;
+    off[0] = 0;
+    for (int32_t i = 0; i < N; i++)
+        off[i + 1] = off[i] + (n->h_off[n->ids[i] + 1] - n->h_off[n->ids[i]]);
+    /* rows longer than an insertion sort handles are sorted as (source, value) keys, the
+     * source in the high half, in a scratch row per thread */
+    int64_t longest = 0;
+    for (int32_t i = 0; i < N; i++)
+        longest = off[i + 1] - off[i] > longest ? off[i + 1] - off[i] : longest;
+    const int nt = omp_get_max_threads();
+    SAGA_TRY(saga_alloc_array((void **)&keys, (size_t)nt * (size_t)(longest + 1), sizeof *keys,
+                              "sort keys"));
+#pragma omp parallel for schedule(dynamic, 256) num_threads(nt)
+    for (int32_t i = 0; i < N; i++) {
+        const int64_t a = n->h_off[n->ids[i]], len = off[i + 1] - off[i];
+        int32_t *s = src + off[i];
+        if (!n->h_w && len <= 32) {
+            for (int64_t k = 0; k < len; k++) {
+                int32_t x = pos[n->h_src[a + k]];
+                int64_t j = k;
+                for (; j > 0 && s[j - 1] > x; j--)
+                    s[j] = s[j - 1];
+                s[j] = x;
+            }
+            continue;
+        }
+        uint64_t *t = keys + (size_t)omp_get_thread_num() * (size_t)(longest + 1);
+        for (int64_t k = 0; k < len; k++) {
+            uint32_t bits = 0;
+            if (n->h_w)
+                memcpy(&bits, &n->h_w[a + k], sizeof bits);
+            t[k] = (uint64_t)(uint32_t)pos[n->h_src[a + k]] << 32 | bits;
+        }
+        qsort(t, (size_t)len, sizeof *t, cmp_u64);
+        for (int64_t k = 0; k < len; k++) {
+            s[k] = (int32_t)(t[k] >> 32);
+            if (w) {
+                uint32_t bits = (uint32_t)t[k];
+                memcpy(&w[off[i] + k], &bits, sizeof bits);
+            }
+        }
+    }
+    saga_free(n->h_off);
+    saga_free(n->h_src);
+    saga_free(n->h_w);
+    n->h_off = off;
+    n->h_src = src;
+    n->h_w = w;
+    off = NULL, src = NULL, w = NULL;
+fail:
+    saga_free(pos);
+    saga_free(off);
+    saga_free(src);
+    saga_free(w);
+    saga_free(keys);
+    return st;
+}
+
 static saga_status place(saga_net *n, const saga_graph *g) {
     saga_status st = SAGA_OK;
     SAGA_TRY(saga_place_in_csr(g, n->o.self_loops == SAGA_DGRAPH_SELF_LOOPS_ADD, &n->h_off,
                                &n->h_src, &n->h_w, &n->m));
+    if (n->ids && !n->part)
+        SAGA_TRY(permute_placed(n)); /* a vertex order in memory */
     SAGA_TRY(
         saga_alloc_zeroed((void **)&n->out_off, (size_t)n->n + 1, sizeof(int64_t), "out-degrees"));
     for (int64_t k = 0; k < n->m; k++)
@@ -558,7 +668,7 @@ static size_t step_estimate(const saga_net *n, bool train, size_t *max_work) {
 static size_t memory_estimate(const saga_net *n, bool train) {
     if (n->pagerank) {
         size_t m = (size_t)saga_graph_n_edges(n->g_user);
-        return (size_t)(n->n + 1) * 8 + m * 4 + (size_t)n->n * 8 * 6 + 4096;
+        return (size_t)(n->n + 1) * 8 + m * 4 + (size_t)n->n * 8 * 7 + 4096;
     }
     size_t total = (size_t)(n->n + 1) * 16 + (size_t)n->m * 20 * (train ? 2 : 1);
     size_t act = (size_t)n->n * (size_t)n->in_cols * 4, widest = 0;
@@ -773,6 +883,9 @@ saga_status net_prepare(saga_net *n, bool train) {
     size_t avail = budget > held ? budget - held : 0;
     for (int s = 0; s < n->n_stages; s++)
         n->stages[s].in_cols = s == 0 ? n->in_cols : n->stages[s - 1].out_cols;
+    SAGA_CHECK(n->o.order != SAGA_ORDER_DEGREE || n->pagerank, SAGA_ERR_UNSUPPORTED,
+               "saga_net: the degree order is PageRank's; a net with stages keeps the graph's "
+               "order");
     n->k = 1;
     /* several ranks: every decision below (parts, streaming) must come out the same on all of
      * them, so they plan with the smallest budget among them (none counts as the largest) and
@@ -828,6 +941,9 @@ saga_status net_prepare(saga_net *n, bool train) {
             /* a copy of the permutation the scheduler can load the ids from */
             SAGA_TRY(host_array(n, (void **)&n->ids, (size_t)n->n, sizeof(int32_t), "vertex ids"));
             memcpy(n->ids, n->part->perm, (size_t)n->n * sizeof(int32_t));
+        } else if (R == 1 && (n->o.order == SAGA_ORDER_DEGREE ||
+                              (n->o.order == SAGA_ORDER_AUTO && n->pagerank))) {
+            SAGA_TRY(degree_order(n));
         }
         if (R > 1)
             SAGA_TRY(net_dist_new(n));

@@ -12,6 +12,7 @@ typedef struct pr_part {
     saga_blk *inv, *dang; /* 1 / out-degree (0 without out-edges); 1 where there are none */
     saga_blk *x[2];       /* ranks, alternating between iterations */
     saga_blk *c;          /* contributions x / out-degree */
+    saga_blk *c2;         /* the next iteration's, when one kernel pulls (NULL otherwise) */
     saga_blk *halo;       /* the contributions of the halo (the part's own c in memory) */
 } pr_part;
 
@@ -19,8 +20,9 @@ typedef struct pr_part {
  * stages' host arrays do (struct saga_net). */
 struct pr_state {
     pr_part *parts;
-    double *h_inv, *h_dang, *h_x[2], *h_c;
+    double *h_inv, *h_dang, *h_x[2], *h_c, *h_c2;
     rows_io *io;
+    bool pull; /* in memory on one rank: an iteration is one pagerank_pull_f64 */
 };
 typedef struct pr_state pr_state;
 
@@ -36,6 +38,7 @@ void net_pr_free(saga_net *n) {
     saga_backend_host_free(n->be, p->h_x[0], bytes);
     saga_backend_host_free(n->be, p->h_x[1], bytes);
     saga_backend_host_free(n->be, p->h_c, bytes);
+    saga_backend_host_free(n->be, p->h_c2, bytes);
     saga_free(p->io);
     saga_free(p);
     n->pr = NULL;
@@ -70,6 +73,12 @@ static saga_status pr_blocks(saga_net *n, pr_state *p) {
         if (!(q->c = saga_sched_block(n->sched, P, SAGA_BLK_TEMP, "contributions")))
             goto oom;
         saga_blk_set_host(q->c, p->h_c + b->v0);
+        if (p->pull) {
+            SAGA_TRY(saga_backend_host_alloc(n->be, (void **)&p->h_c2, (nn + 1) * sizeof(double)));
+            if (!(q->c2 = saga_sched_block(n->sched, P, SAGA_BLK_TEMP, "contributions")))
+                goto oom;
+            saga_blk_set_host(q->c2, p->h_c2 + b->v0);
+        }
         if (k == 1) {
             q->halo = q->c;
         } else {
@@ -96,6 +105,77 @@ fail:
     return st;
 }
 
+/* In memory on one rank: each iteration is one kernel (pagerank_pull_f64) that pulls the
+ * contributions along the in-CSR, writes the new ranks and the next contributions, and returns
+ * the L1 change and the rank of the vertices without out-edges. The contributions alternate
+ * between c and c2 as the ranks between x[0] and x[1]. */
+static saga_status pr_pull(saga_net *n, pr_state *p, double damping, double tol, int max_iter,
+                           int *tp, int *itp, double *l1p) {
+    saga_status st = SAGA_OK;
+    const saga_kernels *K = n->be->kernels;
+    saga_sched *sc = n->sched;
+    saga_stream *s = saga_backend_default_stream(n->be);
+    pr_part *q = &p->parts[0];
+    nblock *b = &n->blk[0];
+    saga_blk *c[2] = {q->c, q->c2};
+    const int64_t N = n->n;
+    double dangling = 0, l1 = INFINITY;
+    int it = 0;
+    saga_sched_plan_begin(sc);
+    int t = saga_sched_step(sc);
+    saga_sched_use(sc, t, q->x[0], SAGA_USE_WRITE, 0);
+    saga_sched_use(sc, t, q->inv, SAGA_USE_READ, 0);
+    saga_sched_use(sc, t, q->dang, SAGA_USE_READ, 0);
+    saga_sched_use(sc, t, c[0], SAGA_USE_WRITE, 0);
+    saga_sched_use(sc, t, b->b_off, SAGA_USE_READ, 0); /* loaded before the iterations */
+    saga_sched_use(sc, t, b->b_src, SAGA_USE_READ, 0);
+    for (int i = 0; i < max_iter; i++) {
+        int xi = i % 2;
+        t = saga_sched_step(sc);
+        saga_sched_use(sc, t, b->b_off, SAGA_USE_READ, 0);
+        saga_sched_use(sc, t, b->b_src, SAGA_USE_READ, 0);
+        saga_sched_use(sc, t, q->inv, SAGA_USE_READ, 0);
+        saga_sched_use(sc, t, c[xi], SAGA_USE_READ, 0);
+        saga_sched_use(sc, t, q->x[xi], SAGA_USE_READ, 0);
+        saga_sched_use(sc, t, q->x[1 - xi], SAGA_USE_WRITE, 0);
+        saga_sched_use(sc, t, c[1 - xi], SAGA_USE_WRITE, 0);
+    }
+    t = saga_sched_step(sc);
+    saga_sched_use(sc, t, q->x[max_iter % 2], SAGA_USE_READ, 0);
+    SAGA_TRY(saga_sched_plan_end(sc));
+
+    t = 0;
+    SAGA_TRY(saga_sched_begin(sc, t));
+    SAGA_TRY(K->fill_f64(s, saga_blk_dev(q->x[0]), N, 1.0 / (double)N));
+    SAGA_TRY(K->mul_f64(s, N, saga_blk_dev(q->x[0]), saga_blk_dev(q->inv), saga_blk_dev(c[0])));
+    SAGA_TRY(K->dot_f64(s, N, saga_blk_dev(q->x[0]), saga_blk_dev(q->dang), &dangling));
+    SAGA_TRY(saga_sched_end(sc, t++));
+    n->stats.iterate_seconds = -saga_now(); /* dot_f64 returned: the step is done */
+    while (it < max_iter) {
+        int xi = it % 2;
+        const double base = (1.0 - damping) / (double)N + damping * dangling / (double)N;
+        double out[2];
+        SAGA_TRY(saga_sched_begin(sc, t));
+        saga_csr_dev A = {N,   N, b->e1 - b->e0, saga_blk_dev(b->b_off), saga_blk_dev(b->b_src),
+                          NULL};
+        SAGA_TRY(K->pagerank_pull_f64(s, &A, damping, base, saga_blk_dev(c[xi]),
+                                      saga_blk_dev(q->x[xi]), saga_blk_dev(q->inv),
+                                      saga_blk_dev(q->x[1 - xi]), saga_blk_dev(c[1 - xi]), out));
+        SAGA_TRY(saga_sched_end(sc, t++));
+        l1 = out[0];
+        dangling = out[1];
+        it++;
+        if (l1 < tol)
+            break;
+    }
+    n->stats.iterate_seconds += saga_now(); /* the sums returned: so did the iteration */
+fail:
+    *tp = t;
+    *itp = it;
+    *l1p = l1;
+    return st;
+}
+
 saga_status saga_net_pagerank(saga_net *n, double damping, double tol, int max_iter, double *rank,
                               int *iterations, double *l1_out) {
     saga_status st = SAGA_OK;
@@ -116,11 +196,14 @@ saga_status saga_net_pagerank(saga_net *n, double damping, double tol, int max_i
     SAGA_TRY(net_prepare(n, false));
     if (!n->pr) {
         SAGA_TRY(saga_alloc_zeroed((void **)&n->pr, 1, sizeof *n->pr, "PageRank state"));
+        n->pr->pull = n->k == 1 && !n->dist && K->version >= 5 && K->pagerank_pull_f64;
+        double t_blocks = saga_now();
         st = pr_blocks(n, n->pr);
         if (st < 0) {
             net_pr_free(n);
             goto fail;
         }
+        n->stats.prepare_seconds += saga_now() - t_blocks; /* the vectors are part of it */
     }
     pr_state p = *n->pr;
     saga_backend_reset_stats(n->be);
@@ -134,49 +217,55 @@ saga_status saga_net_pagerank(saga_net *n, double damping, double tol, int max_i
     saga_sched *sc = n->sched;
     saga_stream *s = saga_backend_default_stream(n->be);
 
+    int t = 0, it = 0;
+    double l1 = INFINITY;
+    if (p.pull) {
+        st = pr_pull(n, &p, damping, tol, max_iter, &t, &it, &l1);
+        if (st < 0)
+            goto fail;
+        goto done;
+    }
     /* the plan of max_iter iterations, left at convergence */
     saga_sched_plan_begin(sc);
     for (int32_t d = n->d_lo; d < n->d_hi; d++) {
-        int t = saga_sched_step(sc);
-        saga_sched_use(sc, t, p.parts[d].x[0], SAGA_USE_WRITE, 0);
+        int ts = saga_sched_step(sc);
+        saga_sched_use(sc, ts, p.parts[d].x[0], SAGA_USE_WRITE, 0);
     }
-    for (int it = 0; it < max_iter; it++) {
-        int xi = it % 2;
+    for (int i = 0; i < max_iter; i++) {
+        int xi = i % 2;
         for (int32_t d = n->d_lo; d < n->d_hi; d++) {
-            int t = saga_sched_step(sc);
+            int ts = saga_sched_step(sc);
             pr_part *q = &p.parts[d];
-            saga_sched_use(sc, t, q->x[xi], SAGA_USE_READ, 0);
-            saga_sched_use(sc, t, q->inv, SAGA_USE_READ, 0);
-            saga_sched_use(sc, t, q->dang, SAGA_USE_READ, 0);
-            saga_sched_use(sc, t, q->c, SAGA_USE_WRITE, k > 1 ? SAGA_USE_WRITEBACK : 0);
+            saga_sched_use(sc, ts, q->x[xi], SAGA_USE_READ, 0);
+            saga_sched_use(sc, ts, q->inv, SAGA_USE_READ, 0);
+            saga_sched_use(sc, ts, q->dang, SAGA_USE_READ, 0);
+            saga_sched_use(sc, ts, q->c, SAGA_USE_WRITE, k > 1 ? SAGA_USE_WRITEBACK : 0);
         }
         for (int32_t d = n->d_lo; d < n->d_hi; d++) {
-            int t = saga_sched_step(sc);
+            int ts = saga_sched_step(sc);
             if (d == n->d_lo && n->dist)
-                saga_sched_step_hold(sc, t); /* the contributions of others arrive first */
+                saga_sched_step_hold(sc, ts); /* the contributions of others arrive first */
             else if (d == n->d_lo && k > 1)
-                saga_sched_step_barrier(sc, t);
+                saga_sched_step_barrier(sc, ts);
             pr_part *q = &p.parts[d];
             nblock *b = &n->blk[d];
             if (q->halo != q->c)
-                saga_sched_use(sc, t, q->halo, SAGA_USE_READ, 0);
-            saga_sched_use(sc, t, b->b_off, SAGA_USE_READ, 0);
-            saga_sched_use(sc, t, b->b_src, SAGA_USE_READ, 0);
-            saga_sched_use(sc, t, q->x[xi], SAGA_USE_READ, 0);
+                saga_sched_use(sc, ts, q->halo, SAGA_USE_READ, 0);
+            saga_sched_use(sc, ts, b->b_off, SAGA_USE_READ, 0);
+            saga_sched_use(sc, ts, b->b_src, SAGA_USE_READ, 0);
+            saga_sched_use(sc, ts, q->x[xi], SAGA_USE_READ, 0);
             if (q->halo == q->c)
-                saga_sched_use(sc, t, q->c, SAGA_USE_READ, 0);
-            saga_sched_use(sc, t, q->x[1 - xi], SAGA_USE_WRITE, 0);
+                saga_sched_use(sc, ts, q->c, SAGA_USE_READ, 0);
+            saga_sched_use(sc, ts, q->x[1 - xi], SAGA_USE_WRITE, 0);
         }
     }
     /* the ranks of the last iteration are read after it: kept until downloaded */
     for (int32_t d = n->d_lo; d < n->d_hi; d++) {
-        int t = saga_sched_step(sc);
-        saga_sched_use(sc, t, p.parts[d].x[max_iter % 2], SAGA_USE_READ, 0);
+        int ts = saga_sched_step(sc);
+        saga_sched_use(sc, ts, p.parts[d].x[max_iter % 2], SAGA_USE_READ, 0);
     }
     SAGA_TRY(saga_sched_plan_end(sc));
 
-    int t = 0, it = 0;
-    double l1 = INFINITY;
     for (int32_t d = n->d_lo; d < n->d_hi; d++, t++) {
         SAGA_TRY(saga_sched_begin(sc, t));
         pr_part *q = &p.parts[d];
@@ -185,6 +274,8 @@ saga_status saga_net_pagerank(saga_net *n, double damping, double tol, int max_i
             SAGA_TRY(K->fill_f64(s, saga_blk_dev(q->x[0]), P, 1.0 / n->n));
         SAGA_TRY(saga_sched_end(sc, t));
     }
+    SAGA_TRY(saga_sched_finish(sc));
+    n->stats.iterate_seconds = -saga_now();
     while (it < max_iter) {
         int xi = it % 2;
         double dangling = 0;
@@ -236,6 +327,8 @@ saga_status saga_net_pagerank(saga_net *n, double damping, double tol, int max_i
         if (l1 < tol)
             break;
     }
+    n->stats.iterate_seconds += saga_now(); /* l1_diff_f64 returned: the iteration is done */
+done:
     SAGA_TRY(saga_sched_finish(sc));
     for (int32_t d = n->d_lo; d < n->d_hi; d++)
         SAGA_TRY(saga_sched_download(sc, p.parts[d].x[it % 2]));
@@ -250,6 +343,8 @@ saga_status saga_net_pagerank(saga_net *n, double damping, double tol, int max_i
     if (l1_out)
         *l1_out = l1;
 fail:
+    if (st < 0 && n)
+        n->stats.iterate_seconds = 0;
     if (n && n->sched) {
         (void)saga_sched_finish(n->sched);
         net_collect_stats(n, t0);

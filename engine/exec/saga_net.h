@@ -59,6 +59,17 @@ typedef enum saga_saved {
     SAGA_SAVED_COUNT
 } saga_saved;
 
+/* The order of the net's rows in memory. Users never see it: input, output and scores stay in
+ * the graph's order. */
+typedef enum saga_vertex_order {
+    SAGA_ORDER_AUTO = 0, /* DEGREE for PageRank in memory on one rank, else GRAPH */
+    SAGA_ORDER_GRAPH,    /* the graph's own order (or the parts', streamed) */
+    SAGA_ORDER_DEGREE,   /* in memory: by out-degree, highest first (ties: the graph's order),
+                          * so that the sources most edges read share the cache; PageRank only
+                          * (a net with stages refuses it: SAGA_ERR_UNSUPPORTED) */
+    SAGA_ORDER_COUNT
+} saga_vertex_order;
+
 typedef struct saga_net_opts {
     saga_exec exec;
     int32_t parts;                   /* streamed: parts; 0 = the fewest whose blocks fit */
@@ -66,6 +77,7 @@ typedef struct saga_net_opts {
     uint64_t partition_seed;
     saga_saved saved;
     saga_dgraph_self_loops self_loops;
+    saga_vertex_order order; /* in memory on one rank; streamed nets keep the parts' order */
     /* Several ranks (NULL or one rank: this process alone; not owned, must outlive the net).
      * Every rank makes the same net over the same graph, stages, loss and input, and makes the
      * same calls in the same order. The parts (at least one per rank; METIS unless told
@@ -143,6 +155,9 @@ typedef struct saga_net_stats {
     double comm_seconds;
     double comm_hidden;
     int64_t remote_rows;
+    /* saga_net_pagerank: the iterations alone (the start vector, and in memory the graph's
+     * first load, before them; the download of the ranks after) */
+    double iterate_seconds;
 } saga_net_stats;
 
 void saga_net_get_stats(const saga_net *n, saga_net_stats *s);

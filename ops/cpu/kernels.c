@@ -159,8 +159,79 @@ static saga_status cpu_l1_diff_f64(saga_stream *s, int64_t n, const double *x, c
     return SAGA_OK;
 }
 
+/* ---- PageRank ------------------------------------------------------------------------------ */
+
+enum { PR_BLOCKS = 1024 }; /* the most blocks a pull is cut into (their partial sums: stack) */
+
+/* Sum of c over the entries [lo, hi) of idx. Four partial sums hide the additions' latency, which
+ * otherwise bounds the loop at one entry per add; the order is fixed. */
+static inline double pr_row_sum(const double *c, const int32_t *idx, int64_t lo, int64_t hi) {
+    double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    int64_t k = lo;
+    for (; k + 4 <= hi; k += 4) {
+        s0 += c[idx[k]];
+        s1 += c[idx[k + 1]];
+        s2 += c[idx[k + 2]];
+        s3 += c[idx[k + 3]];
+    }
+    for (; k < hi; k++)
+        s0 += c[idx[k]];
+    return (s0 + s1) + (s2 + s3);
+}
+
+/* The first row r with off[r] + r >= target: blocks cut by entries plus rows, so that a block of
+ * hubs (a degree order puts them together) is no longer than a block of leaves. */
+static int64_t pr_cut(const int64_t *off, int64_t n, int64_t target) {
+    int64_t a = 0, b = n;
+    while (a < b) {
+        int64_t m = a + (b - a) / 2;
+        if (off[m] + m < target)
+            a = m + 1;
+        else
+            b = m;
+    }
+    return a;
+}
+
+/* The rows are cut into blocks by work; threads take blocks as they finish (a degree order makes
+ * the work uneven), and the blocks' partial sums are added in block order, so the sums do not
+ * depend on the threads. */
+static saga_status cpu_pagerank_pull_f64(saga_stream *s, const saga_csr_dev *A, double d,
+                                         double base, const double *c, const double *x,
+                                         const double *inv, double *y, double *c_next,
+                                         double *out) {
+    saga_cpu_stream_drain(s);
+    const int64_t n = A->n_rows, work = A->nnz + n;
+    const int64_t *off = A->offsets;
+    const int32_t *idx = A->indices;
+    int64_t nb = work / 4096;
+    nb = nb < 1 ? 1 : nb > PR_BLOCKS ? PR_BLOCKS : nb;
+    double part[2 * PR_BLOCKS];
+    const int nt = threads_for(s, work);
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
+    for (int64_t b = 0; b < nb; b++) {
+        int64_t lo = pr_cut(off, n, work * b / nb), hi = pr_cut(off, n, work * (b + 1) / nb);
+        double l1 = 0, dang = 0;
+        for (int64_t i = lo; i < hi; i++) {
+            double yi = base + d * pr_row_sum(c, idx, off[i], off[i + 1]);
+            l1 += fabs(yi - x[i]);
+            y[i] = yi;
+            c_next[i] = yi * inv[i];
+            dang += inv[i] == 0.0 ? yi : 0.0;
+        }
+        part[2 * b] = l1;
+        part[2 * b + 1] = dang;
+    }
+    out[0] = out[1] = 0.0;
+    for (int64_t b = 0; b < nb; b++) {
+        out[0] += part[2 * b];
+        out[1] += part[2 * b + 1];
+    }
+    return SAGA_OK;
+}
+
 const saga_kernels saga_cpu_kernels = {
-    .version = 4,
+    .version = 5,
     .fill_f64 = cpu_fill_f64,
     .axpby_f64 = cpu_axpby_f64,
     .mul_f64 = cpu_mul_f64,
@@ -194,4 +265,5 @@ const saga_kernels saga_cpu_kernels = {
     .adam_f32 = saga_cpu_adam_f32,
     .sgd_f32 = saga_cpu_sgd_f32,
     .dropout_rows_f32 = saga_cpu_dropout_rows_f32,
+    .pagerank_pull_f64 = cpu_pagerank_pull_f64,
 };

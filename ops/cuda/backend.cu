@@ -583,7 +583,7 @@ static const saga_backend_iface cuda_iface = {
 };
 
 static const saga_kernels cuda_kernels = {
-    /* version */ 4,
+    /* version */ 5,
     /* fill_f64 */ saga_cuda_fill_f64,
     /* axpby_f64 */ saga_cuda_axpby_f64,
     /* mul_f64 */ saga_cuda_mul_f64,
@@ -617,6 +617,7 @@ static const saga_kernels cuda_kernels = {
     /* adam_f32 */ saga_cuda_adam_f32,
     /* sgd_f32 */ saga_cuda_sgd_f32,
     /* dropout_rows_f32 */ saga_cuda_dropout_rows_f32,
+    /* pagerank_pull_f64 */ NULL, /* the executor runs the separate kernels */
 };
 
 // Entry point (see backend_impl.h): fills be's table, kernels, context, name and device_total. On
