@@ -905,9 +905,13 @@ static saga_csr_dev random_csr(int64_t n_rows, int64_t n_cols, bool weighted) {
 
 static void test_nn_kernels_spmm(void **state) {
     (void)state;
+    /* F = 16 and 8 take the register-blocked path, rows in pairs: odd and even row counts, a
+     * single row, and rows of no entries (random_csr leaves some empty; cols 0 leaves all). */
     static const int64_t shapes[][3] = {/* rows, cols, F */
-                                        {0, 4, 8},      {1, 1, 1},     {37, 20, 3}, {37, 20, 16},
-                                        {300, 50, 128}, {20, 30, 300}, {9, 0, 4}};
+                                        {0, 4, 8},    {1, 1, 1},  {37, 20, 3},    {37, 20, 16},
+                                        {38, 20, 16}, {1, 7, 16}, {2, 7, 8},      {37, 20, 8},
+                                        {64, 300, 8}, {5, 0, 16}, {300, 50, 128}, {20, 30, 300},
+                                        {9, 0, 4}};
     seed(13);
     for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++)
         for (int w = 0; w < 2; w++)
