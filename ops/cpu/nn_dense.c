@@ -273,17 +273,27 @@ static saga_status dropout_mask_for(const char *slot, float p, uint64_t seed, dr
     return SAGA_OK;
 }
 
-/* x * scale when the draw z keeps the element, else +0 (also for a NaN or infinite x). Selecting
- * with a mask instead of a branch: the branch is taken at random, and its mispredictions cost more
- * than the rest of the loop. */
-static inline float dropout_select(const dropout_mask *m, uint64_t z, float x) {
-    uint32_t mask = 0u - (uint32_t)((z >> 40) >= m->thr);
-    float v = x * m->scale;
-    uint32_t bits;
-    memcpy(&bits, &v, sizeof bits);
-    bits &= mask;
-    memcpy(&v, &bits, sizeof bits);
-    return v;
+/* y[i] = x[i] * scale or +0 (also for a NaN or infinite x) for the n elements whose mask indices
+ * follow the one of counter c0 = key + 0x9E3779B97F4A7C15 (index + 1), the draw of the first.
+ * Written so that the compiler vectorises it (AVX2 where the processor has it; SSE2 has no
+ * 64-bit multiply): a select by bit mask, not a branch taken at random, and the test on the top
+ * 24 bits of mix64's last product, which its final xor-shift (z ^ z >> 31) does not change:
+ * (z >> 40) >= thr <=> z >= thr 2^40. y may be x. */
+__attribute__((target_clones("avx2", "default"))) static void
+dropout_span(const dropout_mask *m, uint64_t c0, int64_t n, const float *x, float *y) {
+    const uint64_t thr = m->thr << 40;
+    const float scale = m->scale;
+    for (int64_t i = 0; i < n; i++) {
+        uint64_t z = c0 + 0x9E3779B97F4A7C15ull * (uint64_t)i;
+        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+        const uint32_t mask = 0u - (uint32_t)(z >= thr);
+        float v = x[i] * scale;
+        uint32_t bits;
+        memcpy(&bits, &v, sizeof bits);
+        bits &= mask;
+        memcpy(&y[i], &bits, sizeof bits);
+    }
 }
 
 saga_status saga_cpu_dropout_f32(saga_stream *s, int64_t n, float p, uint64_t seed, int64_t first,
@@ -305,10 +315,13 @@ saga_status saga_cpu_dropout_f32(saga_stream *s, int64_t n, float p, uint64_t se
         }
         return SAGA_OK;
     }
-#pragma omp parallel for schedule(static) num_threads(nt) firstprivate(m)
-    for (int64_t i = 0; i < n; i++)
-        y[i] = dropout_select(&m, mix64(m.key + 0x9E3779B97F4A7C15ull * (uint64_t)(first + i + 1)),
-                              x[i]);
+#pragma omp parallel num_threads(nt) firstprivate(m)
+    {
+        int64_t lo, hi;
+        saga_cpu_nn_chunk(n, omp_get_thread_num(), omp_get_num_threads(), &lo, &hi);
+        dropout_span(&m, m.key + 0x9E3779B97F4A7C15ull * (uint64_t)(first + lo + 1), hi - lo,
+                     x + lo, y + lo);
+    }
     return SAGA_OK;
 }
 
@@ -324,12 +337,9 @@ saga_status saga_cpu_dropout_rows_f32(saga_stream *s, int64_t rows, int64_t cols
 #pragma omp parallel for schedule(static) num_threads(nt) firstprivate(m)
     for (int64_t r = 0; r < rows; r++) {
         /* the loop of dropout_f32 over one row, from the row's place in the whole tensor */
-        const uint64_t base =
-            m.key + 0x9E3779B97F4A7C15ull * ((uint64_t)row_ids[r] * (uint64_t)cols + 1);
-        const float *xr = x + r * cols;
-        float *yr = y + r * cols;
-        for (int64_t j = 0; j < cols; j++)
-            yr[j] = dropout_select(&m, mix64(base + 0x9E3779B97F4A7C15ull * (uint64_t)j), xr[j]);
+        dropout_span(&m,
+                     m.key + 0x9E3779B97F4A7C15ull * ((uint64_t)row_ids[r] * (uint64_t)cols + 1),
+                     cols, x + r * cols, y + r * cols);
     }
     return SAGA_OK;
 }
