@@ -187,8 +187,12 @@ static void test_nn_kernels_table_complete(void **state) {
 
 static void test_nn_kernels_gemm(void **state) {
     (void)state;
-    static const int64_t shapes[][3] = {{0, 3, 4},    {3, 0, 2}, {1, 1, 1}, {7, 5, 3},
-                                        {33, 17, 65}, {5, 4, 0}, {2, 9, 1}};
+    /* M, N, K. N = 16 and 8 with an untransposed A take the narrow kernel where the processor has
+     * AVX2 and FMA: row blocks of 4 and 8 with remainders, K * N past its packed-B limit. */
+    static const int64_t shapes[][3] = {{0, 3, 4},    {3, 0, 2},  {1, 1, 1},   {7, 5, 3},
+                                        {33, 17, 65}, {5, 4, 0},  {2, 9, 1},   {37, 16, 128},
+                                        {13, 8, 16},  {3, 16, 5}, {1, 8, 1},   {8, 8, 3},
+                                        {4, 16, 300}, {6, 16, 1}, {17, 8, 513}};
     seed(1);
     for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
         const int64_t M = shapes[si][0], N = shapes[si][1], Kd = shapes[si][2];
@@ -203,10 +207,12 @@ static void test_nn_kernels_gemm(void **state) {
                     fill_rand(A, ar * lda, -1, 1);
                     fill_rand(B, br * ldb, -1, 1);
                     const float alpha = 0.75f, beta = bi ? -0.5f : 0.0f;
+                    float *C0 = falloc(M * ldc);
                     if (bi)
                         fill_rand(C, M * ldc, -1, 1);
                     else
                         fill_nan(C, M * ldc); /* beta == 0 must not read C */
+                    memcpy(C0, C, (size_t)(M * ldc) * 4);
                     double *want = dvec(M * N), *scale = dvec(M * N);
                     for (int64_t i = 0; i < M; i++)
                         for (int64_t j = 0; j < N; j++) {
@@ -226,6 +232,21 @@ static void test_nn_kernels_gemm(void **state) {
                         SAGA_OK);
                     for (int64_t i = 0; i < M; i++)
                         assert_near(C + i * ldc, want + i * N, N, 1e-5, scale + i * N);
+                    /* the narrow kernel gives these bits for every thread count (rows are
+                     * split, K is not); SGEMM promises them for a given count only */
+                    const bool narrow = !ta && (N == 8 || N == 16) && Kd * N <= 4096;
+                    float *C2 = falloc(M * ldc);
+                    for (int t = 0; narrow && t < N_BE; t++) {
+                        if (bi)
+                            memcpy(C2, C0, (size_t)(M * ldc) * 4);
+                        else
+                            fill_nan(C2, M * ldc);
+                        assert_int_equal(K()->gemm_f32(S(t), ta, tb, M, N, Kd, alpha, A, lda, B,
+                                                       ldb, beta, C2, ldc),
+                                         SAGA_OK);
+                        for (int64_t i = 0; i < M; i++)
+                            assert_same_bits(C + i * ldc, C2 + i * ldc, (size_t)N * 4, "gemm");
+                    }
                     free(want);
                     free(scale);
                     free_bufs(NULL);
@@ -905,9 +926,13 @@ static saga_csr_dev random_csr(int64_t n_rows, int64_t n_cols, bool weighted) {
 
 static void test_nn_kernels_spmm(void **state) {
     (void)state;
+    /* F = 16 and 8 take the register-blocked path, rows in pairs: odd and even row counts, a
+     * single row, and rows of no entries (random_csr leaves some empty; cols 0 leaves all). */
     static const int64_t shapes[][3] = {/* rows, cols, F */
-                                        {0, 4, 8},      {1, 1, 1},     {37, 20, 3}, {37, 20, 16},
-                                        {300, 50, 128}, {20, 30, 300}, {9, 0, 4}};
+                                        {0, 4, 8},    {1, 1, 1},  {37, 20, 3},    {37, 20, 16},
+                                        {38, 20, 16}, {1, 7, 16}, {2, 7, 8},      {37, 20, 8},
+                                        {64, 300, 8}, {5, 0, 16}, {300, 50, 128}, {20, 30, 300},
+                                        {9, 0, 4}};
     seed(13);
     for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++)
         for (int w = 0; w < 2; w++)

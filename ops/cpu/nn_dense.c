@@ -7,6 +7,7 @@
 #include "nn_kernels.h"
 
 #include <cblas.h>
+#include <immintrin.h>
 #include <limits.h>
 #include <math.h>
 #include <omp.h>
@@ -64,6 +65,82 @@ static void gemm_rows(bool trans_a, bool trans_b, int64_t m0, int64_t m1, int64_
                 (int)lda, B, (int)ldb, beta, C + m0 * ldc, (int)ldc);
 }
 
+/* ---- narrow GEMM: C = alpha A B + beta C for an untransposed A of many rows and N = 8 or 16
+ * columns (a GCN layer's projection). SGEMM copies ("packs") the whole of A before multiplying,
+ * which for 16 columns costs about as much as the product: here A is read once, in place, against
+ * B packed (K x N, under GEMM_NARROW_MAX_B floats) and kept in L1. A block of R rows holds R x N
+ * accumulators in registers; every element of C is one chain of fused multiply-adds over k in
+ * increasing order, so its bits do not depend on the blocking or the thread split. AVX2 and FMA
+ * only; other processors keep SGEMM. */
+enum { GEMM_NARROW_MAX_B = 4096 };
+
+static inline __attribute__((always_inline, target("avx2,fma"))) void
+narrow_block(const int R, const int V, int64_t K, float alpha, const float *A, int64_t lda,
+             const float *B, float beta, float *C, int64_t ldc) {
+    __m256 acc[8][2];
+    for (int r = 0; r < R; r++)
+        for (int v = 0; v < V; v++)
+            acc[r][v] = _mm256_setzero_ps();
+    for (int64_t k = 0; k < K; k++) {
+        __m256 b[2];
+        for (int v = 0; v < V; v++)
+            b[v] = _mm256_loadu_ps(B + k * 8 * V + 8 * v);
+        for (int r = 0; r < R; r++) {
+            const __m256 a = _mm256_broadcast_ss(A + r * lda + k);
+            for (int v = 0; v < V; v++)
+                acc[r][v] = _mm256_fmadd_ps(a, b[v], acc[r][v]);
+        }
+    }
+    const __m256 al = _mm256_set1_ps(alpha), be = _mm256_set1_ps(beta);
+    for (int r = 0; r < R; r++)
+        for (int v = 0; v < V; v++) {
+            float *c = C + r * ldc + 8 * v;
+            __m256 y = _mm256_mul_ps(al, acc[r][v]);
+            if (beta != 0.0f)
+                y = _mm256_add_ps(y, _mm256_mul_ps(be, _mm256_loadu_ps(c)));
+            _mm256_storeu_ps(c, y);
+        }
+}
+
+/* Rows [m0, m1) of C; V = N / 8 vectors per row, in blocks of 32 / (4 V) rows, then one by one. */
+__attribute__((target("avx2,fma"))) static void
+gemm_narrow_rows(int64_t m0, int64_t m1, int V, int64_t K, float alpha, const float *A, int64_t lda,
+                 const float *B, float beta, float *C, int64_t ldc) {
+    int64_t i = m0;
+    if (V == 2) {
+        for (; i + 4 <= m1; i += 4)
+            narrow_block(4, 2, K, alpha, A + i * lda, lda, B, beta, C + i * ldc, ldc);
+        for (; i < m1; i++)
+            narrow_block(1, 2, K, alpha, A + i * lda, lda, B, beta, C + i * ldc, ldc);
+    } else {
+        for (; i + 8 <= m1; i += 8)
+            narrow_block(8, 1, K, alpha, A + i * lda, lda, B, beta, C + i * ldc, ldc);
+        for (; i < m1; i++)
+            narrow_block(1, 1, K, alpha, A + i * lda, lda, B, beta, C + i * ldc, ldc);
+    }
+}
+
+static bool gemm_narrow_fits(bool trans_a, int64_t N, int64_t K) {
+    return !trans_a && (N == 8 || N == 16) && K * N <= GEMM_NARROW_MAX_B &&
+           __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+
+static void gemm_narrow(saga_stream *s, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
+                        const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
+                        float *C, int64_t ldc) {
+    float b[GEMM_NARROW_MAX_B];
+    for (int64_t k = 0; k < K; k++)
+        for (int64_t j = 0; j < N; j++)
+            b[k * N + j] = trans_b ? B[j * ldb + k] : B[k * ldb + j];
+    const int V = (int)(N / 8);
+#pragma omp parallel num_threads(saga_cpu_nn_threads(s, M *N *(K / 8 + 1)))
+    {
+        int64_t lo, hi;
+        saga_cpu_nn_chunk(M, omp_get_thread_num(), omp_get_num_threads(), &lo, &hi);
+        gemm_narrow_rows(lo, hi, V, K, alpha, A, lda, b, beta, C, ldc);
+    }
+}
+
 saga_status saga_cpu_gemm_f32(saga_stream *s, bool trans_a, bool trans_b, int64_t M, int64_t N,
                               int64_t K, float alpha, const float *A, int64_t lda, const float *B,
                               int64_t ldb, float beta, float *C, int64_t ldc) {
@@ -80,6 +157,10 @@ saga_status saga_cpu_gemm_f32(saga_stream *s, bool trans_a, bool trans_b, int64_
     /* BLAS implementations disagree on whether K == 0 still scales C; do it here. */
     if (K <= 0 || alpha == 0.0f) {
         scale_block(s, M, N, beta, C, ldc);
+        return SAGA_OK;
+    }
+    if (gemm_narrow_fits(trans_a, N, K)) {
+        gemm_narrow(s, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
         return SAGA_OK;
     }
     pthread_once(&blas_once, blas_single_thread);
@@ -273,17 +354,27 @@ static saga_status dropout_mask_for(const char *slot, float p, uint64_t seed, dr
     return SAGA_OK;
 }
 
-/* x * scale when the draw z keeps the element, else +0 (also for a NaN or infinite x). Selecting
- * with a mask instead of a branch: the branch is taken at random, and its mispredictions cost more
- * than the rest of the loop. */
-static inline float dropout_select(const dropout_mask *m, uint64_t z, float x) {
-    uint32_t mask = 0u - (uint32_t)((z >> 40) >= m->thr);
-    float v = x * m->scale;
-    uint32_t bits;
-    memcpy(&bits, &v, sizeof bits);
-    bits &= mask;
-    memcpy(&v, &bits, sizeof bits);
-    return v;
+/* y[i] = x[i] * scale or +0 (also for a NaN or infinite x) for the n elements whose mask indices
+ * follow the one of counter c0 = key + 0x9E3779B97F4A7C15 (index + 1), the draw of the first.
+ * Written so that the compiler vectorises it (AVX2 where the processor has it; SSE2 has no
+ * 64-bit multiply): a select by bit mask, not a branch taken at random, and the test on the top
+ * 24 bits of mix64's last product, which its final xor-shift (z ^ z >> 31) does not change:
+ * (z >> 40) >= thr <=> z >= thr 2^40. y may be x. */
+__attribute__((target_clones("avx2", "default"))) static void
+dropout_span(const dropout_mask *m, uint64_t c0, int64_t n, const float *x, float *y) {
+    const uint64_t thr = m->thr << 40;
+    const float scale = m->scale;
+    for (int64_t i = 0; i < n; i++) {
+        uint64_t z = c0 + 0x9E3779B97F4A7C15ull * (uint64_t)i;
+        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+        const uint32_t mask = 0u - (uint32_t)(z >= thr);
+        float v = x[i] * scale;
+        uint32_t bits;
+        memcpy(&bits, &v, sizeof bits);
+        bits &= mask;
+        memcpy(&y[i], &bits, sizeof bits);
+    }
 }
 
 saga_status saga_cpu_dropout_f32(saga_stream *s, int64_t n, float p, uint64_t seed, int64_t first,
@@ -305,10 +396,13 @@ saga_status saga_cpu_dropout_f32(saga_stream *s, int64_t n, float p, uint64_t se
         }
         return SAGA_OK;
     }
-#pragma omp parallel for schedule(static) num_threads(nt) firstprivate(m)
-    for (int64_t i = 0; i < n; i++)
-        y[i] = dropout_select(&m, mix64(m.key + 0x9E3779B97F4A7C15ull * (uint64_t)(first + i + 1)),
-                              x[i]);
+#pragma omp parallel num_threads(nt) firstprivate(m)
+    {
+        int64_t lo, hi;
+        saga_cpu_nn_chunk(n, omp_get_thread_num(), omp_get_num_threads(), &lo, &hi);
+        dropout_span(&m, m.key + 0x9E3779B97F4A7C15ull * (uint64_t)(first + lo + 1), hi - lo,
+                     x + lo, y + lo);
+    }
     return SAGA_OK;
 }
 
@@ -324,12 +418,9 @@ saga_status saga_cpu_dropout_rows_f32(saga_stream *s, int64_t rows, int64_t cols
 #pragma omp parallel for schedule(static) num_threads(nt) firstprivate(m)
     for (int64_t r = 0; r < rows; r++) {
         /* the loop of dropout_f32 over one row, from the row's place in the whole tensor */
-        const uint64_t base =
-            m.key + 0x9E3779B97F4A7C15ull * ((uint64_t)row_ids[r] * (uint64_t)cols + 1);
-        const float *xr = x + r * cols;
-        float *yr = y + r * cols;
-        for (int64_t j = 0; j < cols; j++)
-            yr[j] = dropout_select(&m, mix64(base + 0x9E3779B97F4A7C15ull * (uint64_t)j), xr[j]);
+        dropout_span(&m,
+                     m.key + 0x9E3779B97F4A7C15ull * ((uint64_t)row_ids[r] * (uint64_t)cols + 1),
+                     cols, x + r * cols, y + r * cols);
     }
     return SAGA_OK;
 }

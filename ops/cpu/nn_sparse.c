@@ -191,6 +191,79 @@ static void spmm_rows(const saga_csr_dev *A, int64_t F, int64_t c0, int64_t c1, 
     }
 }
 
+/* spmm_rows for F == W, a constant: the row's accumulator is W floats held in registers instead
+ * of an array in memory, and the prefetch is one line. Two rows are walked side by side so that
+ * the two chains of additions (each row's entries still in increasing k) overlap their latency;
+ * the longer row finishes alone. Same operations in the same order as spmm_rows: same bits. */
+enum { SPMM_FIXED_MAX = 16 };
+
+static inline __attribute__((always_inline)) void
+spmm_rows_fixed(const saga_csr_dev *A, const int64_t W, float alpha, const float *X, float beta,
+                float *Y, int64_t lo, int64_t hi) {
+    const int64_t *off = A->offsets;
+    const int32_t *ind = A->indices;
+    const float *val = A->values;
+    const int64_t nnz = off[A->n_rows];
+    int64_t i = lo;
+    for (; i < hi; i += 2) {
+        const bool two = i + 1 < hi;
+        float a0[SPMM_FIXED_MAX], a1[SPMM_FIXED_MAX];
+        for (int64_t j = 0; j < W; j++)
+            a0[j] = a1[j] = 0.0f;
+        int64_t k = off[i], e = off[i + 1];
+        int64_t k1 = two ? off[i + 1] : e, e1 = two ? off[i + 2] : e;
+        const int64_t both = e - k < e1 - k1 ? e - k : e1 - k1;
+        for (int64_t t = 0; t < both; t++, k++, k1++) {
+            if (k1 + SPMM_AHEAD < nnz) {
+                __builtin_prefetch(X + (int64_t)ind[k + SPMM_AHEAD] * W);
+                __builtin_prefetch(X + (int64_t)ind[k1 + SPMM_AHEAD] * W);
+            }
+            const float v0 = val ? val[k] : 1.0f, v1 = val ? val[k1] : 1.0f;
+            const float *x0 = X + (int64_t)ind[k] * W, *x1 = X + (int64_t)ind[k1] * W;
+            for (int64_t j = 0; j < W; j++) {
+                a0[j] += v0 * x0[j];
+                a1[j] += v1 * x1[j];
+            }
+        }
+        for (; k < e; k++) {
+            if (k + SPMM_AHEAD < nnz)
+                __builtin_prefetch(X + (int64_t)ind[k + SPMM_AHEAD] * W);
+            const float v0 = val ? val[k] : 1.0f;
+            const float *x0 = X + (int64_t)ind[k] * W;
+            for (int64_t j = 0; j < W; j++)
+                a0[j] += v0 * x0[j];
+        }
+        for (; k1 < e1; k1++) {
+            if (k1 + SPMM_AHEAD < nnz)
+                __builtin_prefetch(X + (int64_t)ind[k1 + SPMM_AHEAD] * W);
+            const float v1 = val ? val[k1] : 1.0f;
+            const float *x1 = X + (int64_t)ind[k1] * W;
+            for (int64_t j = 0; j < W; j++)
+                a1[j] += v1 * x1[j];
+        }
+        float *y0 = Y + i * W, *y1 = Y + (i + 1) * W;
+        for (int64_t j = 0; j < W; j++)
+            y0[j] = beta == 0.0f ? alpha * a0[j] : alpha * a0[j] + beta * y0[j];
+        if (two)
+            for (int64_t j = 0; j < W; j++)
+                y1[j] = beta == 0.0f ? alpha * a1[j] : alpha * a1[j] + beta * y1[j];
+    }
+}
+
+/* The widths GCN aggregates at (hidden 16, a handful of classes), compiled for AVX2 where the
+ * processor has it; neither build contracts a * b + c, so both give spmm_rows's bits. */
+__attribute__((target_clones("avx2", "default"))) static void
+spmm_rows_16(const saga_csr_dev *A, float alpha, const float *X, float beta, float *Y, int64_t lo,
+             int64_t hi) {
+    spmm_rows_fixed(A, 16, alpha, X, beta, Y, lo, hi);
+}
+
+__attribute__((target_clones("avx2", "default"))) static void
+spmm_rows_8(const saga_csr_dev *A, float alpha, const float *X, float beta, float *Y, int64_t lo,
+            int64_t hi) {
+    spmm_rows_fixed(A, 8, alpha, X, beta, Y, lo, hi);
+}
+
 saga_status saga_cpu_spmm_f32(saga_stream *s, const saga_csr_dev *A, int64_t F, float alpha,
                               const float *X, float beta, float *Y) {
     saga_cpu_stream_drain(s);
@@ -208,10 +281,15 @@ saga_status saga_cpu_spmm_f32(saga_stream *s, const saga_csr_dev *A, int64_t F, 
     {
         int64_t lo, hi;
         cost_chunk(off, n, omp_get_thread_num(), omp_get_num_threads(), &lo, &hi);
-        for (int64_t c0 = 0; c0 < F; c0 += SPMM_BLOCK) {
-            const int64_t c1 = F - c0 < SPMM_BLOCK ? F : c0 + SPMM_BLOCK;
-            spmm_rows(A, F, c0, c1, alpha, X, beta, Y, lo, hi);
-        }
+        if (F == 16)
+            spmm_rows_16(A, alpha, X, beta, Y, lo, hi);
+        else if (F == 8)
+            spmm_rows_8(A, alpha, X, beta, Y, lo, hi);
+        else
+            for (int64_t c0 = 0; c0 < F; c0 += SPMM_BLOCK) {
+                const int64_t c1 = F - c0 < SPMM_BLOCK ? F : c0 + SPMM_BLOCK;
+                spmm_rows(A, F, c0, c1, alpha, X, beta, Y, lo, hi);
+            }
     }
     return SAGA_OK;
 }
