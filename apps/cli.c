@@ -584,6 +584,16 @@ void cli_say_net_stats(cli_ctx *c, const saga_net_stats *ns, const char *per) {
             cli_bytes(b1, sizeof b1, (int64_t)ns->peak_device_bytes), b4,
             cli_bytes(b2, sizeof b2, (int64_t)ns->h2d_bytes), per,
             cli_bytes(b3, sizeof b3, (int64_t)ns->d2h_bytes), 100 * ns->overlap);
+    if (ns->streamed && ns->h2d_floor_bytes)
+        cli_say(
+            c,
+            "        host->device %.2fx the %s%s that cross when nothing stays on the device "
+            "between passes (the input rows and each aggregation's tiles once per pass)%s%s%s\n",
+            (double)ns->h2d_bytes / (double)ns->h2d_floor_bytes,
+            cli_bytes(b1, sizeof b1, (int64_t)ns->h2d_floor_bytes), per,
+            ns->resident_bytes ? "; " : "",
+            ns->resident_bytes ? cli_bytes(b2, sizeof b2, (int64_t)ns->resident_bytes) : "",
+            ns->resident_bytes ? " of narrow activations resident" : "");
 }
 
 void cli_json_net_stats(json *j, const saga_net_stats *ns) {
@@ -594,6 +604,8 @@ void cli_json_net_stats(json *j, const saga_net_stats *ns) {
     json_key(j, "peak_device_bytes"), json_int(j, (int64_t)ns->peak_device_bytes);
     json_key(j, "overlap"), json_num(j, ns->overlap);
     json_key(j, "prepare_seconds"), json_num(j, ns->prepare_seconds);
+    json_key(j, "resident_bytes"), json_int(j, (int64_t)ns->resident_bytes);
+    json_key(j, "h2d_floor_bytes"), json_int(j, (int64_t)ns->h2d_floor_bytes);
 }
 
 cli_exec cli_exec_defaults(void) {
@@ -620,14 +632,17 @@ int cli_exec_opt(cli_ctx *c, int i, const char *arg, cli_exec *e) {
                 return 0;
             }
         return cli_usage(c, "--partition must be metis, contiguous or random, got '%s'", arg);
-    default:
+    case 4:
         e->stats = true;
+        return 0;
+    default:
+        e->host_halos = true;
         return 0;
     }
 }
 
 bool cli_exec_wanted(const cli_exec *e) {
-    return e->device_mem || e->stream || e->parts || e->stats;
+    return e->device_mem || e->stream || e->parts || e->stats || e->host_halos;
 }
 
 saga_net_opts cli_exec_net_opts(const cli_exec *e) {
@@ -635,6 +650,7 @@ saga_net_opts cli_exec_net_opts(const cli_exec *e) {
     no.exec = e->stream ? SAGA_EXEC_STREAM : SAGA_EXEC_AUTO;
     no.parts = e->parts;
     no.partition = e->partition;
+    no.host_halos = e->host_halos;
     return no;
 }
 

@@ -124,6 +124,7 @@ typedef struct cli_exec {
     int32_t parts;                   /* --parts; 0: from the budget */
     saga_partition_method partition; /* --partition */
     bool stats;                      /* --stats */
+    bool host_halos;                 /* --host-halos */
 } cli_exec;
 
 /* The help of every command's --device option, and its default: $SAGA_DEVICE when set and not
@@ -144,13 +145,17 @@ int cli_check_device(cli_ctx *c, const char *device);
         {"parts", 0, "K", NULL,                                                                    \
          "Streamed: cut the graph into K parts (default: the fewest that "                         \
          "fit)."},                                                                                 \
-        {"partition", 0, "METHOD", "metis", "Streamed: metis, contiguous or random parts."}, {     \
-        "stats", 0, NULL, NULL,                                                                    \
-            "Report the bytes moved host->device and device->host, the peak device memory and "    \
-            "the "                                                                                 \
-            "share of copy time hidden behind compute."                                            \
+        {"partition", 0, "METHOD", "metis", "Streamed: metis, contiguous or random parts."},       \
+        {"stats", 0, NULL, NULL,                                                                   \
+         "Report the bytes moved host->device and device->host, the peak device memory and "       \
+         "the "                                                                                    \
+         "share of copy time hidden behind compute."},                                             \
+    {                                                                                              \
+        "host-halos", 0, NULL, NULL,                                                               \
+            "Streamed: send every halo row and halo gradient through the host, even where a "      \
+            "stage's input is narrow enough to stay whole on the device (for comparison)."         \
     }
-enum { CLI_EXEC_N_OPTS = 5 };
+enum { CLI_EXEC_N_OPTS = 6 };
 
 cli_exec cli_exec_defaults(void);
 /* Option i (0 .. CLI_EXEC_N_OPTS - 1) of CLI_EXEC_OPTS with its argument; 0, or a usage error. */

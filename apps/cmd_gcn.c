@@ -349,6 +349,7 @@ static int gcn_main(int argc, char **argv) {
     go.exec = ex.stream ? SAGA_EXEC_STREAM : SAGA_EXEC_AUTO;
     go.parts = ex.parts;
     go.partition = ex.partition;
+    go.host_halos = ex.host_halos;
     st = cli_backend_open(&c, &be, device, comm, &bp);
     if ((st = saga_comm_agree(comm, st)) < 0)
         goto fail;

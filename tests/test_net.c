@@ -21,6 +21,7 @@
 
 static net_data D;
 static saga_program GAT; /* several batches per block */
+static bool HOST_HALOS;  /* saga_net_opts.host_halos of the runs of run_model */
 
 static void data_load(void) {
     net_data_load(&D, 3000, 6, 48, 10, 7);
@@ -76,6 +77,7 @@ static void run_model(run_out *r, const saga_program *prog, size_t budget, saga_
     no.partition = pm;
     no.saved = saved;
     no.self_loops = SAGA_DGRAPH_SELF_LOOPS_ADD;
+    no.host_halos = HOST_HALOS;
     saga_net *net = NULL;
     assert_int_equal(saga_net_new(&net, c, D.g, &no), SAGA_OK);
     net_model_stages(net, prog, &D, H, &l1, &l2);
@@ -111,6 +113,55 @@ static void assert_same_run(const run_out *a, const run_out *b, double tol) {
     }
     if (!(worst <= tol))
         fail_msg("outputs differ by %.3g (relative)", worst);
+}
+
+/* Streamed under a budget that leaves room for the second stage's narrow input, that stage keeps
+ * it whole on the device: the results are the in-memory ones, and fewer bytes cross each way
+ * than when every halo goes through the host. */
+static void check_resident(const saga_program *prog, saga_saved saved) {
+    run_out mem, res, host;
+    run_model(&mem, prog, 0, SAGA_EXEC_MEMORY, 0, SAGA_PARTITION_METIS, saved);
+    size_t budget = 0;
+    for (int div = 2; div <= 8 && !budget; div++) {
+        run_model(&res, prog, mem.peak / (size_t)div, SAGA_EXEC_AUTO, 0, SAGA_PARTITION_METIS,
+                  saved);
+        if (res.st[2].streamed && res.st[2].resident_bytes)
+            budget = mem.peak / (size_t)div;
+        else
+            test_free(res.out);
+    }
+    if (!budget)
+        fail_msg("no budget from 1/2 to 1/8 of %zu kept a stage's input on the device", mem.peak);
+    assert_true(res.peak <= budget);
+    assert_same_run(&mem, &res, 1e-5);
+    HOST_HALOS = true;
+    run_model(&host, prog, budget, SAGA_EXEC_AUTO, 0, SAGA_PARTITION_METIS, saved);
+    HOST_HALOS = false;
+    assert_true(host.st[2].streamed);
+    assert_int_equal(host.st[2].resident_bytes, 0);
+    assert_same_run(&host, &res, 1e-5);
+    print_message("  budget %zu: %d parts, resident %llu; h2d %llu, d2h %llu (through the host: "
+                  "%llu, %llu); floor %llu\n",
+                  budget, (int)res.st[2].parts, (unsigned long long)res.st[2].resident_bytes,
+                  (unsigned long long)res.st[2].h2d_bytes, (unsigned long long)res.st[2].d2h_bytes,
+                  (unsigned long long)host.st[2].h2d_bytes,
+                  (unsigned long long)host.st[2].d2h_bytes,
+                  (unsigned long long)res.st[2].h2d_floor_bytes);
+    assert_true(res.st[2].h2d_bytes < host.st[2].h2d_bytes);
+    assert_true(res.st[2].d2h_bytes < host.st[2].d2h_bytes);
+    assert_true(res.st[2].h2d_floor_bytes > 0 && host.st[2].h2d_floor_bytes > 0);
+    test_free(mem.out);
+    test_free(res.out);
+    test_free(host.out);
+}
+
+static void test_net_resident_halos(void **state) {
+    (void)state;
+    data_load();
+    check_resident(&GCN, SAGA_SAVED_RECOMPUTE);
+    check_resident(&GCN, SAGA_SAVED_OFFLOAD);
+    check_resident(&GAT, SAGA_SAVED_RECOMPUTE);
+    check_resident(&SAGE, SAGA_SAVED_RECOMPUTE);
 }
 
 static void check_streamed(const saga_program *prog, saga_saved saved) {
@@ -284,6 +335,7 @@ static void check_host_arrays_pinned(bool streamed) {
     no.exec = streamed ? SAGA_EXEC_AUTO : SAGA_EXEC_MEMORY;
     no.saved = SAGA_SAVED_OFFLOAD;
     no.self_loops = SAGA_DGRAPH_SELF_LOOPS_ADD;
+    no.host_halos = HOST_HALOS;
     saga_net *net = NULL;
     assert_int_equal(saga_net_new(&net, c, D.g, &no), SAGA_OK);
     assert_int_equal(saga_net_add_program(net, &GCN, &l0, D.F), SAGA_OK);
@@ -348,6 +400,7 @@ static void test_net_budget_too_small(void **state) {
     l1.b = saga_model_param(m, "b1", 1, 16, SAGA_INIT_ZEROS, 0);
     saga_net_opts no = saga_net_opts_defaults();
     no.self_loops = SAGA_DGRAPH_SELF_LOOPS_ADD;
+    no.host_halos = HOST_HALOS;
     saga_net *net = NULL;
     assert_int_equal(saga_net_new(&net, c, D.g, &no), SAGA_OK);
     assert_int_equal(saga_net_add_vertex(net, project, &l1, 16), SAGA_OK);
@@ -541,6 +594,7 @@ int main(void) {
         cmocka_unit_test(test_net_streamed_host_arrays_pinned),
         cmocka_unit_test(test_net_memory_host_arrays_pinned),
         cmocka_unit_test(test_net_budget_too_small),
+        cmocka_unit_test(test_net_resident_halos),
         cmocka_unit_test(test_net_pagerank_streamed_equals_memory),
         cmocka_unit_test(test_net_pagerank_orders_and_threads),
         cmocka_unit_test(test_net_degree_order_refused_with_stages),

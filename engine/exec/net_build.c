@@ -192,6 +192,7 @@ static void block_free(saga_net *n, nblock *b) {
     saga_backend_host_free(n->be, b->edst, m1);
     saga_backend_host_free(n->be, b->toff, ((size_t)b->n_halo + 1) * sizeof(int64_t));
     saga_backend_host_free(n->be, b->tdst, m1);
+    saga_backend_host_free(n->be, b->hids, ((size_t)b->n_halo + 1) * sizeof(int32_t));
     saga_free(b->tperm);
     for (int i = 0; i < N_KEYS; i++)
         saga_backend_host_free(n->be, b->vout[i], m1);
@@ -238,6 +239,11 @@ static void unprepare(saga_net *n) {
         saga_free(ios[t]);
     }
     n->pack_io = n->unpack_io = NULL;
+    saga_free(n->resident);
+    saga_free(n->full);
+    saga_free(n->gfull);
+    n->resident = NULL;
+    n->full = n->gfull = NULL;
     float **hosts[] = {n->act_host, n->grad_host, n->saved_host};
     for (int t = 0; t < 3; t++) {
         if (!hosts[t])
@@ -730,6 +736,15 @@ static saga_status stage_blocks(saga_net *n) {
     SAGA_TRY(saga_alloc_zeroed((void **)&n->saved_host, (size_t)S + 1, sizeof(float *),
                                "net saved values"));
     n->act_host[0] = n->x;
+    bool any_resident = false;
+    for (int s = 0; s <= S; s++)
+        any_resident = any_resident || (n->resident && n->resident[s]);
+    if (any_resident) {
+        SAGA_TRY(saga_alloc_zeroed((void **)&n->full, (size_t)S + 1, sizeof(saga_blk *),
+                                   "resident inputs"));
+        SAGA_TRY(saga_alloc_zeroed((void **)&n->gfull, (size_t)S + 1, sizeof(saga_blk *),
+                                   "resident gradients"));
+    }
     for (int s = 1; s <= S; s++) {
         SAGA_TRY(saga_backend_host_alloc(n->be, (void **)&n->act_host[s], host_rows_bytes(n, s)));
         if (multi)
@@ -747,6 +762,18 @@ static saga_status stage_blocks(saga_net *n) {
     for (int s = 0; s <= S; s++) {
         int64_t cols = s == 0 ? n->in_cols : n->stages[s - 1].out_cols;
         bool program_in = s < S && n->stages[s].kind == STAGE_PROGRAM;
+        bool whole = n->resident && n->resident[s];
+        if (whole) {
+            /* their host copies serve only an eviction's write-back and reload */
+            size_t bytes = (size_t)n->n * (size_t)cols * 4;
+            if (!(n->full[s] =
+                      saga_sched_block(n->sched, bytes, SAGA_BLK_TEMP, "resident activations")) ||
+                !(n->gfull[s] =
+                      saga_sched_block(n->sched, bytes, SAGA_BLK_TEMP, "resident gradients")))
+                goto oom;
+            saga_blk_set_host(n->full[s], n->act_host[s]);
+            saga_blk_set_host(n->gfull[s], n->grad_host[s]);
+        }
         SAGA_TRY(
             saga_alloc_zeroed((void **)&n->pack_io[s], (size_t)k, sizeof(rows_io), "net copies"));
         SAGA_TRY(
@@ -764,6 +791,20 @@ static saga_status stage_blocks(saga_net *n) {
             if (program_in) {
                 if (!multi) {
                     n->halo[s][d] = a;
+                } else if (whole) {
+                    /* gathered on the device from full[s] by the step that reads it */
+                    if (!(n->halo[s][d] =
+                              saga_sched_block(n->sched, (size_t)b->n_halo * (size_t)cols * 4,
+                                               SAGA_BLK_TEMP, "halo rows")))
+                        goto oom;
+                    if (!b->b_hids) {
+                        size_t hb = ((size_t)b->n_halo + 1) * sizeof(int32_t);
+                        SAGA_TRY(saga_backend_host_alloc(n->be, (void **)&b->hids, hb));
+                        memcpy(b->hids, b->halo, (size_t)b->n_halo * sizeof(int32_t));
+                        if (!(b->b_hids = net_input_block(
+                                  n, b->hids, (size_t)b->n_halo * sizeof(int32_t), "halo ids")))
+                            goto oom;
+                    }
                 } else {
                     rows_io *io = &n->pack_io[s][d];
                     *io = (rows_io){
@@ -786,6 +827,8 @@ static saga_status stage_blocks(saga_net *n) {
             }
             if (s == 0)
                 continue;
+            if (whole)
+                continue; /* its gradient is gfull[s], added up on the device */
             /* the gradient of act[s]: written block by block, or (a program stage reading act[s]
              * across parts) added up on the host from every block's halo gradient */
             bool summed = multi && program_in;
@@ -863,6 +906,33 @@ fail:
     return st;
 }
 
+/* Which program stages keep their input whole on the device when the net streams (struct
+ * saga_net): those after the first whose input and its gradient, n x in_cols twice, take at
+ * most a quarter of what the budget leaves, half of it for all of them together. Returns the
+ * bytes they hold; the flags are in n->resident (S + 1 entries). */
+static saga_status plan_resident(saga_net *n, size_t avail, size_t *bytes) {
+    saga_status st = SAGA_OK;
+    int S = n->n_stages;
+    size_t total = 0;
+    *bytes = 0;
+    saga_free(n->resident);
+    n->resident = NULL;
+    SAGA_TRY(
+        saga_alloc_zeroed((void **)&n->resident, (size_t)S + 1, sizeof(bool), "resident stages"));
+    for (int s = 1; s < S && avail; s++) {
+        if (n->stages[s].kind != STAGE_PROGRAM)
+            continue;
+        size_t b = 2 * (size_t)n->n * (size_t)n->stages[s - 1].out_cols * sizeof(float);
+        if (b <= avail / 4 && total + b <= avail / 2) {
+            n->resident[s] = true;
+            total += b;
+        }
+    }
+    *bytes = total;
+fail:
+    return st;
+}
+
 saga_status net_prepare(saga_net *n, bool train) {
     saga_status st = SAGA_OK;
     saga_graph *g = NULL;
@@ -928,7 +998,13 @@ saga_status net_prepare(saga_net *n, bool train) {
     }
     SAGA_CHECK(k >= R, SAGA_ERR_INVALID_ARG, "saga_net: %d parts for %d ranks (at least one each)",
                (int)k, R);
+    size_t res = 0;
     for (;;) {
+        /* streamed on one rank, the narrow inputs of later program stages may stay on the
+         * device whole: what they hold is not the parts' to plan with */
+        res = 0;
+        if (R == 1 && !n->pagerank && budget && k > 1 && !n->o.host_halos)
+            SAGA_TRY(plan_resident(n, avail, &res));
         if (k > 1) {
             saga_partition_opts po = saga_partition_opts_defaults();
             po.method = n->o.partition;
@@ -954,7 +1030,9 @@ saga_status net_prepare(saga_net *n, bool train) {
             SAGA_TRY(saga_comm_allreduce(n->o.comm, &nd, 1, SAGA_I64, SAGA_COMM_MAX, NULL));
             need = (size_t)nd;
         }
-        if (!budget || need <= avail || (n->o.parts && stream) || k >= max_k || k >= n->n)
+        size_t held_whole = k > 1 ? res : 0;
+        if (!budget || need + held_whole <= avail || (n->o.parts && stream) || k >= max_k ||
+            k >= n->n)
             break;
         if (!stream) {
             /* the whole graph does not fit after all */
@@ -971,7 +1049,7 @@ saga_status net_prepare(saga_net *n, bool train) {
         k = k > max_k ? max_k : k;
     }
     size_t max_work = 0;
-    size_t need = step_estimate(n, true, &max_work);
+    size_t need = step_estimate(n, true, &max_work) + res;
     if (R > 1) {
         /* this rank's own budget, for its message and its scheduler */
         avail = bs.budget_bytes > held ? bs.budget_bytes - held : 0;
@@ -1049,6 +1127,20 @@ saga_status net_prepare(saga_net *n, bool train) {
     for (int32_t d = n->d_lo; d < n->d_hi; d++)
         halo += n->blk[d].n_halo;
     n->stats.halo_rows = halo;
+    n->stats.resident_bytes = res;
+    n->floor_pass_bytes = (uint64_t)n->n * (uint64_t)n->in_cols * 4;
+    for (int s = 0; s < n->n_stages; s++) {
+        const stage *sg = &n->stages[s];
+        if (sg->kind != STAGE_PROGRAM)
+            continue;
+        bool vals = sg->p.edge_weight != SAGA_WEIGHT_NONE ||
+                    (saga_prog_fused(&sg->p) && sg->p.gather == SAGA_GATHER_MEAN);
+        for (int32_t d = n->d_lo; d < n->d_hi; d++) {
+            const nblock *b = &n->blk[d];
+            n->floor_pass_bytes +=
+                (uint64_t)(b->v1 - b->v0 + 1) * 8 + (uint64_t)(b->e1 - b->e0) * (vals ? 8 : 4);
+        }
+    }
     n->stats.ranks = R;
     saga_log(SAGA_LOG_INFO,
              "net: %s, %lld halo rows per program stage, estimated step %zu bytes of %zu", n->desc,

@@ -71,6 +71,8 @@ typedef struct nblock {
     saga_blk *b_off, *b_src, *b_edst, *b_toff, *b_tdst, *b_self;
     saga_blk *b_ids, *b_eids; /* streamed: the graph's ids of the rows, the edges' indices */
     saga_blk *b_vin[N_KEYS], *b_vout[N_KEYS];
+    int32_t *hids;    /* resident stages: the halo's ids (pinned, n_halo), and their block */
+    saga_blk *b_hids; /* (NULL when no stage is resident) */
     bplan *plans;
     int n_plans;
 } nblock;
@@ -165,6 +167,17 @@ struct saga_net {
     float **saved_host;
     saga_blk ***act, ***halo, ***grad, ***gin, ***ghalo, ***saved;
     rows_io **pack_io, **unpack_io;
+    /* Resident stages (streamed, one rank): resident[s] when program stage s's input, n x
+     * in_cols, is small enough to stay on the device whole (full[s]) while the parts stream:
+     * the stage before writes each part's rows into it, each part's halo is gathered from it on
+     * the device (halo[s][d] is then a scratch block), and the backward pass adds each part's
+     * halo gradient into gfull[s], which the stage before reads its rows' gradients from. No
+     * halo row or halo gradient crosses to the host. S + 1 entries each, NULL when none. */
+    bool *resident;
+    saga_blk **full, **gfull;
+    /* one pass's share of saga_net_stats.h2d_floor_bytes: the input rows and every program
+     * stage's tiles (offsets, sources, edge values) once */
+    uint64_t floor_pass_bytes;
 
     /* the parts this rank runs: [d_lo, d_hi) (all of them with one rank) */
     int32_t d_lo, d_hi;

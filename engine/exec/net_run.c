@@ -60,6 +60,23 @@ static void use_graph(saga_net *n, int t, nblock *b, const stage *sg, bool bwd) 
     }
 }
 
+static bool resident(const saga_net *n, int s) {
+    return n->resident && n->resident[s];
+}
+
+/* The uses of a resident stage's whole block by part d's step: the first part's step writes it
+ * (the others' rows are not there yet), the later ones add their rows or sums to it. */
+static void use_whole(saga_net *n, int t, saga_blk *b, int32_t d) {
+    saga_sched_use(n->sched, t, b, d == n->d_lo ? SAGA_USE_WRITE : SAGA_USE_RW, 0);
+}
+
+/* A resident program stage's step gathers its halo from the whole input on the device. */
+static void use_gathered_halo(saga_net *n, int t, int s, int32_t d) {
+    saga_sched_use(n->sched, t, n->full[s], SAGA_USE_READ, 0);
+    saga_sched_use(n->sched, t, n->blk[d].b_hids, SAGA_USE_READ, 0);
+    saga_sched_use(n->sched, t, n->halo[s][d], SAGA_USE_WRITE, SAGA_USE_DISCARD);
+}
+
 /* Records the plan of a forward pass (and, training, the loss and the backward pass). */
 static saga_status plan(saga_net *n, bool train, stepdesc **out, int *n_out) {
     saga_status st = SAGA_OK;
@@ -77,7 +94,7 @@ static saga_status plan(saga_net *n, bool train, stepdesc **out, int *n_out) {
             xchg x = XCHG_NONE;
             if (n->blk[d].b_ids)
                 saga_sched_use(sc, t, n->blk[d].b_ids, SAGA_USE_READ, 0);
-            if (d == lo && k > 1 && s > 0 && sg->kind == STAGE_PROGRAM) {
+            if (d == lo && k > 1 && s > 0 && sg->kind == STAGE_PROGRAM && !resident(n, s)) {
                 x = n->dist ? XCHG_ROWS : XCHG_NONE;
                 if (x)
                     saga_sched_step_hold(sc, t);
@@ -85,15 +102,21 @@ static saga_status plan(saga_net *n, bool train, stepdesc **out, int *n_out) {
                     saga_sched_step_barrier(sc, t);
             }
             if (sg->kind == STAGE_PROGRAM) {
-                saga_sched_use(sc, t, n->halo[s][d], SAGA_USE_READ, 0);
+                if (resident(n, s))
+                    use_gathered_halo(n, t, s, d);
+                else
+                    saga_sched_use(sc, t, n->halo[s][d], SAGA_USE_READ, 0);
                 use_graph(n, t, &n->blk[d], sg, false);
                 if (train && n->saved[s][d])
                     saga_sched_use(sc, t, n->saved[s][d], SAGA_USE_WRITE, 0);
             } else {
                 saga_sched_use(sc, t, n->act[s][d], SAGA_USE_READ, 0);
             }
-            saga_sched_use(sc, t, n->act[s + 1][d], SAGA_USE_WRITE,
-                           needs_writeback(n, s + 1, train) ? SAGA_USE_WRITEBACK : 0);
+            if (resident(n, s + 1))
+                use_whole(n, t, n->full[s + 1], d);
+            else
+                saga_sched_use(sc, t, n->act[s + 1][d], SAGA_USE_WRITE,
+                               needs_writeback(n, s + 1, train) ? SAGA_USE_WRITEBACK : 0);
             sd[cnt++] = (stepdesc){PH_FWD, s, d, x};
         }
     }
@@ -108,7 +131,8 @@ static saga_status plan(saga_net *n, bool train, stepdesc **out, int *n_out) {
         }
         for (int s = S - 1; s >= 0; s--) {
             const stage *sg = &n->stages[s];
-            bool summed_in = k > 1 && s + 1 < S && n->stages[s + 1].kind == STAGE_PROGRAM;
+            bool summed_in =
+                k > 1 && s + 1 < S && n->stages[s + 1].kind == STAGE_PROGRAM && !resident(n, s + 1);
             for (int32_t d = lo; d < hi; d++) {
                 int t = saga_sched_step(sc);
                 xchg x = XCHG_NONE;
@@ -121,15 +145,21 @@ static saga_status plan(saga_net *n, bool train, stepdesc **out, int *n_out) {
                     else
                         saga_sched_step_barrier(sc, t);
                 }
-                saga_sched_use(sc, t, n->grad[s + 1][d], SAGA_USE_READ, 0);
+                saga_sched_use(sc, t, resident(n, s + 1) ? n->gfull[s + 1] : n->grad[s + 1][d],
+                               SAGA_USE_READ, 0);
                 if (sg->kind == STAGE_PROGRAM) {
                     bool offload = n->saved[s][d] && saga_prog_fused(&sg->p);
-                    saga_sched_use(sc, t, n->halo[s][d], SAGA_USE_READ, 0);
+                    if (resident(n, s))
+                        use_gathered_halo(n, t, s, d);
+                    else
+                        saga_sched_use(sc, t, n->halo[s][d], SAGA_USE_READ, 0);
                     use_graph(n, t, &n->blk[d], sg, true);
                     if (offload)
                         saga_sched_use(sc, t, n->saved[s][d], SAGA_USE_READ, 0);
                     if (s > 0) {
-                        if (k > 1)
+                        if (resident(n, s))
+                            use_whole(n, t, n->gfull[s], d);
+                        else if (k > 1)
                             saga_sched_use(sc, t, n->ghalo[s][d], SAGA_USE_WRITE,
                                            SAGA_USE_WRITEBACK);
                         else
@@ -279,6 +309,23 @@ static saga_tensor *stage_rows(saga_net *n, int s, int32_t d, saga_tensor *H,
     return out;
 }
 
+/* A resident program stage's halo for part d, gathered on the device from its whole input. */
+static saga_status gather_halo(saga_net *n, int s, int32_t d) {
+    nblock *b = &n->blk[d];
+    int64_t cols = n->stages[s].in_cols;
+    if (!b->n_halo || !cols)
+        return SAGA_OK;
+    return n->be->kernels->gather_rows_f32(saga_backend_default_stream(n->be), b->n_halo, cols,
+                                           saga_blk_dev(b->b_hids), n->n, saga_blk_dev(n->full[s]),
+                                           saga_blk_dev(n->halo[s][d]));
+}
+
+/* Part d's rows of a resident stage's whole block. */
+static float *whole_rows(saga_net *n, saga_blk *whole, int s, int32_t d) {
+    int64_t cols = s == 0 ? n->in_cols : n->stages[s - 1].out_cols;
+    return (float *)saga_blk_dev(whole) + (int64_t)n->blk[d].v0 * cols;
+}
+
 static saga_status run_fwd(saga_net *n, int s, int32_t d, bool train) {
     saga_status st = SAGA_OK;
     saga_ctx *c = n->c;
@@ -290,6 +337,8 @@ static saga_status run_fwd(saga_net *n, int s, int32_t d, bool train) {
     else
         saga_ctx_set_rng_counter(c, sg->rng);
     saga_tape_pos mark = saga_tape_mark(c);
+    if (resident(n, s))
+        SAGA_TRY(gather_halo(n, s, d));
     saga_tensor *H = sg->kind == STAGE_PROGRAM
                          ? wrap(n, n->halo[s][d], SAGA_F32, b->n_halo, sg->in_cols)
                          : wrap(n, n->act[s][d], SAGA_F32, P, sg->in_cols);
@@ -298,7 +347,14 @@ static saga_status run_fwd(saga_net *n, int s, int32_t d, bool train) {
     if (!out)
         SAGA_TRY(ctx_status_or(n, "a stage"));
     SAGA_TRY(check_width(out, sg, s));
-    SAGA_TRY(to_block(n, n->act[s + 1][d], out));
+    if (resident(n, s + 1)) {
+        if (out->nbytes)
+            SAGA_TRY(saga_memcpy_d2d_async(saga_backend_default_stream(n->be),
+                                           whole_rows(n, n->full[s + 1], s + 1, d), out->data,
+                                           out->nbytes));
+    } else {
+        SAGA_TRY(to_block(n, n->act[s + 1][d], out));
+    }
     if (train && n->saved[s][d])
         SAGA_TRY(to_block(n, n->saved[s][d], gathered));
 fail:
@@ -341,9 +397,13 @@ static saga_status run_bwd(saga_net *n, int s, int32_t d) {
     bool offload = program && n->saved[s][d] && saga_prog_fused(&sg->p);
     saga_ctx_set_rng_counter(c, sg->rng);
     saga_tape_pos mark = saga_tape_mark(c);
+    if (resident(n, s))
+        SAGA_TRY(gather_halo(n, s, d));
     saga_tensor *H = program ? wrap(n, n->halo[s][d], SAGA_F32, b->n_halo, sg->in_cols)
                              : wrap(n, n->act[s][d], SAGA_F32, P, sg->in_cols);
-    saga_tensor *dout = wrap(n, n->grad[s + 1][d], SAGA_F32, P, sg->out_cols);
+    saga_tensor *dout = resident(n, s + 1) ? saga_ctx_wrap(c, SAGA_F32, P, sg->out_cols,
+                                                           whole_rows(n, n->gfull[s + 1], s + 1, d))
+                                           : wrap(n, n->grad[s + 1][d], SAGA_F32, P, sg->out_cols);
     saga_tensor *saved = offload ? wrap(n, n->saved[s][d], SAGA_F32, P, sg->in_cols) : NULL;
     if (!H || !dout || (offload && !saved))
         SAGA_TRY(ctx_status_or(n, "a backward step"));
@@ -379,7 +439,17 @@ static saga_status run_bwd(saga_net *n, int s, int32_t d) {
             SAGA_TRY(saga_ctx_kernels(c)->spmm_f32(saga_ctx_stream(c), &at, H->cols, 1.0f,
                                                    saved->grad->data, beta, H->grad->data));
     }
-    if (s > 0) {
+    if (s > 0 && resident(n, s)) {
+        /* the halo's gradient added into the whole one on the device, zeroed by the first part */
+        saga_stream *st0 = saga_backend_default_stream(n->be);
+        saga_blk *g = n->gfull[s];
+        if (d == n->d_lo && saga_blk_bytes(g))
+            SAGA_TRY(n->be->iface->memset_async(st0, saga_blk_dev(g), 0, saga_blk_bytes(g)));
+        if (H->grad && b->n_halo && sg->in_cols)
+            SAGA_TRY(n->be->kernels->scatter_add_rows_f32(st0, b->n_halo, sg->in_cols,
+                                                          saga_blk_dev(b->b_hids), H->grad->data,
+                                                          n->n, saga_blk_dev(g)));
+    } else if (s > 0) {
         saga_blk *dst = program && n->k > 1 ? n->ghalo[s][d] : n->grad[s][d];
         SAGA_TRY(to_block(n, dst, H->grad));
     }
@@ -522,7 +592,7 @@ static saga_status run(saga_net *n, bool train, double *loss_out) {
                 saga_blk_host_changed(n->halo[0][d]);
         }
         for (int s = 1; s <= S; s++) {
-            if (n->k > 1 && n->halo[s][d])
+            if (n->k > 1 && n->halo[s][d] && !resident(n, s))
                 saga_blk_host_changed(n->halo[s][d]);
             if (train && n->ghalo[s][d])
                 saga_blk_host_changed(n->grad[s][d]);
@@ -580,6 +650,7 @@ fail:
         (void)net_dist_wait(n);
     saga_free(sd);
     net_collect_stats(n, t0);
+    n->stats.h2d_floor_bytes = n->floor_pass_bytes * (train ? 2 : 1);
     return st;
 }
 

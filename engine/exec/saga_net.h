@@ -78,6 +78,11 @@ typedef struct saga_net_opts {
     saga_saved saved;
     saga_dgraph_self_loops self_loops;
     saga_vertex_order order; /* in memory on one rank; streamed nets keep the parts' order */
+    /* Streamed on one rank, a program stage after the first whose input (and its gradient) is
+     * small against the budget keeps it whole on the device: halos are gathered and halo
+     * gradients added there (saga_net_stats.resident_bytes). true: every halo goes through
+     * the host instead, as with several ranks. */
+    bool host_halos;
     /* Several ranks (NULL or one rank: this process alone; not owned, must outlive the net).
      * Every rank makes the same net over the same graph, stages, loss and input, and makes the
      * same calls in the same order. The parts (at least one per rank; METIS unless told
@@ -158,6 +163,14 @@ typedef struct saga_net_stats {
     /* saga_net_pagerank: the iterations alone (the start vector, and in memory the graph's
      * first load, before them; the download of the ranks after) */
     double iterate_seconds;
+    /* streamed: device bytes held by stages whose input stays whole on the device (their halos
+     * are gathered there, not copied: saga_net_opts.host_halos) */
+    uint64_t resident_bytes;
+    /* what a streamed schedule that keeps nothing on the device from one pass to the next
+     * moves host -> device at least in the last call: the input rows and each program stage's
+     * graph tiles once per pass (forward; training, forward and backward). A schedule whose
+     * blocks stay resident across passes (a budget near the footprint) moves less. */
+    uint64_t h2d_floor_bytes;
 } saga_net_stats;
 
 void saga_net_get_stats(const saga_net *n, saga_net_stats *s);

@@ -49,6 +49,19 @@ for saved in recompute offload; do
         fail "gcn cuda streamed ($saved): the device allocated $peak bytes at its peak, over the budget $budget"
 done
 
+# a budget that leaves room for the second aggregation's input to stay whole on the device: its
+# halos are gathered and its halo gradients added there (gather_rows, scatter_add_rows)
+budget2=$((budget * 2))
+rm -f "$TMP/stats"
+expect 0 env SAGA_CUDASIM_STATS="$TMP/stats" "$SAGA_BIN" gcn --data "$TMP/cit" --epochs 15 \
+    --json --quiet --stats --device cuda --device-mem "$budget2" --log "$TMP/res.jsonl"
+json_get "j['streamed'] and j['parts'] > 1 and j['resident_bytes'] > 0 and j['peak_device_bytes'] <= $budget2" |
+    grep -qx True || fail "gcn cuda --device-mem $budget2: not streamed with a resident stage"
+same_losses "$TMP/res.jsonl" "$TMP/cpu.jsonl" 1e-4 || fail "gcn cuda streamed, resident: losses differ"
+peak=$(sim_peak "$TMP/stats")
+[ "$peak" -gt 0 ] && [ "$peak" -le "$budget2" ] ||
+    fail "gcn cuda streamed, resident: the device allocated $peak bytes at its peak, over the budget $budget2"
+
 # ---- PageRank, streamed -----------------------------------------------------------------------
 expect 0 "$SAGA_BIN" generate rmat --quiet --scale 11 --edge-factor 8 --seed 3 -o "$TMP/rmat.txt"
 expect 0 "$SAGA_BIN" pagerank --json --tol 1e-12 --device cpu --out "$TMP/pr.cpu" "$TMP/rmat.txt"
