@@ -28,6 +28,7 @@ enum {
     OPT_RESUME,
     OPT_LOG,
     OPT_SAVED,
+    OPT_TRANSFER,
     OPT_EXEC, /* the CLI_EXEC_N_OPTS options of CLI_EXEC_OPTS */
 };
 static const cli_opt gcn_cli_opts[] = {
@@ -62,6 +63,9 @@ static const cli_opt gcn_cli_opts[] = {
     {"saved", 0, "MODE", "recompute",
      "Streamed: recompute each part's aggregation in the backward pass, or offload it to the "
      "host in the forward pass and stream it back."},
+    {"transfer-precision", 0, "P", "f32",
+     "Streamed: the precision the feature rows cross to the device in: f32, bf16 or fp16 (half "
+     "the bytes; the device widens them, compute stays f32)."},
     CLI_EXEC_OPTS,
     {0}};
 
@@ -285,6 +289,17 @@ static int gcn_main(int argc, char **argv) {
             else
                 bad = cli_usage(&c, "--saved must be recompute or offload, got '%s'", arg);
             break;
+        case OPT_TRANSFER:
+            if (strcmp(arg, "f32") == 0)
+                go.transfer = SAGA_TRANSFER_F32;
+            else if (strcmp(arg, "bf16") == 0)
+                go.transfer = SAGA_TRANSFER_BF16;
+            else if (strcmp(arg, "fp16") == 0)
+                go.transfer = SAGA_TRANSFER_FP16;
+            else
+                bad =
+                    cli_usage(&c, "--transfer-precision must be f32, bf16 or fp16, got '%s'", arg);
+            break;
         default:
             bad = cli_exec_opt(&c, o - OPT_EXEC, arg, &ex);
             break;
@@ -446,6 +461,8 @@ static int gcn_main(int argc, char **argv) {
         json_key(&j, "seconds_train"), json_num(&j, r.seconds);
         json_key(&j, "seconds_total"), json_num(&j, total);
         json_key(&j, "device_mem"), json_int(&j, (int64_t)ex.device_mem);
+        static const char *const tp[] = {"f32", "bf16", "fp16"};
+        json_key(&j, "transfer_precision"), json_str(&j, tp[go.transfer]);
         cli_json_net_stats(&j, &ns);
         json_key(&j, "halo_rows"), json_int(&j, rs.halo_rows);
         cli_json_rank_stats(&j, &rs);

@@ -68,11 +68,12 @@ typedef struct gcn_opts {
     saga_exec exec;         /* in memory, streamed through the device budget, or chosen (auto) */
     int32_t parts;          /* streamed: parts (0: from the budget) */
     saga_partition_method partition; /* streamed: how the graph is cut (METIS) */
-    saga_saved saved; /* streamed: gathered values recomputed or offloaded for backward */
-    bool host_halos;  /* streamed: saga_net_opts.host_halos */
-    saga_comm *comm;  /* partition-parallel over these ranks (saga_net_opts.comm), or NULL for
-                       * this process alone; every rank calls gcn_train with the same data and
-                       * options, rank 0 writes the checkpoints */
+    saga_saved saved;       /* streamed: gathered values recomputed or offloaded for backward */
+    bool host_halos;        /* streamed: saga_net_opts.host_halos */
+    saga_transfer transfer; /* streamed: saga_net_opts.transfer */
+    saga_comm *comm;        /* partition-parallel over these ranks (saga_net_opts.comm), or NULL for
+                             * this process alone; every rank calls gcn_train with the same data and
+                             * options, rank 0 writes the checkpoints */
 } gcn_opts;
 
 gcn_opts gcn_opts_defaults(void);

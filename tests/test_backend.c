@@ -9,6 +9,7 @@
 #include "test_util.h"
 
 #include "backend_impl.h"
+#include "half_impl.h"
 #include "saga_log.h"
 
 #include <dlfcn.h>
@@ -744,7 +745,7 @@ static void test_backend_cpu_kernels_match_reference(void **state) {
     assert_int_equal(be->kernels->l1_diff_f64(s, 0, NULL, NULL, &r), SAGA_OK);
     assert_true(r == 0.0);
     assert_int_equal(be->kernels->fill_f64(s, NULL, 0, 1.0), SAGA_OK);
-    assert_int_equal(be->kernels->version, 5);
+    assert_int_equal(be->kernels->version, 6);
     saga_backend_free_all(&be);
 }
 
@@ -952,6 +953,58 @@ static void test_backend_cpu_pagerank_pull(void **state) {
     free(inv);
 }
 
+/* 16-bit floats: every bf16 and every fp16 value widens and narrows back to itself (NaN to a
+ * NaN); f32 values round to the nearest, ties to even, overflow to infinity, fp16 through its
+ * subnormals; the CPU kernel widens as the host does. */
+static void test_backend_half_conversions(void **state) {
+    (void)state;
+    for (uint32_t h = 0; h < 65536; h++) {
+        float b = saga_bf16_to_f32((uint16_t)h), f = saga_fp16_to_f32((uint16_t)h);
+        if (isnan(b))
+            assert_true(isnan(saga_bf16_to_f32(saga_f32_to_bf16(b))));
+        else
+            assert_int_equal(saga_f32_to_bf16(b), h);
+        if (isnan(f))
+            assert_true(isnan(saga_fp16_to_f32(saga_f32_to_fp16(f))));
+        else
+            assert_int_equal(saga_f32_to_fp16(f), h);
+    }
+    /* bf16 keeps 8 bits of mantissa: 1 + 2^-8 is a tie between 1 and 1 + 2^-7 (even: 1) */
+    assert_true(saga_bf16_to_f32(saga_f32_to_bf16(1.0f + 0x1p-8f)) == 1.0f);
+    assert_true(saga_bf16_to_f32(saga_f32_to_bf16(1.0f + 0x1p-8f + 0x1p-20f)) == 1.0f + 0x1p-7f);
+    assert_true(saga_bf16_to_f32(saga_f32_to_bf16(1.0f + 3 * 0x1p-8f)) == 1.0f + 0x1p-6f);
+    assert_true(isinf(saga_bf16_to_f32(saga_f32_to_bf16(3.4e38f))));
+    /* fp16: 11 bits; 65504 the largest, 65520 and above round to infinity */
+    assert_true(saga_fp16_to_f32(saga_f32_to_fp16(1.0f + 0x1p-11f)) == 1.0f);
+    assert_true(saga_fp16_to_f32(saga_f32_to_fp16(1.0f + 3 * 0x1p-11f)) == 1.0f + 0x1p-9f);
+    assert_true(saga_fp16_to_f32(saga_f32_to_fp16(65519.0f)) == 65504.0f);
+    assert_true(isinf(saga_fp16_to_f32(saga_f32_to_fp16(65520.0f))));
+    assert_true(saga_fp16_to_f32(saga_f32_to_fp16(-0x1p-24f)) == -0x1p-24f); /* subnormal */
+    assert_true(saga_fp16_to_f32(saga_f32_to_fp16(0x1p-25f)) == 0.0f);       /* tie to even 0 */
+    assert_true(saga_fp16_to_f32(saga_f32_to_fp16(0x1.8p-25f)) == 0x1p-24f);
+    assert_true(saga_fp16_to_f32(saga_f32_to_fp16(3 * 0x1p-25f)) == 0x1p-23f); /* 1.5 -> 2 */
+    /* the kernel, 1 and 2 threads, over every value */
+    uint16_t *x = malloc(65536 * sizeof *x);
+    float *y = malloc(65536 * sizeof *y);
+    assert_true(x && y);
+    for (uint32_t h = 0; h < 65536; h++)
+        x[h] = (uint16_t)h;
+    for (int t = 1; t <= 2; t++) {
+        saga_backend *be = cpu_backend(0, t);
+        saga_stream *s = saga_backend_default_stream(be);
+        for (int bf = 0; bf < 2; bf++) {
+            assert_int_equal(be->kernels->half_to_f32(s, 65536, x, bf, y), SAGA_OK);
+            for (uint32_t h = 0; h < 65536; h++) {
+                float w = bf ? saga_bf16_to_f32((uint16_t)h) : saga_fp16_to_f32((uint16_t)h);
+                assert_true(memcmp(&w, &y[h], sizeof w) == 0 || (isnan(w) && isnan(y[h])));
+            }
+        }
+        saga_backend_free_all(&be);
+    }
+    free(x);
+    free(y);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_backend_params_defaults),
@@ -974,6 +1027,7 @@ int main(void) {
         cmocka_unit_test(test_backend_cpu_spmv_small),
         cmocka_unit_test(test_backend_cpu_spmv_random),
         cmocka_unit_test(test_backend_cpu_pagerank_pull),
+        cmocka_unit_test(test_backend_half_conversions),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -847,7 +847,7 @@ static void expect_close_mag(const void *d, const float *want, const double *mag
 static void test_cuda_backend_f32_table_complete(void **state) {
     (void)state;
     const saga_kernels *k = GK();
-    assert_int_equal(k->version, 5);
+    assert_int_equal(k->version, 6);
     assert_int_equal(k->version, CK()->version);
     /* optional: the executor runs PageRank with the separate f64 kernels without it */
     assert_null(k->pagerank_pull_f64);
@@ -938,6 +938,22 @@ static void test_cuda_backend_f32_fill_scale_binary(void **state) {
     float one = 1.0f, *g1 = gput(&one, sizeof one);
     assert_int_equal(GK()->binary_f32(GS(), SAGA_BINOP_COUNT, 1, g1, g1, g1), SAGA_ERR_INVALID_ARG);
     saga_test_assert_error_contains("binary_f32", "unknown operation", NULL);
+}
+
+/* 16-bit floats widened on the device: the CPU's bits for every bf16 and fp16 value. */
+static void test_cuda_backend_half_to_f32(void **state) {
+    (void)state;
+    const int64_t n = 65536;
+    uint16_t *x = halloc((size_t)n * sizeof *x);
+    for (int64_t i = 0; i < n; i++)
+        x[i] = (uint16_t)i;
+    void *gx = gput(x, (size_t)n * sizeof *x);
+    for (int bf = 0; bf < 2; bf++) {
+        float *c = nan_f32(n), *g = gput(c, (size_t)n * sizeof(float));
+        assert_int_equal(GK()->half_to_f32(GS(), n, gx, bf, g), SAGA_OK);
+        assert_int_equal(CK()->half_to_f32(CS(), n, x, bf, c), SAGA_OK);
+        expect_bits(g, c, n, bf ? "half_to_f32(bf16)" : "half_to_f32(fp16)");
+    }
 }
 
 /* Every activation forward and backward, with NaN and infinities among the inputs. */
@@ -1984,6 +2000,7 @@ int main(void) {
         cmocka_unit_test(test_cuda_backend_event_poll_then_launch),
         cmocka_unit_test(test_cuda_backend_f32_table_complete),
         cmocka_unit_test_teardown(test_cuda_backend_f32_fill_scale_binary, free_tracked),
+        cmocka_unit_test_teardown(test_cuda_backend_half_to_f32, free_tracked),
         cmocka_unit_test_teardown(test_cuda_backend_f32_activations, free_tracked),
         cmocka_unit_test_teardown(test_cuda_backend_f32_dropout, free_tracked),
         cmocka_unit_test_teardown(test_cuda_backend_f32_dropout_rows, free_tracked),

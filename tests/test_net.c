@@ -12,6 +12,7 @@
 
 #include "test_util.h"
 
+#include "half_impl.h"
 #include "net_models.h"
 #include "nn_impl.h"
 
@@ -20,8 +21,9 @@
 #include <string.h>
 
 static net_data D;
-static saga_program GAT; /* several batches per block */
-static bool HOST_HALOS;  /* saga_net_opts.host_halos of the runs of run_model */
+static saga_program GAT;       /* several batches per block */
+static bool HOST_HALOS;        /* saga_net_opts.host_halos of the runs of run_model */
+static saga_transfer TRANSFER; /* saga_net_opts.transfer of the runs of run_model */
 
 static void data_load(void) {
     net_data_load(&D, 3000, 6, 48, 10, 7);
@@ -78,6 +80,7 @@ static void run_model(run_out *r, const saga_program *prog, size_t budget, saga_
     no.saved = saved;
     no.self_loops = SAGA_DGRAPH_SELF_LOOPS_ADD;
     no.host_halos = HOST_HALOS;
+    no.transfer = TRANSFER;
     saga_net *net = NULL;
     assert_int_equal(saga_net_new(&net, c, D.g, &no), SAGA_OK);
     net_model_stages(net, prog, &D, H, &l1, &l2);
@@ -162,6 +165,48 @@ static void test_net_resident_halos(void **state) {
     check_resident(&GCN, SAGA_SAVED_OFFLOAD);
     check_resident(&GAT, SAGA_SAVED_RECOMPUTE);
     check_resident(&SAGE, SAGA_SAVED_RECOMPUTE);
+}
+
+/* Input rows crossing in 16 bits: the generated features are word counts, exact in bf16 and fp16,
+ * so streamed training gives what it gives in f32, with the input's bytes halved; in memory the
+ * option changes nothing. */
+static void test_net_transfer_precision(void **state) {
+    (void)state;
+    data_load();
+    for (int64_t i = 0; i < (int64_t)D.n * D.F; i++)
+        assert_true(D.x[i] == saga_bf16_to_f32(saga_f32_to_bf16(D.x[i])) &&
+                    D.x[i] == saga_fp16_to_f32(saga_f32_to_fp16(D.x[i])));
+    run_out mem, m16, r32, r16[2];
+    run_model(&mem, &GCN, 0, SAGA_EXEC_MEMORY, 0, SAGA_PARTITION_METIS, SAGA_SAVED_RECOMPUTE);
+    size_t budget = mem.peak / 4;
+    run_model(&r32, &GCN, budget, SAGA_EXEC_AUTO, 0, SAGA_PARTITION_METIS, SAGA_SAVED_RECOMPUTE);
+    assert_true(r32.st[2].streamed);
+    TRANSFER = SAGA_TRANSFER_BF16;
+    run_model(&m16, &GCN, 0, SAGA_EXEC_MEMORY, 0, SAGA_PARTITION_METIS, SAGA_SAVED_RECOMPUTE);
+    run_model(&r16[0], &GCN, budget, SAGA_EXEC_AUTO, 0, SAGA_PARTITION_METIS, SAGA_SAVED_RECOMPUTE);
+    TRANSFER = SAGA_TRANSFER_FP16;
+    run_model(&r16[1], &GCN, budget, SAGA_EXEC_AUTO, 0, SAGA_PARTITION_METIS, SAGA_SAVED_RECOMPUTE);
+    TRANSFER = SAGA_TRANSFER_F32;
+    assert_same_run(&mem, &m16, 0.0);
+    assert_int_equal(m16.st[0].h2d_bytes, mem.st[0].h2d_bytes);
+    const uint64_t input = (uint64_t)D.n * (uint64_t)D.F * 4;
+    for (int i = 0; i < 2; i++) {
+        assert_true(r16[i].st[2].streamed);
+        assert_int_equal(r16[i].st[2].parts, r32.st[2].parts);
+        assert_same_run(&r32, &r16[i], 0.0);
+        print_message("  %s: h2d %llu per step (f32 %llu, the input %llu), floor %llu (f32 %llu)\n",
+                      i ? "fp16" : "bf16", (unsigned long long)r16[i].st[2].h2d_bytes,
+                      (unsigned long long)r32.st[2].h2d_bytes, (unsigned long long)input,
+                      (unsigned long long)r16[i].st[2].h2d_floor_bytes,
+                      (unsigned long long)r32.st[2].h2d_floor_bytes);
+        assert_true(r16[i].st[2].h2d_bytes < r32.st[2].h2d_bytes);
+        /* the floor counts the input rows once per pass, two bytes a value instead of four */
+        assert_int_equal(r32.st[2].h2d_floor_bytes - r16[i].st[2].h2d_floor_bytes, input);
+        test_free(r16[i].out);
+    }
+    test_free(mem.out);
+    test_free(m16.out);
+    test_free(r32.out);
 }
 
 static void check_streamed(const saga_program *prog, saga_saved saved) {
@@ -335,7 +380,6 @@ static void check_host_arrays_pinned(bool streamed) {
     no.exec = streamed ? SAGA_EXEC_AUTO : SAGA_EXEC_MEMORY;
     no.saved = SAGA_SAVED_OFFLOAD;
     no.self_loops = SAGA_DGRAPH_SELF_LOOPS_ADD;
-    no.host_halos = HOST_HALOS;
     saga_net *net = NULL;
     assert_int_equal(saga_net_new(&net, c, D.g, &no), SAGA_OK);
     assert_int_equal(saga_net_add_program(net, &GCN, &l0, D.F), SAGA_OK);
@@ -400,7 +444,6 @@ static void test_net_budget_too_small(void **state) {
     l1.b = saga_model_param(m, "b1", 1, 16, SAGA_INIT_ZEROS, 0);
     saga_net_opts no = saga_net_opts_defaults();
     no.self_loops = SAGA_DGRAPH_SELF_LOOPS_ADD;
-    no.host_halos = HOST_HALOS;
     saga_net *net = NULL;
     assert_int_equal(saga_net_new(&net, c, D.g, &no), SAGA_OK);
     assert_int_equal(saga_net_add_vertex(net, project, &l1, 16), SAGA_OK);
@@ -595,6 +638,7 @@ int main(void) {
         cmocka_unit_test(test_net_memory_host_arrays_pinned),
         cmocka_unit_test(test_net_budget_too_small),
         cmocka_unit_test(test_net_resident_halos),
+        cmocka_unit_test(test_net_transfer_precision),
         cmocka_unit_test(test_net_pagerank_streamed_equals_memory),
         cmocka_unit_test(test_net_pagerank_orders_and_threads),
         cmocka_unit_test(test_net_degree_order_refused_with_stages),

@@ -223,6 +223,11 @@ typedef struct saga_kernels {
     saga_status (*pagerank_pull_f64)(saga_stream *s, const saga_csr_dev *A, double d, double base,
                                      const double *c, const double *x, const double *inv, double *y,
                                      double *c_next, double *out);
+
+    /* ---- version >= 6 ---------------------------------------------------------------------- */
+    /* y[i] = x[i] widened to f32, for i < n: x holds 16-bit floats, bfloat16 (bf16 true: the
+     * top half of an f32) or IEEE binary16 (false). Exact. */
+    saga_status (*half_to_f32)(saga_stream *s, int64_t n, const uint16_t *x, bool bf16, float *y);
 } saga_kernels;
 
 typedef enum saga_copy_kind {

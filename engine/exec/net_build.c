@@ -4,6 +4,8 @@
  * memory and parts streamed through it, and the scheduler's blocks. */
 #include "net_impl.h"
 
+#include "half_impl.h"
+
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,10 +51,27 @@ saga_net_opts saga_net_opts_defaults(void) {
 
 void net_rows_pack(void *user, void *staging) {
     const rows_io *io = user;
-    float *out = staging;
-    size_t row = (size_t)io->cols * sizeof(float);
-    for (int32_t i = 0; i < io->n; i++)
-        memcpy(out + (int64_t)i * io->cols, io->src + (int64_t)io->rows[i] * io->cols, row);
+    const int64_t C = io->cols;
+    if (io->half == SAGA_TRANSFER_F32) {
+        float *out = staging;
+        for (int32_t i = 0; i < io->n; i++)
+            memcpy(out + (int64_t)i * C,
+                   io->src + (int64_t)(io->rows ? io->rows[i] : io->first + i) * C,
+                   (size_t)C * sizeof(float));
+        return;
+    }
+    uint16_t *out = staging;
+    const bool bf16 = io->half == SAGA_TRANSFER_BF16;
+    for (int32_t i = 0; i < io->n; i++) {
+        const float *r = io->src + (int64_t)(io->rows ? io->rows[i] : io->first + i) * C;
+        uint16_t *o = out + (int64_t)i * C;
+        if (bf16)
+            for (int64_t j = 0; j < C; j++)
+                o[j] = saga_f32_to_bf16(r[j]);
+        else
+            for (int64_t j = 0; j < C; j++)
+                o[j] = saga_f32_to_fp16(r[j]);
+    }
 }
 
 static void rows_unpack_add(void *user, const void *staging) {
@@ -80,12 +99,13 @@ saga_status saga_net_new(saga_net **out, saga_ctx *c, const saga_graph *g, const
                    (unsigned)o->partition < SAGA_PARTITION_METHOD_COUNT &&
                    (unsigned)o->saved < SAGA_SAVED_COUNT &&
                    (unsigned)o->self_loops < SAGA_DGRAPH_SELF_LOOPS_COUNT &&
-                   (unsigned)o->order < SAGA_ORDER_COUNT,
+                   (unsigned)o->order < SAGA_ORDER_COUNT &&
+                   (unsigned)o->transfer < SAGA_TRANSFER_COUNT,
                SAGA_ERR_INVALID_ARG,
                "saga_net_new: options out of range (exec %d, parts %d, partition %d, saved %d, "
-               "self_loops %d, order %d)",
+               "self_loops %d, order %d, transfer %d)",
                (int)o->exec, o->parts, (int)o->partition, (int)o->saved, (int)o->self_loops,
-               (int)o->order);
+               (int)o->order, (int)o->transfer);
     SAGA_TRY(saga_alloc_zeroed((void **)&n, 1, sizeof *n, "a net"));
     n->c = c;
     n->be = saga_ctx_backend(c);
@@ -239,6 +259,8 @@ static void unprepare(saga_net *n) {
         saga_free(ios[t]);
     }
     n->pack_io = n->unpack_io = NULL;
+    saga_free(n->in_io);
+    n->in_io = NULL;
     saga_free(n->resident);
     saga_free(n->full);
     saga_free(n->gfull);
@@ -736,6 +758,9 @@ static saga_status stage_blocks(saga_net *n) {
     SAGA_TRY(saga_alloc_zeroed((void **)&n->saved_host, (size_t)S + 1, sizeof(float *),
                                "net saved values"));
     n->act_host[0] = n->x;
+    n->transfer = multi ? n->o.transfer : SAGA_TRANSFER_F32;
+    if (n->transfer != SAGA_TRANSFER_F32)
+        SAGA_TRY(saga_alloc_zeroed((void **)&n->in_io, (size_t)k, sizeof(rows_io), "input packs"));
     bool any_resident = false;
     for (int s = 0; s <= S; s++)
         any_resident = any_resident || (n->resident && n->resident[s]);
@@ -778,15 +803,26 @@ static saga_status stage_blocks(saga_net *n) {
             saga_alloc_zeroed((void **)&n->pack_io[s], (size_t)k, sizeof(rows_io), "net copies"));
         SAGA_TRY(
             saga_alloc_zeroed((void **)&n->unpack_io[s], (size_t)k, sizeof(rows_io), "net copies"));
+        /* the input rows in 16 bits: packed from the host's f32 rows when loaded */
+        size_t esz = s == 0 && n->transfer != SAGA_TRANSFER_F32 ? 2 : 4;
         for (int32_t d = n->d_lo; d < n->d_hi; d++) {
             nblock *b = &n->blk[d];
             size_t P = (size_t)(b->v1 - b->v0);
-            saga_blk *a = saga_sched_block(n->sched, P * (size_t)cols * 4,
+            saga_blk *a = saga_sched_block(n->sched, P * (size_t)cols * esz,
                                            s == 0 ? SAGA_BLK_INPUT : SAGA_BLK_TEMP,
                                            s == 0 ? "input rows" : "activations");
             if (!a)
                 goto oom;
-            saga_blk_set_host(a, n->act_host[s] + (int64_t)b->v0 * cols);
+            if (esz == 2) {
+                n->in_io[d] = (rows_io){.src = n->x,
+                                        .first = b->v0,
+                                        .n = (int32_t)P,
+                                        .cols = cols,
+                                        .half = n->transfer};
+                saga_blk_set_pack(a, net_rows_pack, NULL, &n->in_io[d]);
+            } else {
+                saga_blk_set_host(a, n->act_host[s] + (int64_t)b->v0 * cols);
+            }
             n->act[s][d] = a;
             if (program_in) {
                 if (!multi) {
@@ -807,9 +843,12 @@ static saga_status stage_blocks(saga_net *n) {
                     }
                 } else {
                     rows_io *io = &n->pack_io[s][d];
-                    *io = (rows_io){
-                        .src = n->act_host[s], .rows = b->halo, .n = b->n_halo, .cols = cols};
-                    saga_blk *h = saga_sched_block(n->sched, (size_t)b->n_halo * (size_t)cols * 4,
+                    *io = (rows_io){.src = n->act_host[s],
+                                    .rows = b->halo,
+                                    .n = b->n_halo,
+                                    .cols = cols,
+                                    .half = s == 0 ? n->transfer : SAGA_TRANSFER_F32};
+                    saga_blk *h = saga_sched_block(n->sched, (size_t)b->n_halo * (size_t)cols * esz,
                                                    SAGA_BLK_INPUT, "halo rows");
                     if (!h)
                         goto oom;
@@ -953,6 +992,13 @@ saga_status net_prepare(saga_net *n, bool train) {
     size_t avail = budget > held ? budget - held : 0;
     for (int s = 0; s < n->n_stages; s++)
         n->stages[s].in_cols = s == 0 ? n->in_cols : n->stages[s - 1].out_cols;
+    SAGA_CHECK(n->o.transfer == SAGA_TRANSFER_F32 ||
+                   (n->be->kernels->version >= 6 && n->be->kernels->half_to_f32),
+               SAGA_ERR_UNSUPPORTED, "saga_net: backend %s cannot widen 16-bit input rows",
+               n->be->name);
+    SAGA_CHECK(n->o.transfer == SAGA_TRANSFER_F32 || saga_comm_size(n->o.comm) == 1,
+               SAGA_ERR_UNSUPPORTED,
+               "saga_net: input transfers in 16 bits are for one rank; several exchange f32 rows");
     SAGA_CHECK(n->o.order != SAGA_ORDER_DEGREE || n->pagerank, SAGA_ERR_UNSUPPORTED,
                "saga_net: the degree order is PageRank's; a net with stages keeps the graph's "
                "order");
@@ -1128,7 +1174,8 @@ saga_status net_prepare(saga_net *n, bool train) {
         halo += n->blk[d].n_halo;
     n->stats.halo_rows = halo;
     n->stats.resident_bytes = res;
-    n->floor_pass_bytes = (uint64_t)n->n * (uint64_t)n->in_cols * 4;
+    n->floor_pass_bytes =
+        (uint64_t)n->n * (uint64_t)n->in_cols * (n->transfer == SAGA_TRANSFER_F32 ? 4 : 2);
     for (int s = 0; s < n->n_stages; s++) {
         const stage *sg = &n->stages[s];
         if (sg->kind != STAGE_PROGRAM)

@@ -34,9 +34,11 @@ typedef struct stage {
 typedef struct rows_io {
     const float *src;
     float *dst;
-    const int32_t *rows;
+    const int32_t *rows; /* NULL: the contiguous rows first .. first + n - 1 */
+    int32_t first;
     int32_t n;
     int64_t cols;
+    saga_transfer half; /* pack: the staging holds 16-bit floats (not for unpack) */
 } rows_io;
 
 /* A batch plan of one block for one max_batch_edges. */
@@ -167,6 +169,8 @@ struct saga_net {
     float **saved_host;
     saga_blk ***act, ***halo, ***grad, ***gin, ***ghalo, ***saved;
     rows_io **pack_io, **unpack_io;
+    rows_io *in_io;         /* k: the input rows' packs when they cross in 16 bits */
+    saga_transfer transfer; /* what the input blocks hold: o.transfer streamed, else f32 */
     /* Resident stages (streamed, one rank): resident[s] when program stage s's input, n x
      * in_cols, is small enough to stay on the device whole (full[s]) while the parts stream:
      * the stage before writes each part's rows into it, each part's halo is gathered from it on

@@ -309,6 +309,22 @@ static saga_tensor *stage_rows(saga_net *n, int s, int32_t d, saga_tensor *H,
     return out;
 }
 
+/* Stage 0's input block as f32: the block itself, or (rows crossing in 16 bits) a context tensor
+ * it is widened into. */
+static saga_status input_rows(saga_net *n, saga_blk *b, int64_t rows, int64_t cols,
+                              saga_tensor **out) {
+    if (n->transfer == SAGA_TRANSFER_F32) {
+        *out = wrap(n, b, SAGA_F32, rows, cols);
+        return SAGA_OK;
+    }
+    saga_tensor *t = saga_ctx_tensor(n->c, SAGA_F32, rows, cols);
+    *out = t;
+    if (!t || !rows || !cols)
+        return SAGA_OK; /* NULL: the error is in the context */
+    return n->be->kernels->half_to_f32(saga_backend_default_stream(n->be), rows * cols,
+                                       saga_blk_dev(b), n->transfer == SAGA_TRANSFER_BF16, t->data);
+}
+
 /* A resident program stage's halo for part d, gathered on the device from its whole input. */
 static saga_status gather_halo(saga_net *n, int s, int32_t d) {
     nblock *b = &n->blk[d];
@@ -339,9 +355,13 @@ static saga_status run_fwd(saga_net *n, int s, int32_t d, bool train) {
     saga_tape_pos mark = saga_tape_mark(c);
     if (resident(n, s))
         SAGA_TRY(gather_halo(n, s, d));
-    saga_tensor *H = sg->kind == STAGE_PROGRAM
-                         ? wrap(n, n->halo[s][d], SAGA_F32, b->n_halo, sg->in_cols)
-                         : wrap(n, n->act[s][d], SAGA_F32, P, sg->in_cols);
+    saga_tensor *H = NULL;
+    if (s == 0)
+        SAGA_TRY(input_rows(n, sg->kind == STAGE_PROGRAM ? n->halo[0][d] : n->act[0][d],
+                            sg->kind == STAGE_PROGRAM ? b->n_halo : P, sg->in_cols, &H));
+    else
+        H = sg->kind == STAGE_PROGRAM ? wrap(n, n->halo[s][d], SAGA_F32, b->n_halo, sg->in_cols)
+                                      : wrap(n, n->act[s][d], SAGA_F32, P, sg->in_cols);
     saga_tensor *gathered = NULL;
     saga_tensor *out = H ? stage_rows(n, s, d, H, NULL, &gathered) : NULL;
     if (!out)
@@ -399,8 +419,13 @@ static saga_status run_bwd(saga_net *n, int s, int32_t d) {
     saga_tape_pos mark = saga_tape_mark(c);
     if (resident(n, s))
         SAGA_TRY(gather_halo(n, s, d));
-    saga_tensor *H = program ? wrap(n, n->halo[s][d], SAGA_F32, b->n_halo, sg->in_cols)
-                             : wrap(n, n->act[s][d], SAGA_F32, P, sg->in_cols);
+    saga_tensor *H = NULL;
+    if (s == 0)
+        SAGA_TRY(input_rows(n, program ? n->halo[0][d] : n->act[0][d], program ? b->n_halo : P,
+                            sg->in_cols, &H));
+    else
+        H = program ? wrap(n, n->halo[s][d], SAGA_F32, b->n_halo, sg->in_cols)
+                    : wrap(n, n->act[s][d], SAGA_F32, P, sg->in_cols);
     saga_tensor *dout = resident(n, s + 1) ? saga_ctx_wrap(c, SAGA_F32, P, sg->out_cols,
                                                            whole_rows(n, n->gfull[s + 1], s + 1, d))
                                            : wrap(n, n->grad[s + 1][d], SAGA_F32, P, sg->out_cols);

@@ -70,6 +70,15 @@ typedef enum saga_vertex_order {
     SAGA_ORDER_COUNT
 } saga_vertex_order;
 
+/* The precision of the input rows as they move host -> device in a streamed net (compute stays
+ * f32: a step widens its block on the device). In memory the input crosses once, in f32. */
+typedef enum saga_transfer {
+    SAGA_TRANSFER_F32 = 0,
+    SAGA_TRANSFER_BF16, /* bfloat16: f32's exponent, 8 bits of mantissa; half the bytes */
+    SAGA_TRANSFER_FP16, /* IEEE binary16: 11 bits of mantissa, |x| < 65520 (larger: inf) */
+    SAGA_TRANSFER_COUNT
+} saga_transfer;
+
 typedef struct saga_net_opts {
     saga_exec exec;
     int32_t parts;                   /* streamed: parts; 0 = the fewest whose blocks fit */
@@ -83,6 +92,7 @@ typedef struct saga_net_opts {
      * gradients added there (saga_net_stats.resident_bytes). true: every halo goes through
      * the host instead, as with several ranks. */
     bool host_halos;
+    saga_transfer transfer; /* streamed on one rank (several: SAGA_ERR_UNSUPPORTED unless f32) */
     /* Several ranks (NULL or one rank: this process alone; not owned, must outlive the net).
      * Every rank makes the same net over the same graph, stages, loss and input, and makes the
      * same calls in the same order. The parts (at least one per rank; METIS unless told

@@ -2,6 +2,7 @@
  * deterministic for a given thread count: each thread sums a fixed contiguous chunk and the
  * partial sums are added in thread order. */
 #include "backend_impl.h"
+#include "half_impl.h"
 #include "nn_kernels.h"
 
 #include <math.h>
@@ -230,8 +231,25 @@ static saga_status cpu_pagerank_pull_f64(saga_stream *s, const saga_csr_dev *A, 
     return SAGA_OK;
 }
 
+/* ---- 16-bit floats ------------------------------------------------------------------------- */
+
+static saga_status cpu_half_to_f32(saga_stream *s, int64_t n, const uint16_t *x, bool bf16,
+                                   float *y) {
+    saga_cpu_stream_drain(s);
+    if (bf16) {
+#pragma omp parallel for schedule(static) num_threads(threads_for(s, n))
+        for (int64_t i = 0; i < n; i++)
+            y[i] = saga_bf16_to_f32(x[i]);
+    } else {
+#pragma omp parallel for schedule(static) num_threads(threads_for(s, n))
+        for (int64_t i = 0; i < n; i++)
+            y[i] = saga_fp16_to_f32(x[i]);
+    }
+    return SAGA_OK;
+}
+
 const saga_kernels saga_cpu_kernels = {
-    .version = 5,
+    .version = 6,
     .fill_f64 = cpu_fill_f64,
     .axpby_f64 = cpu_axpby_f64,
     .mul_f64 = cpu_mul_f64,
@@ -266,4 +284,5 @@ const saga_kernels saga_cpu_kernels = {
     .sgd_f32 = saga_cpu_sgd_f32,
     .dropout_rows_f32 = saga_cpu_dropout_rows_f32,
     .pagerank_pull_f64 = cpu_pagerank_pull_f64,
+    .half_to_f32 = cpu_half_to_f32,
 };

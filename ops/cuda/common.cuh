@@ -316,6 +316,8 @@ saga_status saga_cuda_dropout_rows_f32(saga_stream *s, int64_t rows, int64_t col
                                        float *y);
 saga_status saga_cuda_binary_f32(saga_stream *s, saga_binop op, int64_t n, const float *x,
                                  const float *y, float *z);
+saga_status saga_cuda_half_to_f32(saga_stream *s, int64_t n, const uint16_t *x, bool bf16,
+                                  float *y);
 saga_status saga_cuda_scale_f32(saga_stream *s, int64_t n, float a, const float *x, float b,
                                 float *y);
 saga_status saga_cuda_fill_f32(saga_stream *s, float *x, int64_t n, float v);

@@ -261,3 +261,13 @@ inline int __ffs(int x) {
 inline int __clz(int x) {
     return x == 0 ? 32 : __builtin_clz((unsigned)x);
 }
+inline float __uint_as_float(unsigned x) {
+    float f;
+    std::memcpy(&f, &x, sizeof f);
+    return f;
+}
+inline unsigned __float_as_uint(float f) {
+    unsigned x;
+    std::memcpy(&x, &f, sizeof x);
+    return x;
+}
