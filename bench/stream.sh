@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # stream.sh - GCN training streamed through a device budget 4x smaller than what the in-memory
-# run peaks at: epoch time streamed vs in memory, and bytes moved with METIS, contiguous and
-# random parts.
+# run peaks at: epoch time streamed vs in memory (alternating runs, medians), and bytes moved
+# with METIS, contiguous and random parts, with halos through the host instead of resident
+# narrow inputs, with offloaded aggregations, and with the feature rows crossing in bf16 and
+# fp16; each against the floor (the input rows and each aggregation's tiles once per pass).
 #
-#   bench/stream.sh [BUILD_DIR]      (EPOCHS=20 N=200000 DEG=20 F=128 C=8 OVER=4 DEVICE=cpu)
+#   bench/stream.sh [BUILD_DIR]      (EPOCHS=20 RUNS=3 N=200000 DEG=20 F=128 C=8 OVER=4 DEVICE=cpu)
 #
 # The in-memory run measures its own peak device bytes (graph, features, activations, the
 # compute's tensors); the streamed runs get --device-mem peak/OVER, so what they stream is OVER
@@ -23,27 +25,46 @@ run() {
         --quiet "$@" | tail -1
 }
 field() { python3 -c "import json,sys; print(json.loads(sys.stdin.read())['$1'])"; }
+median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 mem=$(run)
 peak=$(echo "$mem" | field peak_device_bytes)
 budget=$((peak / over))
-ms_mem=$(echo "$mem" | field epoch_ms_median)
-echo "device:  $(echo "$mem" | field device)"
-printf "%-28s %10s %7s %14s %14s %14s %8s\n" run "ms/epoch" parts "h2d bytes" "d2h bytes" "peak bytes" overlap
-line() {
-    printf "%-28s %10.1f %7s %14s %14s %14s %7.0f%%\n" "$1" "$(echo "$2" | field epoch_ms_median)" \
-        "$(echo "$2" | field parts)" "$(echo "$2" | field h2d_bytes)" "$(echo "$2" | field d2h_bytes)" \
-        "$(echo "$2" | field peak_device_bytes)" \
-        "$(python3 -c "print(100*$(echo "$2" | field overlap))")"
+echo "device:  $(echo "$mem" | field device); in-memory peak $peak bytes, budget $budget"
+hdr() {
+    printf "%-34s %10s %6s %13s %13s %7s %13s %12s %8s\n" run "ms/epoch" parts "h2d bytes" \
+        "d2h bytes" "/floor" "floor" "resident" overlap
 }
-line "in memory" "$mem"
-for p in metis contiguous random; do
-    out=$(run --device-mem "$budget" --partition "$p")
-    line "streamed 1/$over, $p" "$out"
-    [ "$p" = metis ] && ms_metis=$(echo "$out" | field epoch_ms_median)
+line() {
+    echo "$2" | python3 -c "
+import json, sys
+j = json.loads(sys.stdin.read())
+fl = j.get('h2d_floor_bytes', 0)
+print('%-34s %10.1f %6d %13d %13d %7s %13d %12d %7.0f%%' % ('$1', j['epoch_ms_median'], j['parts'],
+      j['h2d_bytes'], j['d2h_bytes'], '%.2fx' % (j['h2d_bytes'] / fl) if fl and j['streamed'] else '-',
+      fl, j.get('resident_bytes', 0), 100 * j['overlap']))"
+}
+# in memory and streamed (METIS) alternate RUNS times: the throughput ratio is of their medians
+runs=${RUNS:-3}
+ms_mem_all= ms_str_all=
+hdr
+for ((r = 1; r <= runs; r++)); do
+    [ "$r" -gt 1 ] && mem=$(run)
+    line "in memory (run $r)" "$mem"
+    ms_mem_all="$ms_mem_all $(echo "$mem" | field epoch_ms_median)"
+    out=$(run --device-mem "$budget" --partition metis)
+    line "streamed 1/$over, metis (run $r)" "$out"
+    ms_str_all="$ms_str_all $(echo "$out" | field epoch_ms_median)"
 done
-out=$(run --device-mem "$budget" --partition metis --saved offload)
-line "streamed 1/$over, metis, offload" "$out"
-python3 -c "print('streamed (metis) runs at %.0f%% of the in-memory throughput' % (100 * $ms_mem / $ms_metis))"
+for p in contiguous random; do
+    line "streamed 1/$over, $p" "$(run --device-mem "$budget" --partition "$p")"
+done
+line "streamed 1/$over, metis, host halos" "$(run --device-mem "$budget" --host-halos)"
+line "streamed 1/$over, metis, offload" "$(run --device-mem "$budget" --saved offload)"
+for tp in bf16 fp16; do
+    line "streamed 1/$over, metis, $tp" "$(run --device-mem "$budget" --transfer-precision "$tp")"
+done
+ms_mem=$(median $ms_mem_all) ms_metis=$(median $ms_str_all)
+python3 -c "print('streamed (metis) runs at %.0f%% of the in-memory throughput (medians of $runs alternating runs: %.1f vs %.1f ms per epoch)' % (100 * $ms_mem / $ms_metis, $ms_metis, $ms_mem))"
 
 # PageRank (f64) through the executor: in memory, then streamed through a quarter of its peak.
 g=${PR_GRAPH:-}
