@@ -231,7 +231,7 @@ static saga_status cpu_pagerank_pull_f64(saga_stream *s, const saga_csr_dev *A, 
 }
 
 const saga_kernels saga_cpu_kernels = {
-    .version = 5,
+    .version = 6,
     .fill_f64 = cpu_fill_f64,
     .axpby_f64 = cpu_axpby_f64,
     .mul_f64 = cpu_mul_f64,
@@ -266,4 +266,6 @@ const saga_kernels saga_cpu_kernels = {
     .sgd_f32 = saga_cpu_sgd_f32,
     .dropout_rows_f32 = saga_cpu_dropout_rows_f32,
     .pagerank_pull_f64 = cpu_pagerank_pull_f64,
+    .dropout_csr_f32 = saga_cpu_dropout_csr_f32,
+    .spmm_t_f32 = saga_cpu_spmm_t_f32,
 };
