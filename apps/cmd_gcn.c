@@ -23,6 +23,7 @@ enum {
     OPT_DEVICE,
     OPT_THREADS,
     OPT_NO_NORMALIZE,
+    OPT_DENSE_FEATURES,
     OPT_CHECKPOINT,
     OPT_CHECKPOINT_EVERY,
     OPT_RESUME,
@@ -50,6 +51,9 @@ static const cli_opt gcn_cli_opts[] = {
     {"threads", 0, "T", NULL, "CPU threads (default: OMP_NUM_THREADS or all cores)."},
     {"no-normalize-features", 0, NULL, NULL,
      "Use the features as read (by default each row is divided by its sum, as Kipf does)."},
+    {"dense-features", 0, NULL, NULL,
+     "Make sparse features dense (by default a sparse features file, or --synthetic, stays a "
+     "CSR: the first layer drops its non-zeros and multiplies it sparse x dense)."},
     {"checkpoint", 0, "FILE", NULL,
      "Save the model, the optimizer state and the epoch to FILE at the end (and every "
      "--checkpoint-every epochs)."},
@@ -216,7 +220,7 @@ static int gcn_main(int argc, char **argv) {
     const char *log_path = NULL;
     gcn_opts go = gcn_opts_defaults();
     saga_citation_params cp = saga_citation_params_defaults();
-    bool normalize = true;
+    bool normalize = true, dense_features = false;
     cli_exec ex = cli_exec_defaults();
     int64_t threads = 0, v = 0;
     /* The values as given, for the report: the model uses them as floats. */
@@ -267,6 +271,9 @@ static int gcn_main(int argc, char **argv) {
             break;
         case OPT_NO_NORMALIZE:
             normalize = false;
+            break;
+        case OPT_DENSE_FEATURES:
+            dense_features = true;
             break;
         case OPT_CHECKPOINT:
             go.checkpoint = arg;
@@ -349,6 +356,9 @@ static int gcn_main(int argc, char **argv) {
         goto fail;
     if (normalize)
         gcn_data_normalize_features(&d);
+    bool sparse_file = d.features == NULL;
+    if (dense_features && (st = gcn_data_densify(&d)) < 0)
+        goto fail;
     double t_load = saga_now() - t0;
     cli_say(&c,
             "data      %s: %s vertices, %s edges, %lld features, %d classes; split %lld / "
@@ -356,6 +366,15 @@ static int gcn_main(int argc, char **argv) {
             data_dir ? data_dir : "synthetic", cli_count(b1, sizeof b1, d.n_vertices),
             cli_count(b2, sizeof b2, d.n_edges), (long long)d.n_features, d.n_classes,
             (long long)d.n_train, (long long)d.n_val, (long long)d.n_test, t_load);
+
+    if (d.features)
+        cli_say(&c, "features  dense%s: %s on the host\n", sparse_file ? " (--dense-features)" : "",
+                cli_bytes(b1, sizeof b1, (int64_t)gcn_data_feature_bytes(&d)));
+    else
+        cli_say(&c, "features  sparse (CSR): %s non-zeros, %.2f%% of the matrix, %s on the host\n",
+                cli_count(b1, sizeof b1, d.x_nnz),
+                100.0 * (double)d.x_nnz / ((double)d.n_vertices * (double)d.n_features),
+                cli_bytes(b2, sizeof b2, (int64_t)gcn_data_feature_bytes(&d)));
 
     /* ---- backend */
     saga_backend_params bp = saga_backend_params_defaults();
@@ -421,8 +440,12 @@ static int gcn_main(int argc, char **argv) {
         agreed = false;
         goto fail;
     }
-    if (cli_exec_wanted(&ex))
+    if (cli_exec_wanted(&ex)) {
         cli_say_net_stats(&c, &ns, " per epoch");
+        cli_say(&c, "input: %s, %s on the device\n",
+                ns.sparse_input ? "sparse (CSR)" : "dense rows",
+                cli_bytes(b1, sizeof b1, (int64_t)ns.input_bytes));
+    }
     if (c.ranks > 1)
         cli_say_rank_stats(&c, &rs, " in the last epoch");
     cli_say(&c, "test accuracy %.4f (final model, %lld test vertices)\n", r.test_acc,
@@ -450,6 +473,9 @@ static int gcn_main(int argc, char **argv) {
         json_key(&j, "weight_decay"), json_num(&j, weight_decay);
         json_key(&j, "seed"), json_uint(&j, go.seed);
         json_key(&j, "normalize_features"), json_bool(&j, normalize);
+        json_key(&j, "input"), json_str(&j, ns.sparse_input ? "sparse" : "dense");
+        json_key(&j, "input_nnz"), json_int(&j, d.features ? 0 : d.x_nnz);
+        json_key(&j, "input_bytes"), json_int(&j, (int64_t)ns.input_bytes);
         json_key(&j, "parameters"), json_int(&j, r.n_params);
         json_key(&j, "loss"), json_num(&j, r.loss);
         json_key(&j, "train_accuracy"), json_num(&j, r.train_acc);

@@ -16,6 +16,9 @@ void gcn_data_free(gcn_data *d) {
         return;
     saga_graph_free(&d->graph);
     saga_free(d->features);
+    saga_free(d->x_offsets);
+    saga_free(d->x_indices);
+    saga_free(d->x_values);
     saga_free(d->labels);
     saga_free(d->train);
     saga_free(d->val);
@@ -89,7 +92,7 @@ fail:
 saga_status gcn_data_load(gcn_data *d, const char *dir) {
     saga_status st = SAGA_OK;
     char path[4096];
-    float *x = NULL;
+    saga_features x = {0};
     SAGA_CHECK(d && dir, SAGA_ERR_INVALID_ARG, "gcn_data_load: NULL argument");
     memset(d, 0, sizeof *d);
     struct stat sb;
@@ -127,17 +130,28 @@ saga_status gcn_data_load(gcn_data *d, const char *dir) {
 
     static const char *const feat_names[] = {"features.txt.gz", "features.txt"};
     SAGA_TRY(find_file(path, sizeof path, dir, feat_names, 2));
-    int64_t rows = 0, cols = 0;
-    SAGA_TRY(saga_features_read(&x, &rows, &cols, path, NULL));
+    SAGA_TRY(saga_features_load(&x, path, NULL));
+    int64_t rows = x.n_rows, cols = x.n_cols;
     SAGA_CHECK(rows <= n, SAGA_ERR_PARSE, "%s: %lld feature rows, labels.txt has %lld vertices",
                path, (long long)rows, (long long)n);
     SAGA_CHECK(cols > 0, SAGA_ERR_PARSE, "%s: no features", path);
-    if (rows < n) { /* a sparse file may end before the last vertices: they have no words */
-        SAGA_TRY(saga_realloc_array((void **)&x, (size_t)(n * cols), sizeof *x, "features"));
-        memset(x + rows * cols, 0, (size_t)((n - rows) * cols) * sizeof *x);
+    /* a sparse file may end before the last vertices: they have no words */
+    if (rows < n && x.dense) {
+        SAGA_TRY(
+            saga_realloc_array((void **)&x.dense, (size_t)(n * cols), sizeof *x.dense, "features"));
+        memset(x.dense + rows * cols, 0, (size_t)((n - rows) * cols) * sizeof *x.dense);
+    } else if (rows < n) {
+        SAGA_TRY(saga_realloc_array((void **)&x.offsets, (size_t)n + 1, sizeof *x.offsets,
+                                    "feature offsets"));
+        for (int64_t v = rows + 1; v <= n; v++)
+            x.offsets[v] = x.nnz;
     }
-    d->features = x;
-    x = NULL;
+    d->features = x.dense;
+    d->x_offsets = x.offsets;
+    d->x_indices = x.indices;
+    d->x_values = x.values;
+    d->x_nnz = x.nnz;
+    memset(&x, 0, sizeof x);
     d->n_features = cols;
 
     static const char *const split_names[3][1] = {
@@ -151,7 +165,7 @@ saga_status gcn_data_load(gcn_data *d, const char *dir) {
     }
     SAGA_CHECK(d->n_train > 0, SAGA_ERR_PARSE, "%s/train_idx.txt: no training vertices", dir);
 fail:
-    saga_free(x);
+    saga_features_free(&x);
     if (st < 0 && d)
         gcn_data_free(d);
     return st;
@@ -164,7 +178,15 @@ saga_status gcn_data_synthetic(gcn_data *d, const saga_citation_params *p) {
     memset(d, 0, sizeof *d);
     SAGA_TRY(saga_citation_generate(&c, p));
     SAGA_TRY(saga_citation_graph(&d->graph, c, NULL));
-    SAGA_TRY(saga_citation_features(&d->features, c));
+    /* the generator's words are already a CSR with values 1 */
+    int64_t nnz = c->feat_offsets[c->n_vertices];
+    SAGA_TRY(saga_alloc_array((void **)&d->x_values, nnz ? (size_t)nnz : 1, sizeof *d->x_values,
+                              "features"));
+    for (int64_t k = 0; k < nnz; k++)
+        d->x_values[k] = 1.0f;
+    d->x_offsets = c->feat_offsets, c->feat_offsets = NULL;
+    d->x_indices = c->feat_index, c->feat_index = NULL;
+    d->x_nnz = nnz;
     d->n_vertices = c->n_vertices;
     d->n_edges = c->n_edges;
     d->n_features = c->n_features;
@@ -182,20 +204,40 @@ fail:
     return st;
 }
 
+/* The features as a saga_features view (the arrays stay d's). */
+static saga_features features_of(const gcn_data *d) {
+    return (saga_features){.n_rows = d->n_vertices,
+                           .n_cols = d->n_features,
+                           .dense = d->features,
+                           .nnz = d->x_nnz,
+                           .offsets = d->x_offsets,
+                           .indices = d->x_indices,
+                           .values = d->x_values};
+}
+
 void gcn_data_normalize_features(gcn_data *d) {
-    int64_t F = d->n_features;
-#pragma omp parallel for schedule(static)
-    for (int64_t v = 0; v < d->n_vertices; v++) {
-        float *row = d->features + v * F;
-        double s = 0;
-        for (int64_t j = 0; j < F; j++)
-            s += row[j];
-        if (s != 0) {
-            float inv = (float)(1.0 / s);
-            for (int64_t j = 0; j < F; j++)
-                row[j] *= inv;
-        }
-    }
+    saga_features f = features_of(d);
+    saga_features_normalize_rows(&f);
+}
+
+saga_status gcn_data_densify(gcn_data *d) {
+    saga_status st = SAGA_OK;
+    saga_features f = features_of(d);
+    SAGA_TRY(saga_features_densify(&f)); /* frees the CSR on success */
+    d->features = f.dense;
+    d->x_offsets = NULL;
+    d->x_indices = NULL;
+    d->x_values = NULL;
+    d->x_nnz = 0;
+fail:
+    return st;
+}
+
+size_t gcn_data_feature_bytes(const gcn_data *d) {
+    if (d->features)
+        return (size_t)d->n_vertices * (size_t)d->n_features * sizeof(float);
+    return ((size_t)d->n_vertices + 1) * sizeof(int64_t) +
+           (size_t)d->x_nnz * (sizeof(int32_t) + sizeof(float));
 }
 
 /* ---- the model ---------------------------------------------------------------------------- */
@@ -224,9 +266,15 @@ typedef struct gcn_layer {
     float dropout;
 } gcn_layer;
 
-/* The vertex stage before a layer's aggregation: dropout, then W when it narrows. */
+/* The vertex stage before a layer's aggregation: dropout, then W when it narrows. Sparse input
+ * rows (the first layer's, from a sparse features file) are dropped on their non-zeros and
+ * multiplied sparse x dense, always before the aggregation (the product is the same). */
 static saga_tensor *gcn_rows(saga_ctx *c, const saga_vertex_in *v, void *layer) {
     gcn_layer *l = layer;
+    if (v->sparse) {
+        saga_sparse x = saga_sparse_dropout(c, v->sparse, l->dropout);
+        return x.values ? saga_spmm(c, &x, l->W) : NULL;
+    }
     saga_tensor *h = saga_dropout(c, v->self, l->dropout);
     return l->project_first ? saga_matmul(c, h, l->W) : h;
 }
@@ -331,7 +379,8 @@ static saga_status check_opts(const gcn_data *d, const gcn_opts *o) {
                SAGA_ERR_INVALID_ARG, "GCN: lr must be > 0 and weight decay >= 0");
     SAGA_CHECK(o->checkpoint_every >= 0, SAGA_ERR_INVALID_ARG,
                "GCN: checkpoint interval must be >= 0");
-    SAGA_CHECK(d->graph && d->features && d->labels && d->n_train > 0 && d->n_classes >= 1,
+    SAGA_CHECK(d->graph && (d->features || d->x_offsets) && d->labels && d->n_train > 0 &&
+                   d->n_classes >= 1,
                SAGA_ERR_INVALID_ARG, "GCN: the data set has no training vertices");
 fail:
     return st;
@@ -372,7 +421,8 @@ saga_status gcn_train(gcn_result *out, saga_backend *be, const gcn_data *d, cons
     /* ---- the model: Glorot weights and zero biases, as Kipf's code */
     SAGA_TRY(saga_ctx_new(&c, be, o->seed));
     SAGA_TRY(saga_model_new(&m, be));
-    gcn_layer l1 = {.project_first = H < F, .relu = true, .dropout = o->dropout};
+    bool sparse = d->features == NULL;
+    gcn_layer l1 = {.project_first = H < F || sparse, .relu = true, .dropout = o->dropout};
     gcn_layer l2 = {.project_first = C < H, .relu = false, .dropout = o->dropout};
     l1.W = saga_model_param(m, "conv1.weight", F, H, SAGA_INIT_GLOROT, o->seed * 2 + 1);
     l1.b = saga_model_param(m, "conv1.bias", 1, H, SAGA_INIT_ZEROS, 0);
@@ -407,7 +457,10 @@ saga_status gcn_train(gcn_result *out, saga_backend *be, const gcn_data *d, cons
     SAGA_TRY(saga_net_add_vertex(net, gcn_rows, &l2, l2.project_first ? C : H));
     SAGA_TRY(saga_net_add_program(net, &GCN_PROGRAM, &l2, C));
     SAGA_TRY(saga_net_set_loss(net, gcn_loss, &ld));
-    SAGA_TRY(saga_net_set_input(net, d->features, F));
+    if (sparse)
+        SAGA_TRY(saga_net_set_input_csr(net, d->x_offsets, d->x_indices, d->x_values, F));
+    else
+        SAGA_TRY(saga_net_set_input(net, d->features, F));
 
     int64_t done = 0;
     if (o->resume) {

@@ -32,8 +32,13 @@ typedef struct gcn_data {
     saga_graph *graph; /* undirected, vertices 0..n-1 (row i of features is vertex i) */
     int32_t n_vertices;
     int64_t n_edges; /* undirected edges, each counted once */
-    float *features; /* n_vertices x n_features, row-major */
+    float *features; /* n_vertices x n_features, row-major; NULL when the features are sparse */
     int64_t n_features;
+    /* sparse features (features == NULL): CSR over n_vertices rows, as saga_features holds it */
+    int64_t *x_offsets; /* n_vertices + 1 */
+    int32_t *x_indices; /* x_nnz */
+    float *x_values;    /* x_nnz */
+    int64_t x_nnz;
     int32_t *labels; /* n_vertices; -1 for a vertex without a label */
     int32_t n_classes;
     int32_t *train, *val, *test;
@@ -41,19 +46,25 @@ typedef struct gcn_data {
 } gcn_data;
 
 /* Loads a directory in the layout of the bundled Cora: edges.txt[.gz] ("u v" per line, 0-based,
- * read as undirected), features.txt[.gz] (sparse "vertex feature [value]" lines or dense rows,
- * '#' comments allowed), labels.txt (line i = class of vertex i, -1 for none), train_idx.txt,
- * val_idx.txt, test_idx.txt (one vertex per line). The vertex count is the number of labels;
- * vertices without edges are kept. Errors name the file: SAGA_ERR_IO for a missing one,
+ * read as undirected), features.txt[.gz] (sparse "vertex feature [value]" lines, kept sparse, or
+ * dense rows, '#' comments allowed), labels.txt (line i = class of vertex i, -1 for none),
+ * train_idx.txt, val_idx.txt, test_idx.txt (one vertex per line). The vertex count is the number of
+ * labels; vertices without edges are kept. Errors name the file: SAGA_ERR_IO for a missing one,
  * SAGA_ERR_PARSE for malformed content or ids out of range. d is zeroed first; on failure it
  * holds nothing. */
 saga_status gcn_data_load(gcn_data *d, const char *dir);
-/* Generates a data set in memory with saga_citation_generate. */
+/* Generates a data set in memory with saga_citation_generate (sparse features). */
 saga_status gcn_data_synthetic(gcn_data *d, const saga_citation_params *p);
 /* Frees what d holds and zeroes it. */
 void gcn_data_free(gcn_data *d);
-/* Divides each feature row by its sum (rows summing to 0 stay 0), as Kipf's preprocessing. */
+/* Divides each feature row by its sum (rows summing to 0 stay 0), as Kipf's preprocessing;
+ * dense and sparse features give the same values. */
 void gcn_data_normalize_features(gcn_data *d);
+/* Makes sparse features dense (nothing when they are). SAGA_ERR_OUT_OF_MEMORY leaves d as it
+ * was. */
+saga_status gcn_data_densify(gcn_data *d);
+/* Bytes of the features on the host: n x F floats, or the CSR's offsets, indices and values. */
+size_t gcn_data_feature_bytes(const gcn_data *d);
 
 typedef struct gcn_opts {
     int epochs;             /* train until this many epochs are done in total (200) */

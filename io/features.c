@@ -218,44 +218,135 @@ static saga_status raise(const deferred *d) {
     return saga_error(d->st, "%s", d->msg);
 }
 
-static saga_status sparse_finish(float **out, int64_t *n_rows, int64_t *n_cols, const sparse_acc *a,
-                                 const saga_lines *l, const saga_features_opts *o) {
+/* The CSR of the triples: rows in vertex order, each row's columns increasing (a counting sort
+ * by row keeps the file's order within a row, then each row is sorted). A (vertex, feature)
+ * listed twice is an error. */
+static saga_status sparse_finish(saga_features *out, const sparse_acc *a, const saga_lines *l,
+                                 const saga_features_opts *o) {
     saga_status st = SAGA_OK;
-    float *x = NULL;
-    uint8_t *seen = NULL;
+    int64_t *off = NULL;
+    int32_t *idx = NULL;
+    float *val = NULL;
     int64_t rows = o->graph ? saga_graph_n_vertices(o->graph) : a->max_row + 1;
     int64_t cols = o->n_cols > 0 ? o->n_cols : a->max_col + 1;
-    if (cols > 0 && rows > INT64_MAX / cols)
-        SAGA_CHECK(false, SAGA_ERR_OUT_OF_MEMORY, "%s: a %lld x %lld feature matrix is too large",
-                   saga_lines_name(l), (long long)rows, (long long)cols);
-    int64_t cells = rows * cols;
-    SAGA_TRY(saga_alloc_zeroed((void **)&x, (size_t)cells, sizeof *x, "feature matrix"));
-    SAGA_TRY(saga_alloc_zeroed((void **)&seen, (size_t)(cells / 8 + 1), 1, "feature bitmap"));
+    size_t nz = a->n ? (size_t)a->n : 1;
+    SAGA_TRY(saga_alloc_zeroed((void **)&off, (size_t)rows + 2, sizeof *off, "feature offsets"));
+    SAGA_TRY(saga_alloc_array((void **)&idx, nz, sizeof *idx, "feature columns"));
+    SAGA_TRY(saga_alloc_array((void **)&val, nz, sizeof *val, "feature values"));
+    for (int64_t k = 0; k < a->n; k++)
+        off[a->row[k] + 2]++;
+    for (int64_t r = 0; r < rows; r++)
+        off[r + 2] += off[r + 1];
     for (int64_t k = 0; k < a->n; k++) {
-        int64_t c = (int64_t)a->row[k] * cols + a->col[k];
-        if (seen[c / 8] & (1u << (c % 8))) {
-            st = saga_error(
-                SAGA_ERR_PARSE, "%s: feature %d of vertex %lld is listed twice", saga_lines_name(l),
-                (int)a->col[k],
-                (long long)(o->graph ? saga_graph_orig_id(o->graph, a->row[k]) : a->row[k]));
-            goto fail;
-        }
-        seen[c / 8] |= (uint8_t)(1u << (c % 8));
-        x[c] = a->val[k];
+        int64_t q = off[a->row[k] + 1]++;
+        idx[q] = a->col[k];
+        val[q] = a->val[k];
     }
-    saga_free(seen);
-    *out = x;
-    *n_rows = rows;
-    *n_cols = cols;
+    /* off[r + 1] is now the end of row r: off[0 .. rows] are the offsets */
+    for (int64_t r = 0; r < rows; r++) {
+        /* rows are a few dozen entries: an insertion sort, stable */
+        for (int64_t k = off[r] + 1; k < off[r + 1]; k++) {
+            int32_t c = idx[k];
+            float v = val[k];
+            int64_t j = k;
+            for (; j > off[r] && idx[j - 1] > c; j--) {
+                idx[j] = idx[j - 1];
+                val[j] = val[j - 1];
+            }
+            idx[j] = c;
+            val[j] = v;
+        }
+        for (int64_t k = off[r] + 1; k < off[r + 1]; k++)
+            if (idx[k] == idx[k - 1]) {
+                st = saga_error(
+                    SAGA_ERR_PARSE, "%s: feature %d of vertex %lld is listed twice",
+                    saga_lines_name(l), (int)idx[k],
+                    (long long)(o->graph ? saga_graph_orig_id(o->graph, (int32_t)r) : r));
+                goto fail;
+            }
+    }
+    memset(out, 0, sizeof *out);
+    out->n_rows = rows;
+    out->n_cols = cols;
+    out->nnz = a->n;
+    out->offsets = off;
+    out->indices = idx;
+    out->values = val;
     return SAGA_OK;
 fail:
-    saga_free(seen);
-    saga_free(x);
+    saga_free(off);
+    saga_free(idx);
+    saga_free(val);
     return st;
 }
 
-saga_status saga_features_parse(float **out, int64_t *n_rows, int64_t *n_cols, saga_reader *r,
-                                const saga_features_opts *opts) {
+void saga_features_free(saga_features *f) {
+    if (!f)
+        return;
+    saga_free(f->dense);
+    saga_free(f->offsets);
+    saga_free(f->indices);
+    saga_free(f->values);
+    memset(f, 0, sizeof *f);
+}
+
+saga_status saga_features_densify(saga_features *f) {
+    saga_status st = SAGA_OK;
+    float *x = NULL;
+    SAGA_CHECK(f, SAGA_ERR_INVALID_ARG, "saga_features_densify: NULL features");
+    if (f->dense)
+        return SAGA_OK;
+    SAGA_CHECK(f->n_cols == 0 || f->n_rows <= INT64_MAX / f->n_cols, SAGA_ERR_OUT_OF_MEMORY,
+               "a %lld x %lld feature matrix is too large", (long long)f->n_rows,
+               (long long)f->n_cols);
+    int64_t cells = f->n_rows * f->n_cols;
+    SAGA_TRY(
+        saga_alloc_zeroed((void **)&x, (size_t)(cells ? cells : 1), sizeof *x, "feature matrix"));
+    for (int64_t r = 0; r < f->n_rows; r++)
+        for (int64_t k = f->offsets[r]; k < f->offsets[r + 1]; k++)
+            x[r * f->n_cols + f->indices[k]] = f->values[k];
+    int64_t rows = f->n_rows, cols = f->n_cols;
+    saga_features_free(f);
+    f->n_rows = rows;
+    f->n_cols = cols;
+    f->dense = x;
+fail:
+    return st;
+}
+
+void saga_features_normalize_rows(saga_features *f) {
+    if (f->dense) {
+        int64_t F = f->n_cols;
+#pragma omp parallel for schedule(static)
+        for (int64_t v = 0; v < f->n_rows; v++) {
+            float *row = f->dense + v * F;
+            double s = 0;
+            for (int64_t j = 0; j < F; j++)
+                s += row[j];
+            if (s != 0) {
+                float inv = (float)(1.0 / s);
+                for (int64_t j = 0; j < F; j++)
+                    row[j] *= inv;
+            }
+        }
+        return;
+    }
+    /* the same sums in the same order as the dense loop's, whose zeros add nothing */
+#pragma omp parallel for schedule(static)
+    for (int64_t v = 0; v < f->n_rows; v++) {
+        double s = 0;
+        for (int64_t k = f->offsets[v]; k < f->offsets[v + 1]; k++)
+            s += f->values[k];
+        if (s != 0) {
+            float inv = (float)(1.0 / s);
+            for (int64_t k = f->offsets[v]; k < f->offsets[v + 1]; k++)
+                f->values[k] *= inv;
+        }
+    }
+}
+
+saga_status saga_features_parse_any(saga_features *out, saga_reader *r,
+                                    const saga_features_opts *opts) {
     saga_status st = SAGA_OK;
     saga_lines *l = NULL;
     sparse_acc sp = {.max_row = -1, .max_col = -1};
@@ -344,7 +435,7 @@ saga_status saga_features_parse(float **out, int64_t *n_rows, int64_t *n_cols, s
             st = raise(&sparse_err);
             goto fail;
         }
-        SAGA_TRY(sparse_finish(out, n_rows, n_cols, &sp, l, opts));
+        SAGA_TRY(sparse_finish(out, &sp, l, opts));
     } else {
         if (opts->graph && de.rows != saga_graph_n_vertices(opts->graph)) {
             st = saga_error(SAGA_ERR_PARSE, "%s: %lld feature rows, the graph has %d vertices",
@@ -354,9 +445,10 @@ saga_status saga_features_parse(float **out, int64_t *n_rows, int64_t *n_cols, s
         }
         if (!de.v) /* no rows at all */
             SAGA_TRY(saga_alloc_array((void **)&de.v, 1, sizeof *de.v, "dense features"));
-        *out = de.v;
-        *n_rows = de.rows;
-        *n_cols = de.rows ? de.width : (opts->n_cols > 0 ? opts->n_cols : 0);
+        memset(out, 0, sizeof *out);
+        out->dense = de.v;
+        out->n_rows = de.rows;
+        out->n_cols = de.rows ? de.width : (opts->n_cols > 0 ? opts->n_cols : 0);
         de.v = NULL;
     }
     st = SAGA_OK;
@@ -370,12 +462,38 @@ fail:
     return st;
 }
 
+saga_status saga_features_parse(float **out, int64_t *n_rows, int64_t *n_cols, saga_reader *r,
+                                const saga_features_opts *opts) {
+    saga_status st = SAGA_OK;
+    saga_features f = {0};
+    SAGA_TRY(saga_features_parse_any(&f, r, opts));
+    SAGA_TRY(saga_features_densify(&f));
+    *out = f.dense;
+    *n_rows = f.n_rows;
+    *n_cols = f.n_cols;
+    return SAGA_OK;
+fail:
+    saga_features_free(&f);
+    return st;
+}
+
 saga_status saga_features_read(float **out, int64_t *n_rows, int64_t *n_cols, const char *path,
                                const saga_features_opts *opts) {
     saga_status st = SAGA_OK;
     saga_reader *r = NULL;
     SAGA_TRY(saga_reader_open(&r, path));
     return saga_features_parse(out, n_rows, n_cols, r, opts);
+fail:
+    return st;
+}
+
+saga_status saga_features_load(saga_features *out, const char *path,
+                               const saga_features_opts *opts) {
+    saga_status st = SAGA_OK;
+    saga_reader *r = NULL;
+    SAGA_CHECK(out, SAGA_ERR_INVALID_ARG, "saga_features_load: NULL output");
+    SAGA_TRY(saga_reader_open(&r, path));
+    return saga_features_parse_any(out, r, opts);
 fail:
     return st;
 }

@@ -11,6 +11,8 @@ saga_status saga_mtx_parse(saga_graph **out, saga_reader *r, const saga_load_opt
 saga_status saga_metis_parse(saga_graph **out, saga_reader *r, const saga_load_opts *opts);
 saga_status saga_features_parse(float **out, int64_t *n_rows, int64_t *n_cols, saga_reader *r,
                                 const saga_features_opts *opts);
+saga_status saga_features_parse_any(saga_features *out, saga_reader *r,
+                                    const saga_features_opts *opts);
 saga_status saga_labels_parse(int32_t **out, int64_t *n, saga_reader *r, const saga_graph *graph);
 saga_status saga_index_parse(int32_t **out, int64_t *n, saga_reader *r, const saga_graph *graph);
 

@@ -99,6 +99,33 @@ saga_features_opts saga_features_opts_defaults(void);
 saga_status saga_features_read(float **out, int64_t *n_rows, int64_t *n_cols, const char *path,
                                const saga_features_opts *opts);
 
+/* A feature matrix as its file has it: dense rows, or, for a sparse file, CSR (row v's entries
+ * are indices[offsets[v] .. offsets[v + 1]), columns increasing, values beside them). */
+typedef struct saga_features {
+    int64_t n_rows, n_cols;
+    float *dense;     /* n_rows x n_cols row-major; NULL when sparse */
+    int64_t nnz;      /* sparse: stored entries (values that are 0 in the file included) */
+    int64_t *offsets; /* sparse: n_rows + 1, from 0 */
+    int32_t *indices; /* sparse: nnz */
+    float *values;    /* sparse: nnz */
+} saga_features;
+
+/* Reads a features file as saga_features_read does, but a sparse file stays sparse (*out's
+ * CSR, n_rows + 1 offsets even when n_rows is 0), so that a 1% dense matrix costs 1% of the
+ * memory. The arrays are saga_malloc'd and owned by *out (saga_features_free). Errors as
+ * saga_features_read's; *out is written only on success. */
+saga_status saga_features_load(saga_features *out, const char *path,
+                               const saga_features_opts *opts);
+/* Frees f's arrays and zeroes it; accepts NULL. */
+void saga_features_free(saga_features *f);
+/* Makes f dense (rows x cols, zeros where the CSR has no entry); nothing when it is dense.
+ * SAGA_ERR_OUT_OF_MEMORY leaves f as it was. */
+saga_status saga_features_densify(saga_features *f);
+/* Divides each row by its sum, rows summing to 0 left as they are (Kipf & Welling's
+ * preprocessing), in either layout; the sums are taken in the same order in both, so a sparse
+ * matrix and its dense copy give the same bits. */
+void saga_features_normalize_rows(saga_features *f);
+
 /* Reads labels: either one integer per line (line i is vertex i; -1 or a blank value means no
  * label) or "vertex label" pairs (vertices named by original id when graph is given). Vertices
  * without a label get -1. *out has *n entries (the graph's vertex count when graph != NULL). */

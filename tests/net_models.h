@@ -51,9 +51,13 @@ typedef struct layer {
     float dropout;
 } layer;
 
-/* rows times W, after dropout */
+/* rows times W, after dropout (on the non-zeros of sparse input rows) */
 static saga_tensor *project(saga_ctx *c, const saga_vertex_in *v, void *l_) {
     layer *l = l_;
+    if (v->sparse) {
+        saga_sparse x = saga_sparse_dropout(c, v->sparse, l->dropout);
+        return x.values ? saga_spmm(c, &x, l->W) : NULL;
+    }
     return saga_matmul(c, saga_dropout(c, v->self, l->dropout), l->W);
 }
 

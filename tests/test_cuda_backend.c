@@ -847,7 +847,7 @@ static void expect_close_mag(const void *d, const float *want, const double *mag
 static void test_cuda_backend_f32_table_complete(void **state) {
     (void)state;
     const saga_kernels *k = GK();
-    assert_int_equal(k->version, 6);
+    assert_int_equal(k->version, 7);
     assert_int_equal(k->version, CK()->version);
     /* optional: the executor runs PageRank with the separate f64 kernels without it */
     assert_null(k->pagerank_pull_f64);
@@ -878,6 +878,9 @@ static void test_cuda_backend_f32_table_complete(void **state) {
         (const void *)k->adam_f32,
         (const void *)k->sgd_f32,
         (const void *)k->dropout_rows_f32,
+        (const void *)k->dropout_csr_f32,
+        (const void *)k->spmm_t_f32,
+        (const void *)k->half_to_f32,
     };
     for (size_t i = 0; i < sizeof slots / sizeof *slots; i++)
         if (!slots[i])
@@ -1529,6 +1532,52 @@ static void test_cuda_backend_f32_spmm(void **state) {
     }
 }
 
+/* Sparse input features: dropout on a CSR's entries draws the CPU's bits (row ids or a row
+ * base), and A^T X matches the CPU to f32 rounding (the GPU adds with atomics). */
+static void test_cuda_backend_f32_sparse_input(void **state) {
+    (void)state;
+    enum { ROWS = 3000, COLS = 700 };
+    int64_t *off;
+    int32_t *ind;
+    float *val;
+    random_csr(ROWS, COLS, 0, &off, &ind, &val);
+    const int64_t nnz = off[ROWS];
+    int64_t *goff = gput(off, sizeof(int64_t) * (ROWS + 1));
+    int32_t *gind = gput(ind, sizeof(int32_t) * nnz);
+    float *gval = gput(val, sizeof(float) * nnz);
+    int32_t *ids = hi32(ROWS);
+    for (int64_t r = 0; r < ROWS; r++)
+        ids[r] = (int32_t)((r * 7919 + 13) % 100003);
+    int32_t *gids = gput(ids, sizeof(int32_t) * ROWS);
+    saga_csr_dev gA = {ROWS, COLS, nnz, goff, gind, gval};
+    saga_csr_dev cA = {ROWS, COLS, nnz, off, ind, val};
+    for (int pi = 0; pi < 3; pi++) {
+        const float p = pi * 0.3f;
+        for (int with_ids = 0; with_ids < 2; with_ids++) {
+            float *y = nan_f32(nnz), *gy = gput(y, sizeof(float) * nnz);
+            assert_int_equal(
+                GK()->dropout_csr_f32(GS(), &gA, p, 91, 17, with_ids ? gids : NULL, gy), SAGA_OK);
+            assert_int_equal(CK()->dropout_csr_f32(CS(), &cA, p, 91, 17, with_ids ? ids : NULL, y),
+                             SAGA_OK);
+            expect_bits(gy, y, nnz, "dropout_csr_f32");
+        }
+    }
+    static const int64_t Fs[] = {1, 16, 33};
+    static const float ab[][2] = {{1.0f, 0.0f}, {0.5f, 1.0f}};
+    for (size_t fi = 0; fi < sizeof Fs / sizeof *Fs; fi++) {
+        const int64_t F = Fs[fi];
+        float *X = rand_f32(ROWS * F, -1.0f, 1.0f), *gX = gput(X, sizeof(float) * ROWS * F);
+        for (size_t ai = 0; ai < sizeof ab / sizeof *ab; ai++) {
+            const float alpha = ab[ai][0], beta = ab[ai][1];
+            float *Y0 = beta == 0.0f ? nan_f32(COLS * F) : rand_f32(COLS * F, -1.0f, 1.0f);
+            float *Y = hcopy(Y0, COLS * F), *gY = gput(Y0, sizeof(float) * COLS * F);
+            assert_int_equal(CK()->spmm_t_f32(CS(), &cA, F, alpha, X, beta, Y), SAGA_OK);
+            assert_int_equal(GK()->spmm_t_f32(GS(), &gA, F, alpha, gX, beta, gY), SAGA_OK);
+            expect_close(gY, Y, COLS * F, 1e-4, "spmm_t_f32");
+        }
+    }
+}
+
 /* SAGA_CUDA_SPMM takes "cusparse" or "own"; anything else stops the backend from opening, with a
  * message that names the variable. */
 static void test_cuda_backend_spmm_choice(void **state) {
@@ -2011,6 +2060,7 @@ int main(void) {
         cmocka_unit_test_teardown(test_cuda_backend_f32_losses_and_sums, free_tracked),
         cmocka_unit_test_teardown(test_cuda_backend_f32_gather_scatter, free_tracked),
         cmocka_unit_test_teardown(test_cuda_backend_f32_spmm, free_tracked),
+        cmocka_unit_test_teardown(test_cuda_backend_f32_sparse_input, free_tracked),
         cmocka_unit_test(test_cuda_backend_spmm_choice),
         cmocka_unit_test_teardown(test_cuda_backend_spmm_counts_cusparse, free_tracked),
         cmocka_unit_test_teardown(test_cuda_backend_f32_segment_reduce, free_tracked),

@@ -214,6 +214,66 @@ static void test_features_sparse_small(void **state) {
     saga_free(x);
 }
 
+/* Sparse files stay sparse with saga_features_load: a CSR with each row's columns increasing,
+ * the same matrix saga_features_read makes dense, and row normalisation gives the dense bits. */
+static void test_features_sparse_csr(void **state) {
+    (void)state;
+    const char *path = saga_test_write_str("csr.txt", "2 3 0.5\n0 4\n2 1 2\n0 0 -1\n2 0\n");
+    saga_features f = {0};
+    assert_int_equal(saga_features_load(&f, path, NULL), SAGA_OK);
+    assert_null(f.dense);
+    assert_int_equal(f.n_rows, 3);
+    assert_int_equal(f.n_cols, 5);
+    assert_int_equal(f.nnz, 5);
+    static const int64_t off[] = {0, 2, 2, 5};
+    static const int32_t idx[] = {0, 4, 0, 1, 3};
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(f.offsets[i], off[i]);
+    for (int k = 0; k < 5; k++)
+        assert_int_equal(f.indices[k], idx[k]);
+    assert_floats(f.values, (float[]){-1, 1, 1, 2, 0.5f}, 5);
+    saga_features_normalize_rows(&f);
+    float inv = (float)(1.0 / 3.5); /* row 0 sums to 0: left as it is */
+    assert_floats(f.values, (float[]){-1, 1, 1 * inv, 2 * inv, 0.5f * inv}, 5);
+    assert_int_equal(saga_features_densify(&f), SAGA_OK);
+    assert_non_null(f.dense);
+    assert_null(f.offsets);
+    assert_floats(f.dense, (float[]){-1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, 10);
+    saga_features_free(&f);
+    saga_features_free(&f); /* twice: nothing left to free */
+
+    /* a dense file stays dense */
+    path = saga_test_write_str("dense.txt", "0.5 2\n3 4\n");
+    assert_int_equal(saga_features_load(&f, path, NULL), SAGA_OK);
+    assert_non_null(f.dense);
+    assert_null(f.offsets);
+    assert_int_equal(f.n_rows, 2);
+    saga_features_free(&f);
+
+    /* a pair listed twice is an error naming it, as in the dense reading */
+    path = saga_test_write_str("twice.txt", "0 1\n1 2\n0 1\n");
+    assert_int_equal(saga_features_load(&f, path, NULL), SAGA_ERR_PARSE);
+    saga_test_assert_error_contains("feature 1 of vertex 0 is listed twice", NULL);
+    assert_null(f.offsets);
+
+    /* Cora: 49,216 non-zeros, and normalised rows equal the dense normalisation bit for bit */
+    saga_features s = {0}, d = {0};
+    const char *cora = saga_test_data("cora/features.txt.gz");
+    assert_int_equal(saga_features_load(&s, cora, NULL), SAGA_OK);
+    assert_int_equal(s.n_rows, 2708);
+    assert_int_equal(s.n_cols, 1433);
+    assert_int_equal(s.nnz, 49216);
+    assert_int_equal(s.offsets[1], 9);
+    assert_int_equal(s.indices[8], 1274);
+    assert_int_equal(saga_features_read(&d.dense, &d.n_rows, &d.n_cols, cora, NULL), SAGA_OK);
+    saga_features_normalize_rows(&s);
+    saga_features_normalize_rows(&d);
+    assert_int_equal(saga_features_densify(&s), SAGA_OK);
+    assert_memory_equal(s.dense, d.dense, (size_t)(2708 * 1433) * sizeof(float));
+    saga_features_free(&s);
+    saga_features_free(&d);
+}
+
 static void test_features_sparse_errors(void **state) {
     (void)state;
     saga_features_opts o = saga_features_opts_defaults();
@@ -440,6 +500,9 @@ static void test_features_failing_allocations(void **state) {
     static const char gz_text[] = "0 1\n1 0\n";
     const char *gz = saga_test_write_gz("oom.txt.gz", gz_text, sizeof gz_text - 1);
     IO_OOM_LOOP(st = saga_features_read(&x, &rows, &cols, gz, NULL), saga_free(x));
+    saga_features f = {0};
+    IO_OOM_LOOP(st = saga_features_load(&f, sparse, NULL), saga_features_free(&f));
+    IO_OOM_LOOP(st = saga_features_load(&f, dense, NULL), saga_features_free(&f));
     saga_graph *g = vertices(3, (int64_t[]){0, 1, 2});
     saga_features_opts o = saga_features_opts_defaults();
     o.graph = g;
@@ -464,6 +527,7 @@ int main(void) {
         cmocka_unit_test(test_features_cora_labels),
         cmocka_unit_test(test_features_cora_splits),
         cmocka_unit_test(test_features_sparse_small),
+        cmocka_unit_test(test_features_sparse_csr),
         cmocka_unit_test(test_features_sparse_errors),
         cmocka_unit_test(test_features_dense),
         cmocka_unit_test(test_features_dense_errors),

@@ -8,6 +8,7 @@
 
 #include "test_util.h"
 
+#include "nn_impl.h"
 #include "saga_nn.h"
 #include "tensor_impl.h"
 
@@ -540,6 +541,115 @@ static void test_nn_ops_inference_mode(void **state) {
 }
 
 /* Steady state takes its buffers from the cache: a second identical step allocates nothing. */
+/* One pass of a first layer, dropout(x) W, with the loss sum(y .* r): y and W's gradient. The
+ * dense path takes x dense, the sparse one the same matrix as a CSR. */
+static void sparse_layer(saga_ctx *c, saga_model *m, saga_tensor *W, saga_tensor *r,
+                         saga_tensor *xd, const saga_sparse *xs, float p, uint64_t counter,
+                         float *y_out, float *dw_out) {
+    assert_int_equal(saga_model_zero_grad(m), SAGA_OK);
+    saga_ctx_set_rng_counter(c, counter);
+    saga_tensor *y = NULL;
+    if (xs) {
+        saga_sparse x = saga_sparse_dropout(c, xs, p);
+        y = saga_spmm(c, &x, W);
+    } else {
+        y = saga_matmul(c, saga_dropout(c, xd, p), W);
+    }
+    saga_tensor *loss = saga_sum(c, saga_mul(c, y, r));
+    assert_non_null(loss);
+    assert_int_equal(saga_backward(c, loss), SAGA_OK);
+    assert_int_equal(saga_tensor_to_host(y, y_out), SAGA_OK);
+    assert_int_equal(saga_tensor_to_host(saga_grad(W), dw_out), SAGA_OK);
+    saga_ctx_clear(c);
+}
+
+/* saga_spmm with saga_sparse_dropout against saga_matmul with saga_dropout on the dense matrix:
+ * the same product and W gradient (X^T dY through spmm_t_f32) to float rounding, with dropout
+ * off and on (the entries draw the dense mask's bits, by row base and by row ids). */
+static void test_nn_ops_sparse_matches_dense(void **state) {
+    (void)state;
+    enum { R = 57, F = 41, H = 6 };
+    int64_t off[R + 1];
+    int32_t idx[R * F];
+    float val[R * F], dense[R * F], wv[F * H], rv[R * H];
+    int32_t ids[R];
+    uint64_t seed = 5;
+    off[0] = 0;
+    memset(dense, 0, sizeof dense);
+    for (int i = 0; i < R; i++) {
+        off[i + 1] = off[i];
+        for (int j = 0; j < F; j++)
+            if (urand(&seed, 0, 1) < (i % 5 == 0 ? 0.0 : 0.2)) { /* some rows empty */
+                idx[off[i + 1]] = j;
+                val[off[i + 1]] = dense[i * F + j] = (float)urand(&seed, -1, 1);
+                off[i + 1]++;
+            }
+        ids[i] = (i * 31 + 7) % 101; /* rows standing for rows of a larger matrix */
+    }
+    int64_t nnz = off[R];
+    fill(wv, F * H, -1, 1, 0, 9);
+    fill(rv, R * H, -1, 1, 0, 10);
+    saga_model *m = NULL;
+    saga_ctx *c = NULL;
+    assert_int_equal(saga_model_new(&m, be), SAGA_OK);
+    assert_int_equal(saga_ctx_new(&c, be, 3), SAGA_OK);
+    saga_tensor *W = saga_model_param(m, "W", F, H, SAGA_INIT_ZEROS, 0);
+    memcpy(saga_tensor_data(W), wv, sizeof wv);
+    saga_tensor *r = NULL, *xd = NULL, *to = NULL, *ti = NULL, *tv = NULL;
+    assert_int_equal(saga_tensor_from_host(&r, be, SAGA_F32, R, H, rv), SAGA_OK);
+    assert_int_equal(saga_tensor_from_host(&xd, be, SAGA_F32, R, F, dense), SAGA_OK);
+    assert_int_equal(saga_tensor_from_host(&to, be, SAGA_I64, R + 1, 1, off), SAGA_OK);
+    assert_int_equal(saga_tensor_from_host(&ti, be, SAGA_I32, nnz, 1, idx), SAGA_OK);
+    assert_int_equal(saga_tensor_from_host(&tv, be, SAGA_F32, nnz, 1, val), SAGA_OK);
+    saga_sparse xs = {.rows = R, .cols = F, .nnz = nnz, .offsets = to, .indices = ti, .values = tv};
+    saga_ctx_train(c, true);
+    float yd[R * H], ys[R * H], gd[F * H], gs[F * H];
+    for (int pi = 0; pi < 3; pi++) {
+        const float p = pi == 0 ? 0.0f : 0.5f;
+        saga_ctx_set_row_ids(c, pi == 2 ? ids : NULL, R);
+        sparse_layer(c, m, W, r, xd, NULL, p, 11, yd, gd);
+        sparse_layer(c, m, W, r, NULL, &xs, p, 11, ys, gs);
+        for (int k = 0; k < R * H; k++)
+            assert_true(fabsf(yd[k] - ys[k]) <= 1e-5f * (1 + fabsf(yd[k])));
+        for (int k = 0; k < F * H; k++)
+            assert_true(fabsf(gd[k] - gs[k]) <= 1e-5f * (1 + fabsf(gd[k])));
+        if (p > 0) { /* the mask did drop something, and the two draws agree on it */
+            int zeros = 0;
+            for (int k = 0; k < R * H; k++)
+                zeros += yd[k] == 0.0f && (off[k / H + 1] > off[k / H]);
+            assert_true(zeros < R * H);
+        }
+    }
+    saga_ctx_set_row_ids(c, NULL, 0);
+    /* the dropped entries stay stored; every kept one is scaled by 2 */
+    saga_sparse d = saga_sparse_dropout(c, &xs, 0.5f);
+    assert_non_null(d.values);
+    assert_int_equal(d.nnz, nnz);
+    float dv[R * F];
+    assert_int_equal(saga_tensor_to_host(d.values, dv), SAGA_OK);
+    int kept = 0;
+    for (int64_t k = 0; k < nnz; k++) {
+        assert_true(dv[k] == 0.0f || dv[k] == 2.0f * val[k]);
+        kept += dv[k] != 0.0f;
+    }
+    assert_true(kept > nnz / 4 && kept < 3 * nnz / 4);
+    /* inference: the identity */
+    saga_ctx_train(c, false);
+    d = saga_sparse_dropout(c, &xs, 0.5f);
+    assert_ptr_equal(d.values, tv);
+    /* shapes are checked */
+    saga_sparse bad = xs;
+    bad.cols = F + 1;
+    assert_null(saga_spmm(c, &bad, W));
+    assert_int_equal(saga_ctx_status(c), SAGA_ERR_INVALID_ARG);
+    saga_ctx_clear(c);
+    saga_tensor *tens[] = {r, xd, to, ti, tv};
+    for (int i = 0; i < 5; i++)
+        saga_tensor_free(&tens[i]);
+    saga_ctx_free(&c);
+    saga_model_free(&m);
+}
+
 static void test_nn_ops_buffer_reuse(void **state) {
     (void)state;
     saga_model *m = NULL;
@@ -567,9 +677,12 @@ static void test_nn_ops_buffer_reuse(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_nn_ops_gradients),    cmocka_unit_test(test_nn_ops_forward_values),
-        cmocka_unit_test(test_nn_ops_sticky_error), cmocka_unit_test(test_nn_ops_inference_mode),
+        cmocka_unit_test(test_nn_ops_gradients),
+        cmocka_unit_test(test_nn_ops_forward_values),
+        cmocka_unit_test(test_nn_ops_sticky_error),
+        cmocka_unit_test(test_nn_ops_inference_mode),
         cmocka_unit_test(test_nn_ops_buffer_reuse),
+        cmocka_unit_test(test_nn_ops_sparse_matches_dense),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

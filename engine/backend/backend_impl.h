@@ -225,6 +225,24 @@ typedef struct saga_kernels {
                                      double *c_next, double *out);
 
     /* ---- version >= 6 ---------------------------------------------------------------------- */
+    /* Dropout on the stored entries of a CSR matrix (rows of a larger A->n_cols wide matrix):
+     * y[k] = keep(seed, r * A->n_cols + A->indices[k]) ? A->values[k] / (1 - p) : 0 for entry k
+     * of row i, where r = row_ids[i] when row_ids is given, else row_base + i; keep is the mask
+     * of dropout_f32, so the entries draw the bits a dense dropout of the same matrix would draw
+     * for them, and a block of rows draws the whole matrix's mask. values NULL reads ones. y has
+     * A->nnz entries (y may be A->values). Bitwise. SAGA_ERR_INVALID_ARG when p is outside
+     * [0, 1). */
+    saga_status (*dropout_csr_f32)(saga_stream *s, const saga_csr_dev *A, float p, uint64_t seed,
+                                   int64_t row_base, const int32_t *row_ids, float *y);
+    /* Y = alpha A^T X + beta Y with A sparse (A->n_rows x A->n_cols), X A->n_rows x F, Y
+     * A->n_cols x F, without a stored transpose: the gradient of the right factor of a sparse x
+     * dense product (dW = X^T dH). beta == 0 does not read Y. On the CPU every element of Y adds
+     * its terms in increasing row order, the same bits for any thread count; on CUDA with
+     * atomics, deterministic only up to f32 rounding order. */
+    saga_status (*spmm_t_f32)(saga_stream *s, const saga_csr_dev *A, int64_t F, float alpha,
+                              const float *X, float beta, float *Y);
+
+    /* ---- version >= 7 ---------------------------------------------------------------------- */
     /* y[i] = x[i] widened to f32, for i < n: x holds 16-bit floats, bfloat16 (bf16 true: the
      * top half of an f32) or IEEE binary16 (false). Exact. */
     saga_status (*half_to_f32)(saga_stream *s, int64_t n, const uint16_t *x, bool bf16, float *y);

@@ -181,6 +181,8 @@ saga_status saga_net_set_input(saga_net *n, const float *x, int64_t cols) {
     saga_status st = SAGA_OK;
     SAGA_CHECK(n && x && cols >= 1, SAGA_ERR_INVALID_ARG,
                "saga_net_set_input: net and rows must be given");
+    SAGA_CHECK(!n->sparse, SAGA_ERR_INVALID_ARG,
+               "saga_net_set_input: the net's input is sparse (saga_net_set_input_csr)");
     SAGA_CHECK(!n->ready || cols == n->in_cols, SAGA_ERR_INVALID_ARG,
                "saga_net_set_input: %lld columns, the net was prepared for %lld", (long long)cols,
                (long long)n->in_cols);
@@ -199,6 +201,97 @@ saga_status saga_net_set_input(saga_net *n, const float *x, int64_t cols) {
     n->x_changed = true;
 fail:
     return st;
+}
+
+static void sparse_input_free(saga_net *n) {
+    saga_backend_host_free(n->be, n->xs_off, ((size_t)n->n + 1) * sizeof(int64_t));
+    saga_backend_host_free(n->be, n->xs_idx, ((size_t)n->x_nnz + 1) * sizeof(int32_t));
+    saga_backend_host_free(n->be, n->xs_val, ((size_t)n->x_nnz + 1) * sizeof(float));
+    n->xs_off = NULL;
+    n->xs_idx = NULL;
+    n->xs_val = NULL;
+}
+
+saga_status saga_net_set_input_csr(saga_net *n, const int64_t *offsets, const int32_t *indices,
+                                   const float *values, int64_t cols) {
+    saga_status st = SAGA_OK;
+    SAGA_CHECK(n && offsets && (indices || offsets[n->n] == 0) && (values || offsets[n->n] == 0) &&
+                   cols >= 1,
+               SAGA_ERR_INVALID_ARG, "saga_net_set_input_csr: net and CSR must be given");
+    SAGA_CHECK(!n->x, SAGA_ERR_INVALID_ARG,
+               "saga_net_set_input_csr: the net's input is dense (saga_net_set_input)");
+    SAGA_CHECK(!n->ready || cols == n->in_cols, SAGA_ERR_INVALID_ARG,
+               "saga_net_set_input_csr: %lld columns, the net was prepared for %lld",
+               (long long)cols, (long long)n->in_cols);
+    int64_t nnz = offsets[n->n];
+    SAGA_CHECK(offsets[0] == 0 && nnz >= 0, SAGA_ERR_INVALID_ARG,
+               "saga_net_set_input_csr: the offsets run from %lld to %lld; they must start at 0",
+               (long long)offsets[0], (long long)nnz);
+    for (int32_t v = 0; v < n->n; v++)
+        SAGA_CHECK(offsets[v + 1] >= offsets[v], SAGA_ERR_INVALID_ARG,
+                   "saga_net_set_input_csr: offsets decrease at row %d", (int)v);
+    for (int64_t k = 0; k < nnz; k++)
+        SAGA_CHECK(indices[k] >= 0 && indices[k] < cols, SAGA_ERR_INVALID_ARG,
+                   "saga_net_set_input_csr: column %d of entry %lld is outside [0, %lld)",
+                   (int)indices[k], (long long)k, (long long)cols);
+    if (n->ready)
+        SAGA_CHECK(nnz == n->x_nnz &&
+                       memcmp(offsets, n->xs_off, ((size_t)n->n + 1) * sizeof(int64_t)) == 0,
+                   SAGA_ERR_INVALID_ARG,
+                   "saga_net_set_input_csr: the rows' entry counts changed after the net ran");
+    if (n->xs_off && nnz != n->x_nnz)
+        sparse_input_free(n);
+    if (!n->xs_off) {
+        n->x_nnz = nnz;
+        SAGA_TRY(host_array(n, (void **)&n->xs_off, (size_t)n->n + 1, sizeof(int64_t),
+                            "sparse input offsets"));
+        SAGA_TRY(host_array(n, (void **)&n->xs_idx, (size_t)nnz + 1, sizeof(int32_t),
+                            "sparse input indices"));
+        SAGA_TRY(host_array(n, (void **)&n->xs_val, (size_t)nnz + 1, sizeof(float),
+                            "sparse input values"));
+    }
+    memcpy(n->xs_off, offsets, ((size_t)n->n + 1) * sizeof(int64_t));
+    if (nnz) {
+        memcpy(n->xs_idx, indices, (size_t)nnz * sizeof(int32_t));
+        memcpy(n->xs_val, values, (size_t)nnz * sizeof(float));
+    }
+    n->sparse = true;
+    n->in_cols = cols;
+    n->x_changed = true;
+    return SAGA_OK;
+fail:
+    if (n && !n->ready && st == SAGA_ERR_OUT_OF_MEMORY) {
+        sparse_input_free(n);
+        n->x_nnz = 0;
+    }
+    return st;
+}
+
+void net_sparse_fill(saga_net *n) {
+    for (int32_t d = n->d_lo; d < n->d_hi; d++) {
+        nblock *b = &n->blk[d];
+        if (!b->x_own)
+            continue;
+        int64_t q = 0;
+        b->xoff[0] = 0;
+        for (int32_t i = 0; i < b->v1 - b->v0; i++) {
+            int32_t v = n->ids[b->v0 + i];
+            int64_t k0 = n->xs_off[v], len = n->xs_off[v + 1] - k0;
+            memcpy(b->xidx + q, n->xs_idx + k0, (size_t)len * sizeof(int32_t));
+            memcpy(b->xval + q, n->xs_val + k0, (size_t)len * sizeof(float));
+            b->xoff[i + 1] = q += len;
+        }
+    }
+}
+
+/* The sparse input's entries in rows v0 .. v1 - 1 of the net's order. */
+static int64_t sparse_rows_nnz(const saga_net *n, int32_t v0, int32_t v1) {
+    if (!n->ids)
+        return n->xs_off[v1] - n->xs_off[v0];
+    int64_t nz = 0;
+    for (int32_t v = v0; v < v1; v++)
+        nz += n->xs_off[n->ids[v] + 1] - n->xs_off[n->ids[v]];
+    return nz;
 }
 
 /* Frees block b's arrays; the host-allocated ones with the sizes block_build, block_transpose
@@ -222,6 +315,11 @@ static void block_free(saga_net *n, nblock *b) {
                                (P + (size_t)b->plans[i].n_batches) * sizeof(int64_t));
     }
     saga_free(b->plans);
+    if (b->x_own) {
+        saga_backend_host_free(n->be, b->xoff, (P + 1) * sizeof(int64_t));
+        saga_backend_host_free(n->be, b->xidx, ((size_t)b->x_nnz + 1) * sizeof(int32_t));
+        saga_backend_host_free(n->be, b->xval, ((size_t)b->x_nnz + 1) * sizeof(float));
+    }
 }
 
 /* Frees what net_prepare made (the scheduler's blocks go with it). */
@@ -302,6 +400,7 @@ void saga_net_free(saga_net **np) {
     saga_comm_free(&n->dcomm);
     if (n->x)
         saga_backend_host_free(n->be, n->x, (size_t)n->n * (size_t)n->in_cols * sizeof(float) + 1);
+    sparse_input_free(n);
     saga_free(n->stages);
     saga_free(n);
     *np = NULL;
@@ -669,7 +768,12 @@ static size_t step_estimate(const saga_net *n, bool train, size_t *max_work) {
             const stage *sg = &n->stages[s];
             size_t fi = (size_t)sg->in_cols * 4, fo = (size_t)sg->out_cols * 4, blocks = 0,
                    work = 0;
-            if (sg->kind == STAGE_VERTEX) {
+            if (s == 0 && n->sparse) {
+                /* the block's CSR, its dropped values, the products */
+                size_t in = (P + 1) * 8 + (size_t)sparse_rows_nnz(n, b->v0, b->v1) * 8;
+                blocks = (in + P * fo) * (train ? 2 : 1);
+                work = (size_t)sparse_rows_nnz(n, b->v0, b->v1) * 4 + P * fo * 3;
+            } else if (sg->kind == STAGE_VERTEX) {
                 blocks = P * (fi + fo) * (train ? 2 : 1);
                 work = P * (fi + fo) * 3;
             } else {
@@ -699,7 +803,9 @@ static size_t memory_estimate(const saga_net *n, bool train) {
         return (size_t)(n->n + 1) * 8 + m * 4 + (size_t)n->n * 8 * 7 + 4096;
     }
     size_t total = (size_t)(n->n + 1) * 16 + (size_t)n->m * 20 * (train ? 2 : 1);
-    size_t act = (size_t)n->n * (size_t)n->in_cols * 4, widest = 0;
+    size_t act = n->sparse ? ((size_t)n->n + 1) * 8 + (size_t)n->x_nnz * 8
+                           : (size_t)n->n * (size_t)n->in_cols * 4,
+           widest = 0;
     for (int s = 0; s < n->n_stages; s++) {
         size_t w = (size_t)n->n * (size_t)n->stages[s].out_cols * 4;
         act += w * (train ? 3 : 1);
@@ -730,6 +836,8 @@ fail:
     saga_free(pos);
     return st;
 }
+
+static saga_status sparse_blocks(saga_net *n, nblock *b);
 
 /* Per stage and block: the scheduler's blocks for activations, halos and gradients. */
 /* Built once for inference and training alike (a net used only for inference keeps gradient
@@ -808,6 +916,10 @@ static saga_status stage_blocks(saga_net *n) {
         for (int32_t d = n->d_lo; d < n->d_hi; d++) {
             nblock *b = &n->blk[d];
             size_t P = (size_t)(b->v1 - b->v0);
+            if (s == 0 && n->sparse) {
+                SAGA_TRY(sparse_blocks(n, b));
+                continue;
+            }
             saga_blk *a = saga_sched_block(n->sched, P * (size_t)cols * esz,
                                            s == 0 ? SAGA_BLK_INPUT : SAGA_BLK_TEMP,
                                            s == 0 ? "input rows" : "activations");
@@ -908,6 +1020,33 @@ fail:
     return st;
 }
 
+/* Block b's sparse input: the net's CSR when the block is the whole graph in its order, else a
+ * copy of its rows (filled by net_sparse_fill); three scheduler blocks. */
+static saga_status sparse_blocks(saga_net *n, nblock *b) {
+    saga_status st = SAGA_OK;
+    size_t P = (size_t)(b->v1 - b->v0);
+    b->x_nnz = sparse_rows_nnz(n, b->v0, b->v1);
+    size_t nz1 = (size_t)b->x_nnz + 1;
+    if (!n->ids) {
+        b->xoff = n->xs_off + b->v0; /* v0 = 0: the offsets start at 0 */
+        b->xidx = n->xs_idx;
+        b->xval = n->xs_val;
+    } else {
+        SAGA_TRY(host_array(n, (void **)&b->xoff, P + 1, sizeof(int64_t), "sparse input rows"));
+        b->x_own = true; /* the arrays below are freed with the sizes x_nnz gives them */
+        SAGA_TRY(host_array(n, (void **)&b->xidx, nz1, sizeof(int32_t), "sparse input rows"));
+        SAGA_TRY(host_array(n, (void **)&b->xval, nz1, sizeof(float), "sparse input rows"));
+    }
+    /* an empty CSR still gets a word, as the arrays do */
+    size_t nb = (b->x_nnz ? (size_t)b->x_nnz : 1) * 4;
+    if (!(b->b_xoff = net_input_block(n, b->xoff, (P + 1) * sizeof(int64_t), "input offsets")) ||
+        !(b->b_xidx = net_input_block(n, b->xidx, nb, "input indices")) ||
+        !(b->b_xval = net_input_block(n, b->xval, nb, "input values")))
+        SAGA_CHECK(false, SAGA_ERR_OUT_OF_MEMORY, "out of memory for the sparse input's blocks");
+fail:
+    return st;
+}
+
 /* For a renumbered graph: each placed edge's index in the placed in-CSR of the graph as given
  * (the in-memory edge order), so that edge dropout masks do not depend on the parts. */
 static saga_status edge_ids(saga_net *n) {
@@ -979,8 +1118,10 @@ saga_status net_prepare(saga_net *n, bool train) {
     if (n->ready)
         return SAGA_OK;
     double t_prep = saga_now();
-    SAGA_CHECK(n->pagerank || (n->n_stages > 0 && n->x), SAGA_ERR_INVALID_ARG,
+    SAGA_CHECK(n->pagerank || (n->n_stages > 0 && (n->x || n->sparse)), SAGA_ERR_INVALID_ARG,
                "saga_net: needs stages and input rows (saga_net_set_input) before running");
+    SAGA_CHECK(!n->sparse || n->stages[0].kind == STAGE_VERTEX, SAGA_ERR_UNSUPPORTED,
+               "saga_net: sparse input needs a vertex stage first (a program gathers dense rows)");
     saga_backend_stats bs;
     saga_backend_get_stats(n->be, &bs);
     size_t budget = bs.budget_bytes;
@@ -1144,6 +1285,8 @@ saga_status net_prepare(saga_net *n, bool train) {
         SAGA_TRY(edge_ids(n));
     if (!n->pagerank)
         SAGA_TRY(stage_blocks(n));
+    if (n->sparse)
+        net_sparse_fill(n);
     if (n->dist && !n->pagerank)
         SAGA_TRY(net_dist_packs(n));
     if (!n->ids) {
@@ -1174,8 +1317,16 @@ saga_status net_prepare(saga_net *n, bool train) {
         halo += n->blk[d].n_halo;
     n->stats.halo_rows = halo;
     n->stats.resident_bytes = res;
-    n->floor_pass_bytes =
-        (uint64_t)n->n * (uint64_t)n->in_cols * (n->transfer == SAGA_TRANSFER_F32 ? 4 : 2);
+    n->stats.sparse_input = n->sparse;
+    n->stats.input_bytes = 0;
+    for (int32_t d = n->d_lo; d < n->d_hi && !n->pagerank; d++) {
+        nblock *b = &n->blk[d];
+        n->stats.input_bytes += n->sparse ? saga_blk_bytes(b->b_xoff) + saga_blk_bytes(b->b_xidx) +
+                                                saga_blk_bytes(b->b_xval)
+                                          : saga_blk_bytes(n->act[0][d]);
+    }
+    /* the input's blocks as they cross (dense in the transfer precision, or sparse) */
+    n->floor_pass_bytes = n->stats.input_bytes;
     for (int s = 0; s < n->n_stages; s++) {
         const stage *sg = &n->stages[s];
         if (sg->kind != STAGE_PROGRAM)

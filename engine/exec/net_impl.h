@@ -77,6 +77,14 @@ typedef struct nblock {
     saga_blk *b_hids; /* (NULL when no stage is resident) */
     bplan *plans;
     int n_plans;
+    /* sparse input: the block's rows as a CSR (offsets from 0); the net's own arrays in memory,
+     * else copies in the parts' order (x_own) */
+    int64_t x_nnz;
+    int64_t *xoff;
+    int32_t *xidx;
+    float *xval;
+    bool x_own;
+    saga_blk *b_xoff, *b_xidx, *b_xval;
 } nblock;
 
 /* PageRank's state (net_pagerank.c). */
@@ -139,6 +147,13 @@ struct saga_net {
     float *x; /* user input in the net's order (n x in_cols) */
     int64_t in_cols;
     bool x_changed;
+    /* sparse input (saga_net_set_input_csr): a CSR in the graph's order, host-allocated with one
+     * entry more than needed so that no array is empty; the blocks hold it in the net's order */
+    bool sparse;
+    int64_t x_nnz;
+    int64_t *xs_off;
+    int32_t *xs_idx;
+    float *xs_val;
     bool pagerank; /* prepared for saga_net_pagerank: no stages, f64 vertex values */
     struct pr_state *pr;
 
@@ -213,6 +228,9 @@ saga_blk *net_input_block(saga_net *n, void *host, size_t bytes, const char *kin
 /* Places the graph, in memory or cut into parts under the budget, and makes the scheduler and
  * its blocks; nothing once prepared. */
 saga_status net_prepare(saga_net *n, bool train);
+
+/* Copies the sparse input's rows into the blocks that keep them in the parts' order. */
+void net_sparse_fill(saga_net *n);
 
 /* ---- net_run.c ---------------------------------------------------------------------------- */
 

@@ -77,6 +77,18 @@ static void use_gathered_halo(saga_net *n, int t, int s, int32_t d) {
     saga_sched_use(n->sched, t, n->halo[s][d], SAGA_USE_WRITE, SAGA_USE_DISCARD);
 }
 
+/* The uses of block d's input rows (stage 0's input): dense rows, or the CSR's three blocks. */
+static void use_input(saga_net *n, int t, int32_t d) {
+    nblock *b = &n->blk[d];
+    if (!n->sparse) {
+        saga_sched_use(n->sched, t, n->act[0][d], SAGA_USE_READ, 0);
+        return;
+    }
+    saga_sched_use(n->sched, t, b->b_xoff, SAGA_USE_READ, 0);
+    saga_sched_use(n->sched, t, b->b_xidx, SAGA_USE_READ, 0);
+    saga_sched_use(n->sched, t, b->b_xval, SAGA_USE_READ, 0);
+}
+
 /* Records the plan of a forward pass (and, training, the loss and the backward pass). */
 static saga_status plan(saga_net *n, bool train, stepdesc **out, int *n_out) {
     saga_status st = SAGA_OK;
@@ -109,6 +121,8 @@ static saga_status plan(saga_net *n, bool train, stepdesc **out, int *n_out) {
                 use_graph(n, t, &n->blk[d], sg, false);
                 if (train && n->saved[s][d])
                     saga_sched_use(sc, t, n->saved[s][d], SAGA_USE_WRITE, 0);
+            } else if (s == 0) {
+                use_input(n, t, d);
             } else {
                 saga_sched_use(sc, t, n->act[s][d], SAGA_USE_READ, 0);
             }
@@ -165,10 +179,11 @@ static saga_status plan(saga_net *n, bool train, stepdesc **out, int *n_out) {
                         else
                             saga_sched_use(sc, t, n->grad[s][d], SAGA_USE_WRITE, 0);
                     }
+                } else if (s == 0) {
+                    use_input(n, t, d);
                 } else {
                     saga_sched_use(sc, t, n->act[s][d], SAGA_USE_READ, 0);
-                    if (s > 0)
-                        saga_sched_use(sc, t, n->grad[s][d], SAGA_USE_WRITE, 0);
+                    saga_sched_use(sc, t, n->grad[s][d], SAGA_USE_WRITE, 0);
                 }
                 sd[cnt++] = (stepdesc){PH_BWD, s, d, x};
             }
@@ -265,7 +280,8 @@ static saga_status check_width(const saga_tensor *out, const stage *sg, int s) {
  * rows for a vertex stage) through the user's functions. *gathered gets the program's gathered
  * values. */
 static saga_tensor *stage_rows_in(saga_net *n, int s, int32_t d, saga_tensor *H,
-                                  saga_tensor *gathered_in, saga_tensor **gathered) {
+                                  const saga_sparse *xs, saga_tensor *gathered_in,
+                                  saga_tensor **gathered) {
     saga_ctx *c = n->c;
     stage *sg = &n->stages[s];
     nblock *b = &n->blk[d];
@@ -286,9 +302,9 @@ static saga_tensor *stage_rows_in(saga_net *n, int s, int32_t d, saga_tensor *H,
         if (!g || !sg->fn)
             return g;
     }
-    if (!self)
+    if (!self && !xs)
         return NULL; /* the gather of the block's rows failed: the error is in c */
-    saga_vertex_in vin = {.first = b->v0, .count = P, .gathered = g, .self = self};
+    saga_vertex_in vin = {.first = b->v0, .count = P, .gathered = g, .self = self, .sparse = xs};
     saga_tensor *out = NULL;
     if (saga_prog_apply_vertex(c, sg->fn, &vin, sg->layer, "saga_net", &out) < 0)
         return NULL;
@@ -301,10 +317,10 @@ static void row_ids_on(saga_net *n, int32_t d) {
     saga_ctx_set_row_ids(n->c, b->b_ids ? saga_blk_dev(b->b_ids) : NULL, b->v1 - b->v0);
 }
 
-static saga_tensor *stage_rows(saga_net *n, int s, int32_t d, saga_tensor *H,
+static saga_tensor *stage_rows(saga_net *n, int s, int32_t d, saga_tensor *H, const saga_sparse *xs,
                                saga_tensor *gathered_in, saga_tensor **gathered) {
     row_ids_on(n, d);
-    saga_tensor *out = stage_rows_in(n, s, d, H, gathered_in, gathered);
+    saga_tensor *out = stage_rows_in(n, s, d, H, xs, gathered_in, gathered);
     saga_ctx_set_row_ids(n->c, NULL, 0);
     return out;
 }
@@ -342,6 +358,17 @@ static float *whole_rows(saga_net *n, saga_blk *whole, int s, int32_t d) {
     return (float *)saga_blk_dev(whole) + (int64_t)n->blk[d].v0 * cols;
 }
 
+/* Block d's sparse input rows as a view of its resident blocks; false with the error in c. */
+static bool input_sparse(saga_net *n, int32_t d, saga_sparse *xs) {
+    nblock *b = &n->blk[d];
+    int32_t P = b->v1 - b->v0;
+    *xs = (saga_sparse){.rows = P, .cols = n->in_cols, .nnz = b->x_nnz};
+    xs->offsets = wrap(n, b->b_xoff, SAGA_I64, (int64_t)P + 1, 1);
+    xs->indices = wrap(n, b->b_xidx, SAGA_I32, b->x_nnz, 1);
+    xs->values = wrap(n, b->b_xval, SAGA_F32, b->x_nnz, 1);
+    return xs->offsets && xs->indices && xs->values;
+}
+
 static saga_status run_fwd(saga_net *n, int s, int32_t d, bool train) {
     saga_status st = SAGA_OK;
     saga_ctx *c = n->c;
@@ -355,15 +382,18 @@ static saga_status run_fwd(saga_net *n, int s, int32_t d, bool train) {
     saga_tape_pos mark = saga_tape_mark(c);
     if (resident(n, s))
         SAGA_TRY(gather_halo(n, s, d));
+    saga_sparse xs_, *xs = NULL;
     saga_tensor *H = NULL;
-    if (s == 0)
+    if (s == 0 && n->sparse)
+        xs = input_sparse(n, d, &xs_) ? &xs_ : NULL;
+    else if (s == 0)
         SAGA_TRY(input_rows(n, sg->kind == STAGE_PROGRAM ? n->halo[0][d] : n->act[0][d],
                             sg->kind == STAGE_PROGRAM ? b->n_halo : P, sg->in_cols, &H));
     else
         H = sg->kind == STAGE_PROGRAM ? wrap(n, n->halo[s][d], SAGA_F32, b->n_halo, sg->in_cols)
                                       : wrap(n, n->act[s][d], SAGA_F32, P, sg->in_cols);
     saga_tensor *gathered = NULL;
-    saga_tensor *out = H ? stage_rows(n, s, d, H, NULL, &gathered) : NULL;
+    saga_tensor *out = H || xs ? stage_rows(n, s, d, H, xs, NULL, &gathered) : NULL;
     if (!out)
         SAGA_TRY(ctx_status_or(n, "a stage"));
     SAGA_TRY(check_width(out, sg, s));
@@ -419,8 +449,12 @@ static saga_status run_bwd(saga_net *n, int s, int32_t d) {
     saga_tape_pos mark = saga_tape_mark(c);
     if (resident(n, s))
         SAGA_TRY(gather_halo(n, s, d));
+    saga_sparse xs_, *xs = NULL;
     saga_tensor *H = NULL;
-    if (s == 0)
+    bool sparse_in = s == 0 && n->sparse;
+    if (sparse_in)
+        xs = input_sparse(n, d, &xs_) ? &xs_ : NULL;
+    else if (s == 0)
         SAGA_TRY(input_rows(n, program ? n->halo[0][d] : n->act[0][d], program ? b->n_halo : P,
                             sg->in_cols, &H));
     else
@@ -430,14 +464,14 @@ static saga_status run_bwd(saga_net *n, int s, int32_t d) {
                                                            whole_rows(n, n->gfull[s + 1], s + 1, d))
                                            : wrap(n, n->grad[s + 1][d], SAGA_F32, P, sg->out_cols);
     saga_tensor *saved = offload ? wrap(n, n->saved[s][d], SAGA_F32, P, sg->in_cols) : NULL;
-    if (!H || !dout || (offload && !saved))
+    if (!(H || xs) || !dout || (offload && !saved))
         SAGA_TRY(ctx_status_or(n, "a backward step"));
     if (s > 0)
         saga_ctx_mark_leaf(c, H);
     if (saved)
         saga_ctx_mark_leaf(c, saved);
     saga_tensor *gathered = NULL;
-    saga_tensor *out = stage_rows(n, s, d, H, saved, &gathered);
+    saga_tensor *out = stage_rows(n, s, d, H, xs, saved, &gathered);
     if (!out)
         SAGA_TRY(ctx_status_or(n, "a stage"));
     SAGA_TRY(check_width(out, sg, s));
@@ -495,7 +529,7 @@ static saga_status run_whole_train(saga_net *n, double *loss) {
     saga_tape_pos mark = saga_tape_mark(c);
     saga_sched_plan_begin(sc);
     int t = saga_sched_step(sc);
-    saga_sched_use(sc, t, n->act[0][0], SAGA_USE_READ, 0);
+    use_input(n, t, 0);
     for (int s = 0; s < S; s++) {
         const stage *sg = &n->stages[s];
         if (sg->kind != STAGE_PROGRAM)
@@ -511,10 +545,15 @@ static saga_status run_whole_train(saga_net *n, double *loss) {
     }
     SAGA_TRY(saga_sched_plan_end(sc));
     SAGA_TRY(saga_sched_begin(sc, t));
-    saga_tensor *h = wrap(n, n->act[0][0], SAGA_F32, n->n, n->in_cols);
-    for (int s = 0; s < S && h; s++) {
+    saga_sparse xs_, *xs = NULL;
+    saga_tensor *h = NULL;
+    if (n->sparse)
+        xs = input_sparse(n, 0, &xs_) ? &xs_ : NULL;
+    else
+        h = wrap(n, n->act[0][0], SAGA_F32, n->n, n->in_cols);
+    for (int s = 0; s < S && (h || (s == 0 && xs)); s++) {
         n->stages[s].rng = saga_ctx_rng_counter(c);
-        h = stage_rows(n, s, 0, h, NULL, NULL);
+        h = stage_rows(n, s, 0, h, s == 0 ? xs : NULL, NULL, NULL);
         if (h)
             SAGA_TRY(check_width(h, &n->stages[s], s));
     }
@@ -610,8 +649,14 @@ static saga_status run(saga_net *n, bool train, double *loss_out) {
             saga_comm_get_stats(n->dcomm, &n->dcomm_at);
     }
     /* host content that changed since the last call */
+    if (n->x_changed && n->sparse)
+        net_sparse_fill(n);
     for (int32_t d = n->d_lo; d < n->d_hi; d++) {
-        if (n->x_changed) {
+        if (n->x_changed && n->sparse) {
+            saga_blk_host_changed(n->blk[d].b_xoff);
+            saga_blk_host_changed(n->blk[d].b_xidx);
+            saga_blk_host_changed(n->blk[d].b_xval);
+        } else if (n->x_changed) {
             saga_blk_host_changed(n->act[0][d]);
             if (n->halo[0][d])
                 saga_blk_host_changed(n->halo[0][d]);

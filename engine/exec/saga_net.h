@@ -130,6 +130,14 @@ saga_status saga_net_set_loss(saga_net *n, saga_net_loss_fn fn, void *user);
 saga_status saga_net_set_model(saga_net *n, saga_model *m);
 /* The input rows (n x cols f32, row v for vertex v), copied. Call again when they change. */
 saga_status saga_net_set_input(saga_net *n, const float *x, int64_t cols);
+/* Sparse input rows instead: an n x cols CSR (offsets: n + 1 from 0 to nnz; indices: columns in
+ * [0, cols); values), copied and kept sparse on the device (each block's rows move as their
+ * offsets, indices and values). The first stage must be a vertex stage: its function sees the
+ * block's rows as v->sparse (v->self is NULL), e.g. saga_spmm(c, v->sparse, W). Call again when
+ * the values change; once the net has run, the offsets must stay the same. A net takes dense or
+ * sparse input, not both. Errors: SAGA_ERR_INVALID_ARG for offsets or indices out of range. */
+saga_status saga_net_set_input_csr(saga_net *n, const int64_t *offsets, const int32_t *indices,
+                                   const float *values, int64_t cols);
 
 /* Inference (the context is put out of training mode): the last stage's output into out (n x
  * its width, row v for vertex v), or nowhere when out is NULL. */
@@ -159,6 +167,9 @@ typedef struct saga_net_stats {
     double seconds;         /* the last call */
     double prepare_seconds; /* of which partitioning and building the blocks (first call) */
     int64_t halo_rows;      /* rows read by all blocks of one program stage (n in memory) */
+    bool sparse_input;      /* the input is a CSR (saga_net_set_input_csr) */
+    size_t input_bytes;     /* the input's blocks on the device: dense rows, or the CSR's
+                             * offsets, indices and values (what one pass moves, streamed) */
     int64_t edge_cut;       /* of the partition (0 in memory) */
     double partition_seconds;
     /* several ranks: their number; bytes this rank sent to and received from the others in the

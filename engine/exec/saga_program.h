@@ -115,6 +115,9 @@ typedef struct saga_vertex_in {
     int32_t count;
     saga_tensor *gathered; /* count x F': the reduced messages */
     saga_tensor *self;     /* count x F: the vertices' input values h[v] */
+    /* a saga_net's first stage over sparse input (saga_net_set_input_csr): the vertices' rows
+     * as a count x F CSR, and self is NULL; NULL everywhere else */
+    const saga_sparse *sparse;
 } saga_vertex_in;
 
 /* Return the messages (n_edges x F') / new values (count x F''), made with saga_nn.h ops, or

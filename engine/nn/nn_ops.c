@@ -195,6 +195,118 @@ saga_tensor *saga_matmul(saga_ctx *c, saga_tensor *a, saga_tensor *b) {
     return rec(c, y, a, b, matmul_bwd, NULL);
 }
 
+/* ---- sparse x dense ------------------------------------------------------------------------ */
+
+/* Whether x is a usable sparse input of op: its tensors on the context's backend, of the CSR's
+ * dtypes and shapes. */
+static bool sparse_arg(saga_ctx *c, const char *op, const saga_sparse *x) {
+    if (!x) {
+        op_err(c, SAGA_ERR_INVALID_ARG, "%s: x is NULL", op);
+        return false;
+    }
+    if (!arg(c, op, "x->offsets", x->offsets, SAGA_I64) ||
+        !arg(c, op, "x->indices", x->indices, SAGA_I32) ||
+        !arg(c, op, "x->values", x->values, SAGA_F32))
+        return false;
+    if (x->rows < 0 || x->cols < 0 || x->nnz < 0 || numel(x->offsets) != x->rows + 1 ||
+        numel(x->indices) != x->nnz || numel(x->values) != x->nnz) {
+        op_err(c, SAGA_ERR_INVALID_ARG,
+               "%s: a %lld x %lld CSR with %lld entries needs %lld offsets and %lld indices and "
+               "values, got %lld, %lld and %lld",
+               op, (long long)x->rows, (long long)x->cols, (long long)x->nnz,
+               (long long)x->rows + 1, (long long)x->nnz, (long long)numel(x->offsets),
+               (long long)numel(x->indices), (long long)numel(x->values));
+        return false;
+    }
+    return true;
+}
+
+static saga_csr_dev csr_of(const saga_sparse *x) {
+    return (saga_csr_dev){x->rows,          x->cols,          x->nnz,
+                          x->offsets->data, x->indices->data, x->values->data};
+}
+
+saga_sparse saga_sparse_dropout(saga_ctx *c, const saga_sparse *x, float p) {
+    static const char op[] = "saga_sparse_dropout";
+    saga_sparse out = {0};
+    if (!live(c) || !sparse_arg(c, op, x))
+        return out;
+    if (!(p >= 0.0f && p < 1.0f)) {
+        op_err(c, SAGA_ERR_INVALID_ARG, "saga_sparse_dropout: p must be in [0, 1), got %g",
+               (double)p);
+        return out;
+    }
+    if (!saga_ctx_training(c) || p == 0.0f)
+        return *x;
+    if (!has(c, op, K->dropout_csr_f32, "dropout_csr_f32"))
+        return out;
+    /* the draw of saga_dropout on the dense matrix: the same seed, the same row numbering */
+    uint64_t seed = saga_ctx_next_dropout_seed(c);
+    saga_tensor *v = saga_ctx_tensor(c, SAGA_F32, x->nnz, 1);
+    if (!v)
+        return out;
+    saga_csr_dev a = csr_of(x);
+    if (x->nnz && kfail(c, op,
+                        K->dropout_csr_f32(S, &a, p, seed, saga_ctx_row_base(c),
+                                           saga_ctx_row_ids(c, x->rows), v->data)))
+        return out;
+    out = *x;
+    out.values = v;
+    return out;
+}
+
+/* The sparse factor of a product, kept for its backward pass (its tensors are the context's and
+ * outlive the tape's use of them). */
+typedef struct spmm_state {
+    saga_sparse x;
+} spmm_state;
+
+static saga_status spmm_bwd(saga_ctx *c, saga_node *n, saga_tensor *dy) {
+    saga_status st = SAGA_OK;
+    const spmm_state *s = saga_node_state(n);
+    saga_tensor *w = saga_node_input(n, 0);
+    float beta = 0.0f;
+    if (saga_node_needs_grad(n, 0)) {
+        /* dW = X^T dY, without a stored transpose */
+        float *dw = saga_grad_target(c, w, &beta);
+        if (!dw)
+            return saga_ctx_status(c);
+        saga_csr_dev a = csr_of(&s->x);
+        if (numel(w))
+            SAGA_TRY(K->spmm_t_f32(S, &a, w->cols, 1.0f, dy->data, beta, dw));
+    }
+fail:
+    return st;
+}
+
+saga_tensor *saga_spmm(saga_ctx *c, const saga_sparse *x, saga_tensor *w) {
+    static const char op[] = "saga_spmm";
+    if (!live(c) || !sparse_arg(c, op, x) || !arg(c, op, "w", w, SAGA_F32) ||
+        !has(c, op, K->spmm_f32, "spmm_f32"))
+        return NULL;
+    if (x->cols != w->rows)
+        return op_err(c, SAGA_ERR_INVALID_ARG,
+                      "saga_spmm: x is %lld x %lld, w is %lld x %lld: inner dimensions differ",
+                      (long long)x->rows, (long long)x->cols, (long long)w->rows,
+                      (long long)w->cols);
+    spmm_state *s = NULL;
+    if (recording(c, w, NULL)) {
+        if (!has(c, op, K->spmm_t_f32, "spmm_t_f32"))
+            return NULL;
+        if (!(s = state_new(c, sizeof *s)))
+            return NULL;
+        s->x = *x;
+    }
+    saga_tensor *y = saga_ctx_tensor(c, SAGA_F32, x->rows, w->cols);
+    saga_csr_dev a = csr_of(x);
+    if (!y ||
+        (numel(y) && kfail(c, op, K->spmm_f32(S, &a, w->cols, 1.0f, w->data, 0.0f, y->data)))) {
+        saga_free(s);
+        return NULL;
+    }
+    return rec(c, y, w, NULL, spmm_bwd, s);
+}
+
 static saga_status add_bias_bwd(saga_ctx *c, saga_node *n, saga_tensor *dy) {
     saga_status st = SAGA_OK;
     saga_tensor *x = saga_node_input(n, 0), *b = saga_node_input(n, 1);

@@ -109,6 +109,26 @@ saga_tensor *saga_gather_rows(saga_ctx *c, saga_tensor *x, saga_tensor *idx);
 /* An n_rows x cols tensor whose row idx[k] accumulates row k of x (idx i32, x->rows x 1). */
 saga_tensor *saga_scatter_add_rows(saga_ctx *c, saga_tensor *x, saga_tensor *idx, int64_t n_rows);
 
+/* A sparse matrix in CSR on the context's backend, rows x cols with nnz stored entries: row i's
+ * are indices[offsets[i] .. offsets[i + 1]) with values beside them, offsets from 0. A view of
+ * tensors it does not own; an input, to which no gradient flows (sparse input features). */
+typedef struct saga_sparse {
+    int64_t rows, cols, nnz;
+    saga_tensor *offsets; /* (rows + 1) x 1, i64 */
+    saga_tensor *indices; /* nnz x 1, i32 */
+    saga_tensor *values;  /* nnz x 1, f32 */
+} saga_sparse;
+
+/* Dropout on the stored entries of x, as Kipf & Welling's sparse_dropout: x's structure with
+ * values kept with probability 1 - p and scaled by 1 / (1 - p), or 0 (the entry stays stored).
+ * Entry (i, j) draws the bit saga_dropout would draw for element (i, j) of x made dense (the same
+ * seed from the context's counter, the same row ids or row base), so a model gives the same
+ * masks, and up to float rounding the same results, with sparse or dense input. x itself when
+ * not training or p == 0; on error a saga_sparse with NULL tensors (the error is in c). */
+saga_sparse saga_sparse_dropout(saga_ctx *c, const saga_sparse *x, float p);
+/* x w (x sparse rows x k, w k x m): rows x m. Backward: w's gradient x^T dy (none for x). */
+saga_tensor *saga_spmm(saga_ctx *c, const saga_sparse *x, saga_tensor *w);
+
 /* A context-owned tensor holding a copy of rows x cols values read from host memory (labels, row
  * lists): freed with the context's other tensors (saga_ctx_clear, or the end of the block a
  * saga_net loss function runs in). NULL with the error in c. */

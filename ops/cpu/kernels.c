@@ -249,7 +249,7 @@ static saga_status cpu_half_to_f32(saga_stream *s, int64_t n, const uint16_t *x,
 }
 
 const saga_kernels saga_cpu_kernels = {
-    .version = 6,
+    .version = 7,
     .fill_f64 = cpu_fill_f64,
     .axpby_f64 = cpu_axpby_f64,
     .mul_f64 = cpu_mul_f64,
@@ -284,5 +284,7 @@ const saga_kernels saga_cpu_kernels = {
     .sgd_f32 = saga_cpu_sgd_f32,
     .dropout_rows_f32 = saga_cpu_dropout_rows_f32,
     .pagerank_pull_f64 = cpu_pagerank_pull_f64,
+    .dropout_csr_f32 = saga_cpu_dropout_csr_f32,
+    .spmm_t_f32 = saga_cpu_spmm_t_f32,
     .half_to_f32 = cpu_half_to_f32,
 };

@@ -425,6 +425,30 @@ saga_status saga_cpu_dropout_rows_f32(saga_stream *s, int64_t rows, int64_t cols
     return SAGA_OK;
 }
 
+saga_status saga_cpu_dropout_csr_f32(saga_stream *s, const saga_csr_dev *A, float p, uint64_t seed,
+                                     int64_t row_base, const int32_t *row_ids, float *y) {
+    saga_cpu_stream_drain(s);
+    dropout_mask m;
+    saga_status st = dropout_mask_for("dropout_csr_f32", p, seed, &m);
+    if (st < 0)
+        return st;
+    const uint64_t thr = m.thr << 40, cols = (uint64_t)A->n_cols;
+    const int nt = saga_cpu_nn_threads(s, A->nnz);
+#pragma omp parallel for schedule(static) num_threads(nt)
+    for (int64_t i = 0; i < A->n_rows; i++) {
+        const uint64_t r = row_ids ? (uint64_t)row_ids[i] : (uint64_t)(row_base + i);
+        for (int64_t k = A->offsets[i]; k < A->offsets[i + 1]; k++) {
+            /* dropout_span's draw for element r * cols + column */
+            uint64_t z = m.key + 0x9E3779B97F4A7C15ull * (r * cols + (uint64_t)A->indices[k] + 1);
+            z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+            z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+            const float v = A->values ? A->values[k] : 1.0f;
+            y[k] = z >= thr ? v * m.scale : 0.0f;
+        }
+    }
+    return SAGA_OK;
+}
+
 /* ---- element-wise ------------------------------------------------------------------------ */
 
 saga_status saga_cpu_binary_f32(saga_stream *s, saga_binop op, int64_t n, const float *x,

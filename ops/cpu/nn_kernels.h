@@ -82,6 +82,10 @@ saga_status saga_cpu_gather_rows_f32(saga_stream *s, int64_t n_idx, int64_t cols
 saga_status saga_cpu_scatter_add_rows_f32(saga_stream *s, int64_t n_idx, int64_t cols,
                                           const int32_t *idx, const float *x, int64_t n_rows_y,
                                           float *y);
+saga_status saga_cpu_dropout_csr_f32(saga_stream *s, const saga_csr_dev *A, float p, uint64_t seed,
+                                     int64_t row_base, const int32_t *row_ids, float *y);
+saga_status saga_cpu_spmm_t_f32(saga_stream *s, const saga_csr_dev *A, int64_t F, float alpha,
+                                const float *X, float beta, float *Y);
 saga_status saga_cpu_spmm_f32(saga_stream *s, const saga_csr_dev *A, int64_t F, float alpha,
                               const float *X, float beta, float *Y);
 saga_status saga_cpu_segment_reduce_f32(saga_stream *s, const int64_t *offsets, int64_t n_seg,

@@ -294,6 +294,45 @@ saga_status saga_cpu_spmm_f32(saga_stream *s, const saga_csr_dev *A, int64_t F, 
     return SAGA_OK;
 }
 
+/* The threads split Y's columns, so that each element of Y is one thread's and adds its terms in
+ * increasing row order whatever the thread count; every thread walks all of A. The products this
+ * serves (X^T dH of a first layer) are narrow, F = 16 or so, and A is read from the cache after the
+ * first thread's pass. */
+saga_status saga_cpu_spmm_t_f32(saga_stream *s, const saga_csr_dev *A, int64_t F, float alpha,
+                                const float *X, float beta, float *Y) {
+    saga_cpu_stream_drain(s);
+    const int64_t n = A->n_rows, m = A->n_cols;
+    if (m <= 0 || F <= 0)
+        return SAGA_OK;
+    if (n > 0 && (A->offsets[0] != 0 || A->offsets[n] != A->nnz))
+        return saga_error(SAGA_ERR_INVALID_ARG,
+                          "spmm_t_f32: the offsets run from %lld to %lld; they must run from 0 to "
+                          "nnz = %lld",
+                          (long long)A->offsets[0], (long long)A->offsets[n], (long long)A->nnz);
+    int nt = saga_cpu_nn_threads(s, (n + A->nnz) * F);
+    nt = nt < F ? nt : (int)F;
+#pragma omp parallel num_threads(nt)
+    {
+        int64_t c0, c1;
+        saga_cpu_nn_chunk(F, omp_get_thread_num(), omp_get_num_threads(), &c0, &c1);
+        for (int64_t r = 0; r < m; r++) {
+            float *y = Y + r * F;
+            for (int64_t j = c0; j < c1; j++)
+                y[j] = beta == 0.0f ? 0.0f : beta * y[j];
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const float *x = X + i * F;
+            for (int64_t k = A->offsets[i]; k < A->offsets[i + 1]; k++) {
+                const float a = alpha * (A->values ? A->values[k] : 1.0f);
+                float *y = Y + (int64_t)A->indices[k] * F;
+                for (int64_t j = c0; j < c1; j++)
+                    y[j] += a * x[j];
+            }
+        }
+    }
+    return SAGA_OK;
+}
+
 /* ---- segment reductions -------------------------------------------------------------------- */
 
 static saga_status check_reduce(const char *what, saga_reduce op, const int32_t *argmax) {

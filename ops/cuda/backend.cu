@@ -583,7 +583,7 @@ static const saga_backend_iface cuda_iface = {
 };
 
 static const saga_kernels cuda_kernels = {
-    /* version */ 6,
+    /* version */ 7,
     /* fill_f64 */ saga_cuda_fill_f64,
     /* axpby_f64 */ saga_cuda_axpby_f64,
     /* mul_f64 */ saga_cuda_mul_f64,
@@ -618,6 +618,8 @@ static const saga_kernels cuda_kernels = {
     /* sgd_f32 */ saga_cuda_sgd_f32,
     /* dropout_rows_f32 */ saga_cuda_dropout_rows_f32,
     /* pagerank_pull_f64 */ NULL, /* the executor runs the separate kernels */
+    /* dropout_csr_f32 */ saga_cuda_dropout_csr_f32,
+    /* spmm_t_f32 */ saga_cuda_spmm_t_f32,
     /* half_to_f32 */ saga_cuda_half_to_f32,
 };
 

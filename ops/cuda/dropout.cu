@@ -102,3 +102,36 @@ saga_status saga_cuda_dropout_rows_f32(saga_stream *s, int64_t rows, int64_t col
     SAGA_CUDA_SLOT_LAUNCH(slot);
     return SAGA_OK;
 }
+
+// Dropout on the stored entries of a CSR block: a thread per row walks its entries; entry k of
+// row i draws mask element r * n_cols + indices[k], r the row's id in the whole matrix.
+static __global__ void __launch_bounds__(DROPOUT_BLOCK)
+    dropout_csr_f32_kernel(int64_t n_rows, int64_t n_cols, dropout_mask m, int64_t row_base,
+                           const int32_t *__restrict__ row_ids, const int64_t *__restrict__ offsets,
+                           const int32_t *__restrict__ indices, const float *values, float *y) {
+    for (int64_t i = blockIdx.x * (int64_t)DROPOUT_BLOCK + threadIdx.x; i < n_rows;
+         i += (int64_t)gridDim.x * DROPOUT_BLOCK) {
+        const uint64_t r = row_ids ? (uint64_t)row_ids[i] : (uint64_t)(row_base + i);
+        for (int64_t k = offsets[i]; k < offsets[i + 1]; k++)
+            y[k] = dropout_apply(m, r * (uint64_t)n_cols + (uint64_t)indices[k],
+                                 values ? values[k] : 1.0f);
+    }
+}
+
+saga_status saga_cuda_dropout_csr_f32(saga_stream *s, const saga_csr_dev *A, float p, uint64_t seed,
+                                      int64_t row_base, const int32_t *row_ids, float *y) {
+    static const char slot[] = "dropout_csr_f32";
+    dropout_mask m;
+    saga_status st = dropout_mask_for(slot, p, seed, &m);
+    if (st < 0 || A->n_rows <= 0 || A->nnz <= 0)
+        return st;
+    cudaStream_t stream;
+    st = saga_cuda_slot_stream(s, slot, &stream);
+    if (st < 0)
+        return st;
+    dropout_csr_f32_kernel<<<saga_cuda_blocks(A->n_rows, DROPOUT_BLOCK), DROPOUT_BLOCK, 0,
+                             stream>>>(A->n_rows, A->n_cols, m, row_base, row_ids, A->offsets,
+                                       A->indices, A->values, y);
+    SAGA_CUDA_SLOT_LAUNCH(slot);
+    return SAGA_OK;
+}
