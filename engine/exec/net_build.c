@@ -1086,8 +1086,9 @@ fail:
 
 /* Which program stages keep their input whole on the device when the net streams (struct
  * saga_net): those after the first whose input and its gradient, n x in_cols twice, take at
- * most a quarter of what the budget leaves, half of it for all of them together. Returns the
- * bytes they hold; the flags are in n->resident (S + 1 entries). */
+ * most half of what the budget leaves, three quarters of it for all of them together (the parts
+ * are then cut smaller: their halos cost no copies). Returns the bytes they hold; the flags are
+ * in n->resident (S + 1 entries). */
 static saga_status plan_resident(saga_net *n, size_t avail, size_t *bytes) {
     saga_status st = SAGA_OK;
     int S = n->n_stages;
@@ -1101,7 +1102,7 @@ static saga_status plan_resident(saga_net *n, size_t avail, size_t *bytes) {
         if (n->stages[s].kind != STAGE_PROGRAM)
             continue;
         size_t b = 2 * (size_t)n->n * (size_t)n->stages[s - 1].out_cols * sizeof(float);
-        if (b <= avail / 4 && total + b <= avail / 2) {
+        if (b <= avail / 2 && total + b <= avail / 4 * 3) {
             n->resident[s] = true;
             total += b;
         }
