@@ -425,6 +425,26 @@ saga_status saga_cpu_dropout_rows_f32(saga_stream *s, int64_t rows, int64_t cols
     return SAGA_OK;
 }
 
+/* One CSR row's entries (columns idx, values val or ones) through the mask of dropout_span, c0
+ * being the counter of the row's column 0; vectorised as dropout_span is. y may be val. */
+__attribute__((target_clones("avx2", "default"))) static void
+dropout_csr_row(const dropout_mask *m, uint64_t c0, int64_t n, const int32_t *idx, const float *val,
+                float *y) {
+    const uint64_t thr = m->thr << 40;
+    const float scale = m->scale;
+    for (int64_t k = 0; k < n; k++) {
+        uint64_t z = c0 + 0x9E3779B97F4A7C15ull * (uint64_t)(uint32_t)idx[k];
+        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+        const uint32_t mask = 0u - (uint32_t)(z >= thr);
+        float v = (val ? val[k] : 1.0f) * scale;
+        uint32_t bits;
+        memcpy(&bits, &v, sizeof bits);
+        bits &= mask;
+        memcpy(&y[k], &bits, sizeof bits);
+    }
+}
+
 saga_status saga_cpu_dropout_csr_f32(saga_stream *s, const saga_csr_dev *A, float p, uint64_t seed,
                                      int64_t row_base, const int32_t *row_ids, float *y) {
     saga_cpu_stream_drain(s);
@@ -432,19 +452,16 @@ saga_status saga_cpu_dropout_csr_f32(saga_stream *s, const saga_csr_dev *A, floa
     saga_status st = dropout_mask_for("dropout_csr_f32", p, seed, &m);
     if (st < 0)
         return st;
-    const uint64_t thr = m.thr << 40, cols = (uint64_t)A->n_cols;
+    const uint64_t cols = (uint64_t)A->n_cols;
+    const int64_t *off = A->offsets;
     const int nt = saga_cpu_nn_threads(s, A->nnz);
 #pragma omp parallel for schedule(static) num_threads(nt)
     for (int64_t i = 0; i < A->n_rows; i++) {
         const uint64_t r = row_ids ? (uint64_t)row_ids[i] : (uint64_t)(row_base + i);
-        for (int64_t k = A->offsets[i]; k < A->offsets[i + 1]; k++) {
-            /* dropout_span's draw for element r * cols + column */
-            uint64_t z = m.key + 0x9E3779B97F4A7C15ull * (r * cols + (uint64_t)A->indices[k] + 1);
-            z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-            z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-            const float v = A->values ? A->values[k] : 1.0f;
-            y[k] = z >= thr ? v * m.scale : 0.0f;
-        }
+        /* dropout_span's draw for element r * cols + column: the counter of column 0, plus the
+         * column's multiple of the increment */
+        dropout_csr_row(&m, m.key + 0x9E3779B97F4A7C15ull * (r * cols + 1), off[i + 1] - off[i],
+                        A->indices + off[i], A->values ? A->values + off[i] : NULL, y + off[i]);
     }
     return SAGA_OK;
 }
