@@ -1,23 +1,30 @@
 /* half_impl.h - 16-bit floats for transfers: bfloat16 (the top half of an f32) and IEEE binary16,
- * converted from f32 with round-to-nearest-even and back exactly. Internal to saga. */
+ * converted from f32 with round-to-nearest-even and back exactly. Internal to saga; the CUDA
+ * kernels (ops/cuda/half_to_f32.cu) call the same functions on the device. */
 #pragma once
 #include <stdint.h>
 #include <string.h>
 
-static inline uint32_t saga_f32_bits(float f) {
+#ifdef __CUDACC__
+#define SAGA_HALF_FN static inline __host__ __device__
+#else
+#define SAGA_HALF_FN static inline
+#endif
+
+SAGA_HALF_FN uint32_t saga_f32_bits(float f) {
     uint32_t u;
     memcpy(&u, &f, sizeof u);
     return u;
 }
 
-static inline float saga_bits_f32(uint32_t u) {
+SAGA_HALF_FN float saga_bits_f32(uint32_t u) {
     float f;
     memcpy(&f, &u, sizeof f);
     return f;
 }
 
 /* NaN stays a (quiet) NaN; values beyond the largest bf16 round to infinity. */
-static inline uint16_t saga_f32_to_bf16(float f) {
+SAGA_HALF_FN uint16_t saga_f32_to_bf16(float f) {
     uint32_t u = saga_f32_bits(f);
     if ((u & 0x7fffffffu) > 0x7f800000u)
         return (uint16_t)((u >> 16) | 0x40u);
@@ -25,12 +32,12 @@ static inline uint16_t saga_f32_to_bf16(float f) {
     return (uint16_t)(u >> 16);
 }
 
-static inline float saga_bf16_to_f32(uint16_t h) {
+SAGA_HALF_FN float saga_bf16_to_f32(uint16_t h) {
     return saga_bits_f32((uint32_t)h << 16);
 }
 
 /* Round to nearest even; overflow to infinity, underflow through subnormals to zero. */
-static inline uint16_t saga_f32_to_fp16(float f) {
+SAGA_HALF_FN uint16_t saga_f32_to_fp16(float f) {
     uint32_t u = saga_f32_bits(f);
     uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
     uint32_t a = u & 0x7fffffffu;
@@ -53,7 +60,7 @@ static inline uint16_t saga_f32_to_fp16(float f) {
     return (uint16_t)(sign | (r >> 13));
 }
 
-static inline float saga_fp16_to_f32(uint16_t h) {
+SAGA_HALF_FN float saga_fp16_to_f32(uint16_t h) {
     uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
     if (e == 0x1f)
         return saga_bits_f32(sign | 0x7f800000u | (m << 13));

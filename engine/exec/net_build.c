@@ -611,7 +611,6 @@ static bool give_back(void *user, size_t bytes) {
     return n->sched && saga_sched_give_back(n->sched, bytes);
 }
 
-/* The placed in-CSR of the (renumbered) graph and the edge values the stages use. */
 /* n->ids: the graph's vertices by out-degree, highest first, ties in the graph's order (a
  * counting sort). */
 static saga_status degree_order(saga_net *n) {
@@ -716,6 +715,7 @@ fail:
     return st;
 }
 
+/* The placed in-CSR of the (renumbered) graph and the edge values the stages use. */
 static saga_status place(saga_net *n, const saga_graph *g) {
     saga_status st = SAGA_OK;
     SAGA_TRY(saga_place_in_csr(g, n->o.self_loops == SAGA_DGRAPH_SELF_LOOPS_ADD, &n->h_off,
@@ -869,10 +869,7 @@ static saga_status stage_blocks(saga_net *n) {
     n->transfer = multi ? n->o.transfer : SAGA_TRANSFER_F32;
     if (n->transfer != SAGA_TRANSFER_F32)
         SAGA_TRY(saga_alloc_zeroed((void **)&n->in_io, (size_t)k, sizeof(rows_io), "input packs"));
-    bool any_resident = false;
-    for (int s = 0; s <= S; s++)
-        any_resident = any_resident || (n->resident && n->resident[s]);
-    if (any_resident) {
+    if (n->resident) {
         SAGA_TRY(saga_alloc_zeroed((void **)&n->full, (size_t)S + 1, sizeof(saga_blk *),
                                    "resident inputs"));
         SAGA_TRY(saga_alloc_zeroed((void **)&n->gfull, (size_t)S + 1, sizeof(saga_blk *),
@@ -1218,9 +1215,7 @@ saga_status net_prepare(saga_net *n, bool train) {
             SAGA_TRY(saga_comm_allreduce(n->o.comm, &nd, 1, SAGA_I64, SAGA_COMM_MAX, NULL));
             need = (size_t)nd;
         }
-        size_t held_whole = k > 1 ? res : 0;
-        if (!budget || need + held_whole <= avail || (n->o.parts && stream) || k >= max_k ||
-            k >= n->n)
+        if (!budget || need + res <= avail || (n->o.parts && stream) || k >= max_k || k >= n->n)
             break;
         if (!stream) {
             /* the whole graph does not fit after all */
@@ -1332,12 +1327,12 @@ saga_status net_prepare(saga_net *n, bool train) {
         const stage *sg = &n->stages[s];
         if (sg->kind != STAGE_PROGRAM)
             continue;
-        bool vals = sg->p.edge_weight != SAGA_WEIGHT_NONE ||
-                    (saga_prog_fused(&sg->p) && sg->p.gather == SAGA_GATHER_MEAN);
+        int key = net_key_of(sg->p.edge_weight,
+                             saga_prog_fused(&sg->p) && sg->p.gather == SAGA_GATHER_MEAN);
         for (int32_t d = n->d_lo; d < n->d_hi; d++) {
             const nblock *b = &n->blk[d];
-            n->floor_pass_bytes +=
-                (uint64_t)(b->v1 - b->v0 + 1) * 8 + (uint64_t)(b->e1 - b->e0) * (vals ? 8 : 4);
+            n->floor_pass_bytes += saga_blk_bytes(b->b_off) + saga_blk_bytes(b->b_src) +
+                                   (b->b_vin[key] ? saga_blk_bytes(b->b_vin[key]) : 0);
         }
     }
     n->stats.ranks = R;

@@ -56,6 +56,8 @@ static saga_status pr_blocks(saga_net *n, pr_state *p) {
         p->h_inv[v] = deg ? 1.0 / (double)deg : 0.0;
         p->h_dang[v] = deg ? 0.0 : 1.0;
     }
+    if (p->pull) /* the next iteration's contributions (one part) */
+        SAGA_TRY(saga_backend_host_alloc(n->be, (void **)&p->h_c2, (nn + 1) * sizeof(double)));
     SAGA_TRY(saga_alloc_zeroed((void **)&p->parts, (size_t)k, sizeof *p->parts, "pagerank parts"));
     SAGA_TRY(saga_alloc_zeroed((void **)&p->io, (size_t)k, sizeof *p->io, "pagerank copies"));
     for (int32_t d = n->d_lo; d < n->d_hi; d++) {
@@ -74,7 +76,6 @@ static saga_status pr_blocks(saga_net *n, pr_state *p) {
             goto oom;
         saga_blk_set_host(q->c, p->h_c + b->v0);
         if (p->pull) {
-            SAGA_TRY(saga_backend_host_alloc(n->be, (void **)&p->h_c2, (nn + 1) * sizeof(double)));
             if (!(q->c2 = saga_sched_block(n->sched, P, SAGA_BLK_TEMP, "contributions")))
                 goto oom;
             saga_blk_set_host(q->c2, p->h_c2 + b->v0);
@@ -110,7 +111,7 @@ fail:
  * the L1 change and the rank of the vertices without out-edges. The contributions alternate
  * between c and c2 as the ranks between x[0] and x[1]. */
 static saga_status pr_pull(saga_net *n, pr_state *p, double damping, double tol, int max_iter,
-                           int *tp, int *itp, double *l1p) {
+                           int *itp, double *l1p, double *secs) {
     saga_status st = SAGA_OK;
     const saga_kernels *K = n->be->kernels;
     saga_sched *sc = n->sched;
@@ -150,7 +151,7 @@ static saga_status pr_pull(saga_net *n, pr_state *p, double damping, double tol,
     SAGA_TRY(K->mul_f64(s, N, saga_blk_dev(q->x[0]), saga_blk_dev(q->inv), saga_blk_dev(c[0])));
     SAGA_TRY(K->dot_f64(s, N, saga_blk_dev(q->x[0]), saga_blk_dev(q->dang), &dangling));
     SAGA_TRY(saga_sched_end(sc, t++));
-    n->stats.iterate_seconds = -saga_now(); /* dot_f64 returned: the step is done */
+    double t_it = saga_now(); /* dot_f64 returned: the step is done */
     while (it < max_iter) {
         int xi = it % 2;
         const double base = (1.0 - damping) / (double)N + damping * dangling / (double)N;
@@ -168,63 +169,27 @@ static saga_status pr_pull(saga_net *n, pr_state *p, double damping, double tol,
         if (l1 < tol)
             break;
     }
-    n->stats.iterate_seconds += saga_now(); /* the sums returned: so did the iteration */
+    *secs = saga_now() - t_it; /* the sums returned: so did the iteration */
 fail:
-    *tp = t;
     *itp = it;
     *l1p = l1;
     return st;
 }
 
-saga_status saga_net_pagerank(saga_net *n, double damping, double tol, int max_iter, double *rank,
-                              int *iterations, double *l1_out) {
+/* Streamed, or over several ranks: per iteration, each part's contributions x / out-degree and
+ * sinks' rank (written back for the halos of others), then each part's pull over its halo, plus
+ * the sums; the halos are exchanged between ranks in between. */
+static saga_status pr_parts(saga_net *n, pr_state *pp, double damping, double tol, int max_iter,
+                            int *itp, double *l1p, double *secs) {
     saga_status st = SAGA_OK;
-    double t0 = saga_now();
-    SAGA_CHECK(n && rank, SAGA_ERR_INVALID_ARG, "saga_net_pagerank: net and output must be given");
-    SAGA_CHECK(n->n_stages == 0, SAGA_ERR_INVALID_ARG, "saga_net_pagerank: the net has stages");
-    SAGA_CHECK(
-        damping >= 0 && damping < 1 && tol > 0 && max_iter >= 1, SAGA_ERR_INVALID_ARG,
-        "saga_net_pagerank: damping must be in [0, 1), tol > 0, max_iter >= 1 (got %g, %g, %d)",
-        damping, tol, max_iter);
-    SAGA_CHECK(n->n > 0, SAGA_ERR_INVALID_ARG, "saga_net_pagerank: the graph has no vertices");
     const saga_kernels *K = n->be->kernels;
-    SAGA_CHECK(K->spmv_f64 && K->mul_f64 && K->dot_f64 && K->l1_diff_f64 && K->add_scalar_f64 &&
-                   K->fill_f64,
-               SAGA_ERR_UNSUPPORTED, "saga_net_pagerank: backend %s lacks the f64 kernels",
-               n->be->name);
-    n->pagerank = true;
-    SAGA_TRY(net_prepare(n, false));
-    if (!n->pr) {
-        SAGA_TRY(saga_alloc_zeroed((void **)&n->pr, 1, sizeof *n->pr, "PageRank state"));
-        n->pr->pull = n->k == 1 && !n->dist && K->version >= 5 && K->pagerank_pull_f64;
-        double t_blocks = saga_now();
-        st = pr_blocks(n, n->pr);
-        if (st < 0) {
-            net_pr_free(n);
-            goto fail;
-        }
-        n->stats.prepare_seconds += saga_now() - t_blocks; /* the vectors are part of it */
-    }
-    pr_state p = *n->pr;
-    saga_backend_reset_stats(n->be);
-    saga_sched_reset_stats(n->sched);
-    if (n->dist) {
-        n->dist->seconds = 0;
-        n->dist->rows_moved = 0;
-        saga_comm_get_stats(n->o.comm, &n->comm_at);
-    }
+    pr_state p = *pp;
     int32_t k = n->k;
     saga_sched *sc = n->sched;
     saga_stream *s = saga_backend_default_stream(n->be);
-
     int t = 0, it = 0;
     double l1 = INFINITY;
-    if (p.pull) {
-        st = pr_pull(n, &p, damping, tol, max_iter, &t, &it, &l1);
-        if (st < 0)
-            goto fail;
-        goto done;
-    }
+
     /* the plan of max_iter iterations, left at convergence */
     saga_sched_plan_begin(sc);
     for (int32_t d = n->d_lo; d < n->d_hi; d++) {
@@ -275,7 +240,7 @@ saga_status saga_net_pagerank(saga_net *n, double damping, double tol, int max_i
         SAGA_TRY(saga_sched_end(sc, t));
     }
     SAGA_TRY(saga_sched_finish(sc));
-    n->stats.iterate_seconds = -saga_now();
+    double t_it = saga_now();
     while (it < max_iter) {
         int xi = it % 2;
         double dangling = 0;
@@ -327,12 +292,62 @@ saga_status saga_net_pagerank(saga_net *n, double damping, double tol, int max_i
         if (l1 < tol)
             break;
     }
-    n->stats.iterate_seconds += saga_now(); /* l1_diff_f64 returned: the iteration is done */
-done:
-    SAGA_TRY(saga_sched_finish(sc));
+    *secs = saga_now() - t_it; /* l1_diff_f64 returned: the iteration is done */
+fail:
+    *itp = it;
+    *l1p = l1;
+    return st;
+}
+
+saga_status saga_net_pagerank(saga_net *n, double damping, double tol, int max_iter, double *rank,
+                              int *iterations, double *l1_out) {
+    saga_status st = SAGA_OK;
+    double t0 = saga_now();
+    SAGA_CHECK(n && rank, SAGA_ERR_INVALID_ARG, "saga_net_pagerank: net and output must be given");
+    SAGA_CHECK(n->n_stages == 0, SAGA_ERR_INVALID_ARG, "saga_net_pagerank: the net has stages");
+    SAGA_CHECK(
+        damping >= 0 && damping < 1 && tol > 0 && max_iter >= 1, SAGA_ERR_INVALID_ARG,
+        "saga_net_pagerank: damping must be in [0, 1), tol > 0, max_iter >= 1 (got %g, %g, %d)",
+        damping, tol, max_iter);
+    SAGA_CHECK(n->n > 0, SAGA_ERR_INVALID_ARG, "saga_net_pagerank: the graph has no vertices");
+    const saga_kernels *K = n->be->kernels;
+    SAGA_CHECK(K->spmv_f64 && K->mul_f64 && K->dot_f64 && K->l1_diff_f64 && K->add_scalar_f64 &&
+                   K->fill_f64,
+               SAGA_ERR_UNSUPPORTED, "saga_net_pagerank: backend %s lacks the f64 kernels",
+               n->be->name);
+    n->pagerank = true;
+    SAGA_TRY(net_prepare(n, false));
+    if (!n->pr) {
+        SAGA_TRY(saga_alloc_zeroed((void **)&n->pr, 1, sizeof *n->pr, "PageRank state"));
+        n->pr->pull = n->k == 1 && !n->dist && K->version >= 5 && K->pagerank_pull_f64;
+        double t_blocks = saga_now();
+        st = pr_blocks(n, n->pr);
+        if (st < 0) {
+            net_pr_free(n);
+            goto fail;
+        }
+        n->stats.prepare_seconds += saga_now() - t_blocks; /* the vectors are part of it */
+    }
+    pr_state p = *n->pr;
+    saga_backend_reset_stats(n->be);
+    saga_sched_reset_stats(n->sched);
+    if (n->dist) {
+        n->dist->seconds = 0;
+        n->dist->rows_moved = 0;
+        saga_comm_get_stats(n->o.comm, &n->comm_at);
+    }
+    double secs = 0;
+    int it = 0;
+    double l1 = INFINITY;
+    st = n->pr->pull ? pr_pull(n, n->pr, damping, tol, max_iter, &it, &l1, &secs)
+                     : pr_parts(n, n->pr, damping, tol, max_iter, &it, &l1, &secs);
+    if (st < 0)
+        goto fail;
+    n->stats.iterate_seconds = secs;
+    SAGA_TRY(saga_sched_finish(n->sched));
     for (int32_t d = n->d_lo; d < n->d_hi; d++)
-        SAGA_TRY(saga_sched_download(sc, p.parts[d].x[it % 2]));
-    SAGA_TRY(saga_sched_finish(sc));
+        SAGA_TRY(saga_sched_download(n->sched, p.parts[d].x[it % 2]));
+    SAGA_TRY(saga_sched_finish(n->sched));
     if (n->dist)
         SAGA_TRY(net_dist_gather(n, p.h_x[it % 2], sizeof(double)));
     const double *res = p.h_x[it % 2];

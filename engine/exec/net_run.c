@@ -369,29 +369,46 @@ static bool input_sparse(saga_net *n, int32_t d, saga_sparse *xs) {
     return xs->offsets && xs->indices && xs->values;
 }
 
+/* Stage s's input for part d: *xs (pointing into *xs_buf) for stage 0's sparse rows, else *H: the
+ * halo of a program stage (gathered on the device first when the stage is resident) or the
+ * part's rows of a vertex stage, stage 0's widened from 16 bits when they crossed so. NULL with
+ * the error in the context. */
+static saga_status stage_input(saga_net *n, int s, int32_t d, saga_tensor **H, saga_sparse *xs_buf,
+                               saga_sparse **xs) {
+    const stage *sg = &n->stages[s];
+    nblock *b = &n->blk[d];
+    bool program = sg->kind == STAGE_PROGRAM;
+    int64_t rows = program ? b->n_halo : b->v1 - b->v0;
+    saga_blk *blk = program ? n->halo[s][d] : n->act[s][d];
+    *H = NULL;
+    *xs = NULL;
+    if (s == 0 && n->sparse) {
+        *xs = input_sparse(n, d, xs_buf) ? xs_buf : NULL;
+        return SAGA_OK;
+    }
+    if (s == 0)
+        return input_rows(n, blk, rows, sg->in_cols, H);
+    if (resident(n, s)) {
+        saga_status st = gather_halo(n, s, d);
+        if (st < 0)
+            return st;
+    }
+    *H = wrap(n, blk, SAGA_F32, rows, sg->in_cols);
+    return SAGA_OK;
+}
+
 static saga_status run_fwd(saga_net *n, int s, int32_t d, bool train) {
     saga_status st = SAGA_OK;
     saga_ctx *c = n->c;
     stage *sg = &n->stages[s];
-    nblock *b = &n->blk[d];
-    int32_t P = b->v1 - b->v0;
     if (d == n->d_lo)
         sg->rng = saga_ctx_rng_counter(c);
     else
         saga_ctx_set_rng_counter(c, sg->rng);
     saga_tape_pos mark = saga_tape_mark(c);
-    if (resident(n, s))
-        SAGA_TRY(gather_halo(n, s, d));
     saga_sparse xs_, *xs = NULL;
     saga_tensor *H = NULL;
-    if (s == 0 && n->sparse)
-        xs = input_sparse(n, d, &xs_) ? &xs_ : NULL;
-    else if (s == 0)
-        SAGA_TRY(input_rows(n, sg->kind == STAGE_PROGRAM ? n->halo[0][d] : n->act[0][d],
-                            sg->kind == STAGE_PROGRAM ? b->n_halo : P, sg->in_cols, &H));
-    else
-        H = sg->kind == STAGE_PROGRAM ? wrap(n, n->halo[s][d], SAGA_F32, b->n_halo, sg->in_cols)
-                                      : wrap(n, n->act[s][d], SAGA_F32, P, sg->in_cols);
+    SAGA_TRY(stage_input(n, s, d, &H, &xs_, &xs));
     saga_tensor *gathered = NULL;
     saga_tensor *out = H || xs ? stage_rows(n, s, d, H, xs, NULL, &gathered) : NULL;
     if (!out)
@@ -447,19 +464,9 @@ static saga_status run_bwd(saga_net *n, int s, int32_t d) {
     bool offload = program && n->saved[s][d] && saga_prog_fused(&sg->p);
     saga_ctx_set_rng_counter(c, sg->rng);
     saga_tape_pos mark = saga_tape_mark(c);
-    if (resident(n, s))
-        SAGA_TRY(gather_halo(n, s, d));
     saga_sparse xs_, *xs = NULL;
     saga_tensor *H = NULL;
-    bool sparse_in = s == 0 && n->sparse;
-    if (sparse_in)
-        xs = input_sparse(n, d, &xs_) ? &xs_ : NULL;
-    else if (s == 0)
-        SAGA_TRY(input_rows(n, program ? n->halo[0][d] : n->act[0][d], program ? b->n_halo : P,
-                            sg->in_cols, &H));
-    else
-        H = program ? wrap(n, n->halo[s][d], SAGA_F32, b->n_halo, sg->in_cols)
-                    : wrap(n, n->act[s][d], SAGA_F32, P, sg->in_cols);
+    SAGA_TRY(stage_input(n, s, d, &H, &xs_, &xs));
     saga_tensor *dout = resident(n, s + 1) ? saga_ctx_wrap(c, SAGA_F32, P, sg->out_cols,
                                                            whole_rows(n, n->gfull[s + 1], s + 1, d))
                                            : wrap(n, n->grad[s + 1][d], SAGA_F32, P, sg->out_cols);
