@@ -18,6 +18,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static net_data D;
@@ -523,6 +524,88 @@ static void test_net_budget_too_small(void **state) {
     saga_backend_free_all(&be);
 }
 
+/* Wide input rows (a bag of 400 words) on a small graph: the first stage's blocks outweigh the
+ * narrow input of the last program stage, which may then stay whole on the device. */
+static net_data WIDE;
+
+/* Builds the two-layer model over d on a fresh backend with budget, trains two SGD steps and
+ * runs inference: SAGA_OK or the first error (its message in saga_last_error()); *st gets the
+ * last call's figures. */
+static saga_status try_model(const net_data *d, const saga_program *prog, size_t budget,
+                             saga_net_stats *st) {
+    saga_backend_params bp = saga_backend_params_defaults();
+    bp.budget_bytes = budget;
+    saga_backend *be = NULL;
+    assert_int_equal(saga_backend_cpu_new(&be, &bp), SAGA_OK);
+    saga_ctx *c = NULL;
+    assert_int_equal(saga_ctx_new(&c, be, 3), SAGA_OK);
+    saga_model *m = NULL;
+    assert_int_equal(saga_model_new(&m, be), SAGA_OK);
+    layer l1, l2;
+    net_model_params(m, d, 16, &l1, &l2);
+    saga_optim *opt = NULL;
+    saga_optim_opts oo = saga_optim_opts_defaults(SAGA_OPTIM_SGD);
+    assert_int_equal(saga_optim_new(&opt, m, &oo), SAGA_OK);
+    saga_net_opts no = saga_net_opts_defaults();
+    no.self_loops = SAGA_DGRAPH_SELF_LOOPS_ADD;
+    saga_net *net = NULL;
+    assert_int_equal(saga_net_new(&net, c, d->g, &no), SAGA_OK);
+    net_model_stages(net, prog, d, 16, &l1, &l2);
+    loss_ctx lc = {d->labels, d->n};
+    assert_int_equal(saga_net_set_loss(net, nll_rows, &lc), SAGA_OK);
+    assert_int_equal(saga_net_set_input(net, d->x, d->F), SAGA_OK);
+    saga_status s = SAGA_OK;
+    double loss = 0;
+    for (int i = 0; i < 2 && s == SAGA_OK; i++) {
+        s = saga_net_train_step(net, &loss);
+        if (s == SAGA_OK)
+            s = saga_optim_step(opt);
+    }
+    if (s == SAGA_OK)
+        s = saga_net_forward(net, NULL);
+    saga_net_get_stats(net, st);
+    saga_net_free(&net);
+    saga_optim_free(&opt);
+    saga_model_free(&m);
+    saga_ctx_free(&c);
+    saga_backend_free_all(&be);
+    return s;
+}
+
+/* A budget too small for a net with user stages names one that works: trained at exactly that
+ * budget, the net runs (streamed), within it, and the budget is not far above what it used. */
+static void check_named_budget(const net_data *d, const saga_program *prog, const char *name) {
+    /* the parameters and their gradients fit, no block does */
+    size_t params = 2 * 4 * ((size_t)d->F * 16 + 16 + 16 * (size_t)d->C + d->C + 32 + 2 * d->C);
+    saga_net_stats st;
+    saga_status s = try_model(d, prog, params + 16 * 1024, &st);
+    assert_int_equal(s, SAGA_ERR_BUDGET);
+    const char *at = strstr(saga_last_error(), "budget at least ");
+    if (!at)
+        fail_msg("%s: no budget named in \"%s\"", name, saga_last_error());
+    size_t named = (size_t)strtoull(at + strlen("budget at least "), NULL, 10);
+    s = try_model(d, prog, named, &st);
+    if (s != SAGA_OK)
+        fail_msg("%s: the named budget %zu fails: %s", name, named, saga_last_error());
+    print_message("  %s: named %zu: %d parts, resident %llu, peak %zu\n", name, named,
+                  (int)st.parts, (unsigned long long)st.resident_bytes, st.peak_device_bytes);
+    assert_true(st.streamed);
+    assert_true(st.peak_device_bytes <= named);
+    assert_true(st.peak_device_bytes >= named / 4 * 3);
+}
+
+static void test_net_budget_named_works(void **state) {
+    (void)state;
+    data_load();
+    net_data_load(&WIDE, 600, 4, 400, 20, 5);
+    const saga_program *progs[] = {&GCN, &GAT, &SAGE};
+    const char *names[] = {"gcn", "gat", "sage"};
+    for (int i = 0; i < 3; i++) {
+        check_named_budget(&WIDE, progs[i], names[i]);
+        check_named_budget(&D, progs[i], names[i]);
+    }
+}
+
 /* PageRank by plain power iteration in double, n iterations from 1/n. */
 static void pagerank_ref(const saga_graph *g, double dmp, int iters, double *x) {
     int32_t n = saga_graph_n_vertices(g);
@@ -682,6 +765,7 @@ static void test_net_pagerank_streamed_equals_memory(void **state) {
 static int teardown(void **state) {
     (void)state;
     net_data_free(&D);
+    net_data_free(&WIDE);
     return 0;
 }
 
@@ -697,6 +781,7 @@ int main(void) {
         cmocka_unit_test(test_net_streamed_host_arrays_pinned),
         cmocka_unit_test(test_net_memory_host_arrays_pinned),
         cmocka_unit_test(test_net_budget_too_small),
+        cmocka_unit_test(test_net_budget_named_works),
         cmocka_unit_test(test_net_resident_halos),
         cmocka_unit_test(test_net_transfer_precision),
         cmocka_unit_test(test_net_pagerank_streamed_equals_memory),

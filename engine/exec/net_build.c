@@ -1083,10 +1083,11 @@ fail:
 
 /* Which program stages keep their input whole on the device when the net streams (struct
  * saga_net): those after the first whose input and its gradient, n x in_cols twice, take at
- * most half of what the budget leaves, three quarters of it for all of them together (the parts
- * are then cut smaller: their halos cost no copies). Returns the bytes they hold; the flags are
- * in n->resident (S + 1 entries). */
-static saga_status plan_resident(saga_net *n, size_t avail, size_t *bytes) {
+ * most half of what the budget leaves (avail), and at most limit for all of them together: three
+ * quarters of avail while the parts are cut (they are then cut smaller: their halos cost no
+ * copies), what the largest step leaves once they are. Returns the bytes they hold; the flags
+ * are in n->resident (S + 1 entries). */
+static saga_status plan_resident(saga_net *n, size_t avail, size_t limit, size_t *bytes) {
     saga_status st = SAGA_OK;
     int S = n->n_stages;
     size_t total = 0;
@@ -1099,7 +1100,7 @@ static saga_status plan_resident(saga_net *n, size_t avail, size_t *bytes) {
         if (n->stages[s].kind != STAGE_PROGRAM)
             continue;
         size_t b = 2 * (size_t)n->n * (size_t)n->stages[s - 1].out_cols * sizeof(float);
-        if (b <= avail / 2 && total + b <= avail / 4 * 3) {
+        if (b <= avail / 2 && total + b <= limit) {
             n->resident[s] = true;
             total += b;
         }
@@ -1189,7 +1190,7 @@ saga_status net_prepare(saga_net *n, bool train) {
          * device whole: what they hold is not the parts' to plan with */
         res = 0;
         if (R == 1 && !n->pagerank && budget && k > 1 && !n->o.host_halos)
-            SAGA_TRY(plan_resident(n, avail, &res));
+            SAGA_TRY(plan_resident(n, avail, avail / 4 * 3, &res));
         if (k > 1) {
             saga_partition_opts po = saga_partition_opts_defaults();
             po.method = n->o.partition;
@@ -1232,13 +1233,20 @@ saga_status net_prepare(saga_net *n, bool train) {
         k = k > max_k ? max_k : k;
     }
     size_t max_work = 0;
-    size_t need = step_estimate(n, true, &max_work) + res;
+    size_t need = step_estimate(n, true, &max_work);
+    if (res && need + res > avail) {
+        /* the parts are as small as they get and the resident stages do not fit beside the
+         * largest step: keep only those that fit in what it leaves (none, at the budget the
+         * message below names), so that a budget that holds the step runs */
+        SAGA_TRY(plan_resident(n, avail, need < avail ? avail - need : 0, &res));
+    }
     if (R > 1) {
         /* this rank's own budget, for its message and its scheduler */
         avail = bs.budget_bytes > held ? bs.budget_bytes - held : 0;
         budget = bs.budget_bytes;
     }
     saga_status fits = SAGA_OK;
+    need += res;
     if (budget && need > avail) {
         char msg[160];
         snprintf(msg, sizeof msg, "%d parts", (int)k);
