@@ -213,6 +213,15 @@ static saga_tensor *b_row_sum(saga_ctx *c, saga_tensor *const *p, void *ud) {
 static saga_tensor *b_scale_rows(saga_ctx *c, saga_tensor *const *p, void *ud) {
     return saga_scale_rows(c, p[0], p[1]);
 }
+static saga_tensor *b_scale(saga_ctx *c, saga_tensor *const *p, void *ud) {
+    return saga_scale(c, p[0], p[1]);
+}
+/* GIN's combination, the scalar used twice: ((1 + eps) x + eps y) W. */
+static saga_tensor *b_gin(saga_ctx *c, saga_tensor *const *p, void *ud) {
+    saga_tensor *h =
+        saga_add(c, saga_add(c, p[0], saga_scale(c, p[0], p[1])), saga_scale(c, p[2], p[1]));
+    return saga_matmul(c, h, p[3]);
+}
 static saga_tensor *b_gather(saga_ctx *c, saga_tensor *const *p, void *ud) {
     return saga_gather_rows(c, p[0], ud);
 }
@@ -271,6 +280,8 @@ static void test_nn_ops_gradients(void **state) {
     CHECK("sumsq", b_sumsq, NULL, X);
     CHECK("row_sum", b_row_sum, NULL, X);
     CHECK("scale_rows", b_scale_rows, NULL, X, s);
+    saga_tensor *eps = param(m, "eps", 1, 1, -1, 1, 0.1, 12);
+    CHECK("scale", b_scale, NULL, X, eps);
 
     const int32_t labels[4] = {2, 0, 1, 2}, rows[3] = {3, 0, 3};
     saga_tensor *tl[2] = {host_i32(labels, 4), host_i32(rows, 3)};
@@ -292,6 +303,7 @@ static void test_nn_ops_gradients(void **state) {
     CHECK("composed", b_composed, tl, X, W, bw, V);
     CHECK("input used twice", b_twice, NULL, X);
     CHECK("shared intermediate", b_shared, NULL, A, B, s);
+    CHECK("scalar used twice", b_gin, NULL, X, eps, Y, W);
 
     saga_tensor_free(&tl[0]);
     saga_tensor_free(&tl[1]);
@@ -401,6 +413,10 @@ static void test_nn_ops_forward_values(void **state) {
     for (int i = 0; i < N * M; i++)
         ref[i] = (double)x[i] * s[i / M];
     expect_near(saga_scale_rows(c, tx, ts), ref, N * M, 1e-6);
+    saga_tensor *ts1 = host_f32(s + 2, 1, 1);
+    for (int i = 0; i < N * M; i++)
+        ref[i] = (double)x[i] * s[2];
+    expect_near(saga_scale(c, tx, ts1), ref, N * M, 1e-6);
 
     /* columns */
     saga_tensor *cat = saga_concat(c, tx, ta);
@@ -448,7 +464,7 @@ static void test_nn_ops_forward_values(void **state) {
         differ += (d[i] == 0.0f) != (d2[i] == 0.0f);
     assert_true(differ > 100);
 
-    saga_tensor *all[] = {ta, tb, tbias, tx, ty, ts, tl, tr, ti, ttg, tbig};
+    saga_tensor *all[] = {ta, tb, tbias, tx, ty, ts, tl, tr, ti, ttg, tbig, ts1};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         saga_tensor_free(&all[i]);
     saga_ctx_free(&c);
@@ -490,6 +506,9 @@ static void test_nn_ops_sticky_error(void **state) {
     saga_ctx_clear(c);
     assert_null(saga_slice_cols(c, a, 3, 2));
     saga_test_assert_error_contains("saga_slice_cols", NULL);
+    saga_ctx_clear(c);
+    assert_null(saga_scale(c, a, b)); /* the scale must be 1 x 1 */
+    saga_test_assert_error_contains("saga_scale", "1 x 1", "3 x 4", NULL);
     saga_ctx_clear(c);
     assert_null(saga_dropout(c, a, 1.0f));
     assert_true(isnan(saga_item(NULL)));

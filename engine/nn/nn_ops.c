@@ -195,6 +195,56 @@ saga_tensor *saga_matmul(saga_ctx *c, saga_tensor *a, saga_tensor *b) {
     return rec(c, y, a, b, matmul_bwd, NULL);
 }
 
+/* ---- learnable scalar --------------------------------------------------------------------- */
+
+/* x s[0] is the product of x's entries as a column (numel x 1) with the 1 x 1 s: a GEMM with
+ * K = 1, so the scale never leaves the device and every backend with a GEMM runs it. */
+static saga_status scale_bwd(saga_ctx *c, saga_node *n, saga_tensor *dy) {
+    saga_status st = SAGA_OK;
+    saga_tensor *x = saga_node_input(n, 0), *s = saga_node_input(n, 1);
+    int64_t len = numel(x);
+    float beta = 0.0f;
+    if (saga_node_needs_grad(n, 0) && len) {
+        /* dx = dy s */
+        float *dx = saga_grad_target(c, x, &beta);
+        if (!dx)
+            return saga_ctx_status(c);
+        SAGA_TRY(
+            K->gemm_f32(S, false, false, len, 1, 1, 1.0f, dy->data, 1, s->data, 1, beta, dx, 1));
+    }
+    if (saga_node_needs_grad(n, 1)) {
+        /* ds = x . dy, the column's transpose times the column */
+        float *ds = saga_grad_target(c, s, &beta);
+        if (!ds)
+            return saga_ctx_status(c);
+        if (len)
+            SAGA_TRY(
+                K->gemm_f32(S, true, false, 1, 1, len, 1.0f, x->data, 1, dy->data, 1, beta, ds, 1));
+        else if (beta == 0.0f)
+            SAGA_TRY(K->fill_f32(S, ds, 1, 0.0f));
+    }
+fail:
+    return st;
+}
+
+saga_tensor *saga_scale(saga_ctx *c, saga_tensor *x, saga_tensor *s) {
+    static const char op[] = "saga_scale";
+    if (!live(c) || !arg(c, op, "x", x, SAGA_F32) || !arg(c, op, "s", s, SAGA_F32) ||
+        !has(c, op, K->gemm_f32 && K->fill_f32, "gemm_f32/fill_f32"))
+        return NULL;
+    if (s->rows != 1 || s->cols != 1)
+        return op_err(c, SAGA_ERR_INVALID_ARG, "saga_scale: s must be 1 x 1, got %lld x %lld",
+                      (long long)s->rows, (long long)s->cols);
+    saga_tensor *y = saga_ctx_tensor(c, SAGA_F32, x->rows, x->cols);
+    if (!y)
+        return NULL;
+    if (numel(y) && kfail(c, op,
+                          K->gemm_f32(S, false, false, numel(x), 1, 1, 1.0f, x->data, 1, s->data, 1,
+                                      0.0f, y->data, 1)))
+        return NULL;
+    return rec(c, y, x, s, scale_bwd, NULL);
+}
+
 /* ---- sparse x dense ------------------------------------------------------------------------ */
 
 /* Whether x is a usable sparse input of op: its tensors on the context's backend, of the CSR's

@@ -102,6 +102,10 @@ saga_tensor *saga_mean(saga_ctx *c, saga_tensor *x);
 saga_tensor *saga_sumsq(saga_ctx *c, saga_tensor *x);
 /* Row sums (n x 1). */
 saga_tensor *saga_row_sum(saga_ctx *c, saga_tensor *x);
+/* x s[0]: every entry of x times the 1 x 1 s, e.g. a learnable scalar such as GIN's epsilon,
+ * (1 + eps) h = saga_add(c, h, saga_scale(c, h, eps)). Gradients: dy s[0] to x, the sum of
+ * dy .* x to s. */
+saga_tensor *saga_scale(saga_ctx *c, saga_tensor *x, saga_tensor *s);
 /* x * s where s is n x 1, broadcast across the columns of x (n x m). */
 saga_tensor *saga_scale_rows(saga_ctx *c, saga_tensor *x, saga_tensor *s);
 /* Rows idx[k] of x (idx i32, r x 1): r x cols. An index outside [0, rows) is an error. */
