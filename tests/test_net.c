@@ -2,8 +2,9 @@
  * in-memory peak, it gives the in-memory results (a GCN with fused programs, a GAT-like batched
  * program with edge softmax), the in-memory run agrees with the same model written with
  * saga_program_run, the allocator's peak never passes the budget, METIS moves fewer bytes than
- * a random partition, a budget too small names one that works, and the host arrays the scheduler
- * copies asynchronously come from the backend's (pinned) host allocator. */
+ * a random partition, a budget too small names one that works (and every budget between it and
+ * the in-memory peak runs), and the host arrays the scheduler copies asynchronously come from the
+ * backend's (pinned) host allocator. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -594,6 +595,30 @@ static void check_named_budget(const net_data *d, const saga_program *prog, cons
     assert_true(st.peak_device_bytes >= named / 4 * 3);
 }
 
+/* Every budget from the in-memory peak down to the smallest one that a too-small budget names
+ * runs the GAT-like net (its edge batches scale rows through the context's index arrays, which
+ * must make room under the budget like any tensor). */
+static void test_net_budgets_down_to_named_run(void **state) {
+    (void)state;
+    data_load();
+    saga_net_stats st;
+    assert_int_equal(try_model(&D, &GAT, 0, &st), SAGA_OK);
+    size_t peak = st.peak_device_bytes;
+    assert_int_equal(try_model(&D, &GAT, 64 * 1024, &st), SAGA_ERR_BUDGET);
+    const char *at = strstr(saga_last_error(), "budget at least ");
+    assert_non_null(at);
+    size_t named = (size_t)strtoull(at + strlen("budget at least "), NULL, 10);
+    int runs = 0;
+    for (size_t b = peak; b >= named; b = b / 8 * 7, runs++) {
+        saga_status s = try_model(&D, &GAT, b, &st);
+        if (s != SAGA_OK)
+            fail_msg("budget %zu (in memory %zu, named %zu): %s", b, peak, named,
+                     saga_last_error());
+        assert_true(st.peak_device_bytes <= b);
+    }
+    print_message("  %d budgets from %zu down to %zu ran\n", runs, peak, named);
+}
+
 static void test_net_budget_named_works(void **state) {
     (void)state;
     data_load();
@@ -782,6 +807,7 @@ int main(void) {
         cmocka_unit_test(test_net_memory_host_arrays_pinned),
         cmocka_unit_test(test_net_budget_too_small),
         cmocka_unit_test(test_net_budget_named_works),
+        cmocka_unit_test(test_net_budgets_down_to_named_run),
         cmocka_unit_test(test_net_resident_halos),
         cmocka_unit_test(test_net_transfer_precision),
         cmocka_unit_test(test_net_pagerank_streamed_equals_memory),

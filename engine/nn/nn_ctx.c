@@ -458,8 +458,10 @@ saga_status saga_ctx_iota(saga_ctx *c, int64_t n, const int64_t **offsets,
             hoff[i] = i;
         for (int64_t i = 0; i < n; i++)
             hidx[i] = (int32_t)i;
-        SAGA_TRY(saga_backend_alloc(c->be, (void **)&doff, (size_t)(n + 1) * sizeof *doff));
-        SAGA_TRY(saga_backend_alloc(c->be, (void **)&didx, (size_t)n * sizeof *didx));
+        /* through the cache and the pressure callback like a tensor's buffer: under a streamed
+         * net's budget the scheduler makes room for them */
+        SAGA_TRY(buf_get(c, (size_t)(n + 1) * sizeof *doff, (void **)&doff));
+        SAGA_TRY(buf_get(c, (size_t)n * sizeof *didx, (void **)&didx));
         saga_stream *s = saga_ctx_stream(c);
         SAGA_TRY(saga_memcpy_h2d_async(s, doff, hoff, (size_t)(n + 1) * sizeof *doff));
         SAGA_TRY(saga_memcpy_h2d_async(s, didx, hidx, (size_t)n * sizeof *didx));
