@@ -2,7 +2,7 @@
  * written as saga vertex programs: the data it reads and the training loop.
  *
  *   gcn_data d;
- *   SAGA_TRY(gcn_data_load(&d, "cora", NULL));      // Cora layout: edges, features, labels, split
+ *   SAGA_TRY(gcn_data_load(&d, "cora", NULL));       // Cora layout: edges, features, labels, split
  *   gcn_opts o = gcn_opts_defaults();                // Kipf's hyper-parameters
  *   gcn_result r;
  *   SAGA_TRY(gcn_train(&r, be, &d, &o, NULL, NULL));
