@@ -1,5 +1,6 @@
-/* gcn.c - the GCN app: reading a Cora-layout data set, the two-layer model as vertex programs,
- * and the training loop with evaluation and checkpoints. */
+/* gcn.c - the GCN app: its data (a Cora-layout directory through saga_dataset_load, or a
+ * generated citation graph), the two-layer model as vertex programs, and the training loop with
+ * evaluation and checkpoints. */
 #include "gcn.h"
 
 #include <math.h>
