@@ -35,7 +35,8 @@ enum {
 static const cli_opt gcn_cli_opts[] = {
     {"data", 0, "DIR", NULL,
      "A data set in the layout of the bundled Cora: edges.txt[.gz] (\"u v\", undirected), "
-     "features.txt[.gz] (sparse \"vertex feature [value]\" lines or dense rows), labels.txt, "
+     "features.txt[.gz] (sparse \"vertex feature [value]\" lines or dense rows, one per vertex), "
+     "labels.txt, classes.txt (optional: \"index name\"; labels are checked against it), "
      "train_idx.txt, val_idx.txt, test_idx.txt."},
     {"synthetic", 0, "N,DEG,F,C", NULL,
      "Instead of --data: a citation graph generated in memory (as `saga generate citation`) with "
@@ -50,7 +51,9 @@ static const cli_opt gcn_cli_opts[] = {
     {"device", 0, "DEV", NULL, CLI_DEVICE_HELP},
     {"threads", 0, "T", NULL, "CPU threads (default: OMP_NUM_THREADS or all cores)."},
     {"no-normalize-features", 0, NULL, NULL,
-     "Use the features as read (by default each row is divided by its sum, as Kipf does)."},
+     "Use the features as read (by default each row whose entries are all non-negative is "
+     "divided by its sum, as Kipf does for bag-of-words features; rows with a negative entry are "
+     "always left as read)."},
     {"dense-features", 0, NULL, NULL,
      "Make sparse features dense (by default a sparse features file, or --synthetic, stays a "
      "CSR: the first layer drops its non-zeros and multiplies it sparse x dense)."},
@@ -88,7 +91,8 @@ const cli_cmd cli_cmd_gcn = {
         "with one self-loop per vertex. Full-batch training with the negative log-likelihood on "
         "the training vertices and Adam; the defaults are the paper's (200 epochs, 16 hidden "
         "units, learning rate 0.01, dropout 0.5, weight decay 5e-4 on the first layer, "
-        "row-normalised features), without early stopping.\n"
+        "row-normalised features: each row without a negative entry divided by its sum, signed "
+        "rows left as read), without early stopping.\n"
         "After every epoch the model is evaluated in inference mode (no dropout) on the training, "
         "validation and test vertices. The reported test accuracy is that of the final model, "
         "after the last epoch, as in the paper; the validation accuracy is reported beside it "
@@ -343,7 +347,9 @@ static int gcn_main(int argc, char **argv) {
 
     /* ---- data (every rank reads it all) */
     if (data_dir) {
-        st = gcn_data_load(&d, data_dir);
+        saga_dataset_opts dso = saga_dataset_opts_defaults();
+        dso.normalize_features = normalize;
+        st = gcn_data_load(&d, data_dir, &dso);
     } else {
         cli_say(&c,
                 "generating a citation graph: %s vertices, mean degree %g, %d features, %d "
@@ -354,7 +360,7 @@ static int gcn_main(int argc, char **argv) {
     }
     if ((st = saga_comm_agree(comm, st)) < 0)
         goto fail;
-    if (normalize)
+    if (normalize && !data_dir)
         gcn_data_normalize_features(&d);
     bool sparse_file = d.features == NULL;
     if (dense_features && (st = gcn_data_densify(&d)) < 0)
@@ -375,6 +381,14 @@ static int gcn_main(int argc, char **argv) {
                 cli_count(b1, sizeof b1, d.x_nnz),
                 100.0 * (double)d.x_nnz / ((double)d.n_vertices * (double)d.n_features),
                 cli_bytes(b2, sizeof b2, (int64_t)gcn_data_feature_bytes(&d)));
+    if (normalize)
+        cli_say(&c,
+                "features  row-normalised: %s rows divided by their sum, %s with a negative entry "
+                "left as read, %s of zeros\n",
+                cli_count(b1, sizeof b1, d.norm.n_normalized),
+                cli_count(b2, sizeof b2, d.norm.n_signed), cli_count(b3, sizeof b3, d.norm.n_zero));
+    else
+        cli_say(&c, "features  used as read (--no-normalize-features)\n");
 
     /* ---- backend */
     saga_backend_params bp = saga_backend_params_defaults();
@@ -473,6 +487,8 @@ static int gcn_main(int argc, char **argv) {
         json_key(&j, "weight_decay"), json_num(&j, weight_decay);
         json_key(&j, "seed"), json_uint(&j, go.seed);
         json_key(&j, "normalize_features"), json_bool(&j, normalize);
+        json_key(&j, "rows_normalized"), json_int(&j, d.norm.n_normalized);
+        json_key(&j, "rows_signed"), json_int(&j, d.norm.n_signed);
         json_key(&j, "input"), json_str(&j, ns.sparse_input ? "sparse" : "dense");
         json_key(&j, "input_nnz"), json_int(&j, d.features ? 0 : d.x_nnz);
         json_key(&j, "input_bytes"), json_int(&j, (int64_t)ns.input_bytes);

@@ -1,13 +1,12 @@
-/* gcn.c - the GCN app: reading a Cora-layout data set, the two-layer model as vertex programs,
- * and the training loop with evaluation and checkpoints. */
+/* gcn.c - the GCN app: its data (a Cora-layout directory through saga_dataset_load, or a
+ * generated citation graph), the two-layer model as vertex programs, and the training loop with
+ * evaluation and checkpoints. */
 #include "gcn.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 /* ---- data --------------------------------------------------------------------------------- */
 
@@ -26,148 +25,28 @@ void gcn_data_free(gcn_data *d) {
     memset(d, 0, sizeof *d);
 }
 
-/* dir/name, or dir/name.gz's plain twin: the first of the candidates that exists. */
-static saga_status find_file(char *out, size_t size, const char *dir, const char *const *names,
-                             int n_names) {
-    struct stat sb;
-    for (int i = 0; i < n_names; i++) {
-        snprintf(out, size, "%s/%s", dir, names[i]);
-        if (stat(out, &sb) == 0)
-            return SAGA_OK;
-    }
-    snprintf(out, size, "%s/%s", dir, names[0]);
-    if (n_names == 1)
-        return saga_error(SAGA_ERR_IO, "%s: %s", out, strerror(ENOENT));
-    return saga_error(SAGA_ERR_IO, "%s: %s (nor %s)", out, strerror(ENOENT), names[1]);
-}
-
-/* The split file's vertices must be labelled vertices of the graph. */
-static saga_status check_split(const char *path, const int32_t *ids, int64_t n,
-                               const int32_t *labels, int32_t n_vertices) {
-    for (int64_t i = 0; i < n; i++) {
-        if (ids[i] < 0 || ids[i] >= n_vertices)
-            return saga_error(SAGA_ERR_PARSE,
-                              "%s: entry %lld: vertex %d is out of range (labels.txt has %d "
-                              "vertices)",
-                              path, (long long)i + 1, ids[i], n_vertices);
-        if (labels[ids[i]] < 0)
-            return saga_error(SAGA_ERR_PARSE, "%s: entry %lld: vertex %d has no label", path,
-                              (long long)i + 1, ids[i]);
-    }
-    return SAGA_OK;
-}
-
-/* Rebuilds g on vertices 0..n-1 named by their original ids, so that vertices without edges
- * (absent from an edge list) keep their place. g is replaced. */
-static saga_status graph_on_ids(saga_graph **g, int32_t n, const char *path) {
+saga_status gcn_data_load(gcn_data *d, const char *dir, const saga_dataset_opts *opts) {
     saga_status st = SAGA_OK;
-    int32_t *src = NULL, *dst = NULL;
-    saga_graph *h = NULL;
-    saga_csr out = saga_graph_out(*g);
-    int32_t nv = saga_graph_n_vertices(*g);
-    for (int32_t v = 0; v < nv; v++) {
-        int64_t id = saga_graph_orig_id(*g, v);
-        SAGA_CHECK(id < n, SAGA_ERR_PARSE,
-                   "%s: vertex %lld is out of range (labels.txt has %d vertices)", path,
-                   (long long)id, n);
-    }
-    SAGA_TRY(saga_alloc_array((void **)&src, (size_t)out.nnz + 1, sizeof *src, "GCN edges"));
-    SAGA_TRY(saga_alloc_array((void **)&dst, (size_t)out.nnz + 1, sizeof *dst, "GCN edges"));
-    for (int32_t u = 0; u < nv; u++)
-        for (int64_t k = out.offsets[u]; k < out.offsets[u + 1]; k++) {
-            src[k] = (int32_t)saga_graph_orig_id(*g, u);
-            dst[k] = (int32_t)saga_graph_orig_id(*g, out.indices[k]);
-        }
-    saga_graph_opts o = saga_graph_opts_defaults();
-    o.duplicates = SAGA_DUPLICATES_KEEP; /* already symmetric and without duplicates */
-    SAGA_TRY(saga_graph_from_edges_take(&h, n, out.nnz, &src, &dst, NULL, NULL, &o));
-    saga_graph_free(g);
-    *g = h;
-fail:
-    saga_free(src);
-    saga_free(dst);
-    return st;
-}
-
-saga_status gcn_data_load(gcn_data *d, const char *dir) {
-    saga_status st = SAGA_OK;
-    char path[4096];
-    saga_features x = {0};
+    saga_dataset ds;
     SAGA_CHECK(d && dir, SAGA_ERR_INVALID_ARG, "gcn_data_load: NULL argument");
     memset(d, 0, sizeof *d);
-    struct stat sb;
-    SAGA_CHECK(stat(dir, &sb) == 0 && S_ISDIR(sb.st_mode), SAGA_ERR_IO, "%s: %s", dir,
-               stat(dir, &sb) == 0 ? "not a directory" : strerror(errno));
-
-    /* Labels first: they fix the vertex count. */
-    static const char *const labels_names[] = {"labels.txt"};
-    SAGA_TRY(find_file(path, sizeof path, dir, labels_names, 1));
-    int64_t n = 0;
-    SAGA_TRY(saga_labels_read(&d->labels, &n, path, NULL));
-    SAGA_CHECK(n > 0 && n < INT32_MAX, SAGA_ERR_PARSE, "%s: no labels", path);
-    d->n_vertices = (int32_t)n;
-    int32_t max_label = -1;
-    for (int64_t i = 0; i < n; i++)
-        max_label = d->labels[i] > max_label ? d->labels[i] : max_label;
-    SAGA_CHECK(max_label >= 0, SAGA_ERR_PARSE, "%s: every label is -1", path);
-    SAGA_CHECK(max_label < 1 << 20, SAGA_ERR_PARSE,
-               "%s: label %d is too large (classes are "
-               "numbered 0..C-1)",
-               path, max_label);
-    d->n_classes = max_label + 1;
-
-    static const char *const edges_names[] = {"edges.txt.gz", "edges.txt"};
-    SAGA_TRY(find_file(path, sizeof path, dir, edges_names, 2));
-    saga_load_opts lo = saga_load_opts_defaults();
-    lo.format = SAGA_FORMAT_EDGELIST;
-    lo.weights = SAGA_WEIGHTS_IGNORE;
-    lo.graph.undirected = true;
-    lo.graph.self_loops = SAGA_SELF_LOOPS_DROP; /* the model adds exactly one per vertex */
-    SAGA_TRY(saga_graph_load(&d->graph, path, &lo));
-    if (saga_graph_orig_ids(d->graph) || saga_graph_n_vertices(d->graph) != d->n_vertices)
-        SAGA_TRY(graph_on_ids(&d->graph, d->n_vertices, path));
-    d->n_edges = saga_graph_n_edges(d->graph) / 2;
-
-    static const char *const feat_names[] = {"features.txt.gz", "features.txt"};
-    SAGA_TRY(find_file(path, sizeof path, dir, feat_names, 2));
-    SAGA_TRY(saga_features_load(&x, path, NULL));
-    int64_t rows = x.n_rows, cols = x.n_cols;
-    SAGA_CHECK(rows <= n, SAGA_ERR_PARSE, "%s: %lld feature rows, labels.txt has %lld vertices",
-               path, (long long)rows, (long long)n);
-    SAGA_CHECK(cols > 0, SAGA_ERR_PARSE, "%s: no features", path);
-    /* a sparse file may end before the last vertices: they have no words */
-    if (rows < n && x.dense) {
-        SAGA_TRY(
-            saga_realloc_array((void **)&x.dense, (size_t)(n * cols), sizeof *x.dense, "features"));
-        memset(x.dense + rows * cols, 0, (size_t)((n - rows) * cols) * sizeof *x.dense);
-    } else if (rows < n) {
-        SAGA_TRY(saga_realloc_array((void **)&x.offsets, (size_t)n + 1, sizeof *x.offsets,
-                                    "feature offsets"));
-        for (int64_t v = rows + 1; v <= n; v++)
-            x.offsets[v] = x.nnz;
-    }
-    d->features = x.dense;
-    d->x_offsets = x.offsets;
-    d->x_indices = x.indices;
-    d->x_values = x.values;
-    d->x_nnz = x.nnz;
-    memset(&x, 0, sizeof x);
-    d->n_features = cols;
-
-    static const char *const split_names[3][1] = {
-        {"train_idx.txt"}, {"val_idx.txt"}, {"test_idx.txt"}};
-    int32_t **lists[3] = {&d->train, &d->val, &d->test};
-    int64_t *counts[3] = {&d->n_train, &d->n_val, &d->n_test};
-    for (int s = 0; s < 3; s++) {
-        SAGA_TRY(find_file(path, sizeof path, dir, split_names[s], 1));
-        SAGA_TRY(saga_index_read(lists[s], counts[s], path, NULL));
-        SAGA_TRY(check_split(path, *lists[s], *counts[s], d->labels, d->n_vertices));
-    }
-    SAGA_CHECK(d->n_train > 0, SAGA_ERR_PARSE, "%s/train_idx.txt: no training vertices", dir);
+    SAGA_TRY(saga_dataset_load(&ds, dir, opts));
+    /* the data set's arrays become d's */
+    d->graph = ds.graph;
+    d->n_vertices = (int32_t)ds.n_vertices;
+    d->n_edges = ds.n_edges;
+    d->features = ds.features.dense;
+    d->n_features = ds.features.n_cols;
+    d->x_offsets = ds.features.offsets;
+    d->x_indices = ds.features.indices;
+    d->x_values = ds.features.values;
+    d->x_nnz = ds.features.nnz;
+    d->labels = ds.labels;
+    d->n_classes = ds.n_classes;
+    d->train = ds.train, d->val = ds.val, d->test = ds.test;
+    d->n_train = ds.n_train, d->n_val = ds.n_val, d->n_test = ds.n_test;
+    d->norm = ds.norm;
 fail:
-    saga_features_free(&x);
-    if (st < 0 && d)
-        gcn_data_free(d);
     return st;
 }
 
@@ -215,9 +94,10 @@ static saga_features features_of(const gcn_data *d) {
                            .values = d->x_values};
 }
 
-void gcn_data_normalize_features(gcn_data *d) {
+saga_features_norm gcn_data_normalize_features(gcn_data *d) {
     saga_features f = features_of(d);
-    saga_features_normalize_rows(&f);
+    d->norm = saga_features_normalize_rows(&f);
+    return d->norm;
 }
 
 saga_status gcn_data_densify(gcn_data *d) {

@@ -2,7 +2,7 @@
  * written as saga vertex programs: the data it reads and the training loop.
  *
  *   gcn_data d;
- *   SAGA_TRY(gcn_data_load(&d, "cora"));            // Cora layout: edges, features, labels, split
+ *   SAGA_TRY(gcn_data_load(&d, "cora", NULL));       // Cora layout: edges, features, labels, split
  *   gcn_opts o = gcn_opts_defaults();                // Kipf's hyper-parameters
  *   gcn_result r;
  *   SAGA_TRY(gcn_train(&r, be, &d, &o, NULL, NULL));
@@ -43,23 +43,23 @@ typedef struct gcn_data {
     int32_t n_classes;
     int32_t *train, *val, *test;
     int64_t n_train, n_val, n_test;
+    saga_features_norm norm; /* what the row normalisation did (all 0 when it did not run) */
 } gcn_data;
 
-/* Loads a directory in the layout of the bundled Cora: edges.txt[.gz] ("u v" per line, 0-based,
- * read as undirected), features.txt[.gz] (sparse "vertex feature [value]" lines, kept sparse, or
- * dense rows, '#' comments allowed), labels.txt (line i = class of vertex i, -1 for none),
- * train_idx.txt, val_idx.txt, test_idx.txt (one vertex per line). The vertex count is the number of
- * labels; vertices without edges are kept. Errors name the file: SAGA_ERR_IO for a missing one,
- * SAGA_ERR_PARSE for malformed content or ids out of range. d is zeroed first; on failure it
- * holds nothing. */
-saga_status gcn_data_load(gcn_data *d, const char *dir);
+/* Loads a directory in the layout of the bundled Cora with saga_dataset_load (saga_dataset.h:
+ * the files, the checks and the warnings are its; opts NULL = its defaults, which normalise the
+ * non-negative feature rows) and takes its arrays. d is zeroed first; on failure it holds
+ * nothing. */
+saga_status gcn_data_load(gcn_data *d, const char *dir, const saga_dataset_opts *opts);
 /* Generates a data set in memory with saga_citation_generate (sparse features). */
 saga_status gcn_data_synthetic(gcn_data *d, const saga_citation_params *p);
 /* Frees what d holds and zeroes it. */
 void gcn_data_free(gcn_data *d);
-/* Divides each feature row by its sum (rows summing to 0 stay 0), as Kipf's preprocessing;
- * dense and sparse features give the same values. */
-void gcn_data_normalize_features(gcn_data *d);
+/* Divides each feature row whose entries are all non-negative by its sum (rows of zeros and
+ * rows with a negative entry stay as they are: saga_features_normalize_rows), as Kipf's
+ * preprocessing; dense and sparse features give the same values. Returns (and keeps in d->norm)
+ * how many rows went which way. */
+saga_features_norm gcn_data_normalize_features(gcn_data *d);
 /* Makes sparse features dense (nothing when they are). SAGA_ERR_OUT_OF_MEMORY leaves d as it
  * was. */
 saga_status gcn_data_densify(gcn_data *d);

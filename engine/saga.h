@@ -18,6 +18,7 @@
 
 #include "saga_backend.h"
 #include "saga_comm.h"
+#include "saga_dataset.h"
 #include "saga_datasets.h"
 #include "saga_dense.h"
 #include "saga_graph.h"

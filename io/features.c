@@ -314,35 +314,50 @@ fail:
     return st;
 }
 
-void saga_features_normalize_rows(saga_features *f) {
+saga_features_norm saga_features_normalize_rows(saga_features *f) {
+    int64_t n_norm = 0, n_signed = 0;
     if (f->dense) {
         int64_t F = f->n_cols;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) reduction(+ : n_norm, n_signed)
         for (int64_t v = 0; v < f->n_rows; v++) {
             float *row = f->dense + v * F;
             double s = 0;
-            for (int64_t j = 0; j < F; j++)
+            bool negative = false;
+            for (int64_t j = 0; j < F; j++) {
                 s += row[j];
-            if (s != 0) {
+                negative |= row[j] < 0;
+            }
+            if (negative) {
+                n_signed++;
+            } else if (s != 0) {
                 float inv = (float)(1.0 / s);
                 for (int64_t j = 0; j < F; j++)
                     row[j] *= inv;
+                n_norm++;
             }
         }
-        return;
-    }
-    /* the same sums in the same order as the dense loop's, whose zeros add nothing */
-#pragma omp parallel for schedule(static)
-    for (int64_t v = 0; v < f->n_rows; v++) {
-        double s = 0;
-        for (int64_t k = f->offsets[v]; k < f->offsets[v + 1]; k++)
-            s += f->values[k];
-        if (s != 0) {
-            float inv = (float)(1.0 / s);
-            for (int64_t k = f->offsets[v]; k < f->offsets[v + 1]; k++)
-                f->values[k] *= inv;
+    } else {
+        /* the same sums in the same order as the dense loop's, whose zeros add nothing */
+#pragma omp parallel for schedule(static) reduction(+ : n_norm, n_signed)
+        for (int64_t v = 0; v < f->n_rows; v++) {
+            double s = 0;
+            bool negative = false;
+            for (int64_t k = f->offsets[v]; k < f->offsets[v + 1]; k++) {
+                s += f->values[k];
+                negative |= f->values[k] < 0;
+            }
+            if (negative) {
+                n_signed++;
+            } else if (s != 0) {
+                float inv = (float)(1.0 / s);
+                for (int64_t k = f->offsets[v]; k < f->offsets[v + 1]; k++)
+                    f->values[k] *= inv;
+                n_norm++;
+            }
         }
     }
+    return (saga_features_norm){
+        .n_normalized = n_norm, .n_signed = n_signed, .n_zero = f->n_rows - n_norm - n_signed};
 }
 
 saga_status saga_features_parse_any(saga_features *out, saga_reader *r,

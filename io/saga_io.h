@@ -121,10 +121,19 @@ void saga_features_free(saga_features *f);
 /* Makes f dense (rows x cols, zeros where the CSR has no entry); nothing when it is dense.
  * SAGA_ERR_OUT_OF_MEMORY leaves f as it was. */
 saga_status saga_features_densify(saga_features *f);
-/* Divides each row by its sum, rows summing to 0 left as they are (Kipf & Welling's
- * preprocessing), in either layout; the sums are taken in the same order in both, so a sparse
- * matrix and its dense copy give the same bits. */
-void saga_features_normalize_rows(saga_features *f);
+/* What saga_features_normalize_rows did: every row is counted once. */
+typedef struct saga_features_norm {
+    int64_t n_normalized; /* rows divided by their sum: no negative entry, sum > 0 */
+    int64_t n_signed;     /* rows with a negative entry, left as they are */
+    int64_t n_zero;       /* rows of zeros, left as they are */
+} saga_features_norm;
+
+/* Divides each row whose entries are all non-negative by its sum (Kipf & Welling's preprocessing
+ * of bag-of-words features), in either layout; the sums are taken in the same order in both, so
+ * a sparse matrix and its dense copy give the same bits. A row with a negative entry is left as
+ * it is (dividing signed values by their sum, which may be near 0 or negative, destroys them),
+ * and so is a row of zeros. Returns how many rows went which way. */
+saga_features_norm saga_features_normalize_rows(saga_features *f);
 
 /* Reads labels: either one integer per line (line i is vertex i; -1 or a blank value means no
  * label) or "vertex label" pairs (vertices named by original id when graph is given). Vertices

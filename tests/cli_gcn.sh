@@ -109,6 +109,56 @@ echo "0 9999" | gzip >"$TMP/bad/edges.txt.gz"
 expect 1 "$SAGA_BIN" gcn --data "$TMP/bad" --epochs 2
 expect_err "edges.txt.gz: vertex 9999 is out of range"
 
+# A dense features file with fewer rows than vertices is an error naming both counts (it was
+# zero-padded and trained); a sparse file may still end before the last vertices.
+cp -r "$TMP/cit" "$TMP/short"
+rm "$TMP/short/features.txt.gz"
+python3 -c 'for v in range(100): print(" ".join("%.1f" % ((v * 7 + j) % 5) for j in range(8)))' \
+    >"$TMP/short/features.txt"
+expect 1 "$SAGA_BIN" gcn --data "$TMP/short" --epochs 2
+expect_err "$TMP/short/features.txt: 100 dense feature rows, labels.txt has 800 vertices"
+printf '0 1\n0 5\n1 2\n' >"$TMP/short/features.txt"
+expect 0 "$SAGA_BIN" gcn --data "$TMP/short" --epochs 2 --quiet
+
+# A label beyond classes.txt's classes is an error naming the line, the label and the count (it
+# made a 100-class model); classes without a vertex and vertices in two of the split's lists are
+# warnings, on stderr even with --json.
+cp -r "$TMP/cit" "$TMP/cls"
+sed -i '5s/.*/99/' "$TMP/cls/labels.txt"
+expect 1 "$SAGA_BIN" gcn --data "$TMP/cls" --epochs 2
+expect_err "$TMP/cls/labels.txt:5: label 99 is outside the 4 classes of $TMP/cls/classes.txt (0..3)"
+cp "$TMP/cit/labels.txt" "$TMP/cls/"
+echo "4 topic_4" >>"$TMP/cls/classes.txt"
+head -n 3 "$TMP/cls/train_idx.txt" >>"$TMP/cls/test_idx.txt"
+expect 0 "$SAGA_BIN" gcn --data "$TMP/cls" --epochs 2 --json
+expect_err "warning: $TMP/cls/labels.txt: 1 of the 5 classes have no vertex (class 4)"
+expect_err "warning: $TMP/cls: 3 vertices are listed in more than one of train_idx.txt, val_idx.txt, test_idx.txt (train and val 0, train and test 3, val and test 0"
+[ "$(json_get 'j["classes"]')" = 5 ] || fail "classes.txt's count is not the class count: $(json_last)"
+
+# Row normalisation leaves signed rows alone: on dense Gaussian features (every row has a negative
+# entry) the default run and --no-normalize-features train the same model, and the run says so.
+cp -r "$TMP/cit" "$TMP/signed"
+rm "$TMP/signed/features.txt.gz"
+python3 - "$TMP/signed/labels.txt" "$TMP/signed/features.txt" <<'PY'
+import random, sys
+random.seed(5)
+labels = [int(l) for l in open(sys.argv[1])]
+with open(sys.argv[2], "w") as f:
+    for y in labels:
+        row = [random.gauss(1.0 if j % 4 == y else -1.0, 1.0) for j in range(16)]
+        row[0] = -abs(row[0]) - 0.01  # one negative entry in every row
+        f.write(" ".join("%.4f" % x for x in row) + "\n")
+PY
+expect 0 "$SAGA_BIN" gcn --data "$TMP/signed" --epochs 30 --json
+expect_err "features  row-normalised: 0 rows divided by their sum, 800 with a negative entry left as read"
+[ "$(json_get 'j["rows_normalized"], j["rows_signed"]')" = "0 800" ] || fail "signed rows: $(json_last)"
+normalized=$(json_get 'j["loss"], j["test_accuracy"]')
+expect 0 "$SAGA_BIN" gcn --data "$TMP/signed" --epochs 30 --json --no-normalize-features
+expect_err "features  used as read (--no-normalize-features)"
+[ "$(json_get 'j["loss"], j["test_accuracy"]')" = "$normalized" ] ||
+    fail "signed rows were changed by the normalisation: $normalized, as read $(json_get 'j["loss"], j["test_accuracy"]')"
+[ "$(json_get 'j["test_accuracy"] > 0.5')" = True ] || fail "signed features did not learn: $(json_last)"
+
 # A checkpoint of another model shape is refused, naming the file.
 expect 0 "$SAGA_BIN" gcn --data "$TMP/cit" --epochs 3 --hidden 8 --quiet --checkpoint "$TMP/h8.ckpt"
 expect 1 "$SAGA_BIN" gcn --data "$TMP/cit" --epochs 6 --quiet --resume "$TMP/h8.ckpt"

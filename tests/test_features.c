@@ -232,9 +232,12 @@ static void test_features_sparse_csr(void **state) {
     for (int k = 0; k < 5; k++)
         assert_int_equal(f.indices[k], idx[k]);
     assert_floats(f.values, (float[]){-1, 1, 1, 2, 0.5f}, 5);
-    saga_features_normalize_rows(&f);
-    float inv = (float)(1.0 / 3.5); /* row 0 sums to 0: left as it is */
+    saga_features_norm nr = saga_features_normalize_rows(&f);
+    float inv = (float)(1.0 / 3.5); /* row 0 has a negative entry, row 1 none: left as they are */
     assert_floats(f.values, (float[]){-1, 1, 1 * inv, 2 * inv, 0.5f * inv}, 5);
+    assert_int_equal(nr.n_normalized, 1);
+    assert_int_equal(nr.n_signed, 1);
+    assert_int_equal(nr.n_zero, 1);
     assert_int_equal(saga_features_densify(&f), SAGA_OK);
     assert_non_null(f.dense);
     assert_null(f.offsets);
@@ -242,12 +245,21 @@ static void test_features_sparse_csr(void **state) {
     saga_features_free(&f);
     saga_features_free(&f); /* twice: nothing left to free */
 
-    /* a dense file stays dense */
-    path = saga_test_write_str("dense.txt", "0.5 2\n3 4\n");
+    /* a dense file stays dense; a signed row (Gaussian features, say) is not divided by its sum,
+     * even when the sum is positive */
+    path = saga_test_write_str("dense.txt", "0.5 2\n3 4\n-1 3\n");
     assert_int_equal(saga_features_load(&f, path, NULL), SAGA_OK);
     assert_non_null(f.dense);
     assert_null(f.offsets);
-    assert_int_equal(f.n_rows, 2);
+    assert_int_equal(f.n_rows, 3);
+    nr = saga_features_normalize_rows(&f);
+    assert_floats(f.dense,
+                  (float[]){0.5f * (float)(1 / 2.5), 2 * (float)(1 / 2.5), 3 * (float)(1.0 / 7),
+                            4 * (float)(1.0 / 7), -1, 3},
+                  6);
+    assert_int_equal(nr.n_normalized, 2);
+    assert_int_equal(nr.n_signed, 1);
+    assert_int_equal(nr.n_zero, 0);
     saga_features_free(&f);
 
     /* a pair listed twice is an error naming it, as in the dense reading */

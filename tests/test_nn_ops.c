@@ -1,5 +1,6 @@
 /* test_nn_ops.c - every op of saga_nn.h on the CPU backend: gradients against central finite
- * differences, forward values against double loops, the sticky error, inference mode. */
+ * differences, forward values against double loops, the sticky error, inference mode; the
+ * cross-entropy and accuracy helpers against hand computations. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -694,6 +695,86 @@ static void test_nn_ops_buffer_reuse(void **state) {
     saga_model_free(&m);
 }
 
+/* saga_cross_entropy against a hand computation: the mean of logsumexp(row) - row[label] over
+ * the listed rows, and its gradient (softmax(row) - onehot(label)) / r on those rows, 0 on the
+ * others; a row labelled -1 may be left out of the list but not listed. */
+static void test_nn_ops_cross_entropy(void **state) {
+    (void)state;
+    enum { N = 3, C = 3 };
+    const float z[N * C] = {1, 2, 3, 0, 0, 0, 2, 0, -1};
+    const int32_t labels[N] = {2, -1, 0};
+    const int32_t rows[2] = {2, 0};
+    saga_model *m = NULL;
+    assert_int_equal(saga_model_new(&m, be), SAGA_OK);
+    saga_tensor *P = saga_model_param(m, "logits", N, C, SAGA_INIT_ZEROS, 0);
+    assert_non_null(P);
+    memcpy(saga_tensor_data(P), z, sizeof z);
+    saga_tensor *tl = host_i32(labels, N), *tr = host_i32(rows, 2);
+    saga_ctx *c = NULL;
+    assert_int_equal(saga_ctx_new(&c, be, 1), SAGA_OK);
+    saga_ctx_train(c, true);
+
+    /* by hand: lse(1,2,3) = 3 + log(1 + e^-1 + e^-2), lse(2,0,-1) = 2 + log(1 + e^-2 + e^-3) */
+    double lse0 = 3 + log(1 + exp(-1.0) + exp(-2.0));
+    double lse2 = 2 + log(1 + exp(-2.0) + exp(-3.0));
+    double want = ((lse0 - 3) + (lse2 - 2)) / 2;
+    saga_tensor *loss = saga_cross_entropy(c, P, tl, tr);
+    assert_non_null(loss);
+    assert_true(fabs(saga_item(loss) - want) < 1e-6);
+    assert_int_equal(saga_backward(c, loss), SAGA_OK);
+    const float *g = saga_tensor_cdata(saga_grad(P));
+    double want_g[N * C] = {0};
+    for (int k = 0; k < C; k++) {
+        want_g[0 * C + k] = (exp(z[0 * C + k] - lse0) - (k == 2)) / 2;
+        want_g[2 * C + k] = (exp(z[2 * C + k] - lse2) - (k == 0)) / 2;
+    }
+    for (int i = 0; i < N * C; i++)
+        if (fabs(g[i] - want_g[i]) > 1e-6)
+            fail_msg("d loss / d logits[%d]: %.8g, by hand %.8g", i, (double)g[i], want_g[i]);
+    saga_ctx_clear(c);
+
+    /* every row: vertex 1's -1 is listed and refused, naming it */
+    assert_null(saga_cross_entropy(c, P, tl, NULL));
+    assert_int_equal(saga_ctx_status(c), SAGA_ERR_INVALID_ARG);
+    saga_test_assert_error_contains("row 1", "label -1", NULL);
+    saga_ctx_clear(c);
+    /* every row, all labelled: the mean over the three */
+    const int32_t all[N] = {2, 1, 0};
+    saga_tensor *ta = host_i32(all, N);
+    loss = saga_cross_entropy(c, P, ta, NULL);
+    assert_non_null(loss);
+    assert_true(fabs(saga_item(loss) - ((lse0 - 3) + log(3.0) + (lse2 - 2)) / 3) < 1e-6);
+    saga_ctx_clear(c);
+    /* a NULL input after nothing failed is an error naming the op */
+    assert_null(saga_cross_entropy(c, NULL, tl, tr));
+    saga_test_assert_error_contains("saga_cross_entropy", "logits", NULL);
+    saga_ctx_clear(c);
+
+    saga_tensor_free(&tl);
+    saga_tensor_free(&tr);
+    saga_tensor_free(&ta);
+    saga_ctx_free(&c);
+    saga_model_free(&m);
+}
+
+/* saga_accuracy on scores chosen by hand: ties go to the first class, -1 never matches. */
+static void test_nn_ops_accuracy(void **state) {
+    (void)state;
+    const float scores[4 * 3] = {0.1f, 0.7f, 0.2f, /* arg-max 1 */
+                                 0.5f, 0.5f, 0.0f, /* tie: 0 */
+                                 -3,   -1,   -2,   /* 1 */
+                                 0,    0,    1};   /* 2 */
+    const int32_t labels[4] = {1, 1, 1, -1};
+    assert_true(saga_accuracy(scores, 3, labels, NULL, 4) == 0.5);
+    const int32_t right[2] = {2, 0}, wrong[2] = {1, 3}, some[3] = {0, 1, 2};
+    assert_true(saga_accuracy(scores, 3, labels, right, 2) == 1.0);
+    assert_true(saga_accuracy(scores, 3, labels, wrong, 2) == 0.0);
+    assert_true(fabs(saga_accuracy(scores, 3, labels, some, 3) - 2.0 / 3.0) < 1e-15);
+    assert_true(saga_accuracy(scores, 3, labels, right, 0) == 0.0);
+    /* read as 2 classes, the row stride is 2: rows [0.1 0.7] and [0.2 0.5], both arg-max 1 */
+    assert_true(saga_accuracy(scores, 2, labels, NULL, 2) == 1.0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_nn_ops_gradients),
@@ -702,6 +783,8 @@ int main(void) {
         cmocka_unit_test(test_nn_ops_inference_mode),
         cmocka_unit_test(test_nn_ops_buffer_reuse),
         cmocka_unit_test(test_nn_ops_sparse_matches_dense),
+        cmocka_unit_test(test_nn_ops_cross_entropy),
+        cmocka_unit_test(test_nn_ops_accuracy),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -896,6 +896,31 @@ saga_tensor *saga_nll_loss(saga_ctx *c, saga_tensor *logp, saga_tensor *labels, 
     return loss_out(c, op, loss, logp, NULL, g);
 }
 
+saga_tensor *saga_cross_entropy(saga_ctx *c, saga_tensor *logits, saga_tensor *labels,
+                                saga_tensor *rows) {
+    static const char op[] = "saga_cross_entropy";
+    if (!live(c) || !arg(c, op, "logits", logits, SAGA_F32))
+        return NULL;
+    return saga_nll_loss(c, saga_log_softmax(c, logits), labels, rows);
+}
+
+double saga_accuracy(const float *scores, int64_t n_classes, const int32_t *labels,
+                     const int32_t *rows, int64_t n_rows) {
+    if (!scores || !labels || n_rows <= 0 || n_classes <= 0)
+        return 0.0;
+    int64_t right = 0;
+    for (int64_t i = 0; i < n_rows; i++) {
+        int64_t r = rows ? rows[i] : i;
+        const float *row = scores + r * n_classes;
+        int64_t best = 0;
+        for (int64_t k = 1; k < n_classes; k++)
+            if (row[k] > row[best])
+                best = k;
+        right += best == labels[r];
+    }
+    return (double)right / (double)n_rows;
+}
+
 saga_tensor *saga_bce_logits(saga_ctx *c, saga_tensor *x, saga_tensor *target, float pos_weight) {
     static const char op[] = "saga_bce_logits";
     if (!live(c) || !arg(c, op, "x", x, SAGA_F32) || !arg(c, op, "target", target, SAGA_F32) ||

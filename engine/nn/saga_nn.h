@@ -92,6 +92,18 @@ saga_tensor *saga_log_softmax(saga_ctx *c, saga_tensor *x);
 /* Mean negative log-likelihood (1 x 1) of log-probabilities logp (n x classes) against labels
  * (i32, n x 1), over the rows listed in rows (i32, r x 1), or every row when rows is NULL. */
 saga_tensor *saga_nll_loss(saga_ctx *c, saga_tensor *logp, saga_tensor *labels, saga_tensor *rows);
+/* Masked cross-entropy: the mean negative log-likelihood of log_softmax(logits) (logits
+ * n x classes) against labels (i32, n x 1) over the rows listed in rows (i32, r x 1), or every
+ * row when rows is NULL; 1 x 1, with its backward (saga_nll_loss of saga_log_softmax). Every
+ * listed row's label must be a class (0..classes-1): a -1 there is an error naming the row. */
+saga_tensor *saga_cross_entropy(saga_ctx *c, saga_tensor *logits, saga_tensor *labels,
+                                saga_tensor *rows);
+/* Fraction of the listed rows whose arg-max over scores (n x n_classes, host, row-major; the
+ * first of equal maxima wins) equals the row's label: rows holds n_rows row ids, or is NULL for
+ * rows 0..n_rows-1. A row labelled -1 counts as wrong; 0 when n_rows is 0. Host arrays only
+ * (e.g. what saga_net_forward or saga_tensor_to_host wrote); nothing is checked beyond that. */
+double saga_accuracy(const float *scores, int64_t n_classes, const int32_t *labels,
+                     const int32_t *rows, int64_t n_rows);
 /* Mean binary cross-entropy with logits (1 x 1), as PyTorch's BCEWithLogitsLoss(pos_weight):
  * target has x's shape, values in [0, 1]. */
 saga_tensor *saga_bce_logits(saga_ctx *c, saga_tensor *x, saga_tensor *target, float pos_weight);
