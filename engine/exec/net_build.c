@@ -1235,9 +1235,10 @@ saga_status net_prepare(saga_net *n, bool train) {
     size_t max_work = 0;
     size_t need = step_estimate(n, true, &max_work);
     if (res && need + res > avail) {
-        /* the parts are as small as they get and the resident stages do not fit beside the
-         * largest step: keep only those that fit in what it leaves (none, at the budget the
-         * message below names), so that a budget that holds the step runs */
+        /* the parts are cut (as small as they get, or as many as asked) and the resident
+         * stages do not fit beside the largest step: keep only those that fit in what it
+         * leaves (none, at the budget the message below names), so that a budget that holds
+         * the step runs */
         SAGA_TRY(plan_resident(n, avail, need < avail ? avail - need : 0, &res));
     }
     if (R > 1) {
