@@ -39,5 +39,28 @@ expect 1 "$SAGA_BIN" gcn --data "$TMP/kc-bom" --epochs 1 --device cpu
 expect_err "labels.txt:1:"
 expect_err "UTF-8 byte-order mark"
 
+# The "no usable GPU" warning only when a GPU was asked for (--device auto, SAGA_DEVICE=auto);
+# auto as a mere default says it at the info level. Without a GPU, --device cuda says how to run
+# on the CPU.
+run "$SAGA_BIN" pagerank "$TMP/small.txt" --top 0 --device cuda
+if [ "$RC" -ne 0 ]; then # no GPU here
+    expect 0 env -u SAGA_DEVICE "$SAGA_BIN" pagerank "$TMP/small.txt" --top 0
+    ! grep -q "no usable GPU" "$ERR" || fail "the default device warned: $(cat "$ERR")"
+    expect 0 env -u SAGA_DEVICE SAGA_LOG=info "$SAGA_BIN" pagerank "$TMP/small.txt" --top 0
+    expect_err "saga: info: no usable GPU"
+    expect 0 env -u SAGA_DEVICE "$SAGA_BIN" pagerank "$TMP/small.txt" --top 0 --device auto
+    expect_err "saga: warning: no usable GPU"
+    expect 0 env SAGA_DEVICE=auto "$SAGA_BIN" pagerank "$TMP/small.txt" --top 0
+    expect_err "saga: warning: no usable GPU"
+    expect 1 "$SAGA_BIN" pagerank "$TMP/small.txt" --device cuda
+    expect_err "--device cpu"
+    expect 1 "$SAGA_BIN" cc "$TMP/small.txt" --device cuda:0
+    expect_err "--device cpu"
+    expect 1 "$SAGA_BIN" mlp --layers 2 --width 8 --steps 1 --device cuda
+    expect_err "--device cpu"
+    expect 1 "$SAGA_BIN" pagerank "$TMP/small.txt" --device cuda --json
+    [ "$(json_get '"--device cpu" in j["error"], j["exit_code"]')" = "True 1" ] ||
+        fail "--device cuda --json: $(json_last)"
+fi
 
 finish
