@@ -9,13 +9,15 @@
 enum {
     OPT_TOP,
     OPT_OUT,
+    OPT_OUT_ALIAS_,
     OPT_DEVICE,
     OPT_EXEC /* the CLI_EXEC_N_OPTS options of CLI_EXEC_OPTS */
 };
 static const cli_opt cc_opts[] = {
     {"top", 0, "K", "10", "Print the K largest components (0: none)."},
-    {"out", 0, "FILE", NULL,
+    {"output", 'o', "FILE", NULL,
      "Write \"id component\" for every vertex, the component named by its smallest id."},
+    CLI_ALIAS("out"),
     {"device", 0, "DEV", NULL, CLI_DEVICE_HELP},
     CLI_EXEC_OPTS,
     {0}};
@@ -35,9 +37,9 @@ const cli_cmd cli_cmd_cc = {
         "undirected), so the components are the weakly connected ones. A component is named by "
         "the smallest vertex id in it, as written in the file. Up to 2^24 vertices.",
     .opts = cc_opts,
-    .flags = CLI_GRAPH_OPTS,
+    .flags = CLI_GRAPH_OPTS | CLI_THREADS,
     .example = "saga cc email-Eu-core.txt.gz --top 5\n"
-               "saga cc edges.txt --out components.txt --json",
+               "saga cc edges.txt -o components.txt --json",
     .main = cc_main,
 };
 
@@ -82,6 +84,8 @@ static int cc_main(int argc, char **argv) {
     }
     if (o == CLI_EXIT)
         return c.exit_code;
+    if (cli_check_device(&c, device))
+        return CLI_USAGE;
 
     const char *path = c.args[0];
     saga_graph *g = NULL;
@@ -156,13 +160,16 @@ static int cc_main(int argc, char **argv) {
         json j;
         json_init(&j, stdout);
         json_object_begin(&j);
-        json_key(&j, "file"), json_str(&j, path);
+        json_key(&j, "input"), json_str(&j, path);
         json_key(&j, "vertices"), json_int(&j, n);
         json_key(&j, "edges"), json_int(&j, saga_graph_n_edges(g));
         json_key(&j, "components"), json_int(&j, r.n_components);
         json_key(&j, "largest"), json_int(&j, r.largest);
         json_key(&j, "iterations"), json_int(&j, r.iterations);
         json_key(&j, "seconds"), json_num(&j, r.seconds);
+        json_key(&j, "load_seconds"), json_num(&j, load_s);
+        cli_json_device(&j, be);
+        cli_json_outputs(&j, &out_path, 1);
         if (exec) {
             cli_json_net_stats(&j, &ns);
             json_key(&j, "halo_rows"), json_int(&j, rs.halo_rows);

@@ -18,7 +18,7 @@ const cli_cmd cli_cmd_info = {
         "vertices (no out-edges), the minimum, mean and maximum in- and out-degree, and how long "
         "loading took. Vertex counts are the distinct ids that appear in the file.",
     .opts = info_opts,
-    .flags = CLI_GRAPH_OPTS,
+    .flags = CLI_GRAPH_OPTS | CLI_THREADS,
     .example = "saga info --undirected karate/edges.txt\n"
                "saga info --json soc-Slashdot0902.txt.gz",
     .main = info_main,
@@ -83,7 +83,7 @@ static int info_main(int argc, char **argv) {
         json j;
         json_init(&j, stdout);
         json_object_begin(&j);
-        json_key(&j, "file"), json_str(&j, path);
+        json_key(&j, "input"), json_str(&j, path);
         json_key(&j, "format"), json_str(&j, saga_format_name(fmt));
         json_key(&j, "file_bytes"), json_int(&j, bytes);
         json_key(&j, "undirected"), json_bool(&j, c.load.graph.undirected);
@@ -98,6 +98,8 @@ static int info_main(int argc, char **argv) {
         degree_json(&j, "out_degree", s.out_degree_min, s.degree_mean, s.out_degree_max);
         json_key(&j, "load_seconds"), json_num(&j, secs);
         json_key(&j, "load_mb_per_s"), json_num(&j, mbps);
+        cli_json_device(&j, NULL);
+        cli_json_outputs(&j, NULL, 0);
         json_object_end(&j);
         json_finish(&j);
     }
