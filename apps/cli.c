@@ -371,6 +371,7 @@ static int graph_opt(cli_ctx *c, int which, const char *arg) {
             c->load.graph.self_loops = SAGA_SELF_LOOPS_DROP;
         else
             return cli_usage(c, "--self-loops must be keep or drop, got '%s'", arg);
+        c->load.self_loops_set = true;
         return 0;
     case OPT_DUPLICATES: {
         static const char *const names[] = {"auto", "keep", "drop", "sum"};
