@@ -601,8 +601,9 @@ static void test_sgr_build_checked(void **state) {
 static void test_sgr_load_options(void **state) {
     (void)state;
     make_source();
-    char path[4096];
+    char path[4096], path2[4096];
     snprintf(path, sizeof path, "%s", saga_test_tmp("opts.sgr"));
+    snprintf(path2, sizeof path2, "%s", saga_test_tmp("again.sgr"));
     int accepted = 0, refused = 0;
     for (int bu = 0; bu < 2; bu++)
         for (int bsl = 0; bsl < SAGA_SELF_LOOPS_COUNT; bsl++)
@@ -664,6 +665,14 @@ static void test_sgr_load_options(void **state) {
                                 saga_graph *want = source_built(&got, !rw);
                                 assert_equivalent(want, g, what);
                                 saga_graph_free(&want);
+                                /* written again, it reads back with what it records */
+                                saga_graph *again = NULL;
+                                assert_int_equal(saga_sgr_write(g, path2), SAGA_OK);
+                                st = saga_sgr_read(&again, path2);
+                                if (st != SAGA_OK)
+                                    fail_msg("%s, written again: %s", what, saga_last_error());
+                                assert_build(again, got.undirected, got.self_loops, got.duplicates);
+                                saga_graph_free(&again);
                                 saga_graph_free(&g);
                                 accepted++;
                             }

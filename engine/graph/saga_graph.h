@@ -87,10 +87,10 @@ saga_status saga_graph_permute(saga_graph **out, const saga_graph *g, const int3
  * the same edges. The caller owns *out. Errors: SAGA_ERR_OUT_OF_MEMORY. */
 saga_status saga_graph_symmetrize(saga_graph **out, const saga_graph *g);
 
-/* Whether every vertex's in-edges are its out-edges: the in- and out-CSR hold the same rows (and
- * the same weights in the same order), so each edge u -> v comes with v -> u as often. True for
- * every graph built undirected, and for a directed one that lists both directions of each edge.
- * Reads both directions once. */
+/* Whether every vertex's in-edges are its out-edges: the in- and out-CSR hold the same rows, so
+ * each edge u -> v comes with v -> u as often. Weights are not compared. True for every graph
+ * built undirected, and for a directed one that lists both directions of each edge. Reads both
+ * directions once. */
 bool saga_graph_is_symmetric(const saga_graph *g);
 
 /* How g was built: writes the options its builder was given to *out, duplicates resolved (KEEP,
