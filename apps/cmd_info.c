@@ -83,7 +83,8 @@ static int info_main(int argc, char **argv) {
                            : "directed");
     cli_say(&c, "built       %s\n",
             known ? build_text(built, sizeof built, &b)
-                  : "not recorded (an .sgr of format version 1: convert the source again)");
+                  : "not recorded (an .sgr of format version 1, or made from one: convert the "
+                    "source again)");
     cli_say(&c, "weighted    %s\n", weighted ? "yes" : "no");
     cli_say(&c, "self-loops  %s\n", cli_count(b1, sizeof b1, s.n_self_loops));
     cli_say(&c, "duplicates  %s\n", cli_count(b1, sizeof b1, s.n_duplicates));

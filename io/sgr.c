@@ -497,9 +497,10 @@ saga_status saga_sgr_load(saga_graph **out, const char *path, const saga_load_op
                                 ? duplicates_opt(o.graph.duplicates)
                                 : NULL;
         SAGA_CHECK(!asked, SAGA_ERR_UNSUPPORTED,
-                   "%s: %s cannot be applied: the file is an .sgr of format version 1, which does "
-                   "not record how its graph was built (directed or not, self-loops, parallel "
-                   "edges); convert the source again with this saga to record it",
+                   "%s: %s cannot be applied: the file does not record how its graph was built "
+                   "(directed or not, self-loops, parallel edges), as .sgr files of format "
+                   "version 1 and those made from them do not; convert the source again with "
+                   "this saga to record it",
                    path, asked);
         if (sl_drop) {
             saga_graph_opts r = {.undirected = false,
