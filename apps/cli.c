@@ -33,7 +33,9 @@ enum { OPT_FORMAT, OPT_UNDIRECTED, OPT_SELF_LOOPS, OPT_DUPLICATES, OPT_WEIGHTS, 
 static const cli_opt graph_opts[] = {
     {"format", 0, "FMT", "auto",
      "Input format: auto, edgelist, mtx, metis or sgr. auto recognises .sgr and Matrix Market by "
-     "their first bytes and METIS by the extension (.graph, .metis)."},
+     "their first bytes and METIS by the extension (.graph, .metis). An .sgr holds a graph "
+     "built already: the options below are applied to it as to the file it was made from, or "
+     "refused when it lost what they need."},
     {"undirected", 0, NULL, NULL, "Add the reverse of every edge (a self-loop is kept once)."},
     {"self-loops", 0, "keep|drop", "keep", "Keep self-loops as listed, or remove them."},
     {"duplicates", 0, "auto|keep|drop|sum", "auto",
@@ -455,6 +457,7 @@ static int graph_opt(cli_ctx *c, int which, const char *arg) {
             c->load.graph.self_loops = SAGA_SELF_LOOPS_DROP;
         else
             return cli_usage(c, "--self-loops must be keep or drop, got '%s'", arg);
+        c->load.self_loops_set = true;
         return 0;
     case OPT_DUPLICATES: {
         static const char *const names[] = {"auto", "keep", "drop", "sum"};

@@ -19,9 +19,13 @@ const cli_cmd cli_cmd_convert = {
         "Loads IN with the loading options below and writes the resulting graph to OUT (-o OUT, "
         "or OUT as a second argument, the older spelling), which "
         "must end in .sgr. The .sgr file holds both CSR directions, the weights and the original "
-        "vertex ids, with checksums; later commands load it by mapping it into memory, without "
-        "parsing. Options such as --undirected are applied once, here: the .sgr holds the graph "
-        "as built.",
+        "vertex ids, with checksums, and records how the graph was built (directed or "
+        "undirected, self-loop and duplicate policies); later commands load it by mapping it "
+        "into memory, without parsing. Options such as --undirected are applied once, here: the "
+        "later commands get the graph as built. Loading options given to them are applied to "
+        "the .sgr as to IN (--undirected symmetrizes a directed .sgr), or refused with a message "
+        "when the .sgr lost what they need (--self-loops keep on a file made with --self-loops "
+        "drop).",
     .opts = convert_opts,
     .flags = CLI_GRAPH_OPTS | CLI_THREADS,
     .example = "saga convert soc-Slashdot0902.txt.gz -o slashdot.sgr\n"
