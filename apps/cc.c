@@ -18,6 +18,22 @@ static const saga_program cc_program = {
     .apply_vertex = cc_vertex,
 };
 
+/* The graph the rounds run on: g itself when it holds both directions of every edge, else its
+ * symmetrized copy, left in *own for the caller to free. */
+static saga_status undirected_of(const saga_graph **use, saga_graph **own, cc_result *r,
+                                 const saga_graph *g) {
+    saga_status st = SAGA_OK;
+    *use = g;
+    if (!saga_graph_is_symmetric(g)) {
+        SAGA_TRY(saga_graph_symmetrize(own, g));
+        *use = *own;
+        r->symmetrized = true;
+    }
+    r->n_edges = saga_graph_n_edges(*use);
+fail:
+    return st;
+}
+
 /* The label n-1-m names m, the smallest vertex of the component; sizes counted in size. */
 static void name_components(int32_t *out, int32_t *size, cc_result *r, const float *lab,
                             int32_t n) {
@@ -38,6 +54,7 @@ saga_status cc_run(int32_t **comp, cc_result *result, saga_backend *be, const sa
     saga_tensor *x = NULL;
     float *lab = NULL;
     int32_t *out = NULL, *size = NULL;
+    saga_graph *own = NULL;
     int32_t n = saga_graph_n_vertices(g);
     cc_result r = {0};
 
@@ -46,6 +63,7 @@ saga_status cc_run(int32_t **comp, cc_result *result, saga_backend *be, const sa
                "cc: %d vertices; labels travel as f32, exact up to 2^24 = 16777216 vertices", n);
 
     /* ---- initialize ---- */
+    SAGA_TRY(undirected_of(&g, &own, &r, g));
     SAGA_TRY(saga_alloc_array((void **)&lab, n ? (size_t)n : 1, sizeof *lab, "cc labels"));
     SAGA_TRY(saga_alloc_array((void **)&out, n ? (size_t)n : 1, sizeof *out, "cc components"));
     SAGA_TRY(saga_alloc_zeroed((void **)&size, n ? (size_t)n : 1, sizeof *size, "cc sizes"));
@@ -90,6 +108,7 @@ fail:
     saga_tensor_free(&x);
     saga_ctx_free(&c);
     saga_dgraph_free(&dg);
+    saga_graph_free(&own);
     return st;
 }
 
@@ -101,10 +120,13 @@ saga_status cc_run_net(int32_t **comp, cc_result *result, saga_backend *be, cons
     saga_net *net = NULL;
     float *lab = NULL, *next = NULL;
     int32_t *out = NULL, *size = NULL;
+    saga_graph *own = NULL;
     int32_t n = saga_graph_n_vertices(g);
     cc_result r = {0};
     SAGA_CHECK(n <= (1 << 24), SAGA_ERR_UNSUPPORTED,
                "cc: %d vertices; labels travel as f32, exact up to 2^24 = 16777216 vertices", n);
+    /* every rank symmetrizes its copy of the graph alike */
+    SAGA_TRY(undirected_of(&g, &own, &r, g));
     size_t n1 = n ? (size_t)n : 1;
     SAGA_TRY(saga_alloc_array((void **)&lab, n1, sizeof *lab, "cc labels"));
     SAGA_TRY(saga_alloc_array((void **)&next, n1, sizeof *next, "cc labels"));
@@ -144,5 +166,6 @@ fail:
     saga_free(next);
     saga_free(out);
     saga_free(size);
+    saga_graph_free(&own);
     return st;
 }

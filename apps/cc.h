@@ -8,8 +8,10 @@
  *
  * Every vertex starts with the label n-1-v; each round, a vertex takes the largest label among
  * itself and its neighbours (Scatter the source's label, Gather MAX, ApplyVertex max(self,
- * gathered)), until no label changes. The graph must hold both directions of every edge (load
- * it undirected) for the components to be the weakly connected ones. Labels travel as f32,
+ * gathered)), until no label changes. Weak components are those of the undirected graph: a
+ * graph that does not hold both directions of every edge (saga_graph_is_symmetric) is
+ * symmetrized first (saga_graph_symmetrize, into a copy that lives for the call), so any graph
+ * may be passed, directed or not, with the same components. Labels travel as f32,
  * exact for up to 2^24 vertices; larger graphs are refused.
  */
 #pragma once
@@ -20,15 +22,18 @@
 typedef struct cc_result {
     int iterations; /* rounds, including the last one that changed nothing */
     int32_t n_components;
-    int32_t largest; /* vertices in the largest component */
-    double seconds;  /* the rounds, setup excluded */
+    int32_t largest;  /* vertices in the largest component */
+    int64_t n_edges;  /* edges the rounds ran over: g's, or those of its symmetrized copy */
+    bool symmetrized; /* g did not hold both directions of every edge and was symmetrized */
+    double seconds;   /* the rounds, setup excluded */
 } cc_result;
 
 typedef void (*cc_progress_fn)(void *ud, int iteration);
 
-/* Labels every vertex of g with the smallest vertex id of its component, computed on backend be.
- * *comp receives n entries (saga_malloc'd, owned by the caller). Errors: SAGA_ERR_UNSUPPORTED for
- * more than 2^24 vertices; SAGA_ERR_OUT_OF_MEMORY / BUDGET; backend errors. */
+/* Labels every vertex of g with the smallest vertex id of its weakly connected component (edge
+ * direction ignored), computed on backend be. *comp receives n entries (saga_malloc'd, owned by the
+ * caller). Errors: SAGA_ERR_UNSUPPORTED for more than 2^24 vertices; SAGA_ERR_OUT_OF_MEMORY /
+ * BUDGET; backend errors. */
 saga_status cc_run(int32_t **comp, cc_result *result, saga_backend *be, const saga_graph *g,
                    cc_progress_fn progress, void *ud);
 /* The same through the graph executor (saga_net.h) with options no (NULL: defaults), in memory or

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
+#include <omp.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,15 +20,22 @@ static const cli_opt common_opts[] = {
     {"help", 'h', NULL, NULL, "Show this help and exit."},
     {"quiet", 'q', NULL, NULL, "Print nothing but errors (and the JSON object with --json)."},
     {"json", 0, NULL, NULL,
-     "End stdout with one JSON object (one line) holding the results; other text goes to "
-     "stderr."},
+     "End stdout with one JSON object (one line) holding the results, or on failure "
+     "{\"error\": ..., \"status\": ..., \"exit_code\": ...}; other text goes to stderr."},
     {0}};
+
+/* The options of the commands that compute (CLI_THREADS). */
+enum { OPT_THREADS, N_THREADS_OPTS };
+static const cli_opt threads_opts[] = {
+    {"threads", 0, "N", NULL, "CPU threads (OpenMP; default: OMP_NUM_THREADS or all cores)."}, {0}};
 
 enum { OPT_FORMAT, OPT_UNDIRECTED, OPT_SELF_LOOPS, OPT_DUPLICATES, OPT_WEIGHTS, N_GRAPH };
 static const cli_opt graph_opts[] = {
     {"format", 0, "FMT", "auto",
      "Input format: auto, edgelist, mtx, metis or sgr. auto recognises .sgr and Matrix Market by "
-     "their first bytes and METIS by the extension (.graph, .metis)."},
+     "their first bytes and METIS by the extension (.graph, .metis). An .sgr holds a graph "
+     "built already: the options below are applied to it as to the file it was made from, or "
+     "refused when it lost what they need."},
     {"undirected", 0, NULL, NULL, "Add the reverse of every edge (a self-loop is kept once)."},
     {"self-loops", 0, "keep|drop", "keep", "Keep self-loops as listed, or remove them."},
     {"duplicates", 0, "auto|keep|drop|sum", "auto",
@@ -37,7 +45,7 @@ static const cli_opt graph_opts[] = {
      "Edge weights: use a weight column when present, read and drop it, or require it."},
     {0}};
 
-enum { OWN_BASE = 256, COMMON_BASE = 512, GRAPH_BASE = 768 };
+enum { OWN_BASE = 256, COMMON_BASE = 512, GRAPH_BASE = 768, THREADS_BASE = 1024, N_GROUPS = 4 };
 
 static int count_opts(const cli_opt *o) {
     int n = 0;
@@ -55,11 +63,19 @@ void cli_begin(cli_ctx *c, const cli_cmd *cmd, int argc, char **argv) {
     c->t_start = saga_now();
     c->ranks = 1;
     c->n_own = count_opts(cmd->opts);
+    /* --json anywhere before "--" asks for the error object too, even when parsing stops at an
+     * earlier option */
+    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+        if (strcmp(argv[i], "--json") == 0)
+            c->json = true;
 }
+
+/* cli_default_device's "auto" when SAGA_DEVICE is unset: told apart by its address. */
+static const char default_auto[] = "auto";
 
 const char *cli_default_device(void) {
     const char *d = getenv("SAGA_DEVICE");
-    return d && *d ? d : "auto";
+    return d && *d ? d : default_auto;
 }
 
 int cli_check_device(cli_ctx *c, const char *device) {
@@ -71,21 +87,64 @@ int cli_check_device(cli_ctx *c, const char *device) {
 
 /* ---- messages ------------------------------------------------------------------------------ */
 
+void cli_json_error(cli_ctx *c, const char *msg, const char *status, int exit_code) {
+    if (!c->json || c->rank != 0)
+        return;
+    fflush(stderr);
+    json j;
+    json_init(&j, stdout);
+    json_object_begin(&j);
+    json_key(&j, "error"), json_str(&j, msg);
+    json_key(&j, "status"), json_str(&j, status);
+    json_key(&j, "exit_code"), json_int(&j, exit_code);
+    json_object_end(&j);
+    json_finish(&j);
+}
+
+int cli_threads_of(const saga_backend *be) {
+    return !be || saga_backend_get_kind(be) == SAGA_BACKEND_CPU ? omp_get_max_threads() : 0;
+}
+
+void cli_json_device(json *j, const saga_backend *be) {
+    json_key(j, "device"), json_str(j, be ? saga_backend_name(be) : "cpu");
+    json_key(j, "threads"), json_int(j, cli_threads_of(be));
+}
+
+void cli_json_outputs(json *j, const char *const *paths, int n) {
+    json_key(j, "outputs"), json_array_begin(j);
+    for (int i = 0; i < n; i++)
+        if (paths[i])
+            json_str(j, paths[i]);
+    json_array_end(j);
+}
+
 int cli_usage(cli_ctx *c, const char *fmt, ...) {
+    char msg[1024];
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "saga %s: ", c->cmd->name);
-    vfprintf(stderr, fmt, ap);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    fprintf(stderr, "\nsee 'saga %s --help'\n", c->cmd->name);
+    fprintf(stderr, "saga %s: %s\nsee 'saga %s --help'\n", c->cmd->name, msg, c->cmd->name);
+    /* a usage error is an invalid argument; the exit code tells it from a library's */
+    cli_json_error(c, msg, saga_status_name(SAGA_ERR_INVALID_ARG), CLI_USAGE);
     c->exit_code = CLI_USAGE;
     return CLI_USAGE;
 }
 
+/* The last error's message and status, for cli_fail and cli_fail_ranks. */
+static const char *last_message(const char **status) {
+    const char *msg = saga_last_error();
+    saga_status st = saga_last_status();
+    *status = saga_status_name(st < 0 ? st : SAGA_ERR_INTERNAL);
+    return msg && *msg ? msg : "unknown error";
+}
+
 int cli_fail(cli_ctx *c) {
     cli_progress_end(c);
-    const char *msg = saga_last_error();
-    fprintf(stderr, "saga: %s\n", msg && *msg ? msg : "unknown error");
+    const char *status;
+    const char *msg = last_message(&status);
+    fprintf(stderr, "saga: %s\n", msg);
+    cli_json_error(c, msg, status, CLI_ERROR);
     return CLI_ERROR;
 }
 
@@ -106,33 +165,51 @@ saga_status cli_comm_open(cli_ctx *c, saga_comm **comm) {
 
 saga_status cli_backend_open(cli_ctx *c, saga_backend **be, const char *device,
                              const saga_comm *comm, const saga_backend_params *p) {
-    int local = saga_comm_local_rank(comm);
-    if (saga_comm_local_size(comm) <= 1 || (strcmp(device, "cuda") != 0 && strcmp(device, "auto")))
-        return saga_backend_open(be, device, p);
-    if (strcmp(device, "cuda") == 0)
-        return saga_backend_cuda_new(be, local, p);
-    saga_status st = saga_backend_cuda_new(be, local, p);
-    if (st == SAGA_OK)
-        return st;
-    if (c->rank == 0)
-        saga_log(SAGA_LOG_WARN, "no GPU for rank %d (%s): running on the CPU", local,
-                 saga_last_error());
-    return saga_backend_cpu_new(be, p);
+    bool shared = comm && saga_comm_local_size(comm) > 1; /* several ranks on this machine */
+    int gpu = shared ? saga_comm_local_rank(comm) : 0;
+    saga_status st;
+    if (strcmp(device, "auto") == 0) {
+        st = saga_backend_cuda_new(be, gpu, p);
+        if (st == SAGA_OK || st == SAGA_ERR_INVALID_ARG) /* bad params fail the CPU the same way */
+            return st;
+        /* a warning for a GPU the user asked for; for a default nobody chose, a note */
+        if (c->rank == 0) {
+            char who[32] = "";
+            if (shared)
+                snprintf(who, sizeof who, " for rank %d", gpu);
+            saga_log(device == default_auto ? SAGA_LOG_INFO : SAGA_LOG_WARN,
+                     "no usable GPU%s (%s); running on the CPU", who, saga_last_error());
+        }
+        saga_error_clear();
+        return saga_backend_cpu_new(be, p);
+    }
+    if (shared && strcmp(device, "cuda") == 0)
+        st = saga_backend_cuda_new(be, gpu, p);
+    else
+        st = saga_backend_open(be, device, p);
+    if (st < 0 && st != SAGA_ERR_INVALID_ARG && strncmp(device, "cuda", 4) == 0)
+        st = saga_error_append(st,
+                               " (--device %s asks for a GPU: run on the CPU with --device "
+                               "cpu, or let saga choose with --device auto)",
+                               device);
+    return st;
 }
 
 int cli_fail_ranks(cli_ctx *c, saga_comm *comm, bool agreed) {
     if (!comm || saga_comm_size(comm) <= 1)
         return cli_fail(c);
     cli_progress_end(c);
-    const char *msg = saga_last_error();
-    if (!msg || !*msg)
-        msg = "unknown error";
+    const char *status;
+    const char *msg = last_message(&status);
     if (agreed) {
-        if (saga_comm_rank(comm) == 0)
+        if (saga_comm_rank(comm) == 0) {
             fprintf(stderr, "saga: %s\n", msg);
+            cli_json_error(c, msg, status, CLI_ERROR);
+        }
         return CLI_ERROR;
     }
     fprintf(stderr, "saga: rank %d of %d: %s\n", saga_comm_rank(comm), saga_comm_size(comm), msg);
+    cli_json_error(c, msg, status, CLI_ERROR);
     saga_comm_abort(comm, CLI_ERROR);
     return CLI_ERROR;
 }
@@ -292,6 +369,8 @@ static void wrap(FILE *f, const char *text, int col, int indent) {
 static void print_opts(FILE *f, const cli_opt *opts) {
     for (int i = 0; opts[i].name; i++) {
         const cli_opt *o = &opts[i];
+        if (!o->help)
+            continue; /* an alias: named with its option */
         int col = 0;
         if (o->short_name)
             col += fprintf(f, "  -%c, --%s", o->short_name, o->name);
@@ -304,11 +383,14 @@ static void print_opts(FILE *f, const cli_opt *opts) {
         } else {
             fprintf(f, "%*s", HELP_COL - col, "");
         }
-        char text[1024];
+        char text[1024], alias[64] = "";
+        if (opts[i + 1].name && !opts[i + 1].help)
+            snprintf(alias, sizeof alias, "%s--%s is an older spelling", o->def ? "; " : " (",
+                     opts[i + 1].name);
         if (o->def)
-            snprintf(text, sizeof text, "%s (default: %s)", o->help, o->def);
+            snprintf(text, sizeof text, "%s (default: %s%s)", o->help, o->def, alias);
         else
-            snprintf(text, sizeof text, "%s", o->help);
+            snprintf(text, sizeof text, "%s%s%s", o->help, alias, *alias ? ")" : "");
         wrap(f, text, HELP_COL, HELP_COL);
         fputc('\n', f);
     }
@@ -321,6 +403,8 @@ void cli_print_help(const cli_cmd *cmd, FILE *f) {
     fputs("\n\noptions:\n", f);
     if (cmd->opts && cmd->opts[0].name)
         print_opts(f, cmd->opts);
+    if (cmd->flags & CLI_THREADS)
+        print_opts(f, threads_opts);
     print_opts(f, common_opts);
     if (cmd->flags & CLI_GRAPH_OPTS) {
         fputs("\ngraph loading:\n", f);
@@ -342,6 +426,8 @@ void cli_print_help(const cli_cmd *cmd, FILE *f) {
 
 /* The option name behind a getopt value, for messages. */
 static const char *opt_name(const cli_ctx *c, int val) {
+    if (val >= THREADS_BASE && val < THREADS_BASE + N_THREADS_OPTS)
+        return threads_opts[val - THREADS_BASE].name;
     if (val >= GRAPH_BASE && val < GRAPH_BASE + N_GRAPH)
         return graph_opts[val - GRAPH_BASE].name;
     if (val >= COMMON_BASE && val < COMMON_BASE + N_COMMON)
@@ -371,6 +457,7 @@ static int graph_opt(cli_ctx *c, int which, const char *arg) {
             c->load.graph.self_loops = SAGA_SELF_LOOPS_DROP;
         else
             return cli_usage(c, "--self-loops must be keep or drop, got '%s'", arg);
+        c->load.self_loops_set = true;
         return 0;
     case OPT_DUPLICATES: {
         static const char *const names[] = {"auto", "keep", "drop", "sum"};
@@ -395,27 +482,32 @@ static int graph_opt(cli_ctx *c, int which, const char *arg) {
     }
 }
 
-/* The three option groups in getopt order, with the value base of each. */
+/* The option groups in getopt order, with the value base of each. */
 static const cli_opt *group(const cli_ctx *c, int g, int *base) {
-    static const int bases[3] = {OWN_BASE, COMMON_BASE, GRAPH_BASE};
+    static const int bases[N_GROUPS] = {OWN_BASE, COMMON_BASE, GRAPH_BASE, THREADS_BASE};
     *base = bases[g];
     if (g == 0)
         return c->cmd->opts;
     if (g == 1)
         return common_opts;
-    return (c->cmd->flags & CLI_GRAPH_OPTS) ? graph_opts : NULL;
+    if (g == 2)
+        return (c->cmd->flags & CLI_GRAPH_OPTS) ? graph_opts : NULL;
+    return (c->cmd->flags & CLI_THREADS) ? threads_opts : NULL;
 }
 
 /* Builds getopt's tables once, and resets getopt (GNU: optind 0 re-initialises). */
 static void prepare(cli_ctx *c) {
     int n = 0, ns = 0;
     c->shorts[ns++] = ':'; /* report a missing value as ':' rather than '?' */
-    for (int g = 0; g < 3; g++) {
+    for (int g = 0; g < N_GROUPS; g++) {
         int base;
         const cli_opt *opts = group(c, g, &base);
         for (int i = 0; opts && opts[i].name && n < CLI_MAX_OPTS; i++) {
-            c->longopts[n++] = (struct option){
-                opts[i].name, opts[i].arg ? required_argument : no_argument, NULL, base + i};
+            int k = i; /* an alias stands for the option before it */
+            while (k > 0 && !opts[k].help)
+                k--;
+            int has_arg = opts[k].arg ? required_argument : no_argument;
+            c->longopts[n++] = (struct option){opts[i].name, has_arg, NULL, base + k};
             if (opts[i].short_name) {
                 c->shorts[ns++] = opts[i].short_name;
                 if (opts[i].arg)
@@ -456,7 +548,7 @@ int cli_next(cli_ctx *c, const char **arg) {
         }
         if (r < OWN_BASE) { /* a one-letter alias: find its option */
             int ch = r;
-            for (int g = 0; g < 3; g++) {
+            for (int g = 0; g < N_GROUPS; g++) {
                 int base;
                 const cli_opt *opts = group(c, g, &base);
                 for (int i = 0; opts && opts[i].name; i++)
@@ -481,6 +573,12 @@ int cli_next(cli_ctx *c, const char **arg) {
         } else if (r >= GRAPH_BASE && r < GRAPH_BASE + N_GRAPH) {
             if (graph_opt(c, r - GRAPH_BASE, optarg) != 0)
                 return CLI_EXIT;
+        } else if (r == THREADS_BASE + OPT_THREADS) {
+            int64_t t = 0;
+            if (cli_int(c, "--threads", optarg, 1, 4096, &t) != 0)
+                return CLI_EXIT;
+            c->threads = (int)t;
+            omp_set_num_threads(c->threads); /* every OpenMP region from here on */
         }
     }
 

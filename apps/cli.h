@@ -20,9 +20,15 @@
  *   }
  *
  * Exit codes: 0 success, 1 error, 2 usage. Every command takes --help, --quiet and --json; those
- * that read graphs also take the loading options (--format, --undirected, --self-loops,
- * --duplicates, --weights). With --json the last line on stdout is one JSON object and the human
- * text goes to stderr; with --quiet nothing but errors is printed (the JSON object still is).
+ * that compute also take --threads (CLI_THREADS), those that read graphs the loading options
+ * (--format, --undirected, --self-loops, --duplicates, --weights). With --json the last line on
+ * stdout is one JSON object and the human text goes to stderr; with --quiet nothing but errors is
+ * printed (the JSON object still is). A failure under --json ends stdout with
+ * {"error": MESSAGE, "status": "SAGA_ERR_...", "exit_code": 1 or 2} (the message also on stderr).
+ *
+ * The vocabulary the commands share: -o/--output names the file a command writes, --threads N the
+ * OpenMP threads, --device the backend, --parts K and --partition METHOD how a graph is cut. Older
+ * spellings stay accepted as an option's alias (CLI_ALIAS).
  */
 #pragma once
 
@@ -40,21 +46,32 @@
 
 enum { CLI_OK = 0, CLI_ERROR = 1, CLI_USAGE = 2 };
 
-enum { CLI_MAX_OPTS = 64 }; /* a command's own, the common and the loading options together */
+enum { CLI_MAX_OPTS = 96 }; /* a command's own, the common and the loading options, with aliases */
 
 /* cli_next's results below zero. */
 enum { CLI_DONE = -1, CLI_EXIT = -2 };
 
-/* One option: --name [ARG], with an optional one-letter alias. The tables end with {0}. */
+/* One option: --name [ARG], with an optional one-letter alias. The tables end with {0}.
+ *
+ * An entry with a name and nothing else, CLI_ALIAS("out"), is a second long name of the entry
+ * before it (an older spelling): cli_next returns the index of that entry for it, and help names
+ * it there. It takes a slot of its own in the command's option enum, which cli_next never returns.
+ */
 typedef struct cli_opt {
     const char *name;
     char short_name;
     const char *arg;  /* how help names the value ("FILE"); NULL for a flag */
     const char *def;  /* the default shown by help, or NULL */
-    const char *help; /* one sentence */
+    const char *help; /* one sentence; NULL for an alias */
 } cli_opt;
 
-enum { CLI_GRAPH_OPTS = 1u << 0 /* the command reads a graph: accept the loading options */ };
+#define CLI_ALIAS(old_name)                                                                        \
+    { old_name, 0, NULL, NULL, NULL }
+
+enum {
+    CLI_GRAPH_OPTS = 1u << 0, /* the command reads a graph: accept the loading options */
+    CLI_THREADS = 1u << 1,    /* the command computes: accept --threads N */
+};
 
 typedef struct cli_cmd {
     const char *name;
@@ -71,6 +88,7 @@ typedef struct cli_cmd {
 typedef struct cli_ctx {
     const cli_cmd *cmd;
     bool quiet, json;
+    int threads;         /* --threads (already applied to OpenMP); 0 when not given */
     saga_load_opts load; /* filled from the loading options */
     char **args;         /* positional arguments, n_args of them (valid after CLI_DONE) */
     int n_args;
@@ -102,8 +120,20 @@ int cli_usage(cli_ctx *c, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
-/* Prints "saga: " + saga_last_error() to stderr and returns CLI_ERROR. */
+/* Prints "saga: " + saga_last_error() to stderr and returns CLI_ERROR. Under --json it also ends
+ * stdout with the error object (cli_json_error). */
 int cli_fail(cli_ctx *c);
+/* Under --json (on rank 0): writes {"error": msg, "status": name, "exit_code": code} as one line
+ * on stdout. cli_usage and cli_fail call it; a command that fails otherwise calls it itself. */
+void cli_json_error(cli_ctx *c, const char *msg, const char *status, int exit_code);
+/* The CPU threads a backend computes with (OpenMP's, after --threads), 0 on a GPU; be NULL: the
+ * host's, for the commands that run there alone. */
+int cli_threads_of(const saga_backend *be);
+/* The JSON keys every command's object shares: "device" (the backend's name, "cpu" when be is NULL
+ * for the commands that run on the host alone) and "threads" (cli_threads_of). */
+void cli_json_device(json *j, const saga_backend *be);
+/* "outputs": the files a command wrote, n of them (NULL entries are left out). */
+void cli_json_outputs(json *j, const char *const *paths, int n);
 
 /* Strict number parsing for option values: the whole string, in range, else a usage error
  * naming the option (returns CLI_USAGE; 0 on success). */
@@ -130,8 +160,11 @@ typedef struct cli_exec {
 /* The help of every command's --device option, and its default: $SAGA_DEVICE when set and not
  * empty, else "auto". */
 #define CLI_DEVICE_HELP                                                                            \
-    "cpu, cuda, cuda:N or auto: a GPU when one works, else the CPU after one line saying why "     \
-    "(default: $SAGA_DEVICE when set, else auto)."
+    "cpu, cuda, cuda:N or auto: a GPU when one works, else the CPU, with a warning saying why "    \
+    "when auto was asked for (an info line, SAGA_LOG=info, when auto is only the default). "       \
+    "Default: $SAGA_DEVICE when set, else auto."
+/* The device a command starts with: $SAGA_DEVICE when set and not empty, else "auto" as a default
+ * that nobody asked for (cli_backend_open then notes a missing GPU at the info level only). */
 const char *cli_default_device(void);
 /* A usage error unless device looks like auto, cpu, cuda or cuda:N (checked before any work;
  * the backend reports what is wrong with a well-formed one); 0 when it does. */
@@ -214,8 +247,10 @@ bool cli_ends_with(const char *s, const char *suffix);
  * errors: they are quiet, write no JSON object, and log errors only. */
 saga_status cli_comm_open(cli_ctx *c, saga_comm **comm);
 /* Opens this rank's backend. With several ranks on a machine, "cuda" is the local rank's GPU
- * (cuda:LOCAL_RANK), and "auto" tries it and falls back to the CPU with one warning (from rank
- * 0). Other specs as saga_backend_open. */
+ * (cuda:LOCAL_RANK). "auto" tries a GPU and falls back to the CPU with one line from rank 0 saying
+ * why: a warning when the user asked for auto (--device auto, SAGA_DEVICE=auto), an info line
+ * (SAGA_LOG=info) when auto is only cli_default_device's default. When a GPU was asked for and
+ * none works, the error says how to run on the CPU instead. Other specs as saga_backend_open. */
 saga_status cli_backend_open(cli_ctx *c, saga_backend **be, const char *device,
                              const saga_comm *comm, const saga_backend_params *p);
 /* Reports a failure and returns CLI_ERROR. With one rank: cli_fail. With several: when agreed

@@ -9,13 +9,15 @@
 enum {
     OPT_TOP,
     OPT_OUT,
+    OPT_OUT_ALIAS_,
     OPT_DEVICE,
     OPT_EXEC /* the CLI_EXEC_N_OPTS options of CLI_EXEC_OPTS */
 };
 static const cli_opt cc_opts[] = {
     {"top", 0, "K", "10", "Print the K largest components (0: none)."},
-    {"out", 0, "FILE", NULL,
+    {"output", 'o', "FILE", NULL,
      "Write \"id component\" for every vertex, the component named by its smallest id."},
+    CLI_ALIAS("out"),
     {"device", 0, "DEV", NULL, CLI_DEVICE_HELP},
     CLI_EXEC_OPTS,
     {0}};
@@ -31,13 +33,15 @@ const cli_cmd cli_cmd_cc = {
     .description =
         "Label propagation written as a vertex program: every vertex starts with its own label "
         "and repeatedly takes the largest among its neighbours' (Scatter, Gather max, "
-        "ApplyVertex), until nothing changes. Edge direction is ignored (the graph is read as "
-        "undirected), so the components are the weakly connected ones. A component is named by "
-        "the smallest vertex id in it, as written in the file. Up to 2^24 vertices.",
+        "ApplyVertex), until nothing changes. Edge direction is ignored: a text file is read as "
+        "undirected (as with --undirected), and an .sgr that holds a directed graph is "
+        "symmetrized after loading, so the components are the weakly connected ones whatever "
+        "the input, and an .sgr gives the same as the file it was made from. A component is "
+        "named by the smallest vertex id in it, as written in the file. Up to 2^24 vertices.",
     .opts = cc_opts,
-    .flags = CLI_GRAPH_OPTS,
+    .flags = CLI_GRAPH_OPTS | CLI_THREADS,
     .example = "saga cc email-Eu-core.txt.gz --top 5\n"
-               "saga cc edges.txt --out components.txt --json",
+               "saga cc edges.txt -o components.txt --json",
     .main = cc_main,
 };
 
@@ -82,6 +86,8 @@ static int cc_main(int argc, char **argv) {
     }
     if (o == CLI_EXIT)
         return c.exit_code;
+    if (cli_check_device(&c, device))
+        return CLI_USAGE;
 
     const char *path = c.args[0];
     saga_graph *g = NULL;
@@ -93,16 +99,23 @@ static int cc_main(int argc, char **argv) {
     bool agreed = true; /* a failure every rank knows of (cli_fail_ranks) */
     saga_comm *comm = NULL;
     cli_rank_stats rs = {0};
-    c.load.graph.undirected = true; /* weak connectivity: both directions of every edge */
-    /* ranks: the executor over them when a launcher started several; each reads the graph */
+    /* Weak connectivity is that of the undirected graph. A text file is built undirected as it
+     * loads, in place; an .sgr holds a graph built already, which cc_run symmetrizes when it is
+     * directed (the loader's --undirected would refuse a version 1 file, whose build it cannot
+     * know, and cc needs none of it). */
+    saga_format fmt = c.load.format;
+    if (fmt == SAGA_FORMAT_AUTO && saga_format_detect(path, &fmt) < 0)
+        fmt = SAGA_FORMAT_AUTO; /* the loader reports what is wrong with the file */
+    if (fmt != SAGA_FORMAT_SGR)
+        c.load.graph.undirected = true;
+    /* ranks: the executor over them when a launcher started several; each reads the graph and
+     * symmetrizes it the same way */
     if (cli_comm_open(&c, &comm) < 0)
         goto fail;
     if (saga_comm_agree(comm, cli_load_graph(&c, &g, path, &load_s)) < 0)
         goto fail;
     int32_t n = saga_graph_n_vertices(g);
     char b1[32], b2[32];
-    cli_say(&c, "graph: %s vertices, %s edges both ways (loaded in %.3f s)\n",
-            cli_count(b1, sizeof b1, n), cli_count(b2, sizeof b2, saga_graph_n_edges(g)), load_s);
     saga_backend_params bp = saga_backend_params_defaults();
     bp.budget_bytes = ex.device_mem;
     bool exec = cli_exec_wanted(&ex) || c.ranks > 1;
@@ -118,6 +131,10 @@ static int cc_main(int argc, char **argv) {
         goto fail;
     }
     cli_progress_end(&c);
+    /* weak connectivity: cc_run symmetrized a graph that did not hold both directions */
+    cli_say(&c, "graph: %s vertices, %s edges both ways%s (loaded in %.3f s)\n",
+            cli_count(b1, sizeof b1, n), cli_count(b2, sizeof b2, r.n_edges),
+            r.symmetrized ? ", symmetrized" : "", load_s);
     cli_say(&c, "cc: %s components in %d rounds (%.3f s); the largest has %s vertices\n",
             cli_count(b1, sizeof b1, r.n_components), r.iterations, r.seconds,
             cli_count(b2, sizeof b2, r.largest));
@@ -156,13 +173,17 @@ static int cc_main(int argc, char **argv) {
         json j;
         json_init(&j, stdout);
         json_object_begin(&j);
-        json_key(&j, "file"), json_str(&j, path);
+        json_key(&j, "input"), json_str(&j, path);
         json_key(&j, "vertices"), json_int(&j, n);
-        json_key(&j, "edges"), json_int(&j, saga_graph_n_edges(g));
+        json_key(&j, "edges"), json_int(&j, r.n_edges);
+        json_key(&j, "symmetrized"), json_bool(&j, r.symmetrized);
         json_key(&j, "components"), json_int(&j, r.n_components);
         json_key(&j, "largest"), json_int(&j, r.largest);
         json_key(&j, "iterations"), json_int(&j, r.iterations);
         json_key(&j, "seconds"), json_num(&j, r.seconds);
+        json_key(&j, "load_seconds"), json_num(&j, load_s);
+        cli_json_device(&j, be);
+        cli_json_outputs(&j, &out_path, 1);
         if (exec) {
             cli_json_net_stats(&j, &ns);
             json_key(&j, "halo_rows"), json_int(&j, rs.halo_rows);

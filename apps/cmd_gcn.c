@@ -21,7 +21,6 @@ enum {
     OPT_WEIGHT_DECAY,
     OPT_SEED,
     OPT_DEVICE,
-    OPT_THREADS,
     OPT_NO_NORMALIZE,
     OPT_DENSE_FEATURES,
     OPT_CHECKPOINT,
@@ -49,7 +48,6 @@ static const cli_opt gcn_cli_opts[] = {
     {"weight-decay", 0, "W", "5e-4", "L2 weight decay on the first layer's weights."},
     {"seed", 0, "S", "1", "Seed of the weight initialisation and the dropout masks."},
     {"device", 0, "DEV", NULL, CLI_DEVICE_HELP},
-    {"threads", 0, "T", NULL, "CPU threads (default: OMP_NUM_THREADS or all cores)."},
     {"no-normalize-features", 0, NULL, NULL,
      "Use the features as read (by default each row whose entries are all non-negative is "
      "divided by its sum, as Kipf does for bag-of-words features; rows with a negative entry are "
@@ -65,8 +63,9 @@ static const cli_opt gcn_cli_opts[] = {
      "Start from a checkpoint of the same model and data: training continues at its epoch, with "
      "the same dropout masks, and ends as the uninterrupted run would."},
     {"log", 0, "FILE", NULL,
-     "Write one JSON object per epoch: epoch, loss, train_acc, val_acc, test_acc, ms, eval_ms "
-     "(and h2d_bytes, d2h_bytes, peak_device_bytes, overlap with --stats)."},
+     "Write one JSON object per epoch: epoch, loss, train_accuracy, val_accuracy, test_accuracy, "
+     "epoch_ms, eval_ms (and h2d_bytes, d2h_bytes, peak_device_bytes, overlap with --stats), "
+     "named as in the --json summary."},
     {"saved", 0, "MODE", "recompute",
      "Streamed: recompute each part's aggregation in the backward pass, or offload it to the "
      "host in the forward pass and stream it back."},
@@ -104,8 +103,9 @@ const cli_cmd cli_cmd_gcn = {
         "evaluation is timed apart. On a terminal a progress line shows the epoch, the loss, the "
         "accuracies and the time per epoch.",
     .opts = gcn_cli_opts,
-    .flags = 0,
-    .example = "saga gcn --data cora\n"
+    .flags = CLI_THREADS,
+    .example = "saga generate citation --vertices 20000 --classes 8 --features 500 -o cit20k\n"
+               "saga gcn --data cit20k\n"
                "saga gcn --data cora --seed 3 --epochs 300 --log cora.jsonl --json\n"
                "saga gcn --synthetic 100000,20,128,8 --device cpu --threads 2\n"
                "saga gcn --data cora --epochs 100 --checkpoint cora.ckpt\n"
@@ -133,10 +133,10 @@ static saga_status on_epoch(const gcn_epoch *e, void *user) {
         json_object_begin(&j);
         json_key(&j, "epoch"), json_int(&j, e->epoch);
         json_key(&j, "loss"), json_num(&j, e->loss);
-        json_key(&j, "train_acc"), json_num(&j, e->train_acc);
-        json_key(&j, "val_acc"), json_num(&j, e->val_acc);
-        json_key(&j, "test_acc"), json_num(&j, e->test_acc);
-        json_key(&j, "ms"), json_num(&j, e->ms);
+        json_key(&j, "train_accuracy"), json_num(&j, e->train_acc);
+        json_key(&j, "val_accuracy"), json_num(&j, e->val_acc);
+        json_key(&j, "test_accuracy"), json_num(&j, e->test_acc);
+        json_key(&j, "epoch_ms"), json_num(&j, e->ms);
         json_key(&j, "eval_ms"), json_num(&j, e->eval_ms);
         if (s->stats) {
             json_key(&j, "h2d_bytes"), json_int(&j, (int64_t)e->stats.h2d_bytes);
@@ -226,7 +226,7 @@ static int gcn_main(int argc, char **argv) {
     saga_citation_params cp = saga_citation_params_defaults();
     bool normalize = true, dense_features = false;
     cli_exec ex = cli_exec_defaults();
-    int64_t threads = 0, v = 0;
+    int64_t v = 0;
     /* The values as given, for the report: the model uses them as floats. */
     double lr = 0.01, dropout = 0.5, weight_decay = 5e-4;
     int o;
@@ -269,9 +269,6 @@ static int gcn_main(int argc, char **argv) {
             break;
         case OPT_DEVICE:
             device = arg;
-            break;
-        case OPT_THREADS:
-            bad = cli_int(&c, "--threads", arg, 1, 4096, &threads);
             break;
         case OPT_NO_NORMALIZE:
             normalize = false;
@@ -326,8 +323,6 @@ static int gcn_main(int argc, char **argv) {
         return cli_usage(&c, "--checkpoint-every needs --checkpoint FILE");
     if (cli_check_device(&c, device))
         return CLI_USAGE;
-    if (threads > 0)
-        omp_set_num_threads((int)threads);
 
     int rc = CLI_ERROR;
     bool agreed = true; /* a failure every rank knows of (cli_fail_ranks) */
@@ -392,7 +387,7 @@ static int gcn_main(int argc, char **argv) {
 
     /* ---- backend */
     saga_backend_params bp = saga_backend_params_defaults();
-    bp.n_threads = (int)threads;
+    bp.n_threads = c.threads;
     bp.budget_bytes = ex.device_mem;
     go.exec = ex.stream ? SAGA_EXEC_STREAM : SAGA_EXEC_AUTO;
     go.parts = ex.parts;
@@ -402,7 +397,7 @@ static int gcn_main(int argc, char **argv) {
     if ((st = saga_comm_agree(comm, st)) < 0)
         goto fail;
     go.comm = comm;
-    int n_threads = saga_backend_get_kind(be) == SAGA_BACKEND_CPU ? omp_get_max_threads() : 0;
+    int n_threads = cli_threads_of(be);
     if (n_threads)
         cli_say(&c, "device    %s, %d threads\n", saga_backend_name(be), n_threads);
     else
@@ -469,7 +464,10 @@ static int gcn_main(int argc, char **argv) {
         json j;
         json_init(&j, stdout);
         json_object_begin(&j);
-        json_key(&j, "data"), json_str(&j, data_dir ? data_dir : "synthetic");
+        json_key(&j, "input");
+        data_dir ? json_str(&j, data_dir) : json_null(&j);
+        json_key(&j, "synthetic");
+        synthetic ? json_str(&j, synthetic) : json_null(&j);
         json_key(&j, "vertices"), json_int(&j, d.n_vertices);
         json_key(&j, "edges"), json_int(&j, d.n_edges);
         json_key(&j, "features"), json_int(&j, d.n_features);
@@ -477,8 +475,7 @@ static int gcn_main(int argc, char **argv) {
         json_key(&j, "train"), json_int(&j, d.n_train);
         json_key(&j, "val"), json_int(&j, d.n_val);
         json_key(&j, "test"), json_int(&j, d.n_test);
-        json_key(&j, "device"), json_str(&j, saga_backend_name(be));
-        json_key(&j, "threads"), json_int(&j, n_threads);
+        cli_json_device(&j, be);
         json_key(&j, "epochs"), json_int(&j, r.epochs);
         json_key(&j, "start_epoch"), json_int(&j, r.start_epoch);
         json_key(&j, "hidden"), json_int(&j, go.hidden);
@@ -489,7 +486,7 @@ static int gcn_main(int argc, char **argv) {
         json_key(&j, "normalize_features"), json_bool(&j, normalize);
         json_key(&j, "rows_normalized"), json_int(&j, d.norm.n_normalized);
         json_key(&j, "rows_signed"), json_int(&j, d.norm.n_signed);
-        json_key(&j, "input"), json_str(&j, ns.sparse_input ? "sparse" : "dense");
+        json_key(&j, "input_layout"), json_str(&j, ns.sparse_input ? "sparse" : "dense");
         json_key(&j, "input_nnz"), json_int(&j, d.features ? 0 : d.x_nnz);
         json_key(&j, "input_bytes"), json_int(&j, (int64_t)ns.input_bytes);
         json_key(&j, "parameters"), json_int(&j, r.n_params);
@@ -499,9 +496,9 @@ static int gcn_main(int argc, char **argv) {
         json_key(&j, "test_accuracy"), json_num(&j, r.test_acc);
         json_key(&j, "epoch_ms_median"), json_num(&j, med);
         json_key(&j, "epoch_ms_mean"), json_num(&j, mean);
-        json_key(&j, "seconds_load"), json_num(&j, t_load);
-        json_key(&j, "seconds_train"), json_num(&j, r.seconds);
-        json_key(&j, "seconds_total"), json_num(&j, total);
+        json_key(&j, "load_seconds"), json_num(&j, t_load);
+        json_key(&j, "train_seconds"), json_num(&j, r.seconds);
+        json_key(&j, "total_seconds"), json_num(&j, total);
         json_key(&j, "device_mem"), json_int(&j, (int64_t)ex.device_mem);
         static const char *const tp[] = {"f32", "bf16", "fp16"};
         json_key(&j, "transfer_precision"), json_str(&j, tp[go.transfer]);
@@ -509,6 +506,8 @@ static int gcn_main(int argc, char **argv) {
         json_key(&j, "halo_rows"), json_int(&j, rs.halo_rows);
         cli_json_rank_stats(&j, &rs);
         json_key(&j, "edge_cut"), json_int(&j, r.stats.edge_cut);
+        const char *written[2] = {log_path, go.checkpoint};
+        cli_json_outputs(&j, written, 2);
         json_object_end(&j);
         json_finish(&j);
     }

@@ -91,13 +91,18 @@ const cli_cmd cli_cmd_generate = {
         "features.txt.gz, labels.txt, classes.txt, train_idx.txt, val_idx.txt, test_idx.txt and "
         "a README.md, ready for `saga gcn --data DIR`.",
     .opts = generate_opts,
-    .flags = 0,
+    .flags = CLI_THREADS,
     .example = "saga generate rmat --scale 16 --edge-factor 16 --seed 1 -o rmat16.sgr\n"
                "saga generate rmat --scale 20 --seed 7 -o rmat20.txt.gz\n"
                "saga generate citation --vertices 20000 --classes 8 --degree 8 --features 500 "
                "-o citation-20k",
     .main = generate_main,
 };
+
+/* What saga_citation_write puts in its directory. */
+static const char *const CITATION_FILES[] = {"edges.txt.gz", "features.txt.gz", "labels.txt",
+                                             "classes.txt",  "train_idx.txt",   "val_idx.txt",
+                                             "test_idx.txt", "README.md"};
 
 static int generate_citation(cli_ctx *c, const saga_citation_params *p, const char *out) {
     char b1[32], b2[32];
@@ -147,7 +152,15 @@ static int generate_citation(cli_ctx *c, const saga_citation_params *p, const ch
         json_key(&j, "val"), json_int(&j, cit->n_val);
         json_key(&j, "test"), json_int(&j, cit->n_test);
         json_key(&j, "output"), json_str(&j, out);
+        json_key(&j, "outputs"), json_array_begin(&j);
+        for (int k = 0; k < (int)(sizeof CITATION_FILES / sizeof *CITATION_FILES); k++) {
+            char path[4096];
+            snprintf(path, sizeof path, "%s/%s", out, CITATION_FILES[k]);
+            json_str(&j, path);
+        }
+        json_array_end(&j);
         json_key(&j, "seconds"), json_num(&j, secs);
+        cli_json_device(&j, NULL);
         json_object_end(&j);
         json_finish(&j);
     }
@@ -288,7 +301,9 @@ static int generate_main(int argc, char **argv) {
         json_key(&j, "output"), json_str(&j, out);
         json_key(&j, "format"), json_str(&j, sgr ? "sgr" : "edgelist");
         json_key(&j, "bytes"), json_int(&j, bytes);
+        cli_json_outputs(&j, &out, 1);
         json_key(&j, "seconds"), json_num(&j, secs);
+        cli_json_device(&j, NULL);
         json_object_end(&j);
         json_finish(&j);
     }

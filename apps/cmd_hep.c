@@ -32,7 +32,6 @@ enum {
     OPT_CHECKPOINT,
     OPT_RESUME,
     OPT_DEVICE,
-    OPT_THREADS,
     OPT_ACCUMULATE,
     OPT_COUNT_
 };
@@ -62,7 +61,6 @@ static const unsigned OPT_FOR[OPT_COUNT_] = {
     [OPT_CHECKPOINT] = TRAIN | EVAL,
     [OPT_RESUME] = TRAIN,
     [OPT_DEVICE] = TRAIN | EVAL,
-    [OPT_THREADS] = TRAIN | EVAL,
     [OPT_ACCUMULATE] = TRAIN,
 };
 
@@ -105,7 +103,6 @@ static const cli_opt hep_opts[] = {
      "train: save the model and optimizer after every epoch; eval: the model to evaluate."},
     {"resume", 0, "FILE", NULL, "train: continue from a checkpoint (at its epoch)."},
     {"device", 0, "DEV", NULL, CLI_DEVICE_HELP},
-    {"threads", 0, "T", NULL, "CPU threads (default: OMP_NUM_THREADS or all cores)."},
     {"accumulate", 0, "A", "1",
      "train: micro-batches per optimizer step on each rank, their gradients averaged. Under "
      "mpirun with R ranks a step takes R x A micro-batches, A per rank (one process with "
@@ -140,7 +137,7 @@ const cli_cmd cli_cmd_hep = {
         "epoch's start) and time are reported per sampler.\n"
         "eval scores every event of --data with a checkpoint and reports the same metrics.",
     .opts = hep_opts,
-    .flags = 0,
+    .flags = CLI_THREADS,
     .example = "saga hep generate -o events --events 50 --seed 1\n"
                "saga hep build --data events\n"
                "saga hep train --data events --epochs 20 --checkpoint hep.ckpt\n"
@@ -183,6 +180,17 @@ static int hep_generate(cli_ctx *c, const char *out, int64_t n, const saga_track
         json_init(&j, stdout);
         json_object_begin(&j);
         json_key(&j, "output"), json_str(&j, out);
+        json_key(&j, "outputs"), json_array_begin(&j);
+        for (int64_t i = 1; i <= n; i++)
+            for (int k = 0; k < 3; k++) {
+                static const char *const kinds[3] = {"hits", "truth", "particles"};
+                char path[4096];
+                snprintf(path, sizeof path, "%s/event%09lld-%s.csv.gz", out, (long long)i,
+                         kinds[k]);
+                json_str(&j, path);
+            }
+        json_array_end(&j);
+        cli_json_device(&j, NULL);
         json_key(&j, "events"), json_int(&j, n);
         json_key(&j, "seed"), json_uint(&j, p->seed);
         json_key(&j, "particles"), json_int(&j, particles);
@@ -293,7 +301,7 @@ static int hep_main(int argc, char **argv) {
     hep_graph_opts go = hep_graph_opts_defaults();
     hep_train_opts to = hep_train_opts_defaults();
     bool given[OPT_COUNT_] = {false};
-    int64_t v = 0, n_events = 10, threads = 0;
+    int64_t v = 0, n_events = 10;
     double lr = 0.003, pos_weight = 1, eval_fraction = 0.2;
     int o;
     cli_begin(&c, &cli_cmd_hep, argc, argv);
@@ -378,9 +386,6 @@ static int hep_main(int argc, char **argv) {
         case OPT_DEVICE:
             device = arg;
             break;
-        case OPT_THREADS:
-            bad = cli_int(&c, "--threads", arg, 1, 4096, &threads);
-            break;
         case OPT_ACCUMULATE:
             if (!(bad = cli_int(&c, "--accumulate", arg, 1, 1000000, &v)))
                 to.accumulate = (int32_t)v;
@@ -402,8 +407,6 @@ static int hep_main(int argc, char **argv) {
     for (int k = 0; k < OPT_COUNT_; k++)
         if (given[k] && !(OPT_FOR[k] & which))
             return cli_usage(&c, "--%s does not apply to 'hep %s'", hep_opts[k].name, c.args[0]);
-    if (threads > 0)
-        omp_set_num_threads((int)threads);
 
     if (which == GEN) {
         if (!out)
@@ -485,9 +488,12 @@ static int hep_main(int argc, char **argv) {
             json j;
             json_init(&j, stdout);
             json_object_begin(&j);
-            json_key(&j, "data"), json_str(&j, data);
+            json_key(&j, "input"), json_str(&j, data);
             json_construction(&j, &d, &k);
             json_key(&j, "seconds"), json_num(&j, t_load);
+            json_key(&j, "load_seconds"), json_num(&j, t_load);
+            cli_json_device(&j, NULL);
+            cli_json_outputs(&j, NULL, 0);
             json_object_end(&j);
             json_finish(&j);
         }
@@ -497,13 +503,13 @@ static int hep_main(int argc, char **argv) {
 
     /* ---- backend */
     saga_backend_params bp = saga_backend_params_defaults();
-    bp.n_threads = (int)threads;
+    bp.n_threads = c.threads;
     st = cli_backend_open(&c, &be, device, comm, &bp);
     if (train_comm)
         st = saga_comm_agree(train_comm, st);
     if (st < 0)
         goto fail;
-    int n_threads = saga_backend_get_kind(be) == SAGA_BACKEND_CPU ? omp_get_max_threads() : 0;
+    int n_threads = cli_threads_of(be);
     cli_say(&c, "device    %s, %d threads\n", saga_backend_name(be), n_threads);
 
     if (which == EVAL) {
@@ -519,8 +525,11 @@ static int hep_main(int argc, char **argv) {
             json j;
             json_init(&j, stdout);
             json_object_begin(&j);
-            json_key(&j, "data"), json_str(&j, data);
+            json_key(&j, "input"), json_str(&j, data);
             json_key(&j, "checkpoint"), json_str(&j, to.checkpoint);
+            json_key(&j, "load_seconds"), json_num(&j, t_load);
+            cli_json_device(&j, be);
+            cli_json_outputs(&j, NULL, 0);
             json_key(&j, "checkpoint_epoch"), json_int(&j, step);
             json_construction(&j, &d, &k);
             json_metrics(&j, &m);
@@ -592,12 +601,12 @@ static int hep_main(int argc, char **argv) {
         json j;
         json_init(&j, stdout);
         json_object_begin(&j);
-        json_key(&j, "data"), json_str(&j, data);
+        json_key(&j, "input"), json_str(&j, data);
         json_construction(&j, &d, &k);
         json_key(&j, "train_events"), json_int(&j, d.n_train);
         json_key(&j, "eval_events"), json_int(&j, d.n_events - d.n_train);
-        json_key(&j, "device"), json_str(&j, saga_backend_name(be));
-        json_key(&j, "threads"), json_int(&j, n_threads);
+        cli_json_device(&j, be);
+        cli_json_outputs(&j, &to.checkpoint, 1);
         json_key(&j, "hidden"), json_int(&j, to.hidden);
         json_key(&j, "iterations"), json_int(&j, to.iterations);
         json_key(&j, "epochs"), json_int(&j, last->epochs);
@@ -637,8 +646,8 @@ static int hep_main(int argc, char **argv) {
             json_object_end(&j);
         }
         json_array_end(&j);
-        json_key(&j, "seconds_load"), json_num(&j, t_load);
-        json_key(&j, "seconds_total"), json_num(&j, saga_now() - t0);
+        json_key(&j, "load_seconds"), json_num(&j, t_load);
+        json_key(&j, "total_seconds"), json_num(&j, saga_now() - t0);
         json_object_end(&j);
         json_finish(&j);
     }

@@ -81,7 +81,7 @@ const cli_cmd cli_cmd_mlp = {
         "on the device. With --stages the layers are spread over several devices as a pipeline. "
         "Prints the loss as it trains and the throughput at the end.",
     .opts = mlp_opts,
-    .flags = 0,
+    .flags = CLI_THREADS,
     .example = "saga mlp --stats\n"
                "saga mlp --layers 6 --width 2048 --device-mem 24M --optimizer adama --json\n"
                "saga mlp --stages 4 --pipeline 2bw --micro-batches 8 --stats\n"
@@ -178,7 +178,7 @@ static saga_status open_stages(cli_ctx *c, const saga_comm *comm, const char *sp
         int t = omp_get_max_threads() / (int)S;
         bp.n_threads = t > 0 ? t : 1;
     }
-    SAGA_TRY(saga_backend_open(&bes[0], spec, &bp));
+    SAGA_TRY(cli_backend_open(c, &bes[0], spec, comm, &bp));
     bool cuda = saga_backend_get_kind(bes[0]) == SAGA_BACKEND_CUDA;
     int first = 0;
     if (cuda && strncmp(spec, "cuda:", 5) == 0)
@@ -279,6 +279,8 @@ static int mlp_main(int argc, char **argv) {
     }
     if (o == CLI_EXIT)
         return c.exit_code;
+    if (cli_check_device(&c, device))
+        return CLI_USAGE;
 
     int rc = CLI_ERROR;
     saga_status st = SAGA_OK;
@@ -529,6 +531,8 @@ static int mlp_main(int argc, char **argv) {
         json_key(&j, "first_step_seconds"), json_num(&j, first_s);
         json_key(&j, "rows_per_second"), json_num(&j, rows_per_s);
         json_key(&j, "host_bytes"), json_uint(&j, ms.host_bytes);
+        cli_json_device(&j, bes[0]);
+        cli_json_outputs(&j, NULL, 0);
         if (stats) {
             json_key(&j, "h2d_bytes_per_step"), json_num(&j, (double)h2d / per);
             json_key(&j, "d2h_bytes_per_step"), json_num(&j, (double)d2h / per);

@@ -13,6 +13,7 @@ enum {
     OPT_MAX_ITERS,
     OPT_TOP,
     OPT_OUT,
+    OPT_OUT_ALIAS_,
     OPT_ALLOW_UNCONVERGED,
     OPT_DEVICE,
     OPT_EXEC, /* the CLI_EXEC_N_OPTS options of CLI_EXEC_OPTS */
@@ -23,7 +24,8 @@ static const cli_opt pagerank_opts[] = {
     {"max-iters", 0, "N", "1000",
      "Give up after N iterations: an error unless --allow-unconverged."},
     {"top", 0, "K", "10", "Print the K highest-ranked vertices (0: none)."},
-    {"out", 0, "FILE", NULL, "Write \"id score\" for every vertex, in original-id order."},
+    {"output", 'o', "FILE", NULL, "Write \"id score\" for every vertex, in original-id order."},
+    CLI_ALIAS("out"),
     {"allow-unconverged", 0, NULL, NULL,
      "Report the scores after --max-iters iterations with a warning instead of failing."},
     {"device", 0, "DEV", NULL,
@@ -46,14 +48,14 @@ const cli_cmd cli_cmd_pagerank = {
         "dangling is the total score of the vertices without out-edges, spread uniformly. A "
         "self-loop is an ordinary out-link and a parallel edge counts once per copy. Edge "
         "weights are ignored. Iterates until the L1 change is below --tol; not converging within "
-        "--max-iters is an error. Runs on all cores (OMP_NUM_THREADS) and gives the same result "
-        "for any thread count.\n"
+        "--max-iters is an error. Runs on all cores (or --threads N, or OMP_NUM_THREADS) and gives "
+        "the same result for any thread count.\n"
         "Prints the iterations, the time per iteration and the top K vertices as \"rank id "
         "score\" with the ids used in the file, ties broken by the smaller id. For an "
         "undirected edge list, add --undirected.",
     .opts = pagerank_opts,
-    .flags = CLI_GRAPH_OPTS,
-    .example = "saga pagerank soc-Slashdot0902.txt.gz --top 20\n"
+    .flags = CLI_GRAPH_OPTS | CLI_THREADS,
+    .example = "saga pagerank soc-Slashdot0902.txt.gz --top 20 -o scores.txt\n"
                "saga pagerank --undirected karate/edges.txt --tol 1e-12 --json",
     .main = pagerank_main,
 };
@@ -212,6 +214,8 @@ static int pagerank_main(int argc, char **argv) {
     }
     if (o == CLI_EXIT)
         return c.exit_code;
+    if (cli_check_device(&c, device))
+        return CLI_USAGE;
 
     const char *path = c.args[0];
     saga_graph *g = NULL;
@@ -291,7 +295,7 @@ static int pagerank_main(int argc, char **argv) {
         json j;
         json_init(&j, stdout);
         json_object_begin(&j);
-        json_key(&j, "file"), json_str(&j, path);
+        json_key(&j, "input"), json_str(&j, path);
         json_key(&j, "vertices"), json_int(&j, n);
         json_key(&j, "edges"), json_int(&j, saga_graph_n_edges(g));
         json_key(&j, "damping"), json_num(&j, po.damping);
@@ -302,6 +306,8 @@ static int pagerank_main(int argc, char **argv) {
         json_key(&j, "seconds"), json_num(&j, r.seconds);
         json_key(&j, "seconds_per_iteration"), json_num(&j, per_iter);
         json_key(&j, "load_seconds"), json_num(&j, load_s);
+        cli_json_device(&j, be);
+        cli_json_outputs(&j, &out_path, 1);
         cli_json_net_stats(&j, &ns);
         json_key(&j, "halo_rows"), json_int(&j, rs.halo_rows);
         cli_json_rank_stats(&j, &rs);

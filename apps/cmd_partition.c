@@ -1,5 +1,5 @@
-/* cmd_partition.c - `saga partition FILE -k K`: cut a graph into K parts, report the edge cut
- * and the balance, and optionally write every vertex's part. */
+/* cmd_partition.c - `saga partition FILE --parts K`: cut a graph into K parts, report the edge
+ * cut and the balance, and optionally write every vertex's part. */
 #include "commands.h"
 
 #include "saga_partition.h"
@@ -7,12 +7,18 @@
 #include <errno.h>
 #include <string.h>
 
-enum { OPT_K, OPT_METHOD, OPT_SEED, OPT_OUT };
+enum { OPT_K, OPT_METHOD, OPT_METHOD_ALIAS_, OPT_SEED, OPT_OUT, OPT_OUT_ALIAS_ };
 static const cli_opt partition_opts[] = {
-    {"parts", 'k', "K", NULL, "Number of parts (required), 1 up to the number of vertices."},
-    {"method", 0, "NAME", "metis", "metis, contiguous (equal id ranges) or random (seeded)."},
+    {"parts", 'k', "K", NULL,
+     "Number of parts (required), 1 up to the number of vertices; the same --parts as a streamed "
+     "run's."},
+    {"partition", 0, "METHOD", "metis",
+     "metis, contiguous (equal id ranges) or random (seeded); the same --partition as a streamed "
+     "run's."},
+    CLI_ALIAS("method"),
     {"seed", 0, "S", "1", "Seed for METIS and for random."},
-    {"out", 0, "FILE", NULL, "Write \"id part\" for every vertex, with the ids of the file."},
+    {"output", 'o', "FILE", NULL, "Write \"id part\" for every vertex, with the ids of the file."},
+    CLI_ALIAS("out"),
     {0}};
 
 static int partition_main(int argc, char **argv);
@@ -31,9 +37,9 @@ const cli_cmd cli_cmd_partition = {
         "per direction); the balance is the largest part's size over the mean size. Vertices are "
         "then renumbered part by part, which is how saga lays out a graph for streaming.",
     .opts = partition_opts,
-    .flags = CLI_GRAPH_OPTS,
-    .example = "saga partition ca-GrQc.txt.gz -k 8\n"
-               "saga partition edges.txt -k 4 --method random --seed 7 --out parts.txt --json",
+    .flags = CLI_GRAPH_OPTS | CLI_THREADS,
+    .example = "saga partition ca-GrQc.txt.gz --parts 8\n"
+               "saga partition edges.txt --parts 4 --partition random --seed 7 -o parts.txt --json",
     .main = partition_main,
 };
 
@@ -49,7 +55,7 @@ static int partition_main(int argc, char **argv) {
         int bad = 0;
         switch (o) {
         case OPT_K:
-            bad = cli_int(&c, "-k", arg, 1, INT32_MAX, &k);
+            bad = cli_int(&c, "--parts", arg, 1, INT32_MAX, &k);
             break;
         case OPT_METHOD:
             if (strcmp(arg, "metis") == 0)
@@ -60,7 +66,7 @@ static int partition_main(int argc, char **argv) {
                 po.method = SAGA_PARTITION_RANDOM;
             else
                 bad =
-                    cli_usage(&c, "--method: expected metis, contiguous or random, got '%s'", arg);
+                    cli_usage(&c, "--partition must be metis, contiguous or random, got '%s'", arg);
             break;
         case OPT_SEED:
             bad = cli_u64(&c, "--seed", arg, &seed);
@@ -75,7 +81,7 @@ static int partition_main(int argc, char **argv) {
     if (o == CLI_EXIT)
         return c.exit_code;
     if (k == 0)
-        return cli_usage(&c, "-k K is required");
+        return cli_usage(&c, "--parts K (or -k K) is required");
     po.seed = seed;
 
     const char *path = c.args[0];
@@ -113,7 +119,7 @@ static int partition_main(int argc, char **argv) {
         json j;
         json_init(&j, stdout);
         json_object_begin(&j);
-        json_key(&j, "file"), json_str(&j, path);
+        json_key(&j, "input"), json_str(&j, path);
         json_key(&j, "vertices"), json_int(&j, n);
         json_key(&j, "edges"), json_int(&j, m);
         json_key(&j, "method"), json_str(&j, saga_partition_method_name(po.method));
@@ -127,6 +133,9 @@ static int partition_main(int argc, char **argv) {
         for (int32_t q = 0; q < p->n_parts; q++)
             json_int(&j, p->offsets[q + 1] - p->offsets[q]);
         json_array_end(&j);
+        json_key(&j, "load_seconds"), json_num(&j, load_s);
+        cli_json_device(&j, NULL);
+        cli_json_outputs(&j, &out_path, 1);
         json_object_end(&j);
         json_finish(&j);
     }

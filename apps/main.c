@@ -27,10 +27,14 @@ static void print_main_help(FILE *f) {
     fprintf(f,
             "\n"
             "Every command takes --help, --quiet and --json (the last line on stdout is then one\n"
-            "JSON object with the results). 'saga help COMMAND' shows a command's options.\n"
+            "JSON object with the results, or {\"error\", \"status\", \"exit_code\"} on failure).\n"
+            "The commands share one vocabulary: -o/--output FILE for what a command writes,\n"
+            "--threads N on those that compute, --device DEV where one applies, --parts K and\n"
+            "--partition METHOD for how a graph is cut. 'saga help COMMAND' shows its options.\n"
             "Exit status: 0 success, 1 error (message on stderr), 2 wrong usage.\n\n"
             "environment:\n"
-            "  SAGA_DEVICE       default --device (cpu, cuda, cuda:N or auto; unset: auto)\n"
+            "  SAGA_DEVICE       default --device (cpu, cuda, cuda:N or auto; unset: auto, and a\n"
+            "                    missing GPU is then noted at the info level only)\n"
             "  SAGA_LOG          log level: error, warn (default), info or debug\n"
             "  SAGA_CUDA_MODULE  path of libsaga_cuda.so (default: beside libsaga, then the\n"
             "                    loader's search)\n"
@@ -60,9 +64,23 @@ static void tune_openmp(char **argv) {
     unsetenv("GOMP_SPINCOUNT"); /* no exec: go on as loaded */
 }
 
-static int unknown_command(const char *name) {
-    fprintf(stderr, "saga: '%s' is not a saga command\nsee 'saga --help'\n", name);
+/* A usage error before any command parsed its options: the message, and under --json the error
+ * object on stdout as the commands write it. */
+static int usage_error(int argc, char **argv, const char *fmt, const char *what) {
+    char msg[512];
+    snprintf(msg, sizeof msg, fmt, what);
+    fprintf(stderr, "saga: %s\nsee 'saga --help'\n", msg);
+    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+        if (strcmp(argv[i], "--json") == 0) {
+            cli_ctx c = {.json = true};
+            cli_json_error(&c, msg, saga_status_name(SAGA_ERR_INVALID_ARG), CLI_USAGE);
+            break;
+        }
     return CLI_USAGE;
+}
+
+static int unknown_command(int argc, char **argv, const char *name) {
+    return usage_error(argc, argv, "'%s' is not a saga command", name);
 }
 
 int main(int argc, char **argv) {
@@ -91,16 +109,14 @@ int main(int argc, char **argv) {
         }
         const cli_cmd *cmd = find(argv[2]);
         if (!cmd)
-            return unknown_command(argv[2]);
+            return unknown_command(argc, argv, argv[2]);
         cli_print_help(cmd, stdout);
         return CLI_OK;
     }
-    if (name[0] == '-') {
-        fprintf(stderr, "saga: unknown option '%s'\nsee 'saga --help'\n", name);
-        return CLI_USAGE;
-    }
+    if (name[0] == '-')
+        return usage_error(argc, argv, "unknown option '%s'", name);
     const cli_cmd *cmd = find(name);
     if (!cmd)
-        return unknown_command(name);
+        return unknown_command(argc, argv, name);
     return cmd->main(argc - 1, argv + 1);
 }

@@ -12,6 +12,7 @@
  * id is small against the edge count, otherwise the hash map and a sort of the distinct ids),
  * and the arrays are handed to saga_graph_from_edges_take. */
 #include "mem_impl.h"
+#include "parse_util.h"
 #include "parsers.h"
 #include "saga_log.h"
 #include "text.h"
@@ -251,6 +252,11 @@ static saga_status slow_line(el_state *s, const char *p, const char *e) {
     }
     SAGA_TRY(add_edge(s, (uint64_t)id[0], (uint64_t)id[1], wv));
 fail:
+    if (st == SAGA_ERR_PARSE) {
+        const char *hint = saga_parse_hint(p, e, (int64_t)s->line);
+        if (*hint)
+            saga_error_append(st, "%s", hint);
+    }
     return st;
 }
 

@@ -35,7 +35,8 @@ int saga_format_parse(const char *s) {
 saga_load_opts saga_load_opts_defaults(void) {
     return (saga_load_opts){.format = SAGA_FORMAT_AUTO,
                             .weights = SAGA_WEIGHTS_AUTO,
-                            .graph = saga_graph_opts_defaults()};
+                            .graph = saga_graph_opts_defaults(),
+                            .self_loops_set = false};
 }
 
 static bool ends_with(const char *s, const char *suffix) {
@@ -120,8 +121,8 @@ fail:
     return st;
 }
 
-/* Loads a graph in any supported format; see saga_io.h. The .sgr cache holds a finished graph,
- * so the graph options do not apply to it. */
+/* Loads a graph in any supported format; see saga_io.h. The .sgr cache holds a finished graph:
+ * its loader applies the options to it or refuses them. */
 saga_status saga_graph_load(saga_graph **out, const char *path, const saga_load_opts *opts) {
     saga_status st = SAGA_OK;
     SAGA_CHECK(out && path, SAGA_ERR_INVALID_ARG, "saga_graph_load: NULL argument");
@@ -142,7 +143,7 @@ saga_status saga_graph_load(saga_graph **out, const char *path, const saga_load_
         st = saga_metis_read(out, path, &o);
         break;
     case SAGA_FORMAT_SGR:
-        st = saga_sgr_read(out, path);
+        st = saga_sgr_load(out, path, &o);
         break;
     default:
         st = saga_error(SAGA_ERR_INTERNAL, "saga_graph_load: unhandled format %d", (int)f);

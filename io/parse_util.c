@@ -4,6 +4,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 saga_status saga_parse_error(saga_status code, const saga_lines *l, const char *fmt, ...) {
     char msg[768];
@@ -15,13 +16,28 @@ saga_status saga_parse_error(saga_status code, const saga_lines *l, const char *
                       msg);
 }
 
+const char *saga_parse_hint(const char *p, const char *end, int64_t line_no) {
+    const char *q = p;
+    saga_text_skip_blank(&q, end);
+    if (line_no == 1 && end - q >= 3 && memcmp(q, "\xEF\xBB\xBF", 3) == 0)
+        return "; the file starts with a UTF-8 byte-order mark (bytes EF BB BF), which saga does "
+               "not read: save the file without it";
+    if (memchr(q, ',', (size_t)(end - q)))
+        return "; commas are not separators here: separate the columns with spaces or tabs (a "
+               "comma-separated file can be converted with tr ',' ' ')";
+    return "";
+}
+
 saga_status saga_parse_token_error(const saga_lines *l, const char *what, const char *kind,
                                    saga_text_result r, const char *tok, const char *end) {
     char buf[48];
     saga_text_token(tok, end, buf, sizeof buf);
+    const char *hint = r == SAGA_TEXT_EMPTY || r == SAGA_TEXT_INVALID
+                           ? saga_parse_hint(tok, end, saga_lines_number(l))
+                           : "";
     switch (r) {
     case SAGA_TEXT_EMPTY:
-        return saga_parse_error(SAGA_ERR_PARSE, l, "missing %s (expected %s)", what, kind);
+        return saga_parse_error(SAGA_ERR_PARSE, l, "missing %s (expected %s)%s", what, kind, hint);
     case SAGA_TEXT_OVERFLOW:
         return saga_parse_error(SAGA_ERR_PARSE, l, "%s \"%s\" is too large", what, buf);
     case SAGA_TEXT_NEGATIVE:
@@ -30,8 +46,8 @@ saga_status saga_parse_token_error(const saga_lines *l, const char *what, const 
     case SAGA_TEXT_NONFINITE:
         return saga_parse_error(SAGA_ERR_PARSE, l, "%s \"%s\" is not finite", what, buf);
     default:
-        return saga_parse_error(SAGA_ERR_PARSE, l, "expected %s as %s, found \"%s\"", kind, what,
-                                buf);
+        return saga_parse_error(SAGA_ERR_PARSE, l, "expected %s as %s, found \"%s\"%s", kind, what,
+                                buf, hint);
     }
 }
 

@@ -24,6 +24,11 @@ saga_status saga_parse_error(saga_status code, const saga_lines *l, const char *
 saga_status saga_parse_token_error(const saga_lines *l, const char *what, const char *kind,
                                    saga_text_result r, const char *tok, const char *end);
 
+/* A hint for a line [p, end) that did not parse, to append to the error message: the UTF-8
+ * byte-order mark (EF BB BF) that some editors put at the start of a file (line_no 1), which saga
+ * does not skip, or commas where saga expects blanks between the columns. "" when neither. */
+const char *saga_parse_hint(const char *p, const char *end, int64_t line_no);
+
 /* True when [p, end) holds only blanks. */
 bool saga_parse_is_blank(const char *p, const char *end);
 

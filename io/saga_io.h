@@ -44,11 +44,21 @@ typedef struct saga_load_opts {
     saga_format format;
     saga_weights weights;
     saga_graph_opts graph; /* undirected, self-loops, duplicates */
+    /* graph.self_loops was chosen rather than left at its default (`--self-loops keep` given):
+     * an .sgr built with its self-loops dropped is then refused instead of loaded as it is. */
+    bool self_loops_set;
 } saga_load_opts;
 
 saga_load_opts saga_load_opts_defaults(void);
 
-/* Loads a graph from path in any supported format. opts may be NULL. The caller owns *out. */
+/* Loads a graph from path in any supported format. opts may be NULL. The caller owns *out.
+ * saga_graph_build_opts(*out) then tells how the graph was built.
+ *
+ * Text formats are built with the options. An .sgr holds a graph built already, with the options
+ * it records; it is loaded as saga_sgr_load does: each option is applied to it so that the result
+ * is what loading the original source with these options would give, or the load is refused with
+ * SAGA_ERR_UNSUPPORTED and a message naming the file, what it holds and what was asked. An
+ * option is never ignored. */
 saga_status saga_graph_load(saga_graph **out, const char *path, const saga_load_opts *opts);
 
 /* Detects the format of path (reads at most its first few KiB). */
@@ -68,11 +78,33 @@ saga_status saga_metis_read(saga_graph **out, const char *path, const saga_load_
 
 /* ---- .sgr binary cache ------------------------------------------------------------------ *
  * Layout (little endian): a 256-byte header (magic "SAGAGRPH", version, flags, counts, the
- * offset and length of each array, CRC32 of the header and of each array), then the arrays,
- * each 64-byte aligned: in_offsets, in_src, [in_w], out_offsets, out_dst, [out_w], [orig_ids].
- * Loading maps the file read-only and verifies sizes and checksums before use. */
+ * offset and length of each array, how the graph was built, CRC32 of the header and of each
+ * array), then the arrays, each 64-byte aligned: in_offsets, in_src, [in_w], out_offsets,
+ * out_dst, [out_w], [orig_ids]. Loading maps the file read-only and verifies sizes, checksums
+ * and what the build record promises (symmetric when undirected, no self-loops when dropped, no
+ * parallel edges when merged) before use. Format version 2 records the build; version 1 files
+ * (without it) still load, their build unknown. */
+
+/* Writes g to path (a temporary file renamed into place), with g's build record
+ * (saga_graph_build_opts; "not recorded" when g's is unknown). SAGA_ERR_UNSUPPORTED for a
+ * renumbered graph (saga_graph_permute), SAGA_ERR_IO. */
 saga_status saga_sgr_write(const saga_graph *g, const char *path);
+/* Maps path and returns the graph as stored, with its recorded build. SAGA_ERR_CORRUPT for a
+ * file that is damaged or inconsistent, SAGA_ERR_IO. */
 saga_status saga_sgr_read(saga_graph **out, const char *path);
+/* saga_sgr_read, then the loading options applied (opts may be NULL: the graph as stored). An
+ * option left at its default keeps what the file holds (graph.self_loops KEEP only counts as
+ * asked for with self_loops_set). Asked-for options are applied as building the file's source
+ * with them would: --undirected symmetrizes a directed graph (merging the parallel edges it
+ * makes unless duplicates is KEEP) and is a no-op on an undirected one; self-loops DROP removes
+ * them; duplicates DROP or SUM merges parallel edges; weights IGNORE drops the weights. The result
+ * records the options it now satisfies. Refused with SAGA_ERR_UNSUPPORTED and a message naming
+ * the file, what it holds and what was asked: what the file lost when it was made (self-loops
+ * KEEP after they were dropped, duplicates KEEP after they were merged, SUM after DROP or the
+ * reverse on a weighted graph), weights REQUIRE on a file without them, and undirected, an
+ * explicit self-loops KEEP or any duplicates policy on a version 1 file (its build unknown).
+ * Untouched, the graph stays mapped; applied options make a copy in memory. */
+saga_status saga_sgr_load(saga_graph **out, const char *path, const saga_load_opts *opts);
 
 /* ---- vertex data -------------------------------------------------------------------------- */
 

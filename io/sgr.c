@@ -1,23 +1,29 @@
 /* sgr.c - the .sgr binary graph cache: a checksummed header and 64-byte aligned arrays, written
- * atomically and loaded by mmap after every size, offset and checksum has been verified.
+ * atomically and loaded by mmap after every size, offset and checksum has been verified; and
+ * loading one with options, which are applied to the graph or refused, never ignored.
  *
- * Layout, little endian (version 1):
+ * Layout, little endian (version 2):
  *
  *   offset  size  field
  *        0     8  magic "SAGAGRPH"
- *        8     4  u32 version (1)
+ *        8     4  u32 version (2)
  *       12     4  u32 flags: bit 0 weighted (in_w, out_w present), bit 1 original ids present
  *       16     8  i64 n_vertices (0..INT32_MAX)
  *       24     8  i64 n_edges
  *       32   112  7 x {u64 offset, u64 length in bytes} for in_offsets, in_src, in_w,
  *                 out_offsets, out_dst, out_w, orig_ids; an absent array is {0, 0}
  *      144    28  7 x u32 CRC32 (zlib) of each array's bytes (0 for an absent array)
- *      172    80  reserved, zero
+ *      172     4  how the graph was built (saga_graph_opts): u8 1 when recorded, 0 when not
+ *                 (the other three then 0); u8 undirected (0 or 1); u8 self-loops (0 keep,
+ *                 1 drop); u8 duplicates (1 keep, 2 drop, 3 sum: saga_duplicates, never auto)
+ *      176    76  reserved, zero
  *      252     4  u32 CRC32 of bytes 0..251
  *      256        the arrays, in the order above, each starting on a 64-byte boundary, the
  *                 gaps filled with zeros
  *
- * The header fills 256 bytes: the offset and length pairs of seven arrays alone take 112. */
+ * Version 1 is the same without the build record (bytes 172..175 reserved and zero): it loads,
+ * with its build unknown. The header fills 256 bytes: the offset and length pairs of seven arrays
+ * alone take 112. */
 #include "graph_impl.h"
 #include "parsers.h"
 
@@ -33,11 +39,12 @@
 enum {
     SGR_HEADER_SIZE = 256,
     SGR_ALIGN = 64,
-    SGR_VERSION = 1,
+    SGR_VERSION = 2,
     SGR_N_ARRAYS = 7,
     SGR_OFF_ARRAYS = 32,
     SGR_OFF_CRCS = 144,
-    SGR_OFF_RESERVED = 172,
+    SGR_OFF_BUILD = 172, /* version 2 on; reserved in version 1 */
+    SGR_OFF_RESERVED = 176,
     SGR_OFF_HEADER_CRC = 252,
 };
 
@@ -62,6 +69,8 @@ typedef struct sgr_layout {
     int64_t n, m;
     uint64_t off[SGR_N_ARRAYS], len[SGR_N_ARRAYS];
     uint32_t crc[SGR_N_ARRAYS];
+    bool build_known;
+    saga_graph_opts build;
 } sgr_layout;
 
 static bool host_little_endian(void) {
@@ -133,6 +142,41 @@ static bool array_present(int a, uint32_t flags) {
     return true;
 }
 
+/* ---- the build record ------------------------------------------------------------------------ */
+
+static void put_build(uint8_t *p, const saga_graph *g) {
+    if (!g->build_known)
+        return; /* four zeros: not recorded */
+    p[0] = 1;
+    p[1] = g->build.undirected ? 1 : 0;
+    p[2] = (uint8_t)g->build.self_loops;
+    p[3] = (uint8_t)g->build.duplicates;
+}
+
+static saga_status read_build(sgr_layout *lay, const char *name, const uint8_t *p) {
+    saga_status st = SAGA_OK;
+    lay->build_known = p[0] == 1;
+    lay->build = saga_graph_opts_defaults();
+    if (!lay->build_known) {
+        SAGA_CHECK(p[0] == 0 && p[1] == 0 && p[2] == 0 && p[3] == 0, SAGA_ERR_CORRUPT,
+                   "%s: build record %02x %02x %02x %02x: expected 01 and three policies, or four "
+                   "zeros",
+                   name, p[0], p[1], p[2], p[3]);
+        return SAGA_OK;
+    }
+    SAGA_CHECK(p[1] <= 1 && p[2] < SAGA_SELF_LOOPS_COUNT && p[3] > SAGA_DUPLICATES_AUTO &&
+                   p[3] < SAGA_DUPLICATES_COUNT,
+               SAGA_ERR_CORRUPT,
+               "%s: build record %02x %02x %02x %02x: expected undirected 0..1, self-loops 0..%d, "
+               "duplicates 1..%d",
+               name, p[0], p[1], p[2], p[3], SAGA_SELF_LOOPS_COUNT - 1, SAGA_DUPLICATES_COUNT - 1);
+    lay->build.undirected = p[1] == 1;
+    lay->build.self_loops = (saga_self_loops)p[2];
+    lay->build.duplicates = (saga_duplicates)p[3];
+fail:
+    return st;
+}
+
 /* ---- reading -------------------------------------------------------------------------------- */
 
 /* Checks the header of an image of size bytes and every array's place and checksum in it. */
@@ -148,10 +192,10 @@ static saga_status check_image(sgr_layout *lay, const char *name, const uint8_t 
     lay->version = get_u32(data + 8);
     /* The version comes before the header checksum: a newer layout may put it elsewhere. */
     SAGA_CHECK(lay->version <= SGR_VERSION, SAGA_ERR_CORRUPT,
-               "%s: written by a newer saga (version %u); this saga reads version %d", name,
+               "%s: written by a newer saga (version %u); this saga reads versions 1 to %d", name,
                lay->version, SGR_VERSION);
-    SAGA_CHECK(lay->version == SGR_VERSION, SAGA_ERR_CORRUPT,
-               "%s: unknown .sgr version %u; this saga reads version %d", name, lay->version,
+    SAGA_CHECK(lay->version >= 1, SAGA_ERR_CORRUPT,
+               "%s: unknown .sgr version %u; this saga reads versions 1 to %d", name, lay->version,
                SGR_VERSION);
     uint32_t stored = get_u32(data + SGR_OFF_HEADER_CRC);
     uint32_t computed = crc_of(data, SGR_OFF_HEADER_CRC);
@@ -162,9 +206,14 @@ static saga_status check_image(sgr_layout *lay, const char *name, const uint8_t 
     lay->m = (int64_t)get_u64(data + 24);
     SAGA_CHECK(!(lay->flags & ~SGR_FLAGS_KNOWN), SAGA_ERR_CORRUPT, "%s: unknown flags 0x%x", name,
                lay->flags);
-    for (int k = SGR_OFF_RESERVED; k < SGR_OFF_HEADER_CRC; k++)
+    int reserved = lay->version >= 2 ? SGR_OFF_RESERVED : SGR_OFF_BUILD;
+    for (int k = reserved; k < SGR_OFF_HEADER_CRC; k++)
         SAGA_CHECK(data[k] == 0, SAGA_ERR_CORRUPT, "%s: reserved header byte %d is not zero", name,
                    k);
+    lay->build_known = false; /* version 1 does not say */
+    lay->build = saga_graph_opts_defaults();
+    if (lay->version >= 2)
+        SAGA_TRY(read_build(lay, name, data + SGR_OFF_BUILD));
     SAGA_CHECK(lay->n >= 0 && lay->n <= INT32_MAX, SAGA_ERR_CORRUPT,
                "%s: vertex count %lld is outside 0..%d", name, (long long)lay->n, (int)INT32_MAX);
     SAGA_CHECK(lay->m >= 0, SAGA_ERR_CORRUPT, "%s: negative edge count %lld", name,
@@ -240,6 +289,33 @@ fail:
     return st;
 }
 
+/* What the build record promises of the edges, checked, since loading with options relies on it:
+ * an undirected graph is symmetric, dropped self-loops are absent, merged duplicates too. */
+static saga_status check_build(const char *name, const saga_graph *g) {
+    saga_status st = SAGA_OK;
+    if (!g->build_known)
+        return SAGA_OK;
+    SAGA_CHECK(!g->build.undirected || saga_graph_is_symmetric(g), SAGA_ERR_CORRUPT,
+               "%s: the header records an undirected graph, but its in-edges and out-edges "
+               "differ",
+               name);
+    bool loops = g->build.self_loops == SAGA_SELF_LOOPS_DROP;
+    bool merged = g->build.duplicates != SAGA_DUPLICATES_KEEP;
+    for (int32_t v = 0; v < g->n_vertices && (loops || merged); v++)
+        for (int64_t k = g->out_offsets[v]; k < g->out_offsets[v + 1]; k++) {
+            SAGA_CHECK(!loops || g->out_dst[k] != v, SAGA_ERR_CORRUPT,
+                       "%s: the header records self-loops dropped, but vertex %d has one", name,
+                       (int)v);
+            SAGA_CHECK(!merged || k == g->out_offsets[v] || g->out_dst[k - 1] != g->out_dst[k],
+                       SAGA_ERR_CORRUPT,
+                       "%s: the header records parallel edges merged, but vertex %d has two "
+                       "edges to vertex %d",
+                       name, (int)v, (int)g->out_dst[k]);
+        }
+fail:
+    return st;
+}
+
 static saga_status check_graph(const char *name, const saga_graph *g) {
     saga_status st = SAGA_OK;
     SAGA_TRY(check_csr(name, "in-edge", g->n_vertices, g->n_edges, g->in_offsets, g->in_src));
@@ -248,6 +324,7 @@ static saga_status check_graph(const char *name, const saga_graph *g) {
         for (int32_t v = 1; v < g->n_vertices; v++)
             SAGA_CHECK(g->orig_ids[v - 1] < g->orig_ids[v], SAGA_ERR_CORRUPT,
                        "%s: original ids are not increasing at vertex %d", name, (int)v);
+    SAGA_TRY(check_build(name, g));
 fail:
     return st;
 }
@@ -277,6 +354,8 @@ static saga_status fill_graph(saga_graph *g, const sgr_layout *lay, const uint8_
     g->out_dst = arr[A_OUT_DST];
     g->out_w = arr[A_OUT_W];
     g->orig_ids = arr[A_ORIG_IDS];
+    g->build_known = lay->build_known;
+    g->build = lay->build;
     return SAGA_OK;
 fail:
     for (int a = 0; a < SGR_N_ARRAYS; a++)
@@ -351,6 +430,151 @@ fail:
     return st;
 }
 
+/* ---- loading with options ----------------------------------------------------------------- */
+
+/* "a directed graph (self-loops kept, parallel edges kept)" and the like. */
+static const char *describe(char *buf, size_t cap, const saga_graph_opts *b) {
+    static const char *const dups[SAGA_DUPLICATES_COUNT] = {
+        "as built", "kept", "merged keeping the smallest weight", "merged with weights summed"};
+    snprintf(buf, cap, "%s graph (self-loops %s, parallel edges %s)",
+             b->undirected ? "an undirected" : "a directed",
+             b->self_loops == SAGA_SELF_LOOPS_DROP ? "dropped" : "kept", dups[b->duplicates]);
+    return buf;
+}
+
+static const char *duplicates_opt(saga_duplicates d) {
+    static const char *const names[SAGA_DUPLICATES_COUNT] = {
+        "--duplicates auto", "--duplicates keep", "--duplicates drop", "--duplicates sum"};
+    return names[d];
+}
+
+/* Drops the weights of g, which has no other use for them (a mapping stays as it is). */
+static void strip_weights(saga_graph *g) {
+    if (!g->mapping) {
+        saga_free(g->in_w);
+        saga_free(g->out_w);
+    }
+    g->in_w = NULL;
+    g->out_w = NULL;
+}
+
+/* Reads path and applies the options to the graph it holds; see saga_io.h.
+ *
+ * The file holds build_B(S), the graph built from a source S with the options B it records; the
+ * caller asks for build_R(S). Options left at their defaults take B's value ("as the file was
+ * built"). What is asked is done by rebuilding the stored edges, which gives build_R(S) exactly
+ * when B lost nothing R needs: self-loops dropped stay dropped, merged parallel edges stay merged
+ * (and their weights, summed or the smallest, cannot turn into the other). Anything else is
+ * refused with what the file holds and what was asked. */
+saga_status saga_sgr_load(saga_graph **out, const char *path, const saga_load_opts *opts) {
+    saga_status st = SAGA_OK;
+    saga_graph *g = NULL, *h = NULL;
+    char held[128];
+    SAGA_CHECK(out && path, SAGA_ERR_INVALID_ARG, "saga_sgr_load: NULL argument");
+    saga_load_opts o = opts ? *opts : saga_load_opts_defaults();
+    SAGA_CHECK((unsigned)o.weights < SAGA_WEIGHTS_COUNT &&
+                   (unsigned)o.graph.self_loops < SAGA_SELF_LOOPS_COUNT &&
+                   (unsigned)o.graph.duplicates < SAGA_DUPLICATES_COUNT,
+               SAGA_ERR_INVALID_ARG, "saga_sgr_load: invalid options");
+    SAGA_TRY(saga_sgr_read(&g, path));
+
+    /* ---- weights: kept, dropped, or required */
+    bool has_w = g->in_w != NULL;
+    SAGA_CHECK(has_w || o.weights != SAGA_WEIGHTS_REQUIRE, SAGA_ERR_UNSUPPORTED,
+               "%s: weights are required (--weights require) but the file holds none: it was "
+               "made from a graph without edge weights, or with --weights ignore",
+               path);
+    bool drop_w = has_w && o.weights == SAGA_WEIGHTS_IGNORE;
+    bool weighted = has_w && !drop_w;
+    bool sl_drop = o.graph.self_loops == SAGA_SELF_LOOPS_DROP;
+    bool sl_keep = o.graph.self_loops == SAGA_SELF_LOOPS_KEEP && o.self_loops_set;
+
+    /* ---- a file that does not say how it was built: only what needs no knowing of it */
+    if (!g->build_known) {
+        const char *asked = o.graph.undirected ? "--undirected"
+                            : sl_keep          ? "--self-loops keep"
+                            : o.graph.duplicates != SAGA_DUPLICATES_AUTO
+                                ? duplicates_opt(o.graph.duplicates)
+                                : NULL;
+        SAGA_CHECK(!asked, SAGA_ERR_UNSUPPORTED,
+                   "%s: %s cannot be applied: the file does not record how its graph was built "
+                   "(directed or not, self-loops, parallel edges), as .sgr files of format "
+                   "version 1 and those made from them do not; convert the source again with "
+                   "this saga to record it",
+                   path, asked);
+        if (sl_drop) {
+            saga_graph_opts r = {.undirected = false,
+                                 .self_loops = SAGA_SELF_LOOPS_DROP,
+                                 .duplicates = SAGA_DUPLICATES_KEEP};
+            SAGA_TRY(saga_graph_rebuild(&h, g, &r, drop_w));
+            h->build_known = false;
+            h->build = saga_graph_opts_defaults();
+            saga_graph_free(&g);
+            g = h;
+            h = NULL;
+        } else if (drop_w) {
+            strip_weights(g);
+        }
+        *out = g;
+        return SAGA_OK;
+    }
+
+    /* ---- what is asked, in full */
+    saga_graph_opts b = g->build, want = b;
+    want.undirected = b.undirected || o.graph.undirected;
+    if (sl_drop || sl_keep)
+        want.self_loops = o.graph.self_loops;
+    if (o.graph.duplicates != SAGA_DUPLICATES_AUTO)
+        want.duplicates = o.graph.duplicates;
+    else if (o.graph.undirected) /* as the text formats do: auto drops them when undirected */
+        want.duplicates = SAGA_DUPLICATES_DROP;
+    bool merged = b.duplicates != SAGA_DUPLICATES_KEEP;
+
+    /* ---- what cannot be had from the stored edges */
+    SAGA_CHECK(!(want.self_loops == SAGA_SELF_LOOPS_KEEP && b.self_loops == SAGA_SELF_LOOPS_DROP),
+               SAGA_ERR_UNSUPPORTED,
+               "%s holds %s; --self-loops keep cannot be applied: the self-loops were dropped when "
+               "the file was made. Convert the source again with the options wanted",
+               path, describe(held, sizeof held, &b));
+    SAGA_CHECK(!(want.duplicates == SAGA_DUPLICATES_KEEP && merged), SAGA_ERR_UNSUPPORTED,
+               "%s holds %s; --duplicates keep cannot be applied: the parallel edges were merged "
+               "when the file was made. Convert the source again with the options wanted",
+               path, describe(held, sizeof held, &b));
+    SAGA_CHECK(!(merged && want.duplicates != b.duplicates && weighted), SAGA_ERR_UNSUPPORTED,
+               "%s holds %s; %s%s cannot be applied: the weights of parallel edges were merged "
+               "when the file was made. Convert the source again with the options wanted, or "
+               "load it with --weights ignore",
+               path, describe(held, sizeof held, &b), duplicates_opt(want.duplicates),
+               o.graph.duplicates == SAGA_DUPLICATES_AUTO ? " (--undirected's default)" : "");
+
+    /* ---- apply it: one rebuild of the stored edges, or nothing */
+    bool sym = want.undirected && !b.undirected;
+    saga_graph_opts r = {
+        .undirected = sym,
+        .self_loops =
+            want.self_loops == SAGA_SELF_LOOPS_DROP && b.self_loops != SAGA_SELF_LOOPS_DROP
+                ? SAGA_SELF_LOOPS_DROP
+                : SAGA_SELF_LOOPS_KEEP,
+        /* symmetrizing makes parallel arcs of its own; merged ones in the file stay merged */
+        .duplicates = sym || !merged ? want.duplicates : SAGA_DUPLICATES_KEEP};
+    if (r.undirected || r.self_loops == SAGA_SELF_LOOPS_DROP ||
+        r.duplicates != SAGA_DUPLICATES_KEEP) {
+        SAGA_TRY(saga_graph_rebuild(&h, g, &r, drop_w));
+        saga_graph_free(&g);
+        g = h;
+        h = NULL;
+    } else if (drop_w) {
+        strip_weights(g);
+    }
+    g->build = want;
+    g->build_known = true;
+    *out = g;
+    return SAGA_OK;
+fail:
+    saga_graph_free(&g);
+    return st;
+}
+
 /* ---- writing -------------------------------------------------------------------------------- */
 
 static bool write_all(int fd, const void *data, uint64_t len) {
@@ -394,6 +618,7 @@ saga_status saga_sgr_write(const saga_graph *g, const char *path) {
     put_u32(header + 12, flags);
     put_u64(header + 16, (uint64_t)g->n_vertices);
     put_u64(header + 24, (uint64_t)g->n_edges);
+    put_build(header + SGR_OFF_BUILD, g);
     for (int a = 0; a < SGR_N_ARRAYS; a++) {
         if (!array_present(a, flags))
             continue;

@@ -13,8 +13,8 @@ json_file() {
 
 # ---- without datasets ---------------------------------------------------------------------
 expect 0 "$SAGA_BIN" gcn --synthetic 600,6,64,4 --epochs 40 --json --quiet
-for key in test_accuracy val_accuracy epochs epoch_ms_median epoch_ms_mean seconds_total \
-    vertices edges; do
+for key in test_accuracy val_accuracy train_accuracy epochs epoch_ms_median epoch_ms_mean \
+    total_seconds load_seconds train_seconds vertices edges device threads outputs; do
     [ "$(json_get "'$key' in j")" = True ] || fail "--json lacks $key: $(json_last)"
 done
 [ "$(json_get 'j["vertices"], j["edges"], j["epochs"], j["classes"]')" = "600 1800 40 4" ] ||
@@ -31,15 +31,21 @@ expect_err "expected N,DEG,F,C"
 expect 2 "$SAGA_BIN" gcn --synthetic 600,6,64,4 --checkpoint-every 5
 expect_err "--checkpoint-every needs --checkpoint"
 expect 2 "$SAGA_BIN" gcn --synthetic 600,6,64,4 --dropout 1
-# The default device is auto: a GPU when one works, else the CPU after one line saying why; with
-# --quiet not even that line. SAGA_DEVICE, which this suite sets to cpu, changes the default.
+# The default device is auto: a GPU when one works, else the CPU. Nobody asked for a GPU, so
+# its absence is an info line (SAGA_LOG=info), not a warning; --device auto asks for one and gets
+# one warning line saying why not. SAGA_DEVICE, which this suite sets to cpu, changes the default.
 expect 0 env -u SAGA_DEVICE "$SAGA_BIN" gcn --synthetic 500,6,16,3 --epochs 1
 if grep -q '^device    cuda' "$OUT"; then
     [ ! -s "$ERR" ] || fail "a run on the GPU printed on stderr"
 else
     grep -q '^device    cpu' "$OUT" || fail "no device line"
-    [ "$(wc -l <"$ERR")" -eq 1 ] && grep -q 'no usable GPU (.*); running on the CPU' "$ERR" ||
-        fail "auto on the CPU did not say why in one line"
+    [ ! -s "$ERR" ] || fail "the default auto on the CPU printed on stderr: $(head -2 "$ERR")"
+    expect 0 env -u SAGA_DEVICE SAGA_LOG=info "$SAGA_BIN" gcn --synthetic 500,6,16,3 --epochs 1
+    grep -q '^saga: info: no usable GPU (.*); running on the CPU' "$ERR" ||
+        fail "SAGA_LOG=info did not note the missing GPU"
+    expect 0 env -u SAGA_DEVICE "$SAGA_BIN" gcn --synthetic 500,6,16,3 --epochs 1 --device auto
+    [ "$(wc -l <"$ERR")" -eq 1 ] && grep -q 'warning: no usable GPU (.*); running on the CPU' "$ERR" ||
+        fail "--device auto on the CPU did not say why in one line"
 fi
 expect 0 env -u SAGA_DEVICE "$SAGA_BIN" gcn --synthetic 500,6,16,3 --epochs 1 --quiet
 [ ! -s "$ERR" ] || fail "--quiet printed the device fallback"
@@ -73,7 +79,7 @@ b = [json.loads(l) for l in open(sys.argv[2])]
 assert len(a) == len(b) == 15
 for x, y in zip(a, b):
     assert abs(x["loss"] - y["loss"]) <= 1e-4 * abs(x["loss"]), (x["epoch"], x["loss"], y["loss"])
-    assert abs(x["test_acc"] - y["test_acc"]) <= 0.003, (x["epoch"], x["test_acc"], y["test_acc"])
+    assert abs(x["test_accuracy"] - y["test_accuracy"]) <= 0.003, (x["epoch"], x["test_accuracy"], y["test_accuracy"])
     assert "h2d_bytes" in y and "overlap" in y
 PY
 done
@@ -180,8 +186,10 @@ assert (j["train"], j["val"], j["test"], j["epochs"]) == (140, 500, 1000, 200), 
 assert j["test_accuracy"] >= 0.79, j["test_accuracy"]
 lines = [json.loads(l) for l in open(sys.argv[2])]
 assert [l["epoch"] for l in lines] == list(range(1, 201)), "one log line per epoch"
-assert all(set(l) >= {"epoch", "loss", "train_acc", "val_acc", "ms"} for l in lines)
-assert lines[-1]["loss"] == j["loss"] and lines[-1]["val_acc"] == j["val_accuracy"]
+# the per-epoch keys are the summary's
+assert all(set(l) >= {"epoch", "loss", "train_accuracy", "val_accuracy", "test_accuracy",
+                      "epoch_ms", "eval_ms"} for l in lines)
+assert all(lines[-1][k] == j[k] for k in ("loss", "train_accuracy", "val_accuracy", "test_accuracy"))
 assert lines[-1]["loss"] < lines[0]["loss"] / 2, "the loss fell"
 PY
 
@@ -209,7 +217,7 @@ for mode in "" "--stream --device-mem 3000000"; do
     python3 - "$TMP/sparse.json" "$OUT" <<'PY' || fail "sparse against dense ($mode): $(json_last)"
 import json, sys
 s, d = (json.loads(open(f).read().strip().splitlines()[-1]) for f in sys.argv[1:3])
-assert (s["input"], d["input"]) == ("sparse", "dense"), (s["input"], d["input"])
+assert (s["input_layout"], d["input_layout"]) == ("sparse", "dense"), (s["input_layout"], d["input_layout"])
 assert s["input_nnz"] == 49216 and d["input_nnz"] == 0
 assert abs(s["loss"] - d["loss"]) <= 1e-5 * abs(d["loss"]), (s["loss"], d["loss"])
 assert abs(s["test_accuracy"] - d["test_accuracy"]) <= 0.002

@@ -51,6 +51,77 @@ expect_out "edgelist"
 expect_out "5,242"
 expect_out "28,980"
 
+# The loading options on an .sgr: applied to the graph it holds, with the counts of the text file
+# loaded with them. email-Eu-core is directed, with self-loops; --undirected doubles its
+# one-way edges to 32,770 arcs on either path.
+for flags in "--undirected" "--self-loops drop" "--undirected --self-loops drop" \
+    "--duplicates drop" "--undirected --duplicates keep" "--undirected --duplicates sum" \
+    "--weights ignore"; do
+    # shellcheck disable=SC2086 # the flags are words
+    expect 0 "$SAGA_BIN" info --json $flags "$email"
+    json_get "$all_counts" >"$TMP/flags.text"
+    # shellcheck disable=SC2086
+    expect 0 "$SAGA_BIN" info --json $flags "$TMP/email.sgr"
+    json_get "$all_counts" >"$TMP/flags.sgr"
+    cmp -s "$TMP/flags.text" "$TMP/flags.sgr" ||
+        fail "email.sgr $flags: $(cat "$TMP/flags.sgr"), the text file gives $(cat "$TMP/flags.text")"
+done
+expect 0 "$SAGA_BIN" info --json --undirected "$TMP/email.sgr"
+[ "$(json_get 'j["edges"], j["undirected"], j["dangling"]')" = "32770 True 0" ] ||
+    fail "info --undirected email.sgr: $(json_last)"
+expect 0 "$SAGA_BIN" info --undirected "$TMP/email.sgr"
+expect_out "32,770 (both directions of each undirected edge)"
+expect_out "built       undirected, self-loops kept, duplicates dropped"
+# without options, the .sgr says how it was built: directed, as listed
+expect 0 "$SAGA_BIN" info "$TMP/email.sgr"
+expect_out "25,571 (directed)"
+expect_out "built       directed, self-loops kept, duplicates kept"
+# an option the graph already satisfies changes nothing
+expect 0 "$SAGA_BIN" info --json --undirected "$TMP/karate.sgr"
+[ "$(json_get 'j["edges"], j["undirected"]')" = "156 True" ] || fail "karate.sgr --undirected: $(json_last)"
+
+# What the .sgr lost when it was made cannot be asked back: exit 1, naming the file, what it
+# holds and what was asked.
+expect 0 "$SAGA_BIN" convert --quiet --self-loops drop "$email" "$TMP/email-noloops.sgr"
+expect 1 "$SAGA_BIN" info --self-loops keep "$TMP/email-noloops.sgr"
+expect_err "saga: $TMP/email-noloops.sgr holds a directed graph (self-loops dropped"
+expect_err "--self-loops keep cannot be applied"
+expect 0 "$SAGA_BIN" info --json "$TMP/email-noloops.sgr" # the default: as it was built
+[ "$(json_get 'j["edges"], j["self_loops"], j["self_loop_policy"]')" = "24929 0 drop" ] ||
+    fail "email-noloops.sgr: $(json_last)"
+expect 1 "$SAGA_BIN" info --duplicates keep "$TMP/karate.sgr"
+expect_err "karate.sgr holds an undirected graph"
+expect_err "--duplicates keep cannot be applied"
+expect 1 "$SAGA_BIN" info --weights require "$TMP/email.sgr"
+expect_err "email.sgr: weights are required"
+printf '1 2 0.5\n1 2 1.5\n2 3 2\n' >"$TMP/w.txt"
+expect 0 "$SAGA_BIN" convert --quiet --duplicates sum "$TMP/w.txt" "$TMP/w-sum.sgr"
+expect 1 "$SAGA_BIN" info --duplicates drop "$TMP/w-sum.sgr"
+expect_err "--duplicates drop cannot be applied: the weights of parallel edges were merged"
+expect 0 "$SAGA_BIN" info --duplicates drop --weights ignore --json "$TMP/w-sum.sgr"
+[ "$(json_get 'j["edges"], j["weighted"]')" = "2 False" ] || fail "w-sum.sgr: $(json_last)"
+
+# A version 1 .sgr (no build record) still loads; options that depend on how it was built are
+# refused with a message saying to convert it again, the others applied.
+python3 - "$TMP/email.sgr" "$TMP/email-v1.sgr" <<'PY'
+import sys, zlib
+img = bytearray(open(sys.argv[1], "rb").read())
+img[8:12] = (1).to_bytes(4, "little")
+img[172:176] = bytes(4)
+img[252:256] = zlib.crc32(bytes(img[:252])).to_bytes(4, "little")
+open(sys.argv[2], "wb").write(img)
+PY
+expect 0 "$SAGA_BIN" info --json "$TMP/email-v1.sgr"
+[ "$(json_get 'j["edges"], j["undirected"]')" = "25571 None" ] || fail "email-v1.sgr: $(json_last)"
+expect 0 "$SAGA_BIN" info "$TMP/email-v1.sgr"
+expect_out "not recorded"
+expect 1 "$SAGA_BIN" info --undirected "$TMP/email-v1.sgr"
+expect_err "email-v1.sgr: --undirected cannot be applied: the file does not record how its graph was built"
+expect_err "format version 1"
+expect_err "convert the source again"
+expect 0 "$SAGA_BIN" info --json --self-loops drop "$TMP/email-v1.sgr"
+[ "$(json_get 'j["edges"], j["self_loops"]')" = "24929 0" ] || fail "email-v1.sgr --self-loops drop: $(json_last)"
+
 # A truncated .sgr is an error naming the file, not a crash.
 size=$(stat -c %s "$TMP/email.sgr")
 head -c $((size / 2)) "$TMP/email.sgr" >"$TMP/truncated.sgr"

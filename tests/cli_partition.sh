@@ -67,7 +67,7 @@ cmp -s "$TMP/a.parts" "$TMP/b.parts" || fail "the same seed gave different parts
 
 # Errors: k missing, out of range or larger than the graph; a bad method; a missing file.
 expect 2 "$SAGA_BIN" partition "$karate"
-expect_err "-k K is required"
+expect_err "--parts K (or -k K) is required"
 expect 2 "$SAGA_BIN" partition "$karate" -k 0
 expect 2 "$SAGA_BIN" partition "$karate" -k 3 --method spectral
 expect_err "spectral"

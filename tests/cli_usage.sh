@@ -4,7 +4,7 @@
 set -euo pipefail
 source "$(dirname "$0")/cli_common.bash"
 
-commands=(info convert generate pagerank)
+commands=(info convert generate pagerank cc partition gcn hep mlp)
 
 # ---- help and version --------------------------------------------------------------------------
 expect 0 "$SAGA_BIN" --help
@@ -28,7 +28,7 @@ for c in "${commands[@]}"; do
 done
 # Every option of pagerank is documented with its default.
 expect 0 "$SAGA_BIN" pagerank --help
-for o in "--damping D" "--tol T" "--max-iters N" "--top K" "--out FILE" "--allow-unconverged" \
+for o in "--damping D" "--tol T" "--max-iters N" "--top K" "--output FILE" "--allow-unconverged" \
     "--format FMT" "--undirected" "--self-loops" "--duplicates" "--weights"; do
     expect_out "$o"
 done
@@ -131,7 +131,159 @@ expect 0 "$SAGA_BIN" generate rmat --json --scale 5 --edge-factor 3 -o "$TMP/g5.
 weird=$TMP/'we"ird \name.txt'
 cp "$TMP/small.txt" "$weird"
 expect 0 "$SAGA_BIN" info --json "$weird"
-[ "$(json_get 'j["file"]')" = "$weird" ] || fail "file name not escaped: $(json_last)"
+[ "$(json_get 'j["input"]')" = "$weird" ] || fail "file name not escaped: $(json_last)"
+
+# ---- one vocabulary: -o/--output for what a command writes, --threads, --device, --parts ----------
+writers=(convert pagerank cc partition generate hep)
+computers=(info convert generate pagerank cc partition gcn hep mlp)
+devices=(pagerank cc gcn hep mlp)
+for c in "${computers[@]}"; do
+    expect 0 "$SAGA_BIN" "$c" --help
+    expect_out "--threads N"
+done
+for c in "${writers[@]}"; do
+    expect 0 "$SAGA_BIN" "$c" --help
+    expect_out "-o, --output"
+done
+for c in "${devices[@]}"; do
+    expect 0 "$SAGA_BIN" "$c" --help
+    expect_out "--device DEV"
+done
+for c in partition gcn pagerank cc; do # a partition's and a streamed run's cut: the same words
+    expect 0 "$SAGA_BIN" "$c" --help
+    expect_out "--parts K"
+    expect_out "--partition METHOD"
+done
+# the older spellings are named as such (the help wraps its lines)
+expect 0 "$SAGA_BIN" pagerank --help
+tr -s ' \n' ' ' <"$OUT" | grep -qF -- "--out is an older spelling" || fail "pagerank --help: --out"
+expect 0 "$SAGA_BIN" partition --help
+tr -s ' \n' ' ' <"$OUT" | grep -qF -- "--method is an older spelling" ||
+    fail "partition --help: --method"
+
+# -o/--output and the old spellings write the same file
+for o in -o --output --out; do
+    rm -f "$TMP/pr$o.txt"
+    expect 0 "$SAGA_BIN" pagerank "$TMP/small.txt" "$o" "$TMP/pr$o.txt" --quiet
+    [ "$(wc -l <"$TMP/pr$o.txt" 2>/dev/null)" = 4 ] || fail "pagerank $o did not write the scores"
+    rm -f "$TMP/cc$o.txt"
+    expect 0 "$SAGA_BIN" cc "$TMP/small.txt" "$o" "$TMP/cc$o.txt" --quiet
+    [ "$(wc -l <"$TMP/cc$o.txt" 2>/dev/null)" = 4 ] || fail "cc $o did not write the components"
+    rm -f "$TMP/parts$o.txt"
+    expect 0 "$SAGA_BIN" partition "$TMP/small.txt" --parts 2 "$o" "$TMP/parts$o.txt" --quiet
+    [ "$(wc -l <"$TMP/parts$o.txt" 2>/dev/null)" = 4 ] || fail "partition $o did not write the parts"
+done
+cmp -s "$TMP/pr-o.txt" "$TMP/pr--out.txt" || fail "pagerank -o and --out wrote different files"
+expect 0 "$SAGA_BIN" convert "$TMP/small.txt" -o "$TMP/o1.sgr" --quiet
+expect 0 "$SAGA_BIN" convert "$TMP/small.txt" --output "$TMP/o2.sgr" --quiet
+expect 0 "$SAGA_BIN" convert "$TMP/small.txt" "$TMP/o3.sgr" --quiet
+cmp -s "$TMP/o1.sgr" "$TMP/o2.sgr" && cmp -s "$TMP/o1.sgr" "$TMP/o3.sgr" ||
+    fail "convert -o, --output and a second argument wrote different files"
+expect 2 "$SAGA_BIN" convert "$TMP/small.txt" "$TMP/o4.sgr" -o "$TMP/o5.sgr"
+expect_err "give the output once"
+expect 2 "$SAGA_BIN" convert "$TMP/small.txt"
+expect_err "missing -o OUT.sgr"
+# --parts/-k and --partition/--method: the same cut
+expect 0 "$SAGA_BIN" partition "$TMP/small.txt" --parts 2 --partition random --seed 3 -o "$TMP/p1.txt" -q
+expect 0 "$SAGA_BIN" partition "$TMP/small.txt" -k 2 --method random --seed 3 -o "$TMP/p2.txt" -q
+cmp -s "$TMP/p1.txt" "$TMP/p2.txt" || fail "--parts/--partition and -k/--method cut differently"
+expect 2 "$SAGA_BIN" partition "$TMP/small.txt" --parts 2 --partition spectral
+expect_err "--partition must be metis, contiguous or random"
+# --threads N: OpenMP's count, reported as "threads" in the JSON object
+for c in "info" "convert -o $TMP/t.sgr" "pagerank" "cc" "partition --parts 2"; do
+    # shellcheck disable=SC2086
+    expect 0 "$SAGA_BIN" $c "$TMP/small.txt" --threads 1 --json --quiet
+    [ "$(json_get 'j["threads"]')" = 1 ] || fail "$c --threads 1: $(json_last)"
+done
+expect 0 "$SAGA_BIN" generate rmat --scale 4 -o "$TMP/t.txt" --threads 1 --json --quiet
+[ "$(json_get 'j["threads"]')" = 1 ] || fail "generate --threads 1: $(json_last)"
+expect 0 "$SAGA_BIN" gcn --synthetic 200,4,16,2 --epochs 2 --device cpu --threads 1 --json --quiet
+[ "$(json_get 'j["threads"]')" = 1 ] || fail "gcn --threads 1: $(json_last)"
+expect 0 "$SAGA_BIN" mlp --layers 2 --width 8 --outputs 2 --batch 8 --micro-batches 2 --steps 2 \
+    --device-mem 1M --device cpu --threads 1 --json --quiet
+[ "$(json_get 'j["threads"]')" = 1 ] || fail "mlp --threads 1: $(json_last)"
+expect 2 "$SAGA_BIN" info "$TMP/small.txt" --threads 0
+expect_err "--threads must be an integer in 1..4096"
+
+# ---- --json keys: the same name for the same thing in every command -----------------------------
+# input (the path read), load_seconds, device and threads, outputs (the files written, a list)
+expect 0 "$SAGA_BIN" info --json "$TMP/small.txt"
+[ "$(json_get 'j["input"], "load_seconds" in j, j["device"], j["outputs"]')" = \
+    "$TMP/small.txt True cpu []" ] || fail "info --json keys: $(json_last)"
+expect 0 "$SAGA_BIN" convert --json "$TMP/small.txt" -o "$TMP/k.sgr"
+[ "$(json_get 'j["input"], "load_seconds" in j, j["device"], j["outputs"]')" = \
+    "$TMP/small.txt True cpu ['$TMP/k.sgr']" ] || fail "convert --json keys: $(json_last)"
+for c in pagerank cc "partition --parts 2"; do
+    # shellcheck disable=SC2086
+    expect 0 "$SAGA_BIN" $c --json "$TMP/small.txt" -o "$TMP/k.txt"
+    [ "$(json_get 'j["input"], "load_seconds" in j, j["device"], j["outputs"]')" = \
+        "$TMP/small.txt True cpu ['$TMP/k.txt']" ] || fail "$c --json keys: $(json_last)"
+done
+expect 0 "$SAGA_BIN" generate rmat --json --scale 4 -o "$TMP/k4.txt"
+[ "$(json_get 'j["device"], j["outputs"]')" = "cpu ['$TMP/k4.txt']" ] ||
+    fail "generate rmat --json keys: $(json_last)"
+expect 0 "$SAGA_BIN" generate citation --json --vertices 100 --classes 2 --features 20 -o "$TMP/kc"
+[ "$(json_get 'j["device"], len(j["outputs"])')" = "cpu 8" ] ||
+    fail "generate citation --json keys: $(json_last)"
+files=$(json_get '"\n".join(j["outputs"])' 2>/dev/null) || files=""
+while read -r f; do
+    [ -n "$f" ] && [ -f "$f" ] || fail "generate citation lists '$f', which it did not write"
+done <<<"$files"
+expect 0 "$SAGA_BIN" gcn --json --data "$TMP/kc" --epochs 3 --log "$TMP/kc.jsonl" --device cpu
+[ "$(json_get 'j["input"], "load_seconds" in j, j["device"], j["outputs"]')" = \
+    "$TMP/kc True cpu ['$TMP/kc.jsonl']" ] || fail "gcn --json keys: $(json_last)"
+python3 - "$TMP/kc.jsonl" "$(json_last)" <<'PY' || fail "gcn --log and --json name an epoch's figures apart"
+import json, sys
+last = [json.loads(l) for l in open(sys.argv[1])][-1]
+j = json.loads(sys.argv[2])
+keys = ("loss", "train_accuracy", "val_accuracy", "test_accuracy")
+assert all(last[k] == j[k] for k in keys), (last, j)
+PY
+expect 0 "$SAGA_BIN" hep generate --json -o "$TMP/ev" --events 2 --min-particles 5 --max-particles 10
+[ "$(json_get 'j["device"], len(j["outputs"])')" = "cpu 6" ] || fail "hep generate --json: $(json_last)"
+files=$(json_get '"\n".join(j["outputs"])' 2>/dev/null) || files=""
+while read -r f; do
+    [ -n "$f" ] && [ -f "$f" ] || fail "hep generate lists '$f', which it did not write"
+done <<<"$files"
+expect 0 "$SAGA_BIN" hep build --json --data "$TMP/ev"
+[ "$(json_get 'j["input"], "load_seconds" in j, j["device"], j["outputs"]')" = \
+    "$TMP/ev True cpu []" ] || fail "hep build --json keys: $(json_last)"
+expect 0 "$SAGA_BIN" mlp --json --layers 2 --width 8 --outputs 2 --batch 8 --micro-batches 2 \
+    --steps 2 --device-mem 1M --device cpu
+[ "$(json_get 'j["device"], j["outputs"]')" = "cpu []" ] || fail "mlp --json keys: $(json_last)"
+
+# On a failure, --json ends stdout with {"error", "status", "exit_code"}; the message stays on
+# stderr and the exit code is unchanged. (json_error CODE STATUS CMD...)
+json_error() {
+    local code=$1 status=$2
+    shift 2
+    expect "$code" "$@"
+    [ -s "$ERR" ] || fail "'$*': no message on stderr"
+    json_last | python3 -c '
+import json, sys
+j = json.loads(sys.stdin.read())
+assert set(j) == {"error", "status", "exit_code"}, j
+assert j["error"] and j["status"] == sys.argv[1] and j["exit_code"] == int(sys.argv[2]), j
+' "$status" "$code" || fail "'$*': no error object: $(json_last)"
+}
+json_error 1 SAGA_ERR_IO "$SAGA_BIN" info --json "$TMP/no-such-file.txt"
+grep -qF "no-such-file.txt" "$OUT" || fail "the error object does not name the file"
+json_error 1 SAGA_ERR_PARSE "$SAGA_BIN" info --json "$TMP/bad.txt"
+[ "$(wc -l <"$OUT")" -eq 1 ] || fail "a failed info --json printed more than the error object"
+json_error 2 SAGA_ERR_INVALID_ARG "$SAGA_BIN" info --bogus --json "$TMP/small.txt"
+json_error 2 SAGA_ERR_INVALID_ARG "$SAGA_BIN" frobnicate --json
+json_error 1 SAGA_ERR_IO "$SAGA_BIN" convert --json "$TMP/no-such-file.txt" -o "$TMP/x.sgr"
+json_error 2 SAGA_ERR_INVALID_ARG "$SAGA_BIN" convert --json "$TMP/small.txt" -o "$TMP/x.txt"
+json_error 1 SAGA_ERR_PARSE "$SAGA_BIN" pagerank --json "$TMP/bad.txt"
+json_error 1 SAGA_ERR_NOT_CONVERGED "$SAGA_BIN" pagerank --json "$TMP/small.txt" --max-iters 2
+json_error 1 SAGA_ERR_IO "$SAGA_BIN" cc --json "$TMP/no-such-file.txt"
+json_error 1 SAGA_ERR_INVALID_ARG "$SAGA_BIN" partition --json "$TMP/small.txt" --parts 5
+json_error 2 SAGA_ERR_INVALID_ARG "$SAGA_BIN" partition --json "$TMP/small.txt"
+json_error 1 SAGA_ERR_IO "$SAGA_BIN" generate rmat --json --scale 4 -o "$TMP/no-such-dir/g.txt"
+json_error 1 SAGA_ERR_IO "$SAGA_BIN" gcn --json --data "$TMP/no-such-dir"
+json_error 2 SAGA_ERR_INVALID_ARG "$SAGA_BIN" gcn --json --epochs 3
+json_error 1 SAGA_ERR_IO "$SAGA_BIN" hep build --json --data "$TMP/no-such-dir"
+json_error 2 SAGA_ERR_INVALID_ARG "$SAGA_BIN" mlp --json --batch 10 --micro-batches 3
 
 # ---- --quiet: nothing on success; errors still shown ----------------------------------------------
 expect 0 "$SAGA_BIN" info --quiet "$TMP/small.txt"

@@ -144,4 +144,14 @@ PY
     cmp -s "$TMP/cc1.txt" "$TMP/cc$ranks.txt" || fail "cc $ranks ranks: components differ from one process"
 done
 
+# ---- cc on a directed .sgr: every rank symmetrizes its copy alike -----------------------------
+dataset email email-Eu-core/email-Eu-core.txt.gz
+expect 0 "$SAGA_BIN" cc "$email" --out "$TMP/cc-email1.txt" --quiet
+expect 0 "$SAGA_BIN" convert --quiet "$email" "$TMP/email.sgr"
+expect 0 mpi 2 "$SAGA_BIN" cc "$TMP/email.sgr" --out "$TMP/cc-email2.txt" --json --quiet
+[ "$(json_get 'j["ranks"], j["symmetrized"], j["components"], j["largest"]')" = "2 True 20 986" ] ||
+    fail "cc 2 ranks email.sgr: $(json_last)"
+cmp -s "$TMP/cc-email1.txt" "$TMP/cc-email2.txt" ||
+    fail "cc 2 ranks email.sgr: components differ from one process on the text file"
+
 finish

@@ -429,6 +429,71 @@ static void test_graph_undirected_random_against_reference(void **state) {
     free(w);
 }
 
+/* The builder records its options; saga_graph_symmetrize of a directed graph is the graph built
+ * undirected from the same edges, and both are symmetric. */
+static void test_graph_build_record_and_symmetrize(void **state) {
+    (void)state;
+    int32_t n = 3000;
+    int64_t m = 20000;
+    int32_t *src = malloc((size_t)m * sizeof *src), *dst = malloc((size_t)m * sizeof *dst);
+    float *w = malloc((size_t)m * sizeof *w);
+    random_edges(11, n, m, src, dst, w);
+    saga_graph *d = NULL, *u = NULL, *s = NULL, *p = NULL;
+    saga_graph_opts o = saga_graph_opts_defaults(), b;
+    o.self_loops = SAGA_SELF_LOOPS_DROP;
+    assert_int_equal(saga_graph_from_edges(&d, n, m, src, dst, w, NULL, &o), SAGA_OK);
+    assert_true(saga_graph_build_opts(d, &b));
+    assert_false(b.undirected);
+    assert_int_equal(b.self_loops, SAGA_SELF_LOOPS_DROP);
+    assert_int_equal(b.duplicates, SAGA_DUPLICATES_KEEP); /* auto, resolved */
+    assert_false(saga_graph_is_symmetric(d));
+
+    o.undirected = true;
+    assert_int_equal(saga_graph_from_edges(&u, n, m, src, dst, w, NULL, &o), SAGA_OK);
+    assert_true(saga_graph_build_opts(u, &b));
+    assert_true(b.undirected);
+    assert_int_equal(b.duplicates, SAGA_DUPLICATES_DROP);
+    assert_true(saga_graph_is_symmetric(u));
+
+    assert_int_equal(saga_graph_symmetrize(&s, d), SAGA_OK);
+    assert_true(saga_graph_is_symmetric(s));
+    assert_int_equal(saga_graph_n_edges(s), saga_graph_n_edges(u));
+    saga_csr a = saga_graph_out(u), c = saga_graph_out(s);
+    assert_memory_equal(a.offsets, c.offsets, ((size_t)n + 1) * sizeof(int64_t));
+    assert_memory_equal(a.indices, c.indices, (size_t)a.nnz * sizeof(int32_t));
+    assert_memory_equal(a.weights, c.weights, (size_t)a.nnz * sizeof(float));
+    assert_true(saga_graph_build_opts(s, &b));
+    assert_true(b.undirected);
+    assert_int_equal(b.self_loops, SAGA_SELF_LOOPS_DROP);
+    assert_int_equal(b.duplicates, SAGA_DUPLICATES_DROP);
+
+    /* summed weights of a directed graph: the symmetrized one is no build of the source */
+    saga_graph_free(&d);
+    o.undirected = false;
+    o.duplicates = SAGA_DUPLICATES_SUM;
+    assert_int_equal(saga_graph_from_edges(&d, n, m, src, dst, w, NULL, &o), SAGA_OK);
+    saga_graph_free(&s);
+    assert_int_equal(saga_graph_symmetrize(&s, d), SAGA_OK);
+    assert_false(saga_graph_build_opts(s, &b));
+
+    /* renumbering keeps the record */
+    int32_t *perm = malloc((size_t)n * sizeof *perm);
+    for (int32_t v = 0; v < n; v++)
+        perm[v] = n - 1 - v;
+    assert_int_equal(saga_graph_permute(&p, u, perm), SAGA_OK);
+    assert_true(saga_graph_build_opts(p, &b));
+    assert_true(b.undirected);
+    assert_true(saga_graph_is_symmetric(p));
+    free(perm);
+    saga_graph_free(&p);
+    saga_graph_free(&s);
+    saga_graph_free(&u);
+    saga_graph_free(&d);
+    free(src);
+    free(dst);
+    free(w);
+}
+
 static void test_graph_deterministic_across_threads(void **state) {
     (void)state;
 #ifdef _OPENMP
@@ -505,6 +570,7 @@ int main(void) {
         cmocka_unit_test(test_graph_random_against_reference),
         cmocka_unit_test(test_graph_grouped_input_and_drop_against_reference),
         cmocka_unit_test(test_graph_undirected_random_against_reference),
+        cmocka_unit_test(test_graph_build_record_and_symmetrize),
         cmocka_unit_test(test_graph_deterministic_across_threads),
         cmocka_unit_test(test_graph_failing_allocations),
     };

@@ -28,6 +28,20 @@ static void test_status_message_carries_context(void **state) {
     assert_string_equal(saga_last_error(), "loading graph: f.txt:12: expected 2 columns, found 1");
 }
 
+static void test_status_last_status_and_append(void **state) {
+    (void)state;
+    saga_error_clear();
+    assert_int_equal(saga_last_status(), SAGA_OK);
+    assert_int_equal(fails_with_context(3), SAGA_ERR_PARSE);
+    assert_int_equal(saga_last_status(), SAGA_ERR_PARSE);
+    assert_int_equal(saga_error_append(SAGA_ERR_PARSE, "; %s", "a hint"), SAGA_ERR_PARSE);
+    assert_string_equal(saga_last_error(), "f.txt:3: expected 2 columns, found 1; a hint");
+    saga_error(SAGA_ERR_DEVICE, "no GPU");
+    assert_int_equal(saga_last_status(), SAGA_ERR_DEVICE);
+    saga_error_clear();
+    assert_int_equal(saga_last_status(), SAGA_OK);
+}
+
 static void test_status_names(void **state) {
     (void)state;
     assert_string_equal(saga_status_name(SAGA_OK), "SAGA_OK");
@@ -62,6 +76,7 @@ static void test_status_log_levels(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_status_message_carries_context),
+        cmocka_unit_test(test_status_last_status_and_append),
         cmocka_unit_test(test_status_names),
         cmocka_unit_test(test_status_alloc_overflow_and_failure),
         cmocka_unit_test(test_status_log_levels),

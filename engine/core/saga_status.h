@@ -46,6 +46,9 @@ const char *saga_status_name(saga_status st);
 /* The calling thread's last error message, or "" when none was set. The pointer stays valid
  * until the next saga call on this thread that sets or clears the message. */
 const char *saga_last_error(void);
+/* The status that came with the calling thread's last error message (saga_error and the like),
+ * or SAGA_OK when none was set or it was cleared. */
+saga_status saga_last_status(void);
 
 /* Sets the thread's error message (printf-style) and returns st, so that
  * `return saga_error(SAGA_ERR_PARSE, "%s:%lld: ...", ...)` reads naturally. */
@@ -58,6 +61,13 @@ saga_status saga_error_v(saga_status st, const char *fmt, va_list ap);
 
 /* Prepends context to the current message ("loading x.sgr: " + old message). Returns st. */
 saga_status saga_error_prefix(saga_status st, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* Appends to the current message ("... failed" + " (try --device cpu)"). Returns st. */
+saga_status saga_error_append(saga_status st, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
 #endif

@@ -15,6 +15,7 @@
 enum { SAGA_ERROR_MSG_MAX = 1024 };
 
 static _Thread_local char error_msg[SAGA_ERROR_MSG_MAX];
+static _Thread_local saga_status error_status = SAGA_OK;
 
 const char *saga_status_name(saga_status st) {
     switch (st) {
@@ -51,12 +52,18 @@ const char *saga_last_error(void) {
     return error_msg;
 }
 
+saga_status saga_last_status(void) {
+    return error_status;
+}
+
 void saga_error_clear(void) {
     error_msg[0] = '\0';
+    error_status = SAGA_OK;
 }
 
 saga_status saga_error_v(saga_status st, const char *fmt, va_list ap) {
     vsnprintf(error_msg, sizeof error_msg, fmt, ap);
+    error_status = st;
     return st;
 }
 
@@ -85,6 +92,18 @@ saga_status saga_error_prefix(saga_status st, const char *fmt, ...) {
     memcpy(error_msg, prefix, np);
     memcpy(error_msg + np, old, no);
     error_msg[np + no] = '\0';
+    error_status = st;
+    return st;
+}
+
+saga_status saga_error_append(saga_status st, const char *fmt, ...) {
+    size_t n = strlen(error_msg);
+    va_list ap;
+    va_start(ap, fmt);
+    if (n < sizeof error_msg - 1)
+        vsnprintf(error_msg + n, sizeof error_msg - n, fmt, ap);
+    va_end(ap);
+    error_status = st;
     return st;
 }
 

@@ -645,6 +645,9 @@ saga_status saga_graph_from_edges_take(saga_graph **out, int32_t n_vertices, int
     }
     g->orig_ids = orig;
     orig = NULL;
+    g->build = (saga_graph_opts){
+        .undirected = o.undirected, .self_loops = o.self_loops, .duplicates = dup};
+    g->build_known = true;
     saga_log(SAGA_LOG_DEBUG,
              "graph: %d vertices, %lld edges: %s by source in %.3f s, built in %.3f s", (int)n,
              (long long)g->n_edges, grouped ? "grouped" : "sorted", t1 - t0, saga_now() - t1);
@@ -698,6 +701,90 @@ fail:
     saga_free(wc);
     saga_free(oc);
     return st;
+}
+
+/* The edges of g as a new edge list for the builder; see graph_impl.h. */
+saga_status saga_graph_rebuild(saga_graph **out, const saga_graph *g, const saga_graph_opts *opts,
+                               bool drop_weights) {
+    saga_status st = SAGA_OK;
+    int32_t *src = NULL, *dst = NULL;
+    float *w = NULL;
+    int64_t *orig = NULL;
+    saga_graph *h = NULL;
+    SAGA_CHECK(out && g, SAGA_ERR_INVALID_ARG, "saga_graph_rebuild: out and graph are required");
+    int32_t n = g->n_vertices;
+    int64_t m = g->n_edges;
+    size_t m1 = m ? (size_t)m : 1;
+    SAGA_TRY(saga_alloc_array((void **)&src, m1, sizeof *src, "edge sources"));
+    SAGA_TRY(saga_alloc_array((void **)&dst, m1, sizeof *dst, "edge targets"));
+    if (g->out_w && !drop_weights)
+        SAGA_TRY(saga_alloc_array((void **)&w, m1, sizeof *w, "edge weights"));
+    if (g->orig_ids)
+        SAGA_TRY(saga_alloc_array((void **)&orig, n ? (size_t)n : 1, sizeof *orig, "original ids"));
+#pragma omp parallel for schedule(dynamic, 1024)
+    for (int32_t u = 0; u < n; u++)
+        for (int64_t k = g->out_offsets[u]; k < g->out_offsets[u + 1]; k++)
+            src[k] = u;
+    if (m) {
+        memcpy(dst, g->out_dst, (size_t)m * sizeof *dst);
+        if (w)
+            memcpy(w, g->out_w, (size_t)m * sizeof *w);
+    }
+    if (orig && n)
+        memcpy(orig, g->orig_ids, (size_t)n * sizeof *orig);
+    /* The ids go in afterwards: the builder wants them increasing, a renumbered graph's are not. */
+    SAGA_TRY(saga_graph_from_edges_take(&h, n, m, &src, &dst, &w, NULL, opts));
+    h->orig_ids = orig;
+    h->ids_unordered = g->ids_unordered;
+    *out = h;
+    return SAGA_OK;
+fail:
+    saga_free(src);
+    saga_free(dst);
+    saga_free(w);
+    saga_free(orig);
+    return st;
+}
+
+/* A rebuild that adds the reverse edges and merges; see saga_graph.h. */
+saga_status saga_graph_symmetrize(saga_graph **out, const saga_graph *g) {
+    saga_status st = SAGA_OK;
+    saga_graph *h = NULL;
+    SAGA_CHECK(out && g, SAGA_ERR_INVALID_ARG, "saga_graph_symmetrize: out and graph are required");
+    saga_graph_opts o = {
+        .undirected = true, .self_loops = SAGA_SELF_LOOPS_KEEP, .duplicates = SAGA_DUPLICATES_DROP};
+    SAGA_TRY(saga_graph_rebuild(&h, g, &o, false));
+    /* How h comes from g's own source: undirected, with g's self-loops, parallel edges dropped,
+     * unless g summed their weights. An undirected g that summed them is its own result; the
+     * smallest of a directed g's sums u -> v and v -> u is no build of the source. */
+    bool sum = g->build.duplicates == SAGA_DUPLICATES_SUM && g->out_w;
+    h->build_known = g->build_known && !(sum && !g->build.undirected);
+    h->build = saga_graph_opts_defaults();
+    if (h->build_known)
+        h->build =
+            (saga_graph_opts){.undirected = true,
+                              .self_loops = g->build.self_loops,
+                              .duplicates = sum ? SAGA_DUPLICATES_SUM : SAGA_DUPLICATES_DROP};
+    *out = h;
+fail:
+    return st;
+}
+
+/* Compares the two CSR directions' rows. Not the weights: the builder transposes a row's run of
+ * parallel edges in another order than it lists them, so a symmetric multigraph may hold the same
+ * weights in another order on either side. */
+bool saga_graph_is_symmetric(const saga_graph *g) {
+    size_t n1 = (size_t)g->n_vertices + 1, m = (size_t)g->n_edges;
+    if (memcmp(g->in_offsets, g->out_offsets, n1 * sizeof *g->in_offsets) != 0)
+        return false;
+    return !m || memcmp(g->in_src, g->out_dst, m * sizeof *g->in_src) == 0;
+}
+
+bool saga_graph_build_opts(const saga_graph *g, saga_graph_opts *out) {
+    if (!g->build_known)
+        return false;
+    *out = g->build;
+    return true;
 }
 
 /* Frees the graph (or unmaps its file image); accepts NULL. */
@@ -863,6 +950,9 @@ saga_status saga_graph_permute(saga_graph **out, const saga_graph *g, const int3
     bool increasing = true;
     for (int32_t i = 1; i < n && increasing; i++)
         increasing = orig[i - 1] < orig[i];
+    /* renumbering changes no edge: the graph is built as g was */
+    h->build = g->build;
+    h->build_known = g->build_known;
     if (increasing && (n == 0 || (orig[0] == 0 && orig[n - 1] == n - 1))) {
         saga_free(orig); /* the identity: no map, as the loaders do */
     } else {

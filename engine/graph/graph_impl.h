@@ -16,8 +16,20 @@ struct saga_graph {
     /* orig_ids is not increasing: the graph was renumbered (saga_graph_permute), so lookups
      * by original id scan instead of bisecting, and the .sgr writer refuses it. */
     bool ids_unordered;
+    /* How the graph was built (saga_graph_build_opts): the builder's options, duplicates never
+     * AUTO; unknown for a graph read from a version 1 .sgr, which did not record them. */
+    saga_graph_opts build;
+    bool build_known;
     /* When mapping is non-NULL the arrays above point into an mmap of an .sgr file and are
      * not freed one by one; saga_graph_free unmaps it. */
     void *mapping;
     size_t mapping_len;
 };
+
+/* Builds in *out the graph that saga_graph_from_edges_take builds with opts from the edges of g,
+ * taken as an edge list: every out-edge u -> v in row order, with its weight unless drop_weights
+ * (or g has none). The original ids go along as they are (also when not increasing). The result
+ * records opts as its build, which says how it was made from g, not from g's own source: a
+ * caller that knows better (the .sgr loader) overwrites it. Errors: SAGA_ERR_OUT_OF_MEMORY. */
+saga_status saga_graph_rebuild(saga_graph **out, const saga_graph *g, const saga_graph_opts *opts,
+                               bool drop_weights);

@@ -75,9 +75,30 @@ saga_status saga_graph_from_edges(saga_graph **out, int32_t n_vertices, int64_t 
  * of g becomes inv[u] -> inv[v] with its weight; self-loops and parallel edges stay. Original
  * ids travel with their vertices, so saga_graph_orig_id(out, i) == saga_graph_orig_id(g,
  * perm[i]); the id map of the result is then in general not increasing, which makes
- * saga_graph_find_vertex a scan and saga_sgr_write refuse the graph. The caller owns *out.
+ * saga_graph_find_vertex a scan and saga_sgr_write refuse the graph. The result records g's
+ * build (saga_graph_build_opts). The caller owns *out.
  * Errors: SAGA_ERR_INVALID_ARG when perm is not a permutation; SAGA_ERR_OUT_OF_MEMORY. */
 saga_status saga_graph_permute(saga_graph **out, const saga_graph *g, const int32_t *perm);
+
+/* Builds in *out the undirected graph of g: every edge u -> v of g in both directions, parallel
+ * edges merged into one with the smallest of their weights, a self-loop once; the original ids
+ * stay. This is what saga_graph_from_edges with undirected set (duplicates AUTO) builds from g's
+ * edges, so a graph built directed and then symmetrized equals the graph built undirected from
+ * the same edges. The caller owns *out. Errors: SAGA_ERR_OUT_OF_MEMORY. */
+saga_status saga_graph_symmetrize(saga_graph **out, const saga_graph *g);
+
+/* Whether every vertex's in-edges are its out-edges: the in- and out-CSR hold the same rows, so
+ * each edge u -> v comes with v -> u as often. Weights are not compared. True for every graph
+ * built undirected, and for a directed one that lists both directions of each edge. Reads both
+ * directions once. */
+bool saga_graph_is_symmetric(const saga_graph *g);
+
+/* How g was built: writes the options its builder was given to *out, duplicates resolved (KEEP,
+ * DROP or SUM, never AUTO), and returns true; returns false, leaving *out alone, when that is not
+ * known (a graph read from a version 1 .sgr file, which did not record it). A graph loaded from an
+ * .sgr reports how the file's graph was built, with the loading options applied on top (see
+ * saga_graph_load). */
+bool saga_graph_build_opts(const saga_graph *g, saga_graph_opts *out);
 
 /* Frees *g and sets it to NULL; accepts NULL. */
 void saga_graph_free(saga_graph **g);
