@@ -4,7 +4,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 static const cli_cmd *const commands[] = {
     &cli_cmd_info, &cli_cmd_convert,   &cli_cmd_generate, &cli_cmd_pagerank, &cli_cmd_cc,
@@ -48,22 +47,6 @@ static void print_main_help(FILE *f) {
             "  saga gcn --data cit20k\n");
 }
 
-/* OpenMP's idle threads spin after every parallel region before they sleep (libgomp: about
- * 300,000 rounds). saga's kernels are short and between them the calling thread packs halos,
- * waits for copies or runs a copy stream's worker: a spinning team takes exactly the core that
- * work needs, and on a 2-core machine a streamed GCN epoch ran 3.7x slower for it (2.68 s against
- * 0.73 s with the threads sleeping at once; in memory 0.69 s against 0.49 s under load). libgomp
- * reads its settings when it loads, before main, so when the user has set neither
- * OMP_WAIT_POLICY nor GOMP_SPINCOUNT, saga sets a short spin and starts itself once more. */
-static void tune_openmp(char **argv) {
-    if (getenv("OMP_WAIT_POLICY") || getenv("GOMP_SPINCOUNT"))
-        return;
-    if (setenv("GOMP_SPINCOUNT", "10000", 1) != 0)
-        return;
-    execv("/proc/self/exe", argv);
-    unsetenv("GOMP_SPINCOUNT"); /* no exec: go on as loaded */
-}
-
 /* A usage error before any command parsed its options: the message, and under --json the error
  * object on stdout as the commands write it. */
 static int usage_error(int argc, char **argv, const char *fmt, const char *what) {
@@ -84,7 +67,6 @@ static int unknown_command(int argc, char **argv, const char *name) {
 }
 
 int main(int argc, char **argv) {
-    tune_openmp(argv);
     if (argc < 2) {
         print_main_help(stderr);
         return CLI_USAGE;

@@ -58,6 +58,7 @@ static saga_status backend_alloc(saga_backend **out, const saga_backend_params *
     pthread_mutex_t *mu = NULL;
     saga_backend_params params = p ? *p : saga_backend_params_defaults();
     SAGA_TRY(check_params(&params));
+    saga_omp_idle_init();
     SAGA_TRY(saga_alloc_zeroed((void **)&be, 1, sizeof *be, "a backend"));
     SAGA_TRY(saga_alloc_array((void **)&mu, 1, sizeof *mu, "a backend lock"));
     SAGA_CHECK(pthread_mutex_init(mu, NULL) == 0, SAGA_ERR_INTERNAL,

@@ -386,6 +386,11 @@ extern const saga_kernels saga_cpu_kernels;
  * (ops/cpu/backend_cpu.c); the generic layer then creates the default stream. */
 saga_status saga_cpu_backend_init(saga_backend *be);
 
+/* Once per process, when the first backend opens: makes libgomp's idle threads sleep after a
+ * short spin instead of ~3 ms, unless OMP_WAIT_POLICY, GOMP_SPINCOUNT or SAGA_OMP_SPIN=1 is set
+ * (omp_idle.c says how). Returns 1 when in effect, -1 when left alone. Thread-safe. */
+int saga_omp_idle_init(void);
+
 #ifdef __cplusplus
 }
 #endif
