@@ -4,7 +4,10 @@
 #include "saga_partition.h"
 
 #include <metis.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 saga_partition_opts saga_partition_opts_defaults(void) {
     return (saga_partition_opts){.method = SAGA_PARTITION_METIS, .seed = 1};
@@ -79,6 +82,77 @@ fail:
     return st;
 }
 
+/* ---- METIS's own messages ------------------------------------------------------------------ */
+
+/* METIS reports with printf, on the process's stdout, where a command's --json line and a
+ * user's own output belong ("***Cannot bisect a graph with 0 vertices!" when some sub-problem of
+ * its recursive bisection has more parts to fill than vertices). Around each call, file
+ * descriptor 1 points at a temporary file, and what METIS wrote there comes back through the log,
+ * on stderr. The descriptor is the process's: the lock keeps two partitionings from swapping it
+ * under each other, and whatever another thread prints meanwhile lands in the log too, late
+ * but not lost. Without a temporary file (or without a stdout) METIS runs as it is. */
+static pthread_mutex_t metis_lock = PTHREAD_MUTEX_INITIALIZER;
+
+typedef struct stdout_capture {
+    FILE *tmp; /* NULL: nothing captured */
+    int saved; /* the real stdout, to put back */
+} stdout_capture;
+
+static void capture_begin(stdout_capture *c) {
+    c->tmp = NULL;
+    c->saved = -1;
+    fflush(stdout); /* what was printed before goes where it was meant to */
+    FILE *tmp = tmpfile();
+    if (!tmp)
+        return;
+    int saved = dup(STDOUT_FILENO);
+    if (saved < 0 || dup2(fileno(tmp), STDOUT_FILENO) < 0) {
+        if (saved >= 0)
+            close(saved);
+        fclose(tmp);
+        return;
+    }
+    c->tmp = tmp;
+    c->saved = saved;
+}
+
+/* Puts stdout back and logs each distinct line METIS printed, once, with how many times. */
+static void capture_end(stdout_capture *c, int32_t n, int32_t k) {
+    if (!c->tmp)
+        return;
+    fflush(stdout);
+    dup2(c->saved, STDOUT_FILENO);
+    close(c->saved);
+    enum { MAX_LINES = 8 };
+    char lines[MAX_LINES][160];
+    int counts[MAX_LINES] = {0}, n_lines = 0;
+    char buf[160];
+    rewind(c->tmp);
+    while (fgets(buf, sizeof buf, c->tmp)) {
+        char *b = buf, *e = buf + strlen(buf);
+        while (*b == ' ' || *b == '\t' || *b == '*')
+            b++;
+        while (e > b && (e[-1] == '\n' || e[-1] == '\r' || e[-1] == ' '))
+            *--e = '\0';
+        if (!*b)
+            continue;
+        int i = 0;
+        while (i < n_lines && strcmp(lines[i], b) != 0)
+            i++;
+        if (i == n_lines) {
+            if (n_lines == MAX_LINES)
+                continue;
+            snprintf(lines[n_lines++], sizeof lines[0], "%s", b);
+        }
+        counts[i]++;
+    }
+    fclose(c->tmp);
+    c->tmp = NULL;
+    for (int i = 0; i < n_lines; i++)
+        saga_log(SAGA_LOG_WARN, "METIS, %d parts of %d vertices: %s%s", (int)k, (int)n, lines[i],
+                 counts[i] > 1 ? " (repeated)" : "");
+}
+
 /* METIS k-way. METIS wants an undirected graph given with both directions of every edge and
  * neither self-loops nor repeated neighbours; saga's rows are sorted, so the union of a
  * vertex's in-row and out-row is a merge of two sorted lists. */
@@ -127,8 +201,16 @@ static saga_status part_metis(int32_t *part, const saga_graph *g, int32_t k, uin
     SAGA_TRY(saga_alloc_array((void **)&where, (size_t)n, sizeof *where, "METIS parts"));
     if (balance_edges) {
         SAGA_TRY(saga_alloc_array((void **)&vwgt, (size_t)n, sizeof *vwgt, "METIS weights"));
+        int64_t sum = 0;
         for (int32_t v = 0; v < n; v++)
-            vwgt[v] = (idx_t)(1 + in.offsets[v + 1] - in.offsets[v]);
+            sum += vwgt[v] = (idx_t)(1 + in.offsets[v + 1] - in.offsets[v]);
+        /* a vertex heavier than a part's share cannot be balanced: METIS's bisections then give
+         * it a side of its own with parts still to fill and nothing to fill them with (it prints
+         * "Cannot bisect a graph with 0 vertices" and leaves parts empty). No weight above the
+         * share: such a vertex makes a part of its own, as it would anyway. */
+        idx_t cap = (idx_t)(sum / k > 1 ? sum / k : 1);
+        for (int32_t v = 0; v < n; v++)
+            vwgt[v] = vwgt[v] < cap ? vwgt[v] : cap;
     }
 
     /* ---- partition */
@@ -136,8 +218,13 @@ static saga_status part_metis(int32_t *part, const saga_graph *g, int32_t k, uin
     METIS_SetDefaultOptions(options);
     options[METIS_OPTION_SEED] = (idx_t)(seed % (uint64_t)IDX_MAX);
     idx_t nvtxs = n, ncon = 1, nparts = k, objval = 0;
+    pthread_mutex_lock(&metis_lock);
+    stdout_capture printed;
+    capture_begin(&printed);
     int rc = METIS_PartGraphKway(&nvtxs, &ncon, xadj, adjncy, vwgt, NULL, NULL, &nparts, NULL, NULL,
                                  options, &objval, where);
+    capture_end(&printed, n, k);
+    pthread_mutex_unlock(&metis_lock);
     SAGA_CHECK(rc != METIS_ERROR_INPUT, SAGA_ERR_INVALID_ARG,
                "METIS_PartGraphKway rejected the input (%d vertices, %lld adjacency entries, "
                "%d parts)",
