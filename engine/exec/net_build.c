@@ -1185,18 +1185,39 @@ saga_status net_prepare(saga_net *n, bool train) {
     SAGA_CHECK(k >= R, SAGA_ERR_INVALID_ARG, "saga_net: %d parts for %d ranks (at least one each)",
                (int)k, R);
     size_t res = 0;
+    /* what one part would need (about twice the first estimate: a step targets half of what
+     * the budget leaves), for the warning below; refined by each pass that did not fit */
+    size_t whole = 0;
+    if (stream && !n->o.parts)
+        whole = 2 * memory_estimate(n, train);
+    n->many_parts = false;
     for (;;) {
         /* streamed on one rank, the narrow inputs of later program stages may stay on the
          * device whole: what they hold is not the parts' to plan with */
         res = 0;
         if (R == 1 && !n->pagerank && budget && k > 1 && !n->o.host_halos)
             SAGA_TRY(plan_resident(n, avail, avail / 4 * 3, &res));
+        if (k > NET_MANY_PARTS && !n->o.parts && budget && !n->many_parts) {
+            /* the user must not wait minutes without a word: METIS on thousands of parts takes
+             * a while, and so does every pass over that many small steps */
+            n->many_parts = true;
+            size_t fewer = whole / NET_MANY_PARTS + (budget - avail);
+            saga_log(SAGA_LOG_WARN,
+                     "the device budget of %zu bytes (%zu after the backend's own) needs about %d "
+                     "parts: partitioning and streaming that many is slow (progress is logged); a "
+                     "budget of about %zu bytes or more would need %d or fewer",
+                     budget, avail, (int)k, fewer, NET_MANY_PARTS);
+        }
         if (k > 1) {
+            double t_part = saga_now();
             saga_partition_opts po = saga_partition_opts_defaults();
             po.method = n->o.partition;
             po.seed = n->o.partition_seed;
             po.balance_edges = true; /* a block's size follows its in-edges */
             SAGA_TRY(saga_partition_graph(&n->part, n->g_user, k, &po));
+            saga_log(n->many_parts ? SAGA_LOG_WARN : SAGA_LOG_INFO,
+                     "partitioned %d vertices into %d parts (%s) in %.1f s", (int)n->n, (int)k,
+                     saga_partition_method_name(po.method), saga_now() - t_part);
             if (R > 1)
                 SAGA_TRY(net_dist_agree_partition(n));
             SAGA_TRY(saga_graph_permute(&g, n->g_user, n->part->perm));
@@ -1222,6 +1243,8 @@ saga_status net_prepare(saga_net *n, bool train) {
             /* the whole graph does not fit after all */
             stream = true;
         }
+        if (k > 1 && need > whole / (size_t)k)
+            whole = need * (size_t)k; /* the steps at k parts, measured */
         unprepare(n);
         saga_graph_free(&g);
         /* a step shrinks about as 1/k: jump by the power of two the overshoot asks for, so that

@@ -134,6 +134,10 @@ typedef struct net_dist {
     double wait_seconds; /* packs' time waiting for chunks, this call */
 } net_dist;
 
+/* More parts than this, chosen from the budget, make a slow partitioning and many small steps:
+ * net_prepare warns and names a budget that needs fewer; PageRank logs its progress. */
+enum { NET_MANY_PARTS = 256 };
+
 struct saga_net {
     saga_ctx *c;
     saga_backend *be;
@@ -160,6 +164,7 @@ struct saga_net {
     /* prepared */
     bool ready;
     bool streamed;
+    bool many_parts; /* the budget asked for more than NET_MANY_PARTS: warned, progress logged */
     int32_t k;
     saga_partition *part; /* NULL in memory */
     int32_t *ids;         /* net row -> graph id (NULL: the same); host-allocated, n entries */

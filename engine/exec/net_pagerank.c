@@ -240,7 +240,7 @@ static saga_status pr_parts(saga_net *n, pr_state *pp, double damping, double to
         SAGA_TRY(saga_sched_end(sc, t));
     }
     SAGA_TRY(saga_sched_finish(sc));
-    double t_it = saga_now();
+    double t_it = saga_now(), t_said = t_it;
     while (it < max_iter) {
         int xi = it % 2;
         double dangling = 0;
@@ -291,6 +291,12 @@ static saga_status pr_parts(saga_net *n, pr_state *pp, double damping, double to
         it++;
         if (l1 < tol)
             break;
+        if (n->many_parts && saga_now() - t_said >= 30.0) {
+            /* net_prepare warned that the budget asked for many parts: a word every 30 s */
+            t_said = saga_now();
+            saga_log(SAGA_LOG_WARN, "pagerank: iteration %d of at most %d, L1 change %.3g, %.0f s",
+                     it, max_iter, l1, t_said - t_it);
+        }
     }
     *secs = saga_now() - t_it; /* l1_diff_f64 returned: the iteration is done */
 fail:
