@@ -38,7 +38,10 @@ static void print_main_help(FILE *f) {
             "  SAGA_CUDA_MODULE  path of libsaga_cuda.so (default: beside libsaga, then the\n"
             "                    loader's search)\n"
             "  SAGA_CUDA_SPMM    cusparse (default: cuSPARSE's SpMM where it applies) or own\n"
-            "                    (saga's own SpMM kernel for every product)\n\n"
+            "                    (saga's own SpMM kernel for every product)\n"
+            "  SAGA_OMP_SPIN     1: leave OpenMP's idle threads spinning as libgomp does by\n"
+            "                    default (saga makes them sleep after a short spin unless\n"
+            "                    OMP_WAIT_POLICY or GOMP_SPINCOUNT is set)\n\n"
             "example:\n"
             "  saga generate rmat --scale 16 --edge-factor 16 --seed 1 -o rmat16.sgr\n"
             "  saga info rmat16.sgr\n"
@@ -66,6 +69,9 @@ static int unknown_command(int argc, char **argv, const char *name) {
     return usage_error(argc, argv, "'%s' is not a saga command", name);
 }
 
+/* No tuning of OpenMP here: libgomp's idle threads are made to sleep after a short spin by the
+ * library when the first backend opens (engine/backend/omp_idle.c), for this command and for a
+ * user's program alike. */
 int main(int argc, char **argv) {
     if (argc < 2) {
         print_main_help(stderr);
