@@ -1185,11 +1185,10 @@ saga_status net_prepare(saga_net *n, bool train) {
     SAGA_CHECK(k >= R, SAGA_ERR_INVALID_ARG, "saga_net: %d parts for %d ranks (at least one each)",
                (int)k, R);
     size_t res = 0;
-    /* what one part would need (about twice the first estimate: a step targets half of what
-     * the budget leaves), for the warning below; refined by each pass that did not fit */
-    size_t whole = 0;
-    if (stream && !n->o.parts)
-        whole = 2 * memory_estimate(n, train);
+    /* the passes that did not fit: the most parts among those up to NET_MANY_PARTS, else the
+     * fewest, and what the largest step needed there (for the warning after the loop) */
+    int32_t k_less = 0;
+    size_t need_less = 0;
     n->many_parts = false;
     for (;;) {
         /* streamed on one rank, the narrow inputs of later program stages may stay on the
@@ -1201,12 +1200,11 @@ saga_status net_prepare(saga_net *n, bool train) {
             /* the user must not wait minutes without a word: METIS on thousands of parts takes
              * a while, and so does every pass over that many small steps */
             n->many_parts = true;
-            size_t fewer = whole / NET_MANY_PARTS + (budget - avail);
             saga_log(SAGA_LOG_WARN,
-                     "the device budget of %zu bytes (%zu after the backend's own) needs about %d "
-                     "parts: partitioning and streaming that many is slow (progress is logged); a "
-                     "budget of about %zu bytes or more would need %d or fewer",
-                     budget, avail, (int)k, fewer, NET_MANY_PARTS);
+                     "the device budget of %zu bytes (%zu after the backend's own) needs more than "
+                     "%d parts (trying %d): partitioning and streaming that many is slow "
+                     "(progress is logged)",
+                     budget, avail, NET_MANY_PARTS, (int)k);
         }
         if (k > 1) {
             double t_part = saga_now();
@@ -1243,8 +1241,8 @@ saga_status net_prepare(saga_net *n, bool train) {
             /* the whole graph does not fit after all */
             stream = true;
         }
-        if (k > 1 && need > whole / (size_t)k)
-            whole = need * (size_t)k; /* the steps at k parts, measured */
+        if (k_less == 0 || k <= NET_MANY_PARTS)
+            k_less = k, need_less = need + res;
         unprepare(n);
         saga_graph_free(&g);
         /* a step shrinks about as 1/k: jump by the power of two the overshoot asks for, so that
@@ -1255,6 +1253,11 @@ saga_status net_prepare(saga_net *n, bool train) {
         k = k == 1 ? grow : k * grow;
         k = k > max_k ? max_k : k;
     }
+    if (n->many_parts && k > NET_MANY_PARTS && k_less > 0)
+        saga_log(SAGA_LOG_WARN,
+                 "the device budget of %zu bytes needs %d parts; a budget of %zu bytes or more "
+                 "would need %d (with %d parts the largest step needs %zu bytes)",
+                 budget, (int)k, need_less + (budget - avail), (int)k_less, (int)k_less, need_less);
     size_t max_work = 0;
     size_t need = step_estimate(n, true, &max_work);
     if (res && need + res > avail) {
