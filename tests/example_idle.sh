@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
 # The GNN example (examples/gnn, a user's program linked against libsaga, with no tuning of its
 # own) must not pay for OpenMP's idle threads: libgomp spins ~300,000 rounds after every parallel
-# region unless told otherwise, and on two cores a GAT epoch spent most of its time there.
+# region unless told otherwise. On a machine of its own that costs CPU time and little else; on a
+# machine shared with other work the spinning threads take the time slices the work needs, and a
+# GAT epoch on two cores ran 3-10x slower. So the runs here share the machine on purpose: one
+# busy loop per core runs beside them.
 #
 # The example trains GAT on Cora, in alternating rounds, three ways:
 #   plain   as a user runs it: OMP_WAIT_POLICY and GOMP_SPINCOUNT unset, all cores
 #   tuned   with GOMP_SPINCOUNT=10000, the setting the `saga` command used to re-execute itself with
 #   single  on one thread (OMP_NUM_THREADS=1): the same work with no idle thread at all
 # and checks, on the medians:
-#   CPU time plain / single < 2  (idle threads that spin burn CPU time, busy or not the machine)
-#   wall time plain / tuned < 2  (the user gets what the command gets)
-# The limits are generous: with the threads asleep the first ratio is about 1.
+#   CPU time plain / single < 1.75  (idle threads that spin burn CPU time; asleep, about 1 to 1.4)
+#   wall time plain / tuned < 2     (the user gets what the command got)
 set -euo pipefail
 : "${SAGA_EXAMPLE_GNN:?SAGA_EXAMPLE_GNN must name the example binary}"
 data=${SAGA_DATA_DIR:-${SAGA_DEFAULT_DATA_DIR:-}}/cora
@@ -39,6 +41,14 @@ timed() {
 }
 median() { sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 
+# the other work on the machine: one busy loop per core, ended with the test
+hogs=()
+trap 'for p in "${hogs[@]}"; do kill "$p" 2>/dev/null || true; done' EXIT
+for ((i = 0; i < ${SAGA_IDLE_HOGS:-$(nproc)}; i++)); do
+    (while :; do :; done) &
+    hogs+=($!)
+done
+
 declare -A wall cpu
 for ((r = 1; r <= rounds; r++)); do
     for mode in plain tuned single; do
@@ -60,8 +70,8 @@ done
 echo "medians: plain ${wall[plain]} s (cpu ${cpu[plain]}), tuned ${wall[tuned]} s" \
     "(cpu ${cpu[tuned]}), single ${wall[single]} s (cpu ${cpu[single]}); load $(cut -d' ' -f1-3 /proc/loadavg)"
 fails=0
-if ! awk -v a="${cpu[plain]}" -v b="${cpu[single]}" 'BEGIN { exit !(a < 2 * b) }'; then
-    echo "FAIL: the example's CPU time ${cpu[plain]} s is 2x or more that of one thread" \
+if ! awk -v a="${cpu[plain]}" -v b="${cpu[single]}" 'BEGIN { exit !(a < 1.75 * b) }'; then
+    echo "FAIL: the example's CPU time ${cpu[plain]} s is 1.75x or more that of one thread" \
         "(${cpu[single]} s): its idle OpenMP threads spin" >&2
     fails=1
 fi
