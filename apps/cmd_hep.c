@@ -75,8 +75,8 @@ static const cli_opt hep_opts[] = {
     {"noise", 0, "F", "0.1", "generate: noise hits per particle hit."},
     {"data", 0, "DIR", NULL,
      "The events: eventNNN-hits.csv[.gz], -truth.csv[.gz] and -particles.csv[.gz] per event "
-     "(generated, or TrackML's own files: columns are found by name, end-cap hits are left "
-     "out)."},
+     "(generated, or a directory laid out like TrackML's train_sample: columns are found by "
+     "name, -cells.csv files are ignored, end-cap hits are read, counted and left out)."},
     {"pt-min", 0, "GEV", "1",
      "Hits of particles below this pT are dropped from the graphs (noise hits stay)."},
     {"epochs", 0, "N", "20", "train: epochs (each covers every training event once)."},
@@ -123,10 +123,11 @@ const cli_cmd cli_cmd_hep = {
         "particles from the beam spot follow helices in a 2 T field through a barrel of ten "
         "layers (four pixel, six strip) and leave smeared hits; noise hits are added. The number "
         "of particles varies log-uniformly from event to event, so the graphs do too.\n"
-        "build turns every event into a graph (a vertex per hit, an edge per segment between "
-        "adjacent layers that passes a bending cut and a beam-line cut) and reports the "
-        "construction efficiency (true segments kept / all true segments) and purity (true "
-        "edges / edges).\n"
+        "build turns every event into a graph (a vertex per barrel hit, an edge per segment "
+        "between adjacent barrel layers that passes a bending cut and a beam-line cut) and "
+        "reports the hits read, those on the end-caps (left out of the graphs) and those of "
+        "particles below --pt-min (dropped), then the construction efficiency (true segments "
+        "kept / all true segments) and purity (true edges / edges).\n"
         "train fits an Interaction Network that scores every edge (encoders, K rounds of edge "
         "and node updates as one saga vertex program with shared weights, an edge-score MLP; "
         "binary cross-entropy, Adam) over micro-batches of events, and reports the edge "
@@ -216,6 +217,7 @@ static void load_progress(void *ud, int32_t i, int32_t n) {
 
 typedef struct construction {
     int64_t hits, edges, true_edges, segments, min_edges, max_edges;
+    int64_t read, barrel, endcap, soft, noise; /* where the hits of the files went */
 } construction;
 
 static construction construction_of(const hep_data *d) {
@@ -223,6 +225,11 @@ static construction construction_of(const hep_data *d) {
     for (int32_t i = 0; i < d->n_events; i++) {
         const hep_event_graph *g = &d->events[i];
         k.hits += g->n_hits;
+        k.read += g->n_read;
+        k.barrel += g->n_barrel;
+        k.endcap += g->n_endcap;
+        k.soft += g->n_soft;
+        k.noise += g->n_noise;
         k.edges += g->n_edges;
         k.true_edges += g->n_true;
         k.segments += g->n_segments;
@@ -237,18 +244,30 @@ static double ratio(int64_t a, int64_t b) {
 }
 
 static void say_construction(cli_ctx *c, const hep_data *d, const construction *k) {
-    char b1[32], b2[32];
+    char b1[32], b2[32], b3[32], b4[32];
     cli_say(c,
-            "graphs    %d events, %s hits, %s edges (%lld to %lld per event), pT > %g GeV\n"
+            "hits      %s read: %s on the barrel, %s on the end-caps left out (the graphs join "
+            "adjacent barrel layers only); %s of particles below %g GeV dropped\n",
+            cli_count(b1, sizeof b1, k->read), cli_count(b2, sizeof b2, k->barrel),
+            cli_count(b3, sizeof b3, k->endcap), cli_count(b4, sizeof b4, k->soft),
+            d->graph.pt_min);
+    cli_say(c,
+            "graphs    %d events, %s hits (%s noise), %s edges (%lld to %lld per event), pT > %g "
+            "GeV\n"
             "          construction efficiency %.4f (true segments kept), purity %.4f\n",
-            (int)d->n_events, cli_count(b1, sizeof b1, k->hits), cli_count(b2, sizeof b2, k->edges),
-            (long long)k->min_edges, (long long)k->max_edges, d->graph.pt_min,
-            ratio(k->true_edges, k->segments), ratio(k->true_edges, k->edges));
+            (int)d->n_events, cli_count(b1, sizeof b1, k->hits), cli_count(b3, sizeof b3, k->noise),
+            cli_count(b2, sizeof b2, k->edges), (long long)k->min_edges, (long long)k->max_edges,
+            d->graph.pt_min, ratio(k->true_edges, k->segments), ratio(k->true_edges, k->edges));
 }
 
 static void json_construction(json *j, const hep_data *d, const construction *k) {
     json_key(j, "events"), json_int(j, d->n_events);
+    json_key(j, "hits_read"), json_int(j, k->read);
+    json_key(j, "barrel_hits"), json_int(j, k->barrel);
+    json_key(j, "endcap_hits_left_out"), json_int(j, k->endcap);
+    json_key(j, "soft_hits_dropped"), json_int(j, k->soft);
     json_key(j, "hits"), json_int(j, k->hits);
+    json_key(j, "noise_hits"), json_int(j, k->noise);
     json_key(j, "edges"), json_int(j, k->edges);
     json_key(j, "true_edges"), json_int(j, k->true_edges);
     json_key(j, "true_segments"), json_int(j, k->segments);

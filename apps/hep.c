@@ -192,16 +192,32 @@ saga_status hep_graph_build(hep_event_graph *g, const saga_trackml_event *e,
                (long long)e->event_id, (long long)e->n_hits);
     r.event_id = e->event_id;
 
-    /* ---- the hits kept: on the barrel, of a fast enough particle or noise; by layer and phi */
+    /* ---- the hits kept: on the barrel, of a fast enough particle or noise; by layer and phi.
+     * End-cap hits are left out: the graph joins adjacent barrel layers only. */
     SAGA_TRY(
         saga_alloc_array((void **)&pt, e->n_hits ? (size_t)e->n_hits : 1, sizeof *pt, "hit pT"));
     SAGA_TRY(hit_pts(pt, e));
     SAGA_TRY(saga_alloc_array((void **)&h, e->n_hits ? (size_t)e->n_hits : 1, sizeof *h, "hits"));
     int32_t n = 0;
+    r.n_read = e->n_hits;
     for (int64_t i = 0; i < e->n_hits; i++) {
         int l = saga_trackml_layer_index(e->volume_id[i], e->layer_id[i]);
-        if (l < 0 || (e->particle_id[i] != 0 && pt[i] < o->pt_min))
+        if (l < 0) {
+            SAGA_CHECK(saga_trackml_is_endcap(e->volume_id[i]), SAGA_ERR_PARSE,
+                       "event %lld, hit_id %lld: expected a TrackML barrel layer (volume_id "
+                       "8 or 13 with layer_id 2, 4, 6, 8; 17 with 2, 4) or an end-cap volume (7, "
+                       "9, 12, 14, 16, 18), found volume_id %d layer_id %d",
+                       (long long)e->event_id, (long long)(e->hit_id ? e->hit_id[i] : i + 1),
+                       (int)e->volume_id[i], (int)e->layer_id[i]);
+            r.n_endcap++;
             continue;
+        }
+        r.n_barrel++;
+        if (e->particle_id[i] != 0 && pt[i] < o->pt_min) {
+            r.n_soft++;
+            continue;
+        }
+        r.n_noise += e->particle_id[i] == 0;
         h[n++] = (khit){l,       hypot(e->x[i], e->y[i]), atan2(e->y[i], e->x[i]),
                         e->z[i], e->particle_id[i],       pt[i]};
     }
@@ -305,6 +321,16 @@ void hep_data_free(hep_data *d) {
     memset(d, 0, sizeof *d);
 }
 
+/* Whether the hits of event prefix are gzip'd (the reader takes PREFIX-hits.csv.gz first). */
+static bool hits_file_gz(const char *prefix) {
+    char path[4096];
+    int len = snprintf(path, sizeof path, "%s-hits.csv.gz", prefix);
+    FILE *f = len > 0 && (size_t)len < sizeof path ? fopen(path, "rb") : NULL;
+    if (f)
+        fclose(f);
+    return f != NULL;
+}
+
 saga_status hep_data_load(hep_data *d, const char *dir, const hep_graph_opts *o,
                           double eval_fraction, void (*progress)(void *, int32_t, int32_t),
                           void *ud) {
@@ -322,7 +348,13 @@ saga_status hep_data_load(hep_data *d, const char *dir, const hep_graph_opts *o,
     SAGA_TRY(saga_alloc_zeroed((void **)&r.events, (size_t)n, sizeof *r.events, "events"));
     for (int64_t i = 0; i < n; i++) {
         SAGA_TRY(saga_trackml_read(&e, list[i]));
-        SAGA_TRY(hep_graph_build(&r.events[i], e, &r.graph));
+        if ((st = hep_graph_build(&r.events[i], e, &r.graph)) == SAGA_ERR_PARSE) {
+            /* a hit the detector does not have: name the hits file */
+            st = saga_error_prefix(st, "%s-hits.csv%s: ", list[i],
+                                   hits_file_gz(list[i]) ? ".gz" : "");
+        }
+        if (st < 0)
+            goto fail;
         r.n_events++;
         saga_trackml_event_free(&e);
         if (progress)

@@ -63,11 +63,19 @@ typedef struct hep_event_graph {
     uint8_t *truth;     /* 1: both hits of one particle */
     int64_t n_true;     /* true edges built */
     int64_t n_segments; /* all true segments: pairs of one particle's hits on adjacent layers */
+    /* where the event's hits went: n_read = n_barrel + n_endcap; n_barrel = n_hits + n_soft */
+    int64_t n_read;   /* rows of the hits file */
+    int64_t n_barrel; /* on the barrel layers (volumes 8, 13, 17) */
+    int64_t n_endcap; /* on the end-caps (volumes 7/9, 12/14, 16/18): left out of the graph */
+    int64_t n_soft;   /* barrel hits of particles below pt_min: dropped */
+    int64_t n_noise;  /* noise hits (particle_id 0) in the graph */
 } hep_event_graph;
 
 /* Builds e's graph with o (NULL: defaults) into *g (zeroed first; on failure it holds
- * nothing). Errors: SAGA_ERR_OUT_OF_MEMORY; SAGA_ERR_INVALID_ARG for an event with more than
- * 2^31 - 1 hits or without its truth. */
+ * nothing). Hits on the end-caps are left out (counted in n_endcap): the graph joins adjacent
+ * barrel layers only. Errors: SAGA_ERR_OUT_OF_MEMORY; SAGA_ERR_INVALID_ARG for an event with
+ * more than 2^31 - 1 hits or without its truth; SAGA_ERR_PARSE naming the hit_id for a hit on a
+ * (volume_id, layer_id) that is neither a barrel layer nor an end-cap volume of TrackML. */
 saga_status hep_graph_build(hep_event_graph *g, const saga_trackml_event *e,
                             const hep_graph_opts *o);
 void hep_graph_free(hep_event_graph *g);

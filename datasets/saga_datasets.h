@@ -195,8 +195,12 @@ saga_status saga_trackml_list(char ***prefixes, int64_t *n, const char *dir);
 void saga_trackml_list_free(char ***prefixes, int64_t n);
 
 /* The barrel layer (0 .. SAGA_TRACKML_N_LAYERS-1, innermost first) of a TrackML (volume_id,
- * layer_id), or -1 for a hit outside the barrel (the end caps, which this layout leaves out). */
+ * layer_id): volume 8 layers 2/4/6/8, volume 13 layers 2/4/6/8, volume 17 layers 2/4; -1 for
+ * any other pair (the end caps, which the generator does not simulate, among them). */
 int saga_trackml_layer_index(int32_t volume_id, int32_t layer_id);
+/* Whether volume_id is one of TrackML's end-caps: 7/9 (pixel), 12/14 (short strips), 16/18
+ * (long strips), negative / positive z. */
+bool saga_trackml_is_endcap(int32_t volume_id);
 /* The radius and half-length in z (mm) of barrel layer i. */
 double saga_trackml_layer_radius(int i);
 double saga_trackml_layer_half_length(int i);

@@ -42,6 +42,11 @@ int saga_trackml_layer_index(int32_t volume_id, int32_t layer_id) {
     return -1;
 }
 
+bool saga_trackml_is_endcap(int32_t volume_id) {
+    return volume_id == 7 || volume_id == 9 || volume_id == 12 || volume_id == 14 ||
+           volume_id == 16 || volume_id == 18;
+}
+
 static bool layer_ok(int i) {
     return i >= 0 && i < SAGA_TRACKML_N_LAYERS;
 }
