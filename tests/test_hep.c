@@ -1,6 +1,7 @@
-/* test_hep.c - the HEP tracking app: graph construction on a hand-made event, the samplers'
- * invariants, ROC AUC and track efficiency against plain references, finite-difference
- * gradients of the Interaction Network, and a short training run that must learn. */
+/* test_hep.c - the HEP tracking app: graph construction on hand-made events (one with end-cap
+ * hits, left out and counted), the samplers' invariants, ROC AUC and track efficiency against
+ * plain references, finite-difference gradients of the Interaction Network, and a short training
+ * run that must learn. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -139,6 +140,94 @@ static void test_hep_graph_construction_tiny_event(void **state) {
      * 9 -> 8 fails z0 (401 mm) */
     assert_int_equal(g.n_edges, 15);
     hep_graph_free(&g);
+    saga_trackml_event_free(&e);
+}
+
+/* An event as TrackML's train_sample has them: hits on the barrel and on the end-caps (volumes 7/9,
+ * 12/14, 16/18, whose hits the graph leaves out and counts), noise, 64-bit particle ids (1 and 3
+ * equal in their low 32 bits), large hit ids. Particle 1 (pT 2 GeV) crosses pixel layers 0 and 1
+ * at phi 0.1 and then a positive end-cap disk; particle 2 has end-cap hits only; particle 3 (pT
+ * 0.5 GeV) is below the cut; noise on a barrel strip layer and on an end-cap. */
+enum { TML_HITS = 8 };
+static const struct {
+    int32_t volume, layer;
+    double r, phi, z;
+    int p; /* 0 noise, else particle index + 1 */
+} TML[TML_HITS] = {
+    {8, 2, 32, 0.1, 5, 1},    {8, 4, 72, 0.1, 11.25, 1},   {9, 2, 110, 0.1, 600, 1},
+    {7, 14, 40, -2, -600, 2}, {12, 6, 400, 1, -1800, 0},   {13, 2, 260, 2, 100, 0},
+    {8, 6, 116, -1, 30, 3},   {18, 4, 900, -2.1, 1500, 2},
+};
+static const int64_t TML_PID[3] = {4503668346847232LL, 922337203685477580LL,
+                                   4503668346847232LL + (1LL << 32)};
+
+static saga_trackml_event *trackml_event(void) {
+    saga_trackml_event *e = saga_calloc(1, sizeof *e);
+    assert_non_null(e);
+    int64_t n = TML_HITS;
+    e->event_id = 1000;
+    e->n_hits = n;
+    e->hit_id = saga_malloc(n * sizeof(int64_t));
+    e->x = saga_malloc(n * sizeof(float));
+    e->y = saga_malloc(n * sizeof(float));
+    e->z = saga_malloc(n * sizeof(float));
+    e->volume_id = saga_malloc(n * sizeof(int32_t));
+    e->layer_id = saga_malloc(n * sizeof(int32_t));
+    e->particle_id = saga_malloc(n * sizeof(int64_t));
+    for (int64_t i = 0; i < n; i++) {
+        e->hit_id[i] = 100001 + i;
+        e->x[i] = (float)(TML[i].r * cos(TML[i].phi));
+        e->y[i] = (float)(TML[i].r * sin(TML[i].phi));
+        e->z[i] = (float)TML[i].z;
+        e->volume_id[i] = TML[i].volume;
+        e->layer_id[i] = TML[i].layer;
+        e->particle_id[i] = TML[i].p ? TML_PID[TML[i].p - 1] : 0;
+    }
+    e->n_particles = 3;
+    e->p_id = saga_malloc(3 * sizeof(int64_t));
+    e->px = saga_malloc(3 * sizeof(float));
+    e->py = saga_malloc(3 * sizeof(float));
+    e->pz = saga_malloc(3 * sizeof(float));
+    const float pt[3] = {2.0f, 3.0f, 0.5f};
+    for (int k = 0; k < 3; k++) {
+        e->p_id[k] = TML_PID[k];
+        e->px[k] = pt[k], e->py[k] = 0.0f, e->pz[k] = 1.0f;
+    }
+    return e;
+}
+
+static void test_hep_graph_counts_endcap_hits_left_out(void **state) {
+    (void)state;
+    saga_trackml_event *e = trackml_event();
+    hep_event_graph g;
+    assert_int_equal(hep_graph_build(&g, e, NULL), SAGA_OK);
+    assert_int_equal(g.event_id, 1000);
+    assert_int_equal(g.n_read, TML_HITS);
+    assert_int_equal(g.n_endcap, 4); /* hits 2, 3, 4, 7 */
+    assert_int_equal(g.n_barrel, 4);
+    assert_int_equal(g.n_soft, 1);  /* particle 3 */
+    assert_int_equal(g.n_hits, 3);  /* particle 1's two barrel hits and the strip noise */
+    assert_int_equal(g.n_noise, 1); /* the end-cap noise hit is not in the graph */
+    /* particle 1's pixel segment (z0 = 5 - 32 * 6.25 / 40 = 0) is the only edge */
+    assert_int_equal(g.n_edges, 1);
+    assert_int_equal(g.n_true, 1);
+    assert_int_equal(g.n_segments, 1);
+    for (int32_t v = 0; v < g.n_hits; v++)
+        assert_true(g.hit_particle[v] == 0 || g.hit_particle[v] == TML_PID[0]);
+    hep_graph_free(&g);
+
+    /* a volume TrackML does not have, and a barrel layer it does not have: the hit is named */
+    e->volume_id[5] = 5;
+    assert_int_equal(hep_graph_build(&g, e, NULL), SAGA_ERR_PARSE);
+    saga_test_assert_error_contains("event 1000, hit_id 100006", "found volume_id 5 layer_id 2",
+                                    NULL);
+    assert_int_equal(g.n_hits, 0);
+    e->volume_id[5] = 8, e->layer_id[5] = 10;
+    assert_int_equal(hep_graph_build(&g, e, NULL), SAGA_ERR_PARSE);
+    saga_test_assert_error_contains("found volume_id 8 layer_id 10", NULL);
+    e->volume_id[5] = 17, e->layer_id[5] = 6;
+    assert_int_equal(hep_graph_build(&g, e, NULL), SAGA_ERR_PARSE);
+    saga_test_assert_error_contains("found volume_id 17 layer_id 6", NULL);
     saga_trackml_event_free(&e);
 }
 
@@ -423,6 +512,7 @@ static void test_hep_training_learns(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hep_graph_construction_tiny_event),
+        cmocka_unit_test(test_hep_graph_counts_endcap_hits_left_out),
         cmocka_unit_test(test_hep_sampler_invariants),
         cmocka_unit_test(test_hep_auc_matches_pair_count),
         cmocka_unit_test(test_hep_track_efficiency_by_hand),

@@ -1,6 +1,7 @@
 /* test_trackml.c - the TrackML-style event generator (determinism, the detector's geometry, helix
- * radii fitted from the hits against pT / (0.3 B)), the CSV writer and the header-driven reader
- * on good and bad files. */
+ * radii fitted from the hits against pT / (0.3 B)), the CSV writer, the header-driven reader
+ * on good and bad files, the challenge's volume ids and a directory in its train_sample
+ * layout. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -296,6 +297,84 @@ static void test_trackml_reader_finds_columns_by_name(void **state) {
     saga_trackml_event_free(&e);
 }
 
+/* The volume and layer ids of the challenge: the ten barrel layers in order, every end-cap
+ * volume known as one, and nothing else taken for either. */
+static void test_trackml_volume_ids_of_the_challenge(void **state) {
+    (void)state;
+    const int32_t barrel[SAGA_TRACKML_N_LAYERS][2] = {{8, 2},  {8, 4},  {8, 6},  {8, 8},  {13, 2},
+                                                      {13, 4}, {13, 6}, {13, 8}, {17, 2}, {17, 4}};
+    for (int i = 0; i < SAGA_TRACKML_N_LAYERS; i++) {
+        assert_int_equal(saga_trackml_layer_index(barrel[i][0], barrel[i][1]), i);
+        assert_false(saga_trackml_is_endcap(barrel[i][0]));
+    }
+    const int32_t endcap[6] = {7, 9, 12, 14, 16, 18};
+    for (int k = 0; k < 6; k++) {
+        assert_true(saga_trackml_is_endcap(endcap[k]));
+        for (int32_t layer = 2; layer <= 14; layer += 2)
+            assert_int_equal(saga_trackml_layer_index(endcap[k], layer), -1);
+    }
+    for (int32_t v = -1; v <= 20; v++)
+        if (v != 7 && v != 9 && v != 12 && v != 14 && v != 16 && v != 18)
+            assert_false(saga_trackml_is_endcap(v));
+    assert_int_equal(saga_trackml_layer_index(8, 10), -1);
+    assert_int_equal(saga_trackml_layer_index(13, 10), -1);
+    assert_int_equal(saga_trackml_layer_index(17, 6), -1);
+    assert_int_equal(saga_trackml_layer_index(8, 3), -1);
+}
+
+/* A directory laid out like the challenge's train_sample: four plain CSV files per event (the
+ * cells too, which are not an event of their own), nine-digit event numbers, 64-bit particle ids
+ * and end-cap hits, read as they are. */
+static void test_trackml_train_sample_layout(void **state) {
+    (void)state;
+    const char *d = make_dir("train_sample");
+    const char *files[4][2] = {
+        {"hits", "hit_id,x,y,z,volume_id,layer_id,module_id\n"
+                 "1,-64.4099,-7.1637,-1502.5,7,2,1\n"
+                 "2,-31.8,3.9,10.25,8,2,114\n"
+                 "3,400.5,-10.25,2950,18,12,98\n"},
+        {"cells", "hit_id,ch0,ch1,value\n1,209,617,0.0138317\n1,210,617,0.0791794\n"
+                  "2,68,446,0.211299\n3,1,200,0.3\n"},
+        {"particles", "particle_id,vx,vy,vz,px,py,pz,q,nhits\n"
+                      "4503668346847232,-0.00928816,0.00986098,-0.0778789,-0.0552689,0.323272,"
+                      "-0.203492,-1,8\n"
+                      "922337203685477580,0,0,0,1,2,3,1,1\n"},
+        {"truth", "hit_id,particle_id,tx,ty,tz,tpx,tpy,tpz,weight\n"
+                  "1,0,-64.4116,-7.16412,-1502.5,250710,-149908,-956385,0\n"
+                  "2,4503668346847232,-31.8,3.9,10.25,-0.05,0.32,-0.2,3.8e-06\n"
+                  "3,922337203685477580,400.5,-10.25,2950,1,2,3,0.5\n"}};
+    char path[600];
+    for (int ev = 1000; ev <= 1001; ev++)
+        for (int k = 0; k < 4; k++) {
+            snprintf(path, sizeof path, "%s/event%09d-%s.csv", d, ev, files[k][0]);
+            FILE *f = fopen(path, "w");
+            assert_non_null(f);
+            fputs(files[k][1], f);
+            fclose(f);
+        }
+    char **list = NULL;
+    int64_t n = 0;
+    assert_int_equal(saga_trackml_list(&list, &n, d), SAGA_OK);
+    assert_int_equal(n, 2);
+    snprintf(path, sizeof path, "%s/event000001000", d);
+    assert_string_equal(list[0], path);
+    saga_trackml_event *e = NULL;
+    assert_int_equal(saga_trackml_read(&e, list[1]), SAGA_OK);
+    saga_trackml_list_free(&list, n);
+    assert_int_equal(e->event_id, 1001);
+    assert_int_equal(e->n_hits, 3);
+    assert_int_equal(e->volume_id[0], 7);
+    assert_true(saga_trackml_is_endcap(e->volume_id[0]) && saga_trackml_is_endcap(e->volume_id[2]));
+    assert_int_equal(saga_trackml_layer_index(e->volume_id[1], e->layer_id[1]), 0);
+    assert_int_equal(e->particle_id[0], 0);
+    assert_int_equal(e->particle_id[1], 4503668346847232LL);
+    assert_int_equal(e->particle_id[2], 922337203685477580LL);
+    assert_int_equal(e->n_particles, 2);
+    assert_int_equal(e->p_id[1], 922337203685477580LL);
+    assert_true(e->tpx[0] == 250710.0f && e->weight[1] == 3.8e-06f);
+    saga_trackml_event_free(&e);
+}
+
 /* Reads the event after replacing one file's text; expects code and a message naming needle. */
 static void expect_bad(const char *dir, const char *hits, const char *truth, const char *parts,
                        saga_status code, const char *n1, const char *n2) {
@@ -391,6 +470,8 @@ int main(void) {
         cmocka_unit_test(test_trackml_hits_follow_helices_on_layers),
         cmocka_unit_test(test_trackml_write_read_round_trip),
         cmocka_unit_test(test_trackml_reader_finds_columns_by_name),
+        cmocka_unit_test(test_trackml_volume_ids_of_the_challenge),
+        cmocka_unit_test(test_trackml_train_sample_layout),
         cmocka_unit_test(test_trackml_reader_rejects_bad_files),
         cmocka_unit_test(test_trackml_allocation_failures),
     };
