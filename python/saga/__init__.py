@@ -1,0 +1,370 @@
+"""saga from Python: graphs, PageRank, components, partitions and GCN training over saga's C library.
+
+    import saga
+    g = saga.load("edges.txt.gz", undirected=True)       # every format `saga` reads
+    ids, scores = saga.pagerank(g)                        # original ids, float64 scores
+    g2 = saga.Graph.from_edge_index(edge_index, num_nodes=n)
+    res = saga.gcn("datasets/cora", epochs=200, seed=1)   # what `saga gcn --json` reports
+
+The work is done by libsaga (the library the `saga` command and C programs link): this package is
+a thin CPython extension over its public API, with NumPy arrays in and out. Arrays that saga owns
+(a graph's CSR, its original ids, results) come back as NumPy views without a copy; arrays going
+in are converted to saga's types (int32 vertex ids, float32 weights and features) only when they
+are not already. A failed call raises saga.Error (one subclass per saga_status, e.g.
+saga.ParseError) whose message is saga_last_error()'s: for a malformed file it names the file and
+the line. Vertex programs of one's own are written in C against the same library (see the README).
+"""
+
+import os as _os
+
+import numpy as _np
+
+from . import _saga
+from ._saga import (  # noqa: F401  (the exceptions are part of the API)
+    BudgetError,
+    CommError,
+    CorruptError,
+    DeviceError,
+    Error,
+    FileIOError,
+    InternalError,
+    InvalidArgError,
+    NotConvergedError,
+    OutOfMemoryError,
+    ParseError,
+    UnsupportedError,
+)
+
+__all__ = [
+    "Graph", "load", "pagerank", "connected_components", "partition", "gcn", "Error",
+    "ParseError", "FileIOError", "CorruptError", "InvalidArgError", "UnsupportedError",
+    "NotConvergedError", "BudgetError", "DeviceError", "OutOfMemoryError", "InternalError",
+    "CommError", "version", "prefix", "include_dir", "library_dir", "cmake_dir", "pkgconfig_dir",
+]
+
+__version__ = _saga.version()
+
+_FORMATS = {"auto": 0, "edgelist": 1, "mtx": 2, "metis": 3, "sgr": 4}
+_WEIGHTS = {"auto": 0, "ignore": 1, "require": 2}
+_SELF_LOOPS = {"keep": 0, "drop": 1}
+_DUPLICATES = {"auto": 0, "keep": 1, "drop": 2, "sum": 3}
+_PARTITION = {"metis": 0, "contiguous": 1, "random": 2}
+_SAVED = {"recompute": 0, "offload": 1}
+_TRANSFER = {"f32": 0, "bf16": 1, "fp16": 2}
+
+
+def _choice(table, name, what):
+    try:
+        return table[name]
+    except (KeyError, TypeError):
+        raise ValueError(f"saga: {what} must be one of {', '.join(table)}, got {name!r}") from None
+
+
+def _bytes(v):
+    """device_mem as the command line takes it: an int, or '64M', '2G', '512K'."""
+    if v is None:
+        return 0
+    if isinstance(v, str):
+        units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+        s = v.strip().upper().rstrip("B")
+        mult = units.get(s[-1:], 1)
+        if s[-1:] in units:
+            s = s[:-1]
+        try:
+            return int(float(s) * mult)
+        except ValueError:
+            raise ValueError(f"saga: device_mem: expected bytes like 64M or 2G, got {v!r}") from None
+    if int(v) < 0:
+        raise ValueError(f"saga: device_mem must not be negative, got {v}")
+    return int(v)
+
+
+class Graph:
+    """A directed graph in saga's CSR form (in-edges and out-edges), with the original ids.
+
+    Make one with saga.load(path) or the from_* constructors. The arrays it hands out (csr(),
+    orig_ids) are read-only views of saga's memory that keep the graph alive.
+    """
+
+    __slots__ = ("_g",)
+
+    def __init__(self, handle):
+        if not isinstance(handle, _saga.Graph):
+            raise TypeError("saga.Graph: use saga.load() or Graph.from_edges/from_edge_index/"
+                            "from_scipy")
+        self._g = handle
+
+    # ---- construction ------------------------------------------------------------------------
+    @classmethod
+    def from_edges(cls, src, dst, num_nodes=None, weights=None, ids=None, undirected=False,
+                   self_loops="keep", duplicates="auto"):
+        """A graph with edges src[k] -> dst[k]. Vertices are 0..num_nodes-1 (num_nodes defaults to
+        the largest endpoint + 1); ids (num_nodes increasing integers) are their original ids."""
+        src = _np.ascontiguousarray(src)
+        dst = _np.ascontiguousarray(dst)
+        if src.ndim != 1 or dst.shape != src.shape:
+            raise ValueError(f"saga: src and dst must be 1-D of one length, got shapes "
+                             f"{src.shape} and {dst.shape}")
+        for name, a in (("src", src), ("dst", dst)):
+            if a.size and not _np.issubdtype(a.dtype, _np.integer):
+                raise TypeError(f"saga: {name} must hold integers, got {a.dtype}")
+        if num_nodes is None:
+            num_nodes = int(max(src.max(initial=-1), dst.max(initial=-1))) + 1
+        num_nodes = int(num_nodes)
+        for name, a in (("src", src), ("dst", dst)):
+            if a.size and (a.min() < 0 or a.max() >= num_nodes):
+                bad = a[(a < 0) | (a >= num_nodes)][0]
+                raise InvalidArgError(f"saga: {name} holds vertex {int(bad)}, outside "
+                                      f"0..{num_nodes - 1} (num_nodes {num_nodes})")
+        w = None if weights is None else _np.ascontiguousarray(weights, dtype=_np.float32)
+        i = None if ids is None else _np.ascontiguousarray(ids, dtype=_np.int64)
+        return cls(_saga.from_edges(num_nodes, _np.ascontiguousarray(src, dtype=_np.int32),
+                                    _np.ascontiguousarray(dst, dtype=_np.int32), w, i,
+                                    bool(undirected), _choice(_SELF_LOOPS, self_loops, "self_loops"),
+                                    _choice(_DUPLICATES, duplicates, "duplicates")))
+
+    @classmethod
+    def from_edge_index(cls, edge_index, num_nodes=None, edge_weight=None, **kw):
+        """From a PyG-style edge_index: a 2 x E integer array (row 0 sources, row 1 targets)."""
+        ei = _np.asarray(edge_index)
+        if ei.ndim != 2 or ei.shape[0] != 2:
+            raise ValueError(f"saga: edge_index must have shape (2, E), got {ei.shape}")
+        return cls.from_edges(ei[0], ei[1], num_nodes=num_nodes, weights=edge_weight, **kw)
+
+    @classmethod
+    def from_scipy(cls, matrix, weighted=True, **kw):
+        """From a scipy.sparse matrix (CSR, COO, ...): entry (i, j) is the edge i -> j, its value
+        the weight (weighted=False drops the values)."""
+        coo = matrix.tocoo()
+        if coo.shape[0] != coo.shape[1]:
+            raise ValueError(f"saga: an adjacency matrix must be square, got {coo.shape}")
+        return cls.from_edges(coo.row, coo.col, num_nodes=coo.shape[0],
+                              weights=coo.data if weighted else None, **kw)
+
+    # ---- properties and arrays ---------------------------------------------------------------
+    @property
+    def num_nodes(self):
+        return self._g.n_vertices()
+
+    @property
+    def num_edges(self):
+        """Directed edges (an undirected graph holds each edge both ways)."""
+        return self._g.n_edges()
+
+    @property
+    def has_weights(self):
+        return self._g.has_weights()
+
+    def is_symmetric(self):
+        return self._g.is_symmetric()
+
+    @property
+    def orig_ids(self):
+        """The original id of every vertex (int64, a view; 0..n-1 made up when the ids are)."""
+        ids = self._g.orig_ids()
+        if ids is None:
+            return _np.arange(self.num_nodes, dtype=_np.int64)
+        return _np.asarray(ids)
+
+    def csr(self, direction="out"):
+        """(offsets int64, indices int32, weights float32 or None) of the out-edges (row u lists
+        the destinations of u) or the in-edges (direction="in"); read-only views, no copy."""
+        if direction not in ("out", "in"):
+            raise ValueError(f"saga: direction must be 'out' or 'in', got {direction!r}")
+        o, i, w = self._g.csr(direction == "out")
+        return _np.asarray(o), _np.asarray(i), None if w is None else _np.asarray(w)
+
+    def edge_index(self):
+        """The edges as a 2 x E int64 array (internal ids 0..n-1), sorted by source then target."""
+        o, i, _ = self.csr("out")
+        src = _np.repeat(_np.arange(self.num_nodes, dtype=_np.int64), _np.diff(o))
+        return _np.stack([src, i.astype(_np.int64)])
+
+    def edge_weight(self):
+        """The weights in edge_index() order, or None."""
+        return self.csr("out")[2]
+
+    def to_scipy(self):
+        """The adjacency as a scipy.sparse.csr_matrix (entry (u, v) for the edge u -> v)."""
+        import scipy.sparse as sp
+
+        o, i, w = self.csr("out")
+        data = _np.ones(len(i), dtype=_np.float32) if w is None else w
+        return sp.csr_matrix((data, i, o), shape=(self.num_nodes, self.num_nodes))
+
+    def save(self, path):
+        """Writes the graph as saga's binary .sgr cache (loaded back by mmap)."""
+        self._g.save_sgr(_os.fspath(path))
+
+    def __repr__(self):
+        return (f"saga.Graph({self.num_nodes} vertices, {self.num_edges} edges"
+                f"{', weighted' if self.has_weights else ''})")
+
+
+def load(path, undirected=False, format="auto", weights="auto", self_loops=None,
+         duplicates="auto"):
+    """Loads a graph file as `saga` does: SNAP edge lists (text or gzip), Matrix Market, METIS, or
+    the .sgr cache. A malformed file raises saga.ParseError naming the file and the line."""
+    sl = "keep" if self_loops is None else self_loops
+    return Graph(_saga.load(_os.fspath(path), _choice(_FORMATS, format, "format"),
+                            _choice(_WEIGHTS, weights, "weights"), bool(undirected),
+                            _choice(_SELF_LOOPS, sl, "self_loops"), self_loops is not None,
+                            _choice(_DUPLICATES, duplicates, "duplicates")))
+
+
+def _graph(g):
+    if isinstance(g, Graph):
+        return g._g
+    raise TypeError(f"saga: expected a saga.Graph, got {type(g).__name__}")
+
+
+class PageRank(tuple):
+    """(ids, scores), with .iterations, .l1_change, .seconds, .device besides."""
+
+
+def pagerank(g, damping=0.85, tol=1e-10, max_iters=1000, allow_unconverged=False, device="auto",
+             device_mem=None, stream=False, parts=0, partition="metis"):
+    """PageRank as `saga pagerank` computes it (the graph executor, in memory or streamed under
+    device_mem). Returns (ids, scores): the original ids and their float64 scores, in vertex
+    order. Not converging within max_iters raises saga.NotConvergedError unless
+    allow_unconverged."""
+    if not 0 <= damping < 1:
+        raise InvalidArgError(f"saga: damping must be in [0, 1), got {damping}")
+    if not tol > 0:
+        raise InvalidArgError(f"saga: tol must be positive, got {tol}")
+    scores, iters, l1, secs, dev = _saga.pagerank(
+        _graph(g), float(damping), float(tol), int(max_iters), device, _bytes(device_mem),
+        bool(stream), int(parts), _choice(_PARTITION, partition, "partition"))
+    if not l1 < tol and not allow_unconverged:
+        raise NotConvergedError(
+            f"pagerank did not converge in {iters} iterations: L1 change {l1:.3g}, tolerance "
+            f"{tol:g} (raise max_iters or tol, or pass allow_unconverged=True)")
+    r = PageRank((g.orig_ids, _np.asarray(scores)))
+    r.iterations, r.l1_change, r.seconds, r.device = iters, l1, secs, dev
+    r.converged = l1 < tol
+    return r
+
+
+def connected_components(g, device="auto", device_mem=None, stream=False, parts=0,
+                         partition="metis"):
+    """Weakly connected components, as `saga cc` finds them (edge direction ignored). Returns (ids,
+    component): every vertex's original id and the original id of the smallest vertex of its
+    component."""
+    comp, n, iters, largest, sym = _saga.connected_components(
+        _graph(g), device, _bytes(device_mem), bool(stream), int(parts),
+        _choice(_PARTITION, partition, "partition"))
+    ids = g.orig_ids
+    r = PageRank((ids, ids[_np.asarray(comp)]))
+    r.n_components, r.iterations, r.largest, r.symmetrized = n, iters, largest, sym
+    return r
+
+
+class Partition:
+    """The result of saga.partition: part (the part of every vertex), perm (new id -> old id:
+    parts in order), offsets (part q holds new ids offsets[q]..offsets[q+1]-1), edge_cut, balance."""
+
+    def __init__(self, part, perm, offsets, edge_cut, balance, seconds, method):
+        self.part, self.perm, self.offsets = part, perm, offsets
+        self.edge_cut, self.balance, self.seconds, self.method = edge_cut, balance, seconds, method
+
+    def __repr__(self):
+        return (f"saga.Partition({len(self.offsets) - 1} parts by {self.method}, edge cut "
+                f"{self.edge_cut}, balance {self.balance:.3f})")
+
+
+def partition(g, k, method="metis", seed=1, balance_edges=False):
+    """Cuts g into k parts (saga_partition_graph): METIS, contiguous ranges or a seeded shuffle."""
+    part, perm, offs, cut, bal, secs = _saga.partition(
+        _graph(g), int(k), _choice(_PARTITION, method, "method"), int(seed), bool(balance_edges))
+    return Partition(_np.asarray(part), _np.asarray(perm), _np.asarray(offs), cut, bal, secs,
+                     method)
+
+
+def _indices(x, n, what):
+    a = _np.asarray(x)
+    if a.dtype == bool:
+        if a.shape != (n,):
+            raise ValueError(f"saga.gcn: {what} mask must have {n} entries, got shape {a.shape}")
+        a = _np.flatnonzero(a)
+    return _np.ascontiguousarray(a, dtype=_np.int32)
+
+
+def gcn(data=None, *, graph=None, features=None, labels=None, train=None, val=None, test=None,
+        n_classes=None, normalize_features=True, dense_features=False, epochs=200, hidden=16,
+        lr=0.01, dropout=0.5, weight_decay=5e-4, seed=1, device="auto", device_mem=None,
+        stream=False, parts=0, partition="metis", saved="recompute", transfer_precision="f32",
+        host_halos=False, checkpoint=None, checkpoint_every=0, resume=None):
+    """Trains Kipf & Welling's GCN as `saga gcn` does (same model, options, seed and results).
+
+    Either data, a directory in the layout of the bundled Cora (edges, features, labels and the
+    split; saga_dataset.h), or arrays: graph (a saga.Graph, undirected), features (n x F), labels
+    (n ints, -1 for none), train/val/test (vertex indices or boolean masks). Streams through the
+    device under device_mem (bytes or '64M') when the model does not fit, or with stream=True.
+    resume=FILE with epochs equal to the checkpoint's evaluates the saved model (inference).
+    Returns a dict with the keys of `saga gcn --json` that describe the run (test_accuracy, ...).
+    """
+    common = dict(
+        normalize=bool(normalize_features), dense_features=bool(dense_features),
+        epochs=int(epochs), hidden=int(hidden), lr=float(lr), dropout=float(dropout),
+        weight_decay=float(weight_decay), seed=int(seed), device=device,
+        device_mem=_bytes(device_mem), stream=bool(stream), parts=int(parts),
+        partition=_choice(_PARTITION, partition, "partition"),
+        saved=_choice(_SAVED, saved, "saved"),
+        transfer=_choice(_TRANSFER, transfer_precision, "transfer_precision"),
+        host_halos=bool(host_halos),
+        checkpoint=None if checkpoint is None else _os.fspath(checkpoint),
+        checkpoint_every=int(checkpoint_every),
+        resume=None if resume is None else _os.fspath(resume))
+    if data is not None:
+        if graph is not None or features is not None:
+            raise ValueError("saga.gcn: give either a data directory or arrays, not both")
+        return _saga.gcn(data=_os.fspath(data), **common)
+    if graph is None or features is None or labels is None or train is None:
+        raise ValueError("saga.gcn: without a data directory, graph, features, labels and train "
+                         "are needed")
+    n = graph.num_nodes
+    x = _np.ascontiguousarray(features, dtype=_np.float32)
+    if x.ndim != 2 or x.shape[0] != n:
+        raise ValueError(f"saga.gcn: features must have shape ({n}, F), got {x.shape}")
+    y = _np.ascontiguousarray(labels, dtype=_np.int32)
+    if y.shape != (n,):
+        raise ValueError(f"saga.gcn: labels must have {n} entries, got shape {y.shape}")
+    if n_classes is None:
+        n_classes = int(y.max(initial=-1)) + 1
+    empty = _np.zeros(0, dtype=_np.int32)
+    return _saga.gcn(graph=_graph(graph), features=x, labels=y, n_classes=int(n_classes),
+                     train=_indices(train, n, "train"),
+                     val=empty if val is None else _indices(val, n, "val"),
+                     test=empty if test is None else _indices(test, n, "test"), **common)
+
+
+# ---- the installed library, for C programs that share it ------------------------------------
+def prefix():
+    """Where pip installed saga's C library, headers and CMake / pkg-config files (the package
+    directory); None when this module comes from a build tree."""
+    here = _os.path.dirname(_os.path.abspath(__file__))
+    return here if _os.path.isdir(_os.path.join(here, "include", "saga")) else None
+
+
+def include_dir():
+    p = prefix()
+    return p and _os.path.join(p, "include")
+
+
+def library_dir():
+    p = prefix()
+    return p and _os.path.join(p, "lib")
+
+
+def cmake_dir():
+    p = prefix()
+    return p and _os.path.join(p, "lib", "cmake", "saga")
+
+
+def pkgconfig_dir():
+    p = prefix()
+    return p and _os.path.join(p, "lib", "pkgconfig")
+
+
+def version():
+    return __version__

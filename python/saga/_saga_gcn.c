@@ -1,0 +1,219 @@
+/* _saga_gcn.c - saga.gcn: the bundled GCN (apps/gcn.c, gcn_train) on a data set directory or on
+ * arrays, with the options and results of `saga gcn`. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include "gcn.h"
+#include "saga.h"
+
+#include <string.h>
+
+PyObject *saga_py_raise(saga_status st);
+saga_status saga_py_backend_open(saga_backend **be, const char *device, long long device_mem);
+saga_graph *saga_py_graph(PyObject *o);
+PyObject *saga_py_gcn(PyObject *m, PyObject *args, PyObject *kw);
+
+/* A copy of a C-contiguous buffer of n items of itemsize bytes (saga_malloc'd), or NULL with a
+ * Python error set. */
+static void *copy_buffer(PyObject *o, Py_ssize_t itemsize, Py_ssize_t n, const char *what) {
+    Py_buffer b;
+    if (PyObject_GetBuffer(o, &b, PyBUF_C_CONTIGUOUS) < 0)
+        return NULL;
+    void *out = NULL;
+    if (b.itemsize != itemsize || (n >= 0 && b.len != n * itemsize)) {
+        PyErr_Format(PyExc_ValueError,
+                     "saga.gcn: %s: expected %zd items of %zd bytes, got %zd bytes", what, n,
+                     itemsize, b.len);
+    } else if (saga_alloc_array(&out, b.len ? (size_t)b.len : 1, 1, what) < 0) {
+        saga_py_raise(saga_last_status());
+    } else {
+        memcpy(out, b.buf, (size_t)b.len);
+    }
+    PyBuffer_Release(&b);
+    return out;
+}
+
+static Py_ssize_t buffer_items(PyObject *o, Py_ssize_t itemsize) {
+    Py_buffer b;
+    if (PyObject_GetBuffer(o, &b, PyBUF_C_CONTIGUOUS) < 0)
+        return -1;
+    Py_ssize_t n = b.len / itemsize;
+    PyBuffer_Release(&b);
+    return n;
+}
+
+#define SET_ITEM(key, val)                                                                         \
+    do {                                                                                           \
+        PyObject *v_ = (val);                                                                      \
+        if (!v_ || PyDict_SetItemString(res, key, v_) < 0) {                                       \
+            Py_XDECREF(v_);                                                                        \
+            Py_DECREF(res);                                                                        \
+            res = NULL;                                                                            \
+            goto out;                                                                              \
+        }                                                                                          \
+        Py_DECREF(v_);                                                                             \
+    } while (0)
+
+PyObject *saga_py_gcn(PyObject *m, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"data",         "graph",
+                             "features",     "labels",
+                             "n_classes",    "train",
+                             "val",          "test",
+                             "normalize",    "dense_features",
+                             "epochs",       "hidden",
+                             "lr",           "dropout",
+                             "weight_decay", "seed",
+                             "device",       "device_mem",
+                             "stream",       "parts",
+                             "partition",    "saved",
+                             "transfer",     "host_halos",
+                             "checkpoint",   "checkpoint_every",
+                             "resume",       NULL};
+    PyObject *data_obj = Py_None, *graph_obj = Py_None, *feat_obj = Py_None, *lab_obj = Py_None;
+    PyObject *train_obj = Py_None, *val_obj = Py_None, *test_obj = Py_None;
+    PyObject *ckpt_obj = Py_None, *resume_obj = Py_None;
+    int n_classes = 0, normalize = 1, dense_features = 0, stream = 0, host_halos = 0;
+    int parts = 0, partition = 0, saved = 0, transfer = 0, checkpoint_every = 0;
+    gcn_opts go = gcn_opts_defaults();
+    const char *device = "auto";
+    long long device_mem = 0;
+    unsigned long long seed = go.seed;
+    if (!PyArg_ParseTupleAndKeywords(
+            args, kw, "|OOOOiOOOppiiffKsLpiiiipOiO", kwlist, &data_obj, &graph_obj, &feat_obj,
+            &lab_obj, &n_classes, &train_obj, &val_obj, &test_obj, &normalize, &dense_features,
+            &go.epochs, &go.hidden, &go.lr, &go.dropout, &go.weight_decay, &seed, &device,
+            &device_mem, &stream, &parts, &partition, &saved, &transfer, &host_halos, &ckpt_obj,
+            &checkpoint_every, &resume_obj))
+        return NULL;
+    go.seed = seed;
+    go.exec = stream ? SAGA_EXEC_STREAM : SAGA_EXEC_AUTO;
+    go.parts = parts;
+    go.partition = (saga_partition_method)partition;
+    go.saved = (saga_saved)saved;
+    go.transfer = (saga_transfer)transfer;
+    go.host_halos = host_halos;
+    go.checkpoint_every = checkpoint_every;
+    go.checkpoint = ckpt_obj == Py_None ? NULL : PyUnicode_AsUTF8(ckpt_obj);
+    go.resume = resume_obj == Py_None ? NULL : PyUnicode_AsUTF8(resume_obj);
+    if ((ckpt_obj != Py_None && !go.checkpoint) || (resume_obj != Py_None && !go.resume))
+        return NULL;
+
+    gcn_data d;
+    memset(&d, 0, sizeof d);
+    gcn_result r;
+    memset(&r, 0, sizeof r);
+    saga_backend *be = NULL;
+    saga_graph *borrowed = NULL; /* the caller's graph: not freed with d */
+    PyObject *res = NULL;
+    saga_status st = SAGA_OK;
+    if (data_obj != Py_None) {
+        PyObject *path = NULL;
+        if (!PyUnicode_FSConverter(data_obj, &path))
+            return NULL;
+        saga_dataset_opts dso = saga_dataset_opts_defaults();
+        dso.normalize_features = normalize;
+        Py_BEGIN_ALLOW_THREADS st = gcn_data_load(&d, PyBytes_AS_STRING(path), &dso);
+        Py_END_ALLOW_THREADS Py_DECREF(path);
+        if (st < 0)
+            return saga_py_raise(st);
+    } else {
+        borrowed = saga_py_graph(graph_obj);
+        if (!borrowed)
+            return NULL;
+        d.graph = borrowed;
+        d.n_vertices = saga_graph_n_vertices(borrowed);
+        d.n_edges = saga_graph_n_edges(borrowed) / 2;
+        Py_ssize_t nf = buffer_items(feat_obj, 4);
+        if (nf < 0)
+            goto out;
+        if (d.n_vertices == 0 || nf % d.n_vertices) {
+            PyErr_Format(PyExc_ValueError,
+                         "saga.gcn: features: expected %d rows (one per vertex), got %zd values",
+                         d.n_vertices, nf);
+            goto out;
+        }
+        d.n_features = nf / d.n_vertices;
+        d.n_classes = n_classes;
+        if (!(d.features = copy_buffer(feat_obj, 4, nf, "features")) ||
+            !(d.labels = copy_buffer(lab_obj, 4, d.n_vertices, "labels")))
+            goto out;
+        Py_ssize_t nt = buffer_items(train_obj, 4), nv = buffer_items(val_obj, 4),
+                   ns = buffer_items(test_obj, 4);
+        if (nt < 0 || nv < 0 || ns < 0 || !(d.train = copy_buffer(train_obj, 4, nt, "train")) ||
+            !(d.val = copy_buffer(val_obj, 4, nv, "val")) ||
+            !(d.test = copy_buffer(test_obj, 4, ns, "test")))
+            goto out;
+        d.n_train = nt, d.n_val = nv, d.n_test = ns;
+        for (int32_t v = 0; v < d.n_vertices; v++)
+            if (d.labels[v] < -1 || d.labels[v] >= n_classes) {
+                PyErr_Format(PyExc_ValueError,
+                             "saga.gcn: labels[%d] is %d: expected -1 (none) or a class in 0..%d",
+                             v, d.labels[v], n_classes - 1);
+                goto out;
+            }
+        const int32_t *sets[3] = {d.train, d.val, d.test};
+        const int64_t counts[3] = {d.n_train, d.n_val, d.n_test};
+        static const char *const set_names[3] = {"train", "val", "test"};
+        for (int s = 0; s < 3; s++)
+            for (int64_t i = 0; i < counts[s]; i++)
+                if (sets[s][i] < 0 || sets[s][i] >= d.n_vertices || d.labels[sets[s][i]] < 0) {
+                    PyErr_Format(PyExc_ValueError,
+                                 "saga.gcn: %s[%lld] is vertex %d: expected a labelled vertex in "
+                                 "0..%d",
+                                 set_names[s], (long long)i, sets[s][i], d.n_vertices - 1);
+                    goto out;
+                }
+        if (normalize)
+            gcn_data_normalize_features(&d);
+    }
+    if (dense_features && (st = gcn_data_densify(&d)) < 0) {
+        saga_py_raise(st);
+        goto out;
+    }
+
+    char devname[64] = "";
+    Py_BEGIN_ALLOW_THREADS;
+    st = saga_py_backend_open(&be, device, device_mem);
+    if (st == SAGA_OK) {
+        snprintf(devname, sizeof devname, "%s", saga_backend_name(be));
+        st = gcn_train(&r, be, &d, &go, NULL, NULL);
+    }
+    saga_backend_free_all(&be);
+    Py_END_ALLOW_THREADS;
+    if (st < 0) {
+        saga_py_raise(st);
+        goto out;
+    }
+    res = PyDict_New();
+    if (!res)
+        goto out;
+    SET_ITEM("vertices", PyLong_FromLong(d.n_vertices));
+    SET_ITEM("edges", PyLong_FromLongLong(d.n_edges));
+    SET_ITEM("features", PyLong_FromLongLong(d.n_features));
+    SET_ITEM("classes", PyLong_FromLong(d.n_classes));
+    SET_ITEM("train", PyLong_FromLongLong(d.n_train));
+    SET_ITEM("val", PyLong_FromLongLong(d.n_val));
+    SET_ITEM("test", PyLong_FromLongLong(d.n_test));
+    SET_ITEM("device", PyUnicode_FromString(devname));
+    SET_ITEM("epochs", PyLong_FromLong(r.epochs));
+    SET_ITEM("start_epoch", PyLong_FromLong(r.start_epoch));
+    SET_ITEM("parameters", PyLong_FromLongLong(r.n_params));
+    SET_ITEM("loss", PyFloat_FromDouble(r.loss));
+    SET_ITEM("train_accuracy", PyFloat_FromDouble(r.train_acc));
+    SET_ITEM("val_accuracy", PyFloat_FromDouble(r.val_acc));
+    SET_ITEM("test_accuracy", PyFloat_FromDouble(r.test_acc));
+    SET_ITEM("epoch_ms_median", PyFloat_FromDouble(gcn_median(r.epoch_ms, r.n_epoch_ms)));
+    SET_ITEM("epoch_ms_mean", PyFloat_FromDouble(gcn_mean(r.epoch_ms, r.n_epoch_ms)));
+    SET_ITEM("train_seconds", PyFloat_FromDouble(r.seconds));
+    SET_ITEM("peak_device_bytes", PyLong_FromUnsignedLongLong(r.peak_device_bytes));
+    SET_ITEM("memory", PyUnicode_FromString(r.stats.streamed ? "streamed" : "in-memory"));
+    SET_ITEM("parts", PyLong_FromLong(r.stats.parts));
+    SET_ITEM("rows_normalized", PyLong_FromLongLong(d.norm.n_normalized));
+    SET_ITEM("rows_signed", PyLong_FromLongLong(d.norm.n_signed));
+out:
+    gcn_result_free(&r);
+    if (borrowed)
+        d.graph = NULL; /* the Graph object's */
+    gcn_data_free(&d);
+    return res;
+}
