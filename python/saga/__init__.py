@@ -298,7 +298,9 @@ def gcn(data=None, *, graph=None, features=None, labels=None, train=None, val=No
 
     Either data, a directory in the layout of the bundled Cora (edges, features, labels and the
     split; saga_dataset.h), or arrays: graph (a saga.Graph, undirected), features (n x F), labels
-    (n ints, -1 for none), train/val/test (vertex indices or boolean masks). Streams through the
+    (n ints, -1 for none), train/val/test (vertex indices or boolean masks). features may be
+    dense (an n x F array) or sparse (a scipy.sparse matrix, or a tuple (indptr, indices, values,
+    F) of CSR arrays) and stay as given, as `saga gcn` keeps a sparse features file sparse. Streams through the
     device under device_mem (bytes or '64M') when the model does not fit, or with stream=True.
     resume=FILE with epochs equal to the checkpoint's evaluates the saved model (inference).
     Returns a dict with the keys of `saga gcn --json` that describe the run (test_accuracy, ...).
@@ -323,9 +325,22 @@ def gcn(data=None, *, graph=None, features=None, labels=None, train=None, val=No
         raise ValueError("saga.gcn: without a data directory, graph, features, labels and train "
                          "are needed")
     n = graph.num_nodes
-    x = _np.ascontiguousarray(features, dtype=_np.float32)
-    if x.ndim != 2 or x.shape[0] != n:
-        raise ValueError(f"saga.gcn: features must have shape ({n}, F), got {x.shape}")
+    if hasattr(features, "tocsr"):  # a scipy.sparse matrix
+        csr = features.tocsr()
+        csr.sort_indices()
+        features = (csr.indptr, csr.indices, csr.data, csr.shape[1])
+    if isinstance(features, tuple):  # CSR: (indptr, indices, values, n_features)
+        if len(features) != 4:
+            raise ValueError("saga.gcn: sparse features are (indptr, indices, values, n_features)")
+        xo, xi, xv, nf = features
+        common.update(x_offsets=_np.ascontiguousarray(xo, dtype=_np.int64),
+                      x_indices=_np.ascontiguousarray(xi, dtype=_np.int32),
+                      x_values=_np.ascontiguousarray(xv, dtype=_np.float32), n_features=int(nf))
+        x = None
+    else:
+        x = _np.ascontiguousarray(features, dtype=_np.float32)
+        if x.ndim != 2 or x.shape[0] != n:
+            raise ValueError(f"saga.gcn: features must have shape ({n}, F), got {x.shape}")
     y = _np.ascontiguousarray(labels, dtype=_np.int32)
     if y.shape != (n,):
         raise ValueError(f"saga.gcn: labels must have {n} entries, got shape {y.shape}")

@@ -188,8 +188,10 @@ static PyObject *graph_has_weights(GraphObject *self, PyObject *unused) {
 
 static PyObject *graph_is_symmetric(GraphObject *self, PyObject *unused) {
     bool sym;
-    Py_BEGIN_ALLOW_THREADS sym = saga_graph_is_symmetric(self->g);
-    Py_END_ALLOW_THREADS return PyBool_FromLong(sym);
+    Py_BEGIN_ALLOW_THREADS;
+    sym = saga_graph_is_symmetric(self->g);
+    Py_END_ALLOW_THREADS;
+    return PyBool_FromLong(sym);
 }
 
 /* csr(out: bool) -> (offsets int64, indices int32, weights float32 or None), views. */
@@ -226,8 +228,10 @@ static PyObject *graph_save_sgr(GraphObject *self, PyObject *args) {
         return NULL;
     saga_status st;
     const char *path = PyBytes_AS_STRING(path_obj);
-    Py_BEGIN_ALLOW_THREADS st = saga_sgr_write(self->g, path);
-    Py_END_ALLOW_THREADS Py_DECREF(path_obj);
+    Py_BEGIN_ALLOW_THREADS;
+    st = saga_sgr_write(self->g, path);
+    Py_END_ALLOW_THREADS;
+    Py_DECREF(path_obj);
     if (st < 0)
         return raise_status(st);
     Py_RETURN_NONE;
@@ -282,8 +286,10 @@ static PyObject *py_load(PyObject *m, PyObject *args) {
     saga_graph *g = NULL;
     saga_status st;
     const char *path = PyBytes_AS_STRING(path_obj);
-    Py_BEGIN_ALLOW_THREADS st = saga_graph_load(&g, path, &o);
-    Py_END_ALLOW_THREADS Py_DECREF(path_obj);
+    Py_BEGIN_ALLOW_THREADS;
+    st = saga_graph_load(&g, path, &o);
+    Py_END_ALLOW_THREADS;
+    Py_DECREF(path_obj);
     if (st < 0)
         return raise_status(st);
     return graph_wrap(g);
@@ -338,10 +344,13 @@ static PyObject *py_from_edges(PyObject *m, PyObject *args) {
     o.duplicates = (saga_duplicates)duplicates;
     saga_graph *g = NULL;
     saga_status st;
-    Py_BEGIN_ALLOW_THREADS st =
-        saga_graph_from_edges(&g, (int32_t)n, (int64_t)ne, s.buf, d.buf, w.buf, ids.buf, &o);
-    Py_END_ALLOW_THREADS if (st < 0) raise_status(st);
-    else res = graph_wrap(g);
+    Py_BEGIN_ALLOW_THREADS;
+    st = saga_graph_from_edges(&g, (int32_t)n, (int64_t)ne, s.buf, d.buf, w.buf, ids.buf, &o);
+    Py_END_ALLOW_THREADS;
+    if (st < 0)
+        raise_status(st);
+    else
+        res = graph_wrap(g);
 done:
     PyBuffer_Release(&s);
     if (d.obj)
@@ -489,8 +498,11 @@ static PyObject *py_partition(PyObject *m, PyObject *args) {
     o.balance_edges = balance_edges;
     saga_partition *p = NULL;
     saga_status st;
-    Py_BEGIN_ALLOW_THREADS st = saga_partition_graph(&p, g, k, &o);
-    Py_END_ALLOW_THREADS if (st < 0) return raise_status(st);
+    Py_BEGIN_ALLOW_THREADS;
+    st = saga_partition_graph(&p, g, k, &o);
+    Py_END_ALLOW_THREADS;
+    if (st < 0)
+        return raise_status(st);
     PyObject *cap = PyCapsule_New(p, "saga_partition", partition_capsule_free);
     if (!cap) {
         saga_partition_free(&p);

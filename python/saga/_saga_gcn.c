@@ -68,10 +68,14 @@ PyObject *saga_py_gcn(PyObject *m, PyObject *args, PyObject *kw) {
                              "partition",    "saved",
                              "transfer",     "host_halos",
                              "checkpoint",   "checkpoint_every",
-                             "resume",       NULL};
+                             "resume",       "x_offsets",
+                             "x_indices",    "x_values",
+                             "n_features",   NULL};
     PyObject *data_obj = Py_None, *graph_obj = Py_None, *feat_obj = Py_None, *lab_obj = Py_None;
     PyObject *train_obj = Py_None, *val_obj = Py_None, *test_obj = Py_None;
     PyObject *ckpt_obj = Py_None, *resume_obj = Py_None;
+    PyObject *xo_obj = Py_None, *xi_obj = Py_None, *xv_obj = Py_None;
+    long long n_features = 0;
     int n_classes = 0, normalize = 1, dense_features = 0, stream = 0, host_halos = 0;
     int parts = 0, partition = 0, saved = 0, transfer = 0, checkpoint_every = 0;
     gcn_opts go = gcn_opts_defaults();
@@ -79,11 +83,11 @@ PyObject *saga_py_gcn(PyObject *m, PyObject *args, PyObject *kw) {
     long long device_mem = 0;
     unsigned long long seed = go.seed;
     if (!PyArg_ParseTupleAndKeywords(
-            args, kw, "|OOOOiOOOppiiffKsLpiiiipOiO", kwlist, &data_obj, &graph_obj, &feat_obj,
+            args, kw, "|OOOOiOOOppiifffKsLpiiiipOiOOOOL", kwlist, &data_obj, &graph_obj, &feat_obj,
             &lab_obj, &n_classes, &train_obj, &val_obj, &test_obj, &normalize, &dense_features,
             &go.epochs, &go.hidden, &go.lr, &go.dropout, &go.weight_decay, &seed, &device,
             &device_mem, &stream, &parts, &partition, &saved, &transfer, &host_halos, &ckpt_obj,
-            &checkpoint_every, &resume_obj))
+            &checkpoint_every, &resume_obj, &xo_obj, &xi_obj, &xv_obj, &n_features))
         return NULL;
     go.seed = seed;
     go.exec = stream ? SAGA_EXEC_STREAM : SAGA_EXEC_AUTO;
@@ -112,8 +116,10 @@ PyObject *saga_py_gcn(PyObject *m, PyObject *args, PyObject *kw) {
             return NULL;
         saga_dataset_opts dso = saga_dataset_opts_defaults();
         dso.normalize_features = normalize;
-        Py_BEGIN_ALLOW_THREADS st = gcn_data_load(&d, PyBytes_AS_STRING(path), &dso);
-        Py_END_ALLOW_THREADS Py_DECREF(path);
+        Py_BEGIN_ALLOW_THREADS;
+        st = gcn_data_load(&d, PyBytes_AS_STRING(path), &dso);
+        Py_END_ALLOW_THREADS;
+        Py_DECREF(path);
         if (st < 0)
             return saga_py_raise(st);
     } else {
@@ -123,19 +129,47 @@ PyObject *saga_py_gcn(PyObject *m, PyObject *args, PyObject *kw) {
         d.graph = borrowed;
         d.n_vertices = saga_graph_n_vertices(borrowed);
         d.n_edges = saga_graph_n_edges(borrowed) / 2;
-        Py_ssize_t nf = buffer_items(feat_obj, 4);
-        if (nf < 0)
-            goto out;
-        if (d.n_vertices == 0 || nf % d.n_vertices) {
-            PyErr_Format(PyExc_ValueError,
-                         "saga.gcn: features: expected %d rows (one per vertex), got %zd values",
-                         d.n_vertices, nf);
-            goto out;
-        }
-        d.n_features = nf / d.n_vertices;
         d.n_classes = n_classes;
-        if (!(d.features = copy_buffer(feat_obj, 4, nf, "features")) ||
-            !(d.labels = copy_buffer(lab_obj, 4, d.n_vertices, "labels")))
+        if (feat_obj != Py_None) { /* dense rows */
+            Py_ssize_t nf = buffer_items(feat_obj, 4);
+            if (nf < 0)
+                goto out;
+            if (d.n_vertices == 0 || nf % d.n_vertices) {
+                PyErr_Format(
+                    PyExc_ValueError,
+                    "saga.gcn: features: expected %d rows (one per vertex), got %zd values",
+                    d.n_vertices, nf);
+                goto out;
+            }
+            d.n_features = nf / d.n_vertices;
+            if (!(d.features = copy_buffer(feat_obj, 4, nf, "features")))
+                goto out;
+        } else { /* CSR: offsets, indices, values */
+            Py_ssize_t nnz = buffer_items(xi_obj, 4);
+            if (nnz < 0 ||
+                !(d.x_offsets =
+                      copy_buffer(xo_obj, 8, (Py_ssize_t)d.n_vertices + 1, "feature offsets")) ||
+                !(d.x_indices = copy_buffer(xi_obj, 4, nnz, "feature indices")) ||
+                !(d.x_values = copy_buffer(xv_obj, 4, nnz, "feature values")))
+                goto out;
+            d.x_nnz = nnz;
+            d.n_features = n_features;
+            bool ok = d.x_offsets[0] == 0 && d.x_offsets[d.n_vertices] == nnz;
+            for (int32_t v = 0; ok && v < d.n_vertices; v++) {
+                ok = d.x_offsets[v] <= d.x_offsets[v + 1];
+                for (int64_t k = d.x_offsets[v]; ok && k < d.x_offsets[v + 1]; k++)
+                    ok = d.x_indices[k] >= 0 && d.x_indices[k] < n_features &&
+                         (k == d.x_offsets[v] || d.x_indices[k] > d.x_indices[k - 1]);
+            }
+            if (!ok) {
+                PyErr_Format(PyExc_ValueError,
+                             "saga.gcn: sparse features: expected a CSR of %d rows with increasing "
+                             "column indices in 0..%lld",
+                             d.n_vertices, n_features - 1);
+                goto out;
+            }
+        }
+        if (!(d.labels = copy_buffer(lab_obj, 4, d.n_vertices, "labels")))
             goto out;
         Py_ssize_t nt = buffer_items(train_obj, 4), nv = buffer_items(val_obj, 4),
                    ns = buffer_items(test_obj, 4);

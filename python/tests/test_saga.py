@@ -1,0 +1,268 @@
+"""The saga package against the `saga` command: the same results from the same library.
+
+Run by the ctest `python` (tests/python.sh) with the package of the build tree on PYTHONPATH, the
+command in $SAGA_BIN and the data sets under $SAGA_DATA_DIR (karate, cora)."""
+
+import gzip
+import json
+import os
+import subprocess
+
+import numpy as np
+import pytest
+
+import saga
+
+DATA = os.environ.get("SAGA_DATA_DIR") or os.environ.get("SAGA_DEFAULT_DATA_DIR", "")
+SAGA_BIN = os.environ.get("SAGA_BIN")
+KARATE = os.path.join(DATA, "karate", "edges.txt")
+CORA = os.path.join(DATA, "cora")
+
+
+def need(path):
+    if not os.path.exists(path):
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"dataset {path} is missing (set SAGA_DATA_DIR)")
+        pytest.skip(f"{path} is missing (set SAGA_DATA_DIR)")
+
+
+def cli(*args):
+    if not SAGA_BIN:
+        pytest.skip("SAGA_BIN (the saga command) is not set")
+    out = subprocess.run([SAGA_BIN, *args, "--json", "--quiet"], check=True,
+                         capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "2"})
+    return json.loads(out.stdout)
+
+
+# ---- graphs ---------------------------------------------------------------------------------
+
+def test_edge_index_round_trip():
+    rng = np.random.default_rng(7)
+    n = 50
+    ei = rng.integers(0, n, size=(2, 300))
+    g = saga.Graph.from_edge_index(ei, num_nodes=n)
+    assert (g.num_nodes, g.num_edges) == (n, 300)
+    back = g.edge_index()
+    assert back.shape == (2, 300) and back.dtype == np.int64
+    # the graph keeps every edge (parallel ones and self-loops too), sorted by source then target
+    order = np.lexsort((ei[1], ei[0]))
+    assert np.array_equal(back, ei[:, order])
+    # and back again
+    assert np.array_equal(saga.Graph.from_edge_index(back, num_nodes=n).edge_index(), back)
+
+
+def test_edge_index_undirected_and_weights():
+    ei = np.array([[0, 1, 2, 2], [1, 2, 0, 3]])
+    w = np.array([1.5, 2.5, 3.5, 4.5])
+    g = saga.Graph.from_edge_index(ei, num_nodes=5, edge_weight=w, undirected=True)
+    assert g.num_nodes == 5 and g.num_edges == 8 and g.has_weights and g.is_symmetric()
+    pairs = {(int(u), int(v)): float(x) for (u, v), x in zip(g.edge_index().T, g.edge_weight())}
+    assert pairs[(3, 2)] == 4.5 and pairs[(2, 3)] == 4.5 and pairs[(1, 0)] == 1.5
+
+
+def test_csr_views_are_zero_copy_and_keep_the_graph():
+    g = saga.load(KARATE if os.path.exists(KARATE) else _tiny(), undirected=True)
+    offsets, indices, weights = g.csr("out")
+    assert offsets.dtype == np.int64 and indices.dtype == np.int32 and weights is None
+    assert not offsets.flags.writeable and not indices.flags.writeable
+    assert np.shares_memory(offsets, g.csr("out")[0])  # the same memory every time: no copy
+    ins = g.csr("in")
+    assert offsets[-1] == g.num_edges == ins[0][-1]
+    del g  # the views keep the graph alive
+    assert int(np.diff(offsets).sum()) == len(indices)
+
+
+def _tiny(tmp=[]):
+    if not tmp:
+        import tempfile
+
+        d = tempfile.mkdtemp()
+        tmp.append(os.path.join(d, "tiny.txt"))
+        with open(tmp[0], "w") as f:
+            f.write("0 1\n1 2\n2 0\n2 3\n")
+    return tmp[0]
+
+
+def test_every_format_loads_the_same_graph(tmp_path):
+    edges = [(10, 20), (20, 30), (30, 10), (30, 40)]
+    txt = tmp_path / "g.txt"
+    txt.write_text("# comment\n" + "".join(f"{u}\t{v}\n" for u, v in edges))
+    gz = tmp_path / "g.txt.gz"
+    with gzip.open(gz, "wt") as f:
+        f.write("".join(f"{u} {v}\n" for u, v in edges))
+    a = saga.load(txt, undirected=True)
+    assert list(a.orig_ids) == [10, 20, 30, 40]
+    b = saga.load(gz, undirected=True)
+    mtx = tmp_path / "g.mtx"
+    mtx.write_text("%%MatrixMarket matrix coordinate pattern general\n4 4 4\n1 2\n2 3\n3 1\n3 4\n")
+    c = saga.load(mtx, undirected=True)
+    metis = tmp_path / "g.graph"
+    metis.write_text("4 4\n2 3\n1 3\n1 2 4\n3\n")
+    d = saga.load(metis)
+    sgr = tmp_path / "g.sgr"
+    a.save(sgr)
+    e = saga.load(sgr)
+    assert list(e.orig_ids) == [10, 20, 30, 40]
+    for g in (b, c, d, e):
+        assert np.array_equal(g.edge_index(), a.edge_index())
+
+
+def test_scipy_round_trip():
+    sp = pytest.importorskip("scipy.sparse")
+    m = sp.random(30, 30, density=0.1, format="csr", random_state=3, dtype=np.float32)
+    g = saga.Graph.from_scipy(m)
+    back = g.to_scipy()
+    assert (back != m).nnz == 0
+
+
+# ---- errors ---------------------------------------------------------------------------------
+
+def test_parse_error_names_file_and_line(tmp_path):
+    bad = tmp_path / "bad.txt"
+    bad.write_text("0 1\n1 2\nthree 4\n")
+    with pytest.raises(saga.ParseError) as e:
+        saga.load(bad)
+    assert str(e.value).startswith(f"{bad}:3: ")
+    assert e.value.status == "SAGA_ERR_PARSE"
+    assert isinstance(e.value, saga.Error)
+
+
+def test_missing_file_and_bad_arguments(tmp_path):
+    with pytest.raises(saga.FileIOError, match="nope.txt"):
+        saga.load(tmp_path / "nope.txt")
+    g = saga.Graph.from_edge_index([[0, 1], [1, 2]])
+    with pytest.raises(saga.InvalidArgError, match="k"):
+        saga.partition(g, 7)  # more parts than vertices: the library's message
+    with pytest.raises(saga.InvalidArgError, match="outside 0..1"):
+        saga.Graph.from_edge_index([[0, 1], [1, 2]], num_nodes=2)
+    with pytest.raises(ValueError, match="format"):
+        saga.load(tmp_path / "x", format="csv")
+
+
+# ---- algorithms against the command line ----------------------------------------------------
+
+def _scores_file(path):
+    ids, scores = [], []
+    with open(path) as f:
+        for line in f:
+            i, s = line.split()
+            ids.append(int(i))
+            scores.append(float(s))
+    return np.array(ids), np.array(scores)
+
+
+def test_pagerank_equals_the_cli_on_karate(tmp_path):
+    need(KARATE)
+    out = tmp_path / "scores.txt"
+    j = cli("pagerank", "--undirected", KARATE, "--device", "cpu", "-o", str(out))
+    cli_ids, cli_scores = _scores_file(out)
+    g = saga.load(KARATE, undirected=True)
+    ids, scores = saga.pagerank(g, device="cpu")
+    assert np.array_equal(ids, cli_ids)
+    assert np.array_equal(scores, cli_scores)  # the file holds round-trip precision
+    r = saga.pagerank(g, device="cpu")
+    assert r.iterations == j["iterations"] and r.converged
+    assert [int(i) for i in ids[np.argsort(-scores, kind="stable")[:10]]] == \
+        [t["id"] for t in j["top"]]
+
+
+def test_pagerank_streamed_matches_in_memory():
+    need(KARATE)
+    g = saga.load(KARATE, undirected=True)
+    ids, mem = saga.pagerank(g, device="cpu")
+    ids2, streamed = saga.pagerank(g, device="cpu", stream=True, parts=3)
+    assert np.array_equal(ids, ids2)
+    assert np.allclose(mem, streamed, rtol=0, atol=1e-12)
+
+
+def test_pagerank_not_converged():
+    g = saga.Graph.from_edge_index([[0, 1, 2], [1, 2, 0]], num_nodes=4)
+    with pytest.raises(saga.NotConvergedError, match="max_iters"):
+        saga.pagerank(g, max_iters=1, device="cpu")
+    r = saga.pagerank(g, max_iters=1, allow_unconverged=True, device="cpu")
+    assert not r.converged and r.iterations == 1
+
+
+def test_connected_components_equal_the_cli(tmp_path):
+    ei = np.array([[0, 1, 5, 7, 8], [1, 2, 6, 8, 9]])
+    g = saga.Graph.from_edge_index(ei, num_nodes=11)  # directed: components are weak ones
+    ids, comp = saga.connected_components(g, device="cpu")
+    assert list(comp) == [0, 0, 0, 3, 4, 5, 5, 7, 7, 7, 10]
+    r = saga.connected_components(g, device="cpu", stream=True, parts=2)
+    assert np.array_equal(r[1], comp) and r.n_components == 6
+    need(KARATE)
+    j = cli("cc", KARATE, "--device", "cpu")
+    r = saga.connected_components(saga.load(KARATE), device="cpu")
+    assert (r.n_components, r.largest) == (j["components"], j["largest"])
+
+
+def test_partition_methods():
+    need(KARATE)
+    g = saga.load(KARATE, undirected=True)
+    for method in ("metis", "contiguous", "random"):
+        p = saga.partition(g, 4, method=method, seed=3)
+        assert len(p.offsets) == 5 and p.offsets[-1] == g.num_nodes
+        assert sorted(p.perm) == list(range(g.num_nodes))
+        assert np.array_equal(p.part[p.perm], np.repeat(np.arange(4), np.diff(p.offsets)))
+        src, dst = g.edge_index()
+        assert p.edge_cut == int((p.part[src] != p.part[dst]).sum())
+    j = cli("partition", KARATE, "--undirected", "--parts", "4", "--seed", "3")
+    assert saga.partition(g, 4, seed=3).edge_cut == j["edge_cut"]
+
+
+# ---- GCN ------------------------------------------------------------------------------------
+
+def _cora_arrays():
+    edges = np.loadtxt(os.path.join(CORA, "edges.txt.gz"), dtype=np.int64, comments=("#", "%"))
+    labels = np.array([int(s) if s.strip() else -1
+                       for s in open(os.path.join(CORA, "labels.txt")).read().splitlines()])
+    n = len(labels)
+    feats = np.loadtxt(os.path.join(CORA, "features.txt.gz"), comments=("#", "%"))
+    rows, cols = feats[:, 0].astype(np.int64), feats[:, 1].astype(np.int64)
+    vals = feats[:, 2].astype(np.float32) if feats.shape[1] > 2 else np.ones(len(rows), np.float32)
+    order = np.lexsort((cols, rows))
+    indptr = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=n))])
+    split = [np.loadtxt(os.path.join(CORA, f"{s}_idx.txt"), dtype=np.int64)
+             for s in ("train", "val", "test")]
+    n_classes = len(open(os.path.join(CORA, "classes.txt")).read().split("\n")) - 1
+    g = saga.Graph.from_edges(edges[:, 0], edges[:, 1], num_nodes=n, undirected=True,
+                              self_loops="drop")
+    return g, (indptr, cols[order], vals[order], int(cols.max()) + 1), labels, split, n_classes
+
+
+def test_gcn_on_cora_reaches_the_cli_accuracy():
+    need(CORA)
+    j = cli("gcn", "--data", CORA, "--seed", "1", "--device", "cpu")
+    r = saga.gcn(CORA, seed=1, device="cpu")
+    assert r["test_accuracy"] == j["test_accuracy"] and r["val_accuracy"] == j["val_accuracy"]
+    assert r["loss"] == pytest.approx(j["loss"], rel=1e-6) and r["epochs"] == 200
+    assert r["test_accuracy"] > 0.78
+    # the same data as arrays: the same model, the same accuracy
+    g, x, y, (train, val, test), c = _cora_arrays()
+    mask = np.zeros(g.num_nodes, dtype=bool)
+    mask[train] = True
+    a = saga.gcn(graph=g, features=x, labels=y, train=mask, val=val, test=test, n_classes=c,
+                 seed=1, device="cpu")
+    assert (a["test_accuracy"], a["val_accuracy"]) == (r["test_accuracy"], r["val_accuracy"])
+
+
+def test_gcn_streamed_under_a_budget_matches(tmp_path):
+    need(CORA)
+    mem = saga.gcn(CORA, epochs=20, device="cpu")
+    small = saga.gcn(CORA, epochs=20, device="cpu", device_mem=mem["peak_device_bytes"] // 4)
+    assert small["memory"] == "streamed" and mem["memory"] == "in-memory"
+    assert small["peak_device_bytes"] <= mem["peak_device_bytes"] // 4
+    assert small["test_accuracy"] == pytest.approx(mem["test_accuracy"], abs=0.003)
+    # a checkpoint, resumed for no further epochs, evaluates the saved model
+    ck = tmp_path / "gcn.ckpt"
+    saga.gcn(CORA, epochs=20, device="cpu", checkpoint=ck)
+    again = saga.gcn(CORA, epochs=20, device="cpu", resume=ck)
+    assert again["start_epoch"] == 20 and again["test_accuracy"] == mem["test_accuracy"]
+
+
+def test_gcn_errors(tmp_path):
+    with pytest.raises(saga.FileIOError, match="no-such-dir"):
+        saga.gcn(tmp_path / "no-such-dir")
+    g = saga.Graph.from_edge_index([[0, 1], [1, 0]], num_nodes=2)
+    with pytest.raises(ValueError, match="labels"):
+        saga.gcn(graph=g, features=np.ones((2, 3)), labels=[0, 5], train=[0], n_classes=2)
