@@ -20,9 +20,10 @@ skip() {
 rm -rf "$work"
 mkdir -p "$work/src"
 if git -C "$src" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
-    git -C "$src" ls-files -z -c -o --exclude-standard | (cd "$src" && xargs -0 cp --parents -t "$work/src")
+    git -C "$src" ls-files -z -c -o --exclude-standard |
+        (cd "$src" && xargs -0 cp -p --parents -t "$work/src")
 else
-    (cd "$src" && tar --exclude='./build*' -cf - .) | tar -C "$work/src" -xf -
+    (cd "$src" && tar --exclude='./build*' -cf - .) | tar -C "$work/src" -pxf -
 fi
 "$py" -m venv --system-site-packages "$work/venv"
 pip=("$work/venv/bin/python" -m pip --disable-pip-version-check)
@@ -30,6 +31,10 @@ pip=("$work/venv/bin/python" -m pip --disable-pip-version-check)
     skip "PyPI cannot be reached (pip needs scikit-build-core from it)"
 command -v ccache >/dev/null && export CMAKE_C_COMPILER_LAUNCHER=ccache CMAKE_CUDA_COMPILER_LAUNCHER=ccache
 export CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-2}
+# pip's build directory outlives the test, and the copy keeps the files' times, so that a second
+# run rebuilds only what changed (a first one builds all of saga, and its CUDA module where nvcc
+# is found: minutes)
+export SKBUILD_BUILD_DIR="$work-build"
 t0=$(date +%s)
 "${pip[@]}" install -q "$work/src"
 echo "pip install: $(( $(date +%s) - t0 )) s"
