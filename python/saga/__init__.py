@@ -36,7 +36,8 @@ from ._saga import (  # noqa: F401  (the exceptions are part of the API)
 )
 
 __all__ = [
-    "Graph", "load", "pagerank", "connected_components", "partition", "gcn", "Error",
+    "Graph", "load", "pagerank", "connected_components", "partition", "gcn", "hep_build",
+    "hep_train", "hep_eval", "Error",
     "ParseError", "FileIOError", "CorruptError", "InvalidArgError", "UnsupportedError",
     "NotConvergedError", "BudgetError", "DeviceError", "OutOfMemoryError", "InternalError",
     "CommError", "version", "prefix", "include_dir", "library_dir", "cmake_dir", "pkgconfig_dir",
@@ -351,6 +352,52 @@ def gcn(data=None, *, graph=None, features=None, labels=None, train=None, val=No
                      train=_indices(train, n, "train"),
                      val=empty if val is None else _indices(val, n, "val"),
                      test=empty if test is None else _indices(test, n, "test"), **common)
+
+
+_SAMPLERS = {"random": 0, "sorted": 1, "balanced": 2}
+
+
+def hep_build(data, pt_min=1.0, phi_slope_max=0.0006, z0_max=350.0):
+    """The graphs `saga hep build --data DIR` builds: a list with a dict per event (event_id;
+    hit_features n x 3; hit_particle, hit_pt; src, dst (inner hit, outer hit); edge_features E x
+    6; truth (1: both hits of one particle); true_edges, true_segments), NumPy arrays over the
+    memory saga built them in."""
+    events = _saga.hep_build(_os.fspath(data), float(pt_min), float(phi_slope_max),
+                             float(z0_max))
+    for e in events:
+        for k, v in e.items():
+            if isinstance(v, _saga.Array):
+                e[k] = _np.asarray(v)
+        e["hit_features"] = e["hit_features"].reshape(-1, 3)
+        e["edge_features"] = e["edge_features"].reshape(-1, 6)
+    return events
+
+
+def hep_train(data, epochs=20, lr=0.003, hidden=32, iterations=4, sampler="balanced",
+              batch_events=4, edge_budget=None, hit_weight=0.0, pos_weight=1.0, eval_fraction=0.2,
+              threshold=0.5, seed=1, checkpoint=None, resume=None, accumulate=1, device="auto",
+              pt_min=1.0, phi_slope_max=0.0006, z0_max=350.0):
+    """Trains the Interaction Network on the events of data as `saga hep train` does, and
+    evaluates it on the held-out events; returns a dict with the keys of its --json that describe
+    the run (edge_efficiency, edge_purity, auc, track_efficiency, loss, ...)."""
+    return _saga.hep_train(
+        _os.fspath(data), epochs=int(epochs), lr=float(lr), hidden=int(hidden),
+        iterations=int(iterations), sampler=_choice(_SAMPLERS, sampler, "sampler"),
+        batch_events=int(batch_events), edge_budget=int(edge_budget or 0),
+        hit_weight=float(hit_weight), pos_weight=float(pos_weight),
+        eval_fraction=float(eval_fraction), threshold=float(threshold), seed=int(seed),
+        checkpoint=None if checkpoint is None else _os.fspath(checkpoint),
+        resume=None if resume is None else _os.fspath(resume), accumulate=int(accumulate),
+        device=device, pt_min=float(pt_min), phi_slope_max=float(phi_slope_max),
+        z0_max=float(z0_max))
+
+
+def hep_eval(data, checkpoint, hidden=32, iterations=4, threshold=0.5, device="auto", pt_min=1.0,
+             phi_slope_max=0.0006, z0_max=350.0):
+    """Evaluates a checkpoint of hep_train on every event of data, as `saga hep eval`."""
+    return _saga.hep_eval(_os.fspath(data), _os.fspath(checkpoint), int(hidden), int(iterations),
+                          float(threshold), device, float(pt_min), float(phi_slope_max),
+                          float(z0_max))
 
 
 # ---- the installed library, for C programs that share it ------------------------------------

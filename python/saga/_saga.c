@@ -528,7 +528,11 @@ static PyObject *py_version(PyObject *m, PyObject *unused) {
     return PyUnicode_FromString(saga_version());
 }
 
-PyObject *saga_py_gcn(PyObject *m, PyObject *args, PyObject *kw); /* gcn.c of this module */
+/* _saga_gcn.c and _saga_hep.c of this module */
+PyObject *saga_py_gcn(PyObject *m, PyObject *args, PyObject *kw);
+PyObject *saga_py_hep_build(PyObject *m, PyObject *args);
+PyObject *saga_py_hep_train(PyObject *m, PyObject *args, PyObject *kw);
+PyObject *saga_py_hep_eval(PyObject *m, PyObject *args);
 
 static PyMethodDef module_methods[] = {
     {"load", py_load, METH_VARARGS, "Loads a graph file (saga_graph_load)."},
@@ -539,6 +543,10 @@ static PyMethodDef module_methods[] = {
     {"partition", py_partition, METH_VARARGS, "saga_partition_graph."},
     {"gcn", (PyCFunction)(void (*)(void))saga_py_gcn, METH_VARARGS | METH_KEYWORDS,
      "Trains a GCN (gcn_train) and returns its results and predictions."},
+    {"hep_build", saga_py_hep_build, METH_VARARGS, "Builds every event's graph (hep_data_load)."},
+    {"hep_train", (PyCFunction)(void (*)(void))saga_py_hep_train, METH_VARARGS | METH_KEYWORDS,
+     "Trains the Interaction Network (hep_train)."},
+    {"hep_eval", saga_py_hep_eval, METH_VARARGS, "Evaluates a checkpoint (hep_evaluate)."},
     {"version", py_version, METH_NOARGS, "libsaga's version."},
     {NULL, NULL, 0, NULL}};
 
@@ -547,7 +555,7 @@ static struct PyModuleDef module_def = {
     module_methods,
 };
 
-/* For gcn.c of this module. */
+/* For _saga_gcn.c and _saga_hep.c of this module. */
 PyObject *saga_py_raise(saga_status st);
 PyObject *saga_py_raise(saga_status st) {
     return raise_status(st);

@@ -266,3 +266,32 @@ def test_gcn_errors(tmp_path):
     g = saga.Graph.from_edge_index([[0, 1], [1, 0]], num_nodes=2)
     with pytest.raises(ValueError, match="labels"):
         saga.gcn(graph=g, features=np.ones((2, 3)), labels=[0, 5], train=[0], n_classes=2)
+
+
+# ---- HEP ------------------------------------------------------------------------------------
+
+def test_hep_build_train_eval_equal_the_cli(tmp_path):
+    events = tmp_path / "events"
+    if not SAGA_BIN:
+        pytest.skip("SAGA_BIN (the saga command) is not set")
+    subprocess.run([SAGA_BIN, "hep", "generate", "-o", str(events), "--events", "5",
+                    "--min-particles", "50", "--max-particles", "150", "--quiet"], check=True)
+    built = saga.hep_build(events)
+    jb = cli("hep", "build", "--data", str(events))
+    assert len(built) == jb["events"] == 5
+    assert sum(len(e["src"]) for e in built) == jb["edges"]
+    assert sum(int(e["truth"].sum()) for e in built) == jb["true_edges"]
+    assert all(e["hit_features"].shape == (len(e["hit_pt"]), 3) for e in built)
+    ck, ck_cli = tmp_path / "py.ckpt", tmp_path / "cli.ckpt"
+    r = saga.hep_train(events, epochs=3, device="cpu", checkpoint=ck)
+    jt = cli("hep", "train", "--data", str(events), "--epochs", "3", "--device", "cpu",
+             "--checkpoint", str(ck_cli))
+    for k in ("edges", "true_edges", "loss", "edge_efficiency", "edge_purity", "auc",
+              "track_efficiency", "tracks", "eval_edges", "parameters"):
+        assert r[k] == jt[k], k
+    e = saga.hep_eval(events, ck, device="cpu")
+    je = cli("hep", "eval", "--data", str(events), "--checkpoint", str(ck_cli), "--device", "cpu")
+    for k in ("auc", "edge_purity", "track_efficiency", "eval_edges"):
+        assert e[k] == je[k], k
+    with pytest.raises(saga.FileIOError, match="nope"):
+        saga.hep_train(tmp_path / "nope")
