@@ -190,6 +190,11 @@ def test_connected_components_equal_the_cli(tmp_path):
     assert list(comp) == [0, 0, 0, 3, 4, 5, 5, 7, 7, 7, 10]
     r = saga.connected_components(g, device="cpu", stream=True, parts=2)
     assert np.array_equal(r[1], comp) and r.n_components == 6
+    # components are named by original ids
+    f = tmp_path / "ids.txt"
+    f.write_text("10 20\n20 30\n50 60\n")
+    ids, comp = saga.connected_components(saga.load(f), device="cpu")
+    assert list(ids) == [10, 20, 30, 50, 60] and list(comp) == [10, 10, 10, 50, 50]
     need(KARATE)
     j = cli("cc", KARATE, "--device", "cpu")
     r = saga.connected_components(saga.load(KARATE), device="cpu")
