@@ -17,6 +17,7 @@ enum {
     OPT_MAX_PARTICLES,
     OPT_NOISE,
     OPT_DATA,
+    OPT_EXPORT,
     OPT_PT_MIN,
     OPT_EPOCHS,
     OPT_LR,
@@ -39,13 +40,14 @@ enum {
 /* Which subcommands take each option (bits: generate, build, train, eval). */
 enum { GEN = 1, BUILD = 2, TRAIN = 4, EVAL = 8 };
 static const unsigned OPT_FOR[OPT_COUNT_] = {
-    [OPT_OUTPUT] = GEN,
+    [OPT_OUTPUT] = GEN | BUILD,
     [OPT_EVENTS] = GEN,
     [OPT_SEED] = GEN | TRAIN,
     [OPT_MIN_PARTICLES] = GEN,
     [OPT_MAX_PARTICLES] = GEN,
     [OPT_NOISE] = GEN,
     [OPT_DATA] = BUILD | TRAIN | EVAL,
+    [OPT_EXPORT] = BUILD,
     [OPT_PT_MIN] = BUILD | TRAIN | EVAL,
     [OPT_EPOCHS] = TRAIN,
     [OPT_LR] = TRAIN,
@@ -65,7 +67,8 @@ static const unsigned OPT_FOR[OPT_COUNT_] = {
 };
 
 static const cli_opt hep_opts[] = {
-    {"output", 'o', "DIR", NULL, "generate: the directory to write (created when missing)."},
+    {"output", 'o', "DIR", NULL,
+     "generate: the directory to write (created when missing); build: the same as --export."},
     {"events", 0, "N", "10", "generate: number of events (event000000001 .. N)."},
     {"seed", 0, "S", "1",
      "generate: the seed of the events; train: the seed of the weights and the shuffles."},
@@ -77,6 +80,10 @@ static const cli_opt hep_opts[] = {
      "The events: eventNNN-hits.csv[.gz], -truth.csv[.gz] and -particles.csv[.gz] per event "
      "(generated, or a directory laid out like TrackML's train_sample: columns are found by "
      "name, -cells.csv files are ignored, end-cap hits are read, counted and left out)."},
+    {"export", 0, "DIR", NULL,
+     "build: write each event's graph to DIR/eventNNNNNNNNN.npz (NumPy arrays x, edge_index, "
+     "edge_attr, y, hit_particle, hit_pt, as PyTorch Geometric loads them) and DIR/meta.json "
+     "(feature names, build parameters, the events in order); DIR is created when missing."},
     {"pt-min", 0, "GEV", "1",
      "Hits of particles below this pT are dropped from the graphs (noise hits stay)."},
     {"epochs", 0, "N", "20", "train: epochs (each covers every training event once)."},
@@ -127,7 +134,8 @@ const cli_cmd cli_cmd_hep = {
         "between adjacent barrel layers that passes a bending cut and a beam-line cut) and "
         "reports the hits read, those on the end-caps (left out of the graphs) and those of "
         "particles below --pt-min (dropped), then the construction efficiency (true segments "
-        "kept / all true segments) and purity (true edges / edges).\n"
+        "kept / all true segments) and purity (true edges / edges); with --export DIR it writes "
+        "every graph as a NumPy .npz for PyTorch Geometric.\n"
         "train fits an Interaction Network that scores every edge (encoders, K rounds of edge "
         "and node updates as one saga vertex program with shared weights, an edge-score MLP; "
         "binary cross-entropy, Adam) over micro-batches of events, and reports the edge "
@@ -140,7 +148,7 @@ const cli_cmd cli_cmd_hep = {
     .opts = hep_opts,
     .flags = CLI_THREADS,
     .example = "saga hep generate -o events --events 50 --seed 1\n"
-               "saga hep build --data events\n"
+               "saga hep build --data events --export events-npz\n"
                "saga hep train --data events --epochs 20 --checkpoint hep.ckpt\n"
                "saga hep train --data events --epochs 3 --sampler all --json\n"
                "saga hep generate -o test-events --events 10 --seed 2\n"
@@ -296,6 +304,100 @@ static void json_metrics(json *j, const hep_metrics *m) {
     json_key(j, "eval_edges"), json_int(j, m->n_edges);
 }
 
+/* ---- build --export ----------------------------------------------------------------------- */
+
+static const char *export_path(char *buf, size_t size, const char *dir, const hep_event_graph *g) {
+    snprintf(buf, size, "%s/event%09lld.npz", dir, (long long)g->event_id);
+    return buf;
+}
+
+/* meta.json: what the arrays hold, the build parameters, and the events in the order of --data
+ * (the order train's --eval-fraction splits them in). */
+static saga_status write_meta(const hep_data *d, const char *data, const char *dir) {
+    saga_status st = SAGA_OK;
+    char path[4096], name[64];
+    snprintf(path, sizeof path, "%s/meta.json", dir);
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return saga_error(SAGA_ERR_IO, "cannot create %s: %s", path, strerror(errno));
+    static const char *const arrays[][2] = {
+        {"x", "float32, hits x hit_features"},
+        {"edge_index", "int64, 2 x edges: inner hit (source), outer hit (target)"},
+        {"edge_attr", "float32, edges x edge_features"},
+        {"y", "float32, edges: 1 when both hits belong to one particle, else 0"},
+        {"hit_particle", "int64, hits: the hit's particle id, 0 for noise"},
+        {"hit_pt", "float32, hits: the particle's transverse momentum in GeV, 0 for noise"}};
+    construction k = construction_of(d);
+    json j;
+    json_init(&j, f);
+    json_object_begin(&j);
+    json_key(&j, "format"), json_str(&j, "saga hep export");
+    json_key(&j, "version"), json_int(&j, 1);
+    json_key(&j, "input"), json_str(&j, data);
+    json_key(&j, "build"), json_object_begin(&j);
+    json_key(&j, "pt_min"), json_num(&j, d->graph.pt_min);
+    json_key(&j, "phi_slope_max"), json_num(&j, d->graph.phi_slope_max);
+    json_key(&j, "z0_max"), json_num(&j, d->graph.z0_max);
+    json_object_end(&j);
+    json_key(&j, "hit_features"), json_array_begin(&j);
+    for (int i = 0; i < HEP_HIT_FEATURES; i++)
+        json_str(&j, HEP_HIT_FEATURE_NAMES[i]);
+    json_array_end(&j);
+    json_key(&j, "edge_features"), json_array_begin(&j);
+    for (int i = 0; i < HEP_EDGE_FEATURES; i++)
+        json_str(&j, HEP_EDGE_FEATURE_NAMES[i]);
+    json_array_end(&j);
+    json_key(&j, "arrays"), json_object_begin(&j);
+    for (size_t i = 0; i < sizeof arrays / sizeof *arrays; i++)
+        json_key(&j, arrays[i][0]), json_str(&j, arrays[i][1]);
+    json_object_end(&j);
+    json_key(&j, "hits"), json_int(&j, k.hits);
+    json_key(&j, "edges"), json_int(&j, k.edges);
+    json_key(&j, "true_edges"), json_int(&j, k.true_edges);
+    json_key(&j, "true_segments"), json_int(&j, k.segments);
+    json_key(&j, "events"), json_array_begin(&j);
+    for (int32_t i = 0; i < d->n_events; i++) {
+        const hep_event_graph *g = &d->events[i];
+        snprintf(name, sizeof name, "event%09lld.npz", (long long)g->event_id);
+        json_object_begin(&j);
+        json_key(&j, "file"), json_str(&j, name);
+        json_key(&j, "event_id"), json_int(&j, g->event_id);
+        json_key(&j, "hits"), json_int(&j, g->n_hits);
+        json_key(&j, "edges"), json_int(&j, g->n_edges);
+        json_key(&j, "true_edges"), json_int(&j, g->n_true);
+        json_key(&j, "true_segments"), json_int(&j, g->n_segments);
+        json_object_end(&j);
+    }
+    json_array_end(&j);
+    json_object_end(&j);
+    json_finish(&j);
+    if (ferror(f))
+        st = saga_error(SAGA_ERR_IO, "%s: write failed: %s", path, strerror(errno));
+    if (fclose(f) != 0 && st == SAGA_OK)
+        st = saga_error(SAGA_ERR_IO, "%s: write failed: %s", path, strerror(errno));
+    return st;
+}
+
+static saga_status hep_export(cli_ctx *c, const hep_data *d, const char *data, const char *dir) {
+    saga_status st = SAGA_OK;
+    char path[4096];
+    double t0 = saga_now();
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+        return saga_error(SAGA_ERR_IO, "cannot create directory '%s': %s", dir, strerror(errno));
+    for (int32_t i = 0; i < d->n_events; i++) {
+        SAGA_TRY(
+            hep_graph_export(&d->events[i], export_path(path, sizeof path, dir, &d->events[i])));
+        cli_progress(c, "exporting: event %d/%d", (int)i + 1, (int)d->n_events);
+    }
+    cli_progress_end(c);
+    SAGA_TRY(write_meta(d, data, dir));
+    cli_say(c, "exported  %d events to %s/ (eventNNNNNNNNN.npz, meta.json) in %.2f s\n",
+            (int)d->n_events, dir, saga_now() - t0);
+fail:
+    cli_progress_end(c);
+    return st;
+}
+
 /* ---- train -------------------------------------------------------------------------------- */
 
 typedef struct epoch_sink {
@@ -329,6 +431,8 @@ static int hep_main(int argc, char **argv) {
         given[o] = true;
         switch (o) {
         case OPT_OUTPUT:
+            if (given[OPT_EXPORT] && strcmp(out, arg) != 0)
+                return cli_usage(&c, "--export %s and -o %s name two directories", out, arg);
             out = arg;
             break;
         case OPT_EVENTS:
@@ -351,6 +455,11 @@ static int hep_main(int argc, char **argv) {
             break;
         case OPT_DATA:
             data = arg;
+            break;
+        case OPT_EXPORT:
+            if (given[OPT_OUTPUT] && strcmp(out, arg) != 0)
+                return cli_usage(&c, "--export %s and -o %s name two directories", arg, out);
+            out = arg;
             break;
         case OPT_PT_MIN:
             bad = cli_double(&c, "--pt-min", arg, 0, 1000, false, &go.pt_min);
@@ -503,16 +612,29 @@ static int hep_main(int argc, char **argv) {
     construction k = construction_of(&d);
     say_construction(&c, &d, &k);
     if (which == BUILD) {
+        if (out && (st = hep_export(&c, &d, data, out)) < 0)
+            goto fail;
         if (c.json) {
             json j;
             json_init(&j, stdout);
             json_object_begin(&j);
             json_key(&j, "input"), json_str(&j, data);
             json_construction(&j, &d, &k);
-            json_key(&j, "seconds"), json_num(&j, t_load);
+            json_key(&j, "seconds"), json_num(&j, saga_now() - t0);
             json_key(&j, "load_seconds"), json_num(&j, t_load);
             cli_json_device(&j, NULL);
-            cli_json_outputs(&j, NULL, 0);
+            if (out) {
+                char path[4096];
+                json_key(&j, "export"), json_str(&j, out);
+                json_key(&j, "outputs"), json_array_begin(&j);
+                for (int32_t i = 0; i < d.n_events; i++)
+                    json_str(&j, export_path(path, sizeof path, out, &d.events[i]));
+                snprintf(path, sizeof path, "%s/meta.json", out);
+                json_str(&j, path);
+                json_array_end(&j);
+            } else {
+                cli_json_outputs(&j, NULL, 0);
+            }
             json_object_end(&j);
             json_finish(&j);
         }

@@ -3,6 +3,7 @@
 #include "hep.h"
 
 #include "cc.h"
+#include "npz.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -309,6 +310,40 @@ fail:
     saga_free(eb.src);
     saga_free(eb.dst);
     saga_free(eb.feat);
+    return st;
+}
+
+const char *const HEP_HIT_FEATURE_NAMES[HEP_HIT_FEATURES] = {"r/1000", "phi/pi", "z/1000"};
+const char *const HEP_EDGE_FEATURE_NAMES[HEP_EDGE_FEATURES] = {"dphi/dr*1000", "z0/200", "dz/dr/3",
+                                                               "dr/200",       "deta",   "dz/100"};
+
+saga_status hep_graph_export(const hep_event_graph *g, const char *path) {
+    saga_status st = SAGA_OK;
+    npz_writer *w = NULL;
+    int64_t *ei = NULL;
+    float *y = NULL;
+    int64_t n = g->n_hits, m = g->n_edges;
+    size_t m1 = m ? (size_t)m : 1;
+    /* PyG's edge_index is int64 and its labels float: widened here, once per event */
+    SAGA_TRY(saga_alloc_array((void **)&ei, 2 * m1, sizeof *ei, "edge index"));
+    SAGA_TRY(saga_alloc_array((void **)&y, m1, sizeof *y, "edge labels"));
+    for (int64_t k = 0; k < m; k++) {
+        ei[k] = g->src[k];
+        ei[m + k] = g->dst[k];
+        y[k] = g->truth[k] ? 1.0f : 0.0f;
+    }
+    SAGA_TRY(npz_open(&w, path));
+    SAGA_TRY(npz_add(w, "x", NPZ_F32, 2, (int64_t[]){n, HEP_HIT_FEATURES}, g->hit_feat));
+    SAGA_TRY(npz_add(w, "edge_index", NPZ_I64, 2, (int64_t[]){2, m}, ei));
+    SAGA_TRY(npz_add(w, "edge_attr", NPZ_F32, 2, (int64_t[]){m, HEP_EDGE_FEATURES}, g->edge_feat));
+    SAGA_TRY(npz_add(w, "y", NPZ_F32, 1, &m, y));
+    SAGA_TRY(npz_add(w, "hit_particle", NPZ_I64, 1, &n, g->hit_particle));
+    SAGA_TRY(npz_add(w, "hit_pt", NPZ_F32, 1, &n, g->hit_pt));
+    SAGA_TRY(npz_finish(w));
+fail:
+    npz_free(&w);
+    saga_free(ei);
+    saga_free(y);
     return st;
 }
 

@@ -80,6 +80,19 @@ saga_status hep_graph_build(hep_event_graph *g, const saga_trackml_event *e,
                             const hep_graph_opts *o);
 void hep_graph_free(hep_event_graph *g);
 
+/* What the features are, in column order: hit features "r/1000", "phi/pi", "z/1000"; edge
+ * features dphi/dr (x1000), z0 (/200), dz/dr (/3), dr (/200), deta, dz (/100). */
+extern const char *const HEP_HIT_FEATURE_NAMES[HEP_HIT_FEATURES];
+extern const char *const HEP_EDGE_FEATURE_NAMES[HEP_EDGE_FEATURES];
+
+/* Writes g to path as a NumPy .npz archive (npz.h) laid out for PyTorch Geometric: x (n_hits x
+ * HEP_HIT_FEATURES, float32), edge_index (2 x n_edges, int64: inner hits, then outer hits),
+ * edge_attr (n_edges x HEP_EDGE_FEATURES, float32), y (n_edges, float32 0/1), and for the
+ * metrics hit_particle (n_hits, int64, 0: noise) and hit_pt (n_hits, float32, GeV, 0 for
+ * noise); edges in g's order. A failed export removes the file. Errors: SAGA_ERR_IO naming path,
+ * SAGA_ERR_OUT_OF_MEMORY, SAGA_ERR_UNSUPPORTED past 4 GiB. */
+saga_status hep_graph_export(const hep_event_graph *g, const char *path);
+
 /* Events split for training and evaluation. */
 typedef struct hep_data {
     hep_event_graph *events;

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# cli_hep.sh - `saga hep`: generate a few small events, build their graphs, train briefly with
-# every sampler (--json), resume from a checkpoint, evaluate it on other events, and the errors
-# that name the file and line at fault.
+# cli_hep.sh - `saga hep`: generate a few small events, build their graphs, export them as NumPy
+# archives read back with Python, train briefly with every sampler (--json), resume from a
+# checkpoint, evaluate it on other events, and the errors that name the file and line at fault.
 set -euo pipefail
 source "$(dirname "$0")/cli_common.bash"
 
@@ -26,6 +26,96 @@ done
 [ "$(json_get 'j["construction_efficiency"] > 0.95 and 0 < j["construction_purity"] < 1')" = True ] ||
     fail "construction: $(json_last)"
 expect_err "construction efficiency"
+tail -n 1 "$OUT" >"$TMP/build.json"
+
+# ---- build --export: one .npz per event and meta.json, as numpy.load and PyG read them -----
+expect 0 "$SAGA_BIN" hep build --data "$TMP/ev" --export "$TMP/npz" --json --quiet
+[ "$(json_get 'j["export"], len(j["outputs"]), j["outputs"][0].endswith("/event000000001.npz")')" = "$TMP/npz 7 True" ] ||
+    fail "build --export: $(json_last)"
+[ -f "$TMP/npz/event000000006.npz" ] && [ -f "$TMP/npz/meta.json" ] || fail "export files"
+expect 0 "$SAGA_BIN" hep build --data "$TMP/ev" -o "$TMP/npz-o" --quiet
+cmp -s "$TMP/npz/event000000003.npz" "$TMP/npz-o/event000000003.npz" ||
+    fail "-o and --export wrote different archives"
+# The ZIP and .npy headers with the standard library alone: names, dtypes, shapes, and the
+# labels and edges counted against what build --json reported.
+python3 - "$TMP/npz" "$TMP/build.json" <<'PY' || fail "export: the archives do not read back"
+import array, ast, json, sys, zipfile
+d, build = sys.argv[1], json.load(open(sys.argv[2]))
+meta = json.load(open(f"{d}/meta.json"))
+assert meta["hit_features"] == ["r/1000", "phi/pi", "z/1000"], meta
+assert len(meta["edge_features"]) == 6 and meta["build"]["pt_min"] == 1, meta
+assert [e["file"] for e in meta["events"]] == [f"event{i:09d}.npz" for i in range(1, 7)], meta
+want = {"x": ("<f4", 2), "edge_index": ("<i8", 2), "edge_attr": ("<f4", 2), "y": ("<f4", 1),
+        "hit_particle": ("<i8", 1), "hit_pt": ("<f4", 1)}
+hits = edges = true = 0
+for ev in meta["events"]:
+    z = zipfile.ZipFile(f"{d}/{ev['file']}")
+    assert z.testzip() is None
+    assert z.namelist() == [k + ".npy" for k in want], z.namelist()
+    a = {}
+    for k, (descr, ndim) in want.items():
+        b = z.read(k + ".npy")
+        assert b[:8] == b"\x93NUMPY\x01\x00", b[:8]
+        hl = 10 + int.from_bytes(b[8:10], "little")
+        assert hl % 64 == 0 and b[hl - 1:hl] == b"\n"
+        h = ast.literal_eval(b[10:hl].decode("latin1"))
+        assert h["descr"] == descr and h["fortran_order"] is False and len(h["shape"]) == ndim, h
+        v = array.array("f" if descr == "<f4" else "q")
+        v.frombytes(b[hl:])
+        n = 1
+        for s in h["shape"]:
+            n *= s
+        assert len(v) == n, (k, h, len(v))
+        a[k] = (h["shape"], v)
+    n, m = a["x"][0][0], a["y"][0][0]
+    assert a["x"][0] == (n, 3) and a["edge_index"][0] == (2, m) and a["edge_attr"][0] == (m, 6)
+    assert a["hit_particle"][0] == (n,) and a["hit_pt"][0] == (n,)
+    y = a["y"][1]
+    assert set(y) <= {0.0, 1.0}
+    ei, pid = a["edge_index"][1], a["hit_particle"][1]
+    assert all(0 <= i < n for i in ei)
+    # a label is 1 exactly when both hits are of one particle
+    assert all((y[k] == 1) == (pid[ei[k]] != 0 and pid[ei[k]] == pid[ei[m + k]]) for k in range(m))
+    assert (n, m, int(sum(y))) == (ev["hits"], ev["edges"], ev["true_edges"]), ev
+    hits, edges, true = hits + n, edges + m, true + int(sum(y))
+assert (hits, edges, true) == (build["hits"], build["edges"], build["true_edges"]), build
+assert (meta["hits"], meta["edges"], meta["true_edges"]) == (hits, edges, true), meta
+PY
+# numpy.load itself (Debian: python3-numpy; PYTHON names another interpreter)
+py=${PYTHON:-}
+if [ -z "$py" ]; then # the python3 on the PATH, else the system's, whichever has numpy
+    py=python3
+    for c in python3 /usr/bin/python3; do
+        if "$c" -c 'import numpy' 2>/dev/null; then
+            py=$c
+            break
+        fi
+    done
+fi
+if "$py" -c 'import numpy' 2>/dev/null; then
+    "$py" - "$TMP/npz" "$TMP/build.json" <<'PY' || fail "export: numpy.load disagrees"
+import json, sys
+import numpy as np
+d, build = sys.argv[1], json.load(open(sys.argv[2]))
+m = t = 0
+for i in range(1, 7):
+    a = np.load(f"{d}/event{i:09d}.npz")
+    x, ei, ea, y = a["x"], a["edge_index"], a["edge_attr"], a["y"]
+    assert x.dtype == np.float32 and x.shape[1] == 3 and x.flags.c_contiguous
+    assert ei.dtype == np.int64 and ei.shape == (2, y.shape[0]) and ea.shape == (y.shape[0], 6)
+    assert y.dtype == np.float32 and ea.dtype == np.float32
+    assert a["hit_particle"].dtype == np.int64 and a["hit_pt"].shape == (x.shape[0],)
+    assert ((a["hit_pt"] > 0) == (a["hit_particle"] != 0)).all()
+    # edges run outwards: inner hit, then outer, by the r feature
+    assert (x[ei[0], 0] < x[ei[1], 0]).all()
+    m, t = m + y.shape[0], t + int(y.sum())
+assert (m, t) == (build["edges"], build["true_edges"]), (m, t, build)
+PY
+elif [ "${CI:-}" = true ]; then
+    fail "$py cannot import numpy (Debian: python3-numpy; scripts/install-deps)"
+else
+    echo "skipped: the numpy.load check ($py cannot import numpy; Debian: python3-numpy)"
+fi
 
 # ---- train: every sampler, then resume ------------------------------------------------------
 expect 0 "$SAGA_BIN" hep train --data "$TMP/ev" --epochs 2 --hidden 8 --iterations 2 \
@@ -70,6 +160,13 @@ expect 2 "$SAGA_BIN" hep build --data "$TMP/ev" --epochs 3
 expect_err "--epochs does not apply to 'hep build'"
 expect 2 "$SAGA_BIN" hep generate --events 2
 expect_err "needs -o DIR"
+expect 2 "$SAGA_BIN" hep train --data "$TMP/ev" --export "$TMP/npz"
+expect_err "--export does not apply to 'hep train'"
+expect 2 "$SAGA_BIN" hep build --data "$TMP/ev" --export "$TMP/a" -o "$TMP/b"
+expect_err "name two directories"
+: >"$TMP/a-file"
+expect 1 "$SAGA_BIN" hep build --data "$TMP/ev" --export "$TMP/a-file"
+expect_err "$TMP/a-file"
 expect 2 "$SAGA_BIN" hep eval --data "$TMP/ev2"
 expect_err "needs --checkpoint"
 expect 1 "$SAGA_BIN" hep build --data "$TMP/none"

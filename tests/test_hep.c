@@ -1,7 +1,7 @@
 /* test_hep.c - the HEP tracking app: graph construction on hand-made events (one with end-cap
  * hits, left out and counted), the samplers' invariants, ROC AUC and track efficiency against
- * plain references, finite-difference gradients of the Interaction Network, and a short training
- * run that must learn. */
+ * plain references, finite-difference gradients of the Interaction Network, a short training run
+ * that must learn, and the export of a graph as a NumPy archive read back byte by byte. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,6 +13,7 @@
 /* The app's sources are not in the library; they are compiled into this test. */
 #include "../apps/cc.c"
 #include "../apps/hep.c"
+#include "../apps/npz.c"
 
 #include <math.h>
 #include <stdlib.h>
@@ -509,6 +510,84 @@ static void test_hep_training_learns(void **state) {
     hep_data_free(&d);
 }
 
+/* ---- export ------------------------------------------------------------------------------- */
+
+/* The .npy entry `name` of the archive b[0 .. len): its header dict in *dict and its data. */
+static const unsigned char *npz_entry_data(const unsigned char *b, size_t len, const char *name,
+                                           const char **dict) {
+    size_t pos = 0, nlen = strlen(name);
+    while (pos + 30 <= len && b[pos] == 'P' && b[pos + 1] == 'K' && b[pos + 2] == 3) {
+        const unsigned char *l = b + pos;
+        uint32_t size = l[18] | l[19] << 8 | (uint32_t)l[20] << 16 | (uint32_t)l[21] << 24;
+        size_t fl = (size_t)(l[26] | l[27] << 8);
+        const unsigned char *npy = l + 30 + fl;
+        if (fl == nlen + 4 && memcmp(l + 30, name, nlen) == 0 &&
+            memcmp(l + 30 + nlen, ".npy", 4) == 0) {
+            *dict = (const char *)npy + 10;
+            return npy + 10 + (npy[8] | npy[9] << 8);
+        }
+        pos += 30 + fl + size;
+    }
+    fail_msg("no entry %s.npy in the archive", name);
+    return NULL;
+}
+
+static void test_hep_export_tiny_event(void **state) {
+    (void)state;
+    saga_trackml_event *e = tiny_event();
+    e->event_id = 7;
+    hep_event_graph g;
+    assert_int_equal(hep_graph_build(&g, e, NULL), SAGA_OK);
+    const char *path = saga_test_tmp("event7.npz");
+    assert_int_equal(hep_graph_export(&g, path), SAGA_OK);
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    static unsigned char b[1 << 16];
+    size_t len = fread(b, 1, sizeof b, f);
+    fclose(f);
+    assert_true(len > 0 && len < sizeof b);
+    const char *dict = NULL;
+    char want[128];
+    int64_t n = g.n_hits, m = g.n_edges;
+
+    const float *x = (const float *)npz_entry_data(b, len, "x", &dict);
+    snprintf(want, sizeof want, "{'descr': '<f4', 'fortran_order': False, 'shape': (%lld, 3), }",
+             (long long)n);
+    assert_memory_equal(dict, want, strlen(want));
+    assert_memory_equal(x, g.hit_feat, (size_t)n * 3 * sizeof(float));
+
+    /* PyG's layout: row 0 the sources (inner hits), row 1 the targets */
+    const int64_t *ei = (const int64_t *)npz_entry_data(b, len, "edge_index", &dict);
+    snprintf(want, sizeof want, "{'descr': '<i8', 'fortran_order': False, 'shape': (2, %lld), }",
+             (long long)m);
+    assert_memory_equal(dict, want, strlen(want));
+    const float *ea = (const float *)npz_entry_data(b, len, "edge_attr", &dict);
+    assert_non_null(strstr(dict, "'shape': (8, 6), }"));
+    const float *y = (const float *)npz_entry_data(b, len, "y", &dict);
+    assert_non_null(strstr(dict, "{'descr': '<f4', 'fortran_order': False, 'shape': (8,), }"));
+    int64_t n_true = 0;
+    for (int64_t k = 0; k < m; k++) {
+        assert_int_equal(ei[k], g.src[k]);
+        assert_int_equal(ei[m + k], g.dst[k]);
+        assert_true(y[k] == (g.truth[k] ? 1.0f : 0.0f));
+        n_true += y[k] == 1.0f;
+    }
+    assert_int_equal(n_true, 6);
+    assert_memory_equal(ea, g.edge_feat, (size_t)m * HEP_EDGE_FEATURES * sizeof(float));
+    const int64_t *hp = (const int64_t *)npz_entry_data(b, len, "hit_particle", &dict);
+    assert_non_null(strstr(dict, "'descr': '<i8'"));
+    assert_memory_equal(hp, g.hit_particle, (size_t)n * sizeof(int64_t));
+    const float *pt = (const float *)npz_entry_data(b, len, "hit_pt", &dict);
+    assert_memory_equal(pt, g.hit_pt, (size_t)n * sizeof(float));
+
+    /* a directory that does not exist: the error names the file */
+    const char *bad = "/nonexistent-dir-of-the-test/event7.npz";
+    assert_int_equal(hep_graph_export(&g, bad), SAGA_ERR_IO);
+    saga_test_assert_error_contains(bad, NULL);
+    hep_graph_free(&g);
+    saga_trackml_event_free(&e);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hep_graph_construction_tiny_event),
@@ -518,6 +597,7 @@ int main(void) {
         cmocka_unit_test(test_hep_track_efficiency_by_hand),
         cmocka_unit_test(test_hep_in_layer_gradients_match_finite_differences),
         cmocka_unit_test(test_hep_training_learns),
+        cmocka_unit_test(test_hep_export_tiny_event),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
