@@ -827,7 +827,42 @@ fail:
     return st;
 }
 
-saga_status hep_evaluate(hep_metrics *out, saga_backend *be, hep_net *net,
+void hep_curve_of(hep_curve *out, const float *score, const uint8_t *label, int64_t n) {
+    enum { P = HEP_CURVE_POINTS };
+    /* kept[i]: edges of each class whose score is above threshold i, counted as the edges
+     * whose highest threshold below their score is i, then summed from the top */
+    int64_t kept[2][P] = {{0}}, total[2] = {0};
+    memset(out, 0, sizeof *out);
+    for (int i = 0; i < P; i++)
+        out->threshold[i] = (double)i / (P - 1);
+    for (int64_t e = 0; e < n; e++) {
+        int y = label[e] ? 1 : 0;
+        double sc = score[e];
+        total[y]++;
+        if (!(sc > out->threshold[0]))
+            continue; /* below every threshold (or NaN) */
+        int i = (int)(sc * (P - 1));
+        i = i < 0 ? 0 : i >= P ? P - 1 : i;
+        while (i + 1 < P && out->threshold[i + 1] < sc)
+            i++;
+        while (i > 0 && !(out->threshold[i] < sc))
+            i--;
+        kept[y][i]++;
+    }
+    for (int i = P - 2; i >= 0; i--)
+        for (int y = 0; y < 2; y++)
+            kept[y][i] += kept[y][i + 1];
+    out->n_true = total[1];
+    out->n_false = total[0];
+    for (int i = 0; i < P; i++) {
+        int64_t tp = kept[1][i], fp = kept[0][i];
+        out->efficiency[i] = total[1] ? (double)tp / (double)total[1] : 0.0;
+        out->fpr[i] = total[0] ? (double)fp / (double)total[0] : 0.0;
+        out->purity[i] = tp + fp ? (double)tp / (double)(tp + fp) : NAN;
+    }
+}
+
+saga_status hep_evaluate(hep_metrics *out, hep_curve *curve, saga_backend *be, hep_net *net,
                          const hep_event_graph *events, int32_t first, int32_t n, double threshold,
                          double track_pt) {
     saga_status st = SAGA_OK;
@@ -872,6 +907,8 @@ saga_status hep_evaluate(hep_metrics *out, saga_backend *be, hep_net *net,
     r.edge_efficiency = tp + fn ? (double)tp / (double)(tp + fn) : 0.0;
     r.edge_purity = tp + fp ? (double)tp / (double)(tp + fp) : 0.0;
     r.auc = hep_auc(score, label, m);
+    if (curve)
+        hep_curve_of(curve, score, label, m);
     r.n_tracks = tracks;
     r.track_efficiency = tracks ? (double)found / (double)tracks : 0.0;
     *out = r;
@@ -1027,7 +1064,7 @@ saga_status hep_train(hep_run *out, saga_backend *be, const hep_data *d, const h
     int32_t n_eval = d->n_events > d->n_train ? d->n_events - d->n_train : d->n_train;
     saga_status ev = SAGA_OK;
     if (me == 0)
-        ev = hep_evaluate(&r.metrics, be, &net, d->events, first, n_eval, o->threshold, 1.0);
+        ev = hep_evaluate(&r.metrics, NULL, be, &net, d->events, first, n_eval, o->threshold, 1.0);
     if (ranks > 1) {
         SAGA_TRY(saga_comm_agree(o->comm, ev));
         SAGA_TRY(saga_comm_bcast(o->comm, &r.metrics, sizeof r.metrics, 0, NULL));
