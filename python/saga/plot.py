@@ -27,7 +27,12 @@ WIDTH, HEIGHT, DPI = 960, 540, 100
 
 
 class PlotError(Exception):
-    """An error in the input: reported as 'saga plot: MESSAGE', exit status 1."""
+    """An error in the input: reported as 'saga plot: MESSAGE', exit status 1. status names it
+    as saga's --json errors do."""
+
+    def __init__(self, message, status="SAGA_ERR_PARSE"):
+        super().__init__(message)
+        self.status = status
 
 
 def read_log(path):
@@ -37,7 +42,7 @@ def read_log(path):
         with open(path, encoding="utf-8") as f:
             lines = f.read().splitlines()
     except OSError as e:
-        raise PlotError(f"cannot read '{path}': {e.strerror}") from None
+        raise PlotError(f"cannot read '{path}': {e.strerror}", "SAGA_ERR_IO") from None
     except UnicodeDecodeError:
         raise PlotError(f"{path}: not a text file (expected JSON lines)") from None
     records = []
@@ -335,7 +340,8 @@ def import_pyplot():
     except ImportError:
         raise PlotError(
             f"matplotlib is not installed for {sys.executable}: install python3-matplotlib "
-            "(Debian, Ubuntu) or 'pip install matplotlib'"
+            "(Debian, Ubuntu) or 'pip install matplotlib'",
+            "SAGA_ERR_UNSUPPORTED",
         ) from None
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -365,7 +371,7 @@ def plot(log, output, kind="auto", width=WIDTH, height=HEIGHT, plans=None):
         try:
             fig.savefig(output, format=ext[1:], dpi=DPI)
         except OSError as e:
-            raise PlotError(f"cannot write '{output}': {e.strerror}") from None
+            raise PlotError(f"cannot write '{output}': {e.strerror}", "SAGA_ERR_IO") from None
     except (KeyError, TypeError, ValueError) as e:
         raise PlotError(f"{log}: malformed {kind} log ({type(e).__name__}: {e})") from None
     finally:
@@ -380,7 +386,7 @@ def main(argv=None):
     except PlotError as e:
         print(f"saga plot: {e}", file=sys.stderr)
         if a.json:
-            print(json.dumps({"error": str(e), "status": "SAGA_ERR_IO", "exit_code": 1}))
+            print(json.dumps({"error": str(e), "status": e.status, "exit_code": 1}))
         return 1
     if a.json:
         print(json.dumps({"input": a.log, "output": a.output, "kind": kind, "format": a.format,
