@@ -189,8 +189,10 @@ def plot_timeline(plt, fig, path, rows, plans=None):
         y = len(lanes) - 1 - i
         ys.append((y, label))
         if spans:
-            ax.broken_barh(spans, (y - 0.35, 0.7), facecolors=color, edgecolors="black",
-                           linewidth=0.3)
+            # steps apart by a thin white line; copies, often narrower than one, without one
+            edge = ("white", 0.3) if lane == "compute" else ("none", 0)
+            ax.broken_barh(spans, (y - 0.35, 0.7), facecolors=color, edgecolors=edge[0],
+                           linewidth=edge[1])
     # plan boundaries: where each plan's first compute starts
     firsts = {}
     for r in rows:
