@@ -72,7 +72,7 @@ static bool find_script(char *out, size_t size) {
     return access(out, R_OK) == 0;
 }
 
-/* 0: py imports matplotlib; 1: it runs but cannot; 127: it cannot be run. */
+/* 0: py finds matplotlib; 1: it runs but does not; 127: it cannot be run. */
 static int probe(const char *py) {
     pid_t pid = fork();
     if (pid < 0)
@@ -83,7 +83,11 @@ static int probe(const char *py) {
             dup2(null, STDOUT_FILENO);
             dup2(null, STDERR_FILENO);
         }
-        execlp(py, py, "-c", "import matplotlib", (char *)NULL);
+        /* found, not imported: an import takes a second or more */
+        execlp(py, py, "-c",
+               "import importlib.util, sys; sys.exit(importlib.util.find_spec('matplotlib') is "
+               "None)",
+               (char *)NULL);
         _exit(127);
     }
     int status = 0;
