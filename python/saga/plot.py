@@ -1,7 +1,7 @@
 """Pictures from saga's JSON-lines logs, as PNG or SVG (matplotlib, Agg backend).
 
     python3 python/saga/plot.py LOG -o FILE.png|FILE.svg [--kind auto|training|timeline|hep|partition]
-    python3 -m saga.plot LOG -o FILE.svg          (with python/ on the path)
+    python3 -m saga.plot LOG -o FILE.svg          (where the saga package imports)
     saga plot LOG -o FILE.png                     (runs this file)
 
 The kind of picture follows from the log's keys:
