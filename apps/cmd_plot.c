@@ -19,7 +19,8 @@ static const cli_opt plot_opts[] = {
     {"width", 0, "PX", "960", "Width in pixels (an SVG is as large at 100 pixels per inch)."},
     {"height", 0, "PX", "540", "Height in pixels."},
     {"plans", 0, "A:B", NULL,
-     "timeline: only the scheduler's plans A to B (one per pass of training, from 1)."},
+     "timeline: only the scheduler's plans A to B (one per pass of training, from 1); the other "
+     "kinds ignore it."},
     {0}};
 
 static int plot_main(int argc, char **argv);

@@ -168,15 +168,11 @@ def covered(spans, cover):
     return total
 
 
-def plot_timeline(plt, fig, path, rows, plans=None):
+def plot_timeline(plt, fig, path, rows):
     for r in rows:
         for key in ("start", "end", "plan", "step"):
             if number(path, r, key) is None:
                 raise PlotError(f"{path}: a trace line lacks '{key}'")
-    if plans:
-        rows = [r for r in rows if plans[0] <= r["plan"] <= plans[1]]
-        if not rows:
-            raise PlotError(f"{path}: no trace lines in plans {plans[0]}..{plans[1]}")
     t0 = min(r["start"] for r in rows)
     ms = lambda t: (t - t0) * 1e3  # noqa: E731
     lanes = [("compute", "compute", "tab:blue"), ("h2d", "copy host->device", "tab:orange"),
@@ -313,7 +309,7 @@ def parse_args(argv):
                     help=f"height in pixels (default {HEIGHT})")
     ap.add_argument("--plans", metavar="A:B",
                     help="timeline: only the scheduler's plans A to B (each pass of training is "
-                    "one plan; they are counted from 1)")
+                    "one plan; they are counted from 1); other kinds ignore it")
     ap.add_argument("--json", action="store_true",
                     help="print one JSON object: input, output, kind, width, height")
     a = ap.parse_args(argv)
@@ -357,13 +353,18 @@ def plot(log, output, kind="auto", width=WIDTH, height=HEIGHT, plans=None):
     if kind == "auto":
         kind = detect_kind(log, records)
     rows = select(log, records, kind)
+    if kind == "timeline" and plans:
+        rows = [r for r in rows
+                if isinstance(r.get("plan"), int) and plans[0] <= r["plan"] <= plans[1]]
+        if not rows:
+            raise PlotError(f"{log}: no trace lines in plans {plans[0]}..{plans[1]}")
     plt = import_pyplot()
     fig = plt.figure(figsize=(width / DPI, height / DPI), dpi=DPI, layout="constrained")
     try:
         if kind == "training":
             plot_training(plt, fig, log, rows)
         elif kind == "timeline":
-            plot_timeline(plt, fig, log, rows, plans)
+            plot_timeline(plt, fig, log, rows)
         elif kind == "hep":
             summary = next((r for _, r in records if "auc" in r), None)
             plot_hep(plt, fig, log, rows, summary)
