@@ -41,7 +41,7 @@ const cli_cmd cli_cmd_plot = {
         "The drawing is done by plot.py (matplotlib, Agg backend): installed in share/saga beside "
         "the binary's prefix, else found in the source tree the binary was built from. It runs "
         "with $SAGA_PYTHON when set, else with the first of python3 (on the PATH) and "
-        "/usr/bin/python3 that can import matplotlib (Debian: apt-get install "
+        "/usr/bin/python3 that has matplotlib installed (Debian: apt-get install "
         "python3-matplotlib; or pip install matplotlib). It can also be run by itself: python3 "
         "plot.py LOG -o FILE.",
     .opts = plot_opts,
