@@ -14,7 +14,8 @@ enum { OPT_OUT, OPT_KIND, OPT_WIDTH, OPT_HEIGHT, OPT_PLANS };
 static const cli_opt plot_opts[] = {
     {"output", 'o', "FILE", NULL, "The picture to write: FILE.png or FILE.svg (required)."},
     {"kind", 0, "KIND", "auto",
-     "training (gcn --log), timeline (gcn --trace), hep (hep eval --log), partition (partition "
+     "training (gcn --log), timeline (gcn or pagerank --trace), hep (hep eval --log), partition "
+     "(partition "
      "--json), or auto: from the log's keys."},
     {"width", 0, "PX", "960", "Width in pixels (an SVG is as large at 100 pixels per inch)."},
     {"height", 0, "PX", "540", "Height in pixels."},
@@ -34,7 +35,8 @@ const cli_cmd cli_cmd_plot = {
     .description =
         "Draws the JSON lines a command wrote: training curves from `saga gcn --log` (loss, "
         "train/val/test accuracy per epoch); a timeline of the block scheduler's copies against "
-        "its computes from `saga gcn --trace` (with the share of copy time that ran under "
+        "its computes from `saga gcn --trace` or `saga pagerank --trace` (with the share of copy "
+        "time that ran under "
         "compute); efficiency and purity against the threshold and the ROC curve from `saga hep "
         "eval --log`; each part's size and halo from `saga partition --json`. The kind follows "
         "from the log's keys unless --kind names it.\n"

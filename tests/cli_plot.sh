@@ -59,7 +59,16 @@ plans = {r["plan"] for r in computes}
 assert len(plans) >= 4, plans
 assert max(r["step"] for r in computes) >= 1
 PY
-# without --trace nothing is traced
+# pagerank streamed: one plan for every iteration
+expect 0 "$SAGA_BIN" generate rmat --scale 10 --edge-factor 8 --seed 1 -o "$TMP/r10.txt" -q
+expect 0 "$SAGA_BIN" pagerank "$TMP/r10.txt" --device-mem 96K --top 0 --trace "$TMP/pr.jsonl" -q
+python3 - "$TMP/pr.jsonl" <<'PY' || fail "pagerank --trace: malformed trace"
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+computes = [r for r in rows if r["trace"] == "compute"]
+assert len(computes) > 4 and any(r["trace"] == "copy" for r in rows), len(rows)
+assert all(0 <= r["start"] <= r["end"] for r in rows)
+PY
 expect 0 "$SAGA_BIN" gcn --synthetic 3000,8,64,4 --epochs 1 --device-mem 2M -q
 expect 2 "$SAGA_BIN" gcn --synthetic 600,6,32,4 --trace
 # hep: generate, train, eval with the curve
@@ -162,6 +171,9 @@ for kind in train:training trace:timeline hep:hep part:partition; do
     fi
     check_image "$TMP/$log.svg" 700 400
 done
+expect 0 "$SAGA_BIN" plot "$TMP/pr.jsonl" -o "$TMP/pr.png" --json
+[ "$(json_get 'j["kind"]')" = timeline ] || fail "pr.jsonl: not drawn as a timeline"
+check_image "$TMP/pr.png" 960 540
 expect 1 "$SAGA_BIN" plot "$TMP/trace.jsonl" -o "$TMP/x.png" --plans 900:901
 expect_err "no trace lines in plans 900..901"
 

@@ -7,7 +7,7 @@
 The kind of picture follows from the log's keys:
 
   training   saga gcn --log FILE: loss and train/val/test accuracy per epoch
-  timeline   saga gcn --trace FILE: the block scheduler's copies against its computes, per step
+  timeline   saga gcn|pagerank --trace FILE: the block scheduler's copies against its computes
   hep        saga hep eval --log FILE: efficiency and purity against the threshold, ROC curve
   partition  saga partition --json (stdout): each part's size and halo
 
@@ -80,7 +80,7 @@ def is_partition(r):
 TESTS = {"training": is_training, "timeline": is_timeline, "hep": is_hep, "partition": is_partition}
 EXPECTED = {
     "training": "saga gcn --log lines (epoch, loss, ...)",
-    "timeline": 'saga gcn --trace lines ("trace": "copy" or "compute")',
+    "timeline": 'saga gcn or pagerank --trace lines ("trace": "copy" or "compute")',
     "hep": "saga hep eval --log lines (threshold, edge_efficiency, false_positive_rate)",
     "partition": "a saga partition --json line (sizes, halos)",
 }
@@ -207,7 +207,8 @@ def plot_timeline(plt, fig, path, rows):
     n_bytes = sum(r.get("bytes", 0) for r in rows if r["trace"] == "copy")
     n_steps = sum(1 for r in rows if r["trace"] == "compute")
     fig.suptitle(
-        f"{os.path.basename(path)}: {n_steps} steps in {len(firsts)} passes, "
+        f"{os.path.basename(path)}: {n_steps} steps in {len(firsts)} "
+        f"plan{'' if len(firsts) == 1 else 's'}, "
         f"{len(copies)} copies ({n_bytes / 1e6:.2f} MB, {copy_s * 1e3:.2f} ms), "
         f"{100 * hidden:.0f}% of copy time under compute"
     )
@@ -294,7 +295,7 @@ def parse_args(argv):
     ap = argparse.ArgumentParser(
         prog="saga plot",
         description="Draws a PNG or SVG from a saga log: training curves (gcn --log), a "
-        "timeline of copies against compute (gcn --trace), efficiency, purity and ROC "
+        "timeline of copies against compute (gcn or pagerank --trace), efficiency, purity and ROC "
         "(hep eval --log), part and halo sizes (partition --json).",
     )
     ap.add_argument("log", metavar="LOG", help="the JSON-lines file")
