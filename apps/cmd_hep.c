@@ -579,8 +579,8 @@ static int hep_main(int argc, char **argv) {
         uint64_t counter = 0;
         if ((st = hep_net_new(&net, be, to.hidden, to.iterations, 1)) < 0 ||
             (st = saga_checkpoint_load(to.checkpoint, net.m, NULL, &step, &counter)) < 0 ||
-            (st = hep_evaluate(&m, log_path ? &curve : NULL, be, &net, d.events, 0, d.n_events,
-                               to.threshold, 1.0)) < 0)
+            (st = hep_evaluate_curve(&m, log_path ? &curve : NULL, be, &net, d.events, 0,
+                                     d.n_events, to.threshold, 1.0)) < 0)
             goto fail;
         say_metrics(&c, "eval", &m);
         if (log_path && (st = write_eval_log(log_path, &m, &curve)) < 0)

@@ -862,9 +862,9 @@ void hep_curve_of(hep_curve *out, const float *score, const uint8_t *label, int6
     }
 }
 
-saga_status hep_evaluate(hep_metrics *out, hep_curve *curve, saga_backend *be, hep_net *net,
-                         const hep_event_graph *events, int32_t first, int32_t n, double threshold,
-                         double track_pt) {
+saga_status hep_evaluate_curve(hep_metrics *out, hep_curve *curve, saga_backend *be, hep_net *net,
+                               const hep_event_graph *events, int32_t first, int32_t n,
+                               double threshold, double track_pt) {
     saga_status st = SAGA_OK;
     saga_ctx *c = NULL;
     hep_batch b = {0};
@@ -919,6 +919,12 @@ fail:
     saga_free(label);
     saga_free(kept);
     return st;
+}
+
+saga_status hep_evaluate(hep_metrics *out, saga_backend *be, hep_net *net,
+                         const hep_event_graph *events, int32_t first, int32_t n, double threshold,
+                         double track_pt) {
+    return hep_evaluate_curve(out, NULL, be, net, events, first, n, threshold, track_pt);
 }
 
 /* ---- training ----------------------------------------------------------------------------- */
@@ -1064,7 +1070,7 @@ saga_status hep_train(hep_run *out, saga_backend *be, const hep_data *d, const h
     int32_t n_eval = d->n_events > d->n_train ? d->n_events - d->n_train : d->n_train;
     saga_status ev = SAGA_OK;
     if (me == 0)
-        ev = hep_evaluate(&r.metrics, NULL, be, &net, d->events, first, n_eval, o->threshold, 1.0);
+        ev = hep_evaluate(&r.metrics, be, &net, d->events, first, n_eval, o->threshold, 1.0);
     if (ranks > 1) {
         SAGA_TRY(saga_comm_agree(o->comm, ev));
         SAGA_TRY(saga_comm_bcast(o->comm, &r.metrics, sizeof r.metrics, 0, NULL));

@@ -198,11 +198,14 @@ double hep_auc(const float *score, const uint8_t *label, int64_t n);
 saga_status hep_track_efficiency(int64_t *found, int64_t *total, saga_backend *be,
                                  const hep_event_graph *g, const uint8_t *kept, double track_pt);
 
-/* Scores every event of events[first .. first + n) one at a time (inference) and measures;
- * curve, when not NULL, gets the metrics at every threshold (hep_curve_of). */
-saga_status hep_evaluate(hep_metrics *out, hep_curve *curve, saga_backend *be, hep_net *net,
+/* Scores every event of events[first .. first + n) one at a time (inference) and measures. */
+saga_status hep_evaluate(hep_metrics *out, saga_backend *be, hep_net *net,
                          const hep_event_graph *events, int32_t first, int32_t n, double threshold,
                          double track_pt);
+/* hep_evaluate, and *curve (when not NULL) gets the metrics at every threshold (hep_curve_of). */
+saga_status hep_evaluate_curve(hep_metrics *out, hep_curve *curve, saga_backend *be, hep_net *net,
+                               const hep_event_graph *events, int32_t first, int32_t n,
+                               double threshold, double track_pt);
 
 /* ---- training ----------------------------------------------------------------------------- */
 
