@@ -27,6 +27,7 @@ enum {
     OPT_CHECKPOINT_EVERY,
     OPT_RESUME,
     OPT_LOG,
+    OPT_TRACE,
     OPT_SAVED,
     OPT_TRANSFER,
     OPT_EXEC, /* the CLI_EXEC_N_OPTS options of CLI_EXEC_OPTS */
@@ -66,6 +67,12 @@ static const cli_opt gcn_cli_opts[] = {
      "Write one JSON object per epoch: epoch, loss, train_accuracy, val_accuracy, test_accuracy, "
      "epoch_ms, eval_ms (and h2d_bytes, d2h_bytes, peak_device_bytes, overlap with --stats), "
      "named as in the --json summary."},
+    {"trace", 0, "FILE", NULL,
+     "Write one JSON line per copy the block scheduler makes and per step it computes: "
+     "{\"trace\": \"copy\" or \"compute\", stream, dir (h2d, d2h), block, bytes, plan, step, "
+     "start, end} in seconds from the start of training, as the streams ran them; `saga plot` "
+     "draws them as a timeline. Tracing waits for the device after each pass, so it slows a "
+     "streamed run a little; off by default. Rank 0 only."},
     {"saved", 0, "MODE", "recompute",
      "Streamed: recompute each part's aggregation in the backward pass, or offload it to the "
      "host in the forward pass and stream it back."},
@@ -221,7 +228,7 @@ static int parse_synthetic(cli_ctx *c, const char *arg, saga_citation_params *p)
 static int gcn_main(int argc, char **argv) {
     cli_ctx c;
     const char *arg = NULL, *data_dir = NULL, *synthetic = NULL, *device = cli_default_device();
-    const char *log_path = NULL;
+    const char *log_path = NULL, *trace_path = NULL;
     gcn_opts go = gcn_opts_defaults();
     saga_citation_params cp = saga_citation_params_defaults();
     bool normalize = true, dense_features = false;
@@ -288,6 +295,9 @@ static int gcn_main(int argc, char **argv) {
             break;
         case OPT_LOG:
             log_path = arg;
+            break;
+        case OPT_TRACE:
+            trace_path = arg;
             break;
         case OPT_SAVED:
             if (strcmp(arg, "recompute") == 0)
@@ -416,6 +426,13 @@ static int gcn_main(int argc, char **argv) {
             goto fail;
         }
     }
+    if (trace_path && c.rank == 0) {
+        go.trace = fopen(trace_path, "w");
+        if (!go.trace) {
+            st = saga_error(SAGA_ERR_IO, "cannot create '%s': %s", trace_path, strerror(errno));
+            goto fail;
+        }
+    }
     sink.progress = !c.quiet && isatty(STDERR_FILENO);
     st = gcn_train(&r, be, &d, &go, on_epoch, &sink);
     progress_end(&sink);
@@ -428,6 +445,14 @@ static int gcn_main(int argc, char **argv) {
         sink.log = NULL;
         if (close_rc != 0) {
             st = saga_error(SAGA_ERR_IO, "%s: write failed: %s", log_path, strerror(errno));
+            goto fail;
+        }
+    }
+    if (go.trace) {
+        int close_rc = ferror(go.trace) | fclose(go.trace);
+        go.trace = NULL;
+        if (close_rc != 0) {
+            st = saga_error(SAGA_ERR_IO, "%s: write failed: %s", trace_path, strerror(errno));
             goto fail;
         }
     }
@@ -506,8 +531,8 @@ static int gcn_main(int argc, char **argv) {
         json_key(&j, "halo_rows"), json_int(&j, rs.halo_rows);
         cli_json_rank_stats(&j, &rs);
         json_key(&j, "edge_cut"), json_int(&j, r.stats.edge_cut);
-        const char *written[2] = {log_path, go.checkpoint};
-        cli_json_outputs(&j, written, 2);
+        const char *written[3] = {log_path, go.checkpoint, trace_path};
+        cli_json_outputs(&j, written, 3);
         json_object_end(&j);
         json_finish(&j);
     }
@@ -518,6 +543,8 @@ fail:
         rc = cli_fail_ranks(&c, comm, agreed);
     if (sink.log)
         fclose(sink.log);
+    if (go.trace)
+        fclose(go.trace);
     cli_rank_stats_free(&rs);
     gcn_result_free(&r);
     gcn_data_free(&d);

@@ -34,6 +34,7 @@ enum {
     OPT_RESUME,
     OPT_DEVICE,
     OPT_ACCUMULATE,
+    OPT_LOG,
     OPT_COUNT_
 };
 
@@ -64,6 +65,7 @@ static const unsigned OPT_FOR[OPT_COUNT_] = {
     [OPT_RESUME] = TRAIN,
     [OPT_DEVICE] = TRAIN | EVAL,
     [OPT_ACCUMULATE] = TRAIN,
+    [OPT_LOG] = EVAL,
 };
 
 static const cli_opt hep_opts[] = {
@@ -114,6 +116,12 @@ static const cli_opt hep_opts[] = {
      "train: micro-batches per optimizer step on each rank, their gradients averaged. Under "
      "mpirun with R ranks a step takes R x A micro-batches, A per rank (one process with "
      "--accumulate R computes the same steps)."},
+    {"log", 0, "FILE", NULL,
+     "eval: write the metrics as JSON lines: first the summary (as in --json: edge_efficiency, "
+     "edge_purity, auc, threshold, ...), then one line per threshold 0, 0.01, ..., 1 with "
+     "threshold, edge_efficiency (the true positive rate), edge_purity (null when no edge is "
+     "kept) and false_positive_rate: efficiency and purity against the threshold, and the ROC "
+     "curve (`saga plot` draws them)."},
     {0}};
 
 static int hep_main(int argc, char **argv);
@@ -398,6 +406,36 @@ fail:
     return st;
 }
 
+/* eval --log: the summary, then the metrics at every threshold of the curve. */
+static saga_status write_eval_log(const char *path, const hep_metrics *m, const hep_curve *cv) {
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return saga_error(SAGA_ERR_IO, "cannot create '%s': %s", path, strerror(errno));
+    json j;
+    json_init(&j, f);
+    json_object_begin(&j);
+    json_metrics(&j, m);
+    json_key(&j, "true_edges"), json_int(&j, cv->n_true);
+    json_key(&j, "false_edges"), json_int(&j, cv->n_false);
+    json_object_end(&j);
+    fputc('\n', f);
+    for (int i = 0; i < HEP_CURVE_POINTS; i++) {
+        json_init(&j, f);
+        json_object_begin(&j);
+        json_key(&j, "threshold"), json_num(&j, cv->threshold[i]);
+        json_key(&j, "edge_efficiency"), json_num(&j, cv->efficiency[i]);
+        json_key(&j, "edge_purity");
+        isnan(cv->purity[i]) ? json_null(&j) : json_num(&j, cv->purity[i]);
+        json_key(&j, "false_positive_rate"), json_num(&j, cv->fpr[i]);
+        json_object_end(&j);
+        fputc('\n', f);
+    }
+    int bad = ferror(f);
+    if ((fclose(f) != 0) | bad)
+        return saga_error(SAGA_ERR_IO, "%s: write failed: %s", path, strerror(errno));
+    return SAGA_OK;
+}
+
 /* ---- train -------------------------------------------------------------------------------- */
 
 typedef struct epoch_sink {
@@ -417,7 +455,7 @@ static saga_status on_epoch(const hep_epoch *e, void *user) {
 static int hep_main(int argc, char **argv) {
     cli_ctx c;
     const char *arg = NULL, *out = NULL, *data = NULL, *device = cli_default_device(),
-               *sampler = "balanced";
+               *sampler = "balanced", *log_path = NULL;
     saga_trackml_params gp = saga_trackml_params_defaults();
     hep_graph_opts go = hep_graph_opts_defaults();
     hep_train_opts to = hep_train_opts_defaults();
@@ -430,6 +468,9 @@ static int hep_main(int argc, char **argv) {
         int bad = 0;
         given[o] = true;
         switch (o) {
+        case OPT_LOG:
+            log_path = arg;
+            break;
         case OPT_OUTPUT:
             if (given[OPT_EXPORT] && strcmp(out, arg) != 0)
                 return cli_usage(&c, "--export %s and -o %s name two directories", out, arg);
@@ -655,13 +696,17 @@ static int hep_main(int argc, char **argv) {
 
     if (which == EVAL) {
         hep_metrics m;
+        hep_curve curve;
         int64_t step = 0;
         uint64_t counter = 0;
         if ((st = hep_net_new(&net, be, to.hidden, to.iterations, 1)) < 0 ||
             (st = saga_checkpoint_load(to.checkpoint, net.m, NULL, &step, &counter)) < 0 ||
-            (st = hep_evaluate(&m, be, &net, d.events, 0, d.n_events, to.threshold, 1.0)) < 0)
+            (st = hep_evaluate_curve(&m, log_path ? &curve : NULL, be, &net, d.events, 0,
+                                     d.n_events, to.threshold, 1.0)) < 0)
             goto fail;
         say_metrics(&c, "eval", &m);
+        if (log_path && (st = write_eval_log(log_path, &m, &curve)) < 0)
+            goto fail;
         if (c.json) {
             json j;
             json_init(&j, stdout);
@@ -670,7 +715,7 @@ static int hep_main(int argc, char **argv) {
             json_key(&j, "checkpoint"), json_str(&j, to.checkpoint);
             json_key(&j, "load_seconds"), json_num(&j, t_load);
             cli_json_device(&j, be);
-            cli_json_outputs(&j, NULL, 0);
+            cli_json_outputs(&j, &log_path, 1);
             json_key(&j, "checkpoint_epoch"), json_int(&j, step);
             json_construction(&j, &d, &k);
             json_metrics(&j, &m);

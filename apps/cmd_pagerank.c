@@ -15,6 +15,7 @@ enum {
     OPT_OUT,
     OPT_OUT_ALIAS_,
     OPT_ALLOW_UNCONVERGED,
+    OPT_TRACE,
     OPT_DEVICE,
     OPT_EXEC, /* the CLI_EXEC_N_OPTS options of CLI_EXEC_OPTS */
 };
@@ -28,6 +29,10 @@ static const cli_opt pagerank_opts[] = {
     CLI_ALIAS("out"),
     {"allow-unconverged", 0, NULL, NULL,
      "Report the scores after --max-iters iterations with a warning instead of failing."},
+    {"trace", 0, "FILE", NULL,
+     "Write one JSON line per copy the block scheduler makes and per step it computes (as "
+     "`saga gcn --trace`), for `saga plot`'s timeline; a streamed run has the steps. Rank 0 "
+     "only."},
     {"device", 0, "DEV", NULL,
      CLI_DEVICE_HELP " PageRank runs through the graph executor on every device: in memory "
                      "(rows in out-degree order, one kernel per iteration) or streamed."},
@@ -143,7 +148,7 @@ fail:
  * streamed under --device-mem, over the ranks of comm. */
 static saga_status pagerank_exec(double **scores, pr_result *r, saga_net_stats *ns,
                                  const saga_graph *g, const pr_opts *po, saga_backend *be,
-                                 const cli_exec *ea, saga_comm *comm) {
+                                 const cli_exec *ea, saga_comm *comm, FILE *trace) {
     saga_status st = SAGA_OK;
     saga_ctx *c = NULL;
     saga_net *net = NULL;
@@ -151,6 +156,7 @@ static saga_status pagerank_exec(double **scores, pr_result *r, saga_net_stats *
     SAGA_TRY(saga_ctx_new(&c, be, 0));
     saga_net_opts no = cli_exec_net_opts(ea);
     no.comm = comm;
+    no.trace = trace;
     SAGA_TRY(saga_net_new(&net, c, g, &no));
     int32_t n = saga_graph_n_vertices(g);
     SAGA_TRY(saga_alloc_array((void **)&x, n ? (size_t)n : 1, sizeof *x, "pagerank scores"));
@@ -171,7 +177,8 @@ fail:
 static int pagerank_main(int argc, char **argv) {
     cli_ctx c;
     const char *arg = NULL;
-    const char *out_path = NULL;
+    const char *out_path = NULL, *trace_path = NULL;
+    FILE *trace = NULL;
     bool allow_unconverged = false;
     pr_opts po = pr_opts_defaults();
     int64_t v = 0, k = 10;
@@ -198,6 +205,9 @@ static int pagerank_main(int argc, char **argv) {
             break;
         case OPT_OUT:
             out_path = arg;
+            break;
+        case OPT_TRACE:
+            trace_path = arg;
             break;
         case OPT_ALLOW_UNCONVERGED:
             allow_unconverged = true;
@@ -244,9 +254,23 @@ static int pagerank_main(int argc, char **argv) {
     if (saga_comm_agree(comm, cli_backend_open(&c, &be, device, comm, &bp)) < 0)
         goto fail;
     saga_net_stats ns = {0};
-    if (pagerank_exec(&x, &r, &ns, g, &po, be, &ea, comm) < 0) {
+    if (trace_path && c.rank == 0 && !(trace = fopen(trace_path, "w"))) {
+        saga_error(SAGA_ERR_IO, "cannot create '%s': %s", trace_path, strerror(errno));
         agreed = false;
         goto fail;
+    }
+    if (pagerank_exec(&x, &r, &ns, g, &po, be, &ea, comm, trace) < 0) {
+        agreed = false;
+        goto fail;
+    }
+    if (trace) {
+        int close_rc = ferror(trace) | fclose(trace);
+        trace = NULL;
+        if (close_rc != 0) {
+            saga_error(SAGA_ERR_IO, "%s: write failed: %s", trace_path, strerror(errno));
+            agreed = false;
+            goto fail;
+        }
     }
     if (cli_rank_stats_of(&rs, comm, &ns) < 0) {
         agreed = false;
@@ -307,7 +331,8 @@ static int pagerank_main(int argc, char **argv) {
         json_key(&j, "seconds_per_iteration"), json_num(&j, per_iter);
         json_key(&j, "load_seconds"), json_num(&j, load_s);
         cli_json_device(&j, be);
-        cli_json_outputs(&j, &out_path, 1);
+        const char *written[2] = {out_path, trace_path};
+        cli_json_outputs(&j, written, 2);
         cli_json_net_stats(&j, &ns);
         json_key(&j, "halo_rows"), json_int(&j, rs.halo_rows);
         cli_json_rank_stats(&j, &rs);
@@ -328,6 +353,8 @@ static int pagerank_main(int argc, char **argv) {
 fail:
     if (rc != CLI_OK)
         cli_fail_ranks(&c, comm, agreed);
+    if (trace)
+        fclose(trace);
     cli_rank_stats_free(&rs);
     saga_free(top);
     saga_free(x);

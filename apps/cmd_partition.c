@@ -23,6 +23,35 @@ static const cli_opt partition_opts[] = {
 
 static int partition_main(int argc, char **argv);
 
+/* halo[q]: the vertices outside part q with an edge into it (the rows a streamed run loads
+ * beside part q's own, each counted once per part). NULL when out of memory. */
+static int64_t *halo_sizes(const saga_graph *g, const saga_partition *p) {
+    int64_t *halo = NULL;
+    int32_t *seen = NULL;
+    if (saga_alloc_zeroed((void **)&halo, (size_t)p->n_parts, sizeof *halo, "halo sizes") < 0 ||
+        saga_alloc_array((void **)&seen, (size_t)p->n_vertices + 1, sizeof *seen, "halo marks") <
+            0) {
+        saga_free(halo);
+        return NULL;
+    }
+    for (int32_t u = 0; u < p->n_vertices; u++)
+        seen[u] = -1;
+    saga_csr in = saga_graph_in(g);
+    for (int32_t q = 0; q < p->n_parts; q++)
+        for (int64_t i = p->offsets[q]; i < p->offsets[q + 1]; i++) {
+            int32_t v = p->perm[i];
+            for (int64_t e = in.offsets[v]; e < in.offsets[v + 1]; e++) {
+                int32_t u = in.indices[e];
+                if (p->part[u] != q && seen[u] != q) {
+                    seen[u] = q;
+                    halo[q]++;
+                }
+            }
+        }
+    saga_free(seen);
+    return halo;
+}
+
 const cli_cmd cli_cmd_partition = {
     .name = "partition",
     .summary = "Cut a graph into K parts (METIS) and report the edge cut",
@@ -34,8 +63,11 @@ const cli_cmd cli_cmd_partition = {
         "repeated edges removed), equal ranges of vertex ids (contiguous), or a seeded shuffle "
         "cut into equal ranges (random, a baseline). The edge cut counts the graph's directed "
         "edges whose endpoints lie in different parts (an undirected graph's edge counts once "
-        "per direction); the balance is the largest part's size over the mean size. Vertices are "
-        "then renumbered part by part, which is how saga lays out a graph for streaming.",
+        "per direction); the balance is the largest part's size over the mean size. A part's halo "
+        "is "
+        "the vertices of other parts with an edge into it (the rows a streamed run loads beside "
+        "the part's own); --json lists the parts' sizes and halos. Vertices are then renumbered "
+        "part by part, which is how saga lays out a graph for streaming.",
     .opts = partition_opts,
     .flags = CLI_GRAPH_OPTS | CLI_THREADS,
     .example = "saga partition ca-GrQc.txt.gz --parts 8\n"
@@ -87,6 +119,7 @@ static int partition_main(int argc, char **argv) {
     const char *path = c.args[0];
     saga_graph *g = NULL;
     saga_partition *p = NULL;
+    int64_t *halo = NULL;
     double load_s = 0;
     int rc = CLI_ERROR;
     if (cli_load_graph(&c, &g, path, &load_s) < 0)
@@ -98,11 +131,16 @@ static int partition_main(int argc, char **argv) {
             cli_count(b2, sizeof b2, m), load_s);
     if (saga_partition_graph(&p, g, (int32_t)k, &po) < 0)
         goto fail;
-    int64_t smallest = INT64_MAX, largest = 0;
+    if (!(halo = halo_sizes(g, p)))
+        goto fail;
+    int64_t smallest = INT64_MAX, largest = 0, halo_min = INT64_MAX, halo_max = 0, halo_sum = 0;
     for (int32_t q = 0; q < p->n_parts; q++) {
         int64_t s = p->offsets[q + 1] - p->offsets[q];
         smallest = s < smallest ? s : smallest;
         largest = s > largest ? s : largest;
+        halo_min = halo[q] < halo_min ? halo[q] : halo_min;
+        halo_max = halo[q] > halo_max ? halo[q] : halo_max;
+        halo_sum += halo[q];
     }
     cli_say(&c, "partition: %s, %d parts of %lld to %lld vertices (%.3f s)\n",
             saga_partition_method_name(po.method), (int)p->n_parts, (long long)smallest,
@@ -110,6 +148,8 @@ static int partition_main(int argc, char **argv) {
     cli_say(&c, "edge cut: %s of %s edges (%.2f%%)\nbalance: %.3f\n",
             cli_count(b1, sizeof b1, p->edge_cut), cli_count(b2, sizeof b2, m),
             m ? 100.0 * (double)p->edge_cut / (double)m : 0.0, p->balance);
+    cli_say(&c, "halos: %lld to %lld vertices per part, %s in all\n", (long long)halo_min,
+            (long long)halo_max, cli_count(b1, sizeof b1, halo_sum));
     if (out_path) {
         if (cli_write_vertex_values(out_path, g, p->part, false) < 0)
             goto fail;
@@ -133,6 +173,11 @@ static int partition_main(int argc, char **argv) {
         for (int32_t q = 0; q < p->n_parts; q++)
             json_int(&j, p->offsets[q + 1] - p->offsets[q]);
         json_array_end(&j);
+        json_key(&j, "halos");
+        json_array_begin(&j);
+        for (int32_t q = 0; q < p->n_parts; q++)
+            json_int(&j, halo[q]);
+        json_array_end(&j);
         json_key(&j, "load_seconds"), json_num(&j, load_s);
         cli_json_device(&j, NULL);
         cli_json_outputs(&j, &out_path, 1);
@@ -143,6 +188,7 @@ static int partition_main(int argc, char **argv) {
 fail:
     if (rc != CLI_OK)
         cli_fail(&c);
+    saga_free(halo);
     saga_partition_free(&p);
     saga_graph_free(&g);
     return rc;

@@ -12,3 +12,4 @@ extern const cli_cmd cli_cmd_gcn;
 extern const cli_cmd cli_cmd_partition;
 extern const cli_cmd cli_cmd_hep;
 extern const cli_cmd cli_cmd_mlp;
+extern const cli_cmd cli_cmd_plot;

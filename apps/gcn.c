@@ -330,6 +330,7 @@ saga_status gcn_train(gcn_result *out, saga_backend *be, const gcn_data *d, cons
     no.transfer = o->transfer;
     no.self_loops = SAGA_DGRAPH_SELF_LOOPS_ADD; /* A + I */
     no.comm = o->comm;
+    no.trace = o->trace;
     SAGA_TRY(saga_net_new(&net, c, d->graph, &no));
     SAGA_TRY(saga_net_set_model(net, m)); /* with ranks: gradients summed over them */
     SAGA_TRY(saga_net_add_vertex(net, gcn_rows, &l1, l1.project_first ? H : F));

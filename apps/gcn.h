@@ -85,6 +85,8 @@ typedef struct gcn_opts {
     saga_comm *comm;        /* partition-parallel over these ranks (saga_net_opts.comm), or NULL for
                              * this process alone; every rank calls gcn_train with the same data and
                              * options, rank 0 writes the checkpoints */
+    FILE *trace;            /* the block scheduler's copies and computes, one JSON line each
+                             * (saga_net_opts.trace), or NULL */
 } gcn_opts;
 
 gcn_opts gcn_opts_defaults(void);

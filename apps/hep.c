@@ -862,9 +862,44 @@ fail:
     return st;
 }
 
-saga_status hep_evaluate(hep_metrics *out, saga_backend *be, hep_net *net,
-                         const hep_event_graph *events, int32_t first, int32_t n, double threshold,
-                         double track_pt) {
+void hep_curve_of(hep_curve *out, const float *score, const uint8_t *label, int64_t n) {
+    enum { P = HEP_CURVE_POINTS };
+    /* kept[i]: edges of each class whose score is above threshold i, counted as the edges
+     * whose highest threshold below their score is i, then summed from the top */
+    int64_t kept[2][P] = {{0}}, total[2] = {0};
+    memset(out, 0, sizeof *out);
+    for (int i = 0; i < P; i++)
+        out->threshold[i] = (double)i / (P - 1);
+    for (int64_t e = 0; e < n; e++) {
+        int y = label[e] ? 1 : 0;
+        double sc = score[e];
+        total[y]++;
+        if (!(sc > out->threshold[0]))
+            continue; /* below every threshold (or NaN) */
+        int i = (int)(sc * (P - 1));
+        i = i < 0 ? 0 : i >= P ? P - 1 : i;
+        while (i + 1 < P && out->threshold[i + 1] < sc)
+            i++;
+        while (i > 0 && !(out->threshold[i] < sc))
+            i--;
+        kept[y][i]++;
+    }
+    for (int i = P - 2; i >= 0; i--)
+        for (int y = 0; y < 2; y++)
+            kept[y][i] += kept[y][i + 1];
+    out->n_true = total[1];
+    out->n_false = total[0];
+    for (int i = 0; i < P; i++) {
+        int64_t tp = kept[1][i], fp = kept[0][i];
+        out->efficiency[i] = total[1] ? (double)tp / (double)total[1] : 0.0;
+        out->fpr[i] = total[0] ? (double)fp / (double)total[0] : 0.0;
+        out->purity[i] = tp + fp ? (double)tp / (double)(tp + fp) : NAN;
+    }
+}
+
+saga_status hep_evaluate_curve(hep_metrics *out, hep_curve *curve, saga_backend *be, hep_net *net,
+                               const hep_event_graph *events, int32_t first, int32_t n,
+                               double threshold, double track_pt) {
     saga_status st = SAGA_OK;
     saga_ctx *c = NULL;
     hep_batch b = {0};
@@ -907,6 +942,8 @@ saga_status hep_evaluate(hep_metrics *out, saga_backend *be, hep_net *net,
     r.edge_efficiency = tp + fn ? (double)tp / (double)(tp + fn) : 0.0;
     r.edge_purity = tp + fp ? (double)tp / (double)(tp + fp) : 0.0;
     r.auc = hep_auc(score, label, m);
+    if (curve)
+        hep_curve_of(curve, score, label, m);
     r.n_tracks = tracks;
     r.track_efficiency = tracks ? (double)found / (double)tracks : 0.0;
     *out = r;
@@ -917,6 +954,12 @@ fail:
     saga_free(label);
     saga_free(kept);
     return st;
+}
+
+saga_status hep_evaluate(hep_metrics *out, saga_backend *be, hep_net *net,
+                         const hep_event_graph *events, int32_t first, int32_t n, double threshold,
+                         double track_pt) {
+    return hep_evaluate_curve(out, NULL, be, net, events, first, n, threshold, track_pt);
 }
 
 /* ---- training ----------------------------------------------------------------------------- */

@@ -187,6 +187,20 @@ typedef struct hep_metrics {
     double track_efficiency; /* share of them found (see hep_track_efficiency) */
 } hep_metrics;
 
+/* The metrics at thresholds 0, 0.01, ..., 1 (an edge kept when its score is above the
+ * threshold): for efficiency and purity against the threshold, and a ROC curve. */
+enum { HEP_CURVE_POINTS = 101 };
+typedef struct hep_curve {
+    int64_t n_true, n_false;
+    double threshold[HEP_CURVE_POINTS];
+    double efficiency[HEP_CURVE_POINTS]; /* true positive rate: kept true / true */
+    double purity[HEP_CURVE_POINTS];     /* kept true / kept; NAN when nothing is kept */
+    double fpr[HEP_CURVE_POINTS];        /* false positive rate: kept false / false (0 if none) */
+} hep_curve;
+
+/* Fills *out from n scores and their labels (1: a true edge). */
+void hep_curve_of(hep_curve *out, const float *score, const uint8_t *label, int64_t n);
+
 /* Exact ROC AUC of scores against labels by sorting (ties get their mean rank); 0.5 when one
  * class is empty. */
 double hep_auc(const float *score, const uint8_t *label, int64_t n);
@@ -201,6 +215,10 @@ saga_status hep_track_efficiency(int64_t *found, int64_t *total, saga_backend *b
 saga_status hep_evaluate(hep_metrics *out, saga_backend *be, hep_net *net,
                          const hep_event_graph *events, int32_t first, int32_t n, double threshold,
                          double track_pt);
+/* hep_evaluate, and *curve (when not NULL) gets the metrics at every threshold (hep_curve_of). */
+saga_status hep_evaluate_curve(hep_metrics *out, hep_curve *curve, saga_backend *be, hep_net *net,
+                               const hep_event_graph *events, int32_t first, int32_t n,
+                               double threshold, double track_pt);
 
 /* ---- training ----------------------------------------------------------------------------- */
 

@@ -7,7 +7,7 @@
 
 static const cli_cmd *const commands[] = {
     &cli_cmd_info, &cli_cmd_convert,   &cli_cmd_generate, &cli_cmd_pagerank, &cli_cmd_cc,
-    &cli_cmd_gcn,  &cli_cmd_partition, &cli_cmd_hep,      &cli_cmd_mlp,
+    &cli_cmd_gcn,  &cli_cmd_partition, &cli_cmd_hep,      &cli_cmd_mlp,      &cli_cmd_plot,
 };
 enum { N_COMMANDS = sizeof commands / sizeof commands[0] };
 

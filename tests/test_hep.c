@@ -345,6 +345,46 @@ static void test_hep_auc_matches_pair_count(void **state) {
     assert_true(hep_auc(score, none, 3) == 0.5);
 }
 
+/* The curve at every threshold against a direct count, scores on the thresholds included (an
+ * edge is kept when its score is strictly above). */
+static void test_hep_curve_matches_direct_count(void **state) {
+    (void)state;
+    enum { NS = 400 };
+    float score[NS];
+    uint8_t label[NS];
+    uint64_t s = 5;
+    for (int i = 0; i < NS; i++) {
+        label[i] = (mix64(&s) & 1) == 0;
+        int k = (int)(mix64(&s) % 101);
+        /* half exactly on a threshold (as a float), half between two */
+        score[i] = (i & 1) ? (float)k / 100.0f : (float)(k + 0.5) / 101.0f;
+    }
+    hep_curve cv;
+    hep_curve_of(&cv, score, label, NS);
+    int64_t n_true = 0;
+    for (int i = 0; i < NS; i++)
+        n_true += label[i];
+    assert_int_equal(cv.n_true, n_true);
+    assert_int_equal(cv.n_false, NS - n_true);
+    for (int t = 0; t < HEP_CURVE_POINTS; t++) {
+        double th = t / 100.0;
+        assert_true(cv.threshold[t] == th);
+        int64_t tp = 0, fp = 0;
+        for (int i = 0; i < NS; i++)
+            if (score[i] > th)
+                label[i] ? tp++ : fp++;
+        if (fabs(cv.efficiency[t] - (double)tp / (double)n_true) > 1e-12 ||
+            fabs(cv.fpr[t] - (double)fp / (double)(NS - n_true)) > 1e-12)
+            fail_msg("threshold %g: efficiency %g fpr %g, counted %lld and %lld kept", th,
+                     cv.efficiency[t], cv.fpr[t], (long long)tp, (long long)fp);
+        if (tp + fp)
+            assert_true(fabs(cv.purity[t] - (double)tp / (double)(tp + fp)) < 1e-12);
+        else
+            assert_true(isnan(cv.purity[t]));
+    }
+    assert_true(cv.efficiency[0] > 0.9 && cv.efficiency[HEP_CURVE_POINTS - 1] == 0.0);
+}
+
 static void test_hep_track_efficiency_by_hand(void **state) {
     (void)state;
     saga_trackml_event *e = tiny_event();
@@ -594,6 +634,7 @@ int main(void) {
         cmocka_unit_test(test_hep_graph_counts_endcap_hits_left_out),
         cmocka_unit_test(test_hep_sampler_invariants),
         cmocka_unit_test(test_hep_auc_matches_pair_count),
+        cmocka_unit_test(test_hep_curve_matches_direct_count),
         cmocka_unit_test(test_hep_track_efficiency_by_hand),
         cmocka_unit_test(test_hep_in_layer_gradients_match_finite_differences),
         cmocka_unit_test(test_hep_training_learns),

@@ -1,8 +1,8 @@
 /* test_sched.c - the block scheduler's SAGA_BLK_STATE life: a block changed on the device stays
  * resident across plans without moving, is written back when evicted after its last use in a
  * plan (where a SAGA_BLK_INPUT block would be dropped), and saga_sched_download brings it to the
- * host; a step that overwrites a block waits for the block's write-back still in flight. Checked
- * against values computed here. */
+ * host; a step that overwrites a block waits for the block's write-back still in flight; the
+ * trace writes one line per copy and per step's compute. Checked against values computed here. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,6 +14,9 @@
 #include "sched_impl.h"
 
 #include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 enum { N = 256 }; /* floats per block */
@@ -174,11 +177,88 @@ static void test_sched_write_waits_for_writeback(void **state) {
     saga_backend_free_all(&be);
 }
 
+/* The trace: one line per load and write-back and one per step's compute, each interval stamped
+ * in order on its stream, written at saga_sched_finish; nothing without a trace. */
+static void test_sched_trace_lines(void **state) {
+    (void)state;
+    saga_backend *be = open_cpu();
+    saga_stream *ds = saga_backend_default_stream(be);
+    saga_sched *s = NULL;
+    size_t bytes = N * sizeof(float);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    assert_non_null(f);
+    assert_int_equal(saga_sched_new(&s, be, 0, NULL, NULL), SAGA_OK);
+    saga_sched_set_trace(s, f);
+    float hx[N], hy[N];
+    for (int i = 0; i < N; i++)
+        hx[i] = 1.0f;
+    saga_blk *X = saga_sched_block(s, bytes, SAGA_BLK_INPUT, "features");
+    saga_blk *Y = saga_sched_block(s, bytes, SAGA_BLK_TEMP, "result");
+    saga_blk_set_host(X, hx);
+    saga_blk_set_host(Y, hy);
+    saga_sched_plan_begin(s);
+    int t = saga_sched_step(s);
+    saga_sched_use(s, t, X, SAGA_USE_READ, 0);
+    t = saga_sched_step(s);
+    saga_sched_use(s, t, X, SAGA_USE_READ, 0);
+    saga_sched_use(s, t, Y, SAGA_USE_WRITE, SAGA_USE_WRITEBACK);
+    assert_int_equal(saga_sched_plan_end(s), SAGA_OK);
+    for (t = 0; t < 2; t++) {
+        assert_int_equal(saga_sched_begin(s, t), SAGA_OK);
+        if (t == 1)
+            assert_int_equal(
+                be->kernels->scale_f32(ds, N, 3.0f, saga_blk_dev(X), 0.0f, saga_blk_dev(Y)),
+                SAGA_OK);
+        assert_int_equal(saga_sched_end(s, t), SAGA_OK);
+    }
+    assert_int_equal(saga_sched_finish(s), SAGA_OK);
+    fflush(f);
+    assert_true(hy[0] == 3.0f);
+    /* h2d of features for step 0, compute 0, compute 1, d2h of result in step 1 */
+    const char *want[4][3] = {
+        {"\"trace\":\"copy\"", "\"dir\":\"h2d\",\"block\":\"features\"", "\"plan\":1,\"step\":0,"},
+        {"\"trace\":\"compute\"", "\"stream\":\"compute\"", "\"plan\":1,\"step\":0,"},
+        {"\"trace\":\"compute\"", "\"stream\":\"compute\"", "\"plan\":1,\"step\":1,"},
+        {"\"trace\":\"copy\"", "\"dir\":\"d2h\",\"block\":\"result\"", "\"plan\":1,\"step\":1,"}};
+    int n = 0;
+    double prev_compute_end = -1;
+    for (char *line = buf, *nl; line && *line; line = nl ? nl + 1 : NULL, n++) {
+        nl = strchr(line, '\n');
+        if (nl)
+            *nl = '\0';
+        if (n >= 4)
+            fail_msg("more than 4 trace lines: '%s'", line);
+        for (int k = 0; k < 3; k++)
+            if (!strstr(line, want[n][k]))
+                fail_msg("trace line %d lacks %s: '%s'", n + 1, want[n][k], line);
+        const char *st = strstr(line, "\"start\":"), *en = strstr(line, "\"end\":");
+        assert_non_null(st);
+        assert_non_null(en);
+        double a = strtod(st + 8, NULL), b = strtod(en + 6, NULL);
+        if (!(a >= 0 && b >= a))
+            fail_msg("trace line %d: start %g, end %g", n + 1, a, b);
+        if (strstr(line, "compute")) {
+            assert_true(a >= prev_compute_end); /* one stream: in order */
+            prev_compute_end = b;
+        }
+        if (strstr(line, "\"bytes\":") && !strstr(line, "\"bytes\":1024,"))
+            fail_msg("trace line %d: expected 1024 bytes: '%s'", n + 1, line);
+    }
+    assert_int_equal(n, 4);
+    saga_sched_free(&s);
+    fclose(f);
+    free(buf);
+    saga_backend_free_all(&be);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sched_state_written_back_on_eviction),
         cmocka_unit_test(test_sched_state_stays_resident),
         cmocka_unit_test(test_sched_write_waits_for_writeback),
+        cmocka_unit_test(test_sched_trace_lines),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

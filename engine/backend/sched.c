@@ -4,6 +4,7 @@
 
 #include "saga_log.h"
 
+#include <stdio.h>
 #include <string.h>
 
 enum {
@@ -45,6 +46,19 @@ typedef struct step {
     bool hold;    /* and until this step begins */
 } step;
 
+/* One traced interval (saga_sched_set_trace): stamped by host functions queued on the stream
+ * that does the work, so the times are when the stream ran it, and written out once the streams
+ * have passed both stamps. */
+typedef struct trace_rec {
+    struct trace_rec *next;
+    const char *what; /* "h2d", "d2h" or "compute" */
+    const char *block;
+    size_t bytes;
+    int plan, step;
+    double t0; /* the trace's origin */
+    double start, end;
+} trace_rec;
+
 /* A staging buffer with the closure of the host function that fills or drains it. */
 typedef struct slot {
     void *buf;
@@ -72,6 +86,11 @@ struct saga_sched {
     slot slots[N_SLOTS];
     int next_slot;
     saga_sched_stats st;
+    FILE *trace;                        /* NULL: no trace, and nothing below is touched */
+    trace_rec *trace_head, *trace_tail; /* stamped or in flight, in issue order */
+    trace_rec *computing;               /* the running step's */
+    double trace_t0;
+    int n_plans;
 };
 
 /* ---- helpers ------------------------------------------------------------------------------ */
@@ -121,6 +140,78 @@ static void unpack_tramp(void *arg) {
     sl->b->unpack(sl->b->user, sl->buf);
 }
 
+static void trace_stamp_start(void *arg) {
+    trace_rec *r = arg;
+    r->start = saga_now() - r->t0;
+}
+
+static void trace_stamp_end(void *arg) {
+    trace_rec *r = arg;
+    r->end = saga_now() - r->t0;
+}
+
+/* A traced interval of work about to be queued on stream (its start stamped at once, in stream
+ * order), or NULL in *out when no trace is on. */
+static saga_status trace_begin(saga_sched *s, saga_stream *stream, const char *what,
+                               const saga_blk *b, int t, trace_rec **out) {
+    saga_status st = SAGA_OK;
+    *out = NULL;
+    if (!s->trace)
+        return SAGA_OK;
+    trace_rec *r = NULL;
+    SAGA_TRY(saga_alloc_zeroed((void **)&r, 1, sizeof *r, "a scheduler trace record"));
+    r->what = what;
+    r->block = b ? b->kind : NULL;
+    r->bytes = b ? b->bytes : 0;
+    r->plan = s->n_plans;
+    r->step = t;
+    r->t0 = s->trace_t0;
+    r->start = r->end = -1;
+    if (s->trace_tail)
+        s->trace_tail->next = r;
+    else
+        s->trace_head = r;
+    s->trace_tail = r;
+    SAGA_TRY(saga_stream_launch_host_fn(stream, trace_stamp_start, r));
+    *out = r;
+fail:
+    return st;
+}
+
+static saga_status trace_end(saga_stream *stream, trace_rec *r) {
+    return r ? saga_stream_launch_host_fn(stream, trace_stamp_end, r) : SAGA_OK;
+}
+
+/* Writes the records whose work has completed, as one JSON line each, and frees them. Waits
+ * for the device first (only when tracing): the stamps are written by the streams. */
+static void trace_flush(saga_sched *s) {
+    if (!s->trace || !s->trace_head)
+        return;
+    (void)saga_backend_synchronize(s->be);
+    trace_rec **link = &s->trace_head, *last = NULL;
+    while (*link) {
+        trace_rec *r = *link;
+        if (r->end < 0 || r == s->computing) {
+            last = r;
+            link = &r->next;
+            continue;
+        }
+        if (r->block)
+            fprintf(s->trace,
+                    "{\"trace\":\"copy\",\"stream\":\"copy\",\"dir\":\"%s\",\"block\":\"%s\","
+                    "\"bytes\":%zu,\"plan\":%d,\"step\":%d,\"start\":%.9f,\"end\":%.9f}\n",
+                    r->what, r->block, r->bytes, r->plan, r->step, r->start, r->end);
+        else
+            fprintf(s->trace,
+                    "{\"trace\":\"compute\",\"stream\":\"compute\",\"plan\":%d,\"step\":%d,"
+                    "\"start\":%.9f,\"end\":%.9f}\n",
+                    r->plan, r->step, r->start, r->end);
+        *link = r->next;
+        saga_free(r);
+    }
+    s->trace_tail = last;
+}
+
 /* A staging buffer of at least bytes whose last copy has completed. */
 static saga_status get_slot(saga_sched *s, size_t bytes, slot **out) {
     saga_status st = SAGA_OK;
@@ -150,6 +241,8 @@ static saga_status writeback(saga_sched *s, saga_blk *b) {
     saga_status st = SAGA_OK;
     SAGA_TRY(saga_event_record(s->compute_ev, saga_backend_default_stream(s->be)));
     SAGA_TRY(saga_stream_wait_event(s->copy, s->compute_ev));
+    trace_rec *tr = NULL;
+    SAGA_TRY(trace_begin(s, s->copy, "d2h", b, s->running, &tr));
     if (b->host) {
         SAGA_TRY(saga_memcpy_d2h_async(s->copy, b->host, b->dev, b->bytes));
     } else {
@@ -163,6 +256,7 @@ static saga_status writeback(saga_sched *s, saga_blk *b) {
         SAGA_TRY(saga_event_record(sl->ev, s->copy));
         sl->busy = true;
     }
+    SAGA_TRY(trace_end(s->copy, tr));
     SAGA_TRY(saga_event_record(b->ev, s->copy));
     b->copying = true;
     b->host_valid = true;
@@ -252,13 +346,15 @@ fail:
 }
 
 /* Issues the load of b on the copy stream (memory must be there). */
-static saga_status issue_load(saga_sched *s, saga_blk *b) {
+static saga_status issue_load(saga_sched *s, saga_blk *b, int t) {
     saga_status st = SAGA_OK;
     SAGA_CHECK(b->host_valid, SAGA_ERR_INTERNAL,
                "block scheduler: a %s block is read before anything wrote it", b->kind);
     /* the buffer may have served a block the compute stream still reads */
     SAGA_TRY(saga_event_record(s->compute_ev, saga_backend_default_stream(s->be)));
     SAGA_TRY(saga_stream_wait_event(s->copy, s->compute_ev));
+    trace_rec *tr = NULL;
+    SAGA_TRY(trace_begin(s, s->copy, "h2d", b, t, &tr));
     if (b->host) {
         SAGA_TRY(saga_memcpy_h2d_async(s->copy, b->dev, b->host, b->bytes));
     } else {
@@ -272,6 +368,7 @@ static saga_status issue_load(saga_sched *s, saga_blk *b) {
         SAGA_TRY(saga_event_record(sl->ev, s->copy));
         sl->busy = true;
     }
+    SAGA_TRY(trace_end(s->copy, tr));
     SAGA_TRY(saga_event_record(b->ev, s->copy));
     b->copying = b->loading = true;
     b->dev_valid = true;
@@ -301,7 +398,7 @@ static saga_status prefetch(saga_sched *s, int t) {
         }
         if (!got)
             break;
-        SAGA_TRY(issue_load(s, b));
+        SAGA_TRY(issue_load(s, b, t));
     }
 fail:
     return st;
@@ -337,6 +434,13 @@ void saga_sched_free(saga_sched **sp) {
     saga_sched *s = *sp;
     if (s->copy)
         (void)saga_stream_synchronize(s->copy);
+    s->computing = NULL;
+    trace_flush(s);
+    while (s->trace_head) { /* never stamped: the run failed */
+        trace_rec *r = s->trace_head;
+        s->trace_head = r->next;
+        saga_free(r);
+    }
     for (int i = 0; i < s->n_blocks; i++) {
         saga_blk *b = s->blocks[i];
         release_dev(s, b);
@@ -409,6 +513,7 @@ size_t saga_blk_bytes(const saga_blk *b) {
 }
 
 void saga_sched_plan_begin(saga_sched *s) {
+    s->n_plans++;
     s->n_uses = 0;
     s->n_steps = 0;
     s->plan_failed = false;
@@ -515,7 +620,7 @@ saga_status saga_sched_begin(saga_sched *s, int t) {
         if (!got)
             SAGA_TRY(alloc_dev(s, b, t, false, &got));
         if ((u->mode & SAGA_USE_READ) && !b->dev_valid)
-            SAGA_TRY(issue_load(s, b));
+            SAGA_TRY(issue_load(s, b, t));
     }
     /* the loads of this step were issued before the next step's: wait for them in order. A
      * block the step writes may still be read by a write-back an earlier step asked for (a ring
@@ -531,6 +636,8 @@ saga_status saga_sched_begin(saga_sched *s, int t) {
     }
     if (t + 1 < s->n_steps && !s->steps[t + 1].barrier)
         SAGA_TRY(prefetch(s, t + 1));
+    /* the step's compute is issued on the default stream from here to saga_sched_end */
+    SAGA_TRY(trace_begin(s, saga_backend_default_stream(s->be), "compute", NULL, t, &s->computing));
 fail:
     return st;
 }
@@ -539,6 +646,11 @@ saga_status saga_sched_end(saga_sched *s, int t) {
     saga_status st = SAGA_OK;
     SAGA_CHECK(t == s->running, SAGA_ERR_INTERNAL, "block scheduler: step %d ended out of order",
                t);
+    if (s->computing) {
+        trace_rec *tr = s->computing;
+        s->computing = NULL;
+        SAGA_TRY(trace_end(saga_backend_default_stream(s->be), tr));
+    }
     const step *sp = &s->steps[t];
     for (int i = 0; i < sp->n; i++) {
         use *u = &s->uses[sp->first + i];
@@ -604,8 +716,14 @@ saga_status saga_sched_finish(saga_sched *s) {
         s->blocks[i]->copying = s->blocks[i]->loading = false;
     for (int i = 0; i < N_SLOTS; i++)
         s->slots[i].busy = false;
+    trace_flush(s);
 fail:
     return st;
+}
+
+void saga_sched_set_trace(saga_sched *s, FILE *f) {
+    s->trace = f;
+    s->trace_t0 = saga_now();
 }
 
 void saga_sched_get_stats(const saga_sched *s, saga_sched_stats *out) {

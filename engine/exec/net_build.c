@@ -1296,6 +1296,8 @@ saga_status net_prepare(saga_net *n, bool train) {
         cap = avail > reserve ? avail - reserve : avail / 2;
     }
     SAGA_TRY(saga_sched_new(&n->sched, n->be, cap, trim_ctx, n->c));
+    if (n->o.trace)
+        saga_sched_set_trace(n->sched, n->o.trace);
     saga_ctx_set_pressure(n->c, give_back, n);
     if (n->ids && n->x) {
         /* the input was copied in the graph's order: put it in the parts' order */

@@ -39,6 +39,8 @@
 #include "saga_partition.h"
 #include "saga_program.h"
 
+#include <stdio.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -104,6 +106,11 @@ typedef struct saga_net_opts {
      * gathered on every rank. The parts must come out the same on every rank (METIS and the
      * seeded shuffle are deterministic): the net checks it. */
     saga_comm *comm;
+    /* When not NULL: the block scheduler writes one JSON line to trace per copy it issues and
+     * per step it computes (stream, copy or compute, block kind, bytes, plan, step, start and
+     * end seconds), for a timeline of copies against compute (`saga plot`). Not owned; must
+     * outlive the net. NULL (the default): no tracing work. */
+    FILE *trace;
 } saga_net_opts;
 
 saga_net_opts saga_net_opts_defaults(void);
