@@ -221,6 +221,7 @@ void gcn_result_free(gcn_result *r) {
     if (!r)
         return;
     saga_free(r->epoch_ms);
+    saga_free(r->predictions);
     memset(r, 0, sizeof *r);
 }
 
@@ -397,11 +398,23 @@ saga_status gcn_train(gcn_result *out, saga_backend *be, const gcn_data *d, cons
     }
     if (to_run == 0 && o->checkpoint && saga_comm_rank(o->comm) == 0)
         SAGA_TRY(saga_checkpoint_save(o->checkpoint, m, opt, done, saga_ctx_rng_counter(c)));
+    r.predictions = saga_malloc((size_t)d->n_vertices * sizeof *r.predictions);
+    SAGA_CHECK(r.predictions, SAGA_ERR_OUT_OF_MEMORY, "gcn: no memory for %d predictions",
+               (int)d->n_vertices);
+    for (int64_t v = 0; v < d->n_vertices; v++) {
+        const float *row = logp + v * C;
+        int32_t best = 0;
+        for (int32_t k = 1; k < C; k++)
+            best = row[k] > row[best] ? k : best;
+        r.predictions[v] = best;
+    }
     r.seconds = saga_now() - t0;
     *out = r;
     r.epoch_ms = NULL;
+    r.predictions = NULL;
 fail:
     saga_free(r.epoch_ms);
+    saga_free(r.predictions);
     saga_net_free(&net);
     saga_optim_free(&opt);
     saga_ctx_free(&c);

@@ -111,7 +111,9 @@ typedef struct gcn_result {
     int epochs;      /* epochs done in total */
     float loss;      /* the last epoch's training loss (NAN when no epoch ran) */
     double train_acc, val_acc, test_acc; /* of the final model */
-    double *epoch_ms; /* the epochs run here: epochs - start_epoch entries (saga_malloc'd) */
+    int32_t *predictions; /* n_vertices: the final model's class for each vertex, the arg-max of
+                             its scores, ties to the first class (saga_malloc'd) */
+    double *epoch_ms;     /* the epochs run here: epochs - start_epoch entries (saga_malloc'd) */
     int n_epoch_ms;
     double seconds;   /* the whole of gcn_train: upload, training, evaluation, checkpoints */
     int64_t n_params; /* scalars over all parameters */

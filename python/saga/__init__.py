@@ -304,7 +304,8 @@ def gcn(data=None, *, graph=None, features=None, labels=None, train=None, val=No
     F) of CSR arrays) and stay as given, as `saga gcn` keeps a sparse features file sparse. Streams through the
     device under device_mem (bytes or '64M') when the model does not fit, or with stream=True.
     resume=FILE with epochs equal to the checkpoint's evaluates the saved model (inference).
-    Returns a dict with the keys of `saga gcn --json` that describe the run (test_accuracy, ...).
+    Returns a dict with the keys of `saga gcn --json` that describe the run (test_accuracy, ...)
+    and "predictions": the final model's class of every vertex (an int32 NumPy array).
     """
     common = dict(
         normalize=bool(normalize_features), dense_features=bool(dense_features),
@@ -321,7 +322,7 @@ def gcn(data=None, *, graph=None, features=None, labels=None, train=None, val=No
     if data is not None:
         if graph is not None or features is not None:
             raise ValueError("saga.gcn: give either a data directory or arrays, not both")
-        return _saga.gcn(data=_os.fspath(data), **common)
+        return _predictions(_saga.gcn(data=_os.fspath(data), **common))
     if graph is None or features is None or labels is None or train is None:
         raise ValueError("saga.gcn: without a data directory, graph, features, labels and train "
                          "are needed")
@@ -348,10 +349,17 @@ def gcn(data=None, *, graph=None, features=None, labels=None, train=None, val=No
     if n_classes is None:
         n_classes = int(y.max(initial=-1)) + 1
     empty = _np.zeros(0, dtype=_np.int32)
-    return _saga.gcn(graph=_graph(graph), features=x, labels=y, n_classes=int(n_classes),
-                     train=_indices(train, n, "train"),
-                     val=empty if val is None else _indices(val, n, "val"),
-                     test=empty if test is None else _indices(test, n, "test"), **common)
+    return _predictions(
+        _saga.gcn(graph=_graph(graph), features=x, labels=y, n_classes=int(n_classes),
+                  train=_indices(train, n, "train"),
+                  val=empty if val is None else _indices(val, n, "val"),
+                  test=empty if test is None else _indices(test, n, "test"), **common))
+
+
+def _predictions(result):
+    """The C module's Array of predictions as a NumPy array (a view of the same buffer)."""
+    result["predictions"] = _np.asarray(result["predictions"])
+    return result
 
 
 _SAMPLERS = {"random": 0, "sorted": 1, "balanced": 2}

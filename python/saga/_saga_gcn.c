@@ -9,6 +9,7 @@
 #include <string.h>
 
 PyObject *saga_py_raise(saga_status st);
+PyObject *saga_py_array(void *data, Py_ssize_t n, Py_ssize_t itemsize, const char *format);
 saga_status saga_py_backend_open(saga_backend **be, const char *device, long long device_mem);
 saga_graph *saga_py_graph(PyObject *o);
 PyObject *saga_py_gcn(PyObject *m, PyObject *args, PyObject *kw);
@@ -236,6 +237,11 @@ PyObject *saga_py_gcn(PyObject *m, PyObject *args, PyObject *kw) {
     SET_ITEM("train_accuracy", PyFloat_FromDouble(r.train_acc));
     SET_ITEM("val_accuracy", PyFloat_FromDouble(r.val_acc));
     SET_ITEM("test_accuracy", PyFloat_FromDouble(r.test_acc));
+    /* the final model's class of every vertex: an int32 Array that owns the buffer from here on
+     * (and frees it when it cannot be made) */
+    int32_t *pred = r.predictions;
+    r.predictions = NULL;
+    SET_ITEM("predictions", saga_py_array(pred, (Py_ssize_t)d.n_vertices, sizeof *pred, "i"));
     SET_ITEM("epoch_ms_median", PyFloat_FromDouble(gcn_median(r.epoch_ms, r.n_epoch_ms)));
     SET_ITEM("epoch_ms_mean", PyFloat_FromDouble(gcn_mean(r.epoch_ms, r.n_epoch_ms)));
     SET_ITEM("train_seconds", PyFloat_FromDouble(r.seconds));

@@ -242,6 +242,12 @@ def test_gcn_on_cora_reaches_the_cli_accuracy():
     assert r["test_accuracy"] == j["test_accuracy"] and r["val_accuracy"] == j["val_accuracy"]
     assert r["loss"] == pytest.approx(j["loss"], rel=1e-6) and r["epochs"] == 200
     assert r["test_accuracy"] > 0.78
+    # inference: the final model's classes give the accuracies it reports
+    pred = r["predictions"]
+    assert pred.dtype == np.int32 and pred.shape == (2708,)
+    labels = np.loadtxt(os.path.join(CORA, "labels.txt"), dtype=np.int64)
+    test_ids = np.loadtxt(os.path.join(CORA, "test_idx.txt"), dtype=np.int64)
+    assert np.mean(pred[test_ids] == labels[test_ids]) == pytest.approx(r["test_accuracy"])
     # the same data as arrays: the same model, the same accuracy
     g, x, y, (train, val, test), c = _cora_arrays()
     mask = np.zeros(g.num_nodes, dtype=bool)
@@ -249,6 +255,7 @@ def test_gcn_on_cora_reaches_the_cli_accuracy():
     a = saga.gcn(graph=g, features=x, labels=y, train=mask, val=val, test=test, n_classes=c,
                  seed=1, device="cpu")
     assert (a["test_accuracy"], a["val_accuracy"]) == (r["test_accuracy"], r["val_accuracy"])
+    assert np.array_equal(a["predictions"], pred)
 
 
 def test_gcn_streamed_under_a_budget_matches(tmp_path):
