@@ -17,6 +17,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* ---- a hand-made event -------------------------------------------------------------------- */
 
@@ -597,20 +598,26 @@ static void test_hep_export_tiny_event(void **state) {
     assert_memory_equal(x, g.hit_feat, (size_t)n * 3 * sizeof(float));
 
     /* PyG's layout: row 0 the sources (inner hits), row 1 the targets */
-    const int64_t *ei = (const int64_t *)npz_entry_data(b, len, "edge_index", &dict);
+    /* an entry's data starts wherever the ZIP puts it: read its values with memcpy */
+    const unsigned char *ei = (const unsigned char *)npz_entry_data(b, len, "edge_index", &dict);
     snprintf(want, sizeof want, "{'descr': '<i8', 'fortran_order': False, 'shape': (2, %lld), }",
              (long long)m);
     assert_memory_equal(dict, want, strlen(want));
     const float *ea = (const float *)npz_entry_data(b, len, "edge_attr", &dict);
     assert_non_null(strstr(dict, "'shape': (8, 6), }"));
-    const float *y = (const float *)npz_entry_data(b, len, "y", &dict);
+    const unsigned char *y = (const unsigned char *)npz_entry_data(b, len, "y", &dict);
     assert_non_null(strstr(dict, "{'descr': '<f4', 'fortran_order': False, 'shape': (8,), }"));
     int64_t n_true = 0;
     for (int64_t k = 0; k < m; k++) {
-        assert_int_equal(ei[k], g.src[k]);
-        assert_int_equal(ei[m + k], g.dst[k]);
-        assert_true(y[k] == (g.truth[k] ? 1.0f : 0.0f));
-        n_true += y[k] == 1.0f;
+        int64_t src, dst;
+        float yk;
+        memcpy(&src, ei + k * (int64_t)sizeof src, sizeof src);
+        memcpy(&dst, ei + (m + k) * (int64_t)sizeof dst, sizeof dst);
+        memcpy(&yk, y + k * (int64_t)sizeof yk, sizeof yk);
+        assert_int_equal(src, g.src[k]);
+        assert_int_equal(dst, g.dst[k]);
+        assert_true(yk == (g.truth[k] ? 1.0f : 0.0f));
+        n_true += yk == 1.0f;
     }
     assert_int_equal(n_true, 6);
     assert_memory_equal(ea, g.edge_feat, (size_t)m * HEP_EDGE_FEATURES * sizeof(float));
