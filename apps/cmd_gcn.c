@@ -389,7 +389,7 @@ static int gcn_main(int argc, char **argv) {
     if (normalize)
         cli_say(&c,
                 "features  row-normalised: %s rows divided by their sum, %s with a negative entry "
-                "left as read, %s of zeros\n",
+                "left as read, %s all zero\n",
                 cli_count(b1, sizeof b1, d.norm.n_normalized),
                 cli_count(b2, sizeof b2, d.norm.n_signed), cli_count(b3, sizeof b3, d.norm.n_zero));
     else
