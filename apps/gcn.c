@@ -200,23 +200,6 @@ static saga_tensor *gcn_loss(saga_ctx *c, const saga_vertex_in *v, const int32_t
     return saga_affine(c, saga_nll_loss(c, logp, lab, rows), (float)k / (float)L->n_train, 0.0f);
 }
 
-/* Fraction of the listed vertices whose arg-max class is their label. */
-static double accuracy(const float *logp, int32_t n_classes, const int32_t *labels,
-                       const int32_t *ids, int64_t n) {
-    if (n == 0)
-        return 0.0;
-    int64_t right = 0;
-    for (int64_t i = 0; i < n; i++) {
-        const float *row = logp + (int64_t)ids[i] * n_classes;
-        int32_t best = 0;
-        for (int32_t k = 1; k < n_classes; k++)
-            if (row[k] > row[best])
-                best = k;
-        right += best == labels[ids[i]];
-    }
-    return (double)right / (double)n;
-}
-
 void gcn_result_free(gcn_result *r) {
     if (!r)
         return;
@@ -383,9 +366,9 @@ saga_status gcn_train(gcn_result *out, saga_backend *be, const gcn_data *d, cons
         double te = saga_now();
         SAGA_TRY(saga_net_forward(net, logp)); /* logits: their arg-max is the log-softmax's */
         e.eval_ms = (saga_now() - te) * 1e3;
-        e.train_acc = r.train_acc = accuracy(logp, C, d->labels, d->train, d->n_train);
-        e.val_acc = r.val_acc = accuracy(logp, C, d->labels, d->val, d->n_val);
-        e.test_acc = r.test_acc = accuracy(logp, C, d->labels, d->test, d->n_test);
+        e.train_acc = r.train_acc = saga_accuracy(logp, C, d->labels, d->train, d->n_train);
+        e.val_acc = r.val_acc = saga_accuracy(logp, C, d->labels, d->val, d->n_val);
+        e.test_acc = r.test_acc = saga_accuracy(logp, C, d->labels, d->test, d->n_test);
         if (epoch > o->epochs)
             break;
 
