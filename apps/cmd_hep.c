@@ -21,6 +21,7 @@ enum {
     OPT_PT_MIN,
     OPT_EPOCHS,
     OPT_LR,
+    OPT_LR_SCHEDULE,
     OPT_HIDDEN,
     OPT_ITERATIONS,
     OPT_SAMPLER,
@@ -52,6 +53,7 @@ static const unsigned OPT_FOR[OPT_COUNT_] = {
     [OPT_PT_MIN] = BUILD | TRAIN | EVAL,
     [OPT_EPOCHS] = TRAIN,
     [OPT_LR] = TRAIN,
+    [OPT_LR_SCHEDULE] = TRAIN,
     [OPT_HIDDEN] = TRAIN | EVAL,
     [OPT_ITERATIONS] = TRAIN | EVAL,
     [OPT_SAMPLER] = TRAIN,
@@ -89,7 +91,10 @@ static const cli_opt hep_opts[] = {
     {"pt-min", 0, "GEV", "1",
      "Hits of particles below this pT are dropped from the graphs (noise hits stay)."},
     {"epochs", 0, "N", "20", "train: epochs (each covers every training event once)."},
-    {"lr", 0, "R", "0.003", "train: Adam's learning rate."},
+    {"lr", 0, "R", "0.003", "train: Adam's learning rate (of the first epoch)."},
+    {"lr-schedule", 0, "S", "cosine",
+     "train: cosine (from --lr at the first epoch down to 1% of it at the last, along a half "
+     "cosine) or constant."},
     {"hidden", 0, "H", "32", "Width of the hidden states (eval: as the checkpoint was trained)."},
     {"iterations", 0, "K", "4", "Message-passing rounds (eval: as trained)."},
     {"sampler", 0, "S", "balanced",
@@ -139,7 +144,8 @@ const cli_cmd cli_cmd_hep = {
         "layers (four pixel, six strip) and leave smeared hits; noise hits are added. The number "
         "of particles varies log-uniformly from event to event, so the graphs do too.\n"
         "build turns every event into a graph (a vertex per barrel hit, an edge per segment "
-        "between adjacent barrel layers that passes a bending cut and a beam-line cut) and "
+        "to the next barrel layer out, or past layers its line leaves, that passes a bending cut "
+        "and a beam-line cut) and "
         "reports the hits read, those on the end-caps (left out of the graphs) and those of "
         "particles below --pt-min (dropped), then the construction efficiency (true segments "
         "kept / all true segments) and purity (true edges / edges); with --export DIR it writes "
@@ -263,7 +269,7 @@ static void say_construction(cli_ctx *c, const hep_data *d, const construction *
     char b1[32], b2[32], b3[32], b4[32];
     cli_say(c,
             "hits      %s read: %s on the barrel, %s on the end-caps left out (the graphs join "
-            "adjacent barrel layers only); %s of particles below %g GeV dropped\n",
+            "barrel layers only); %s of particles below %g GeV dropped\n",
             cli_count(b1, sizeof b1, k->read), cli_count(b2, sizeof b2, k->barrel),
             cli_count(b3, sizeof b3, k->endcap), cli_count(b4, sizeof b4, k->soft),
             d->graph.pt_min);
@@ -297,9 +303,9 @@ static void json_construction(json *j, const hep_data *d, const construction *k)
 static void say_metrics(cli_ctx *c, const char *what, const hep_metrics *m) {
     cli_say(c,
             "%-9s edge efficiency %.4f  purity %.4f  (threshold %.2f)  AUC %.4f  track "
-            "efficiency %.4f (%lld tracks)\n",
+            "efficiency %.4f (%lld tracks; %.4f as plain components)\n",
             what, m->edge_efficiency, m->edge_purity, m->threshold, m->auc, m->track_efficiency,
-            (long long)m->n_tracks);
+            (long long)m->n_tracks, m->track_efficiency_cc);
 }
 
 static void json_metrics(json *j, const hep_metrics *m) {
@@ -307,6 +313,7 @@ static void json_metrics(json *j, const hep_metrics *m) {
     json_key(j, "edge_purity"), json_num(j, m->edge_purity);
     json_key(j, "auc"), json_num(j, m->auc);
     json_key(j, "track_efficiency"), json_num(j, m->track_efficiency);
+    json_key(j, "track_efficiency_cc"), json_num(j, m->track_efficiency_cc);
     json_key(j, "tracks"), json_int(j, m->n_tracks);
     json_key(j, "threshold"), json_num(j, m->threshold);
     json_key(j, "eval_edges"), json_int(j, m->n_edges);
@@ -512,6 +519,14 @@ static int hep_main(int argc, char **argv) {
         case OPT_LR:
             if (!(bad = cli_double(&c, "--lr", arg, 1e-12, 1e3, false, &lr)))
                 to.lr = (float)lr;
+            break;
+        case OPT_LR_SCHEDULE:
+            if (strcmp(arg, "cosine") == 0)
+                to.lr_schedule = HEP_LR_COSINE;
+            else if (strcmp(arg, "constant") == 0)
+                to.lr_schedule = HEP_LR_CONSTANT;
+            else
+                bad = cli_usage(&c, "--lr-schedule must be cosine or constant, got '%s'", arg);
             break;
         case OPT_HIDDEN:
             if (!(bad = cli_int(&c, "--hidden", arg, 1, 4096, &v)))
@@ -729,10 +744,10 @@ static int hep_main(int argc, char **argv) {
 
     /* ---- train, once per sampler asked for */
     cli_say(&c,
-            "model     Interaction Network: hidden %d, %d rounds; Adam lr %g, pos_weight %g; %d "
-            "epochs over %d training events, %d held out\n",
-            to.hidden, to.iterations, lr, pos_weight, to.epochs, (int)d.n_train,
-            (int)(d.n_events - d.n_train));
+            "model     Interaction Network: hidden %d, %d rounds; Adam lr %g (%s), pos_weight %g; "
+            "%d epochs over %d training events, %d held out\n",
+            to.hidden, to.iterations, lr, to.lr_schedule == HEP_LR_COSINE ? "cosine" : "constant",
+            pos_weight, to.epochs, (int)d.n_train, (int)(d.n_events - d.n_train));
     if (c.ranks > 1)
         cli_say(&c, "ranks     %d, data-parallel: %d micro-batch%s per rank and step\n", c.ranks,
                 (int)to.accumulate, to.accumulate == 1 ? "" : "es");
@@ -798,6 +813,8 @@ static int hep_main(int argc, char **argv) {
         json_key(&j, "epochs"), json_int(&j, last->epochs);
         json_key(&j, "start_epoch"), json_int(&j, last->start_epoch);
         json_key(&j, "lr"), json_num(&j, lr);
+        json_key(&j, "lr_schedule"),
+            json_str(&j, to.lr_schedule == HEP_LR_COSINE ? "cosine" : "constant");
         json_key(&j, "pos_weight"), json_num(&j, pos_weight);
         json_key(&j, "batch_events"), json_int(&j, to.batch_events);
         json_key(&j, "hit_weight"), json_num(&j, to.hit_weight);

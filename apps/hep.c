@@ -96,8 +96,14 @@ fail:
     return st;
 }
 
-/* The segment a -> b if it passes the cuts. */
-static saga_status try_segment(edge_buf *eb, const khit *h, int32_t a, int32_t b,
+/* A segment that skips layers is kept only where the detector has no layer to cross: its line
+ * in (r, z) passes every layer in between within this margin (mm) of the layer's end or beyond
+ * it (the particle left that layer's length and hits the next one out, as one leaving the pixel
+ * barrel for the strips does). The margin covers the hits' smearing in z. */
+#define HEP_SKIP_MARGIN_MM 5.0
+
+/* The segment a -> b if it passes the cuts; b lies `skip` layers beyond the next one. */
+static saga_status try_segment(edge_buf *eb, const khit *h, int32_t a, int32_t b, int skip,
                                const hep_graph_opts *o) {
     double dr = h[b].r - h[a].r;
     double dphi = h[b].phi - h[a].phi;
@@ -111,17 +117,28 @@ static saga_status try_segment(edge_buf *eb, const khit *h, int32_t a, int32_t b
     double z0 = h[a].z - h[a].r * dz / dr;
     if (fabs(z0) > o->z0_max)
         return SAGA_OK;
+    for (int m = h[a].layer + 1; m <= h[a].layer + skip; m++) {
+        double zm = h[a].z + (saga_trackml_layer_radius(m) - h[a].r) * dz / dr;
+        if (fabs(zm) < saga_trackml_layer_half_length(m) - HEP_SKIP_MARGIN_MM)
+            return SAGA_OK; /* it crosses layer m: its segment starts there */
+    }
     double eta_a = asinh(h[a].z / h[a].r), eta_b = asinh(h[b].z / h[b].r);
+    /* the curvature of the circle through the beam line and both hits (the chord between the
+     * hits subtends dphi at the origin): the same on every segment of one particle's helix,
+     * where dphi/dr changes with r */
+    double chord = sqrt(h[a].r * h[a].r + h[b].r * h[b].r - 2 * h[a].r * h[b].r * cos(dphi));
+    double curvature = chord > 0 ? 2 * sin(dphi) / chord : 0;
     float f[HEP_EDGE_FEATURES] = {(float)(dphi / dr * 1000.0), (float)(z0 / 200.0),
                                   (float)(dz / dr / 3.0),      (float)(dr / 200.0),
-                                  (float)(eta_b - eta_a),      (float)(dz / 100.0)};
+                                  (float)(eta_b - eta_a),      (float)(dz / 100.0),
+                                  (float)(curvature * 1000.0)};
     return edge_push(eb, a, b, f);
 }
 
 /* Scans the hits of [lo, hi) (one layer, sorted by phi) whose phi is in [p0, p1], p0 <= p1
  * possibly outside (-pi, pi]: the window wraps around. */
 static saga_status scan_window(edge_buf *eb, const khit *h, int32_t a, int32_t lo, int32_t hi,
-                               double p0, double p1, const hep_graph_opts *o) {
+                               double p0, double p1, int skip, const hep_graph_opts *o) {
     saga_status st = SAGA_OK;
     double ranges[2][2] = {{p0, p1}, {1, 0}}; /* the second empty unless the window wraps */
     if (p0 < -M_PI) {
@@ -136,7 +153,7 @@ static saga_status scan_window(edge_buf *eb, const khit *h, int32_t a, int32_t l
             continue;
         for (int32_t b = lower_phi(h, lo, hi, ranges[k][0]); b < hi && h[b].phi <= ranges[k][1];
              b++)
-            SAGA_TRY(try_segment(eb, h, a, b, o));
+            SAGA_TRY(try_segment(eb, h, a, b, skip, o));
     }
 fail:
     return st;
@@ -183,6 +200,7 @@ saga_status hep_graph_build(hep_event_graph *g, const saga_trackml_event *e,
     float *pt = NULL;
     int64_t *order = NULL;
     id_row *by_particle = NULL;
+    uint32_t *layers = NULL;
     edge_buf eb = {0};
     hep_event_graph r = {0};
     if (!o)
@@ -194,7 +212,7 @@ saga_status hep_graph_build(hep_event_graph *g, const saga_trackml_event *e,
     r.event_id = e->event_id;
 
     /* ---- the hits kept: on the barrel, of a fast enough particle or noise; by layer and phi.
-     * End-cap hits are left out: the graph joins adjacent barrel layers only. */
+     * End-cap hits are left out: the graph joins barrel layers only. */
     SAGA_TRY(
         saga_alloc_array((void **)&pt, e->n_hits ? (size_t)e->n_hits : 1, sizeof *pt, "hit pT"));
     SAGA_TRY(hit_pts(pt, e));
@@ -243,19 +261,51 @@ saga_status hep_graph_build(hep_event_graph *g, const saga_trackml_event *e,
         r.hit_pt[i] = h[i].particle ? h[i].pt : 0.0f;
     }
 
-    /* ---- segments between adjacent layers, inner -> outer, in the phi window of the cut */
+    /* ---- segments to the next layer outwards, inner -> outer, in the phi window of the cut;
+     * and to the layers beyond it where the segment's line leaves the layers in between */
     for (int l = 0; l + 1 < SAGA_TRACKML_N_LAYERS; l++) {
-        if (first[l + 1] == first[l + 2])
-            continue; /* nothing on the next layer */
-        /* the largest dr to the next layer bounds the window: its outermost hit's r, found once */
-        double r_max = h[first[l + 2] - 1].r;
-        for (int32_t b = first[l + 1]; b < first[l + 2]; b++)
-            r_max = fmax(r_max, h[b].r);
-        for (int32_t a = first[l]; a < first[l + 1]; a++) {
-            double w = o->phi_slope_max * (r_max - h[a].r);
-            SAGA_TRY(
-                scan_window(&eb, h, a, first[l + 1], first[l + 2], h[a].phi - w, h[a].phi + w, o));
+        for (int t = l + 1; t < SAGA_TRACKML_N_LAYERS && t <= l + 1 + HEP_MAX_SKIP; t++) {
+            if (first[t] == first[t + 1])
+                continue; /* nothing on that layer */
+            /* the largest dr to layer t bounds the window: its outermost hit's r, found once */
+            double r_max = h[first[t + 1] - 1].r;
+            for (int32_t b = first[t]; b < first[t + 1]; b++)
+                r_max = fmax(r_max, h[b].r);
+            for (int32_t a = first[l]; a < first[l + 1]; a++) {
+                double w = o->phi_slope_max * (r_max - h[a].r);
+                SAGA_TRY(scan_window(&eb, h, a, first[t], first[t + 1], h[a].phi - w, h[a].phi + w,
+                                     t - l - 1, o));
+            }
         }
+    }
+
+    /* ---- every hit's particle's layers (hits of one particle in layer order, as h is sorted by
+     * layer), and its true segments: pairs of its hits on consecutive layers of its trajectory */
+    SAGA_TRY(saga_alloc_array((void **)&by_particle, n1, sizeof *by_particle, "particle hits"));
+    SAGA_TRY(saga_alloc_zeroed((void **)&layers, n1, sizeof *layers, "particle layers"));
+    int32_t np = 0;
+    for (int32_t i = 0; i < n; i++)
+        if (h[i].particle)
+            by_particle[np++] = (id_row){h[i].particle, i};
+    qsort(by_particle, (size_t)np, sizeof *by_particle, cmp_id_row);
+    for (int32_t i = 0; i < np;) {
+        int32_t j = i;
+        int64_t cnt[SAGA_TRACKML_N_LAYERS] = {0};
+        uint32_t mask = 0;
+        for (; j < np && by_particle[j].id == by_particle[i].id; j++) {
+            int l = h[by_particle[j].row].layer;
+            cnt[l]++;
+            mask |= 1u << l;
+        }
+        for (int32_t k = i; k < j; k++)
+            layers[by_particle[k].row] = mask;
+        for (int l = 0, prev = -1; l < SAGA_TRACKML_N_LAYERS; l++)
+            if (cnt[l]) {
+                if (prev >= 0)
+                    r.n_segments += cnt[prev] * cnt[l];
+                prev = l;
+            }
+        i = j;
     }
 
     /* ---- the placed graph's edge order: by outer hit (stable, so inner hits stay ascending) */
@@ -278,27 +328,14 @@ saga_status hep_graph_build(hep_event_graph *g, const saga_trackml_event *e,
         r.dst[p] = eb.dst[k];
         memcpy(r.edge_feat + p * HEP_EDGE_FEATURES, eb.feat + k * HEP_EDGE_FEATURES,
                HEP_EDGE_FEATURES * sizeof(float));
-        int64_t pa = h[eb.src[k]].particle, pb = h[eb.dst[k]].particle;
-        r.truth[p] = pa != 0 && pa == pb;
+        const khit *a = &h[eb.src[k]], *b = &h[eb.dst[k]];
+        /* the layers strictly between the two: the particle must have no hit there */
+        uint32_t between = ((1u << b->layer) - 1) & ~((2u << a->layer) - 1);
+        r.truth[p] =
+            a->particle != 0 && a->particle == b->particle && !(layers[eb.src[k]] & between);
         r.n_true += r.truth[p];
     }
 
-    /* ---- every true segment: one particle's hits on adjacent layers, counted per pair */
-    SAGA_TRY(saga_alloc_array((void **)&by_particle, n1, sizeof *by_particle, "particle hits"));
-    int32_t np = 0;
-    for (int32_t i = 0; i < n; i++)
-        if (h[i].particle)
-            by_particle[np++] = (id_row){h[i].particle, h[i].layer};
-    qsort(by_particle, (size_t)np, sizeof *by_particle, cmp_id_row);
-    for (int32_t i = 0; i < np;) {
-        int32_t j = i;
-        int64_t cnt[SAGA_TRACKML_N_LAYERS] = {0};
-        while (j < np && by_particle[j].id == by_particle[i].id)
-            cnt[by_particle[j++].row]++;
-        for (int l = 0; l + 1 < SAGA_TRACKML_N_LAYERS; l++)
-            r.n_segments += cnt[l] * cnt[l + 1];
-        i = j;
-    }
     *g = r;
     memset(&r, 0, sizeof r);
 fail:
@@ -307,6 +344,7 @@ fail:
     saga_free(pt);
     saga_free(order);
     saga_free(by_particle);
+    saga_free(layers);
     saga_free(eb.src);
     saga_free(eb.dst);
     saga_free(eb.feat);
@@ -314,8 +352,8 @@ fail:
 }
 
 const char *const HEP_HIT_FEATURE_NAMES[HEP_HIT_FEATURES] = {"r/1000", "phi/pi", "z/1000"};
-const char *const HEP_EDGE_FEATURE_NAMES[HEP_EDGE_FEATURES] = {"dphi/dr*1000", "z0/200", "dz/dr/3",
-                                                               "dr/200",       "deta",   "dz/100"};
+const char *const HEP_EDGE_FEATURE_NAMES[HEP_EDGE_FEATURES] = {
+    "dphi/dr*1000", "z0/200", "dz/dr/3", "dr/200", "deta", "dz/100", "curvature*1000"};
 
 saga_status hep_graph_export(const hep_event_graph *g, const char *path) {
     saga_status st = SAGA_OK;
@@ -606,8 +644,10 @@ saga_status hep_net_new(hep_net *net, saga_backend *be, int hidden, int iteratio
     int64_t H = hidden;
     SAGA_TRY(mlp_new(&net->node_enc, net->m, "node_encoder", HEP_HIT_FEATURES, H, H, seed + 1));
     SAGA_TRY(mlp_new(&net->edge_enc, net->m, "edge_encoder", HEP_EDGE_FEATURES, H, H, seed + 2));
-    SAGA_TRY(mlp_new(&net->edge_up, net->m, "edge_update", 3 * H, H, H, seed + 3));
-    SAGA_TRY(mlp_new(&net->node_up, net->m, "node_update", 3 * H, H, H, seed + 4));
+    /* named for the residual rounds: a checkpoint of the earlier model (edge_update,
+     * node_update without the skip connections) does not load into this one */
+    SAGA_TRY(mlp_new(&net->edge_up, net->m, "edge_residual", 3 * H, H, H, seed + 3));
+    SAGA_TRY(mlp_new(&net->node_up, net->m, "node_residual", 3 * H, H, H, seed + 4));
     SAGA_TRY(mlp_new(&net->score, net->m, "edge_score", 3 * H, H, 1, seed + 5));
     return SAGA_OK;
 fail:
@@ -622,20 +662,20 @@ void hep_net_free(hep_net *net) {
     memset(net, 0, sizeof *net);
 }
 
-/* ApplyEdge: the new edge state tanh(MLP([h_src, h_dst, e])). */
+/* ApplyEdge: the new edge state e + tanh(MLP([h_src, h_dst, e])) (residual). */
 static saga_tensor *in_edge(saga_ctx *c, const saga_edge_in *e, void *layer) {
     hep_net *net = layer;
     saga_tensor *in = saga_concat(c, saga_concat(c, e->src, e->dst), e->data);
-    return saga_tanh(c, mlp(c, &net->edge_up, in));
+    return saga_add(c, e->data, saga_tanh(c, mlp(c, &net->edge_up, in)));
 }
 
-/* ApplyVertex: tanh(MLP([h, messages in, messages out])). The messages out of each hit are the
- * round's edge tensor (saga_program_run_edges has set it) summed by source. */
+/* ApplyVertex: h + tanh(MLP([h, messages in, messages out])). The messages out of each hit are
+ * the round's edge tensor (saga_program_run_edges has set it) summed by source. */
 static saga_tensor *in_vertex(saga_ctx *c, const saga_vertex_in *v, void *layer) {
     hep_net *net = layer;
     saga_tensor *out_sum = saga_scatter_add_rows(c, net->edges, net->src_idx, net->n_vertices);
     saga_tensor *in = saga_concat(c, saga_concat(c, v->self, v->gathered), out_sum);
-    return saga_tanh(c, mlp(c, &net->node_up, in));
+    return saga_add(c, v->self, saga_tanh(c, mlp(c, &net->node_up, in)));
 }
 
 static const saga_program IN_PROGRAM = {
@@ -800,9 +840,11 @@ static int cmp_hit_comp(const void *a, const void *b) {
 }
 
 saga_status hep_track_efficiency(int64_t *found, int64_t *total, saga_backend *be,
-                                 const hep_event_graph *g, const uint8_t *kept, double track_pt) {
+                                 const hep_event_graph *g, const uint8_t *kept, const float *score,
+                                 double track_pt) {
     saga_status st = SAGA_OK;
     int32_t *src = NULL, *dst = NULL, *comp = NULL, *size = NULL;
+    int64_t *junction = NULL;
     hit_comp *hc = NULL;
     saga_graph *cg = NULL;
     int32_t n = g->n_hits;
@@ -812,8 +854,26 @@ saga_status hep_track_efficiency(int64_t *found, int64_t *total, saga_backend *b
                               "kept edges"));
     SAGA_TRY(saga_alloc_array((void **)&dst, g->n_edges ? (size_t)g->n_edges : 1, sizeof *dst,
                               "kept edges"));
+    if (score) {
+        /* junctions: junction[2v] is the highest-scoring kept edge out of hit v, junction[2v + 1]
+         * the highest into it (the first of equals); an edge stays when it is both */
+        SAGA_TRY(saga_alloc_array((void **)&junction, 2 * n1, sizeof *junction, "junctions"));
+        for (size_t i = 0; i < 2 * n1; i++)
+            junction[i] = -1;
+        for (int64_t k = 0; k < g->n_edges; k++) {
+            if (!kept[k])
+                continue;
+            int64_t *o = &junction[2 * (size_t)g->src[k]],
+                    *i = &junction[2 * (size_t)g->dst[k] + 1];
+            if (*o < 0 || score[k] > score[*o])
+                *o = k;
+            if (*i < 0 || score[k] > score[*i])
+                *i = k;
+        }
+    }
     for (int64_t k = 0; k < g->n_edges; k++)
-        if (kept[k]) {
+        if (kept[k] && (!junction || (junction[2 * (size_t)g->src[k]] == k &&
+                                      junction[2 * (size_t)g->dst[k] + 1] == k))) {
             src[nk] = g->src[k];
             dst[nk++] = g->dst[k];
         }
@@ -854,6 +914,7 @@ saga_status hep_track_efficiency(int64_t *found, int64_t *total, saga_backend *b
     *total = t;
 fail:
     saga_graph_free(&cg);
+    saga_free(junction);
     saga_free(src);
     saga_free(dst);
     saga_free(comp);
@@ -905,7 +966,7 @@ saga_status hep_evaluate_curve(hep_metrics *out, hep_curve *curve, saga_backend 
     hep_batch b = {0};
     float *score = NULL;
     uint8_t *label = NULL, *kept = NULL;
-    int64_t m = 0, max_m = 1, tp = 0, fp = 0, fn = 0, found = 0, tracks = 0;
+    int64_t m = 0, max_m = 1, tp = 0, fp = 0, fn = 0, found = 0, found_cc = 0, tracks = 0;
     for (int32_t i = first; i < first + n; i++) {
         m += events[i].n_edges;
         if (events[i].n_edges > max_m)
@@ -932,9 +993,11 @@ saga_status hep_evaluate_curve(hep_metrics *out, hep_curve *curve, saga_backend 
             fp += kept[k] && !g->truth[k];
             fn += !kept[k] && g->truth[k];
         }
-        int64_t f = 0, t = 0;
-        SAGA_TRY(hep_track_efficiency(&f, &t, be, g, kept, track_pt));
+        int64_t f = 0, t = 0, fc = 0;
+        SAGA_TRY(hep_track_efficiency(&f, &t, be, g, kept, score + e0, track_pt));
+        SAGA_TRY(hep_track_efficiency(&fc, &t, be, g, kept, NULL, track_pt));
         found += f;
+        found_cc += fc;
         tracks += t;
         e0 += g->n_edges;
     }
@@ -946,6 +1009,7 @@ saga_status hep_evaluate_curve(hep_metrics *out, hep_curve *curve, saga_backend 
         hep_curve_of(curve, score, label, m);
     r.n_tracks = tracks;
     r.track_efficiency = tracks ? (double)found / (double)tracks : 0.0;
+    r.track_efficiency_cc = tracks ? (double)found_cc / (double)tracks : 0.0;
     *out = r;
 fail:
     hep_batch_free(&b);
@@ -962,7 +1026,8 @@ saga_status hep_evaluate(hep_metrics *out, saga_backend *be, hep_net *net,
     return hep_evaluate_curve(out, NULL, be, net, events, first, n, threshold, track_pt);
 }
 
-/* ---- training ----------------------------------------------------------------------------- */
+/* ---- training -----------------------------------------------------------------------------
+ */
 
 hep_train_opts hep_train_opts_defaults(void) {
     return (hep_train_opts){.epochs = 20,
@@ -979,7 +1044,17 @@ hep_train_opts hep_train_opts_defaults(void) {
                             .checkpoint = NULL,
                             .resume = NULL,
                             .accumulate = 1,
+                            .lr_schedule = HEP_LR_COSINE,
                             .comm = NULL};
+}
+
+float hep_lr_at(const hep_train_opts *o, int epoch) {
+    if (o->lr_schedule != HEP_LR_COSINE || o->epochs <= 1)
+        return o->lr;
+    double lo = o->lr * HEP_LR_END, t = (double)(epoch - 1) / (double)(o->epochs - 1);
+    if (t > 1)
+        t = 1;
+    return (float)(lo + 0.5 * (o->lr - lo) * (1 + cos(M_PI * t)));
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -1003,7 +1078,8 @@ saga_status hep_train(hep_run *out, saga_backend *be, const hep_data *d, const h
     SAGA_CHECK(o->epochs >= 0 && isfinite(o->lr) && o->lr > 0 && o->pos_weight > 0 &&
                    o->batch_events >= 1 && o->edge_budget >= 0 && o->hit_weight >= 0 &&
                    o->hit_weight <= 1e6 && (unsigned)o->sampler < HEP_SAMPLER_COUNT &&
-                   o->threshold > 0 && o->threshold < 1 && o->accumulate >= 1,
+                   o->threshold > 0 && o->threshold < 1 && o->accumulate >= 1 &&
+                   (unsigned)o->lr_schedule < HEP_LR_SCHEDULE_COUNT,
                SAGA_ERR_INVALID_ARG,
                "hep_train: options out of range (epochs >= 0, lr > 0, pos_weight > 0, "
                "batch_events >= 1, threshold in (0, 1), accumulate >= 1)");
@@ -1037,6 +1113,7 @@ saga_status hep_train(hep_run *out, saga_backend *be, const hep_data *d, const h
     int ranks = saga_comm_size(o->comm), me = saga_comm_rank(o->comm);
     int32_t acc = o->accumulate, group = ranks * acc;
     for (int epoch = (int)done + 1; epoch <= o->epochs; epoch++) {
+        SAGA_TRY(saga_optim_set_lr(opt, hep_lr_at(o, epoch)));
         SAGA_TRY(hep_plan_epoch(&plan, o->sampler, edges, nt, o->batch_events, o->edge_budget,
                                 o->seed, epoch - 1));
         hep_epoch e = {.epoch = epoch, .epochs = o->epochs, .n_batches = plan.n_batches};

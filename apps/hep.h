@@ -14,9 +14,13 @@
  * edge from a hit to each hit on the next layer outwards whose segment passes two cuts: the
  * bending |dphi / dr| below phi_slope_max and the segment's intersection with the beam line
  * |z0| below z0_max (the hits of the next layer are sorted by phi, so each hit scans only the
- * phi window the first cut allows). An edge is true when both hits belong to one particle (on
- * adjacent layers they are then consecutive hits of its trajectory). Hits of particles below
- * pt_min are dropped from the graph, as if the detector had not seen them; noise hits stay.
+ * phi window the first cut allows). A segment may also skip up to HEP_MAX_SKIP layers, where
+ * its line in (r, z) passes each of them at or beyond the layer's end: a particle that leaves
+ * the pixel barrel's length before its last layer goes on to the longer strip layers, and
+ * that segment joins its two pieces. An edge is true when both hits belong to one particle and
+ * that particle has no hit on the layers between them: they are consecutive hits of its
+ * trajectory. Hits of particles below pt_min are dropped from the graph, as if the detector had
+ * not seen them; noise hits stay.
  *
  * Model (Interaction Network, Battaglia et al. 2016, as used for tracking by Exa.TrkX): node
  * and edge encoders (two-layer MLPs to `hidden`, tanh), then `iterations` rounds of one vertex
@@ -37,7 +41,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-enum { HEP_HIT_FEATURES = 3, HEP_EDGE_FEATURES = 6 };
+enum { HEP_HIT_FEATURES = 3, HEP_EDGE_FEATURES = 7 };
+/* Most layers a segment may skip: only where its line leaves them (see the graph above). */
+enum { HEP_MAX_SKIP = 2 };
 
 /* ---- graphs ------------------------------------------------------------------------------- */
 
@@ -62,7 +68,8 @@ typedef struct hep_event_graph {
     float *edge_feat;   /* n_edges x HEP_EDGE_FEATURES */
     uint8_t *truth;     /* 1: both hits of one particle */
     int64_t n_true;     /* true edges built */
-    int64_t n_segments; /* all true segments: pairs of one particle's hits on adjacent layers */
+    int64_t n_segments; /* all true segments: pairs of one particle's hits on consecutive layers
+                         * of its trajectory (no hit of it on the layers between) */
     /* where the event's hits went: n_read = n_barrel + n_endcap; n_barrel = n_hits + n_soft */
     int64_t n_read;   /* rows of the hits file */
     int64_t n_barrel; /* on the barrel layers (volumes 8, 13, 17) */
@@ -72,8 +79,8 @@ typedef struct hep_event_graph {
 } hep_event_graph;
 
 /* Builds e's graph with o (NULL: defaults) into *g (zeroed first; on failure it holds
- * nothing). Hits on the end-caps are left out (counted in n_endcap): the graph joins adjacent
- * barrel layers only. Errors: SAGA_ERR_OUT_OF_MEMORY; SAGA_ERR_INVALID_ARG for an event with
+ * nothing). Hits on the end-caps are left out (counted in n_endcap): the graph joins barrel
+ * layers only. Errors: SAGA_ERR_OUT_OF_MEMORY; SAGA_ERR_INVALID_ARG for an event with
  * more than 2^31 - 1 hits or without its truth; SAGA_ERR_PARSE naming the hit_id for a hit on a
  * (volume_id, layer_id) that is neither a barrel layer nor an end-cap volume of TrackML. */
 saga_status hep_graph_build(hep_event_graph *g, const saga_trackml_event *e,
@@ -81,7 +88,8 @@ saga_status hep_graph_build(hep_event_graph *g, const saga_trackml_event *e,
 void hep_graph_free(hep_event_graph *g);
 
 /* What the features are, in column order: hit features "r/1000", "phi/pi", "z/1000"; edge
- * features dphi/dr (x1000), z0 (/200), dz/dr (/3), dr (/200), deta, dz (/100). */
+ * features dphi/dr (x1000), z0 (/200), dz/dr (/3), dr (/200), deta, dz (/100), and the curvature
+ * (1/mm, x1000) of the circle through the beam line and both hits. */
 extern const char *const HEP_HIT_FEATURE_NAMES[HEP_HIT_FEATURES];
 extern const char *const HEP_EDGE_FEATURE_NAMES[HEP_EDGE_FEATURES];
 
@@ -180,11 +188,12 @@ saga_tensor *hep_net_forward(saga_ctx *c, hep_net *net, const hep_batch *b);
 typedef struct hep_metrics {
     int64_t n_edges, n_true;
     double threshold;
-    double edge_efficiency;  /* true edges scored above the threshold / true edges */
-    double edge_purity;      /* true edges above the threshold / edges above it */
-    double auc;              /* ROC AUC over every edge (exact; ties count one half) */
-    int64_t n_tracks;        /* particles with pT > track_pt and >= 3 hits in the graphs */
-    double track_efficiency; /* share of them found (see hep_track_efficiency) */
+    double edge_efficiency;     /* true edges scored above the threshold / true edges */
+    double edge_purity;         /* true edges above the threshold / edges above it */
+    double auc;                 /* ROC AUC over every edge (exact; ties count one half) */
+    int64_t n_tracks;           /* particles with pT > track_pt and >= 3 hits in the graphs */
+    double track_efficiency;    /* share of them found, junctions cut (see hep_track_efficiency) */
+    double track_efficiency_cc; /* the same with tracks as plain connected components */
 } hep_metrics;
 
 /* The metrics at thresholds 0, 0.01, ..., 1 (an edge kept when its score is above the
@@ -207,9 +216,14 @@ double hep_auc(const float *score, const uint8_t *label, int64_t n);
 
 /* Tracks as the connected components (cc_run on be) of the edges kept, symmetrized; a particle
  * with pT > track_pt and at least 3 hits counts as found when >= 75% of its hits lie in one
- * component of which >= 75% are its hits. *found and *total are the counts for this event. */
+ * component of which >= 75% are its hits. *found and *total are the counts for this event.
+ * With score (the edges' scores; NULL: plain components) the junctions are cut first: of the
+ * kept edges out of a hit only the highest-scoring one stays, and of those into a hit too (an
+ * edge stays when it is both), so a track is a chain and a wrong edge that passed the threshold
+ * can no longer merge two tracks where a better edge continues each. */
 saga_status hep_track_efficiency(int64_t *found, int64_t *total, saga_backend *be,
-                                 const hep_event_graph *g, const uint8_t *kept, double track_pt);
+                                 const hep_event_graph *g, const uint8_t *kept, const float *score,
+                                 double track_pt);
 
 /* Scores every event of events[first .. first + n) one at a time (inference) and measures. */
 saga_status hep_evaluate(hep_metrics *out, saga_backend *be, hep_net *net,
@@ -221,6 +235,14 @@ saga_status hep_evaluate_curve(hep_metrics *out, hep_curve *curve, saga_backend 
                                double threshold, double track_pt);
 
 /* ---- training ----------------------------------------------------------------------------- */
+
+typedef enum hep_lr_schedule {
+    HEP_LR_CONSTANT = 0, /* lr every epoch */
+    HEP_LR_COSINE,       /* from lr at the first epoch to lr x HEP_LR_END at the last, on a
+                          * half cosine (SGDR without restarts) */
+    HEP_LR_SCHEDULE_COUNT
+} hep_lr_schedule;
+#define HEP_LR_END 0.01
 
 typedef struct hep_train_opts {
     int epochs;           /* 20 */
@@ -234,16 +256,20 @@ typedef struct hep_train_opts {
                            * (0: edges alone). Hits cost memory too: about 1.3 edges each in
                            * this model's training step */
     hep_sampler sampler;
-    double threshold;       /* 0.5 */
-    uint64_t seed;          /* weights and the epochs' shuffles (1) */
-    const char *checkpoint; /* saved after every epoch (by rank 0), or NULL */
-    const char *resume;     /* start from this checkpoint, or NULL */
-    int32_t accumulate;     /* micro-batches per optimizer step on each rank (1): their
-                             * gradients are averaged */
-    saga_comm *comm;        /* data-parallel ranks, or NULL for one (not owned) */
+    double threshold;            /* 0.5 */
+    uint64_t seed;               /* weights and the epochs' shuffles (1) */
+    const char *checkpoint;      /* saved after every epoch (by rank 0), or NULL */
+    const char *resume;          /* start from this checkpoint, or NULL */
+    int32_t accumulate;          /* micro-batches per optimizer step on each rank (1): their
+                                  * gradients are averaged */
+    hep_lr_schedule lr_schedule; /* COSINE over `epochs` (a resumed run follows the schedule
+                                  * of its own `epochs`) */
+    saga_comm *comm;             /* data-parallel ranks, or NULL for one (not owned) */
 } hep_train_opts;
 
 hep_train_opts hep_train_opts_defaults(void);
+/* The learning rate of epoch `epoch` (1-based) under o's schedule. */
+float hep_lr_at(const hep_train_opts *o, int epoch);
 
 typedef struct hep_epoch {
     int epoch, epochs;

@@ -43,7 +43,7 @@ import array, ast, json, sys, zipfile
 d, build = sys.argv[1], json.load(open(sys.argv[2]))
 meta = json.load(open(f"{d}/meta.json"))
 assert meta["hit_features"] == ["r/1000", "phi/pi", "z/1000"], meta
-assert len(meta["edge_features"]) == 6 and meta["build"]["pt_min"] == 1, meta
+assert len(meta["edge_features"]) == 7 and meta["build"]["pt_min"] == 1, meta
 assert [e["file"] for e in meta["events"]] == [f"event{i:09d}.npz" for i in range(1, 7)], meta
 want = {"x": ("<f4", 2), "edge_index": ("<i8", 2), "edge_attr": ("<f4", 2), "y": ("<f4", 1),
         "hit_particle": ("<i8", 1), "hit_pt": ("<f4", 1)}
@@ -68,14 +68,26 @@ for ev in meta["events"]:
         assert len(v) == n, (k, h, len(v))
         a[k] = (h["shape"], v)
     n, m = a["x"][0][0], a["y"][0][0]
-    assert a["x"][0] == (n, 3) and a["edge_index"][0] == (2, m) and a["edge_attr"][0] == (m, 6)
+    assert a["x"][0] == (n, 3) and a["edge_index"][0] == (2, m) and a["edge_attr"][0] == (m, 7)
     assert a["hit_particle"][0] == (n,) and a["hit_pt"][0] == (n,)
     y = a["y"][1]
     assert set(y) <= {0.0, 1.0}
     ei, pid = a["edge_index"][1], a["hit_particle"][1]
     assert all(0 <= i < n for i in ei)
-    # a label is 1 exactly when both hits are of one particle
-    assert all((y[k] == 1) == (pid[ei[k]] != 0 and pid[ei[k]] == pid[ei[m + k]]) for k in range(m))
+    # a label is 1 exactly when both hits are of one particle that has no hit on a layer between
+    # them (the layer of a hit: the nearest barrel radius to its r)
+    radii = [32, 72, 116, 172, 260, 360, 500, 660, 820, 1020]
+    xs = a["x"][1]
+    layer = [min(range(10), key=lambda l: abs(radii[l] - 1000 * xs[3 * i])) for i in range(n)]
+    on = {}
+    for i in range(n):
+        on.setdefault(pid[i], set()).add(layer[i])
+    def consecutive(u, v):
+        return not any(l in on[pid[u]] for l in range(layer[u] + 1, layer[v]))
+    assert all((y[k] == 1) == (pid[ei[k]] != 0 and pid[ei[k]] == pid[ei[m + k]] and
+                               consecutive(ei[k], ei[m + k])) for k in range(m))
+    # an edge joins the next layer out, or skips layers its line leaves (at most 2)
+    assert all(1 <= layer[ei[m + k]] - layer[ei[k]] <= 3 for k in range(m))
     assert (n, m, int(sum(y))) == (ev["hits"], ev["edges"], ev["true_edges"]), ev
     hits, edges, true = hits + n, edges + m, true + int(sum(y))
 assert (hits, edges, true) == (build["hits"], build["edges"], build["true_edges"]), build
@@ -102,7 +114,7 @@ for i in range(1, 7):
     a = np.load(f"{d}/event{i:09d}.npz")
     x, ei, ea, y = a["x"], a["edge_index"], a["edge_attr"], a["y"]
     assert x.dtype == np.float32 and x.shape[1] == 3 and x.flags.c_contiguous
-    assert ei.dtype == np.int64 and ei.shape == (2, y.shape[0]) and ea.shape == (y.shape[0], 6)
+    assert ei.dtype == np.int64 and ei.shape == (2, y.shape[0]) and ea.shape == (y.shape[0], 7)
     assert y.dtype == np.float32 and ea.dtype == np.float32
     assert a["hit_particle"].dtype == np.int64 and a["hit_pt"].shape == (x.shape[0],)
     assert ((a["hit_pt"] > 0) == (a["hit_particle"] != 0)).all()

@@ -126,7 +126,12 @@ static void test_hep_graph_construction_tiny_event(void **state) {
             assert_true(fabs(f[0] - 0.25) < 1e-3);
             assert_true(fabs(f[1] - (-80.0 / 200)) < 1e-3);
             assert_true(fabs(f[3] - 40.0 / 200) < 1e-4);
+            /* the circle through the origin and both hits: the chord subtends 0.01 rad there */
+            double chord = sqrt(32.0 * 32 + 72.0 * 72 - 2 * 32.0 * 72 * cos(0.01));
+            assert_true(fabs(f[6] - 2 * sin(0.01) / chord * 1000) < 1e-3);
         }
+        if (w < 2) /* particle 1 runs straight out: no curvature */
+            assert_true(fabs(f[6]) < 1e-3);
     }
     hep_graph_free(&g);
 
@@ -196,6 +201,92 @@ static saga_trackml_event *trackml_event(void) {
         e->px[k] = pt[k], e->py[k] = 0.0f, e->pz[k] = 1.0f;
     }
     return e;
+}
+
+/* Straight tracks from the origin (z = slope * r) that leave the pixel barrel (half-length 500
+ * mm) for the longer strip layers (1100 mm). Particle 1 (slope 3.5) is at z = 602 mm at the last
+ * pixel layer (r = 172 mm): no hit there, so its segment from layer 2 skips layer 3 to the first
+ * strip layer. Particle 2 (slope 2) crosses every layer up to 4: no skip. Particle 3 (slope 498 /
+ * 172) crosses layer 3 at z = 498 mm, inside but within the 5 mm margin: the skip 2 -> 4 is built
+ * and is false (the particle has a hit between). The noise hit on layer 4 is joined by a skip from
+ * particle 1's layer 2 hit (line at z = 617 mm at r = 172). */
+enum { GAP_HITS = 15 };
+static const struct {
+    int layer;
+    double phi, slope;
+    int64_t particle;
+} GAP[GAP_HITS] = {
+    {0, 0.3, 3.5, 1},          {1, 0.3, 3.5, 1},         {2, 0.3, 3.5, 1},
+    {4, 0.3, 3.5, 1}, /* 0-3 */
+    {0, -1.0, 2.0, 2},         {1, -1.0, 2.0, 2},        {2, -1.0, 2.0, 2},
+    {3, -1.0, 2.0, 2},                                                             /* 4-7 */
+    {4, -1.0, 2.0, 2},                                                             /* 8 */
+    {0, 2.0, 498.0 / 172, 3},  {1, 2.0, 498.0 / 172, 3}, {2, 2.0, 498.0 / 172, 3}, /* 9-11 */
+    {3, 2.0, 498.0 / 172, 3},  {4, 2.0, 498.0 / 172, 3},                           /* 12-13 */
+    {4, 0.31, 950.0 / 260, 0},                                                     /* 14 */
+};
+
+static void test_hep_graph_skips_layers_a_track_leaves(void **state) {
+    (void)state;
+    saga_trackml_event *e = saga_calloc(1, sizeof *e);
+    assert_non_null(e);
+    int64_t n = GAP_HITS;
+    e->n_hits = n;
+    e->x = saga_malloc(n * sizeof(float));
+    e->y = saga_malloc(n * sizeof(float));
+    e->z = saga_malloc(n * sizeof(float));
+    e->volume_id = saga_malloc(n * sizeof(int32_t));
+    e->layer_id = saga_malloc(n * sizeof(int32_t));
+    e->particle_id = saga_malloc(n * sizeof(int64_t));
+    for (int64_t i = 0; i < n; i++) {
+        int l = GAP[i].layer;
+        double r = saga_trackml_layer_radius(l);
+        e->x[i] = (float)(r * cos(GAP[i].phi));
+        e->y[i] = (float)(r * sin(GAP[i].phi));
+        e->z[i] = (float)(GAP[i].slope * r);
+        e->volume_id[i] = l < 4 ? 8 : 13; /* pixel layers 2/4/6/8, then the short strips */
+        e->layer_id[i] = 2 + 2 * (l % 4);
+        e->particle_id[i] = GAP[i].particle;
+    }
+    e->n_particles = 3;
+    e->p_id = saga_malloc(3 * sizeof(int64_t));
+    e->px = saga_malloc(3 * sizeof(float));
+    e->py = saga_malloc(3 * sizeof(float));
+    e->pz = saga_malloc(3 * sizeof(float));
+    for (int k = 0; k < 3; k++)
+        e->p_id[k] = k + 1, e->px[k] = 2.0f, e->py[k] = 0.0f, e->pz[k] = 1.0f;
+    hep_event_graph g;
+    assert_int_equal(hep_graph_build(&g, e, NULL), SAGA_OK);
+    assert_int_equal(g.n_hits, GAP_HITS);
+    /* (inner hit, outer hit, true) by hand */
+    const int want[13][3] = {{0, 1, 1},   {1, 2, 1},   {2, 3, 1},  {2, 14, 0}, {4, 5, 1},
+                             {5, 6, 1},   {6, 7, 1},   {7, 8, 1},  {9, 10, 1}, {10, 11, 1},
+                             {11, 12, 1}, {12, 13, 1}, {11, 13, 0}};
+    assert_int_equal(g.n_edges, 13);
+    assert_int_equal(g.n_true, 11);
+    assert_int_equal(g.n_segments, 11);
+    bool seen[13] = {false};
+    for (int64_t k = 0; k < g.n_edges; k++) {
+        int ab[2] = {-1, -1};
+        for (int side = 0; side < 2; side++) {
+            const float *f = g.hit_feat + (side ? g.dst[k] : g.src[k]) * HEP_HIT_FEATURES;
+            for (int i = 0; i < GAP_HITS; i++)
+                if (fabs(f[0] - saga_trackml_layer_radius(GAP[i].layer) / 1000) < 1e-5 &&
+                    fabs(f[1] - GAP[i].phi / M_PI) < 1e-5)
+                    ab[side] = i;
+        }
+        int w = -1;
+        for (int j = 0; j < 13; j++)
+            if (want[j][0] == ab[0] && want[j][1] == ab[1])
+                w = j;
+        if (w < 0)
+            fail_msg("unexpected edge %d -> %d", ab[0], ab[1]);
+        assert_false(seen[w]);
+        seen[w] = true;
+        assert_int_equal(g.truth[k], want[w][2]);
+    }
+    hep_graph_free(&g);
+    saga_trackml_event_free(&e);
 }
 
 static void test_hep_graph_counts_endcap_hits_left_out(void **state) {
@@ -396,26 +487,43 @@ static void test_hep_track_efficiency_by_hand(void **state) {
     uint8_t kept[8];
     int64_t found, total;
     /* the true edges: the three tracks */
-    assert_int_equal(hep_track_efficiency(&found, &total, be, &g, g.truth, 1.0), SAGA_OK);
+    assert_int_equal(hep_track_efficiency(&found, &total, be, &g, g.truth, NULL, 1.0), SAGA_OK);
     assert_int_equal(total, 3);
     assert_int_equal(found, 3);
     /* every edge: particle 1 shares its component with noise hit 9, still 3 of 4 hits */
     memset(kept, 1, sizeof kept);
-    assert_int_equal(hep_track_efficiency(&found, &total, be, &g, kept, 1.0), SAGA_OK);
+    assert_int_equal(hep_track_efficiency(&found, &total, be, &g, kept, NULL, 1.0), SAGA_OK);
+    assert_int_equal(found, 3);
+    /* junctions cut by score: hit 0 has two kept edges out (to 1 and to noise 9) and hit 2 two
+     * in (from 1 and from 9); with the true edges ahead particle 1 is the chain 0-1-2 and 9 is
+     * alone; with the wrong ones ahead the chain is 0-9-2 and hit 1 alone: 2 of 3 hits */
+    float score[8] = {0};
+    for (int64_t k = 0; k < g.n_edges; k++)
+        score[k] = g.truth[k] ? 0.9f : 0.6f;
+    assert_int_equal(hep_track_efficiency(&found, &total, be, &g, kept, score, 1.0), SAGA_OK);
+    assert_int_equal(found, 3);
+    for (int64_t k = 0; k < g.n_edges; k++)
+        score[k] = g.truth[k] ? 0.9f : 0.95f;
+    assert_int_equal(hep_track_efficiency(&found, &total, be, &g, kept, score, 1.0), SAGA_OK);
+    assert_int_equal(found, 2);
+    /* an edge not kept takes no part, whatever its score */
+    for (int64_t k = 0; k < g.n_edges; k++)
+        kept[k] = g.truth[k];
+    assert_int_equal(hep_track_efficiency(&found, &total, be, &g, kept, score, 1.0), SAGA_OK);
     assert_int_equal(found, 3);
     /* nothing kept: every hit alone, 1 of 3 */
     memset(kept, 0, sizeof kept);
-    assert_int_equal(hep_track_efficiency(&found, &total, be, &g, kept, 1.0), SAGA_OK);
+    assert_int_equal(hep_track_efficiency(&found, &total, be, &g, kept, NULL, 1.0), SAGA_OK);
     assert_int_equal(found, 0);
     /* the first segment of each track only: 2 of 3 hits, below 75% */
     int n_kept = 0;
     for (int64_t k = 0; k < g.n_edges; k++)
         n_kept += kept[k] = g.truth[k] && g.hit_feat[g.src[k] * HEP_HIT_FEATURES] < 0.05f;
     assert_int_equal(n_kept, 3);
-    assert_int_equal(hep_track_efficiency(&found, &total, be, &g, kept, 1.0), SAGA_OK);
+    assert_int_equal(hep_track_efficiency(&found, &total, be, &g, kept, NULL, 1.0), SAGA_OK);
     assert_int_equal(found, 0);
     /* a track cut needs pT above it */
-    assert_int_equal(hep_track_efficiency(&found, &total, be, &g, g.truth, 2.5), SAGA_OK);
+    assert_int_equal(hep_track_efficiency(&found, &total, be, &g, g.truth, NULL, 2.5), SAGA_OK);
     assert_int_equal(total, 0);
     saga_backend_free_all(&be);
     hep_graph_free(&g);
@@ -463,7 +571,8 @@ static void test_hep_in_layer_gradients_match_finite_differences(void **state) {
     assert_int_equal(saga_backward(c, loss), SAGA_OK);
     saga_ctx_clear(c);
     const double eps = 1e-3, tol = 2e-2;
-    int checked = 0;
+    int checked = 0, kinks = 0;
+    double l0 = net_loss(c, &net, &b);
     for (int i = 0; i < saga_model_n_params(net.m); i++) {
         saga_tensor *p = saga_model_param_at(net.m, i);
         const float *gr = saga_tensor_cdata(saga_grad(p));
@@ -476,6 +585,12 @@ static void test_hep_in_layer_gradients_match_finite_differences(void **state) {
             double lm = net_loss(c, &net, &b);
             v[j] = keep;
             double fd = (lp - lm) / (2 * eps);
+            /* a ReLU input within eps of 0 makes the loss bend inside [-eps, eps]: the one-sided
+             * differences then disagree and the central one means nothing there */
+            if (fabs((lp - l0) - (l0 - lm)) / eps > tol * (fabs(fd) + 1e-2)) {
+                kinks++;
+                continue;
+            }
             if (fabs(fd - gr[j]) > tol * (fabs(fd) + 1e-2)) {
                 print_message("d/d %s[%lld]: backward %.6g, finite difference %.6g\n",
                               saga_model_param_name(net.m, i), (long long)j, (double)gr[j], fd);
@@ -484,6 +599,9 @@ static void test_hep_in_layer_gradients_match_finite_differences(void **state) {
             checked++;
         }
     }
+    print_message("%d parameters checked, %d skipped on a ReLU kink\n", checked, kinks);
+    if (kinks * 20 > checked)
+        fail_msg("%d of %d parameters sit on a ReLU kink: the check means little", kinks, checked);
     assert_true(checked > 200);
     saga_ctx_free(&c);
     hep_batch_free(&b);
@@ -604,7 +722,7 @@ static void test_hep_export_tiny_event(void **state) {
              (long long)m);
     assert_memory_equal(dict, want, strlen(want));
     const float *ea = (const float *)npz_entry_data(b, len, "edge_attr", &dict);
-    assert_non_null(strstr(dict, "'shape': (8, 6), }"));
+    assert_non_null(strstr(dict, "'shape': (8, 7), }"));
     const unsigned char *y = (const unsigned char *)npz_entry_data(b, len, "y", &dict);
     assert_non_null(strstr(dict, "{'descr': '<f4', 'fortran_order': False, 'shape': (8,), }"));
     int64_t n_true = 0;
@@ -638,6 +756,7 @@ static void test_hep_export_tiny_event(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hep_graph_construction_tiny_event),
+        cmocka_unit_test(test_hep_graph_skips_layers_a_track_leaves),
         cmocka_unit_test(test_hep_graph_counts_endcap_hits_left_out),
         cmocka_unit_test(test_hep_sampler_invariants),
         cmocka_unit_test(test_hep_auc_matches_pair_count),

@@ -132,6 +132,50 @@ static void test_optim_adamw(void **state) {
     run(&o, 0.5f, adam_ref);
 }
 
+/* A schedule: the learning rate changed before each step, Adam's moments kept across changes
+ * (torch's param_group["lr"] assignment). */
+static void test_optim_set_lr(void **state) {
+    (void)state;
+    static const float LR[STEPS] = {0.1f, 0.05f, 0.0125f};
+    saga_backend *be = NULL;
+    assert_int_equal(saga_backend_cpu_new(&be, NULL), SAGA_OK);
+    saga_model *m = NULL;
+    assert_int_equal(saga_model_new(&m, be), SAGA_OK);
+    saga_tensor *p = saga_model_param(m, "a", 2, 3, SAGA_INIT_ZEROS, 0);
+    assert_non_null(p);
+    memcpy(saga_tensor_data(p), P0, sizeof P0);
+    saga_optim_opts oo = saga_optim_opts_defaults(SAGA_OPTIM_ADAM);
+    saga_optim *o = NULL;
+    assert_int_equal(saga_optim_new(&o, m, &oo), SAGA_OK);
+    assert_true(saga_optim_lr(o) == 0.01f);
+    double r[N], mo[N] = {0}, v[N] = {0};
+    for (int i = 0; i < N; i++)
+        r[i] = P0[i];
+    for (int t = 0; t < STEPS; t++) {
+        assert_int_equal(saga_optim_set_lr(o, LR[t]), SAGA_OK);
+        assert_true(saga_optim_lr(o) == LR[t]);
+        memcpy(saga_tensor_data(saga_grad(p)), G[t], sizeof G[t]);
+        assert_int_equal(saga_optim_step(o), SAGA_OK);
+        for (int i = 0; i < N; i++) {
+            mo[i] = 0.9 * mo[i] + 0.1 * G[t][i];
+            v[i] = 0.999 * v[i] + 0.001 * G[t][i] * G[t][i];
+            double mh = mo[i] / (1 - pow(0.9, t + 1)), vh = v[i] / (1 - pow(0.999, t + 1));
+            r[i] -= LR[t] * mh / (sqrt(vh) + 1e-8);
+        }
+    }
+    const float *got = saga_tensor_cdata(p);
+    for (int i = 0; i < N; i++)
+        if (fabs(got[i] - r[i]) > 1e-6 * (1 + fabs(r[i])))
+            fail_msg("entry %d: got %.9g, expected %.9g", i, (double)got[i], r[i]);
+    assert_int_equal(saga_optim_set_lr(o, -1.0f), SAGA_ERR_INVALID_ARG);
+    assert_int_equal(saga_optim_set_lr(o, NAN), SAGA_ERR_INVALID_ARG);
+    assert_int_equal(saga_optim_set_lr(NULL, 0.1f), SAGA_ERR_INVALID_ARG);
+    assert_true(saga_optim_lr(o) == LR[STEPS - 1]);
+    saga_optim_free(&o);
+    saga_model_free(&m);
+    saga_backend_free_all(&be);
+}
+
 static void test_optim_errors(void **state) {
     (void)state;
     saga_backend *be = NULL;
@@ -171,9 +215,8 @@ static void test_optim_errors(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_optim_sgd),
-        cmocka_unit_test(test_optim_adam),
-        cmocka_unit_test(test_optim_adamw),
+        cmocka_unit_test(test_optim_sgd),    cmocka_unit_test(test_optim_adam),
+        cmocka_unit_test(test_optim_adamw),  cmocka_unit_test(test_optim_set_lr),
         cmocka_unit_test(test_optim_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

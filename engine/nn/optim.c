@@ -2,6 +2,8 @@
  * per parameter. The updates are the backend's kernels (adam_f32, sgd_f32). */
 #include "nn_internal.h"
 
+#include <math.h>
+
 saga_optim_opts saga_optim_opts_defaults(saga_optim_kind kind) {
     return (saga_optim_opts){.kind = kind,
                              .lr = 0.01f,
@@ -101,6 +103,20 @@ saga_status saga_optim_set_weight_decay(saga_optim *o, const saga_tensor *param,
                "model");
 fail:
     return st;
+}
+
+saga_status saga_optim_set_lr(saga_optim *o, float lr) {
+    saga_status st = SAGA_OK;
+    SAGA_CHECK(o, SAGA_ERR_INVALID_ARG, "saga_optim_set_lr: optimizer is NULL");
+    SAGA_CHECK(isfinite(lr) && lr >= 0.0f, SAGA_ERR_INVALID_ARG,
+               "saga_optim_set_lr: lr must be finite and >= 0, got %g", (double)lr);
+    o->o.lr = lr;
+fail:
+    return st;
+}
+
+float saga_optim_lr(const saga_optim *o) {
+    return o ? o->o.lr : NAN;
 }
 
 saga_status saga_optim_step(saga_optim *o) {

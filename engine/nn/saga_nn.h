@@ -220,6 +220,10 @@ saga_status saga_optim_new(saga_optim **out, saga_model *m, const saga_optim_opt
 void saga_optim_free(saga_optim **o);
 /* Weight decay for one parameter (e.g. only the first layer, as in GCN). */
 saga_status saga_optim_set_weight_decay(saga_optim *o, const saga_tensor *param, float wd);
+/* The learning rate of the next steps (a schedule sets it before each step or epoch; the state,
+ * Adam's moments and step count, is kept). SAGA_ERR_INVALID_ARG for lr < 0 or not finite. */
+saga_status saga_optim_set_lr(saga_optim *o, float lr);
+float saga_optim_lr(const saga_optim *o);
 /* One update of every parameter from its gradient, then zeroes the gradients. */
 saga_status saga_optim_step(saga_optim *o);
 int64_t saga_optim_steps(const saga_optim *o);

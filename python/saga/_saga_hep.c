@@ -52,6 +52,8 @@ static int metrics(PyObject *res, const hep_metrics *m) {
                    set(res, "edge_purity", PyFloat_FromDouble(m->edge_purity)) < 0 ||
                    set(res, "auc", PyFloat_FromDouble(m->auc)) < 0 ||
                    set(res, "track_efficiency", PyFloat_FromDouble(m->track_efficiency)) < 0 ||
+                   set(res, "track_efficiency_cc", PyFloat_FromDouble(m->track_efficiency_cc)) <
+                       0 ||
                    set(res, "tracks", PyLong_FromLongLong(m->n_tracks)) < 0 ||
                    set(res, "threshold", PyFloat_FromDouble(m->threshold)) < 0 ||
                    set(res, "eval_edges", PyLong_FromLongLong(m->n_edges)) < 0
