@@ -90,17 +90,17 @@ static const cli_opt hep_opts[] = {
      "(feature names, build parameters, the events in order); DIR is created when missing."},
     {"pt-min", 0, "GEV", "1",
      "Hits of particles below this pT are dropped from the graphs (noise hits stay)."},
-    {"epochs", 0, "N", "20", "train: epochs (each covers every training event once)."},
+    {"epochs", 0, "N", "40", "train: epochs (each covers every training event once)."},
     {"lr", 0, "R", "0.003", "train: Adam's learning rate (of the first epoch)."},
     {"lr-schedule", 0, "S", "cosine",
      "train: cosine (from --lr at the first epoch down to 1% of it at the last, along a half "
      "cosine) or constant."},
     {"hidden", 0, "H", "32", "Width of the hidden states (eval: as the checkpoint was trained)."},
     {"iterations", 0, "K", "4", "Message-passing rounds (eval: as trained)."},
-    {"sampler", 0, "S", "balanced",
+    {"sampler", 0, "S", "random",
      "train: random, sorted, balanced, or all (train three times from the same start, one per "
      "sampler, and report each)."},
-    {"batch-events", 0, "B", "4",
+    {"batch-events", 0, "B", "1",
      "train: events per micro-batch for random and sorted; balanced makes as many micro-batches."},
     {"edge-budget", 0, "E", NULL,
      "train: the edges of a balanced micro-batch (default: the smallest budget that packs the "
@@ -462,7 +462,7 @@ static saga_status on_epoch(const hep_epoch *e, void *user) {
 static int hep_main(int argc, char **argv) {
     cli_ctx c;
     const char *arg = NULL, *out = NULL, *data = NULL, *device = cli_default_device(),
-               *sampler = "balanced", *log_path = NULL;
+               *sampler = hep_sampler_name(hep_train_opts_defaults().sampler), *log_path = NULL;
     saga_trackml_params gp = saga_trackml_params_defaults();
     hep_graph_opts go = hep_graph_opts_defaults();
     hep_train_opts to = hep_train_opts_defaults();
@@ -776,11 +776,13 @@ static int hep_main(int argc, char **argv) {
         const hep_run *r = &runs[s];
         cli_say(&c,
                 "%-9s %d micro-batches (largest %lld edges%s), peak device %s, %.3f s per epoch "
-                "(median; fastest %.3f), loss %.4f\n",
+                "(median; fastest %.3f; %.1f GFLOP of matrix products, %.1f GFLOP/s), loss "
+                "%.4f\n",
                 hep_sampler_name(samplers[s]), (int)r->n_batches, (long long)r->max_batch_edges,
                 samplers[s] == HEP_SAMPLER_BALANCED ? ", budget applied" : "",
                 cli_bytes(b1, sizeof b1, (int64_t)r->peak_bytes), r->epoch_seconds,
-                r->epoch_seconds_min, r->loss);
+                r->epoch_seconds_min, r->epoch_flops / 1e9,
+                r->epoch_seconds > 0 ? r->epoch_flops / r->epoch_seconds / 1e9 : 0.0, r->loss);
         say_metrics(&c, "", &r->metrics);
         if (c.ranks > 1) {
             size_t lo = SIZE_MAX, hi = 0;
@@ -843,6 +845,9 @@ static int hep_main(int argc, char **argv) {
             json_array_end(&j);
             json_key(&j, "epoch_seconds"), json_num(&j, r->epoch_seconds);
             json_key(&j, "epoch_seconds_min"), json_num(&j, r->epoch_seconds_min);
+            json_key(&j, "epoch_gflop"), json_num(&j, r->epoch_flops / 1e9);
+            json_key(&j, "gflops"),
+                json_num(&j, r->epoch_seconds > 0 ? r->epoch_flops / r->epoch_seconds / 1e9 : 0);
             json_key(&j, "loss"), json_num(&j, r->loss);
             json_metrics(&j, &r->metrics);
             json_key(&j, "seconds"), json_num(&j, r->seconds);

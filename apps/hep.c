@@ -131,8 +131,32 @@ static saga_status try_segment(edge_buf *eb, const khit *h, int32_t a, int32_t b
     float f[HEP_EDGE_FEATURES] = {(float)(dphi / dr * 1000.0), (float)(z0 / 200.0),
                                   (float)(dz / dr / 3.0),      (float)(dr / 200.0),
                                   (float)(eta_b - eta_a),      (float)(dz / 100.0),
-                                  (float)(curvature * 1000.0)};
+                                  (float)(curvature * 1000.0)}; /* the rest: neighbour_features */
     return edge_push(eb, a, b, f);
+}
+
+/* Of the edges idx[lo .. hi) (the edges into one hit, or out of one), the one that continues edge
+ * k best: the least |dcurvature| / 0.05 per m + |dz0| / 5 mm. Writes to f the two differences of
+ * that edge, each as log10(|difference| + floor) shifted and scaled to about [-1, 1] (curvature
+ * in 1/m, floor 1e-4: 1e-4 -> -1, 0.01 -> 0, 1 -> 1; z0 in mm, floor 0.01: 0.01 -> -1, 1 -> 0,
+ * 100 -> 1), or 1.5 for both when there is none. */
+static void best_continuation(float *f, const float *feat, int64_t k, const int64_t *idx,
+                              int64_t lo, int64_t hi) {
+    const float *fk = feat + k * HEP_EDGE_FEATURES;
+    double best = INFINITY, dk = 0, dz = 0;
+    for (int64_t i = lo; i < hi; i++) {
+        const float *fj = feat + (idx ? idx[i] : i) * HEP_EDGE_FEATURES;
+        double ck = fabs((double)fj[6] - fk[6]), cz = fabs((double)fj[1] - fk[1]) * 200.0;
+        double d = ck / 0.05 + cz / 5.0;
+        if (d < best)
+            best = d, dk = ck, dz = cz;
+    }
+    if (best == INFINITY) {
+        f[0] = f[1] = 1.5f;
+        return;
+    }
+    f[0] = (float)((log10(dk + 1e-4) + 2) / 2);
+    f[1] = (float)(log10(dz + 0.01) / 2);
 }
 
 /* Scans the hits of [lo, hi) (one layer, sorted by phi) whose phi is in [p0, p1], p0 <= p1
@@ -198,7 +222,7 @@ saga_status hep_graph_build(hep_event_graph *g, const saga_trackml_event *e,
     hep_graph_opts def = hep_graph_opts_defaults();
     khit *h = NULL;
     float *pt = NULL;
-    int64_t *order = NULL;
+    int64_t *order = NULL, *out_off = NULL, *out_idx = NULL;
     id_row *by_particle = NULL;
     uint32_t *layers = NULL;
     edge_buf eb = {0};
@@ -336,6 +360,29 @@ saga_status hep_graph_build(hep_event_graph *g, const saga_trackml_event *e,
         r.n_true += r.truth[p];
     }
 
+    /* ---- how well each edge continues: the best edge into its inner hit and out of its outer
+     * hit, by curvature and z0 (on one particle's helix both are the same on every segment).
+     * order[v] is now the end of the edges into v; the edges out of each hit by a count sort */
+    SAGA_TRY(saga_alloc_zeroed((void **)&out_off, (size_t)n + 1, sizeof *out_off, "edges out"));
+    SAGA_TRY(saga_alloc_array((void **)&out_idx, m1, sizeof *out_idx, "edges out"));
+    for (int64_t k = 0; k < m; k++)
+        out_off[r.src[k] + 1]++;
+    for (int32_t v = 0; v < n; v++)
+        out_off[v + 1] += out_off[v];
+    for (int64_t k = 0; k < m; k++)
+        out_idx[out_off[r.src[k]]++] = k;
+    for (int32_t v = n; v > 0; v--) /* back to the starts */
+        out_off[v] = out_off[v - 1];
+    out_off[0] = 0;
+    for (int64_t k = 0; k < m; k++) {
+        float *f = r.edge_feat + k * HEP_EDGE_FEATURES;
+        int32_t a = r.src[k], b = r.dst[k];
+        best_continuation(f + HEP_SEGMENT_FEATURES, r.edge_feat, k, NULL, a ? order[a - 1] : 0,
+                          order[a]);
+        best_continuation(f + HEP_SEGMENT_FEATURES + 2, r.edge_feat, k, out_idx, out_off[b],
+                          out_off[b + 1]);
+    }
+
     *g = r;
     memset(&r, 0, sizeof r);
 fail:
@@ -343,6 +390,8 @@ fail:
     saga_free(h);
     saga_free(pt);
     saga_free(order);
+    saga_free(out_off);
+    saga_free(out_idx);
     saga_free(by_particle);
     saga_free(layers);
     saga_free(eb.src);
@@ -353,7 +402,8 @@ fail:
 
 const char *const HEP_HIT_FEATURE_NAMES[HEP_HIT_FEATURES] = {"r/1000", "phi/pi", "z/1000"};
 const char *const HEP_EDGE_FEATURE_NAMES[HEP_EDGE_FEATURES] = {
-    "dphi/dr*1000", "z0/200", "dz/dr/3", "dr/200", "deta", "dz/100", "curvature*1000"};
+    "dphi/dr*1000",   "z0/200",        "dz/dr/3", "dr/200",         "deta",   "dz/100",
+    "curvature*1000", "in_dcurvature", "in_dz0",  "out_dcurvature", "out_dz0"};
 
 saga_status hep_graph_export(const hep_event_graph *g, const char *path) {
     saga_status st = SAGA_OK;
@@ -644,10 +694,8 @@ saga_status hep_net_new(hep_net *net, saga_backend *be, int hidden, int iteratio
     int64_t H = hidden;
     SAGA_TRY(mlp_new(&net->node_enc, net->m, "node_encoder", HEP_HIT_FEATURES, H, H, seed + 1));
     SAGA_TRY(mlp_new(&net->edge_enc, net->m, "edge_encoder", HEP_EDGE_FEATURES, H, H, seed + 2));
-    /* named for the residual rounds: a checkpoint of the earlier model (edge_update,
-     * node_update without the skip connections) does not load into this one */
-    SAGA_TRY(mlp_new(&net->edge_up, net->m, "edge_residual", 3 * H, H, H, seed + 3));
-    SAGA_TRY(mlp_new(&net->node_up, net->m, "node_residual", 3 * H, H, H, seed + 4));
+    SAGA_TRY(mlp_new(&net->edge_up, net->m, "edge_update", 3 * H, H, H, seed + 3));
+    SAGA_TRY(mlp_new(&net->node_up, net->m, "node_update", 3 * H, H, H, seed + 4));
     SAGA_TRY(mlp_new(&net->score, net->m, "edge_score", 3 * H, H, 1, seed + 5));
     return SAGA_OK;
 fail:
@@ -662,20 +710,21 @@ void hep_net_free(hep_net *net) {
     memset(net, 0, sizeof *net);
 }
 
-/* ApplyEdge: the new edge state e + tanh(MLP([h_src, h_dst, e])) (residual). */
+/* ApplyEdge: the new edge state tanh(MLP([h_src, h_dst, e])). (Residual rounds, e + tanh(...),
+ * trained worse here: without a normalisation the states grow round after round.) */
 static saga_tensor *in_edge(saga_ctx *c, const saga_edge_in *e, void *layer) {
     hep_net *net = layer;
     saga_tensor *in = saga_concat(c, saga_concat(c, e->src, e->dst), e->data);
-    return saga_add(c, e->data, saga_tanh(c, mlp(c, &net->edge_up, in)));
+    return saga_tanh(c, mlp(c, &net->edge_up, in));
 }
 
-/* ApplyVertex: h + tanh(MLP([h, messages in, messages out])). The messages out of each hit are
- * the round's edge tensor (saga_program_run_edges has set it) summed by source. */
+/* ApplyVertex: tanh(MLP([h, messages in, messages out])). The messages out of each hit are the
+ * round's edge tensor (saga_program_run_edges has set it) summed by source. */
 static saga_tensor *in_vertex(saga_ctx *c, const saga_vertex_in *v, void *layer) {
     hep_net *net = layer;
     saga_tensor *out_sum = saga_scatter_add_rows(c, net->edges, net->src_idx, net->n_vertices);
     saga_tensor *in = saga_concat(c, saga_concat(c, v->self, v->gathered), out_sum);
-    return saga_add(c, v->self, saga_tanh(c, mlp(c, &net->node_up, in)));
+    return saga_tanh(c, mlp(c, &net->node_up, in));
 }
 
 static const saga_program IN_PROGRAM = {
@@ -1030,15 +1079,15 @@ saga_status hep_evaluate(hep_metrics *out, saga_backend *be, hep_net *net,
  */
 
 hep_train_opts hep_train_opts_defaults(void) {
-    return (hep_train_opts){.epochs = 20,
+    return (hep_train_opts){.epochs = 40,
                             .lr = 0.003f,
                             .hidden = 32,
                             .iterations = 4,
                             .pos_weight = 1.0f,
-                            .batch_events = 4,
+                            .batch_events = 1,
                             .edge_budget = 0,
                             .hit_weight = 0,
-                            .sampler = HEP_SAMPLER_BALANCED,
+                            .sampler = HEP_SAMPLER_RANDOM,
                             .threshold = 0.5,
                             .seed = 1,
                             .checkpoint = NULL,
@@ -1046,6 +1095,13 @@ hep_train_opts hep_train_opts_defaults(void) {
                             .accumulate = 1,
                             .lr_schedule = HEP_LR_COSINE,
                             .comm = NULL};
+}
+
+double hep_step_flops(int hidden, int iterations, int64_t edges, int64_t hits) {
+    double H = hidden, K = iterations;
+    double per_edge = HEP_EDGE_FEATURES * H + H * H + K * 4 * H * H + 3 * H * H + H;
+    double per_hit = HEP_HIT_FEATURES * H + H * H + K * 4 * H * H;
+    return 3 * 2 * (per_edge * (double)edges + per_hit * (double)hits);
 }
 
 float hep_lr_at(const hep_train_opts *o, int epoch) {
@@ -1086,8 +1142,11 @@ saga_status hep_train(hep_run *out, saga_backend *be, const hep_data *d, const h
     SAGA_CHECK(d->n_train >= 1, SAGA_ERR_INVALID_ARG, "hep_train: no training event");
     int32_t nt = d->n_train;
     SAGA_TRY(saga_alloc_array((void **)&edges, (size_t)nt, sizeof *edges, "event sizes"));
-    for (int32_t i = 0; i < nt; i++)
+    for (int32_t i = 0; i < nt; i++) {
         edges[i] = d->events[i].n_edges + llround(o->hit_weight * d->events[i].n_hits);
+        r.epoch_flops +=
+            hep_step_flops(o->hidden, o->iterations, d->events[i].n_edges, d->events[i].n_hits);
+    }
 
     SAGA_TRY(hep_net_new(&net, be, o->hidden, o->iterations, o->seed));
     r.n_params = saga_model_n_scalars(net.m);

@@ -41,7 +41,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-enum { HEP_HIT_FEATURES = 3, HEP_EDGE_FEATURES = 7 };
+/* An edge's features: HEP_SEGMENT_FEATURES of its own segment, then 4 of its neighbours'. */
+enum { HEP_HIT_FEATURES = 3, HEP_SEGMENT_FEATURES = 7, HEP_EDGE_FEATURES = 11 };
 /* Most layers a segment may skip: only where its line leaves them (see the graph above). */
 enum { HEP_MAX_SKIP = 2 };
 
@@ -89,7 +90,10 @@ void hep_graph_free(hep_event_graph *g);
 
 /* What the features are, in column order: hit features "r/1000", "phi/pi", "z/1000"; edge
  * features dphi/dr (x1000), z0 (/200), dz/dr (/3), dr (/200), deta, dz (/100), and the curvature
- * (1/mm, x1000) of the circle through the beam line and both hits. */
+ * (1/mm, x1000) of the circle through the beam line and both hits; then how well the edge is
+ * continued: of the edges into its inner hit, the one closest in curvature and z0, and the
+ * differences to it (log-scaled, see best_continuation in hep.c), and the same of the edges out of
+ * its outer hit (1.5 where there is no such edge). */
 extern const char *const HEP_HIT_FEATURE_NAMES[HEP_HIT_FEATURES];
 extern const char *const HEP_EDGE_FEATURE_NAMES[HEP_EDGE_FEATURES];
 
@@ -268,6 +272,13 @@ typedef struct hep_train_opts {
 } hep_train_opts;
 
 hep_train_opts hep_train_opts_defaults(void);
+/* The floating-point operations of the matrix products of one training step (forward, and the
+ * backward's two products per forward one) over `edges` edges and `hits` hits with this width
+ * and number of rounds: 3 x 2 x (per edge: the encoder's 7H + H^2, 4H^2 per round, the score's
+ * 3H^2 + H; per hit: the encoder's 3H + H^2, 4H^2 per round). The rest of the step (activations,
+ * gathers and scatters, concatenations) moves memory and is not counted. */
+double hep_step_flops(int hidden, int iterations, int64_t edges, int64_t hits);
+
 /* The learning rate of epoch `epoch` (1-based) under o's schedule. */
 float hep_lr_at(const hep_train_opts *o, int epoch);
 
@@ -292,6 +303,7 @@ typedef struct hep_run {
     int32_t n_batches;        /* micro-batches per epoch */
     int64_t budget;           /* BALANCED's edge budget */
     int64_t n_params;
+    double epoch_flops;  /* hep_step_flops over every training event */
     hep_metrics metrics; /* on the evaluation events (on the training events when none) */
     double seconds;
 } hep_run;

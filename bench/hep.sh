@@ -3,9 +3,11 @@
 # in PyTorch Geometric (bench/hep_pyg.py) on the same graphs: generated collision events, built by
 # `saga hep build --export` into NumPy archives that the PyG side reads.
 #
-#   bench/hep.sh [BUILD_DIR]    (EVENTS=20 EPOCHS=5 RUNS=2 THREADS=<all cores> BATCH_EVENTS=4
-#                                HIDDEN=32 ITERATIONS=4 LR=0.003 POS_WEIGHT=1 EVAL_FRACTION=0.2
-#                                MAX_PARTICLES=3000 PYTHON=python3)
+#   bench/hep.sh [BUILD_DIR]    (EVENTS=20 EPOCHS=5 RUNS=2 THREADS=<all cores> BATCH_EVENTS=1
+#                                HIDDEN=32 ITERATIONS=4 LR=0.003 LR_SCHEDULE=cosine POS_WEIGHT=1
+#                                EVAL_FRACTION=0.2 MAX_PARTICLES=3000 PYTHON=python3)
+#
+# The model's settings default to saga hep train's own defaults.
 #
 # Both train with the same hyper-parameters, the same train/eval split (the last EVAL_FRACTION of
 # the events held out) and the same micro-batches (saga's random sampler, which hep_pyg.py draws
@@ -25,9 +27,10 @@ events=${EVENTS:-20}
 epochs=${EPOCHS:-5}
 runs=${RUNS:-2}
 threads=${THREADS:-$(nproc)}
-batch=${BATCH_EVENTS:-4}
+batch=${BATCH_EVENTS:-1}
 hidden=${HIDDEN:-32}
 iters=${ITERATIONS:-4}
+sched=${LR_SCHEDULE:-cosine}
 lr=${LR:-0.003}
 pw=${POS_WEIGHT:-1}
 evf=${EVAL_FRACTION:-0.2}
@@ -55,7 +58,7 @@ if [ $have_pyg = 1 ]; then
 else
     echo "PyG:     $py cannot import torch and torch_geometric: the PyG column is skipped (bench/README.md)"
 fi
-echo "run:     $epochs epochs, hidden $hidden, $iters rounds, Adam lr $lr, pos_weight $pw, $batch events per micro-batch (random sampler), eval fraction $evf; $runs alternating runs, medians"
+echo "run:     $epochs epochs, hidden $hidden, $iters rounds, Adam lr $lr ($sched), pos_weight $pw, $batch events per micro-batch (random sampler), eval fraction $evf; $runs alternating runs, medians"
 
 # field JSON KEY: a number from a JSON line
 field() { echo "$1" | python3 -c 'import json, sys; v = json.loads(sys.stdin.read()).get(sys.argv[1]); print("-" if v is None else v)' "$2"; }
@@ -70,13 +73,13 @@ for t in $threads; do
     for ((r = 1; r <= runs; r++)); do
         sj=$(OMP_NUM_THREADS=$t "$saga" hep train --data "$ev" --sampler random \
             --batch-events "$batch" --epochs "$epochs" --hidden "$hidden" --iterations "$iters" \
-            --lr "$lr" --pos-weight "$pw" --eval-fraction "$evf" --seed "$r" --threads "$t" \
-            --device cpu --json --quiet | tail -1)
+            --lr "$lr" --lr-schedule "$sched" --pos-weight "$pw" --eval-fraction "$evf" --seed "$r" \
+            --threads "$t" --device cpu --json --quiet | tail -1)
         s_all="$s_all $(field "$sj" epoch_seconds)"
         if [ $have_pyg = 1 ]; then
             pj=$(OMP_NUM_THREADS=$t "$py" "$here/hep_pyg.py" --data "$npz" --batch-events "$batch" \
                 --epochs "$epochs" --hidden "$hidden" --iterations "$iters" --lr "$lr" \
-                --pos-weight "$pw" --eval-fraction "$evf" --seed "$r" --threads "$t" --json \
+                --lr-schedule "$sched" --pos-weight "$pw" --eval-fraction "$evf" --seed "$r" --threads "$t" --json \
                 2>/dev/null | tail -1)
             p_all="$p_all $(field "$pj" epoch_seconds)"
         fi

@@ -4,9 +4,9 @@ Geometric, trained on the graphs `saga hep build --export DIR` writes, with saga
 hyper-parameters, train/eval split, micro-batches and metrics, so that the two compare epoch for
 epoch.
 
-    hep_pyg.py --data DIR [--epochs 20] [--hidden 32] [--iterations 4] [--lr 0.003]
-               [--pos-weight 1] [--batch-events 4] [--eval-fraction 0.2] [--threshold 0.5]
-               [--seed 1] [--threads T] [--json]
+    hep_pyg.py --data DIR [--epochs 40] [--hidden 32] [--iterations 4] [--lr 0.003]
+               [--lr-schedule cosine|constant] [--pos-weight 1] [--batch-events 1]
+               [--eval-fraction 0.2] [--threshold 0.5] [--seed 1] [--threads T] [--json]
 
 DIR holds eventNNNNNNNNN.npz (x, edge_index, edge_attr, y, hit_particle, hit_pt) and meta.json,
 whose event list is in the order of `saga hep train --data`; the last --eval-fraction of it
@@ -18,7 +18,8 @@ tanh(MLP) to `hidden`; then --iterations rounds of one InteractionRound (a Messa
 shared weights): e' = tanh(MLP([h_src, h_dst, e])) per edge, summed at the outer hit (PyG's
 target, aggr="add") and at the inner hit (the source), h' = tanh(MLP([h, sum in, sum out]));
 no residuals; then a score MLP over [h_src, h_dst, e], one logit per edge. Loss: the mean
-binary cross-entropy with logits and pos_weight; Adam (betas 0.9/0.999, eps 1e-8).
+binary cross-entropy with logits and pos_weight; Adam (betas 0.9/0.999, eps 1e-8), its rate set
+every epoch as saga's --lr-schedule does.
 
 Micro-batches: saga's `--sampler random` plan, drawn from the same seed: every epoch the
 training events are shuffled by the same generator (splitmix64, Fisher-Yates) and cut into runs
@@ -28,8 +29,9 @@ DataLoader collates). The weights' random draws differ from saga's.
 Timed: each training epoch (collating, forward, backward, step); the median over the epochs and
 the fastest. Then the held-out events are scored one at a time and measured as `saga hep eval`
 does: edge efficiency and purity at --threshold, the exact ROC AUC (ties at their mean rank), and
-the track efficiency (connected components of the kept edges; a particle above 1 GeV with 3 or
-more hits is found when 75% of its hits lie in one component that is 75% its hits).
+the track efficiency (the junctions of the kept edges cut by score, then connected components; a
+particle above 1 GeV with 3 or more hits is found when 75% of its hits lie in one component that
+is 75% its hits), and the same without the junction cut (track_efficiency_cc).
 
 Prints a "RESULT ..." line, or with --json one JSON object as the last line. A Python without
 torch or torch_geometric prints why and exits with 77.
@@ -59,6 +61,7 @@ except ImportError as e:
     print(f"hep_pyg: torch_geometric is not importable: {e} (pip install torch_geometric)")
     sys.exit(EXIT_SKIP)
 
+LR_END = 0.01  # HEP_LR_END: the cosine schedule's last learning rate, a fraction of --lr
 TRACK_PT = 1.0  # GeV: the tracks the track efficiency counts, as saga's hep_evaluate
 
 
@@ -174,10 +177,30 @@ def components(n, src, dst):
         label = new
 
 
-def track_efficiency(ev, kept):
-    """(found, total) for one event: hep_track_efficiency's rule."""
+def cut_junctions(ev, kept, score):
+    """The kept edges that are both the highest-scoring kept edge out of their inner hit and into
+    their outer hit (the first of equals), as hep_track_efficiency with scores."""
     n = ev["x"].shape[0]
     ei = ev["edge_index"]
+    idx = np.flatnonzero(kept)
+    out = kept.copy()
+    for side in (0, 1):
+        best = np.full(n, -1)
+        # the highest score per hit, ties to the first edge: visit by score ascending, then by
+        # edge descending, so the last write per hit wins
+        order = idx[np.lexsort((-idx, score[idx]))]
+        best[ei[side][order]] = order
+        out &= best[ei[side]] == np.arange(ei.shape[1])
+    return out
+
+
+def track_efficiency(ev, kept, score=None):
+    """(found, total) for one event: hep_track_efficiency's rule; with score the junctions are cut
+    first."""
+    n = ev["x"].shape[0]
+    ei = ev["edge_index"]
+    if score is not None:
+        kept = cut_junctions(ev, kept, score)
     comp = components(n, ei[0][kept], ei[1][kept])
     size = np.bincount(comp, minlength=n)
     pid, pt = ev["hit_particle"], ev["hit_pt"]
@@ -201,7 +224,7 @@ def track_efficiency(ev, kept):
 def evaluate(model, events, threshold):
     model.eval()
     scores, labels = [], []
-    tp = fp = fn = found = tracks = 0
+    tp = fp = fn = found = found_cc = tracks = 0
     with torch.no_grad():
         for ev in events:
             d = ev["data"]
@@ -211,8 +234,9 @@ def evaluate(model, events, threshold):
             tp += int((kept & y).sum())
             fp += int((kept & ~y).sum())
             fn += int((~kept & y).sum())
-            f, t = track_efficiency(ev, kept)
-            found, tracks = found + f, tracks + t
+            f, t = track_efficiency(ev, kept, p)
+            fc, _ = track_efficiency(ev, kept)
+            found, found_cc, tracks = found + f, found_cc + fc, tracks + t
             scores.append(p)
             labels.append(y.astype(np.int64))
     s, y = np.concatenate(scores), np.concatenate(labels)
@@ -221,6 +245,7 @@ def evaluate(model, events, threshold):
         "edge_purity": tp / (tp + fp) if tp + fp else 0.0,
         "auc": auc(s, y),
         "track_efficiency": found / tracks if tracks else 0.0,
+        "track_efficiency_cc": found_cc / tracks if tracks else 0.0,
         "tracks": tracks,
         "eval_edges": int(s.size),
         "threshold": threshold,
@@ -263,12 +288,13 @@ def split(n, eval_fraction):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", required=True, help="a directory saga hep build --export wrote")
-    ap.add_argument("--epochs", type=int, default=20)
+    ap.add_argument("--epochs", type=int, default=40)
     ap.add_argument("--hidden", type=int, default=32)
     ap.add_argument("--iterations", type=int, default=4)
     ap.add_argument("--lr", type=float, default=0.003)
+    ap.add_argument("--lr-schedule", choices=("cosine", "constant"), default="cosine")
     ap.add_argument("--pos-weight", type=float, default=1.0)
-    ap.add_argument("--batch-events", type=int, default=4)
+    ap.add_argument("--batch-events", type=int, default=1)
     ap.add_argument("--eval-fraction", type=float, default=0.2)
     ap.add_argument("--threshold", type=float, default=0.5)
     ap.add_argument("--seed", type=int, default=1)
@@ -301,6 +327,10 @@ def main():
 
     secs, loss = [], float("nan")
     for epoch in range(a.epochs):
+        if a.lr_schedule == "cosine" and a.epochs > 1:  # hep_lr_at: lr down to 1% of it
+            lo = a.lr * LR_END
+            for g in opt.param_groups:
+                g["lr"] = lo + 0.5 * (a.lr - lo) * (1 + math.cos(math.pi * epoch / (a.epochs - 1)))
         model.train()
         plan = random_plan(len(train), a.batch_events, a.seed, epoch)
         t = time.perf_counter()

@@ -43,7 +43,7 @@ import array, ast, json, sys, zipfile
 d, build = sys.argv[1], json.load(open(sys.argv[2]))
 meta = json.load(open(f"{d}/meta.json"))
 assert meta["hit_features"] == ["r/1000", "phi/pi", "z/1000"], meta
-assert len(meta["edge_features"]) == 7 and meta["build"]["pt_min"] == 1, meta
+assert len(meta["edge_features"]) == 11 and meta["build"]["pt_min"] == 1, meta
 assert [e["file"] for e in meta["events"]] == [f"event{i:09d}.npz" for i in range(1, 7)], meta
 want = {"x": ("<f4", 2), "edge_index": ("<i8", 2), "edge_attr": ("<f4", 2), "y": ("<f4", 1),
         "hit_particle": ("<i8", 1), "hit_pt": ("<f4", 1)}
@@ -68,7 +68,7 @@ for ev in meta["events"]:
         assert len(v) == n, (k, h, len(v))
         a[k] = (h["shape"], v)
     n, m = a["x"][0][0], a["y"][0][0]
-    assert a["x"][0] == (n, 3) and a["edge_index"][0] == (2, m) and a["edge_attr"][0] == (m, 7)
+    assert a["x"][0] == (n, 3) and a["edge_index"][0] == (2, m) and a["edge_attr"][0] == (m, 11)
     assert a["hit_particle"][0] == (n,) and a["hit_pt"][0] == (n,)
     y = a["y"][1]
     assert set(y) <= {0.0, 1.0}
@@ -114,7 +114,7 @@ for i in range(1, 7):
     a = np.load(f"{d}/event{i:09d}.npz")
     x, ei, ea, y = a["x"], a["edge_index"], a["edge_attr"], a["y"]
     assert x.dtype == np.float32 and x.shape[1] == 3 and x.flags.c_contiguous
-    assert ei.dtype == np.int64 and ei.shape == (2, y.shape[0]) and ea.shape == (y.shape[0], 7)
+    assert ei.dtype == np.int64 and ei.shape == (2, y.shape[0]) and ea.shape == (y.shape[0], 11)
     assert y.dtype == np.float32 and ea.dtype == np.float32
     assert a["hit_particle"].dtype == np.int64 and a["hit_pt"].shape == (x.shape[0],)
     assert ((a["hit_pt"] > 0) == (a["hit_particle"] != 0)).all()
@@ -147,10 +147,23 @@ done
 expect 0 "$SAGA_BIN" hep train --data "$TMP/ev" --epochs 3 --hidden 8 --iterations 2 \
     --batch-events 2 --resume "$TMP/hep.ckpt" --checkpoint "$TMP/hep3.ckpt" --json --quiet
 [ "$(json_get 'j["start_epoch"], j["epochs"]')" = "2 3" ] || fail "resume: $(json_last)"
+# the defaults: one event per step in a random order, the cosine schedule; the epoch's work
+[ "$(json_get 'j["sampler"], j["batch_events"], j["lr_schedule"], j["samplers"][0]["micro_batches"]')" = "random 2 cosine 3" ] ||
+    fail "defaults: $(json_last)"
+[ "$(json_get 'j["samplers"][0]["epoch_gflop"] > 0 and j["samplers"][0]["gflops"] > 0')" = True ] ||
+    fail "epoch GFLOP: $(json_last)"
+expect 0 "$SAGA_BIN" hep train --data "$TMP/ev" --epochs 1 --hidden 8 --iterations 1 --json --quiet
+[ "$(json_get 'j["batch_events"], j["samplers"][0]["micro_batches"], j["lr_schedule"]')" = "1 5 cosine" ] ||
+    fail "one event per step by default: $(json_last)"
+expect 0 "$SAGA_BIN" hep train --data "$TMP/ev" --epochs 1 --hidden 8 --iterations 1 \
+    --lr-schedule constant --json --quiet
+[ "$(json_get 'j["lr_schedule"]')" = constant ] || fail "--lr-schedule constant: $(json_last)"
+expect 2 "$SAGA_BIN" hep train --data "$TMP/ev" --lr-schedule step
+expect_err "--lr-schedule must be cosine or constant, got 'step'"
 
 # balanced bins by edges + 1.3 * hits: the budget is in those units
 expect 0 "$SAGA_BIN" hep train --data "$TMP/ev" --epochs 1 --hidden 8 --iterations 1 \
-    --batch-events 2 --hit-weight 1.3 --json --quiet
+    --batch-events 2 --hit-weight 1.3 --sampler balanced --json --quiet
 [ "$(json_get 'j["hit_weight"], j["samplers"][0]["sampler"], j["samplers"][0]["edge_budget"] > j["samplers"][0]["max_batch_edges"]')" = "1.3 balanced True" ] ||
     fail "--hit-weight: $(json_last)"
 

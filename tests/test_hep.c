@@ -132,6 +132,15 @@ static void test_hep_graph_construction_tiny_event(void **state) {
         }
         if (w < 2) /* particle 1 runs straight out: no curvature */
             assert_true(fabs(f[6]) < 1e-3);
+        if (w == 0) { /* 0 -> 1: no edge into hit 0; 1 -> 2 continues it exactly */
+            assert_true(f[7] == 1.5f && f[8] == 1.5f);
+            /* within the float hits' rounding: differences below 3e-6 per m and 3e-4 mm */
+            assert_true(fabs(f[9] - -1.0) < 1e-2 && fabs(f[10] - -1.0) < 1e-2);
+        }
+        if (w == 1) { /* 1 -> 2: 0 -> 1 leads into it exactly (0 -> 9 does not); none out of 2 */
+            assert_true(fabs(f[7] - -1.0) < 1e-2 && fabs(f[8] - -1.0) < 1e-2);
+            assert_true(f[9] == 1.5f && f[10] == 1.5f);
+        }
     }
     hep_graph_free(&g);
 
@@ -530,6 +539,27 @@ static void test_hep_track_efficiency_by_hand(void **state) {
     saga_trackml_event_free(&e);
 }
 
+/* The cosine schedule: lr at the first epoch, 1% of it at the last, the mean halfway; constant
+ * everywhere lr; and the matrix products' count at a width and depth worked by hand. */
+static void test_hep_lr_schedule_and_flops(void **state) {
+    (void)state;
+    hep_train_opts o = hep_train_opts_defaults();
+    assert_int_equal(o.lr_schedule, HEP_LR_COSINE);
+    o.lr = 0.01f;
+    o.epochs = 21;
+    assert_true(fabsf(hep_lr_at(&o, 1) - 0.01f) < 1e-9f);
+    assert_true(fabsf(hep_lr_at(&o, 21) - 0.0001f) < 1e-9f);
+    assert_true(fabsf(hep_lr_at(&o, 11) - 0.00505f) < 1e-8f);
+    for (int e = 2; e <= 21; e++)
+        assert_true(hep_lr_at(&o, e) < hep_lr_at(&o, e - 1));
+    o.lr_schedule = HEP_LR_CONSTANT;
+    assert_true(hep_lr_at(&o, 1) == 0.01f && hep_lr_at(&o, 21) == 0.01f);
+    /* H = 2, K = 1, one edge, one hit: per edge 11*2 + 4 + 16 + 12 + 2 = 56, per hit 3*2 + 4 +
+     * 16 = 26; forward and backward: 3 x 2 x 82 */
+    assert_true(hep_step_flops(2, 1, 1, 1) == 3.0 * 2 * (56 + 26));
+    assert_true(hep_step_flops(2, 1, 0, 0) == 0.0);
+}
+
 /* ---- the network -------------------------------------------------------------------------- */
 
 static double net_loss(saga_ctx *c, hep_net *net, const hep_batch *b) {
@@ -722,7 +752,7 @@ static void test_hep_export_tiny_event(void **state) {
              (long long)m);
     assert_memory_equal(dict, want, strlen(want));
     const float *ea = (const float *)npz_entry_data(b, len, "edge_attr", &dict);
-    assert_non_null(strstr(dict, "'shape': (8, 7), }"));
+    assert_non_null(strstr(dict, "'shape': (8, 11), }"));
     const unsigned char *y = (const unsigned char *)npz_entry_data(b, len, "y", &dict);
     assert_non_null(strstr(dict, "{'descr': '<f4', 'fortran_order': False, 'shape': (8,), }"));
     int64_t n_true = 0;
@@ -762,6 +792,7 @@ int main(void) {
         cmocka_unit_test(test_hep_auc_matches_pair_count),
         cmocka_unit_test(test_hep_curve_matches_direct_count),
         cmocka_unit_test(test_hep_track_efficiency_by_hand),
+        cmocka_unit_test(test_hep_lr_schedule_and_flops),
         cmocka_unit_test(test_hep_in_layer_gradients_match_finite_differences),
         cmocka_unit_test(test_hep_training_learns),
         cmocka_unit_test(test_hep_export_tiny_event),

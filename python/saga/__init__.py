@@ -368,8 +368,8 @@ _SAMPLERS = {"random": 0, "sorted": 1, "balanced": 2}
 def hep_build(data, pt_min=1.0, phi_slope_max=0.0006, z0_max=350.0):
     """The graphs `saga hep build --data DIR` builds: a list with a dict per event (event_id;
     hit_features n x 3; hit_particle, hit_pt; src, dst (inner hit, outer hit); edge_features E x
-    6; truth (1: both hits of one particle); true_edges, true_segments), NumPy arrays over the
-    memory saga built them in."""
+    11; truth (1: consecutive hits of one particle); true_edges, true_segments), NumPy arrays over
+    the memory saga built them in."""
     events = _saga.hep_build(_os.fspath(data), float(pt_min), float(phi_slope_max),
                              float(z0_max))
     for e in events:
@@ -377,12 +377,12 @@ def hep_build(data, pt_min=1.0, phi_slope_max=0.0006, z0_max=350.0):
             if isinstance(v, _saga.Array):
                 e[k] = _np.asarray(v)
         e["hit_features"] = e["hit_features"].reshape(-1, 3)
-        e["edge_features"] = e["edge_features"].reshape(-1, 6)
+        e["edge_features"] = e["edge_features"].reshape(e["truth"].shape[0], -1)
     return events
 
 
-def hep_train(data, epochs=20, lr=0.003, hidden=32, iterations=4, sampler="balanced",
-              batch_events=4, edge_budget=None, hit_weight=0.0, pos_weight=1.0, eval_fraction=0.2,
+def hep_train(data, epochs=40, lr=0.003, hidden=32, iterations=4, sampler="random",
+              batch_events=1, edge_budget=None, hit_weight=0.0, pos_weight=1.0, eval_fraction=0.2,
               threshold=0.5, seed=1, checkpoint=None, resume=None, accumulate=1, device="auto",
               pt_min=1.0, phi_slope_max=0.0006, z0_max=350.0):
     """Trains the Interaction Network on the events of data as `saga hep train` does, and

@@ -126,7 +126,7 @@ PyObject *saga_py_hep_train(PyObject *m, PyObject *args, PyObject *kw) {
     PyObject *dir = NULL, *ckpt = Py_None, *resume = Py_None;
     hep_train_opts to = hep_train_opts_defaults();
     hep_graph_opts go = hep_graph_opts_defaults();
-    int sampler = HEP_SAMPLER_BALANCED, batch_events = to.batch_events, accumulate = to.accumulate;
+    int sampler = (int)to.sampler, batch_events = to.batch_events, accumulate = to.accumulate;
     long long edge_budget = to.edge_budget;
     unsigned long long seed = to.seed;
     double eval_fraction = 0.2;
