@@ -366,6 +366,40 @@ static double act_deriv_ref(saga_act kind, double x, double alpha) {
     }
 }
 
+/* tanh over a sweep of 2^22 + 1 points of [-12, 12] and every power of two from 2^-149 to
+ * 2^127 with both signs, against the double tanh: within 3e-7 relative (a few ulp); tanh(-0)
+ * is -0, NaN stays NaN, the infinities give +-1. Every thread count gives the same bits. */
+static void test_nn_kernels_tanh_sweep(void **state) {
+    (void)state;
+    const int64_t sweep = ((int64_t)1 << 22) + 1, pow2 = 2 * 277, n = sweep + pow2 + 4;
+    float *x = falloc(n), *y[N_BE];
+    for (int64_t i = 0; i < sweep; i++)
+        x[i] = (float)(-12.0 + 24.0 * (double)i / (double)(sweep - 1));
+    for (int64_t e = 0; e < 277; e++) {
+        x[sweep + 2 * e] = ldexpf(1.0f, (int)e - 149);
+        x[sweep + 2 * e + 1] = -ldexpf(1.0f, (int)e - 149);
+    }
+    x[n - 4] = NAN, x[n - 3] = INFINITY, x[n - 2] = -INFINITY, x[n - 1] = -0.0f;
+    for (int t = 0; t < N_BE; t++) {
+        y[t] = falloc(n);
+        assert_int_equal(K()->act_f32(S(t), SAGA_ACT_TANH, n, 0.0f, x, y[t]), SAGA_OK);
+    }
+    double worst = 0;
+    int64_t at = 0;
+    for (int64_t i = 0; i < n - 4; i++) {
+        double w = tanh((double)x[i]), err = fabs((double)y[0][i] - w) / fabs(w);
+        if (err > worst)
+            worst = err, at = i;
+    }
+    print_message("tanh: worst relative error %.3g at x = %.9g\n", worst, (double)x[at]);
+    assert_true(worst < 3e-7);
+    assert_true(isnan(y[0][n - 4]));
+    assert_true(y[0][n - 3] == 1.0f && y[0][n - 2] == -1.0f);
+    assert_true(y[0][n - 1] == 0.0f && signbit(y[0][n - 1]));
+    for (int t = 1; t < N_BE; t++)
+        assert_same_bits(y[0], y[t], (size_t)n * 4, "tanh");
+}
+
 static void test_nn_kernels_act(void **state) {
     (void)state;
     static const int64_t sizes[] = {0, 1, 1001};
@@ -1291,6 +1325,7 @@ int main(void) {
         cmocka_unit_test_teardown(test_nn_kernels_colsum, free_bufs),
         cmocka_unit_test_teardown(test_nn_kernels_colsum_out_of_memory, free_bufs),
         cmocka_unit_test_teardown(test_nn_kernels_act, free_bufs),
+        cmocka_unit_test_teardown(test_nn_kernels_tanh_sweep, free_bufs),
         cmocka_unit_test_teardown(test_nn_kernels_dropout, free_bufs),
         cmocka_unit_test_teardown(test_nn_kernels_binary, free_bufs),
         cmocka_unit_test_teardown(test_nn_kernels_scale_fill_copy2d, free_bufs),
