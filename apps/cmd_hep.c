@@ -105,10 +105,9 @@ static const cli_opt hep_opts[] = {
     {"edge-budget", 0, "E", NULL,
      "train: the edges of a balanced micro-batch (default: the smallest budget that packs the "
      "events into as many micro-batches as the other samplers make)."},
-    {"hit-weight", 0, "W", "0",
-     "train: sort and pack events by edges + W * hits instead of edges alone (hits cost memory "
-     "too: about 1.3 edges each in this model's training step); the budget is then in those "
-     "units."},
+    {"hit-weight", 0, "W", "1.3",
+     "train: sort and pack events by edges + W * hits (0: edges alone). Hits cost memory too: "
+     "about 1.3 edges each in this model's training step. The budget is in those units."},
     {"pos-weight", 0, "W", "1", "train: weight of the true edges in the loss."},
     {"eval-fraction", 0, "F", "0.2",
      "train: the last F of the events are held out for the metrics."},

@@ -1086,7 +1086,7 @@ hep_train_opts hep_train_opts_defaults(void) {
                             .pos_weight = 1.0f,
                             .batch_events = 1,
                             .edge_budget = 0,
-                            .hit_weight = 0,
+                            .hit_weight = 1.3,
                             .sampler = HEP_SAMPLER_RANDOM,
                             .threshold = 0.5,
                             .seed = 1,

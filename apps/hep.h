@@ -249,23 +249,23 @@ typedef enum hep_lr_schedule {
 #define HEP_LR_END 0.01
 
 typedef struct hep_train_opts {
-    int epochs;           /* 20 */
-    float lr;             /* Adam's learning rate (0.003) */
-    int hidden;           /* 32 */
-    int iterations;       /* message-passing rounds (4) */
-    float pos_weight;     /* BCE weight of the true edges (1) */
-    int32_t batch_events; /* events per micro-batch for RANDOM and SORTED (4) */
-    int64_t edge_budget;  /* BALANCED bins (0: as many bins as the others' micro-batches) */
-    double hit_weight;    /* an event's size for SORTED and BALANCED: edges + hit_weight * hits
-                           * (0: edges alone). Hits cost memory too: about 1.3 edges each in
-                           * this model's training step */
-    hep_sampler sampler;
-    double threshold;            /* 0.5 */
-    uint64_t seed;               /* weights and the epochs' shuffles (1) */
-    const char *checkpoint;      /* saved after every epoch (by rank 0), or NULL */
-    const char *resume;          /* start from this checkpoint, or NULL */
-    int32_t accumulate;          /* micro-batches per optimizer step on each rank (1): their
-                                  * gradients are averaged */
+    int epochs;             /* 40 */
+    float lr;               /* Adam's learning rate (0.003) */
+    int hidden;             /* 32 */
+    int iterations;         /* message-passing rounds (4) */
+    float pos_weight;       /* BCE weight of the true edges (1) */
+    int32_t batch_events;   /* events per micro-batch for RANDOM and SORTED (1) */
+    int64_t edge_budget;    /* BALANCED bins (0: as many bins as the others' micro-batches) */
+    double hit_weight;      /* an event's size for SORTED and BALANCED: edges + hit_weight * hits
+                             * (1.3; 0: edges alone). Hits cost memory too: about 1.3 edges each
+                             * in this model's training step */
+    hep_sampler sampler;    /* RANDOM */
+    double threshold;       /* 0.5 */
+    uint64_t seed;          /* weights and the epochs' shuffles (1) */
+    const char *checkpoint; /* saved after every epoch (by rank 0), or NULL */
+    const char *resume;     /* start from this checkpoint, or NULL */
+    int32_t accumulate;     /* micro-batches per optimizer step on each rank (1): their
+                             * gradients are averaged */
     hep_lr_schedule lr_schedule; /* COSINE over `epochs` (a resumed run follows the schedule
                                   * of its own `epochs`) */
     saga_comm *comm;             /* data-parallel ranks, or NULL for one (not owned) */

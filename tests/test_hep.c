@@ -38,11 +38,11 @@ static const struct {
     {0, M_PI - 0.001, 0, 4}, {1, -M_PI + 0.005, 0.5, 4},                       /* 12-13 */
 };
 
-static saga_trackml_event *tiny_event(void) {
+/* An event of n hits and n_particles particles with ids 1 .. n_particles, the arrays to fill;
+ * the event owns saga_malloc'd arrays, as the reader's. */
+static saga_trackml_event *event_new(int64_t n, int64_t n_particles) {
     saga_trackml_event *e = saga_calloc(1, sizeof *e);
     assert_non_null(e);
-    /* the event owns saga_malloc'd arrays, as the reader's */
-    int64_t n = TINY_HITS + 1;
     e->n_hits = n;
     e->x = saga_malloc(n * sizeof(float));
     e->y = saga_malloc(n * sizeof(float));
@@ -50,6 +50,19 @@ static saga_trackml_event *tiny_event(void) {
     e->volume_id = saga_malloc(n * sizeof(int32_t));
     e->layer_id = saga_malloc(n * sizeof(int32_t));
     e->particle_id = saga_malloc(n * sizeof(int64_t));
+    e->n_particles = n_particles;
+    e->p_id = saga_malloc(n_particles * sizeof(int64_t));
+    e->px = saga_malloc(n_particles * sizeof(float));
+    e->py = saga_malloc(n_particles * sizeof(float));
+    e->pz = saga_malloc(n_particles * sizeof(float));
+    for (int64_t k = 0; k < n_particles; k++)
+        e->p_id[k] = k + 1;
+    return e;
+}
+
+static saga_trackml_event *tiny_event(void) {
+    int64_t n = TINY_HITS + 1;
+    saga_trackml_event *e = event_new(n, 4);
     for (int64_t i = 0; i < n; i++) {
         /* the last hit: particle 4 on layer 2 */
         int l = i < TINY_HITS ? TINY[i].layer : 2;
@@ -62,16 +75,9 @@ static saga_trackml_event *tiny_event(void) {
         e->layer_id[i] = 2 + 2 * l;
         e->particle_id[i] = i < TINY_HITS ? TINY[i].particle : 4;
     }
-    e->n_particles = 4;
-    e->p_id = saga_malloc(4 * sizeof(int64_t));
-    e->px = saga_malloc(4 * sizeof(float));
-    e->py = saga_malloc(4 * sizeof(float));
-    e->pz = saga_malloc(4 * sizeof(float));
     const float pt[4] = {2.0f, 2.0f, 0.5f, 2.0f};
-    for (int k = 0; k < 4; k++) {
-        e->p_id[k] = k + 1;
+    for (int k = 0; k < 4; k++)
         e->px[k] = pt[k] * 0.6f, e->py[k] = pt[k] * 0.8f, e->pz[k] = 0.0f;
-    }
     return e;
 }
 
@@ -237,17 +243,8 @@ static const struct {
 
 static void test_hep_graph_skips_layers_a_track_leaves(void **state) {
     (void)state;
-    saga_trackml_event *e = saga_calloc(1, sizeof *e);
-    assert_non_null(e);
-    int64_t n = GAP_HITS;
-    e->n_hits = n;
-    e->x = saga_malloc(n * sizeof(float));
-    e->y = saga_malloc(n * sizeof(float));
-    e->z = saga_malloc(n * sizeof(float));
-    e->volume_id = saga_malloc(n * sizeof(int32_t));
-    e->layer_id = saga_malloc(n * sizeof(int32_t));
-    e->particle_id = saga_malloc(n * sizeof(int64_t));
-    for (int64_t i = 0; i < n; i++) {
+    saga_trackml_event *e = event_new(GAP_HITS, 3);
+    for (int64_t i = 0; i < GAP_HITS; i++) {
         int l = GAP[i].layer;
         double r = saga_trackml_layer_radius(l);
         e->x[i] = (float)(r * cos(GAP[i].phi));
@@ -257,13 +254,8 @@ static void test_hep_graph_skips_layers_a_track_leaves(void **state) {
         e->layer_id[i] = 2 + 2 * (l % 4);
         e->particle_id[i] = GAP[i].particle;
     }
-    e->n_particles = 3;
-    e->p_id = saga_malloc(3 * sizeof(int64_t));
-    e->px = saga_malloc(3 * sizeof(float));
-    e->py = saga_malloc(3 * sizeof(float));
-    e->pz = saga_malloc(3 * sizeof(float));
     for (int k = 0; k < 3; k++)
-        e->p_id[k] = k + 1, e->px[k] = 2.0f, e->py[k] = 0.0f, e->pz[k] = 1.0f;
+        e->px[k] = 2.0f, e->py[k] = 0.0f, e->pz[k] = 1.0f;
     hep_event_graph g;
     assert_int_equal(hep_graph_build(&g, e, NULL), SAGA_OK);
     assert_int_equal(g.n_hits, GAP_HITS);

@@ -382,7 +382,7 @@ def hep_build(data, pt_min=1.0, phi_slope_max=0.0006, z0_max=350.0):
 
 
 def hep_train(data, epochs=40, lr=0.003, hidden=32, iterations=4, sampler="random",
-              batch_events=1, edge_budget=None, hit_weight=0.0, pos_weight=1.0, eval_fraction=0.2,
+              batch_events=1, edge_budget=None, hit_weight=1.3, pos_weight=1.0, eval_fraction=0.2,
               threshold=0.5, seed=1, checkpoint=None, resume=None, accumulate=1, device="auto",
               pt_min=1.0, phi_slope_max=0.0006, z0_max=350.0):
     """Trains the Interaction Network on the events of data as `saga hep train` does, and
