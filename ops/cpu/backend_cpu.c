@@ -45,18 +45,19 @@ enum {
 };
 
 /* Allocates bytes aligned to 64 (to 2 MiB for regions of 2 MiB or more, so that the whole
- * region can be backed by huge pages). The block from saga_malloc is over-allocated and its base
- * pointer is kept just before the aligned pointer. */
+ * region can be backed by huge pages). The block from saga_malloc is over-allocated; its base
+ * pointer is kept just before the aligned pointer, and before that the bytes it holds. */
 static saga_status cpu_aligned_alloc(void **out, size_t bytes, const char *what) {
     size_t align = bytes >= CPU_HUGE_MIN ? CPU_HUGE : CPU_ALIGN;
-    size_t extra = align + sizeof(void *);
+    size_t extra = align + 2 * sizeof(void *);
     if (bytes > SIZE_MAX - extra)
         return saga_error(SAGA_ERR_OUT_OF_MEMORY, "out of memory: %zu bytes of %s", bytes, what);
     char *base = saga_malloc(bytes + extra);
     if (!base)
         return saga_error(SAGA_ERR_OUT_OF_MEMORY, "out of memory: %zu bytes of %s", bytes, what);
-    uintptr_t a = ((uintptr_t)base + sizeof(void *) + align - 1) & ~(uintptr_t)(align - 1);
+    uintptr_t a = ((uintptr_t)base + 2 * sizeof(void *) + align - 1) & ~(uintptr_t)(align - 1);
     ((void **)a)[-1] = base;
+    ((size_t *)a)[-2] = bytes;
     if (bytes >= CPU_HUGE_MIN) {
         /* First touch of fresh 4 KiB pages costs about 10 us each on the VMs saga runs on; huge
          * pages cut the number of faults 512-fold. Advice only: failure is harmless. */
@@ -134,12 +135,29 @@ typedef struct cpu_stream {
 } cpu_stream;
 
 /* be->ctx. */
+/* Device blocks given back and kept for the next allocations (see cpu_alloc). */
+enum {
+    CPU_KEEP_MIN = 256 * 1024, /* smaller blocks go back to malloc, which keeps them anyway */
+    CPU_KEEP_SLOTS = 32,
+};
+#define CPU_KEEP_MAX_BYTES ((size_t)1 << 30) /* at most 1 GiB kept */
+
+typedef struct cpu_block {
+    void *p;      /* as cpu_aligned_alloc gave it */
+    size_t bytes; /* what it holds */
+} cpu_block;
+
 typedef struct cpu_ctx {
     pthread_mutex_t streams_lock;
     cpu_stream *streams; /* live asynchronous streams, for backend synchronize */
     pthread_mutex_t mark_lock;
     pthread_cond_t mark_done; /* broadcast whenever a mark completes */
     cpu_mark *spare_marks;
+    /* kept device blocks, guarded by the generic layer's backend lock (alloc and free run under
+     * it) */
+    cpu_block keep[CPU_KEEP_SLOTS];
+    int n_keep;
+    size_t keep_bytes;
 } cpu_ctx;
 
 static cpu_ctx *ctx_peek(const saga_backend *be) {
@@ -179,6 +197,8 @@ static void timed_set(saga_backend *be, void *dst, int value, size_t n) {
     add_copy_seconds(be, now_seconds() - t0);
 }
 
+static void keep_release(cpu_ctx *ctx);
+
 static void cpu_destroy(saga_backend *be) {
     cpu_ctx *ctx = be->ctx;
     if (!ctx)
@@ -196,6 +216,7 @@ static void cpu_destroy(saga_backend *be) {
         ctx->spare_marks = m->next_spare;
         saga_free(m);
     }
+    keep_release(ctx);
     pthread_cond_destroy(&ctx->mark_done);
     pthread_mutex_destroy(&ctx->mark_lock);
     pthread_mutex_destroy(&ctx->streams_lock);
@@ -203,15 +224,84 @@ static void cpu_destroy(saga_backend *be) {
     be->ctx = NULL;
 }
 
+/* Keeping freed blocks: a training loop frees and allocates the same tensors step after step, at
+ * sizes that change with the data (events, micro-batches). Through malloc each large block is a
+ * fresh mmap: every page faults and is cleared again, a fifth of an Interaction Network's step.
+ * Blocks of CPU_KEEP_MIN bytes or more are kept instead (up to CPU_KEEP_SLOTS and
+ * CPU_KEEP_MAX_BYTES, the oldest given back first), and an allocation takes the smallest kept
+ * block that holds it and is at most twice its size. The backend's accounting (in use, peak,
+ * budget) counts what was asked for, as before; the memory kept is not counted. Under
+ * AddressSanitizer nothing is kept, so that a use after free is still caught. */
+#if defined(__SANITIZE_ADDRESS__)
+#define CPU_KEEP 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define CPU_KEEP 0
+#endif
+#endif
+#ifndef CPU_KEEP
+#define CPU_KEEP 1
+#endif
+
+static size_t block_bytes(void *p) {
+    return ((size_t *)p)[-2];
+}
+
+/* Gives every kept block back to malloc. Under the backend lock. */
+static void keep_release(cpu_ctx *ctx) {
+    for (int i = 0; i < ctx->n_keep; i++)
+        cpu_aligned_free(ctx->keep[i].p);
+    ctx->n_keep = 0;
+    ctx->keep_bytes = 0;
+}
+
+static void keep_drop(cpu_ctx *ctx, int i) {
+    ctx->keep_bytes -= ctx->keep[i].bytes;
+    memmove(&ctx->keep[i], &ctx->keep[i + 1], (size_t)(ctx->n_keep - i - 1) * sizeof *ctx->keep);
+    ctx->n_keep--;
+}
+
+static saga_status ctx_new(cpu_ctx **out);
+
 static saga_status cpu_alloc(saga_backend *be, void **out, size_t bytes) {
-    (void)be;
-    return cpu_aligned_alloc(out, bytes, "device memory (cpu)");
+    cpu_ctx *ctx = ctx_peek(be);
+    if (CPU_KEEP && !ctx && bytes >= CPU_KEEP_MIN && ctx_new(&ctx) == SAGA_OK)
+        __atomic_store_n((cpu_ctx **)&be->ctx, ctx, __ATOMIC_RELEASE); /* under the lock */
+    if (CPU_KEEP && ctx && bytes >= CPU_KEEP_MIN) {
+        int best = -1;
+        for (int i = 0; i < ctx->n_keep; i++) {
+            size_t b = ctx->keep[i].bytes;
+            if (b >= bytes && b / 2 <= bytes && (best < 0 || b < ctx->keep[best].bytes))
+                best = i;
+        }
+        if (best >= 0) {
+            *out = ctx->keep[best].p;
+            keep_drop(ctx, best);
+            return SAGA_OK;
+        }
+    }
+    saga_status st = cpu_aligned_alloc(out, bytes, "device memory (cpu)");
+    if (st == SAGA_ERR_OUT_OF_MEMORY && ctx && ctx->n_keep) {
+        keep_release(ctx); /* what is kept may be what was missing */
+        st = cpu_aligned_alloc(out, bytes, "device memory (cpu)");
+    }
+    return st;
 }
 
 static void cpu_free(saga_backend *be, void *ptr, size_t bytes) {
-    (void)be;
-    (void)bytes;
-    cpu_aligned_free(ptr);
+    (void)bytes; /* the block may hold more than this tensor asked for: see block_bytes */
+    cpu_ctx *ctx = ctx_peek(be); /* made by cpu_alloc for any block large enough to keep */
+    size_t held = block_bytes(ptr);
+    if (!CPU_KEEP || !ctx || held < CPU_KEEP_MIN || held > CPU_KEEP_MAX_BYTES) {
+        cpu_aligned_free(ptr);
+        return;
+    }
+    while (ctx->n_keep == CPU_KEEP_SLOTS || ctx->keep_bytes + held > CPU_KEEP_MAX_BYTES) {
+        cpu_aligned_free(ctx->keep[0].p); /* the oldest */
+        keep_drop(ctx, 0);
+    }
+    ctx->keep[ctx->n_keep++] = (cpu_block){ptr, held};
+    ctx->keep_bytes += held;
 }
 
 static saga_status cpu_host_alloc(saga_backend *be, void **out, size_t bytes) {
