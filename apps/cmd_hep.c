@@ -520,11 +520,11 @@ static int hep_main(int argc, char **argv) {
                 to.lr = (float)lr;
             break;
         case OPT_LR_SCHEDULE:
-            if (strcmp(arg, "cosine") == 0)
-                to.lr_schedule = HEP_LR_COSINE;
-            else if (strcmp(arg, "constant") == 0)
-                to.lr_schedule = HEP_LR_CONSTANT;
-            else
+            to.lr_schedule = HEP_LR_SCHEDULE_COUNT;
+            for (int k = 0; k < HEP_LR_SCHEDULE_COUNT; k++)
+                if (strcmp(arg, hep_lr_schedule_name((hep_lr_schedule)k)) == 0)
+                    to.lr_schedule = (hep_lr_schedule)k;
+            if (to.lr_schedule == HEP_LR_SCHEDULE_COUNT)
                 bad = cli_usage(&c, "--lr-schedule must be cosine or constant, got '%s'", arg);
             break;
         case OPT_HIDDEN:
@@ -745,8 +745,8 @@ static int hep_main(int argc, char **argv) {
     cli_say(&c,
             "model     Interaction Network: hidden %d, %d rounds; Adam lr %g (%s), pos_weight %g; "
             "%d epochs over %d training events, %d held out\n",
-            to.hidden, to.iterations, lr, to.lr_schedule == HEP_LR_COSINE ? "cosine" : "constant",
-            pos_weight, to.epochs, (int)d.n_train, (int)(d.n_events - d.n_train));
+            to.hidden, to.iterations, lr, hep_lr_schedule_name(to.lr_schedule), pos_weight,
+            to.epochs, (int)d.n_train, (int)(d.n_events - d.n_train));
     if (c.ranks > 1)
         cli_say(&c, "ranks     %d, data-parallel: %d micro-batch%s per rank and step\n", c.ranks,
                 (int)to.accumulate, to.accumulate == 1 ? "" : "es");
@@ -814,8 +814,7 @@ static int hep_main(int argc, char **argv) {
         json_key(&j, "epochs"), json_int(&j, last->epochs);
         json_key(&j, "start_epoch"), json_int(&j, last->start_epoch);
         json_key(&j, "lr"), json_num(&j, lr);
-        json_key(&j, "lr_schedule"),
-            json_str(&j, to.lr_schedule == HEP_LR_COSINE ? "cosine" : "constant");
+        json_key(&j, "lr_schedule"), json_str(&j, hep_lr_schedule_name(to.lr_schedule));
         json_key(&j, "pos_weight"), json_num(&j, pos_weight);
         json_key(&j, "batch_events"), json_int(&j, to.batch_events);
         json_key(&j, "hit_weight"), json_num(&j, to.hit_weight);

@@ -140,13 +140,16 @@ static saga_status try_segment(edge_buf *eb, const khit *h, int32_t a, int32_t b
  * that edge, each as log10(|difference| + floor) shifted and scaled to about [-1, 1] (curvature
  * in 1/m, floor 1e-4: 1e-4 -> -1, 0.01 -> 0, 1 -> 1; z0 in mm, floor 0.01: 0.01 -> -1, 1 -> 0,
  * 100 -> 1), or 1.5 for both when there is none. */
+enum { FEAT_Z0 = 1, FEAT_CURVATURE = 6 }; /* columns of HEP_EDGE_FEATURE_NAMES */
+
 static void best_continuation(float *f, const float *feat, int64_t k, const int64_t *idx,
                               int64_t lo, int64_t hi) {
     const float *fk = feat + k * HEP_EDGE_FEATURES;
     double best = INFINITY, dk = 0, dz = 0;
     for (int64_t i = lo; i < hi; i++) {
         const float *fj = feat + (idx ? idx[i] : i) * HEP_EDGE_FEATURES;
-        double ck = fabs((double)fj[6] - fk[6]), cz = fabs((double)fj[1] - fk[1]) * 200.0;
+        double ck = fabs((double)fj[FEAT_CURVATURE] - fk[FEAT_CURVATURE]);
+        double cz = fabs((double)fj[FEAT_Z0] - fk[FEAT_Z0]) * 200.0;
         double d = ck / 0.05 + cz / 5.0;
         if (d < best)
             best = d, dk = ck, dz = cz;
@@ -499,6 +502,11 @@ fail:
 }
 
 /* ---- sampling ----------------------------------------------------------------------------- */
+
+const char *hep_lr_schedule_name(hep_lr_schedule s) {
+    static const char *const names[HEP_LR_SCHEDULE_COUNT] = {"constant", "cosine"};
+    return (unsigned)s < HEP_LR_SCHEDULE_COUNT ? names[s] : "?";
+}
 
 const char *hep_sampler_name(hep_sampler s) {
     static const char *const names[HEP_SAMPLER_COUNT] = {"random", "sorted", "balanced"};

@@ -248,6 +248,9 @@ typedef enum hep_lr_schedule {
 } hep_lr_schedule;
 #define HEP_LR_END 0.01
 
+/* "constant", "cosine" (the --lr-schedule names). */
+const char *hep_lr_schedule_name(hep_lr_schedule s);
+
 typedef struct hep_train_opts {
     int epochs;             /* 40 */
     float lr;               /* Adam's learning rate (0.003) */
