@@ -26,7 +26,8 @@
 #define __device__
 #define __host__
 #define __forceinline__ inline
-#define __noinline__ __attribute__((noinline))
+// No __noinline__: libstdc++ 13 spells its own attributes __noinline__, which such a macro would
+// break; no kernel of ops/cuda uses it.
 #define __launch_bounds__(...)
 #define __constant__ static
 // Shared memory is per block; the threads of a block are fibers of one OS thread and blocks run
