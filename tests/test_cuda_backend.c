@@ -849,8 +849,7 @@ static void test_cuda_backend_f32_table_complete(void **state) {
     const saga_kernels *k = GK();
     assert_int_equal(k->version, 7);
     assert_int_equal(k->version, CK()->version);
-    /* optional: the executor runs PageRank with the separate f64 kernels without it */
-    assert_null(k->pagerank_pull_f64);
+    assert_non_null(k->pagerank_pull_f64);
     const void *slots[] = {
         (const void *)k->gemm_f32,
         (const void *)k->bias_add_f32,
@@ -1420,6 +1419,71 @@ static void test_cuda_backend_f32_gather_scatter(void **state) {
     /* cols == 0 still checks the indices, as on the CPU */
     assert_int_equal(GK()->gather_rows_f32(GS(), N_IDX, 0, gbad, N_ROWS, gx, gy),
                      SAGA_ERR_INVALID_ARG);
+}
+
+/* pagerank_pull_f64 against the CPU's: rows of every kind the kernel tells apart (empty, short,
+ * just below and above the long-row threshold, long rows of many segments), sinks, and three mean
+ * degrees (groups of 1, 8 and 32 lanes). The ranks, contributions and sums agree to rounding, and
+ * two runs give the same bits. */
+static void pagerank_pull_case(int64_t n, int mean) {
+    int64_t *off = hi64(n + 1);
+    off[0] = 0;
+    static const int64_t edges[] = {511, 512, 513, 1024, 1025, 2048, 2049, 4097, 40000};
+    for (int64_t i = 0; i < n; i++) {
+        int64_t len = i % 17 == 0 ? 0 : irand(2 * mean);
+        if (i % 211 == 3)
+            len = edges[(i / 211) % (int64_t)(sizeof edges / sizeof edges[0])];
+        off[i + 1] = off[i] + len;
+    }
+    const int64_t nnz = off[n];
+    int32_t *idx = hi32(nnz > 0 ? nnz : 1);
+    for (int64_t k = 0; k < nnz; k++)
+        idx[k] = (int32_t)irand(n);
+    double *h = halloc(3 * (size_t)n * sizeof *h), *c = h, *x = h + n, *inv = h + 2 * n;
+    for (int64_t i = 0; i < n; i++) {
+        c[i] = fabs(rnd()) / (double)n;
+        x[i] = fabs(rnd()) / (double)n;
+        inv[i] = i % 5 == 0 ? 0.0 : 1.0 / (double)(1 + i % 9);
+    }
+    const double d = 0.85, base = 0.15 / (double)n;
+    double *cy = halloc(2 * (size_t)n * sizeof *cy), *ccn = cy + n, cout[2];
+    saga_csr_dev cA = {n, n, nnz, off, idx, NULL};
+    assert_int_equal(CK()->pagerank_pull_f64(CS(), &cA, d, base, c, x, inv, cy, ccn, cout),
+                     SAGA_OK);
+    int64_t *goff = gput(off, (size_t)(n + 1) * sizeof *off);
+    int32_t *gidx = gput(idx, (size_t)(nnz > 0 ? nnz : 1) * sizeof *idx);
+    double *gc = gput(c, (size_t)n * sizeof *c), *gx = gput(x, (size_t)n * sizeof *x),
+           *ginv = gput(inv, (size_t)n * sizeof *inv);
+    double *gy = gput(cy, (size_t)n * sizeof *cy), *gcn = gput(cy, (size_t)n * sizeof *cy);
+    double *got = halloc(4 * (size_t)n * sizeof *got), out[2][2];
+    saga_csr_dev gA = {n, n, nnz, goff, gidx, NULL};
+    for (int run = 0; run < 2; run++) {
+        assert_int_equal(
+            GK()->pagerank_pull_f64(GS(), &gA, d, base, gc, gx, ginv, gy, gcn, out[run]), SAGA_OK);
+        gget(got + 2 * run * n, gy, (size_t)n * sizeof *got);
+        gget(got + (2 * run + 1) * n, gcn, (size_t)n * sizeof *got);
+    }
+    for (int64_t i = 0; i < n; i++) {
+        assert_close(got[i], cy[i], 1e-12, "pagerank_pull y", i);
+        assert_close(got[n + i], ccn[i], 1e-12, "pagerank_pull c_next", i);
+    }
+    assert_close(out[0][0], cout[0], 1e-12, "pagerank_pull l1", 0);
+    assert_close(out[0][1], cout[1], 1e-12, "pagerank_pull sinks", 0);
+    assert_memory_equal(got, got + 2 * n, 2 * (size_t)n * sizeof *got);
+    assert_memory_equal(out[0], out[1], sizeof out[0]);
+}
+
+static void test_cuda_backend_pagerank_pull_matches_cpu(void **state) {
+    (void)state;
+    pagerank_pull_case(30011, 1);
+    pagerank_pull_case(50000, 8);
+    pagerank_pull_case(20000, 32);
+    /* no rows: nothing to do, zero sums */
+    double out[2] = {1, 1};
+    saga_csr_dev A = {0, 0, 0, NULL, NULL, NULL};
+    assert_int_equal(
+        GK()->pagerank_pull_f64(GS(), &A, 0.85, 0.0, NULL, NULL, NULL, NULL, NULL, out), SAGA_OK);
+    assert_true(out[0] == 0.0 && out[1] == 0.0);
 }
 
 /* A random CSR over n_rows rows, starting at entry base (offsets[0] = base), with empty rows and
@@ -2040,6 +2104,7 @@ int main(void) {
         cmocka_unit_test(test_cuda_backend_elementwise_matches_cpu),
         cmocka_unit_test(test_cuda_backend_reductions_match_cpu),
         cmocka_unit_test(test_cuda_backend_spmv_matches_cpu),
+        cmocka_unit_test_teardown(test_cuda_backend_pagerank_pull_matches_cpu, free_tracked),
         cmocka_unit_test(test_cuda_backend_budget_and_cache),
         cmocka_unit_test(test_cuda_backend_budget_covers_cache_and_scratch),
         cmocka_unit_test(test_cuda_backend_full_budget_keeps_scratch),

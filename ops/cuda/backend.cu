@@ -617,7 +617,7 @@ static const saga_kernels cuda_kernels = {
     /* adam_f32 */ saga_cuda_adam_f32,
     /* sgd_f32 */ saga_cuda_sgd_f32,
     /* dropout_rows_f32 */ saga_cuda_dropout_rows_f32,
-    /* pagerank_pull_f64 */ NULL, /* the executor runs the separate kernels */
+    /* pagerank_pull_f64 */ saga_cuda_pagerank_pull_f64,
     /* dropout_csr_f32 */ saga_cuda_dropout_csr_f32,
     /* spmm_t_f32 */ saga_cuda_spmm_t_f32,
     /* half_to_f32 */ saga_cuda_half_to_f32,

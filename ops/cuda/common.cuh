@@ -296,6 +296,9 @@ saga_status saga_cuda_dot_f64(saga_stream *s, int64_t n, const double *x, const 
                               double *out);
 saga_status saga_cuda_l1_diff_f64(saga_stream *s, int64_t n, const double *x, const double *y,
                                   double *out);
+saga_status saga_cuda_pagerank_pull_f64(saga_stream *s, const saga_csr_dev *A, double d,
+                                        double base, const double *c, const double *x,
+                                        const double *inv, double *y, double *c_next, double *out);
 
 // f32 (neural networks), in the order of the kernel table
 saga_status saga_cuda_gemm_f32(saga_stream *s, bool trans_a, bool trans_b, int64_t M, int64_t N,

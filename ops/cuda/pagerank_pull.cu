@@ -1,0 +1,230 @@
+// pagerank_pull.cu - one PageRank iteration pulled along the rows of the in-CSR (the
+// pagerank_pull_f64 slot): y[i] = base + d * (the sum of c over row i), c_next[i] = y[i] * inv[i],
+// and the L1 change and the sinks' rank returned to the host.
+//
+// In-degrees follow a power law, so the rows are taken in two kinds:
+// - short rows (at most pr_long_threshold entries): a group of 2^shift lanes per row, the
+//   smallest power of two that covers the mean degree (at most a warp), lanes striding over the
+//   row's entries, a shuffle tree in a fixed order;
+// - long rows: the short-row pass lists them and hands each a run of segments of PR_SEG entries;
+//   any block may take any segment (a block reduction in a fixed order), and a row's segments are
+//   then added in order.
+// A row's sum depends on its entries alone, never on which lane, block or list position took it.
+// The L1 change and the sinks' rank are summed over fixed grids (see common.cuh), so the outputs
+// are the same bits on every run.
+#include "common.cuh"
+
+#define PR_BLOCK SAGA_CUDA_REDUCE_BLOCK // the block sums need it
+#define PR_SEG (PR_BLOCK * 8)           // entries of a long row's segment
+#define PR_SHORT_BLOCKS 2048            // the short-row pass's grid at most
+#define PR_SEG_BLOCKS 1024              // the segment pass's grid
+
+// The workspace: two counters, the long-row list, the segments, and the partial sums.
+struct pr_work {
+    unsigned long long *count; // [0] long rows listed, [1] segments handed out
+    int64_t *long_row;         // the rows, in the order they were listed
+    int64_t *long_seg;         // each listed row's first segment
+    int64_t *seg_owner;        // each segment's list position
+    double *seg_sum;           // each segment's sum
+    double *part;              // l1 then sinks: nb1 + nb2 partials each, then the two sums
+};
+
+static int64_t pr_long_threshold(int shift) {
+    const int64_t t = (int64_t)32 << shift; // 32 strides of the group
+    return t < 512 ? 512 : t;
+}
+
+// Short rows, and the list of long ones. The groups of a warp take consecutive rows, and a warp
+// walks its rows in lockstep (the loop bound is the warp's), so every shuffle has the full warp.
+static __global__ void __launch_bounds__(PR_BLOCK)
+    pr_short_kernel(int64_t n, const int64_t *__restrict__ off, const int32_t *__restrict__ idx,
+                    int shift, int64_t long_min, double d, double base,
+                    const double *__restrict__ c, const double *__restrict__ x,
+                    const double *__restrict__ inv, double *__restrict__ y,
+                    double *__restrict__ c_next, pr_work w, int n_parts) {
+    const int g = 1 << shift, glane = threadIdx.x & (g - 1);
+    const int64_t t = blockIdx.x * (int64_t)PR_BLOCK + threadIdx.x;
+    const int64_t warp_first = (t - (threadIdx.x & 31)) >> shift;
+    const int64_t stride = ((int64_t)gridDim.x * PR_BLOCK) >> shift;
+    const int64_t mine = (t >> shift) - warp_first;
+    double l1 = 0.0, sinks = 0.0;
+    for (int64_t first = warp_first; first < n; first += stride) {
+        const int64_t row = first + mine;
+        double acc = 0.0;
+        bool done = false;
+        if (row < n) {
+            const int64_t b = off[row], e = off[row + 1];
+            if (e - b < long_min) {
+                for (int64_t k = b + glane; k < e; k += g)
+                    acc += c[idx[k]];
+                done = true;
+            } else if (glane == 0) {
+                const unsigned long long segs = (unsigned long long)((e - b + PR_SEG - 1) / PR_SEG);
+                const unsigned long long pos = atomicAdd(&w.count[0], 1ull);
+                const unsigned long long seg = atomicAdd(&w.count[1], segs);
+                w.long_row[pos] = row;
+                w.long_seg[pos] = (int64_t)seg;
+                for (unsigned long long s = 0; s < segs; s++)
+                    w.seg_owner[seg + s] = (int64_t)pos;
+            }
+        }
+        for (int o = g >> 1; o > 0; o >>= 1)
+            acc += __shfl_down_sync(0xffffffffu, acc, o, g);
+        if (done && glane == 0) {
+            const double yi = base + d * acc;
+            y[row] = yi;
+            c_next[row] = yi * inv[row];
+            l1 += fabs(yi - x[row]);
+            sinks += inv[row] == 0.0 ? yi : 0.0;
+        }
+    }
+    l1 = saga_cuda_block_sum(l1);
+    sinks = saga_cuda_block_sum(sinks);
+    if (threadIdx.x == 0) {
+        w.part[blockIdx.x] = l1;
+        w.part[n_parts + blockIdx.x] = sinks;
+    }
+}
+
+// The long rows' segments: a block per segment, in turn.
+static __global__ void __launch_bounds__(PR_BLOCK)
+    pr_segment_kernel(const int64_t *__restrict__ off, const int32_t *__restrict__ idx,
+                      const double *__restrict__ c, pr_work w) {
+    const int64_t total = (int64_t)w.count[1];
+    for (int64_t s = blockIdx.x; s < total; s += gridDim.x) {
+        const int64_t pos = w.seg_owner[s], row = w.long_row[pos];
+        const int64_t b = off[row] + (s - w.long_seg[pos]) * PR_SEG;
+        const int64_t end = off[row + 1], e = end < b + PR_SEG ? end : b + PR_SEG;
+        double acc = 0.0;
+        for (int64_t k = b + threadIdx.x; k < e; k += PR_BLOCK)
+            acc += c[idx[k]];
+        acc = saga_cuda_block_sum(acc);
+        if (threadIdx.x == 0)
+            w.seg_sum[s] = acc;
+    }
+}
+
+// The long rows' ranks: a thread per listed row adds its segments in order.
+static __global__ void pr_long_kernel(const int64_t *__restrict__ off, double d, double base,
+                                      const double *__restrict__ inv, double *__restrict__ y,
+                                      double *__restrict__ c_next, pr_work w) {
+    const int64_t listed = (int64_t)w.count[0];
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < listed;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t row = w.long_row[i], first = w.long_seg[i];
+        const int64_t segs = (off[row + 1] - off[row] + PR_SEG - 1) / PR_SEG;
+        double acc = 0.0;
+        for (int64_t s = 0; s < segs; s++)
+            acc += w.seg_sum[first + s];
+        const double yi = base + d * acc;
+        y[row] = yi;
+        c_next[row] = yi * inv[row];
+    }
+}
+
+// The long rows' share of the L1 change and the sinks' rank, over a grid that depends on n alone
+// (the list's order does not enter the sums).
+static __global__ void __launch_bounds__(PR_BLOCK)
+    pr_long_sums_kernel(int64_t n, const int64_t *__restrict__ off, int64_t long_min,
+                        const double *__restrict__ x, const double *__restrict__ inv,
+                        const double *__restrict__ y, double *part, int n_parts, int at) {
+    double l1 = 0.0, sinks = 0.0;
+    for (int64_t i = blockIdx.x * (int64_t)PR_BLOCK + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * PR_BLOCK) {
+        if (off[i + 1] - off[i] >= long_min) {
+            l1 += fabs(y[i] - x[i]);
+            sinks += inv[i] == 0.0 ? y[i] : 0.0;
+        }
+    }
+    l1 = saga_cuda_block_sum(l1);
+    sinks = saga_cuda_block_sum(sinks);
+    if (threadIdx.x == 0) {
+        part[at + blockIdx.x] = l1;
+        part[n_parts + at + blockIdx.x] = sinks;
+    }
+}
+
+// part[0..n_parts) and part[n_parts..2 n_parts) added in order into part[2 n_parts + 0, 1].
+static __global__ void __launch_bounds__(PR_BLOCK) pr_finish_kernel(double *part, int n_parts) {
+    double l1 = 0.0, sinks = 0.0;
+    for (int i = threadIdx.x; i < n_parts; i += PR_BLOCK) {
+        l1 += part[i];
+        sinks += part[n_parts + i];
+    }
+    l1 = saga_cuda_block_sum(l1);
+    sinks = saga_cuda_block_sum(sinks);
+    if (threadIdx.x == 0) {
+        part[2 * n_parts] = l1;
+        part[2 * n_parts + 1] = sinks;
+    }
+}
+
+static size_t pr_align(size_t bytes) {
+    return (bytes + 255) & ~(size_t)255;
+}
+
+saga_status saga_cuda_pagerank_pull_f64(saga_stream *s, const saga_csr_dev *A, double d,
+                                        double base, const double *c, const double *x,
+                                        const double *inv, double *y, double *c_next, double *out) {
+    static const char slot[] = "pagerank_pull_f64";
+    const int64_t n = A->n_rows, nnz = A->nnz;
+    out[0] = out[1] = 0.0;
+    if (n <= 0)
+        return SAGA_OK;
+    const int64_t mean = (nnz + n - 1) / n;
+    const int shift = saga_cuda_group_shift(mean);
+    const int64_t long_min = pr_long_threshold(shift) + 1;
+    const int64_t want = ((n << shift) + PR_BLOCK - 1) / PR_BLOCK;
+    const unsigned nb1 = (unsigned)(want < PR_SHORT_BLOCKS ? want : PR_SHORT_BLOCKS);
+    const unsigned nb2 = saga_cuda_reduce_blocks(n);
+    const int n_parts = (int)(nb1 + nb2);
+    // a long row has at least long_min entries and at most entries / PR_SEG + 1 segments
+    const int64_t max_long = nnz / long_min + 1, max_seg = nnz / PR_SEG + max_long + 1;
+    const size_t b_count = pr_align(2 * sizeof(unsigned long long)),
+                 b_list = pr_align((size_t)max_long * sizeof(int64_t)),
+                 b_seg = pr_align((size_t)max_seg * sizeof(int64_t)),
+                 b_part = pr_align((size_t)(2 * n_parts + 2) * sizeof(double));
+    cudaStream_t stream;
+    saga_cuda_scratch sc;
+    const saga_status st =
+        saga_cuda_slot_scratch(s, slot, b_count + 2 * b_list + 2 * b_seg + b_part, &stream, &sc);
+    if (st < 0)
+        return st;
+    char *p = (char *)sc.work;
+    pr_work w;
+    w.count = (unsigned long long *)p;
+    p += b_count;
+    w.long_row = (int64_t *)p;
+    p += b_list;
+    w.long_seg = (int64_t *)p;
+    p += b_list;
+    w.seg_owner = (int64_t *)p;
+    p += b_seg;
+    w.seg_sum = (double *)p;
+    p += b_seg;
+    w.part = (double *)p;
+
+    SAGA_CUDA_SLOT_RETURN(slot,
+                          cudaMemsetAsync(w.count, 0, 2 * sizeof(unsigned long long), stream));
+    pr_short_kernel<<<nb1, PR_BLOCK, 0, stream>>>(n, A->offsets, A->indices, shift, long_min, d,
+                                                  base, c, x, inv, y, c_next, w, n_parts);
+    SAGA_CUDA_SLOT_LAUNCH(slot);
+    if (nnz >= long_min) { // else no row can be long
+        pr_segment_kernel<<<PR_SEG_BLOCKS, PR_BLOCK, 0, stream>>>(A->offsets, A->indices, c, w);
+        SAGA_CUDA_SLOT_LAUNCH(slot);
+        pr_long_kernel<<<saga_cuda_blocks(max_long, 128), 128, 0, stream>>>(A->offsets, d, base,
+                                                                            inv, y, c_next, w);
+        SAGA_CUDA_SLOT_LAUNCH(slot);
+    }
+    pr_long_sums_kernel<<<nb2, PR_BLOCK, 0, stream>>>(n, A->offsets, long_min, x, inv, y, w.part,
+                                                      n_parts, (int)nb1);
+    SAGA_CUDA_SLOT_LAUNCH(slot);
+    pr_finish_kernel<<<1, PR_BLOCK, 0, stream>>>(w.part, n_parts);
+    SAGA_CUDA_SLOT_LAUNCH(slot);
+    SAGA_CUDA_SLOT_RETURN(slot, cudaMemcpyAsync(sc.host, w.part + 2 * n_parts, 2 * sizeof(double),
+                                                cudaMemcpyDeviceToHost, stream));
+    SAGA_CUDA_SLOT_RETURN(slot, cudaStreamSynchronize(stream));
+    out[0] = sc.host[0];
+    out[1] = sc.host[1];
+    return SAGA_OK;
+}
