@@ -16,7 +16,7 @@
 #             cudaMemcpyAsync from pinned memory (h2d_cuda)
 #   dense     bench/dense.sh with DEVICE=cuda: `saga mlp` with its parameters and Adam moments 8x
 #             the device budget against the same network in memory, sized for a GPU (4 layers of
-#             width 4096, batch 8192 in 8 micro-batches: 805 MB of state, a 100 MB budget), so
+#             width 4096, batch 8192 in 8 micro-batches: 605 MB of state, a 76 MB budget), so
 #             that each step has compute enough to hide the copies
 #
 #   bench/gpu.sh [BUILD_DIR]
