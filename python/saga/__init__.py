@@ -363,6 +363,7 @@ def _predictions(result):
 
 
 _SAMPLERS = {"random": 0, "sorted": 1, "balanced": 2}
+_LR_SCHEDULES = {"constant": 0, "cosine": 1}
 
 
 def hep_build(data, pt_min=1.0, phi_slope_max=0.0006, z0_max=350.0):
@@ -384,10 +385,11 @@ def hep_build(data, pt_min=1.0, phi_slope_max=0.0006, z0_max=350.0):
 def hep_train(data, epochs=40, lr=0.003, hidden=32, iterations=4, sampler="random",
               batch_events=1, edge_budget=None, hit_weight=1.3, pos_weight=1.0, eval_fraction=0.2,
               threshold=0.5, seed=1, checkpoint=None, resume=None, accumulate=1, device="auto",
-              pt_min=1.0, phi_slope_max=0.0006, z0_max=350.0):
+              pt_min=1.0, phi_slope_max=0.0006, z0_max=350.0, lr_schedule="cosine"):
     """Trains the Interaction Network on the events of data as `saga hep train` does, and
     evaluates it on the held-out events; returns a dict with the keys of its --json that describe
-    the run (edge_efficiency, edge_purity, auc, track_efficiency, loss, ...)."""
+    the run (edge_efficiency, edge_purity, auc, track_efficiency, loss, ...). lr_schedule is
+    "cosine" (from lr down to lr / 100 over the epochs) or "constant", as --lr-schedule."""
     return _saga.hep_train(
         _os.fspath(data), epochs=int(epochs), lr=float(lr), hidden=int(hidden),
         iterations=int(iterations), sampler=_choice(_SAMPLERS, sampler, "sampler"),
@@ -397,7 +399,7 @@ def hep_train(data, epochs=40, lr=0.003, hidden=32, iterations=4, sampler="rando
         checkpoint=None if checkpoint is None else _os.fspath(checkpoint),
         resume=None if resume is None else _os.fspath(resume), accumulate=int(accumulate),
         device=device, pt_min=float(pt_min), phi_slope_max=float(phi_slope_max),
-        z0_max=float(z0_max))
+        z0_max=float(z0_max), lr_schedule=_choice(_LR_SCHEDULES, lr_schedule, "lr_schedule"))
 
 
 def hep_eval(data, checkpoint, hidden=32, iterations=4, threshold=0.5, device="auto", pt_min=1.0,

@@ -119,24 +119,31 @@ PyObject *saga_py_hep_build(PyObject *m, PyObject *args) {
  */
 PyObject *saga_py_hep_train(PyObject *m, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {
-        "data",          "epochs",      "lr",         "hidden",     "iterations",    "sampler",
-        "batch_events",  "edge_budget", "hit_weight", "pos_weight", "eval_fraction", "threshold",
-        "seed",          "checkpoint",  "resume",     "accumulate", "device",        "pt_min",
-        "phi_slope_max", "z0_max",      NULL};
+        "data",          "epochs",      "lr",          "hidden",     "iterations",    "sampler",
+        "batch_events",  "edge_budget", "hit_weight",  "pos_weight", "eval_fraction", "threshold",
+        "seed",          "checkpoint",  "resume",      "accumulate", "device",        "pt_min",
+        "phi_slope_max", "z0_max",      "lr_schedule", NULL};
     PyObject *dir = NULL, *ckpt = Py_None, *resume = Py_None;
     hep_train_opts to = hep_train_opts_defaults();
     hep_graph_opts go = hep_graph_opts_defaults();
-    int sampler = (int)to.sampler, batch_events = to.batch_events, accumulate = to.accumulate;
+    int sampler = (int)to.sampler, batch_events = to.batch_events, accumulate = to.accumulate,
+        lr_schedule = (int)to.lr_schedule;
     long long edge_budget = to.edge_budget;
     unsigned long long seed = to.seed;
     double eval_fraction = 0.2;
     const char *device = "auto";
     if (!PyArg_ParseTupleAndKeywords(
-            args, kw, "O&|ifiiiiLdfddKOOisddd", kwlist, PyUnicode_FSConverter, &dir, &to.epochs,
+            args, kw, "O&|ifiiiiLdfddKOOisdddi", kwlist, PyUnicode_FSConverter, &dir, &to.epochs,
             &to.lr, &to.hidden, &to.iterations, &sampler, &batch_events, &edge_budget,
             &to.hit_weight, &to.pos_weight, &eval_fraction, &to.threshold, &seed, &ckpt, &resume,
-            &accumulate, &device, &go.pt_min, &go.phi_slope_max, &go.z0_max))
+            &accumulate, &device, &go.pt_min, &go.phi_slope_max, &go.z0_max, &lr_schedule))
         return NULL;
+    if (lr_schedule < 0 || lr_schedule >= HEP_LR_SCHEDULE_COUNT) {
+        Py_DECREF(dir);
+        PyErr_Format(PyExc_ValueError, "hep_train: lr_schedule %d is not a schedule", lr_schedule);
+        return NULL;
+    }
+    to.lr_schedule = (hep_lr_schedule)lr_schedule;
     to.sampler = (hep_sampler)sampler;
     to.batch_events = batch_events;
     to.edge_budget = edge_budget;
@@ -176,7 +183,9 @@ PyObject *saga_py_hep_train(PyObject *m, PyObject *args, PyObject *kw) {
                 set(res, "batches", PyLong_FromLong(r.n_batches)) < 0 ||
                 set(res, "epoch_seconds", PyFloat_FromDouble(r.epoch_seconds)) < 0 ||
                 set(res, "peak_bytes", PyLong_FromSize_t(r.peak_bytes)) < 0 ||
-                set(res, "sampler", PyUnicode_FromString(hep_sampler_name(to.sampler))) < 0)) {
+                set(res, "sampler", PyUnicode_FromString(hep_sampler_name(to.sampler))) < 0 ||
+                set(res, "lr_schedule",
+                    PyUnicode_FromString(hep_lr_schedule_name(to.lr_schedule))) < 0)) {
         Py_CLEAR(res);
     }
     hep_data_free(&d);

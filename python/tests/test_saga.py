@@ -306,5 +306,13 @@ def test_hep_build_train_eval_equal_the_cli(tmp_path):
     je = cli("hep", "eval", "--data", str(events), "--checkpoint", str(ck_cli), "--device", "cpu")
     for k in ("auc", "edge_purity", "track_efficiency", "eval_edges"):
         assert e[k] == je[k], k
+    assert r["lr_schedule"] == jt["lr_schedule"] == "cosine"
+    rc = saga.hep_train(events, epochs=3, device="cpu", lr_schedule="constant")
+    jc = cli("hep", "train", "--data", str(events), "--epochs", "3", "--device", "cpu",
+             "--lr-schedule", "constant")
+    assert rc["lr_schedule"] == jc["lr_schedule"] == "constant"
+    assert rc["loss"] == jc["loss"] and rc["loss"] != r["loss"]
+    with pytest.raises(ValueError, match="lr_schedule"):
+        saga.hep_train(events, epochs=1, lr_schedule="step")
     with pytest.raises(saga.FileIOError, match="nope"):
         saga.hep_train(tmp_path / "nope")
