@@ -77,8 +77,8 @@ static const cli_opt gcn_cli_opts[] = {
      "Streamed: recompute each part's aggregation in the backward pass, or offload it to the "
      "host in the forward pass and stream it back."},
     {"transfer-precision", 0, "P", "f32",
-     "Streamed: the precision the feature rows cross to the device in: f32, bf16 or fp16 (half "
-     "the bytes; the device widens them, compute stays f32)."},
+     "Streamed: the precision the feature rows and the edge weights cross to the device in: "
+     "f32, bf16 or fp16 (half the bytes; the device widens them, compute stays f32)."},
     CLI_EXEC_OPTS,
     {0}};
 

@@ -191,9 +191,11 @@ static void test_net_resident_halos(void **state) {
     check_resident(&SAGE, SAGA_SAVED_RECOMPUTE);
 }
 
-/* Input rows crossing in 16 bits: the generated features are word counts, exact in bf16 and fp16,
- * so streamed training gives what it gives in f32, with the input's bytes halved; in memory the
- * option changes nothing. */
+/* Input rows and tile weights crossing in 16 bits. The generated features are word counts, exact
+ * in bf16 and fp16; the GCN weights 1 / sqrt(d_u d_v) are not, so streamed training follows the
+ * f32 run to their rounding (2^-9 of a weight in bf16, 2^-12 in fp16), far from what reading the
+ * bits wrongly would give. The floor drops by exactly half the input and half the weights; in
+ * memory the option changes nothing. */
 static void test_net_transfer_precision(void **state) {
     (void)state;
     data_load();
@@ -217,15 +219,18 @@ static void test_net_transfer_precision(void **state) {
     for (int i = 0; i < 2; i++) {
         assert_true(r16[i].st[2].streamed);
         assert_int_equal(r16[i].st[2].parts, r32.st[2].parts);
-        assert_same_run(&r32, &r16[i], 0.0);
+        assert_true(r16[i].peak <= r16[i].st[2].budget_bytes);
+        assert_same_run(&r32, &r16[i], i ? 5e-4 : 4e-3);
         print_message("  %s: h2d %llu per step (f32 %llu, the input %llu), floor %llu (f32 %llu)\n",
                       i ? "fp16" : "bf16", (unsigned long long)r16[i].st[2].h2d_bytes,
                       (unsigned long long)r32.st[2].h2d_bytes, (unsigned long long)input,
                       (unsigned long long)r16[i].st[2].h2d_floor_bytes,
                       (unsigned long long)r32.st[2].h2d_floor_bytes);
         assert_true(r16[i].st[2].h2d_bytes < r32.st[2].h2d_bytes);
-        /* the floor counts the input rows once per pass, two bytes a value instead of four */
-        assert_int_equal(r32.st[2].h2d_floor_bytes - r16[i].st[2].h2d_floor_bytes, input);
+        /* the floor counts the input rows and each program stage's weights (one per entry of
+         * A + I) once per pass (2), two bytes a value instead of four */
+        const uint64_t weights = 2 * (uint64_t)(saga_graph_n_edges(D.g) + D.n) * 4;
+        assert_int_equal(r32.st[2].h2d_floor_bytes - r16[i].st[2].h2d_floor_bytes, input + weights);
         test_free(r16[i].out);
     }
     test_free(mem.out);

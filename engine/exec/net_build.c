@@ -307,8 +307,11 @@ static void block_free(saga_net *n, nblock *b) {
     saga_backend_host_free(n->be, b->tdst, m1);
     saga_backend_host_free(n->be, b->hids, ((size_t)b->n_halo + 1) * sizeof(int32_t));
     saga_free(b->tperm);
-    for (int i = 0; i < N_KEYS; i++)
+    for (int i = 0; i < N_KEYS; i++) {
         saga_backend_host_free(n->be, b->vout[i], m1);
+        saga_backend_host_free(n->be, b->vin16[i], m1 / 2);
+        saga_backend_host_free(n->be, b->vout16[i], m1 / 2);
+    }
     for (int i = 0; i < b->n_plans; i++) {
         saga_free(b->plans[i].v0);
         saga_backend_host_free(n->be, b->plans[i].h_off,
@@ -541,6 +544,16 @@ saga_blk *net_input_block(saga_net *n, void *host, size_t bytes, const char *kin
     return b;
 }
 
+/* m tile weights v[perm[q]] (perm NULL: v[q]) in the net's 16-bit transfer precision. */
+static void pack_weights(const saga_net *n, uint16_t *out, const float *v, const int64_t *perm,
+                         size_t m) {
+    const bool bf16 = n->transfer == SAGA_TRANSFER_BF16;
+    for (size_t q = 0; q < m; q++) {
+        const float w = v[perm ? perm[q] : (int64_t)q];
+        out[q] = bf16 ? saga_f32_to_bf16(w) : saga_f32_to_fp16(w);
+    }
+}
+
 /* The device blocks of block b that stage s needs. */
 static saga_status block_blocks(saga_net *n, nblock *b, const stage *s) {
     saga_status st = SAGA_OK;
@@ -564,10 +577,19 @@ static saga_status block_blocks(saga_net *n, nblock *b, const stage *s) {
     bool mean = fused && s->p.gather == SAGA_GATHER_MEAN;
     int key = net_key_of(s->p.edge_weight, mean);
     bool ones = s->p.edge_weight == SAGA_WEIGHT_NONE && !mean;
-    if (!ones && !b->b_vin[key] &&
-        !(b->b_vin[key] =
-              net_input_block(n, n->vals[key] + b->e0, mb * sizeof(float), "tile weights")))
+    const bool half = n->transfer != SAGA_TRANSFER_F32;
+    if (!ones && !b->b_vin[key] && half) {
+        SAGA_TRY(
+            host_array(n, (void **)&b->vin16[key], mb ? mb : 1, sizeof(uint16_t), "tile weights"));
+        pack_weights(n, b->vin16[key], n->vals[key] + b->e0, NULL, mb);
+        if (!(b->b_vin[key] =
+                  net_input_block(n, b->vin16[key], mb * sizeof(uint16_t), "tile weights")))
+            goto oom;
+    } else if (!ones && !b->b_vin[key] &&
+               !(b->b_vin[key] = net_input_block(n, n->vals[key] + b->e0, mb * sizeof(float),
+                                                 "tile weights"))) {
         goto oom;
+    }
     if (fused) {
         if (!b->toff)
             SAGA_TRY(block_transpose(n, b));
@@ -578,7 +600,14 @@ static saga_status block_blocks(saga_net *n, nblock *b, const stage *s) {
         if (!b->b_tdst &&
             !(b->b_tdst = net_input_block(n, b->tdst, mb * sizeof(int32_t), "tile transpose")))
             goto oom;
-        if (!ones && !b->vout[key]) {
+        if (!ones && half && !b->vout16[key]) {
+            SAGA_TRY(host_array(n, (void **)&b->vout16[key], mb ? mb : 1, sizeof(uint16_t),
+                                "tile weights"));
+            pack_weights(n, b->vout16[key], n->vals[key] + b->e0, b->tperm, mb);
+            if (!(b->b_vout[key] =
+                      net_input_block(n, b->vout16[key], mb * sizeof(uint16_t), "tile weights")))
+                goto oom;
+        } else if (!ones && !half && !b->vout[key]) {
             SAGA_TRY(
                 host_array(n, (void **)&b->vout[key], mb ? mb : 1, sizeof(float), "tile weights"));
             for (size_t q = 0; q < mb; q++)

@@ -70,6 +70,9 @@ typedef struct nblock {
     int32_t *tdst;     /* m_b */
     int64_t *tperm;    /* m_b: transposed position -> block edge */
     float *vout[N_KEYS];
+    /* streamed with 16-bit transfers: the tile weights (m_b) and their transposed order, packed
+     * on the host as the input rows are; the steps widen them on the device */
+    uint16_t *vin16[N_KEYS], *vout16[N_KEYS];
     saga_blk *b_off, *b_src, *b_edst, *b_toff, *b_tdst, *b_self;
     saga_blk *b_ids, *b_eids; /* streamed: the graph's ids of the rows, the edges' indices */
     saga_blk *b_vin[N_KEYS], *b_vout[N_KEYS];

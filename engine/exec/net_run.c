@@ -202,8 +202,26 @@ static saga_tensor *wrap(saga_net *n, saga_blk *b, saga_dtype dt, int64_t rows, 
     return saga_ctx_wrap(n->c, dt, rows, cols, saga_blk_dev(b));
 }
 
-/* The view of block b for stage sg from the blocks now resident. */
-static void block_view(saga_net *n, nblock *b, const stage *sg, saga_prog_view *v) {
+static saga_status ctx_status_or(saga_net *n, const char *what);
+
+/* The device address of tile weights block w as f32: the block itself, or (16-bit transfers) a
+ * context tensor it is widened into. */
+static saga_status weights_f32(saga_net *n, saga_blk *w, int64_t m, const float **out) {
+    *out = w ? saga_blk_dev(w) : NULL;
+    if (!w || n->transfer == SAGA_TRANSFER_F32 || m == 0)
+        return SAGA_OK;
+    saga_tensor *t = saga_ctx_tensor(n->c, SAGA_F32, m, 1);
+    if (!t)
+        return ctx_status_or(n, "tile weights");
+    *out = t->data;
+    return n->be->kernels->half_to_f32(saga_backend_default_stream(n->be), m, saga_blk_dev(w),
+                                       n->transfer == SAGA_TRANSFER_BF16, t->data);
+}
+
+/* The view of block b for stage sg from the blocks now resident (bwd: a backward step, which
+ * also has the transposed weights). */
+static saga_status block_view(saga_net *n, nblock *b, const stage *sg, bool bwd,
+                              saga_prog_view *v) {
     bool fused = saga_prog_fused(&sg->p);
     bool mean = fused && sg->p.gather == SAGA_GATHER_MEAN;
     int key = net_key_of(sg->p.edge_weight, mean);
@@ -219,10 +237,18 @@ static void block_view(saga_net *n, nblock *b, const stage *sg, saga_prog_view *
     v->d_edge_dst = b->b_edst ? saga_blk_dev(b->b_edst) : NULL;
     v->d_out_off = b->b_toff ? saga_blk_dev(b->b_toff) : NULL;
     v->d_out_dst = b->b_tdst ? saga_blk_dev(b->b_tdst) : NULL;
-    const float *vin = b->b_vin[key] ? saga_blk_dev(b->b_vin[key]) : NULL;
+    const float *vin = NULL;
+    saga_status st = SAGA_OK;
+    bool offload = bwd && fused && n->o.saved == SAGA_SAVED_OFFLOAD; /* vin is not loaded */
+    if (!offload && (st = weights_f32(n, b->b_vin[key], v->m, &vin)) < 0)
+        return st;
     if (fused) {
         v->vals_in = vin;
-        v->vals_out = b->b_vout[key] ? saga_blk_dev(b->b_vout[key]) : NULL;
+        v->vals_out = NULL;
+        if (bwd && (st = weights_f32(n, b->b_vout[key], v->m, &v->vals_out)) < 0)
+            return st;
+        if (!bwd && n->transfer == SAGA_TRANSFER_F32 && b->b_vout[key])
+            v->vals_out = saga_blk_dev(b->b_vout[key]);
     } else {
         v->weights = vin;
         v->d_edge_ids = b->b_eids ? saga_blk_dev(b->b_eids) : NULL;
@@ -233,6 +259,7 @@ static void block_view(saga_net *n, nblock *b, const stage *sg, saga_prog_view *
             v->plan.d_off = p->b_off ? saga_blk_dev(p->b_off) : v->d_in_off;
         }
     }
+    return SAGA_OK;
 }
 
 static saga_status ctx_status_or(saga_net *n, const char *what) {
@@ -281,7 +308,7 @@ static saga_status check_width(const saga_tensor *out, const stage *sg, int s) {
  * values. */
 static saga_tensor *stage_rows_in(saga_net *n, int s, int32_t d, saga_tensor *H,
                                   const saga_sparse *xs, saga_tensor *gathered_in,
-                                  saga_tensor **gathered) {
+                                  saga_tensor **gathered, bool bwd) {
     saga_ctx *c = n->c;
     stage *sg = &n->stages[s];
     nblock *b = &n->blk[d];
@@ -294,7 +321,11 @@ static saga_tensor *stage_rows_in(saga_net *n, int s, int32_t d, saga_tensor *H,
             g = gathered_in;
         } else {
             saga_prog_view v;
-            block_view(n, b, sg, &v);
+            saga_status st = block_view(n, b, sg, bwd, &v);
+            if (st < 0) {
+                saga_ctx_fail(c, st);
+                return NULL;
+            }
             g = saga_prog_gather(c, &sg->p, &v, H, self, NULL, sg->layer);
         }
         if (gathered)
@@ -318,9 +349,9 @@ static void row_ids_on(saga_net *n, int32_t d) {
 }
 
 static saga_tensor *stage_rows(saga_net *n, int s, int32_t d, saga_tensor *H, const saga_sparse *xs,
-                               saga_tensor *gathered_in, saga_tensor **gathered) {
+                               saga_tensor *gathered_in, saga_tensor **gathered, bool bwd) {
     row_ids_on(n, d);
-    saga_tensor *out = stage_rows_in(n, s, d, H, xs, gathered_in, gathered);
+    saga_tensor *out = stage_rows_in(n, s, d, H, xs, gathered_in, gathered, bwd);
     saga_ctx_set_row_ids(n->c, NULL, 0);
     return out;
 }
@@ -410,7 +441,7 @@ static saga_status run_fwd(saga_net *n, int s, int32_t d, bool train) {
     saga_tensor *H = NULL;
     SAGA_TRY(stage_input(n, s, d, &H, &xs_, &xs));
     saga_tensor *gathered = NULL;
-    saga_tensor *out = H || xs ? stage_rows(n, s, d, H, xs, NULL, &gathered) : NULL;
+    saga_tensor *out = H || xs ? stage_rows(n, s, d, H, xs, NULL, &gathered, false) : NULL;
     if (!out)
         SAGA_TRY(ctx_status_or(n, "a stage"));
     SAGA_TRY(check_width(out, sg, s));
@@ -478,7 +509,7 @@ static saga_status run_bwd(saga_net *n, int s, int32_t d) {
     if (saved)
         saga_ctx_mark_leaf(c, saved);
     saga_tensor *gathered = NULL;
-    saga_tensor *out = stage_rows(n, s, d, H, xs, saved, &gathered);
+    saga_tensor *out = stage_rows(n, s, d, H, xs, saved, &gathered, true);
     if (!out)
         SAGA_TRY(ctx_status_or(n, "a stage"));
     SAGA_TRY(check_width(out, sg, s));
@@ -492,7 +523,7 @@ static saga_status run_bwd(saga_net *n, int s, int32_t d) {
     if (offload && s > 0 && saved->grad) {
         /* the SpMM was not on this tape: its backward by hand, d H += A^T d gathered */
         saga_prog_view v;
-        block_view(n, b, sg, &v);
+        SAGA_TRY(block_view(n, b, sg, true, &v));
         saga_csr_dev at = {v.n_src, v.n_dst, v.m, v.d_out_off, v.d_out_dst, v.vals_out};
         float beta = 1.0f;
         if (!H->grad) {
@@ -560,7 +591,7 @@ static saga_status run_whole_train(saga_net *n, double *loss) {
         h = wrap(n, n->act[0][0], SAGA_F32, n->n, n->in_cols);
     for (int s = 0; s < S && (h || (s == 0 && xs)); s++) {
         n->stages[s].rng = saga_ctx_rng_counter(c);
-        h = stage_rows(n, s, 0, h, s == 0 ? xs : NULL, NULL, NULL);
+        h = stage_rows(n, s, 0, h, s == 0 ? xs : NULL, NULL, NULL, false);
         if (h)
             SAGA_TRY(check_width(h, &n->stages[s], s));
     }

@@ -72,8 +72,9 @@ typedef enum saga_vertex_order {
     SAGA_ORDER_COUNT
 } saga_vertex_order;
 
-/* The precision of the input rows as they move host -> device in a streamed net (compute stays
- * f32: a step widens its block on the device). In memory the input crosses once, in f32. */
+/* The precision of the input rows and the program stages' edge weights as they move host ->
+ * device in a streamed net (compute stays f32: a step widens its blocks on the device; the
+ * weights are rounded once). In memory they cross once, in f32. */
 typedef enum saga_transfer {
     SAGA_TRANSFER_F32 = 0,
     SAGA_TRANSFER_BF16, /* bfloat16: f32's exponent, 8 bits of mantissa; half the bytes */
