@@ -1422,20 +1422,25 @@ static void test_cuda_backend_f32_gather_scatter(void **state) {
 }
 
 /* pagerank_pull_f64 against the CPU's: rows of every kind the kernel tells apart (empty, short,
- * just below and above the long-row threshold, long rows of many segments), sinks, and three mean
- * degrees (groups of 1, 8 and 32 lanes). The ranks, contributions and sums agree to rounding, and
- * two runs give the same bits. */
-static void pagerank_pull_case(int64_t n, int mean) {
+ * just below and above the long-row threshold, long rows of many segments, one every `every`
+ * rows), sinks, and mean degrees that give groups of 1, 8 and 32 lanes (the group covers the
+ * mean degree, want_group). The ranks, contributions and sums agree to rounding, and two runs
+ * give the same bits. */
+static void pagerank_pull_case(int64_t n, int mean, int64_t every, int64_t want_group) {
     int64_t *off = hi64(n + 1);
     off[0] = 0;
     static const int64_t edges[] = {511, 512, 513, 1024, 1025, 2048, 2049, 4097, 40000};
     for (int64_t i = 0; i < n; i++) {
         int64_t len = i % 17 == 0 ? 0 : irand(2 * mean);
-        if (i % 211 == 3)
-            len = edges[(i / 211) % (int64_t)(sizeof edges / sizeof edges[0])];
+        if (i % every == 3)
+            len = edges[(i / every) % (int64_t)(sizeof edges / sizeof edges[0])];
         off[i + 1] = off[i] + len;
     }
     const int64_t nnz = off[n];
+    int64_t group = 1; /* the kernel's: a power of two covering the mean degree, at most 32 */
+    while (group < (nnz + n - 1) / n && group < 32)
+        group *= 2;
+    assert_int_equal(group, want_group);
     int32_t *idx = hi32(nnz > 0 ? nnz : 1);
     for (int64_t k = 0; k < nnz; k++)
         idx[k] = (int32_t)irand(n);
@@ -1475,9 +1480,9 @@ static void pagerank_pull_case(int64_t n, int mean) {
 
 static void test_cuda_backend_pagerank_pull_matches_cpu(void **state) {
     (void)state;
-    pagerank_pull_case(30011, 1);
-    pagerank_pull_case(50000, 8);
-    pagerank_pull_case(20000, 32);
+    pagerank_pull_case(200003, 1, 20011, 1);
+    pagerank_pull_case(50000, 6, 4001, 8);
+    pagerank_pull_case(20000, 32, 211, 32);
     /* no rows: nothing to do, zero sums */
     double out[2] = {1, 1};
     saga_csr_dev A = {0, 0, 0, NULL, NULL, NULL};
