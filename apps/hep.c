@@ -135,13 +135,13 @@ static saga_status try_segment(edge_buf *eb, const khit *h, int32_t a, int32_t b
     return edge_push(eb, a, b, f);
 }
 
-/* Of the edges idx[lo .. hi) (the edges into one hit, or out of one), the one that continues edge
- * k best: the least |dcurvature| / 0.05 per m + |dz0| / 5 mm. Writes to f the two differences of
- * that edge, each as log10(|difference| + floor) shifted and scaled to about [-1, 1] (curvature
- * in 1/m, floor 1e-4: 1e-4 -> -1, 0.01 -> 0, 1 -> 1; z0 in mm, floor 0.01: 0.01 -> -1, 1 -> 0,
- * 100 -> 1), or 1.5 for both when there is none. */
 enum { FEAT_Z0 = 1, FEAT_CURVATURE = 6 }; /* columns of HEP_EDGE_FEATURE_NAMES */
 
+/* Of the edges idx[lo .. hi) (idx NULL: lo .. hi; the edges into one hit, or out of one), the one
+ * that continues edge k best: the least |dcurvature| / 0.05 per m + |dz0| / 5 mm. Writes to f the
+ * two differences of that edge, each as log10(|difference| + floor) shifted and scaled to about
+ * [-1, 1] (curvature in 1/m, floor 1e-4: 1e-4 -> -1, 0.01 -> 0, 1 -> 1; z0 in mm, floor 0.01:
+ * 0.01 -> -1, 1 -> 0, 100 -> 1), or 1.5 for both when there is none. */
 static void best_continuation(float *f, const float *feat, int64_t k, const int64_t *idx,
                               int64_t lo, int64_t hi) {
     const float *fk = feat + k * HEP_EDGE_FEATURES;

@@ -277,9 +277,10 @@ typedef struct hep_train_opts {
 hep_train_opts hep_train_opts_defaults(void);
 /* The floating-point operations of the matrix products of one training step (forward, and the
  * backward's two products per forward one) over `edges` edges and `hits` hits with this width
- * and number of rounds: 3 x 2 x (per edge: the encoder's 7H + H^2, 4H^2 per round, the score's
- * 3H^2 + H; per hit: the encoder's 3H + H^2, 4H^2 per round). The rest of the step (activations,
- * gathers and scatters, concatenations) moves memory and is not counted. */
+ * and number of rounds: 3 x 2 x (per edge: the encoder's F H + H^2 with F = HEP_EDGE_FEATURES,
+ * 4H^2 per round, the score's 3H^2 + H; per hit: the encoder's 3H + H^2, 4H^2 per round). The
+ * rest of the step (activations, gathers and scatters, concatenations) moves memory and is not
+ * counted. */
 double hep_step_flops(int hidden, int iterations, int64_t edges, int64_t hits);
 
 /* The learning rate of epoch `epoch` (1-based) under o's schedule. */

@@ -10,6 +10,7 @@
 
 #include "backend_impl.h"
 #include "half_impl.h"
+#include "mem_impl.h"
 #include "saga_log.h"
 
 #include <dlfcn.h>
@@ -496,16 +497,7 @@ static void test_backend_alignment_and_host_memory(void **state) {
 /* Device blocks of 256 KiB or more that are freed are kept and given to the next allocation they
  * hold that is at least half their size (no fresh pages step after step); nothing is kept under
  * AddressSanitizer. The accounting counts what was asked for either way. */
-#if defined(__SANITIZE_ADDRESS__)
-#define CPU_KEEPS 0
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define CPU_KEEPS 0
-#endif
-#endif
-#ifndef CPU_KEEPS
-#define CPU_KEEPS 1
-#endif
+#define CPU_KEEPS (!SAGA_ASAN)
 static void test_backend_cpu_keeps_freed_blocks(void **state) {
     (void)state;
     saga_backend *be = cpu_backend(0, 0);

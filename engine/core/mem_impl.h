@@ -3,6 +3,19 @@
 
 #include <stddef.h>
 
+/* 1 when built with AddressSanitizer (GCC or clang), else 0: memory that saga would keep for
+ * reuse is given back at once there, so that a use after free is still caught. */
+#if defined(__SANITIZE_ADDRESS__)
+#define SAGA_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SAGA_ASAN 1
+#endif
+#endif
+#ifndef SAGA_ASAN
+#define SAGA_ASAN 0
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif

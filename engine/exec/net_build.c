@@ -307,10 +307,10 @@ static void block_free(saga_net *n, nblock *b) {
     saga_backend_host_free(n->be, b->tdst, m1);
     saga_backend_host_free(n->be, b->hids, ((size_t)b->n_halo + 1) * sizeof(int32_t));
     saga_free(b->tperm);
+    size_t wb = n->transfer == SAGA_TRANSFER_F32 ? m1 : m1 / 2; /* see weights_block */
     for (int i = 0; i < N_KEYS; i++) {
-        saga_backend_host_free(n->be, b->vout[i], m1);
-        saga_backend_host_free(n->be, b->vin16[i], m1 / 2);
-        saga_backend_host_free(n->be, b->vout16[i], m1 / 2);
+        saga_backend_host_free(n->be, b->vin_h[i], wb);
+        saga_backend_host_free(n->be, b->vout_h[i], wb);
     }
     for (int i = 0; i < b->n_plans; i++) {
         saga_free(b->plans[i].v0);
@@ -544,14 +544,36 @@ saga_blk *net_input_block(saga_net *n, void *host, size_t bytes, const char *kin
     return b;
 }
 
-/* m tile weights v[perm[q]] (perm NULL: v[q]) in the net's 16-bit transfer precision. */
-static void pack_weights(const saga_net *n, uint16_t *out, const float *v, const int64_t *perm,
-                         size_t m) {
-    const bool bf16 = n->transfer == SAGA_TRANSFER_BF16;
-    for (size_t q = 0; q < m; q++) {
-        const float w = v[perm ? perm[q] : (int64_t)q];
-        out[q] = bf16 ? saga_f32_to_bf16(w) : saga_f32_to_fp16(w);
+/* Block b's tile weights of key as an input block, in the net's transfer precision and in the
+ * order perm gives (NULL: the block's own). In f32 and the block's order it is the net's vals in
+ * place; otherwise a host array of the block's own (*host), packed to 16 bits for 16-bit
+ * transfers. */
+static saga_status weights_block(saga_net *n, nblock *b, int key, const int64_t *perm, void **host,
+                                 saga_blk **out) {
+    const size_t mb = (size_t)(b->e1 - b->e0);
+    const float *v = n->vals[key] + b->e0;
+    const bool half = n->transfer != SAGA_TRANSFER_F32;
+    const size_t esz = half ? sizeof(uint16_t) : sizeof(float);
+    void *src = (void *)v;
+    if (half || perm) {
+        saga_status st = host_array(n, host, mb ? mb : 1, esz, "tile weights");
+        if (st < 0)
+            return st;
+        src = *host;
+        for (size_t q = 0; q < mb; q++) {
+            const float w = v[perm ? perm[q] : (int64_t)q];
+            if (!half)
+                ((float *)src)[q] = w;
+            else if (n->transfer == SAGA_TRANSFER_BF16)
+                ((uint16_t *)src)[q] = saga_f32_to_bf16(w);
+            else
+                ((uint16_t *)src)[q] = saga_f32_to_fp16(w);
+        }
     }
+    if (!(*out = net_input_block(n, src, mb * esz, "tile weights")))
+        return saga_error(SAGA_ERR_OUT_OF_MEMORY, "out of memory for the blocks of part %d",
+                          (int)(b - n->blk));
+    return SAGA_OK;
 }
 
 /* The device blocks of block b that stage s needs. */
@@ -577,19 +599,8 @@ static saga_status block_blocks(saga_net *n, nblock *b, const stage *s) {
     bool mean = fused && s->p.gather == SAGA_GATHER_MEAN;
     int key = net_key_of(s->p.edge_weight, mean);
     bool ones = s->p.edge_weight == SAGA_WEIGHT_NONE && !mean;
-    const bool half = n->transfer != SAGA_TRANSFER_F32;
-    if (!ones && !b->b_vin[key] && half) {
-        SAGA_TRY(
-            host_array(n, (void **)&b->vin16[key], mb ? mb : 1, sizeof(uint16_t), "tile weights"));
-        pack_weights(n, b->vin16[key], n->vals[key] + b->e0, NULL, mb);
-        if (!(b->b_vin[key] =
-                  net_input_block(n, b->vin16[key], mb * sizeof(uint16_t), "tile weights")))
-            goto oom;
-    } else if (!ones && !b->b_vin[key] &&
-               !(b->b_vin[key] = net_input_block(n, n->vals[key] + b->e0, mb * sizeof(float),
-                                                 "tile weights"))) {
-        goto oom;
-    }
+    if (!ones && !b->b_vin[key])
+        SAGA_TRY(weights_block(n, b, key, NULL, &b->vin_h[key], &b->b_vin[key]));
     if (fused) {
         if (!b->toff)
             SAGA_TRY(block_transpose(n, b));
@@ -600,22 +611,8 @@ static saga_status block_blocks(saga_net *n, nblock *b, const stage *s) {
         if (!b->b_tdst &&
             !(b->b_tdst = net_input_block(n, b->tdst, mb * sizeof(int32_t), "tile transpose")))
             goto oom;
-        if (!ones && half && !b->vout16[key]) {
-            SAGA_TRY(host_array(n, (void **)&b->vout16[key], mb ? mb : 1, sizeof(uint16_t),
-                                "tile weights"));
-            pack_weights(n, b->vout16[key], n->vals[key] + b->e0, b->tperm, mb);
-            if (!(b->b_vout[key] =
-                      net_input_block(n, b->vout16[key], mb * sizeof(uint16_t), "tile weights")))
-                goto oom;
-        } else if (!ones && !half && !b->vout[key]) {
-            SAGA_TRY(
-                host_array(n, (void **)&b->vout[key], mb ? mb : 1, sizeof(float), "tile weights"));
-            for (size_t q = 0; q < mb; q++)
-                b->vout[key][q] = n->vals[key][b->e0 + b->tperm[q]];
-            if (!(b->b_vout[key] =
-                      net_input_block(n, b->vout[key], mb * sizeof(float), "tile weights")))
-                goto oom;
-        }
+        if (!ones && !b->b_vout[key])
+            SAGA_TRY(weights_block(n, b, key, b->tperm, &b->vout_h[key], &b->b_vout[key]));
     }
     if (!fused) {
         bplan *p = NULL;

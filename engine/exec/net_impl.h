@@ -69,10 +69,10 @@ typedef struct nblock {
     int64_t *toff;     /* n_halo + 1: the transpose */
     int32_t *tdst;     /* m_b */
     int64_t *tperm;    /* m_b: transposed position -> block edge */
-    float *vout[N_KEYS];
-    /* streamed with 16-bit transfers: the tile weights (m_b) and their transposed order, packed
-     * on the host as the input rows are; the steps widen them on the device */
-    uint16_t *vin16[N_KEYS], *vout16[N_KEYS];
+    /* the block's own host copies of its tile weights (m_b), in the net's transfer precision
+     * (16-bit ones are widened by the steps on the device): vout_h in the transposed order,
+     * vin_h only for 16-bit transfers (in f32 the block reads the net's vals in place) */
+    void *vin_h[N_KEYS], *vout_h[N_KEYS];
     saga_blk *b_off, *b_src, *b_edst, *b_toff, *b_tdst, *b_self;
     saga_blk *b_ids, *b_eids; /* streamed: the graph's ids of the rows, the edges' indices */
     saga_blk *b_vin[N_KEYS], *b_vout[N_KEYS];

@@ -26,6 +26,7 @@
  * except backend synchronize, which holds the list while it waits on each stream in turn; the
  * time spent copying is added to the generic layer's copy_seconds under the backend's lock. */
 #include "backend_impl.h"
+#include "mem_impl.h"
 #include "nn_kernels.h"
 #include "saga_log.h"
 
@@ -134,7 +135,6 @@ typedef struct cpu_stream {
     struct cpu_stream *prev, *next; /* in cpu_ctx.streams */
 } cpu_stream;
 
-/* be->ctx. */
 /* Device blocks given back and kept for the next allocations (see cpu_alloc). */
 enum {
     CPU_KEEP_MIN = 256 * 1024, /* smaller blocks go back to malloc, which keeps them anyway */
@@ -147,6 +147,7 @@ typedef struct cpu_block {
     size_t bytes; /* what it holds */
 } cpu_block;
 
+/* be->ctx. */
 typedef struct cpu_ctx {
     pthread_mutex_t streams_lock;
     cpu_stream *streams; /* live asynchronous streams, for backend synchronize */
@@ -232,16 +233,7 @@ static void cpu_destroy(saga_backend *be) {
  * block that holds it and is at most twice its size. The backend's accounting (in use, peak,
  * budget) counts what was asked for, as before; the memory kept is not counted. Under
  * AddressSanitizer nothing is kept, so that a use after free is still caught. */
-#if defined(__SANITIZE_ADDRESS__)
-#define CPU_KEEP 0
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define CPU_KEEP 0
-#endif
-#endif
-#ifndef CPU_KEEP
-#define CPU_KEEP 1
-#endif
+#define CPU_KEEP (!SAGA_ASAN)
 
 static size_t block_bytes(void *p) {
     return ((size_t *)p)[-2];
