@@ -183,21 +183,23 @@ typedef struct gcn_loss_data {
     int32_t *rows, *lab; /* scratch, n */
 } gcn_loss_data;
 
-/* The block's share of the mean negative log-likelihood over the training vertices. */
+/* The block's share of the mean negative log-likelihood over the training vertices. Only their
+ * rows enter: they are gathered before the log-softmax (row by row, so the same values as over
+ * the whole block), and the gradient of every other row is zero. */
 static saga_tensor *gcn_loss(saga_ctx *c, const saga_vertex_in *v, const int32_t *ids, void *user) {
     gcn_loss_data *L = user;
     int64_t k = 0;
-    for (int32_t i = 0; i < v->count; i++) {
-        L->lab[i] = L->labels[ids[i]];
-        if (L->train[ids[i]])
+    for (int32_t i = 0; i < v->count; i++)
+        if (L->train[ids[i]]) {
+            L->lab[k] = L->labels[ids[i]];
             L->rows[k++] = i;
-    }
-    saga_tensor *logp = saga_log_softmax(c, v->self);
+        }
     if (k == 0)
-        return saga_affine(c, saga_sum(c, logp), 0.0f, 0.0f);
-    saga_tensor *lab = saga_ctx_from_host(c, SAGA_I32, v->count, 1, L->lab);
+        return saga_affine(c, saga_sum(c, v->self), 0.0f, 0.0f);
     saga_tensor *rows = saga_ctx_from_host(c, SAGA_I32, k, 1, L->rows);
-    return saga_affine(c, saga_nll_loss(c, logp, lab, rows), (float)k / (float)L->n_train, 0.0f);
+    saga_tensor *lab = saga_ctx_from_host(c, SAGA_I32, k, 1, L->lab);
+    saga_tensor *logp = saga_log_softmax(c, saga_gather_rows(c, v->self, rows));
+    return saga_affine(c, saga_nll_loss(c, logp, lab, NULL), (float)k / (float)L->n_train, 0.0f);
 }
 
 void gcn_result_free(gcn_result *r) {
