@@ -1025,6 +1025,47 @@ static void test_nn_kernels_spmm(void **state) {
     free_bufs(NULL);
 }
 
+/* Y = alpha A^T X + beta Y: every element adds its terms in increasing row order whatever the
+ * thread count, so the same bits as a loop in that order, on 1, 2 and 3 threads (which sum their
+ * columns apart: widths 16 and 8 on the vectorised paths, odd ones, and past SPMM_BLOCK). */
+static void test_nn_kernels_spmm_t(void **state) {
+    (void)state;
+    static const int64_t shapes[][3] = {/* rows of A, cols of A (rows of Y), F */
+                                        {0, 4, 8},     {1, 1, 1},    {37, 20, 3}, {37, 20, 16},
+                                        {38, 20, 8},   {64, 300, 8}, {40, 7, 32}, {5, 0, 16},
+                                        {20, 30, 300}, {50, 128, 16}};
+    seed(17);
+    for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++)
+        for (int w = 0; w < 2; w++)
+            for (int bi = 0; bi < 2; bi++) {
+                const int64_t nr = shapes[si][0], nc = shapes[si][1], F = shapes[si][2];
+                saga_csr_dev A = random_csr(nr, nc, w);
+                float *X = falloc(nr * F), *Y0 = falloc(nc * F), *Y[N_BE];
+                fill_rand(X, nr * F, -1, 1);
+                fill_rand(Y0, nc * F, -1, 1);
+                const float alpha = 0.5f, beta = bi ? 2.0f : 0.0f;
+                float *want = falloc(nc * F);
+                for (int64_t r = 0; r < nc * F; r++)
+                    want[r] = bi ? beta * Y0[r] : 0.0f;
+                for (int64_t i = 0; i < nr; i++)
+                    for (int64_t k = A.offsets[i]; k < A.offsets[i + 1]; k++) {
+                        const float a = alpha * (A.values ? A.values[k] : 1.0f);
+                        for (int64_t j = 0; j < F; j++)
+                            want[A.indices[k] * F + j] += a * X[i * F + j];
+                    }
+                for (int t = 0; t < N_BE; t++) {
+                    Y[t] = falloc(nc * F);
+                    if (bi)
+                        memcpy(Y[t], Y0, (size_t)(nc * F) * 4);
+                    else
+                        fill_nan(Y[t], nc * F);
+                    assert_int_equal(K()->spmm_t_f32(S(t), &A, F, alpha, X, beta, Y[t]), SAGA_OK);
+                    assert_same_bits(Y[t], want, (size_t)(nc * F) * 4, "spmm_t");
+                }
+                free_bufs(NULL);
+            }
+}
+
 /* ---- segment reductions -------------------------------------------------------------------- */
 
 /* n_seg segments of random sizes, some empty; returns the offsets (n_seg + 1). */
@@ -1335,6 +1376,7 @@ int main(void) {
         cmocka_unit_test_teardown(test_nn_kernels_sum_sumsq, free_bufs),
         cmocka_unit_test_teardown(test_nn_kernels_gather_scatter, free_bufs),
         cmocka_unit_test_teardown(test_nn_kernels_spmm, free_bufs),
+        cmocka_unit_test_teardown(test_nn_kernels_spmm_t, free_bufs),
         cmocka_unit_test_teardown(test_nn_kernels_segment_reduce, free_bufs),
         cmocka_unit_test_teardown(test_nn_kernels_edge_softmax, free_bufs),
         cmocka_unit_test_teardown(test_nn_kernels_adam, free_bufs),
