@@ -197,6 +197,7 @@ saga_status saga_cpu_bias_add_f32(saga_stream *s, int64_t rows, int64_t cols, co
 }
 
 enum { COLSUM_STACK = 1024 }; /* doubles of per-thread partials kept on the stack */
+enum { COLSUM_LOCAL = 64 };   /* columns a thread sums in its own array */
 
 saga_status saga_cpu_colsum_f32(saga_stream *s, int64_t rows, int64_t cols, const float *x,
                                 float beta, float *out) {
@@ -216,7 +217,10 @@ saga_status saga_cpu_colsum_f32(saga_stream *s, int64_t rows, int64_t cols, cons
         int id = omp_get_thread_num(), n_th = omp_get_num_threads();
         int64_t lo, hi;
         saga_cpu_nn_chunk(rows, id, n_th, &lo, &hi);
-        double *acc = part + (int64_t)id * cols;
+        /* summed in a local array when the row is short: the threads' partials sit side by
+         * side in part, where writing them on every row would bounce shared cache lines */
+        double local[COLSUM_LOCAL];
+        double *acc = cols <= COLSUM_LOCAL ? local : part + (int64_t)id * cols;
         for (int64_t j = 0; j < cols; j++)
             acc[j] = 0.0;
         for (int64_t i = lo; i < hi; i++) {
@@ -224,6 +228,8 @@ saga_status saga_cpu_colsum_f32(saga_stream *s, int64_t rows, int64_t cols, cons
             for (int64_t j = 0; j < cols; j++)
                 acc[j] += xi[j];
         }
+        if (acc == local)
+            memcpy(part + (int64_t)id * cols, local, (size_t)cols * sizeof *local);
         if (id == 0)
             used = n_th;
     }
