@@ -324,6 +324,8 @@ saga_status gcn_train(gcn_result *out, saga_backend *be, const gcn_data *d, cons
     SAGA_TRY(saga_net_add_vertex(net, gcn_rows, &l2, l2.project_first ? C : H));
     SAGA_TRY(saga_net_add_program(net, &GCN_PROGRAM, &l2, C));
     SAGA_TRY(saga_net_set_loss(net, gcn_loss, &ld));
+    /* the loss reads the training rows alone: in memory the last layer runs on those */
+    SAGA_TRY(saga_net_set_loss_rows(net, d->train, d->n_train));
     if (sparse)
         SAGA_TRY(saga_net_set_input_csr(net, d->x_offsets, d->x_indices, d->x_values, F));
     else

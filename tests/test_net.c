@@ -50,6 +50,42 @@ static const saga_program SAGE = {
 /* run_model gives the net its input as a CSR of D.x's non-zeros instead of dense rows */
 static bool sparse_input;
 
+/* A loss over the listed vertices only (in[v]): the mean NLL over them, as a node
+ * classification's training vertices; max_count records the largest block it saw. */
+typedef struct listed_ctx {
+    const int32_t *labels;
+    const uint8_t *in;
+    int32_t n_listed, max_count;
+    const int32_t *list; /* what run_model passes to saga_net_set_loss_rows, when given */
+    int64_t n_list;
+} listed_ctx;
+
+static saga_tensor *nll_listed(saga_ctx *c, const saga_vertex_in *v, const int32_t *ids, void *u) {
+    listed_ctx *lc = u;
+    int32_t *lab = test_malloc((size_t)v->count * sizeof *lab + 4);
+    int32_t *rows = test_malloc((size_t)v->count * sizeof *rows + 4);
+    int32_t k = 0;
+    for (int32_t i = 0; i < v->count; i++)
+        if (lc->in[ids[i]]) {
+            lab[k] = lc->labels[ids[i]];
+            rows[k++] = i;
+        }
+    lc->max_count = v->count > lc->max_count ? v->count : lc->max_count;
+    saga_tensor *lt = saga_ctx_from_host(c, SAGA_I32, k, 1, lab);
+    saga_tensor *rt = saga_ctx_from_host(c, SAGA_I32, k, 1, rows);
+    test_free(lab);
+    test_free(rows);
+    if (k == 0)
+        return saga_affine(c, saga_sum(c, v->self), 0.0f, 0.0f);
+    saga_tensor *l =
+        saga_nll_loss(c, saga_log_softmax(c, saga_gather_rows(c, v->self, rt)), lt, NULL);
+    return saga_affine(c, l, (float)k / (float)lc->n_listed, 0.0f);
+}
+
+/* run_model's loss is nll_listed over LISTED when set (with saga_net_set_loss_rows when
+ * LISTED->list is), else nll_rows over every vertex */
+static listed_ctx *LISTED;
+
 typedef struct run_out {
     double loss[3];
     float *out; /* n x C after three SGD steps */
@@ -90,7 +126,13 @@ static void run_model(run_out *r, const saga_program *prog, size_t budget, saga_
     assert_int_equal(saga_net_new(&net, c, D.g, &no), SAGA_OK);
     net_model_stages(net, prog, &D, H, &l1, &l2);
     loss_ctx lc = {D.labels, D.n};
-    assert_int_equal(saga_net_set_loss(net, nll_rows, &lc), SAGA_OK);
+    if (LISTED) {
+        assert_int_equal(saga_net_set_loss(net, nll_listed, LISTED), SAGA_OK);
+        if (LISTED->list)
+            assert_int_equal(saga_net_set_loss_rows(net, LISTED->list, LISTED->n_list), SAGA_OK);
+    } else {
+        assert_int_equal(saga_net_set_loss(net, nll_rows, &lc), SAGA_OK);
+    }
     if (sparse_input) {
         int64_t *off = test_malloc(((size_t)D.n + 1) * sizeof *off), nnz = 0;
         int32_t *idx = test_malloc((size_t)D.n * (size_t)D.F * sizeof *idx);
@@ -387,6 +429,83 @@ static void test_net_memory_equals_program_run(void **state) {
 
 /* With the same number of parts, METIS's halos are smaller than a random partition's, so a
  * streamed epoch moves fewer bytes. */
+/* saga_net_set_loss_rows: in memory, the last stage runs on the listed rows alone (the loss sees
+ * a block of just those) and gives the run of the same loss over every row, step by step; with
+ * a last stage that is not fused (GAT) and streamed, every row runs, with the same results. The
+ * list may be unsorted and repeat ids; an id out of range, or a call after the first run, is
+ * refused. */
+static void check_loss_rows(const saga_program *prog, bool fused) {
+    data_load();
+    uint8_t *in = test_calloc((size_t)D.n, 1);
+    int32_t *list = test_malloc(((size_t)D.n / 7 + 2) * sizeof *list);
+    int64_t n_list = 0;
+    int32_t n_in = 0;
+    for (int32_t v = D.n - 1; v >= 0; v -= 7) {
+        list[n_list++] = v;
+        n_in += !in[v];
+        in[v] = 1;
+    }
+    list[n_list++] = list[0]; /* a repeat */
+    listed_ctx every = {D.labels, in, n_in, 0, NULL, 0}, sub = every;
+    sub.list = list;
+    sub.n_list = n_list;
+    run_out a, b, c;
+    LISTED = &every;
+    run_model(&a, prog, 0, SAGA_EXEC_AUTO, 0, SAGA_PARTITION_METIS, SAGA_SAVED_RECOMPUTE);
+    LISTED = &sub;
+    run_model(&b, prog, 0, SAGA_EXEC_AUTO, 0, SAGA_PARTITION_METIS, SAGA_SAVED_RECOMPUTE);
+    assert_int_equal(every.max_count, D.n);
+    assert_int_equal(sub.max_count, fused ? n_in : D.n);
+    assert_same_run(&a, &b, 1e-6);
+    /* streamed, every block runs whole and the loss picks the rows */
+    sub.max_count = 0;
+    run_model(&c, prog, b.peak / 4, SAGA_EXEC_AUTO, 0, SAGA_PARTITION_METIS, SAGA_SAVED_RECOMPUTE);
+    LISTED = NULL;
+    assert_true(c.st[0].streamed);
+    assert_true(sub.max_count < D.n);
+    assert_same_run(&a, &c, 1e-4);
+    test_free(a.out);
+    test_free(b.out);
+    test_free(c.out);
+    test_free(in);
+    test_free(list);
+}
+
+static void test_net_loss_rows(void **state) {
+    (void)state;
+    check_loss_rows(&GCN, true);
+    check_loss_rows(&SAGE, true);
+    check_loss_rows(&GAT, false);
+    /* refused: an id out of range, and a change after the first run */
+    saga_backend *be = NULL;
+    assert_int_equal(saga_backend_cpu_new(&be, NULL), SAGA_OK);
+    saga_ctx *c = NULL;
+    assert_int_equal(saga_ctx_new(&c, be, 3), SAGA_OK);
+    saga_model *m = NULL;
+    assert_int_equal(saga_model_new(&m, be), SAGA_OK);
+    layer l1, l2;
+    net_model_params(m, &D, 16, &l1, &l2);
+    saga_net *net = NULL;
+    assert_int_equal(saga_net_new(&net, c, D.g, NULL), SAGA_OK);
+    net_model_stages(net, &GCN, &D, 16, &l1, &l2);
+    loss_ctx lc = {D.labels, D.n};
+    assert_int_equal(saga_net_set_loss(net, nll_rows, &lc), SAGA_OK);
+    assert_int_equal(saga_net_set_input(net, D.x, D.F), SAGA_OK);
+    const int32_t bad[] = {0, D.n};
+    assert_int_equal(saga_net_set_loss_rows(net, bad, 2), SAGA_ERR_INVALID_ARG);
+    assert_non_null(strstr(saga_last_error(), "outside"));
+    assert_int_equal(saga_net_set_loss_rows(net, bad, 1), SAGA_OK);
+    assert_int_equal(saga_net_set_loss_rows(net, NULL, 0), SAGA_OK);
+    double loss = 0;
+    assert_int_equal(saga_net_train_step(net, &loss), SAGA_OK);
+    assert_int_equal(saga_net_set_loss_rows(net, bad, 1), SAGA_ERR_INVALID_ARG);
+    assert_non_null(strstr(saga_last_error(), "before the first run"));
+    saga_net_free(&net);
+    saga_model_free(&m);
+    saga_ctx_free(&c);
+    saga_backend_free_all(&be);
+}
+
 static void test_net_metis_moves_fewer_bytes(void **state) {
     (void)state;
     run_out mem, met, rnd;
@@ -808,6 +927,7 @@ int main(void) {
         cmocka_unit_test(test_net_sage_streamed_equals_memory),
         cmocka_unit_test(test_net_memory_equals_program_run),
         cmocka_unit_test(test_net_metis_moves_fewer_bytes),
+        cmocka_unit_test(test_net_loss_rows),
         cmocka_unit_test(test_net_streamed_host_arrays_pinned),
         cmocka_unit_test(test_net_memory_host_arrays_pinned),
         cmocka_unit_test(test_net_budget_too_small),

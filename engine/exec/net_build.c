@@ -177,6 +177,38 @@ saga_status saga_net_set_loss(saga_net *n, saga_net_loss_fn fn, void *user) {
     return SAGA_OK;
 }
 
+saga_status saga_net_set_loss_rows(saga_net *n, const int32_t *vertices, int64_t count) {
+    saga_status st = SAGA_OK;
+    uint8_t *seen = NULL;
+    SAGA_CHECK(n && count >= 0 && (vertices || count == 0), SAGA_ERR_INVALID_ARG,
+               "saga_net_set_loss_rows: net and vertices must be given (count %lld)",
+               (long long)count);
+    SAGA_CHECK(!n->ready, SAGA_ERR_INVALID_ARG,
+               "saga_net_set_loss_rows: the loss rows must be set before the first run");
+    for (int64_t i = 0; i < count; i++)
+        SAGA_CHECK(vertices[i] >= 0 && vertices[i] < n->n, SAGA_ERR_INVALID_ARG,
+                   "saga_net_set_loss_rows: vertex %d (entry %lld) is outside 0..%d",
+                   (int)vertices[i], (long long)i, (int)n->n - 1);
+    saga_free(n->loss_rows);
+    n->loss_rows = NULL;
+    n->n_loss_rows = 0;
+    if (count == 0)
+        return SAGA_OK;
+    SAGA_TRY(saga_alloc_zeroed((void **)&seen, (size_t)n->n, 1, "loss rows"));
+    int32_t k = 0;
+    for (int64_t i = 0; i < count; i++)
+        k += seen[vertices[i]] == 0, seen[vertices[i]] = 1;
+    SAGA_TRY(saga_alloc_array((void **)&n->loss_rows, (size_t)k, sizeof(int32_t), "loss rows"));
+    k = 0;
+    for (int32_t v = 0; v < n->n; v++)
+        if (seen[v])
+            n->loss_rows[k++] = v;
+    n->n_loss_rows = k;
+fail:
+    saga_free(seen);
+    return st;
+}
+
 saga_status saga_net_set_input(saga_net *n, const float *x, int64_t cols) {
     saga_status st = SAGA_OK;
     SAGA_CHECK(n && x && cols >= 1, SAGA_ERR_INVALID_ARG,
@@ -326,9 +358,26 @@ static void block_free(saga_net *n, nblock *b) {
 }
 
 /* Frees what net_prepare made (the scheduler's blocks go with it). */
+static void loss_sub_free(saga_net *n) {
+    loss_sub *l = n->lsub;
+    if (!l)
+        return;
+    size_t m1 = l->m ? (size_t)l->m : 1;
+    saga_backend_host_free(n->be, l->off, ((size_t)l->n_rows + 1) * sizeof(int64_t));
+    saga_backend_host_free(n->be, l->toff, ((size_t)n->n + 1) * sizeof(int64_t));
+    saga_backend_host_free(n->be, l->src, m1 * sizeof(int32_t));
+    saga_backend_host_free(n->be, l->tdst, m1 * sizeof(int32_t));
+    saga_backend_host_free(n->be, l->rows, (size_t)l->n_rows * sizeof(int32_t));
+    saga_backend_host_free(n->be, l->vin, m1 * sizeof(float));
+    saga_backend_host_free(n->be, l->vout, m1 * sizeof(float));
+    saga_free(l);
+    n->lsub = NULL;
+}
+
 static void unprepare(saga_net *n) {
     int S = n->n_stages;
     net_pr_free(n);
+    loss_sub_free(n); /* its blocks go with the scheduler */
     if (n->sched)
         saga_ctx_set_pressure(n->c, NULL, NULL);
     saga_sched_free(&n->sched);
@@ -404,6 +453,7 @@ void saga_net_free(saga_net **np) {
     if (n->x)
         saga_backend_host_free(n->be, n->x, (size_t)n->n * (size_t)n->in_cols * sizeof(float) + 1);
     sparse_input_free(n);
+    saga_free(n->loss_rows);
     saga_free(n->stages);
     saga_free(n);
     *np = NULL;
@@ -1136,6 +1186,91 @@ fail:
     return st;
 }
 
+/* The last stage's in-CSR over the loss rows and its transpose (struct loss_sub), in memory on
+ * one rank in the graph's order (net rows are graph ids), when that stage is a fused program and
+ * the arrays fit in what the budget leaves beside the step (left; 0: no budget). Each transposed
+ * row lists its destinations in increasing order with the values of the whole transpose, so the
+ * backward pass adds the same terms in the same order as over every row, less the zero ones. */
+static saga_status loss_sub_build(saga_net *n, size_t budget, size_t left) {
+    saga_status st = SAGA_OK;
+    const stage *sg = &n->stages[n->n_stages - 1];
+    if (!n->loss_rows || n->ids || sg->kind != STAGE_PROGRAM || !saga_prog_fused(&sg->p))
+        return SAGA_OK;
+    const int32_t R = n->n_loss_rows, N = n->n;
+    const float *vals = n->vals[net_key_of(sg->p.edge_weight, sg->p.gather == SAGA_GATHER_MEAN)];
+    int64_t m = 0;
+    for (int32_t i = 0; i < R; i++)
+        m += n->h_off[n->loss_rows[i] + 1] - n->h_off[n->loss_rows[i]];
+    size_t m1 = m ? (size_t)m : 1;
+    size_t bytes = ((size_t)R + 1 + (size_t)N + 1) * sizeof(int64_t) + m1 * 2 * sizeof(int32_t) +
+                   (size_t)R * sizeof(int32_t) + (vals ? m1 * 2 * sizeof(float) : 0);
+    if (budget && bytes > left) {
+        saga_log(SAGA_LOG_INFO,
+                 "net: the last stage runs every row (its %zu bytes over the loss rows do not fit "
+                 "in the %zu the budget leaves)",
+                 bytes, left);
+        return SAGA_OK;
+    }
+    loss_sub *l = NULL;
+    SAGA_TRY(saga_alloc_zeroed((void **)&l, 1, sizeof *l, "loss rows"));
+    n->lsub = l;
+    l->n_rows = R;
+    l->m = m;
+    SAGA_TRY(host_array(n, (void **)&l->off, (size_t)R + 1, sizeof(int64_t), "loss row offsets"));
+    SAGA_TRY(host_array(n, (void **)&l->toff, (size_t)N + 1, sizeof(int64_t), "loss row offsets"));
+    SAGA_TRY(host_array(n, (void **)&l->src, m1, sizeof(int32_t), "loss row sources"));
+    SAGA_TRY(host_array(n, (void **)&l->tdst, m1, sizeof(int32_t), "loss row sources"));
+    SAGA_TRY(host_array(n, (void **)&l->rows, (size_t)R, sizeof(int32_t), "loss rows"));
+    if (vals) {
+        SAGA_TRY(host_array(n, (void **)&l->vin, m1, sizeof(float), "loss row weights"));
+        SAGA_TRY(host_array(n, (void **)&l->vout, m1, sizeof(float), "loss row weights"));
+    }
+    memcpy(l->rows, n->loss_rows, (size_t)R * sizeof(int32_t));
+    memset(l->toff, 0, ((size_t)N + 1) * sizeof(int64_t));
+    l->off[0] = 0;
+    for (int32_t i = 0; i < R; i++) {
+        const int64_t a = n->h_off[l->rows[i]], e = n->h_off[l->rows[i] + 1];
+        memcpy(l->src + l->off[i], n->h_src + a, (size_t)(e - a) * sizeof(int32_t));
+        if (vals)
+            memcpy(l->vin + l->off[i], vals + a, (size_t)(e - a) * sizeof(float));
+        l->off[i + 1] = l->off[i] + (e - a);
+        for (int64_t k = a; k < e; k++)
+            l->toff[n->h_src[k] + 1]++;
+    }
+    for (int32_t u = 0; u < N; u++)
+        l->toff[u + 1] += l->toff[u];
+    /* rows in increasing order: each source's list comes out in increasing destinations */
+    int64_t *at = NULL;
+    SAGA_TRY(saga_alloc_array((void **)&at, (size_t)N + 1, sizeof *at, "loss row offsets"));
+    memcpy(at, l->toff, ((size_t)N + 1) * sizeof *at);
+    for (int32_t i = 0; i < R; i++)
+        for (int64_t k = l->off[i]; k < l->off[i + 1]; k++) {
+            int64_t q = at[l->src[k]]++;
+            l->tdst[q] = i;
+            if (vals)
+                l->vout[q] = l->vin[k];
+        }
+    saga_free(at);
+    struct {
+        saga_blk **b;
+        void *host;
+        size_t bytes;
+    } bl[] = {{&l->b_off, l->off, ((size_t)R + 1) * sizeof(int64_t)},
+              {&l->b_toff, l->toff, ((size_t)N + 1) * sizeof(int64_t)},
+              {&l->b_src, l->src, m1 * sizeof(int32_t)},
+              {&l->b_tdst, l->tdst, m1 * sizeof(int32_t)},
+              {&l->b_rows, l->rows, (size_t)R * sizeof(int32_t)},
+              {&l->b_vin, l->vin, m1 * sizeof(float)},
+              {&l->b_vout, l->vout, m1 * sizeof(float)}};
+    for (size_t i = 0; i < sizeof bl / sizeof *bl; i++)
+        if (bl[i].host && !(*bl[i].b = net_input_block(n, bl[i].host, bl[i].bytes, "loss rows")))
+            SAGA_TRY(saga_error(SAGA_ERR_OUT_OF_MEMORY, "saga_net: the loss rows' blocks"));
+    saga_log(SAGA_LOG_INFO, "net: the last stage trains on %d loss rows (%lld edges of %lld)",
+             (int)R, (long long)m, (long long)n->m);
+fail:
+    return st;
+}
+
 saga_status net_prepare(saga_net *n, bool train) {
     saga_status st = SAGA_OK;
     saga_graph *g = NULL;
@@ -1344,6 +1479,8 @@ saga_status net_prepare(saga_net *n, bool train) {
         SAGA_TRY(edge_ids(n));
     if (!n->pagerank)
         SAGA_TRY(stage_blocks(n));
+    if (!n->pagerank && !n->streamed && R == 1 && n->n_stages > 0)
+        SAGA_TRY(loss_sub_build(n, budget, avail > need ? avail - need : 0));
     if (n->sparse)
         net_sparse_fill(n);
     if (n->dist && !n->pagerank)

@@ -90,6 +90,18 @@ typedef struct nblock {
     saga_blk *b_xoff, *b_xidx, *b_xval;
 } nblock;
 
+/* The last stage over the loss rows alone (saga_net_set_loss_rows), in memory: its in-CSR over
+ * those rows (off, src, vin: n_rows + 1 and m entries) and the transpose (toff, tdst, vout: n + 1
+ * and m; tdst are positions among the rows), the rows' ids, all host-allocated, and the blocks
+ * the scheduler loads them into (vin, vout and their blocks NULL when the edges weigh 1). */
+typedef struct loss_sub {
+    int32_t n_rows;
+    int64_t m;
+    int64_t *off, *toff;
+    int32_t *src, *tdst, *rows;
+    float *vin, *vout;
+    saga_blk *b_off, *b_toff, *b_src, *b_tdst, *b_rows, *b_vin, *b_vout;
+} loss_sub;
 /* PageRank's state (net_pagerank.c). */
 struct pr_state;
 
@@ -151,7 +163,10 @@ struct saga_net {
     int n_stages, cap_stages;
     saga_net_loss_fn loss;
     void *loss_user;
-    float *x; /* user input in the net's order (n x in_cols) */
+    int32_t *loss_rows; /* saga_net_set_loss_rows: increasing graph ids, or NULL */
+    int32_t n_loss_rows;
+    loss_sub *lsub; /* prepared in memory with loss rows and a fused last stage; else NULL */
+    float *x;       /* user input in the net's order (n x in_cols) */
     int64_t in_cols;
     bool x_changed;
     /* sparse input (saga_net_set_input_csr): a CSR in the graph's order, host-allocated with one

@@ -555,6 +555,34 @@ fail:
     return st;
 }
 
+/* The last stage, s, on the loss rows alone (n->lsub): its program over their in-CSR, whose
+ * transpose takes the gradient back to every row of H, and its vertex function on those rows. */
+static saga_tensor *loss_rows_stage(saga_net *n, int s, saga_tensor *H) {
+    saga_ctx *c = n->c;
+    const stage *sg = &n->stages[s];
+    const loss_sub *l = n->lsub;
+    saga_prog_view v = {.n_dst = l->n_rows,
+                        .n_src = n->n,
+                        .m = l->m,
+                        .h_in_off = l->off,
+                        .d_in_off = saga_blk_dev(l->b_off),
+                        .d_in_src = saga_blk_dev(l->b_src),
+                        .d_out_off = saga_blk_dev(l->b_toff),
+                        .d_out_dst = saga_blk_dev(l->b_tdst),
+                        .vals_in = l->b_vin ? saga_blk_dev(l->b_vin) : NULL,
+                        .vals_out = l->b_vout ? saga_blk_dev(l->b_vout) : NULL};
+    saga_ctx_set_row_ids(c, saga_blk_dev(l->b_rows), l->n_rows);
+    saga_tensor *self = saga_gather_rows(c, H, wrap(n, l->b_rows, SAGA_I32, l->n_rows, 1));
+    saga_tensor *out = self ? saga_prog_gather(c, &sg->p, &v, H, self, NULL, sg->layer) : NULL;
+    if (out && sg->fn) {
+        saga_vertex_in vin = {.first = 0, .count = l->n_rows, .gathered = out, .self = self};
+        if (saga_prog_apply_vertex(c, sg->fn, &vin, sg->layer, "saga_net", &out) < 0)
+            out = NULL;
+    }
+    saga_ctx_set_row_ids(c, NULL, 0);
+    return out;
+}
+
 /* In memory (one block), a training pass keeps its tape: one step holds the input and every
  * graph block, the stages run on the whole graph as a chain of saga_program_run calls would, and
  * the backward pass walks the tape instead of recomputing each stage block by block. */
@@ -581,6 +609,14 @@ static saga_status run_whole_train(saga_net *n, double *loss) {
                 saga_sched_use(sc, t, b->b_vout[key], SAGA_USE_READ, 0);
         }
     }
+    const loss_sub *ls = n->lsub;
+    if (ls) {
+        saga_blk *lb[] = {ls->b_off,  ls->b_toff, ls->b_src, ls->b_tdst,
+                          ls->b_rows, ls->b_vin,  ls->b_vout};
+        for (size_t i = 0; i < sizeof lb / sizeof *lb; i++)
+            if (lb[i])
+                saga_sched_use(sc, t, lb[i], SAGA_USE_READ, 0);
+    }
     SAGA_TRY(saga_sched_plan_end(sc));
     SAGA_TRY(saga_sched_begin(sc, t));
     saga_sparse xs_, *xs = NULL;
@@ -591,14 +627,17 @@ static saga_status run_whole_train(saga_net *n, double *loss) {
         h = wrap(n, n->act[0][0], SAGA_F32, n->n, n->in_cols);
     for (int s = 0; s < S && (h || (s == 0 && xs)); s++) {
         n->stages[s].rng = saga_ctx_rng_counter(c);
-        h = stage_rows(n, s, 0, h, s == 0 ? xs : NULL, NULL, NULL, false);
+        if (ls && s == S - 1)
+            h = loss_rows_stage(n, s, h);
+        else
+            h = stage_rows(n, s, 0, h, s == 0 ? xs : NULL, NULL, NULL, false);
         if (h)
             SAGA_TRY(check_width(h, &n->stages[s], s));
     }
     if (!h)
         SAGA_TRY(ctx_status_or(n, "a stage"));
-    saga_vertex_in vin = {.first = 0, .count = n->n, .gathered = NULL, .self = h};
-    saga_tensor *l = n->loss(c, &vin, n->iota, n->loss_user);
+    saga_vertex_in vin = {.first = 0, .count = ls ? ls->n_rows : n->n, .self = h};
+    saga_tensor *l = n->loss(c, &vin, ls ? ls->rows : n->iota, n->loss_user);
     SAGA_TRY(check_loss(n, l));
     *loss = saga_item(l);
     SAGA_TRY(saga_tape_backward_range(c, mark, l, NULL));
