@@ -106,7 +106,9 @@ const cli_cmd cli_cmd_gcn = {
         "Each layer is one saga vertex program (scatter the source's value, weight it by the "
         "symmetric normalisation, sum at the destination: one sparse-dense product). A layer "
         "that narrows multiplies by W before aggregating, so the sparse product runs on the "
-        "narrow side. The epoch time is the forward pass, backward pass and optimizer step; the "
+        "narrow side. The loss reads the training vertices alone, so in memory the second "
+        "layer trains on their rows only (the same loss and gradients as over every row). The "
+        "epoch time is the forward pass, backward pass and optimizer step; the "
         "evaluation is timed apart. On a terminal a progress line shows the epoch, the loss, the "
         "accuracies and the time per epoch.",
     .opts = gcn_cli_opts,
