@@ -1025,6 +1025,48 @@ static void test_nn_kernels_spmm(void **state) {
     free_bufs(NULL);
 }
 
+/* An X whose rows are mostly all zeros (a gradient that few rows carry): the kernel skips them
+ * and must give the bits of the plain in-order sums, a row of -0, NaN or infinity included, for
+ * F = 16, 8 and others; and an X with a few more live rows than the skipping allows. */
+static void test_nn_kernels_spmm_zero_rows(void **state) {
+    (void)state;
+    static const int64_t Fs[] = {16, 8, 5, 300};
+    seed(19);
+    for (size_t fi = 0; fi < sizeof Fs / sizeof *Fs; fi++)
+        for (int dense = 0; dense < 2; dense++)
+            for (int bi = 0; bi < 2; bi++) {
+                const int64_t nr = 700, nc = 1100, F = Fs[fi];
+                saga_csr_dev A = random_csr(nr, nc, true);
+                float *X = falloc(nc * F), *Y0 = falloc(nr * F), *want = falloc(nr * F);
+                memset(X, 0, (size_t)(nc * F) * 4);
+                const int64_t live = dense ? nc / 4 : nc / 40;
+                for (int64_t r = 0; r < live; r++)
+                    fill_rand(X + irand(nc) * F, F, -1, 1);
+                X[7 * F] = -0.0f;       /* a row of zeros, one negative */
+                X[9 * F + F - 1] = NAN; /* a NaN and an infinity live */
+                X[11 * F] = INFINITY;
+                fill_rand(Y0, nr * F, -1, 1);
+                const float alpha = 0.5f, beta = bi ? 2.0f : 0.0f;
+                for (int64_t i = 0; i < nr; i++)
+                    for (int64_t j = 0; j < F; j++) {
+                        float acc = 0.0f;
+                        for (int64_t k = A.offsets[i]; k < A.offsets[i + 1]; k++)
+                            acc += A.values[k] * X[A.indices[k] * F + j];
+                        want[i * F + j] = bi ? alpha * acc + beta * Y0[i * F + j] : alpha * acc;
+                    }
+                for (int t = 0; t < N_BE; t++) {
+                    float *Y = falloc(nr * F);
+                    if (bi)
+                        memcpy(Y, Y0, (size_t)(nr * F) * 4);
+                    else
+                        fill_nan(Y, nr * F);
+                    assert_int_equal(K()->spmm_f32(S(t), &A, F, alpha, X, beta, Y), SAGA_OK);
+                    assert_same_bits(Y, want, (size_t)(nr * F) * 4, "spmm over zero rows");
+                }
+                free_bufs(NULL);
+            }
+}
+
 /* Y = alpha A^T X + beta Y: every element adds its terms in increasing row order whatever the
  * thread count, so the same bits as a loop in that order, on 1, 2 and 3 threads (which sum their
  * columns apart: widths 16 and 8 on the vectorised paths, odd ones, and past SPMM_BLOCK). */
@@ -1042,6 +1084,8 @@ static void test_nn_kernels_spmm_t(void **state) {
                 saga_csr_dev A = random_csr(nr, nc, w);
                 float *X = falloc(nr * F), *Y0 = falloc(nc * F), *Y[N_BE];
                 fill_rand(X, nr * F, -1, 1);
+                for (int64_t i = 0; i < nr; i += 3) /* rows of zeros, which may be skipped */
+                    memset(X + i * F, 0, (size_t)F * 4);
                 fill_rand(Y0, nc * F, -1, 1);
                 const float alpha = 0.5f, beta = bi ? 2.0f : 0.0f;
                 float *want = falloc(nc * F);
@@ -1377,6 +1421,7 @@ int main(void) {
         cmocka_unit_test_teardown(test_nn_kernels_gather_scatter, free_bufs),
         cmocka_unit_test_teardown(test_nn_kernels_spmm, free_bufs),
         cmocka_unit_test_teardown(test_nn_kernels_spmm_t, free_bufs),
+        cmocka_unit_test_teardown(test_nn_kernels_spmm_zero_rows, free_bufs),
         cmocka_unit_test_teardown(test_nn_kernels_segment_reduce, free_bufs),
         cmocka_unit_test_teardown(test_nn_kernels_edge_softmax, free_bufs),
         cmocka_unit_test_teardown(test_nn_kernels_adam, free_bufs),

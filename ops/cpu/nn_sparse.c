@@ -264,6 +264,111 @@ spmm_rows_8(const saga_csr_dev *A, float alpha, const float *X, float beta, floa
     spmm_rows_fixed(A, 8, alpha, X, beta, Y, lo, hi);
 }
 
+/* ---- rows of X that are all zero ---------------------------------------------------------- */
+
+/* A term whose row of X is all zeros (either sign) adds +0 or -0 to a sum, which leaves it as it
+ * is unless the sum is -0; an SpMM's sums start at +0 and never become -0 (x + -x is +0), so they
+ * can skip such rows and keep their bits. A gradient that only some rows carry (that of a loss
+ * over a few vertices, one layer back) is mostly such rows, and skipping them skips the gathers.
+ * SPMM_LIVE_SHARE: the rows are skipped when at most 1 in this many holds a non-zero. */
+enum { SPMM_LIVE_SHARE = 8 };
+
+/* X's live rows (those holding a non-zero, NaN or infinity): a bitmask, the number of live rows
+ * before each 64-row word, and the live rows themselves packed in order (n_live x F), so that
+ * the few gathers left read a small array that stays in cache. One allocation. */
+typedef struct live_set {
+    uint64_t *bits;
+    int32_t *before;
+    float *rows;
+} live_set;
+
+/* The packed row of X's row u, or NULL when u is not live. */
+static inline const float *live_row(const live_set *L, int32_t u, int64_t F) {
+    const uint64_t word = L->bits[u >> 6], bit = 1ull << (u & 63);
+    if (!(word & bit))
+        return NULL;
+    return L->rows + (int64_t)(L->before[u >> 6] + __builtin_popcountll(word & (bit - 1))) * F;
+}
+
+/* Fills *L (saga_malloc'd in L->bits; true) when at most rows / SPMM_LIVE_SHARE of X's rows
+ * (rows x F) are live; false otherwise (the scan stops there, so a dense X costs a pass over
+ * that share of it) or when the arrays cannot be allocated. */
+static bool live_rows(const float *X, int64_t rows, int64_t F, live_set *L) {
+    if (rows < 64 * SPMM_LIVE_SHARE)
+        return false;
+    const int64_t words = (rows + 63) / 64, cap = rows / SPMM_LIVE_SHARE;
+    const size_t bytes = (size_t)words * (sizeof(uint64_t) + sizeof(int32_t)) +
+                         (size_t)cap * (size_t)F * sizeof(float);
+    void *mem = NULL;
+    if (saga_alloc_zeroed(&mem, bytes / sizeof(float) + 1, sizeof(float), "live rows") < 0) {
+        saga_error_clear();
+        return false;
+    }
+    L->bits = mem;
+    L->before = (int32_t *)(L->bits + words);
+    L->rows = (float *)(L->before + words);
+    int64_t n_live = 0;
+    for (int64_t u = 0; u < rows; u++) {
+        const float *x = X + u * F;
+        bool nz = false;
+        for (int64_t j = 0; j < F; j++)
+            nz |= x[j] != 0.0f;
+        if (!nz)
+            continue;
+        if (n_live == cap) {
+            saga_free(mem);
+            return false;
+        }
+        L->bits[u >> 6] |= 1ull << (u & 63);
+        memcpy(L->rows + n_live * F, x, (size_t)F * sizeof(float));
+        n_live++;
+    }
+    for (int64_t w = 0, c = 0; w < words; w++) {
+        L->before[w] = (int32_t)c;
+        c += __builtin_popcountll(L->bits[w]);
+    }
+    return true;
+}
+
+/* spmm_rows's sums over the terms whose row of X is live, columns [c0, c0 + w), w <=
+ * SPMM_BLOCK: the same bits (above). */
+static inline __attribute__((always_inline)) void
+spmm_rows_live_w(const saga_csr_dev *A, int64_t F, int64_t c0, int64_t w, float alpha,
+                 const live_set *L, float beta, float *Y, int64_t lo, int64_t hi) {
+    const int64_t *off = A->offsets;
+    const int32_t *ind = A->indices;
+    const float *val = A->values;
+    float acc[SPMM_BLOCK];
+    for (int64_t i = lo; i < hi; i++) {
+        for (int64_t j = 0; j < w; j++)
+            acc[j] = 0.0f;
+        for (int64_t k = off[i]; k < off[i + 1]; k++) {
+            const float *xr = live_row(L, ind[k], F);
+            if (!xr)
+                continue;
+            const float v = val ? val[k] : 1.0f;
+            for (int64_t j = 0; j < w; j++)
+                acc[j] += v * xr[c0 + j];
+        }
+        float *yr = Y + i * F + c0;
+        for (int64_t j = 0; j < w; j++)
+            yr[j] = beta == 0.0f ? alpha * acc[j] : alpha * acc[j] + beta * yr[j];
+    }
+}
+
+__attribute__((target_clones("avx2", "default"))) static void
+spmm_rows_live(const saga_csr_dev *A, int64_t F, float alpha, const live_set *L, float beta,
+               float *Y, int64_t lo, int64_t hi) {
+    if (F == 16)
+        spmm_rows_live_w(A, 16, 0, 16, alpha, L, beta, Y, lo, hi);
+    else if (F == 8)
+        spmm_rows_live_w(A, 8, 0, 8, alpha, L, beta, Y, lo, hi);
+    else
+        for (int64_t c0 = 0; c0 < F; c0 += SPMM_BLOCK)
+            spmm_rows_live_w(A, F, c0, F - c0 < SPMM_BLOCK ? F - c0 : SPMM_BLOCK, alpha, L, beta, Y,
+                             lo, hi);
+}
+
 saga_status saga_cpu_spmm_f32(saga_stream *s, const saga_csr_dev *A, int64_t F, float alpha,
                               const float *X, float beta, float *Y) {
     saga_cpu_stream_drain(s);
@@ -277,11 +382,15 @@ saga_status saga_cpu_spmm_f32(saga_stream *s, const saga_csr_dev *A, int64_t F, 
                           "nnz = %lld",
                           (long long)off[0], (long long)off[n], (long long)A->nnz);
     const int nt = saga_cpu_nn_threads(s, (n + A->nnz) * F);
+    live_set L;
+    const bool live = live_rows(X, A->n_cols, F, &L);
 #pragma omp parallel num_threads(nt)
     {
         int64_t lo, hi;
         cost_chunk(off, n, omp_get_thread_num(), omp_get_num_threads(), &lo, &hi);
-        if (F == 16)
+        if (live)
+            spmm_rows_live(A, F, alpha, &L, beta, Y, lo, hi);
+        else if (F == 16)
             spmm_rows_16(A, alpha, X, beta, Y, lo, hi);
         else if (F == 8)
             spmm_rows_8(A, alpha, X, beta, Y, lo, hi);
@@ -291,17 +400,19 @@ saga_status saga_cpu_spmm_f32(saga_stream *s, const saga_csr_dev *A, int64_t F, 
                 spmm_rows(A, F, c0, c1, alpha, X, beta, Y, lo, hi);
             }
     }
+    if (live)
+        saga_free(L.bits);
     return SAGA_OK;
 }
 
 /* Y[:, 0..c1 - c0) += alpha A^T X[:, c0..c1), the rows of A in increasing order; Y's rows are
- * ldy floats apart, and X and Y do not overlap. Row i of X is read once into a local array (at
- * most SPMM_BLOCK columns at a time), so that the compiler keeps it in registers rather than
- * reloading it after every store to Y. */
-static inline __attribute__((always_inline)) void spmm_t_cols(const saga_csr_dev *A, int64_t F,
-                                                              int64_t c0, int64_t c1, float alpha,
-                                                              const float *restrict X,
-                                                              float *restrict Y, int64_t ldy) {
+ * ldy floats apart, and X and Y do not overlap. skip_zero (Y starting at +0, where no sum can be
+ * -0: see live_rows) skips the rows of X whose columns here are all zeros. Row i of X is read once
+ * into a local array (at most SPMM_BLOCK columns at a time), so that the compiler keeps it in
+ * registers rather than reloading it after every store to Y. */
+static inline __attribute__((always_inline)) void
+spmm_t_cols(const saga_csr_dev *A, int64_t F, int64_t c0, int64_t c1, float alpha,
+            const float *restrict X, float *restrict Y, int64_t ldy, bool skip_zero) {
     const int64_t *off = A->offsets;
     const int32_t *ind = A->indices;
     const float *val = A->values;
@@ -309,8 +420,13 @@ static inline __attribute__((always_inline)) void spmm_t_cols(const saga_csr_dev
         const int64_t w = c1 - b0 < SPMM_BLOCK ? c1 - b0 : SPMM_BLOCK;
         for (int64_t i = 0; i < A->n_rows; i++) {
             float x[SPMM_BLOCK];
-            for (int64_t j = 0; j < w; j++)
+            bool nz = false;
+            for (int64_t j = 0; j < w; j++) {
                 x[j] = X[i * F + b0 + j];
+                nz |= x[j] != 0.0f;
+            }
+            if (skip_zero && !nz)
+                continue;
             for (int64_t k = off[i]; k < off[i + 1]; k++) {
                 const float a = alpha * (val ? val[k] : 1.0f);
                 float *restrict y = Y + (int64_t)ind[k] * ldy + (b0 - c0);
@@ -325,14 +441,14 @@ static inline __attribute__((always_inline)) void spmm_t_cols(const saga_csr_dev
  * two): a constant row width, vectorised whole; the same operations as spmm_t_cols. */
 __attribute__((target_clones("avx2", "default"))) static void
 spmm_t_cols_16(const saga_csr_dev *A, int64_t F, int64_t c0, float alpha, const float *X, float *Y,
-               int64_t ldy) {
-    spmm_t_cols(A, F, c0, c0 + 16, alpha, X, Y, ldy);
+               int64_t ldy, bool skip_zero) {
+    spmm_t_cols(A, F, c0, c0 + 16, alpha, X, Y, ldy, skip_zero);
 }
 
 __attribute__((target_clones("avx2", "default"))) static void
 spmm_t_cols_8(const saga_csr_dev *A, int64_t F, int64_t c0, float alpha, const float *X, float *Y,
-              int64_t ldy) {
-    spmm_t_cols(A, F, c0, c0 + 8, alpha, X, Y, ldy);
+              int64_t ldy, bool skip_zero) {
+    spmm_t_cols(A, F, c0, c0 + 8, alpha, X, Y, ldy, skip_zero);
 }
 
 enum { SPMM_T_PRIVATE_MAX = 1 << 24 }; /* bytes of Y up to which the threads sum apart */
@@ -374,12 +490,13 @@ saga_status saga_cpu_spmm_t_f32(saga_stream *s, const saga_csr_dev *A, int64_t F
         for (int64_t r = 0; r < m; r++)
             for (int64_t j = 0; j < w; j++)
                 out[r * ld + j] = beta == 0.0f ? 0.0f : beta * Y[r * F + c0 + j];
+        const bool skip = beta == 0.0f;
         if (w == 16)
-            spmm_t_cols_16(A, F, c0, alpha, X, out, ld);
+            spmm_t_cols_16(A, F, c0, alpha, X, out, ld, skip);
         else if (w == 8)
-            spmm_t_cols_8(A, F, c0, alpha, X, out, ld);
+            spmm_t_cols_8(A, F, c0, alpha, X, out, ld, skip);
         else
-            spmm_t_cols(A, F, c0, c1, alpha, X, out, ld);
+            spmm_t_cols(A, F, c0, c1, alpha, X, out, ld, skip);
         if (priv)
             for (int64_t r = 0; r < m; r++)
                 memcpy(Y + r * F + c0, out + r * w, (size_t)w * sizeof *Y);
