@@ -357,7 +357,7 @@ static void block_free(saga_net *n, nblock *b) {
     }
 }
 
-/* Frees what net_prepare made (the scheduler's blocks go with it). */
+/* Frees n->lsub's host arrays (its blocks go with the scheduler). */
 static void loss_sub_free(saga_net *n) {
     loss_sub *l = n->lsub;
     if (!l)
@@ -374,10 +374,11 @@ static void loss_sub_free(saga_net *n) {
     n->lsub = NULL;
 }
 
+/* Frees what net_prepare made (the scheduler's blocks go with it). */
 static void unprepare(saga_net *n) {
     int S = n->n_stages;
     net_pr_free(n);
-    loss_sub_free(n); /* its blocks go with the scheduler */
+    loss_sub_free(n);
     if (n->sched)
         saga_ctx_set_pressure(n->c, NULL, NULL);
     saga_sched_free(&n->sched);
