@@ -429,6 +429,35 @@ static void test_net_memory_equals_program_run(void **state) {
 
 /* With the same number of parts, METIS's halos are smaller than a random partition's, so a
  * streamed epoch moves fewer bytes. */
+/* A two-layer GCN net over D on a fresh CPU backend, with the input set, not yet run
+ * (small_net_free frees it all). */
+typedef struct small_net {
+    saga_backend *be;
+    saga_ctx *c;
+    saga_model *m;
+    layer l1, l2;
+    saga_net *net;
+} small_net;
+
+static void small_net_new(small_net *s, const saga_net_opts *no) {
+    data_load();
+    memset(s, 0, sizeof *s);
+    assert_int_equal(saga_backend_cpu_new(&s->be, NULL), SAGA_OK);
+    assert_int_equal(saga_ctx_new(&s->c, s->be, 3), SAGA_OK);
+    assert_int_equal(saga_model_new(&s->m, s->be), SAGA_OK);
+    net_model_params(s->m, &D, 16, &s->l1, &s->l2);
+    assert_int_equal(saga_net_new(&s->net, s->c, D.g, no), SAGA_OK);
+    net_model_stages(s->net, &GCN, &D, 16, &s->l1, &s->l2);
+    assert_int_equal(saga_net_set_input(s->net, D.x, D.F), SAGA_OK);
+}
+
+static void small_net_free(small_net *s) {
+    saga_net_free(&s->net);
+    saga_model_free(&s->m);
+    saga_ctx_free(&s->c);
+    saga_backend_free_all(&s->be);
+}
+
 /* saga_net_set_loss_rows: in memory, the last stage runs on the listed rows alone (the loss sees
  * a block of just those) and gives the run of the same loss over every row, step by step; with
  * a last stage that is not fused (GAT) and streamed, every row runs, with the same results. The
@@ -477,33 +506,20 @@ static void test_net_loss_rows(void **state) {
     check_loss_rows(&SAGE, true);
     check_loss_rows(&GAT, false);
     /* refused: an id out of range, and a change after the first run */
-    saga_backend *be = NULL;
-    assert_int_equal(saga_backend_cpu_new(&be, NULL), SAGA_OK);
-    saga_ctx *c = NULL;
-    assert_int_equal(saga_ctx_new(&c, be, 3), SAGA_OK);
-    saga_model *m = NULL;
-    assert_int_equal(saga_model_new(&m, be), SAGA_OK);
-    layer l1, l2;
-    net_model_params(m, &D, 16, &l1, &l2);
-    saga_net *net = NULL;
-    assert_int_equal(saga_net_new(&net, c, D.g, NULL), SAGA_OK);
-    net_model_stages(net, &GCN, &D, 16, &l1, &l2);
+    small_net sn;
+    small_net_new(&sn, NULL);
     loss_ctx lc = {D.labels, D.n};
-    assert_int_equal(saga_net_set_loss(net, nll_rows, &lc), SAGA_OK);
-    assert_int_equal(saga_net_set_input(net, D.x, D.F), SAGA_OK);
+    assert_int_equal(saga_net_set_loss(sn.net, nll_rows, &lc), SAGA_OK);
     const int32_t bad[] = {0, D.n};
-    assert_int_equal(saga_net_set_loss_rows(net, bad, 2), SAGA_ERR_INVALID_ARG);
+    assert_int_equal(saga_net_set_loss_rows(sn.net, bad, 2), SAGA_ERR_INVALID_ARG);
     assert_non_null(strstr(saga_last_error(), "outside"));
-    assert_int_equal(saga_net_set_loss_rows(net, bad, 1), SAGA_OK);
-    assert_int_equal(saga_net_set_loss_rows(net, NULL, 0), SAGA_OK);
+    assert_int_equal(saga_net_set_loss_rows(sn.net, bad, 1), SAGA_OK);
+    assert_int_equal(saga_net_set_loss_rows(sn.net, NULL, 0), SAGA_OK);
     double loss = 0;
-    assert_int_equal(saga_net_train_step(net, &loss), SAGA_OK);
-    assert_int_equal(saga_net_set_loss_rows(net, bad, 1), SAGA_ERR_INVALID_ARG);
+    assert_int_equal(saga_net_train_step(sn.net, &loss), SAGA_OK);
+    assert_int_equal(saga_net_set_loss_rows(sn.net, bad, 1), SAGA_ERR_INVALID_ARG);
     assert_non_null(strstr(saga_last_error(), "before the first run"));
-    saga_net_free(&net);
-    saga_model_free(&m);
-    saga_ctx_free(&c);
-    saga_backend_free_all(&be);
+    small_net_free(&sn);
 }
 
 static void test_net_metis_moves_fewer_bytes(void **state) {
@@ -858,27 +874,13 @@ static void test_net_pagerank_orders_and_threads(void **state) {
 /* The degree order is PageRank's: a net with stages refuses it when it prepares, and says why. */
 static void test_net_degree_order_refused_with_stages(void **state) {
     (void)state;
-    data_load();
-    saga_backend *be = NULL;
-    assert_int_equal(saga_backend_cpu_new(&be, NULL), SAGA_OK);
-    saga_ctx *c = NULL;
-    assert_int_equal(saga_ctx_new(&c, be, 3), SAGA_OK);
-    saga_model *m = NULL;
-    assert_int_equal(saga_model_new(&m, be), SAGA_OK);
-    layer l1, l2;
-    net_model_params(m, &D, 16, &l1, &l2);
     saga_net_opts no = saga_net_opts_defaults();
     no.order = SAGA_ORDER_DEGREE;
-    saga_net *net = NULL;
-    assert_int_equal(saga_net_new(&net, c, D.g, &no), SAGA_OK);
-    net_model_stages(net, &GCN, &D, 16, &l1, &l2);
-    assert_int_equal(saga_net_set_input(net, D.x, D.F), SAGA_OK);
-    assert_int_equal(saga_net_forward(net, NULL), SAGA_ERR_UNSUPPORTED);
+    small_net sn;
+    small_net_new(&sn, &no);
+    assert_int_equal(saga_net_forward(sn.net, NULL), SAGA_ERR_UNSUPPORTED);
     saga_test_assert_error_contains("degree order", NULL);
-    saga_net_free(&net);
-    saga_model_free(&m);
-    saga_ctx_free(&c);
-    saga_backend_free_all(&be);
+    small_net_free(&sn);
 }
 
 static void test_net_pagerank_streamed_equals_memory(void **state) {
