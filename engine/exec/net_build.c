@@ -339,6 +339,7 @@ static void block_free(saga_net *n, nblock *b) {
     saga_backend_host_free(n->be, b->tdst, m1);
     saga_backend_host_free(n->be, b->hids, ((size_t)b->n_halo + 1) * sizeof(int32_t));
     saga_free(b->tperm);
+    saga_free(b->epos);
     size_t wb = n->transfer == SAGA_TRANSFER_F32 ? m1 : m1 / 2; /* see weights_block */
     for (int i = 0; i < N_KEYS; i++) {
         saga_backend_host_free(n->be, b->vin_h[i], wb);
@@ -357,28 +358,15 @@ static void block_free(saga_net *n, nblock *b) {
     }
 }
 
-/* Frees n->lsub's host arrays (its blocks go with the scheduler). */
-static void loss_sub_free(saga_net *n) {
-    loss_sub *l = n->lsub;
-    if (!l)
-        return;
-    size_t m1 = l->m ? (size_t)l->m : 1;
-    saga_backend_host_free(n->be, l->off, ((size_t)l->n_rows + 1) * sizeof(int64_t));
-    saga_backend_host_free(n->be, l->toff, ((size_t)n->n + 1) * sizeof(int64_t));
-    saga_backend_host_free(n->be, l->src, m1 * sizeof(int32_t));
-    saga_backend_host_free(n->be, l->tdst, m1 * sizeof(int32_t));
-    saga_backend_host_free(n->be, l->rows, (size_t)l->n_rows * sizeof(int32_t));
-    saga_backend_host_free(n->be, l->vin, m1 * sizeof(float));
-    saga_backend_host_free(n->be, l->vout, m1 * sizeof(float));
-    saga_free(l);
-    n->lsub = NULL;
-}
-
 /* Frees what net_prepare made (the scheduler's blocks go with it). */
 static void unprepare(saga_net *n) {
     int S = n->n_stages;
     net_pr_free(n);
-    loss_sub_free(n);
+    if (n->lblk) {
+        block_free(n, n->lblk);
+        saga_free(n->lblk);
+        n->lblk = NULL;
+    }
     if (n->sched)
         saga_ctx_set_pressure(n->c, NULL, NULL);
     saga_sched_free(&n->sched);
@@ -595,24 +583,33 @@ saga_blk *net_input_block(saga_net *n, void *host, size_t bytes, const char *kin
     return b;
 }
 
+/* SAGA_ERR_OUT_OF_MEMORY, naming block b. */
+static saga_status blocks_oom(const saga_net *n, const nblock *b) {
+    if (b == n->lblk)
+        return saga_error(SAGA_ERR_OUT_OF_MEMORY, "out of memory for the blocks of the loss rows");
+    return saga_error(SAGA_ERR_OUT_OF_MEMORY, "out of memory for the blocks of part %d",
+                      (int)(b - n->blk));
+}
+
 /* Block b's tile weights of key as an input block, in the net's transfer precision and in the
- * order perm gives (NULL: the block's own). In f32 and the block's order it is the net's vals in
- * place; otherwise a host array of the block's own (*host), packed to 16 bits for 16-bit
- * transfers. */
+ * order perm gives (NULL: the block's own). In f32 and the order of a part's own entries it is
+ * the net's vals in place; otherwise a host array of the block's own (*host), packed to 16 bits
+ * for 16-bit transfers. */
 static saga_status weights_block(saga_net *n, nblock *b, int key, const int64_t *perm, void **host,
                                  saga_blk **out) {
     const size_t mb = (size_t)(b->e1 - b->e0);
-    const float *v = n->vals[key] + b->e0;
+    const float *v = n->vals[key];
     const bool half = n->transfer != SAGA_TRANSFER_F32;
     const size_t esz = half ? sizeof(uint16_t) : sizeof(float);
-    void *src = (void *)v;
-    if (half || perm) {
+    void *src = (void *)(v + b->e0);
+    if (half || perm || b->epos) {
         saga_status st = host_array(n, host, mb ? mb : 1, esz, "tile weights");
         if (st < 0)
             return st;
         src = *host;
         for (size_t q = 0; q < mb; q++) {
-            const float w = v[perm ? perm[q] : (int64_t)q];
+            const int64_t k = perm ? perm[q] : (int64_t)q;
+            const float w = v[b->epos ? b->epos[k] : b->e0 + k];
             if (!half)
                 ((float *)src)[q] = w;
             else if (n->transfer == SAGA_TRANSFER_BF16)
@@ -622,8 +619,7 @@ static saga_status weights_block(saga_net *n, nblock *b, int key, const int64_t 
         }
     }
     if (!(*out = net_input_block(n, src, mb * esz, "tile weights")))
-        return saga_error(SAGA_ERR_OUT_OF_MEMORY, "out of memory for the blocks of part %d",
-                          (int)(b - n->blk));
+        return blocks_oom(n, b);
     return SAGA_OK;
 }
 
@@ -671,8 +667,7 @@ static saga_status block_blocks(saga_net *n, nblock *b, const stage *s) {
     }
     return SAGA_OK;
 oom:
-    st = saga_error(SAGA_ERR_OUT_OF_MEMORY, "out of memory for the blocks of part %d",
-                    (int)(b - n->blk));
+    st = blocks_oom(n, b);
 fail:
     return st;
 }
@@ -1187,24 +1182,26 @@ fail:
     return st;
 }
 
-/* The last stage's in-CSR over the loss rows and its transpose (struct loss_sub), in memory on
- * one rank in the graph's order (net rows are graph ids), when that stage is a fused program and
- * the arrays fit in what the budget leaves beside the step (left; 0: no budget). Each transposed
- * row lists its destinations in increasing order with the values of the whole transpose, so the
- * backward pass adds the same terms in the same order as over every row, less the zero ones. */
-static saga_status loss_sub_build(saga_net *n, size_t budget, size_t left) {
+/* n->lblk: the block of the loss rows for the last stage, in memory on one rank in the graph's
+ * order (net rows are graph ids), when that stage is a fused program and the block's host arrays
+ * fit in what the budget leaves beside the step (left; budget 0: none). Its rows are the loss
+ * rows, in increasing order, with their in-edges; its halo is every vertex, so self_pos holds the
+ * rows' ids, which also serve as their ids for dropout (b_ids). block_blocks builds the rest, as
+ * for a part: the transpose lists each source's destinations in increasing order with the
+ * values of the whole graph's, so the backward pass adds the same terms in the same order as
+ * over every row, less the zero ones. */
+static saga_status loss_block_build(saga_net *n, size_t budget, size_t left) {
     saga_status st = SAGA_OK;
     const stage *sg = &n->stages[n->n_stages - 1];
     if (!n->loss_rows || n->ids || sg->kind != STAGE_PROGRAM || !saga_prog_fused(&sg->p))
         return SAGA_OK;
     const int32_t R = n->n_loss_rows, N = n->n;
-    const float *vals = n->vals[net_key_of(sg->p.edge_weight, sg->p.gather == SAGA_GATHER_MEAN)];
     int64_t m = 0;
     for (int32_t i = 0; i < R; i++)
         m += n->h_off[n->loss_rows[i] + 1] - n->h_off[n->loss_rows[i]];
-    size_t m1 = m ? (size_t)m : 1;
-    size_t bytes = ((size_t)R + 1 + (size_t)N + 1) * sizeof(int64_t) + m1 * 2 * sizeof(int32_t) +
-                   (size_t)R * sizeof(int32_t) + (vals ? m1 * 2 * sizeof(float) : 0);
+    /* offsets, sources, entry indices, rows; the transpose; both orders of the weights */
+    size_t bytes = ((size_t)R + 1 + (size_t)N + 1) * sizeof(int64_t) + (size_t)R * sizeof(int32_t) +
+                   (size_t)m * (2 * sizeof(int32_t) + 2 * sizeof(int64_t) + 2 * sizeof(float));
     if (budget && bytes > left) {
         saga_log(SAGA_LOG_INFO,
                  "net: the last stage runs every row (its %zu bytes over the loss rows do not fit "
@@ -1212,60 +1209,26 @@ static saga_status loss_sub_build(saga_net *n, size_t budget, size_t left) {
                  bytes, left);
         return SAGA_OK;
     }
-    loss_sub *l = NULL;
-    SAGA_TRY(saga_alloc_zeroed((void **)&l, 1, sizeof *l, "loss rows"));
-    n->lsub = l;
-    l->n_rows = R;
-    l->m = m;
-    SAGA_TRY(host_array(n, (void **)&l->off, (size_t)R + 1, sizeof(int64_t), "loss row offsets"));
-    SAGA_TRY(host_array(n, (void **)&l->toff, (size_t)N + 1, sizeof(int64_t), "loss row offsets"));
-    SAGA_TRY(host_array(n, (void **)&l->src, m1, sizeof(int32_t), "loss row sources"));
-    SAGA_TRY(host_array(n, (void **)&l->tdst, m1, sizeof(int32_t), "loss row sources"));
-    SAGA_TRY(host_array(n, (void **)&l->rows, (size_t)R, sizeof(int32_t), "loss rows"));
-    if (vals) {
-        SAGA_TRY(host_array(n, (void **)&l->vin, m1, sizeof(float), "loss row weights"));
-        SAGA_TRY(host_array(n, (void **)&l->vout, m1, sizeof(float), "loss row weights"));
-    }
-    memcpy(l->rows, n->loss_rows, (size_t)R * sizeof(int32_t));
-    memset(l->toff, 0, ((size_t)N + 1) * sizeof(int64_t));
-    l->off[0] = 0;
+    SAGA_TRY(saga_alloc_zeroed((void **)&n->lblk, 1, sizeof *n->lblk, "loss rows"));
+    nblock *b = n->lblk;
+    b->v1 = R;
+    b->e1 = m;
+    b->n_halo = N;
+    SAGA_TRY(host_array(n, (void **)&b->self_pos, (size_t)R, sizeof(int32_t), "loss rows"));
+    SAGA_TRY(host_array(n, (void **)&b->off, (size_t)R + 1, sizeof(int64_t), "loss row offsets"));
+    SAGA_TRY(host_array(n, (void **)&b->src, 1, edge_bytes(m), "loss row sources"));
+    SAGA_TRY(saga_alloc_array((void **)&b->epos, m ? (size_t)m : 1, sizeof(int64_t), "loss rows"));
+    memcpy(b->self_pos, n->loss_rows, (size_t)R * sizeof(int32_t));
+    b->off[0] = 0;
     for (int32_t i = 0; i < R; i++) {
-        const int64_t a = n->h_off[l->rows[i]], e = n->h_off[l->rows[i] + 1];
-        memcpy(l->src + l->off[i], n->h_src + a, (size_t)(e - a) * sizeof(int32_t));
-        if (vals)
-            memcpy(l->vin + l->off[i], vals + a, (size_t)(e - a) * sizeof(float));
-        l->off[i + 1] = l->off[i] + (e - a);
+        const int64_t a = n->h_off[b->self_pos[i]], e = n->h_off[b->self_pos[i] + 1];
+        memcpy(b->src + b->off[i], n->h_src + a, (size_t)(e - a) * sizeof(int32_t));
         for (int64_t k = a; k < e; k++)
-            l->toff[n->h_src[k] + 1]++;
+            b->epos[b->off[i] + k - a] = k;
+        b->off[i + 1] = b->off[i] + (e - a);
     }
-    for (int32_t u = 0; u < N; u++)
-        l->toff[u + 1] += l->toff[u];
-    /* rows in increasing order: each source's list comes out in increasing destinations */
-    int64_t *at = NULL;
-    SAGA_TRY(saga_alloc_array((void **)&at, (size_t)N + 1, sizeof *at, "loss row offsets"));
-    memcpy(at, l->toff, ((size_t)N + 1) * sizeof *at);
-    for (int32_t i = 0; i < R; i++)
-        for (int64_t k = l->off[i]; k < l->off[i + 1]; k++) {
-            int64_t q = at[l->src[k]]++;
-            l->tdst[q] = i;
-            if (vals)
-                l->vout[q] = l->vin[k];
-        }
-    saga_free(at);
-    struct {
-        saga_blk **b;
-        void *host;
-        size_t bytes;
-    } bl[] = {{&l->b_off, l->off, ((size_t)R + 1) * sizeof(int64_t)},
-              {&l->b_toff, l->toff, ((size_t)N + 1) * sizeof(int64_t)},
-              {&l->b_src, l->src, m1 * sizeof(int32_t)},
-              {&l->b_tdst, l->tdst, m1 * sizeof(int32_t)},
-              {&l->b_rows, l->rows, (size_t)R * sizeof(int32_t)},
-              {&l->b_vin, l->vin, m1 * sizeof(float)},
-              {&l->b_vout, l->vout, m1 * sizeof(float)}};
-    for (size_t i = 0; i < sizeof bl / sizeof *bl; i++)
-        if (bl[i].host && !(*bl[i].b = net_input_block(n, bl[i].host, bl[i].bytes, "loss rows")))
-            SAGA_TRY(saga_error(SAGA_ERR_OUT_OF_MEMORY, "saga_net: the loss rows' blocks"));
+    SAGA_TRY(block_blocks(n, b, sg));
+    b->b_ids = b->b_self; /* the rows' positions in the halo are their ids */
     saga_log(SAGA_LOG_INFO, "net: the last stage trains on %d loss rows (%lld edges of %lld)",
              (int)R, (long long)m, (long long)n->m);
 fail:
@@ -1481,7 +1444,7 @@ saga_status net_prepare(saga_net *n, bool train) {
     if (!n->pagerank)
         SAGA_TRY(stage_blocks(n));
     if (!n->pagerank && !n->streamed && R == 1 && n->n_stages > 0)
-        SAGA_TRY(loss_sub_build(n, budget, avail > need ? avail - need : 0));
+        SAGA_TRY(loss_block_build(n, budget, avail > need ? avail - need : 0));
     if (n->sparse)
         net_sparse_fill(n);
     if (n->dist && !n->pagerank)

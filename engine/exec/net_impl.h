@@ -69,6 +69,9 @@ typedef struct nblock {
     int64_t *toff;     /* n_halo + 1: the transpose */
     int32_t *tdst;     /* m_b */
     int64_t *tperm;    /* m_b: transposed position -> block edge */
+    /* the loss rows' block (struct saga_net's lblk), whose rows are not a range: each entry's
+     * index in the placed in-CSR; NULL for the parts, whose entries are e0 .. e1 - 1 */
+    int64_t *epos;
     /* the block's own host copies of its tile weights (m_b), in the net's transfer precision
      * (16-bit ones are widened by the steps on the device): vout_h in the transposed order,
      * vin_h only for 16-bit transfers (in f32 the block reads the net's vals in place) */
@@ -90,18 +93,6 @@ typedef struct nblock {
     saga_blk *b_xoff, *b_xidx, *b_xval;
 } nblock;
 
-/* The last stage over the loss rows alone (saga_net_set_loss_rows), in memory: its in-CSR over
- * those rows (off, src, vin: n_rows + 1 and m entries) and the transpose (toff, tdst, vout: n + 1
- * and m; tdst are positions among the rows), the rows' ids, all host-allocated, and the blocks
- * the scheduler loads them into (vin, vout and their blocks NULL when the edges weigh 1). */
-typedef struct loss_sub {
-    int32_t n_rows;
-    int64_t m;
-    int64_t *off, *toff;
-    int32_t *src, *tdst, *rows;
-    float *vin, *vout;
-    saga_blk *b_off, *b_toff, *b_src, *b_tdst, *b_rows, *b_vin, *b_vout;
-} loss_sub;
 /* PageRank's state (net_pagerank.c). */
 struct pr_state;
 
@@ -165,8 +156,10 @@ struct saga_net {
     void *loss_user;
     int32_t *loss_rows; /* saga_net_set_loss_rows: increasing graph ids, or NULL */
     int32_t n_loss_rows;
-    loss_sub *lsub; /* prepared in memory with loss rows and a fused last stage; else NULL */
-    float *x;       /* user input in the net's order (n x in_cols) */
+    /* prepared in memory with loss rows and a fused last stage: one more block, whose rows are
+     * the loss rows (self_pos their ids, the halo every vertex), for that stage; else NULL */
+    nblock *lblk;
+    float *x; /* user input in the net's order (n x in_cols) */
     int64_t in_cols;
     bool x_changed;
     /* sparse input (saga_net_set_input_csr): a CSR in the graph's order, host-allocated with one

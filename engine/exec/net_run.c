@@ -306,12 +306,11 @@ static saga_status check_width(const saga_tensor *out, const stage *sg, int s) {
 /* Stage s's output for block d: the rows of the stage's input (H, n_halo rows, or the block's own
  * rows for a vertex stage) through the user's functions. *gathered gets the program's gathered
  * values. */
-static saga_tensor *stage_rows_in(saga_net *n, int s, int32_t d, saga_tensor *H,
+static saga_tensor *stage_rows_in(saga_net *n, int s, nblock *b, saga_tensor *H,
                                   const saga_sparse *xs, saga_tensor *gathered_in,
                                   saga_tensor **gathered, bool bwd) {
     saga_ctx *c = n->c;
     stage *sg = &n->stages[s];
-    nblock *b = &n->blk[d];
     int32_t P = b->v1 - b->v0;
     saga_tensor *self = H, *g = NULL;
     if (sg->kind == STAGE_PROGRAM) {
@@ -343,15 +342,14 @@ static saga_tensor *stage_rows_in(saga_net *n, int s, int32_t d, saga_tensor *H,
 }
 
 /* Dropout inside the user's functions draws the mask rows of the graph's own vertex ids. */
-static void row_ids_on(saga_net *n, int32_t d) {
-    nblock *b = &n->blk[d];
+static void row_ids_on(saga_net *n, const nblock *b) {
     saga_ctx_set_row_ids(n->c, b->b_ids ? saga_blk_dev(b->b_ids) : NULL, b->v1 - b->v0);
 }
 
-static saga_tensor *stage_rows(saga_net *n, int s, int32_t d, saga_tensor *H, const saga_sparse *xs,
+static saga_tensor *stage_rows(saga_net *n, int s, nblock *b, saga_tensor *H, const saga_sparse *xs,
                                saga_tensor *gathered_in, saga_tensor **gathered, bool bwd) {
-    row_ids_on(n, d);
-    saga_tensor *out = stage_rows_in(n, s, d, H, xs, gathered_in, gathered, bwd);
+    row_ids_on(n, b);
+    saga_tensor *out = stage_rows_in(n, s, b, H, xs, gathered_in, gathered, bwd);
     saga_ctx_set_row_ids(n->c, NULL, 0);
     return out;
 }
@@ -441,7 +439,7 @@ static saga_status run_fwd(saga_net *n, int s, int32_t d, bool train) {
     saga_tensor *H = NULL;
     SAGA_TRY(stage_input(n, s, d, &H, &xs_, &xs));
     saga_tensor *gathered = NULL;
-    saga_tensor *out = H || xs ? stage_rows(n, s, d, H, xs, NULL, &gathered, false) : NULL;
+    saga_tensor *out = H || xs ? stage_rows(n, s, &n->blk[d], H, xs, NULL, &gathered, false) : NULL;
     if (!out)
         SAGA_TRY(ctx_status_or(n, "a stage"));
     SAGA_TRY(check_width(out, sg, s));
@@ -473,7 +471,7 @@ static saga_status run_loss(saga_net *n, int32_t d, double *loss) {
     saga_ctx_mark_leaf(c, Y);
     saga_vertex_in vin = {.first = b->v0, .count = P, .gathered = NULL, .self = Y};
     const int32_t *ids = (n->ids ? n->ids : n->iota) + b->v0;
-    row_ids_on(n, d);
+    row_ids_on(n, &n->blk[d]);
     saga_tensor *l = n->loss(c, &vin, ids, n->loss_user);
     saga_ctx_set_row_ids(c, NULL, 0);
     SAGA_TRY(check_loss(n, l));
@@ -509,7 +507,7 @@ static saga_status run_bwd(saga_net *n, int s, int32_t d) {
     if (saved)
         saga_ctx_mark_leaf(c, saved);
     saga_tensor *gathered = NULL;
-    saga_tensor *out = stage_rows(n, s, d, H, xs, saved, &gathered, true);
+    saga_tensor *out = stage_rows(n, s, &n->blk[d], H, xs, saved, &gathered, true);
     if (!out)
         SAGA_TRY(ctx_status_or(n, "a stage"));
     SAGA_TRY(check_width(out, sg, s));
@@ -555,34 +553,6 @@ fail:
     return st;
 }
 
-/* The last stage, s, on the loss rows alone (n->lsub): its program over their in-CSR, whose
- * transpose takes the gradient back to every row of H, and its vertex function on those rows. */
-static saga_tensor *loss_rows_stage(saga_net *n, int s, saga_tensor *H) {
-    saga_ctx *c = n->c;
-    const stage *sg = &n->stages[s];
-    const loss_sub *l = n->lsub;
-    saga_prog_view v = {.n_dst = l->n_rows,
-                        .n_src = n->n,
-                        .m = l->m,
-                        .h_in_off = l->off,
-                        .d_in_off = saga_blk_dev(l->b_off),
-                        .d_in_src = saga_blk_dev(l->b_src),
-                        .d_out_off = saga_blk_dev(l->b_toff),
-                        .d_out_dst = saga_blk_dev(l->b_tdst),
-                        .vals_in = l->b_vin ? saga_blk_dev(l->b_vin) : NULL,
-                        .vals_out = l->b_vout ? saga_blk_dev(l->b_vout) : NULL};
-    saga_ctx_set_row_ids(c, saga_blk_dev(l->b_rows), l->n_rows);
-    saga_tensor *self = saga_gather_rows(c, H, wrap(n, l->b_rows, SAGA_I32, l->n_rows, 1));
-    saga_tensor *out = self ? saga_prog_gather(c, &sg->p, &v, H, self, NULL, sg->layer) : NULL;
-    if (out && sg->fn) {
-        saga_vertex_in vin = {.first = 0, .count = l->n_rows, .gathered = out, .self = self};
-        if (saga_prog_apply_vertex(c, sg->fn, &vin, sg->layer, "saga_net", &out) < 0)
-            out = NULL;
-    }
-    saga_ctx_set_row_ids(c, NULL, 0);
-    return out;
-}
-
 /* In memory (one block), a training pass keeps its tape: one step holds the input and every
  * graph block, the stages run on the whole graph as a chain of saga_program_run calls would, and
  * the backward pass walks the tape instead of recomputing each stage block by block. */
@@ -609,14 +579,9 @@ static saga_status run_whole_train(saga_net *n, double *loss) {
                 saga_sched_use(sc, t, b->b_vout[key], SAGA_USE_READ, 0);
         }
     }
-    const loss_sub *ls = n->lsub;
-    if (ls) {
-        saga_blk *lb[] = {ls->b_off,  ls->b_toff, ls->b_src, ls->b_tdst,
-                          ls->b_rows, ls->b_vin,  ls->b_vout};
-        for (size_t i = 0; i < sizeof lb / sizeof *lb; i++)
-            if (lb[i])
-                saga_sched_use(sc, t, lb[i], SAGA_USE_READ, 0);
-    }
+    nblock *lb = n->lblk; /* the last stage on the loss rows alone */
+    if (lb)
+        use_graph(n, t, lb, &n->stages[S - 1], true);
     SAGA_TRY(saga_sched_plan_end(sc));
     SAGA_TRY(saga_sched_begin(sc, t));
     saga_sparse xs_, *xs = NULL;
@@ -627,17 +592,14 @@ static saga_status run_whole_train(saga_net *n, double *loss) {
         h = wrap(n, n->act[0][0], SAGA_F32, n->n, n->in_cols);
     for (int s = 0; s < S && (h || (s == 0 && xs)); s++) {
         n->stages[s].rng = saga_ctx_rng_counter(c);
-        if (ls && s == S - 1)
-            h = loss_rows_stage(n, s, h);
-        else
-            h = stage_rows(n, s, 0, h, s == 0 ? xs : NULL, NULL, NULL, false);
+        h = stage_rows(n, s, lb && s == S - 1 ? lb : b, h, s == 0 ? xs : NULL, NULL, NULL, false);
         if (h)
             SAGA_TRY(check_width(h, &n->stages[s], s));
     }
     if (!h)
         SAGA_TRY(ctx_status_or(n, "a stage"));
-    saga_vertex_in vin = {.first = 0, .count = ls ? ls->n_rows : n->n, .self = h};
-    saga_tensor *l = n->loss(c, &vin, ls ? ls->rows : n->iota, n->loss_user);
+    saga_vertex_in vin = {.first = 0, .count = lb ? lb->v1 : n->n, .self = h};
+    saga_tensor *l = n->loss(c, &vin, lb ? lb->self_pos : n->iota, n->loss_user);
     SAGA_TRY(check_loss(n, l));
     *loss = saga_item(l);
     SAGA_TRY(saga_tape_backward_range(c, mark, l, NULL));
