@@ -274,8 +274,8 @@ spmm_rows_8(const saga_csr_dev *A, float alpha, const float *X, float beta, floa
 enum { SPMM_LIVE_SHARE = 8 };
 
 /* X's live rows (those holding a non-zero, NaN or infinity): a bitmask, the number of live rows
- * before each 64-row word, and the live rows themselves packed in order (n_live x F), so that
- * the few gathers left read a small array that stays in cache. One allocation. */
+ * before each 64-row word (both in one allocation), and the live rows themselves packed in order
+ * (n_live x F), so that the few gathers left read a small array that stays in cache. */
 typedef struct live_set {
     uint64_t *bits;
     int32_t *before;
@@ -290,44 +290,49 @@ static inline const float *live_row(const live_set *L, int32_t u, int64_t F) {
     return L->rows + (int64_t)(L->before[u >> 6] + __builtin_popcountll(word & (bit - 1))) * F;
 }
 
-/* Fills *L (saga_malloc'd in L->bits; true) when at most rows / SPMM_LIVE_SHARE of X's rows
- * (rows x F) are live; false otherwise (the scan stops there, so a dense X costs a pass over
- * that share of it) or when the arrays cannot be allocated. */
+/* Fills *L (true; free with live_free) when at most rows / SPMM_LIVE_SHARE of X's rows (rows x
+ * F) are live; false otherwise (the scan stops there, so a dense X costs a pass over that share
+ * of it and nothing is copied) or when the arrays cannot be allocated. */
 static bool live_rows(const float *X, int64_t rows, int64_t F, live_set *L) {
     if (rows < 64 * SPMM_LIVE_SHARE)
         return false;
-    const int64_t words = (rows + 63) / 64, cap = rows / SPMM_LIVE_SHARE;
-    const size_t bytes = (size_t)words * (sizeof(uint64_t) + sizeof(int32_t)) +
-                         (size_t)cap * (size_t)F * sizeof(float);
-    void *mem = NULL;
-    if (saga_alloc_zeroed(&mem, bytes / sizeof(float) + 1, sizeof(float), "live rows") < 0) {
-        saga_error_clear();
-        return false;
-    }
-    L->bits = mem;
-    L->before = (int32_t *)(L->bits + words);
-    L->rows = (float *)(L->before + words);
+    const int64_t words = (rows + 63) / 64;
     int64_t n_live = 0;
+    L->rows = NULL;
+    if (saga_alloc_zeroed((void **)&L->bits, (size_t)words, sizeof(uint64_t) + sizeof(int32_t),
+                          "live rows") < 0)
+        goto fail;
+    L->before = (int32_t *)(L->bits + words);
     for (int64_t u = 0; u < rows; u++) {
         const float *x = X + u * F;
         bool nz = false;
         for (int64_t j = 0; j < F; j++)
             nz |= x[j] != 0.0f;
-        if (!nz)
-            continue;
-        if (n_live == cap) {
-            saga_free(mem);
+        if (nz && ++n_live > rows / SPMM_LIVE_SHARE) {
+            saga_free(L->bits);
             return false;
         }
-        L->bits[u >> 6] |= 1ull << (u & 63);
-        memcpy(L->rows + n_live * F, x, (size_t)F * sizeof(float));
-        n_live++;
+        L->bits[u >> 6] |= (uint64_t)nz << (u & 63);
     }
+    if (saga_alloc_array((void **)&L->rows, n_live ? (size_t)n_live : 1, (size_t)F * sizeof(float),
+                         "live rows") < 0)
+        goto fail;
     for (int64_t w = 0, c = 0; w < words; w++) {
         L->before[w] = (int32_t)c;
-        c += __builtin_popcountll(L->bits[w]);
+        for (uint64_t bits = L->bits[w]; bits; bits &= bits - 1, c++)
+            memcpy(L->rows + c * F, X + (w * 64 + __builtin_ctzll(bits)) * F,
+                   (size_t)F * sizeof(float));
     }
     return true;
+fail:
+    saga_error_clear();
+    saga_free(L->bits);
+    return false;
+}
+
+static void live_free(live_set *L) {
+    saga_free(L->bits);
+    saga_free(L->rows);
 }
 
 /* spmm_rows's sums over the terms whose row of X is live, columns [c0, c0 + w), w <=
@@ -401,7 +406,7 @@ saga_status saga_cpu_spmm_f32(saga_stream *s, const saga_csr_dev *A, int64_t F, 
             }
     }
     if (live)
-        saga_free(L.bits);
+        live_free(&L);
     return SAGA_OK;
 }
 
