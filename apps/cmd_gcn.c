@@ -109,7 +109,8 @@ const cli_cmd cli_cmd_gcn = {
         "narrow side. The loss reads the training vertices alone, so in memory the second "
         "layer trains on their rows only (the same loss and gradients as over every row). The "
         "epoch time is the forward pass, backward pass and optimizer step; the "
-        "evaluation is timed apart. On a terminal a progress line shows the epoch, the loss, the "
+        "evaluation, and the partitioning and placing of the graph's blocks before the first "
+        "epoch, are timed apart. On a terminal a progress line shows the epoch, the loss, the "
         "accuracies and the time per epoch.",
     .opts = gcn_cli_opts,
     .flags = CLI_THREADS,
@@ -463,8 +464,12 @@ static int gcn_main(int argc, char **argv) {
 
     if (r.start_epoch > 0)
         cli_say(&c, "resumed   from %s at epoch %d\n", go.resume, r.start_epoch);
-    cli_say(&c, "trained   %d epochs in %.2f s: %.3f ms per epoch (median), %.3f (mean)\n",
+    cli_say(&c, "trained   %d epochs in %.2f s: %.3f ms per epoch (median), %.3f (mean)",
             r.n_epoch_ms, r.seconds, med, mean);
+    if (r.prepare_seconds >= 0.05)
+        cli_say(&c, "; %.1f s partitioning the graph and placing its blocks first",
+                r.prepare_seconds);
+    cli_say(&c, "\n");
     cli_say(&c, "final     loss %.4f  train %.4f  val %.4f  (%s parameters)\n", (double)r.loss,
             r.train_acc, r.val_acc, cli_count(b3, sizeof b3, r.n_params));
     if (go.checkpoint)
@@ -472,6 +477,7 @@ static int gcn_main(int argc, char **argv) {
     /* the last epoch's moves, with the peak over every epoch */
     saga_net_stats ns = r.stats;
     ns.peak_device_bytes = r.peak_device_bytes;
+    ns.prepare_seconds = r.prepare_seconds;
     if ((st = cli_rank_stats_of(&rs, comm, &ns)) < 0) {
         agreed = false;
         goto fail;

@@ -118,6 +118,8 @@ typedef struct gcn_result {
     double seconds;   /* the whole of gcn_train: upload, training, evaluation, checkpoints */
     int64_t n_params; /* scalars over all parameters */
     size_t peak_device_bytes; /* the most device memory any training step held */
+    double prepare_seconds;   /* partitioning and placing the graph's blocks, which the first
+                               * training step does before its work: not in epoch_ms */
     saga_net_stats stats;     /* of the last training step */
 } gcn_result;
 

@@ -157,7 +157,7 @@ static void capture_end(stdout_capture *c, int32_t n, int32_t k) {
  * neither self-loops nor repeated neighbours; saga's rows are sorted, so the union of a
  * vertex's in-row and out-row is a merge of two sorted lists. */
 static saga_status part_metis(int32_t *part, const saga_graph *g, int32_t k, uint64_t seed,
-                              bool balance_edges) {
+                              bool balance_edges, int refine_iters) {
     saga_status st = SAGA_OK;
     idx_t *xadj = NULL, *adjncy = NULL, *where = NULL, *vwgt = NULL;
     int32_t n = saga_graph_n_vertices(g);
@@ -217,6 +217,8 @@ static saga_status part_metis(int32_t *part, const saga_graph *g, int32_t k, uin
     idx_t options[METIS_NOPTIONS];
     METIS_SetDefaultOptions(options);
     options[METIS_OPTION_SEED] = (idx_t)(seed % (uint64_t)IDX_MAX);
+    if (refine_iters > 0)
+        options[METIS_OPTION_NITER] = (idx_t)refine_iters;
     idx_t nvtxs = n, ncon = 1, nparts = k, objval = 0;
     pthread_mutex_lock(&metis_lock);
     stdout_capture printed;
@@ -267,6 +269,8 @@ saga_status saga_partition_graph(saga_partition **out, const saga_graph *g, int3
                (int)k);
     SAGA_CHECK(k <= n, SAGA_ERR_INVALID_ARG,
                "partition: %d parts asked of a graph with %d vertices", (int)k, (int)n);
+    SAGA_CHECK(o.refine_iters >= 0, SAGA_ERR_INVALID_ARG,
+               "partition: %d refinement passes (0 is METIS's default)", o.refine_iters);
 
     /* ---- initialize */
     SAGA_TRY(saga_alloc_zeroed((void **)&p, 1, sizeof *p, "partition"));
@@ -285,7 +289,7 @@ saga_status saga_partition_graph(saga_partition **out, const saga_graph *g, int3
     if (k > 1) { /* k == 1: part[] is already all zeros */
         switch (o.method) {
         case SAGA_PARTITION_METIS:
-            SAGA_TRY(part_metis(p->part, g, k, o.seed, o.balance_edges));
+            SAGA_TRY(part_metis(p->part, g, k, o.seed, o.balance_edges, o.refine_iters));
             break;
         case SAGA_PARTITION_CONTIGUOUS:
             part_contiguous(p->part, n, k);

@@ -32,6 +32,8 @@ typedef struct saga_partition_opts {
     uint64_t seed;      /* METIS's and RANDOM's; the same seed gives the same parts */
     bool balance_edges; /* METIS: balance 1 + in-degree per part rather than vertices, so that the
                          * parts' in-edges (a streamed block's size) are even on skewed graphs */
+    int refine_iters;   /* METIS: refinement passes per uncoarsening level; 0 is METIS's own
+                         * default (10). Fewer passes cost a little cut for much less time. */
 } saga_partition_opts;
 
 saga_partition_opts saga_partition_opts_defaults(void);

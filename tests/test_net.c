@@ -672,8 +672,8 @@ static net_data WIDE;
 /* Builds the two-layer model over d on a fresh backend with budget, trains two SGD steps and
  * runs inference: SAGA_OK or the first error (its message in saga_last_error()); *st gets the
  * last call's figures. */
-static saga_status try_model(const net_data *d, const saga_program *prog, size_t budget,
-                             saga_net_stats *st) {
+static saga_status try_model_parts(const net_data *d, const saga_program *prog, size_t budget,
+                                   int32_t parts, saga_net_stats *st) {
     saga_backend_params bp = saga_backend_params_defaults();
     bp.budget_bytes = budget;
     saga_backend *be = NULL;
@@ -689,6 +689,7 @@ static saga_status try_model(const net_data *d, const saga_program *prog, size_t
     assert_int_equal(saga_optim_new(&opt, m, &oo), SAGA_OK);
     saga_net_opts no = saga_net_opts_defaults();
     no.self_loops = SAGA_DGRAPH_SELF_LOOPS_ADD;
+    no.parts = parts;
     saga_net *net = NULL;
     assert_int_equal(saga_net_new(&net, c, d->g, &no), SAGA_OK);
     net_model_stages(net, prog, d, 16, &l1, &l2);
@@ -711,6 +712,43 @@ static saga_status try_model(const net_data *d, const saga_program *prog, size_t
     saga_ctx_free(&c);
     saga_backend_free_all(&be);
     return s;
+}
+
+static saga_status try_model(const net_data *d, const saga_program *prog, size_t budget,
+                             saga_net_stats *st) {
+    return try_model_parts(d, prog, budget, 0, st);
+}
+
+/* With the count of parts left to saga, the search under a budget (contiguous ranges probing,
+ * then METIS) ends at a count that fits, where half as many parts cut by METIS fit only by
+ * keeping fewer narrow inputs resident, or not at all. */
+static void test_net_parts_search_fewest(void **state) {
+    (void)state;
+    data_load();
+    const saga_program *progs[] = {&GCN, &SAGE};
+    for (int p = 0; p < 2; p++) {
+        saga_net_stats st;
+        assert_int_equal(try_model(&D, progs[p], 0, &st), SAGA_OK);
+        size_t peak = st.peak_device_bytes;
+        for (size_t div = 4; div <= 32; div *= 2) {
+            size_t b = peak / div;
+            saga_status s = try_model(&D, progs[p], b, &st);
+            if (s != SAGA_OK)
+                fail_msg("budget %zu (1/%zu): %s", b, div, saga_last_error());
+            int32_t k = st.parts;
+            uint64_t res = st.resident_bytes;
+            assert_true(st.streamed);
+            assert_true(st.peak_device_bytes <= b);
+            saga_status half =
+                k / 2 >= 2 ? try_model_parts(&D, progs[p], b, k / 2, &st) : SAGA_ERR_BUDGET;
+            print_message("  %s, budget 1/%zu of %zu: %d parts, resident %llu; %d parts: %s, "
+                          "resident %llu\n",
+                          p ? "sage" : "gcn", div, peak, (int)k, (unsigned long long)res,
+                          (int)(k / 2), half == SAGA_OK ? "fit" : "too big",
+                          (unsigned long long)(half == SAGA_OK ? st.resident_bytes : 0));
+            assert_true(half == SAGA_ERR_BUDGET || (half == SAGA_OK && st.resident_bytes < res));
+        }
+    }
 }
 
 /* A budget too small for a net with user stages names one that works: trained at exactly that
@@ -934,6 +972,7 @@ int main(void) {
         cmocka_unit_test(test_net_memory_host_arrays_pinned),
         cmocka_unit_test(test_net_budget_too_small),
         cmocka_unit_test(test_net_budget_named_works),
+        cmocka_unit_test(test_net_parts_search_fewest),
         cmocka_unit_test(test_net_budgets_down_to_named_run),
         cmocka_unit_test(test_net_resident_halos),
         cmocka_unit_test(test_net_transfer_precision),

@@ -198,6 +198,19 @@ static void test_partition_metis_beats_random_on_ca_grqc(void **state) {
                       (int)ks[ki], (long long)pm->edge_cut, (long long)pr->edge_cut, pm->balance);
         assert_true(pm->edge_cut * 3 < pr->edge_cut);
         assert_true(pm->balance < 1.1);
+        /* two refinement passes (what streamed runs use) instead of METIS's ten: a cut as good
+         * within 5% */
+        saga_partition *p2 = NULL;
+        saga_partition_opts o = saga_partition_opts_defaults();
+        o.refine_iters = 2;
+        assert_int_equal(saga_partition_graph(&p2, g, ks[ki], &o), SAGA_OK);
+        check_valid(p2, n, ks[ki]);
+        assert_int_equal(p2->edge_cut, reference_cut(g, p2->part));
+        print_message("  2 refinement passes: cut %lld, balance %.3f\n", (long long)p2->edge_cut,
+                      p2->balance);
+        assert_true((double)p2->edge_cut <= 1.05 * (double)pm->edge_cut);
+        assert_true(p2->balance < 1.1);
+        saga_partition_free(&p2);
         saga_partition_free(&pm);
         saga_partition_free(&pr);
     }
@@ -305,6 +318,11 @@ static void test_partition_invalid_arguments(void **state) {
         assert_null(p);
     }
     assert_int_equal(run(&p, g, 2, SAGA_PARTITION_METHOD_COUNT, 1), SAGA_ERR_INVALID_ARG);
+    saga_partition_opts o = saga_partition_opts_defaults();
+    o.refine_iters = -1;
+    assert_int_equal(saga_partition_graph(&p, g, 2, &o), SAGA_ERR_INVALID_ARG);
+    saga_test_assert_error_contains("refinement", NULL);
+    assert_null(p);
     assert_int_equal(saga_partition_graph(NULL, g, 2, NULL), SAGA_ERR_INVALID_ARG);
     assert_int_equal(saga_partition_graph(&p, g, 7, NULL), SAGA_OK); /* k == n */
     check_valid(p, 7, 7);

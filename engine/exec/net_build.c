@@ -672,6 +672,55 @@ fail:
     return st;
 }
 
+/* The search over the number of parts when saga chooses it under a budget: each try partitions,
+ * places the blocks and measures the largest step (with what stays resident beside it). METIS
+ * takes seconds per try on a few million edges, so with METIS contiguous ranges, cut in no time,
+ * probe first, growing k as the search does until one fits. METIS then tries the last probed k
+ * that did not fit (its halos are smaller) and walks down the probed counts while it fits; the
+ * partition of the fewest parts that fit is kept, so that going back to it costs no second
+ * METIS run. Where METIS does not fit at the first count it tries, the search grows k as it
+ * does without probes. */
+typedef enum ks_phase { KS_GROW = 0, KS_PROBE, KS_METIS } ks_phase;
+
+typedef struct ksearch {
+    ks_phase phase;
+    int n_probes, at;     /* at: the probe METIS tries now */
+    int32_t probe_k[32];  /* the probes, k growing: at least doubling, so 32 hold any int32 k */
+    int32_t k_fits;       /* the fewest parts METIS fit at, 0 while none */
+    saga_partition *kept; /* METIS's partition into k_fits parts */
+} ksearch;
+
+/* After the try at k (k > 1; fits: its step fits, last: it fits or k can grow no more): the next
+ * k to try, 0 to keep this one, or -1 to grow k as without probes. */
+static int32_t ksearch_next(ksearch *ks, saga_net *n, int32_t k, bool fits, bool last) {
+    switch (ks->phase) {
+    case KS_PROBE:
+        if (ks->n_probes < 32)
+            ks->probe_k[ks->n_probes++] = k;
+        if (!last)
+            return -1;
+        ks->phase = KS_METIS;
+        ks->at = ks->n_probes - (ks->n_probes > 1 ? 2 : 1);
+        return ks->probe_k[ks->at];
+    case KS_METIS:
+        if (fits && ks->at > 0 && ks->probe_k[ks->at] == k) {
+            /* keep this partition, try the next fewer parts */
+            saga_partition_free(&ks->kept);
+            ks->kept = n->part;
+            n->part = NULL;
+            ks->k_fits = k;
+            return ks->probe_k[--ks->at];
+        }
+        if (fits)
+            return 0;
+        ks->phase = KS_GROW;
+        return ks->k_fits ? ks->k_fits : -1;
+    case KS_GROW:
+        break;
+    }
+    return -1;
+}
+
 /* ---- preparing ---------------------------------------------------------------------------- */
 
 static void trim_ctx(void *user) {
@@ -1237,6 +1286,7 @@ fail:
 
 saga_status net_prepare(saga_net *n, bool train) {
     saga_status st = SAGA_OK;
+    ksearch ks = {.phase = KS_GROW};
     saga_graph *g = NULL;
     n->stats.prepare_seconds = 0;
     if (n->ready)
@@ -1315,13 +1365,15 @@ saga_status net_prepare(saga_net *n, bool train) {
     int32_t k_less = 0;
     size_t need_less = 0;
     n->many_parts = false;
+    ks.phase = !n->o.parts && budget && n->o.partition == SAGA_PARTITION_METIS ? KS_PROBE : KS_GROW;
     for (;;) {
+        bool probing = ks.phase == KS_PROBE;
         /* streamed on one rank, the narrow inputs of later program stages may stay on the
          * device whole: what they hold is not the parts' to plan with */
         res = 0;
         if (R == 1 && !n->pagerank && budget && k > 1 && !n->o.host_halos)
             SAGA_TRY(plan_resident(n, avail, avail / 4 * 3, &res));
-        if (k > NET_MANY_PARTS && !n->o.parts && budget && !n->many_parts) {
+        if (k > NET_MANY_PARTS && !n->o.parts && budget && !n->many_parts && !probing) {
             /* the user must not wait minutes without a word: METIS on thousands of parts takes
              * a while, and so does every pass over that many small steps */
             n->many_parts = true;
@@ -1334,13 +1386,22 @@ saga_status net_prepare(saga_net *n, bool train) {
         if (k > 1) {
             double t_part = saga_now();
             saga_partition_opts po = saga_partition_opts_defaults();
-            po.method = n->o.partition;
+            po.method = probing ? SAGA_PARTITION_CONTIGUOUS : n->o.partition;
             po.seed = n->o.partition_seed;
             po.balance_edges = true; /* a block's size follows its in-edges */
-            SAGA_TRY(saga_partition_graph(&n->part, n->g_user, k, &po));
-            saga_log(n->many_parts ? SAGA_LOG_WARN : SAGA_LOG_INFO,
-                     "partitioned %d vertices into %d parts (%s) in %.1f s", (int)n->n, (int)k,
-                     saga_partition_method_name(po.method), saga_now() - t_part);
+            po.refine_iters = NET_METIS_REFINE;
+            if (ks.kept && ks.kept->n_parts == k) {
+                n->part = ks.kept; /* METIS's parts, from an earlier try */
+                ks.kept = NULL;
+                saga_log(SAGA_LOG_INFO, "back to the %d parts (%s) of an earlier try", (int)k,
+                         saga_partition_method_name(po.method));
+            } else {
+                SAGA_TRY(saga_partition_graph(&n->part, n->g_user, k, &po));
+                saga_log(n->many_parts && !probing ? SAGA_LOG_WARN : SAGA_LOG_INFO,
+                         "%s %d vertices into %d parts (%s) in %.1f s",
+                         probing ? "probed" : "partitioned", (int)n->n, (int)k,
+                         saga_partition_method_name(po.method), saga_now() - t_part);
+            }
             if (R > 1)
                 SAGA_TRY(net_dist_agree_partition(n));
             SAGA_TRY(saga_graph_permute(&g, n->g_user, n->part->perm));
@@ -1360,13 +1421,23 @@ saga_status net_prepare(saga_net *n, bool train) {
             SAGA_TRY(saga_comm_allreduce(n->o.comm, &nd, 1, SAGA_I64, SAGA_COMM_MAX, NULL));
             need = (size_t)nd;
         }
-        if (!budget || need + res <= avail || (n->o.parts && stream) || k >= max_k || k >= n->n)
+        bool fits = need + res <= avail, last = fits || k >= max_k || k >= n->n;
+        int32_t next = k > 1 ? ksearch_next(&ks, n, k, fits, last) : -1;
+        if (next == 0)
+            break;
+        if (next > 0) {
+            unprepare(n);
+            saga_graph_free(&g);
+            k = next;
+            continue;
+        }
+        if (!budget || last || (n->o.parts && stream))
             break;
         if (!stream) {
             /* the whole graph does not fit after all */
             stream = true;
         }
-        if (k_less == 0 || k <= NET_MANY_PARTS)
+        if (!probing && (k_less == 0 || k <= NET_MANY_PARTS))
             k_less = k, need_less = need + res;
         unprepare(n);
         saga_graph_free(&g);
@@ -1504,10 +1575,12 @@ saga_status net_prepare(saga_net *n, bool train) {
              "net: %s, %lld halo rows per program stage, estimated step %zu bytes of %zu", n->desc,
              (long long)halo, need, avail);
     saga_graph_free(&g);
+    saga_partition_free(&ks.kept);
     n->stats.prepare_seconds = saga_now() - t_prep;
     return SAGA_OK;
 fail:
     saga_graph_free(&g);
+    saga_partition_free(&ks.kept);
     unprepare(n);
     return st;
 }
