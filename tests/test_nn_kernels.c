@@ -887,13 +887,22 @@ static void test_nn_kernels_gather_scatter(void **state) {
         fill_rand(x, nr * c, -1, 1);
         fill_rand(src, ni * c, -1, 1);
         fill_rand(y0, nr * c, -1, 1);
+        /* zeros: every fourth row of src (of both signs), odd entries of every fifth; every
+         * seventh entry of y is -0, which adding a zero would turn into +0 */
+        for (int64_t k = 0; k < ni; k++)
+            for (int64_t j = 0; j < c; j++)
+                if (k % 4 == 1 || (k % 5 == 2 && j % 2))
+                    src[k * c + j] = j % 3 ? 0.0f : -0.0f;
+        for (int64_t i = 0; i < nr * c; i += 7)
+            y0[i] = -0.0f;
         /* scatter reference: the contract fixes the order, so the f32 result is exact */
         float *want = malloc((size_t)(nr * c + 1) * 4);
         assert_non_null(want);
         memcpy(want, y0, (size_t)(nr * c) * 4);
         for (int64_t k = 0; k < ni; k++)
             for (int64_t j = 0; j < c; j++)
-                want[idx[k] * c + j] += src[k * c + j];
+                if (src[k * c + j] != 0.0f)
+                    want[idx[k] * c + j] += src[k * c + j];
         for (int t = 0; t < N_BE; t++) {
             g[t] = falloc(ni * c);
             assert_int_equal(K()->gather_rows_f32(S(t), ni, c, idx, nr, x, g[t]), SAGA_OK);
@@ -909,19 +918,26 @@ static void test_nn_kernels_gather_scatter(void **state) {
             float *keep = falloc(ni * c + nr * c);
             memcpy(keep, g[0], (size_t)(ni * c) * 4);
             memcpy(keep + ni * c, y[0], (size_t)(nr * c) * 4);
-            static const int32_t bad[] = {-1, 0};
-            for (int b = 0; b < 2; b++) {
-                int32_t old = idx[ni - 1];
-                idx[ni - 1] = bad[b] == 0 ? (int32_t)nr : bad[b];
+            static const int32_t bad[] = {-1, 0, INT32_MIN};
+            for (int b = 0; b < 3; b++) {
+                /* the first bad position is named, also with a second one after it */
+                int64_t at = b == 2 ? ni / 2 : ni - 1;
+                int32_t old = idx[at], old_last = idx[ni - 1];
+                idx[at] = bad[b] == 0 ? (int32_t)nr : bad[b];
+                if (b == 2)
+                    idx[ni - 1] = (int32_t)nr;
+                char pos[48];
+                snprintf(pos, sizeof pos, "position %lld ", (long long)at);
                 for (int t = 0; t < N_BE; t++) {
                     assert_int_equal(K()->gather_rows_f32(S(t), ni, c, idx, nr, x, g[0]),
                                      SAGA_ERR_INVALID_ARG);
-                    saga_test_assert_error_contains("gather_rows_f32", NULL);
+                    saga_test_assert_error_contains("gather_rows_f32", pos, NULL);
                     assert_int_equal(K()->scatter_add_rows_f32(S(t), ni, c, idx, src, nr, y[0]),
                                      SAGA_ERR_INVALID_ARG);
-                    saga_test_assert_error_contains("scatter_add_rows_f32", NULL);
+                    saga_test_assert_error_contains("scatter_add_rows_f32", pos, NULL);
                 }
-                idx[ni - 1] = old;
+                idx[ni - 1] = old_last;
+                idx[at] = old;
             }
             assert_same_bits(keep, g[0], (size_t)(ni * c) * 4, "gather error leaves y");
             assert_same_bits(keep + ni * c, y[0], (size_t)(nr * c) * 4, "scatter error");

@@ -153,11 +153,13 @@ typedef struct saga_kernels {
      * SAGA_ERR_INVALID_ARG, with nothing written, for an index outside [0, n_rows_x). */
     saga_status (*gather_rows_f32)(saga_stream *s, int64_t n_idx, int64_t cols, const int32_t *idx,
                                    int64_t n_rows_x, const float *x, float *y);
-    /* y[idx[k]] += x[k] for k < n_idx, rows of cols floats; y has n_rows_y rows. On the CPU each
-     * row of y receives its contributions in increasing k, so the result is bitwise the same for
-     * every thread count; the CUDA backend adds with atomics, so its sums are the same up to the
-     * f32 rounding of the order the additions land in. SAGA_ERR_INVALID_ARG, with nothing
-     * written, for an index outside [0, n_rows_y). */
+    /* y[idx[k]] += x[k] for k < n_idx, rows of cols floats; y has n_rows_y rows. An element of x
+     * that is zero (of either sign) leaves y's as it was (adding +0 would turn a -0 into +0), so
+     * rows of zeros cost no access to y. On the CPU each row of y receives its contributions in
+     * increasing k, so the result is bitwise the same for every thread count; the CUDA backend
+     * adds with atomics, so its sums are the same up to the f32 rounding of the order the
+     * additions land in. SAGA_ERR_INVALID_ARG, with nothing written, for an index outside [0,
+     * n_rows_y). */
     saga_status (*scatter_add_rows_f32)(saga_stream *s, int64_t n_idx, int64_t cols,
                                         const int32_t *idx, const float *x, int64_t n_rows_y,
                                         float *y);

@@ -36,16 +36,35 @@ static void cost_chunk(const int64_t *off, int64_t n, int id, int nt, int64_t *l
     *hi = id == nt - 1 ? n : cost_search(off, n, q * (id + 1) + (id + 1 < r ? id + 1 : r));
 }
 
-/* First position k < n whose index is outside [0, limit), or n when all are inside. */
+/* First position k < n whose index is outside [0, limit), or n when all are inside. The scan
+ * that finds whether any is outside has no branch (it vectorises: a negative index is a huge
+ * unsigned one); only then is the first one looked for. */
 static int64_t first_bad_index(saga_stream *s, int64_t n, const int32_t *idx, int64_t limit) {
-    int64_t first = n;
-#pragma omp parallel for schedule(static) reduction(min                                            \
-                                                    : first)                                       \
+    const uint64_t lim = limit > 0 ? (uint64_t)limit : 0;
+    int bad = 0;
+#pragma omp parallel for simd schedule(static) reduction(|                                         \
+                                                         : bad)                                    \
     num_threads(saga_cpu_nn_threads(s, n))
     for (int64_t k = 0; k < n; k++)
-        if ((idx[k] < 0 || idx[k] >= limit) && k < first)
-            first = k;
-    return first;
+        bad |= (uint64_t)(int64_t)idx[k] >= lim;
+    if (!bad)
+        return n;
+    int64_t k = 0;
+    while (k < n && (uint64_t)(int64_t)idx[k] < lim)
+        k++;
+    return k;
+}
+
+/* Whether a row of n floats is all zeros, of either sign (NaN and infinities are not). */
+static inline bool row_is_zero(const float *x, int64_t n) {
+    uint32_t any = 0;
+#pragma omp simd reduction(| : any)
+    for (int64_t j = 0; j < n; j++) {
+        uint32_t b;
+        memcpy(&b, x + j, sizeof b);
+        any |= b << 1; /* without the sign */
+    }
+    return any == 0;
 }
 
 static saga_status bad_index(const char *what, int64_t k, int32_t v, int64_t limit) {
@@ -54,6 +73,16 @@ static saga_status bad_index(const char *what, int64_t k, int32_t v, int64_t lim
 }
 
 /* ---- gather / scatter ---------------------------------------------------------------------- */
+
+/* Every cache line of a row of w floats. */
+static inline void prefetch_row(const float *r, int64_t w) {
+    for (int64_t j = 0; j < w; j += 16)
+        __builtin_prefetch(r + j);
+}
+
+/* How many rows ahead a gather asks for the row it will copy, for rows up to
+ * GATHER_AHEAD_MAX_COLS floats (wider rows are long enough for the hardware's own prefetch). */
+enum { GATHER_AHEAD = 16, GATHER_AHEAD_MAX_COLS = 64 };
 
 saga_status saga_cpu_gather_rows_f32(saga_stream *s, int64_t n_idx, int64_t cols,
                                      const int32_t *idx, int64_t n_rows_x, const float *x,
@@ -66,9 +95,15 @@ saga_status saga_cpu_gather_rows_f32(saga_stream *s, int64_t n_idx, int64_t cols
         return bad_index("gather_rows_f32", bad, idx[bad], n_rows_x);
     if (cols <= 0)
         return SAGA_OK;
+    /* the rows are scattered over x: each is asked for GATHER_AHEAD rows before it is copied,
+     * so that the loads overlap instead of each waiting on memory in turn */
+    const int64_t ahead = cols <= GATHER_AHEAD_MAX_COLS ? GATHER_AHEAD : 0;
 #pragma omp parallel for schedule(static) num_threads(saga_cpu_nn_threads(s, n_idx *cols))
-    for (int64_t k = 0; k < n_idx; k++)
+    for (int64_t k = 0; k < n_idx; k++) {
+        if (ahead && k + ahead < n_idx)
+            prefetch_row(x + (int64_t)idx[k + ahead] * cols, cols);
         memcpy(y + k * cols, x + (int64_t)idx[k] * cols, (size_t)cols * sizeof *y);
+    }
     return SAGA_OK;
 }
 
@@ -100,10 +135,12 @@ saga_status saga_cpu_scatter_add_rows_f32(saga_stream *s, int64_t n_idx, int64_t
             saga_cpu_nn_chunk(cols, omp_get_thread_num(), omp_get_num_threads(), &lo, &hi);
             for (int64_t k = 0; k < n_idx; k++) {
                 const float *xk = x + k * cols;
+                if (row_is_zero(xk + lo, hi - lo))
+                    continue;
                 float *yr = y + (int64_t)idx[k] * cols;
 #pragma omp simd
                 for (int64_t j = lo; j < hi; j++)
-                    yr[j] += xk[j];
+                    yr[j] = xk[j] != 0.0f ? yr[j] + xk[j] : yr[j];
             }
         }
     } else {
@@ -116,10 +153,12 @@ saga_status saga_cpu_scatter_add_rows_f32(saga_stream *s, int64_t n_idx, int64_t
                 if (r < lo || r >= hi)
                     continue;
                 const float *xk = x + k * cols;
+                if (row_is_zero(xk, cols))
+                    continue; /* a backward pass's rows are often all zeros */
                 float *yr = y + r * cols;
 #pragma omp simd
                 for (int64_t j = 0; j < cols; j++)
-                    yr[j] += xk[j];
+                    yr[j] = xk[j] != 0.0f ? yr[j] + xk[j] : yr[j];
             }
         }
     }
@@ -135,12 +174,6 @@ enum { SPMM_BLOCK = 256 };
 /* Y[lo..hi) = alpha A X + beta Y, one row at a time, columns [c0, c1). Each output element sums
  * its row's entries in increasing k in f32; the split of rows does not enter. */
 enum { SPMM_AHEAD = 16 };
-
-/* Every cache line of a row of w floats. */
-static inline void prefetch_row(const float *r, int64_t w) {
-    for (int64_t j = 0; j < w; j += 16)
-        __builtin_prefetch(r + j);
-}
 
 static void spmm_rows(const saga_csr_dev *A, int64_t F, int64_t c0, int64_t c1, float alpha,
                       const float *X, float beta, float *Y, int64_t lo, int64_t hi) {

@@ -1,5 +1,6 @@
 // scatter_add_rows.cu - y[idx[k]] += x[k] for rows of f32, after checking every index (nothing
-// is written when one is out of range; the check costs one stream synchronization).
+// is written when one is out of range; the check costs one stream synchronization). Zeros of x
+// are not added.
 //
 // The adds are atomic: rows of x that share a destination reach it in an order the hardware
 // picks, so on the GPU the result is deterministic only up to f32 rounding order (the CPU adds in
@@ -20,8 +21,11 @@ static __global__ void __launch_bounds__(SCATTER_BLOCK)
     for (int64_t k = saga_cuda_group_row(shift); k < n_idx; k += stride) {
         const float *xk = x + k * cols;
         float *yr = y + (int64_t)idx[k] * cols;
-        for (int64_t j = lane; j < cols; j += width)
-            atomicAdd(yr + j, xk[j]);
+        for (int64_t j = lane; j < cols; j += width) {
+            const float v = xk[j];
+            if (v != 0.0f) // a zero leaves y as it was, and costs no atomic
+                atomicAdd(yr + j, v);
+        }
     }
 }
 
