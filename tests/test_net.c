@@ -58,6 +58,7 @@ typedef struct listed_ctx {
     int32_t n_listed, max_count;
     const int32_t *list; /* what run_model passes to saga_net_set_loss_rows, when given */
     int64_t n_list;
+    int calls; /* of the loss */
 } listed_ctx;
 
 static saga_tensor *nll_listed(saga_ctx *c, const saga_vertex_in *v, const int32_t *ids, void *u) {
@@ -71,6 +72,7 @@ static saga_tensor *nll_listed(saga_ctx *c, const saga_vertex_in *v, const int32
             rows[k++] = i;
         }
     lc->max_count = v->count > lc->max_count ? v->count : lc->max_count;
+    lc->calls++;
     saga_tensor *lt = saga_ctx_from_host(c, SAGA_I32, k, 1, lab);
     saga_tensor *rt = saga_ctx_from_host(c, SAGA_I32, k, 1, rows);
     test_free(lab);
@@ -463,19 +465,22 @@ static void small_net_free(small_net *s) {
  * a last stage that is not fused (GAT) and streamed, every row runs, with the same results. The
  * list may be unsorted and repeat ids; an id out of range, or a call after the first run, is
  * refused. */
-static void check_loss_rows(const saga_program *prog, bool fused) {
+/* The loss over every stride-th vertex, without and with saga_net_set_loss_rows, in memory and
+ * streamed. With few loss rows (one_step) a streamed fused net runs its last stage on them in
+ * one step: one call of the loss per training step. */
+static void check_loss_rows(const saga_program *prog, bool fused, int32_t stride, bool one_step) {
     data_load();
     uint8_t *in = test_calloc((size_t)D.n, 1);
-    int32_t *list = test_malloc(((size_t)D.n / 7 + 2) * sizeof *list);
+    int32_t *list = test_malloc(((size_t)D.n / (size_t)stride + 2) * sizeof *list);
     int64_t n_list = 0;
     int32_t n_in = 0;
-    for (int32_t v = D.n - 1; v >= 0; v -= 7) {
+    for (int32_t v = D.n - 1; v >= 0; v -= stride) {
         list[n_list++] = v;
         n_in += !in[v];
         in[v] = 1;
     }
     list[n_list++] = list[0]; /* a repeat */
-    listed_ctx every = {D.labels, in, n_in, 0, NULL, 0}, sub = every;
+    listed_ctx every = {D.labels, in, n_in, 0, NULL, 0, 0}, sub = every;
     sub.list = list;
     sub.n_list = n_list;
     run_out a, b, c;
@@ -486,12 +491,22 @@ static void check_loss_rows(const saga_program *prog, bool fused) {
     assert_int_equal(every.max_count, D.n);
     assert_int_equal(sub.max_count, fused ? n_in : D.n);
     assert_same_run(&a, &b, 1e-6);
-    /* streamed, every block runs whole and the loss picks the rows */
+    /* streamed: every block runs whole and the loss picks the rows, or (one_step) the last
+     * stage runs on the loss rows in one step */
     sub.max_count = 0;
+    sub.calls = 0;
     run_model(&c, prog, b.peak / 4, SAGA_EXEC_AUTO, 0, SAGA_PARTITION_METIS, SAGA_SAVED_RECOMPUTE);
     LISTED = NULL;
     assert_true(c.st[0].streamed);
     assert_true(sub.max_count < D.n);
+    print_message("  every %d-th vertex: streamed in %d parts, %d calls of the loss in 3 steps\n",
+                  (int)stride, (int)c.st[0].parts, sub.calls);
+    if (one_step) {
+        assert_int_equal(sub.calls, 3);
+        assert_int_equal(sub.max_count, n_in);
+    } else {
+        assert_true(sub.calls >= 3 * 2);
+    }
     assert_same_run(&a, &c, 1e-4);
     test_free(a.out);
     test_free(b.out);
@@ -502,9 +517,11 @@ static void check_loss_rows(const saga_program *prog, bool fused) {
 
 static void test_net_loss_rows(void **state) {
     (void)state;
-    check_loss_rows(&GCN, true);
-    check_loss_rows(&SAGE, true);
-    check_loss_rows(&GAT, false);
+    check_loss_rows(&GCN, true, 7, false);
+    check_loss_rows(&SAGE, true, 7, false);
+    check_loss_rows(&GAT, false, 7, false);
+    check_loss_rows(&GCN, true, 61, true);
+    check_loss_rows(&SAGE, true, 61, true);
     /* refused: an id out of range, and a change after the first run */
     small_net sn;
     small_net_new(&sn, NULL);

@@ -338,6 +338,7 @@ static void block_free(saga_net *n, nblock *b) {
     saga_backend_host_free(n->be, b->toff, ((size_t)b->n_halo + 1) * sizeof(int64_t));
     saga_backend_host_free(n->be, b->tdst, m1);
     saga_backend_host_free(n->be, b->hids, ((size_t)b->n_halo + 1) * sizeof(int32_t));
+    saga_backend_host_free(n->be, b->uids, (P ? P : 1) * sizeof(int32_t));
     saga_free(b->tperm);
     saga_free(b->epos);
     size_t wb = n->transfer == SAGA_TRANSFER_F32 ? m1 : m1 / 2; /* see weights_block */
@@ -1231,56 +1232,119 @@ fail:
     return st;
 }
 
-/* n->lblk: the block of the loss rows for the last stage, in memory on one rank in the graph's
- * order (net rows are graph ids), when that stage is a fused program and the block's host arrays
- * fit in what the budget leaves beside the step (left; budget 0: none). Its rows are the loss
- * rows, in increasing order, with their in-edges; its halo is every vertex, so self_pos holds the
- * rows' ids, which also serve as their ids for dropout (b_ids). block_blocks builds the rest, as
- * for a part: the transpose lists each source's destinations in increasing order with the
- * values of the whole graph's, so the backward pass adds the same terms in the same order as
- * over every row, less the zero ones. */
-static saga_status loss_block_build(saga_net *n, size_t budget, size_t left) {
+/* n->lblk: the block of the loss rows for the last stage, on one rank, when that stage is a
+ * fused program. Its rows are the loss rows, in increasing order, with their in-edges.
+ *
+ * In memory (rows are graph ids) its halo is every vertex, so self_pos holds the rows' ids,
+ * which also serve as their ids for dropout (b_ids); it is built when its host arrays fit in
+ * what the budget leaves beside the step (left; budget 0: none). Streamed, it is built when the
+ * last stage's input is resident (full[S-1] on the device): one training step then runs the last
+ * stage on the loss rows, the loss and their backward, instead of a step of each per part over
+ * every row. Its halo is the rows' sources and the rows, gathered from full[S-1] by their ids
+ * (hids), and their gradient is added into gfull[S-1]; uids holds the rows' graph ids. It is
+ * built when it is no larger than the largest step of a part (step, with its tensors).
+ *
+ * block_blocks builds the rest, as for a part: the transpose lists each source's destinations in
+ * increasing order with the values of the whole graph's, so the backward pass adds the same
+ * terms in the same order as over every row, less the zero ones. */
+static saga_status loss_block_build(saga_net *n, size_t budget, size_t left, size_t step) {
     saga_status st = SAGA_OK;
-    const stage *sg = &n->stages[n->n_stages - 1];
-    if (!n->loss_rows || n->ids || sg->kind != STAGE_PROGRAM || !saga_prog_fused(&sg->p))
+    int32_t *rows = NULL, *pos = NULL;
+    const int S = n->n_stages;
+    const stage *sg = &n->stages[S - 1];
+    const bool streamed = n->streamed;
+    if (!n->loss_rows || sg->kind != STAGE_PROGRAM || !saga_prog_fused(&sg->p))
+        return SAGA_OK;
+    if (streamed ? n->dist || !n->resident || !n->resident[S - 1] : n->ids != NULL)
         return SAGA_OK;
     const int32_t R = n->n_loss_rows, N = n->n;
-    int64_t m = 0;
+    /* the rows in the net's order (streamed nets are renumbered part by part), increasing */
+    SAGA_TRY(saga_alloc_array((void **)&rows, R ? (size_t)R : 1, sizeof(int32_t), "loss rows"));
+    SAGA_TRY(saga_alloc_array((void **)&pos, (size_t)N + 1, sizeof(int32_t), "loss rows"));
+    for (int32_t v = 0; v < N; v++)
+        pos[v] = -1;
     for (int32_t i = 0; i < R; i++)
-        m += n->h_off[n->loss_rows[i] + 1] - n->h_off[n->loss_rows[i]];
-    /* offsets, sources, entry indices, rows; the transpose; both orders of the weights */
-    size_t bytes = ((size_t)R + 1 + (size_t)N + 1) * sizeof(int64_t) + (size_t)R * sizeof(int32_t) +
+        pos[n->part ? n->part->inverse[n->loss_rows[i]] : n->loss_rows[i]] = 0;
+    int64_t m = 0;
+    int32_t H = 0;
+    for (int32_t v = 0, r = 0; v < N; v++)
+        if (pos[v] == 0) {
+            rows[r++] = v;
+            m += n->h_off[v + 1] - n->h_off[v];
+        }
+    if (streamed) {
+        /* the halo: the rows and their sources, increasing; pos[v] its index */
+        for (int32_t i = 0; i < R; i++)
+            for (int64_t k = n->h_off[rows[i]]; k < n->h_off[rows[i] + 1]; k++)
+                pos[n->h_src[k]] = 0;
+        for (int32_t v = 0; v < N; v++)
+            if (pos[v] == 0)
+                pos[v] = H++;
+    }
+    const int32_t NH = streamed ? H : N;
+    const int64_t cols = sg->in_cols, out = sg->out_cols;
+    /* offsets, sources, entry indices, rows; the transpose; both orders of the weights; streamed
+     * also the halo's ids, the rows' ids and the step's tensors (the gathered halo and its
+     * gradient twice, the rows' outputs and gradients twice) */
+    size_t bytes = ((size_t)R + 1 + (size_t)NH + 1) * sizeof(int64_t) +
+                   (size_t)R * sizeof(int32_t) +
                    (size_t)m * (2 * sizeof(int32_t) + 2 * sizeof(int64_t) + 2 * sizeof(float));
-    if (budget && bytes > left) {
+    if (streamed)
+        bytes += ((size_t)NH + (size_t)R) * sizeof(int32_t) +
+                 (3 * (size_t)NH * (size_t)cols + 4 * (size_t)R * (size_t)out) * sizeof(float);
+    if (streamed ? bytes > step : budget && bytes > left) {
         saga_log(SAGA_LOG_INFO,
                  "net: the last stage runs every row (its %zu bytes over the loss rows do not fit "
-                 "in the %zu the budget leaves)",
-                 bytes, left);
-        return SAGA_OK;
+                 "in the %zu %s)",
+                 bytes, streamed ? step : left,
+                 streamed ? "of a part's largest step" : "the budget leaves");
+        goto fail;
     }
     SAGA_TRY(saga_alloc_zeroed((void **)&n->lblk, 1, sizeof *n->lblk, "loss rows"));
     nblock *b = n->lblk;
     b->v1 = R;
     b->e1 = m;
-    b->n_halo = N;
-    SAGA_TRY(host_array(n, (void **)&b->self_pos, (size_t)R, sizeof(int32_t), "loss rows"));
+    b->n_halo = NH;
+    SAGA_TRY(host_array(n, (void **)&b->self_pos, R ? (size_t)R : 1, sizeof(int32_t), "loss rows"));
     SAGA_TRY(host_array(n, (void **)&b->off, (size_t)R + 1, sizeof(int64_t), "loss row offsets"));
     SAGA_TRY(host_array(n, (void **)&b->src, 1, edge_bytes(m), "loss row sources"));
     SAGA_TRY(saga_alloc_array((void **)&b->epos, m ? (size_t)m : 1, sizeof(int64_t), "loss rows"));
-    memcpy(b->self_pos, n->loss_rows, (size_t)R * sizeof(int32_t));
     b->off[0] = 0;
     for (int32_t i = 0; i < R; i++) {
-        const int64_t a = n->h_off[b->self_pos[i]], e = n->h_off[b->self_pos[i] + 1];
-        memcpy(b->src + b->off[i], n->h_src + a, (size_t)(e - a) * sizeof(int32_t));
-        for (int64_t k = a; k < e; k++)
+        const int64_t a = n->h_off[rows[i]], e = n->h_off[rows[i] + 1];
+        b->self_pos[i] = streamed ? pos[rows[i]] : rows[i];
+        for (int64_t k = a; k < e; k++) {
+            b->src[b->off[i] + k - a] = streamed ? pos[n->h_src[k]] : n->h_src[k];
             b->epos[b->off[i] + k - a] = k;
+        }
         b->off[i + 1] = b->off[i] + (e - a);
     }
     SAGA_TRY(block_blocks(n, b, sg));
-    b->b_ids = b->b_self; /* the rows' positions in the halo are their ids */
-    saga_log(SAGA_LOG_INFO, "net: the last stage trains on %d loss rows (%lld edges of %lld)",
-             (int)R, (long long)m, (long long)n->m);
+    if (!streamed) {
+        b->b_ids = b->b_self; /* the rows' positions in the halo are their ids */
+    } else {
+        SAGA_TRY(host_array(n, (void **)&b->hids, (size_t)NH + 1, sizeof(int32_t), "halo ids"));
+        for (int32_t v = 0; v < N; v++)
+            if (pos[v] >= 0)
+                b->hids[pos[v]] = v;
+        SAGA_TRY(host_array(n, (void **)&b->uids, R ? (size_t)R : 1, sizeof(int32_t), "loss rows"));
+        for (int32_t i = 0; i < R; i++)
+            b->uids[i] = n->ids ? n->ids[rows[i]] : rows[i];
+        if (!(b->b_hids = net_input_block(n, b->hids, (size_t)NH * sizeof(int32_t), "halo ids")) ||
+            !(b->b_ids = net_input_block(n, b->uids, (size_t)R * sizeof(int32_t), "loss rows")))
+            SAGA_TRY(blocks_oom(n, b));
+    }
+    if (streamed)
+        saga_log(SAGA_LOG_INFO,
+                 "net: the last stage trains on %d loss rows in one step (%lld edges of %lld, "
+                 "%d halo rows)",
+                 (int)R, (long long)m, (long long)n->m, (int)NH);
+    else
+        saga_log(SAGA_LOG_INFO, "net: the last stage trains on %d loss rows (%lld edges of %lld)",
+                 (int)R, (long long)m, (long long)n->m);
 fail:
+    saga_free(rows);
+    saga_free(pos);
     return st;
 }
 
@@ -1514,8 +1578,8 @@ saga_status net_prepare(saga_net *n, bool train) {
         SAGA_TRY(edge_ids(n));
     if (!n->pagerank)
         SAGA_TRY(stage_blocks(n));
-    if (!n->pagerank && !n->streamed && R == 1 && n->n_stages > 0)
-        SAGA_TRY(loss_block_build(n, budget, avail > need ? avail - need : 0));
+    if (!n->pagerank && R == 1 && n->n_stages > 0)
+        SAGA_TRY(loss_block_build(n, budget, avail > need ? avail - need : 0, need - res));
     if (n->sparse)
         net_sparse_fill(n);
     if (n->dist && !n->pagerank)
@@ -1569,6 +1633,20 @@ saga_status net_prepare(saga_net *n, bool train) {
             n->floor_pass_bytes += saga_blk_bytes(b->b_off) + saga_blk_bytes(b->b_src) +
                                    (b->b_vin[key] ? saga_blk_bytes(b->b_vin[key]) : 0);
         }
+    }
+    n->floor_train_bytes = 2 * n->floor_pass_bytes;
+    if (n->lblk && n->streamed) {
+        /* the last stage's tiles cross once, for the loss rows, instead of twice for every part */
+        const stage *sg = &n->stages[n->n_stages - 1];
+        int key = net_key_of(sg->p.edge_weight, sg->p.gather == SAGA_GATHER_MEAN);
+        for (int32_t d = n->d_lo; d < n->d_hi; d++) {
+            const nblock *b = &n->blk[d];
+            n->floor_train_bytes -= 2 * (saga_blk_bytes(b->b_off) + saga_blk_bytes(b->b_src) +
+                                         (b->b_vin[key] ? saga_blk_bytes(b->b_vin[key]) : 0));
+        }
+        const nblock *lb = n->lblk;
+        n->floor_train_bytes += saga_blk_bytes(lb->b_off) + saga_blk_bytes(lb->b_src) +
+                                (lb->b_vin[key] ? saga_blk_bytes(lb->b_vin[key]) : 0);
     }
     n->stats.ranks = R;
     saga_log(SAGA_LOG_INFO,

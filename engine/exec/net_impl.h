@@ -79,6 +79,8 @@ typedef struct nblock {
     saga_blk *b_off, *b_src, *b_edst, *b_toff, *b_tdst, *b_self;
     saga_blk *b_ids, *b_eids; /* streamed: the graph's ids of the rows, the edges' indices */
     saga_blk *b_vin[N_KEYS], *b_vout[N_KEYS];
+    int32_t *uids;    /* the loss rows' block of a streamed net: the rows' graph ids (pinned, P;
+                       * b_ids is their block) */
     int32_t *hids;    /* resident stages: the halo's ids (pinned, n_halo), and their block */
     saga_blk *b_hids; /* (NULL when no stage is resident) */
     bplan *plans;
@@ -217,6 +219,8 @@ struct saga_net {
     /* one pass's share of saga_net_stats.h2d_floor_bytes: the input rows and every program
      * stage's tiles (offsets, sources, edge values) once */
     uint64_t floor_pass_bytes;
+    uint64_t floor_train_bytes; /* a training pass's: twice the above, less what the loss rows'
+                                 * block saves a streamed net */
 
     /* the parts this rank runs: [d_lo, d_hi) (all of them with one rank) */
     int32_t d_lo, d_hi;

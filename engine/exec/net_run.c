@@ -7,7 +7,9 @@
 
 /* ---- running ------------------------------------------------------------------------------ */
 
-typedef enum phase { PH_FWD = 0, PH_LOSS, PH_BWD } phase;
+/* PH_LOSS_ROWS: a streamed net's one step over the loss rows' block (n->lblk): the last stage on
+ * those rows, the loss and the last stage's backward pass */
+typedef enum phase { PH_FWD = 0, PH_LOSS, PH_BWD, PH_LOSS_ROWS } phase;
 
 /* With several ranks, some steps begin with an exchange of host rows (net_dist.c): before the
  * first block of a program stage, the rows of its input that the rank reads from others; before
@@ -60,6 +62,19 @@ static void use_graph(saga_net *n, int t, nblock *b, const stage *sg, bool bwd) 
     }
 }
 
+/* The uses of stage s's graph blocks for block b by a step that runs its forward and backward
+ * passes on one tape (the transpose and its weights besides the forward's). */
+static void use_graph_both(saga_net *n, int t, nblock *b, const stage *sg) {
+    use_graph(n, t, b, sg, false);
+    if (saga_prog_fused(&sg->p)) {
+        int key = net_key_of(sg->p.edge_weight, sg->p.gather == SAGA_GATHER_MEAN);
+        saga_sched_use(n->sched, t, b->b_toff, SAGA_USE_READ, 0);
+        saga_sched_use(n->sched, t, b->b_tdst, SAGA_USE_READ, 0);
+        if (b->b_vout[key])
+            saga_sched_use(n->sched, t, b->b_vout[key], SAGA_USE_READ, 0);
+    }
+}
+
 static bool resident(const saga_net *n, int s) {
     return n->resident && n->resident[s];
 }
@@ -99,7 +114,10 @@ static saga_status plan(saga_net *n, bool train, stepdesc **out, int *n_out) {
     SAGA_TRY(saga_alloc_array((void **)&sd, (size_t)cap, sizeof *sd, "net steps"));
     saga_sched *sc = n->sched;
     saga_sched_plan_begin(sc);
-    for (int s = 0; s < S; s++) {
+    /* training streamed with the loss rows' block: its one step replaces the last stage's */
+    nblock *lb = train && n->streamed ? n->lblk : NULL;
+    int S_fwd = lb ? S - 1 : S;
+    for (int s = 0; s < S_fwd; s++) {
         const stage *sg = &n->stages[s];
         for (int32_t d = lo; d < hi; d++) {
             int t = saga_sched_step(sc);
@@ -134,7 +152,16 @@ static saga_status plan(saga_net *n, bool train, stepdesc **out, int *n_out) {
             sd[cnt++] = (stepdesc){PH_FWD, s, d, x};
         }
     }
-    if (train) {
+    if (train && lb) {
+        int t = saga_sched_step(sc);
+        saga_sched_use(sc, t, lb->b_ids, SAGA_USE_READ, 0);
+        saga_sched_use(sc, t, lb->b_hids, SAGA_USE_READ, 0);
+        saga_sched_use(sc, t, n->full[S - 1], SAGA_USE_READ, 0);
+        use_graph_both(n, t, lb, &n->stages[S - 1]);
+        saga_sched_use(sc, t, n->gfull[S - 1], SAGA_USE_WRITE, 0);
+        sd[cnt++] = (stepdesc){PH_LOSS_ROWS, S - 1, 0, XCHG_NONE};
+    }
+    if (train && !lb) {
         for (int32_t d = lo; d < hi; d++) {
             int t = saga_sched_step(sc);
             if (n->blk[d].b_ids)
@@ -143,7 +170,9 @@ static saga_status plan(saga_net *n, bool train, stepdesc **out, int *n_out) {
             saga_sched_use(sc, t, n->grad[S][d], SAGA_USE_WRITE, 0);
             sd[cnt++] = (stepdesc){PH_LOSS, S, d, XCHG_NONE};
         }
-        for (int s = S - 1; s >= 0; s--) {
+    }
+    if (train) {
+        for (int s = S_fwd - 1; s >= 0; s--) {
             const stage *sg = &n->stages[s];
             bool summed_in =
                 k > 1 && s + 1 < S && n->stages[s + 1].kind == STAGE_PROGRAM && !resident(n, s + 1);
@@ -483,6 +512,51 @@ fail:
     return st;
 }
 
+/* The loss rows' step of a streamed net (n->lblk, PH_LOSS_ROWS): their halo gathered from the
+ * last stage's whole input, the last stage on the rows, the loss over them and the backward pass
+ * to the halo, whose gradient goes into the whole gradient of that input (zeroed first: no other
+ * step writes it). */
+static saga_status run_loss_rows(saga_net *n, double *loss) {
+    saga_status st = SAGA_OK;
+    saga_ctx *c = n->c;
+    int S = n->n_stages;
+    stage *sg = &n->stages[S - 1];
+    nblock *b = n->lblk;
+    int32_t R = b->v1;
+    saga_stream *s0 = saga_backend_default_stream(n->be);
+    sg->rng = saga_ctx_rng_counter(c);
+    saga_tape_pos mark = saga_tape_mark(c);
+    saga_blk *g = n->gfull[S - 1];
+    if (saga_blk_bytes(g))
+        SAGA_TRY(n->be->iface->memset_async(s0, saga_blk_dev(g), 0, saga_blk_bytes(g)));
+    saga_tensor *H = saga_ctx_tensor(c, SAGA_F32, b->n_halo, sg->in_cols);
+    if (!H)
+        SAGA_TRY(ctx_status_or(n, "the loss rows' halo"));
+    if (H->nbytes)
+        SAGA_TRY(n->be->kernels->gather_rows_f32(s0, b->n_halo, sg->in_cols,
+                                                 saga_blk_dev(b->b_hids), n->n,
+                                                 saga_blk_dev(n->full[S - 1]), H->data));
+    saga_ctx_mark_leaf(c, H);
+    saga_tensor *Y = stage_rows(n, S - 1, b, H, NULL, NULL, NULL, false);
+    if (!Y)
+        SAGA_TRY(ctx_status_or(n, "a stage"));
+    SAGA_TRY(check_width(Y, sg, S - 1));
+    saga_vertex_in vin = {.first = 0, .count = R, .gathered = NULL, .self = Y};
+    row_ids_on(n, b);
+    saga_tensor *l = n->loss(c, &vin, b->uids, n->loss_user);
+    saga_ctx_set_row_ids(c, NULL, 0);
+    SAGA_TRY(check_loss(n, l));
+    *loss += saga_item(l);
+    SAGA_TRY(saga_tape_backward_range(c, mark, l, NULL));
+    if (H->grad && H->nbytes)
+        SAGA_TRY(n->be->kernels->scatter_add_rows_f32(s0, b->n_halo, sg->in_cols,
+                                                      saga_blk_dev(b->b_hids), H->grad->data, n->n,
+                                                      saga_blk_dev(g)));
+fail:
+    saga_tape_release(c, mark);
+    return st;
+}
+
 static saga_status run_bwd(saga_net *n, int s, int32_t d) {
     saga_status st = SAGA_OK;
     saga_ctx *c = n->c;
@@ -566,22 +640,12 @@ static saga_status run_whole_train(saga_net *n, double *loss) {
     saga_sched_plan_begin(sc);
     int t = saga_sched_step(sc);
     use_input(n, t, 0);
-    for (int s = 0; s < S; s++) {
-        const stage *sg = &n->stages[s];
-        if (sg->kind != STAGE_PROGRAM)
-            continue;
-        use_graph(n, t, b, sg, false);
-        if (saga_prog_fused(&sg->p)) {
-            int key = net_key_of(sg->p.edge_weight, sg->p.gather == SAGA_GATHER_MEAN);
-            saga_sched_use(sc, t, b->b_toff, SAGA_USE_READ, 0);
-            saga_sched_use(sc, t, b->b_tdst, SAGA_USE_READ, 0);
-            if (b->b_vout[key])
-                saga_sched_use(sc, t, b->b_vout[key], SAGA_USE_READ, 0);
-        }
-    }
+    for (int s = 0; s < S; s++)
+        if (n->stages[s].kind == STAGE_PROGRAM)
+            use_graph_both(n, t, b, &n->stages[s]);
     nblock *lb = n->lblk; /* the last stage on the loss rows alone */
     if (lb)
-        use_graph(n, t, lb, &n->stages[S - 1], true);
+        use_graph_both(n, t, lb, &n->stages[S - 1]);
     SAGA_TRY(saga_sched_plan_end(sc));
     SAGA_TRY(saga_sched_begin(sc, t));
     saga_sparse xs_, *xs = NULL;
@@ -739,9 +803,13 @@ static saga_status run(saga_net *n, bool train, double *loss_out) {
             SAGA_TRY(run_fwd(n, sd[t].s, sd[t].d, train));
         else if (sd[t].ph == PH_LOSS)
             SAGA_TRY(run_loss(n, sd[t].d, &loss));
+        else if (sd[t].ph == PH_LOSS_ROWS)
+            SAGA_TRY(run_loss_rows(n, &loss));
         else
             SAGA_TRY(run_bwd(n, sd[t].s, sd[t].d));
         SAGA_TRY(saga_sched_end(n->sched, t));
+        if (sd[t].ph == PH_LOSS_ROWS)
+            rng_after = saga_ctx_rng_counter(c); /* its stage ends the forward pass */
     }
     if (train)
         saga_ctx_set_rng_counter(c, rng_after);
@@ -759,7 +827,7 @@ fail:
         (void)net_dist_wait(n);
     saga_free(sd);
     net_collect_stats(n, t0);
-    n->stats.h2d_floor_bytes = n->floor_pass_bytes * (train ? 2 : 1);
+    n->stats.h2d_floor_bytes = train ? n->floor_train_bytes : n->floor_pass_bytes;
     return st;
 }
 
