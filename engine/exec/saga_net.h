@@ -207,8 +207,10 @@ typedef struct saga_net_stats {
     uint64_t resident_bytes;
     /* what a streamed schedule that keeps nothing on the device from one pass to the next
      * moves host -> device at least in the last call: the input rows and each program stage's
-     * graph tiles once per pass (forward; training, forward and backward). A schedule whose
-     * blocks stay resident across passes (a budget near the footprint) moves less. */
+     * graph tiles once per pass (forward; training, forward and backward), where a training
+     * pass that runs the last stage on the loss rows alone (saga_net_set_loss_rows) counts that
+     * stage's tiles of those rows once instead. A schedule whose blocks stay resident across
+     * passes (a budget near the footprint) moves less. */
     uint64_t h2d_floor_bytes;
 } saga_net_stats;
 
