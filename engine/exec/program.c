@@ -451,13 +451,13 @@ static saga_status fused_backward(saga_ctx *c, saga_node *n, saga_tensor *grad_o
     if (!saga_node_needs_grad(n, 0))
         return SAGA_OK;
     saga_tensor *h = saga_node_input(n, 0);
-    saga_tensor *dh = saga_ctx_tensor(c, SAGA_F32, h->rows, h->cols);
+    float beta = 0.0f; /* into h's gradient directly: 1 adds to what it holds */
+    float *dh = saga_node_grad_target(c, n, 0, &beta);
     if (!dh)
         return ctx_error(c);
-    if (dh->nbytes)
+    if (h->nbytes)
         SAGA_TRY(saga_ctx_kernels(c)->spmm_f32(saga_ctx_stream(c), &fs->at, h->cols, 1.0f,
-                                               grad_out->data, 0.0f, dh->data));
-    SAGA_TRY(saga_node_accumulate(c, n, 0, dh));
+                                               grad_out->data, beta, dh));
 fail:
     return st;
 }

@@ -612,6 +612,16 @@ fail:
     return saga_ctx_fail(c, st);
 }
 
+float *saga_node_grad_target(saga_ctx *c, saga_node *n, int i, float *beta) {
+    saga_status st = SAGA_OK;
+    SAGA_CHECK(n && i >= 0 && i < n->n_in && n->in[i], SAGA_ERR_INVALID_ARG,
+               "saga_node_grad_target: no input %d", i);
+    return saga_grad_target(c, n->in[i], beta);
+fail:
+    saga_ctx_fail(c, st);
+    return NULL;
+}
+
 saga_tape_pos saga_tape_mark(const saga_ctx *c) {
     return (saga_tape_pos){c->n_nodes, c->n_tensors};
 }

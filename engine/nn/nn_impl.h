@@ -61,6 +61,11 @@ bool saga_node_needs_grad(const saga_node *n, int i);
 /* Adds g (input i's shape) into input i's gradient, allocating it zero-filled on first use. g
  * stays the caller's. */
 saga_status saga_node_accumulate(saga_ctx *c, saga_node *n, int i, const saga_tensor *g);
+/* Where a backward function writes input i's gradient itself: the gradient's buffer, with *beta
+ * = 1 when it already holds a gradient to add to, or a fresh one with *beta = 0 that the caller
+ * must overwrite entirely (kernels with a beta argument accumulate in place, without a temporary
+ * and a copy). NULL with the context's error set. */
+float *saga_node_grad_target(saga_ctx *c, saga_node *n, int i, float *beta);
 /* Same for any tensor: t->grad += g. */
 saga_status saga_grad_accumulate(saga_ctx *c, saga_tensor *t, const saga_tensor *g);
 bool saga_tensor_needs_grad(const saga_tensor *t);
