@@ -133,14 +133,17 @@ saga_status saga_net_add_vertex(saga_net *n, saga_apply_vertex_fn fn, void *laye
 saga_status saga_net_add_program(saga_net *n, const saga_program *p, void *layer, int64_t out_cols);
 saga_status saga_net_set_loss(saga_net *n, saga_net_loss_fn fn, void *user);
 /* The vertices (graph ids; copied, in any order, repeats merged) whose rows alone the loss
- * reads, such as the training vertices of a node classification. In memory on one rank, when the
- * last stage is a program on the fused path (no apply_edge: one SpMM), a training pass then runs
- * that stage on these rows only: the loss sees them as one block (v->count of them in increasing
- * id order, ids[i] naming row i, v->first 0), and every other row of the stage's output gets a
- * zero gradient, as it would from a loss that does not read it. The loss must read no other row.
- * Streamed, over several ranks, in inference and for other last stages every row runs as
- * before. vertices NULL or count 0 runs every row again. Call before the first run.
- * Errors: SAGA_ERR_INVALID_ARG for an id outside 0..n-1 or a call after the first run. */
+ * reads, such as the training vertices of a node classification. On one rank, when the last
+ * stage is a program on the fused path (no apply_edge: one SpMM), a training pass then runs that
+ * stage on these rows only, in memory and streamed when the stage's input stays whole on the
+ * device (the narrow inputs a budget leaves room for, saga_net_stats.resident_bytes) and the
+ * rows' block is no larger than a part's step: the loss sees them as one block (v->count of them,
+ * ids[i] naming row i, v->first 0; in memory in increasing id order, streamed in the parts'
+ * order), and every other row of the stage's output gets a zero gradient, as it would from a loss
+ * that does not read it. The loss must read no other row. Otherwise (over several ranks, in
+ * inference, for other last stages) every row runs as before. vertices NULL or count 0 runs
+ * every row again. Call before the first run. Errors: SAGA_ERR_INVALID_ARG for an id outside
+ * 0..n-1 or a call after the first run. */
 saga_status saga_net_set_loss_rows(saga_net *n, const int32_t *vertices, int64_t count);
 /* The parameters the stages train (not owned): with several ranks, saga_net_train_step sums
  * their gradients over the ranks (saga_comm_allreduce_grads) before it returns, so every rank's
