@@ -3,7 +3,8 @@
 # run peaks at: epoch time streamed vs in memory (alternating runs, medians), and bytes moved
 # with METIS, contiguous and random parts, with halos through the host instead of resident
 # narrow inputs, with offloaded aggregations, and with the feature rows and edge weights crossing in
-# bf16 and fp16; each against the floor (the input rows and each aggregation's tiles once per pass).
+# bf16 and fp16; each against the floor (h2d_floor_bytes: the input rows and each aggregation's
+# tiles once per pass).
 #
 #   bench/stream.sh [BUILD_DIR]      (EPOCHS=20 RUNS=3 N=200000 DEG=20 F=128 C=8 OVER=4 DEVICE=cpu)
 #
