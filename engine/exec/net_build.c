@@ -704,7 +704,7 @@ static int32_t ksearch_next(ksearch *ks, saga_net *n, int32_t k, bool fits, bool
         ks->at = ks->n_probes - (ks->n_probes > 1 ? 2 : 1);
         return ks->probe_k[ks->at];
     case KS_METIS:
-        if (fits && ks->at > 0 && ks->probe_k[ks->at] == k) {
+        if (fits && ks->at > 0) { /* k is probe_k[at] */
             /* keep this partition, try the next fewer parts */
             saga_partition_free(&ks->kept);
             ks->kept = n->part;

@@ -399,15 +399,33 @@ static saga_status input_rows(saga_net *n, saga_blk *b, int64_t rows, int64_t co
                                        saga_blk_dev(b), n->transfer == SAGA_TRANSFER_BF16, t->data);
 }
 
-/* A resident program stage's halo for part d, gathered on the device from its whole input. */
-static saga_status gather_halo(saga_net *n, int s, int32_t d) {
-    nblock *b = &n->blk[d];
+/* Block b's halo of resident stage s, gathered on the device from the stage's whole input into
+ * dst. */
+static saga_status gather_whole(saga_net *n, int s, const nblock *b, void *dst) {
     int64_t cols = n->stages[s].in_cols;
     if (!b->n_halo || !cols)
         return SAGA_OK;
     return n->be->kernels->gather_rows_f32(saga_backend_default_stream(n->be), b->n_halo, cols,
                                            saga_blk_dev(b->b_hids), n->n, saga_blk_dev(n->full[s]),
-                                           saga_blk_dev(n->halo[s][d]));
+                                           dst);
+}
+
+/* Block b's halo gradient (grad, NULL: none) added into resident stage s's whole input gradient
+ * on the device, which first (the step that writes it first) is zeroed. */
+static saga_status add_whole_grad(saga_net *n, int s, const nblock *b, const saga_tensor *grad,
+                                  bool first) {
+    saga_stream *s0 = saga_backend_default_stream(n->be);
+    saga_blk *g = n->gfull[s];
+    if (first && saga_blk_bytes(g)) {
+        saga_status st = n->be->iface->memset_async(s0, saga_blk_dev(g), 0, saga_blk_bytes(g));
+        if (st < 0)
+            return st;
+    }
+    if (!grad || !b->n_halo || !n->stages[s].in_cols)
+        return SAGA_OK;
+    return n->be->kernels->scatter_add_rows_f32(s0, b->n_halo, n->stages[s].in_cols,
+                                                saga_blk_dev(b->b_hids), grad->data, n->n,
+                                                saga_blk_dev(g));
 }
 
 /* Part d's rows of a resident stage's whole block. */
@@ -447,7 +465,7 @@ static saga_status stage_input(saga_net *n, int s, int32_t d, saga_tensor **H, s
     if (s == 0)
         return input_rows(n, blk, rows, sg->in_cols, H);
     if (resident(n, s)) {
-        saga_status st = gather_halo(n, s, d);
+        saga_status st = gather_whole(n, s, b, saga_blk_dev(n->halo[s][d]));
         if (st < 0)
             return st;
     }
@@ -523,19 +541,12 @@ static saga_status run_loss_rows(saga_net *n, double *loss) {
     stage *sg = &n->stages[S - 1];
     nblock *b = n->lblk;
     int32_t R = b->v1;
-    saga_stream *s0 = saga_backend_default_stream(n->be);
     sg->rng = saga_ctx_rng_counter(c);
     saga_tape_pos mark = saga_tape_mark(c);
-    saga_blk *g = n->gfull[S - 1];
-    if (saga_blk_bytes(g))
-        SAGA_TRY(n->be->iface->memset_async(s0, saga_blk_dev(g), 0, saga_blk_bytes(g)));
     saga_tensor *H = saga_ctx_tensor(c, SAGA_F32, b->n_halo, sg->in_cols);
     if (!H)
         SAGA_TRY(ctx_status_or(n, "the loss rows' halo"));
-    if (H->nbytes)
-        SAGA_TRY(n->be->kernels->gather_rows_f32(s0, b->n_halo, sg->in_cols,
-                                                 saga_blk_dev(b->b_hids), n->n,
-                                                 saga_blk_dev(n->full[S - 1]), H->data));
+    SAGA_TRY(gather_whole(n, S - 1, b, H->data));
     saga_ctx_mark_leaf(c, H);
     saga_tensor *Y = stage_rows(n, S - 1, b, H, NULL, NULL, NULL, false);
     if (!Y)
@@ -548,10 +559,7 @@ static saga_status run_loss_rows(saga_net *n, double *loss) {
     SAGA_TRY(check_loss(n, l));
     *loss += saga_item(l);
     SAGA_TRY(saga_tape_backward_range(c, mark, l, NULL));
-    if (H->grad && H->nbytes)
-        SAGA_TRY(n->be->kernels->scatter_add_rows_f32(s0, b->n_halo, sg->in_cols,
-                                                      saga_blk_dev(b->b_hids), H->grad->data, n->n,
-                                                      saga_blk_dev(g)));
+    SAGA_TRY(add_whole_grad(n, S - 1, b, H->grad, true)); /* no other step writes it */
 fail:
     saga_tape_release(c, mark);
     return st;
@@ -610,14 +618,7 @@ static saga_status run_bwd(saga_net *n, int s, int32_t d) {
     }
     if (s > 0 && resident(n, s)) {
         /* the halo's gradient added into the whole one on the device, zeroed by the first part */
-        saga_stream *st0 = saga_backend_default_stream(n->be);
-        saga_blk *g = n->gfull[s];
-        if (d == n->d_lo && saga_blk_bytes(g))
-            SAGA_TRY(n->be->iface->memset_async(st0, saga_blk_dev(g), 0, saga_blk_bytes(g)));
-        if (H->grad && b->n_halo && sg->in_cols)
-            SAGA_TRY(n->be->kernels->scatter_add_rows_f32(st0, b->n_halo, sg->in_cols,
-                                                          saga_blk_dev(b->b_hids), H->grad->data,
-                                                          n->n, saga_blk_dev(g)));
+        SAGA_TRY(add_whole_grad(n, s, b, H->grad, d == n->d_lo));
     } else if (s > 0) {
         saga_blk *dst = program && n->k > 1 ? n->ghalo[s][d] : n->grad[s][d];
         SAGA_TRY(to_block(n, dst, H->grad));

@@ -337,10 +337,7 @@ static bool live_rows(const float *X, int64_t rows, int64_t F, live_set *L) {
         goto fail;
     L->before = (int32_t *)(L->bits + words);
     for (int64_t u = 0; u < rows; u++) {
-        const float *x = X + u * F;
-        bool nz = false;
-        for (int64_t j = 0; j < F; j++)
-            nz |= x[j] != 0.0f;
+        const bool nz = !row_is_zero(X + u * F, F);
         if (nz && ++n_live > rows / SPMM_LIVE_SHARE) {
             saga_free(L->bits);
             return false;
