@@ -704,6 +704,7 @@ void cli_json_net_stats(json *j, const saga_net_stats *ns) {
     json_key(j, "prepare_seconds"), json_num(j, ns->prepare_seconds);
     json_key(j, "resident_bytes"), json_int(j, (int64_t)ns->resident_bytes);
     json_key(j, "h2d_floor_bytes"), json_int(j, (int64_t)ns->h2d_floor_bytes);
+    json_key(j, "loss_rows_stages"), json_int(j, ns->loss_rows_stages);
 }
 
 cli_exec cli_exec_defaults(void) {

@@ -491,6 +491,9 @@ static void check_loss_rows(const saga_program *prog, bool fused, int32_t stride
     assert_int_equal(every.max_count, D.n);
     assert_int_equal(sub.max_count, fused ? n_in : D.n);
     assert_same_run(&a, &b, 1e-6);
+    /* in memory a fused net runs its last three stages on the rows the loss reads alone */
+    assert_int_equal(a.st[2].loss_rows_stages, 0);
+    assert_int_equal(b.st[2].loss_rows_stages, fused ? 3 : 0);
     /* streamed: every block runs whole and the loss picks the rows, or (one_step) the last
      * stage runs on the loss rows in one step */
     sub.max_count = 0;
@@ -504,10 +507,36 @@ static void check_loss_rows(const saga_program *prog, bool fused, int32_t stride
     if (one_step) {
         assert_int_equal(sub.calls, 3);
         assert_int_equal(sub.max_count, n_in);
+        assert_true(c.st[2].loss_rows_stages >= 1);
     } else {
         assert_true(sub.calls >= 3 * 2);
+        assert_int_equal(c.st[2].loss_rows_stages, 0);
     }
     assert_same_run(&a, &c, 1e-4);
+    if (one_step) {
+        /* with room for the first aggregation's input whole on the device, the stages from
+         * that aggregation on run in the one step too, on the rows the loss reads */
+        run_out t = {0};
+        for (int div = 2; div <= 4 && !t.out; div++) {
+            sub.calls = 0;
+            LISTED = &sub;
+            run_model(&t, prog, b.peak / (size_t)div, SAGA_EXEC_AUTO, 0, SAGA_PARTITION_METIS,
+                      SAGA_SAVED_RECOMPUTE);
+            LISTED = NULL;
+            if (!(t.st[2].streamed && t.st[2].loss_rows_stages == 3)) {
+                test_free(t.out);
+                t.out = NULL;
+            }
+        }
+        if (!t.out)
+            fail_msg("no budget from 1/2 to 1/4 of the peak ran the tail streamed");
+        print_message("  every %d-th vertex: the last 3 stages in one step over %d parts\n",
+                      (int)stride, (int)t.st[2].parts);
+        assert_int_equal(sub.calls, 3);
+        assert_same_run(&a, &t, 1e-4);
+        assert_true(t.st[2].h2d_bytes < c.st[2].h2d_bytes);
+        test_free(t.out);
+    }
     test_free(a.out);
     test_free(b.out);
     test_free(c.out);

@@ -359,15 +359,21 @@ static void block_free(saga_net *n, nblock *b) {
     }
 }
 
+/* Frees a block of rows (loss_block_build) and clears its pointer. */
+static void rows_block_free(saga_net *n, nblock **b) {
+    if (*b) {
+        block_free(n, *b);
+        saga_free(*b);
+        *b = NULL;
+    }
+}
+
 /* Frees what net_prepare made (the scheduler's blocks go with it). */
 static void unprepare(saga_net *n) {
     int S = n->n_stages;
     net_pr_free(n);
-    if (n->lblk) {
-        block_free(n, n->lblk);
-        saga_free(n->lblk);
-        n->lblk = NULL;
-    }
+    rows_block_free(n, &n->lblk);
+    rows_block_free(n, &n->tblk);
     if (n->sched)
         saga_ctx_set_pressure(n->c, NULL, NULL);
     saga_sched_free(&n->sched);
@@ -586,7 +592,7 @@ saga_blk *net_input_block(saga_net *n, void *host, size_t bytes, const char *kin
 
 /* SAGA_ERR_OUT_OF_MEMORY, naming block b. */
 static saga_status blocks_oom(const saga_net *n, const nblock *b) {
-    if (b == n->lblk)
+    if (b == n->lblk || b == n->tblk)
         return saga_error(SAGA_ERR_OUT_OF_MEMORY, "out of memory for the blocks of the loss rows");
     return saga_error(SAGA_ERR_OUT_OF_MEMORY, "out of memory for the blocks of part %d",
                       (int)(b - n->blk));
@@ -1232,24 +1238,140 @@ fail:
     return st;
 }
 
+/* The halo of a block of rows (ids in the net's order, increasing) and its in-edge count: with
+ * its own halo (own), the rows and their sources, increasing, pos[v] the index of halo vertex v
+ * and -1 elsewhere; else every vertex, pos[v] 0 for the rows and -1 elsewhere. */
+static void rows_halo(const saga_net *n, const int32_t *rows, int32_t R, bool own, int32_t *pos,
+                      int64_t *m, int32_t *n_halo) {
+    const int32_t N = n->n;
+    for (int32_t v = 0; v < N; v++)
+        pos[v] = -1;
+    int64_t e = 0;
+    for (int32_t i = 0; i < R; i++) {
+        pos[rows[i]] = 0;
+        e += n->h_off[rows[i] + 1] - n->h_off[rows[i]];
+    }
+    int32_t H = N;
+    if (own) {
+        for (int32_t i = 0; i < R; i++)
+            for (int64_t k = n->h_off[rows[i]]; k < n->h_off[rows[i] + 1]; k++)
+                pos[n->h_src[k]] = 0;
+        H = 0;
+        for (int32_t v = 0; v < N; v++)
+            if (pos[v] == 0)
+                pos[v] = H++;
+    }
+    *m = e;
+    *n_halo = H;
+}
+
+/* The host arrays of a rows' block (offsets, sources, entry indices, rows; the transpose; both
+ * orders of the weights; with ids, the rows' graph ids, and with its own halo the halo's) and,
+ * streamed, the tensors of its step: a gathered halo of g_rows rows and cols columns with its
+ * gradient, and stages of out columns in all on its rows, each output with its gradient, with a
+ * margin. */
+static size_t rows_block_bytes(int32_t R, int64_t m, int32_t NH, bool own, bool ids, bool streamed,
+                               int32_t g_rows, int64_t cols, int64_t out) {
+    size_t bytes = ((size_t)R + 1 + (size_t)NH + 1) * sizeof(int64_t) +
+                   (size_t)R * sizeof(int32_t) +
+                   (size_t)m * (2 * sizeof(int32_t) + 2 * sizeof(int64_t) + 2 * sizeof(float));
+    bytes += ((own ? (size_t)NH : 0) + (ids ? (size_t)R : 0)) * sizeof(int32_t);
+    if (streamed)
+        bytes += (3 * (size_t)g_rows * (size_t)cols + 4 * (size_t)R * (size_t)out) * sizeof(float);
+    return bytes;
+}
+
+/* A block (*out) of the rows (increasing, in the net's order) with their in-edges for stage sg,
+ * over the halo rows_halo gave (pos, m, NH). With its own halo, hids lists the halo (b_hids its
+ * block, streamed), uids names the rows by graph id and b_ids is its block; over every vertex
+ * the rows' positions are their ids and b_ids is b_self. The transpose lists each source's
+ * destinations in increasing order with the whole graph's values (block_blocks), so a backward
+ * pass over the block adds the same terms in the same order as over every row, less the zero
+ * ones. */
+static saga_status rows_block(saga_net *n, nblock **out, const int32_t *rows, int32_t R, bool own,
+                              bool ids, const int32_t *pos, int64_t m, int32_t NH,
+                              const stage *sg) {
+    saga_status st = SAGA_OK;
+    SAGA_TRY(saga_alloc_zeroed((void **)out, 1, sizeof **out, "loss rows"));
+    nblock *b = *out;
+    b->v1 = R;
+    b->e1 = m;
+    b->n_halo = NH;
+    SAGA_TRY(host_array(n, (void **)&b->self_pos, R ? (size_t)R : 1, sizeof(int32_t), "loss rows"));
+    SAGA_TRY(host_array(n, (void **)&b->off, (size_t)R + 1, sizeof(int64_t), "loss row offsets"));
+    SAGA_TRY(host_array(n, (void **)&b->src, 1, edge_bytes(m), "loss row sources"));
+    SAGA_TRY(saga_alloc_array((void **)&b->epos, m ? (size_t)m : 1, sizeof(int64_t), "loss rows"));
+    b->off[0] = 0;
+    for (int32_t i = 0; i < R; i++) {
+        const int64_t a = n->h_off[rows[i]], e = n->h_off[rows[i] + 1];
+        b->self_pos[i] = own ? pos[rows[i]] : rows[i];
+        for (int64_t k = a; k < e; k++) {
+            b->src[b->off[i] + k - a] = own ? pos[n->h_src[k]] : n->h_src[k];
+            b->epos[b->off[i] + k - a] = k;
+        }
+        b->off[i + 1] = b->off[i] + (e - a);
+    }
+    SAGA_TRY(block_blocks(n, b, sg));
+    if (own) {
+        SAGA_TRY(host_array(n, (void **)&b->hids, (size_t)NH + 1, sizeof(int32_t), "halo ids"));
+        for (int32_t v = 0; v < n->n; v++)
+            if (pos[v] >= 0)
+                b->hids[pos[v]] = v;
+        if (n->streamed &&
+            !(b->b_hids = net_input_block(n, b->hids, (size_t)NH * sizeof(int32_t), "halo ids")))
+            SAGA_TRY(blocks_oom(n, b));
+    }
+    if (!ids) {
+        b->b_ids = b->b_self; /* the rows' positions in the halo are their ids */
+        return SAGA_OK;
+    }
+    SAGA_TRY(host_array(n, (void **)&b->uids, R ? (size_t)R : 1, sizeof(int32_t), "loss rows"));
+    for (int32_t i = 0; i < R; i++)
+        b->uids[i] = n->ids ? n->ids[rows[i]] : rows[i];
+    if (!(b->b_ids = net_input_block(n, b->uids, (size_t)R * sizeof(int32_t), "loss rows")))
+        SAGA_TRY(blocks_oom(n, b));
+fail:
+    return st;
+}
+
+/* The first stage of the tail (see loss_block_build): the program stage before the last one when
+ * only vertex stages lie between them and it is fused, and streamed, its input stays whole on the
+ * device after a first stage; -1 when there is none. */
+static int tail_stage(const saga_net *n) {
+    const int S = n->n_stages;
+    int p = S - 2;
+    while (p >= 0 && n->stages[p].kind != STAGE_PROGRAM)
+        p--;
+    if (p < 0 || !saga_prog_fused(&n->stages[p].p))
+        return -1;
+    if (n->streamed && (p == 0 || !n->resident || !n->resident[p]))
+        return -1;
+    return p;
+}
+
 /* n->lblk: the block of the loss rows for the last stage, on one rank, when that stage is a
  * fused program. Its rows are the loss rows, in increasing order, with their in-edges.
  *
- * In memory (rows are graph ids) its halo is every vertex, so self_pos holds the rows' ids,
- * which also serve as their ids for dropout (b_ids); it is built when its host arrays fit in
- * what the budget leaves beside the step (left; budget 0: none). Streamed, it is built when the
- * last stage's input is resident (full[S-1] on the device): one training step then runs the last
- * stage on the loss rows, the loss and their backward, instead of a step of each per part over
- * every row. Its halo is the rows' sources and the rows, gathered from full[S-1] by their ids
- * (hids), and their gradient is added into gfull[S-1]; uids holds the rows' graph ids. It is
- * built when it is no larger than the largest step of a part (step, with its tensors).
+ * In memory (rows are graph ids) its halo is every vertex unless a tail is built, and it is built
+ * when its host arrays fit in what the budget leaves beside the step (left; budget 0: none).
+ * Streamed, it is built when the last stage's input is resident (full[S-1] on the device) and it
+ * is no larger than the largest step of a part (step, with its tensors): one training step then
+ * runs the last stage on the loss rows, the loss and their backward, instead of a step of each
+ * per part over every row. Its halo is the rows and their sources, gathered from full[S-1] by
+ * their ids (hids), and their gradient is added into gfull[S-1]; uids holds the rows' graph ids.
  *
- * block_blocks builds the rest, as for a part: the transpose lists each source's destinations in
- * increasing order with the values of the whole graph's, so the backward pass adds the same
- * terms in the same order as over every row, less the zero ones. */
+ * n->tblk, the tail: when the last stage before it that is a program (tail_stage, p) is followed
+ * by vertex stages alone, the loss reads only the rows of lblk's halo from stage p's output, and
+ * those read only their sources from its input. The tail's block holds lblk's halo as its rows,
+ * with their in-edges, for stage p, over every vertex (its sources are ids); streamed its rows'
+ * graph ids (uids) name them for dropout. Stages p .. S-2 then train on those rows and the last
+ * stage on the loss rows, in memory and streamed in the one step, which reads stage p's whole
+ * input (full[p]) and adds into its whole gradient (gfull[p]); lblk's halo is then the tail's
+ * rows. Built when both blocks fit as lblk alone must, streamed in a part's largest step and what
+ * the budget leaves beside it. */
 static saga_status loss_block_build(saga_net *n, size_t budget, size_t left, size_t step) {
     saga_status st = SAGA_OK;
-    int32_t *rows = NULL, *pos = NULL;
+    int32_t *rows = NULL, *pos = NULL, *tpos = NULL, *trows = NULL;
     const int S = n->n_stages;
     const stage *sg = &n->stages[S - 1];
     const bool streamed = n->streamed;
@@ -1265,86 +1387,77 @@ static saga_status loss_block_build(saga_net *n, size_t budget, size_t left, siz
         pos[v] = -1;
     for (int32_t i = 0; i < R; i++)
         pos[n->part ? n->part->inverse[n->loss_rows[i]] : n->loss_rows[i]] = 0;
-    int64_t m = 0;
-    int32_t H = 0;
     for (int32_t v = 0, r = 0; v < N; v++)
-        if (pos[v] == 0) {
+        if (pos[v] == 0)
             rows[r++] = v;
-            m += n->h_off[v + 1] - n->h_off[v];
-        }
-    if (streamed) {
-        /* the halo: the rows and their sources, increasing; pos[v] its index */
-        for (int32_t i = 0; i < R; i++)
-            for (int64_t k = n->h_off[rows[i]]; k < n->h_off[rows[i] + 1]; k++)
-                pos[n->h_src[k]] = 0;
+    int64_t m = 0, tm = 0;
+    int32_t NH = 0, TH = 0;
+    rows_halo(n, rows, R, true, pos, &m, &NH);
+    /* the tail: its rows are lblk's own halo */
+    const int p = tail_stage(n);
+    size_t tbytes = 0;
+    if (p >= 0) {
+        SAGA_TRY(saga_alloc_array((void **)&trows, (size_t)NH + 1, sizeof(int32_t), "loss rows"));
+        SAGA_TRY(saga_alloc_array((void **)&tpos, (size_t)N + 1, sizeof(int32_t), "loss rows"));
         for (int32_t v = 0; v < N; v++)
-            if (pos[v] == 0)
-                pos[v] = H++;
+            if (pos[v] >= 0)
+                trows[pos[v]] = v;
+        rows_halo(n, trows, NH, false, tpos, &tm, &TH);
+        int64_t outs = 0;
+        for (int s = p; s < S - 1; s++)
+            outs += n->stages[s].out_cols;
+        tbytes = rows_block_bytes(NH, tm, TH, false, streamed, streamed, 0, 0, outs);
     }
-    const int32_t NH = streamed ? H : N;
     const int64_t cols = sg->in_cols, out = sg->out_cols;
-    /* offsets, sources, entry indices, rows; the transpose; both orders of the weights; streamed
-     * also the halo's ids, the rows' ids and the step's tensors (the gathered halo and its
-     * gradient twice, the rows' outputs and gradients twice) */
-    size_t bytes = ((size_t)R + 1 + (size_t)NH + 1) * sizeof(int64_t) +
-                   (size_t)R * sizeof(int32_t) +
-                   (size_t)m * (2 * sizeof(int32_t) + 2 * sizeof(int64_t) + 2 * sizeof(float));
-    if (streamed)
-        bytes += ((size_t)NH + (size_t)R) * sizeof(int32_t) +
-                 (3 * (size_t)NH * (size_t)cols + 4 * (size_t)R * (size_t)out) * sizeof(float);
-    if (streamed ? bytes > step : budget && bytes > left) {
+    bool own = streamed;
+    size_t bytes = rows_block_bytes(R, m, streamed ? NH : N, own, own, streamed, NH, cols, out);
+    size_t room = streamed ? step : budget ? left : SIZE_MAX;
+    if (bytes > room) {
         saga_log(SAGA_LOG_INFO,
                  "net: the last stage runs every row (its %zu bytes over the loss rows do not fit "
                  "in the %zu %s)",
-                 bytes, streamed ? step : left,
-                 streamed ? "of a part's largest step" : "the budget leaves");
+                 bytes, room, streamed ? "of a part's largest step" : "the budget leaves");
         goto fail;
     }
-    SAGA_TRY(saga_alloc_zeroed((void **)&n->lblk, 1, sizeof *n->lblk, "loss rows"));
-    nblock *b = n->lblk;
-    b->v1 = R;
-    b->e1 = m;
-    b->n_halo = NH;
-    SAGA_TRY(host_array(n, (void **)&b->self_pos, R ? (size_t)R : 1, sizeof(int32_t), "loss rows"));
-    SAGA_TRY(host_array(n, (void **)&b->off, (size_t)R + 1, sizeof(int64_t), "loss row offsets"));
-    SAGA_TRY(host_array(n, (void **)&b->src, 1, edge_bytes(m), "loss row sources"));
-    SAGA_TRY(saga_alloc_array((void **)&b->epos, m ? (size_t)m : 1, sizeof(int64_t), "loss rows"));
-    b->off[0] = 0;
-    for (int32_t i = 0; i < R; i++) {
-        const int64_t a = n->h_off[rows[i]], e = n->h_off[rows[i] + 1];
-        b->self_pos[i] = streamed ? pos[rows[i]] : rows[i];
-        for (int64_t k = a; k < e; k++) {
-            b->src[b->off[i] + k - a] = streamed ? pos[n->h_src[k]] : n->h_src[k];
-            b->epos[b->off[i] + k - a] = k;
-        }
-        b->off[i + 1] = b->off[i] + (e - a);
+    bool tail = false;
+    if (p >= 0) {
+        size_t both = rows_block_bytes(R, m, NH, true, true, streamed, 0, cols, out) + tbytes;
+        size_t troom = streamed ? step + left : room;
+        tail = both <= troom;
+        if (!tail)
+            saga_log(SAGA_LOG_INFO,
+                     "net: stages %d to %d run every row (their %zu bytes over the rows the loss "
+                     "reads do not fit in %zu)",
+                     p, S - 2, both, troom);
     }
-    SAGA_TRY(block_blocks(n, b, sg));
-    if (!streamed) {
-        b->b_ids = b->b_self; /* the rows' positions in the halo are their ids */
-    } else {
-        SAGA_TRY(host_array(n, (void **)&b->hids, (size_t)NH + 1, sizeof(int32_t), "halo ids"));
-        for (int32_t v = 0; v < N; v++)
-            if (pos[v] >= 0)
-                b->hids[pos[v]] = v;
-        SAGA_TRY(host_array(n, (void **)&b->uids, R ? (size_t)R : 1, sizeof(int32_t), "loss rows"));
-        for (int32_t i = 0; i < R; i++)
-            b->uids[i] = n->ids ? n->ids[rows[i]] : rows[i];
-        if (!(b->b_hids = net_input_block(n, b->hids, (size_t)NH * sizeof(int32_t), "halo ids")) ||
-            !(b->b_ids = net_input_block(n, b->uids, (size_t)R * sizeof(int32_t), "loss rows")))
-            SAGA_TRY(blocks_oom(n, b));
+    if (tail && !streamed) {
+        own = true;
+    } else if (!own) {
+        rows_halo(n, rows, R, false, pos, &m, &NH); /* lblk over every vertex */
     }
-    if (streamed)
+    SAGA_TRY(rows_block(n, &n->lblk, rows, R, own, own, pos, m, NH, sg));
+    if (tail) {
+        SAGA_TRY(rows_block(n, &n->tblk, trows, NH, false, streamed, tpos, tm, TH, &n->stages[p]));
+        n->tail_s = p;
+        saga_log(SAGA_LOG_INFO,
+                 "net: stages %d to %d train on the %d rows the loss reads (%lld edges), the "
+                 "last on %d loss rows (%lld edges) in %s",
+                 p, S - 2, (int)NH, (long long)tm, (int)R, (long long)m,
+                 streamed ? "one step" : "memory");
+    } else if (streamed) {
         saga_log(SAGA_LOG_INFO,
                  "net: the last stage trains on %d loss rows in one step (%lld edges of %lld, "
                  "%d halo rows)",
                  (int)R, (long long)m, (long long)n->m, (int)NH);
-    else
+    } else {
         saga_log(SAGA_LOG_INFO, "net: the last stage trains on %d loss rows (%lld edges of %lld)",
                  (int)R, (long long)m, (long long)n->m);
+    }
 fail:
+    saga_free(trows);
     saga_free(rows);
     saga_free(pos);
+    saga_free(tpos);
     return st;
 }
 
@@ -1636,17 +1749,22 @@ saga_status net_prepare(saga_net *n, bool train) {
     }
     n->floor_train_bytes = 2 * n->floor_pass_bytes;
     if (n->lblk && n->streamed) {
-        /* the last stage's tiles cross once, for the loss rows, instead of twice for every part */
-        const stage *sg = &n->stages[n->n_stages - 1];
-        int key = net_key_of(sg->p.edge_weight, sg->p.gather == SAGA_GATHER_MEAN);
-        for (int32_t d = n->d_lo; d < n->d_hi; d++) {
-            const nblock *b = &n->blk[d];
-            n->floor_train_bytes -= 2 * (saga_blk_bytes(b->b_off) + saga_blk_bytes(b->b_src) +
-                                         (b->b_vin[key] ? saga_blk_bytes(b->b_vin[key]) : 0));
+        /* the last stage's tiles cross once, for the loss rows, instead of twice for every part,
+         * and so do the tail's first stage's, for the tail's rows */
+        for (int i = 0; i < 2; i++) {
+            const nblock *rb = i ? n->tblk : n->lblk;
+            if (!rb)
+                continue;
+            const stage *sg = &n->stages[i ? n->tail_s : n->n_stages - 1];
+            int key = net_key_of(sg->p.edge_weight, sg->p.gather == SAGA_GATHER_MEAN);
+            for (int32_t d = n->d_lo; d < n->d_hi; d++) {
+                const nblock *b = &n->blk[d];
+                n->floor_train_bytes -= 2 * (saga_blk_bytes(b->b_off) + saga_blk_bytes(b->b_src) +
+                                             (b->b_vin[key] ? saga_blk_bytes(b->b_vin[key]) : 0));
+            }
+            n->floor_train_bytes += saga_blk_bytes(rb->b_off) + saga_blk_bytes(rb->b_src) +
+                                    (rb->b_vin[key] ? saga_blk_bytes(rb->b_vin[key]) : 0);
         }
-        const nblock *lb = n->lblk;
-        n->floor_train_bytes += saga_blk_bytes(lb->b_off) + saga_blk_bytes(lb->b_src) +
-                                (lb->b_vin[key] ? saga_blk_bytes(lb->b_vin[key]) : 0);
     }
     n->stats.ranks = R;
     saga_log(SAGA_LOG_INFO,

@@ -162,9 +162,11 @@ struct saga_net {
     void *loss_user;
     int32_t *loss_rows; /* saga_net_set_loss_rows: increasing graph ids, or NULL */
     int32_t n_loss_rows;
-    /* prepared in memory with loss rows and a fused last stage: one more block, whose rows are
-     * the loss rows (self_pos their ids, the halo every vertex), for that stage; else NULL */
-    nblock *lblk;
+    /* prepared with loss rows and a fused last stage (loss_block_build): one more block, whose
+     * rows are the loss rows, for that stage; else NULL. tblk: the tail's block, whose rows are
+     * lblk's halo, for stage tail_s (the program before the last), or NULL */
+    nblock *lblk, *tblk;
+    int tail_s;
     float *x; /* user input in the net's order (n x in_cols) */
     int64_t in_cols;
     bool x_changed;

@@ -8,7 +8,8 @@
 /* ---- running ------------------------------------------------------------------------------ */
 
 /* PH_LOSS_ROWS: a streamed net's one step over the loss rows' block (n->lblk): the last stage on
- * those rows, the loss and the last stage's backward pass */
+ * those rows (after the tail's stages on the rows they read, with n->tblk), the loss and the
+ * backward pass of those stages */
 typedef enum phase { PH_FWD = 0, PH_LOSS, PH_BWD, PH_LOSS_ROWS } phase;
 
 /* With several ranks, some steps begin with an exchange of host rows (net_dist.c): before the
@@ -114,9 +115,11 @@ static saga_status plan(saga_net *n, bool train, stepdesc **out, int *n_out) {
     SAGA_TRY(saga_alloc_array((void **)&sd, (size_t)cap, sizeof *sd, "net steps"));
     saga_sched *sc = n->sched;
     saga_sched_plan_begin(sc);
-    /* training streamed with the loss rows' block: its one step replaces the last stage's */
+    /* training streamed with the loss rows' block: its one step replaces the last stage's, and
+     * with the tail's, the stages' from the tail's first */
     nblock *lb = train && n->streamed ? n->lblk : NULL;
-    int S_fwd = lb ? S - 1 : S;
+    nblock *tb = lb ? n->tblk : NULL;
+    int S_fwd = tb ? n->tail_s : lb ? S - 1 : S;
     for (int s = 0; s < S_fwd; s++) {
         const stage *sg = &n->stages[s];
         for (int32_t d = lo; d < hi; d++) {
@@ -155,11 +158,16 @@ static saga_status plan(saga_net *n, bool train, stepdesc **out, int *n_out) {
     if (train && lb) {
         int t = saga_sched_step(sc);
         saga_sched_use(sc, t, lb->b_ids, SAGA_USE_READ, 0);
-        saga_sched_use(sc, t, lb->b_hids, SAGA_USE_READ, 0);
-        saga_sched_use(sc, t, n->full[S - 1], SAGA_USE_READ, 0);
+        if (tb)
+            saga_sched_use(sc, t, tb->b_ids, SAGA_USE_READ, 0);
+        else
+            saga_sched_use(sc, t, lb->b_hids, SAGA_USE_READ, 0);
+        saga_sched_use(sc, t, n->full[S_fwd], SAGA_USE_READ, 0);
+        if (tb)
+            use_graph_both(n, t, tb, &n->stages[S_fwd]);
         use_graph_both(n, t, lb, &n->stages[S - 1]);
-        saga_sched_use(sc, t, n->gfull[S - 1], SAGA_USE_WRITE, 0);
-        sd[cnt++] = (stepdesc){PH_LOSS_ROWS, S - 1, 0, XCHG_NONE};
+        saga_sched_use(sc, t, n->gfull[S_fwd], SAGA_USE_WRITE, 0);
+        sd[cnt++] = (stepdesc){PH_LOSS_ROWS, S_fwd, 0, XCHG_NONE};
     }
     if (train && !lb) {
         for (int32_t d = lo; d < hi; d++) {
@@ -530,36 +538,49 @@ fail:
     return st;
 }
 
-/* The loss rows' step of a streamed net (n->lblk, PH_LOSS_ROWS): their halo gathered from the
- * last stage's whole input, the last stage on the rows, the loss over them and the backward pass
- * to the halo, whose gradient goes into the whole gradient of that input (zeroed first: no other
- * step writes it). */
+/* The loss rows' step of a streamed net (n->lblk, PH_LOSS_ROWS). With the tail's block
+ * (n->tblk): stages tail_s .. S-2 on the tail's rows, reading stage tail_s's whole input on the
+ * device, whose whole gradient the backward pass adds into; else lblk's halo gathered from the
+ * last stage's whole input, and its gradient added into that input's. Then the last stage on the
+ * loss rows, the loss over them and the backward pass. The whole gradient is zeroed first: no
+ * other step writes it. */
 static saga_status run_loss_rows(saga_net *n, double *loss) {
     saga_status st = SAGA_OK;
     saga_ctx *c = n->c;
     int S = n->n_stages;
-    stage *sg = &n->stages[S - 1];
-    nblock *b = n->lblk;
-    int32_t R = b->v1;
-    sg->rng = saga_ctx_rng_counter(c);
+    nblock *lb = n->lblk, *tb = n->tblk;
+    int p = tb ? n->tail_s : S - 1;
+    int64_t cols = n->stages[p].in_cols;
     saga_tape_pos mark = saga_tape_mark(c);
-    saga_tensor *H = saga_ctx_tensor(c, SAGA_F32, b->n_halo, sg->in_cols);
+    saga_tensor *H = tb ? saga_ctx_wrap(c, SAGA_F32, n->n, cols, saga_blk_dev(n->full[p]))
+                        : saga_ctx_tensor(c, SAGA_F32, lb->n_halo, cols);
     if (!H)
-        SAGA_TRY(ctx_status_or(n, "the loss rows' halo"));
-    SAGA_TRY(gather_whole(n, S - 1, b, H->data));
+        SAGA_TRY(ctx_status_or(n, "the loss rows' input"));
+    SAGA_TRY(add_whole_grad(n, p, lb, NULL, true)); /* zeroed */
+    if (tb) {
+        /* the backward pass adds straight into the whole gradient */
+        SAGA_TRY(saga_ctx_wrap_grad(c, H, saga_blk_dev(n->gfull[p])));
+    } else {
+        SAGA_TRY(gather_whole(n, p, lb, H->data));
+    }
     saga_ctx_mark_leaf(c, H);
-    saga_tensor *Y = stage_rows(n, S - 1, b, H, NULL, NULL, NULL, false);
-    if (!Y)
-        SAGA_TRY(ctx_status_or(n, "a stage"));
-    SAGA_TRY(check_width(Y, sg, S - 1));
-    saga_vertex_in vin = {.first = 0, .count = R, .gathered = NULL, .self = Y};
-    row_ids_on(n, b);
-    saga_tensor *l = n->loss(c, &vin, b->uids, n->loss_user);
+    saga_tensor *Y = H;
+    for (int s = p; s < S; s++) {
+        n->stages[s].rng = saga_ctx_rng_counter(c);
+        Y = stage_rows(n, s, s == S - 1 ? lb : tb, Y, NULL, NULL, NULL, false);
+        if (!Y)
+            SAGA_TRY(ctx_status_or(n, "a stage"));
+        SAGA_TRY(check_width(Y, &n->stages[s], s));
+    }
+    saga_vertex_in vin = {.first = 0, .count = lb->v1, .gathered = NULL, .self = Y};
+    row_ids_on(n, lb);
+    saga_tensor *l = n->loss(c, &vin, lb->uids, n->loss_user);
     saga_ctx_set_row_ids(c, NULL, 0);
     SAGA_TRY(check_loss(n, l));
     *loss += saga_item(l);
     SAGA_TRY(saga_tape_backward_range(c, mark, l, NULL));
-    SAGA_TRY(add_whole_grad(n, S - 1, b, H->grad, true)); /* no other step writes it */
+    if (!tb)
+        SAGA_TRY(add_whole_grad(n, p, lb, H->grad, false));
 fail:
     saga_tape_release(c, mark);
     return st;
@@ -644,9 +665,14 @@ static saga_status run_whole_train(saga_net *n, double *loss) {
     for (int s = 0; s < S; s++)
         if (n->stages[s].kind == STAGE_PROGRAM)
             use_graph_both(n, t, b, &n->stages[s]);
-    nblock *lb = n->lblk; /* the last stage on the loss rows alone */
-    if (lb)
+    nblock *lb = n->lblk, *tb = n->tblk; /* the last stages on the rows the loss reads alone */
+    if (lb) {
         use_graph_both(n, t, lb, &n->stages[S - 1]);
+        if (lb->b_ids != lb->b_self)
+            saga_sched_use(sc, t, lb->b_ids, SAGA_USE_READ, 0);
+    }
+    if (tb)
+        use_graph_both(n, t, tb, &n->stages[n->tail_s]);
     SAGA_TRY(saga_sched_plan_end(sc));
     SAGA_TRY(saga_sched_begin(sc, t));
     saga_sparse xs_, *xs = NULL;
@@ -657,14 +683,16 @@ static saga_status run_whole_train(saga_net *n, double *loss) {
         h = wrap(n, n->act[0][0], SAGA_F32, n->n, n->in_cols);
     for (int s = 0; s < S && (h || (s == 0 && xs)); s++) {
         n->stages[s].rng = saga_ctx_rng_counter(c);
-        h = stage_rows(n, s, lb && s == S - 1 ? lb : b, h, s == 0 ? xs : NULL, NULL, NULL, false);
+        nblock *sb = lb && s == S - 1 ? lb : tb && s >= n->tail_s ? tb : b;
+        h = stage_rows(n, s, sb, h, s == 0 ? xs : NULL, NULL, NULL, false);
         if (h)
             SAGA_TRY(check_width(h, &n->stages[s], s));
     }
     if (!h)
         SAGA_TRY(ctx_status_or(n, "a stage"));
     saga_vertex_in vin = {.first = 0, .count = lb ? lb->v1 : n->n, .self = h};
-    saga_tensor *l = n->loss(c, &vin, lb ? lb->self_pos : n->iota, n->loss_user);
+    saga_tensor *l =
+        n->loss(c, &vin, lb ? (lb->uids ? lb->uids : lb->self_pos) : n->iota, n->loss_user);
     SAGA_TRY(check_loss(n, l));
     *loss = saga_item(l);
     SAGA_TRY(saga_tape_backward_range(c, mark, l, NULL));
@@ -810,7 +838,7 @@ static saga_status run(saga_net *n, bool train, double *loss_out) {
             SAGA_TRY(run_bwd(n, sd[t].s, sd[t].d));
         SAGA_TRY(saga_sched_end(n->sched, t));
         if (sd[t].ph == PH_LOSS_ROWS)
-            rng_after = saga_ctx_rng_counter(c); /* its stage ends the forward pass */
+            rng_after = saga_ctx_rng_counter(c); /* its stages end the forward pass */
     }
     if (train)
         saga_ctx_set_rng_counter(c, rng_after);
@@ -829,6 +857,7 @@ fail:
     saga_free(sd);
     net_collect_stats(n, t0);
     n->stats.h2d_floor_bytes = train ? n->floor_train_bytes : n->floor_pass_bytes;
+    n->stats.loss_rows_stages = train && n->lblk ? (n->tblk ? n->n_stages - n->tail_s : 1) : 0;
     return st;
 }
 

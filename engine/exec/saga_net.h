@@ -215,6 +215,10 @@ typedef struct saga_net_stats {
      * stage's tiles of those rows once instead. A schedule whose blocks stay resident across
      * passes (a budget near the footprint) moves less. */
     uint64_t h2d_floor_bytes;
+    /* a training call with loss rows (saga_net_set_loss_rows): how many of the last stages ran
+     * on the rows the loss reads alone (1: the last stage on the loss rows; more: the stages
+     * before it too, on the rows those read); 0 when every stage ran every row */
+    int32_t loss_rows_stages;
 } saga_net_stats;
 
 void saga_net_get_stats(const saga_net *n, saga_net_stats *s);

@@ -245,6 +245,20 @@ void saga_ctx_temp_free(saga_ctx *c, saga_tensor **t) {
     *t = NULL;
 }
 
+saga_status saga_ctx_wrap_grad(saga_ctx *c, saga_tensor *t, void *data) {
+    saga_status st = SAGA_OK;
+    SAGA_CHECK(c && t && t->owner == c && !t->grad && t->dtype == SAGA_F32, SAGA_ERR_INVALID_ARG,
+               "saga_ctx_wrap_grad: needs an f32 context tensor without a gradient");
+    SAGA_TRY(tensor_make(c, SAGA_F32, 0, 0, &t->grad));
+    t->grad->rows = t->rows;
+    t->grad->cols = t->cols;
+    t->grad->nbytes = t->nbytes;
+    t->grad->data = t->nbytes ? data : NULL;
+    t->grad->borrowed = true;
+fail:
+    return st;
+}
+
 saga_tensor *saga_ctx_leaf(saga_ctx *c, const saga_tensor *t) {
     if (!c || !t || saga_ctx_failed(c))
         return NULL;

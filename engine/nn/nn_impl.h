@@ -98,6 +98,10 @@ saga_tensor *saga_ctx_zeros(saga_ctx *c, saga_dtype dt, int64_t rows, int64_t co
  * a block the executor streamed in. The caller keeps data valid until the tensor is released
  * (saga_tape_release / saga_ctx_clear). Its gradient, if any, is the context's as usual. */
 saga_tensor *saga_ctx_wrap(saga_ctx *c, saga_dtype dt, int64_t rows, int64_t cols, void *data);
+/* Gives context tensor t (f32, no gradient yet) a gradient over device memory that stays the
+ * caller's (t's shape, already holding what the backward pass adds to), released with t: the
+ * backward pass then adds into that memory in place. */
+saga_status saga_ctx_wrap_grad(saga_ctx *c, saga_tensor *t, void *data);
 /* A context-owned copy of t (no tape link) that is a leaf needing a gradient. */
 saga_tensor *saga_ctx_leaf(saga_ctx *c, const saga_tensor *t);
 /* Makes an existing context-owned tensor a leaf needing a gradient (no copy). */
