@@ -1209,12 +1209,99 @@ fail:
     return st;
 }
 
+/* The device blocks of a rows' block (offsets, sources, rows; the transpose; both orders of the
+ * weights; with ids, the rows' graph ids, and with its own halo the halo's) and, streamed, the
+ * tensors of its step: a gathered halo of g_rows rows and cols columns with its gradient, and
+ * stages of out columns in all on its rows, each output with its gradient, with a margin. */
+static size_t rows_block_bytes(int32_t R, int64_t m, int32_t NH, bool own, bool ids, bool streamed,
+                               int32_t g_rows, int64_t cols, int64_t out) {
+    size_t bytes = ((size_t)R + 1 + (size_t)NH + 1) * sizeof(int64_t) +
+                   (size_t)R * sizeof(int32_t) +
+                   (size_t)m * (2 * sizeof(int32_t) + 2 * sizeof(float));
+    bytes += ((own ? (size_t)NH : 0) + (ids ? (size_t)R : 0)) * sizeof(int32_t);
+    if (streamed)
+        bytes += (3 * (size_t)g_rows * (size_t)cols + 4 * (size_t)R * (size_t)out) * sizeof(float);
+    return bytes;
+}
+
+/* The first stage a tail could start at (see loss_block_build): with loss rows and a fused last
+ * program, the program stage before it when only vertex stages lie between them and it is fused
+ * too; streamed (on one rank) also after a first stage. -1 when there is none. */
+static int tail_candidate(const saga_net *n) {
+    const int S = n->n_stages;
+    if (!n->loss_rows || S < 2 || n->stages[S - 1].kind != STAGE_PROGRAM ||
+        !saga_prog_fused(&n->stages[S - 1].p))
+        return -1;
+    int p = S - 2;
+    while (p >= 0 && n->stages[p].kind != STAGE_PROGRAM)
+        p--;
+    if (p < 0 || !saga_prog_fused(&n->stages[p].p) || (n->streamed && p == 0))
+        return -1;
+    return p;
+}
+
+/* The tail's first stage when it can run: streamed, its input must stay whole on the device. */
+static int tail_stage(const saga_net *n) {
+    int p = tail_candidate(n);
+    return p >= 0 && n->streamed && !(n->resident && n->resident[p]) ? -1 : p;
+}
+
+/* What the loss rows' block and the tail's hold streamed (rows_block_bytes) into *out, from the
+ * user's graph, so before it is cut: their counts do not depend on the order. Kept in
+ * n->tail_bytes. */
+static saga_status tail_bytes(saga_net *n, int p, size_t *out) {
+    saga_status st = SAGA_OK;
+    int64_t *off = NULL, m_all = 0, m = 0, tm = 0;
+    int32_t *src = NULL, NH = 0;
+    uint8_t *mark = NULL;
+    float *w = NULL;
+    const int32_t N = n->n, R = n->n_loss_rows;
+    const int S = n->n_stages;
+    if (n->tail_bytes) {
+        *out = n->tail_bytes;
+        return SAGA_OK;
+    }
+    SAGA_TRY(saga_place_in_csr(n->g_user, n->o.self_loops == SAGA_DGRAPH_SELF_LOOPS_ADD, &off, &src,
+                               &w, &m_all));
+    SAGA_TRY(saga_alloc_zeroed((void **)&mark, (size_t)N + 1, 1, "loss rows"));
+    /* 1: a loss row, 2: a source of one */
+    for (int32_t i = 0; i < R; i++)
+        mark[n->loss_rows[i]] = 1;
+    for (int32_t v = 0; v < N; v++)
+        if (mark[v] == 1) {
+            m += off[v + 1] - off[v];
+            for (int64_t k = off[v]; k < off[v + 1]; k++)
+                mark[src[k]] = mark[src[k]] ? mark[src[k]] : 2;
+        }
+    for (int32_t v = 0; v < N; v++)
+        if (mark[v]) {
+            NH++;
+            tm += off[v + 1] - off[v];
+        }
+    int64_t outs = 0;
+    for (int s = p; s < S - 1; s++)
+        outs += n->stages[s].out_cols;
+    n->tail_bytes = rows_block_bytes(R, m, NH, true, true, true, 0, n->stages[S - 1].in_cols,
+                                     n->stages[S - 1].out_cols) +
+                    rows_block_bytes(NH, tm, N, false, true, true, 0, 0, outs);
+    *out = n->tail_bytes;
+fail:
+    saga_free(off);
+    saga_free(src);
+    saga_free(w);
+    saga_free(mark);
+    return st;
+}
+
 /* Which program stages keep their input whole on the device when the net streams (struct
  * saga_net): those after the first whose input and its gradient, n x in_cols twice, take at
  * most half of what the budget leaves (avail), and at most limit for all of them together: three
  * quarters of avail while the parts are cut (they are then cut smaller: their halos cost no
- * copies), what the largest step leaves once they are. Returns the bytes they hold; the flags
- * are in n->resident (S + 1 entries). */
+ * copies), what the largest step leaves once they are. A tail's first stage (tail_candidate)
+ * comes first and may take up to limit alone, when with the tail's blocks (tail_bytes) it leaves
+ * the parts an eighth of avail: training then runs the stages after it in one step and needs no
+ * other stage resident. Returns the bytes they hold; the flags are in n->resident (S + 1
+ * entries). */
 static saga_status plan_resident(saga_net *n, size_t avail, size_t limit, size_t *bytes) {
     saga_status st = SAGA_OK;
     int S = n->n_stages;
@@ -1224,15 +1311,25 @@ static saga_status plan_resident(saga_net *n, size_t avail, size_t limit, size_t
     n->resident = NULL;
     SAGA_TRY(
         saga_alloc_zeroed((void **)&n->resident, (size_t)S + 1, sizeof(bool), "resident stages"));
-    for (int s = 1; s < S && avail; s++) {
-        if (n->stages[s].kind != STAGE_PROGRAM)
-            continue;
-        size_t b = 2 * (size_t)n->n * (size_t)n->stages[s - 1].out_cols * sizeof(float);
-        if (b <= avail / 2 && total + b <= limit) {
-            n->resident[s] = true;
-            total += b;
-        }
+    int p = tail_candidate(n);
+    if (p >= 0) {
+        /* first only when it and the tail's blocks leave the parts an eighth */
+        size_t b = 2 * (size_t)n->n * (size_t)n->stages[p - 1].out_cols * sizeof(float);
+        size_t t = 0;
+        SAGA_TRY(tail_bytes(n, p, &t));
+        if (b + t > avail / 8 * 7 || b > limit)
+            p = -1;
     }
+    for (int pass = 0; pass < 2; pass++)
+        for (int s = 1; s < S && avail; s++) {
+            if (n->stages[s].kind != STAGE_PROGRAM || (s == p) != (pass == 0))
+                continue;
+            size_t b = 2 * (size_t)n->n * (size_t)n->stages[s - 1].out_cols * sizeof(float);
+            if (b <= (s == p ? limit : avail / 2) && total + b <= limit) {
+                n->resident[s] = true;
+                total += b;
+            }
+        }
     *bytes = total;
 fail:
     return st;
@@ -1263,22 +1360,6 @@ static void rows_halo(const saga_net *n, const int32_t *rows, int32_t R, bool ow
     }
     *m = e;
     *n_halo = H;
-}
-
-/* The host arrays of a rows' block (offsets, sources, entry indices, rows; the transpose; both
- * orders of the weights; with ids, the rows' graph ids, and with its own halo the halo's) and,
- * streamed, the tensors of its step: a gathered halo of g_rows rows and cols columns with its
- * gradient, and stages of out columns in all on its rows, each output with its gradient, with a
- * margin. */
-static size_t rows_block_bytes(int32_t R, int64_t m, int32_t NH, bool own, bool ids, bool streamed,
-                               int32_t g_rows, int64_t cols, int64_t out) {
-    size_t bytes = ((size_t)R + 1 + (size_t)NH + 1) * sizeof(int64_t) +
-                   (size_t)R * sizeof(int32_t) +
-                   (size_t)m * (2 * sizeof(int32_t) + 2 * sizeof(int64_t) + 2 * sizeof(float));
-    bytes += ((own ? (size_t)NH : 0) + (ids ? (size_t)R : 0)) * sizeof(int32_t);
-    if (streamed)
-        bytes += (3 * (size_t)g_rows * (size_t)cols + 4 * (size_t)R * (size_t)out) * sizeof(float);
-    return bytes;
 }
 
 /* A block (*out) of the rows (increasing, in the net's order) with their in-edges for stage sg,
@@ -1334,21 +1415,6 @@ fail:
     return st;
 }
 
-/* The first stage of the tail (see loss_block_build): the program stage before the last one when
- * only vertex stages lie between them and it is fused, and streamed, its input stays whole on the
- * device after a first stage; -1 when there is none. */
-static int tail_stage(const saga_net *n) {
-    const int S = n->n_stages;
-    int p = S - 2;
-    while (p >= 0 && n->stages[p].kind != STAGE_PROGRAM)
-        p--;
-    if (p < 0 || !saga_prog_fused(&n->stages[p].p))
-        return -1;
-    if (n->streamed && (p == 0 || !n->resident || !n->resident[p]))
-        return -1;
-    return p;
-}
-
 /* n->lblk: the block of the loss rows for the last stage, on one rank, when that stage is a
  * fused program. Its rows are the loss rows, in increasing order, with their in-edges.
  *
@@ -1377,7 +1443,9 @@ static saga_status loss_block_build(saga_net *n, size_t budget, size_t left, siz
     const bool streamed = n->streamed;
     if (!n->loss_rows || sg->kind != STAGE_PROGRAM || !saga_prog_fused(&sg->p))
         return SAGA_OK;
-    if (streamed ? n->dist || !n->resident || !n->resident[S - 1] : n->ids != NULL)
+    const int p = tail_stage(n);
+    const bool last_whole = n->resident && n->resident[S - 1];
+    if (streamed ? n->dist || (!last_whole && p < 0) : n->ids != NULL)
         return SAGA_OK;
     const int32_t R = n->n_loss_rows, N = n->n;
     /* the rows in the net's order (streamed nets are renumbered part by part), increasing */
@@ -1394,7 +1462,6 @@ static saga_status loss_block_build(saga_net *n, size_t budget, size_t left, siz
     int32_t NH = 0, TH = 0;
     rows_halo(n, rows, R, true, pos, &m, &NH);
     /* the tail: its rows are lblk's own halo */
-    const int p = tail_stage(n);
     size_t tbytes = 0;
     if (p >= 0) {
         SAGA_TRY(saga_alloc_array((void **)&trows, (size_t)NH + 1, sizeof(int32_t), "loss rows"));
@@ -1430,6 +1497,8 @@ static saga_status loss_block_build(saga_net *n, size_t budget, size_t left, siz
                      "reads do not fit in %zu)",
                      p, S - 2, both, troom);
     }
+    if (streamed && !tail && !last_whole)
+        goto fail; /* the last stage's input is not on the device for its one step */
     if (tail && !streamed) {
         own = true;
     } else if (!own) {

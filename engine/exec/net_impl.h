@@ -167,7 +167,8 @@ struct saga_net {
      * lblk's halo, for stage tail_s (the program before the last), or NULL */
     nblock *lblk, *tblk;
     int tail_s;
-    float *x; /* user input in the net's order (n x in_cols) */
+    size_t tail_bytes; /* what lblk and tblk hold streamed, estimated once (0: not yet) */
+    float *x;          /* user input in the net's order (n x in_cols) */
     int64_t in_cols;
     bool x_changed;
     /* sparse input (saga_net_set_input_csr): a CSR in the graph's order, host-allocated with one
