@@ -140,10 +140,15 @@ saga_status saga_net_set_loss(saga_net *n, saga_net_loss_fn fn, void *user);
  * rows' block is no larger than a part's step: the loss sees them as one block (v->count of them,
  * ids[i] naming row i, v->first 0; in memory in increasing id order, streamed in the parts'
  * order), and every other row of the stage's output gets a zero gradient, as it would from a loss
- * that does not read it. The loss must read no other row. Otherwise (over several ranks, in
- * inference, for other last stages) every row runs as before. vertices NULL or count 0 runs
- * every row again. Call before the first run. Errors: SAGA_ERR_INVALID_ARG for an id outside
- * 0..n-1 or a call after the first run. */
+ * that does not read it. The loss must read no other row. When the program stage before the last
+ * is fused too and only vertex stages lie between the two (GCN's layers), the stages from that
+ * program on run on the rows the loss rows read (their in-neighbours and themselves) as well:
+ * in memory, and streamed when that program's input stays whole on the device too and the two
+ * blocks fit beside a part's step; the vertex stages between see those rows as one block
+ * (v->first 0, dropout drawn by their graph ids as always). saga_net_stats.loss_rows_stages says
+ * how many stages ran so. Otherwise (over several ranks, in inference, for other last stages)
+ * every row runs as before. vertices NULL or count 0 runs every row again. Call before the first
+ * run. Errors: SAGA_ERR_INVALID_ARG for an id outside 0..n-1 or a call after the first run. */
 saga_status saga_net_set_loss_rows(saga_net *n, const int32_t *vertices, int64_t count);
 /* The parameters the stages train (not owned): with several ranks, saga_net_train_step sums
  * their gradients over the ranks (saga_comm_allreduce_grads) before it returns, so every rank's
@@ -212,8 +217,9 @@ typedef struct saga_net_stats {
      * moves host -> device at least in the last call: the input rows and each program stage's
      * graph tiles once per pass (forward; training, forward and backward), where a training
      * pass that runs the last stage on the loss rows alone (saga_net_set_loss_rows) counts that
-     * stage's tiles of those rows once instead. A schedule whose blocks stay resident across
-     * passes (a budget near the footprint) moves less. */
+     * stage's tiles of those rows once instead (and the tail's first stage's tiles of its rows
+     * once, when the stages before the last run on the rows the loss reads too). A schedule whose
+     * blocks stay resident across passes (a budget near the footprint) moves less. */
     uint64_t h2d_floor_bytes;
     /* a training call with loss rows (saga_net_set_loss_rows): how many of the last stages ran
      * on the rows the loss reads alone (1: the last stage on the loss rows; more: the stages
