@@ -62,6 +62,20 @@ peak=$(sim_peak "$TMP/stats")
 [ "$peak" -gt 0 ] && [ "$peak" -le "$budget2" ] ||
     fail "gcn cuda streamed, resident: the device allocated $peak bytes at its peak, over the budget $budget2"
 
+# three quarters of the peak: the first aggregation's input stays whole too, and training runs
+# the stages from it on in one step over the rows the loss reads (the tail), adding into that
+# input's whole gradient on the device
+budget3=$((budget * 3))
+rm -f "$TMP/stats"
+expect 0 env SAGA_CUDASIM_STATS="$TMP/stats" "$SAGA_BIN" gcn --data "$TMP/cit" --epochs 15 \
+    --json --quiet --stats --device cuda --stream --device-mem "$budget3" --log "$TMP/tail.jsonl"
+json_get "j['streamed'] and j['parts'] > 1 and j['loss_rows_stages'] == 3 and j['peak_device_bytes'] <= $budget3" |
+    grep -qx True || fail "gcn cuda --device-mem $budget3: the tail did not run streamed"
+same_losses "$TMP/tail.jsonl" "$TMP/cpu.jsonl" 1e-4 || fail "gcn cuda streamed, tail: losses differ"
+peak=$(sim_peak "$TMP/stats")
+[ "$peak" -gt 0 ] && [ "$peak" -le "$budget3" ] ||
+    fail "gcn cuda streamed, tail: the device allocated $peak bytes at its peak, over the budget $budget3"
+
 # ---- PageRank, streamed -----------------------------------------------------------------------
 expect 0 "$SAGA_BIN" generate rmat --quiet --scale 11 --edge-factor 8 --seed 3 -o "$TMP/rmat.txt"
 expect 0 "$SAGA_BIN" pagerank --json --tol 1e-12 --device cpu --out "$TMP/pr.cpu" "$TMP/rmat.txt"
