@@ -1479,15 +1479,9 @@ static saga_status loss_block_build(saga_net *n, size_t budget, size_t left, siz
     bool own = streamed;
     size_t bytes = rows_block_bytes(R, m, streamed ? NH : N, own, own, streamed, NH, cols, out);
     size_t room = streamed ? step : budget ? left : SIZE_MAX;
-    if (bytes > room) {
-        saga_log(SAGA_LOG_INFO,
-                 "net: the last stage runs every row (its %zu bytes over the loss rows do not fit "
-                 "in the %zu %s)",
-                 bytes, room, streamed ? "of a part's largest step" : "the budget leaves");
-        goto fail;
-    }
     bool tail = false;
     if (p >= 0) {
+        /* with the tail, lblk gathers nothing: its halo is the tail's rows */
         size_t both = rows_block_bytes(R, m, NH, true, true, streamed, 0, cols, out) + tbytes;
         size_t troom = streamed ? step + left : room;
         tail = both <= troom;
@@ -1497,8 +1491,15 @@ static saga_status loss_block_build(saga_net *n, size_t budget, size_t left, siz
                      "reads do not fit in %zu)",
                      p, S - 2, both, troom);
     }
-    if (streamed && !tail && !last_whole)
+    if (!tail && streamed && !last_whole)
         goto fail; /* the last stage's input is not on the device for its one step */
+    if (!tail && bytes > room) {
+        saga_log(SAGA_LOG_INFO,
+                 "net: the last stage runs every row (its %zu bytes over the loss rows do not fit "
+                 "in the %zu %s)",
+                 bytes, room, streamed ? "of a part's largest step" : "the budget leaves");
+        goto fail;
+    }
     if (tail && !streamed) {
         own = true;
     } else if (!own) {
