@@ -36,45 +36,34 @@ expect 0 "$SAGA_BIN" gcn --data "$TMP/cit" --epochs 15 --json --quiet --stats --
 expect_out '"device":"cuda:0 (saga cudasim)"'
 same_losses "$TMP/cuda.jsonl" "$TMP/cpu.jsonl" 1e-5 || fail "gcn: cuda losses differ from the cpu's"
 budget=$(($(json_get 'j["peak_device_bytes"]') / 4))
-for saved in recompute offload; do
+
+# gcn_streamed NAME BUDGET COND ARGS...: GCN on the simulated device under BUDGET streams in
+# several parts (COND: a further test of the JSON object j), with the CPU's losses, and the
+# simulator's own peak of allocations stays within BUDGET
+gcn_streamed() {
+    local name=$1 budget=$2 cond=$3
+    shift 3
     rm -f "$TMP/stats"
     expect 0 env SAGA_CUDASIM_STATS="$TMP/stats" "$SAGA_BIN" gcn --data "$TMP/cit" --epochs 15 \
-        --json --quiet --stats --device cuda --device-mem "$budget" --saved "$saved" \
-        --log "$TMP/str.jsonl"
-    json_get "j['streamed'] and j['parts'] > 1 and j['peak_device_bytes'] <= $budget and j['h2d_bytes'] > 0" |
-        grep -qx True || fail "gcn cuda --device-mem $budget ($saved): not streamed within the budget"
-    same_losses "$TMP/str.jsonl" "$TMP/cpu.jsonl" 1e-4 || fail "gcn cuda streamed ($saved): losses differ"
+        --json --quiet --stats --device cuda --device-mem "$budget" --log "$TMP/str.jsonl" "$@"
+    json_get "j['streamed'] and j['parts'] > 1 and j['peak_device_bytes'] <= $budget and $cond" |
+        grep -qx True || fail "gcn cuda --device-mem $budget ($name): not streamed as expected"
+    same_losses "$TMP/str.jsonl" "$TMP/cpu.jsonl" 1e-4 || fail "gcn cuda streamed ($name): losses differ"
+    local peak
     peak=$(sim_peak "$TMP/stats")
     [ "$peak" -gt 0 ] && [ "$peak" -le "$budget" ] ||
-        fail "gcn cuda streamed ($saved): the device allocated $peak bytes at its peak, over the budget $budget"
+        fail "gcn cuda streamed ($name): the device allocated $peak bytes at its peak, over the budget $budget"
+}
+for saved in recompute offload; do
+    gcn_streamed "$saved" "$budget" "j['h2d_bytes'] > 0" --saved "$saved"
 done
-
 # a budget that leaves room for the second aggregation's input to stay whole on the device: its
 # halos are gathered and its halo gradients added there (gather_rows, scatter_add_rows)
-budget2=$((budget * 2))
-rm -f "$TMP/stats"
-expect 0 env SAGA_CUDASIM_STATS="$TMP/stats" "$SAGA_BIN" gcn --data "$TMP/cit" --epochs 15 \
-    --json --quiet --stats --device cuda --device-mem "$budget2" --log "$TMP/res.jsonl"
-json_get "j['streamed'] and j['parts'] > 1 and j['resident_bytes'] > 0 and j['peak_device_bytes'] <= $budget2" |
-    grep -qx True || fail "gcn cuda --device-mem $budget2: not streamed with a resident stage"
-same_losses "$TMP/res.jsonl" "$TMP/cpu.jsonl" 1e-4 || fail "gcn cuda streamed, resident: losses differ"
-peak=$(sim_peak "$TMP/stats")
-[ "$peak" -gt 0 ] && [ "$peak" -le "$budget2" ] ||
-    fail "gcn cuda streamed, resident: the device allocated $peak bytes at its peak, over the budget $budget2"
-
+gcn_streamed resident $((budget * 2)) "j['resident_bytes'] > 0"
 # three quarters of the peak: the first aggregation's input stays whole too, and training runs
 # the stages from it on in one step over the rows the loss reads (the tail), adding into that
 # input's whole gradient on the device
-budget3=$((budget * 3))
-rm -f "$TMP/stats"
-expect 0 env SAGA_CUDASIM_STATS="$TMP/stats" "$SAGA_BIN" gcn --data "$TMP/cit" --epochs 15 \
-    --json --quiet --stats --device cuda --stream --device-mem "$budget3" --log "$TMP/tail.jsonl"
-json_get "j['streamed'] and j['parts'] > 1 and j['loss_rows_stages'] == 3 and j['peak_device_bytes'] <= $budget3" |
-    grep -qx True || fail "gcn cuda --device-mem $budget3: the tail did not run streamed"
-same_losses "$TMP/tail.jsonl" "$TMP/cpu.jsonl" 1e-4 || fail "gcn cuda streamed, tail: losses differ"
-peak=$(sim_peak "$TMP/stats")
-[ "$peak" -gt 0 ] && [ "$peak" -le "$budget3" ] ||
-    fail "gcn cuda streamed, tail: the device allocated $peak bytes at its peak, over the budget $budget3"
+gcn_streamed tail $((budget * 3)) "j['loss_rows_stages'] == 3" --stream
 
 # ---- PageRank, streamed -----------------------------------------------------------------------
 expect 0 "$SAGA_BIN" generate rmat --quiet --scale 11 --edge-factor 8 --seed 3 -o "$TMP/rmat.txt"
