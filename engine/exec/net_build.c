@@ -1224,9 +1224,49 @@ static size_t rows_block_bytes(int32_t R, int64_t m, int32_t NH, bool own, bool 
     return bytes;
 }
 
+/* The halo of a block of rows over the in-CSR off/src of N vertices, and the rows' in-edge
+ * count: with its own halo (own), the rows and their sources, increasing, pos[v] the index of
+ * halo vertex v and -1 elsewhere; else every vertex, pos[v] 0 for the rows and -1 elsewhere. */
+static void rows_halo(const int64_t *off, const int32_t *src, int32_t N, const int32_t *rows,
+                      int32_t R, bool own, int32_t *pos, int64_t *m, int32_t *n_halo) {
+    for (int32_t v = 0; v < N; v++)
+        pos[v] = -1;
+    int64_t e = 0;
+    for (int32_t i = 0; i < R; i++) {
+        pos[rows[i]] = 0;
+        e += off[rows[i] + 1] - off[rows[i]];
+    }
+    int32_t H = N;
+    if (own) {
+        for (int32_t i = 0; i < R; i++)
+            for (int64_t k = off[rows[i]]; k < off[rows[i] + 1]; k++)
+                pos[src[k]] = 0;
+        H = 0;
+        for (int32_t v = 0; v < N; v++)
+            if (pos[v] == 0)
+                pos[v] = H++;
+    }
+    *m = e;
+    *n_halo = H;
+}
+
+/* What the loss rows' block (R rows, m in-edges, NH rows in its own halo) and the tail's (the NH
+ * rows, tm in-edges, over every vertex) hold together for tail stage p (rows_block_bytes; with
+ * the tensors of their one step when streamed). */
+static size_t tail_pair_bytes(const saga_net *n, int p, int32_t R, int64_t m, int32_t NH,
+                              int64_t tm, bool streamed) {
+    const int S = n->n_stages;
+    int64_t outs = 0;
+    for (int s = p; s < S - 1; s++)
+        outs += n->stages[s].out_cols;
+    return rows_block_bytes(R, m, NH, true, true, streamed, 0, n->stages[S - 1].in_cols,
+                            n->stages[S - 1].out_cols) +
+           rows_block_bytes(NH, tm, n->n, false, streamed, streamed, 0, 0, outs);
+}
+
 /* The first stage a tail could start at (see loss_block_build): with loss rows and a fused last
  * program, the program stage before it when only vertex stages lie between them and it is fused
- * too; streamed (on one rank) also after a first stage. -1 when there is none. */
+ * too; -1 when there is none. */
 static int tail_candidate(const saga_net *n) {
     const int S = n->n_stages;
     if (!n->loss_rows || S < 2 || n->stages[S - 1].kind != STAGE_PROGRAM ||
@@ -1235,12 +1275,13 @@ static int tail_candidate(const saga_net *n) {
     int p = S - 2;
     while (p >= 0 && n->stages[p].kind != STAGE_PROGRAM)
         p--;
-    if (p < 0 || !saga_prog_fused(&n->stages[p].p) || (n->streamed && p == 0))
+    if (p < 0 || !saga_prog_fused(&n->stages[p].p))
         return -1;
     return p;
 }
 
-/* The tail's first stage when it can run: streamed, its input must stay whole on the device. */
+/* The tail's first stage when it can run: streamed, its input must stay whole on the device (so
+ * never the first stage's). */
 static int tail_stage(const saga_net *n) {
     int p = tail_candidate(n);
     return p >= 0 && n->streamed && !(n->resident && n->resident[p]) ? -1 : p;
@@ -1252,44 +1293,27 @@ static int tail_stage(const saga_net *n) {
 static saga_status tail_bytes(saga_net *n, int p, size_t *out) {
     saga_status st = SAGA_OK;
     int64_t *off = NULL, m_all = 0, m = 0, tm = 0;
-    int32_t *src = NULL, NH = 0;
-    uint8_t *mark = NULL;
+    int32_t *src = NULL, *pos = NULL, NH = 0;
     float *w = NULL;
-    const int32_t N = n->n, R = n->n_loss_rows;
-    const int S = n->n_stages;
+    const int32_t N = n->n;
     if (n->tail_bytes) {
         *out = n->tail_bytes;
         return SAGA_OK;
     }
     SAGA_TRY(saga_place_in_csr(n->g_user, n->o.self_loops == SAGA_DGRAPH_SELF_LOOPS_ADD, &off, &src,
                                &w, &m_all));
-    SAGA_TRY(saga_alloc_zeroed((void **)&mark, (size_t)N + 1, 1, "loss rows"));
-    /* 1: a loss row, 2: a source of one */
-    for (int32_t i = 0; i < R; i++)
-        mark[n->loss_rows[i]] = 1;
+    SAGA_TRY(saga_alloc_array((void **)&pos, (size_t)N + 1, sizeof(int32_t), "loss rows"));
+    rows_halo(off, src, N, n->loss_rows, n->n_loss_rows, true, pos, &m, &NH);
     for (int32_t v = 0; v < N; v++)
-        if (mark[v] == 1) {
-            m += off[v + 1] - off[v];
-            for (int64_t k = off[v]; k < off[v + 1]; k++)
-                mark[src[k]] = mark[src[k]] ? mark[src[k]] : 2;
-        }
-    for (int32_t v = 0; v < N; v++)
-        if (mark[v]) {
-            NH++;
+        if (pos[v] >= 0)
             tm += off[v + 1] - off[v];
-        }
-    int64_t outs = 0;
-    for (int s = p; s < S - 1; s++)
-        outs += n->stages[s].out_cols;
-    n->tail_bytes = rows_block_bytes(R, m, NH, true, true, true, 0, n->stages[S - 1].in_cols,
-                                     n->stages[S - 1].out_cols) +
-                    rows_block_bytes(NH, tm, N, false, true, true, 0, 0, outs);
+    n->tail_bytes = tail_pair_bytes(n, p, n->n_loss_rows, m, NH, tm, true);
     *out = n->tail_bytes;
 fail:
     saga_free(off);
     saga_free(src);
     saga_free(w);
-    saga_free(mark);
+    saga_free(pos);
     return st;
 }
 
@@ -1311,55 +1335,28 @@ static saga_status plan_resident(saga_net *n, size_t avail, size_t limit, size_t
     n->resident = NULL;
     SAGA_TRY(
         saga_alloc_zeroed((void **)&n->resident, (size_t)S + 1, sizeof(bool), "resident stages"));
-    int p = tail_candidate(n);
-    if (p >= 0) {
-        /* first only when it and the tail's blocks leave the parts an eighth */
-        size_t b = 2 * (size_t)n->n * (size_t)n->stages[p - 1].out_cols * sizeof(float);
-        size_t t = 0;
+    const int p = tail_candidate(n);
+    if (p > 0 && avail) {
+        /* first, when it and the tail's blocks leave the parts an eighth */
+        size_t b = 2 * (size_t)n->n * (size_t)n->stages[p - 1].out_cols * sizeof(float), t = 0;
         SAGA_TRY(tail_bytes(n, p, &t));
-        if (b + t > avail / 8 * 7 || b > limit)
-            p = -1;
-    }
-    for (int pass = 0; pass < 2; pass++)
-        for (int s = 1; s < S && avail; s++) {
-            if (n->stages[s].kind != STAGE_PROGRAM || (s == p) != (pass == 0))
-                continue;
-            size_t b = 2 * (size_t)n->n * (size_t)n->stages[s - 1].out_cols * sizeof(float);
-            if (b <= (s == p ? limit : avail / 2) && total + b <= limit) {
-                n->resident[s] = true;
-                total += b;
-            }
+        if (b <= limit && b + t <= avail / 8 * 7) {
+            n->resident[p] = true;
+            total = b;
         }
+    }
+    for (int s = 1; s < S && avail; s++) {
+        if (n->stages[s].kind != STAGE_PROGRAM || n->resident[s])
+            continue;
+        size_t b = 2 * (size_t)n->n * (size_t)n->stages[s - 1].out_cols * sizeof(float);
+        if (b <= avail / 2 && total + b <= limit) {
+            n->resident[s] = true;
+            total += b;
+        }
+    }
     *bytes = total;
 fail:
     return st;
-}
-
-/* The halo of a block of rows (ids in the net's order, increasing) and its in-edge count: with
- * its own halo (own), the rows and their sources, increasing, pos[v] the index of halo vertex v
- * and -1 elsewhere; else every vertex, pos[v] 0 for the rows and -1 elsewhere. */
-static void rows_halo(const saga_net *n, const int32_t *rows, int32_t R, bool own, int32_t *pos,
-                      int64_t *m, int32_t *n_halo) {
-    const int32_t N = n->n;
-    for (int32_t v = 0; v < N; v++)
-        pos[v] = -1;
-    int64_t e = 0;
-    for (int32_t i = 0; i < R; i++) {
-        pos[rows[i]] = 0;
-        e += n->h_off[rows[i] + 1] - n->h_off[rows[i]];
-    }
-    int32_t H = N;
-    if (own) {
-        for (int32_t i = 0; i < R; i++)
-            for (int64_t k = n->h_off[rows[i]]; k < n->h_off[rows[i] + 1]; k++)
-                pos[n->h_src[k]] = 0;
-        H = 0;
-        for (int32_t v = 0; v < N; v++)
-            if (pos[v] == 0)
-                pos[v] = H++;
-    }
-    *m = e;
-    *n_halo = H;
 }
 
 /* A block (*out) of the rows (increasing, in the net's order) with their in-edges for stage sg,
@@ -1460,20 +1457,15 @@ static saga_status loss_block_build(saga_net *n, size_t budget, size_t left, siz
             rows[r++] = v;
     int64_t m = 0, tm = 0;
     int32_t NH = 0, TH = 0;
-    rows_halo(n, rows, R, true, pos, &m, &NH);
+    rows_halo(n->h_off, n->h_src, N, rows, R, true, pos, &m, &NH);
     /* the tail: its rows are lblk's own halo */
-    size_t tbytes = 0;
     if (p >= 0) {
         SAGA_TRY(saga_alloc_array((void **)&trows, (size_t)NH + 1, sizeof(int32_t), "loss rows"));
         SAGA_TRY(saga_alloc_array((void **)&tpos, (size_t)N + 1, sizeof(int32_t), "loss rows"));
         for (int32_t v = 0; v < N; v++)
             if (pos[v] >= 0)
                 trows[pos[v]] = v;
-        rows_halo(n, trows, NH, false, tpos, &tm, &TH);
-        int64_t outs = 0;
-        for (int s = p; s < S - 1; s++)
-            outs += n->stages[s].out_cols;
-        tbytes = rows_block_bytes(NH, tm, TH, false, streamed, streamed, 0, 0, outs);
+        rows_halo(n->h_off, n->h_src, N, trows, NH, false, tpos, &tm, &TH);
     }
     const int64_t cols = sg->in_cols, out = sg->out_cols;
     bool own = streamed;
@@ -1482,7 +1474,7 @@ static saga_status loss_block_build(saga_net *n, size_t budget, size_t left, siz
     bool tail = false;
     if (p >= 0) {
         /* with the tail, lblk gathers nothing: its halo is the tail's rows */
-        size_t both = rows_block_bytes(R, m, NH, true, true, streamed, 0, cols, out) + tbytes;
+        size_t both = tail_pair_bytes(n, p, R, m, NH, tm, streamed);
         size_t troom = streamed ? step + left : room;
         tail = both <= troom;
         if (!tail)
@@ -1503,7 +1495,7 @@ static saga_status loss_block_build(saga_net *n, size_t budget, size_t left, siz
     if (tail && !streamed) {
         own = true;
     } else if (!own) {
-        rows_halo(n, rows, R, false, pos, &m, &NH); /* lblk over every vertex */
+        rows_halo(n->h_off, n->h_src, N, rows, R, false, pos, &m, &NH); /* over every vertex */
     }
     SAGA_TRY(rows_block(n, &n->lblk, rows, R, own, own, pos, m, NH, sg));
     if (tail) {
