@@ -874,8 +874,10 @@ fail:
 }
 
 /* Device bytes the largest step of a plan with k blocks holds at once (its blocks twice over,
- * for the next step's prefetch, plus the compute's own tensors, estimated). */
-static size_t step_estimate(const saga_net *n, bool train, size_t *max_work) {
+ * for the next step's prefetch, plus the compute's own tensors, estimated). A training pass
+ * trains stages below train_below part by part; the parts run the others in inference only (the
+ * tail trains them, see parts_train_below). */
+static size_t step_estimate(const saga_net *n, bool train_pass, int train_below, size_t *max_work) {
     size_t worst = 0, wmax = 0;
     if (n->pagerank) {
         /* a step holds the part's CSR, the halo's contributions and four f64 vectors of it */
@@ -894,6 +896,7 @@ static size_t step_estimate(const saga_net *n, bool train, size_t *max_work) {
         size_t P = (size_t)(b->v1 - b->v0), H = (size_t)b->n_halo, mb = (size_t)(b->e1 - b->e0);
         for (int s = 0; s < n->n_stages; s++) {
             const stage *sg = &n->stages[s];
+            const bool train = train_pass && s < train_below;
             size_t fi = (size_t)sg->in_cols * 4, fo = (size_t)sg->out_cols * 4, blocks = 0,
                    work = 0;
             if (s == 0 && n->sparse) {
@@ -1359,6 +1362,16 @@ fail:
     return st;
 }
 
+/* The first stage whose training the parts leave to the tail: tail_candidate's, when
+ * plan_resident keeps its input whole and the tail's blocks (n->tail_bytes) fit beside the
+ * resident stages (res), as loss_block_build then builds it; else the stage count. */
+static int parts_train_below(const saga_net *n, size_t avail, size_t res) {
+    const int p = tail_candidate(n);
+    return p > 0 && n->k > 1 && n->resident && n->resident[p] && n->tail_bytes + res <= avail
+               ? p
+               : n->n_stages;
+}
+
 /* A block (*out) of the rows (increasing, in the net's order) with their in-edges for stage sg,
  * over the halo rows_halo gave (pos, m, NH). With its own halo, hids lists the halo (b_hids its
  * block, streamed), uids names the rows by graph id and b_ids is its block; over every vertex
@@ -1476,7 +1489,8 @@ static saga_status loss_block_build(saga_net *n, size_t budget, size_t left, siz
         /* with the tail, lblk gathers nothing: its halo is the tail's rows */
         size_t both = tail_pair_bytes(n, p, R, m, NH, tm, streamed);
         size_t troom = streamed ? step + left : room;
-        tail = both <= troom;
+        /* streamed, the parts' steps were planned with it or without it (parts_train_below) */
+        tail = streamed ? n->parts_below == p : both <= troom;
         if (!tail)
             saga_log(SAGA_LOG_INFO,
                      "net: stages %d to %d run every row (their %zu bytes over the rows the loss "
@@ -1654,7 +1668,7 @@ saga_status net_prepare(saga_net *n, bool train) {
         if (R > 1)
             SAGA_TRY(net_dist_new(n));
         SAGA_TRY(build_blocks(n, g ? g : n->g_user, k));
-        size_t need = step_estimate(n, true, NULL);
+        size_t need = step_estimate(n, true, parts_train_below(n, avail, res), NULL);
         if (R > 1) {
             int64_t nd = (int64_t)need;
             SAGA_TRY(saga_comm_allreduce(n->o.comm, &nd, 1, SAGA_I64, SAGA_COMM_MAX, NULL));
@@ -1694,13 +1708,18 @@ saga_status net_prepare(saga_net *n, bool train) {
                  "would need %d (with %d parts the largest step needs %zu bytes)",
                  budget, (int)k, need_less + (budget - avail), (int)k_less, (int)k_less, need_less);
     size_t max_work = 0;
-    size_t need = step_estimate(n, true, &max_work);
+    n->parts_below = parts_train_below(n, avail, res);
+    size_t need = step_estimate(n, true, n->parts_below, &max_work);
     if (res && need + res > avail) {
         /* the parts are cut (as small as they get, or as many as asked) and the resident
          * stages do not fit beside the largest step: keep only those that fit in what it
          * leaves (none, at the budget the message below names), so that a budget that holds
-         * the step runs */
+         * the step runs; without the tail's stage the parts train every stage */
         SAGA_TRY(plan_resident(n, avail, need < avail ? avail - need : 0, &res));
+        if (parts_train_below(n, avail, res) != n->parts_below) {
+            n->parts_below = n->n_stages;
+            need = step_estimate(n, true, n->parts_below, &max_work);
+        }
     }
     if (R > 1) {
         /* this rank's own budget, for its message and its scheduler */

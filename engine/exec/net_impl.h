@@ -168,6 +168,7 @@ struct saga_net {
     nblock *lblk, *tblk;
     int tail_s;
     size_t tail_bytes; /* what lblk and tblk hold streamed, estimated once (0: not yet) */
+    int parts_below;   /* streamed, the parts train the stages below it; the tail the others */
     float *x;          /* user input in the net's order (n x in_cols) */
     int64_t in_cols;
     bool x_changed;
