@@ -1,5 +1,6 @@
 /* test_nn_tape.c - the internal tape: regions give the plain tape's gradients and free what they
- * made; custom nodes from saga_tape_record; a region recomputed inside a backward function. */
+ * made; custom nodes from saga_tape_record; a region recomputed inside a backward function;
+ * products deferred in replay. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -217,11 +218,127 @@ static void test_nn_tape_recompute_in_backward(void **state) {
     saga_ctx_free(&c);
 }
 
+/* ---- replay: products whose output nothing reads are never computed ----------------------- */
+
+static void fill_nan(saga_tensor *t) {
+    memset(t->data, 0xff, t->nbytes); /* the raw buffer: saga_tensor_data would run the product */
+}
+
+static void test_nn_tape_replay_defers_products(void **state) {
+    (void)state;
+    saga_ctx *c = NULL;
+    assert_int_equal(saga_ctx_new(&c, be, 1), SAGA_OK);
+    saga_ctx_train(c, true);
+    float gw_eager[F * H], gw_replay[F * H], y_eager[N * H], t_eager[N * H];
+
+    /* eager: y = X W, its gradient R, and tanh(X W) */
+    assert_int_equal(saga_model_zero_grad(m), SAGA_OK);
+    saga_tape_pos p = saga_tape_mark(c);
+    saga_tensor *y = saga_matmul(c, saga_ctx_leaf(c, X), W);
+    assert_null(y->lazy);
+    memcpy(y_eager, saga_tensor_cdata(y), sizeof y_eager);
+    assert_int_equal(saga_tape_backward_range(c, p, y, R), SAGA_OK);
+    copy_grad(gw_eager, W);
+    memcpy(t_eager, saga_tensor_cdata(saga_tanh(c, y)), sizeof t_eager);
+    saga_tape_release(c, p);
+
+    /* replay: the product is deferred; its backward pass needs only its gradient, and the
+     * release drops it without running it (the buffer keeps what was there) */
+    assert_int_equal(saga_model_zero_grad(m), SAGA_OK);
+    saga_ctx_set_replay(c, true);
+    p = saga_tape_mark(c);
+    y = saga_matmul(c, saga_ctx_leaf(c, X), W);
+    assert_ptr_equal(y->lazy, c);
+    fill_nan(y);
+    assert_int_equal(saga_tape_backward_range(c, p, y, R), SAGA_OK);
+    copy_grad(gw_replay, W);
+    assert_memory_equal(gw_eager, gw_replay, sizeof gw_eager);
+    assert_ptr_equal(y->lazy, c);
+    assert_true(isnan(((const float *)y->data)[0]));
+    saga_tape_release(c, p);
+
+    /* the next op reads it: it runs first, with the same values */
+    p = saga_tape_mark(c);
+    saga_ctx_train(c, false);
+    y = saga_matmul(c, X, W);
+    assert_null(y->lazy); /* inference has no replay */
+    saga_ctx_train(c, true);
+    y = saga_matmul(c, saga_ctx_leaf(c, X), W);
+    assert_ptr_equal(y->lazy, c);
+    fill_nan(y);
+    saga_tensor *t = saga_tanh(c, y);
+    assert_null(y->lazy);
+    assert_memory_equal(saga_tensor_cdata(t), t_eager, sizeof t_eager);
+    /* and so do the accessors that read data */
+    y = saga_matmul(c, saga_ctx_leaf(c, X), W);
+    fill_nan(y);
+    assert_memory_equal(saga_tensor_cdata(y), y_eager, sizeof y_eager);
+    assert_null(y->lazy);
+    y = saga_matmul(c, saga_ctx_leaf(c, X), W);
+    fill_nan(y);
+    float host[N * H];
+    assert_int_equal(saga_tensor_to_host(y, host), SAGA_OK);
+    assert_memory_equal(host, y_eager, sizeof host);
+    /* a product made before a mark outlives a release to it, still deferred */
+    y = saga_matmul(c, saga_ctx_leaf(c, X), W);
+    fill_nan(y);
+    saga_tape_pos q = saga_tape_mark(c);
+    saga_tape_release(c, q);
+    assert_ptr_equal(y->lazy, c);
+    assert_true(saga_item(y) == y_eager[0]);
+    saga_tape_release(c, p);
+
+    /* sparse x dense: the same */
+    int64_t off[N + 1];
+    int32_t idx[N * F];
+    float val[N * F];
+    for (int i = 0; i <= N; i++)
+        off[i] = (int64_t)i * F;
+    for (int i = 0; i < N * F; i++) {
+        idx[i] = i % F;
+        val[i] = ((const float *)saga_tensor_cdata(X))[i];
+    }
+    saga_tensor *to = NULL, *ti = NULL, *tv = NULL;
+    assert_int_equal(saga_tensor_from_host(&to, be, SAGA_I64, N + 1, 1, off), SAGA_OK);
+    assert_int_equal(saga_tensor_from_host(&ti, be, SAGA_I32, N * F, 1, idx), SAGA_OK);
+    assert_int_equal(saga_tensor_from_host(&tv, be, SAGA_F32, N * F, 1, val), SAGA_OK);
+    saga_sparse xs = {
+        .rows = N, .cols = F, .nnz = N * F, .offsets = to, .indices = ti, .values = tv};
+    assert_int_equal(saga_model_zero_grad(m), SAGA_OK);
+    p = saga_tape_mark(c);
+    y = saga_spmm(c, &xs, W);
+    assert_ptr_equal(y->lazy, c);
+    fill_nan(y);
+    assert_int_equal(saga_tape_backward_range(c, p, y, R), SAGA_OK);
+    copy_grad(gw_replay, W);
+    for (int i = 0; i < F * H; i++)
+        assert_true(fabsf(gw_eager[i] - gw_replay[i]) <= 1e-6f * (1 + fabsf(gw_eager[i])));
+    saga_tape_release(c, p);
+    p = saga_tape_mark(c);
+    y = saga_spmm(c, &xs, W);
+    fill_nan(y);
+    for (int i = 0; i < N * H; i++)
+        assert_true(fabsf(((const float *)saga_tensor_cdata(y))[i] - y_eager[i]) <= 1e-6f);
+    saga_tape_release(c, p);
+
+    /* off again: computed at once */
+    saga_ctx_set_replay(c, false);
+    p = saga_tape_mark(c);
+    y = saga_matmul(c, saga_ctx_leaf(c, X), W);
+    assert_null(y->lazy);
+    saga_tape_release(c, p);
+    saga_tensor_free(&to);
+    saga_tensor_free(&ti);
+    saga_tensor_free(&tv);
+    saga_ctx_free(&c);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_nn_tape_region_matches_plain_tape),
         cmocka_unit_test(test_nn_tape_custom_node),
         cmocka_unit_test(test_nn_tape_recompute_in_backward),
+        cmocka_unit_test(test_nn_tape_replay_defers_products),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -117,6 +117,7 @@ saga_status saga_tensor_to_host(const saga_tensor *t, void *host) {
         return SAGA_OK;
     SAGA_CHECK(host, SAGA_ERR_INVALID_ARG, "saga_tensor_to_host: host buffer is NULL");
     /* pending work on any stream may still write the tensor */
+    saga_ctx_flush(t->lazy);
     SAGA_TRY(saga_backend_synchronize(t->be));
     saga_stream *s = saga_backend_default_stream(t->be);
     SAGA_TRY(saga_memcpy_d2h_async(s, host, t->data, t->nbytes));
@@ -151,9 +152,11 @@ size_t saga_tensor_nbytes(const saga_tensor *t) {
     return t->nbytes;
 }
 void *saga_tensor_data(saga_tensor *t) {
+    saga_ctx_flush(t->lazy);
     return t->data;
 }
 const void *saga_tensor_cdata(const saga_tensor *t) {
+    saga_ctx_flush(t->lazy);
     return t->data;
 }
 saga_backend *saga_tensor_backend(const saga_tensor *t) {

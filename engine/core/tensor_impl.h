@@ -23,8 +23,14 @@ struct saga_tensor {
     bool requires_grad;     /* a parameter, a leaf, or the output of a recorded op */
     bool is_param;          /* made by saga_model_param: its gradient persists (saga_grad) */
     bool is_leaf;           /* saga_ctx_leaf / saga_ctx_mark_leaf: backward keeps its gradient */
-    bool borrowed; /* saga_ctx_wrap: data belongs to someone else (not freed, not cached) */
+    bool borrowed;         /* saga_ctx_wrap: data belongs to someone else (not freed, not cached) */
+    struct saga_ctx *lazy; /* the context whose deferred product has not yet written data
+                            * (saga_ctx_set_replay), else NULL */
 };
+
+/* Runs context c's deferred product (saga_ctx_set_replay in nn_impl.h), if any; its kernel's
+ * error becomes the context's. Nothing for c NULL. */
+void saga_ctx_flush(struct saga_ctx *c);
 
 /* SAGA_ERR_INVALID_ARG (with the message) for an unknown dtype, a negative dimension or a size
  * past the address space; used by every place that makes tensors. */

@@ -610,7 +610,10 @@ static saga_status run_bwd(saga_net *n, int s, int32_t d) {
     if (saved)
         saga_ctx_mark_leaf(c, saved);
     saga_tensor *gathered = NULL;
+    /* the stage runs again for its tape: its output's value is not needed, only its gradient */
+    saga_ctx_set_replay(c, true);
     saga_tensor *out = stage_rows(n, s, &n->blk[d], H, xs, saved, &gathered, true);
+    saga_ctx_set_replay(c, false);
     if (!out)
         SAGA_TRY(ctx_status_or(n, "a stage"));
     SAGA_TRY(check_width(out, sg, s));

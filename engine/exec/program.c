@@ -857,6 +857,7 @@ fail:
 saga_tensor *saga_prog_gather(saga_ctx *c, const saga_program *p, const saga_prog_view *v,
                               saga_tensor *h_src, saga_tensor *h_dst, saga_tensor *edata,
                               void *layer) {
+    saga_ctx_flush(c); /* a deferred product runs before anything reads it */
     if (saga_prog_fused(p))
         return run_fused(c, v, h_src);
     return run_batched(c, p, v, h_src, h_dst, edata, layer);
@@ -973,6 +974,7 @@ saga_tensor *saga_program_run(saga_ctx *c, const saga_program *p, const saga_dgr
     saga_status st = SAGA_OK;
     if (!c)
         return NULL;
+    saga_ctx_flush(c);
     /* the placed graph's lazy caches (edge values, batch plans) are filled on first use */
     saga_dgraph *g = (saga_dgraph *)cg;
     SAGA_TRY(run_check(c, p, g, h, edata, false, "saga_program_run"));
@@ -1013,6 +1015,7 @@ saga_tensor *saga_edge_softmax(saga_ctx *c, const saga_edge_in *e, saga_tensor *
     saga_status st = SAGA_OK;
     if (!c || !scores)
         return NULL;
+    saga_ctx_flush(c);
     const saga_kernels *k = saga_ctx_kernels(c);
     SAGA_CHECK(e && e->batch, SAGA_ERR_INVALID_ARG,
                "saga_edge_softmax: needs the batch apply_edge was given");
@@ -1118,6 +1121,7 @@ saga_tensor *saga_program_run_edges(saga_ctx *c, const saga_program *p, const sa
     saga_status st = SAGA_OK;
     if (!c)
         return NULL;
+    saga_ctx_flush(c);
     saga_dgraph *g = (saga_dgraph *)cg; /* lazy caches, as in saga_program_run */
     SAGA_CHECK(edges_out, SAGA_ERR_INVALID_ARG, "saga_program_run_edges: edges_out is NULL");
     SAGA_TRY(run_check(c, p, g, h, edata, true, "saga_program_run_edges"));

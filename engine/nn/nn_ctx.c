@@ -43,6 +43,14 @@ struct saga_ctx {
     size_t n_cache, cap_cache;
     saga_tensor *spare; /* released tensor structs, linked through grad */
 
+    /* replay (saga_ctx_set_replay): the deferred product, its kernel and arguments, and its
+     * output's place in tensors[] */
+    bool replay;
+    saga_tensor *lazy_out;
+    saga_lazy_fn lazy_fn;
+    _Alignas(8) unsigned char lazy_args[SAGA_LAZY_ARGS];
+    size_t lazy_at;
+
     int64_t *iota_off; /* 0..iota_n (device) */
     int32_t *iota_idx; /* 0..iota_n-1 (device) */
     int64_t iota_n;
@@ -315,9 +323,41 @@ static void free_node(saga_node *n) {
     saga_free(n);
 }
 
+void saga_ctx_set_replay(saga_ctx *c, bool on) {
+    c->replay = on;
+}
+
+bool saga_ctx_defer(saga_ctx *c, saga_tensor *out, saga_lazy_fn fn, const void *args, size_t size) {
+    if (!c->replay || !c->training || size > sizeof c->lazy_args || !c->n_tensors ||
+        c->tensors[c->n_tensors - 1] != out)
+        return false;
+    saga_ctx_flush(c); /* one at a time */
+    memcpy(c->lazy_args, args, size);
+    c->lazy_fn = fn;
+    c->lazy_out = out;
+    c->lazy_at = c->n_tensors - 1;
+    out->lazy = c;
+    return true;
+}
+
+void saga_ctx_flush(saga_ctx *c) {
+    if (!c || !c->lazy_out)
+        return;
+    c->lazy_out->lazy = NULL;
+    c->lazy_out = NULL;
+    saga_status st = c->lazy_fn(c, c->lazy_args);
+    if (st < 0)
+        saga_ctx_fail(c, st);
+}
+
 void saga_tape_release(saga_ctx *c, saga_tape_pos m) {
     if (!c)
         return;
+    if (c->lazy_out && c->lazy_at >= m.n_tensors) {
+        /* nothing read it: its kernel never runs */
+        c->lazy_out->lazy = NULL;
+        c->lazy_out = NULL;
+    }
     while (c->n_nodes > m.n_nodes)
         free_node(c->nodes[--c->n_nodes]);
     while (c->n_tensors > m.n_tensors)

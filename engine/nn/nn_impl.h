@@ -72,6 +72,14 @@ bool saga_tensor_needs_grad(const saga_tensor *t);
 
 /* ---- regions ------------------------------------------------------------------------------ */
 
+/* Replay: the executor's backward steps run a stage's forward pass again only for its tape. While
+ * on (and training), a product whose backward pass does not read its output (saga_matmul,
+ * saga_spmm) defers its kernel: the next op, saga_tensor_data, saga_tensor_cdata,
+ * saga_tensor_to_host or saga_item runs it first, and a tape release that frees its output drops
+ * it. The stage's output, of which the backward pass needs the gradient
+ * alone, is then never computed. */
+void saga_ctx_set_replay(saga_ctx *c, bool on);
+
 typedef struct saga_tape_pos {
     size_t n_nodes;   /* tape length at the mark */
     size_t n_tensors; /* tensors the context owned at the mark */

@@ -66,7 +66,10 @@ static bool arg(saga_ctx *c, const char *op, const char *name, const saga_tensor
     return true;
 }
 
-static bool live(const saga_ctx *c) {
+/* Whether an op may run; a deferred product (saga_ctx_set_replay) runs first, whatever the op
+ * reads. */
+static bool live(saga_ctx *c) {
+    saga_ctx_flush(c);
     return c && !saga_ctx_failed(c);
 }
 
@@ -169,6 +172,21 @@ fail:
     return st;
 }
 
+/* y = a b, deferred in replay (saga_ctx_defer) */
+typedef struct matmul_args {
+    const float *a, *b;
+    float *y;
+    int64_t m, n, k;
+} matmul_args;
+
+static saga_status matmul_run(saga_ctx *c, const void *args) {
+    const matmul_args *g = args;
+    if (g->k == 0)
+        return K->fill_f32(S, g->y, g->m * g->n, 0.0f);
+    return K->gemm_f32(S, false, false, g->m, g->n, g->k, 1.0f, g->a, g->k, g->b, g->n, 0.0f, g->y,
+                       g->n);
+}
+
 saga_tensor *saga_matmul(saga_ctx *c, saga_tensor *a, saga_tensor *b) {
     static const char op[] = "saga_matmul";
     if (!live(c) || !arg(c, op, "a", a, SAGA_F32) || !arg(c, op, "b", b, SAGA_F32) ||
@@ -182,16 +200,10 @@ saga_tensor *saga_matmul(saga_ctx *c, saga_tensor *a, saga_tensor *b) {
     saga_tensor *y = saga_ctx_tensor(c, SAGA_F32, a->rows, b->cols);
     if (!y)
         return NULL;
-    if (numel(y)) {
-        saga_status st;
-        if (a->cols == 0)
-            st = K->fill_f32(S, y->data, numel(y), 0.0f);
-        else
-            st = K->gemm_f32(S, false, false, a->rows, b->cols, a->cols, 1.0f, a->data, a->cols,
-                             b->data, b->cols, 0.0f, y->data, b->cols);
-        if (kfail(c, op, st))
-            return NULL;
-    }
+    matmul_args g = {a->data, b->data, y->data, a->rows, b->cols, a->cols};
+    if (numel(y) && !saga_ctx_defer(c, y, matmul_run, &g, sizeof g) &&
+        kfail(c, op, matmul_run(c, &g)))
+        return NULL;
     return rec(c, y, a, b, matmul_bwd, NULL);
 }
 
@@ -329,6 +341,19 @@ fail:
     return st;
 }
 
+/* y = x w, deferred in replay (saga_ctx_defer) */
+typedef struct spmm_args {
+    saga_csr_dev a;
+    const float *w;
+    float *y;
+    int64_t cols;
+} spmm_args;
+
+static saga_status spmm_run(saga_ctx *c, const void *args) {
+    const spmm_args *g = args;
+    return K->spmm_f32(S, &g->a, g->cols, 1.0f, g->w, 0.0f, g->y);
+}
+
 saga_tensor *saga_spmm(saga_ctx *c, const saga_sparse *x, saga_tensor *w) {
     static const char op[] = "saga_spmm";
     if (!live(c) || !sparse_arg(c, op, x) || !arg(c, op, "w", w, SAGA_F32) ||
@@ -348,9 +373,13 @@ saga_tensor *saga_spmm(saga_ctx *c, const saga_sparse *x, saga_tensor *w) {
         s->x = *x;
     }
     saga_tensor *y = saga_ctx_tensor(c, SAGA_F32, x->rows, w->cols);
-    saga_csr_dev a = csr_of(x);
-    if (!y ||
-        (numel(y) && kfail(c, op, K->spmm_f32(S, &a, w->cols, 1.0f, w->data, 0.0f, y->data)))) {
+    if (!y) {
+        saga_free(s);
+        return NULL;
+    }
+    spmm_args g = {csr_of(x), w->data, y->data, w->cols};
+    if (numel(y) && !saga_ctx_defer(c, y, spmm_run, &g, sizeof g) &&
+        kfail(c, op, spmm_run(c, &g))) {
         saga_free(s);
         return NULL;
     }
@@ -1219,6 +1248,7 @@ float saga_item(const saga_tensor *t) {
     float v = NAN;
     if (!t || t->dtype != SAGA_F32 || t->nbytes < sizeof v)
         return NAN;
+    saga_ctx_flush(t->lazy);
     saga_stream *s = saga_backend_default_stream(t->be);
     if (saga_backend_synchronize(t->be) < 0 ||
         saga_memcpy_d2h_async(s, &v, t->data, sizeof v) < 0 || saga_stream_synchronize(s) < 0)
