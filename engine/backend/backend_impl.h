@@ -393,6 +393,12 @@ saga_status saga_cpu_backend_init(saga_backend *be);
  * (omp_idle.c says how). Returns 1 when in effect, -1 when left alone. Thread-safe. */
 int saga_omp_idle_init(void);
 
+/* While saga_omp_idle_init's team is in effect: spin = true ends it, so that libgomp's idle
+ * threads spin their default ~3 ms again; false brings it back. Neither waits for the team's
+ * threads. For passes of many short steps, whose regions follow each other closely (struct
+ * spin_tune in net_impl.h decides when). Thread-safe; nothing when the team is not in effect. */
+void saga_omp_idle_spin(bool spin);
+
 #ifdef __cplusplus
 }
 #endif

@@ -29,29 +29,47 @@
 #include <dlfcn.h>
 #include <omp.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 static pthread_mutex_t idle_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t idle_cv = PTHREAD_COND_INITIALIZER;
-static int idle_state; /* 0 not started, 1 the team is up, -1 not wanted or failed */
+static int idle_state;    /* 0 not started, 1 the team is up, -1 not wanted or failed */
+static int idle_threads;  /* the team's size: the CPUs + 1 */
+static unsigned idle_gen; /* the team of this generation is wanted; an older one leaves */
+static bool idle_lifted;  /* saga_omp_idle_spin(true): no team, libgomp spins its default */
 
-/* The thread that owns the extra team. The team stays inside its parallel region for the life of
- * the process: its first thread sleeps on a condition variable that nothing signals, the others
- * wait (asleep, after 100 rounds) at the region's closing barrier, and libgomp counts them all. */
+/* The thread that owns the extra team of generation gen (arg). The team stays inside its parallel
+ * region while it is wanted: its first thread sleeps on a condition variable, the others wait
+ * (asleep, after 100 rounds) at the region's closing barrier, and libgomp counts them all. When a
+ * later generation is wanted (or none), the first thread leaves, the team ends and this thread
+ * returns: libgomp then frees the team's threads and no longer counts them. */
 static void *idle_owner(void *arg) {
-    int n = *(int *)arg;
-#pragma omp parallel num_threads(n)
+    const unsigned gen = (unsigned)(uintptr_t)arg;
+#pragma omp parallel num_threads(idle_threads)
     {
         if (omp_get_thread_num() == 0) {
             pthread_mutex_lock(&idle_mu);
             idle_state = 1;
             pthread_cond_broadcast(&idle_cv);
-            for (;;)
+            while (idle_gen == gen)
                 pthread_cond_wait(&idle_cv, &idle_mu);
+            pthread_mutex_unlock(&idle_mu);
         }
     }
     return NULL;
+}
+
+/* Starts the owner of the team of generation idle_gen (idle_mu held); its error number. */
+static int idle_start(void) {
+    pthread_t t;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    int rc = pthread_create(&t, &attr, idle_owner, (void *)(uintptr_t)idle_gen);
+    pthread_attr_destroy(&attr);
+    return rc;
 }
 
 static bool libgomp_loaded(void) {
@@ -76,26 +94,39 @@ int saga_omp_idle_init(void) {
     }
     /* the team must push libgomp's count of threads above the CPUs it saw at start-up, whatever
      * the other teams are: it adds n - 1 threads, and the first team holds at least one */
-    static int n;
-    n = omp_get_num_procs() + 1;
-    pthread_t t;
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    int rc = pthread_create(&t, &attr, idle_owner, &n);
+    idle_threads = omp_get_num_procs() + 1;
+    int rc = idle_start();
     if (rc != 0) {
         idle_state = -1;
-        pthread_attr_destroy(&attr);
         pthread_mutex_unlock(&idle_mu);
         saga_log(SAGA_LOG_DEBUG, "OpenMP idle policy: cannot start a thread (%s); libgomp spins",
                  strerror(rc));
         return -1;
     }
-    pthread_attr_destroy(&attr);
     while (idle_state == 0)
         pthread_cond_wait(&idle_cv, &idle_mu);
     pthread_mutex_unlock(&idle_mu);
     saga_log(SAGA_LOG_DEBUG, "OpenMP idle policy: %d sleeping threads keep libgomp's spin short",
-             n - 1);
+             idle_threads - 1);
     return 1;
+}
+
+void saga_omp_idle_spin(bool spin) {
+    pthread_mutex_lock(&idle_mu);
+    if (idle_state == 1 && spin != idle_lifted) {
+        idle_gen++; /* the running team, if any, leaves */
+        idle_lifted = spin;
+        if (spin) {
+            pthread_cond_broadcast(&idle_cv);
+        } else {
+            int rc = idle_start(); /* not waited for: it is up within a fraction of a ms */
+            if (rc != 0) {
+                idle_lifted = true;
+                saga_log(SAGA_LOG_DEBUG,
+                         "OpenMP idle policy: cannot start a thread (%s); libgomp spins",
+                         strerror(rc));
+            }
+        }
+    }
+    pthread_mutex_unlock(&idle_mu);
 }

@@ -762,6 +762,26 @@ fail:
     return st;
 }
 
+/* The idle policy for the next pass of t (struct spin_tune): 1 spinning, 0 asleep. */
+static int spin_pick(const spin_tune *t) {
+    if (t->passes < SPIN_WARM + 4)
+        return t->passes >= SPIN_WARM && (t->passes - SPIN_WARM) % 2;
+    int best = t->ms[1] < t->ms[0];
+    return t->passes % SPIN_EXPLORE == 0 ? !best : best;
+}
+
+static void spin_record(spin_tune *t, bool train, int policy, double ms) {
+    if (t->passes++ < SPIN_WARM)
+        return; /* the first passes load what later ones find on the device */
+    t->ms[policy] = t->runs[policy]++ ? 0.5 * t->ms[policy] + 0.5 * ms : ms;
+    if (t->passes == SPIN_WARM + 4)
+        saga_log(SAGA_LOG_INFO,
+                 "net: %s passes take %.1f ms with OpenMP's idle threads asleep, %.1f ms with "
+                 "them spinning: %s from here (the other every %d passes)",
+                 train ? "training" : "inference", t->ms[0], t->ms[1],
+                 t->ms[1] < t->ms[0] ? "spinning" : "asleep", SPIN_EXPLORE);
+}
+
 /* A call: invalidations, the plan, its steps, statistics. */
 static saga_status run(saga_net *n, bool train, double *loss_out) {
     saga_status st = SAGA_OK;
@@ -769,6 +789,8 @@ static saga_status run(saga_net *n, bool train, double *loss_out) {
     int n_sd = 0;
     double t0 = saga_now(), loss = 0;
     saga_ctx *c = n->c;
+    spin_tune *tune = NULL;
+    int policy = 0; /* the pass's idle policy (struct spin_tune) */
     SAGA_CHECK(!train || n->loss, SAGA_ERR_INVALID_ARG,
                "saga_net_train_step: no loss function (saga_net_set_loss)");
     SAGA_TRY(net_prepare(n, train));
@@ -817,6 +839,13 @@ static saga_status run(saga_net *n, bool train, double *loss_out) {
         SAGA_TRY(plan(n, train, &sd, &n_sd));
     }
     uint64_t rng_after = saga_ctx_rng_counter(c);
+    tune = n->streamed && !n->dist && saga_backend_get_kind(n->be) == SAGA_BACKEND_CPU
+               ? &n->tune[train]
+               : NULL;
+    policy = tune ? spin_pick(tune) : 0;
+    double t_steps = saga_now();
+    if (policy)
+        saga_omp_idle_spin(true);
     for (int t = 0; t < n_sd; t++) {
         if (sd[t].ph != PH_FWD && (t == 0 || sd[t - 1].ph == PH_FWD))
             rng_after = saga_ctx_rng_counter(c); /* where the forward pass left the counter */
@@ -847,12 +876,16 @@ static saga_status run(saga_net *n, bool train, double *loss_out) {
         saga_ctx_set_rng_counter(c, rng_after);
     SAGA_TRY(saga_sched_finish(n->sched));
     SAGA_TRY(saga_backend_synchronize(n->be));
+    if (tune)
+        spin_record(tune, train, policy, (saga_now() - t_steps) * 1e3);
     SAGA_TRY(net_dist_wait(n));
     if (n->dist && train)
         SAGA_TRY(reduce_train(n, &loss));
     if (loss_out)
         *loss_out = loss;
 fail:
+    if (policy)
+        saga_omp_idle_spin(false); /* between calls, idle threads sleep as before */
     if (st < 0 && n->sched)
         (void)saga_sched_finish(n->sched);
     if (st < 0)
