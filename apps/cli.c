@@ -675,13 +675,16 @@ void cli_say_net_stats(cli_ctx *c, const saga_net_stats *ns, const char *per) {
         snprintf(b4, sizeof b4, " of a %s budget",
                  cli_bytes(b5, sizeof b5, (int64_t)ns->budget_bytes));
     }
-    cli_say(c,
-            "memory: %s, %d part%s; peak device %s%s; %s%s host->device, %s device->host, %.0f%% "
-            "of copy time hidden\n",
+    char hidden[96];
+    if (ns->copies_inline)
+        snprintf(hidden, sizeof hidden, "copies in order with the kernels (these take every core)");
+    else
+        snprintf(hidden, sizeof hidden, "%.0f%% of copy time hidden", 100 * ns->overlap);
+    cli_say(c, "memory: %s, %d part%s; peak device %s%s; %s%s host->device, %s device->host, %s\n",
             ns->streamed ? "streamed" : "in memory", (int)ns->parts, ns->parts == 1 ? "" : "s",
             cli_bytes(b1, sizeof b1, (int64_t)ns->peak_device_bytes), b4,
             cli_bytes(b2, sizeof b2, (int64_t)ns->h2d_bytes), per,
-            cli_bytes(b3, sizeof b3, (int64_t)ns->d2h_bytes), 100 * ns->overlap);
+            cli_bytes(b3, sizeof b3, (int64_t)ns->d2h_bytes), hidden);
     if (ns->streamed && ns->h2d_floor_bytes)
         cli_say(
             c,
@@ -701,6 +704,7 @@ void cli_json_net_stats(json *j, const saga_net_stats *ns) {
     json_key(j, "d2h_bytes"), json_int(j, (int64_t)ns->d2h_bytes);
     json_key(j, "peak_device_bytes"), json_int(j, (int64_t)ns->peak_device_bytes);
     json_key(j, "overlap"), json_num(j, ns->overlap);
+    json_key(j, "copies_inline"), json_bool(j, ns->copies_inline);
     json_key(j, "prepare_seconds"), json_num(j, ns->prepare_seconds);
     json_key(j, "resident_bytes"), json_int(j, (int64_t)ns->resident_bytes);
     json_key(j, "h2d_floor_bytes"), json_int(j, (int64_t)ns->h2d_floor_bytes);

@@ -10,7 +10,10 @@
 #
 # The in-memory run measures its own peak device bytes (graph, features, activations, the
 # compute's tensors); the streamed runs get --device-mem peak/OVER, so what they stream is OVER
-# times what they may hold. Figures are medians over the epochs; bytes are per epoch. The PageRank
+# times what they may hold. Figures are medians over the epochs; bytes are per epoch. The overlap
+# column is the share of copy time hidden behind compute, or "inline" where the copies ran in order
+# with the kernels (the CPU's default when the kernels' threads take every core: OMP_NUM_THREADS
+# below the cores keeps a core for the copy worker). The PageRank
 # part (an R-MAT graph under bench/out/, or PR_GRAPH) runs on the same DEVICE.
 set -euo pipefail
 build=${1:-build}
@@ -40,9 +43,10 @@ line() {
 import json, sys
 j = json.loads(sys.stdin.read())
 fl = j.get('h2d_floor_bytes', 0)
-print('%-34s %10.1f %6d %13d %13d %7s %13d %12d %7.0f%%' % ('$1', j['epoch_ms_median'], j['parts'],
+ov = 'inline' if j.get('copies_inline') else '%.0f%%' % (100 * j['overlap'])
+print('%-34s %10.1f %6d %13d %13d %7s %13d %12d %8s' % ('$1', j['epoch_ms_median'], j['parts'],
       j['h2d_bytes'], j['d2h_bytes'], '%.2fx' % (j['h2d_bytes'] / fl) if fl and j['streamed'] else '-',
-      fl, j.get('resident_bytes', 0), 100 * j['overlap']))"
+      fl, j.get('resident_bytes', 0), ov))"
 }
 # in memory and streamed (METIS) alternate RUNS times: the throughput ratio is of their medians
 runs=${RUNS:-3}

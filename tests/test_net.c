@@ -26,6 +26,7 @@ static net_data D;
 static saga_program GAT;       /* several batches per block */
 static bool HOST_HALOS;        /* saga_net_opts.host_halos of the runs of run_model */
 static saga_transfer TRANSFER; /* saga_net_opts.transfer of the runs of run_model */
+static saga_copies COPIES;     /* saga_backend_params.copies of the runs of run_model */
 
 static void data_load(void) {
     net_data_load(&D, 3000, 6, 48, 10, 7);
@@ -101,6 +102,7 @@ static void run_model(run_out *r, const saga_program *prog, size_t budget, saga_
     data_load();
     saga_backend_params bp = saga_backend_params_defaults();
     bp.budget_bytes = budget;
+    bp.copies = COPIES;
     saga_backend *be = NULL;
     assert_int_equal(saga_backend_cpu_new(&be, &bp), SAGA_OK);
     saga_ctx *c = NULL;
@@ -240,6 +242,33 @@ static void test_net_resident_halos(void **state) {
  * f32 run to their rounding (2^-9 of a weight in bf16, 2^-12 in fp16), far from what reading the
  * bits wrongly would give. The floor drops by exactly half the input and half the weights; in
  * memory the option changes nothing. */
+/* Where the CPU's copies run (saga_backend_params.copies) moves time, never a bit: streamed at a
+ * quarter of the peak, copies in order with the kernels and on a worker thread give the same
+ * losses and outputs, the same bytes, and say which they were. */
+static void test_net_copies_inline_or_worker(void **state) {
+    (void)state;
+    run_out mem, r[2];
+    run_model(&mem, &GCN, 0, SAGA_EXEC_MEMORY, 0, SAGA_PARTITION_METIS, SAGA_SAVED_RECOMPUTE);
+    for (int i = 0; i < 2; i++) {
+        COPIES = i ? SAGA_COPIES_WORKER : SAGA_COPIES_INLINE;
+        run_model(&r[i], &GCN, mem.peak / 4, SAGA_EXEC_AUTO, 0, SAGA_PARTITION_METIS,
+                  SAGA_SAVED_RECOMPUTE);
+        assert_true(r[i].st[2].streamed);
+        assert_int_equal(r[i].st[2].copies_inline, i == 0);
+        if (i == 0)
+            assert_true(r[i].st[2].overlap == 0.0); /* nothing hidden */
+    }
+    COPIES = SAGA_COPIES_AUTO;
+    assert_same_run(&r[0], &r[1], 0.0);
+    assert_memory_equal(r[0].out, r[1].out, (size_t)D.n * D.C * sizeof(float));
+    for (int k = 0; k < 3; k++)
+        assert_int_equal(r[0].st[k].h2d_bytes, r[1].st[k].h2d_bytes);
+    assert_same_run(&mem, &r[0], 1e-4);
+    for (int i = 0; i < 2; i++)
+        test_free(r[i].out);
+    test_free(mem.out);
+}
+
 static void test_net_transfer_precision(void **state) {
     (void)state;
     data_load();
@@ -1021,6 +1050,7 @@ int main(void) {
         cmocka_unit_test(test_net_parts_search_fewest),
         cmocka_unit_test(test_net_budgets_down_to_named_run),
         cmocka_unit_test(test_net_resident_halos),
+        cmocka_unit_test(test_net_copies_inline_or_worker),
         cmocka_unit_test(test_net_transfer_precision),
         cmocka_unit_test(test_net_pagerank_streamed_equals_memory),
         cmocka_unit_test(test_net_pagerank_orders_and_threads),

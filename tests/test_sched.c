@@ -21,9 +21,14 @@
 
 enum { N = 256 }; /* floats per block */
 
+/* Where the scheduler's copies run: every test runs with both (main). */
+static saga_copies copies = SAGA_COPIES_WORKER;
+
 static saga_backend *open_cpu(void) {
     saga_backend *be = NULL;
-    assert_int_equal(saga_backend_cpu_new(&be, NULL), SAGA_OK);
+    saga_backend_params bp = saga_backend_params_defaults();
+    bp.copies = copies;
+    assert_int_equal(saga_backend_cpu_new(&be, &bp), SAGA_OK);
     return be;
 }
 
@@ -260,5 +265,8 @@ int main(void) {
         cmocka_unit_test(test_sched_write_waits_for_writeback),
         cmocka_unit_test(test_sched_trace_lines),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    copies = SAGA_COPIES_WORKER;
+    int failed = cmocka_run_group_tests_name("copies on a worker thread", tests, NULL, NULL);
+    copies = SAGA_COPIES_INLINE;
+    return failed + cmocka_run_group_tests_name("copies inline", tests, NULL, NULL);
 }

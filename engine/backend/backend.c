@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <omp.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,6 +49,9 @@ static saga_status check_params(const saga_backend_params *p) {
     if (p->n_threads < 0)
         return saga_error(SAGA_ERR_INVALID_ARG, "backend params: n_threads must be >= 0, got %d",
                           p->n_threads);
+    if ((unsigned)p->copies >= SAGA_COPIES_COUNT)
+        return saga_error(SAGA_ERR_INVALID_ARG, "backend params: copies %d is not a saga_copies",
+                          (int)p->copies);
     return SAGA_OK;
 }
 
@@ -250,6 +254,15 @@ void saga_backend_free_all(saga_backend **bep) {
 
 saga_backend_kind saga_backend_get_kind(const saga_backend *be) {
     return be->kind;
+}
+
+bool saga_backend_copies_inline(const saga_backend *be) {
+    if (be->kind != SAGA_BACKEND_CPU || be->params.copies == SAGA_COPIES_WORKER)
+        return false;
+    if (be->params.copies == SAGA_COPIES_INLINE)
+        return true;
+    int threads = be->params.n_threads > 0 ? be->params.n_threads : omp_get_max_threads();
+    return threads >= omp_get_num_procs();
 }
 
 const char *saga_backend_name(const saga_backend *be) {

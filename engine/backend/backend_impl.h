@@ -388,6 +388,12 @@ extern const saga_kernels saga_cpu_kernels;
  * (ops/cpu/backend_cpu.c); the generic layer then creates the default stream. */
 saga_status saga_cpu_backend_init(saga_backend *be);
 
+/* Whether a copy stream should run its copies on the default stream, in order with the kernels,
+ * rather than beside them: on the CPU (saga_backend_params.copies), where a copy is a memcpy that
+ * takes a core, by default when the kernels' threads take every core (a copy stream's worker
+ * thread then takes one from them). A GPU copies with its own engines: false. */
+bool saga_backend_copies_inline(const saga_backend *be);
+
 /* Once per process, when the first backend opens: makes libgomp's idle threads sleep after a
  * short spin instead of ~3 ms, unless OMP_WAIT_POLICY, GOMP_SPINCOUNT or SAGA_OMP_SPIN=1 is set
  * (omp_idle.c says how). Returns 1 when in effect, -1 when left alone. Thread-safe. */

@@ -43,9 +43,20 @@ typedef enum saga_backend_kind {
     SAGA_BACKEND_KIND_COUNT
 } saga_backend_kind;
 
+/* Where the CPU backend's copies between host and "device" memory run when a block scheduler
+ * streams: a copy there is a memcpy that takes a core. */
+typedef enum saga_copies {
+    SAGA_COPIES_AUTO = 0, /* in order with the kernels when their threads take every core, else
+                           * on a worker thread beside them */
+    SAGA_COPIES_INLINE,   /* on the default stream, in order with the kernels */
+    SAGA_COPIES_WORKER,   /* on a copy stream's worker thread, overlapping the kernels */
+    SAGA_COPIES_COUNT
+} saga_copies;
+
 typedef struct saga_backend_params {
     size_t budget_bytes; /* most device bytes held at once; 0 = no limit beyond the device */
     int n_threads;       /* CPU kernel threads; 0 = OpenMP's default */
+    saga_copies copies;  /* CPU: where a scheduler's copies run (GPUs copy with their engines) */
 } saga_backend_params;
 
 saga_backend_params saga_backend_params_defaults(void);

@@ -70,7 +70,8 @@ typedef struct slot {
 
 struct saga_sched {
     saga_backend *be;
-    saga_stream *copy;
+    saga_stream *copy; /* the default stream when copies run inline (saga_backend_copies_inline) */
+    bool copy_inline;
     saga_event *compute_ev;
     size_t cap, resident;
     void (*trim)(void *);
@@ -236,9 +237,17 @@ fail:
     return st;
 }
 
+/* Copies run inline (saga_backend_copies_inline) take the compute's time: they count as waits,
+ * so that the overlap statistic says none of them was hidden. */
+static void inline_wait(saga_sched *s, double t0) {
+    if (s->copy_inline)
+        s->st.wait_seconds += saga_now() - t0;
+}
+
 /* Copies b to the host (after the compute issued so far), or through its unpack function. */
 static saga_status writeback(saga_sched *s, saga_blk *b) {
     saga_status st = SAGA_OK;
+    double t0 = saga_now();
     SAGA_TRY(saga_event_record(s->compute_ev, saga_backend_default_stream(s->be)));
     SAGA_TRY(saga_stream_wait_event(s->copy, s->compute_ev));
     trace_rec *tr = NULL;
@@ -258,6 +267,7 @@ static saga_status writeback(saga_sched *s, saga_blk *b) {
     }
     SAGA_TRY(trace_end(s->copy, tr));
     SAGA_TRY(saga_event_record(b->ev, s->copy));
+    inline_wait(s, t0);
     b->copying = true;
     b->host_valid = true;
     s->st.d2h_bytes += b->bytes;
@@ -350,6 +360,7 @@ static saga_status issue_load(saga_sched *s, saga_blk *b, int t) {
     saga_status st = SAGA_OK;
     SAGA_CHECK(b->host_valid, SAGA_ERR_INTERNAL,
                "block scheduler: a %s block is read before anything wrote it", b->kind);
+    double t0 = saga_now();
     /* the buffer may have served a block the compute stream still reads */
     SAGA_TRY(saga_event_record(s->compute_ev, saga_backend_default_stream(s->be)));
     SAGA_TRY(saga_stream_wait_event(s->copy, s->compute_ev));
@@ -370,6 +381,7 @@ static saga_status issue_load(saga_sched *s, saga_blk *b, int t) {
     }
     SAGA_TRY(trace_end(s->copy, tr));
     SAGA_TRY(saga_event_record(b->ev, s->copy));
+    inline_wait(s, t0);
     b->copying = b->loading = true;
     b->dev_valid = true;
     s->st.h2d_bytes += b->bytes;
@@ -417,7 +429,11 @@ saga_status saga_sched_new(saga_sched **out, saga_backend *be, size_t cap, void 
     s->trim = trim;
     s->trim_user = trim_user;
     s->running = -1;
-    SAGA_TRY(saga_stream_new(&s->copy, be));
+    s->copy_inline = saga_backend_copies_inline(be);
+    if (s->copy_inline)
+        s->copy = saga_backend_default_stream(be);
+    else
+        SAGA_TRY(saga_stream_new(&s->copy, be));
     SAGA_TRY(saga_event_new(&s->compute_ev, be));
     for (int i = 0; i < N_SLOTS; i++)
         SAGA_TRY(saga_event_new(&s->slots[i].ev, be));
@@ -453,7 +469,8 @@ void saga_sched_free(saga_sched **sp) {
         saga_event_free(&s->slots[i].ev);
     }
     saga_event_free(&s->compute_ev);
-    saga_stream_free(&s->copy);
+    if (!s->copy_inline)
+        saga_stream_free(&s->copy);
     saga_free(s->blocks);
     saga_free(s->uses);
     saga_free(s->steps);
@@ -728,6 +745,7 @@ void saga_sched_set_trace(saga_sched *s, FILE *f) {
 
 void saga_sched_get_stats(const saga_sched *s, saga_sched_stats *out) {
     *out = s->st;
+    out->copies_inline = s->copy_inline;
 }
 
 void saga_sched_reset_stats(saga_sched *s) {

@@ -81,6 +81,7 @@ typedef struct saga_sched_stats {
     uint64_t loads, writebacks, evictions;
     double wait_seconds; /* compute side blocked on copies (exposed copy time) */
     size_t peak_bytes;   /* most bytes the scheduler's blocks held at once */
+    bool copies_inline;  /* the copies ran on the default stream (saga_backend_copies_inline) */
 } saga_sched_stats;
 
 /* A scheduler on be that keeps at most cap bytes of blocks on the device (0: no cap beyond the

@@ -711,10 +711,12 @@ fail:
 void net_collect_stats(saga_net *n, double t0) {
     saga_backend_stats bs;
     saga_backend_get_stats(n->be, &bs);
+    bool inline_copies = false;
     if (n->sched) {
         saga_sched_stats ss;
         saga_sched_get_stats(n->sched, &ss);
         n->stats.wait_seconds = ss.wait_seconds;
+        inline_copies = ss.copies_inline;
     }
     n->stats.h2d_bytes = bs.h2d_bytes;
     n->stats.d2h_bytes = bs.d2h_bytes;
@@ -723,6 +725,9 @@ void net_collect_stats(saga_net *n, double t0) {
     n->stats.copy_seconds = bs.copy_seconds;
     double cs = n->stats.copy_seconds, w = n->stats.wait_seconds;
     n->stats.overlap = cs > 0 ? 1.0 - (w < cs ? w : cs) / cs : 0.0;
+    if (inline_copies)
+        n->stats.overlap = 0.0; /* in order with the kernels: nothing hidden */
+    n->stats.copies_inline = inline_copies;
     n->stats.seconds = saga_now() - t0;
     if (n->dist) {
         saga_comm_stats cs2;

@@ -225,6 +225,10 @@ typedef struct saga_net_stats {
      * on the rows the loss reads alone (1: the last stage on the loss rows; more: the stages
      * before it too, on the rows those read); 0 when every stage ran every row */
     int32_t loss_rows_stages;
+    /* streamed on the CPU with the kernels on every core: the copies ran in order with the
+     * kernels, on the compute's stream (a copy worker would have taken a core from them), so
+     * overlap is 0 */
+    bool copies_inline;
 } saga_net_stats;
 
 void saga_net_get_stats(const saga_net *n, saga_net_stats *s);
