@@ -1095,7 +1095,7 @@ static void test_nn_kernels_spmm_t(void **state) {
     seed(17);
     for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++)
         for (int w = 0; w < 2; w++)
-            for (int bi = 0; bi < 2; bi++) {
+            for (int bi = 0; bi < 3; bi++) {
                 const int64_t nr = shapes[si][0], nc = shapes[si][1], F = shapes[si][2];
                 saga_csr_dev A = random_csr(nr, nc, w);
                 float *X = falloc(nr * F), *Y0 = falloc(nc * F), *Y[N_BE];
@@ -1103,7 +1103,13 @@ static void test_nn_kernels_spmm_t(void **state) {
                 for (int64_t i = 0; i < nr; i += 3) /* rows of zeros, which may be skipped */
                     memset(X + i * F, 0, (size_t)F * 4);
                 fill_rand(Y0, nc * F, -1, 1);
-                const float alpha = 0.5f, beta = bi ? 2.0f : 0.0f;
+                if (bi == 2) {
+                    /* Y of -0 and X of zeros: -0 + 0 is +0, so no row may be skipped */
+                    memset(X, 0, (size_t)(nr * F) * 4);
+                    for (int64_t r = 0; r < nc * F; r++)
+                        Y0[r] = -0.0f;
+                }
+                const float alpha = 0.5f, beta = bi == 0 ? 0.0f : bi == 1 ? 2.0f : 1.0f;
                 float *want = falloc(nc * F);
                 for (int64_t r = 0; r < nc * F; r++)
                     want[r] = bi ? beta * Y0[r] : 0.0f;

@@ -441,9 +441,9 @@ saga_status saga_cpu_spmm_f32(saga_stream *s, const saga_csr_dev *A, int64_t F, 
 }
 
 /* Y[:, 0..c1 - c0) += alpha A^T X[:, c0..c1), the rows of A in increasing order; Y's rows are
- * ldy floats apart, and X and Y do not overlap. skip_zero (Y starting at +0, where no sum can be
- * -0: see live_rows) skips the rows of X whose columns here are all zeros. Row i of X is read once
- * into a local array (at most SPMM_BLOCK columns at a time), so that the compiler keeps it in
+ * ldy floats apart, and X and Y do not overlap. skip_zero (no -0 in Y to start with, so none in
+ * any sum: see live_rows) skips the rows of X whose columns here are all zeros. Row i of X is read
+ * once into a local array (at most SPMM_BLOCK columns at a time), so that the compiler keeps it in
  * registers rather than reloading it after every store to Y. */
 static inline __attribute__((always_inline)) void
 spmm_t_cols(const saga_csr_dev *A, int64_t F, int64_t c0, int64_t c1, float alpha,
@@ -522,10 +522,16 @@ saga_status saga_cpu_spmm_t_f32(saga_stream *s, const saga_csr_dev *A, int64_t F
         const int64_t w = c1 - c0;
         float *out = priv ? priv + m * c0 : Y + c0;
         const int64_t ld = priv ? w : F;
+        bool neg_zero = false;
         for (int64_t r = 0; r < m; r++)
-            for (int64_t j = 0; j < w; j++)
-                out[r * ld + j] = beta == 0.0f ? 0.0f : beta * Y[r * F + c0 + j];
-        const bool skip = beta == 0.0f;
+            for (int64_t j = 0; j < w; j++) {
+                const float v = beta == 0.0f ? 0.0f : beta * Y[r * F + c0 + j];
+                out[r * ld + j] = v;
+                neg_zero |= v == 0.0f && signbit(v);
+            }
+        /* no sum that starts without a -0 can reach one (see live_rows): the zero rows of X
+         * then add nothing, whatever beta (a gradient accumulated over blocks has beta 1) */
+        const bool skip = !neg_zero;
         if (w == 16)
             spmm_t_cols_16(A, F, c0, alpha, X, out, ld, skip);
         else if (w == 8)
