@@ -1,6 +1,6 @@
 /* test_nn_tape.c - the internal tape: regions give the plain tape's gradients and free what they
  * made; custom nodes from saga_tape_record; a region recomputed inside a backward function;
- * products deferred in replay. */
+ * deferred products. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -218,18 +218,18 @@ static void test_nn_tape_recompute_in_backward(void **state) {
     saga_ctx_free(&c);
 }
 
-/* ---- replay: products whose output nothing reads are never computed ----------------------- */
+/* ---- deferred products: an output nothing reads is never computed ------------------------- */
 
 static void fill_nan(saga_tensor *t) {
     memset(t->data, 0xff, t->nbytes); /* the raw buffer: saga_tensor_data would run the product */
 }
 
-static void test_nn_tape_replay_defers_products(void **state) {
+static void test_nn_tape_deferred_products(void **state) {
     (void)state;
     saga_ctx *c = NULL;
     assert_int_equal(saga_ctx_new(&c, be, 1), SAGA_OK);
     saga_ctx_train(c, true);
-    float gw_eager[F * H], gw_replay[F * H], y_eager[N * H], t_eager[N * H];
+    float gw_eager[F * H], gw_deferred[F * H], y_eager[N * H], t_eager[N * H];
 
     /* eager: y = X W, its gradient R, and tanh(X W) */
     assert_int_equal(saga_model_zero_grad(m), SAGA_OK);
@@ -242,27 +242,32 @@ static void test_nn_tape_replay_defers_products(void **state) {
     memcpy(t_eager, saga_tensor_cdata(saga_tanh(c, y)), sizeof t_eager);
     saga_tape_release(c, p);
 
-    /* replay: the product is deferred; its backward pass needs only its gradient, and the
+    /* deferred: the product waits; its backward pass needs only its gradient, and the
      * release drops it without running it (the buffer keeps what was there) */
     assert_int_equal(saga_model_zero_grad(m), SAGA_OK);
-    saga_ctx_set_replay(c, true);
+    saga_ctx_set_defer(c, true);
     p = saga_tape_mark(c);
     y = saga_matmul(c, saga_ctx_leaf(c, X), W);
     assert_ptr_equal(y->lazy, c);
     fill_nan(y);
     assert_int_equal(saga_tape_backward_range(c, p, y, R), SAGA_OK);
-    copy_grad(gw_replay, W);
-    assert_memory_equal(gw_eager, gw_replay, sizeof gw_eager);
+    copy_grad(gw_deferred, W);
+    assert_memory_equal(gw_eager, gw_deferred, sizeof gw_eager);
     assert_ptr_equal(y->lazy, c);
     assert_true(isnan(((const float *)y->data)[0]));
     saga_tape_release(c, p);
 
     /* the next op reads it: it runs first, with the same values */
     p = saga_tape_mark(c);
-    saga_ctx_train(c, false);
-    y = saga_matmul(c, X, W);
-    assert_null(y->lazy); /* inference has no replay */
-    saga_ctx_train(c, true);
+    /* written straight to another buffer: its own stays as it was */
+    y = saga_matmul(c, saga_ctx_leaf(c, X), W);
+    fill_nan(y);
+    saga_tensor *dst = saga_ctx_tensor(c, SAGA_F32, N, H);
+    assert_int_equal(saga_ctx_flush_to(c, y, dst->data), 1);
+    assert_null(y->lazy);
+    assert_memory_equal(saga_tensor_cdata(dst), y_eager, sizeof y_eager);
+    assert_true(isnan(((const float *)y->data)[0]));
+    assert_int_equal(saga_ctx_flush_to(c, y, dst->data), 0); /* no longer deferred */
     y = saga_matmul(c, saga_ctx_leaf(c, X), W);
     assert_ptr_equal(y->lazy, c);
     fill_nan(y);
@@ -310,9 +315,9 @@ static void test_nn_tape_replay_defers_products(void **state) {
     assert_ptr_equal(y->lazy, c);
     fill_nan(y);
     assert_int_equal(saga_tape_backward_range(c, p, y, R), SAGA_OK);
-    copy_grad(gw_replay, W);
+    copy_grad(gw_deferred, W);
     for (int i = 0; i < F * H; i++)
-        assert_true(fabsf(gw_eager[i] - gw_replay[i]) <= 1e-6f * (1 + fabsf(gw_eager[i])));
+        assert_true(fabsf(gw_eager[i] - gw_deferred[i]) <= 1e-6f * (1 + fabsf(gw_eager[i])));
     saga_tape_release(c, p);
     p = saga_tape_mark(c);
     y = saga_spmm(c, &xs, W);
@@ -322,7 +327,7 @@ static void test_nn_tape_replay_defers_products(void **state) {
     saga_tape_release(c, p);
 
     /* off again: computed at once */
-    saga_ctx_set_replay(c, false);
+    saga_ctx_set_defer(c, false);
     p = saga_tape_mark(c);
     y = saga_matmul(c, saga_ctx_leaf(c, X), W);
     assert_null(y->lazy);
@@ -338,7 +343,7 @@ int main(void) {
         cmocka_unit_test(test_nn_tape_region_matches_plain_tape),
         cmocka_unit_test(test_nn_tape_custom_node),
         cmocka_unit_test(test_nn_tape_recompute_in_backward),
-        cmocka_unit_test(test_nn_tape_replay_defers_products),
+        cmocka_unit_test(test_nn_tape_deferred_products),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -25,10 +25,10 @@ struct saga_tensor {
     bool is_leaf;           /* saga_ctx_leaf / saga_ctx_mark_leaf: backward keeps its gradient */
     bool borrowed;         /* saga_ctx_wrap: data belongs to someone else (not freed, not cached) */
     struct saga_ctx *lazy; /* the context whose deferred product has not yet written data
-                            * (saga_ctx_set_replay), else NULL */
+                            * (saga_ctx_set_defer), else NULL */
 };
 
-/* Runs context c's deferred product (saga_ctx_set_replay in nn_impl.h), if any; its kernel's
+/* Runs context c's deferred product (saga_ctx_set_defer in nn_impl.h), if any; its kernel's
  * error becomes the context's. Nothing for c NULL. */
 void saga_ctx_flush(struct saga_ctx *c);
 

@@ -494,18 +494,26 @@ static saga_status run_fwd(saga_net *n, int s, int32_t d, bool train) {
     saga_tensor *H = NULL;
     SAGA_TRY(stage_input(n, s, d, &H, &xs_, &xs));
     saga_tensor *gathered = NULL;
+    /* a product that ends the stage writes straight where the output goes, not to a copy */
+    saga_ctx_set_defer(c, true);
     saga_tensor *out = H || xs ? stage_rows(n, s, &n->blk[d], H, xs, NULL, &gathered, false) : NULL;
+    saga_ctx_set_defer(c, false);
     if (!out)
         SAGA_TRY(ctx_status_or(n, "a stage"));
     SAGA_TRY(check_width(out, sg, s));
-    if (resident(n, s + 1)) {
-        if (out->nbytes)
-            SAGA_TRY(saga_memcpy_d2d_async(saga_backend_default_stream(n->be),
-                                           whole_rows(n, n->full[s + 1], s + 1, d), out->data,
-                                           out->nbytes));
-    } else {
+    const bool whole = resident(n, s + 1);
+    void *dst = whole ? whole_rows(n, n->full[s + 1], s + 1, d) : saga_blk_dev(n->act[s + 1][d]);
+    int direct = out->nbytes && (whole || saga_blk_bytes(n->act[s + 1][d]) == out->nbytes)
+                     ? saga_ctx_flush_to(c, out, dst)
+                     : 0;
+    if (direct < 0)
+        SAGA_TRY(ctx_status_or(n, "a stage"));
+    saga_ctx_flush(c); /* anything else the stage deferred */
+    if (!direct && whole && out->nbytes)
+        SAGA_TRY(
+            saga_memcpy_d2d_async(saga_backend_default_stream(n->be), dst, out->data, out->nbytes));
+    else if (!direct && !whole)
         SAGA_TRY(to_block(n, n->act[s + 1][d], out));
-    }
     if (train && n->saved[s][d])
         SAGA_TRY(to_block(n, n->saved[s][d], gathered));
 fail:
@@ -611,9 +619,9 @@ static saga_status run_bwd(saga_net *n, int s, int32_t d) {
         saga_ctx_mark_leaf(c, saved);
     saga_tensor *gathered = NULL;
     /* the stage runs again for its tape: its output's value is not needed, only its gradient */
-    saga_ctx_set_replay(c, true);
+    saga_ctx_set_defer(c, true);
     saga_tensor *out = stage_rows(n, s, &n->blk[d], H, xs, saved, &gathered, true);
-    saga_ctx_set_replay(c, false);
+    saga_ctx_set_defer(c, false);
     if (!out)
         SAGA_TRY(ctx_status_or(n, "a stage"));
     SAGA_TRY(check_width(out, sg, s));

@@ -43,9 +43,9 @@ struct saga_ctx {
     size_t n_cache, cap_cache;
     saga_tensor *spare; /* released tensor structs, linked through grad */
 
-    /* replay (saga_ctx_set_replay): the deferred product, its kernel and arguments, and its
-     * output's place in tensors[] */
-    bool replay;
+    /* saga_ctx_set_defer: the deferred product, its kernel and arguments, and its output's
+     * place in tensors[] */
+    bool defer;
     saga_tensor *lazy_out;
     saga_lazy_fn lazy_fn;
     _Alignas(8) unsigned char lazy_args[SAGA_LAZY_ARGS];
@@ -323,12 +323,12 @@ static void free_node(saga_node *n) {
     saga_free(n);
 }
 
-void saga_ctx_set_replay(saga_ctx *c, bool on) {
-    c->replay = on;
+void saga_ctx_set_defer(saga_ctx *c, bool on) {
+    c->defer = on;
 }
 
 bool saga_ctx_defer(saga_ctx *c, saga_tensor *out, saga_lazy_fn fn, const void *args, size_t size) {
-    if (!c->replay || !c->training || size > sizeof c->lazy_args || !c->n_tensors ||
+    if (!c->defer || size > sizeof c->lazy_args || !c->n_tensors ||
         c->tensors[c->n_tensors - 1] != out)
         return false;
     saga_ctx_flush(c); /* one at a time */
@@ -341,13 +341,19 @@ bool saga_ctx_defer(saga_ctx *c, saga_tensor *out, saga_lazy_fn fn, const void *
 }
 
 void saga_ctx_flush(saga_ctx *c) {
-    if (!c || !c->lazy_out)
-        return;
-    c->lazy_out->lazy = NULL;
+    if (c && c->lazy_out)
+        (void)saga_ctx_flush_to(c, c->lazy_out, c->lazy_out->data);
+}
+
+int saga_ctx_flush_to(saga_ctx *c, saga_tensor *t, void *dst) {
+    if (!c || !t || c->lazy_out != t)
+        return 0;
+    t->lazy = NULL;
     c->lazy_out = NULL;
-    saga_status st = c->lazy_fn(c, c->lazy_args);
+    saga_status st = c->lazy_fn(c, c->lazy_args, dst);
     if (st < 0)
-        saga_ctx_fail(c, st);
+        return saga_ctx_fail(c, st);
+    return 1;
 }
 
 void saga_tape_release(saga_ctx *c, saga_tape_pos m) {

@@ -72,13 +72,18 @@ bool saga_tensor_needs_grad(const saga_tensor *t);
 
 /* ---- regions ------------------------------------------------------------------------------ */
 
-/* Replay: the executor's backward steps run a stage's forward pass again only for its tape. While
- * on (and training), a product whose backward pass does not read its output (saga_matmul,
- * saga_spmm) defers its kernel: the next op, saga_tensor_data, saga_tensor_cdata,
- * saga_tensor_to_host or saga_item runs it first, and a tape release that frees its output drops
- * it. The stage's output, of which the backward pass needs the gradient
- * alone, is then never computed. */
-void saga_ctx_set_replay(saga_ctx *c, bool on);
+/* Deferred products. While on, a product whose backward pass does not read its output
+ * (saga_matmul, saga_spmm) defers its kernel: the next op, a program call, saga_tensor_data,
+ * saga_tensor_cdata, saga_tensor_to_host or saga_item runs it first, and a tape release that
+ * frees its output drops it. The executor's backward steps, which run a stage's forward pass
+ * again for its tape alone, so never compute the stage's output, of which the backward pass
+ * needs the gradient alone; its forward steps have the stage's output written straight where it
+ * goes (saga_ctx_flush_to). */
+void saga_ctx_set_defer(saga_ctx *c, bool on);
+/* When t is c's deferred product: runs it with its output written to dst (device memory of t's
+ * size) instead of t's buffer, which stays unwritten (t must not be read after), and returns 1.
+ * 0 when t is not deferred (the caller copies it); the context's error when the kernel fails. */
+int saga_ctx_flush_to(saga_ctx *c, saga_tensor *t, void *dst);
 
 typedef struct saga_tape_pos {
     size_t n_nodes;   /* tape length at the mark */

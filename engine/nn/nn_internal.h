@@ -42,10 +42,11 @@ void saga_ctx_temp_free(saga_ctx *c, saga_tensor **t);
  * sticky error set on failure. */
 float *saga_grad_target(saga_ctx *c, saga_tensor *t, float *beta);
 
-/* A deferred product's kernel (saga_ctx_set_replay), with the arguments saga_ctx_defer copied. */
+/* A deferred product's kernel (saga_ctx_set_defer): writes its output into y, from the arguments
+ * saga_ctx_defer copied. */
 enum { SAGA_LAZY_ARGS = 96 };
-typedef saga_status (*saga_lazy_fn)(saga_ctx *c, const void *args);
-/* In replay, while training: defers fn(args) (size bytes, copied), which writes out, the tensor
+typedef saga_status (*saga_lazy_fn)(saga_ctx *c, const void *args, float *y);
+/* While deferring: defers fn(args, out's buffer) (args: size bytes, copied), out being the tensor
  * the context made last, and runs the product deferred before it. False when it does not defer:
  * the caller runs the kernel now. */
 bool saga_ctx_defer(saga_ctx *c, saga_tensor *out, saga_lazy_fn fn, const void *args, size_t size);

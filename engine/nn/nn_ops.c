@@ -66,7 +66,7 @@ static bool arg(saga_ctx *c, const char *op, const char *name, const saga_tensor
     return true;
 }
 
-/* Whether an op may run; a deferred product (saga_ctx_set_replay) runs first, whatever the op
+/* Whether an op may run; a deferred product (saga_ctx_set_defer) runs first, whatever the op
  * reads. */
 static bool live(saga_ctx *c) {
     saga_ctx_flush(c);
@@ -172,18 +172,17 @@ fail:
     return st;
 }
 
-/* y = a b, deferred in replay (saga_ctx_defer) */
+/* y = a b, deferred while the context defers (saga_ctx_defer) */
 typedef struct matmul_args {
     const float *a, *b;
-    float *y;
     int64_t m, n, k;
 } matmul_args;
 
-static saga_status matmul_run(saga_ctx *c, const void *args) {
+static saga_status matmul_run(saga_ctx *c, const void *args, float *y) {
     const matmul_args *g = args;
     if (g->k == 0)
-        return K->fill_f32(S, g->y, g->m * g->n, 0.0f);
-    return K->gemm_f32(S, false, false, g->m, g->n, g->k, 1.0f, g->a, g->k, g->b, g->n, 0.0f, g->y,
+        return K->fill_f32(S, y, g->m * g->n, 0.0f);
+    return K->gemm_f32(S, false, false, g->m, g->n, g->k, 1.0f, g->a, g->k, g->b, g->n, 0.0f, y,
                        g->n);
 }
 
@@ -200,9 +199,9 @@ saga_tensor *saga_matmul(saga_ctx *c, saga_tensor *a, saga_tensor *b) {
     saga_tensor *y = saga_ctx_tensor(c, SAGA_F32, a->rows, b->cols);
     if (!y)
         return NULL;
-    matmul_args g = {a->data, b->data, y->data, a->rows, b->cols, a->cols};
+    matmul_args g = {a->data, b->data, a->rows, b->cols, a->cols};
     if (numel(y) && !saga_ctx_defer(c, y, matmul_run, &g, sizeof g) &&
-        kfail(c, op, matmul_run(c, &g)))
+        kfail(c, op, matmul_run(c, &g, y->data)))
         return NULL;
     return rec(c, y, a, b, matmul_bwd, NULL);
 }
@@ -341,17 +340,16 @@ fail:
     return st;
 }
 
-/* y = x w, deferred in replay (saga_ctx_defer) */
+/* y = x w, deferred while the context defers (saga_ctx_defer) */
 typedef struct spmm_args {
     saga_csr_dev a;
     const float *w;
-    float *y;
     int64_t cols;
 } spmm_args;
 
-static saga_status spmm_run(saga_ctx *c, const void *args) {
+static saga_status spmm_run(saga_ctx *c, const void *args, float *y) {
     const spmm_args *g = args;
-    return K->spmm_f32(S, &g->a, g->cols, 1.0f, g->w, 0.0f, g->y);
+    return K->spmm_f32(S, &g->a, g->cols, 1.0f, g->w, 0.0f, y);
 }
 
 saga_tensor *saga_spmm(saga_ctx *c, const saga_sparse *x, saga_tensor *w) {
@@ -377,9 +375,9 @@ saga_tensor *saga_spmm(saga_ctx *c, const saga_sparse *x, saga_tensor *w) {
         saga_free(s);
         return NULL;
     }
-    spmm_args g = {csr_of(x), w->data, y->data, w->cols};
+    spmm_args g = {csr_of(x), w->data, w->cols};
     if (numel(y) && !saga_ctx_defer(c, y, spmm_run, &g, sizeof g) &&
-        kfail(c, op, spmm_run(c, &g))) {
+        kfail(c, op, spmm_run(c, &g, y->data))) {
         saga_free(s);
         return NULL;
     }
