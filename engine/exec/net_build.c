@@ -874,7 +874,8 @@ fail:
 }
 
 /* Device bytes the largest step of a plan with k blocks holds at once (its blocks twice over,
- * for the next step's prefetch, plus the compute's own tensors, estimated). A training pass
+ * for the next step's prefetch, but a resident stage's gathered halo once, plus the compute's own
+ * tensors, estimated). A training pass
  * trains stages below train_below part by part; the parts run the others in inference only (the
  * tail trains them, see parts_train_below). */
 static size_t step_estimate(const saga_net *n, bool train_pass, int train_below, size_t *max_work) {
@@ -898,7 +899,7 @@ static size_t step_estimate(const saga_net *n, bool train_pass, int train_below,
             const stage *sg = &n->stages[s];
             const bool train = train_pass && s < train_below;
             size_t fi = (size_t)sg->in_cols * 4, fo = (size_t)sg->out_cols * 4, blocks = 0,
-                   work = 0;
+                   once = 0, work = 0;
             if (s == 0 && n->sparse) {
                 /* the block's CSR, its dropped values, the products */
                 size_t in = (P + 1) * 8 + (size_t)sparse_rows_nnz(n, b->v0, b->v1) * 8;
@@ -908,7 +909,11 @@ static size_t step_estimate(const saga_net *n, bool train_pass, int train_below,
                 blocks = P * (fi + fo) * (train ? 2 : 1);
                 work = P * (fi + fo) * 3;
             } else {
-                blocks = (P + 1) * 8 + mb * 12 + H * fi + P * fo +
+                /* a resident stage's halo is gathered into a block made when its step begins and
+                 * dropped when it ends: the next step's prefetch never holds one beside it */
+                const bool gathered = n->resident && n->resident[s];
+                once = gathered ? H * fi : 0;
+                blocks = (P + 1) * 8 + mb * 12 + (gathered ? 0 : H * fi) + P * fo +
                          (train ? H * 12 + mb * 8 + P * fo : 0) +
                          (n->o.saved == SAGA_SAVED_OFFLOAD ? P * fi : 0);
                 size_t eb = saga_prog_fused(&sg->p) ? 0 : mb;
@@ -917,7 +922,7 @@ static size_t step_estimate(const saga_net *n, bool train_pass, int train_below,
                     eb = (size_t)mx;
                 work = P * (fi + fo) * 4 + H * fi * (train ? 2 : 0) + eb * (2 * fi + fo) * 4;
             }
-            size_t need = 2 * blocks + work;
+            size_t need = 2 * blocks + once + work;
             worst = need > worst ? need : worst;
             wmax = work > wmax ? work : wmax;
         }
@@ -1716,10 +1721,9 @@ saga_status net_prepare(saga_net *n, bool train) {
          * leaves (none, at the budget the message below names), so that a budget that holds
          * the step runs; without the tail's stage the parts train every stage */
         SAGA_TRY(plan_resident(n, avail, need < avail ? avail - need : 0, &res));
-        if (parts_train_below(n, avail, res) != n->parts_below) {
+        if (parts_train_below(n, avail, res) != n->parts_below)
             n->parts_below = n->n_stages;
-            need = step_estimate(n, true, n->parts_below, &max_work);
-        }
+        need = step_estimate(n, true, n->parts_below, &max_work); /* halos gathered or not */
     }
     if (R > 1) {
         /* this rank's own budget, for its message and its scheduler */
