@@ -444,6 +444,8 @@ void saga_net_free(saga_net **np) {
     if (!np || !*np)
         return;
     saga_net *n = *np;
+    if (n->spun)
+        saga_omp_idle_spin(false); /* idle threads sleep again after the net's passes */
     unprepare(n);
     saga_comm_free(&n->dcomm);
     if (n->x)

@@ -151,17 +151,18 @@ enum { NET_MANY_PARTS = 256 };
 enum { NET_METIS_REFINE = 2 };
 
 /* Which OpenMP idle policy a streamed pass on the CPU runs under (saga_omp_idle_spin), chosen by
- * measuring, per kind of pass (inference, training). A pass of many short steps opens a parallel
- * region for each kernel: idle threads that sleep between them must be woken each time (tens of
- * microseconds on a virtual machine), idle threads that spin are there at once but take cores
- * that other work on a shared machine needs. So the first SPIN_WARM passes warm up, the next
- * four alternate the two, and then the faster by its smoothed time runs, the other every
- * SPIN_EXPLORE-th pass so that a change in the machine's load is seen. Only the time moves: the
- * results are the same either way. */
-enum { SPIN_WARM = 2, SPIN_EXPLORE = 8 };
+ * measuring the training passes (the inference passes until the net trains). A pass of many short
+ * steps opens a parallel region for each kernel: idle threads that sleep between them must be woken
+ * each time (tens of microseconds on a virtual machine), idle threads that spin are there at once
+ * but take cores that other work on a shared machine needs. So the first SPIN_WARM passes warm up,
+ * the next 2 SPIN_KEEP alternate the two, and then the one whose last SPIN_KEEP passes include the
+ * fastest runs (other work only ever slows a pass: a few slow ones do not decide), the other every
+ * SPIN_EXPLORE-th pass so that a lasting change in the machine's load is seen. Only the time
+ * moves: the results are the same either way. */
+enum { SPIN_WARM = 2, SPIN_KEEP = 3, SPIN_EXPLORE = 32 };
 typedef struct spin_tune {
-    double ms[2]; /* smoothed pass time, idle threads asleep (0) and spinning (1) */
-    int runs[2];  /* passes measured under each */
+    double ms[2][SPIN_KEEP]; /* the last pass times, idle threads asleep (0) and spinning (1) */
+    int runs[2];             /* passes measured under each */
     int passes;
 } spin_tune;
 
@@ -185,6 +186,7 @@ struct saga_net {
     size_t tail_bytes; /* what lblk and tblk hold streamed, estimated once (0: not yet) */
     int parts_below;   /* streamed, the parts train the stages below it; the tail the others */
     spin_tune tune[2]; /* streamed on the CPU, inference (0) and training (1) passes */
+    bool spun;         /* a pass ended saga's team of sleeping threads: saga_net_free restores it */
     float *x;          /* user input in the net's order (n x in_cols) */
     int64_t in_cols;
     bool x_changed;

@@ -775,24 +775,35 @@ fail:
     return st;
 }
 
+/* A policy's pass time as the machine allows it: the least of its last SPIN_KEEP passes. Another
+ * program's work only ever slows a pass, so a few slow passes do not decide; a lasting change of
+ * load does, once it fills the window. */
+static double spin_ms(const spin_tune *t, int policy) {
+    const int k = t->runs[policy] < SPIN_KEEP ? t->runs[policy] : SPIN_KEEP;
+    double v = 0.0;
+    for (int i = 0; i < k; i++)
+        v = i == 0 || t->ms[policy][i] < v ? t->ms[policy][i] : v;
+    return v;
+}
+
 /* The idle policy for the next pass of t (struct spin_tune): 1 spinning, 0 asleep. */
 static int spin_pick(const spin_tune *t) {
-    if (t->passes < SPIN_WARM + 4)
+    if (t->passes < SPIN_WARM + 2 * SPIN_KEEP)
         return t->passes >= SPIN_WARM && (t->passes - SPIN_WARM) % 2;
-    int best = t->ms[1] < t->ms[0];
+    int best = spin_ms(t, 1) < spin_ms(t, 0);
     return t->passes % SPIN_EXPLORE == 0 ? !best : best;
 }
 
 static void spin_record(spin_tune *t, bool train, int policy, double ms) {
     if (t->passes++ < SPIN_WARM)
         return; /* the first passes load what later ones find on the device */
-    t->ms[policy] = t->runs[policy]++ ? 0.5 * t->ms[policy] + 0.5 * ms : ms;
-    if (t->passes == SPIN_WARM + 4)
+    t->ms[policy][t->runs[policy]++ % SPIN_KEEP] = ms;
+    if (t->passes == SPIN_WARM + 2 * SPIN_KEEP)
         saga_log(SAGA_LOG_INFO,
                  "net: %s passes take %.1f ms with OpenMP's idle threads asleep, %.1f ms with "
                  "them spinning: %s from here (the other every %d passes)",
-                 train ? "training" : "inference", t->ms[0], t->ms[1],
-                 t->ms[1] < t->ms[0] ? "spinning" : "asleep", SPIN_EXPLORE);
+                 train ? "training" : "inference", spin_ms(t, 0), spin_ms(t, 1),
+                 spin_ms(t, 1) < spin_ms(t, 0) ? "spinning" : "asleep", SPIN_EXPLORE);
 }
 
 /* A call: invalidations, the plan, its steps, statistics. */
@@ -852,13 +863,21 @@ static saga_status run(saga_net *n, bool train, double *loss_out) {
         SAGA_TRY(plan(n, train, &sd, &n_sd));
     }
     uint64_t rng_after = saga_ctx_rng_counter(c);
-    tune = n->streamed && !n->dist && saga_backend_get_kind(n->be) == SAGA_BACKEND_CPU
+    /* one kind of pass decides: training once the net trains (its inference passes, an
+     * evaluation between epochs, run under what training chose, for a change of state at each
+     * pass's start costs more than it saves) */
+    tune = n->streamed && !n->dist && saga_backend_get_kind(n->be) == SAGA_BACKEND_CPU &&
+                   (train || n->tune[1].passes == 0)
                ? &n->tune[train]
                : NULL;
     policy = tune ? spin_pick(tune) : 0;
     double t_steps = saga_now();
-    if (policy)
-        saga_omp_idle_spin(true);
+    if (tune) {
+        /* the state stays until a pass wants the other (saga_net_free ends it): ending the team
+         * and bringing it back around every pass would churn threads at each pass's start */
+        saga_omp_idle_spin(policy);
+        n->spun = n->spun || policy;
+    }
     for (int t = 0; t < n_sd; t++) {
         if (sd[t].ph != PH_FWD && (t == 0 || sd[t - 1].ph == PH_FWD))
             rng_after = saga_ctx_rng_counter(c); /* where the forward pass left the counter */
@@ -897,8 +916,6 @@ static saga_status run(saga_net *n, bool train, double *loss_out) {
     if (loss_out)
         *loss_out = loss;
 fail:
-    if (policy)
-        saga_omp_idle_spin(false); /* between calls, idle threads sleep as before */
     if (st < 0 && n->sched)
         (void)saga_sched_finish(n->sched);
     if (st < 0)
