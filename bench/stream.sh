@@ -22,7 +22,7 @@ saga=$build/bin/saga
 epochs=${EPOCHS:-20}
 n=${N:-200000} deg=${DEG:-20} f=${F:-128} c=${C:-8} over=${OVER:-4} device=${DEVICE:-cpu}
 [ -x "$saga" ] || { echo "stream.sh: $saga not built" >&2; exit 1; }
-echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "machine: $(nproc --all) cores (${OMP_NUM_THREADS:-all} threads), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "graph:   generated citation graph, $n vertices, mean degree $deg, $f features, $c classes; $epochs epochs, device $device"
 run() {
     "$saga" gcn --synthetic "$n,$deg,$f,$c" --epochs "$epochs" --device "$device" --stats --json \
