@@ -155,10 +155,11 @@ enum { NET_METIS_REFINE = 2 };
  * steps opens a parallel region for each kernel: idle threads that sleep between them must be woken
  * each time (tens of microseconds on a virtual machine), idle threads that spin are there at once
  * but take cores that other work on a shared machine needs. So the first SPIN_WARM passes warm up,
- * the next 2 SPIN_KEEP alternate the two, and then the one whose last SPIN_KEEP passes include the
- * fastest runs (other work only ever slows a pass: a few slow ones do not decide), the other every
- * SPIN_EXPLORE-th pass so that a lasting change in the machine's load is seen. Only the time
- * moves: the results are the same either way. */
+ * the next SPIN_KEEP run asleep and SPIN_KEEP more spinning (one change of state: changes in quick
+ * succession were seen to leave later passes slow), and then the one whose last SPIN_KEEP passes
+ * include the fastest runs (other work only ever slows a pass: a few slow ones do not decide), the
+ * other every SPIN_EXPLORE-th pass so that a lasting change in the machine's load is seen. Only the
+ * time moves: the results are the same either way. */
 enum { SPIN_WARM = 2, SPIN_KEEP = 3, SPIN_EXPLORE = 32 };
 typedef struct spin_tune {
     double ms[2][SPIN_KEEP]; /* the last pass times, idle threads asleep (0) and spinning (1) */

@@ -788,8 +788,8 @@ static double spin_ms(const spin_tune *t, int policy) {
 
 /* The idle policy for the next pass of t (struct spin_tune): 1 spinning, 0 asleep. */
 static int spin_pick(const spin_tune *t) {
-    if (t->passes < SPIN_WARM + 2 * SPIN_KEEP)
-        return t->passes >= SPIN_WARM && (t->passes - SPIN_WARM) % 2;
+    if (t->passes < SPIN_WARM + 2 * SPIN_KEEP) /* asleep, then spinning: one change of state */
+        return t->passes >= SPIN_WARM + SPIN_KEEP;
     int best = spin_ms(t, 1) < spin_ms(t, 0);
     return t->passes % SPIN_EXPLORE == 0 ? !best : best;
 }
