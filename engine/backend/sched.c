@@ -247,7 +247,7 @@ static void inline_wait(saga_sched *s, double t0) {
 /* Copies b to the host (after the compute issued so far), or through its unpack function. */
 static saga_status writeback(saga_sched *s, saga_blk *b) {
     saga_status st = SAGA_OK;
-    double t0 = saga_now();
+    const double t0 = s->copy_inline ? saga_now() : 0.0; /* inline_wait */
     SAGA_TRY(saga_event_record(s->compute_ev, saga_backend_default_stream(s->be)));
     SAGA_TRY(saga_stream_wait_event(s->copy, s->compute_ev));
     trace_rec *tr = NULL;
@@ -360,7 +360,7 @@ static saga_status issue_load(saga_sched *s, saga_blk *b, int t) {
     saga_status st = SAGA_OK;
     SAGA_CHECK(b->host_valid, SAGA_ERR_INTERNAL,
                "block scheduler: a %s block is read before anything wrote it", b->kind);
-    double t0 = saga_now();
+    const double t0 = s->copy_inline ? saga_now() : 0.0; /* inline_wait */
     /* the buffer may have served a block the compute stream still reads */
     SAGA_TRY(saga_event_record(s->compute_ev, saga_backend_default_stream(s->be)));
     SAGA_TRY(saga_stream_wait_event(s->copy, s->compute_ev));

@@ -508,12 +508,15 @@ static saga_status run_fwd(saga_net *n, int s, int32_t d, bool train) {
                      : 0;
     if (direct < 0)
         SAGA_TRY(ctx_status_or(n, "a stage"));
-    saga_ctx_flush(c); /* anything else the stage deferred */
-    if (!direct && whole && out->nbytes)
-        SAGA_TRY(
-            saga_memcpy_d2d_async(saga_backend_default_stream(n->be), dst, out->data, out->nbytes));
-    else if (!direct && !whole)
-        SAGA_TRY(to_block(n, n->act[s + 1][d], out));
+    if (!direct) {
+        /* out is read below (a product deferred but left unread is dropped with the tape) */
+        saga_ctx_flush(c);
+        if (!whole)
+            SAGA_TRY(to_block(n, n->act[s + 1][d], out));
+        else if (out->nbytes)
+            SAGA_TRY(saga_memcpy_d2d_async(saga_backend_default_stream(n->be), dst, out->data,
+                                           out->nbytes));
+    }
     if (train && n->saved[s][d])
         SAGA_TRY(to_block(n, n->saved[s][d], gathered));
 fail:
