@@ -23,6 +23,7 @@ enum {
     OPT_DEVICE,
     OPT_NO_NORMALIZE,
     OPT_DENSE_FEATURES,
+    OPT_SPARSE_BELOW,
     OPT_CHECKPOINT,
     OPT_CHECKPOINT_EVERY,
     OPT_RESUME,
@@ -54,8 +55,14 @@ static const cli_opt gcn_cli_opts[] = {
      "divided by its sum, as Kipf does for bag-of-words features; rows with a negative entry are "
      "always left as read)."},
     {"dense-features", 0, NULL, NULL,
-     "Make sparse features dense (by default a sparse features file, or --synthetic, stays a "
-     "CSR: the first layer drops its non-zeros and multiplies it sparse x dense)."},
+     "Make sparse features dense before the net gets them, as PyTorch Geometric holds them (by "
+     "default a sparse features file, or --synthetic, stays a CSR: the first layer drops its "
+     "non-zeros and multiplies it sparse x dense). The net still keeps dense features as a CSR "
+     "under --sparse-below."},
+    {"sparse-below", 0, "D", "0.25",
+     "Dense features (a dense file, or --dense-features) with at most this share of non-zero "
+     "entries are kept as a CSR by the net, made once: only their non-zeros move and are "
+     "multiplied. 0 keeps them dense (one dense product per layer)."},
     {"checkpoint", 0, "FILE", NULL,
      "Save the model, the optimizer state and the epoch to FILE at the end (and every "
      "--checkpoint-every epochs)."},
@@ -288,6 +295,9 @@ static int gcn_main(int argc, char **argv) {
         case OPT_DENSE_FEATURES:
             dense_features = true;
             break;
+        case OPT_SPARSE_BELOW:
+            bad = cli_double(&c, "--sparse-below", arg, 0, 1, false, &go.sparse_below);
+            break;
         case OPT_CHECKPOINT:
             go.checkpoint = arg;
             break;
@@ -383,10 +393,16 @@ static int gcn_main(int argc, char **argv) {
             cli_count(b2, sizeof b2, d.n_edges), (long long)d.n_features, d.n_classes,
             (long long)d.n_train, (long long)d.n_val, (long long)d.n_test, t_load);
 
-    if (d.features)
-        cli_say(&c, "features  dense%s: %s on the host\n", sparse_file ? " (--dense-features)" : "",
-                cli_bytes(b1, sizeof b1, (int64_t)gcn_data_feature_bytes(&d)));
-    else
+    double dense_nz = 0; /* dense features: the share of non-zero entries */
+    if (d.features) {
+        int64_t nz = 0, total = d.n_vertices * d.n_features;
+        for (int64_t i = 0; i < total; i++)
+            nz += d.features[i] != 0.0f;
+        dense_nz = total ? (double)nz / (double)total : 0;
+        cli_say(&c, "features  dense%s: %s on the host, %.2f%% non-zero\n",
+                sparse_file ? " (--dense-features)" : "",
+                cli_bytes(b1, sizeof b1, (int64_t)gcn_data_feature_bytes(&d)), 100 * dense_nz);
+    } else
         cli_say(&c, "features  sparse (CSR): %s non-zeros, %.2f%% of the matrix, %s on the host\n",
                 cli_count(b1, sizeof b1, d.x_nnz),
                 100.0 * (double)d.x_nnz / ((double)d.n_vertices * (double)d.n_features),
@@ -474,6 +490,11 @@ static int gcn_main(int argc, char **argv) {
     cli_say(&c, "\n");
     cli_say(&c, "final     loss %.4f  train %.4f  val %.4f  (%s parameters)\n", (double)r.loss,
             r.train_acc, r.val_acc, cli_count(b3, sizeof b3, r.n_params));
+    if (r.stats.input_packed)
+        cli_say(&c,
+                "input     the dense features were kept as a CSR: %.2f%% non-zero, at most %g%% "
+                "(--sparse-below)\n",
+                100 * dense_nz, 100 * go.sparse_below);
     if (go.checkpoint)
         cli_say(&c, "saved     %s (epoch %d)\n", go.checkpoint, r.epochs);
     /* the last epoch's moves, with the peak over every epoch */
@@ -487,7 +508,9 @@ static int gcn_main(int argc, char **argv) {
     if (cli_exec_wanted(&ex)) {
         cli_say_net_stats(&c, &ns, " per epoch");
         cli_say(&c, "input: %s, %s on the device\n",
-                ns.sparse_input ? "sparse (CSR)" : "dense rows",
+                ns.input_packed   ? "sparse (CSR made from the dense rows)"
+                : ns.sparse_input ? "sparse (CSR)"
+                                  : "dense rows",
                 cli_bytes(b1, sizeof b1, (int64_t)ns.input_bytes));
     }
     if (c.ranks > 1)
@@ -522,6 +545,8 @@ static int gcn_main(int argc, char **argv) {
         json_key(&j, "rows_normalized"), json_int(&j, d.norm.n_normalized);
         json_key(&j, "rows_signed"), json_int(&j, d.norm.n_signed);
         json_key(&j, "input_layout"), json_str(&j, ns.sparse_input ? "sparse" : "dense");
+        json_key(&j, "input_packed"), json_bool(&j, ns.input_packed);
+        json_key(&j, "sparse_below"), json_num(&j, go.sparse_below);
         json_key(&j, "input_nnz"), json_int(&j, d.features ? 0 : d.x_nnz);
         json_key(&j, "input_bytes"), json_int(&j, (int64_t)ns.input_bytes);
         json_key(&j, "parameters"), json_int(&j, r.n_params);

@@ -136,7 +136,8 @@ gcn_opts gcn_opts_defaults(void) {
                       .parts = 0,
                       .partition = SAGA_PARTITION_METIS,
                       .saved = SAGA_SAVED_RECOMPUTE,
-                      .comm = NULL};
+                      .comm = NULL,
+                      .sparse_below = 0.25};
 }
 
 typedef struct gcn_layer {
@@ -328,6 +329,8 @@ saga_status gcn_train(gcn_result *out, saga_backend *be, const gcn_data *d, cons
     SAGA_TRY(saga_net_set_loss_rows(net, d->train, d->n_train));
     if (sparse)
         SAGA_TRY(saga_net_set_input_csr(net, d->x_offsets, d->x_indices, d->x_values, F));
+    else if (l1.project_first) /* gcn_rows multiplies a CSR before the aggregation */
+        SAGA_TRY(saga_net_set_input_auto(net, d->features, F, o->sparse_below));
     else
         SAGA_TRY(saga_net_set_input(net, d->features, F));
 

@@ -50,6 +50,8 @@ static const saga_program SAGE = {
 
 /* run_model gives the net its input as a CSR of D.x's non-zeros instead of dense rows */
 static bool sparse_input;
+/* when >= 0, run_model gives it dense rows through saga_net_set_input_auto at this density */
+static double auto_density = -1;
 
 /* A loss over the listed vertices only (in[v]): the mean NLL over them, as a node
  * classification's training vertices; max_count records the largest block it saw. */
@@ -154,6 +156,8 @@ static void run_model(run_out *r, const saga_program *prog, size_t budget, saga_
         test_free(off);
         test_free(idx);
         test_free(val);
+    } else if (auto_density >= 0) {
+        assert_int_equal(saga_net_set_input_auto(net, D.x, D.F, auto_density), SAGA_OK);
     } else {
         assert_int_equal(saga_net_set_input(net, D.x, D.F), SAGA_OK);
     }
@@ -374,6 +378,124 @@ static void test_net_sparse_input_equals_dense(void **state) {
     run_out *all[] = {&dense, &mem, &s4, &s16, &d4};
     for (int i = 0; i < 5; i++)
         test_free(all[i]->out);
+}
+
+/* Dense rows through saga_net_set_input_auto: under the density bound the net keeps them as the
+ * CSR a caller would give (the same bits as saga_net_set_input_csr, in memory and streamed, and
+ * the dense run's results), above it as dense rows (the same bits as saga_net_set_input). */
+static void test_net_input_auto(void **state) {
+    (void)state;
+    data_load();
+    int64_t nnz = 0;
+    for (int64_t i = 0; i < (int64_t)D.n * D.F; i++)
+        nnz += D.x[i] != 0.0f;
+    const double density = (double)nnz / ((double)D.n * (double)D.F);
+    assert_true(density > 0.01 && density < 0.9);
+    run_out dense, csr, csr4, packed, packed4, kept;
+    run_model(&dense, &GCN, 0, SAGA_EXEC_MEMORY, 0, SAGA_PARTITION_METIS, SAGA_SAVED_RECOMPUTE);
+    sparse_input = true;
+    run_model(&csr, &GCN, 0, SAGA_EXEC_MEMORY, 0, SAGA_PARTITION_METIS, SAGA_SAVED_RECOMPUTE);
+    run_model(&csr4, &GCN, dense.peak / 4, SAGA_EXEC_AUTO, 0, SAGA_PARTITION_METIS,
+              SAGA_SAVED_RECOMPUTE);
+    sparse_input = false;
+    auto_density = density; /* at the bound: kept as a CSR */
+    run_model(&packed, &GCN, 0, SAGA_EXEC_MEMORY, 0, SAGA_PARTITION_METIS, SAGA_SAVED_RECOMPUTE);
+    run_model(&packed4, &GCN, dense.peak / 4, SAGA_EXEC_AUTO, 0, SAGA_PARTITION_METIS,
+              SAGA_SAVED_RECOMPUTE);
+    auto_density = density * 0.99; /* just under: dense */
+    run_model(&kept, &GCN, 0, SAGA_EXEC_MEMORY, 0, SAGA_PARTITION_METIS, SAGA_SAVED_RECOMPUTE);
+    auto_density = -1;
+    for (int i = 0; i < 3; i++) {
+        assert_true(packed.st[i].sparse_input && packed.st[i].input_packed);
+        assert_true(packed4.st[i].sparse_input && packed4.st[i].input_packed);
+        assert_true(packed4.st[i].streamed);
+        assert_false(csr.st[i].input_packed || dense.st[i].input_packed);
+        assert_false(kept.st[i].sparse_input || kept.st[i].input_packed);
+    }
+    assert_int_equal(packed.st[2].input_bytes, csr.st[2].input_bytes);
+    assert_int_equal(packed4.st[2].h2d_bytes, csr4.st[2].h2d_bytes);
+    assert_true(packed.st[2].input_bytes < dense.st[2].input_bytes);
+    assert_same_run(&csr, &packed, 0);
+    assert_same_run(&csr4, &packed4, 0);
+    assert_same_run(&dense, &kept, 0);
+    assert_same_run(&dense, &packed, 1e-5);
+    print_message("  density %.3f: input bytes dense %zu, kept as a CSR %zu\n", density,
+                  dense.st[2].input_bytes, packed.st[2].input_bytes);
+    run_out *all[] = {&dense, &csr, &csr4, &packed, &packed4, &kept};
+    for (int i = 0; i < 6; i++)
+        test_free(all[i]->out);
+}
+
+/* saga_net_set_input_auto's refusals and later calls: a bound outside [0, 1], a net given a CSR;
+ * a program first keeps the rows dense; after a run on the CSR new values with the same non-zero
+ * counts are taken (and change the output), changed counts are refused. */
+static void test_net_input_auto_calls(void **state) {
+    (void)state;
+    data_load();
+    saga_backend *be = NULL;
+    assert_int_equal(saga_backend_cpu_new(&be, NULL), SAGA_OK);
+    saga_ctx *c = NULL;
+    assert_int_equal(saga_ctx_new(&c, be, 3), SAGA_OK);
+    saga_model *m = NULL;
+    assert_int_equal(saga_model_new(&m, be), SAGA_OK);
+    layer l1, l2;
+    net_model_params(m, &D, 16, &l1, &l2);
+    saga_net_opts no = saga_net_opts_defaults();
+    no.exec = SAGA_EXEC_MEMORY;
+    no.self_loops = SAGA_DGRAPH_SELF_LOOPS_ADD;
+    saga_net *net = NULL;
+    loss_ctx lc = {D.labels, D.n};
+
+    /* a program first: dense */
+    assert_int_equal(saga_net_new(&net, c, D.g, &no), SAGA_OK);
+    assert_int_equal(saga_net_add_program(net, &GCN, &l1, D.F), SAGA_OK);
+    int64_t *off = test_calloc((size_t)D.n + 1, sizeof *off); /* an empty CSR */
+    assert_int_equal(saga_net_set_input_auto(net, D.x, D.F, 1.0), SAGA_OK);
+    assert_int_equal(saga_net_set_input_csr(net, off, NULL, NULL, D.F),
+                     SAGA_ERR_INVALID_ARG); /* the net's input is dense */
+    saga_net_free(&net);
+
+    assert_int_equal(saga_net_new(&net, c, D.g, &no), SAGA_OK);
+    net_model_stages(net, &GCN, &D, 16, &l1, &l2);
+    assert_int_equal(saga_net_set_loss(net, nll_rows, &lc), SAGA_OK);
+    assert_int_equal(saga_net_set_input_auto(net, D.x, D.F, -0.1), SAGA_ERR_INVALID_ARG);
+    assert_int_equal(saga_net_set_input_auto(net, D.x, D.F, 1.5), SAGA_ERR_INVALID_ARG);
+    assert_int_equal(saga_net_set_input_auto(net, D.x, D.F, 1.0), SAGA_OK);
+    double loss = 0;
+    assert_int_equal(saga_net_train_step(net, &loss), SAGA_OK);
+    saga_net_stats st;
+    saga_net_get_stats(net, &st);
+    assert_true(st.input_packed);
+    float *a = test_malloc((size_t)D.n * (size_t)D.C * sizeof *a);
+    float *b = test_malloc((size_t)D.n * (size_t)D.C * sizeof *b);
+    float *x = test_malloc((size_t)D.n * (size_t)D.F * sizeof *x);
+    assert_int_equal(saga_net_forward(net, a), SAGA_OK);
+    for (int64_t i = 0; i < (int64_t)D.n * D.F; i++)
+        x[i] = 2.0f * D.x[i];
+    assert_int_equal(saga_net_set_input_auto(net, x, D.F, 0.0), SAGA_OK); /* stays a CSR */
+    assert_int_equal(saga_net_forward(net, b), SAGA_OK);
+    assert_memory_not_equal(a, b, (size_t)D.n * (size_t)D.C * sizeof *a);
+    int64_t z = 0;
+    while (x[z] != 0.0f)
+        z++;
+    x[z] = 1.0f; /* one more non-zero in its row */
+    assert_int_equal(saga_net_set_input_auto(net, x, D.F, 1.0), SAGA_ERR_INVALID_ARG);
+    assert_non_null(strstr(saga_last_error(), "non-zero counts"));
+    saga_net_free(&net);
+
+    /* a CSR net refuses dense rows */
+    assert_int_equal(saga_net_new(&net, c, D.g, &no), SAGA_OK);
+    net_model_stages(net, &GCN, &D, 16, &l1, &l2);
+    assert_int_equal(saga_net_set_input_csr(net, off, NULL, NULL, D.F), SAGA_OK);
+    assert_int_equal(saga_net_set_input_auto(net, D.x, D.F, 1.0), SAGA_ERR_INVALID_ARG);
+    saga_net_free(&net);
+    test_free(off);
+    test_free(a);
+    test_free(b);
+    test_free(x);
+    saga_model_free(&m);
+    saga_ctx_free(&c);
+    saga_backend_free_all(&be);
 }
 
 static void test_net_gcn_streamed_equals_memory(void **state) {
@@ -1043,6 +1165,8 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_net_gcn_streamed_equals_memory),
         cmocka_unit_test(test_net_sparse_input_equals_dense),
+        cmocka_unit_test(test_net_input_auto),
+        cmocka_unit_test(test_net_input_auto_calls),
         cmocka_unit_test(test_net_gcn_offload_equals_memory),
         cmocka_unit_test(test_net_gat_streamed_equals_memory),
         cmocka_unit_test(test_net_sage_streamed_equals_memory),

@@ -299,6 +299,60 @@ fail:
     return st;
 }
 
+saga_status saga_net_set_input_auto(saga_net *n, const float *x, int64_t cols, double max_density) {
+    saga_status st = SAGA_OK;
+    int64_t *off = NULL;
+    int32_t *idx = NULL;
+    float *val = NULL;
+    SAGA_CHECK(n && x && cols >= 1, SAGA_ERR_INVALID_ARG,
+               "saga_net_set_input_auto: net and rows must be given");
+    SAGA_CHECK(max_density >= 0 && max_density <= 1, SAGA_ERR_INVALID_ARG,
+               "saga_net_set_input_auto: max_density %g is outside [0, 1]", max_density);
+    SAGA_CHECK(!n->sparse || n->packed, SAGA_ERR_INVALID_ARG,
+               "saga_net_set_input_auto: the net's input is a CSR (saga_net_set_input_csr)");
+    if (n->x || n->n_stages == 0 || n->stages[0].kind != STAGE_VERTEX || cols > INT32_MAX)
+        return saga_net_set_input(n, x, cols);
+    const int64_t total = (int64_t)n->n * cols;
+    SAGA_TRY(saga_alloc_array((void **)&off, (size_t)n->n + 1, sizeof *off, "input offsets"));
+    off[0] = 0;
+    for (int32_t v = 0; v < n->n; v++) {
+        const float *r = x + (int64_t)v * cols;
+        int64_t k = 0;
+        for (int64_t j = 0; j < cols; j++)
+            k += r[j] != 0.0f; /* a NaN is kept */
+        off[v + 1] = off[v] + k;
+    }
+    const int64_t nnz = off[n->n];
+    if (!n->sparse && (double)nnz > max_density * (double)total) {
+        saga_free(off);
+        return saga_net_set_input(n, x, cols);
+    }
+    if (n->sparse && n->ready)
+        SAGA_CHECK(nnz == n->x_nnz &&
+                       memcmp(off, n->xs_off, ((size_t)n->n + 1) * sizeof(int64_t)) == 0,
+                   SAGA_ERR_INVALID_ARG,
+                   "saga_net_set_input_auto: the net ran on these rows as a CSR; their non-zero "
+                   "counts must stay the same");
+    SAGA_TRY(saga_alloc_array((void **)&idx, (size_t)nnz + 1, sizeof *idx, "input indices"));
+    SAGA_TRY(saga_alloc_array((void **)&val, (size_t)nnz + 1, sizeof *val, "input values"));
+    for (int32_t v = 0; v < n->n; v++) {
+        const float *r = x + (int64_t)v * cols;
+        int64_t q = off[v];
+        for (int64_t j = 0; j < cols; j++)
+            if (r[j] != 0.0f) {
+                idx[q] = (int32_t)j;
+                val[q++] = r[j];
+            }
+    }
+    if ((st = saga_net_set_input_csr(n, off, idx, val, cols)) == SAGA_OK)
+        n->packed = true;
+fail:
+    saga_free(off);
+    saga_free(idx);
+    saga_free(val);
+    return st;
+}
+
 void net_sparse_fill(saga_net *n) {
     for (int32_t d = n->d_lo; d < n->d_hi; d++) {
         nblock *b = &n->blk[d];
@@ -1813,6 +1867,7 @@ saga_status net_prepare(saga_net *n, bool train) {
     n->stats.halo_rows = halo;
     n->stats.resident_bytes = res;
     n->stats.sparse_input = n->sparse;
+    n->stats.input_packed = n->packed;
     n->stats.input_bytes = 0;
     for (int32_t d = n->d_lo; d < n->d_hi && !n->pagerank; d++) {
         nblock *b = &n->blk[d];

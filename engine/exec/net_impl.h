@@ -194,6 +194,7 @@ struct saga_net {
     /* sparse input (saga_net_set_input_csr): a CSR in the graph's order, host-allocated with one
      * entry more than needed so that no array is empty; the blocks hold it in the net's order */
     bool sparse;
+    bool packed; /* ... made from dense rows (saga_net_set_input_auto) */
     int64_t x_nnz;
     int64_t *xs_off;
     int32_t *xs_idx;

@@ -164,6 +164,15 @@ saga_status saga_net_set_input(saga_net *n, const float *x, int64_t cols);
  * sparse input, not both. Errors: SAGA_ERR_INVALID_ARG for offsets or indices out of range. */
 saga_status saga_net_set_input_csr(saga_net *n, const int64_t *offsets, const int32_t *indices,
                                    const float *values, int64_t cols);
+/* Dense rows (as saga_net_set_input) that the net keeps as a CSR (as saga_net_set_input_csr)
+ * when at most max_density of their entries are non-zero: bag-of-words features handed over
+ * dense then move and multiply as their non-zeros alone, the CSR made once here. The first stage
+ * must then take v->sparse, and must when it is a vertex stage (a program first: kept dense);
+ * saga_net_stats.input_packed says which was chosen. Call again when the values change: a net
+ * that ran on the CSR keeps it, and its rows' non-zero counts must stay the same, one that ran
+ * dense stays dense. max_density 0 keeps the rows dense unless they are all zero. Errors: those
+ * of the call it becomes, SAGA_ERR_INVALID_ARG for max_density outside [0, 1]. */
+saga_status saga_net_set_input_auto(saga_net *n, const float *x, int64_t cols, double max_density);
 
 /* Inference (the context is put out of training mode): the last stage's output into out (n x
  * its width, row v for vertex v), or nowhere when out is NULL. */
@@ -194,6 +203,7 @@ typedef struct saga_net_stats {
     double prepare_seconds; /* of which partitioning and building the blocks (first call) */
     int64_t halo_rows;      /* rows read by all blocks of one program stage (n in memory) */
     bool sparse_input;      /* the input is a CSR (saga_net_set_input_csr) */
+    bool input_packed;      /* ... made from dense rows by saga_net_set_input_auto */
     size_t input_bytes;     /* the input's blocks on the device: dense rows, or the CSR's
                              * offsets, indices and values (what one pass moves, streamed) */
     int64_t edge_cut;       /* of the partition (0 in memory) */

@@ -56,22 +56,39 @@ static Py_ssize_t buffer_items(PyObject *o, Py_ssize_t itemsize) {
     } while (0)
 
 PyObject *saga_py_gcn(PyObject *m, PyObject *args, PyObject *kw) {
-    static char *kwlist[] = {"data",         "graph",
-                             "features",     "labels",
-                             "n_classes",    "train",
-                             "val",          "test",
-                             "normalize",    "dense_features",
-                             "epochs",       "hidden",
-                             "lr",           "dropout",
-                             "weight_decay", "seed",
-                             "device",       "device_mem",
-                             "stream",       "parts",
-                             "partition",    "saved",
-                             "transfer",     "host_halos",
-                             "checkpoint",   "checkpoint_every",
-                             "resume",       "x_offsets",
-                             "x_indices",    "x_values",
-                             "n_features",   NULL};
+    static char *kwlist[] = {"data",
+                             "graph",
+                             "features",
+                             "labels",
+                             "n_classes",
+                             "train",
+                             "val",
+                             "test",
+                             "normalize",
+                             "dense_features",
+                             "epochs",
+                             "hidden",
+                             "lr",
+                             "dropout",
+                             "weight_decay",
+                             "seed",
+                             "device",
+                             "device_mem",
+                             "stream",
+                             "parts",
+                             "partition",
+                             "saved",
+                             "transfer",
+                             "host_halos",
+                             "checkpoint",
+                             "checkpoint_every",
+                             "resume",
+                             "x_offsets",
+                             "x_indices",
+                             "x_values",
+                             "n_features",
+                             "sparse_below",
+                             NULL};
     PyObject *data_obj = Py_None, *graph_obj = Py_None, *feat_obj = Py_None, *lab_obj = Py_None;
     PyObject *train_obj = Py_None, *val_obj = Py_None, *test_obj = Py_None;
     PyObject *ckpt_obj = Py_None, *resume_obj = Py_None;
@@ -84,12 +101,17 @@ PyObject *saga_py_gcn(PyObject *m, PyObject *args, PyObject *kw) {
     long long device_mem = 0;
     unsigned long long seed = go.seed;
     if (!PyArg_ParseTupleAndKeywords(
-            args, kw, "|OOOOiOOOppiifffKsLpiiiipOiOOOOL", kwlist, &data_obj, &graph_obj, &feat_obj,
+            args, kw, "|OOOOiOOOppiifffKsLpiiiipOiOOOOLd", kwlist, &data_obj, &graph_obj, &feat_obj,
             &lab_obj, &n_classes, &train_obj, &val_obj, &test_obj, &normalize, &dense_features,
             &go.epochs, &go.hidden, &go.lr, &go.dropout, &go.weight_decay, &seed, &device,
             &device_mem, &stream, &parts, &partition, &saved, &transfer, &host_halos, &ckpt_obj,
-            &checkpoint_every, &resume_obj, &xo_obj, &xi_obj, &xv_obj, &n_features))
+            &checkpoint_every, &resume_obj, &xo_obj, &xi_obj, &xv_obj, &n_features,
+            &go.sparse_below))
         return NULL;
+    if (!(go.sparse_below >= 0 && go.sparse_below <= 1)) {
+        PyErr_SetString(PyExc_ValueError, "saga.gcn: sparse_below must be in [0, 1]");
+        return NULL;
+    }
     go.seed = seed;
     go.exec = stream ? SAGA_EXEC_STREAM : SAGA_EXEC_AUTO;
     go.parts = parts;
@@ -248,6 +270,8 @@ PyObject *saga_py_gcn(PyObject *m, PyObject *args, PyObject *kw) {
     SET_ITEM("peak_device_bytes", PyLong_FromUnsignedLongLong(r.peak_device_bytes));
     SET_ITEM("memory", PyUnicode_FromString(r.stats.streamed ? "streamed" : "in-memory"));
     SET_ITEM("parts", PyLong_FromLong(r.stats.parts));
+    SET_ITEM("input_layout", PyUnicode_FromString(r.stats.sparse_input ? "sparse" : "dense"));
+    SET_ITEM("input_packed", PyBool_FromLong(r.stats.input_packed));
     SET_ITEM("rows_normalized", PyLong_FromLongLong(d.norm.n_normalized));
     SET_ITEM("rows_signed", PyLong_FromLongLong(d.norm.n_signed));
 out:

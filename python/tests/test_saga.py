@@ -258,6 +258,26 @@ def test_gcn_on_cora_reaches_the_cli_accuracy():
     assert np.array_equal(a["predictions"], pred)
 
 
+def test_gcn_dense_features_kept_as_csr():
+    need(CORA)
+    g, (indptr, cols, vals, nf), y, (train, val, test), c = _cora_arrays()
+    dense = np.zeros((g.num_nodes, nf), dtype=np.float32)
+    dense[np.repeat(np.arange(g.num_nodes), np.diff(indptr)), cols] = vals
+    args = dict(graph=g, labels=y, train=train, val=val, test=test, n_classes=c, epochs=10,
+                seed=1, device="cpu")
+    csr = saga.gcn(features=(indptr, cols, vals, nf), **args)
+    packed = saga.gcn(features=dense, **args)
+    kept = saga.gcn(features=dense, sparse_below=0, **args)
+    assert (csr["input_layout"], csr["input_packed"]) == ("sparse", False)
+    assert (packed["input_layout"], packed["input_packed"]) == ("sparse", True)
+    assert (kept["input_layout"], kept["input_packed"]) == ("dense", False)
+    assert packed["loss"] == csr["loss"]  # the CSR a caller would give, to the bit
+    assert np.array_equal(packed["predictions"], csr["predictions"])
+    assert kept["loss"] == pytest.approx(csr["loss"], rel=1e-5)
+    with pytest.raises(ValueError, match="sparse_below"):
+        saga.gcn(features=dense, sparse_below=1.5, **args)
+
+
 def test_gcn_streamed_under_a_budget_matches(tmp_path):
     need(CORA)
     mem = saga.gcn(CORA, epochs=20, device="cpu")
