@@ -202,8 +202,10 @@ got=$(json_get 'j["loss"], j["train_accuracy"], j["val_accuracy"], j["test_accur
 [ "$got" = "$want" ] || fail "resumed run ends at $got, the uninterrupted one at $want"
 
 # Cora's features file is sparse: the run says so and keeps it a CSR; --dense-features makes it
-# dense rows. Without dropout the two give the same loss to float rounding, and the CSR takes a
-# small part of the dense matrix's bytes on the device (also streamed, where it moves per epoch).
+# dense rows, which the net keeps as the same CSR (1.3% non-zero, under --sparse-below's 25%), and
+# --sparse-below 0 keeps them dense. Without dropout the dense rows give the CSR's loss to float
+# rounding, the CSR made from them its bits, and the CSR takes a small part of the dense
+# matrix's bytes on the device (also streamed, where it moves per epoch).
 expect 0 "$SAGA_BIN" gcn --data "$cora" --seed 2 --epochs 30 --dropout 0 --stats
 grep -q '^features  sparse (CSR): 49,216 non-zeros' "$OUT" || fail "Cora not read as sparse"
 grep -q '^input: sparse (CSR)' "$OUT" || fail "--stats does not say the input is sparse"
@@ -214,19 +216,31 @@ for mode in "" "--stream --device-mem 3000000"; do
     # shellcheck disable=SC2086
     expect 0 "$SAGA_BIN" gcn --data "$cora" --seed 2 --epochs 30 --dropout 0 --json --quiet \
         --dense-features $mode
-    python3 - "$TMP/sparse.json" "$OUT" <<'PY' || fail "sparse against dense ($mode): $(json_last)"
+    cp "$OUT" "$TMP/packed.json"
+    # shellcheck disable=SC2086
+    expect 0 "$SAGA_BIN" gcn --data "$cora" --seed 2 --epochs 30 --dropout 0 --json --quiet \
+        --dense-features --sparse-below 0 $mode
+    python3 - "$TMP/sparse.json" "$TMP/packed.json" "$OUT" <<'PY' ||
 import json, sys
-s, d = (json.loads(open(f).read().strip().splitlines()[-1]) for f in sys.argv[1:3])
-assert (s["input_layout"], d["input_layout"]) == ("sparse", "dense"), (s["input_layout"], d["input_layout"])
+s, p, d = (json.loads(open(f).read().strip().splitlines()[-1]) for f in sys.argv[1:4])
+lay = [(j["input_layout"], j["input_packed"]) for j in (s, p, d)]
+assert lay == [("sparse", False), ("sparse", True), ("dense", False)], lay
 assert s["input_nnz"] == 49216 and d["input_nnz"] == 0
+assert p["loss"] == s["loss"] and p["test_accuracy"] == s["test_accuracy"], (p["loss"], s["loss"])
+assert p["input_bytes"] == s["input_bytes"]
 assert abs(s["loss"] - d["loss"]) <= 1e-5 * abs(d["loss"]), (s["loss"], d["loss"])
 assert abs(s["test_accuracy"] - d["test_accuracy"]) <= 0.002
 assert s["input_bytes"] * 10 < d["input_bytes"], (s["input_bytes"], d["input_bytes"])
 if s["streamed"]:
+    assert p["h2d_bytes"] == s["h2d_bytes"], (p["h2d_bytes"], s["h2d_bytes"])
     assert s["h2d_bytes"] * 10 < d["h2d_bytes"], (s["h2d_bytes"], d["h2d_bytes"])
 PY
+        fail "sparse, dense kept as a CSR and dense ($mode): $(json_last)"
 done
 expect 0 "$SAGA_BIN" gcn --data "$cora" --seed 2 --epochs 1 --dense-features
-grep -q '^features  dense (--dense-features)' "$OUT" || fail "--dense-features not said"
-
+grep -q '^features  dense (--dense-features): 15.5 MB on the host, 1.27% non-zero' "$OUT" ||
+    fail "--dense-features not said"
+grep -q '^input     the dense features were kept as a CSR: 1.27% non-zero, at most 25%' "$OUT" ||
+    fail "the CSR made from the dense rows not said"
+expect 2 "$SAGA_BIN" gcn --data "$cora" --sparse-below 1.5
 finish

@@ -165,13 +165,14 @@ saga_status saga_net_set_input(saga_net *n, const float *x, int64_t cols);
 saga_status saga_net_set_input_csr(saga_net *n, const int64_t *offsets, const int32_t *indices,
                                    const float *values, int64_t cols);
 /* Dense rows (as saga_net_set_input) that the net keeps as a CSR (as saga_net_set_input_csr)
- * when at most max_density of their entries are non-zero: bag-of-words features handed over
- * dense then move and multiply as their non-zeros alone, the CSR made once here. The first stage
- * must then take v->sparse, and must when it is a vertex stage (a program first: kept dense);
- * saga_net_stats.input_packed says which was chosen. Call again when the values change: a net
- * that ran on the CSR keeps it, and its rows' non-zero counts must stay the same, one that ran
- * dense stays dense. max_density 0 keeps the rows dense unless they are all zero. Errors: those
- * of the call it becomes, SAGA_ERR_INVALID_ARG for max_density outside [0, 1]. */
+ * when at most max_density of their entries are non-zero and the first stage, added before this
+ * call, is a vertex stage, whose function must then take v->sparse: bag-of-words features handed
+ * over dense then move and multiply as their non-zeros alone, the CSR made once here. Otherwise
+ * the rows stay dense; saga_net_stats.input_packed says which was chosen. Call again when the
+ * values change: the first call's choice is kept, and a net that ran on the CSR needs each row's
+ * non-zero count unchanged. max_density 0 keeps the rows dense unless they are all zero. Errors:
+ * those of the call it becomes, SAGA_ERR_INVALID_ARG for max_density outside [0, 1], a net
+ * given a CSR, or changed counts. */
 saga_status saga_net_set_input_auto(saga_net *n, const float *x, int64_t cols, double max_density);
 
 /* Inference (the context is put out of training mode): the last stage's output into out (n x
