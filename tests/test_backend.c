@@ -1076,13 +1076,68 @@ static void test_backend_half_conversions(void **state) {
             assert_int_equal(be->kernels->half_to_f32(s, 65536, x, bf, y), SAGA_OK);
             for (uint32_t h = 0; h < 65536; h++) {
                 float w = bf ? saga_bf16_to_f32((uint16_t)h) : saga_fp16_to_f32((uint16_t)h);
-                assert_true(memcmp(&w, &y[h], sizeof w) == 0 || (isnan(w) && isnan(y[h])));
+                assert_memory_equal(&w, &y[h], sizeof w); /* NaNs too */
             }
         }
         saga_backend_free_all(&be);
     }
     free(x);
     free(y);
+}
+
+/* The array conversions (saga_f32_to_half_n, saga_half_to_f32_n) give the scalar functions' bits
+ * for every 16-bit value and for f32 values across the whole range (a stride through the bit
+ * patterns, and the edges: ties, overflow, subnormals of both, signed zeros, NaNs with payloads,
+ * quiet and signalling), at every offset and length around the vector width. */
+static void test_backend_half_arrays(void **state) {
+    (void)state;
+    enum { NF = 1 << 20 };
+    float *f = malloc(NF * sizeof *f), *g = malloc(NF * sizeof *g), *w = malloc(65536 * sizeof *w);
+    uint16_t *a = malloc(NF * sizeof *a), *b = malloc(NF * sizeof *b), *h = malloc(65536 * 2);
+    assert_true(f && g && w && a && b && h);
+    const uint32_t edges[] = {0x00000000u, 0x80000000u, 0x7f800000u, 0xff800000u, 0x7fc00000u,
+                              0xffc00001u, 0x7f800001u, 0x7fa5a5a5u, 0x477fe000u, 0x477fefffu,
+                              0x477ff000u, 0xc77ff000u, 0x33000000u, 0x33000001u, 0x33400000u,
+                              0x38800000u, 0x387fffffu, 0x00000001u, 0x807fffffu, 0x3f808000u,
+                              0x3f818000u, 0x3f808001u, 0x7f7fffffu, 0x7f7f8000u};
+    const int n_edges = (int)(sizeof edges / sizeof edges[0]);
+    for (int i = 0; i < NF; i++) {
+        uint32_t u = (uint32_t)i * 4099u + 17u; /* 4099 is odd: every residue class mod 2^k */
+        if (i % 97 < n_edges)
+            u = edges[i % 97];
+        memcpy(&f[i], &u, sizeof u);
+    }
+    for (int bf = 0; bf < 2; bf++) {
+        for (int i = 0; i < NF; i++)
+            b[i] = bf ? saga_f32_to_bf16(f[i]) : saga_f32_to_fp16(f[i]);
+        saga_f32_to_half_n(f, NF, bf, a);
+        assert_memory_equal(a, b, NF * sizeof *a);
+        for (int off = 0; off < 9; off++)
+            for (int n = 0; n < 40; n++) {
+                memset(a, 0xab, 64 * sizeof *a);
+                saga_f32_to_half_n(f + off, n, bf, a);
+                assert_memory_equal(a, b + off, (size_t)n * sizeof *a);
+                assert_int_equal(a[n], 0xabab); /* nothing past n */
+            }
+        for (uint32_t k = 0; k < 65536; k++) {
+            h[k] = (uint16_t)k;
+            w[k] = bf ? saga_bf16_to_f32((uint16_t)k) : saga_fp16_to_f32((uint16_t)k);
+        }
+        saga_half_to_f32_n(h, 65536, bf, g);
+        assert_memory_equal(g, w, 65536 * sizeof *g);
+        for (int off = 0; off < 9; off++)
+            for (int n = 0; n < 40; n++) {
+                uint32_t start = 0x7bf0u + (uint32_t)off; /* across the infinities and NaNs */
+                saga_half_to_f32_n(h + start, n, bf, g);
+                assert_memory_equal(g, w + start, (size_t)n * sizeof *g);
+            }
+    }
+    free(f);
+    free(g);
+    free(w);
+    free(a);
+    free(b);
+    free(h);
 }
 
 int main(void) {
@@ -1110,6 +1165,7 @@ int main(void) {
         cmocka_unit_test(test_backend_cpu_spmv_random),
         cmocka_unit_test(test_backend_cpu_pagerank_pull),
         cmocka_unit_test(test_backend_half_conversions),
+        cmocka_unit_test(test_backend_half_arrays),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -71,3 +71,12 @@ SAGA_HALF_FN float saga_fp16_to_f32(uint16_t h) {
     }
     return saga_bits_f32(sign | ((e + 112u) << 23) | (m << 13));
 }
+
+#ifndef __CUDACC__
+#include <stdbool.h>
+/* Whole arrays (half.c): y[i] = saga_f32_to_bf16 / saga_f32_to_fp16 (x[i]) for i < n, the same
+ * bits, vectorised where the CPU allows. */
+void saga_f32_to_half_n(const float *x, int64_t n, bool bf16, uint16_t *y);
+/* y[i] = saga_bf16_to_f32 / saga_fp16_to_f32 (x[i]) for i < n, the same bits. */
+void saga_half_to_f32_n(const uint16_t *x, int64_t n, bool bf16, float *y);
+#endif

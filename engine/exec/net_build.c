@@ -62,16 +62,12 @@ void net_rows_pack(void *user, void *staging) {
     }
     uint16_t *out = staging;
     const bool bf16 = io->half == SAGA_TRANSFER_BF16;
-    for (int32_t i = 0; i < io->n; i++) {
-        const float *r = io->src + (int64_t)(io->rows ? io->rows[i] : io->first + i) * C;
-        uint16_t *o = out + (int64_t)i * C;
-        if (bf16)
-            for (int64_t j = 0; j < C; j++)
-                o[j] = saga_f32_to_bf16(r[j]);
-        else
-            for (int64_t j = 0; j < C; j++)
-                o[j] = saga_f32_to_fp16(r[j]);
+    if (!io->rows) {
+        saga_f32_to_half_n(io->src + (int64_t)io->first * C, (int64_t)io->n * C, bf16, out);
+        return;
     }
+    for (int32_t i = 0; i < io->n; i++)
+        saga_f32_to_half_n(io->src + (int64_t)io->rows[i] * C, C, bf16, out + (int64_t)i * C);
 }
 
 static void rows_unpack_add(void *user, const void *staging) {

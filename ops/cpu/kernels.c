@@ -236,14 +236,12 @@ static saga_status cpu_pagerank_pull_f64(saga_stream *s, const saga_csr_dev *A, 
 static saga_status cpu_half_to_f32(saga_stream *s, int64_t n, const uint16_t *x, bool bf16,
                                    float *y) {
     saga_cpu_stream_drain(s);
-    if (bf16) {
+    enum { CHUNK = 1 << 14 };
+    const int64_t chunks = (n + CHUNK - 1) / CHUNK;
 #pragma omp parallel for schedule(static) num_threads(threads_for(s, n))
-        for (int64_t i = 0; i < n; i++)
-            y[i] = saga_bf16_to_f32(x[i]);
-    } else {
-#pragma omp parallel for schedule(static) num_threads(threads_for(s, n))
-        for (int64_t i = 0; i < n; i++)
-            y[i] = saga_fp16_to_f32(x[i]);
+    for (int64_t k = 0; k < chunks; k++) {
+        const int64_t i = k * CHUNK;
+        saga_half_to_f32_n(x + i, n - i < CHUNK ? n - i : CHUNK, bf16, y + i);
     }
     return SAGA_OK;
 }
