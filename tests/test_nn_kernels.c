@@ -398,6 +398,13 @@ static void test_nn_kernels_tanh_sweep(void **state) {
     assert_true(y[0][n - 1] == 0.0f && signbit(y[0][n - 1]));
     for (int t = 1; t < N_BE; t++)
         assert_same_bits(y[0], y[t], (size_t)n * 4, "tanh");
+    /* one value at a time (the kernel's scalar code) gives the bits of the whole array's (its
+     * vector code where the processor has one) */
+    for (int64_t i = 0; i < n; i += i < sweep ? 1021 : 1) {
+        float one;
+        assert_int_equal(K()->act_f32(S(0), SAGA_ACT_TANH, 1, 0.0f, x + i, &one), SAGA_OK);
+        assert_same_bits(&one, &y[0][i], 4, "tanh of one value");
+    }
 }
 
 static void test_nn_kernels_act(void **state) {
