@@ -1138,6 +1138,7 @@ saga_status hep_train(hep_run *out, saga_backend *be, const hep_data *d, const h
     int64_t *edges = NULL;
     double *secs = NULL;
     hep_run r = {0};
+    saga_idle_tuner idle = {0}; /* epochs of many short kernels: sleeping or spinning threads */
     SAGA_CHECK(out && be && d && o, SAGA_ERR_INVALID_ARG, "hep_train: NULL argument");
     SAGA_CHECK(o->epochs >= 0 && isfinite(o->lr) && o->lr > 0 && o->pos_weight > 0 &&
                    o->batch_events >= 1 && o->edge_budget >= 0 && o->hit_weight >= 0 &&
@@ -1187,6 +1188,7 @@ saga_status hep_train(hep_run *out, saga_backend *be, const hep_data *d, const h
         /* the peak of this epoch alone: nothing cached from the last one */
         saga_ctx_trim(c);
         saga_backend_reset_stats(be);
+        saga_idle_tuner_begin(&idle, be, NULL);
         double t0 = saga_now(),
                sums[2] = {0, 0}; /* the losses of the micro-batches, and how many */
         for (int32_t step0 = 0; step0 < plan.n_batches; step0 += group) {
@@ -1220,6 +1222,7 @@ saga_status hep_train(hep_run *out, saga_backend *be, const hep_data *d, const h
         saga_backend_stats bs;
         saga_backend_get_stats(be, &bs);
         e.seconds = saga_now() - t0;
+        saga_idle_tuner_end(&idle, "hep: training epochs");
         e.peak_bytes = bs.peak_bytes;
         e.loss = sums[0] / sums[1];
         secs[epoch - (int)done - 1] = e.seconds;
@@ -1258,6 +1261,7 @@ saga_status hep_train(hep_run *out, saga_backend *be, const hep_data *d, const h
     r.seconds = saga_now() - t_start;
     *out = r;
 fail:
+    saga_idle_tuner_finish(&idle);
     hep_batch_free(&b);
     hep_plan_free(&plan);
     saga_optim_free(&opt);

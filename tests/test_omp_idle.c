@@ -77,9 +77,58 @@ static void test_omp_idle_spin_toggles_the_team(void **state) {
     saga_backend_free_all(&be);
 }
 
+static void sleep_ms(int ms) {
+    nanosleep(&(struct timespec){0, (long)ms * 1000 * 1000}, NULL);
+}
+
+/* saga_idle_tuner over repetitions whose time the test sets: warm-up and three asleep, three
+ * spinning (the team gone while they run), then the faster way, the other at every 32nd; a later
+ * change of which is faster is followed once an exploration sees it; finish brings the team
+ * back. */
+static void test_omp_idle_tuner_picks_the_faster(void **state) {
+    (void)state;
+    saga_backend *be = NULL;
+    assert_int_equal(saga_backend_cpu_new(&be, NULL), SAGA_OK);
+    if (saga_omp_idle_init() < 0) {
+        saga_backend_free_all(&be);
+        skip();
+    }
+    int sum = 0;
+#pragma omp parallel for reduction(+ : sum)
+    for (int i = 0; i < 1000; i++)
+        sum += i;
+    const int team = omp_get_num_procs() + 1, n0 = n_threads();
+    saga_idle_tuner t = {0};
+    int seq[80];
+    for (int r = 0; r < 80; r++) {
+        saga_idle_tuner_begin(&t, be, NULL);
+        seq[r] = t.policy;
+        if (r == 6) /* spinning: the team is gone */
+            assert_int_equal(wait_threads(n0 - team), n0 - team);
+        /* 2 ms asleep and 6 spinning until repetition 40, then 10 asleep and 2 spinning */
+        sleep_ms(r < 40 ? (t.policy ? 6 : 2) : (t.policy ? 2 : 10));
+        saga_idle_tuner_end(&t, "test repetitions");
+    }
+    for (int r = 0; r < 5; r++)
+        assert_int_equal(seq[r], 0);
+    for (int r = 5; r < 8; r++)
+        assert_int_equal(seq[r], 1);
+    for (int r = 8; r < 40; r++)
+        assert_int_equal(seq[r], r % 32 == 0); /* asleep, spinning once at 32 */
+    /* from 40 asleep's window fills with 10 ms runs at 42, and spinning's (6 ms: 6, 7 and 32)
+     * wins from 43, asleep timed again at 64 */
+    for (int r = 40; r < 80; r++)
+        assert_int_equal(seq[r], r >= 43 && r != 64);
+    assert_true(t.spun);
+    saga_idle_tuner_finish(&t);
+    assert_int_equal(wait_threads(n0), n0);
+    saga_backend_free_all(&be);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_omp_idle_spin_toggles_the_team),
+        cmocka_unit_test(test_omp_idle_tuner_picks_the_faster),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

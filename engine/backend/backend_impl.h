@@ -401,8 +401,8 @@ int saga_omp_idle_init(void);
 
 /* While saga_omp_idle_init's team is in effect: spin = true ends it, so that libgomp's idle
  * threads spin their default ~3 ms again; false brings it back. Neither waits for the team's
- * threads. For passes of many short steps, whose regions follow each other closely (struct
- * spin_tune in net_impl.h decides when). Thread-safe; nothing when the team is not in effect. */
+ * threads. For passes of many short steps, whose regions follow each other closely
+ * (saga_idle_tuner decides when). Thread-safe; nothing when the team is not in effect. */
 void saga_omp_idle_spin(bool spin);
 
 #ifdef __cplusplus

@@ -130,3 +130,54 @@ void saga_omp_idle_spin(bool spin) {
     }
     pthread_mutex_unlock(&idle_mu);
 }
+
+/* ---- the tuner (saga_backend.h) ---------------------------------------------------------- */
+
+/* A policy's time as the machine allows it: the least of its last SAGA_IDLE_KEEP. */
+static double tuner_ms(const saga_idle_tuner *t, int policy) {
+    const int k = t->runs[policy] < SAGA_IDLE_KEEP ? t->runs[policy] : SAGA_IDLE_KEEP;
+    double v = 0.0;
+    for (int i = 0; i < k; i++)
+        v = i == 0 || t->ms[policy][i] < v ? t->ms[policy][i] : v;
+    return v;
+}
+
+static int tuner_pick(const saga_idle_tuner *t) {
+    if (t->reps < SAGA_IDLE_WARM + 2 * SAGA_IDLE_KEEP) /* asleep, then spinning: one change */
+        return t->reps >= SAGA_IDLE_WARM + SAGA_IDLE_KEEP;
+    int best = tuner_ms(t, 1) < tuner_ms(t, 0);
+    return t->reps % SAGA_IDLE_EXPLORE == 0 ? !best : best;
+}
+
+void saga_idle_tuner_begin(saga_idle_tuner *t, saga_backend *be, const char *what) {
+    (void)what;
+    t->active = be && saga_backend_get_kind(be) == SAGA_BACKEND_CPU;
+    if (!t->active)
+        return;
+    t->policy = tuner_pick(t);
+    saga_omp_idle_spin(t->policy);
+    t->spun = t->spun || t->policy;
+    t->t0 = saga_now();
+}
+
+void saga_idle_tuner_end(saga_idle_tuner *t, const char *what) {
+    if (!t->active)
+        return;
+    t->active = false;
+    const double ms = (saga_now() - t->t0) * 1e3;
+    if (t->reps++ < SAGA_IDLE_WARM)
+        return; /* the first ones load what later ones find ready */
+    t->ms[t->policy][t->runs[t->policy]++ % SAGA_IDLE_KEEP] = ms;
+    if (t->reps == SAGA_IDLE_WARM + 2 * SAGA_IDLE_KEEP)
+        saga_log(SAGA_LOG_INFO,
+                 "%s take %.1f ms with OpenMP's idle threads asleep, %.1f ms with them spinning: "
+                 "%s from here (the other every %d)",
+                 what ? what : "repetitions", tuner_ms(t, 0), tuner_ms(t, 1),
+                 tuner_ms(t, 1) < tuner_ms(t, 0) ? "spinning" : "asleep", SAGA_IDLE_EXPLORE);
+}
+
+void saga_idle_tuner_finish(saga_idle_tuner *t) {
+    if (t->spun)
+        saga_omp_idle_spin(false);
+    t->spun = false;
+}

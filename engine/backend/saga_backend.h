@@ -202,6 +202,38 @@ saga_status saga_memcpy_d2d_async(saga_stream *s, void *dst_dev, const void *src
 /* The backend a stream belongs to. */
 saga_backend *saga_stream_backend(const saga_stream *s);
 
+/* ---- OpenMP's idle threads in a loop of repeated work ---------------------------------- */
+
+/* For a loop that repeats the same work, such as training epochs, on the CPU backend: whether
+ * OpenMP's idle threads sleep between saga's kernels (the default: a spinning thread takes the
+ * core that the caller's serial work, or other programs, need) or spin (a woken thread costs tens
+ * of microseconds on a virtual machine, which many short kernels pay again and again), chosen by
+ * timing the repetitions: after SAGA_IDLE_WARM of them, SAGA_IDLE_KEEP run asleep and
+ * SAGA_IDLE_KEEP spinning, then the way whose last SAGA_IDLE_KEEP include the fastest (other work
+ * only ever slows one), the other every SAGA_IDLE_EXPLORE-th so that a lasting change of the
+ * machine's load is seen. The results are the same either way; only the time moves. The state
+ * stays between repetitions (changing it at each start would churn threads) and is process-wide:
+ * saga_idle_tuner_finish puts the sleeping threads back. Nothing on other backends, or when the
+ * user's OMP_WAIT_POLICY, GOMP_SPINCOUNT or SAGA_OMP_SPIN=1 decides. Zero-initialise. */
+enum { SAGA_IDLE_WARM = 2, SAGA_IDLE_KEEP = 3, SAGA_IDLE_EXPLORE = 32 };
+typedef struct saga_idle_tuner {
+    double ms[2][SAGA_IDLE_KEEP]; /* the last times, idle threads asleep (0) and spinning (1) */
+    int runs[2];                  /* repetitions timed under each */
+    int reps;                     /* repetitions ended */
+    int policy;                   /* of the repetition under way: 1 spinning, 0 asleep */
+    double t0;                    /* its start (saga_now) */
+    bool active;                  /* begun on a CPU backend and not yet ended */
+    bool spun;                    /* some repetition ran spinning */
+} saga_idle_tuner;
+
+/* Before a repetition: sets the idle policy it runs under (nothing unless be is a CPU backend).
+ * what names the work in the line logged (SAGA_LOG_INFO) when the choice is first made. */
+void saga_idle_tuner_begin(saga_idle_tuner *t, saga_backend *be, const char *what);
+/* After it (its device work done): records its time. */
+void saga_idle_tuner_end(saga_idle_tuner *t, const char *what);
+/* The loop is over: the threads sleep again when some repetition spun. */
+void saga_idle_tuner_finish(saga_idle_tuner *t);
+
 #ifdef __cplusplus
 }
 #endif

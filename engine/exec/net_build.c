@@ -494,8 +494,8 @@ void saga_net_free(saga_net **np) {
     if (!np || !*np)
         return;
     saga_net *n = *np;
-    if (n->spun)
-        saga_omp_idle_spin(false); /* idle threads sleep again after the net's passes */
+    for (int k = 0; k < 2; k++)
+        saga_idle_tuner_finish(&n->tune[k]); /* idle threads sleep again after the passes */
     unprepare(n);
     saga_comm_free(&n->dcomm);
     if (n->x)

@@ -150,23 +150,6 @@ enum { NET_MANY_PARTS = 256 };
  * ca-GrQc at 8 and 64 parts) */
 enum { NET_METIS_REFINE = 2 };
 
-/* Which OpenMP idle policy a streamed pass on the CPU runs under (saga_omp_idle_spin), chosen by
- * measuring the training passes (the inference passes until the net trains). A pass of many short
- * steps opens a parallel region for each kernel: idle threads that sleep between them must be woken
- * each time (tens of microseconds on a virtual machine), idle threads that spin are there at once
- * but take cores that other work on a shared machine needs. So the first SPIN_WARM passes warm up,
- * the next SPIN_KEEP run asleep and SPIN_KEEP more spinning (one change of state: changes in quick
- * succession were seen to leave later passes slow), and then the one whose last SPIN_KEEP passes
- * include the fastest runs (other work only ever slows a pass: a few slow ones do not decide), the
- * other every SPIN_EXPLORE-th pass so that a lasting change in the machine's load is seen. Only the
- * time moves: the results are the same either way. */
-enum { SPIN_WARM = 2, SPIN_KEEP = 3, SPIN_EXPLORE = 32 };
-typedef struct spin_tune {
-    double ms[2][SPIN_KEEP]; /* the last pass times, idle threads asleep (0) and spinning (1) */
-    int runs[2];             /* passes measured under each */
-    int passes;
-} spin_tune;
-
 struct saga_net {
     saga_ctx *c;
     saga_backend *be;
@@ -186,9 +169,12 @@ struct saga_net {
     int tail_s;
     size_t tail_bytes; /* what lblk and tblk hold streamed, estimated once (0: not yet) */
     int parts_below;   /* streamed, the parts train the stages below it; the tail the others */
-    spin_tune tune[2]; /* streamed on the CPU, inference (0) and training (1) passes */
-    bool spun;         /* a pass ended saga's team of sleeping threads: saga_net_free restores it */
-    float *x;          /* user input in the net's order (n x in_cols) */
+    /* Which OpenMP idle policy a streamed pass on the CPU runs under (saga_idle_tuner), timed
+     * over the inference (0) and the training (1) passes: many short steps, each opening parallel
+     * regions. Training decides once the net trains; saga_net_free puts the sleeping threads back
+     */
+    saga_idle_tuner tune[2];
+    float *x; /* user input in the net's order (n x in_cols) */
     int64_t in_cols;
     bool x_changed;
     /* sparse input (saga_net_set_input_csr): a CSR in the graph's order, host-allocated with one

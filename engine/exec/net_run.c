@@ -778,37 +778,6 @@ fail:
     return st;
 }
 
-/* A policy's pass time as the machine allows it: the least of its last SPIN_KEEP passes. Another
- * program's work only ever slows a pass, so a few slow passes do not decide; a lasting change of
- * load does, once it fills the window. */
-static double spin_ms(const spin_tune *t, int policy) {
-    const int k = t->runs[policy] < SPIN_KEEP ? t->runs[policy] : SPIN_KEEP;
-    double v = 0.0;
-    for (int i = 0; i < k; i++)
-        v = i == 0 || t->ms[policy][i] < v ? t->ms[policy][i] : v;
-    return v;
-}
-
-/* The idle policy for the next pass of t (struct spin_tune): 1 spinning, 0 asleep. */
-static int spin_pick(const spin_tune *t) {
-    if (t->passes < SPIN_WARM + 2 * SPIN_KEEP) /* asleep, then spinning: one change of state */
-        return t->passes >= SPIN_WARM + SPIN_KEEP;
-    int best = spin_ms(t, 1) < spin_ms(t, 0);
-    return t->passes % SPIN_EXPLORE == 0 ? !best : best;
-}
-
-static void spin_record(spin_tune *t, bool train, int policy, double ms) {
-    if (t->passes++ < SPIN_WARM)
-        return; /* the first passes load what later ones find on the device */
-    t->ms[policy][t->runs[policy]++ % SPIN_KEEP] = ms;
-    if (t->passes == SPIN_WARM + 2 * SPIN_KEEP)
-        saga_log(SAGA_LOG_INFO,
-                 "net: %s passes take %.1f ms with OpenMP's idle threads asleep, %.1f ms with "
-                 "them spinning: %s from here (the other every %d passes)",
-                 train ? "training" : "inference", spin_ms(t, 0), spin_ms(t, 1),
-                 spin_ms(t, 1) < spin_ms(t, 0) ? "spinning" : "asleep", SPIN_EXPLORE);
-}
-
 /* A call: invalidations, the plan, its steps, statistics. */
 static saga_status run(saga_net *n, bool train, double *loss_out) {
     saga_status st = SAGA_OK;
@@ -816,8 +785,7 @@ static saga_status run(saga_net *n, bool train, double *loss_out) {
     int n_sd = 0;
     double t0 = saga_now(), loss = 0;
     saga_ctx *c = n->c;
-    spin_tune *tune = NULL;
-    int policy = 0; /* the pass's idle policy (struct spin_tune) */
+    saga_idle_tuner *tune = NULL;
     SAGA_CHECK(!train || n->loss, SAGA_ERR_INVALID_ARG,
                "saga_net_train_step: no loss function (saga_net_set_loss)");
     SAGA_TRY(net_prepare(n, train));
@@ -869,18 +837,9 @@ static saga_status run(saga_net *n, bool train, double *loss_out) {
     /* one kind of pass decides: training once the net trains (its inference passes, an
      * evaluation between epochs, run under what training chose, for a change of state at each
      * pass's start costs more than it saves) */
-    tune = n->streamed && !n->dist && saga_backend_get_kind(n->be) == SAGA_BACKEND_CPU &&
-                   (train || n->tune[1].passes == 0)
-               ? &n->tune[train]
-               : NULL;
-    policy = tune ? spin_pick(tune) : 0;
-    double t_steps = saga_now();
-    if (tune) {
-        /* the state stays until a pass wants the other (saga_net_free ends it): ending the team
-         * and bringing it back around every pass would churn threads at each pass's start */
-        saga_omp_idle_spin(policy);
-        n->spun = n->spun || policy;
-    }
+    tune = n->streamed && !n->dist && (train || n->tune[1].reps == 0) ? &n->tune[train] : NULL;
+    if (tune)
+        saga_idle_tuner_begin(tune, n->be, NULL);
     for (int t = 0; t < n_sd; t++) {
         if (sd[t].ph != PH_FWD && (t == 0 || sd[t - 1].ph == PH_FWD))
             rng_after = saga_ctx_rng_counter(c); /* where the forward pass left the counter */
@@ -912,7 +871,7 @@ static saga_status run(saga_net *n, bool train, double *loss_out) {
     SAGA_TRY(saga_sched_finish(n->sched));
     SAGA_TRY(saga_backend_synchronize(n->be));
     if (tune)
-        spin_record(tune, train, policy, (saga_now() - t_steps) * 1e3);
+        saga_idle_tuner_end(tune, train ? "net: training passes" : "net: inference passes");
     SAGA_TRY(net_dist_wait(n));
     if (n->dist && train)
         SAGA_TRY(reduce_train(n, &loss));
