@@ -494,7 +494,7 @@ static void test_backend_alignment_and_host_memory(void **state) {
     saga_backend_free_all(&be);
 }
 
-/* Device blocks of 256 KiB or more that are freed are kept and given to the next allocation they
+/* Device blocks of 16 KiB or more that are freed are kept and given to the next allocation they
  * hold that is at least half their size (no fresh pages step after step); nothing is kept under
  * AddressSanitizer. The accounting counts what was asked for either way. */
 #define CPU_KEEPS (!SAGA_ASAN)
@@ -545,23 +545,23 @@ static void test_backend_cpu_keeps_freed_blocks(void **state) {
     saga_backend_free_all(&be); /* gives the kept blocks back: see the tracked allocator below */
 }
 
-/* A pass's working set of large blocks, freed and made again at each step (a streamed net's
- * parts, in their many sizes), comes back from the kept blocks: no fresh memory, no page faults.
- * 200 blocks of 256 KiB to 1.03 MiB, 121 MiB in all. */
+/* A pass's working set of blocks, freed and made again at each step (a streamed net's parts, a
+ * micro-batch's tape, in their many sizes), comes back from the kept blocks: no fresh memory, no
+ * page faults. 600 blocks of 16 KiB to 316 KiB, 99 MB in all. */
 static void test_backend_cpu_keeps_a_pass_of_blocks(void **state) {
     (void)state;
-    enum { N = 200 };
+    enum { N = 600 };
     saga_backend *be = cpu_backend(0, 0);
     void *first[N], *again[N];
     for (int round = 0; round < 2; round++) {
         void **p = round ? again : first;
         for (int i = 0; i < N; i++) {
-            size_t bytes = ((size_t)256 << 10) + (size_t)i * 4096;
+            size_t bytes = ((size_t)16 << 10) + (size_t)i * 512;
             assert_int_equal(saga_backend_alloc(be, &p[i], bytes), SAGA_OK);
             memset(p[i], i, bytes);
         }
         for (int i = 0; i < N; i++)
-            saga_backend_free(be, p[i], ((size_t)256 << 10) + (size_t)i * 4096);
+            saga_backend_free(be, p[i], ((size_t)16 << 10) + (size_t)i * 512);
     }
     if (CPU_KEEPS) {
         int reused = 0;

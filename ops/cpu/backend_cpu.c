@@ -137,8 +137,8 @@ typedef struct cpu_stream {
 
 /* Device blocks given back and kept for the next allocations (see cpu_alloc). */
 enum {
-    CPU_KEEP_MIN = 256 * 1024, /* smaller blocks go back to malloc, which keeps them anyway */
-    CPU_KEEP_SLOTS = 256,      /* a streamed pass holds a few blocks per part */
+    CPU_KEEP_MIN = 16 * 1024, /* smaller blocks go back to malloc's heap, which reuses them */
+    CPU_KEEP_SLOTS = 1024,    /* a streamed pass holds a few blocks per part, a step's tape more */
 };
 #define CPU_KEEP_MAX_BYTES ((size_t)1 << 30) /* at most 1 GiB kept */
 
@@ -234,7 +234,9 @@ static void cpu_destroy(saga_backend *be) {
  * budget) counts what was asked for, as before; the memory kept is not counted. Under
  * AddressSanitizer nothing is kept, so that a use after free is still caught. A streamed GCN pass
  * of 32 parts frees and makes again over a hundred such blocks: with 32 slots, some passes gave
- * back blocks the next one faulted in again (2.3x slower passes, in stretches). */
+ * back blocks the next one faulted in again (2.3x slower passes, in stretches). An Interaction
+ * Network's micro-batch makes many of 16 to 256 KiB: given back to malloc, they came from fresh
+ * mmaps or a heap it had trimmed, 500 page faults a micro-batch (8% of the epoch). */
 #define CPU_KEEP (!SAGA_ASAN)
 
 static size_t block_bytes(void *p) {
