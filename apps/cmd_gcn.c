@@ -394,11 +394,12 @@ static int gcn_main(int argc, char **argv) {
             (long long)d.n_train, (long long)d.n_val, (long long)d.n_test, t_load);
 
     double dense_nz = 0; /* dense features: the share of non-zero entries */
+    int64_t input_nnz = d.features ? 0 : d.x_nnz;
     if (d.features) {
-        int64_t nz = 0, total = d.n_vertices * d.n_features;
+        int64_t total = d.n_vertices * d.n_features;
         for (int64_t i = 0; i < total; i++)
-            nz += d.features[i] != 0.0f;
-        dense_nz = total ? (double)nz / (double)total : 0;
+            input_nnz += d.features[i] != 0.0f;
+        dense_nz = total ? (double)input_nnz / (double)total : 0;
         cli_say(&c, "features  dense%s: %s on the host, %.2f%% non-zero\n",
                 sparse_file ? " (--dense-features)" : "",
                 cli_bytes(b1, sizeof b1, (int64_t)gcn_data_feature_bytes(&d)), 100 * dense_nz);
@@ -547,7 +548,7 @@ static int gcn_main(int argc, char **argv) {
         json_key(&j, "input_layout"), json_str(&j, ns.sparse_input ? "sparse" : "dense");
         json_key(&j, "input_packed"), json_bool(&j, ns.input_packed);
         json_key(&j, "sparse_below"), json_num(&j, go.sparse_below);
-        json_key(&j, "input_nnz"), json_int(&j, d.features ? 0 : d.x_nnz);
+        json_key(&j, "input_nnz"), json_int(&j, input_nnz);
         json_key(&j, "input_bytes"), json_int(&j, (int64_t)ns.input_bytes);
         json_key(&j, "parameters"), json_int(&j, r.n_params);
         json_key(&j, "loss"), json_num(&j, r.loss);

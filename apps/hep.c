@@ -1188,7 +1188,7 @@ saga_status hep_train(hep_run *out, saga_backend *be, const hep_data *d, const h
         /* the peak of this epoch alone: nothing cached from the last one */
         saga_ctx_trim(c);
         saga_backend_reset_stats(be);
-        saga_idle_tuner_begin(&idle, be, NULL);
+        saga_idle_tuner_begin(&idle, be);
         double t0 = saga_now(),
                sums[2] = {0, 0}; /* the losses of the micro-batches, and how many */
         for (int32_t step0 = 0; step0 < plan.n_batches; step0 += group) {

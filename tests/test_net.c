@@ -48,6 +48,13 @@ static const saga_program SAGE = {
     .apply_vertex = sage_vertex,
 };
 
+/* A CPU backend without a budget, a context (seed 3) on it and an empty model. */
+static void open_cpu_model(saga_backend **be, saga_ctx **c, saga_model **m) {
+    assert_int_equal(saga_backend_cpu_new(be, NULL), SAGA_OK);
+    assert_int_equal(saga_ctx_new(c, *be, 3), SAGA_OK);
+    assert_int_equal(saga_model_new(m, *be), SAGA_OK);
+}
+
 /* run_model gives the net its input as a CSR of D.x's non-zeros instead of dense rows */
 static bool sparse_input;
 /* when >= 0, run_model gives it dense rows through saga_net_set_input_auto at this density */
@@ -433,11 +440,9 @@ static void test_net_input_auto_calls(void **state) {
     (void)state;
     data_load();
     saga_backend *be = NULL;
-    assert_int_equal(saga_backend_cpu_new(&be, NULL), SAGA_OK);
     saga_ctx *c = NULL;
-    assert_int_equal(saga_ctx_new(&c, be, 3), SAGA_OK);
     saga_model *m = NULL;
-    assert_int_equal(saga_model_new(&m, be), SAGA_OK);
+    open_cpu_model(&be, &c, &m);
     layer l1, l2;
     net_model_params(m, &D, 16, &l1, &l2);
     saga_net_opts no = saga_net_opts_defaults();
@@ -524,11 +529,9 @@ static void test_net_memory_equals_program_run(void **state) {
     run_out mem;
     run_model(&mem, &GCN, 0, SAGA_EXEC_MEMORY, 0, SAGA_PARTITION_METIS, SAGA_SAVED_RECOMPUTE);
     saga_backend *be = NULL;
-    assert_int_equal(saga_backend_cpu_new(&be, NULL), SAGA_OK);
     saga_ctx *c = NULL;
-    assert_int_equal(saga_ctx_new(&c, be, 3), SAGA_OK);
     saga_model *m = NULL;
-    assert_int_equal(saga_model_new(&m, be), SAGA_OK);
+    open_cpu_model(&be, &c, &m);
     const int H = 16;
     layer l1 = {.relu = true}, l2 = {.relu = false};
     l1.W = saga_model_param(m, "W1", D.F, H, SAGA_INIT_GLOROT, 11);

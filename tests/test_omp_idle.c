@@ -101,7 +101,7 @@ static void test_omp_idle_tuner_picks_the_faster(void **state) {
     saga_idle_tuner t = {0};
     int seq[80];
     for (int r = 0; r < 80; r++) {
-        saga_idle_tuner_begin(&t, be, NULL);
+        saga_idle_tuner_begin(&t, be);
         seq[r] = t.policy;
         if (r == 6) /* spinning: the team is gone */
             assert_int_equal(wait_threads(n0 - team), n0 - team);

@@ -149,8 +149,7 @@ static int tuner_pick(const saga_idle_tuner *t) {
     return t->reps % SAGA_IDLE_EXPLORE == 0 ? !best : best;
 }
 
-void saga_idle_tuner_begin(saga_idle_tuner *t, saga_backend *be, const char *what) {
-    (void)what;
+void saga_idle_tuner_begin(saga_idle_tuner *t, saga_backend *be) {
     t->active = be && saga_backend_get_kind(be) == SAGA_BACKEND_CPU;
     if (!t->active)
         return;

@@ -226,10 +226,10 @@ typedef struct saga_idle_tuner {
     bool spun;                    /* some repetition ran spinning */
 } saga_idle_tuner;
 
-/* Before a repetition: sets the idle policy it runs under (nothing unless be is a CPU backend).
- * what names the work in the line logged (SAGA_LOG_INFO) when the choice is first made. */
-void saga_idle_tuner_begin(saga_idle_tuner *t, saga_backend *be, const char *what);
-/* After it (its device work done): records its time. */
+/* Before a repetition: sets the idle policy it runs under (nothing unless be is a CPU backend). */
+void saga_idle_tuner_begin(saga_idle_tuner *t, saga_backend *be);
+/* After it (its device work done): records its time. what names the work in the line logged
+ * (SAGA_LOG_INFO) when the choice is first made. */
 void saga_idle_tuner_end(saga_idle_tuner *t, const char *what);
 /* The loop is over: the threads sleep again when some repetition spun. */
 void saga_idle_tuner_finish(saga_idle_tuner *t);

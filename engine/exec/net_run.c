@@ -839,7 +839,7 @@ static saga_status run(saga_net *n, bool train, double *loss_out) {
      * pass's start costs more than it saves) */
     tune = n->streamed && !n->dist && (train || n->tune[1].reps == 0) ? &n->tune[train] : NULL;
     if (tune)
-        saga_idle_tuner_begin(tune, n->be, NULL);
+        saga_idle_tuner_begin(tune, n->be);
     for (int t = 0; t < n_sd; t++) {
         if (sd[t].ph != PH_FWD && (t == 0 || sd[t - 1].ph == PH_FWD))
             rng_after = saga_ctx_rng_counter(c); /* where the forward pass left the counter */
