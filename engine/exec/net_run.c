@@ -255,10 +255,15 @@ static saga_status weights_f32(saga_net *n, saga_blk *w, int64_t m, const float 
                                        n->transfer == SAGA_TRANSFER_BF16, t->data);
 }
 
-/* The view of block b for stage sg from the blocks now resident (bwd: a backward step, which
- * also has the transposed weights). */
-static saga_status block_view(saga_net *n, nblock *b, const stage *sg, bool bwd,
+/* What a step does with a block's view: a forward pass, a backward step (which reruns the stage
+ * for its tape, with the transposed weights), or both on one tape (the loss rows' step, in
+ * memory): the forward's weights and the transposed ones. */
+typedef enum view_kind { VIEW_FWD, VIEW_BWD, VIEW_TAPED } view_kind;
+
+/* The view of block b for stage sg from the blocks now resident. */
+static saga_status block_view(saga_net *n, nblock *b, const stage *sg, view_kind kind,
                               saga_prog_view *v) {
+    const bool bwd = kind == VIEW_BWD;
     bool fused = saga_prog_fused(&sg->p);
     bool mean = fused && sg->p.gather == SAGA_GATHER_MEAN;
     int key = net_key_of(sg->p.edge_weight, mean);
@@ -282,9 +287,11 @@ static saga_status block_view(saga_net *n, nblock *b, const stage *sg, bool bwd,
     if (fused) {
         v->vals_in = vin;
         v->vals_out = NULL;
-        if (bwd && (st = weights_f32(n, b->b_vout[key], v->m, &v->vals_out)) < 0)
+        /* a taped forward's backward multiplies by the transpose's weights too: widened from 16
+         * bits like the forward's (else its SpMM would take the entries as ones) */
+        if (kind != VIEW_FWD && (st = weights_f32(n, b->b_vout[key], v->m, &v->vals_out)) < 0)
             return st;
-        if (!bwd && n->transfer == SAGA_TRANSFER_F32 && b->b_vout[key])
+        if (kind == VIEW_FWD && n->transfer == SAGA_TRANSFER_F32 && b->b_vout[key])
             v->vals_out = saga_blk_dev(b->b_vout[key]);
     } else {
         v->weights = vin;
@@ -345,7 +352,7 @@ static saga_status check_width(const saga_tensor *out, const stage *sg, int s) {
  * values. */
 static saga_tensor *stage_rows_in(saga_net *n, int s, nblock *b, saga_tensor *H,
                                   const saga_sparse *xs, saga_tensor *gathered_in,
-                                  saga_tensor **gathered, bool bwd) {
+                                  saga_tensor **gathered, view_kind kind) {
     saga_ctx *c = n->c;
     stage *sg = &n->stages[s];
     int32_t P = b->v1 - b->v0;
@@ -357,7 +364,7 @@ static saga_tensor *stage_rows_in(saga_net *n, int s, nblock *b, saga_tensor *H,
             g = gathered_in;
         } else {
             saga_prog_view v;
-            saga_status st = block_view(n, b, sg, bwd, &v);
+            saga_status st = block_view(n, b, sg, kind, &v);
             if (st < 0) {
                 saga_ctx_fail(c, st);
                 return NULL;
@@ -384,9 +391,9 @@ static void row_ids_on(saga_net *n, const nblock *b) {
 }
 
 static saga_tensor *stage_rows(saga_net *n, int s, nblock *b, saga_tensor *H, const saga_sparse *xs,
-                               saga_tensor *gathered_in, saga_tensor **gathered, bool bwd) {
+                               saga_tensor *gathered_in, saga_tensor **gathered, view_kind kind) {
     row_ids_on(n, b);
-    saga_tensor *out = stage_rows_in(n, s, b, H, xs, gathered_in, gathered, bwd);
+    saga_tensor *out = stage_rows_in(n, s, b, H, xs, gathered_in, gathered, kind);
     saga_ctx_set_row_ids(n->c, NULL, 0);
     return out;
 }
@@ -496,7 +503,8 @@ static saga_status run_fwd(saga_net *n, int s, int32_t d, bool train) {
     saga_tensor *gathered = NULL;
     /* a product that ends the stage writes straight where the output goes, not to a copy */
     saga_ctx_set_defer(c, true);
-    saga_tensor *out = H || xs ? stage_rows(n, s, &n->blk[d], H, xs, NULL, &gathered, false) : NULL;
+    saga_tensor *out =
+        H || xs ? stage_rows(n, s, &n->blk[d], H, xs, NULL, &gathered, VIEW_FWD) : NULL;
     saga_ctx_set_defer(c, false);
     if (!out)
         SAGA_TRY(ctx_status_or(n, "a stage"));
@@ -578,7 +586,7 @@ static saga_status run_loss_rows(saga_net *n, double *loss) {
     saga_tensor *Y = H;
     for (int s = p; s < S; s++) {
         n->stages[s].rng = saga_ctx_rng_counter(c);
-        Y = stage_rows(n, s, s == S - 1 ? lb : tb, Y, NULL, NULL, NULL, false);
+        Y = stage_rows(n, s, s == S - 1 ? lb : tb, Y, NULL, NULL, NULL, VIEW_TAPED);
         if (!Y)
             SAGA_TRY(ctx_status_or(n, "a stage"));
         SAGA_TRY(check_width(Y, &n->stages[s], s));
@@ -623,7 +631,7 @@ static saga_status run_bwd(saga_net *n, int s, int32_t d) {
     saga_tensor *gathered = NULL;
     /* the stage runs again for its tape: its output's value is not needed, only its gradient */
     saga_ctx_set_defer(c, true);
-    saga_tensor *out = stage_rows(n, s, &n->blk[d], H, xs, saved, &gathered, true);
+    saga_tensor *out = stage_rows(n, s, &n->blk[d], H, xs, saved, &gathered, VIEW_BWD);
     saga_ctx_set_defer(c, false);
     if (!out)
         SAGA_TRY(ctx_status_or(n, "a stage"));
@@ -638,7 +646,7 @@ static saga_status run_bwd(saga_net *n, int s, int32_t d) {
     if (offload && s > 0 && saved->grad) {
         /* the SpMM was not on this tape: its backward by hand, d H += A^T d gathered */
         saga_prog_view v;
-        SAGA_TRY(block_view(n, b, sg, true, &v));
+        SAGA_TRY(block_view(n, b, sg, VIEW_BWD, &v));
         saga_csr_dev at = {v.n_src, v.n_dst, v.m, v.d_out_off, v.d_out_dst, v.vals_out};
         float beta = 1.0f;
         if (!H->grad) {
@@ -698,7 +706,7 @@ static saga_status run_whole_train(saga_net *n, double *loss) {
     for (int s = 0; s < S && (h || (s == 0 && xs)); s++) {
         n->stages[s].rng = saga_ctx_rng_counter(c);
         nblock *sb = lb && s == S - 1 ? lb : tb && s >= n->tail_s ? tb : b;
-        h = stage_rows(n, s, sb, h, s == 0 ? xs : NULL, NULL, NULL, false);
+        h = stage_rows(n, s, sb, h, s == 0 ? xs : NULL, NULL, NULL, VIEW_TAPED);
         if (h)
             SAGA_TRY(check_width(h, &n->stages[s], s));
     }
