@@ -182,8 +182,7 @@ int cli_check_device(cli_ctx *c, const char *device);
         {"stats", 0, NULL, NULL,                                                                   \
          "Report the bytes moved host->device and device->host, the peak device memory and "       \
          "the share of copy time hidden behind compute (on the CPU with every core computing, "    \
-         "the "                                                                                    \
-         "copies run in order with the kernels instead, and the report says so)."},                \
+         "the copies run in order with the kernels instead, and the report says so)."},            \
     {                                                                                              \
         "host-halos", 0, NULL, NULL,                                                               \
             "Streamed: send every halo row and halo gradient through the host, even where a "      \

@@ -49,11 +49,17 @@ static void copy_grad(float *dst, const saga_tensor *t) {
     memcpy(dst, saga_tensor_cdata(t->grad), t->nbytes);
 }
 
-static void test_nn_tape_region_matches_plain_tape(void **state) {
-    (void)state;
+/* A context on the test's backend (seed 1), in training mode. */
+static saga_ctx *train_ctx(void) {
     saga_ctx *c = NULL;
     assert_int_equal(saga_ctx_new(&c, be, 1), SAGA_OK);
     saga_ctx_train(c, true);
+    return c;
+}
+
+static void test_nn_tape_region_matches_plain_tape(void **state) {
+    (void)state;
+    saga_ctx *c = train_ctx();
     float gw_plain[F * H], gx_plain[N * F], gw_region[F * H], gx_region[N * F];
 
     /* plain tape */
@@ -188,9 +194,7 @@ static saga_status recompute_bwd(saga_ctx *c, saga_node *n, saga_tensor *dy) {
 
 static void test_nn_tape_recompute_in_backward(void **state) {
     (void)state;
-    saga_ctx *c = NULL;
-    assert_int_equal(saga_ctx_new(&c, be, 1), SAGA_OK);
-    saga_ctx_train(c, true);
+    saga_ctx *c = train_ctx();
     saga_tensor *V = NULL;
     assert_int_equal(saga_tensor_from_host(&V, be, SAGA_F32, F, F, saga_tensor_cdata(X)), SAGA_OK);
     float gw_plain[F * H], gw_re[F * H];
@@ -226,9 +230,7 @@ static void fill_nan(saga_tensor *t) {
 
 static void test_nn_tape_deferred_products(void **state) {
     (void)state;
-    saga_ctx *c = NULL;
-    assert_int_equal(saga_ctx_new(&c, be, 1), SAGA_OK);
-    saga_ctx_train(c, true);
+    saga_ctx *c = train_ctx();
     float gw_eager[F * H], gw_deferred[F * H], y_eager[N * H], t_eager[N * H];
 
     /* eager: y = X W, its gradient R, and tanh(X W) */

@@ -71,7 +71,6 @@ typedef struct slot {
 struct saga_sched {
     saga_backend *be;
     saga_stream *copy; /* the default stream when copies run inline (saga_backend_copies_inline) */
-    bool copy_inline;
     saga_event *compute_ev;
     size_t cap, resident;
     void (*trim)(void *);
@@ -237,19 +236,32 @@ fail:
     return st;
 }
 
-/* Copies run inline (saga_backend_copies_inline) take the compute's time: they count as waits,
- * so that the overlap statistic says none of them was hidden. */
+/* Whether the copies run inline (saga_backend_copies_inline): on the default stream. */
+static bool copies_inline(const saga_sched *s) {
+    return s->copy == saga_backend_default_stream(s->be);
+}
+
+/* Copies on a stream of their own wait for the compute issued so far (the buffer may have served
+ * a block it still reads); inline ones follow it in order already. */
+static saga_status after_compute(saga_sched *s) {
+    if (copies_inline(s))
+        return SAGA_OK;
+    saga_status st = saga_event_record(s->compute_ev, saga_backend_default_stream(s->be));
+    return st < 0 ? st : saga_stream_wait_event(s->copy, s->compute_ev);
+}
+
+/* Copies run inline take the compute's time: they count as waits, so that the overlap statistic
+ * says none of them was hidden. */
 static void inline_wait(saga_sched *s, double t0) {
-    if (s->copy_inline)
+    if (copies_inline(s))
         s->st.wait_seconds += saga_now() - t0;
 }
 
 /* Copies b to the host (after the compute issued so far), or through its unpack function. */
 static saga_status writeback(saga_sched *s, saga_blk *b) {
     saga_status st = SAGA_OK;
-    const double t0 = s->copy_inline ? saga_now() : 0.0; /* inline_wait */
-    SAGA_TRY(saga_event_record(s->compute_ev, saga_backend_default_stream(s->be)));
-    SAGA_TRY(saga_stream_wait_event(s->copy, s->compute_ev));
+    const double t0 = copies_inline(s) ? saga_now() : 0.0; /* inline_wait */
+    SAGA_TRY(after_compute(s));
     trace_rec *tr = NULL;
     SAGA_TRY(trace_begin(s, s->copy, "d2h", b, s->running, &tr));
     if (b->host) {
@@ -360,10 +372,8 @@ static saga_status issue_load(saga_sched *s, saga_blk *b, int t) {
     saga_status st = SAGA_OK;
     SAGA_CHECK(b->host_valid, SAGA_ERR_INTERNAL,
                "block scheduler: a %s block is read before anything wrote it", b->kind);
-    const double t0 = s->copy_inline ? saga_now() : 0.0; /* inline_wait */
-    /* the buffer may have served a block the compute stream still reads */
-    SAGA_TRY(saga_event_record(s->compute_ev, saga_backend_default_stream(s->be)));
-    SAGA_TRY(saga_stream_wait_event(s->copy, s->compute_ev));
+    const double t0 = copies_inline(s) ? saga_now() : 0.0; /* inline_wait */
+    SAGA_TRY(after_compute(s)); /* the buffer may have served a block the compute still reads */
     trace_rec *tr = NULL;
     SAGA_TRY(trace_begin(s, s->copy, "h2d", b, t, &tr));
     if (b->host) {
@@ -429,8 +439,7 @@ saga_status saga_sched_new(saga_sched **out, saga_backend *be, size_t cap, void 
     s->trim = trim;
     s->trim_user = trim_user;
     s->running = -1;
-    s->copy_inline = saga_backend_copies_inline(be);
-    if (s->copy_inline)
+    if (saga_backend_copies_inline(be))
         s->copy = saga_backend_default_stream(be);
     else
         SAGA_TRY(saga_stream_new(&s->copy, be));
@@ -469,7 +478,7 @@ void saga_sched_free(saga_sched **sp) {
         saga_event_free(&s->slots[i].ev);
     }
     saga_event_free(&s->compute_ev);
-    if (!s->copy_inline)
+    if (s->copy && !copies_inline(s))
         saga_stream_free(&s->copy);
     saga_free(s->blocks);
     saga_free(s->uses);
@@ -745,7 +754,7 @@ void saga_sched_set_trace(saga_sched *s, FILE *f) {
 
 void saga_sched_get_stats(const saga_sched *s, saga_sched_stats *out) {
     *out = s->st;
-    out->copies_inline = s->copy_inline;
+    out->copies_inline = copies_inline(s);
 }
 
 void saga_sched_reset_stats(saga_sched *s) {

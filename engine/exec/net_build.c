@@ -927,9 +927,8 @@ fail:
 
 /* Device bytes the largest step of a plan with k blocks holds at once (its blocks twice over,
  * for the next step's prefetch, but a resident stage's gathered halo once, plus the compute's own
- * tensors, estimated). A training pass
- * trains stages below train_below part by part; the parts run the others in inference only (the
- * tail trains them, see parts_train_below). */
+ * tensors, estimated). A training pass trains stages below train_below part by part; the parts
+ * run the others in inference only (the tail trains them, see parts_train_below). */
 static size_t step_estimate(const saga_net *n, bool train_pass, int train_below, size_t *max_work) {
     size_t worst = 0, wmax = 0;
     if (n->pagerank) {

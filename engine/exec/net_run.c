@@ -255,9 +255,9 @@ static saga_status weights_f32(saga_net *n, saga_blk *w, int64_t m, const float 
                                        n->transfer == SAGA_TRANSFER_BF16, t->data);
 }
 
-/* What a step does with a block's view: a forward pass, a backward step (which reruns the stage
- * for its tape, with the transposed weights), or both on one tape (the loss rows' step, in
- * memory): the forward's weights and the transposed ones. */
+/* What a step does with a block's view: a forward pass (its tape released unused), a backward
+ * step (which reruns the stage for its tape, with the transposed weights), or both on one tape
+ * (the loss rows' step, in memory): the forward's weights and the transposed ones. */
 typedef enum view_kind { VIEW_FWD, VIEW_BWD, VIEW_TAPED } view_kind;
 
 /* The view of block b for stage sg from the blocks now resident. */
@@ -287,12 +287,10 @@ static saga_status block_view(saga_net *n, nblock *b, const stage *sg, view_kind
     if (fused) {
         v->vals_in = vin;
         v->vals_out = NULL;
-        /* a taped forward's backward multiplies by the transpose's weights too: widened from 16
-         * bits like the forward's (else its SpMM would take the entries as ones) */
+        /* the backward pass multiplies by the transpose's weights, widened from 16 bits like the
+         * forward's (a forward step's tape is released unused: it needs none) */
         if (kind != VIEW_FWD && (st = weights_f32(n, b->b_vout[key], v->m, &v->vals_out)) < 0)
             return st;
-        if (kind == VIEW_FWD && n->transfer == SAGA_TRANSFER_F32 && b->b_vout[key])
-            v->vals_out = saga_blk_dev(b->b_vout[key]);
     } else {
         v->weights = vin;
         v->d_edge_ids = b->b_eids ? saga_blk_dev(b->b_eids) : NULL;
@@ -743,9 +741,8 @@ void net_collect_stats(saga_net *n, double t0) {
     n->stats.budget_bytes = bs.budget_bytes;
     n->stats.copy_seconds = bs.copy_seconds;
     double cs = n->stats.copy_seconds, w = n->stats.wait_seconds;
-    n->stats.overlap = cs > 0 ? 1.0 - (w < cs ? w : cs) / cs : 0.0;
-    if (inline_copies)
-        n->stats.overlap = 0.0; /* in order with the kernels: nothing hidden */
+    /* copies in order with the kernels hide nothing */
+    n->stats.overlap = cs > 0 && !inline_copies ? 1.0 - (w < cs ? w : cs) / cs : 0.0;
     n->stats.copies_inline = inline_copies;
     n->stats.seconds = saga_now() - t0;
     if (n->dist) {
