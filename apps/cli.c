@@ -709,6 +709,7 @@ void cli_json_net_stats(json *j, const saga_net_stats *ns) {
     json_key(j, "resident_bytes"), json_int(j, (int64_t)ns->resident_bytes);
     json_key(j, "h2d_floor_bytes"), json_int(j, (int64_t)ns->h2d_floor_bytes);
     json_key(j, "loss_rows_stages"), json_int(j, ns->loss_rows_stages);
+    json_key(j, "head_rows"), json_int(j, ns->head_rows);
 }
 
 cli_exec cli_exec_defaults(void) {

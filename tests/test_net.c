@@ -98,6 +98,39 @@ static saga_tensor *nll_listed(saga_ctx *c, const saga_vertex_in *v, const int32
  * LISTED->list is), else nll_rows over every vertex */
 static listed_ctx *LISTED;
 
+/* run_model sets the input again, doubled, before its second step */
+static bool change_input;
+
+/* The data's input rows times scale, as sparse_input and auto_density say. */
+static void set_rows(saga_net *net, float scale) {
+    float *x = test_malloc((size_t)D.n * (size_t)D.F * sizeof *x);
+    for (int64_t i = 0; i < (int64_t)D.n * D.F; i++)
+        x[i] = scale * D.x[i];
+    if (sparse_input) {
+        int64_t *off = test_malloc(((size_t)D.n + 1) * sizeof *off), nnz = 0;
+        int32_t *idx = test_malloc((size_t)D.n * (size_t)D.F * sizeof *idx);
+        float *val = test_malloc((size_t)D.n * (size_t)D.F * sizeof *val);
+        off[0] = 0;
+        for (int32_t v = 0; v < D.n; v++) {
+            for (int32_t j = 0; j < D.F; j++)
+                if (x[(int64_t)v * D.F + j] != 0.0f) {
+                    idx[nnz] = j;
+                    val[nnz++] = x[(int64_t)v * D.F + j];
+                }
+            off[v + 1] = nnz;
+        }
+        assert_int_equal(saga_net_set_input_csr(net, off, idx, val, D.F), SAGA_OK);
+        test_free(off);
+        test_free(idx);
+        test_free(val);
+    } else if (auto_density >= 0) {
+        assert_int_equal(saga_net_set_input_auto(net, x, D.F, auto_density), SAGA_OK);
+    } else {
+        assert_int_equal(saga_net_set_input(net, x, D.F), SAGA_OK);
+    }
+    test_free(x);
+}
+
 typedef struct run_out {
     double loss[3];
     float *out; /* n x C after three SGD steps */
@@ -146,30 +179,11 @@ static void run_model(run_out *r, const saga_program *prog, size_t budget, saga_
     } else {
         assert_int_equal(saga_net_set_loss(net, nll_rows, &lc), SAGA_OK);
     }
-    if (sparse_input) {
-        int64_t *off = test_malloc(((size_t)D.n + 1) * sizeof *off), nnz = 0;
-        int32_t *idx = test_malloc((size_t)D.n * (size_t)D.F * sizeof *idx);
-        float *val = test_malloc((size_t)D.n * (size_t)D.F * sizeof *val);
-        off[0] = 0;
-        for (int32_t v = 0; v < D.n; v++) {
-            for (int32_t j = 0; j < D.F; j++)
-                if (D.x[(int64_t)v * D.F + j] != 0.0f) {
-                    idx[nnz] = j;
-                    val[nnz++] = D.x[(int64_t)v * D.F + j];
-                }
-            off[v + 1] = nnz;
-        }
-        assert_int_equal(saga_net_set_input_csr(net, off, idx, val, D.F), SAGA_OK);
-        test_free(off);
-        test_free(idx);
-        test_free(val);
-    } else if (auto_density >= 0) {
-        assert_int_equal(saga_net_set_input_auto(net, D.x, D.F, auto_density), SAGA_OK);
-    } else {
-        assert_int_equal(saga_net_set_input(net, D.x, D.F), SAGA_OK);
-    }
+    set_rows(net, 1.0f);
     r->peak = 0;
     for (int i = 0; i < 3; i++) {
+        if (i == 1 && change_input)
+            set_rows(net, 2.0f);
         saga_status st = saga_net_train_step(net, &r->loss[i]);
         if (st != SAGA_OK)
             fail_msg("train step %d: %s", i, saga_last_error());
@@ -751,6 +765,88 @@ static void test_net_loss_rows(void **state) {
     small_net_free(&sn);
 }
 
+/* With a tail over the rows the loss reads, stage 0 (a vertex stage) trains on the rows the tail
+ * reads alone, saga_net_stats.head_rows of them: in memory and streamed, on dense rows (f32 and
+ * bf16) and a CSR, with the input set again between steps, the losses and outputs of the run
+ * over every row, and streamed fewer input bytes moved. */
+static void test_net_head(void **state) {
+    (void)state;
+    data_load();
+    uint8_t *in = test_calloc((size_t)D.n, 1);
+    int32_t *list = test_malloc(((size_t)D.n / 61 + 1) * sizeof *list);
+    int32_t n_in = 0;
+    for (int32_t v = D.n - 1; v >= 0; v -= 61) {
+        list[n_in++] = v;
+        in[v] = 1;
+    }
+    listed_ctx every = {D.labels, in, n_in, 0, NULL, 0, 0}, sub = every;
+    sub.list = list;
+    sub.n_list = n_in;
+    change_input = true;
+    size_t peak = 0; /* in memory on dense rows: the budgets are fractions of it */
+    for (int sparse = 0; sparse < 2; sparse++) {
+        sparse_input = sparse;
+        run_out a, b, c, t = {0};
+        LISTED = &every;
+        run_model(&a, &GCN, 0, SAGA_EXEC_MEMORY, 0, SAGA_PARTITION_METIS, SAGA_SAVED_RECOMPUTE);
+        LISTED = &sub;
+        run_model(&b, &GCN, 0, SAGA_EXEC_MEMORY, 0, SAGA_PARTITION_METIS, SAGA_SAVED_RECOMPUTE);
+        assert_int_equal(a.st[2].head_rows, 0);
+        assert_int_equal(b.st[2].loss_rows_stages, 3);
+        assert_true(b.st[2].head_rows > n_in && b.st[2].head_rows < D.n);
+        assert_same_run(&a, &b, 1e-6);
+        peak = sparse ? peak : b.peak;
+        /* streamed: a budget at which the tail runs */
+        for (int div = 2; div <= 4 && !t.out; div++) {
+            run_model(&t, &GCN, peak / (size_t)div, SAGA_EXEC_AUTO, 0, SAGA_PARTITION_METIS,
+                      SAGA_SAVED_RECOMPUTE);
+            if (!(t.st[2].streamed && t.st[2].loss_rows_stages == 3)) {
+                test_free(t.out);
+                t.out = NULL;
+            }
+        }
+        if (!t.out)
+            fail_msg("no budget from 1/2 to 1/4 of the peak ran the tail streamed");
+        assert_int_equal(t.st[2].head_rows, b.st[2].head_rows);
+        assert_same_run(&a, &t, 1e-4);
+        /* every row streamed at that budget moves more */
+        LISTED = &every;
+        run_model(&c, &GCN, t.st[2].budget_bytes, SAGA_EXEC_AUTO, 0, SAGA_PARTITION_METIS,
+                  SAGA_SAVED_RECOMPUTE);
+        assert_true(c.st[2].streamed && c.st[2].head_rows == 0);
+        assert_true(t.st[2].h2d_bytes < c.st[2].h2d_bytes);
+        assert_true(t.st[2].h2d_floor_bytes < c.st[2].h2d_floor_bytes);
+        print_message("  %s input: stage 0 on %lld of %d rows; streamed in %d parts, h2d %llu "
+                      "(every row: %llu)\n",
+                      sparse ? "sparse" : "dense", (long long)t.st[2].head_rows, (int)D.n,
+                      (int)t.st[2].parts, (unsigned long long)t.st[2].h2d_bytes,
+                      (unsigned long long)c.st[2].h2d_bytes);
+        if (!sparse) {
+            /* the head's rows cross in bf16: the f32 run's losses to their rounding */
+            run_out h;
+            TRANSFER = SAGA_TRANSFER_BF16;
+            LISTED = &sub;
+            run_model(&h, &GCN, t.st[2].budget_bytes, SAGA_EXEC_AUTO, 0, SAGA_PARTITION_METIS,
+                      SAGA_SAVED_RECOMPUTE);
+            TRANSFER = SAGA_TRANSFER_F32;
+            assert_true(h.st[2].streamed && h.st[2].head_rows == t.st[2].head_rows);
+            for (int k = 0; k < 3; k++)
+                if (!(fabs(h.loss[k] - t.loss[k]) <= 4e-3 * fabs(t.loss[k])))
+                    fail_msg("bf16, step %d: loss %.9g vs %.9g", k, h.loss[k], t.loss[k]);
+            assert_true(h.st[2].h2d_bytes < t.st[2].h2d_bytes);
+            test_free(h.out);
+        }
+        LISTED = NULL;
+        run_out *all[] = {&a, &b, &c, &t};
+        for (int i = 0; i < 4; i++)
+            test_free(all[i]->out);
+    }
+    sparse_input = false;
+    change_input = false;
+    test_free(in);
+    test_free(list);
+}
+
 static void test_net_metis_moves_fewer_bytes(void **state) {
     (void)state;
     run_out mem, met, rnd;
@@ -1199,6 +1295,7 @@ int main(void) {
         cmocka_unit_test(test_net_memory_equals_program_run),
         cmocka_unit_test(test_net_metis_moves_fewer_bytes),
         cmocka_unit_test(test_net_loss_rows),
+        cmocka_unit_test(test_net_head),
         cmocka_unit_test(test_net_streamed_host_arrays_pinned),
         cmocka_unit_test(test_net_memory_host_arrays_pinned),
         cmocka_unit_test(test_net_budget_too_small),

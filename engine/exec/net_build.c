@@ -350,14 +350,15 @@ fail:
 }
 
 void net_sparse_fill(saga_net *n) {
-    for (int32_t d = n->d_lo; d < n->d_hi; d++) {
-        nblock *b = &n->blk[d];
-        if (!b->x_own)
+    for (int32_t e = 2 * n->d_lo; e < 2 * n->d_hi; e++) {
+        const int32_t d = e / 2;
+        nblock *b = e % 2 ? (n->hblk ? &n->hblk[d] : NULL) : &n->blk[d];
+        if (!b || !b->x_own)
             continue;
         int64_t q = 0;
         b->xoff[0] = 0;
         for (int32_t i = 0; i < b->v1 - b->v0; i++) {
-            int32_t v = n->ids[b->v0 + i];
+            int32_t r = b->rows ? b->rows[i] : b->v0 + i, v = n->ids ? n->ids[r] : r;
             int64_t k0 = n->xs_off[v], len = n->xs_off[v + 1] - k0;
             memcpy(b->xidx + q, n->xs_idx + k0, (size_t)len * sizeof(int32_t));
             memcpy(b->xval + q, n->xs_val + k0, (size_t)len * sizeof(float));
@@ -424,6 +425,12 @@ static void unprepare(saga_net *n) {
     net_pr_free(n);
     rows_block_free(n, &n->lblk);
     rows_block_free(n, &n->tblk);
+    if (n->hblk)
+        for (int32_t d = n->d_lo; d < n->d_hi; d++)
+            block_free(n, &n->hblk[d]);
+    saga_free(n->hblk);
+    n->hblk = NULL;
+    n->head_rows = 0;
     if (n->sched)
         saga_ctx_set_pressure(n->c, NULL, NULL);
     saga_sched_free(&n->sched);
@@ -1481,6 +1488,87 @@ fail:
     return st;
 }
 
+/* Whether a tail at stage p may have a head (struct saga_net's hblk): stage 0, a vertex stage,
+ * is all that lies below it. */
+static bool head_fits_tail(const saga_net *n, int p) {
+    return p == 1 && n->stages[0].kind == STAGE_VERTEX;
+}
+
+/* What the head's blocks hold on the device: the input of the NH rows marked in pos (>= 0), as
+ * a CSR or dense rows in the transfer precision, and their graph ids. */
+static size_t head_bytes(const saga_net *n, const int32_t *pos, int32_t NH) {
+    size_t bytes = (size_t)NH * sizeof(int32_t);
+    if (!n->sparse)
+        return bytes + (size_t)NH * (size_t)n->in_cols * sizeof(float);
+    bytes += ((size_t)NH + 1) * sizeof(int64_t);
+    for (int32_t v = 0; v < n->n; v++)
+        if (pos[v] >= 0) {
+            int32_t g = n->ids ? n->ids[v] : v;
+            bytes += (size_t)(n->xs_off[g + 1] - n->xs_off[g]) * (sizeof(int32_t) + sizeof(float));
+        }
+    return bytes;
+}
+
+/* n->hblk over the rows of the tail's halo (tb->hids, increasing in the net's order): per part,
+ * the slice of them in its rows, with their graph ids and their input (a CSR copied by
+ * net_sparse_fill, or dense rows packed from the host rows as they load). */
+static saga_status head_build(saga_net *n, const nblock *tb) {
+    saga_status st = SAGA_OK;
+    const int32_t NH = tb->n_halo;
+    const int64_t cols = n->in_cols;
+    const size_t esz = n->transfer == SAGA_TRANSFER_F32 ? 4 : 2;
+    SAGA_TRY(saga_alloc_zeroed((void **)&n->hblk, (size_t)n->k, sizeof *n->hblk, "head blocks"));
+    n->head_rows = NH;
+    int32_t r = 0;
+    for (int32_t d = n->d_lo; d < n->d_hi; d++) {
+        const nblock *pb = &n->blk[d];
+        nblock *b = &n->hblk[d];
+        while (r < NH && tb->hids[r] < pb->v0)
+            r++;
+        b->v0 = r;
+        while (r < NH && tb->hids[r] < pb->v1)
+            r++;
+        b->v1 = r;
+        b->rows = tb->hids + b->v0;
+        const int32_t P = b->v1 - b->v0;
+        if (!P)
+            continue; /* the part holds none: the training pass skips it */
+        SAGA_TRY(host_array(n, (void **)&b->uids, (size_t)P, sizeof(int32_t), "head rows"));
+        for (int32_t i = 0; i < P; i++)
+            b->uids[i] = n->ids ? n->ids[b->rows[i]] : b->rows[i];
+        if (!(b->b_ids = net_input_block(n, b->uids, (size_t)P * sizeof(int32_t), "head ids")))
+            goto oom;
+        if (n->sparse) {
+            for (int32_t i = 0; i < P; i++) {
+                int32_t g = b->uids[i];
+                b->x_nnz += n->xs_off[g + 1] - n->xs_off[g];
+            }
+            size_t nz1 = (size_t)b->x_nnz + 1, nb = (b->x_nnz ? (size_t)b->x_nnz : 1) * 4;
+            b->x_own = true; /* filled by net_sparse_fill */
+            SAGA_TRY(host_array(n, (void **)&b->xoff, (size_t)P + 1, sizeof(int64_t), "head rows"));
+            SAGA_TRY(host_array(n, (void **)&b->xidx, nz1, sizeof(int32_t), "head rows"));
+            SAGA_TRY(host_array(n, (void **)&b->xval, nz1, sizeof(float), "head rows"));
+            if (!(b->b_xoff = net_input_block(n, b->xoff, ((size_t)P + 1) * sizeof(int64_t),
+                                              "input offsets")) ||
+                !(b->b_xidx = net_input_block(n, b->xidx, nb, "input indices")) ||
+                !(b->b_xval = net_input_block(n, b->xval, nb, "input values")))
+                goto oom;
+        } else {
+            b->xio =
+                (rows_io){.src = n->x, .rows = b->rows, .n = P, .cols = cols, .half = n->transfer};
+            if (!(b->b_xrows = saga_sched_block(n->sched, (size_t)P * (size_t)cols * esz,
+                                                SAGA_BLK_INPUT, "input rows")))
+                goto oom;
+            saga_blk_set_pack(b->b_xrows, net_rows_pack, NULL, &b->xio);
+        }
+    }
+    return SAGA_OK;
+oom:
+    st = saga_error(SAGA_ERR_OUT_OF_MEMORY, "out of memory for the head's blocks");
+fail:
+    return st;
+}
+
 /* n->lblk: the block of the loss rows for the last stage, on one rank, when that stage is a
  * fused program. Its rows are the loss rows, in increasing order, with their in-edges.
  *
@@ -1527,14 +1615,16 @@ static saga_status loss_block_build(saga_net *n, size_t budget, size_t left, siz
     int64_t m = 0, tm = 0;
     int32_t NH = 0, TH = 0;
     rows_halo(n->h_off, n->h_src, N, rows, R, true, pos, &m, &NH);
-    /* the tail: its rows are lblk's own halo */
+    /* the tail: its rows are lblk's own halo; with a head, it has its own halo too (the rows
+     * stage 0 then trains on) */
+    bool head = p >= 0 && head_fits_tail(n, p);
     if (p >= 0) {
         SAGA_TRY(saga_alloc_array((void **)&trows, (size_t)NH + 1, sizeof(int32_t), "loss rows"));
         SAGA_TRY(saga_alloc_array((void **)&tpos, (size_t)N + 1, sizeof(int32_t), "loss rows"));
         for (int32_t v = 0; v < N; v++)
             if (pos[v] >= 0)
                 trows[pos[v]] = v;
-        rows_halo(n->h_off, n->h_src, N, trows, NH, false, tpos, &tm, &TH);
+        rows_halo(n->h_off, n->h_src, N, trows, NH, head, tpos, &tm, &TH);
     }
     const int64_t cols = sg->in_cols, out = sg->out_cols;
     bool own = streamed;
@@ -1545,8 +1635,15 @@ static saga_status loss_block_build(saga_net *n, size_t budget, size_t left, siz
         /* with the tail, lblk gathers nothing: its halo is the tail's rows */
         size_t both = tail_pair_bytes(n, p, R, m, NH, tm, streamed);
         size_t troom = streamed ? step + left : room;
-        /* streamed, the parts' steps were planned with it or without it (parts_train_below) */
+        /* streamed, the parts' steps were planned with it or without it (parts_train_below);
+         * the head's blocks are smaller than the parts' input blocks they stand for. In memory
+         * they are more: the head goes when they do not fit beside the tail */
         tail = streamed ? n->parts_below == p : both <= troom;
+        if (head && tail && !streamed && both + head_bytes(n, tpos, TH) > troom) {
+            head = false;
+            rows_halo(n->h_off, n->h_src, N, trows, NH, false, tpos, &tm, &TH);
+        }
+        head = head && tail;
         if (!tail)
             saga_log(SAGA_LOG_INFO,
                      "net: stages %d to %d run every row (their %zu bytes over the rows the loss "
@@ -1569,13 +1666,19 @@ static saga_status loss_block_build(saga_net *n, size_t budget, size_t left, siz
     }
     SAGA_TRY(rows_block(n, &n->lblk, rows, R, own, own, pos, m, NH, sg));
     if (tail) {
-        SAGA_TRY(rows_block(n, &n->tblk, trows, NH, false, streamed, tpos, tm, TH, &n->stages[p]));
+        SAGA_TRY(rows_block(n, &n->tblk, trows, NH, head, streamed || head, tpos, tm, TH,
+                            &n->stages[p]));
         n->tail_s = p;
+        if (head)
+            SAGA_TRY(head_build(n, n->tblk));
         saga_log(SAGA_LOG_INFO,
                  "net: stages %d to %d train on the %d rows the loss reads (%lld edges), the "
                  "last on %d loss rows (%lld edges) in %s",
                  p, S - 2, (int)NH, (long long)tm, (int)R, (long long)m,
                  streamed ? "one step" : "memory");
+        if (head)
+            saga_log(SAGA_LOG_INFO, "net: stage 0 trains on the %d rows those read, of %d", (int)TH,
+                     (int)N);
     } else if (streamed) {
         saga_log(SAGA_LOG_INFO,
                  "net: the last stage trains on %d loss rows in one step (%lld edges of %lld, "
@@ -1901,6 +2004,19 @@ saga_status net_prepare(saga_net *n, bool train) {
             }
             n->floor_train_bytes += saga_blk_bytes(rb->b_off) + saga_blk_bytes(rb->b_src) +
                                     (rb->b_vin[key] ? saga_blk_bytes(rb->b_vin[key]) : 0);
+        }
+        /* with the head, the input of its rows crosses instead of every row's */
+        for (int32_t d = n->d_lo; d < n->d_hi && n->hblk; d++) {
+            const nblock *b = &n->hblk[d];
+            n->floor_train_bytes -= 2 * (n->sparse ? saga_blk_bytes(n->blk[d].b_xoff) +
+                                                         saga_blk_bytes(n->blk[d].b_xidx) +
+                                                         saga_blk_bytes(n->blk[d].b_xval)
+                                                   : saga_blk_bytes(n->act[0][d]));
+            if (b->v1 > b->v0)
+                n->floor_train_bytes +=
+                    2 * (n->sparse ? saga_blk_bytes(b->b_xoff) + saga_blk_bytes(b->b_xidx) +
+                                         saga_blk_bytes(b->b_xval)
+                                   : saga_blk_bytes(b->b_xrows));
         }
     }
     n->stats.ranks = R;

@@ -23,6 +23,7 @@ typedef struct stepdesc {
     int s;
     int32_t d;
     xchg x;
+    bool first; /* PH_FWD: the stage's first step in the pass */
 } stepdesc;
 
 static bool needs_writeback(const saga_net *n, int s_out, bool train) {
@@ -80,10 +81,21 @@ static bool resident(const saga_net *n, int s) {
     return n->resident && n->resident[s];
 }
 
-/* The uses of a resident stage's whole block by part d's step: the first part's step writes it
+/* The block stage s runs part d on: in a training pass, the head's below the tail (struct
+ * saga_net's hblk), else the part's own. */
+static nblock *part_block(saga_net *n, int s, int32_t d, bool train) {
+    return train && n->hblk && s < n->tail_s ? &n->hblk[d] : &n->blk[d];
+}
+
+/* A head block without rows: the pass has no step for it. */
+static bool no_rows(const nblock *b) {
+    return b->rows && b->v1 == b->v0;
+}
+
+/* The uses of a resident stage's whole block by a part's step: the stage's first step writes it
  * (the others' rows are not there yet), the later ones add their rows or sums to it. */
-static void use_whole(saga_net *n, int t, saga_blk *b, int32_t d) {
-    saga_sched_use(n->sched, t, b, d == n->d_lo ? SAGA_USE_WRITE : SAGA_USE_RW, 0);
+static void use_whole(saga_net *n, int t, saga_blk *b, bool first) {
+    saga_sched_use(n->sched, t, b, first ? SAGA_USE_WRITE : SAGA_USE_RW, 0);
 }
 
 /* A resident program stage's step gathers its halo from the whole input on the device. */
@@ -93,11 +105,11 @@ static void use_gathered_halo(saga_net *n, int t, int s, int32_t d) {
     saga_sched_use(n->sched, t, n->halo[s][d], SAGA_USE_WRITE, SAGA_USE_DISCARD);
 }
 
-/* The uses of block d's input rows (stage 0's input): dense rows, or the CSR's three blocks. */
-static void use_input(saga_net *n, int t, int32_t d) {
-    nblock *b = &n->blk[d];
+/* The uses of block b's input rows (stage 0's input; b is part d's or its head's): dense rows,
+ * or the CSR's three blocks. */
+static void use_input(saga_net *n, int t, const nblock *b, int32_t d) {
     if (!n->sparse) {
-        saga_sched_use(n->sched, t, n->act[0][d], SAGA_USE_READ, 0);
+        saga_sched_use(n->sched, t, b->b_xrows ? b->b_xrows : n->act[0][d], SAGA_USE_READ, 0);
         return;
     }
     saga_sched_use(n->sched, t, b->b_xoff, SAGA_USE_READ, 0);
@@ -122,11 +134,15 @@ static saga_status plan(saga_net *n, bool train, stepdesc **out, int *n_out) {
     int S_fwd = tb ? n->tail_s : lb ? S - 1 : S;
     for (int s = 0; s < S_fwd; s++) {
         const stage *sg = &n->stages[s];
+        bool first = true;
         for (int32_t d = lo; d < hi; d++) {
+            nblock *b = part_block(n, s, d, train);
+            if (no_rows(b))
+                continue;
             int t = saga_sched_step(sc);
             xchg x = XCHG_NONE;
-            if (n->blk[d].b_ids)
-                saga_sched_use(sc, t, n->blk[d].b_ids, SAGA_USE_READ, 0);
+            if (b->b_ids)
+                saga_sched_use(sc, t, b->b_ids, SAGA_USE_READ, 0);
             if (d == lo && k > 1 && s > 0 && sg->kind == STAGE_PROGRAM && !resident(n, s)) {
                 x = n->dist ? XCHG_ROWS : XCHG_NONE;
                 if (x)
@@ -143,16 +159,17 @@ static saga_status plan(saga_net *n, bool train, stepdesc **out, int *n_out) {
                 if (train && n->saved[s][d])
                     saga_sched_use(sc, t, n->saved[s][d], SAGA_USE_WRITE, 0);
             } else if (s == 0) {
-                use_input(n, t, d);
+                use_input(n, t, b, d);
             } else {
                 saga_sched_use(sc, t, n->act[s][d], SAGA_USE_READ, 0);
             }
             if (resident(n, s + 1))
-                use_whole(n, t, n->full[s + 1], d);
+                use_whole(n, t, n->full[s + 1], first);
             else
                 saga_sched_use(sc, t, n->act[s + 1][d], SAGA_USE_WRITE,
                                needs_writeback(n, s + 1, train) ? SAGA_USE_WRITEBACK : 0);
-            sd[cnt++] = (stepdesc){PH_FWD, s, d, x};
+            sd[cnt++] = (stepdesc){PH_FWD, s, d, x, first};
+            first = false;
         }
     }
     if (train && lb) {
@@ -167,7 +184,7 @@ static saga_status plan(saga_net *n, bool train, stepdesc **out, int *n_out) {
             use_graph_both(n, t, tb, &n->stages[S_fwd]);
         use_graph_both(n, t, lb, &n->stages[S - 1]);
         saga_sched_use(sc, t, n->gfull[S_fwd], SAGA_USE_WRITE, 0);
-        sd[cnt++] = (stepdesc){PH_LOSS_ROWS, S_fwd, 0, XCHG_NONE};
+        sd[cnt++] = (stepdesc){PH_LOSS_ROWS, S_fwd, 0, XCHG_NONE, false};
     }
     if (train && !lb) {
         for (int32_t d = lo; d < hi; d++) {
@@ -176,7 +193,7 @@ static saga_status plan(saga_net *n, bool train, stepdesc **out, int *n_out) {
                 saga_sched_use(sc, t, n->blk[d].b_ids, SAGA_USE_READ, 0);
             saga_sched_use(sc, t, n->act[S][d], SAGA_USE_READ, 0);
             saga_sched_use(sc, t, n->grad[S][d], SAGA_USE_WRITE, 0);
-            sd[cnt++] = (stepdesc){PH_LOSS, S, d, XCHG_NONE};
+            sd[cnt++] = (stepdesc){PH_LOSS, S, d, XCHG_NONE, false};
         }
     }
     if (train) {
@@ -185,10 +202,13 @@ static saga_status plan(saga_net *n, bool train, stepdesc **out, int *n_out) {
             bool summed_in =
                 k > 1 && s + 1 < S && n->stages[s + 1].kind == STAGE_PROGRAM && !resident(n, s + 1);
             for (int32_t d = lo; d < hi; d++) {
+                nblock *b = part_block(n, s, d, true);
+                if (no_rows(b))
+                    continue;
                 int t = saga_sched_step(sc);
                 xchg x = XCHG_NONE;
-                if (n->blk[d].b_ids)
-                    saga_sched_use(sc, t, n->blk[d].b_ids, SAGA_USE_READ, 0);
+                if (b->b_ids)
+                    saga_sched_use(sc, t, b->b_ids, SAGA_USE_READ, 0);
                 if (d == lo && summed_in) {
                     x = n->dist ? XCHG_GRADS : XCHG_NONE;
                     if (x)
@@ -209,7 +229,7 @@ static saga_status plan(saga_net *n, bool train, stepdesc **out, int *n_out) {
                         saga_sched_use(sc, t, n->saved[s][d], SAGA_USE_READ, 0);
                     if (s > 0) {
                         if (resident(n, s))
-                            use_whole(n, t, n->gfull[s], d);
+                            use_whole(n, t, n->gfull[s], d == lo);
                         else if (k > 1)
                             saga_sched_use(sc, t, n->ghalo[s][d], SAGA_USE_WRITE,
                                            SAGA_USE_WRITEBACK);
@@ -217,12 +237,12 @@ static saga_status plan(saga_net *n, bool train, stepdesc **out, int *n_out) {
                             saga_sched_use(sc, t, n->grad[s][d], SAGA_USE_WRITE, 0);
                     }
                 } else if (s == 0) {
-                    use_input(n, t, d);
+                    use_input(n, t, b, d);
                 } else {
                     saga_sched_use(sc, t, n->act[s][d], SAGA_USE_READ, 0);
                     saga_sched_use(sc, t, n->grad[s][d], SAGA_USE_WRITE, 0);
                 }
-                sd[cnt++] = (stepdesc){PH_BWD, s, d, x};
+                sd[cnt++] = (stepdesc){PH_BWD, s, d, x, false};
             }
         }
     }
@@ -424,13 +444,15 @@ static saga_status gather_whole(saga_net *n, int s, const nblock *b, void *dst) 
 }
 
 /* Block b's halo gradient (grad, NULL: none) added into resident stage s's whole input gradient
- * on the device, which first (the step that writes it first) is zeroed. */
+ * on the device, which first (the step that writes it first) is zeroed: its first `first` rows
+ * (0: none). */
 static saga_status add_whole_grad(saga_net *n, int s, const nblock *b, const saga_tensor *grad,
-                                  bool first) {
+                                  int32_t first) {
     saga_stream *s0 = saga_backend_default_stream(n->be);
     saga_blk *g = n->gfull[s];
-    if (first && saga_blk_bytes(g)) {
-        saga_status st = n->be->iface->memset_async(s0, saga_blk_dev(g), 0, saga_blk_bytes(g));
+    size_t zero = (size_t)first * (size_t)n->stages[s].in_cols * sizeof(float);
+    if (zero) {
+        saga_status st = n->be->iface->memset_async(s0, saga_blk_dev(g), 0, zero);
         if (st < 0)
             return st;
     }
@@ -441,15 +463,15 @@ static saga_status add_whole_grad(saga_net *n, int s, const nblock *b, const sag
                                                 saga_blk_dev(g));
 }
 
-/* Part d's rows of a resident stage's whole block. */
-static float *whole_rows(saga_net *n, saga_blk *whole, int s, int32_t d) {
+/* The rows of a resident stage's whole block from row v0 on (a part's first row, or a head
+ * block's first position in the tail's halo). */
+static float *whole_rows(saga_net *n, saga_blk *whole, int s, int32_t v0) {
     int64_t cols = s == 0 ? n->in_cols : n->stages[s - 1].out_cols;
-    return (float *)saga_blk_dev(whole) + (int64_t)n->blk[d].v0 * cols;
+    return (float *)saga_blk_dev(whole) + (int64_t)v0 * cols;
 }
 
-/* Block d's sparse input rows as a view of its resident blocks; false with the error in c. */
-static bool input_sparse(saga_net *n, int32_t d, saga_sparse *xs) {
-    nblock *b = &n->blk[d];
+/* Block b's sparse input rows as a view of its resident blocks; false with the error in c. */
+static bool input_sparse(saga_net *n, const nblock *b, saga_sparse *xs) {
     int32_t P = b->v1 - b->v0;
     *xs = (saga_sparse){.rows = P, .cols = n->in_cols, .nnz = b->x_nnz};
     xs->offsets = wrap(n, b->b_xoff, SAGA_I64, (int64_t)P + 1, 1);
@@ -458,21 +480,20 @@ static bool input_sparse(saga_net *n, int32_t d, saga_sparse *xs) {
     return xs->offsets && xs->indices && xs->values;
 }
 
-/* Stage s's input for part d: *xs (pointing into *xs_buf) for stage 0's sparse rows, else *H: the
- * halo of a program stage (gathered on the device first when the stage is resident) or the
- * part's rows of a vertex stage, stage 0's widened from 16 bits when they crossed so. NULL with
- * the error in the context. */
-static saga_status stage_input(saga_net *n, int s, int32_t d, saga_tensor **H, saga_sparse *xs_buf,
-                               saga_sparse **xs) {
+/* Stage s's input for part d (run on block b, the part's or its head's): *xs (pointing into
+ * *xs_buf) for stage 0's sparse rows, else *H: the halo of a program stage (gathered on the device
+ * first when the stage is resident) or the block's rows of a vertex stage, stage 0's widened from
+ * 16 bits when they crossed so. NULL with the error in the context. */
+static saga_status stage_input(saga_net *n, int s, int32_t d, const nblock *b, saga_tensor **H,
+                               saga_sparse *xs_buf, saga_sparse **xs) {
     const stage *sg = &n->stages[s];
-    nblock *b = &n->blk[d];
     bool program = sg->kind == STAGE_PROGRAM;
     int64_t rows = program ? b->n_halo : b->v1 - b->v0;
-    saga_blk *blk = program ? n->halo[s][d] : n->act[s][d];
+    saga_blk *blk = b->b_xrows ? b->b_xrows : program ? n->halo[s][d] : n->act[s][d];
     *H = NULL;
     *xs = NULL;
     if (s == 0 && n->sparse) {
-        *xs = input_sparse(n, d, xs_buf) ? xs_buf : NULL;
+        *xs = input_sparse(n, b, xs_buf) ? xs_buf : NULL;
         return SAGA_OK;
     }
     if (s == 0)
@@ -486,29 +507,30 @@ static saga_status stage_input(saga_net *n, int s, int32_t d, saga_tensor **H, s
     return SAGA_OK;
 }
 
-static saga_status run_fwd(saga_net *n, int s, int32_t d, bool train) {
+static saga_status run_fwd(saga_net *n, int s, int32_t d, bool train, bool first) {
     saga_status st = SAGA_OK;
     saga_ctx *c = n->c;
     stage *sg = &n->stages[s];
-    if (d == n->d_lo)
+    nblock *b = part_block(n, s, d, train);
+    if (first)
         sg->rng = saga_ctx_rng_counter(c);
     else
         saga_ctx_set_rng_counter(c, sg->rng);
     saga_tape_pos mark = saga_tape_mark(c);
     saga_sparse xs_, *xs = NULL;
     saga_tensor *H = NULL;
-    SAGA_TRY(stage_input(n, s, d, &H, &xs_, &xs));
+    SAGA_TRY(stage_input(n, s, d, b, &H, &xs_, &xs));
     saga_tensor *gathered = NULL;
     /* a product that ends the stage writes straight where the output goes, not to a copy */
     saga_ctx_set_defer(c, true);
-    saga_tensor *out =
-        H || xs ? stage_rows(n, s, &n->blk[d], H, xs, NULL, &gathered, VIEW_FWD) : NULL;
+    saga_tensor *out = H || xs ? stage_rows(n, s, b, H, xs, NULL, &gathered, VIEW_FWD) : NULL;
     saga_ctx_set_defer(c, false);
     if (!out)
         SAGA_TRY(ctx_status_or(n, "a stage"));
     SAGA_TRY(check_width(out, sg, s));
     const bool whole = resident(n, s + 1);
-    void *dst = whole ? whole_rows(n, n->full[s + 1], s + 1, d) : saga_blk_dev(n->act[s + 1][d]);
+    void *dst =
+        whole ? whole_rows(n, n->full[s + 1], s + 1, b->v0) : saga_blk_dev(n->act[s + 1][d]);
     int direct = out->nbytes && (whole || saga_blk_bytes(n->act[s + 1][d]) == out->nbytes)
                      ? saga_ctx_flush_to(c, out, dst)
                      : 0;
@@ -568,12 +590,14 @@ static saga_status run_loss_rows(saga_net *n, double *loss) {
     nblock *lb = n->lblk, *tb = n->tblk;
     int p = tb ? n->tail_s : S - 1;
     int64_t cols = n->stages[p].in_cols;
+    /* the rows of full[p] it reads: with the head, those it wrote, the tail's halo */
+    int32_t rows = n->hblk ? n->head_rows : n->n;
     saga_tape_pos mark = saga_tape_mark(c);
-    saga_tensor *H = tb ? saga_ctx_wrap(c, SAGA_F32, n->n, cols, saga_blk_dev(n->full[p]))
+    saga_tensor *H = tb ? saga_ctx_wrap(c, SAGA_F32, rows, cols, saga_blk_dev(n->full[p]))
                         : saga_ctx_tensor(c, SAGA_F32, lb->n_halo, cols);
     if (!H)
         SAGA_TRY(ctx_status_or(n, "the loss rows' input"));
-    SAGA_TRY(add_whole_grad(n, p, lb, NULL, true)); /* zeroed */
+    SAGA_TRY(add_whole_grad(n, p, lb, NULL, rows)); /* zeroed */
     if (tb) {
         /* the backward pass adds straight into the whole gradient */
         SAGA_TRY(saga_ctx_wrap_grad(c, H, saga_blk_dev(n->gfull[p])));
@@ -597,7 +621,7 @@ static saga_status run_loss_rows(saga_net *n, double *loss) {
     *loss += saga_item(l);
     SAGA_TRY(saga_tape_backward_range(c, mark, l, NULL));
     if (!tb)
-        SAGA_TRY(add_whole_grad(n, p, lb, H->grad, false));
+        SAGA_TRY(add_whole_grad(n, p, lb, H->grad, 0));
 fail:
     saga_tape_release(c, mark);
     return st;
@@ -607,7 +631,7 @@ static saga_status run_bwd(saga_net *n, int s, int32_t d) {
     saga_status st = SAGA_OK;
     saga_ctx *c = n->c;
     stage *sg = &n->stages[s];
-    nblock *b = &n->blk[d];
+    nblock *b = part_block(n, s, d, true);
     int32_t P = b->v1 - b->v0;
     bool program = sg->kind == STAGE_PROGRAM;
     bool offload = program && n->saved[s][d] && saga_prog_fused(&sg->p);
@@ -615,10 +639,11 @@ static saga_status run_bwd(saga_net *n, int s, int32_t d) {
     saga_tape_pos mark = saga_tape_mark(c);
     saga_sparse xs_, *xs = NULL;
     saga_tensor *H = NULL;
-    SAGA_TRY(stage_input(n, s, d, &H, &xs_, &xs));
-    saga_tensor *dout = resident(n, s + 1) ? saga_ctx_wrap(c, SAGA_F32, P, sg->out_cols,
-                                                           whole_rows(n, n->gfull[s + 1], s + 1, d))
-                                           : wrap(n, n->grad[s + 1][d], SAGA_F32, P, sg->out_cols);
+    SAGA_TRY(stage_input(n, s, d, b, &H, &xs_, &xs));
+    saga_tensor *dout = resident(n, s + 1)
+                            ? saga_ctx_wrap(c, SAGA_F32, P, sg->out_cols,
+                                            whole_rows(n, n->gfull[s + 1], s + 1, b->v0))
+                            : wrap(n, n->grad[s + 1][d], SAGA_F32, P, sg->out_cols);
     saga_tensor *saved = offload ? wrap(n, n->saved[s][d], SAGA_F32, P, sg->in_cols) : NULL;
     if (!(H || xs) || !dout || (offload && !saved))
         SAGA_TRY(ctx_status_or(n, "a backward step"));
@@ -629,7 +654,7 @@ static saga_status run_bwd(saga_net *n, int s, int32_t d) {
     saga_tensor *gathered = NULL;
     /* the stage runs again for its tape: its output's value is not needed, only its gradient */
     saga_ctx_set_defer(c, true);
-    saga_tensor *out = stage_rows(n, s, &n->blk[d], H, xs, saved, &gathered, VIEW_BWD);
+    saga_tensor *out = stage_rows(n, s, b, H, xs, saved, &gathered, VIEW_BWD);
     saga_ctx_set_defer(c, false);
     if (!out)
         SAGA_TRY(ctx_status_or(n, "a stage"));
@@ -659,7 +684,7 @@ static saga_status run_bwd(saga_net *n, int s, int32_t d) {
     }
     if (s > 0 && resident(n, s)) {
         /* the halo's gradient added into the whole one on the device, zeroed by the first part */
-        SAGA_TRY(add_whole_grad(n, s, b, H->grad, d == n->d_lo));
+        SAGA_TRY(add_whole_grad(n, s, b, H->grad, d == n->d_lo ? n->n : 0));
     } else if (s > 0) {
         saga_blk *dst = program && n->k > 1 ? n->ghalo[s][d] : n->grad[s][d];
         SAGA_TRY(to_block(n, dst, H->grad));
@@ -681,7 +706,10 @@ static saga_status run_whole_train(saga_net *n, double *loss) {
     saga_tape_pos mark = saga_tape_mark(c);
     saga_sched_plan_begin(sc);
     int t = saga_sched_step(sc);
-    use_input(n, t, 0);
+    nblock *hb = n->hblk; /* stage 0 on the rows the tail reads */
+    use_input(n, t, hb ? hb : b, 0);
+    if (hb)
+        saga_sched_use(sc, t, hb->b_ids, SAGA_USE_READ, 0);
     for (int s = 0; s < S; s++)
         if (n->stages[s].kind == STAGE_PROGRAM)
             use_graph_both(n, t, b, &n->stages[s]);
@@ -691,19 +719,27 @@ static saga_status run_whole_train(saga_net *n, double *loss) {
         if (lb->b_ids != lb->b_self)
             saga_sched_use(sc, t, lb->b_ids, SAGA_USE_READ, 0);
     }
-    if (tb)
+    if (tb) {
         use_graph_both(n, t, tb, &n->stages[n->tail_s]);
+        if (tb->b_ids != tb->b_self) /* with its own halo */
+            saga_sched_use(sc, t, tb->b_ids, SAGA_USE_READ, 0);
+    }
     SAGA_TRY(saga_sched_plan_end(sc));
     SAGA_TRY(saga_sched_begin(sc, t));
     saga_sparse xs_, *xs = NULL;
     saga_tensor *h = NULL;
     if (n->sparse)
-        xs = input_sparse(n, 0, &xs_) ? &xs_ : NULL;
+        xs = input_sparse(n, hb ? hb : b, &xs_) ? &xs_ : NULL;
+    else if (hb)
+        h = wrap(n, hb->b_xrows, SAGA_F32, hb->v1, n->in_cols);
     else
         h = wrap(n, n->act[0][0], SAGA_F32, n->n, n->in_cols);
     for (int s = 0; s < S && (h || (s == 0 && xs)); s++) {
         n->stages[s].rng = saga_ctx_rng_counter(c);
-        nblock *sb = lb && s == S - 1 ? lb : tb && s >= n->tail_s ? tb : b;
+        nblock *sb = lb && s == S - 1       ? lb
+                     : tb && s >= n->tail_s ? tb
+                     : hb && s < n->tail_s  ? hb
+                                            : b;
         h = stage_rows(n, s, sb, h, s == 0 ? xs : NULL, NULL, NULL, VIEW_TAPED);
         if (h)
             SAGA_TRY(check_width(h, &n->stages[s], s));
@@ -809,6 +845,13 @@ static saga_status run(saga_net *n, bool train, double *loss_out) {
     if (n->x_changed && n->sparse)
         net_sparse_fill(n);
     for (int32_t d = n->d_lo; d < n->d_hi; d++) {
+        nblock *hb = n->hblk ? &n->hblk[d] : NULL;
+        if (n->x_changed && hb && !no_rows(hb)) {
+            saga_blk *hx[] = {hb->b_xoff, hb->b_xidx, hb->b_xval, hb->b_xrows};
+            for (size_t i = 0; i < sizeof hx / sizeof hx[0]; i++)
+                if (hx[i])
+                    saga_blk_host_changed(hx[i]);
+        }
         if (n->x_changed && n->sparse) {
             saga_blk_host_changed(n->blk[d].b_xoff);
             saga_blk_host_changed(n->blk[d].b_xidx);
@@ -860,7 +903,7 @@ static saga_status run(saga_net *n, bool train, double *loss_out) {
         }
         SAGA_TRY(saga_sched_begin(n->sched, t));
         if (sd[t].ph == PH_FWD)
-            SAGA_TRY(run_fwd(n, sd[t].s, sd[t].d, train));
+            SAGA_TRY(run_fwd(n, sd[t].s, sd[t].d, train, sd[t].first));
         else if (sd[t].ph == PH_LOSS)
             SAGA_TRY(run_loss(n, sd[t].d, &loss));
         else if (sd[t].ph == PH_LOSS_ROWS)
@@ -891,6 +934,7 @@ fail:
     net_collect_stats(n, t0);
     n->stats.h2d_floor_bytes = train ? n->floor_train_bytes : n->floor_pass_bytes;
     n->stats.loss_rows_stages = train && n->lblk ? (n->tblk ? n->n_stages - n->tail_s : 1) : 0;
+    n->stats.head_rows = train && n->hblk ? n->head_rows : 0;
     return st;
 }
 

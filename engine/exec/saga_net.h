@@ -145,8 +145,13 @@ saga_status saga_net_set_loss(saga_net *n, saga_net_loss_fn fn, void *user);
  * program on run on the rows the loss rows read (their in-neighbours and themselves) as well:
  * in memory, and streamed when that program's input stays whole on the device too and the two
  * blocks fit beside a part's step; the vertex stages between see those rows as one block
- * (v->first 0, dropout drawn by their graph ids as always). saga_net_stats.loss_rows_stages says
- * how many stages ran so. Otherwise (over several ranks, in inference, for other last stages)
+ * (v->first 0, dropout drawn by their graph ids as always). When that program is stage 1 and
+ * stage 0 a vertex stage, stage 0 then trains on the rows the program reads alone (their
+ * in-neighbours and themselves), in memory (when their input rows fit beside the others in the
+ * budget) and streamed, each part on its share of them, which alone cross: its function sees
+ * them as a block (v->first their position among those rows, dropout drawn by their graph
+ * ids). saga_net_stats.loss_rows_stages says how many stages ran on the loss rows' side, and
+ * head_rows how many rows stage 0 trained on. Otherwise (over several ranks, in inference, for other last stages)
  * every row runs as before. vertices NULL or count 0 runs every row again. Call before the first
  * run. Errors: SAGA_ERR_INVALID_ARG for an id outside 0..n-1 or a call after the first run. */
 saga_status saga_net_set_loss_rows(saga_net *n, const int32_t *vertices, int64_t count);
@@ -236,6 +241,9 @@ typedef struct saga_net_stats {
      * on the rows the loss reads alone (1: the last stage on the loss rows; more: the stages
      * before it too, on the rows those read); 0 when every stage ran every row */
     int32_t loss_rows_stages;
+    /* with loss_rows_stages > 1 and a vertex stage first: the rows that stage trained on (the
+     * rows the later stages read, each with its input row); 0 when it ran every row */
+    int64_t head_rows;
     /* streamed on the CPU with the kernels on every core: the copies ran in order with the
      * kernels, on the compute's stream (a copy worker would have taken a core from them), so
      * overlap is 0 */
