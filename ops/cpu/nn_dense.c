@@ -472,11 +472,11 @@ static saga_status dropout_mask_for(const char *slot, float p, uint64_t seed, dr
 
 /* y[i] = x[i] * scale or +0 (also for a NaN or infinite x) for the n elements whose mask indices
  * follow the one of counter c0 = key + 0x9E3779B97F4A7C15 (index + 1), the draw of the first.
- * Written so that the compiler vectorises it (AVX2 where the processor has it; SSE2 has no
- * 64-bit multiply): a select by bit mask, not a branch taken at random, and the test on the top
- * 24 bits of mix64's last product, which its final xor-shift (z ^ z >> 31) does not change:
- * (z >> 40) >= thr <=> z >= thr 2^40. y may be x. */
-__attribute__((target_clones("avx2", "default"))) static void
+ * Written so that the compiler vectorises it (AVX-512 with its 64-bit multiply, vpmullq, or AVX2
+ * where the processor has them; SSE2 has no 64-bit multiply): a select by bit mask, not a branch
+ * taken at random, and the test on the top 24 bits of mix64's last product, which its final
+ * xor-shift (z ^ z >> 31) does not change: (z >> 40) >= thr <=> z >= thr 2^40. y may be x. */
+__attribute__((target_clones("arch=x86-64-v4", "avx2", "default"))) static void
 dropout_span(const dropout_mask *m, uint64_t c0, int64_t n, const float *x, float *y) {
     const uint64_t thr = m->thr << 40;
     const float scale = m->scale;
@@ -543,7 +543,7 @@ saga_status saga_cpu_dropout_rows_f32(saga_stream *s, int64_t rows, int64_t cols
 
 /* One CSR row's entries (columns idx, values val or ones) through the mask of dropout_span, c0
  * being the counter of the row's column 0; vectorised as dropout_span is. y may be val. */
-__attribute__((target_clones("avx2", "default"))) static void
+__attribute__((target_clones("arch=x86-64-v4", "avx2", "default"))) static void
 dropout_csr_row(const dropout_mask *m, uint64_t c0, int64_t n, const int32_t *idx, const float *val,
                 float *y) {
     const uint64_t thr = m->thr << 40;
