@@ -1625,6 +1625,11 @@ static saga_status loss_block_build(saga_net *n, size_t budget, size_t left, siz
             if (pos[v] >= 0)
                 trows[pos[v]] = v;
         rows_halo(n->h_off, n->h_src, N, trows, NH, head, tpos, &tm, &TH);
+        if (head && TH > N - N / 8) {
+            /* the tail reads nearly every row: a head would copy the input to save little */
+            head = false;
+            rows_halo(n->h_off, n->h_src, N, trows, NH, false, tpos, &tm, &TH);
+        }
     }
     const int64_t cols = sg->in_cols, out = sg->out_cols;
     bool own = streamed;
