@@ -85,12 +85,7 @@ __attribute__((target("avx2,f16c"))) static void widen_avx2(const uint16_t *x, i
 }
 
 static bool have_avx2_f16c(void) {
-    static int have = -1; /* the same answer for every thread: a benign race */
-    if (have < 0) {
-        __builtin_cpu_init();
-        have = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
-    }
-    return have;
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
 }
 #endif
 

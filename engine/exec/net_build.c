@@ -349,21 +349,26 @@ fail:
     return st;
 }
 
+/* Block b's own copy of its rows of the sparse input (b->rows, or v0 .. v1 - 1, in the net's
+ * order). */
+static void sparse_fill_block(const saga_net *n, nblock *b) {
+    int64_t q = 0;
+    b->xoff[0] = 0;
+    for (int32_t i = 0; i < b->v1 - b->v0; i++) {
+        int32_t r = b->rows ? b->rows[i] : b->v0 + i, v = n->ids ? n->ids[r] : r;
+        int64_t k0 = n->xs_off[v], len = n->xs_off[v + 1] - k0;
+        memcpy(b->xidx + q, n->xs_idx + k0, (size_t)len * sizeof(int32_t));
+        memcpy(b->xval + q, n->xs_val + k0, (size_t)len * sizeof(float));
+        b->xoff[i + 1] = q += len;
+    }
+}
+
 void net_sparse_fill(saga_net *n) {
-    for (int32_t e = 2 * n->d_lo; e < 2 * n->d_hi; e++) {
-        const int32_t d = e / 2;
-        nblock *b = e % 2 ? (n->hblk ? &n->hblk[d] : NULL) : &n->blk[d];
-        if (!b || !b->x_own)
-            continue;
-        int64_t q = 0;
-        b->xoff[0] = 0;
-        for (int32_t i = 0; i < b->v1 - b->v0; i++) {
-            int32_t r = b->rows ? b->rows[i] : b->v0 + i, v = n->ids ? n->ids[r] : r;
-            int64_t k0 = n->xs_off[v], len = n->xs_off[v + 1] - k0;
-            memcpy(b->xidx + q, n->xs_idx + k0, (size_t)len * sizeof(int32_t));
-            memcpy(b->xval + q, n->xs_val + k0, (size_t)len * sizeof(float));
-            b->xoff[i + 1] = q += len;
-        }
+    for (int32_t d = n->d_lo; d < n->d_hi; d++) {
+        if (n->blk[d].x_own)
+            sparse_fill_block(n, &n->blk[d]);
+        if (n->hblk && n->hblk[d].x_own)
+            sparse_fill_block(n, &n->hblk[d]);
     }
 }
 
@@ -430,7 +435,6 @@ static void unprepare(saga_net *n) {
             block_free(n, &n->hblk[d]);
     saga_free(n->hblk);
     n->hblk = NULL;
-    n->head_rows = 0;
     if (n->sched)
         saga_ctx_set_pressure(n->c, NULL, NULL);
     saga_sched_free(&n->sched);
@@ -1518,7 +1522,6 @@ static saga_status head_build(saga_net *n, const nblock *tb) {
     const int64_t cols = n->in_cols;
     const size_t esz = n->transfer == SAGA_TRANSFER_F32 ? 4 : 2;
     SAGA_TRY(saga_alloc_zeroed((void **)&n->hblk, (size_t)n->k, sizeof *n->hblk, "head blocks"));
-    n->head_rows = NH;
     int32_t r = 0;
     for (int32_t d = n->d_lo; d < n->d_hi; d++) {
         const nblock *pb = &n->blk[d];
@@ -1615,21 +1618,17 @@ static saga_status loss_block_build(saga_net *n, size_t budget, size_t left, siz
     int64_t m = 0, tm = 0;
     int32_t NH = 0, TH = 0;
     rows_halo(n->h_off, n->h_src, N, rows, R, true, pos, &m, &NH);
-    /* the tail: its rows are lblk's own halo; with a head, it has its own halo too (the rows
+    /* the tail: its rows are lblk's own halo; for a head, it has its own halo too (the rows
      * stage 0 then trains on) */
-    bool head = p >= 0 && head_fits_tail(n, p);
+    const bool try_head = p >= 0 && head_fits_tail(n, p);
+    bool head = false;
     if (p >= 0) {
         SAGA_TRY(saga_alloc_array((void **)&trows, (size_t)NH + 1, sizeof(int32_t), "loss rows"));
         SAGA_TRY(saga_alloc_array((void **)&tpos, (size_t)N + 1, sizeof(int32_t), "loss rows"));
         for (int32_t v = 0; v < N; v++)
             if (pos[v] >= 0)
                 trows[pos[v]] = v;
-        rows_halo(n->h_off, n->h_src, N, trows, NH, head, tpos, &tm, &TH);
-        if (head && TH > N - N / 8) {
-            /* the tail reads nearly every row: a head would copy the input to save little */
-            head = false;
-            rows_halo(n->h_off, n->h_src, N, trows, NH, false, tpos, &tm, &TH);
-        }
+        rows_halo(n->h_off, n->h_src, N, trows, NH, try_head, tpos, &tm, &TH);
     }
     const int64_t cols = sg->in_cols, out = sg->out_cols;
     bool own = streamed;
@@ -1640,15 +1639,15 @@ static saga_status loss_block_build(saga_net *n, size_t budget, size_t left, siz
         /* with the tail, lblk gathers nothing: its halo is the tail's rows */
         size_t both = tail_pair_bytes(n, p, R, m, NH, tm, streamed);
         size_t troom = streamed ? step + left : room;
-        /* streamed, the parts' steps were planned with it or without it (parts_train_below);
-         * the head's blocks are smaller than the parts' input blocks they stand for. In memory
-         * they are more: the head goes when they do not fit beside the tail */
+        /* streamed, the parts' steps were planned with it or without it (parts_train_below) */
         tail = streamed ? n->parts_below == p : both <= troom;
-        if (head && tail && !streamed && both + head_bytes(n, tpos, TH) > troom) {
-            head = false;
+        /* the head: not when the tail reads nearly every row (its copy of the input would save
+         * little); streamed its blocks are smaller than the parts' input blocks they stand for,
+         * in memory they are more and must fit beside the tail */
+        head = try_head && tail && TH <= N - N / 8 &&
+               (streamed || both + head_bytes(n, tpos, TH) <= troom);
+        if (try_head && !head) /* the tail over every vertex after all */
             rows_halo(n->h_off, n->h_src, N, trows, NH, false, tpos, &tm, &TH);
-        }
-        head = head && tail;
         if (!tail)
             saga_log(SAGA_LOG_INFO,
                      "net: stages %d to %d run every row (their %zu bytes over the rows the loss "
@@ -1699,6 +1698,13 @@ fail:
     saga_free(pos);
     saga_free(tpos);
     return st;
+}
+
+/* What block b's input blocks hold: the CSR's three, or its dense rows. */
+static size_t input_bytes(const saga_net *n, const nblock *b, const saga_blk *rows) {
+    return n->sparse
+               ? saga_blk_bytes(b->b_xoff) + saga_blk_bytes(b->b_xidx) + saga_blk_bytes(b->b_xval)
+               : saga_blk_bytes(rows);
 }
 
 saga_status net_prepare(saga_net *n, bool train) {
@@ -1972,12 +1978,8 @@ saga_status net_prepare(saga_net *n, bool train) {
     n->stats.sparse_input = n->sparse;
     n->stats.input_packed = n->packed;
     n->stats.input_bytes = 0;
-    for (int32_t d = n->d_lo; d < n->d_hi && !n->pagerank; d++) {
-        nblock *b = &n->blk[d];
-        n->stats.input_bytes += n->sparse ? saga_blk_bytes(b->b_xoff) + saga_blk_bytes(b->b_xidx) +
-                                                saga_blk_bytes(b->b_xval)
-                                          : saga_blk_bytes(n->act[0][d]);
-    }
+    for (int32_t d = n->d_lo; d < n->d_hi && !n->pagerank; d++)
+        n->stats.input_bytes += input_bytes(n, &n->blk[d], n->act[0][d]);
     /* the input's blocks as they cross (dense in the transfer precision, or sparse) */
     n->floor_pass_bytes = n->stats.input_bytes;
     for (int s = 0; s < n->n_stages; s++) {
@@ -2013,15 +2015,9 @@ saga_status net_prepare(saga_net *n, bool train) {
         /* with the head, the input of its rows crosses instead of every row's */
         for (int32_t d = n->d_lo; d < n->d_hi && n->hblk; d++) {
             const nblock *b = &n->hblk[d];
-            n->floor_train_bytes -= 2 * (n->sparse ? saga_blk_bytes(n->blk[d].b_xoff) +
-                                                         saga_blk_bytes(n->blk[d].b_xidx) +
-                                                         saga_blk_bytes(n->blk[d].b_xval)
-                                                   : saga_blk_bytes(n->act[0][d]));
+            n->floor_train_bytes -= 2 * input_bytes(n, &n->blk[d], n->act[0][d]);
             if (b->v1 > b->v0)
-                n->floor_train_bytes +=
-                    2 * (n->sparse ? saga_blk_bytes(b->b_xoff) + saga_blk_bytes(b->b_xidx) +
-                                         saga_blk_bytes(b->b_xval)
-                                   : saga_blk_bytes(b->b_xrows));
+                n->floor_train_bytes += 2 * input_bytes(n, b, b->b_xrows);
         }
     }
     n->stats.ranks = R;

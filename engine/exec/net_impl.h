@@ -176,11 +176,11 @@ struct saga_net {
     /* the head (with the tail, when its first stage is 1 and stage 0 a vertex stage): a
      * training pass runs stage 0 on the tail's halo alone, the rows the tail reads, instead of
      * every row. hblk has one block per part (one in memory) whose rows are the halo's rows in
-     * that part, numbered by their position in the halo (v0 .. v1 - 1), with their input rows
-     * and graph ids; stage 0 writes their outputs at those positions of the tail's input, which
-     * the tail's block (built with its own halo) reads by position. NULL without a head */
+     * that part, numbered by their position in the halo (v0 .. v1 - 1; tblk->n_halo of them),
+     * with their input rows and graph ids; stage 0 writes their outputs at those positions of the
+     * tail's input, which the tail's block (built with its own halo) reads by position. NULL
+     * without a head */
     nblock *hblk;
-    int32_t head_rows; /* the tail's halo: how many rows stage 0 trains on */
     size_t tail_bytes; /* what lblk and tblk hold streamed, estimated once (0: not yet) */
     int parts_below;   /* streamed, the parts train the stages below it; the tail the others */
     /* Which OpenMP idle policy a streamed pass on the CPU runs under (saga_idle_tuner), timed

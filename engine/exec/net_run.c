@@ -444,13 +444,13 @@ static saga_status gather_whole(saga_net *n, int s, const nblock *b, void *dst) 
 }
 
 /* Block b's halo gradient (grad, NULL: none) added into resident stage s's whole input gradient
- * on the device, which first (the step that writes it first) is zeroed: its first `first` rows
- * (0: none). */
+ * on the device, whose first zero_rows rows are zeroed first (by the step that writes it first;
+ * 0 in the others). */
 static saga_status add_whole_grad(saga_net *n, int s, const nblock *b, const saga_tensor *grad,
-                                  int32_t first) {
+                                  int32_t zero_rows) {
     saga_stream *s0 = saga_backend_default_stream(n->be);
     saga_blk *g = n->gfull[s];
-    size_t zero = (size_t)first * (size_t)n->stages[s].in_cols * sizeof(float);
+    size_t zero = (size_t)zero_rows * (size_t)n->stages[s].in_cols * sizeof(float);
     if (zero) {
         saga_status st = n->be->iface->memset_async(s0, saga_blk_dev(g), 0, zero);
         if (st < 0)
@@ -591,7 +591,7 @@ static saga_status run_loss_rows(saga_net *n, double *loss) {
     int p = tb ? n->tail_s : S - 1;
     int64_t cols = n->stages[p].in_cols;
     /* the rows of full[p] it reads: with the head, those it wrote, the tail's halo */
-    int32_t rows = n->hblk ? n->head_rows : n->n;
+    int32_t rows = n->hblk ? tb->n_halo : n->n;
     saga_tape_pos mark = saga_tape_mark(c);
     saga_tensor *H = tb ? saga_ctx_wrap(c, SAGA_F32, rows, cols, saga_blk_dev(n->full[p]))
                         : saga_ctx_tensor(c, SAGA_F32, lb->n_halo, cols);
@@ -728,12 +728,7 @@ static saga_status run_whole_train(saga_net *n, double *loss) {
     SAGA_TRY(saga_sched_begin(sc, t));
     saga_sparse xs_, *xs = NULL;
     saga_tensor *h = NULL;
-    if (n->sparse)
-        xs = input_sparse(n, hb ? hb : b, &xs_) ? &xs_ : NULL;
-    else if (hb)
-        h = wrap(n, hb->b_xrows, SAGA_F32, hb->v1, n->in_cols);
-    else
-        h = wrap(n, n->act[0][0], SAGA_F32, n->n, n->in_cols);
+    SAGA_TRY(stage_input(n, 0, 0, hb ? hb : b, &h, &xs_, &xs));
     for (int s = 0; s < S && (h || (s == 0 && xs)); s++) {
         n->stages[s].rng = saga_ctx_rng_counter(c);
         nblock *sb = lb && s == S - 1       ? lb
@@ -819,6 +814,14 @@ fail:
     return st;
 }
 
+/* Block b's input blocks (the CSR's three, or the dense rows) hold new host content. */
+static void input_changed(const nblock *b, saga_blk *rows) {
+    saga_blk *x[] = {b->b_xoff, b->b_xidx, b->b_xval, rows};
+    for (size_t i = 0; i < sizeof x / sizeof x[0]; i++)
+        if (x[i])
+            saga_blk_host_changed(x[i]);
+}
+
 /* A call: invalidations, the plan, its steps, statistics. */
 static saga_status run(saga_net *n, bool train, double *loss_out) {
     saga_status st = SAGA_OK;
@@ -845,21 +848,12 @@ static saga_status run(saga_net *n, bool train, double *loss_out) {
     if (n->x_changed && n->sparse)
         net_sparse_fill(n);
     for (int32_t d = n->d_lo; d < n->d_hi; d++) {
-        nblock *hb = n->hblk ? &n->hblk[d] : NULL;
-        if (n->x_changed && hb && !no_rows(hb)) {
-            saga_blk *hx[] = {hb->b_xoff, hb->b_xidx, hb->b_xval, hb->b_xrows};
-            for (size_t i = 0; i < sizeof hx / sizeof hx[0]; i++)
-                if (hx[i])
-                    saga_blk_host_changed(hx[i]);
-        }
-        if (n->x_changed && n->sparse) {
-            saga_blk_host_changed(n->blk[d].b_xoff);
-            saga_blk_host_changed(n->blk[d].b_xidx);
-            saga_blk_host_changed(n->blk[d].b_xval);
-        } else if (n->x_changed) {
-            saga_blk_host_changed(n->act[0][d]);
-            if (n->halo[0][d])
+        if (n->x_changed) {
+            input_changed(&n->blk[d], n->sparse ? NULL : n->act[0][d]);
+            if (n->halo[0][d] && !n->sparse)
                 saga_blk_host_changed(n->halo[0][d]);
+            if (n->hblk)
+                input_changed(&n->hblk[d], n->hblk[d].b_xrows);
         }
         for (int s = 1; s <= S; s++) {
             if (n->k > 1 && n->halo[s][d] && !resident(n, s))
@@ -934,7 +928,7 @@ fail:
     net_collect_stats(n, t0);
     n->stats.h2d_floor_bytes = train ? n->floor_train_bytes : n->floor_pass_bytes;
     n->stats.loss_rows_stages = train && n->lblk ? (n->tblk ? n->n_stages - n->tail_s : 1) : 0;
-    n->stats.head_rows = train && n->hblk ? n->head_rows : 0;
+    n->stats.head_rows = train && n->hblk ? n->tblk->n_halo : 0;
     return st;
 }
 

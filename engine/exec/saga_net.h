@@ -147,13 +147,14 @@ saga_status saga_net_set_loss(saga_net *n, saga_net_loss_fn fn, void *user);
  * blocks fit beside a part's step; the vertex stages between see those rows as one block
  * (v->first 0, dropout drawn by their graph ids as always). When that program is stage 1 and
  * stage 0 a vertex stage, stage 0 then trains on the rows the program reads alone (their
- * in-neighbours and themselves), in memory (when their input rows fit beside the others in the
- * budget) and streamed, each part on its share of them, which alone cross: its function sees
- * them as a block (v->first their position among those rows, dropout drawn by their graph
- * ids). saga_net_stats.loss_rows_stages says how many stages ran on the loss rows' side, and
- * head_rows how many rows stage 0 trained on. Otherwise (over several ranks, in inference, for other last stages)
- * every row runs as before. vertices NULL or count 0 runs every row again. Call before the first
- * run. Errors: SAGA_ERR_INVALID_ARG for an id outside 0..n-1 or a call after the first run. */
+ * in-neighbours and themselves) when those are at most seven eighths of the rows, in memory (when
+ * their input rows fit beside the others in the budget) and streamed, each part on its share of
+ * them, which alone cross: its function sees them as a block (v->first their position among those
+ * rows, dropout drawn by their graph ids). saga_net_stats.loss_rows_stages says how many stages ran
+ * on the loss rows' side, and head_rows how many rows stage 0 trained on. Otherwise (over several
+ * ranks, in inference, for other last stages) every row runs as before. vertices NULL or count 0
+ * runs every row again. Call before the first run. Errors: SAGA_ERR_INVALID_ARG for an id outside
+ * 0..n-1 or a call after the first run. */
 saga_status saga_net_set_loss_rows(saga_net *n, const int32_t *vertices, int64_t count);
 /* The parameters the stages train (not owned): with several ranks, saga_net_train_step sums
  * their gradients over the ranks (saga_comm_allreduce_grads) before it returns, so every rank's
