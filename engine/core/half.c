@@ -4,6 +4,8 @@
  * millions of values per epoch: the scalar fp16 conversion's branches cost more than the copy. */
 #include "half_impl.h"
 
+#include "cpu_isa_impl.h"
+
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -85,7 +87,7 @@ __attribute__((target("avx2,f16c"))) static void widen_avx2(const uint16_t *x, i
 }
 
 static bool have_avx2_f16c(void) {
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+    return saga_cpu_isa() >= SAGA_CPU_ISA_AVX2;
 }
 #endif
 

@@ -6,6 +6,8 @@
  * reduces a fixed contiguous chunk in double and the partials are added in thread order. */
 #include "nn_kernels.h"
 
+#include "cpu_isa_impl.h"
+
 #include <cblas.h>
 #include <immintrin.h>
 #include <limits.h>
@@ -122,7 +124,7 @@ gemm_narrow_rows(int64_t m0, int64_t m1, int V, int64_t K, float alpha, const fl
 
 static bool gemm_narrow_fits(bool trans_a, int64_t N, int64_t K) {
     return !trans_a && (N == 8 || N == 16) && K * N <= GEMM_NARROW_MAX_B &&
-           __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+           saga_cpu_isa() >= SAGA_CPU_ISA_AVX2;
 }
 
 static void gemm_narrow(saga_stream *s, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
@@ -344,7 +346,7 @@ __attribute__((target("avx2"))) static void tanh_span_avx2(int64_t n, const floa
 
 /* tanh_f32 over n values: AVX2 where the processor has it, else the scalar loop (SSE). */
 static void tanh_span(int64_t n, const float *x, float *y) {
-    if (__builtin_cpu_supports("avx2")) {
+    if (saga_cpu_isa() >= SAGA_CPU_ISA_AVX2) {
         tanh_span_avx2(n, x, y);
         return;
     }
@@ -476,8 +478,8 @@ static saga_status dropout_mask_for(const char *slot, float p, uint64_t seed, dr
  * where the processor has them; SSE2 has no 64-bit multiply): a select by bit mask, not a branch
  * taken at random, and the test on the top 24 bits of mix64's last product, which its final
  * xor-shift (z ^ z >> 31) does not change: (z >> 40) >= thr <=> z >= thr 2^40. y may be x. */
-__attribute__((target_clones("arch=x86-64-v4", "avx2", "default"))) static void
-dropout_span(const dropout_mask *m, uint64_t c0, int64_t n, const float *x, float *y) {
+static inline __attribute__((always_inline)) void
+dropout_span_body(const dropout_mask *m, uint64_t c0, int64_t n, const float *x, float *y) {
     const uint64_t thr = m->thr << 40;
     const float scale = m->scale;
     for (int64_t i = 0; i < n; i++) {
@@ -492,6 +494,10 @@ dropout_span(const dropout_mask *m, uint64_t c0, int64_t n, const float *x, floa
         memcpy(&y[i], &bits, sizeof bits);
     }
 }
+
+SAGA_CPU_ISA_CLONES_V4(dropout_span,
+                       (const dropout_mask *m, uint64_t c0, int64_t n, const float *x, float *y),
+                       (m, c0, n, x, y))
 
 saga_status saga_cpu_dropout_f32(saga_stream *s, int64_t n, float p, uint64_t seed, int64_t first,
                                  const float *x, float *y) {
@@ -543,9 +549,10 @@ saga_status saga_cpu_dropout_rows_f32(saga_stream *s, int64_t rows, int64_t cols
 
 /* One CSR row's entries (columns idx, values val or ones) through the mask of dropout_span, c0
  * being the counter of the row's column 0; vectorised as dropout_span is. y may be val. */
-__attribute__((target_clones("arch=x86-64-v4", "avx2", "default"))) static void
-dropout_csr_row(const dropout_mask *m, uint64_t c0, int64_t n, const int32_t *idx, const float *val,
-                float *y) {
+static inline __attribute__((always_inline)) void dropout_csr_row_body(const dropout_mask *m,
+                                                                       uint64_t c0, int64_t n,
+                                                                       const int32_t *idx,
+                                                                       const float *val, float *y) {
     const uint64_t thr = m->thr << 40;
     const float scale = m->scale;
     for (int64_t k = 0; k < n; k++) {
@@ -560,6 +567,11 @@ dropout_csr_row(const dropout_mask *m, uint64_t c0, int64_t n, const int32_t *id
         memcpy(&y[k], &bits, sizeof bits);
     }
 }
+
+SAGA_CPU_ISA_CLONES_V4(dropout_csr_row,
+                       (const dropout_mask *m, uint64_t c0, int64_t n, const int32_t *idx,
+                        const float *val, float *y),
+                       (m, c0, n, idx, val, y))
 
 saga_status saga_cpu_dropout_csr_f32(saga_stream *s, const saga_csr_dev *A, float p, uint64_t seed,
                                      int64_t row_base, const int32_t *row_ids, float *y) {

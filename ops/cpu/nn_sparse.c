@@ -8,6 +8,8 @@
  * most of its edges in a few rows, and an even split of rows would leave threads idle. */
 #include "nn_kernels.h"
 
+#include "cpu_isa_impl.h"
+
 #include <math.h>
 #include <omp.h>
 #include <string.h>
@@ -285,17 +287,28 @@ spmm_rows_fixed(const saga_csr_dev *A, const int64_t W, float alpha, const float
 
 /* The widths GCN aggregates at (hidden 16, a handful of classes), compiled for AVX2 where the
  * processor has it; neither build contracts a * b + c, so both give spmm_rows's bits. */
-__attribute__((target_clones("avx2", "default"))) static void
-spmm_rows_16(const saga_csr_dev *A, float alpha, const float *X, float beta, float *Y, int64_t lo,
-             int64_t hi) {
+static inline __attribute__((always_inline)) void spmm_rows_16_body(const saga_csr_dev *A,
+                                                                    float alpha, const float *X,
+                                                                    float beta, float *Y,
+                                                                    int64_t lo, int64_t hi) {
     spmm_rows_fixed(A, 16, alpha, X, beta, Y, lo, hi);
 }
 
-__attribute__((target_clones("avx2", "default"))) static void
-spmm_rows_8(const saga_csr_dev *A, float alpha, const float *X, float beta, float *Y, int64_t lo,
-            int64_t hi) {
+static inline __attribute__((always_inline)) void spmm_rows_8_body(const saga_csr_dev *A,
+                                                                   float alpha, const float *X,
+                                                                   float beta, float *Y, int64_t lo,
+                                                                   int64_t hi) {
     spmm_rows_fixed(A, 8, alpha, X, beta, Y, lo, hi);
 }
+
+SAGA_CPU_ISA_CLONES(spmm_rows_16,
+                    (const saga_csr_dev *A, float alpha, const float *X, float beta, float *Y,
+                     int64_t lo, int64_t hi),
+                    (A, alpha, X, beta, Y, lo, hi))
+SAGA_CPU_ISA_CLONES(spmm_rows_8,
+                    (const saga_csr_dev *A, float alpha, const float *X, float beta, float *Y,
+                     int64_t lo, int64_t hi),
+                    (A, alpha, X, beta, Y, lo, hi))
 
 /* ---- rows of X that are all zero ---------------------------------------------------------- */
 
@@ -391,9 +404,9 @@ spmm_rows_live_w(const saga_csr_dev *A, int64_t F, int64_t c0, int64_t w, float 
     }
 }
 
-__attribute__((target_clones("avx2", "default"))) static void
-spmm_rows_live(const saga_csr_dev *A, int64_t F, float alpha, const live_set *L, float beta,
-               float *Y, int64_t lo, int64_t hi) {
+static inline __attribute__((always_inline)) void
+spmm_rows_live_body(const saga_csr_dev *A, int64_t F, float alpha, const live_set *L, float beta,
+                    float *Y, int64_t lo, int64_t hi) {
     if (F == 16)
         spmm_rows_live_w(A, 16, 0, 16, alpha, L, beta, Y, lo, hi);
     else if (F == 8)
@@ -403,6 +416,11 @@ spmm_rows_live(const saga_csr_dev *A, int64_t F, float alpha, const live_set *L,
             spmm_rows_live_w(A, F, c0, F - c0 < SPMM_BLOCK ? F - c0 : SPMM_BLOCK, alpha, L, beta, Y,
                              lo, hi);
 }
+
+SAGA_CPU_ISA_CLONES(spmm_rows_live,
+                    (const saga_csr_dev *A, int64_t F, float alpha, const live_set *L, float beta,
+                     float *Y, int64_t lo, int64_t hi),
+                    (A, F, alpha, L, beta, Y, lo, hi))
 
 saga_status saga_cpu_spmm_f32(saga_stream *s, const saga_csr_dev *A, int64_t F, float alpha,
                               const float *X, float beta, float *Y) {
@@ -474,17 +492,26 @@ spmm_t_cols(const saga_csr_dev *A, int64_t F, int64_t c0, int64_t c1, float alph
 
 /* The widths a thread's share of a first layer's hidden width comes to (16 on one thread, 8 on
  * two): a constant row width, vectorised whole; the same operations as spmm_t_cols. */
-__attribute__((target_clones("avx2", "default"))) static void
-spmm_t_cols_16(const saga_csr_dev *A, int64_t F, int64_t c0, float alpha, const float *X, float *Y,
-               int64_t ldy, bool skip_zero) {
+static inline __attribute__((always_inline)) void
+spmm_t_cols_16_body(const saga_csr_dev *A, int64_t F, int64_t c0, float alpha, const float *X,
+                    float *Y, int64_t ldy, bool skip_zero) {
     spmm_t_cols(A, F, c0, c0 + 16, alpha, X, Y, ldy, skip_zero);
 }
 
-__attribute__((target_clones("avx2", "default"))) static void
-spmm_t_cols_8(const saga_csr_dev *A, int64_t F, int64_t c0, float alpha, const float *X, float *Y,
-              int64_t ldy, bool skip_zero) {
+static inline __attribute__((always_inline)) void
+spmm_t_cols_8_body(const saga_csr_dev *A, int64_t F, int64_t c0, float alpha, const float *X,
+                   float *Y, int64_t ldy, bool skip_zero) {
     spmm_t_cols(A, F, c0, c0 + 8, alpha, X, Y, ldy, skip_zero);
 }
+
+SAGA_CPU_ISA_CLONES(spmm_t_cols_16,
+                    (const saga_csr_dev *A, int64_t F, int64_t c0, float alpha, const float *X,
+                     float *Y, int64_t ldy, bool skip_zero),
+                    (A, F, c0, alpha, X, Y, ldy, skip_zero))
+SAGA_CPU_ISA_CLONES(spmm_t_cols_8,
+                    (const saga_csr_dev *A, int64_t F, int64_t c0, float alpha, const float *X,
+                     float *Y, int64_t ldy, bool skip_zero),
+                    (A, F, c0, alpha, X, Y, ldy, skip_zero))
 
 enum { SPMM_T_PRIVATE_MAX = 1 << 24 }; /* bytes of Y up to which the threads sum apart */
 
