@@ -45,6 +45,43 @@ static void net_data_free(net_data *d) {
     d->labels = NULL;
 }
 
+/* Bounds (test_util.h) on the difference of two trainings of the two-layer model of width H on d
+ * (net_model_stages) that add in different orders: loss[k] relative to step k's loss, out relative
+ * to the magnitude of the outputs after `steps` steps. One step chains the forward pass's sums (the
+ * first product, over F; the aggregation, over at most the largest in-degree plus the self loop;
+ * GAT's edge softmax, over the same edges; the second product, over H; its aggregation and edge
+ * softmax; log-softmax, over C) and the backward pass's (the aggregations transposed, over at most
+ * the largest out-degree plus one; the weight gradients, over the n rows; the input gradient of the
+ * second product, over C); the loss adds its mean over n, the outputs the forward pass after the
+ * steps. An SGD step moves a weight by less than its magnitude (lr 0.5 on the gradient of a mean),
+ * so it passes its gradient's relative error on once. u16 > 0: one of the two moves the input rows
+ * and the aggregations' weights in 16 bits of that unit roundoff, which adds u16 for each product
+ * that reads them (the first product, its weight gradient, both aggregations each way). */
+typedef struct net_bounds {
+    double loss[3], out;
+} net_bounds;
+
+static net_bounds net_run_bounds(const net_data *d, int H, int steps, double u16) {
+    saga_graph_summary gs;
+    saga_graph_summarize(d->g, &gs);
+    const int64_t in = gs.in_degree_max + 1, out = gs.out_degree_max + 1;
+    saga_test_chain fwd = {3 * u16, 0}, step = {0, 0}, loss = {0, 0};
+    saga_test_chain_add(&fwd, d->F, 1);
+    saga_test_chain_add(&fwd, in, 4);
+    saga_test_chain_add(&fwd, H, 1);
+    step.rel = fwd.rel + 3 * u16;
+    saga_test_chain_add(&step, d->C, 2);
+    saga_test_chain_add(&step, out, 2);
+    saga_test_chain_add(&step, d->n, 2);
+    saga_test_chain_add(&loss, d->C, 1);
+    saga_test_chain_add(&loss, d->n, 1);
+    net_bounds b;
+    for (int k = 0; k < 3; k++)
+        b.loss[k] = k * step.rel + fwd.rel + loss.rel;
+    b.out = steps * step.rel + fwd.rel;
+    return b;
+}
+
 typedef struct layer {
     saga_tensor *W, *b, *a; /* a: GAT attention vector (2 x 1 heads of width out) */
     bool relu;

@@ -724,7 +724,7 @@ static int free_tracked(void **state) {
     for (int i = 0; i < n_hbufs; i++)
         free(hbufs[i]);
     n_gbufs = n_hbufs = 0;
-    return 0;
+    return saga_test_teardown(state);
 }
 
 /* Host memory (at least one byte, so that empty arrays are distinct pointers). */
@@ -2080,6 +2080,9 @@ static void test_cuda_backend_f32_mlp_matches_cpu(void **state) {
         assert_close(gp[i], cp[i], 1e-3, "mlp parameter", i);
 }
 
+/* a test whose buffers its teardown frees */
+#define tracked_test(f) cmocka_unit_test_setup_teardown(f, saga_test_setup, free_tracked)
+
 int main(void) {
     /* the comparisons themselves, which need no device */
     const struct CMUnitTest host_tests[] = {
@@ -2109,7 +2112,7 @@ int main(void) {
         cmocka_unit_test(test_cuda_backend_elementwise_matches_cpu),
         cmocka_unit_test(test_cuda_backend_reductions_match_cpu),
         cmocka_unit_test(test_cuda_backend_spmv_matches_cpu),
-        cmocka_unit_test_teardown(test_cuda_backend_pagerank_pull_matches_cpu, free_tracked),
+        tracked_test(test_cuda_backend_pagerank_pull_matches_cpu),
         cmocka_unit_test(test_cuda_backend_budget_and_cache),
         cmocka_unit_test(test_cuda_backend_budget_covers_cache_and_scratch),
         cmocka_unit_test(test_cuda_backend_full_budget_keeps_scratch),
@@ -2118,27 +2121,27 @@ int main(void) {
         cmocka_unit_test(test_cuda_backend_host_fn_and_elapsed),
         cmocka_unit_test(test_cuda_backend_event_poll_then_launch),
         cmocka_unit_test(test_cuda_backend_f32_table_complete),
-        cmocka_unit_test_teardown(test_cuda_backend_f32_fill_scale_binary, free_tracked),
-        cmocka_unit_test_teardown(test_cuda_backend_half_to_f32, free_tracked),
-        cmocka_unit_test_teardown(test_cuda_backend_f32_activations, free_tracked),
-        cmocka_unit_test_teardown(test_cuda_backend_f32_dropout, free_tracked),
-        cmocka_unit_test_teardown(test_cuda_backend_f32_dropout_rows, free_tracked),
-        cmocka_unit_test_teardown(test_cuda_backend_f32_rows_and_columns, free_tracked),
-        cmocka_unit_test_teardown(test_cuda_backend_f32_gemm, free_tracked),
-        cmocka_unit_test_teardown(test_cuda_backend_f32_softmax_rows, free_tracked),
-        cmocka_unit_test_teardown(test_cuda_backend_f32_nll, free_tracked),
-        cmocka_unit_test_teardown(test_cuda_backend_f32_losses_and_sums, free_tracked),
-        cmocka_unit_test_teardown(test_cuda_backend_f32_gather_scatter, free_tracked),
-        cmocka_unit_test_teardown(test_cuda_backend_f32_spmm, free_tracked),
-        cmocka_unit_test_teardown(test_cuda_backend_f32_sparse_input, free_tracked),
+        tracked_test(test_cuda_backend_f32_fill_scale_binary),
+        tracked_test(test_cuda_backend_half_to_f32),
+        tracked_test(test_cuda_backend_f32_activations),
+        tracked_test(test_cuda_backend_f32_dropout),
+        tracked_test(test_cuda_backend_f32_dropout_rows),
+        tracked_test(test_cuda_backend_f32_rows_and_columns),
+        tracked_test(test_cuda_backend_f32_gemm),
+        tracked_test(test_cuda_backend_f32_softmax_rows),
+        tracked_test(test_cuda_backend_f32_nll),
+        tracked_test(test_cuda_backend_f32_losses_and_sums),
+        tracked_test(test_cuda_backend_f32_gather_scatter),
+        tracked_test(test_cuda_backend_f32_spmm),
+        tracked_test(test_cuda_backend_f32_sparse_input),
         cmocka_unit_test(test_cuda_backend_spmm_choice),
-        cmocka_unit_test_teardown(test_cuda_backend_spmm_counts_cusparse, free_tracked),
-        cmocka_unit_test_teardown(test_cuda_backend_f32_segment_reduce, free_tracked),
-        cmocka_unit_test_teardown(test_cuda_backend_f32_edge_softmax, free_tracked),
-        cmocka_unit_test_teardown(test_cuda_backend_f32_optimizers, free_tracked),
-        cmocka_unit_test_teardown(test_cuda_backend_f32_failed_workspace, free_tracked),
-        cmocka_unit_test_teardown(test_cuda_backend_f32_beyond_int32, free_tracked),
-        cmocka_unit_test_teardown(test_cuda_backend_f32_mlp_matches_cpu, free_tracked),
+        tracked_test(test_cuda_backend_spmm_counts_cusparse),
+        tracked_test(test_cuda_backend_f32_segment_reduce),
+        tracked_test(test_cuda_backend_f32_edge_softmax),
+        tracked_test(test_cuda_backend_f32_optimizers),
+        tracked_test(test_cuda_backend_f32_failed_workspace),
+        tracked_test(test_cuda_backend_f32_beyond_int32),
+        tracked_test(test_cuda_backend_f32_mlp_matches_cpu),
     };
     /* SAGA_TEST_FILTER runs only the tests whose names match it (cmocka's * and ? patterns) */
     const char *filter = getenv("SAGA_TEST_FILTER");

@@ -58,7 +58,7 @@ static int free_bufs(void **state) {
     for (int i = 0; i < n_bufs; i++)
         saga_backend_free(BE[0], bufs[i], buf_bytes[i]);
     n_bufs = 0;
-    return 0;
+    return saga_test_teardown(state);
 }
 
 static void *dalloc(size_t bytes) {
@@ -1431,30 +1431,33 @@ static void test_nn_kernels_sgd(void **state) {
     assert_true(p[0] == 1.0f);
 }
 
+/* a test whose buffers its teardown frees */
+#define bufs_test(f) cmocka_unit_test_setup_teardown(f, saga_test_setup, free_bufs)
+
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_teardown(test_nn_kernels_table_complete, free_bufs),
-        cmocka_unit_test_teardown(test_nn_kernels_gemm, free_bufs),
-        cmocka_unit_test_teardown(test_nn_kernels_bias_add, free_bufs),
-        cmocka_unit_test_teardown(test_nn_kernels_colsum, free_bufs),
-        cmocka_unit_test_teardown(test_nn_kernels_colsum_out_of_memory, free_bufs),
-        cmocka_unit_test_teardown(test_nn_kernels_act, free_bufs),
-        cmocka_unit_test_teardown(test_nn_kernels_tanh_sweep, free_bufs),
-        cmocka_unit_test_teardown(test_nn_kernels_dropout, free_bufs),
-        cmocka_unit_test_teardown(test_nn_kernels_binary, free_bufs),
-        cmocka_unit_test_teardown(test_nn_kernels_scale_fill_copy2d, free_bufs),
-        cmocka_unit_test_teardown(test_nn_kernels_softmax_rows, free_bufs),
-        cmocka_unit_test_teardown(test_nn_kernels_nll, free_bufs),
-        cmocka_unit_test_teardown(test_nn_kernels_bce_logits, free_bufs),
-        cmocka_unit_test_teardown(test_nn_kernels_sum_sumsq, free_bufs),
-        cmocka_unit_test_teardown(test_nn_kernels_gather_scatter, free_bufs),
-        cmocka_unit_test_teardown(test_nn_kernels_spmm, free_bufs),
-        cmocka_unit_test_teardown(test_nn_kernels_spmm_t, free_bufs),
-        cmocka_unit_test_teardown(test_nn_kernels_spmm_zero_rows, free_bufs),
-        cmocka_unit_test_teardown(test_nn_kernels_segment_reduce, free_bufs),
-        cmocka_unit_test_teardown(test_nn_kernels_edge_softmax, free_bufs),
-        cmocka_unit_test_teardown(test_nn_kernels_adam, free_bufs),
-        cmocka_unit_test_teardown(test_nn_kernels_sgd, free_bufs),
+        bufs_test(test_nn_kernels_table_complete),
+        bufs_test(test_nn_kernels_gemm),
+        bufs_test(test_nn_kernels_bias_add),
+        bufs_test(test_nn_kernels_colsum),
+        bufs_test(test_nn_kernels_colsum_out_of_memory),
+        bufs_test(test_nn_kernels_act),
+        bufs_test(test_nn_kernels_tanh_sweep),
+        bufs_test(test_nn_kernels_dropout),
+        bufs_test(test_nn_kernels_binary),
+        bufs_test(test_nn_kernels_scale_fill_copy2d),
+        bufs_test(test_nn_kernels_softmax_rows),
+        bufs_test(test_nn_kernels_nll),
+        bufs_test(test_nn_kernels_bce_logits),
+        bufs_test(test_nn_kernels_sum_sumsq),
+        bufs_test(test_nn_kernels_gather_scatter),
+        bufs_test(test_nn_kernels_spmm),
+        bufs_test(test_nn_kernels_spmm_t),
+        bufs_test(test_nn_kernels_spmm_zero_rows),
+        bufs_test(test_nn_kernels_segment_reduce),
+        bufs_test(test_nn_kernels_edge_softmax),
+        bufs_test(test_nn_kernels_adam),
+        bufs_test(test_nn_kernels_sgd),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -1,14 +1,18 @@
-/* test_util.c - datasets, temporary files and a failing allocator for the tests. */
+/* test_util.c - datasets, temporary files, a failing allocator, blocks freed after a failure and
+ * the bounds of comparisons in floating point, for the tests. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+
 #include <cmocka.h>
 
 #include "test_util.h"
 
+#include "saga_graph.h"
 #include "saga_status.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -126,4 +130,165 @@ void saga_test_assert_error_contains(const char *needle, ...) {
         if (!strstr(msg, n))
             fail_msg("error message \"%s\" lacks \"%s\"", msg, n);
     va_end(ap);
+}
+
+/* ---- blocks freed when a test fails ---------------------------------------------------------- */
+
+static void **held;
+static size_t n_held, cap_held;
+
+static void hold(void *p) {
+    if (!p)
+        return;
+    if (n_held == cap_held) {
+        size_t cap = cap_held ? 2 * cap_held : 256;
+        void **h = realloc(held, cap * sizeof *h);
+        if (!h)
+            fail_msg("out of memory tracking test blocks");
+        held = h;
+        cap_held = cap;
+    }
+    held[n_held++] = p;
+}
+
+static void unhold(void *p) {
+    for (size_t i = n_held; i-- > 0;)
+        if (held[i] == p) {
+            held[i] = held[--n_held];
+            return;
+        }
+}
+
+void *saga_test_malloc_(size_t size, const char *file, int line) {
+    void *p = _test_malloc(size, file, line);
+    hold(p);
+    return p;
+}
+
+void *saga_test_calloc_(size_t n, size_t size, const char *file, int line) {
+    void *p = _test_calloc(n, size, file, line);
+    hold(p);
+    return p;
+}
+
+void *saga_test_realloc_(void *p, size_t size, const char *file, int line) {
+    void *q = _test_realloc(p, size, file, line);
+    if (q || size == 0)
+        unhold(p);
+    hold(q);
+    return q;
+}
+
+void saga_test_free_(void *p, const char *file, int line) {
+    if (!p)
+        return;
+    unhold(p);
+    _test_free(p, file, line);
+}
+
+int saga_test_setup(void **state) {
+    (void)state;
+    return 0;
+}
+
+int saga_test_teardown(void **state) {
+    (void)state;
+    while (n_held)
+        _test_free(held[--n_held], __FILE__, __LINE__);
+    free(held);
+    held = NULL;
+    cap_held = 0;
+    return 0;
+}
+
+/* ---- bounds for results computed in different orders ----------------------------------------- */
+
+double saga_test_gamma(int64_t K, double u) {
+    const double ku = (double)K * u;
+    return ku < 0.5 ? ku / (1.0 - ku) : INFINITY;
+}
+
+void saga_test_chain_add(saga_test_chain *c, int64_t K, int times) {
+    c->rel += 2.0 * times * saga_test_gamma(K, c->u > 0 ? c->u : SAGA_TEST_U32);
+}
+
+double saga_test_pagerank_bound(const struct saga_graph *g, double d) {
+    saga_graph_summary gs;
+    saga_graph_summarize(g, &gs);
+    saga_test_chain c = {0, SAGA_TEST_U64};
+    saga_test_chain_add(&c, (int64_t)gs.in_degree_max + 1, 1);
+    saga_test_chain_add(&c, gs.n_vertices, 1);
+    return c.rel / (1.0 - d);
+}
+
+#define WORST()                                                                                    \
+    double worst = 0;                                                                              \
+    *at = n > 0 ? 0 : -1;                                                                          \
+    for (int64_t i = 0; i < n; i++) {                                                              \
+        const double x = (double)a[i], y = (double)b[i];                                           \
+        double d = 0;                                                                              \
+        if (x != x || y != y)                                                                      \
+            d = (x != x && y != y) ? 0 : INFINITY;                                                 \
+        else if (x != y)                                                                           \
+            d = fabs(x - y) / fmax(fmax(fabs(x), fabs(y)), scale);                                 \
+        if (d > worst) {                                                                           \
+            worst = d;                                                                             \
+            *at = i;                                                                               \
+        }                                                                                          \
+    }                                                                                              \
+    return worst
+
+double saga_test_worst_f32(const float *a, const float *b, int64_t n, double scale, int64_t *at) {
+    WORST();
+}
+
+double saga_test_worst_f64(const double *a, const double *b, int64_t n, double scale, int64_t *at) {
+    WORST();
+}
+#undef WORST
+
+double saga_test_mean_abs_f32(const float *a, int64_t n) {
+    double s = 0;
+    for (int64_t i = 0; i < n; i++)
+        s += fabs((double)a[i]);
+    return n ? s / (double)n : 0;
+}
+
+static void assert_close(const char *what, double worst, int64_t at, double x, double y,
+                         const void *a, const void *b, size_t bytes, double bound, const char *file,
+                         int line) {
+    if (bound == 0 && memcmp(a, b, bytes) != 0)
+        print_error("ERROR: %s: not the same bits (element %lld: %.9g vs %.9g)\n", what,
+                    (long long)at, x, y);
+    else if (bound != 0 && !(worst <= bound))
+        print_error("ERROR: %s: element %lld: %.9g vs %.9g differ by %.3g relative, %.3g times "
+                    "the bound %.3g\n",
+                    what, (long long)at, x, y, worst, worst / bound, bound);
+    else
+        return;
+    _fail(file, line);
+}
+
+void saga_test_assert_close_f32_(const char *what, const float *a, const float *b, int64_t n,
+                                 double bound, double scale, const char *file, int line) {
+    int64_t at;
+    double worst = saga_test_worst_f32(a, b, n, scale, &at);
+    if (bound == 0) /* the element named: the first that differs */
+        for (at = 0; at < n && memcmp(&a[at], &b[at], sizeof *a) == 0; at++)
+            ;
+    const int ok = at >= 0 && at < n;
+    assert_close(what, worst, at, ok ? a[at] : 0, ok ? b[at] : 0, a, b, (size_t)n * sizeof *a,
+                 bound, file, line);
+}
+
+void saga_test_assert_close_f64_(const char *what, const double *a, const double *b, int64_t n,
+                                 double bound, double scale, const char *file, int line) {
+    int64_t at;
+    double worst = saga_test_worst_f64(a, b, n, scale, &at);
+    if (bound == 0)
+        for (at = 0; at < n && memcmp(&a[at], &b[at], sizeof *a) == 0; at++)
+            ;
+    const int ok = at >= 0 && at < n;
+    assert_close(what, worst, at, ok ? a[at] : 0, ok ? b[at] : 0, a, b, (size_t)n * sizeof *a,
+                 bound, file, line);
 }
