@@ -64,3 +64,13 @@ saga_cpu_isa_level saga_cpu_isa_init(void) {
     __atomic_store_n(&saga_cpu_isa_known, (int)LEVEL, __ATOMIC_RELAXED);
     return LEVEL;
 }
+
+saga_cpu_isa_level saga_cpu_isa_force(saga_cpu_isa_level level) {
+    saga_cpu_isa_init();
+    const saga_cpu_isa_level have = saga_cpu_isa_detected();
+    const saga_cpu_isa_level l = level < SAGA_CPU_ISA_SSE2 ? SAGA_CPU_ISA_SSE2
+                                 : level > have            ? have
+                                                           : level;
+    __atomic_store_n(&saga_cpu_isa_known, (int)l, __ATOMIC_RELAXED);
+    return l;
+}

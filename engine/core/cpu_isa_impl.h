@@ -30,6 +30,10 @@ static inline saga_cpu_isa_level saga_cpu_isa(void) {
     return l >= 0 ? (saga_cpu_isa_level)l : saga_cpu_isa_init();
 }
 
+/* For tests: the kernels run at level, lowered to the processor's, from now on (not while any
+ * runs); returns the level set. */
+saga_cpu_isa_level saga_cpu_isa_force(saga_cpu_isa_level level);
+
 /* The level the processor has, whatever SAGA_CPU_ISA says. */
 saga_cpu_isa_level saga_cpu_isa_detected(void);
 

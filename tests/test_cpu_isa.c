@@ -1,0 +1,261 @@
+/* test_cpu_isa.c - saga's own instruction-set paths of the CPU kernels (cpu_isa_impl.h): every
+ * level up to the processor's gives the baseline's bits where the kernels promise them (sparse
+ * products, dropout masks, tanh, 16-bit conversions), and the narrow GEMM of AVX2 stays within
+ * the bound of two orders of its sums from SGEMM; SAGA_CPU_ISA, when set, is the level the kernels
+ * run at. tests/kernels.sh runs the numeric tests once per level as well. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include <cmocka.h>
+
+#include "test_util.h"
+
+#include "backend_impl.h"
+#include "cpu/nn_kernels.h"
+#include "cpu_isa_impl.h"
+#include "half_impl.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { N = 700, DEG = 9, OUTS = 12 };
+
+static uint64_t rng = 0x243F6A8885A308D3ull;
+static uint64_t next_u64(void) {
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return rng;
+}
+static float urand(float lo, float hi) {
+    return lo + (hi - lo) * (float)((double)(next_u64() >> 11) / (double)(1ull << 53));
+}
+
+/* What every kernel gives at one level, each output an array of floats (the 16-bit conversions'
+ * bits stored as floats' bits). */
+typedef struct outputs {
+    float *out[OUTS];
+    int64_t len[OUTS];
+} outputs;
+
+typedef struct inputs {
+    saga_csr_dev A;
+    int64_t *off;
+    int32_t *idx;
+    float *val, *X16, *X8, *Xz, *x, *specials;
+    int64_t n_specials;
+} inputs;
+
+static void inputs_new(inputs *in) {
+    in->off = test_malloc((N + 1) * sizeof *in->off);
+    in->idx = test_malloc((size_t)N * DEG * sizeof *in->idx);
+    in->val = test_malloc((size_t)N * DEG * sizeof *in->val);
+    int64_t nnz = 0;
+    in->off[0] = 0;
+    for (int64_t r = 0; r < N; r++) {
+        const int64_t d = (int64_t)(next_u64() % (2 * DEG - 1)); /* some rows empty */
+        for (int64_t k = 0; k < d && nnz < (int64_t)N * DEG; k++) {
+            in->idx[nnz] = (int32_t)(next_u64() % N);
+            in->val[nnz++] = urand(-1, 1);
+        }
+        in->off[r + 1] = nnz;
+    }
+    in->A = (saga_csr_dev){N, N, nnz, in->off, in->idx, in->val};
+    in->X16 = test_malloc((size_t)N * 16 * sizeof(float));
+    in->X8 = test_malloc((size_t)N * 8 * sizeof(float));
+    in->Xz = test_malloc((size_t)N * 16 * sizeof(float));
+    in->x = test_malloc((size_t)N * 16 * sizeof(float));
+    for (int64_t i = 0; i < N * 16; i++) {
+        in->X16[i] = urand(-2, 2);
+        in->Xz[i] = (i / 16) % 3 ? 0.0f : in->X16[i]; /* two rows in three zero: the live path */
+        in->x[i] = urand(-12, 12);
+    }
+    for (int64_t i = 0; i < N * 8; i++)
+        in->X8[i] = urand(-2, 2);
+    static const float sp[] = {0.0f,     -0.0f,    1e-40f,   -1e-40f,   65504.0f, 65520.0f, 1e30f,
+                               -1e30f,   3e38f,    INFINITY, -INFINITY, NAN,      0.55f,    -0.55f,
+                               5.96e-8f, 2.98e-8f, 1.0f,     -1.0f,     9.99f,    10.01f};
+    in->n_specials = (int64_t)(sizeof sp / sizeof sp[0]);
+    in->specials = test_malloc(sizeof sp);
+    memcpy(in->specials, sp, sizeof sp);
+}
+
+static void inputs_free(inputs *in) {
+    test_free(in->off);
+    test_free(in->idx);
+    test_free(in->val);
+    test_free(in->X16);
+    test_free(in->X8);
+    test_free(in->Xz);
+    test_free(in->x);
+    test_free(in->specials);
+}
+
+static float *out_new(outputs *o, int k, int64_t len) {
+    o->len[k] = len;
+    o->out[k] = test_malloc((size_t)len * sizeof(float));
+    return o->out[k];
+}
+
+/* Runs every dispatched kernel at the current level into o. */
+static void run_all(saga_stream *s, const inputs *in, outputs *o) {
+    float *y;
+    y = out_new(o, 0, N * 16);
+    assert_int_equal(saga_cpu_spmm_f32(s, &in->A, 16, 0.75f, in->X16, 0.0f, y), SAGA_OK);
+    y = out_new(o, 1, N * 8);
+    assert_int_equal(saga_cpu_spmm_f32(s, &in->A, 8, 1.0f, in->X8, 0.0f, y), SAGA_OK);
+    y = out_new(o, 2, N * 16);
+    assert_int_equal(saga_cpu_spmm_f32(s, &in->A, 16, 1.0f, in->Xz, 0.0f, y), SAGA_OK);
+    y = out_new(o, 3, N * 16);
+    assert_int_equal(saga_cpu_spmm_t_f32(s, &in->A, 16, 1.0f, in->X16, 0.0f, y), SAGA_OK);
+    y = out_new(o, 4, N * 8);
+    assert_int_equal(saga_cpu_spmm_t_f32(s, &in->A, 8, 0.5f, in->X8, 0.0f, y), SAGA_OK);
+    y = out_new(o, 5, N * 16);
+    assert_int_equal(saga_cpu_dropout_f32(s, N * 16, 0.3f, 11, 5, in->x, y), SAGA_OK);
+    y = out_new(o, 6, in->A.nnz);
+    memcpy(y, in->val, (size_t)in->A.nnz * sizeof *y);
+    assert_int_equal(saga_cpu_dropout_csr_f32(s, &in->A, 0.4f, 12, 3, NULL, y), SAGA_OK);
+    y = out_new(o, 7, N * 16);
+    assert_int_equal(saga_cpu_act_f32(s, SAGA_ACT_TANH, N * 16, 0, in->x, y), SAGA_OK);
+    y = out_new(o, 8, in->n_specials);
+    assert_int_equal(saga_cpu_act_f32(s, SAGA_ACT_TANH, in->n_specials, 0, in->specials, y),
+                     SAGA_OK);
+    for (int bf16 = 0; bf16 < 2; bf16++) {
+        /* the specials and the random values, narrowed, then widened */
+        const int64_t n = in->n_specials + N * 16;
+        float *src = test_malloc((size_t)n * sizeof *src);
+        memcpy(src, in->specials, (size_t)in->n_specials * sizeof *src);
+        memcpy(src + in->n_specials, in->x, (size_t)N * 16 * sizeof *src);
+        uint16_t *h = test_malloc((size_t)n * sizeof *h);
+        saga_f32_to_half_n(src, n, bf16, h);
+        y = out_new(o, 9 + bf16, n);
+        for (int64_t i = 0; i < n; i++) { /* the bits of h, as floats */
+            uint32_t b = h[i];
+            memcpy(&y[i], &b, sizeof b);
+        }
+        if (bf16) {
+            float *w = out_new(o, 11, n);
+            saga_half_to_f32_n(h, n, true, w);
+        }
+        test_free(src);
+        test_free(h);
+    }
+}
+
+static void outputs_free(outputs *o) {
+    for (int k = 0; k < OUTS; k++)
+        test_free(o->out[k]);
+}
+
+static const char *const WHAT[OUTS] = {
+    "spmm, 16 columns",       "spmm, 8 columns", "spmm over live rows", "spmm_t, 16 columns",
+    "spmm_t, 8 columns",      "dropout",         "dropout of a CSR",    "tanh",
+    "tanh of special values", "fp16 bits",       "bf16 bits",           "bf16 widened"};
+
+static void test_cpu_isa_paths_same_bits(void **state) {
+    (void)state;
+    saga_backend *be = NULL;
+    assert_int_equal(saga_backend_cpu_new(&be, NULL), SAGA_OK);
+    saga_stream *s = saga_backend_default_stream(be);
+    inputs in;
+    inputs_new(&in);
+    const saga_cpu_isa_level was = saga_cpu_isa(), have = saga_cpu_isa_detected();
+    outputs base;
+    assert_int_equal(saga_cpu_isa_force(SAGA_CPU_ISA_SSE2), SAGA_CPU_ISA_SSE2);
+    run_all(s, &in, &base);
+    for (int l = SAGA_CPU_ISA_SSE2 + 1; l <= (int)have; l++) {
+        assert_int_equal(saga_cpu_isa_force((saga_cpu_isa_level)l), l);
+        outputs o;
+        run_all(s, &in, &o);
+        for (int k = 0; k < OUTS; k++) {
+            char what[96];
+            snprintf(what, sizeof what, "%s at %s against sse2", WHAT[k],
+                     saga_cpu_isa_name((saga_cpu_isa_level)l));
+            saga_test_assert_close_f32(what, base.out[k], o.out[k], base.len[k], 0, 0);
+        }
+        outputs_free(&o);
+    }
+    print_message("  levels sse2 to %s: the same bits\n", saga_cpu_isa_name(have));
+    saga_cpu_isa_force(was);
+    outputs_free(&base);
+    inputs_free(&in);
+    saga_backend_free_all(&be);
+}
+
+/* A GCN layer's projection (N = 16 columns, K = 48 or 250): AVX2's narrow kernel sums each
+ * element in one chain of fused multiply-adds, SGEMM in its own blocking; each is within
+ * gamma_K sum |a_ik b_kj| of the exact product, so they differ by at most twice that. */
+static void test_cpu_isa_narrow_gemm_within_bound(void **state) {
+    (void)state;
+    saga_backend *be = NULL;
+    assert_int_equal(saga_backend_cpu_new(&be, NULL), SAGA_OK);
+    saga_stream *s = saga_backend_default_stream(be);
+    const saga_cpu_isa_level was = saga_cpu_isa();
+    static const int64_t Ks[] = {48, 250}; /* K N up to GEMM_NARROW_MAX_B, 4096 */
+    for (int t = 0; t < 2; t++) {
+        const int64_t M = 300, Nc = 16, K = Ks[t];
+        float *A = test_malloc((size_t)(M * K) * sizeof *A), *B = test_malloc((size_t)(K * Nc) * 4);
+        float *c[2] = {test_malloc((size_t)(M * Nc) * 4), test_malloc((size_t)(M * Nc) * 4)};
+        for (int64_t i = 0; i < M * K; i++)
+            A[i] = urand(-1, 1);
+        for (int64_t i = 0; i < K * Nc; i++)
+            B[i] = urand(-1, 1);
+        for (int l = 0; l < 2; l++) {
+            saga_cpu_isa_force(l ? SAGA_CPU_ISA_AVX2 : SAGA_CPU_ISA_SSE2);
+            assert_int_equal(
+                saga_cpu_gemm_f32(s, false, false, M, Nc, K, 1.0f, A, K, B, Nc, 0.0f, c[l], Nc),
+                SAGA_OK);
+        }
+        double worst = 0;
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t j = 0; j < Nc; j++) {
+                double m = 0;
+                for (int64_t k = 0; k < K; k++)
+                    m += fabs((double)A[i * K + k] * (double)B[k * Nc + j]);
+                const double d = fabs((double)c[0][i * Nc + j] - (double)c[1][i * Nc + j]);
+                if (!(d <= 2 * saga_test_gamma(K, SAGA_TEST_U32) * m))
+                    fail_msg("K %lld, element (%lld, %lld): %.9g vs %.9g, bound %.3g", (long long)K,
+                             (long long)i, (long long)j, c[0][i * Nc + j], c[1][i * Nc + j],
+                             2 * saga_test_gamma(K, SAGA_TEST_U32) * m);
+                worst = fmax(worst, d / m);
+            }
+        print_message("  K %lld: worst difference %.3g of sum |a b| (bound %.3g)\n", (long long)K,
+                      worst, 2 * saga_test_gamma(K, SAGA_TEST_U32));
+        test_free(A);
+        test_free(B);
+        test_free(c[0]);
+        test_free(c[1]);
+    }
+    saga_cpu_isa_force(was);
+    saga_backend_free_all(&be);
+}
+
+/* SAGA_CPU_ISA names the level the kernels run at, lowered to the processor's. */
+static void test_cpu_isa_env(void **state) {
+    (void)state;
+    const char *want = getenv("SAGA_CPU_ISA");
+    const saga_cpu_isa_level have = saga_cpu_isa_detected();
+    int w = -1;
+    for (int l = 0; l < SAGA_CPU_ISA_COUNT; l++)
+        if (want && strcmp(want, saga_cpu_isa_name((saga_cpu_isa_level)l)) == 0)
+            w = l;
+    print_message("  processor: %s; SAGA_CPU_ISA %s; running at %s\n", saga_cpu_isa_name(have),
+                  want ? want : "unset", saga_cpu_isa_name(saga_cpu_isa()));
+    if (w < 0)
+        assert_int_equal(saga_cpu_isa(), have);
+    else
+        assert_int_equal(saga_cpu_isa(), w < (int)have ? w : (int)have);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_cpu_isa_env),
+        cmocka_unit_test(test_cpu_isa_paths_same_bits),
+        cmocka_unit_test(test_cpu_isa_narrow_gemm_within_bound),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
