@@ -73,12 +73,16 @@ for saved in recompute offload; do
     json_get "j['streamed'] and j['parts'] > 1 and j['peak_device_bytes'] <= $budget and j['h2d_bytes'] > 0" |
         grep -qx True || fail "gcn --device-mem $budget ($saved): not streamed within the budget"
     python3 - "$TMP/mem.jsonl" "$TMP/str.jsonl" <<'PY' || fail "gcn streamed ($saved): losses differ"
-import json, sys
+import json, os, sys
+sys.path.insert(0, os.path.join(os.environ["SAGA_SRC_DIR"], "tests"))
+import bounds  # tests/bounds.py: bounds from the arithmetic
 a = [json.loads(l) for l in open(sys.argv[1])]
 b = [json.loads(l) for l in open(sys.argv[2])]
 assert len(a) == len(b) == 15
-for x, y in zip(a, b):
-    assert abs(x["loss"] - y["loss"]) <= 1e-4 * abs(x["loss"]), (x["epoch"], x["loss"], y["loss"])
+# 800 vertices, 80 features, 16 hidden, 4 classes: the streamed parts add in other orders
+tol = bounds.gcn_losses(800, 80, 16, 4, 15)
+for x, y, t in zip(a, b, tol):
+    assert abs(x["loss"] - y["loss"]) <= t * abs(x["loss"]), (x["epoch"], x["loss"], y["loss"], t)
     assert abs(x["test_accuracy"] - y["test_accuracy"]) <= 0.003, (x["epoch"], x["test_accuracy"], y["test_accuracy"])
     assert "h2d_bytes" in y and "overlap" in y
 PY
@@ -221,14 +225,19 @@ for mode in "" "--stream --device-mem 3000000"; do
     expect 0 "$SAGA_BIN" gcn --data "$cora" --seed 2 --epochs 30 --dropout 0 --json --quiet \
         --dense-features --sparse-below 0 $mode
     python3 - "$TMP/sparse.json" "$TMP/packed.json" "$OUT" <<'PY' ||
-import json, sys
+import json, os, sys
+sys.path.insert(0, os.path.join(os.environ["SAGA_SRC_DIR"], "tests"))
+import bounds  # tests/bounds.py: bounds from the arithmetic
 s, p, d = (json.loads(open(f).read().strip().splitlines()[-1]) for f in sys.argv[1:4])
 lay = [(j["input_layout"], j["input_packed"]) for j in (s, p, d)]
 assert lay == [("sparse", False), ("sparse", True), ("dense", False)], lay
 assert s["input_nnz"] == p["input_nnz"] == d["input_nnz"] == 49216  # counted in dense rows too
 assert p["loss"] == s["loss"] and p["test_accuracy"] == s["test_accuracy"], (p["loss"], s["loss"])
 assert p["input_bytes"] == s["input_bytes"]
-assert abs(s["loss"] - d["loss"]) <= 1e-5 * abs(d["loss"]), (s["loss"], d["loss"])
+# Cora (2,708 vertices of in-degree at most 168, 1,433 features, 7 classes), 30 epochs: the
+# sparse product adds the first layer's terms in another order than the dense one
+tol = bounds.gcn_losses(2708, 1433, 16, 7, 30, max_degree=168)[-1]
+assert abs(s["loss"] - d["loss"]) <= tol * abs(d["loss"]), (s["loss"], d["loss"], tol)
 assert abs(s["test_accuracy"] - d["test_accuracy"]) <= 0.002
 assert s["input_bytes"] * 10 < d["input_bytes"], (s["input_bytes"], d["input_bytes"])
 if s["streamed"]:

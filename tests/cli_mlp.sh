@@ -22,12 +22,16 @@ json_get 'not j["streamed"] and j["tiles"] == [1, 1, 1]' | grep -qx True ||
     fail "in-memory run is not one tile per layer"
 json_last >"$TMP/memory.json"
 python3 - "$TMP/streamed.json" "$TMP/memory.json" <<'PY' || fail "streamed losses differ from in memory"
-import json, sys
+import json, os, sys
+sys.path.insert(0, os.path.join(os.environ["SAGA_SRC_DIR"], "tests"))
+import bounds  # tests/bounds.py: bounds from the arithmetic
 a = json.load(open(sys.argv[1]))["losses"]
 b = json.load(open(sys.argv[2]))["losses"]
 assert len(a) == len(b) == 6
-for x, y in zip(a, b):
-    assert abs(x - y) <= 1e-5 * abs(y), (x, y)
+# 3 layers of width 96 to 8 outputs, 32 rows a step, in tiles or stages that add in other orders
+tol = bounds.mlp_losses([96, 96, 96, 8], 32, 6)
+for x, y, t in zip(a, b, tol):
+    assert abs(x - y) <= t * abs(y), (x, y, t)
 PY
 
 # AdamA and row tiles run and learn; the terminal text names the plan.
@@ -42,12 +46,16 @@ json_get 'j["stages"] == 2 and j["pipeline"] == "sync" and j["streamed"] and len
     grep -qx True || fail "two-stage pipeline not streamed within each stage's budget"
 json_last >"$TMP/pipe.json"
 python3 - "$TMP/pipe.json" "$TMP/memory.json" <<'PY' || fail "pipelined losses differ from one stage"
-import json, sys
+import json, os, sys
+sys.path.insert(0, os.path.join(os.environ["SAGA_SRC_DIR"], "tests"))
+import bounds  # tests/bounds.py: bounds from the arithmetic
 a = json.load(open(sys.argv[1]))["losses"]
 b = json.load(open(sys.argv[2]))["losses"]
 assert len(a) == len(b) == 6
-for x, y in zip(a, b):
-    assert abs(x - y) <= 1e-5 * abs(y), (x, y)
+# 3 layers of width 96 to 8 outputs, 32 rows a step, in tiles or stages that add in other orders
+tol = bounds.mlp_losses([96, 96, 96, 8], 32, 6)
+for x, y, t in zip(a, b, tol):
+    assert abs(x - y) <= t * abs(y), (x, y, t)
 PY
 expect 0 "$SAGA_BIN" mlp "${small[@]}" --stages 3 --pipeline 2bw --device-mem 32K --steps 12 --lr 0.003 --stats --json --quiet
 json_get 'j["pipeline"] == "2bw" and j["final_loss"] < j["first_loss"] and max(j["stage_peak_bytes"]) <= j["budget_bytes"] and len(j["stage_idle_share"]) == 3' |
