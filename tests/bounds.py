@@ -56,3 +56,11 @@ def pagerank(vertices, damping=0.85, max_in_degree=None):
     """saga_test_pagerank_bound: two orders of PageRank in f64, relative to each score."""
     deg = (max_in_degree if max_in_degree is not None else vertices) + 1
     return chain([(deg, 1), (vertices, 1)], U64) / (1 - damping)
+
+
+def pagerank_converged(tol, damping=0.85):
+    """How far apart (in L1, so at any vertex too) two runs of PageRank that each stopped when an
+    iteration changed the scores by less than tol in L1 may be, whatever their iteration counts:
+    the iteration is a contraction by the damping in L1, so each is within
+    tol * damping / (1 - damping) of the fixed point."""
+    return 2 * tol * damping / (1 - damping)

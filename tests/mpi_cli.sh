@@ -93,15 +93,20 @@ expect_err "smallest cap that works"
 # ---- GCN on Cora: partition-parallel, each epoch's loss as one process's -----------------------
 dataset cora_dir cora/README.md
 cora=$(dirname "$cora_dir")
-# losses_close A B: every epoch's loss of two --log files within 1e-5 relative
+# losses_close A B: every epoch's loss of two --log files of GCN on Cora (2,708 vertices of
+# in-degree at most 168, 1,433 features, 16 hidden, 7 classes) within tests/bounds.py's bound: the
+# ranks add their parts' sums and the gradients' all-reduce in other orders than one process
 losses_close() {
     python3 - "$1" "$2" <<'PY'
-import json, sys
+import json, os, sys
+sys.path.insert(0, os.path.join(os.environ["SAGA_SRC_DIR"], "tests"))
+import bounds
 a = [json.loads(l)["loss"] for l in open(sys.argv[1])]
 b = [json.loads(l)["loss"] for l in open(sys.argv[2])]
 assert len(a) == len(b) and len(a) > 0, (len(a), len(b))
-worst = max(abs(x - y) / max(abs(x), 1e-30) for x, y in zip(a, b))
-sys.exit(0 if worst <= 1e-5 else print("worst relative difference", worst) or 1)
+tol = bounds.gcn_losses(2708, 1433, 16, 7, len(a), max_degree=168)
+worst = max(abs(x - y) / max(abs(x), 1e-30) / t for x, y, t in zip(a, b, tol))
+sys.exit(0 if worst <= 1 else print("worst difference", worst, "times the bound") or 1)
 PY
 }
 expect 0 "$SAGA_BIN" gcn --data "$cora" --epochs 30 --log "$TMP/gcn1.log" --json --quiet
@@ -136,13 +141,17 @@ for ranks in 2 4; do
     expect 0 mpi $ranks "$SAGA_BIN" pagerank "$grqc" --tol 1e-12 --out "$TMP/pr$ranks.txt" --json --quiet
     [ "$(json_get 'j["ranks"] == '$ranks' and j["comm_bytes"]["sent"] > 0')" = True ] ||
         fail "pagerank $ranks ranks: $(json_last)"
-    python3 - "$TMP/pr1.txt" "$TMP/pr$ranks.txt" <<'PY' || fail "pagerank $ranks ranks: scores differ from one process by more than 1e-12"
-import sys
+    python3 - "$TMP/pr1.txt" "$TMP/pr$ranks.txt" <<'PY' || fail "pagerank $ranks ranks: scores differ from one process by more than rounding"
+import os, sys
+sys.path.insert(0, os.path.join(os.environ["SAGA_SRC_DIR"], "tests"))
+import bounds
 def read(p):
     return {l.split()[0]: float(l.split()[1]) for l in open(p) if l.strip() and not l.startswith("#")}
 a, b = read(sys.argv[1]), read(sys.argv[2])
 assert a.keys() == b.keys()
-sys.exit(0 if max(abs(a[k] - b[k]) for k in a) <= 1e-12 else 1)
+tol = bounds.pagerank(len(a))
+conv = bounds.pagerank_converged(1e-12)  # both ran with --tol 1e-12
+sys.exit(0 if all(abs(a[k] - b[k]) <= tol * a[k] + conv for k in a) else 1)
 PY
     expect 0 mpi $ranks "$SAGA_BIN" cc "$grqc" --out "$TMP/cc$ranks.txt" --quiet
     cmp -s "$TMP/cc1.txt" "$TMP/cc$ranks.txt" || fail "cc $ranks ranks: components differ from one process"
