@@ -433,7 +433,9 @@ static void test_hep_auc_matches_pair_count(void **state) {
                 pairs++;
                 wins += score[i] > score[j] ? 1.0 : score[i] == score[j] ? 0.5 : 0.0;
             }
-    assert_true(fabs(hep_auc(score, label, NS) - wins / pairs) < 1e-12);
+    /* the positives' rank sum less its least is the count of wins (ties a half): both sides hold
+     * the same exact numerator and denominator and round their quotient once, to the same bits */
+    assert_true(hep_auc(score, label, NS) == wins / pairs);
     uint8_t none[3] = {0, 0, 0};
     assert_true(hep_auc(score, none, 3) == 0.5);
 }
@@ -466,12 +468,13 @@ static void test_hep_curve_matches_direct_count(void **state) {
         for (int i = 0; i < NS; i++)
             if (score[i] > th)
                 label[i] ? tp++ : fp++;
-        if (fabs(cv.efficiency[t] - (double)tp / (double)n_true) > 1e-12 ||
-            fabs(cv.fpr[t] - (double)fp / (double)(NS - n_true)) > 1e-12)
+        /* ratios of exact counts, each rounded once: the same bits */
+        if (cv.efficiency[t] != (double)tp / (double)n_true ||
+            cv.fpr[t] != (double)fp / (double)(NS - n_true))
             fail_msg("threshold %g: efficiency %g fpr %g, counted %lld and %lld kept", th,
                      cv.efficiency[t], cv.fpr[t], (long long)tp, (long long)fp);
         if (tp + fp)
-            assert_true(fabs(cv.purity[t] - (double)tp / (double)(tp + fp)) < 1e-12);
+            assert_true(cv.purity[t] == (double)tp / (double)(tp + fp));
         else
             assert_true(isnan(cv.purity[t]));
     }
