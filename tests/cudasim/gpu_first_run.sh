@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# gpu_first_run.sh - scripts/gpu-first-run rehearsed on the CUDA simulator (label cudasim): small
+# sizes, a short budget, the build of this tree as the carried one. It must finish inside its
+# budget with its correctness steps passed, skip the step whose cap the budget cannot hold (the big
+# graph's comparison with PyG, 240 s) with a line saying so, write at most 8 files, and print its
+# summary last.
+set -euo pipefail
+source "$(dirname "$0")/../cli_common.bash"
+: "${SAGA_CUDA_MODULE:?SAGA_CUDA_MODULE must name the simulator module}"
+: "${SAGA_GPU_BUILD:?SAGA_GPU_BUILD must name the build directory}"
+export SAGA_DATA_DIR=${SAGA_DATA_DIR:-${SAGA_DEFAULT_DATA_DIR:-}}
+[ -d "$SAGA_DATA_DIR/cora" ] || {
+    [ "${CI:-}" = true ] && fail "no Cora under $SAGA_DATA_DIR"
+    echo "skipping: no Cora under $SAGA_DATA_DIR"
+    exit 77
+}
+budget=150
+start=$(date +%s)
+rc=0
+(cd "$SAGA_SRC_DIR" && bash scripts/gpu-first-run --small --budget $budget --out "$TMP/out") \
+    >"$TMP/run.log" 2>&1 || rc=$?
+took=$(($(date +%s) - start))
+cat "$TMP/run.log"
+[ $rc = 0 ] || { fail "gpu-first-run exited $rc"; finish; }
+[ $took -le $((budget + 15)) ] || fail "gpu-first-run took $took s on a budget of $budget s"
+n=$(find "$TMP/out" -type f | wc -l)
+[ "$n" -le 8 ] || fail "gpu-first-run wrote $n files, more than 8"
+tail -n1 "$TMP/run.log" | grep -q '^summary: ' || fail "the summary is not printed last"
+for s in backend-test gcn-cora-cuda-vs-cpu gcn-cora-accuracy gcn-streamed-quarter \
+    pagerank-cuda-vs-cpu cc-cuda-vs-cpu gcn-streamed-trace; do
+    awk -F'\t' -v s="$s" '$1 == s && $2 == "ok" { ok = 1 } END { exit !ok }' "$TMP/out/steps.tsv" ||
+        fail "step $s did not pass: $(grep "^$s" "$TMP/out/steps.tsv")"
+done
+grep -q '^skip gcn-vs-pyg-800: needs 240 s, [0-9]* s left$' "$TMP/out/summary.txt" ||
+    fail "the step the budget cannot hold was not skipped with its reason"
+[ -s "$TMP/out/trace.jsonl" ] || fail "no trace"
+echo "steps: $(awk -F'\t' 'NR > 1 { printf "%s %s %ss; ", $1, $2, $3 }' "$TMP/out/steps.tsv")"
+echo "gpu-first-run took $took s"
+finish
