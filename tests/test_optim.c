@@ -10,6 +10,7 @@
 
 #include "saga_nn.h"
 
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -20,40 +21,110 @@ static const float G[STEPS][N] = {{0.1f, -0.2f, 0.3f, 0.4f, -0.5f, 0.05f},
                                   {-0.3f, 0.1f, 0.0f, 0.2f, 0.6f, -0.1f},
                                   {0.2f, 0.2f, -0.4f, -0.1f, 0.1f, 0.3f}};
 
-/* torch.optim.SGD (dampening 0) */
-static void ref_sgd(double *p, double lr, double mom, double wd, bool nesterov) {
-    double buf[N] = {0};
+/* ---- the reference and its error bound -------------------------------------------------------
+ *
+ * The f32 update is a short fixed formula per element, not a sum in some order, so its bound comes
+ * from following that formula: each value of the kernel's formula (ops/cpu/nn_dense.c,
+ * saga_cpu_sgd_f32 and saga_cpu_adam_f32, operation for operation) is carried as the exact value
+ * in double and a bound on how far the f32 computation of it can be (running error analysis,
+ * Higham, Accuracy and Stability of Numerical Algorithms, 2nd ed., sec. 3.3): an operation on
+ * operands within e_a and e_b of their values is within the propagated error of its exact result,
+ * and its rounding adds u times that result. The second-order terms are kept, so the bound holds
+ * outright; a multiply-add fused into one rounding stays within it. The reference's own double
+ * roundings, 2^-29 times smaller, are left out. */
+typedef struct xf {
+    double v, e;
+} xf;
+
+/* a result of exact value v, its operands' errors propagating to e, rounded to f32 (adding u of at
+ * least the smallest normal: ulps do not shrink among subnormals) */
+static xf xf_round(double v, double e) {
+    return (xf){v, e + SAGA_TEST_U32 * fmax(fabs(v) + e, FLT_MIN)};
+}
+/* an f32 input, exact */
+static xf xf_in(double v) {
+    return (xf){v, 0};
+}
+static xf xf_neg(xf a) {
+    return (xf){-a.v, a.e};
+}
+static xf xf_add(xf a, xf b) {
+    return xf_round(a.v + b.v, a.e + b.e);
+}
+static xf xf_mul(xf a, xf b) {
+    return xf_round(a.v * b.v, fabs(a.v) * b.e + fabs(b.v) * a.e + a.e * b.e);
+}
+static xf xf_div(xf a, xf b) {
+    const double q = a.v / b.v;
+    assert_true(fabs(b.v) > b.e); /* the divisor cannot be zero */
+    return xf_round(q, (a.e + fabs(q) * b.e) / (fabs(b.v) - b.e));
+}
+/* |sqrt(a') - sqrt(a)| = |a' - a| / (sqrt(a') + sqrt(a)), and at most sqrt(|a' - a|) */
+static xf xf_sqrt(xf a) {
+    const double r = sqrt(a.v);
+    return xf_round(r, r > 0 ? fmin(a.e / r, sqrt(a.e)) : sqrt(a.e));
+}
+
+/* torch.optim.SGD (dampening 0), as saga_cpu_sgd_f32 evaluates it: g = grad + wd p; buf = buf mom
+ * + g (torch's buf = g on the first step is the same value from a zero buf); g = nesterov ? g + mom
+ * buf : buf; p = p + (-lr) g. */
+static void ref_sgd(xf *p, double lr, double mom, double wd, bool nesterov) {
+    xf buf[N];
+    for (int i = 0; i < N; i++)
+        buf[i] = xf_in(0);
     for (int t = 0; t < STEPS; t++)
         for (int i = 0; i < N; i++) {
-            double g = G[t][i] + wd * p[i];
+            xf g = xf_in(G[t][i]);
+            if (wd != 0)
+                g = xf_add(g, xf_mul(xf_in(wd), p[i]));
             if (mom != 0) {
-                buf[i] = t == 0 ? g : mom * buf[i] + g;
-                g = nesterov ? g + mom * buf[i] : buf[i];
+                buf[i] = xf_add(xf_mul(buf[i], xf_in(mom)), g);
+                g = nesterov ? xf_add(g, xf_mul(xf_in(mom), buf[i])) : buf[i];
             }
-            p[i] -= lr * g;
+            p[i] = xf_add(p[i], xf_mul(xf_in(-lr), g));
         }
 }
 
-/* torch.optim.Adam / AdamW (amsgrad off) */
-static void ref_adam(double *p, double lr, double b1, double b2, double eps, double wd, bool w) {
-    double m[N] = {0}, v[N] = {0};
+/* One step t of torch.optim.Adam / AdamW (amsgrad off) on one element, as saga_cpu_adam_f32
+ * evaluates it: the scalars lr / (1 - b1^t), sqrt(1 - b2^t), 1 - b1, 1 - b2 and 1 - lr wd computed
+ * in double and rounded once to f32; m moved by torch's lerp, m + (1 - b1) (g - m) (the formula
+ * for 1 - b1 < 0.5, which every test here has), which is b1 m + (1 - b1) g. */
+static void adam_step(xf *p, xf *m, xf *v, double grad, int t, double lr, double b1, double b2,
+                      double eps, double wd, bool w) {
+    assert_true(1 - b1 < 0.5);
+    xf g = xf_in(grad);
+    if (wd != 0 && !w)
+        g = xf_add(g, xf_mul(xf_in(wd), *p));
+    if (wd != 0 && w)
+        *p = xf_mul(*p, xf_round(1 - lr * wd, 0));
+    *m = xf_add(*m, xf_mul(xf_round(1 - b1, 0), xf_add(g, xf_neg(*m))));
+    *v = xf_add(xf_mul(*v, xf_in(b2)), xf_mul(xf_mul(xf_round(1 - b2, 0), g), g));
+    const xf step_size = xf_round(lr / (1 - pow(b1, t)), 0);
+    const xf bc2_sqrt = xf_round(sqrt(1 - pow(b2, t)), 0);
+    const xf denom = xf_add(xf_div(xf_sqrt(*v), bc2_sqrt), xf_in(eps));
+    *p = xf_add(*p, xf_div(xf_mul(xf_neg(step_size), *m), denom));
+}
+
+static void ref_adam(xf *p, double lr, double b1, double b2, double eps, double wd, bool w) {
+    xf m[N], v[N];
+    for (int i = 0; i < N; i++)
+        m[i] = v[i] = xf_in(0);
     for (int t = 1; t <= STEPS; t++)
-        for (int i = 0; i < N; i++) {
-            double g = G[t - 1][i];
-            if (w)
-                p[i] *= 1 - lr * wd;
-            else
-                g += wd * p[i];
-            m[i] = b1 * m[i] + (1 - b1) * g;
-            v[i] = b2 * v[i] + (1 - b2) * g * g;
-            double mh = m[i] / (1 - pow(b1, t)), vh = v[i] / (1 - pow(b2, t));
-            p[i] -= lr * mh / (sqrt(vh) + eps);
-        }
+        for (int i = 0; i < N; i++)
+            adam_step(&p[i], &m[i], &v[i], G[t - 1][i], t, lr, b1, b2, eps, wd, w);
+}
+
+/* got within the bound r carries of its value */
+static void expect_within(const char *what, int k, const float *got, const xf *r) {
+    for (int i = 0; i < N; i++)
+        if (!(fabs(got[i] - r[i].v) <= r[i].e))
+            fail_msg("%s %d entry %d: got %.9g, expected %.9g (bound %.3g)", what, k, i,
+                     (double)got[i], r[i].v, r[i].e);
 }
 
 /* Runs the optimizer on two parameters (the second with weight decay wd2) and compares both. */
 static void run(const saga_optim_opts *o, float wd2,
-                void (*ref)(double *, const saga_optim_opts *, double wd)) {
+                void (*ref)(xf *, const saga_optim_opts *, double wd)) {
     saga_backend *be = NULL;
     assert_int_equal(saga_backend_cpu_new(&be, NULL), SAGA_OK);
     saga_model *m = NULL;
@@ -77,15 +148,11 @@ static void run(const saga_optim_opts *o, float wd2,
     }
     assert_int_equal(saga_optim_steps(opt), STEPS);
     for (int k = 0; k < 2; k++) {
-        double r[N];
+        xf r[N];
         for (int i = 0; i < N; i++)
-            r[i] = P0[i];
+            r[i] = xf_in(P0[i]);
         ref(r, o, k == 0 ? o->weight_decay : wd2);
-        const float *v = saga_tensor_cdata(p[k]);
-        for (int i = 0; i < N; i++)
-            if (fabs(v[i] - r[i]) > 1e-6 * (1 + fabs(r[i])))
-                fail_msg("parameter %d entry %d: got %.9g, expected %.9g", k, i, (double)v[i],
-                         r[i]);
+        expect_within("parameter", k, saga_tensor_cdata(p[k]), r);
     }
     saga_optim_free(&opt);
     saga_optim_free(&opt);
@@ -93,10 +160,10 @@ static void run(const saga_optim_opts *o, float wd2,
     saga_backend_free_all(&be);
 }
 
-static void sgd_ref(double *p, const saga_optim_opts *o, double wd) {
+static void sgd_ref(xf *p, const saga_optim_opts *o, double wd) {
     ref_sgd(p, o->lr, o->momentum, wd, o->nesterov);
 }
-static void adam_ref(double *p, const saga_optim_opts *o, double wd) {
+static void adam_ref(xf *p, const saga_optim_opts *o, double wd) {
     ref_adam(p, o->lr, o->beta1, o->beta2, o->eps, wd, o->kind == SAGA_OPTIM_ADAMW);
 }
 
@@ -148,25 +215,22 @@ static void test_optim_set_lr(void **state) {
     saga_optim *o = NULL;
     assert_int_equal(saga_optim_new(&o, m, &oo), SAGA_OK);
     assert_true(saga_optim_lr(o) == 0.01f);
-    double r[N], mo[N] = {0}, v[N] = {0};
-    for (int i = 0; i < N; i++)
-        r[i] = P0[i];
+    /* the reference with the f32 hyperparameters the kernel reads (0.9f, not 0.9) */
+    xf r[N], mo[N], v[N];
+    for (int i = 0; i < N; i++) {
+        r[i] = xf_in(P0[i]);
+        mo[i] = v[i] = xf_in(0);
+    }
     for (int t = 0; t < STEPS; t++) {
         assert_int_equal(saga_optim_set_lr(o, LR[t]), SAGA_OK);
         assert_true(saga_optim_lr(o) == LR[t]);
         memcpy(saga_tensor_data(saga_grad(p)), G[t], sizeof G[t]);
         assert_int_equal(saga_optim_step(o), SAGA_OK);
-        for (int i = 0; i < N; i++) {
-            mo[i] = 0.9 * mo[i] + 0.1 * G[t][i];
-            v[i] = 0.999 * v[i] + 0.001 * G[t][i] * G[t][i];
-            double mh = mo[i] / (1 - pow(0.9, t + 1)), vh = v[i] / (1 - pow(0.999, t + 1));
-            r[i] -= LR[t] * mh / (sqrt(vh) + 1e-8);
-        }
+        for (int i = 0; i < N; i++)
+            adam_step(&r[i], &mo[i], &v[i], G[t][i], t + 1, LR[t], oo.beta1, oo.beta2, oo.eps, 0,
+                      false);
     }
-    const float *got = saga_tensor_cdata(p);
-    for (int i = 0; i < N; i++)
-        if (fabs(got[i] - r[i]) > 1e-6 * (1 + fabs(r[i])))
-            fail_msg("entry %d: got %.9g, expected %.9g", i, (double)got[i], r[i]);
+    expect_within("parameter", 0, saga_tensor_cdata(p), r);
     assert_int_equal(saga_optim_set_lr(o, -1.0f), SAGA_ERR_INVALID_ARG);
     assert_int_equal(saga_optim_set_lr(o, NAN), SAGA_ERR_INVALID_ARG);
     assert_int_equal(saga_optim_set_lr(NULL, 0.1f), SAGA_ERR_INVALID_ARG);
