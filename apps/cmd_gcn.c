@@ -77,7 +77,8 @@ static const cli_opt gcn_cli_opts[] = {
     {"trace", 0, "FILE", NULL,
      "Write one JSON line per copy the block scheduler makes and per step it computes: "
      "{\"trace\": \"copy\" or \"compute\", stream, dir (h2d, d2h), block, bytes, plan, step, "
-     "start, end} in seconds from the start of training, as the streams ran them; `saga plot` "
+     "start, end} in seconds from the first traced work, timed by events on the streams that ran "
+     "them (the device's clock on CUDA); `saga plot` "
      "draws them as a timeline. Tracing waits for the device after each pass, so it slows a "
      "streamed run a little; off by default. Rank 0 only."},
     {"saved", 0, "MODE", "recompute",

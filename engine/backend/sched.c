@@ -46,17 +46,16 @@ typedef struct step {
     bool hold;    /* and until this step begins */
 } step;
 
-/* One traced interval (saga_sched_set_trace): stamped by host functions queued on the stream
- * that does the work, so the times are when the stream ran it, and written out once the streams
- * have passed both stamps. */
+/* One traced interval (saga_sched_set_trace): two events recorded on the stream that does the
+ * work, so the times are the device's (a host function in the stream would stall it and move what
+ * it measures), taken against the trace's origin event once the streams have passed both. */
 typedef struct trace_rec {
     struct trace_rec *next;
     const char *what; /* "h2d", "d2h" or "compute" */
     const char *block;
     size_t bytes;
     int plan, step;
-    double t0; /* the trace's origin */
-    double start, end;
+    saga_event *ev[2]; /* start, end (NULL until recorded) */
 } trace_rec;
 
 /* A staging buffer with the closure of the host function that fills or drains it. */
@@ -87,9 +86,9 @@ struct saga_sched {
     int next_slot;
     saga_sched_stats st;
     FILE *trace;                        /* NULL: no trace, and nothing below is touched */
-    trace_rec *trace_head, *trace_tail; /* stamped or in flight, in issue order */
+    trace_rec *trace_head, *trace_tail; /* recorded or in flight, in issue order */
     trace_rec *computing;               /* the running step's */
-    double trace_t0;
+    saga_event *trace_origin;           /* time 0 of the trace, on the first traced stream */
     int n_plans;
 };
 
@@ -140,24 +139,18 @@ static void unpack_tramp(void *arg) {
     sl->b->unpack(sl->b->user, sl->buf);
 }
 
-static void trace_stamp_start(void *arg) {
-    trace_rec *r = arg;
-    r->start = saga_now() - r->t0;
-}
-
-static void trace_stamp_end(void *arg) {
-    trace_rec *r = arg;
-    r->end = saga_now() - r->t0;
-}
-
-/* A traced interval of work about to be queued on stream (its start stamped at once, in stream
- * order), or NULL in *out when no trace is on. */
+/* A traced interval of work about to be queued on stream (its start event recorded at once, in
+ * stream order), or NULL in *out when no trace is on. */
 static saga_status trace_begin(saga_sched *s, saga_stream *stream, const char *what,
                                const saga_blk *b, int t, trace_rec **out) {
     saga_status st = SAGA_OK;
     *out = NULL;
     if (!s->trace)
         return SAGA_OK;
+    if (!s->trace_origin) {
+        SAGA_TRY(saga_event_new(&s->trace_origin, s->be));
+        SAGA_TRY(saga_event_record(s->trace_origin, stream));
+    }
     trace_rec *r = NULL;
     SAGA_TRY(saga_alloc_zeroed((void **)&r, 1, sizeof *r, "a scheduler trace record"));
     r->what = what;
@@ -165,25 +158,36 @@ static saga_status trace_begin(saga_sched *s, saga_stream *stream, const char *w
     r->bytes = b ? b->bytes : 0;
     r->plan = s->n_plans;
     r->step = t;
-    r->t0 = s->trace_t0;
-    r->start = r->end = -1;
     if (s->trace_tail)
         s->trace_tail->next = r;
     else
         s->trace_head = r;
     s->trace_tail = r;
-    SAGA_TRY(saga_stream_launch_host_fn(stream, trace_stamp_start, r));
+    SAGA_TRY(saga_event_new(&r->ev[0], s->be));
+    SAGA_TRY(saga_event_record(r->ev[0], stream));
     *out = r;
 fail:
     return st;
 }
 
-static saga_status trace_end(saga_stream *stream, trace_rec *r) {
-    return r ? saga_stream_launch_host_fn(stream, trace_stamp_end, r) : SAGA_OK;
+static saga_status trace_end(saga_sched *s, saga_stream *stream, trace_rec *r) {
+    saga_status st = SAGA_OK;
+    if (!r)
+        return SAGA_OK;
+    SAGA_TRY(saga_event_new(&r->ev[1], s->be));
+    SAGA_TRY(saga_event_record(r->ev[1], stream));
+fail:
+    return st;
+}
+
+static void trace_rec_free(trace_rec *r) {
+    saga_event_free(&r->ev[0]);
+    saga_event_free(&r->ev[1]);
+    saga_free(r);
 }
 
 /* Writes the records whose work has completed, as one JSON line each, and frees them. Waits
- * for the device first (only when tracing): the stamps are written by the streams. */
+ * for the device first (only when tracing): the events are the streams'. */
 static void trace_flush(saga_sched *s) {
     if (!s->trace || !s->trace_head)
         return;
@@ -191,23 +195,27 @@ static void trace_flush(saga_sched *s) {
     trace_rec **link = &s->trace_head, *last = NULL;
     while (*link) {
         trace_rec *r = *link;
-        if (r->end < 0 || r == s->computing) {
+        if (!r->ev[1] || r == s->computing) {
             last = r;
             link = &r->next;
             continue;
         }
+        double start = -1, end = -1;
+        if (saga_event_elapsed(s->trace_origin, r->ev[0], &start) != SAGA_OK ||
+            saga_event_elapsed(s->trace_origin, r->ev[1], &end) != SAGA_OK)
+            start = end = -1; /* not measurable: written as such rather than guessed */
         if (r->block)
             fprintf(s->trace,
                     "{\"trace\":\"copy\",\"stream\":\"copy\",\"dir\":\"%s\",\"block\":\"%s\","
                     "\"bytes\":%zu,\"plan\":%d,\"step\":%d,\"start\":%.9f,\"end\":%.9f}\n",
-                    r->what, r->block, r->bytes, r->plan, r->step, r->start, r->end);
+                    r->what, r->block, r->bytes, r->plan, r->step, start, end);
         else
             fprintf(s->trace,
                     "{\"trace\":\"compute\",\"stream\":\"compute\",\"plan\":%d,\"step\":%d,"
                     "\"start\":%.9f,\"end\":%.9f}\n",
-                    r->plan, r->step, r->start, r->end);
+                    r->plan, r->step, start, end);
         *link = r->next;
-        saga_free(r);
+        trace_rec_free(r);
     }
     s->trace_tail = last;
 }
@@ -277,7 +285,7 @@ static saga_status writeback(saga_sched *s, saga_blk *b) {
         SAGA_TRY(saga_event_record(sl->ev, s->copy));
         sl->busy = true;
     }
-    SAGA_TRY(trace_end(s->copy, tr));
+    SAGA_TRY(trace_end(s, s->copy, tr));
     SAGA_TRY(saga_event_record(b->ev, s->copy));
     inline_wait(s, t0);
     b->copying = true;
@@ -389,7 +397,7 @@ static saga_status issue_load(saga_sched *s, saga_blk *b, int t) {
         SAGA_TRY(saga_event_record(sl->ev, s->copy));
         sl->busy = true;
     }
-    SAGA_TRY(trace_end(s->copy, tr));
+    SAGA_TRY(trace_end(s, s->copy, tr));
     SAGA_TRY(saga_event_record(b->ev, s->copy));
     inline_wait(s, t0);
     b->copying = b->loading = true;
@@ -461,11 +469,12 @@ void saga_sched_free(saga_sched **sp) {
         (void)saga_stream_synchronize(s->copy);
     s->computing = NULL;
     trace_flush(s);
-    while (s->trace_head) { /* never stamped: the run failed */
+    while (s->trace_head) { /* never ended: the run failed */
         trace_rec *r = s->trace_head;
         s->trace_head = r->next;
-        saga_free(r);
+        trace_rec_free(r);
     }
+    saga_event_free(&s->trace_origin);
     for (int i = 0; i < s->n_blocks; i++) {
         saga_blk *b = s->blocks[i];
         release_dev(s, b);
@@ -675,7 +684,7 @@ saga_status saga_sched_end(saga_sched *s, int t) {
     if (s->computing) {
         trace_rec *tr = s->computing;
         s->computing = NULL;
-        SAGA_TRY(trace_end(saga_backend_default_stream(s->be), tr));
+        SAGA_TRY(trace_end(s, saga_backend_default_stream(s->be), tr));
     }
     const step *sp = &s->steps[t];
     for (int i = 0; i < sp->n; i++) {
@@ -749,7 +758,6 @@ fail:
 
 void saga_sched_set_trace(saga_sched *s, FILE *f) {
     s->trace = f;
-    s->trace_t0 = saga_now();
 }
 
 void saga_sched_get_stats(const saga_sched *s, saga_sched_stats *out) {

@@ -157,10 +157,11 @@ saga_status saga_sched_finish(saga_sched *s);
 /* Writes one JSON line to f per copy and per step's compute, once the streams have run it (at
  * saga_sched_finish and saga_sched_free): {"trace":"copy","stream":"copy","dir":"h2d"|"d2h",
  * "block":KIND,"bytes":N,"plan":P,"step":T,"start":S,"end":E} and {"trace":"compute",
- * "stream":"compute","plan":P,"step":T,"start":S,"end":E}, in seconds from this call, stamped
- * on the stream that did the work; plan counts saga_sched_plan_begin calls. A copy's step is
- * the step it serves (a load) or the one that ran when it was issued (a write-back; -1 between
- * steps). NULL: no trace (the default; the scheduler then does no tracing work). Tracing
+ * "stream":"compute","plan":P,"step":T,"start":S,"end":E}, in seconds from the first traced
+ * work, timed by events recorded on the stream that did the work (the device's clock on CUDA;
+ * -1 where the backend cannot time two events); plan counts saga_sched_plan_begin calls. A copy's
+ * step is the step it serves (a load) or the one that ran when it was issued (a write-back; -1
+ * between steps). NULL: no trace (the default; the scheduler then does no tracing work). Tracing
  * synchronizes the device at each flush, so it changes the timings it shows a little. f is not
  * owned and must outlive the scheduler. */
 void saga_sched_set_trace(saga_sched *s, FILE *f);
