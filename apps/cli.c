@@ -695,6 +695,11 @@ void cli_say_net_stats(cli_ctx *c, const saga_net_stats *ns, const char *per) {
             ns->resident_bytes ? "; " : "",
             ns->resident_bytes ? cli_bytes(b2, sizeof b2, (int64_t)ns->resident_bytes) : "",
             ns->resident_bytes ? " of narrow activations resident" : "");
+    if (ns->streamed && ns->h2d_seconds > 0)
+        cli_say(c,
+                "        host->device copies %.2f ms%s at %.1f GB/s (timed on the device): no "
+                "streamed pass is faster than its copies\n",
+                1e3 * ns->h2d_seconds, per, (double)ns->h2d_bytes / ns->h2d_seconds / 1e9);
 }
 
 void cli_json_net_stats(json *j, const saga_net_stats *ns) {
@@ -704,6 +709,9 @@ void cli_json_net_stats(json *j, const saga_net_stats *ns) {
     json_key(j, "d2h_bytes"), json_int(j, (int64_t)ns->d2h_bytes);
     json_key(j, "peak_device_bytes"), json_int(j, (int64_t)ns->peak_device_bytes);
     json_key(j, "overlap"), json_num(j, ns->overlap);
+    json_key(j, "copy_seconds"), json_num(j, ns->copy_seconds);
+    json_key(j, "wait_seconds"), json_num(j, ns->wait_seconds);
+    json_key(j, "h2d_seconds"), json_num(j, ns->h2d_seconds);
     json_key(j, "copies_inline"), json_bool(j, ns->copies_inline);
     json_key(j, "prepare_seconds"), json_num(j, ns->prepare_seconds);
     json_key(j, "resident_bytes"), json_int(j, (int64_t)ns->resident_bytes);

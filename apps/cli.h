@@ -142,8 +142,10 @@ int cli_u64(cli_ctx *c, const char *opt, const char *arg, uint64_t *out);
 /* A size in bytes: a number with an optional K, M, G or T suffix (powers of 1024; "MiB", "MB"
  * and "M" mean the same). */
 int cli_size(cli_ctx *c, const char *opt, const char *arg, size_t *out);
-/* The moves of an executor run (saga_net.h): one "memory:" line, and JSON keys streamed, parts,
- * h2d_bytes, d2h_bytes, peak_device_bytes, overlap. per: "" or " per round" and the like. */
+/* The moves of an executor run (saga_net.h): one "memory:" line (and, streamed, the bytes
+ * against their floor and on a GPU the copies' time), and JSON keys streamed, parts, h2d_bytes,
+ * d2h_bytes, peak_device_bytes, overlap, copy_seconds, wait_seconds, h2d_seconds and the rest of
+ * saga_net_stats that a user reads. per: "" or " per round" and the like. */
 void cli_say_net_stats(cli_ctx *c, const saga_net_stats *ns, const char *per);
 void cli_json_net_stats(json *j, const saga_net_stats *ns);
 /* The options of the commands that run through the graph executor (saga_net.h), in this order

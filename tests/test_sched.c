@@ -258,12 +258,60 @@ static void test_sched_trace_lines(void **state) {
     saga_backend_free_all(&be);
 }
 
+/* Timed by events (saga_sched_set_timed): the load and the write-back give the copy stream's time
+ * each way, the step's wait for its load the compute stream's, all read back at finish; reset
+ * clears them, and untimed they stay 0. */
+static void test_sched_timed(void **state) {
+    (void)state;
+    saga_backend *be = open_cpu();
+    saga_stream *ds = saga_backend_default_stream(be);
+    float hx[N], hy[N];
+    for (int i = 0; i < N; i++)
+        hx[i] = 2.0f;
+    for (int timed = 1; timed >= 0; timed--) {
+        saga_sched *s = NULL;
+        assert_int_equal(saga_sched_new(&s, be, 0, NULL, NULL), SAGA_OK);
+        assert_int_equal(saga_sched_set_timed(s, timed), SAGA_OK);
+        saga_blk *X = saga_sched_block(s, N * sizeof(float), SAGA_BLK_INPUT, "features");
+        saga_blk *Y = saga_sched_block(s, N * sizeof(float), SAGA_BLK_TEMP, "result");
+        saga_blk_set_host(X, hx);
+        saga_blk_set_host(Y, hy);
+        saga_sched_plan_begin(s);
+        int t = saga_sched_step(s);
+        saga_sched_use(s, t, X, SAGA_USE_READ, 0);
+        saga_sched_use(s, t, Y, SAGA_USE_WRITE, SAGA_USE_WRITEBACK);
+        assert_int_equal(saga_sched_plan_end(s), SAGA_OK);
+        assert_int_equal(saga_sched_begin(s, 0), SAGA_OK);
+        assert_int_equal(
+            be->kernels->scale_f32(ds, N, 0.5f, saga_blk_dev(X), 0.0f, saga_blk_dev(Y)), SAGA_OK);
+        assert_int_equal(saga_sched_end(s, 0), SAGA_OK);
+        assert_int_equal(saga_sched_finish(s), SAGA_OK);
+        assert_true(hy[N - 1] == 1.0f);
+        saga_sched_stats ss;
+        saga_sched_get_stats(s, &ss);
+        assert_int_equal(ss.timed, timed);
+        if (timed) {
+            assert_true(ss.h2d_event_seconds > 0 && ss.d2h_event_seconds > 0);
+            assert_true(ss.exposed_event_seconds >= 0);
+        } else {
+            assert_true(ss.h2d_event_seconds == 0 && ss.d2h_event_seconds == 0 &&
+                        ss.exposed_event_seconds == 0);
+        }
+        saga_sched_reset_stats(s);
+        saga_sched_get_stats(s, &ss);
+        assert_true(ss.h2d_event_seconds == 0 && ss.d2h_event_seconds == 0);
+        saga_sched_free(&s);
+    }
+    saga_backend_free_all(&be);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sched_state_written_back_on_eviction),
         cmocka_unit_test(test_sched_state_stays_resident),
         cmocka_unit_test(test_sched_write_waits_for_writeback),
         cmocka_unit_test(test_sched_trace_lines),
+        cmocka_unit_test(test_sched_timed),
     };
     copies = SAGA_COPIES_WORKER;
     int failed = cmocka_run_group_tests_name("copies on a worker thread", tests, NULL, NULL);

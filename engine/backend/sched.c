@@ -90,7 +90,15 @@ struct saga_sched {
     trace_rec *computing;               /* the running step's */
     saga_event *trace_origin;           /* time 0 of the trace, on the first traced stream */
     int n_plans;
+    /* saga_sched_set_timed: pairs of events (start, end) recorded since the last finish, each
+     * with what it times; the pool grows to a pass's count and is reused */
+    bool timed;
+    saga_event **tev;
+    uint8_t *tev_what;  /* per pair: TIMED_H2D, TIMED_D2H, TIMED_EXPOSED */
+    int n_tev, cap_tev; /* in pairs */
 };
+
+enum { TIMED_H2D, TIMED_D2H, TIMED_EXPOSED };
 
 /* ---- helpers ------------------------------------------------------------------------------ */
 
@@ -220,6 +228,53 @@ static void trace_flush(saga_sched *s) {
     s->trace_tail = last;
 }
 
+/* The next pair of timing events, recorded as the start of `what` on stream; *pair is its index
+ * for timed_end, or -1 when not timing. */
+static saga_status timed_begin(saga_sched *s, saga_stream *stream, int what, int *pair) {
+    saga_status st = SAGA_OK;
+    *pair = -1;
+    if (!s->timed)
+        return SAGA_OK;
+    if (s->n_tev == s->cap_tev) {
+        int cap = s->cap_tev ? 2 * s->cap_tev : 64;
+        SAGA_TRY(saga_realloc_array((void **)&s->tev, (size_t)cap * 2, sizeof *s->tev,
+                                    "the scheduler's timing events"));
+        for (int i = 2 * s->cap_tev; i < 2 * cap; i++)
+            s->tev[i] = NULL;
+        SAGA_TRY(saga_realloc_array((void **)&s->tev_what, (size_t)cap, 1,
+                                    "the scheduler's timing events"));
+        s->cap_tev = cap;
+    }
+    const int k = s->n_tev;
+    for (int e = 0; e < 2; e++)
+        if (!s->tev[2 * k + e])
+            SAGA_TRY(saga_event_new(&s->tev[2 * k + e], s->be));
+    SAGA_TRY(saga_event_record(s->tev[2 * k], stream));
+    s->tev_what[k] = (uint8_t)what;
+    s->n_tev++;
+    *pair = k;
+fail:
+    return st;
+}
+
+static saga_status timed_end(saga_sched *s, saga_stream *stream, int pair) {
+    return pair < 0 ? SAGA_OK : saga_event_record(s->tev[2 * pair + 1], stream);
+}
+
+/* Adds the pairs recorded since the last call to the stats (the streams have passed them). */
+static void timed_collect(saga_sched *s) {
+    for (int k = 0; k < s->n_tev; k++) {
+        double dt = 0;
+        if (saga_event_elapsed(s->tev[2 * k], s->tev[2 * k + 1], &dt) != SAGA_OK || dt < 0)
+            continue;
+        double *sum = s->tev_what[k] == TIMED_H2D   ? &s->st.h2d_event_seconds
+                      : s->tev_what[k] == TIMED_D2H ? &s->st.d2h_event_seconds
+                                                    : &s->st.exposed_event_seconds;
+        *sum += dt;
+    }
+    s->n_tev = 0;
+}
+
 /* A staging buffer of at least bytes whose last copy has completed. */
 static saga_status get_slot(saga_sched *s, size_t bytes, slot **out) {
     saga_status st = SAGA_OK;
@@ -272,6 +327,8 @@ static saga_status writeback(saga_sched *s, saga_blk *b) {
     SAGA_TRY(after_compute(s));
     trace_rec *tr = NULL;
     SAGA_TRY(trace_begin(s, s->copy, "d2h", b, s->running, &tr));
+    int tp;
+    SAGA_TRY(timed_begin(s, s->copy, TIMED_D2H, &tp));
     if (b->host) {
         SAGA_TRY(saga_memcpy_d2h_async(s->copy, b->host, b->dev, b->bytes));
     } else {
@@ -281,10 +338,13 @@ static saga_status writeback(saga_sched *s, saga_blk *b) {
         SAGA_TRY(get_slot(s, b->bytes, &sl));
         sl->b = b;
         SAGA_TRY(saga_memcpy_d2h_async(s->copy, sl->buf, b->dev, b->bytes));
+        SAGA_TRY(timed_end(s, s->copy, tp)); /* the copy, not the host's unpacking */
+        tp = -1;
         SAGA_TRY(saga_stream_launch_host_fn(s->copy, unpack_tramp, sl));
         SAGA_TRY(saga_event_record(sl->ev, s->copy));
         sl->busy = true;
     }
+    SAGA_TRY(timed_end(s, s->copy, tp));
     SAGA_TRY(trace_end(s, s->copy, tr));
     SAGA_TRY(saga_event_record(b->ev, s->copy));
     inline_wait(s, t0);
@@ -384,7 +444,9 @@ static saga_status issue_load(saga_sched *s, saga_blk *b, int t) {
     SAGA_TRY(after_compute(s)); /* the buffer may have served a block the compute still reads */
     trace_rec *tr = NULL;
     SAGA_TRY(trace_begin(s, s->copy, "h2d", b, t, &tr));
+    int tp = -1;
     if (b->host) {
+        SAGA_TRY(timed_begin(s, s->copy, TIMED_H2D, &tp));
         SAGA_TRY(saga_memcpy_h2d_async(s->copy, b->dev, b->host, b->bytes));
     } else {
         SAGA_CHECK(b->pack, SAGA_ERR_INTERNAL, "block scheduler: a %s block has no host content",
@@ -393,10 +455,12 @@ static saga_status issue_load(saga_sched *s, saga_blk *b, int t) {
         SAGA_TRY(get_slot(s, b->bytes, &sl));
         sl->b = b;
         SAGA_TRY(saga_stream_launch_host_fn(s->copy, pack_tramp, sl));
+        SAGA_TRY(timed_begin(s, s->copy, TIMED_H2D, &tp)); /* the copy, not the packing */
         SAGA_TRY(saga_memcpy_h2d_async(s->copy, b->dev, sl->buf, b->bytes));
         SAGA_TRY(saga_event_record(sl->ev, s->copy));
         sl->busy = true;
     }
+    SAGA_TRY(timed_end(s, s->copy, tp));
     SAGA_TRY(trace_end(s, s->copy, tr));
     SAGA_TRY(saga_event_record(b->ev, s->copy));
     inline_wait(s, t0);
@@ -475,6 +539,10 @@ void saga_sched_free(saga_sched **sp) {
         trace_rec_free(r);
     }
     saga_event_free(&s->trace_origin);
+    for (int i = 0; i < 2 * s->cap_tev; i++)
+        saga_event_free(&s->tev[i]);
+    saga_free(s->tev);
+    saga_free(s->tev_what);
     for (int i = 0; i < s->n_blocks; i++) {
         saga_blk *b = s->blocks[i];
         release_dev(s, b);
@@ -661,6 +729,8 @@ saga_status saga_sched_begin(saga_sched *s, int t) {
      * block the step writes may still be read by a write-back an earlier step asked for (a ring
      * slot whose host copy the next stage reads): the compute waits for that copy, so the host
      * copy gets the old content whole while other copies keep overlapping */
+    int tp;
+    SAGA_TRY(timed_begin(s, saga_backend_default_stream(s->be), TIMED_EXPOSED, &tp));
     for (int i = 0; i < sp->n; i++) {
         use *u = &s->uses[sp->first + i];
         saga_blk *b = u->b;
@@ -669,6 +739,7 @@ saga_status saga_sched_begin(saga_sched *s, int t) {
         else if ((u->mode & SAGA_USE_WRITE) && b->copying)
             SAGA_TRY(compute_after_copy(s, b));
     }
+    SAGA_TRY(timed_end(s, saga_backend_default_stream(s->be), tp));
     if (t + 1 < s->n_steps && !s->steps[t + 1].barrier)
         SAGA_TRY(prefetch(s, t + 1));
     /* the step's compute is issued on the default stream from here to saga_sched_end */
@@ -751,7 +822,23 @@ saga_status saga_sched_finish(saga_sched *s) {
         s->blocks[i]->copying = s->blocks[i]->loading = false;
     for (int i = 0; i < N_SLOTS; i++)
         s->slots[i].busy = false;
+    if (s->n_tev) {
+        SAGA_TRY(saga_stream_synchronize(saga_backend_default_stream(s->be)));
+        timed_collect(s);
+    }
     trace_flush(s);
+fail:
+    return st;
+}
+
+saga_status saga_sched_set_timed(saga_sched *s, bool on) {
+    saga_status st = SAGA_OK;
+    if (s->n_tev) { /* pairs of a pass not finished: read what completed */
+        SAGA_TRY(saga_backend_synchronize(s->be));
+        timed_collect(s);
+    }
+    s->timed = on;
+    s->st.timed = on;
 fail:
     return st;
 }
@@ -767,5 +854,6 @@ void saga_sched_get_stats(const saga_sched *s, saga_sched_stats *out) {
 
 void saga_sched_reset_stats(saga_sched *s) {
     memset(&s->st, 0, sizeof s->st);
+    s->st.timed = s->timed;
     s->st.peak_bytes = s->resident;
 }

@@ -760,17 +760,23 @@ void net_collect_stats(saga_net *n, double t0) {
     saga_backend_stats bs;
     saga_backend_get_stats(n->be, &bs);
     bool inline_copies = false;
+    n->stats.copy_seconds = bs.copy_seconds;
+    n->stats.h2d_seconds = 0;
     if (n->sched) {
         saga_sched_stats ss;
         saga_sched_get_stats(n->sched, &ss);
         n->stats.wait_seconds = ss.wait_seconds;
         inline_copies = ss.copies_inline;
+        if (ss.timed) { /* the streams' own times (saga_sched_set_timed) */
+            n->stats.copy_seconds = ss.h2d_event_seconds + ss.d2h_event_seconds;
+            n->stats.h2d_seconds = ss.h2d_event_seconds;
+            n->stats.wait_seconds = ss.exposed_event_seconds;
+        }
     }
     n->stats.h2d_bytes = bs.h2d_bytes;
     n->stats.d2h_bytes = bs.d2h_bytes;
     n->stats.peak_device_bytes = bs.peak_bytes;
     n->stats.budget_bytes = bs.budget_bytes;
-    n->stats.copy_seconds = bs.copy_seconds;
     double cs = n->stats.copy_seconds, w = n->stats.wait_seconds;
     /* copies in order with the kernels hide nothing */
     n->stats.overlap = cs > 0 && !inline_copies ? 1.0 - (w < cs ? w : cs) / cs : 0.0;

@@ -203,8 +203,10 @@ typedef struct saga_net_stats {
     uint64_t h2d_bytes, d2h_bytes; /* moved by the last call */
     size_t peak_device_bytes;      /* the backend's peak during the last call */
     size_t budget_bytes;
-    double copy_seconds;    /* time the copies took (0 where the backend cannot tell) */
-    double wait_seconds;    /* of which the compute side waited for */
+    double copy_seconds;    /* time the copies took: the copy stream's, timed by events on a
+                             * GPU, the copy worker's on the CPU (0 where neither tells) */
+    double wait_seconds;    /* of which the compute side waited for (on a GPU: the compute
+                             * stream's time between reaching a step's waits and passing them) */
     double overlap;         /* share of copy time hidden behind compute: 1 - wait / copy */
     double seconds;         /* the last call */
     double prepare_seconds; /* of which partitioning and building the blocks (first call) */
@@ -249,6 +251,9 @@ typedef struct saga_net_stats {
      * kernels, on the compute's stream (a copy worker would have taken a core from them), so
      * overlap is 0 */
     bool copies_inline;
+    /* of copy_seconds, the host -> device copies' on a GPU (timed by events; 0 on the CPU,
+     * whose copy time is one sum): h2d_bytes / h2d_seconds is the bandwidth the copies had */
+    double h2d_seconds;
 } saga_net_stats;
 
 void saga_net_get_stats(const saga_net *n, saga_net_stats *s);

@@ -59,8 +59,10 @@ gcn_streamed() {
     [ "$peak" -gt 0 ] && [ "$peak" -le "$budget" ] ||
         fail "gcn cuda streamed ($name): the device allocated $peak bytes at its peak, over the budget $budget"
 }
+# the copies and the compute's waits timed by events on the streams: an overlap measured, not 0
+timed="0 < j['h2d_seconds'] <= j['copy_seconds'] and 0 <= j['wait_seconds'] and 0 <= j['overlap'] <= 1 and (j['overlap'] > 0 or j['wait_seconds'] >= j['copy_seconds'])"
 for saved in recompute offload; do
-    gcn_streamed "$saved" "$budget" "j['h2d_bytes'] > 0" --saved "$saved"
+    gcn_streamed "$saved" "$budget" "j['h2d_bytes'] > 0 and $timed" --saved "$saved"
 done
 # a budget that leaves room for the second aggregation's input to stay whole on the device: its
 # halos are gathered and its halo gradients added there (gather_rows, scatter_add_rows)

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # gpu_first_run.sh - scripts/gpu-first-run rehearsed on the CUDA simulator (label cudasim): small
 # sizes, a short budget, the build of this tree as the carried one. It must finish inside its
-# budget with its correctness steps passed, skip the step whose cap the budget cannot hold (the big
-# graph's comparison with PyG, 240 s) with a line saying so, write at most 8 files, and print its
-# summary last.
+# budget with its correctness steps passed, report the streamed epoch against its bound, skip the
+# step whose cap the budget cannot hold (the big graph's comparison with PyG, 240 s) with a line
+# saying so, write at most 8 files, and print its summary last.
 set -euo pipefail
 source "$(dirname "$0")/../cli_common.bash"
 : "${SAGA_CUDA_MODULE:?SAGA_CUDA_MODULE must name the simulator module}"
@@ -27,13 +27,15 @@ n=$(find "$TMP/out" -type f | wc -l)
 [ "$n" -le 8 ] || fail "gpu-first-run wrote $n files, more than 8"
 tail -n1 "$TMP/run.log" | grep -q '^summary: ' || fail "the summary is not printed last"
 for s in backend-test gcn-cora-cuda-vs-cpu gcn-cora-accuracy gcn-streamed-quarter \
-    pagerank-cuda-vs-cpu cc-cuda-vs-cpu gcn-streamed-trace; do
+    pagerank-cuda-vs-cpu cc-cuda-vs-cpu gcn-streamed-vs-memory gcn-streamed-bound gcn-streamed-trace; do
     awk -F'\t' -v s="$s" '$1 == s && $2 == "ok" { ok = 1 } END { exit !ok }' "$TMP/out/steps.tsv" ||
         fail "step $s did not pass: $(grep "^$s" "$TMP/out/steps.tsv")"
 done
 grep -q '^skip gcn-vs-pyg-800: needs 240 s, [0-9]* s left$' "$TMP/out/summary.txt" ||
     fail "the step the budget cannot hold was not skipped with its reason"
 [ -s "$TMP/out/trace.jsonl" ] || fail "no trace"
+grep -q '^bound: streamed .* ms per epoch, in memory .* bound .* overlap' "$TMP/out/summary.txt" ||
+    fail "no streamed epoch against its bound in the summary"
 echo "steps: $(awk -F'\t' 'NR > 1 { printf "%s %s %ss; ", $1, $2, $3 }' "$TMP/out/steps.tsv")"
 echo "gpu-first-run took $took s"
 finish
