@@ -6,6 +6,8 @@
 #include "saga_datasets.h"
 #include "saga_net.h"
 
+#include <stdio.h>
+
 typedef struct net_data {
     saga_graph *g;
     float *x;
@@ -80,6 +82,23 @@ static net_bounds net_run_bounds(const net_data *d, int H, int steps, double u16
         b.loss[k] = k * step.rel + fwd.rel + loss.rel;
     b.out = steps * step.rel + fwd.rel;
     return b;
+}
+
+/* Two trainings of 3 steps of that model (a, and b as `what` says it ran): each step's loss and
+ * the outputs after the steps within net_run_bounds, the outputs relative to their magnitude (the
+ * mean of a's). */
+static void net_assert_close_runs(const net_data *d, int H, double u16, const double *loss_a,
+                                  const float *out_a, const double *loss_b, const float *out_b,
+                                  const char *what) {
+    const net_bounds nb = net_run_bounds(d, H, 3, u16);
+    char msg[96];
+    for (int i = 0; i < 3; i++) {
+        snprintf(msg, sizeof msg, "step %d's loss, %s", i, what);
+        saga_test_assert_close_f64(msg, &loss_a[i], &loss_b[i], 1, nb.loss[i], 0);
+    }
+    const int64_t n = (int64_t)d->n * d->C;
+    snprintf(msg, sizeof msg, "outputs, %s", what);
+    saga_test_assert_close_f32(msg, out_a, out_b, n, nb.out, saga_test_mean_abs_f32(out_a, n));
 }
 
 typedef struct layer {

@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "test_util.h"
+#include "test_xf.h"
 
 #include "backend_impl.h"
 #include "saga_nn.h"
@@ -76,16 +77,10 @@ static void test_cuda_backend_assert_close(void **state) {
  * The GPU and the CPU compute the same values in different orders (sums split over lanes and
  * blocks, cuBLAS's and OpenBLAS's blocking, multiply-adds the GPU fuses), with different libm
  * functions. The comparisons are held to bounds derived from that arithmetic (test_util.h, "bounds
- * for results computed in different orders"): a sum of K terms, in any order, with or without
- * fused multiply-adds, is within gamma_K sum |terms| of the exact sum, so the two are within
- * 2 gamma_K sum |terms| of each other; one rounding is gamma_1. Where the same operations run in
- * the same order on both, the comparison is of bits. */
-static double gam(int64_t k) {
-    return saga_test_gamma(k, SAGA_TEST_U32);
-}
-static double gam64(int64_t k) {
-    return saga_test_gamma(k, SAGA_TEST_U64);
-}
+ * for results computed in different orders"; test_xf.h for element-wise formulas): a sum of K
+ * terms, in any order, with or without fused multiply-adds, is within gamma_K sum |terms| of the
+ * exact sum, so the two are within 2 gamma_K sum |terms| of each other; one rounding is gamma_1.
+ * Where the same operations run in the same order on both, the comparison is of bits. */
 
 /* Device copies of host arrays, freed by dev_free. */
 static void *dev_upload(saga_backend *be, const void *host, size_t bytes) {
@@ -874,67 +869,6 @@ static double *hf64(int64_t n) {
  * the CPU's separate roundings; the two sides are within twice the bound of each other. */
 #define U SAGA_TEST_U32
 
-/* expf, expm1f and log1pf within 2 ulp on both sides: CUDA's documented maxima (the CUDA C
- * Programming Guide's table of single-precision functions: expf 2, expm1f 1, log1pf 1) and glibc's
- * (the glibc manual's table of known maximum errors). One ulp of y is at most 2 u |y|. */
-#define LIBM_REL (4 * SAGA_TEST_U32)
-/* tanh: CUDA's tanhf within 2 ulp (the Programming Guide), the CPU's own tanh_f32 within 4 u
- * (nn_dense.c documents about 2e-7; test_nn_kernels' sweep holds it to 4 u) */
-#define TANH_REL (4 * SAGA_TEST_U32)
-
-typedef struct xf {
-    double v, e;
-} xf;
-
-static xf xf_op(double v, double e, double rel) {
-    return (xf){v, e + rel * fmax(fabs(v) + e, FLT_MIN)};
-}
-static xf xf_round(double v, double e) {
-    return xf_op(v, e, U);
-}
-/* an f32 input, exact */
-static xf xf_in(double v) {
-    return (xf){v, 0};
-}
-static xf xf_neg(xf a) {
-    return (xf){-a.v, a.e};
-}
-static xf xf_add(xf a, xf b) {
-    return xf_round(a.v + b.v, a.e + b.e);
-}
-static xf xf_sub(xf a, xf b) {
-    return xf_round(a.v - b.v, a.e + b.e);
-}
-static xf xf_mul(xf a, xf b) {
-    return xf_round(a.v * b.v, fabs(a.v) * b.e + fabs(b.v) * a.e + a.e * b.e);
-}
-static xf xf_div(xf a, xf b) {
-    const double q = a.v / b.v;
-    assert_true(fabs(b.v) > b.e); /* the divisor cannot be zero */
-    return xf_round(q, (a.e + fabs(q) * b.e) / (fabs(b.v) - b.e));
-}
-/* |sqrt(a') - sqrt(a)| = |a' - a| / (sqrt(a') + sqrt(a)), and at most sqrt(|a' - a|) */
-static xf xf_sqrt(xf a) {
-    const double r = sqrt(a.v);
-    return xf_round(r, r > 0 ? fmin(a.e / r, sqrt(a.e)) : sqrt(a.e));
-}
-/* e^a' is within e^a (e^|a' - a| - 1) of e^a; so is expm1 */
-static xf xf_exp(xf a) {
-    return xf_op(exp(a.v), exp(a.v) * expm1(a.e), LIBM_REL);
-}
-static xf xf_expm1(xf a) {
-    return xf_op(expm1(a.v), exp(a.v) * expm1(a.e), LIBM_REL);
-}
-/* log1p's slope is at most 1 / (1 + a - e_a) within e_a of a */
-static xf xf_log1p(xf a) {
-    assert_true(1 + a.v > a.e);
-    return xf_op(log1p(a.v), a.e / (1 + a.v - a.e), LIBM_REL);
-}
-/* log of a double sum, rounded to f32 */
-static xf xf_log(xf a) {
-    assert_true(a.v > a.e);
-    return xf_round(log(a.v), a.e / (a.v - a.e));
-}
 /* 1 / (1 + expf(-x)), or e / (1 + e) with e = expf(x) (saga_cuda_sigmoidf, nn_dense.c's sigmoidf)
  */
 static xf xf_sigmoid(float x) {

@@ -16,6 +16,8 @@
 
 #include "test_util.h"
 
+#include "dense_bounds.h"
+
 #include "saga_comm.h"
 #include "saga_dense.h"
 
@@ -67,31 +69,7 @@ static void make_batch(int step, int64_t rows, float *x, float *y) {
         }
 }
 
-/* ---- bounds on trainings that add in different orders (test_util.h) ----------------------- */
-
-/* The bounds on two trainings of p that add in different orders, relative to the magnitudes
- * below. A step chains the forward pass's sums (each layer's, over its inputs and the bias), the
- * loss's (over the batch's outputs), the backward pass's (each hidden layer's input gradient,
- * over its outputs; a weight gradient, over the batch's rows, micro-batches included: the longest
- * chain holds one) and Adam's update, which moves a weight by about lr, far less than the
- * weight: it passes its gradient's relative error on at most once, and each run rounds the new
- * weight to f32 once. (test_dense.c derives the same, and says what Adam's division assumes.) */
-typedef struct mlp_bounds {
-    double fwd, loss, step;
-} mlp_bounds;
-
-static mlp_bounds mlp_bounds_of(const saga_mlp_params *p) {
-    saga_test_chain fwd = {0, 0}, loss = {0, 0}, step = {0, 0};
-    for (int l = 0; l < L; l++)
-        saga_test_chain_add(&fwd, p->widths[l] + 1, 1);
-    saga_test_chain_add(&loss, (int64_t)p->batch * p->widths[L], 1);
-    step.rel = fwd.rel + loss.rel;
-    for (int l = 1; l < L; l++)
-        saga_test_chain_add(&step, p->widths[l + 1], 1);
-    saga_test_chain_add(&step, p->batch, 1);
-    saga_test_chain_add(&step, 1, 1);
-    return (mlp_bounds){fwd.rel, loss.rel, step.rel};
-}
+/* ---- bounds on trainings that add in different orders: dense_bounds.h ---------------------- */
 
 /* The bound on step s's losses (step s runs on the weights after s updates), relative to the
  * loss. An output z carries s steps and a forward pass of relative error, rel: a loss term
@@ -202,7 +180,7 @@ static void run_free(run *r) {
  * biases within n steps' bound relative to their mean magnitude; exact: the same bits. */
 static void assert_same(const run *a, const run *want, const saga_mlp_params *p, int n,
                         bool exact) {
-    const mlp_bounds b = mlp_bounds_of(p);
+    const mlp_bounds b = mlp_bounds_of(p, false);
     char what[64];
     for (int s = 0; s < n; s++) {
         snprintf(what, sizeof what, "rank %d, step %d's loss", rk(), s);

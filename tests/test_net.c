@@ -203,18 +203,9 @@ static void run_model(run_out *r, const saga_program *prog, size_t budget, saga_
     saga_backend_free_all(&be);
 }
 
-/* a and b, two runs of run_model, agree within net_run_bounds (u16 as there), the losses relative
- * to a's and the outputs relative to their magnitude, their mean. */
+/* a and b, two runs of run_model, agree within net_run_bounds (u16 as there). */
 static void assert_same_run(const run_out *a, const run_out *b, double u16) {
-    const net_bounds nb = net_run_bounds(&D, 16, 3, u16);
-    for (int i = 0; i < 3; i++) {
-        char what[32];
-        snprintf(what, sizeof what, "step %d's loss", i);
-        saga_test_assert_close_f64(what, &a->loss[i], &b->loss[i], 1, nb.loss[i], 0);
-    }
-    const int64_t n = (int64_t)D.n * D.C;
-    saga_test_assert_close_f32("outputs", a->out, b->out, n, nb.out,
-                               saga_test_mean_abs_f32(a->out, n));
+    net_assert_close_runs(&D, 16, u16, a->loss, a->out, b->loss, b->out, "two runs of run_model");
 }
 
 /* a and b, two runs of run_model by the same kernels in the same order: the same bits. */

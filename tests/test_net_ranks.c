@@ -105,15 +105,7 @@ static void run_model(run_out *r, const saga_program *prog, saga_comm *cm, size_
 /* The run over the ranks adds in other orders than the one alone (its parts' sums, the weight
  * gradients' all-reduce): within net_run_bounds. */
 static void assert_same(const run_out *a, const run_out *b) {
-    const net_bounds nb = net_run_bounds(&D, H, STEPS, 0);
-    for (int i = 0; i < STEPS; i++) {
-        char what[64];
-        snprintf(what, sizeof what, "step %d's loss alone and over the ranks", i);
-        saga_test_assert_close_f64(what, &a->loss[i], &b->loss[i], 1, nb.loss[i], 0);
-    }
-    const int64_t n = (int64_t)D.n * D.C;
-    saga_test_assert_close_f32("outputs alone and over the ranks", a->out, b->out, n, nb.out,
-                               saga_test_mean_abs_f32(a->out, n));
+    net_assert_close_runs(&D, H, 0, a->loss, a->out, b->loss, b->out, "alone and over the ranks");
 }
 
 static void check(const saga_program *prog, size_t budget, saga_exec exec,

@@ -8,6 +8,7 @@
 #include <cmocka.h>
 
 #include "test_util.h"
+#include "test_xf.h"
 
 #include "backend_impl.h"
 #include "cpu/nn_kernels.h"
@@ -136,83 +137,6 @@ static void fill_nan(float *x, int64_t n) {
  * and a multiply-add fused into one rounding stays within it. The reference's own double roundings,
  * 2^-29 times smaller, are left out. */
 #define U SAGA_TEST_U32
-
-/* gamma_k of f32 */
-static double gam(int64_t k) {
-    return saga_test_gamma(k, SAGA_TEST_U32);
-}
-
-/* Two double sums of the same k terms, of magnitudes adding up to mag, in different orders. */
-static double sum64_err(int64_t k, double mag) {
-    return 2 * saga_test_gamma(k, SAGA_TEST_U64) * mag;
-}
-
-/* libm's expf, expm1f, logf and log1pf: within 2 ulp, the larger of glibc's documented maxima
- * (the glibc manual's table of known maximum errors) and CUDA's (expf; the CUDA C Programming
- * Guide's table of single-precision function errors). One ulp of a normal result y is at most
- * 2 u |y|. */
-#define LIBM_REL (4 * SAGA_TEST_U32)
-
-/* tanh_f32 (nn_dense.c), which documents "within about 2e-7 of tanh relative" (3.4 u): 4 u, which
- * test_nn_kernels_tanh_sweep holds it to over the whole float range (its worst is 3.0 u). */
-#define TANH_REL (4 * SAGA_TEST_U32)
-
-typedef struct xf {
-    double v, e;
-} xf;
-
-/* a result of exact value v, its operands' errors propagating to e, from an operation within rel
- * of its exact result (at least the smallest normal's worth: ulps do not shrink among subnormals)
- */
-static xf xf_op(double v, double e, double rel) {
-    return (xf){v, e + rel * fmax(fabs(v) + e, FLT_MIN)};
-}
-static xf xf_round(double v, double e) {
-    return xf_op(v, e, U);
-}
-/* an f32 input, exact */
-static xf xf_in(double v) {
-    return (xf){v, 0};
-}
-static xf xf_neg(xf a) {
-    return (xf){-a.v, a.e};
-}
-static xf xf_add(xf a, xf b) {
-    return xf_round(a.v + b.v, a.e + b.e);
-}
-static xf xf_sub(xf a, xf b) {
-    return xf_round(a.v - b.v, a.e + b.e);
-}
-static xf xf_mul(xf a, xf b) {
-    return xf_round(a.v * b.v, fabs(a.v) * b.e + fabs(b.v) * a.e + a.e * b.e);
-}
-static xf xf_div(xf a, xf b) {
-    const double q = a.v / b.v;
-    assert_true(fabs(b.v) > b.e); /* the divisor cannot be zero */
-    return xf_round(q, (a.e + fabs(q) * b.e) / (fabs(b.v) - b.e));
-}
-/* |sqrt(a') - sqrt(a)| = |a' - a| / (sqrt(a') + sqrt(a)), and at most sqrt(|a' - a|) */
-static xf xf_sqrt(xf a) {
-    const double r = sqrt(a.v);
-    return xf_round(r, r > 0 ? fmin(a.e / r, sqrt(a.e)) : sqrt(a.e));
-}
-/* e^a' is within e^a (e^|a' - a| - 1) of e^a; so is expm1 */
-static xf xf_exp(xf a) {
-    return xf_op(exp(a.v), exp(a.v) * expm1(a.e), LIBM_REL);
-}
-static xf xf_expm1(xf a) {
-    return xf_op(expm1(a.v), exp(a.v) * expm1(a.e), LIBM_REL);
-}
-/* log1p's slope is at most 1 / (1 + a - e_a) within e_a of a */
-static xf xf_log1p(xf a) {
-    assert_true(1 + a.v > a.e);
-    return xf_op(log1p(a.v), a.e / (1 + a.v - a.e), LIBM_REL);
-}
-/* log of a double sum, rounded to f32 */
-static xf xf_log(xf a) {
-    assert_true(a.v > a.e);
-    return xf_round(log(a.v), a.e / (a.v - a.e));
-}
 
 /* |got[i] - want[i]| <= err[i] for each of the n elements */
 static void assert_within(const char *what, const float *got, const double *want, const double *err,

@@ -8,6 +8,7 @@
 #include <cmocka.h>
 
 #include "test_util.h"
+#include "test_xf.h"
 
 #include "nn_impl.h"
 #include "saga_nn.h"
@@ -329,69 +330,6 @@ static void test_nn_ops_gradients(void **state) {
  * times that result (LIBM_REL for a libm call). The second-order terms are kept, so the bound holds
  * outright; the reference's own double roundings, 2^-29 times smaller, are left out. */
 #define U SAGA_TEST_U32
-
-/* gamma_k of f32 */
-static double gam(int64_t k) {
-    return saga_test_gamma(k, SAGA_TEST_U32);
-}
-
-/* Two double sums of the same k terms, of magnitudes adding up to mag, in different orders. */
-static double sum64_err(int64_t k, double mag) {
-    return 2 * saga_test_gamma(k, SAGA_TEST_U64) * mag;
-}
-
-/* libm's expf, expm1f and log1pf: within 2 ulp, the larger of glibc's documented maxima (the glibc
- * manual's table of known maximum errors) and CUDA's; one ulp of a normal y is at most 2 u |y|. */
-#define LIBM_REL (4 * SAGA_TEST_U32)
-
-typedef struct xf {
-    double v, e;
-} xf;
-
-/* a result of exact value v, its operands' errors propagating to e, from an operation within rel
- * of its exact result (at least the smallest normal's worth: ulps do not shrink among subnormals)
- */
-static xf xf_op(double v, double e, double rel) {
-    return (xf){v, e + rel * fmax(fabs(v) + e, FLT_MIN)};
-}
-static xf xf_round(double v, double e) {
-    return xf_op(v, e, U);
-}
-/* an f32 input, exact */
-static xf xf_in(double v) {
-    return (xf){v, 0};
-}
-static xf xf_add(xf a, xf b) {
-    return xf_round(a.v + b.v, a.e + b.e);
-}
-static xf xf_sub(xf a, xf b) {
-    return xf_round(a.v - b.v, a.e + b.e);
-}
-static xf xf_mul(xf a, xf b) {
-    return xf_round(a.v * b.v, fabs(a.v) * b.e + fabs(b.v) * a.e + a.e * b.e);
-}
-static xf xf_div(xf a, xf b) {
-    const double q = a.v / b.v;
-    assert_true(fabs(b.v) > b.e); /* the divisor cannot be zero */
-    return xf_round(q, (a.e + fabs(q) * b.e) / (fabs(b.v) - b.e));
-}
-/* e^a' is within e^a (e^|a' - a| - 1) of e^a; so is expm1 */
-static xf xf_exp(xf a) {
-    return xf_op(exp(a.v), exp(a.v) * expm1(a.e), LIBM_REL);
-}
-static xf xf_expm1(xf a) {
-    return xf_op(expm1(a.v), exp(a.v) * expm1(a.e), LIBM_REL);
-}
-/* log1p's slope is at most 1 / (1 + a - e_a) within e_a of a */
-static xf xf_log1p(xf a) {
-    assert_true(1 + a.v > a.e);
-    return xf_op(log1p(a.v), a.e / (1 + a.v - a.e), LIBM_REL);
-}
-/* log of a double sum, rounded to f32 */
-static xf xf_log(xf a) {
-    assert_true(a.v > a.e);
-    return xf_round(log(a.v), a.e / (a.v - a.e));
-}
 
 /* The bounds on softmax_rows_f32's softmax (or log-softmax) of a row x of n values (softmax_row,
  * ops/cpu/nn_dense.c): e = expf(x - max) (the subtraction rounds, which moves e by up to

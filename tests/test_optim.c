@@ -7,6 +7,7 @@
 #include <cmocka.h>
 
 #include "test_util.h"
+#include "test_xf.h"
 
 #include "saga_nn.h"
 
@@ -24,46 +25,8 @@ static const float G[STEPS][N] = {{0.1f, -0.2f, 0.3f, 0.4f, -0.5f, 0.05f},
 /* ---- the reference and its error bound -------------------------------------------------------
  *
  * The f32 update is a short fixed formula per element, not a sum in some order, so its bound comes
- * from following that formula: each value of the kernel's formula (ops/cpu/nn_dense.c,
- * saga_cpu_sgd_f32 and saga_cpu_adam_f32, operation for operation) is carried as the exact value
- * in double and a bound on how far the f32 computation of it can be (running error analysis,
- * Higham, Accuracy and Stability of Numerical Algorithms, 2nd ed., sec. 3.3): an operation on
- * operands within e_a and e_b of their values is within the propagated error of its exact result,
- * and its rounding adds u times that result. The second-order terms are kept, so the bound holds
- * outright; a multiply-add fused into one rounding stays within it. The reference's own double
- * roundings, 2^-29 times smaller, are left out. */
-typedef struct xf {
-    double v, e;
-} xf;
-
-/* a result of exact value v, its operands' errors propagating to e, rounded to f32 (adding u of at
- * least the smallest normal: ulps do not shrink among subnormals) */
-static xf xf_round(double v, double e) {
-    return (xf){v, e + SAGA_TEST_U32 * fmax(fabs(v) + e, FLT_MIN)};
-}
-/* an f32 input, exact */
-static xf xf_in(double v) {
-    return (xf){v, 0};
-}
-static xf xf_neg(xf a) {
-    return (xf){-a.v, a.e};
-}
-static xf xf_add(xf a, xf b) {
-    return xf_round(a.v + b.v, a.e + b.e);
-}
-static xf xf_mul(xf a, xf b) {
-    return xf_round(a.v * b.v, fabs(a.v) * b.e + fabs(b.v) * a.e + a.e * b.e);
-}
-static xf xf_div(xf a, xf b) {
-    const double q = a.v / b.v;
-    assert_true(fabs(b.v) > b.e); /* the divisor cannot be zero */
-    return xf_round(q, (a.e + fabs(q) * b.e) / (fabs(b.v) - b.e));
-}
-/* |sqrt(a') - sqrt(a)| = |a' - a| / (sqrt(a') + sqrt(a)), and at most sqrt(|a' - a|) */
-static xf xf_sqrt(xf a) {
-    const double r = sqrt(a.v);
-    return xf_round(r, r > 0 ? fmin(a.e / r, sqrt(a.e)) : sqrt(a.e));
-}
+ * from following that formula (ops/cpu/nn_dense.c, saga_cpu_sgd_f32 and saga_cpu_adam_f32,
+ * operation for operation) in xf (test_xf.h). */
 
 /* torch.optim.SGD (dampening 0), as saga_cpu_sgd_f32 evaluates it: g = grad + wd p; buf = buf mom
  * + g (torch's buf = g on the first step is the same value from a zero buf); g = nesterov ? g + mom
