@@ -245,7 +245,8 @@ def test_gcn_on_cora_reaches_the_cli_accuracy():
     j = cli("gcn", "--data", CORA, "--seed", "1", "--device", "cpu")
     r = saga.gcn(CORA, seed=1, device="cpu")
     assert r["test_accuracy"] == j["test_accuracy"] and r["val_accuracy"] == j["val_accuracy"]
-    assert r["loss"] == pytest.approx(j["loss"], rel=1e-6) and r["epochs"] == 200
+    # the same library, kernels and order as the command: the same bits
+    assert r["loss"] == j["loss"] and r["epochs"] == 200
     assert r["test_accuracy"] > 0.78
     # inference: the final model's classes give the accuracies it reports
     pred = r["predictions"]
@@ -278,7 +279,9 @@ def test_gcn_dense_features_kept_as_csr():
     assert (kept["input_layout"], kept["input_packed"]) == ("dense", False)
     assert packed["loss"] == csr["loss"]  # the CSR a caller would give, to the bit
     assert np.array_equal(packed["predictions"], csr["predictions"])
-    assert kept["loss"] == pytest.approx(csr["loss"], rel=1e-5)
+    # dense rows: the first layer's sums in another order (Cora: in-degree at most 168)
+    tol = bounds.gcn_losses(g.num_nodes, nf, 16, c, 10, max_degree=168)[-1]
+    assert kept["loss"] == pytest.approx(csr["loss"], rel=tol)
     with pytest.raises(ValueError, match="sparse_below"):
         saga.gcn(features=dense, sparse_below=1.5, **args)
 
