@@ -1,0 +1,50 @@
+/* net_demand.h - the first pass of a net's plan: which rows each stage must compute so that the
+ * rows read of the last stage's output come out right. Host-only; internal to saga.
+ *
+ *   net_demand d;
+ *   SAGA_TRY(net_demand_build(&d, kinds, S, off, src, n, loss_rows, n_loss_rows));
+ *   // d.rows[s][0 .. d.n_rows[s]) are the rows stage s computes
+ *   net_demand_free(&d);
+ *
+ * Backwards from the last stage: a stage computes the rows its successor reads of its input (the
+ * last stage, the rows read of the output); a vertex stage reads its own rows of its input, a
+ * program stage its rows and their in-neighbours (gather over the in-edges, the vertex's own row
+ * for ApplyVertex's self). So for GCN's four stages (X W, aggregate, H W, aggregate) and the rows
+ * a loss reads, the first stage computes their two-hop in-neighbourhood: any program, any depth.
+ * A stage whose demand is every row is marked whole and lists no rows. */
+#pragma once
+
+#include "net_impl.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#pragma GCC visibility push(hidden)
+
+typedef struct net_demand {
+    int n_stages;
+    int32_t n;        /* vertices */
+    int32_t *n_rows;  /* [s]: rows stage s computes (n when whole) */
+    int32_t **rows;   /* [s]: those rows, increasing; NULL when whole */
+    int64_t *n_edges; /* [s]: a program stage's in-edges of its rows (0 for a vertex stage) */
+    bool *whole;      /* [s]: every row */
+} net_demand;
+
+/* Fills *d (overwritten; free with net_demand_free) for stages of these kinds over the in-edge
+ * CSR (off: n + 1 offsets, src: each in-edge's source), from the out_rows read of the last stage
+ * (n_out of them, in any order, repeats allowed; out_rows NULL: every row). Errors:
+ * SAGA_ERR_INVALID_ARG for a row outside [0, n) or no stage; SAGA_ERR_OUT_OF_MEMORY. */
+saga_status net_demand_build(net_demand *d, const stage_kind *kinds, int n_stages,
+                             const int64_t *off, const int32_t *src, int32_t n,
+                             const int32_t *out_rows, int64_t n_out);
+void net_demand_free(net_demand *d);
+
+#pragma GCC visibility pop
+
+#ifdef __cplusplus
+}
+#endif
