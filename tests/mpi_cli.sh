@@ -120,7 +120,10 @@ for ranks in 2 4; do
     [ "$(json_get 'j["comm_bytes"]["sent"] > 0 and j["comm_bytes"]["sent"] == j["comm_bytes"]["received"] and j["halo_rows"] > 0')" = True ] ||
         fail "gcn $ranks ranks: communication figures: $(json_last)"
     losses_close "$TMP/gcn1.log" "$TMP/gcn$ranks.log" || fail "gcn $ranks ranks: losses differ from one process"
-    [ "$(json_get 'j["test_accuracy"]')" = "$one_acc" ] || fail "gcn $ranks ranks: accuracy $(json_get 'j["test_accuracy"]'), one process $one_acc"
+    # a prediction moves only where a vertex's two largest logits lie within rounding of each
+    # other: at most two of Cora's 1,000 test vertices
+    [ "$(json_get "abs(j['test_accuracy'] - $one_acc) <= 0.002 + 1e-12")" = True ] ||
+        fail "gcn $ranks ranks: accuracy $(json_get 'j["test_accuracy"]'), one process $one_acc"
 done
 # each rank streams its share under a small budget
 expect 0 mpi 2 "$SAGA_BIN" gcn --data "$cora" --epochs 30 --device-mem 2M --log "$TMP/gcn2s.log" --json --quiet
