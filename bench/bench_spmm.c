@@ -1,6 +1,7 @@
 /* bench_spmm.c - the CPU spmm_f32 kernel (GCN aggregation, Y = A X) on an R-MAT graph.
  *
  *   bench_spmm [SCALE [EDGE_FACTOR [THREADS...]]]   defaults: 18 16 1 2
+ *   bench_spmm --stream THREADS...                   the triad alone
  *
  * For F = 8, 16, 64 and 128 and each thread count, prints milliseconds per call (best and mean of
  * the timed calls, after one untimed call that touches every page), edges per second, and the
@@ -109,6 +110,13 @@ done:
 }
 
 int main(int argc, char **argv) {
+    /* --stream THREADS...: the triad alone (bench/pagerank.sh's floor) */
+    if (argc > 1 && strcmp(argv[1], "--stream") == 0) {
+        for (int i = 2; i < argc; i++)
+            printf("STREAM-like triad, %d threads: %.1f GB/s\n", atoi(argv[i]),
+                   stream_gbs(atoi(argv[i])));
+        return 0;
+    }
     saga_rmat_params rp = saga_rmat_params_defaults();
     rp.scale = argc > 1 ? atoi(argv[1]) : 18;
     rp.edge_factor = argc > 2 ? atoi(argv[2]) : 16;

@@ -1,16 +1,32 @@
 #!/usr/bin/env bash
-# pagerank.sh - `saga pagerank` against the same PageRank in SuiteSparse:GraphBLAS
-# (bench/pagerank_graphblas.c) on one R-MAT graph, side by side.
+# pagerank.sh - `saga pagerank` against the strongest baselines on one R-MAT graph, side by side,
+# with the floor the memory system sets beside each time.
 #
-#   bench/pagerank.sh [BUILD_DIR]      (SCALE=22 EDGE_FACTOR=16 ITERS=20 RUNS=5 DAMPING=0.85)
+#   bench/pagerank.sh [BUILD_DIR]   (SCALE=22 EDGE_FACTOR=16 ITERS=20 RUNS=5 DAMPING=0.85
+#                                    THREADS="1 2" GAP_DIR= LLC_BYTES=)
 #
-# The graph (R-MAT, Graph500 parameters, seed 1) is generated once as an .sgr under bench/out/
-# and both programs load that file. Both run a fixed ITERS iterations (no early stop), so the
-# time per iteration compares like for like, on all cores (OMP_NUM_THREADS unset: every core).
-# Only the iterations are timed (saga's `iterate_seconds`: the graph is loaded and its rows put
-# in out-degree order before, as GraphBLAS builds its matrix before). The runs alternate between
-# the two programs; every run is printed, the table shows the medians of RUNS, their ratio, and
-# the L1 distance between the two programs' score vectors.
+# The peers:
+#   graphblas  bench/pagerank_graphblas.c: SuiteSparse:GraphBLAS as LAGraph's LAGr_PageRank uses it
+#              (iso-valued A^T, GxB_PLUS_SECOND_FP64, the dangling mass by a masked reduction), in
+#              f64; built when libgraphblas-dev is installed; the same scores as saga's.
+#   gap        the GAP benchmark suite's `pr` (Gauss-Seidel pull, float scores) and `pr_spmv`
+#              (Jacobi pull), when GAP_DIR names a GAP build (bench/README.md says how to make one;
+#              nothing of GAP is in this repository). GAP ignores the sinks' mass (its
+#              specification's PageRank), so its scores are not compared, only its time.
+# The graph (R-MAT, Graph500 parameters, seed 1) is generated once under bench/out/ and made
+# simple (no parallel edges, no self loops: GAP's builder removes both, an iso-valued matrix
+# counts a pair once), and every program loads that graph. All run a fixed ITERS iterations (no
+# early stop) with each thread count in THREADS; only the iterations are timed (saga's
+# `iterate_seconds`). The programs alternate within each of RUNS rounds; the table shows medians,
+# ratios to saga, and the floor.
+#
+# The floor: a pull iteration must stream the in-edge offsets (8 bytes a vertex) and indices (4 an
+# edge) and, per vertex, read the score and 1/out-degree, write the contribution, read it back in
+# the next pass and write the new score (40 bytes); and it reads one contribution (8 bytes) per
+# in-edge at random. While the contributions (8 n bytes) fit in the last-level cache (LLC_BYTES,
+# default lscpu's L3) that costs 8 n bytes; past it, the share of reads that miss brings a whole
+# 64-byte line each. The floor is those bytes at the STREAM-like triad bandwidth measured with the
+# same threads (bench_spmm --stream): no pull implementation of this PageRank moves less.
 set -euo pipefail
 build=${1:-build}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -19,64 +35,114 @@ ef=${EDGE_FACTOR:-16}
 iters=${ITERS:-20}
 runs=${RUNS:-5}
 damping=${DAMPING:-0.85}
+threads_list=${THREADS:-1 2}
 saga=$build/bin/saga
 grb=$build/bin/pagerank_graphblas
+spmm=$build/bin/bench_spmm
 out=$here/out
-graph=$out/rmat${scale}-ef${ef}.sgr
+raw=$out/rmat${scale}-ef${ef}.sgr
+graph=$out/rmat${scale}-ef${ef}-simple.sgr
 [ -x "$saga" ] || { echo "pagerank.sh: $saga not built" >&2; exit 1; }
+have_grb=1 have_gap=0
 if [ ! -x "$grb" ]; then
-    echo "pagerank.sh: $grb not built (install libgraphblas-dev and reconfigure); skipped" >&2
-    exit 0
+    echo "pagerank.sh: $grb not built (install libgraphblas-dev and reconfigure): GraphBLAS skipped" >&2
+    have_grb=0
+fi
+if [ -n "${GAP_DIR:-}" ]; then
+    if [ -x "$GAP_DIR/pr" ] && [ -x "$GAP_DIR/pr_spmv" ] && [ -x "$GAP_DIR/converter" ]; then
+        have_gap=1
+    else
+        echo "pagerank.sh: GAP_DIR=$GAP_DIR lacks pr, pr_spmv or converter (make pr pr_spmv converter there): GAP skipped" >&2
+    fi
+else
+    echo "pagerank.sh: GAP_DIR not set: GAP skipped (bench/README.md: how to build it)" >&2
 fi
 mkdir -p "$out"
 if [ ! -s "$graph" ]; then
-    "$saga" generate rmat --scale "$scale" --edge-factor "$ef" --seed 1 -o "$graph.tmp.sgr"
+    [ -s "$raw" ] || "$saga" generate rmat --scale "$scale" --edge-factor "$ef" --seed 1 -o "$raw" --quiet
+    "$saga" convert --quiet --duplicates drop --self-loops drop "$raw" "$graph.tmp.sgr"
     mv "$graph.tmp.sgr" "$graph"
 fi
-echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), load average $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "graph:   $graph ($(du -m "$graph" | cut -f1) MiB), R-MAT scale $scale, edge factor $ef"
-echo "run:     $iters iterations, damping $damping, OMP_NUM_THREADS=${OMP_NUM_THREADS:-unset}"
+if [ $have_gap = 1 ] && [ ! -s "$graph.gap.sg" ]; then
+    # the same edges (R-MAT's edge k depends only on the seed and k) as a text edge list, which
+    # GAP's converter reads and makes simple as saga's convert did
+    "$saga" generate rmat --scale "$scale" --edge-factor "$ef" --seed 1 -o "$out/gap-edges.txt" --quiet
+    grep -v '^#' "$out/gap-edges.txt" >"$out/gap-edges.el" # GAP's reader takes no comments
+    rm -f "$out/gap-edges.txt"
+    "$GAP_DIR/converter" -f "$out/gap-edges.el" -b "$graph.gap.sg.tmp" >/dev/null
+    mv "$graph.gap.sg.tmp" "$graph.gap.sg"
+    rm -f "$out/gap-edges.el"
+fi
+info=$("$saga" info --json --quiet "$graph" | tail -n1)
+n=$(echo "$info" | sed 's/.*"vertices":\([0-9]*\).*/\1/')
+m=$(echo "$info" | sed 's/.*"edges":\([0-9]*\).*/\1/')
+llc=${LLC_BYTES:-$(lscpu -B 2>/dev/null | awk -F: '/L3 cache/ { gsub(/[^0-9]/, "", $2); print $2; exit }')}
+llc=${llc:-33554432}
+echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), L3 $((llc >> 20)) MiB, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "graph:   $graph: R-MAT scale $scale, edge factor $ef, simple: $n vertices, $m edges"
+echo "run:     $iters iterations, damping $damping, threads: $threads_list, $runs alternating rounds"
 
-# A tolerance no L1 change reaches, so that both stop after exactly $iters iterations.
-tiny=1e-300
-saga_scores=$out/pagerank-saga.txt
-grb_scores=$out/pagerank-graphblas.txt
-saga_all= grb_all= saga_prep_all= saga_it= grb_it=
+tiny=1e-300 # a tolerance no L1 change reaches: every program runs exactly $iters iterations
 median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+ms() { awk -v s="$1" 'BEGIN { printf "%.2f", 1e3 * s }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a > 0 && b > 0) printf "%.2f", a / b; else printf "-" }'; }
 
-for ((i = 1; i <= runs; i++)); do
-    echo
-    echo "== run $i: saga"
-    j=$("$saga" pagerank "$graph" --damping "$damping" --tol $tiny --max-iters "$iters" \
-        --allow-unconverged --top 10 --out "$saga_scores" --json 2> >(grep -v "^saga: warning" >&2))
-    spi=$(echo "$j" | sed 's/.*"seconds_per_iteration":\([0-9.e+-]*\).*/\1/')
-    prep=$(echo "$j" | sed 's/.*"prepare_seconds":\([0-9.e+-]*\).*/\1/')
-    saga_it=$(echo "$j" | sed 's/.*"iterations":\([0-9]*\).*/\1/')
-    printf "saga: iterations=%s seconds_per_iteration=%s prepare_seconds=%s\n" "$saga_it" "$spi" "$prep"
-    saga_all="$saga_all $spi" saga_prep_all="$saga_prep_all $prep"
-
-    echo "== run $i: graphblas"
-    r=$("$grb" "$graph" --damping "$damping" --tol 0 --max-iters "$iters" --top 10 \
-        --out "$grb_scores")
-    echo "$r"
-    last=$(echo "$r" | tail -1)
-    spi=$(echo "$last" | sed 's/.*seconds_per_iteration=\([0-9.e+-]*\).*/\1/')
-    grb_it=$(echo "$last" | sed 's/.*iterations=\([0-9]*\).*/\1/')
-    grb_all="$grb_all $spi"
+declare -A table
+for t in $threads_list; do
+    export OMP_NUM_THREADS=$t
+    bw=$("$spmm" --stream "$t" | awk '{ print $(NF - 1) }')
+    floor=$(awk -v n="$n" -v m="$m" -v llc="$llc" -v bw="$bw" 'BEGIN {
+        stream = 8 * (n + 1) + 4 * m + 40 * n; f = 8 * n
+        rnd = f <= llc ? f : f + m * 64 * (1 - llc / f)
+        printf "%.6f", (stream + rnd) / (bw * 1e9) }')
+    s_all= g_all= p_all= v_all=
+    for ((i = 1; i <= runs; i++)); do
+        j=$("$saga" pagerank "$graph" --damping "$damping" --tol $tiny --max-iters "$iters" \
+            --allow-unconverged --top 10 --out "$out/pagerank-saga.txt" --json --quiet --threads "$t")
+        spi=$(echo "$j" | sed 's/.*"seconds_per_iteration":\([0-9.e+-]*\).*/\1/')
+        echo "$t threads, round $i: saga $(ms "$spi") ms"
+        s_all="$s_all $spi"
+        if [ $have_grb = 1 ]; then
+            r=$("$grb" "$graph" --damping "$damping" --tol 0 --max-iters "$iters" --top 0 \
+                --out "$out/pagerank-graphblas.txt" 2>/dev/null | tail -n1)
+            spi=$(echo "$r" | sed 's/.*seconds_per_iteration=\([0-9.e+-]*\).*/\1/')
+            echo "$t threads, round $i: graphblas $(ms "$spi") ms"
+            g_all="$g_all $spi"
+        fi
+        if [ $have_gap = 1 ]; then
+            for prog in pr pr_spmv; do
+                tt=$("$GAP_DIR/$prog" -f "$graph.gap.sg" -n 1 -i "$iters" -t 0 |
+                    awk '/Trial Time:/ { print $3 }' | head -n1)
+                spi=$(awk -v s="$tt" -v k="$iters" 'BEGIN { printf "%.6f", s / k }')
+                echo "$t threads, round $i: gap $prog $(ms "$spi") ms"
+                [ $prog = pr ] && p_all="$p_all $spi" || v_all="$v_all $spi"
+            done
+        fi
+    done
+    s=$(median $s_all)
+    table[$t]="$(ms "$s") | $(ms "$floor") ($(ratio "$s" "$floor")x) | $bw"
+    for peer in g p v; do
+        eval "all=\$${peer}_all"
+        # shellcheck disable=SC2154
+        if [ -n "$all" ]; then
+            x=$(median $all)
+            table[$t]+=" | $(ms "$x") ($(ratio "$s" "$x"))"
+        else
+            table[$t]+=" | -"
+        fi
+    done
 done
 
-# Both files list every vertex as "id score" in the same (original-id) order.
-l1=$(paste -d' ' "$saga_scores" "$grb_scores" | awk '
-    $1 != $3 { print "id mismatch at line " NR > "/dev/stderr"; exit 1 }
-    { d = $2 - $4; s += d < 0 ? -d : d; if ((d < 0 ? -d : d) > m) m = d < 0 ? -d : d }
-    END { printf "%.3g (max per vertex %.3g)", s, m }')
-
-saga_med=$(median $saga_all) grb_med=$(median $grb_all)
+if [ $have_grb = 1 ]; then
+    l1=$(paste -d' ' "$out/pagerank-saga.txt" "$out/pagerank-graphblas.txt" | awk '
+        $1 != $3 { print "id mismatch at line " NR > "/dev/stderr"; exit 1 }
+        { d = $2 - $4; d = d < 0 ? -d : d; s += d; r = $2 > 0 ? d / $2 : 0; if (r > mr) mr = r }
+        END { printf "L1 %.3g, largest relative difference %.3g", s, mr }')
+    echo "saga against GraphBLAS's scores: $l1"
+fi
 echo
-echo "== summary (medians of $runs alternating runs)"
-printf "%-26s %14s %14s\n" "" "saga" "GraphBLAS"
-printf "%-26s %14.4f %14.4f\n" "seconds per iteration" "$saga_med" "$grb_med"
-printf "%-26s %14s %14s\n" "iterations" "$saga_it" "$grb_it"
-printf "%-26s %14.3f\n" "saga setup (order, blocks)" "$(median $saga_prep_all)"
-printf "%-26s %14.2f\n" "saga / GraphBLAS time" "$(echo "$saga_med / $grb_med" | bc -l)"
-printf "L1 distance between the score vectors: %s\n" "$l1"
+echo "== ms per iteration, medians of $runs alternating rounds (saga / peer in brackets)"
+echo "threads | saga | floor (saga / floor) | triad GB/s | GraphBLAS (LAGraph) | GAP pr | GAP pr_spmv"
+for t in $threads_list; do
+    echo "$t | ${table[$t]}"
+done

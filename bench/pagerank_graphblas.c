@@ -1,15 +1,24 @@
-/* pagerank_graphblas.c - the same PageRank as `saga pagerank`, written with SuiteSparse:GraphBLAS,
- * as the peer in bench/pagerank.sh.
+/* pagerank_graphblas.c - PageRank written with SuiteSparse:GraphBLAS the way LAGraph's
+ * LAGr_PageRank formulates it, in f64, as the peer in bench/pagerank.sh.
  *
  *   pagerank_graphblas FILE [--damping D] [--tol T] [--max-iters N] [--top K] [--out FILE]
  *
  * FILE is read with libsaga (any format saga reads, typically an .sgr), so both programs see the
  * same graph. The definition is saga's (apps/pagerank.h): x starts at 1/N; each iteration
  *   x' = (1-d)/N + d * (A^T (x ./ outdeg) + dangling/N)
- * where A[u][v] counts the edges u->v (a parallel edge counts once per copy), dangling is the
- * total score of the vertices without out-edges, weights are ignored; it stops when the L1 change
- * is below T (T = 0: run exactly N iterations). A^T is held by row (the in-edges), so GrB_mxv
- * pulls along the in-edges with dot products, as saga does.
+ * where dangling is the total score of the vertices without out-edges; it stops when the L1
+ * change is below T (T = 0: run exactly N iterations). As LAGraph writes it:
+ * - A^T is held by row (the in-edges) and iso-valued: only its structure is stored, and the
+ *   product is GrB_mxv over GxB_PLUS_SECOND_FP64, which sums the entries of w the row names;
+ * - the out-degrees are divided by d once, before the iterations (w = x ./ (outdeg / d) is
+ *   d x ./ outdeg), a vertex without out-edges getting 1/d so that nothing divides by zero (no
+ *   row names it);
+ * - the dangling mass is one masked reduction of x over the sinks per iteration, folded into the
+ *   scalar every vertex starts from, which GrB_mxv then accumulates into: no vector is built in
+ *   the loop.
+ * An iso-valued A^T holds each pair (u, v) once, so a graph with parallel edges is counted as if
+ * it had one of each (saga counts every copy): bench/pagerank.sh gives both programs a graph
+ * without them, and this program says how many it collapsed.
  *
  * Only the iterations are timed. Prints "iterations=I seconds_per_iteration=S l1=L" on the last
  * line of stdout, after the top K vertices ("rank id score", ids as in the file); --out writes
@@ -59,35 +68,32 @@ static void usage(void) {
     exit(2);
 }
 
-/* Builds A^T (rows = destinations) from saga's in-CSR. Rows are sorted there, so parallel edges
- * are adjacent: each run becomes one entry holding its length, and the matrix is imported as CSR
- * without GraphBLAS having to sort 2^26 tuples. The caller frees the matrix. */
-static GrB_Matrix build_at(const saga_graph *g) {
+/* Builds the structure of A^T (rows = destinations) from saga's in-CSR, iso-valued, with each
+ * pair once (the rows are sorted there, so parallel edges are adjacent), and packs it as CSR
+ * without GraphBLAS having to sort 2^26 tuples. *collapsed: the parallel edges left out. The
+ * caller frees the matrix. */
+static GrB_Matrix build_at(const saga_graph *g, int64_t *collapsed) {
     const saga_csr in = saga_graph_in(g);
     const int32_t n = in.n_rows;
     GrB_Index *ap = xmalloc((size_t)n + 1, sizeof *ap);
     GrB_Index *aj = xmalloc((size_t)in.nnz, sizeof *aj);
-    double *ax = xmalloc((size_t)in.nnz, sizeof *ax);
+    bool *ax = xmalloc(1, sizeof *ax);
+    *ax = true;
     GrB_Index nz = 0;
     for (int32_t v = 0; v < n; v++) {
         ap[v] = nz;
-        for (int64_t k = in.offsets[v]; k < in.offsets[v + 1]; k++) {
-            if (nz > ap[v] && aj[nz - 1] == (GrB_Index)in.indices[k]) {
-                ax[nz - 1] += 1.0;
-            } else {
-                aj[nz] = (GrB_Index)in.indices[k];
-                ax[nz] = 1.0;
-                nz++;
-            }
-        }
+        for (int64_t k = in.offsets[v]; k < in.offsets[v + 1]; k++)
+            if (nz == ap[v] || aj[nz - 1] != (GrB_Index)in.indices[k])
+                aj[nz++] = (GrB_Index)in.indices[k];
     }
     ap[n] = nz;
+    *collapsed = in.nnz - (int64_t)nz;
     GrB_Matrix at = NULL;
-    GRB_OK(GrB_Matrix_import_FP64(&at, GrB_FP64, (GrB_Index)n, (GrB_Index)n, ap, aj, ax,
-                                  (GrB_Index)n + 1, nz, nz, GrB_CSR_FORMAT));
-    free(ap);
-    free(aj);
-    free(ax);
+    GRB_OK(GrB_Matrix_new(&at, GrB_BOOL, (GrB_Index)n, (GrB_Index)n));
+    /* GraphBLAS takes the arrays (they came from the C allocator it uses) */
+    GRB_OK(GxB_Matrix_pack_CSR(at, &ap, &aj, (void **)&ax, ((GrB_Index)n + 1) * sizeof *ap,
+                               (in.nnz ? (GrB_Index)in.nnz : 1) * sizeof *aj, sizeof *ax, true,
+                               false, NULL));
     return at;
 }
 
@@ -155,46 +161,45 @@ int main(int argc, char **argv) {
 
     GRB_OK(GrB_init(GrB_NONBLOCKING));
     double t_build = now();
-    GrB_Matrix at = build_at(g);
+    int64_t collapsed = 0;
+    GrB_Matrix at = build_at(g, &collapsed);
     const GrB_Index nn = (GrB_Index)n;
 
-    /* inv_deg: 1/outdeg, 0 for a dangling vertex; dind: 1 at the dangling vertices only. */
-    const saga_csr out = saga_graph_out(g);
-    GrB_Vector inv_deg = NULL, dind = NULL, x = NULL, xn = NULL, t = NULL, w = NULL, diff = NULL,
-               xd = NULL;
-    GRB_OK(GrB_Vector_new(&inv_deg, GrB_FP64, nn));
-    GRB_OK(GrB_Vector_new(&dind, GrB_FP64, nn));
+    /* dd: the out-degree (of distinct neighbours, as A^T holds them) over d, 1/d for a sink;
+     * sink: the vertices without out-edges */
+    GrB_Vector dd = NULL, sink = NULL, r = NULL, t = NULL, w = NULL;
+    GRB_OK(GrB_Vector_new(&dd, GrB_FP64, nn));
+    GRB_OK(GrB_Vector_new(&sink, GrB_BOOL, nn));
+    GrB_Index nsinks = 0;
     {
-        GrB_Index *idx = xmalloc((size_t)n, sizeof *idx);
+        const saga_csr out = saga_graph_out(g);
+        GrB_Index *idx = xmalloc((size_t)n, sizeof *idx), *sidx = xmalloc((size_t)n, sizeof *sidx);
         double *val = xmalloc((size_t)n, sizeof *val);
-        GrB_Index *didx = xmalloc((size_t)n, sizeof *didx);
-        double *dval = xmalloc((size_t)n, sizeof *dval);
-        GrB_Index nd = 0;
+        bool *sval = xmalloc((size_t)n, sizeof *sval);
         for (int32_t u = 0; u < n; u++) {
-            int64_t deg = out.offsets[u + 1] - out.offsets[u];
+            int64_t deg = 0; /* distinct out-neighbours: the out-rows are sorted too */
+            for (int64_t k = out.offsets[u]; k < out.offsets[u + 1]; k++)
+                deg += k == out.offsets[u] || out.indices[k] != out.indices[k - 1];
             idx[u] = (GrB_Index)u;
-            val[u] = deg ? 1.0 / (double)deg : 0.0;
+            val[u] = deg ? (double)deg / d : 1.0 / d;
             if (!deg) {
-                didx[nd] = (GrB_Index)u;
-                dval[nd++] = 1.0;
+                sidx[nsinks] = (GrB_Index)u;
+                sval[nsinks++] = true;
             }
         }
-        GRB_OK(GrB_Vector_build_FP64(inv_deg, idx, val, nn, GrB_PLUS_FP64));
-        GRB_OK(GrB_Vector_build_FP64(dind, didx, dval, nd, GrB_PLUS_FP64));
+        GRB_OK(GrB_Vector_build_FP64(dd, idx, val, nn, GrB_PLUS_FP64));
+        GRB_OK(GrB_Vector_build_BOOL(sink, sidx, sval, nsinks, GrB_LOR));
         free(idx);
+        free(sidx);
         free(val);
-        free(didx);
-        free(dval);
+        free(sval);
     }
-    GRB_OK(GrB_Vector_new(&x, GrB_FP64, nn));
-    GRB_OK(GrB_Vector_new(&xn, GrB_FP64, nn));
+    GRB_OK(GrB_Vector_new(&r, GrB_FP64, nn));
     GRB_OK(GrB_Vector_new(&t, GrB_FP64, nn));
     GRB_OK(GrB_Vector_new(&w, GrB_FP64, nn));
-    GRB_OK(GrB_Vector_new(&diff, GrB_FP64, nn));
-    GRB_OK(GrB_Vector_new(&xd, GrB_FP64, nn));
     const double inv_n = 1.0 / (double)n;
-    GRB_OK(GrB_Vector_assign_FP64(x, NULL, NULL, inv_n, GrB_ALL, nn, NULL));
-    GRB_OK(GrB_Vector_wait(x, GrB_MATERIALIZE));
+    GRB_OK(GrB_Vector_assign_FP64(r, NULL, NULL, inv_n, GrB_ALL, nn, NULL));
+    GRB_OK(GrB_Vector_wait(r, GrB_MATERIALIZE));
     GRB_OK(GrB_Matrix_wait(at, GrB_MATERIALIZE));
     t_build = now() - t_build;
 
@@ -203,28 +208,30 @@ int main(int argc, char **argv) {
     double l1 = INFINITY;
     long it = 0;
     while (it < max_iters) {
-        double dangling = 0;
-        GRB_OK(GrB_eWiseMult(xd, NULL, NULL, GrB_TIMES_FP64, x, dind, NULL));
-        GRB_OK(GrB_Vector_reduce_FP64(&dangling, NULL, GrB_PLUS_MONOID_FP64, xd, NULL));
-        const double base = (1.0 - d) * inv_n + d * dangling * inv_n;
-        /* t = x ./ outdeg; w = A^T t; x' = base + d w (w lacks the vertices without in-edges,
-         * which keep base through the accumulator). */
-        GRB_OK(GrB_eWiseMult(t, NULL, NULL, GrB_TIMES_FP64, x, inv_deg, NULL));
-        GRB_OK(GrB_mxv(w, NULL, NULL, GrB_PLUS_TIMES_SEMIRING_FP64, at, t, NULL));
-        GRB_OK(GrB_Vector_assign_FP64(xn, NULL, NULL, base, GrB_ALL, nn, NULL));
-        GRB_OK(
-            GrB_Vector_apply_BinaryOp1st_FP64(xn, NULL, GrB_PLUS_FP64, GrB_TIMES_FP64, d, w, NULL));
-        /* L1 change: sum |x' - x|. */
-        GRB_OK(GrB_eWiseAdd(diff, NULL, NULL, GrB_MINUS_FP64, xn, x, NULL));
-        GRB_OK(GrB_Vector_apply(diff, NULL, NULL, GrB_ABS_FP64, diff, NULL));
-        GRB_OK(GrB_Vector_reduce_FP64(&l1, NULL, GrB_PLUS_MONOID_FP64, diff, NULL));
-        GrB_Vector tmp = x;
-        x = xn, xn = tmp;
+        /* the scalar every vertex starts from: teleport, plus the sinks' mass spread evenly */
+        double teleport = (1.0 - d) * inv_n, dangling = 0;
+        if (nsinks) {
+            GRB_OK(GrB_Vector_clear(t));
+            GRB_OK(GrB_Vector_assign(t, sink, NULL, r, GrB_ALL, nn, GrB_DESC_S));
+            GRB_OK(GrB_Vector_reduce_FP64(&dangling, NULL, GrB_PLUS_MONOID_FP64, t, NULL));
+            teleport += d * dangling * inv_n;
+        }
+        /* t: the old scores; w = t ./ dd; r = teleport + A^T w */
+        GrB_Vector tmp = t;
+        t = r, r = tmp;
+        GRB_OK(GrB_eWiseMult(w, NULL, NULL, GrB_DIV_FP64, t, dd, NULL));
+        GRB_OK(GrB_Vector_assign_FP64(r, NULL, NULL, teleport, GrB_ALL, nn, NULL));
+        GRB_OK(GrB_mxv(r, NULL, GrB_PLUS_FP64, GxB_PLUS_SECOND_FP64, at, w, NULL));
+        /* L1 change: sum |t - r| */
+        GRB_OK(GrB_Vector_assign(t, NULL, GrB_MINUS_FP64, r, GrB_ALL, nn, NULL));
+        GRB_OK(GrB_Vector_apply(t, NULL, NULL, GrB_ABS_FP64, t, NULL));
+        GRB_OK(GrB_Vector_reduce_FP64(&l1, NULL, GrB_PLUS_MONOID_FP64, t, NULL));
         it++;
         if (l1 < tol)
             break;
     }
     const double seconds = now() - t0;
+    GrB_Vector x = r;
 
     /* ---- report ---- */
     double *xv = xmalloc((size_t)n, sizeof *xv);
@@ -241,15 +248,15 @@ int main(int argc, char **argv) {
     if (top > n)
         top = n;
     if (top > 0) {
-        ranked *r = xmalloc((size_t)n, sizeof *r);
+        ranked *rk = xmalloc((size_t)n, sizeof *rk);
         for (int32_t v = 0; v < n; v++)
-            r[v] = (ranked){xv[v], v};
-        qsort(r, (size_t)n, sizeof *r, cmp_ranked);
+            rk[v] = (ranked){xv[v], v};
+        qsort(rk, (size_t)n, sizeof *rk, cmp_ranked);
         printf("%-6s %-12s %s\n", "rank", "id", "score");
         for (long i = 0; i < top; i++)
-            printf("%-6ld %-12lld %.17g\n", i + 1, (long long)saga_graph_orig_id(g, r[i].v),
-                   r[i].score);
-        free(r);
+            printf("%-6ld %-12lld %.17g\n", i + 1, (long long)saga_graph_orig_id(g, rk[i].v),
+                   rk[i].score);
+        free(rk);
     }
     if (out_path) {
         FILE *f = fopen(out_path, "w");
@@ -270,23 +277,21 @@ int main(int argc, char **argv) {
     GrB_Index nvals_at = 0;
     GRB_OK(GrB_Matrix_nvals(&nvals_at, at));
     fprintf(stderr,
-            "graphblas %d.%d.%d, %d threads; %d vertices, %lld edges (%llu distinct); load "
-            "%.3f s, build %.3f s\n",
+            "graphblas %d.%d.%d (LAGraph's formulation), %d threads; %d vertices, %lld edges "
+            "(%llu distinct%s); load %.3f s, build %.3f s\n",
             GxB_IMPLEMENTATION_MAJOR, GxB_IMPLEMENTATION_MINOR, GxB_IMPLEMENTATION_SUB, nthreads, n,
-            (long long)saga_graph_n_edges(g), (unsigned long long)nvals_at, t_load, t_build);
+            (long long)saga_graph_n_edges(g), (unsigned long long)nvals_at,
+            collapsed ? ": parallel edges counted once, unlike saga" : "", t_load, t_build);
     printf("iterations=%ld seconds_per_iteration=%.6f l1=%.6g seconds=%.6f\n", it,
            seconds / (double)it, l1, seconds);
 
     free(xv);
     GrB_Matrix_free(&at);
-    GrB_Vector_free(&inv_deg);
-    GrB_Vector_free(&dind);
-    GrB_Vector_free(&x);
-    GrB_Vector_free(&xn);
+    GrB_Vector_free(&dd);
+    GrB_Vector_free(&sink);
+    GrB_Vector_free(&r);
     GrB_Vector_free(&t);
     GrB_Vector_free(&w);
-    GrB_Vector_free(&diff);
-    GrB_Vector_free(&xd);
     GrB_finalize();
     saga_graph_free(&g);
     return 0;
