@@ -76,7 +76,12 @@ fi
 info=$("$saga" info --json --quiet "$graph" | tail -n1)
 n=$(echo "$info" | sed 's/.*"vertices":\([0-9]*\).*/\1/')
 m=$(echo "$info" | sed 's/.*"edges":\([0-9]*\).*/\1/')
-llc=${LLC_BYTES:-$(lscpu -B 2>/dev/null | awk -F: '/L3 cache/ { gsub(/[^0-9]/, "", $2); print $2; exit }')}
+# lscpu's L3 line ("32 MiB (1 instance)"): one instance's share (some VMs report more in -B form)
+llc=${LLC_BYTES:-$(lscpu 2>/dev/null | awk -F: '/L3 cache/ {
+    split($2, f, " "); v = f[1]; u = f[2]; k = 1
+    if (u ~ /^K/) k = 1024; else if (u ~ /^M/) k = 1048576; else if (u ~ /^G/) k = 1073741824
+    i = $2; sub(/.*\(/, "", i); i = i + 0; if (i < 1) i = 1
+    printf "%d", v * k / i; exit }')}
 llc=${llc:-33554432}
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), L3 $((llc >> 20)) MiB, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "graph:   $graph: R-MAT scale $scale, edge factor $ef, simple: $n vertices, $m edges"
