@@ -876,46 +876,6 @@ static xf xf_sigmoid(float x) {
     return x >= 0 ? xf_div(one, xf_add(one, e)) : xf_div(e, xf_add(one, e));
 }
 
-/* The bound on softmax (or log-softmax) of the n values x[0], x[stride], ... (softmax_rows.cu,
- * edge_softmax.cu and their CPU twins): e = expf(x - max) (the subtraction rounds, which moves e by
- * up to u |x - max| relative), summed in double, the sum's reciprocal or log rounded to f32 and
- * applied. One side's; the two differ by up to twice that. */
-static void softmax_err(int64_t n, int64_t stride, bool lg, const float *x, double *err) {
-    if (n <= 0)
-        return;
-    float mx = x[0];
-    for (int64_t j = 1; j < n; j++)
-        mx = x[j * stride] > mx ? x[j * stride] : mx;
-    xf sum = xf_in(0);
-    for (int64_t j = 0; j < n; j++) {
-        const xf e = xf_exp(xf_sub(xf_in(x[j * stride]), xf_in(mx)));
-        sum = (xf){sum.v + e.v, sum.e + e.e};
-    }
-    sum.e += gam64(n) * sum.v;
-    const xf lse = xf_add(xf_in(mx), xf_log(sum)), inv = xf_div(xf_in(1), sum);
-    for (int64_t j = 0; j < n; j++) {
-        const xf xj = xf_in(x[j * stride]);
-        err[j * stride] = lg ? xf_sub(xj, lse).e : xf_mul(xf_exp(xf_sub(xj, xf_in(mx))), inv).e;
-    }
-}
-
-/* One side's bound on the backward pass from y: dx = y (dy - dot), dot = sum y dy in double
- * rounded to f32; log: dx = dy - expf(y) sum, sum = sum dy likewise. */
-static void softmax_bwd_err(int64_t n, int64_t stride, bool lg, const float *y, const float *dy,
-                            double *err) {
-    double acc = 0, mag = 0;
-    for (int64_t j = 0; j < n; j++) {
-        const double t = lg ? dy[j * stride] : (double)dy[j * stride] * y[j * stride];
-        acc += t;
-        mag += fabs(t);
-    }
-    const xf s = xf_round(acc, gam64(n) * mag);
-    for (int64_t j = 0; j < n; j++) {
-        const xf yj = xf_in(y[j * stride]), gj = xf_in(dy[j * stride]);
-        err[j * stride] = lg ? xf_sub(gj, xf_mul(xf_exp(yj), s)).e : xf_mul(yj, xf_sub(gj, s)).e;
-    }
-}
-
 static void test_cuda_backend_f32_table_complete(void **state) {
     (void)state;
     const saga_kernels *k = GK();
@@ -1354,8 +1314,8 @@ static void test_cuda_backend_f32_softmax_rows(void **state) {
              * side: softmax_err each */
             double *err = hf64(n), *derr = hf64(n);
             for (int64_t i = 0; i < rows; i++) {
-                softmax_err(cols, 1, lg, x + i * cols, err + i * cols);
-                softmax_bwd_err(cols, 1, lg, y + i * cols, dy + i * cols, derr + i * cols);
+                xf_softmax_err(cols, 1, lg, x + i * cols, err + i * cols);
+                xf_softmax_bwd_err(cols, 1, lg, y + i * cols, dy + i * cols, derr + i * cols);
             }
             for (int64_t i = 0; i < n; i++) {
                 err[i] *= 2;
@@ -1997,8 +1957,8 @@ static void test_cuda_backend_f32_edge_softmax(void **state) {
             for (int64_t h = 0; h < H; h++) {
                 const int64_t o = off[g] * H + h, len = off[g + 1] - off[g];
                 if (len > 0) {
-                    softmax_err(len, H, false, sc + o, err + o);
-                    softmax_bwd_err(len, H, false, out + o, dout + o, derr + o);
+                    xf_softmax_err(len, H, false, sc + o, err + o);
+                    xf_softmax_bwd_err(len, H, false, out + o, dout + o, derr + o);
                 }
             }
         for (int64_t i = 0; i < n; i++) {
@@ -2023,38 +1983,6 @@ static void test_cuda_backend_f32_edge_softmax(void **state) {
         assert_int_equal(CK()->edge_softmax_bwd_f32(CS(), off, N_SEG, H, out, c, c), SAGA_OK);
         expect_within(g, c, derr, n, "edge_softmax_bwd_f32(dscores=dout)");
     }
-}
-
-/* One Adam / AdamW step t on one element in xf, as adam.cu and nn_dense.c evaluate it: the
- * scalars lr / (1 - b1^t), sqrt(1 - b2^t), 1 - b1, 1 - b2 and 1 - lr wd computed in double and
- * rounded once to f32; m moved by torch's lerp for 1 - b1 < 0.5, m + (1 - b1) (g - m). */
-static void adam_xf(xf *p, xf *m, xf *v, float grad, int64_t t, double lr, double b1, double b2,
-                    double eps, double wd, bool decoupled) {
-    assert_true(1 - b1 < 0.5);
-    xf g = xf_in(grad);
-    if (wd != 0 && !decoupled)
-        g = xf_add(g, xf_mul(xf_in(wd), *p));
-    if (wd != 0 && decoupled)
-        *p = xf_mul(*p, xf_round(1 - lr * wd, 0));
-    *m = xf_add(*m, xf_mul(xf_round(1 - b1, 0), xf_sub(g, *m)));
-    *v = xf_add(xf_mul(*v, xf_in(b2)), xf_mul(xf_mul(xf_round(1 - b2, 0), g), g));
-    const xf step_size = xf_round(lr / (1 - pow(b1, (double)t)), 0);
-    const xf bc2_sqrt = xf_round(sqrt(1 - pow(b2, (double)t)), 0);
-    const xf denom = xf_add(xf_div(xf_sqrt(*v), bc2_sqrt), xf_in(eps));
-    *p = xf_add(*p, xf_div(xf_mul(xf_neg(step_size), *m), denom));
-}
-
-/* One SGD step on one element in xf, as sgd.cu and nn_dense.c evaluate it: g = grad + wd p;
- * buf = buf mom + g; g = nesterov ? g + mom buf : buf; p = p + (-lr) g. */
-static void sgd_xf(xf *p, xf *buf, float grad, double lr, double mom, double wd, bool nesterov) {
-    xf g = xf_in(grad);
-    if (wd != 0)
-        g = xf_add(g, xf_mul(xf_in(wd), *p));
-    if (mom != 0) {
-        *buf = xf_add(xf_mul(*buf, xf_in(mom)), g);
-        g = nesterov ? xf_add(g, xf_mul(xf_in(mom), *buf)) : *buf;
-    }
-    *p = xf_add(*p, xf_mul(xf_in(-lr), g));
 }
 
 /* Three steps of Adam, AdamW and SGD (plain, momentum, Nesterov, weight decay). */
@@ -2082,8 +2010,8 @@ static void test_cuda_backend_f32_optimizers(void **state) {
                     const bool decoupled = variant == 1;
                     const float wd = variant == 0 ? 0.0f : 0.01f;
                     for (int64_t i = 0; i < n; i++)
-                        adam_xf(&r[i], &rm[i], &rv[i], grad[i], step, 0.01f, 0.9f, 0.999f, 1e-8f,
-                                wd, decoupled);
+                        xf_adam_step(&r[i], &rm[i], &rv[i], grad[i], step, 0.01f, 0.9f, 0.999f,
+                                     1e-8f, wd, decoupled);
                     assert_int_equal(GK()->adam_f32(GS(), n, 0.01f, 0.9f, 0.999f, 1e-8f, wd,
                                                     decoupled, step, gp, gg, gm, gv),
                                      SAGA_OK);
@@ -2095,7 +2023,7 @@ static void test_cuda_backend_f32_optimizers(void **state) {
                     const float wd = variant >= 6 ? 5e-4f : 0.0f;
                     const bool nesterov = variant == 5 || variant == 7;
                     for (int64_t i = 0; i < n; i++)
-                        sgd_xf(&r[i], &rm[i], grad[i], 0.1f, mom, wd, nesterov);
+                        xf_sgd_step(&r[i], &rm[i], grad[i], 0.1f, mom, wd, nesterov);
                     assert_int_equal(GK()->sgd_f32(GS(), n, 0.1f, mom, wd, nesterov, gp, gg,
                                                    mom != 0.0f ? gm : NULL),
                                      SAGA_OK);
@@ -2246,7 +2174,7 @@ static void test_cuda_backend_f32_beyond_int32(void **state) {
     double *err = hf64(4 * cols); /* each side within softmax_err of the exact value */
     for (int64_t sg = 0; sg < 2; sg++)
         for (int64_t h = 0; h < cols; h++)
-            softmax_err(2, cols, false, tail + 2 * sg * cols + h, err + 2 * sg * cols + h);
+            xf_softmax_err(2, cols, false, tail + 2 * sg * cols + h, err + 2 * sg * cols + h);
     for (int64_t e = 0; e < 4 * cols; e++)
         assert_close(got[e], sm[e], 2 * err[e], "edge_softmax_f32 past 2^31", e);
 

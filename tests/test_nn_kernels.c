@@ -757,46 +757,6 @@ static void test_nn_kernels_scale_fill_copy2d(void **state) {
 
 /* ---- softmax ------------------------------------------------------------------------------- */
 
-/* The bounds on the kernels' softmax (or log-softmax) of the n values x[0], x[stride], ...
- * (softmax_row in nn_dense.c, edge_softmax_column in nn_sparse.c): e = expf(x - max) (the
- * subtraction rounds, which moves e by up to u |x - max| relative), summed in double, the sum's
- * reciprocal or log rounded to f32 and applied. */
-static void softmax_err(int64_t n, int64_t stride, bool lg, const float *x, double *err) {
-    if (n <= 0)
-        return;
-    float mx = x[0];
-    for (int64_t j = 1; j < n; j++)
-        mx = x[j * stride] > mx ? x[j * stride] : mx;
-    xf sum = xf_in(0);
-    for (int64_t j = 0; j < n; j++) {
-        const xf e = xf_exp(xf_sub(xf_in(x[j * stride]), xf_in(mx)));
-        sum = (xf){sum.v + e.v, sum.e + e.e};
-    }
-    sum.e += sum64_err(n, sum.v);
-    const xf lse = xf_add(xf_in(mx), xf_log(sum)), inv = xf_div(xf_in(1), sum);
-    for (int64_t j = 0; j < n; j++) {
-        const xf xj = xf_in(x[j * stride]);
-        err[j * stride] = lg ? xf_sub(xj, lse).e : xf_mul(xf_exp(xf_sub(xj, xf_in(mx))), inv).e;
-    }
-}
-
-/* The bounds on the backward pass from the kernel's y: dx = y (dy - dot), dot = sum y dy in
- * double rounded to f32; log: dx = dy - expf(y) sum, sum = sum dy likewise. */
-static void softmax_bwd_err(int64_t n, int64_t stride, bool lg, const float *y, const float *dy,
-                            double *err) {
-    double acc = 0, mag = 0;
-    for (int64_t j = 0; j < n; j++) {
-        const double t = lg ? dy[j * stride] : (double)dy[j * stride] * y[j * stride];
-        acc += t;
-        mag += fabs(t);
-    }
-    const xf s = xf_round(acc, sum64_err(n, mag));
-    for (int64_t j = 0; j < n; j++) {
-        const xf yj = xf_in(y[j * stride]), gj = xf_in(dy[j * stride]);
-        err[j * stride] = lg ? xf_sub(gj, xf_mul(xf_exp(yj), s)).e : xf_mul(yj, xf_sub(gj, s)).e;
-    }
-}
-
 static void test_nn_kernels_softmax_rows(void **state) {
     (void)state;
     seed(8);
@@ -816,8 +776,8 @@ static void test_nn_kernels_softmax_rows(void **state) {
             double *want = dvec(n), *dwant = dvec(n), *err = dvec(n), *derr = dvec(n);
             for (int64_t i = 0; i < r; i++) {
                 const float *xi = x + i * c;
-                softmax_err(c, 1, lg, xi, err + i * c);
-                softmax_bwd_err(c, 1, lg, y[0] + i * c, dy + i * c, derr + i * c);
+                xf_softmax_err(c, 1, lg, xi, err + i * c);
+                xf_softmax_bwd_err(c, 1, lg, y[0] + i * c, dy + i * c, derr + i * c);
                 double mx = -INFINITY, sum = 0;
                 for (int64_t j = 0; j < c; j++)
                     mx = fmax(mx, xi[j]);
@@ -1427,8 +1387,8 @@ static void test_nn_kernels_edge_softmax(void **state) {
                 double mx = -INFINITY, sum = 0, dot = 0;
                 const int64_t o = off[g] * H + h, len = off[g + 1] - off[g];
                 if (len > 0) {
-                    softmax_err(len, H, false, sc + o, err + o);
-                    softmax_bwd_err(len, H, false, out[0] + o, dout + o, derr + o);
+                    xf_softmax_err(len, H, false, sc + o, err + o);
+                    xf_softmax_bwd_err(len, H, false, out[0] + o, dout + o, derr + o);
                 }
                 for (int64_t r = off[g]; r < off[g + 1]; r++)
                     mx = fmax(mx, sc[r * H + h]);
@@ -1505,23 +1465,10 @@ static void test_nn_kernels_adam(void **state) {
                 memset(m[t], 0, (size_t)n * 4);
                 memset(v[t], 0, (size_t)n * 4);
             }
-            assert_true(1 - (double)b1 < 0.5);
             for (int64_t step = 1; step <= 3; step++) {
                 const float *gs = grads + (step - 1) * n;
-                const xf step_size = xf_round(lr / (1 - pow(b1, (double)step)), 0);
-                const xf bc2_sqrt = xf_round(sqrt(1 - pow(b2, (double)step)), 0);
-                for (int64_t i = 0; i < n; i++) {
-                    xf g = xf_in(gs[i]);
-                    if (wd != 0 && !dec)
-                        g = xf_add(g, xf_mul(xf_in(wd), pr[i]));
-                    if (wd != 0 && dec)
-                        pr[i] = xf_mul(pr[i], xf_round(1 - (double)lr * wd, 0));
-                    mr[i] = xf_add(mr[i], xf_mul(xf_round(1 - (double)b1, 0), xf_sub(g, mr[i])));
-                    vr[i] = xf_add(xf_mul(vr[i], xf_in(b2)),
-                                   xf_mul(xf_mul(xf_round(1 - (double)b2, 0), g), g));
-                    const xf denom = xf_add(xf_div(xf_sqrt(vr[i]), bc2_sqrt), xf_in(eps));
-                    pr[i] = xf_add(pr[i], xf_div(xf_mul(xf_neg(step_size), mr[i]), denom));
-                }
+                for (int64_t i = 0; i < n; i++)
+                    xf_adam_step(&pr[i], &mr[i], &vr[i], gs[i], step, lr, b1, b2, eps, wd, dec);
                 for (int t = 0; t < N_BE; t++)
                     assert_int_equal(K()->adam_f32(S(t), n, lr, b1, b2, eps, wd, dec, step, p[t],
                                                    gs, m[t], v[t]),
@@ -1586,16 +1533,8 @@ static void test_nn_kernels_sgd(void **state) {
         }
         for (int step = 1; step <= 3; step++) {
             const float *gs = grads_c + (step - 1) * n;
-            for (int64_t i = 0; i < n; i++) {
-                xf g = xf_in(gs[i]);
-                if (wd != 0)
-                    g = xf_add(g, xf_mul(xf_in(wd), pr[i]));
-                if (mom != 0) {
-                    br[i] = xf_add(xf_mul(br[i], xf_in(mom)), g);
-                    g = nest ? xf_add(g, xf_mul(xf_in(mom), br[i])) : br[i];
-                }
-                pr[i] = xf_add(pr[i], xf_mul(xf_in(-lr), g));
-            }
+            for (int64_t i = 0; i < n; i++)
+                xf_sgd_step(&pr[i], &br[i], gs[i], lr, mom, wd, nest);
             for (int t = 0; t < N_BE; t++)
                 assert_int_equal(K()->sgd_f32(S(t), n, lr, mom, wd, nest, p[t], gs, buf[t]),
                                  SAGA_OK);

@@ -331,28 +331,6 @@ static void test_nn_ops_gradients(void **state) {
  * outright; the reference's own double roundings, 2^-29 times smaller, are left out. */
 #define U SAGA_TEST_U32
 
-/* The bounds on softmax_rows_f32's softmax (or log-softmax) of a row x of n values (softmax_row,
- * ops/cpu/nn_dense.c): e = expf(x - max) (the subtraction rounds, which moves e by up to
- * u |x - max| relative), summed in double, the sum's reciprocal or log rounded to f32 and
- * applied. */
-static void softmax_err(int64_t n, bool lg, const float *x, double *err) {
-    if (n <= 0)
-        return;
-    float mx = x[0];
-    for (int64_t j = 1; j < n; j++)
-        mx = x[j] > mx ? x[j] : mx;
-    xf sum = xf_in(0);
-    for (int64_t j = 0; j < n; j++) {
-        const xf e = xf_exp(xf_sub(xf_in(x[j]), xf_in(mx)));
-        sum = (xf){sum.v + e.v, sum.e + e.e};
-    }
-    sum.e += sum64_err(n, sum.v);
-    const xf lse = xf_add(xf_in(mx), xf_log(sum)), inv = xf_div(xf_in(1), sum);
-    for (int64_t j = 0; j < n; j++)
-        err[j] =
-            lg ? xf_sub(xf_in(x[j]), lse).e : xf_mul(xf_exp(xf_sub(xf_in(x[j]), xf_in(mx))), inv).e;
-}
-
 /* t's n values each within err[i] of ref[i]; err NULL: equal to them */
 static void expect_within(const saga_tensor *t, const double *ref, const double *err, int64_t n) {
     assert_non_null(t);
@@ -410,10 +388,10 @@ static void test_nn_ops_forward_values(void **state) {
     saga_tensor *lp = saga_log_softmax(c, tx);
     double lsm_err[N * M];
     for (int i = 0; i < N; i++)
-        softmax_err(M, true, x + i * M, lsm_err + i * M);
+        xf_softmax_err(M, 1, true, x + i * M, lsm_err + i * M);
     expect_within(lp, lsm, lsm_err, N * M);
     for (int i = 0; i < N; i++)
-        softmax_err(M, false, x + i * M, err + i * M);
+        xf_softmax_err(M, 1, false, x + i * M, err + i * M);
     for (int i = 0; i < N * M; i++)
         ref[i] = exp(lsm[i]);
     expect_within(saga_softmax(c, tx), ref, err, N * M);
@@ -827,7 +805,7 @@ static void test_nn_ops_cross_entropy(void **state) {
      * output y, dy - expf(y) sum(dy), with dy = -1/2 (exact) at the label */
     double lerr[N * C];
     for (int i = 0; i < N; i++)
-        softmax_err(C, true, z + i * C, lerr + i * C);
+        xf_softmax_err(C, 1, true, z + i * C, lerr + i * C);
     saga_tensor *loss = saga_cross_entropy(c, P, tl, tr);
     assert_non_null(loss);
     assert_true(fabs(saga_item(loss) - want) <=

@@ -28,44 +28,14 @@ static const float G[STEPS][N] = {{0.1f, -0.2f, 0.3f, 0.4f, -0.5f, 0.05f},
  * from following that formula (ops/cpu/nn_dense.c, saga_cpu_sgd_f32 and saga_cpu_adam_f32,
  * operation for operation) in xf (test_xf.h). */
 
-/* torch.optim.SGD (dampening 0), as saga_cpu_sgd_f32 evaluates it: g = grad + wd p; buf = buf mom
- * + g (torch's buf = g on the first step is the same value from a zero buf); g = nesterov ? g + mom
- * buf : buf; p = p + (-lr) g. */
+/* STEPS of torch.optim.SGD, and of Adam / AdamW, over G from p (xf_sgd_step, xf_adam_step). */
 static void ref_sgd(xf *p, double lr, double mom, double wd, bool nesterov) {
     xf buf[N];
     for (int i = 0; i < N; i++)
         buf[i] = xf_in(0);
     for (int t = 0; t < STEPS; t++)
-        for (int i = 0; i < N; i++) {
-            xf g = xf_in(G[t][i]);
-            if (wd != 0)
-                g = xf_add(g, xf_mul(xf_in(wd), p[i]));
-            if (mom != 0) {
-                buf[i] = xf_add(xf_mul(buf[i], xf_in(mom)), g);
-                g = nesterov ? xf_add(g, xf_mul(xf_in(mom), buf[i])) : buf[i];
-            }
-            p[i] = xf_add(p[i], xf_mul(xf_in(-lr), g));
-        }
-}
-
-/* One step t of torch.optim.Adam / AdamW (amsgrad off) on one element, as saga_cpu_adam_f32
- * evaluates it: the scalars lr / (1 - b1^t), sqrt(1 - b2^t), 1 - b1, 1 - b2 and 1 - lr wd computed
- * in double and rounded once to f32; m moved by torch's lerp, m + (1 - b1) (g - m) (the formula
- * for 1 - b1 < 0.5, which every test here has), which is b1 m + (1 - b1) g. */
-static void adam_step(xf *p, xf *m, xf *v, double grad, int t, double lr, double b1, double b2,
-                      double eps, double wd, bool w) {
-    assert_true(1 - b1 < 0.5);
-    xf g = xf_in(grad);
-    if (wd != 0 && !w)
-        g = xf_add(g, xf_mul(xf_in(wd), *p));
-    if (wd != 0 && w)
-        *p = xf_mul(*p, xf_round(1 - lr * wd, 0));
-    *m = xf_add(*m, xf_mul(xf_round(1 - b1, 0), xf_add(g, xf_neg(*m))));
-    *v = xf_add(xf_mul(*v, xf_in(b2)), xf_mul(xf_mul(xf_round(1 - b2, 0), g), g));
-    const xf step_size = xf_round(lr / (1 - pow(b1, t)), 0);
-    const xf bc2_sqrt = xf_round(sqrt(1 - pow(b2, t)), 0);
-    const xf denom = xf_add(xf_div(xf_sqrt(*v), bc2_sqrt), xf_in(eps));
-    *p = xf_add(*p, xf_div(xf_mul(xf_neg(step_size), *m), denom));
+        for (int i = 0; i < N; i++)
+            xf_sgd_step(&p[i], &buf[i], G[t][i], lr, mom, wd, nesterov);
 }
 
 static void ref_adam(xf *p, double lr, double b1, double b2, double eps, double wd, bool w) {
@@ -74,7 +44,7 @@ static void ref_adam(xf *p, double lr, double b1, double b2, double eps, double 
         m[i] = v[i] = xf_in(0);
     for (int t = 1; t <= STEPS; t++)
         for (int i = 0; i < N; i++)
-            adam_step(&p[i], &m[i], &v[i], G[t - 1][i], t, lr, b1, b2, eps, wd, w);
+            xf_adam_step(&p[i], &m[i], &v[i], G[t - 1][i], t, lr, b1, b2, eps, wd, w);
 }
 
 /* got within the bound r carries of its value */
@@ -190,8 +160,8 @@ static void test_optim_set_lr(void **state) {
         memcpy(saga_tensor_data(saga_grad(p)), G[t], sizeof G[t]);
         assert_int_equal(saga_optim_step(o), SAGA_OK);
         for (int i = 0; i < N; i++)
-            adam_step(&r[i], &mo[i], &v[i], G[t][i], t + 1, LR[t], oo.beta1, oo.beta2, oo.eps, 0,
-                      false);
+            xf_adam_step(&r[i], &mo[i], &v[i], G[t][i], t + 1, LR[t], oo.beta1, oo.beta2, oo.eps, 0,
+                         false);
     }
     expect_within("parameter", 0, saga_tensor_cdata(p), r);
     assert_int_equal(saga_optim_set_lr(o, -1.0f), SAGA_ERR_INVALID_ARG);

@@ -9,6 +9,7 @@
 #include <cmocka.h>
 
 #include "test_util.h"
+#include "test_xf.h"
 
 #include "saga_program.h"
 
@@ -150,11 +151,6 @@ static saga_tensor *upload(saga_backend *be, int64_t rows, int64_t cols, const f
 static void download(const saga_tensor *t, float *x) {
     assert_non_null(t);
     assert_int_equal(saga_tensor_to_host(t, x), SAGA_OK);
-}
-
-/* gamma_K in f32 (test_util.h): the relative bound on a sum of K terms against exact sums. */
-static double gam(int64_t K) {
-    return saga_test_gamma(K, SAGA_TEST_U32);
 }
 
 /* The most edges into one vertex of the placed edges. */

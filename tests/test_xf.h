@@ -18,6 +18,7 @@
 
 #include <float.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 /* gamma_k of f32 and of f64 (test_util.h) */
@@ -99,4 +100,80 @@ static inline xf xf_log1p(xf a) {
 static inline xf xf_log(xf a) {
     assert_true(a.v > a.e);
     return xf_round(log(a.v), a.e / (a.v - a.e));
+}
+
+/* The bounds on a softmax (or log-softmax) of the n values x[0], x[stride], ... as the kernels
+ * compute it (softmax_row and edge_softmax_column on the CPU, softmax_rows.cu and
+ * edge_softmax.cu): e = expf(x - max) (the subtraction rounds, which moves e by up to u |x - max|
+ * relative), summed in double (in another order than the reference's: twice gamma_n of f64), the
+ * sum's reciprocal or log rounded to f32 and applied. One side's bound against the exact value. */
+static inline void xf_softmax_err(int64_t n, int64_t stride, bool lg, const float *x, double *err) {
+    if (n <= 0)
+        return;
+    float mx = x[0];
+    for (int64_t j = 1; j < n; j++)
+        mx = x[j * stride] > mx ? x[j * stride] : mx;
+    xf sum = xf_in(0);
+    for (int64_t j = 0; j < n; j++) {
+        const xf e = xf_exp(xf_sub(xf_in(x[j * stride]), xf_in(mx)));
+        sum = (xf){sum.v + e.v, sum.e + e.e};
+    }
+    sum.e += sum64_err(n, sum.v);
+    const xf lse = xf_add(xf_in(mx), xf_log(sum)), inv = xf_div(xf_in(1), sum);
+    for (int64_t j = 0; j < n; j++) {
+        const xf xj = xf_in(x[j * stride]);
+        err[j * stride] = lg ? xf_sub(xj, lse).e : xf_mul(xf_exp(xf_sub(xj, xf_in(mx))), inv).e;
+    }
+}
+
+/* The bounds on the softmax's backward pass from y: dx = y (dy - dot), dot = sum y dy in double
+ * rounded to f32; log: dx = dy - expf(y) sum, sum = sum dy likewise. One side's. */
+static inline void xf_softmax_bwd_err(int64_t n, int64_t stride, bool lg, const float *y,
+                                      const float *dy, double *err) {
+    double acc = 0, mag = 0;
+    for (int64_t j = 0; j < n; j++) {
+        const double t = lg ? dy[j * stride] : (double)dy[j * stride] * y[j * stride];
+        acc += t;
+        mag += fabs(t);
+    }
+    const xf s = xf_round(acc, sum64_err(n, mag));
+    for (int64_t j = 0; j < n; j++) {
+        const xf yj = xf_in(y[j * stride]), gj = xf_in(dy[j * stride]);
+        err[j * stride] = lg ? xf_sub(gj, xf_mul(xf_exp(yj), s)).e : xf_mul(yj, xf_sub(gj, s)).e;
+    }
+}
+
+/* One step t of torch.optim.Adam / AdamW (amsgrad off) on one element, as the kernels
+ * (saga_cpu_adam_f32, adam.cu) evaluate it: the scalars lr / (1 - b1^t), sqrt(1 - b2^t), 1 - b1,
+ * 1 - b2 and 1 - lr wd computed in double and rounded once to f32; m moved by torch's lerp,
+ * m + (1 - b1) (g - m) (its formula for 1 - b1 < 0.5), which is b1 m + (1 - b1) g. */
+static inline void xf_adam_step(xf *p, xf *m, xf *v, double grad, int64_t t, double lr, double b1,
+                                double b2, double eps, double wd, bool decoupled) {
+    assert_true(1 - b1 < 0.5);
+    xf g = xf_in(grad);
+    if (wd != 0 && !decoupled)
+        g = xf_add(g, xf_mul(xf_in(wd), *p));
+    if (wd != 0 && decoupled)
+        *p = xf_mul(*p, xf_round(1 - lr * wd, 0));
+    *m = xf_add(*m, xf_mul(xf_round(1 - b1, 0), xf_sub(g, *m)));
+    *v = xf_add(xf_mul(*v, xf_in(b2)), xf_mul(xf_mul(xf_round(1 - b2, 0), g), g));
+    const xf step_size = xf_round(lr / (1 - pow(b1, (double)t)), 0);
+    const xf bc2_sqrt = xf_round(sqrt(1 - pow(b2, (double)t)), 0);
+    const xf denom = xf_add(xf_div(xf_sqrt(*v), bc2_sqrt), xf_in(eps));
+    *p = xf_add(*p, xf_div(xf_mul(xf_neg(step_size), *m), denom));
+}
+
+/* One step of torch.optim.SGD (dampening 0) on one element, as the kernels (saga_cpu_sgd_f32,
+ * sgd.cu) evaluate it: g = grad + wd p; buf = buf mom + g (torch's buf = g on the first step is
+ * the same value from a zero buf); g = nesterov ? g + mom buf : buf; p = p + (-lr) g. */
+static inline void xf_sgd_step(xf *p, xf *buf, double grad, double lr, double mom, double wd,
+                               bool nesterov) {
+    xf g = xf_in(grad);
+    if (wd != 0)
+        g = xf_add(g, xf_mul(xf_in(wd), *p));
+    if (mom != 0) {
+        *buf = xf_add(xf_mul(*buf, xf_in(mom)), g);
+        g = nesterov ? xf_add(g, xf_mul(xf_in(mom), *buf)) : *buf;
+    }
+    *p = xf_add(*p, xf_mul(xf_in(-lr), g));
 }
