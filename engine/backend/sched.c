@@ -93,6 +93,7 @@ struct saga_sched {
     /* saga_sched_set_timed: pairs of events (start, end) recorded since the last finish, each
      * with what it times; the pool grows to a pass's count and is reused */
     bool timed;
+    double timed_seconds[3]; /* since the last reset: by TIMED_H2D, TIMED_D2H, TIMED_EXPOSED */
     saga_event **tev;
     uint8_t *tev_what;  /* per pair: TIMED_H2D, TIMED_D2H, TIMED_EXPOSED */
     int n_tev, cap_tev; /* in pairs */
@@ -267,10 +268,7 @@ static void timed_collect(saga_sched *s) {
         double dt = 0;
         if (saga_event_elapsed(s->tev[2 * k], s->tev[2 * k + 1], &dt) != SAGA_OK || dt < 0)
             continue;
-        double *sum = s->tev_what[k] == TIMED_H2D   ? &s->st.h2d_event_seconds
-                      : s->tev_what[k] == TIMED_D2H ? &s->st.d2h_event_seconds
-                                                    : &s->st.exposed_event_seconds;
-        *sum += dt;
+        s->timed_seconds[s->tev_what[k]] += dt;
     }
     s->n_tev = 0;
 }
@@ -516,6 +514,8 @@ saga_status saga_sched_new(saga_sched **out, saga_backend *be, size_t cap, void 
     else
         SAGA_TRY(saga_stream_new(&s->copy, be));
     SAGA_TRY(saga_event_new(&s->compute_ev, be));
+    /* a GPU's copies run on its copy engine, unseen by the host: events time them */
+    s->timed = saga_backend_get_kind(be) == SAGA_BACKEND_CUDA;
     for (int i = 0; i < N_SLOTS; i++)
         SAGA_TRY(saga_event_new(&s->slots[i].ev, be));
     *out = s;
@@ -729,8 +729,14 @@ saga_status saga_sched_begin(saga_sched *s, int t) {
      * block the step writes may still be read by a write-back an earlier step asked for (a ring
      * slot whose host copy the next stage reads): the compute waits for that copy, so the host
      * copy gets the old content whole while other copies keep overlapping */
-    int tp;
-    SAGA_TRY(timed_begin(s, saga_backend_default_stream(s->be), TIMED_EXPOSED, &tp));
+    bool waits = false;
+    for (int i = 0; i < sp->n && !waits; i++) {
+        const use *u = &s->uses[sp->first + i];
+        waits = u->b->loading || ((u->mode & SAGA_USE_WRITE) && u->b->copying);
+    }
+    int tp = -1;
+    if (waits)
+        SAGA_TRY(timed_begin(s, saga_backend_default_stream(s->be), TIMED_EXPOSED, &tp));
     for (int i = 0; i < sp->n; i++) {
         use *u = &s->uses[sp->first + i];
         saga_blk *b = u->b;
@@ -838,7 +844,6 @@ saga_status saga_sched_set_timed(saga_sched *s, bool on) {
         timed_collect(s);
     }
     s->timed = on;
-    s->st.timed = on;
 fail:
     return st;
 }
@@ -850,10 +855,21 @@ void saga_sched_set_trace(saga_sched *s, FILE *f) {
 void saga_sched_get_stats(const saga_sched *s, saga_sched_stats *out) {
     *out = s->st;
     out->copies_inline = copies_inline(s);
+    out->timed = s->timed;
+    if (s->timed) {
+        out->h2d_seconds = s->timed_seconds[TIMED_H2D];
+        out->copy_seconds = out->h2d_seconds + s->timed_seconds[TIMED_D2H];
+        out->wait_seconds = s->timed_seconds[TIMED_EXPOSED];
+    } else {
+        saga_backend_stats bs;
+        saga_backend_get_stats(s->be, &bs);
+        out->copy_seconds = bs.copy_seconds;
+        out->h2d_seconds = 0;
+    }
 }
 
 void saga_sched_reset_stats(saga_sched *s) {
     memset(&s->st, 0, sizeof s->st);
-    s->st.timed = s->timed;
+    memset(s->timed_seconds, 0, sizeof s->timed_seconds);
     s->st.peak_bytes = s->resident;
 }

@@ -82,12 +82,13 @@ typedef struct saga_sched_stats {
     double wait_seconds; /* compute side blocked on copies (exposed copy time) */
     size_t peak_bytes;   /* most bytes the scheduler's blocks held at once */
     bool copies_inline;  /* the copies ran on the default stream (saga_backend_copies_inline) */
-    /* Timed by events (saga_sched_set_timed), up to the last saga_sched_finish: the copy stream's
-     * time in the scheduler's loads and write-backs, and the compute stream's time between
-     * reaching a step's waits for its loads and passing them (copy time the compute did not
-     * hide). Zero when not timed. */
+    /* The time the copies took: timed by events on the copy stream (saga_sched_set_timed), up to
+     * the last saga_sched_finish, else the backend's own figure (the CPU's copy worker's);
+     * h2d_seconds, of it the host -> device copies' when timed (0 otherwise). Timed, wait_seconds
+     * is the compute stream's time between reaching a step's waits for its loads and passing
+     * them: the copy time the compute did not hide. */
     bool timed;
-    double h2d_event_seconds, d2h_event_seconds, exposed_event_seconds;
+    double copy_seconds, h2d_seconds;
 } saga_sched_stats;
 
 /* A scheduler on be that keeps at most cap bytes of blocks on the device (0: no cap beyond the
@@ -172,10 +173,10 @@ saga_status saga_sched_finish(saga_sched *s);
  * owned and must outlive the scheduler. */
 void saga_sched_set_trace(saga_sched *s, FILE *f);
 
-/* Times the copies and the compute's waits with events on the streams (saga_sched_stats), for a
- * backend whose copies run on an engine of their own (CUDA), where the host cannot see when they
- * run. Four events a step and two a copy, from a pool kept across passes; read back at
- * saga_sched_finish, which waits for the copies anyway. */
+/* Times the copies and the compute's waits with events on the streams (saga_sched_stats): on from
+ * saga_sched_new for a backend whose copies run on an engine of their own (CUDA), where the host
+ * cannot see when they run. Two events a copy and two a step that waits for its loads, from a
+ * pool kept across passes; read back at saga_sched_finish, which waits for the copies anyway. */
 saga_status saga_sched_set_timed(saga_sched *s, bool on);
 
 void saga_sched_get_stats(const saga_sched *s, saga_sched_stats *out);

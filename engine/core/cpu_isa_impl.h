@@ -45,17 +45,18 @@ const char *saga_cpu_isa_name(saga_cpu_isa_level level);
  * baseline or for AVX2, as saga_cpu_isa() says; SAGA_CPU_ISA_CLONES_V4 adds an AVX-512 build. The
  * targets leave out FMA, so that no clone contracts a * b + c where another does not: every clone
  * of a body gives the same bits. */
+/* One build of name##_body under a target attribute (empty: the baseline), as name##suffix. */
+#define SAGA_CPU_ISA_CLONE_(attr, name, suffix, params, args)                                      \
+    attr static void name##suffix params {                                                         \
+        name##_body args;                                                                          \
+    }
 #if defined(__x86_64__) && defined(__GNUC__)
 #define SAGA_CPU_ISA_AVX2_TARGET __attribute__((target("avx2")))
 #define SAGA_CPU_ISA_AVX512_TARGET                                                                 \
     __attribute__((target("avx2,avx512f,avx512bw,avx512cd,avx512dq,avx512vl")))
 #define SAGA_CPU_ISA_CLONES(name, params, args)                                                    \
-    SAGA_CPU_ISA_AVX2_TARGET static void name##_avx2 params {                                      \
-        name##_body args;                                                                          \
-    }                                                                                              \
-    static void name##_sse2 params {                                                               \
-        name##_body args;                                                                          \
-    }                                                                                              \
+    SAGA_CPU_ISA_CLONE_(SAGA_CPU_ISA_AVX2_TARGET, name, _avx2, params, args)                       \
+    SAGA_CPU_ISA_CLONE_(, name, _sse2, params, args)                                               \
     static void name params {                                                                      \
         if (saga_cpu_isa() >= SAGA_CPU_ISA_AVX2)                                                   \
             name##_avx2 args;                                                                      \
@@ -63,17 +64,11 @@ const char *saga_cpu_isa_name(saga_cpu_isa_level level);
             name##_sse2 args;                                                                      \
     }
 #define SAGA_CPU_ISA_CLONES_V4(name, params, args)                                                 \
-    SAGA_CPU_ISA_AVX512_TARGET static void name##_avx512 params {                                  \
-        name##_body args;                                                                          \
-    }                                                                                              \
-    SAGA_CPU_ISA_AVX2_TARGET static void name##_avx2 params {                                      \
-        name##_body args;                                                                          \
-    }                                                                                              \
-    static void name##_sse2 params {                                                               \
-        name##_body args;                                                                          \
-    }                                                                                              \
+    SAGA_CPU_ISA_CLONE_(SAGA_CPU_ISA_AVX512_TARGET, name, _avx512, params, args)                   \
+    SAGA_CPU_ISA_CLONE_(SAGA_CPU_ISA_AVX2_TARGET, name, _avx2, params, args)                       \
+    SAGA_CPU_ISA_CLONE_(, name, _sse2, params, args)                                               \
     static void name params {                                                                      \
-        saga_cpu_isa_level l = saga_cpu_isa();                                                     \
+        const saga_cpu_isa_level l = saga_cpu_isa();                                               \
         if (l >= SAGA_CPU_ISA_AVX512)                                                              \
             name##_avx512 args;                                                                    \
         else if (l >= SAGA_CPU_ISA_AVX2)                                                           \
@@ -82,10 +77,7 @@ const char *saga_cpu_isa_name(saga_cpu_isa_level level);
             name##_sse2 args;                                                                      \
     }
 #else
-#define SAGA_CPU_ISA_CLONES(name, params, args)                                                    \
-    static void name params {                                                                      \
-        name##_body args;                                                                          \
-    }
+#define SAGA_CPU_ISA_CLONES(name, params, args) SAGA_CPU_ISA_CLONE_(, name, , params, args)
 #define SAGA_CPU_ISA_CLONES_V4 SAGA_CPU_ISA_CLONES
 #endif
 

@@ -477,9 +477,6 @@ static saga_status make_stage(saga_mlp *m, int32_t q) {
         sg->cap = usable;
     SAGA_TRY(plan_tiles(m, sg));
     SAGA_TRY(saga_sched_new(&sg->s, sg->be, sg->cap, NULL, NULL));
-    /* a GPU's copies run on its copy engine, unseen by the host: events time them */
-    if (saga_backend_get_kind(sg->be) == SAGA_BACKEND_CUDA)
-        SAGA_TRY(saga_sched_set_timed(sg->s, true));
     for (int32_t l = sg->l0; l < sg->l1; l++)
         SAGA_TRY(make_layer(m, sg, l));
 fail:

@@ -464,10 +464,8 @@ static saga_status run_call(saga_mlp *m, int32_t n_steps, const float *const *xs
         saga_sched_get_stats(m->stages[q].s, &ss);
         s->h2d_bytes += bs.h2d_bytes;
         s->d2h_bytes += bs.d2h_bytes;
-        /* a GPU's copies and waits timed by events (saga_sched_set_timed), the CPU's by its
-         * copy worker and the host */
-        s->copy_seconds += ss.timed ? ss.h2d_event_seconds + ss.d2h_event_seconds : bs.copy_seconds;
-        s->wait_seconds += ss.timed ? ss.exposed_event_seconds : ss.wait_seconds;
+        s->copy_seconds += ss.copy_seconds;
+        s->wait_seconds += ss.wait_seconds;
         s->peak_device_bytes =
             bs.peak_bytes > s->peak_device_bytes ? bs.peak_bytes : s->peak_device_bytes;
         s->kept_bytes += saga_sched_resident_bytes(m->stages[q].s);

@@ -1919,9 +1919,6 @@ saga_status net_prepare(saga_net *n, bool train) {
         cap = avail > reserve ? avail - reserve : avail / 2;
     }
     SAGA_TRY(saga_sched_new(&n->sched, n->be, cap, trim_ctx, n->c));
-    /* a GPU's copies run on its copy engine, unseen by the host: events time them */
-    if (saga_backend_get_kind(n->be) == SAGA_BACKEND_CUDA)
-        SAGA_TRY(saga_sched_set_timed(n->sched, true));
     if (n->o.trace)
         saga_sched_set_trace(n->sched, n->o.trace);
     saga_ctx_set_pressure(n->c, give_back, n);

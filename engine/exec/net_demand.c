@@ -11,7 +11,6 @@ void net_demand_free(net_demand *d) {
     saga_free(d->rows);
     saga_free(d->n_rows);
     saga_free(d->n_edges);
-    saga_free(d->whole);
     memset(d, 0, sizeof *d);
 }
 
@@ -33,8 +32,6 @@ saga_status net_demand_build(net_demand *d, const stage_kind *kinds, int n_stage
         saga_alloc_zeroed((void **)&d->n_rows, (size_t)n_stages, sizeof *d->n_rows, "net demand"));
     SAGA_TRY(saga_alloc_zeroed((void **)&d->n_edges, (size_t)n_stages, sizeof *d->n_edges,
                                "net demand"));
-    SAGA_TRY(
-        saga_alloc_zeroed((void **)&d->whole, (size_t)n_stages, sizeof *d->whole, "net demand"));
     SAGA_TRY(saga_alloc_zeroed((void **)&want, (size_t)n + 1, 1, "net demand"));
     SAGA_TRY(saga_alloc_zeroed((void **)&next, (size_t)n + 1, 1, "net demand"));
     /* want: the rows the stage computes, from the last stage back; next: the rows it reads */
@@ -50,8 +47,7 @@ saga_status net_demand_build(net_demand *d, const stage_kind *kinds, int n_stage
     }
     for (int s = n_stages - 1; s >= 0; s--) {
         d->n_rows[s] = count;
-        d->whole[s] = count == n;
-        if (!d->whole[s]) {
+        if (count < n) {
             SAGA_TRY(saga_alloc_array((void **)&d->rows[s], count ? (size_t)count : 1,
                                       sizeof(int32_t), "net demand rows"));
             for (int32_t v = 0, r = 0; v < n; v++)

@@ -11,12 +11,11 @@
  * program stage its rows and their in-neighbours (gather over the in-edges, the vertex's own row
  * for ApplyVertex's self). So for GCN's four stages (X W, aggregate, H W, aggregate) and the rows
  * a loss reads, the first stage computes their two-hop in-neighbourhood: any program, any depth.
- * A stage whose demand is every row is marked whole and lists no rows. */
+ * A stage whose demand is every row (n_rows[s] == n) lists no rows. */
 #pragma once
 
 #include "net_impl.h"
 
-#include <stdbool.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -28,10 +27,9 @@ extern "C" {
 typedef struct net_demand {
     int n_stages;
     int32_t n;        /* vertices */
-    int32_t *n_rows;  /* [s]: rows stage s computes (n when whole) */
-    int32_t **rows;   /* [s]: those rows, increasing; NULL when whole */
+    int32_t *n_rows;  /* [s]: rows stage s computes */
+    int32_t **rows;   /* [s]: those rows, increasing; NULL when they are every row */
     int64_t *n_edges; /* [s]: a program stage's in-edges of its rows (0 for a vertex stage) */
-    bool *whole;      /* [s]: every row */
 } net_demand;
 
 /* Fills *d (overwritten; free with net_demand_free) for stages of these kinds over the in-edge

@@ -765,13 +765,10 @@ void net_collect_stats(saga_net *n, double t0) {
     if (n->sched) {
         saga_sched_stats ss;
         saga_sched_get_stats(n->sched, &ss);
+        n->stats.copy_seconds = ss.copy_seconds;
+        n->stats.h2d_seconds = ss.h2d_seconds;
         n->stats.wait_seconds = ss.wait_seconds;
         inline_copies = ss.copies_inline;
-        if (ss.timed) { /* the streams' own times (saga_sched_set_timed) */
-            n->stats.copy_seconds = ss.h2d_event_seconds + ss.d2h_event_seconds;
-            n->stats.h2d_seconds = ss.h2d_event_seconds;
-            n->stats.wait_seconds = ss.exposed_event_seconds;
-        }
     }
     n->stats.h2d_bytes = bs.h2d_bytes;
     n->stats.d2h_bytes = bs.d2h_bytes;
