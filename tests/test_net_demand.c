@@ -61,7 +61,8 @@ static void graph_free(graph *g) {
     test_free(g->src);
 }
 
-/* The demand computed edge by edge: in[s][v] = stage s computes row v. */
+/* The demand computed edge by edge: in[s][v] = stage s computes row v; in[S][v]: stage 0 reads
+ * row v of its input. */
 static void brute(const graph *g, const stage_kind *kinds, int S, const uint8_t *out,
                   uint8_t **in) {
     uint8_t *want = test_malloc((size_t)g->n + 1);
@@ -73,6 +74,7 @@ static void brute(const graph *g, const stage_kind *kinds, int S, const uint8_t 
                 if (in[s][g->ev[k]])
                     want[g->eu[k]] = 1;
     }
+    memcpy(in[S], want, (size_t)g->n);
     test_free(want);
 }
 
@@ -82,11 +84,12 @@ static void check(const graph *g, const stage_kind *kinds, int S, const int32_t 
     for (int64_t i = 0; i < n_rows; i++)
         out[rows ? rows[i] : i] = 1;
     uint8_t *in[8];
-    for (int s = 0; s < S; s++)
+    for (int s = 0; s <= S; s++)
         in[s] = test_calloc((size_t)g->n + 1, 1);
     brute(g, kinds, S, out, in);
     net_demand d;
-    assert_int_equal(net_demand_build(&d, kinds, S, g->off, g->src, g->n, rows, n_rows), SAGA_OK);
+    assert_int_equal(net_demand_build(&d, kinds, S, g->off, g->src, g->n, rows, n_rows, g->n),
+                     SAGA_OK);
     assert_int_equal(d.n_stages, S);
     for (int s = 0; s < S; s++) {
         int32_t want = 0;
@@ -109,9 +112,23 @@ static void check(const graph *g, const stage_kind *kinds, int S, const int32_t 
                 assert_true(d.rows[s][i] > d.rows[s][i - 1]);
         }
     }
+    int32_t want = 0;
+    for (int32_t v = 0; v < g->n; v++)
+        want += in[S][v];
+    assert_int_equal(d.n_in, want);
+    if (want == g->n) {
+        assert_null(d.in_rows);
+    } else {
+        for (int32_t i = 0; i < d.n_in; i++) {
+            assert_true(in[S][d.in_rows[i]]);
+            if (i)
+                assert_true(d.in_rows[i] > d.in_rows[i - 1]);
+        }
+    }
     net_demand_free(&d);
     assert_null(d.rows);
-    for (int s = 0; s < S; s++)
+    assert_null(d.in_rows);
+    for (int s = 0; s <= S; s++)
         test_free(in[s]);
     test_free(out);
 }
@@ -171,7 +188,7 @@ static void test_net_demand_gcn(void **state) {
     for (int i = 0; i < 10; i++)
         rows[i] = g.n - 1 - 29 * i;
     net_demand d;
-    assert_int_equal(net_demand_build(&d, gcn, 4, gs.off, gs.src, gs.n, rows, 10), SAGA_OK);
+    assert_int_equal(net_demand_build(&d, gcn, 4, gs.off, gs.src, gs.n, rows, 10, gs.n), SAGA_OK);
     /* one hop and two hops, counted here from the edges */
     uint8_t hop[2][300] = {{0}};
     for (int i = 0; i < 10; i++)
@@ -196,7 +213,7 @@ static void test_net_demand_gcn(void **state) {
     print_message("  10 loss rows of %d: the aggregations compute %d and %d rows, X W %d\n",
                   (int)g.n, (int)d.n_rows[1], (int)d.n_rows[3], (int)d.n_rows[0]);
     net_demand_free(&d);
-    assert_int_equal(net_demand_build(&d, gcn, 4, gs.off, gs.src, gs.n, rows, 0), SAGA_OK);
+    assert_int_equal(net_demand_build(&d, gcn, 4, gs.off, gs.src, gs.n, rows, 0, gs.n), SAGA_OK);
     for (int s = 0; s < 4; s++)
         assert_int_equal(d.n_rows[s], 0);
     net_demand_free(&d);
@@ -207,6 +224,47 @@ static void test_net_demand_gcn(void **state) {
     graph_free(&g);
 }
 
+/* The cap widens a demand: a stage demanded more than cap rows computes every row, and so do the
+ * stages before it and the input; those at or below the cap keep their exact rows. */
+static void test_net_demand_cap(void **state) {
+    (void)state;
+    for (int trial = 0; trial < 40; trial++) {
+        graph g;
+        graph_new(&g, 50 + (int32_t)(next_u64() % 150), (int64_t)(next_u64() % 400));
+        stage_kind kinds[5];
+        const int S = 1 + (int)(next_u64() % 5);
+        for (int s = 0; s < S; s++)
+            kinds[s] = next_u64() % 2 ? STAGE_PROGRAM : STAGE_VERTEX;
+        int32_t rows[16];
+        for (int i = 0; i < 16; i++)
+            rows[i] = (int32_t)(next_u64() % (uint64_t)g.n);
+        net_demand exact, d;
+        assert_int_equal(net_demand_build(&exact, kinds, S, g.off, g.src, g.n, rows, 16, g.n),
+                         SAGA_OK);
+        const int32_t cap = (int32_t)(next_u64() % (uint64_t)g.n);
+        assert_int_equal(net_demand_build(&d, kinds, S, g.off, g.src, g.n, rows, 16, cap), SAGA_OK);
+        bool widened = false;
+        for (int s = S; s >= 0; s--) { /* s == 0: the input */
+            int32_t n_exact = s ? exact.n_rows[s - 1] : exact.n_in;
+            int32_t n_got = s ? d.n_rows[s - 1] : d.n_in;
+            const int32_t *r_exact = s ? exact.rows[s - 1] : exact.in_rows;
+            const int32_t *r_got = s ? d.rows[s - 1] : d.in_rows;
+            widened = widened || n_exact > cap;
+            if (widened) {
+                assert_int_equal(n_got, g.n);
+                assert_null(r_got);
+            } else {
+                assert_int_equal(n_got, n_exact);
+                if (r_exact)
+                    assert_memory_equal(r_got, r_exact, (size_t)n_got * sizeof(int32_t));
+            }
+        }
+        net_demand_free(&exact);
+        net_demand_free(&d);
+        graph_free(&g);
+    }
+}
+
 static void test_net_demand_refusals(void **state) {
     (void)state;
     graph g;
@@ -214,14 +272,16 @@ static void test_net_demand_refusals(void **state) {
     const stage_kind k[1] = {STAGE_PROGRAM};
     const int32_t bad[2] = {3, 10};
     net_demand d;
-    assert_int_equal(net_demand_build(&d, k, 1, g.off, g.src, g.n, bad, 2), SAGA_ERR_INVALID_ARG);
+    assert_int_equal(net_demand_build(&d, k, 1, g.off, g.src, g.n, bad, 2, g.n),
+                     SAGA_ERR_INVALID_ARG);
     saga_test_assert_error_contains("row 10", "outside [0, 10)", NULL);
     assert_null(d.rows);
-    assert_int_equal(net_demand_build(&d, k, 0, g.off, g.src, g.n, NULL, 10), SAGA_ERR_INVALID_ARG);
+    assert_int_equal(net_demand_build(&d, k, 0, g.off, g.src, g.n, NULL, 10, g.n),
+                     SAGA_ERR_INVALID_ARG);
     /* every allocation that fails is an error, with nothing left behind */
     for (long fail_at = 1;; fail_at++) {
         saga_test_fail_alloc_after(fail_at);
-        saga_status st = net_demand_build(&d, k, 1, g.off, g.src, g.n, bad, 1);
+        saga_status st = net_demand_build(&d, k, 1, g.off, g.src, g.n, bad, 1, g.n);
         saga_test_fail_alloc_after(0);
         if (st == SAGA_OK) {
             net_demand_free(&d);
@@ -237,6 +297,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_net_demand_against_edges),
         cmocka_unit_test(test_net_demand_gcn),
+        cmocka_unit_test(test_net_demand_cap),
         cmocka_unit_test(test_net_demand_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -592,6 +592,31 @@ saga_blk *saga_sched_block(saga_sched *s, size_t bytes, saga_blk_life life, cons
     return b;
 }
 
+saga_status saga_sched_block_free(saga_sched *s, saga_blk **bp) {
+    saga_blk *b = bp ? *bp : NULL;
+    if (!b)
+        return SAGA_OK;
+    saga_status st = b->copying ? saga_event_synchronize(b->ev) : SAGA_OK;
+    release_dev(s, b);
+    int i = 0;
+    while (i < s->n_blocks && s->blocks[i] != b)
+        i++;
+    if (i < s->n_blocks) {
+        memmove(&s->blocks[i], &s->blocks[i + 1],
+                (size_t)(s->n_blocks - i - 1) * sizeof *s->blocks);
+        s->n_blocks--;
+    }
+    /* the plan in force may name it: it is dropped */
+    s->n_uses = 0;
+    s->n_steps = 0;
+    s->running = -1;
+    saga_event_free(&b->ev);
+    saga_free(b->uses);
+    saga_free(b);
+    *bp = NULL;
+    return st;
+}
+
 void saga_blk_set_host(saga_blk *b, void *host) {
     b->host = host;
 }

@@ -104,6 +104,9 @@ size_t saga_sched_resident_bytes(const saga_sched *s);
 /* A block of bytes (not yet on the device), owned by the scheduler; NULL when out of memory.
  * kind names it in messages ("features", "tile", ...): a static string. */
 saga_blk *saga_sched_block(saga_sched *s, size_t bytes, saga_blk_life life, const char *kind);
+/* Frees *b (NULL after) and its device buffer, once its copies are complete; the plan in force,
+ * which may use it, is dropped. Between a pass's saga_sched_finish and the next plan. */
+saga_status saga_sched_block_free(saga_sched *s, saga_blk **b);
 /* The block's content on the host: loads copy from it, write-backs to it. Pinned memory
  * (saga_backend_host_alloc) lets CUDA copies overlap. */
 void saga_blk_set_host(saga_blk *b, void *host);

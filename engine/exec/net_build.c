@@ -18,25 +18,6 @@ static size_t host_rows_bytes(const saga_net *n, int s) {
     return ((size_t)n->n * (size_t)cols + 1) * sizeof(float);
 }
 
-/* Bytes of a host array of one 4-byte value per edge (one more when there are none). */
-static size_t edge_bytes(int64_t m) {
-    return (m ? (size_t)m : 1) * 4;
-}
-
-/* An array of count entries of size bytes from the backend's host allocator (pinned on CUDA):
- * the host side of a scheduler block, which its copy stream reads asynchronously. */
-static saga_status host_array(saga_net *n, void **out, size_t count, size_t size,
-                              const char *what) {
-    if (size && count > SIZE_MAX / size)
-        return saga_error(SAGA_ERR_OUT_OF_MEMORY, "saga_net: %s: %zu entries of %zu bytes", what,
-                          count, size);
-    return saga_backend_host_alloc(n->be, out, count * size);
-}
-
-int net_key_of(saga_edge_weight w, bool mean) {
-    return (int)w * 2 + (mean ? 1 : 0);
-}
-
 saga_net_opts saga_net_opts_defaults(void) {
     saga_net_opts o = {.exec = SAGA_EXEC_AUTO,
                        .parts = 0,
@@ -48,27 +29,6 @@ saga_net_opts saga_net_opts_defaults(void) {
 }
 
 /* ---- pack / unpack ------------------------------------------------------------------------ */
-
-void net_rows_pack(void *user, void *staging) {
-    const rows_io *io = user;
-    const int64_t C = io->cols;
-    if (io->half == SAGA_TRANSFER_F32) {
-        float *out = staging;
-        for (int32_t i = 0; i < io->n; i++)
-            memcpy(out + (int64_t)i * C,
-                   io->src + (int64_t)(io->rows ? io->rows[i] : io->first + i) * C,
-                   (size_t)C * sizeof(float));
-        return;
-    }
-    uint16_t *out = staging;
-    const bool bf16 = io->half == SAGA_TRANSFER_BF16;
-    if (!io->rows) {
-        saga_f32_to_half_n(io->src + (int64_t)io->first * C, (int64_t)io->n * C, bf16, out);
-        return;
-    }
-    for (int32_t i = 0; i < io->n; i++)
-        saga_f32_to_half_n(io->src + (int64_t)io->rows[i] * C, C, bf16, out + (int64_t)i * C);
-}
 
 static void rows_unpack_add(void *user, const void *staging) {
     const rows_io *io = user;
@@ -271,12 +231,12 @@ saga_status saga_net_set_input_csr(saga_net *n, const int64_t *offsets, const in
         sparse_input_free(n);
     if (!n->xs_off) {
         n->x_nnz = nnz;
-        SAGA_TRY(host_array(n, (void **)&n->xs_off, (size_t)n->n + 1, sizeof(int64_t),
-                            "sparse input offsets"));
-        SAGA_TRY(host_array(n, (void **)&n->xs_idx, (size_t)nnz + 1, sizeof(int32_t),
-                            "sparse input indices"));
-        SAGA_TRY(host_array(n, (void **)&n->xs_val, (size_t)nnz + 1, sizeof(float),
-                            "sparse input values"));
+        SAGA_TRY(net_host_array(n, (void **)&n->xs_off, (size_t)n->n + 1, sizeof(int64_t),
+                                "sparse input offsets"));
+        SAGA_TRY(net_host_array(n, (void **)&n->xs_idx, (size_t)nnz + 1, sizeof(int32_t),
+                                "sparse input indices"));
+        SAGA_TRY(net_host_array(n, (void **)&n->xs_val, (size_t)nnz + 1, sizeof(float),
+                                "sparse input values"));
     }
     memcpy(n->xs_off, offsets, ((size_t)n->n + 1) * sizeof(int64_t));
     if (nnz) {
@@ -349,26 +309,12 @@ fail:
     return st;
 }
 
-/* Block b's own copy of its rows of the sparse input (b->rows, or v0 .. v1 - 1, in the net's
- * order). */
-static void sparse_fill_block(const saga_net *n, nblock *b) {
-    int64_t q = 0;
-    b->xoff[0] = 0;
-    for (int32_t i = 0; i < b->v1 - b->v0; i++) {
-        int32_t r = b->rows ? b->rows[i] : b->v0 + i, v = n->ids ? n->ids[r] : r;
-        int64_t k0 = n->xs_off[v], len = n->xs_off[v + 1] - k0;
-        memcpy(b->xidx + q, n->xs_idx + k0, (size_t)len * sizeof(int32_t));
-        memcpy(b->xval + q, n->xs_val + k0, (size_t)len * sizeof(float));
-        b->xoff[i + 1] = q += len;
-    }
-}
-
 void net_sparse_fill(saga_net *n) {
     for (int32_t d = n->d_lo; d < n->d_hi; d++) {
         if (n->blk[d].x_own)
-            sparse_fill_block(n, &n->blk[d]);
+            net_sparse_fill_block(n, &n->blk[d]);
         if (n->hblk && n->hblk[d].x_own)
-            sparse_fill_block(n, &n->hblk[d]);
+            net_sparse_fill_block(n, &n->hblk[d]);
     }
 }
 
@@ -382,43 +328,10 @@ static int64_t sparse_rows_nnz(const saga_net *n, int32_t v0, int32_t v1) {
     return nz;
 }
 
-/* Frees block b's arrays; the host-allocated ones with the sizes block_build, block_transpose
- * and block_plan gave them. */
-static void block_free(saga_net *n, nblock *b) {
-    size_t P = (size_t)(b->v1 - b->v0), m1 = edge_bytes(b->e1 - b->e0);
-    saga_free(b->halo);
-    saga_backend_host_free(n->be, b->self_pos, (P ? P : 1) * sizeof(int32_t));
-    saga_backend_host_free(n->be, b->off, (P + 1) * sizeof(int64_t));
-    saga_backend_host_free(n->be, b->src, m1);
-    saga_backend_host_free(n->be, b->edst, m1);
-    saga_backend_host_free(n->be, b->toff, ((size_t)b->n_halo + 1) * sizeof(int64_t));
-    saga_backend_host_free(n->be, b->tdst, m1);
-    saga_backend_host_free(n->be, b->hids, ((size_t)b->n_halo + 1) * sizeof(int32_t));
-    saga_backend_host_free(n->be, b->uids, (P ? P : 1) * sizeof(int32_t));
-    saga_free(b->tperm);
-    saga_free(b->epos);
-    size_t wb = n->transfer == SAGA_TRANSFER_F32 ? m1 : m1 / 2; /* see weights_block */
-    for (int i = 0; i < N_KEYS; i++) {
-        saga_backend_host_free(n->be, b->vin_h[i], wb);
-        saga_backend_host_free(n->be, b->vout_h[i], wb);
-    }
-    for (int i = 0; i < b->n_plans; i++) {
-        saga_free(b->plans[i].v0);
-        saga_backend_host_free(n->be, b->plans[i].h_off,
-                               (P + (size_t)b->plans[i].n_batches) * sizeof(int64_t));
-    }
-    saga_free(b->plans);
-    if (b->x_own) {
-        saga_backend_host_free(n->be, b->xoff, (P + 1) * sizeof(int64_t));
-        saga_backend_host_free(n->be, b->xidx, ((size_t)b->x_nnz + 1) * sizeof(int32_t));
-        saga_backend_host_free(n->be, b->xval, ((size_t)b->x_nnz + 1) * sizeof(float));
-    }
-}
-
 /* Frees a block of rows (loss_block_build) and clears its pointer. */
 static void rows_block_free(saga_net *n, nblock **b) {
     if (*b) {
-        block_free(n, *b);
+        net_block_free(n, *b);
         saga_free(*b);
         *b = NULL;
     }
@@ -432,7 +345,7 @@ static void unprepare(saga_net *n) {
     rows_block_free(n, &n->tblk);
     if (n->hblk)
         for (int32_t d = n->d_lo; d < n->d_hi; d++)
-            block_free(n, &n->hblk[d]);
+            net_block_free(n, &n->hblk[d]);
     saga_free(n->hblk);
     n->hblk = NULL;
     if (n->sched)
@@ -440,12 +353,12 @@ static void unprepare(saga_net *n) {
     saga_sched_free(&n->sched);
     if (n->blk)
         for (int32_t d = n->d_lo; d < n->d_hi; d++)
-            block_free(n, &n->blk[d]);
+            net_block_free(n, &n->blk[d]);
     net_dist_free(n);
     saga_free(n->blk);
     n->blk = NULL;
     for (int i = 0; i < N_KEYS; i++) {
-        saga_backend_host_free(n->be, n->vals[i], edge_bytes(n->m));
+        saga_backend_host_free(n->be, n->vals[i], net_edge_bytes(n->m));
         n->vals[i] = NULL;
     }
     saga_blk ***tabs[] = {n->act, n->halo, n->grad, n->gin, n->ghalo, n->saved};
@@ -484,7 +397,7 @@ static void unprepare(saga_net *n) {
         saga_free(hosts[t]);
     }
     n->act_host = n->grad_host = n->saved_host = NULL;
-    saga_backend_host_free(n->be, n->eids, edge_bytes(n->m));
+    saga_backend_host_free(n->be, n->eids, net_edge_bytes(n->m));
     n->eids = NULL;
     saga_free(n->h_off);
     saga_free(n->h_src);
@@ -516,230 +429,6 @@ void saga_net_free(saga_net **np) {
     saga_free(n->stages);
     saga_free(n);
     *np = NULL;
-}
-
-/* Builds block d's host arrays over rows v0 .. v1 - 1; pos is n entries of -1 (restored). */
-static saga_status block_build(saga_net *n, nblock *b, int32_t v0, int32_t v1, bool whole,
-                               int32_t *pos) {
-    saga_status st = SAGA_OK;
-    int32_t P = v1 - v0;
-    b->v0 = v0;
-    b->v1 = v1;
-    b->e0 = n->h_off[v0];
-    b->e1 = n->h_off[v1];
-    int64_t mb = b->e1 - b->e0;
-    size_t m1 = mb ? (size_t)mb : 1;
-    SAGA_TRY(host_array(n, (void **)&b->off, (size_t)P + 1, sizeof(int64_t), "block offsets"));
-    SAGA_TRY(host_array(n, (void **)&b->src, m1, sizeof(int32_t), "block sources"));
-    SAGA_TRY(host_array(n, (void **)&b->edst, m1, sizeof(int32_t), "block destinations"));
-    for (int32_t i = 0; i <= P; i++)
-        b->off[i] = n->h_off[v0 + i] - b->e0;
-    for (int32_t i = 0; i < P; i++)
-        for (int64_t k = b->off[i]; k < b->off[i + 1]; k++)
-            b->edst[k] = i;
-    if (whole) {
-        b->n_halo = n->n;
-        memcpy(b->src, n->h_src + b->e0, (size_t)mb * sizeof(int32_t));
-    } else {
-        /* the halo: every source of the block's edges and the block's own rows, sorted */
-        int32_t nh = 0;
-        int32_t *h = NULL;
-        SAGA_TRY(saga_alloc_array((void **)&h, m1 + (size_t)P, sizeof(int32_t), "block halo"));
-        for (int32_t v = v0; v < v1; v++)
-            if (pos[v] < 0)
-                pos[v] = 0, h[nh++] = v;
-        for (int64_t k = b->e0; k < b->e1; k++) {
-            int32_t u = n->h_src[k];
-            if (pos[u] < 0)
-                pos[u] = 0, h[nh++] = u;
-        }
-        /* ids are < n: a counting pass over the marks sorts them */
-        int32_t lo = n->n, hi = -1;
-        for (int32_t i = 0; i < nh; i++) {
-            lo = h[i] < lo ? h[i] : lo;
-            hi = h[i] > hi ? h[i] : hi;
-        }
-        int32_t j = 0;
-        for (int32_t u = lo; u <= hi && j < nh; u++)
-            if (pos[u] == 0)
-                pos[u] = j, h[j++] = u;
-        b->halo = h;
-        b->n_halo = nh;
-        SAGA_TRY(
-            host_array(n, (void **)&b->self_pos, P ? (size_t)P : 1, sizeof(int32_t), "block rows"));
-        for (int32_t i = 0; i < P; i++)
-            b->self_pos[i] = pos[v0 + i];
-        for (int64_t k = 0; k < mb; k++)
-            b->src[k] = pos[n->h_src[b->e0 + k]];
-        for (int32_t i = 0; i < nh; i++)
-            pos[h[i]] = -1;
-    }
-    return SAGA_OK;
-fail:
-    return st;
-}
-
-/* The transpose of block b (for fused backward passes) and its edge values. */
-static saga_status block_transpose(saga_net *n, nblock *b) {
-    saga_status st = SAGA_OK;
-    int64_t mb = b->e1 - b->e0;
-    size_t m1 = mb ? (size_t)mb : 1;
-    SAGA_TRY(host_array(n, (void **)&b->toff, (size_t)b->n_halo + 1, sizeof(int64_t),
-                        "block transpose"));
-    memset(b->toff, 0, ((size_t)b->n_halo + 1) * sizeof(int64_t));
-    SAGA_TRY(host_array(n, (void **)&b->tdst, m1, sizeof(int32_t), "block transpose"));
-    SAGA_TRY(saga_alloc_array((void **)&b->tperm, m1, sizeof(int64_t), "block transpose"));
-    for (int64_t k = 0; k < mb; k++)
-        b->toff[b->src[k] + 1]++;
-    for (int32_t u = 0; u < b->n_halo; u++)
-        b->toff[u + 1] += b->toff[u];
-    int64_t *fill = NULL;
-    SAGA_TRY(saga_alloc_array((void **)&fill, (size_t)b->n_halo + 1, sizeof(int64_t),
-                              "transpose cursor"));
-    memcpy(fill, b->toff, ((size_t)b->n_halo + 1) * sizeof(int64_t));
-    int32_t P = b->v1 - b->v0;
-    for (int32_t i = 0; i < P; i++)
-        for (int64_t k = b->off[i]; k < b->off[i + 1]; k++) {
-            int64_t p = fill[b->src[k]]++;
-            b->tdst[p] = i;
-            b->tperm[p] = k;
-        }
-    saga_free(fill);
-fail:
-    return st;
-}
-
-/* Block b's batch plan for max_edges, or NULL when none was made. */
-bplan *net_plan_of(const nblock *b, int64_t max_edges) {
-    for (int i = 0; i < b->n_plans; i++)
-        if (b->plans[i].max_edges == max_edges)
-            return &b->plans[i];
-    return NULL;
-}
-
-/* The batch plan of block b for max_edges (consecutive destinations, at most max_edges in-edges
- * each, a vertex with more alone), made on first use. */
-static saga_status block_plan(saga_net *n, nblock *b, int64_t max_edges, bplan **out) {
-    saga_status st = SAGA_OK;
-    if ((*out = net_plan_of(b, max_edges)))
-        return SAGA_OK;
-    SAGA_TRY(saga_realloc_array((void **)&b->plans, (size_t)b->n_plans + 1, sizeof *b->plans,
-                                "block plans"));
-    bplan *p = &b->plans[b->n_plans++];
-    memset(p, 0, sizeof *p);
-    p->max_edges = max_edges;
-    int32_t P = b->v1 - b->v0;
-    SAGA_TRY(saga_alloc_array((void **)&p->v0, (size_t)P + 2, sizeof(int32_t), "batch plan"));
-    int64_t nb = saga_prog_cut_batches(P, b->off, max_edges, p->v0);
-    p->n_batches = nb;
-    if (nb > 1) {
-        SAGA_TRY(host_array(n, (void **)&p->h_off, (size_t)P + (size_t)nb, sizeof(int64_t),
-                            "batch offsets"));
-        saga_prog_batch_offsets(b->off, nb, p->v0, p->h_off);
-        p->b_off = saga_sched_block(n->sched, ((size_t)P + (size_t)nb) * sizeof(int64_t),
-                                    SAGA_BLK_INPUT, "batch plan");
-        SAGA_CHECK(p->b_off, SAGA_ERR_OUT_OF_MEMORY, "out of memory for a batch plan block");
-        saga_blk_set_host(p->b_off, p->h_off);
-    }
-    *out = p;
-fail:
-    return st;
-}
-
-saga_blk *net_input_block(saga_net *n, void *host, size_t bytes, const char *kind) {
-    saga_blk *b = saga_sched_block(n->sched, bytes, SAGA_BLK_INPUT, kind);
-    if (b)
-        saga_blk_set_host(b, host);
-    return b;
-}
-
-/* SAGA_ERR_OUT_OF_MEMORY, naming block b. */
-static saga_status blocks_oom(const saga_net *n, const nblock *b) {
-    if (b == n->lblk || b == n->tblk)
-        return saga_error(SAGA_ERR_OUT_OF_MEMORY, "out of memory for the blocks of the loss rows");
-    return saga_error(SAGA_ERR_OUT_OF_MEMORY, "out of memory for the blocks of part %d",
-                      (int)(b - n->blk));
-}
-
-/* Block b's tile weights of key as an input block, in the net's transfer precision and in the
- * order perm gives (NULL: the block's own). In f32 and the order of a part's own entries it is
- * the net's vals in place; otherwise a host array of the block's own (*host), packed to 16 bits
- * for 16-bit transfers. */
-static saga_status weights_block(saga_net *n, nblock *b, int key, const int64_t *perm, void **host,
-                                 saga_blk **out) {
-    const size_t mb = (size_t)(b->e1 - b->e0);
-    const float *v = n->vals[key];
-    const bool half = n->transfer != SAGA_TRANSFER_F32;
-    const size_t esz = half ? sizeof(uint16_t) : sizeof(float);
-    void *src = (void *)(v + b->e0);
-    if (half || perm || b->epos) {
-        saga_status st = host_array(n, host, mb ? mb : 1, esz, "tile weights");
-        if (st < 0)
-            return st;
-        src = *host;
-        for (size_t q = 0; q < mb; q++) {
-            const int64_t k = perm ? perm[q] : (int64_t)q;
-            const float w = v[b->epos ? b->epos[k] : b->e0 + k];
-            if (!half)
-                ((float *)src)[q] = w;
-            else if (n->transfer == SAGA_TRANSFER_BF16)
-                ((uint16_t *)src)[q] = saga_f32_to_bf16(w);
-            else
-                ((uint16_t *)src)[q] = saga_f32_to_fp16(w);
-        }
-    }
-    if (!(*out = net_input_block(n, src, mb * esz, "tile weights")))
-        return blocks_oom(n, b);
-    return SAGA_OK;
-}
-
-/* The device blocks of block b that stage s needs. */
-static saga_status block_blocks(saga_net *n, nblock *b, const stage *s) {
-    saga_status st = SAGA_OK;
-    int32_t P = b->v1 - b->v0;
-    size_t mb = (size_t)(b->e1 - b->e0);
-    bool fused = saga_prog_fused(&s->p);
-    if (!b->b_off &&
-        !(b->b_off = net_input_block(n, b->off, ((size_t)P + 1) * sizeof(int64_t), "tile offsets")))
-        goto oom;
-    if (!b->b_src && !(b->b_src = net_input_block(n, b->src, mb * sizeof(int32_t), "tile sources")))
-        goto oom;
-    if (b->self_pos && !b->b_self &&
-        !(b->b_self = net_input_block(n, b->self_pos, (size_t)P * sizeof(int32_t), "tile rows")))
-        goto oom;
-    if (!fused && !b->b_edst &&
-        !(b->b_edst = net_input_block(n, b->edst, mb * sizeof(int32_t), "tile destinations")))
-        goto oom;
-    if (!fused && n->eids && !b->b_eids &&
-        !(b->b_eids = net_input_block(n, n->eids + b->e0, mb * sizeof(int32_t), "edge ids")))
-        goto oom;
-    bool mean = fused && s->p.gather == SAGA_GATHER_MEAN;
-    int key = net_key_of(s->p.edge_weight, mean);
-    bool ones = s->p.edge_weight == SAGA_WEIGHT_NONE && !mean;
-    if (!ones && !b->b_vin[key])
-        SAGA_TRY(weights_block(n, b, key, NULL, &b->vin_h[key], &b->b_vin[key]));
-    if (fused) {
-        if (!b->toff)
-            SAGA_TRY(block_transpose(n, b));
-        if (!b->b_toff &&
-            !(b->b_toff = net_input_block(n, b->toff, ((size_t)b->n_halo + 1) * sizeof(int64_t),
-                                          "tile transpose")))
-            goto oom;
-        if (!b->b_tdst &&
-            !(b->b_tdst = net_input_block(n, b->tdst, mb * sizeof(int32_t), "tile transpose")))
-            goto oom;
-        if (!ones && !b->b_vout[key])
-            SAGA_TRY(weights_block(n, b, key, b->tperm, &b->vout_h[key], &b->b_vout[key]));
-    }
-    if (!fused) {
-        bplan *p = NULL;
-        SAGA_TRY(block_plan(n, b, saga_prog_batch_edges(&s->p), &p));
-    }
-    return SAGA_OK;
-oom:
-    st = blocks_oom(n, b);
-fail:
-    return st;
 }
 
 /* The search over the number of parts when saga chooses it under a budget: each try partitions,
@@ -818,7 +507,7 @@ static saga_status degree_order(saga_net *n) {
         count[top - (out.offsets[v + 1] - out.offsets[v]) + 1]++;
     for (int64_t d = 0; d <= top; d++)
         count[d + 1] += count[d];
-    SAGA_TRY(host_array(n, (void **)&n->ids, (size_t)n->n, sizeof(int32_t), "vertex ids"));
+    SAGA_TRY(net_host_array(n, (void **)&n->ids, (size_t)n->n, sizeof(int32_t), "vertex ids"));
     for (int32_t v = 0; v < n->n; v++)
         n->ids[count[top - (out.offsets[v + 1] - out.offsets[v])]++] = v;
 fail:
@@ -928,7 +617,7 @@ static saga_status place(saga_net *n, const saga_graph *g) {
         int key = net_key_of(sg->p.edge_weight, mean);
         if ((sg->p.edge_weight == SAGA_WEIGHT_NONE && !mean) || n->vals[key])
             continue;
-        SAGA_TRY(host_array(n, (void **)&n->vals[key], edge_bytes(n->m), 1, "edge values"));
+        SAGA_TRY(net_host_array(n, (void **)&n->vals[key], net_edge_bytes(n->m), 1, "edge values"));
         saga_edge_values(n->n, n->h_off, n->h_src, n->h_w, n->out_off, sg->p.edge_weight, mean,
                          n->vals[key]);
     }
@@ -1028,7 +717,7 @@ static saga_status build_blocks(saga_net *n, const saga_graph *g, int32_t k) {
     for (int32_t d = n->d_lo; d < n->d_hi; d++) {
         int32_t v0 = n->part ? (int32_t)n->part->offsets[d] : 0;
         int32_t v1 = n->part ? (int32_t)n->part->offsets[d + 1] : n->n;
-        SAGA_TRY(block_build(n, &n->blk[d], v0, v1, k == 1, pos));
+        SAGA_TRY(net_block_build(n, &n->blk[d], v0, v1, k == 1, pos));
     }
 fail:
     saga_free(pos);
@@ -1207,7 +896,7 @@ static saga_status stage_blocks(saga_net *n) {
     for (int s = 0; s < S; s++)
         if (n->stages[s].kind == STAGE_PROGRAM)
             for (int32_t d = n->d_lo; d < n->d_hi; d++)
-                SAGA_TRY(block_blocks(n, &n->blk[d], &n->stages[s]));
+                SAGA_TRY(net_block_blocks(n, &n->blk[d], &n->stages[s]));
     return SAGA_OK;
 oom:
     st = saga_error(SAGA_ERR_OUT_OF_MEMORY, "out of memory for the net's blocks");
@@ -1227,10 +916,10 @@ static saga_status sparse_blocks(saga_net *n, nblock *b) {
         b->xidx = n->xs_idx;
         b->xval = n->xs_val;
     } else {
-        SAGA_TRY(host_array(n, (void **)&b->xoff, P + 1, sizeof(int64_t), "sparse input rows"));
+        SAGA_TRY(net_host_array(n, (void **)&b->xoff, P + 1, sizeof(int64_t), "sparse input rows"));
         b->x_own = true; /* the arrays below are freed with the sizes x_nnz gives them */
-        SAGA_TRY(host_array(n, (void **)&b->xidx, nz1, sizeof(int32_t), "sparse input rows"));
-        SAGA_TRY(host_array(n, (void **)&b->xval, nz1, sizeof(float), "sparse input rows"));
+        SAGA_TRY(net_host_array(n, (void **)&b->xidx, nz1, sizeof(int32_t), "sparse input rows"));
+        SAGA_TRY(net_host_array(n, (void **)&b->xval, nz1, sizeof(float), "sparse input rows"));
     }
     /* an empty CSR still gets a word, as the arrays do */
     size_t nb = (b->x_nnz ? (size_t)b->x_nnz : 1) * 4;
@@ -1253,7 +942,7 @@ static saga_status edge_ids(saga_net *n) {
                                &w, &m));
     SAGA_CHECK(m == n->m, SAGA_ERR_INTERNAL, "saga_net: %lld edges placed, %lld renumbered",
                (long long)m, (long long)n->m);
-    SAGA_TRY(host_array(n, (void **)&n->eids, edge_bytes(m), 1, "edge ids"));
+    SAGA_TRY(net_host_array(n, (void **)&n->eids, net_edge_bytes(m), 1, "edge ids"));
     for (int32_t v2 = 0; v2 < n->n; v2++) {
         int32_t v = n->ids[v2];
         int64_t lo = off[v], hi = off[v + 1], run = 0;
@@ -1279,47 +968,6 @@ fail:
     return st;
 }
 
-/* The device blocks of a rows' block (offsets, sources, rows; the transpose; both orders of the
- * weights; with ids, the rows' graph ids, and with its own halo the halo's) and, streamed, the
- * tensors of its step: a gathered halo of g_rows rows and cols columns with its gradient, and
- * stages of out columns in all on its rows, each output with its gradient, with a margin. */
-static size_t rows_block_bytes(int32_t R, int64_t m, int32_t NH, bool own, bool ids, bool streamed,
-                               int32_t g_rows, int64_t cols, int64_t out) {
-    size_t bytes = ((size_t)R + 1 + (size_t)NH + 1) * sizeof(int64_t) +
-                   (size_t)R * sizeof(int32_t) +
-                   (size_t)m * (2 * sizeof(int32_t) + 2 * sizeof(float));
-    bytes += ((own ? (size_t)NH : 0) + (ids ? (size_t)R : 0)) * sizeof(int32_t);
-    if (streamed)
-        bytes += (3 * (size_t)g_rows * (size_t)cols + 4 * (size_t)R * (size_t)out) * sizeof(float);
-    return bytes;
-}
-
-/* The halo of a block of rows over the in-CSR off/src of N vertices, and the rows' in-edge
- * count: with its own halo (own), the rows and their sources, increasing, pos[v] the index of
- * halo vertex v and -1 elsewhere; else every vertex, pos[v] 0 for the rows and -1 elsewhere. */
-static void rows_halo(const int64_t *off, const int32_t *src, int32_t N, const int32_t *rows,
-                      int32_t R, bool own, int32_t *pos, int64_t *m, int32_t *n_halo) {
-    for (int32_t v = 0; v < N; v++)
-        pos[v] = -1;
-    int64_t e = 0;
-    for (int32_t i = 0; i < R; i++) {
-        pos[rows[i]] = 0;
-        e += off[rows[i] + 1] - off[rows[i]];
-    }
-    int32_t H = N;
-    if (own) {
-        for (int32_t i = 0; i < R; i++)
-            for (int64_t k = off[rows[i]]; k < off[rows[i] + 1]; k++)
-                pos[src[k]] = 0;
-        H = 0;
-        for (int32_t v = 0; v < N; v++)
-            if (pos[v] == 0)
-                pos[v] = H++;
-    }
-    *m = e;
-    *n_halo = H;
-}
-
 /* What the loss rows' block (R rows, m in-edges, NH rows in its own halo) and the tail's (the NH
  * rows, tm in-edges, over every vertex) hold together for tail stage p (rows_block_bytes; with
  * the tensors of their one step when streamed). */
@@ -1329,9 +977,9 @@ static size_t tail_pair_bytes(const saga_net *n, int p, int32_t R, int64_t m, in
     int64_t outs = 0;
     for (int s = p; s < S - 1; s++)
         outs += n->stages[s].out_cols;
-    return rows_block_bytes(R, m, NH, true, true, streamed, 0, n->stages[S - 1].in_cols,
-                            n->stages[S - 1].out_cols) +
-           rows_block_bytes(NH, tm, n->n, false, streamed, streamed, 0, 0, outs);
+    return net_rows_block_bytes(R, m, NH, true, true, streamed, 0, n->stages[S - 1].in_cols,
+                                n->stages[S - 1].out_cols) +
+           net_rows_block_bytes(NH, tm, n->n, false, streamed, streamed, 0, 0, outs);
 }
 
 /* The first stage a tail could start at (see loss_block_build): with loss rows and a fused last
@@ -1373,7 +1021,7 @@ static saga_status tail_bytes(saga_net *n, int p, size_t *out) {
     SAGA_TRY(saga_place_in_csr(n->g_user, n->o.self_loops == SAGA_DGRAPH_SELF_LOOPS_ADD, &off, &src,
                                &w, &m_all));
     SAGA_TRY(saga_alloc_array((void **)&pos, (size_t)N + 1, sizeof(int32_t), "loss rows"));
-    rows_halo(off, src, N, n->loss_rows, n->n_loss_rows, true, pos, &m, &NH);
+    net_rows_halo(off, src, N, n->loss_rows, n->n_loss_rows, true, pos, &m, &NH);
     for (int32_t v = 0; v < N; v++)
         if (pos[v] >= 0)
             tm += off[v + 1] - off[v];
@@ -1439,59 +1087,6 @@ static int parts_train_below(const saga_net *n, size_t avail, size_t res) {
                : n->n_stages;
 }
 
-/* A block (*out) of the rows (increasing, in the net's order) with their in-edges for stage sg,
- * over the halo rows_halo gave (pos, m, NH). With its own halo, hids lists the halo (b_hids its
- * block, streamed), uids names the rows by graph id and b_ids is its block; over every vertex
- * the rows' positions are their ids and b_ids is b_self. The transpose lists each source's
- * destinations in increasing order with the whole graph's values (block_blocks), so a backward
- * pass over the block adds the same terms in the same order as over every row, less the zero
- * ones. */
-static saga_status rows_block(saga_net *n, nblock **out, const int32_t *rows, int32_t R, bool own,
-                              bool ids, const int32_t *pos, int64_t m, int32_t NH,
-                              const stage *sg) {
-    saga_status st = SAGA_OK;
-    SAGA_TRY(saga_alloc_zeroed((void **)out, 1, sizeof **out, "loss rows"));
-    nblock *b = *out;
-    b->v1 = R;
-    b->e1 = m;
-    b->n_halo = NH;
-    SAGA_TRY(host_array(n, (void **)&b->self_pos, R ? (size_t)R : 1, sizeof(int32_t), "loss rows"));
-    SAGA_TRY(host_array(n, (void **)&b->off, (size_t)R + 1, sizeof(int64_t), "loss row offsets"));
-    SAGA_TRY(host_array(n, (void **)&b->src, 1, edge_bytes(m), "loss row sources"));
-    SAGA_TRY(saga_alloc_array((void **)&b->epos, m ? (size_t)m : 1, sizeof(int64_t), "loss rows"));
-    b->off[0] = 0;
-    for (int32_t i = 0; i < R; i++) {
-        const int64_t a = n->h_off[rows[i]], e = n->h_off[rows[i] + 1];
-        b->self_pos[i] = own ? pos[rows[i]] : rows[i];
-        for (int64_t k = a; k < e; k++) {
-            b->src[b->off[i] + k - a] = own ? pos[n->h_src[k]] : n->h_src[k];
-            b->epos[b->off[i] + k - a] = k;
-        }
-        b->off[i + 1] = b->off[i] + (e - a);
-    }
-    SAGA_TRY(block_blocks(n, b, sg));
-    if (own) {
-        SAGA_TRY(host_array(n, (void **)&b->hids, (size_t)NH + 1, sizeof(int32_t), "halo ids"));
-        for (int32_t v = 0; v < n->n; v++)
-            if (pos[v] >= 0)
-                b->hids[pos[v]] = v;
-        if (n->streamed &&
-            !(b->b_hids = net_input_block(n, b->hids, (size_t)NH * sizeof(int32_t), "halo ids")))
-            SAGA_TRY(blocks_oom(n, b));
-    }
-    if (!ids) {
-        b->b_ids = b->b_self; /* the rows' positions in the halo are their ids */
-        return SAGA_OK;
-    }
-    SAGA_TRY(host_array(n, (void **)&b->uids, R ? (size_t)R : 1, sizeof(int32_t), "loss rows"));
-    for (int32_t i = 0; i < R; i++)
-        b->uids[i] = n->ids ? n->ids[rows[i]] : rows[i];
-    if (!(b->b_ids = net_input_block(n, b->uids, (size_t)R * sizeof(int32_t), "loss rows")))
-        SAGA_TRY(blocks_oom(n, b));
-fail:
-    return st;
-}
-
 /* Whether a tail at stage p may have a head (struct saga_net's hblk): stage 0, a vertex stage,
  * is all that lies below it. */
 static bool head_fits_tail(const saga_net *n, int p) {
@@ -1519,8 +1114,6 @@ static size_t head_bytes(const saga_net *n, const int32_t *pos, int32_t NH) {
 static saga_status head_build(saga_net *n, const nblock *tb) {
     saga_status st = SAGA_OK;
     const int32_t NH = tb->n_halo;
-    const int64_t cols = n->in_cols;
-    const size_t esz = n->transfer == SAGA_TRANSFER_F32 ? 4 : 2;
     SAGA_TRY(saga_alloc_zeroed((void **)&n->hblk, (size_t)n->k, sizeof *n->hblk, "head blocks"));
     int32_t r = 0;
     for (int32_t d = n->d_lo; d < n->d_hi; d++) {
@@ -1533,41 +1126,9 @@ static saga_status head_build(saga_net *n, const nblock *tb) {
             r++;
         b->v1 = r;
         b->rows = tb->hids + b->v0;
-        const int32_t P = b->v1 - b->v0;
-        if (!P)
-            continue; /* the part holds none: the training pass skips it */
-        SAGA_TRY(host_array(n, (void **)&b->uids, (size_t)P, sizeof(int32_t), "head rows"));
-        for (int32_t i = 0; i < P; i++)
-            b->uids[i] = n->ids ? n->ids[b->rows[i]] : b->rows[i];
-        if (!(b->b_ids = net_input_block(n, b->uids, (size_t)P * sizeof(int32_t), "head ids")))
-            goto oom;
-        if (n->sparse) {
-            for (int32_t i = 0; i < P; i++) {
-                int32_t g = b->uids[i];
-                b->x_nnz += n->xs_off[g + 1] - n->xs_off[g];
-            }
-            size_t nz1 = (size_t)b->x_nnz + 1, nb = (b->x_nnz ? (size_t)b->x_nnz : 1) * 4;
-            b->x_own = true; /* filled by net_sparse_fill */
-            SAGA_TRY(host_array(n, (void **)&b->xoff, (size_t)P + 1, sizeof(int64_t), "head rows"));
-            SAGA_TRY(host_array(n, (void **)&b->xidx, nz1, sizeof(int32_t), "head rows"));
-            SAGA_TRY(host_array(n, (void **)&b->xval, nz1, sizeof(float), "head rows"));
-            if (!(b->b_xoff = net_input_block(n, b->xoff, ((size_t)P + 1) * sizeof(int64_t),
-                                              "input offsets")) ||
-                !(b->b_xidx = net_input_block(n, b->xidx, nb, "input indices")) ||
-                !(b->b_xval = net_input_block(n, b->xval, nb, "input values")))
-                goto oom;
-        } else {
-            b->xio =
-                (rows_io){.src = n->x, .rows = b->rows, .n = P, .cols = cols, .half = n->transfer};
-            if (!(b->b_xrows = saga_sched_block(n->sched, (size_t)P * (size_t)cols * esz,
-                                                SAGA_BLK_INPUT, "input rows")))
-                goto oom;
-            saga_blk_set_pack(b->b_xrows, net_rows_pack, NULL, &b->xio);
-        }
+        if (b->v1 > b->v0) /* else the part holds none: the training pass skips it */
+            SAGA_TRY(net_rows_input(n, b, tb->hids + b->v0, b->v1 - b->v0));
     }
-    return SAGA_OK;
-oom:
-    st = saga_error(SAGA_ERR_OUT_OF_MEMORY, "out of memory for the head's blocks");
 fail:
     return st;
 }
@@ -1617,7 +1178,7 @@ static saga_status loss_block_build(saga_net *n, size_t budget, size_t left, siz
             rows[r++] = v;
     int64_t m = 0, tm = 0;
     int32_t NH = 0, TH = 0;
-    rows_halo(n->h_off, n->h_src, N, rows, R, true, pos, &m, &NH);
+    net_rows_halo(n->h_off, n->h_src, N, rows, R, true, pos, &m, &NH);
     /* the tail: its rows are lblk's own halo; for a head, it has its own halo too (the rows
      * stage 0 then trains on) */
     const bool try_head = p >= 0 && head_fits_tail(n, p);
@@ -1628,11 +1189,11 @@ static saga_status loss_block_build(saga_net *n, size_t budget, size_t left, siz
         for (int32_t v = 0; v < N; v++)
             if (pos[v] >= 0)
                 trows[pos[v]] = v;
-        rows_halo(n->h_off, n->h_src, N, trows, NH, try_head, tpos, &tm, &TH);
+        net_rows_halo(n->h_off, n->h_src, N, trows, NH, try_head, tpos, &tm, &TH);
     }
     const int64_t cols = sg->in_cols, out = sg->out_cols;
     bool own = streamed;
-    size_t bytes = rows_block_bytes(R, m, streamed ? NH : N, own, own, streamed, NH, cols, out);
+    size_t bytes = net_rows_block_bytes(R, m, streamed ? NH : N, own, own, streamed, NH, cols, out);
     size_t room = streamed ? step : budget ? left : SIZE_MAX;
     bool tail = false;
     if (p >= 0) {
@@ -1647,7 +1208,7 @@ static saga_status loss_block_build(saga_net *n, size_t budget, size_t left, siz
         head = try_head && tail && TH <= N - N / 8 &&
                (streamed || both + head_bytes(n, tpos, TH) <= troom);
         if (try_head && !head) /* the tail over every vertex after all */
-            rows_halo(n->h_off, n->h_src, N, trows, NH, false, tpos, &tm, &TH);
+            net_rows_halo(n->h_off, n->h_src, N, trows, NH, false, tpos, &tm, &TH);
         if (!tail)
             saga_log(SAGA_LOG_INFO,
                      "net: stages %d to %d run every row (their %zu bytes over the rows the loss "
@@ -1666,12 +1227,12 @@ static saga_status loss_block_build(saga_net *n, size_t budget, size_t left, siz
     if (tail && !streamed) {
         own = true;
     } else if (!own) {
-        rows_halo(n->h_off, n->h_src, N, rows, R, false, pos, &m, &NH); /* over every vertex */
+        net_rows_halo(n->h_off, n->h_src, N, rows, R, false, pos, &m, &NH); /* over every vertex */
     }
-    SAGA_TRY(rows_block(n, &n->lblk, rows, R, own, own, pos, m, NH, sg));
+    SAGA_TRY(net_rows_block(n, &n->lblk, rows, R, own, own, pos, m, NH, sg));
     if (tail) {
-        SAGA_TRY(rows_block(n, &n->tblk, trows, NH, head, streamed || head, tpos, tm, TH,
-                            &n->stages[p]));
+        SAGA_TRY(net_rows_block(n, &n->tblk, trows, NH, head, streamed || head, tpos, tm, TH,
+                                &n->stages[p]));
         n->tail_s = p;
         if (head)
             SAGA_TRY(head_build(n, n->tblk));
@@ -1829,7 +1390,8 @@ saga_status net_prepare(saga_net *n, bool train) {
                 SAGA_TRY(net_dist_agree_partition(n));
             SAGA_TRY(saga_graph_permute(&g, n->g_user, n->part->perm));
             /* a copy of the permutation the scheduler can load the ids from */
-            SAGA_TRY(host_array(n, (void **)&n->ids, (size_t)n->n, sizeof(int32_t), "vertex ids"));
+            SAGA_TRY(
+                net_host_array(n, (void **)&n->ids, (size_t)n->n, sizeof(int32_t), "vertex ids"));
             memcpy(n->ids, n->part->perm, (size_t)n->n * sizeof(int32_t));
         } else if (R == 1 && (n->o.order == SAGA_ORDER_DEGREE ||
                               (n->o.order == SAGA_ORDER_AUTO && n->pagerank))) {

@@ -11,12 +11,13 @@ void net_demand_free(net_demand *d) {
     saga_free(d->rows);
     saga_free(d->n_rows);
     saga_free(d->n_edges);
+    saga_free(d->in_rows);
     memset(d, 0, sizeof *d);
 }
 
 saga_status net_demand_build(net_demand *d, const stage_kind *kinds, int n_stages,
                              const int64_t *off, const int32_t *src, int32_t n,
-                             const int32_t *out_rows, int64_t n_out) {
+                             const int32_t *out_rows, int64_t n_out, int32_t cap) {
     saga_status st = SAGA_OK;
     uint8_t *want = NULL, *next = NULL;
     memset(d, 0, sizeof *d);
@@ -45,15 +46,26 @@ saga_status net_demand_build(net_demand *d, const stage_kind *kinds, int n_stage
             want[out_rows[i]] = 1;
         }
     }
-    for (int s = n_stages - 1; s >= 0; s--) {
-        d->n_rows[s] = count;
+    /* s == -1: the input's rows */
+    for (int s = n_stages - 1; s >= -1; s--) {
+        if (count > cap && count < n) {
+            memset(want, 1, (size_t)n); /* widened: every row, here and below */
+            count = n;
+        }
+        int32_t **rows = s >= 0 ? &d->rows[s] : &d->in_rows;
+        if (s >= 0)
+            d->n_rows[s] = count;
+        else
+            d->n_in = count;
         if (count < n) {
-            SAGA_TRY(saga_alloc_array((void **)&d->rows[s], count ? (size_t)count : 1,
-                                      sizeof(int32_t), "net demand rows"));
+            SAGA_TRY(saga_alloc_array((void **)rows, count ? (size_t)count : 1, sizeof(int32_t),
+                                      "net demand rows"));
             for (int32_t v = 0, r = 0; v < n; v++)
                 if (want[v])
-                    d->rows[s][r++] = v;
+                    (*rows)[r++] = v;
         }
+        if (s < 0)
+            break;
         memcpy(next, want, (size_t)n);
         if (kinds[s] == STAGE_PROGRAM) {
             int64_t m = 0;

@@ -72,6 +72,7 @@ typedef struct nblock {
     /* the loss rows' block (struct saga_net's lblk), whose rows are not a range: each entry's
      * index in the placed in-CSR; NULL for the parts, whose entries are e0 .. e1 - 1 */
     int64_t *epos;
+    int32_t *reids; /* and for a batched stage, each entry's edge id for edge dropout (host) */
     /* the block's own host copies of its tile weights (m_b), in the net's transfer precision
      * (16-bit ones are widened by the steps on the device): vout_h in the transposed order,
      * vin_h only for 16-bit transfers (in f32 the block reads the net's vals in place) */
@@ -258,20 +259,52 @@ struct saga_net {
     char desc[128];
 };
 
-/* ---- net_build.c -------------------------------------------------------------------------- */
+/* ---- net_block.c -------------------------------------------------------------------------- */
 
+/* An array of count entries of size bytes from the backend's host allocator (pinned on CUDA):
+ * the host side of a scheduler block, which its copy stream reads asynchronously. */
+saga_status net_host_array(saga_net *n, void **out, size_t count, size_t size, const char *what);
+/* Bytes of a host array of one 4-byte value per edge (one more when there are none). */
+size_t net_edge_bytes(int64_t m);
 /* Gathers the rows of a rows_io from its host array into a staging buffer (a scheduler block's
  * pack function). */
 void net_rows_pack(void *user, void *staging);
-
 /* The key of vals, vout, b_vin and b_vout for an edge weight and (fused) mean. */
 int net_key_of(saga_edge_weight w, bool mean);
-
 /* Block b's batch plan for max_edges, or NULL when none was made. */
 bplan *net_plan_of(const nblock *b, int64_t max_edges);
-
 /* A scheduler block of bytes whose content is host (SAGA_BLK_INPUT); NULL when out of memory. */
 saga_blk *net_input_block(saga_net *n, void *host, size_t bytes, const char *kind);
+/* Block b's own copy of its rows of the sparse input (b->rows, or v0 .. v1 - 1). */
+void net_sparse_fill_block(const saga_net *n, nblock *b);
+/* Block b's host arrays over the rows v0 .. v1 - 1 (a part): over every vertex (whole), else
+ * with its halo; pos is n entries of -1 (restored). */
+saga_status net_block_build(saga_net *n, nblock *b, int32_t v0, int32_t v1, bool whole,
+                            int32_t *pos);
+/* The device blocks of block b that stage s needs (the transpose for a fused stage's backward
+ * pass, a batch plan for a batched one), made once. */
+saga_status net_block_blocks(saga_net *n, nblock *b, const stage *s);
+/* The halo of R rows (increasing) over the in-CSR off/src of N vertices and their in-edge count
+ * *m: with their own halo (own) the rows and their sources, pos[v] the index of halo vertex v
+ * and -1 elsewhere, *n_halo of them; else every vertex, pos[v] 0 for the rows. */
+void net_rows_halo(const int64_t *off, const int32_t *src, int32_t N, const int32_t *rows,
+                   int32_t R, bool own, int32_t *pos, int64_t *m, int32_t *n_halo);
+/* What net_rows_block's block holds on the device, and streamed its step's tensors. */
+size_t net_rows_block_bytes(int32_t R, int64_t m, int32_t NH, bool own, bool ids, bool streamed,
+                            int32_t g_rows, int64_t cols, int64_t out);
+/* A block (*out, allocated) of R rows (increasing, the net's order) with their in-edges for
+ * program stage sg, over the halo net_rows_halo gave (pos, m, NH): own, with the rows' graph ids
+ * (ids) for dropout; else over every vertex. */
+saga_status net_rows_block(saga_net *n, nblock **out, const int32_t *rows, int32_t R, bool own,
+                           bool ids, const int32_t *pos, int64_t m, int32_t NH, const stage *sg);
+/* Block b's input rows for the P rows listed (not copied; the net's order): their graph ids
+ * (b_ids) and their input, as a CSR (filled by net_sparse_fill_block) or dense rows packed from
+ * the host as they load (b_xrows). */
+saga_status net_rows_input(saga_net *n, nblock *b, const int32_t *rows, int32_t P);
+/* Frees block b's arrays (not its scheduler blocks, which go with the scheduler). */
+void net_block_free(saga_net *n, nblock *b);
+
+/* ---- net_build.c -------------------------------------------------------------------------- */
 
 /* Places the graph, in memory or cut into parts under the budget, and makes the scheduler and
  * its blocks; nothing once prepared. */
