@@ -4,6 +4,8 @@
  * memory and parts streamed through it, and the scheduler's blocks. */
 #include "net_impl.h"
 
+#include "net_chain.h"
+
 #include "half_impl.h"
 
 #include <omp.h>
@@ -341,6 +343,8 @@ static void rows_block_free(saga_net *n, nblock **b) {
 static void unprepare(saga_net *n) {
     int S = n->n_stages;
     net_pr_free(n);
+    net_chain_free(n, &n->tchain);
+    net_chain_free(n, &n->echain);
     rows_block_free(n, &n->lblk);
     rows_block_free(n, &n->tblk);
     if (n->hblk)
@@ -1503,7 +1507,9 @@ saga_status net_prepare(saga_net *n, bool train) {
         SAGA_TRY(edge_ids(n));
     if (!n->pagerank)
         SAGA_TRY(stage_blocks(n));
-    if (!n->pagerank && R == 1 && n->n_stages > 0)
+    /* in memory the chains (net_run.c) run the rows a pass needs, in what the budget leaves */
+    n->chain_room = !budget ? SIZE_MAX : avail > need ? avail - need : 0;
+    if (!n->pagerank && R == 1 && n->n_stages > 0 && n->streamed)
         SAGA_TRY(loss_block_build(n, budget, avail > need ? avail - need : 0, need - res));
     if (n->sparse)
         net_sparse_fill(n);

@@ -182,6 +182,12 @@ struct saga_net {
      * tail's input, which the tail's block (built with its own halo) reads by position. NULL
      * without a head */
     nblock *hblk;
+    /* in memory on one rank: the chains (net_chain.h) of training, from the loss rows (every row
+     * without them), and of the last inference of chosen rows (saga_net_forward_rows); and the
+     * device bytes their blocks may take (what the budget leaves beside the whole block's step;
+     * SIZE_MAX without a budget) */
+    struct net_chain *tchain, *echain;
+    size_t chain_room;
     size_t tail_bytes; /* what lblk and tblk hold streamed, estimated once (0: not yet) */
     int parts_below;   /* streamed, the parts train the stages below it; the tail the others */
     /* Which OpenMP idle policy a streamed pass on the CPU runs under (saga_idle_tuner), timed

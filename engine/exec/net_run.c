@@ -3,6 +3,9 @@
  * steps themselves, the whole-graph training pass in memory, and the statistics of a call. */
 #include "net_impl.h"
 
+#include "net_chain.h"
+
+#include <stdlib.h>
 #include <string.h>
 
 /* ---- running ------------------------------------------------------------------------------ */
@@ -292,8 +295,8 @@ static saga_status block_view(saga_net *n, nblock *b, const stage *sg, view_kind
     v->n_src = b->n_halo;
     v->m = b->e1 - b->e0;
     v->e0 = b->e0;
-    v->h_in_off = n->h_off + b->v0;
-    v->h_off_base = b->e0;
+    v->h_in_off = b->off; /* from 0: a part's rows or any rows' */
+    v->h_off_base = 0;
     v->d_in_off = saga_blk_dev(b->b_off);
     v->d_in_src = b->b_src ? saga_blk_dev(b->b_src) : NULL;
     v->d_edge_dst = b->b_edst ? saga_blk_dev(b->b_edst) : NULL;
@@ -694,59 +697,60 @@ fail:
     return st;
 }
 
-/* In memory (one block), a training pass keeps its tape: one step holds the input and every
- * graph block, the stages run on the whole graph as a chain of saga_program_run calls would, and
- * the backward pass walks the tape instead of recomputing each stage block by block. */
-static saga_status run_whole_train(saga_net *n, double *loss) {
+/* In memory (one block), a pass over a chain (net_chain.h) is one step: it holds the input rows
+ * and every stage's graph blocks, the stages run as a chain of saga_program_run calls would, each
+ * on the rows its block lists (every row without one), and a training pass's backward walks the
+ * tape instead of recomputing each stage. Training, the loss reads the last stage's rows;
+ * inference, they go to out (host, n_out rows). */
+static saga_status run_chain(saga_net *n, net_chain *ch, bool train, double *loss, float *out) {
     saga_status st = SAGA_OK;
     saga_ctx *c = n->c;
     saga_sched *sc = n->sched;
-    nblock *b = &n->blk[0];
-    int S = n->n_stages;
+    nblock *whole = &n->blk[0];
+    const int S = n->n_stages;
     saga_tape_pos mark = saga_tape_mark(c);
     saga_sched_plan_begin(sc);
     int t = saga_sched_step(sc);
-    nblock *hb = n->hblk; /* stage 0 on the rows the tail reads */
-    use_input(n, t, hb ? hb : b, 0);
-    if (hb)
-        saga_sched_use(sc, t, hb->b_ids, SAGA_USE_READ, 0);
-    for (int s = 0; s < S; s++)
-        if (n->stages[s].kind == STAGE_PROGRAM)
-            use_graph_both(n, t, b, &n->stages[s]);
-    nblock *lb = n->lblk, *tb = n->tblk; /* the last stages on the rows the loss reads alone */
-    if (lb) {
-        use_graph_both(n, t, lb, &n->stages[S - 1]);
-        if (lb->b_ids != lb->b_self)
-            saga_sched_use(sc, t, lb->b_ids, SAGA_USE_READ, 0);
+    nblock *ib = ch->in ? ch->in : whole;
+    use_input(n, t, ib, 0);
+    for (int s = 0; s < S; s++) {
+        nblock *b = ch->blk[s] ? ch->blk[s] : whole;
+        if (n->stages[s].kind == STAGE_PROGRAM) {
+            if (train)
+                use_graph_both(n, t, b, &n->stages[s]);
+            else
+                use_graph(n, t, b, &n->stages[s], false);
+        }
+        if (ch->blk[s] && b->b_ids && b->b_ids != b->b_self)
+            saga_sched_use(sc, t, b->b_ids, SAGA_USE_READ, 0);
     }
-    if (tb) {
-        use_graph_both(n, t, tb, &n->stages[n->tail_s]);
-        if (tb->b_ids != tb->b_self) /* with its own halo */
-            saga_sched_use(sc, t, tb->b_ids, SAGA_USE_READ, 0);
-    }
+    if (ch->in && ch->in != ch->blk[0])
+        saga_sched_use(sc, t, ch->in->b_ids, SAGA_USE_READ, 0);
     SAGA_TRY(saga_sched_plan_end(sc));
     SAGA_TRY(saga_sched_begin(sc, t));
     saga_sparse xs_, *xs = NULL;
     saga_tensor *h = NULL;
-    SAGA_TRY(stage_input(n, 0, 0, hb ? hb : b, &h, &xs_, &xs));
+    SAGA_TRY(stage_input(n, 0, 0, ib, &h, &xs_, &xs));
     for (int s = 0; s < S && (h || (s == 0 && xs)); s++) {
         n->stages[s].rng = saga_ctx_rng_counter(c);
-        nblock *sb = lb && s == S - 1       ? lb
-                     : tb && s >= n->tail_s ? tb
-                     : hb && s < n->tail_s  ? hb
-                                            : b;
-        h = stage_rows(n, s, sb, h, s == 0 ? xs : NULL, NULL, NULL, VIEW_TAPED);
+        nblock *b = ch->blk[s] ? ch->blk[s] : whole;
+        h = stage_rows(n, s, b, h, s == 0 ? xs : NULL, NULL, NULL, train ? VIEW_TAPED : VIEW_FWD);
         if (h)
             SAGA_TRY(check_width(h, &n->stages[s], s));
+        n->stats.rows_computed += net_chain_rows(n, ch, s);
     }
     if (!h)
         SAGA_TRY(ctx_status_or(n, "a stage"));
-    saga_vertex_in vin = {.first = 0, .count = lb ? lb->v1 : n->n, .self = h};
-    saga_tensor *l =
-        n->loss(c, &vin, lb ? (lb->uids ? lb->uids : lb->self_pos) : n->iota, n->loss_user);
-    SAGA_TRY(check_loss(n, l));
-    *loss = saga_item(l);
-    SAGA_TRY(saga_tape_backward_range(c, mark, l, NULL));
+    if (train) {
+        saga_vertex_in vin = {.first = 0, .count = ch->n_out, .self = h};
+        saga_tensor *l = n->loss(c, &vin, ch->out_ids ? ch->out_ids : n->iota, n->loss_user);
+        SAGA_TRY(check_loss(n, l));
+        *loss = saga_item(l);
+        SAGA_TRY(saga_tape_backward_range(c, mark, l, NULL));
+    } else if (out && h->nbytes) {
+        SAGA_TRY(
+            saga_memcpy_d2h_async(saga_backend_default_stream(n->be), out, h->data, h->nbytes));
+    }
     saga_tape_release(c, mark);
     return saga_sched_end(sc, t);
 fail:
@@ -825,18 +829,54 @@ static void input_changed(const nblock *b, saga_blk *rows) {
             saga_blk_host_changed(x[i]);
 }
 
-/* A call: invalidations, the plan, its steps, statistics. */
-static saga_status run(saga_net *n, bool train, double *loss_out) {
+/* Whether the net runs in memory on one rank (a pass is then one step over a chain). */
+static bool in_memory(const saga_net *n) {
+    return n->k == 1 && !n->dist && !n->ids;
+}
+
+/* The chain of the call (*out): training in memory, from the loss rows (n->tchain); inference of
+ * rows (want, R of them, increasing and distinct), from those (n->echain, kept while they stay
+ * the same); else NULL. A new one's time counts as preparation. */
+static saga_status call_chain(saga_net *n, bool train, const int32_t *want, int32_t R,
+                              net_chain **out) {
+    saga_status st = SAGA_OK;
+    *out = NULL;
+    if (!in_memory(n) || (!train && !want))
+        return SAGA_OK;
+    double t0 = saga_now();
+    net_chain **ch = train ? &n->tchain : &n->echain;
+    if (!train && *ch &&
+        ((*ch)->n_want != R || memcmp((*ch)->want, want, (size_t)R * sizeof *want) != 0))
+        net_chain_free(n, ch);
+    if (!*ch) {
+        size_t room = n->chain_room, other = train ? 0 : n->tchain ? n->tchain->bytes : 0;
+        room = room == SIZE_MAX ? room : room > other ? room - other : 0;
+        SAGA_TRY(train ? net_chain_build(n, ch, n->loss_rows, n->n_loss_rows, room)
+                       : net_chain_build(n, ch, want, R, room));
+        n->stats.prepare_seconds += saga_now() - t0;
+    }
+    *out = *ch;
+fail:
+    return st;
+}
+
+/* A call: invalidations, the plan, its steps, statistics. Inference of rows alone (want, R of
+ * them, increasing and distinct) runs in memory on their chain, their outputs into out. */
+static saga_status run(saga_net *n, bool train, const int32_t *want, int32_t R, double *loss_out,
+                       float *out) {
     saga_status st = SAGA_OK;
     stepdesc *sd = NULL;
     int n_sd = 0;
     double t0 = saga_now(), loss = 0;
     saga_ctx *c = n->c;
     saga_idle_tuner *tune = NULL;
+    net_chain *ch = NULL;
     SAGA_CHECK(!train || n->loss, SAGA_ERR_INVALID_ARG,
                "saga_net_train_step: no loss function (saga_net_set_loss)");
     SAGA_TRY(net_prepare(n, train));
     int S = n->n_stages;
+    n->stats.rows_computed = 0;
+    SAGA_TRY(call_chain(n, train, want, R, &ch));
     saga_backend_reset_stats(n->be);
     saga_sched_reset_stats(n->sched);
     if (n->dist) {
@@ -857,6 +897,10 @@ static saga_status run(saga_net *n, bool train, double *loss_out) {
                 saga_blk_host_changed(n->halo[0][d]);
             if (n->hblk)
                 input_changed(&n->hblk[d], n->hblk[d].b_xrows);
+            if (n->tchain)
+                net_chain_input_changed(n, n->tchain);
+            if (n->echain)
+                net_chain_input_changed(n, n->echain);
         }
         for (int s = 1; s <= S; s++) {
             if (n->k > 1 && n->halo[s][d] && !resident(n, s))
@@ -872,8 +916,8 @@ static saga_status run(saga_net *n, bool train, double *loss_out) {
                 memset(n->grad_host[s], 0,
                        (size_t)n->n * (size_t)n->stages[s - 1].out_cols * sizeof(float));
     saga_ctx_train(c, train);
-    if (train && n->k == 1) {
-        SAGA_TRY(run_whole_train(n, &loss));
+    if (ch) {
+        SAGA_TRY(run_chain(n, ch, train, &loss, out));
         n_sd = 0;
     } else {
         SAGA_TRY(plan(n, train, &sd, &n_sd));
@@ -899,6 +943,13 @@ static saga_status run(saga_net *n, bool train, double *loss_out) {
                 SAGA_TRY(net_dist_grads(n, n->grad_host[s + 1], n->stages[s].out_cols));
         }
         SAGA_TRY(saga_sched_begin(n->sched, t));
+        if (sd[t].ph == PH_FWD) {
+            const nblock *b = part_block(n, sd[t].s, sd[t].d, train);
+            n->stats.rows_computed += b->v1 - b->v0;
+        } else if (sd[t].ph == PH_LOSS_ROWS) {
+            n->stats.rows_computed +=
+                n->lblk->v1 + (n->tblk ? (int64_t)n->tblk->v1 * (S - 1 - n->tail_s) : 0);
+        }
         if (sd[t].ph == PH_FWD)
             SAGA_TRY(run_fwd(n, sd[t].s, sd[t].d, train, sd[t].first));
         else if (sd[t].ph == PH_LOSS)
@@ -932,13 +983,19 @@ fail:
     n->stats.h2d_floor_bytes = train ? n->floor_train_bytes : n->floor_pass_bytes;
     n->stats.loss_rows_stages = train && n->lblk ? (n->tblk ? n->n_stages - n->tail_s : 1) : 0;
     n->stats.head_rows = train && n->hblk ? n->tblk->n_halo : 0;
+    if (ch && train) {
+        n->stats.loss_rows_stages = 0;
+        for (int s = 1; s < n->n_stages; s++)
+            n->stats.loss_rows_stages += ch->blk[s] != NULL;
+        n->stats.head_rows = ch->blk[0] ? net_chain_rows(n, ch, 0) : 0;
+    }
     return st;
 }
 
 saga_status saga_net_forward(saga_net *n, float *out) {
     saga_status st = SAGA_OK;
     SAGA_CHECK(n, SAGA_ERR_INVALID_ARG, "saga_net_forward: net is NULL");
-    SAGA_TRY(run(n, false, NULL));
+    SAGA_TRY(run(n, false, NULL, 0, NULL, NULL));
     if (n->dist) {
         /* every rank's rows to every rank */
         double t0 = saga_now();
@@ -964,10 +1021,60 @@ fail:
     return st;
 }
 
+static int cmp_i32(const void *a, const void *b) {
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
+saga_status saga_net_forward_rows(saga_net *n, const int32_t *vertices, int64_t count, float *out) {
+    saga_status st = SAGA_OK;
+    int32_t *want = NULL;
+    float *y = NULL;
+    SAGA_CHECK(n && count >= 0 && (vertices || count == 0) && (out || count == 0),
+               SAGA_ERR_INVALID_ARG, "saga_net_forward_rows: net, vertices and out must be given");
+    SAGA_CHECK(n->n_stages > 0, SAGA_ERR_INVALID_ARG,
+               "saga_net_forward_rows: the net has no stages");
+    for (int64_t i = 0; i < count; i++)
+        SAGA_CHECK(vertices[i] >= 0 && vertices[i] < n->n, SAGA_ERR_INVALID_ARG,
+                   "saga_net_forward_rows: vertex %d (entry %lld) is outside 0..%d",
+                   (int)vertices[i], (long long)i, (int)n->n - 1);
+    const int64_t C = n->stages[n->n_stages - 1].out_cols;
+    SAGA_TRY(net_prepare(n, false));
+    if (!in_memory(n)) {
+        /* every row runs; the rows asked for are picked */
+        SAGA_TRY(saga_alloc_array((void **)&y, (size_t)n->n * (size_t)C + 1, sizeof(float),
+                                  "saga_net_forward_rows"));
+        SAGA_TRY(saga_net_forward(n, y));
+        for (int64_t i = 0; i < count; i++)
+            memcpy(out + i * C, y + (int64_t)vertices[i] * C, (size_t)C * sizeof(float));
+        goto fail;
+    }
+    /* in memory the net's rows are the graph's ids: the distinct rows, increasing */
+    SAGA_TRY(saga_alloc_array((void **)&want, count ? (size_t)count : 1, sizeof *want,
+                              "saga_net_forward_rows"));
+    memcpy(want, vertices, (size_t)count * sizeof *want);
+    qsort(want, (size_t)count, sizeof *want, cmp_i32);
+    int32_t R = 0;
+    for (int64_t i = 0; i < count; i++)
+        if (R == 0 || want[i] != want[R - 1])
+            want[R++] = want[i];
+    SAGA_TRY(saga_alloc_array((void **)&y, (size_t)R * (size_t)C + 1, sizeof(float),
+                              "saga_net_forward_rows"));
+    SAGA_TRY(run(n, false, want, R, NULL, y));
+    for (int64_t i = 0; i < count; i++) {
+        const int32_t *at = bsearch(&vertices[i], want, (size_t)R, sizeof *want, cmp_i32);
+        memcpy(out + i * C, y + (at - want) * C, (size_t)C * sizeof(float));
+    }
+fail:
+    saga_free(want);
+    saga_free(y);
+    return st;
+}
+
 saga_status saga_net_train_step(saga_net *n, double *loss) {
     saga_status st = SAGA_OK;
     SAGA_CHECK(n, SAGA_ERR_INVALID_ARG, "saga_net_train_step: net is NULL");
-    SAGA_TRY(run(n, true, loss));
+    SAGA_TRY(run(n, true, NULL, 0, loss, NULL));
 fail:
     return st;
 }

@@ -184,6 +184,12 @@ saga_status saga_net_set_input_auto(saga_net *n, const float *x, int64_t cols, d
 /* Inference (the context is put out of training mode): the last stage's output into out (n x
  * its width, row v for vertex v), or nowhere when out is NULL. */
 saga_status saga_net_forward(saga_net *n, float *out);
+/* Inference of chosen rows: the last stage's output of vertices[i] into row i of out (count x
+ * its width; ids may repeat). In memory on one rank the stages compute only the rows these read
+ * (their in-neighbours, as deep as the stages go; the plan is kept while the rows stay the same);
+ * streamed or over several ranks every row runs and these are picked. Errors:
+ * SAGA_ERR_INVALID_ARG for an id outside 0..n-1. */
+saga_status saga_net_forward_rows(saga_net *n, const int32_t *vertices, int64_t count, float *out);
 /* One training pass: forward with dropout, the loss, backward; the parameters' gradients are
  * added to (the caller's optimizer steps them). *loss = the sum of the blocks' losses. */
 saga_status saga_net_train_step(saga_net *n, double *loss);
@@ -247,6 +253,9 @@ typedef struct saga_net_stats {
     /* with loss_rows_stages > 1 and a vertex stage first: the rows that stage trained on (the
      * rows the later stages read, each with its input row); 0 when it ran every row */
     int64_t head_rows;
+    /* rows the stages computed in the last call (forward), summed over the stages: n times the
+     * stage count when every stage ran every row */
+    int64_t rows_computed;
     /* streamed on the CPU with the kernels on every core: the copies ran in order with the
      * kernels, on the compute's stream (a copy worker would have taken a core from them), so
      * overlap is 0 */

@@ -1,0 +1,211 @@
+/* net_chain.c - a net in memory over the rows one demand needs (net_chain.h). */
+#include "net_chain.h"
+
+#include <string.h>
+
+/* Device bytes of stage s's block over r rows (m in-edges, a halo of nh rows of its own or every
+ * vertex), and of stage 0's input rows. */
+static size_t stage_bytes(const saga_net *n, int s, int32_t r, int64_t m, int32_t nh, bool own) {
+    const stage *sg = &n->stages[s];
+    if (sg->kind != STAGE_PROGRAM)
+        return (size_t)r * sizeof(int32_t);
+    size_t b = net_rows_block_bytes(r, m, own ? nh : n->n, own, own, false, 0, 0, 0);
+    if (!saga_prog_fused(&sg->p))
+        b += (size_t)m * 2 * sizeof(int32_t); /* destinations, edge ids */
+    return b;
+}
+
+static size_t input_bytes(const saga_net *n, const int32_t *rows, int32_t r) {
+    size_t b = (size_t)r * sizeof(int32_t);
+    if (!n->sparse)
+        return b + (size_t)r * (size_t)n->in_cols *
+                       (n->transfer == SAGA_TRANSFER_F32 ? sizeof(float) : sizeof(uint16_t));
+    b += ((size_t)r + 1) * sizeof(int64_t);
+    for (int32_t i = 0; i < r; i++) {
+        int32_t g = n->ids ? n->ids[rows[i]] : rows[i];
+        b += (size_t)(n->xs_off[g + 1] - n->xs_off[g]) * (sizeof(int32_t) + sizeof(float));
+    }
+    return b;
+}
+
+/* Stage s's rows when the stages below w compute every row (NULL: every row), and their count. */
+static const int32_t *rows_of(const saga_net *n, const net_chain *ch, int s, int w, int32_t *r) {
+    const int32_t *rows = s < 0 ? ch->d.in_rows : ch->d.rows[s];
+    *r = s < 0 ? ch->d.n_in : ch->d.n_rows[s];
+    if ((s >= 0 && s < w) || (s < 0 && w > 0) || !rows) {
+        *r = n->n;
+        return NULL;
+    }
+    return rows;
+}
+
+/* The chain's bytes when the stages below w compute every row. */
+static size_t chain_bytes(const saga_net *n, const net_chain *ch, int w) {
+    size_t total = 0;
+    for (int s = w; s < n->n_stages; s++) {
+        int32_t r, rp;
+        const int32_t *rows = rows_of(n, ch, s, w, &r);
+        const int32_t *prev = rows_of(n, ch, s - 1, w, &rp);
+        if (rows)
+            total += stage_bytes(n, s, r, ch->d.n_edges[s], rp, prev != NULL);
+    }
+    int32_t ri;
+    const int32_t *in = rows_of(n, ch, -1, w, &ri);
+    if (in)
+        total += input_bytes(n, in, ri);
+    return total;
+}
+
+/* The scheduler blocks of block b, freed. */
+static void sched_blocks_free(saga_net *n, nblock *b) {
+    saga_sched *sc = n->sched;
+    if (b->b_ids == b->b_self)
+        b->b_ids = NULL;
+    saga_blk **one[] = {&b->b_off,  &b->b_src,  &b->b_edst, &b->b_toff, &b->b_tdst,
+                        &b->b_self, &b->b_ids,  &b->b_eids, &b->b_hids, &b->b_xoff,
+                        &b->b_xidx, &b->b_xval, &b->b_xrows};
+    for (size_t i = 0; i < sizeof one / sizeof one[0]; i++)
+        (void)saga_sched_block_free(sc, one[i]);
+    for (int k = 0; k < N_KEYS; k++) {
+        (void)saga_sched_block_free(sc, &b->b_vin[k]);
+        (void)saga_sched_block_free(sc, &b->b_vout[k]);
+    }
+    for (int i = 0; i < b->n_plans; i++)
+        (void)saga_sched_block_free(sc, &b->plans[i].b_off);
+}
+
+static void block_drop(saga_net *n, nblock **b) {
+    if (!*b)
+        return;
+    if (n->sched)
+        sched_blocks_free(n, *b);
+    net_block_free(n, *b);
+    saga_free(*b);
+    *b = NULL;
+}
+
+void net_chain_free(saga_net *n, net_chain **chp) {
+    net_chain *ch = chp ? *chp : NULL;
+    if (!ch)
+        return;
+    const int S = n->n_stages;
+    if (ch->blk && ch->in == ch->blk[0])
+        ch->in = NULL; /* the same block */
+    block_drop(n, &ch->in);
+    for (int s = 0; ch->blk && s < S; s++)
+        block_drop(n, &ch->blk[s]);
+    saga_free(ch->blk);
+    net_demand_free(&ch->d);
+    saga_free(ch->want);
+    saga_free(ch);
+    *chp = NULL;
+}
+
+/* A block of the r rows listed, for a vertex stage: their count and graph ids (dropout). */
+static saga_status ids_block(saga_net *n, nblock *b, const int32_t *rows, int32_t r) {
+    saga_status st = SAGA_OK;
+    b->rows = rows;
+    b->v1 = r;
+    SAGA_TRY(net_host_array(n, (void **)&b->uids, r ? (size_t)r : 1, sizeof(int32_t), "row ids"));
+    for (int32_t i = 0; i < r; i++)
+        b->uids[i] = n->ids ? n->ids[rows[i]] : rows[i];
+    SAGA_CHECK(b->b_ids = net_input_block(n, b->uids, (size_t)r * sizeof(int32_t), "row ids"),
+               SAGA_ERR_OUT_OF_MEMORY, "out of memory for the ids of %d rows", (int)r);
+fail:
+    return st;
+}
+
+saga_status net_chain_build(saga_net *n, net_chain **out, const int32_t *rows, int32_t R,
+                            size_t room) {
+    saga_status st = SAGA_OK;
+    net_chain *ch = NULL;
+    int32_t *pos = NULL;
+    stage_kind *kinds = NULL;
+    const int S = n->n_stages;
+    *out = NULL;
+    SAGA_TRY(saga_alloc_zeroed((void **)&ch, 1, sizeof *ch, "a chain"));
+    SAGA_TRY(saga_alloc_zeroed((void **)&ch->blk, (size_t)S, sizeof *ch->blk, "a chain"));
+    SAGA_TRY(saga_alloc_array((void **)&kinds, (size_t)S, sizeof *kinds, "a chain"));
+    for (int s = 0; s < S; s++)
+        kinds[s] = n->stages[s].kind;
+    if (rows) {
+        SAGA_TRY(saga_alloc_array((void **)&ch->want, R ? (size_t)R : 1, sizeof(int32_t),
+                                  "a chain's rows"));
+        memcpy(ch->want, rows, (size_t)R * sizeof(int32_t));
+        ch->n_want = R;
+    }
+    SAGA_TRY(net_demand_build(&ch->d, kinds, S, n->h_off, n->h_src, n->n, rows, rows ? R : 0,
+                              net_demand_cap(n->n)));
+    /* what does not fit computes every row, from the first stage up; a vertex stage only with
+     * the stage before it (it reads its own rows of that stage's output) */
+    int w = 0;
+    while (w < S && (chain_bytes(n, ch, w) > room || (w > 0 && kinds[w] == STAGE_VERTEX)))
+        w++;
+    ch->whole_below = w;
+    ch->bytes = chain_bytes(n, ch, w);
+    SAGA_TRY(saga_alloc_array((void **)&pos, (size_t)n->n + 1, sizeof(int32_t), "a chain"));
+    for (int s = w; s < S; s++) {
+        int32_t r, rp;
+        const int32_t *rs = rows_of(n, ch, s, w, &r);
+        const int32_t *prev = rows_of(n, ch, s - 1, w, &rp);
+        if (!rs)
+            continue;
+        const stage *sg = &n->stages[s];
+        if (sg->kind == STAGE_PROGRAM) {
+            /* over the previous stage's rows by position, or every vertex by id */
+            for (int32_t v = 0; v < n->n; v++)
+                pos[v] = -1;
+            for (int32_t i = 0; prev && i < rp; i++)
+                pos[prev[i]] = i;
+            SAGA_TRY(net_rows_block(n, &ch->blk[s], rs, r, prev != NULL, prev != NULL, pos,
+                                    ch->d.n_edges[s], prev ? rp : n->n, sg));
+        } else {
+            SAGA_TRY(saga_alloc_zeroed((void **)&ch->blk[s], 1, sizeof *ch->blk[s], "a chain"));
+            if (s == 0) {
+                ch->blk[s]->v1 = r;
+                SAGA_TRY(net_rows_input(n, ch->blk[s], rs, r));
+            } else {
+                SAGA_TRY(ids_block(n, ch->blk[s], rs, r));
+            }
+        }
+    }
+    int32_t ri;
+    const int32_t *in = rows_of(n, ch, -1, w, &ri);
+    if (in && kinds[0] == STAGE_VERTEX) {
+        ch->in = ch->blk[0];
+    } else if (in) {
+        SAGA_TRY(saga_alloc_zeroed((void **)&ch->in, 1, sizeof *ch->in, "a chain"));
+        ch->in->v1 = ch->in->n_halo = ri;
+        SAGA_TRY(net_rows_input(n, ch->in, in, ri));
+    }
+    if (ch->in && n->sparse)
+        net_sparse_fill_block(n, ch->in);
+    const nblock *last = ch->blk[S - 1];
+    ch->n_out = last ? last->v1 - last->v0 : n->n;
+    ch->out_ids = !last ? NULL : last->uids ? last->uids : last->self_pos;
+    *out = ch;
+    ch = NULL;
+fail:
+    if (ch)
+        net_chain_free(n, &ch);
+    saga_free(pos);
+    saga_free(kinds);
+    return st;
+}
+
+void net_chain_input_changed(saga_net *n, net_chain *ch) {
+    nblock *b = ch->in;
+    if (!b)
+        return;
+    if (n->sparse && b->x_own)
+        net_sparse_fill_block(n, b);
+    saga_blk *x[] = {b->b_xoff, b->b_xidx, b->b_xval, b->b_xrows};
+    for (size_t i = 0; i < sizeof x / sizeof x[0]; i++)
+        if (x[i])
+            saga_blk_host_changed(x[i]);
+}
+
+int32_t net_chain_rows(const saga_net *n, const net_chain *ch, int s) {
+    const nblock *b = ch->blk[s];
+    return b ? b->v1 - b->v0 : n->n;
+}

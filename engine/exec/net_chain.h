@@ -1,0 +1,54 @@
+/* net_chain.h - a net in memory over the rows one demand needs: each stage's block over the rows
+ * the demand pass (net_demand.h) gives it, chained so that a stage's output rows are the next
+ * stage's input rows. Training runs it from the loss rows, evaluation from the rows read.
+ * Internal to saga.
+ *
+ *   net_chain *ch;
+ *   SAGA_TRY(net_chain_build(n, &ch, rows, R, room)); // n prepared, in memory, one rank
+ *   // stage s runs on ch->blk[s] (NULL: the net's whole block), stage 0 reads ch->in's rows
+ *   net_chain_free(n, &ch);
+ *
+ * A program stage's block lists its rows with their in-edges over a halo that is the previous
+ * stage's rows (their positions), or every vertex when that stage computes every row; a vertex
+ * stage's block names its rows (graph ids for dropout). The cap of net_demand widens a demand of
+ * nearly every row to every row. When the blocks do not fit in the room given, the stages from
+ * the first on compute every row until they do (a vertex stage with its predecessor). */
+#pragma once
+
+#include "net_demand.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#pragma GCC visibility push(hidden)
+
+typedef struct net_chain {
+    int32_t *want; /* the output rows it was built for: the net's order, increasing, distinct */
+    int32_t n_want;
+    net_demand d; /* pass 1; the stages below `whole_below` compute every row regardless */
+    int whole_below;
+    nblock **blk;  /* [s]: stage s's rows, or NULL: every row (n->blk[0]) */
+    nblock *in;    /* stage 0's input rows, or NULL: every row (blk[0] when a vertex stage) */
+    int32_t n_out; /* rows of the last stage's output */
+    const int32_t *out_ids; /* their graph ids (host; NULL: every row, n->iota) */
+    size_t bytes;           /* the blocks' device bytes, estimated */
+} net_chain;
+
+/* The chain (*out) of prepared in-memory net n for the R output rows (increasing, distinct, the
+ * net's order; rows NULL: every row), with blocks of at most room bytes (SIZE_MAX: no limit).
+ * Errors: SAGA_ERR_OUT_OF_MEMORY, SAGA_ERR_UNSUPPORTED (a batched stage over 2^31 edges). */
+saga_status net_chain_build(saga_net *n, net_chain **out, const int32_t *rows, int32_t R,
+                            size_t room);
+/* Frees the chain and its scheduler blocks (between passes). */
+void net_chain_free(saga_net *n, net_chain **ch);
+/* The input changed: the chain's own copies of its rows refilled and reloaded. */
+void net_chain_input_changed(saga_net *n, net_chain *ch);
+/* Rows stage s computes. */
+int32_t net_chain_rows(const saga_net *n, const net_chain *ch, int s);
+
+#pragma GCC visibility pop
+
+#ifdef __cplusplus
+}
+#endif
