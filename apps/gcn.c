@@ -263,7 +263,8 @@ saga_status gcn_train(gcn_result *out, saga_backend *be, const gcn_data *d, cons
     saga_optim *opt = NULL;
     int32_t *host_labels = NULL, *scratch = NULL;
     uint8_t *is_train = NULL;
-    float *logp = NULL;
+    float *logp = NULL, *eval_out = NULL;
+    int32_t *eval_rows = NULL;
     gcn_result r = {0};
     r.loss = NAN;
     SAGA_CHECK(out && be && d && o, SAGA_ERR_INVALID_ARG, "gcn_train: NULL argument");
@@ -284,6 +285,15 @@ saga_status gcn_train(gcn_result *out, saga_backend *be, const gcn_data *d, cons
     gcn_loss_data ld = {host_labels, is_train, n_train, scratch, scratch + n};
     SAGA_TRY(
         saga_alloc_array((void **)&logp, (size_t)n * (size_t)C, sizeof *logp, "log-probabilities"));
+    /* the rows evaluated after each epoch: the training, validation and test vertices */
+    int64_t n_eval = d->n_train + d->n_val + d->n_test;
+    SAGA_TRY(saga_alloc_array((void **)&eval_rows, n_eval ? (size_t)n_eval : 1, sizeof *eval_rows,
+                              "evaluated rows"));
+    memcpy(eval_rows, d->train, (size_t)d->n_train * sizeof *eval_rows);
+    memcpy(eval_rows + d->n_train, d->val, (size_t)d->n_val * sizeof *eval_rows);
+    memcpy(eval_rows + d->n_train + d->n_val, d->test, (size_t)d->n_test * sizeof *eval_rows);
+    SAGA_TRY(saga_alloc_array((void **)&eval_out, (size_t)(n_eval ? n_eval : 1) * (size_t)C,
+                              sizeof *eval_out, "evaluated rows"));
 
     /* ---- the model: Glorot weights and zero biases, as Kipf's code */
     SAGA_TRY(saga_ctx_new(&c, be, o->seed));
@@ -370,9 +380,11 @@ saga_status gcn_train(gcn_result *out, saga_backend *be, const gcn_data *d, cons
             r.epochs = (int)done; /* nothing to train: evaluate the resumed model */
         }
 
-        /* Inference: no dropout, no tape. */
+        /* Inference of the rows evaluated alone: no dropout, no tape. */
         double te = saga_now();
-        SAGA_TRY(saga_net_forward(net, logp)); /* logits: their arg-max is the log-softmax's */
+        SAGA_TRY(saga_net_forward_rows(net, eval_rows, n_eval, eval_out));
+        for (int64_t i = 0; i < n_eval; i++) /* logits: their arg-max is the log-softmax's */
+            memcpy(logp + (int64_t)eval_rows[i] * C, eval_out + i * C, (size_t)C * sizeof *logp);
         e.eval_ms = (saga_now() - te) * 1e3;
         e.train_acc = r.train_acc = saga_accuracy(logp, C, d->labels, d->train, d->n_train);
         e.val_acc = r.val_acc = saga_accuracy(logp, C, d->labels, d->val, d->n_val);
@@ -389,6 +401,8 @@ saga_status gcn_train(gcn_result *out, saga_backend *be, const gcn_data *d, cons
     }
     if (to_run == 0 && o->checkpoint && saga_comm_rank(o->comm) == 0)
         SAGA_TRY(saga_checkpoint_save(o->checkpoint, m, opt, done, saga_ctx_rng_counter(c)));
+    /* the predictions of every vertex, from the model of the last evaluation */
+    SAGA_TRY(saga_net_forward(net, logp));
     r.predictions = saga_malloc((size_t)d->n_vertices * sizeof *r.predictions);
     SAGA_CHECK(r.predictions, SAGA_ERR_OUT_OF_MEMORY, "gcn: no memory for %d predictions",
                (int)d->n_vertices);
@@ -414,5 +428,7 @@ fail:
     saga_free(is_train);
     saga_free(scratch);
     saga_free(logp);
+    saga_free(eval_rows);
+    saga_free(eval_out);
     return st;
 }

@@ -139,7 +139,14 @@ typedef struct run_out {
     float *out; /* n x C after three SGD steps */
     saga_net_stats st[3];
     size_t peak;
+    /* with FWD_ROWS: saga_net_forward_rows of them after the steps, and the rows the stages
+     * computed in that call and in saga_net_forward's */
+    float *rows_out;
+    int64_t rows_computed, rows_computed_all;
 } run_out;
+
+static const int32_t *FWD_ROWS;
+static int64_t N_FWD_ROWS;
 
 /* Builds the two-layer model on a fresh backend with the given budget and trains 3 SGD steps. */
 static void run_model(run_out *r, const saga_program *prog, size_t budget, saga_exec exec,
@@ -196,6 +203,18 @@ static void run_model(run_out *r, const saga_program *prog, size_t budget, saga_
     }
     r->out = test_malloc((size_t)D.n * (size_t)D.C * sizeof(float));
     assert_int_equal(saga_net_forward(net, r->out), SAGA_OK);
+    r->rows_out = NULL;
+    if (FWD_ROWS) {
+        saga_net_stats fs;
+        saga_net_get_stats(net, &fs);
+        r->rows_computed_all = fs.rows_computed;
+        r->rows_out = test_malloc((size_t)N_FWD_ROWS * (size_t)D.C * sizeof(float) + 4);
+        for (int k = 0; k < 2; k++) /* the second call reuses the first's plan */
+            assert_int_equal(saga_net_forward_rows(net, FWD_ROWS, N_FWD_ROWS, r->rows_out),
+                             SAGA_OK);
+        saga_net_get_stats(net, &fs);
+        r->rows_computed = fs.rows_computed;
+    }
     saga_net_free(&net);
     saga_optim_free(&opt);
     saga_model_free(&m);
@@ -804,6 +823,61 @@ static void check_loss_rows(const saga_program *prog, bool fused, int32_t stride
     test_free(list);
 }
 
+/* saga_net_forward_rows: the outputs of the rows asked for (in any order, repeated) are those of
+ * saga_net_forward, to one forward pass's rounding; in memory the stages compute the rows those
+ * read alone, for GCN, SAGE and GAT (batched), streamed every row runs. An id out of range is
+ * refused. */
+static void test_net_forward_rows(void **state) {
+    (void)state;
+    data_load();
+    int32_t list[80];
+    int64_t n_list = 0;
+    for (int32_t v = D.n - 1; v >= 0 && n_list < 70; v -= 97)
+        list[n_list++] = v;
+    list[n_list++] = list[3]; /* a repeat */
+    list[n_list++] = 0;
+    const saga_program gat = gat_program(0);
+    const saga_program *progs[] = {&GCN, &SAGE, &gat};
+    const net_bounds nb = net_run_bounds(&D, 16, 0, 0);
+    for (size_t p = 0; p < sizeof progs / sizeof progs[0]; p++) {
+        size_t peak = 0;
+        for (int streamed = 0; streamed < 2; streamed++) {
+            run_out r;
+            FWD_ROWS = list;
+            N_FWD_ROWS = n_list;
+            run_model(&r, progs[p], peak / 4, streamed ? SAGA_EXEC_AUTO : SAGA_EXEC_MEMORY, 0,
+                      SAGA_PARTITION_METIS, SAGA_SAVED_RECOMPUTE);
+            FWD_ROWS = NULL;
+            peak = r.peak;
+            assert_int_equal(r.st[2].streamed, streamed);
+            float *want = test_malloc((size_t)n_list * (size_t)D.C * sizeof(float));
+            for (int64_t i = 0; i < n_list; i++)
+                memcpy(want + i * D.C, r.out + (int64_t)list[i] * D.C, (size_t)D.C * sizeof(float));
+            saga_test_assert_close_f32("the rows' outputs", r.rows_out, want, n_list * D.C, nb.out,
+                                       saga_test_mean_abs_f32(want, n_list * D.C));
+            assert_int_equal(r.rows_computed_all, 4 * (int64_t)D.n);
+            if (streamed)
+                assert_int_equal(r.rows_computed, r.rows_computed_all);
+            else
+                assert_true(r.rows_computed < r.rows_computed_all);
+            print_message("  program %d, %s: %lld rows computed for %lld outputs (every row: "
+                          "%lld)\n",
+                          (int)p, streamed ? "streamed" : "in memory", (long long)r.rows_computed,
+                          (long long)n_list, (long long)r.rows_computed_all);
+            test_free(want);
+            test_free(r.rows_out);
+            test_free(r.out);
+        }
+    }
+    small_net sn;
+    small_net_new(&sn, NULL);
+    float out[64];
+    const int32_t bad[] = {0, D.n};
+    assert_int_equal(saga_net_forward_rows(sn.net, bad, 2, out), SAGA_ERR_INVALID_ARG);
+    assert_non_null(strstr(saga_last_error(), "outside"));
+    small_net_free(&sn);
+}
+
 static void test_net_loss_rows(void **state) {
     (void)state;
     check_loss_rows(&GCN, true, 7, false);
@@ -1384,6 +1458,7 @@ int main(void) {
         cmocka_unit_test(test_net_sage_streamed_equals_memory),
         cmocka_unit_test(test_net_memory_equals_program_run),
         cmocka_unit_test(test_net_metis_moves_fewer_bytes),
+        cmocka_unit_test(test_net_forward_rows),
         cmocka_unit_test(test_net_loss_rows),
         cmocka_unit_test(test_net_head),
         cmocka_unit_test(test_net_streamed_host_arrays_pinned),
