@@ -132,29 +132,10 @@ saga_status saga_net_add_vertex(saga_net *n, saga_apply_vertex_fn fn, void *laye
                                 int64_t out_cols);
 saga_status saga_net_add_program(saga_net *n, const saga_program *p, void *layer, int64_t out_cols);
 saga_status saga_net_set_loss(saga_net *n, saga_net_loss_fn fn, void *user);
-/* The vertices (graph ids; copied, in any order, repeats merged) whose rows alone the loss
- * reads, such as the training vertices of a node classification. On one rank, when the last
- * stage is a program on the fused path (no apply_edge: one SpMM), a training pass then runs that
- * stage on these rows only, in memory and streamed when the stage's input stays whole on the
- * device (the narrow inputs a budget leaves room for, saga_net_stats.resident_bytes) and the
- * rows' block is no larger than a part's step: the loss sees them as one block (v->count of them,
- * ids[i] naming row i, v->first 0; in memory in increasing id order, streamed in the parts'
- * order), and every other row of the stage's output gets a zero gradient, as it would from a loss
- * that does not read it. The loss must read no other row. When the program stage before the last
- * is fused too and only vertex stages lie between the two (GCN's layers), the stages from that
- * program on run on the rows the loss rows read (their in-neighbours and themselves) as well:
- * in memory, and streamed when that program's input stays whole on the device too and the two
- * blocks fit beside a part's step; the vertex stages between see those rows as one block
- * (v->first 0, dropout drawn by their graph ids as always). When that program is stage 1 and
- * stage 0 a vertex stage, stage 0 then trains on the rows the program reads alone (their
- * in-neighbours and themselves) when those are at most seven eighths of the rows, in memory (when
- * their input rows fit beside the others in the budget) and streamed, each part on its share of
- * them, which alone cross: its function sees them as a block (v->first their position among those
- * rows, dropout drawn by their graph ids). saga_net_stats.loss_rows_stages says how many stages ran
- * on the loss rows' side, and head_rows how many rows stage 0 trained on. Otherwise (over several
- * ranks, in inference, for other last stages) every row runs as before. vertices NULL or count 0
- * runs every row again. Call before the first run. Errors: SAGA_ERR_INVALID_ARG for an id outside
- * 0..n-1 or a call after the first run. */
+/* The vertices (graph ids; copied, any order, repeats merged) whose rows alone the loss reads:
+ * the loss sees those rows (v->count, ids[i] naming row i; the others' gradients are zero), and
+ * a training pass computes only what they read where it can (saga_net_stats.rows_computed).
+ * NULL or 0: every row. Before the first run; SAGA_ERR_INVALID_ARG for an id outside 0..n-1. */
 saga_status saga_net_set_loss_rows(saga_net *n, const int32_t *vertices, int64_t count);
 /* The parameters the stages train (not owned): with several ranks, saga_net_train_step sums
  * their gradients over the ranks (saga_comm_allreduce_grads) before it returns, so every rank's
@@ -246,12 +227,11 @@ typedef struct saga_net_stats {
      * once, when the stages before the last run on the rows the loss reads too). A schedule whose
      * blocks stay resident across passes (a budget near the footprint) moves less. */
     uint64_t h2d_floor_bytes;
-    /* a training call with loss rows (saga_net_set_loss_rows): how many of the last stages ran
-     * on the rows the loss reads alone (1: the last stage on the loss rows; more: the stages
-     * before it too, on the rows those read); 0 when every stage ran every row */
+    /* a training call with loss rows (saga_net_set_loss_rows): how many stages after the first
+     * ran on fewer than every row (the loss rows, and before them the rows those read); 0 when
+     * they all ran every row; and the rows the first stage trained on, when fewer than every row
+     * (0 otherwise) */
     int32_t loss_rows_stages;
-    /* with loss_rows_stages > 1 and a vertex stage first: the rows that stage trained on (the
-     * rows the later stages read, each with its input row); 0 when it ran every row */
     int64_t head_rows;
     /* rows the stages computed in the last call (forward), summed over the stages: n times the
      * stage count when every stage ran every row */

@@ -186,6 +186,16 @@ static int parse_args(options *o, int argc, char **argv) {
     return 0;
 }
 
+/* The logits of the rows listed alone (the net computes only the rows those read) into their
+ * rows of all (n x C), through buf (count x C). */
+static saga_status evaluate(saga_net *net, const int32_t *rows, int64_t count, int64_t C,
+                            float *buf, float *all) {
+    saga_status st = saga_net_forward_rows(net, rows, count, buf);
+    for (int64_t i = 0; st == SAGA_OK && i < count; i++)
+        memcpy(all + (int64_t)rows[i] * C, buf + i * C, (size_t)C * sizeof *all);
+    return st;
+}
+
 int main(int argc, char **argv) {
     options o = {.device = "cpu",
                  .epochs = 200,
@@ -203,7 +213,8 @@ int main(int argc, char **argv) {
     saga_optim *opt = NULL;
     saga_net *net = NULL;
     saga_dataset d = {0};
-    float *scores = NULL;
+    float *scores = NULL, *eval_out = NULL;
+    int32_t *eval_rows = NULL;
     int32_t *scratch = NULL;
     unsigned char *is_train = NULL;
     int rc = 1;
@@ -242,6 +253,13 @@ int main(int argc, char **argv) {
     scratch = malloc(2 * (size_t)n * sizeof *scratch);
     is_train = calloc((size_t)n, 1);
     scores = malloc((size_t)n * (size_t)C * sizeof *scores);
+    /* evaluated after each epoch: the validation and test vertices */
+    eval_rows = malloc(((size_t)(d.n_val + d.n_test) + 1) * sizeof *eval_rows);
+    eval_out = malloc(((size_t)(d.n_val + d.n_test) + 1) * (size_t)C * sizeof *eval_out);
+    if (!eval_rows || !eval_out)
+        goto done;
+    memcpy(eval_rows, d.val, (size_t)d.n_val * sizeof *eval_rows);
+    memcpy(eval_rows + d.n_val, d.test, (size_t)d.n_test * sizeof *eval_rows);
     if (!scratch || !is_train || !scores) {
         saga_error(SAGA_ERR_OUT_OF_MEMORY, "gin: %lld vertices", (long long)n);
         goto done;
@@ -251,6 +269,8 @@ int main(int argc, char **argv) {
         n_train += !is_train[d.train[i]], is_train[d.train[i]] = 1;
     loss_data ld = {d.labels, is_train, n_train, scratch, scratch + n};
     saga_status st = saga_net_set_loss(net, loss_rows, &ld);
+    if (st == SAGA_OK) /* the loss reads the training rows alone: the net computes what they read */
+        st = saga_net_set_loss_rows(net, d.train, d.n_train);
     if (st == SAGA_OK)
         st = d.features.dense ? saga_net_set_input(net, d.features.dense, F)
                               : saga_net_set_input_csr(net, d.features.offsets, d.features.indices,
@@ -265,7 +285,7 @@ int main(int argc, char **argv) {
         if (saga_net_train_step(net, &loss) < 0 || saga_optim_step(opt) < 0)
             goto done;
         /* inference: logits, whose arg-max is the log-softmax's */
-        if (saga_net_forward(net, scores) < 0)
+        if (evaluate(net, eval_rows, d.n_val + d.n_test, C, eval_out, scores) < 0)
             goto done;
         double val = saga_accuracy(scores, C, d.labels, d.val, d.n_val);
         double test = saga_accuracy(scores, C, d.labels, d.test, d.n_test);
@@ -289,6 +309,8 @@ done:
     if (rc)
         fprintf(stderr, "gin: %s\n", saga_last_error());
     free(scores);
+    free(eval_rows);
+    free(eval_out);
     free(scratch);
     free(is_train);
     saga_net_free(&net);

@@ -129,6 +129,16 @@ static saga_tensor *loss_rows(saga_ctx *c, const saga_vertex_in *v, const int32_
                        0.0f);
 }
 
+/* The logits of the rows listed alone (the net computes only the rows those read) into their
+ * rows of all (n x C), through buf (count x C). */
+static saga_status evaluate(saga_net *net, const int32_t *rows, int64_t count, int64_t C,
+                            float *buf, float *all) {
+    saga_status st = saga_net_forward_rows(net, rows, count, buf);
+    for (int64_t i = 0; st == SAGA_OK && i < count; i++)
+        memcpy(all + (int64_t)rows[i] * C, buf + i * C, (size_t)C * sizeof *all);
+    return st;
+}
+
 int main(int argc, char **argv) {
     options o = {.model = "gat",
                  .device = "cpu",
@@ -154,7 +164,8 @@ int main(int argc, char **argv) {
     saga_optim *opt = NULL;
     saga_net *net = NULL;
     saga_dataset d = {0};
-    float *logp = NULL;
+    float *logp = NULL, *eval_out = NULL;
+    int32_t *eval_rows = NULL;
     int32_t *scratch = NULL;
     unsigned char *is_train = NULL;
     int rc = 1;
@@ -217,13 +228,22 @@ int main(int argc, char **argv) {
     scratch = malloc(2 * (size_t)n * sizeof *scratch);
     is_train = calloc((size_t)n, 1);
     logp = malloc((size_t)n * (size_t)d.n_classes * sizeof *logp);
+    /* evaluated after each epoch: the validation and test vertices */
+    eval_rows = malloc(((size_t)(d.n_val + d.n_test) + 1) * sizeof *eval_rows);
+    eval_out = malloc(((size_t)(d.n_val + d.n_test) + 1) * (size_t)d.n_classes * sizeof *eval_out);
+    if (!eval_rows || !eval_out)
+        goto done;
+    memcpy(eval_rows, d.val, (size_t)d.n_val * sizeof *eval_rows);
+    memcpy(eval_rows + d.n_val, d.test, (size_t)d.n_test * sizeof *eval_rows);
     if (!ok || !scratch || !is_train || !logp)
         goto done;
     int64_t n_train = 0;
     for (int64_t i = 0; i < d.n_train; i++)
         n_train += !is_train[d.train[i]], is_train[d.train[i]] = 1;
     loss_data ld = {d.labels, is_train, n_train, scratch, scratch + n};
+    /* the loss reads the training rows alone: the net computes only what those read */
     if (saga_net_set_loss(net, loss_rows, &ld) < 0 ||
+        saga_net_set_loss_rows(net, d.train, d.n_train) < 0 ||
         saga_net_set_input(net, d.features.dense, n_features) < 0)
         goto done;
 
@@ -234,7 +254,7 @@ int main(int argc, char **argv) {
         if (saga_net_train_step(net, &loss) < 0 || saga_optim_step(opt) < 0)
             goto done;
         /* inference: logits, whose arg-max is the log-softmax's */
-        if (saga_net_forward(net, logp) < 0)
+        if (evaluate(net, eval_rows, d.n_val + d.n_test, d.n_classes, eval_out, logp) < 0)
             goto done;
         double val = saga_accuracy(logp, d.n_classes, d.labels, d.val, d.n_val);
         double test = saga_accuracy(logp, d.n_classes, d.labels, d.test, d.n_test);
@@ -265,6 +285,8 @@ done:
     if (rc)
         fprintf(stderr, "gnn: %s\n", saga_last_error());
     free(logp);
+    free(eval_rows);
+    free(eval_out);
     free(scratch);
     free(is_train);
     saga_net_free(&net);
