@@ -29,6 +29,7 @@ enum {
     OPT_RESUME,
     OPT_LOG,
     OPT_TRACE,
+    OPT_EXPLAIN,
     OPT_SAVED,
     OPT_TRANSFER,
     OPT_EXEC, /* the CLI_EXEC_N_OPTS options of CLI_EXEC_OPTS */
@@ -81,6 +82,10 @@ static const cli_opt gcn_cli_opts[] = {
      "them (the device's clock on CUDA); `saga plot` "
      "draws them as a timeline. Tracing waits for the device after each pass, so it slows a "
      "streamed run a little; off by default. Rank 0 only."},
+    {"explain", 0, NULL, NULL,
+     "Print the net's plan to stderr after the first epoch: how it is placed (in memory, or "
+     "streamed in parts with a pass's host-to-device floor) and per stage its kind, widths, the "
+     "rows training and evaluation compute, the edges training reads and where its input lives."},
     {"saved", 0, "MODE", "recompute",
      "Streamed: recompute each part's aggregation in the backward pass, or offload it to the "
      "host in the forward pass and stream it back."},
@@ -314,6 +319,9 @@ static int gcn_main(int argc, char **argv) {
             break;
         case OPT_TRACE:
             trace_path = arg;
+            break;
+        case OPT_EXPLAIN:
+            go.explain = true;
             break;
         case OPT_SAVED:
             if (strcmp(arg, "recompute") == 0)

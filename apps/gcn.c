@@ -389,6 +389,8 @@ saga_status gcn_train(gcn_result *out, saga_backend *be, const gcn_data *d, cons
         e.train_acc = r.train_acc = saga_accuracy(logp, C, d->labels, d->train, d->n_train);
         e.val_acc = r.val_acc = saga_accuracy(logp, C, d->labels, d->val, d->n_val);
         e.test_acc = r.test_acc = saga_accuracy(logp, C, d->labels, d->test, d->n_test);
+        if (o->explain && epoch == (int)done + 1 && saga_comm_rank(o->comm) == 0)
+            SAGA_TRY(saga_net_explain(net, stderr));
         if (epoch > o->epochs)
             break;
 

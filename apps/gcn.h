@@ -87,6 +87,7 @@ typedef struct gcn_opts {
                              * options, rank 0 writes the checkpoints */
     FILE *trace;            /* the block scheduler's copies and computes, one JSON line each
                              * (saga_net_opts.trace), or NULL */
+    bool explain;           /* saga_net_explain to stderr after the first epoch (rank 0) */
     double sparse_below;    /* dense features with at most this share of non-zeros are kept as a
                              * CSR by the net (saga_net_set_input_auto; 0.25); 0: dense */
 } gcn_opts;

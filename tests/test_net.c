@@ -878,6 +878,53 @@ static void test_net_forward_rows(void **state) {
     small_net_free(&sn);
 }
 
+/* saga_net_explain: a line per stage with the rows a training pass and the last
+ * saga_net_forward_rows compute, the same counts the passes report in rows_computed. */
+static void test_net_explain(void **state) {
+    (void)state;
+    small_net sn;
+    small_net_new(&sn, NULL);
+    loss_ctx lc = {D.labels, D.n};
+    assert_int_equal(saga_net_set_loss(sn.net, nll_rows, &lc), SAGA_OK);
+    const int32_t rows[] = {5, 1, 2000, 17};
+    assert_int_equal(saga_net_set_loss_rows(sn.net, rows, 4), SAGA_OK);
+    double loss = 0;
+    assert_int_equal(saga_net_train_step(sn.net, &loss), SAGA_OK);
+    saga_net_stats ts, fs;
+    saga_net_get_stats(sn.net, &ts);
+    float out[4 * 16];
+    assert_int_equal(saga_net_forward_rows(sn.net, rows, 2, out), SAGA_OK);
+    saga_net_get_stats(sn.net, &fs);
+    FILE *f = tmpfile();
+    assert_non_null(f);
+    assert_int_equal(saga_net_explain(sn.net, f), SAGA_OK);
+    rewind(f);
+    char line[256];
+    int stages = 0;
+    int64_t train = 0, chosen = 0;
+    while (fgets(line, sizeof line, f)) {
+        int s;
+        char k1[32], k2[32];
+        long long tr, ch;
+        if (sscanf(line, " %d %31s", &s, k1) == 2 && s == stages) {
+            /* "0 vertex 100 -> 16 train edges|- chosen input" */
+            const char *p = strstr(line, "-> ");
+            assert_non_null(p);
+            assert_int_equal(sscanf(p + 3, "%*d %lld %31s %lld", &tr, k2, &ch), 3);
+            train += tr;
+            chosen += ch;
+            stages++;
+        }
+    }
+    fclose(f);
+    assert_int_equal(stages, 4);
+    assert_int_equal(train, ts.rows_computed);
+    assert_int_equal(chosen, fs.rows_computed);
+    assert_true(train < 4 * (int64_t)D.n);
+    assert_int_equal(saga_net_explain(NULL, stderr), SAGA_ERR_INVALID_ARG);
+    small_net_free(&sn);
+}
+
 static void test_net_loss_rows(void **state) {
     (void)state;
     check_loss_rows(&GCN, true, 7, false);
@@ -1459,6 +1506,7 @@ int main(void) {
         cmocka_unit_test(test_net_memory_equals_program_run),
         cmocka_unit_test(test_net_metis_moves_fewer_bytes),
         cmocka_unit_test(test_net_forward_rows),
+        cmocka_unit_test(test_net_explain),
         cmocka_unit_test(test_net_loss_rows),
         cmocka_unit_test(test_net_head),
         cmocka_unit_test(test_net_streamed_host_arrays_pinned),

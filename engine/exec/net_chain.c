@@ -209,3 +209,30 @@ int32_t net_chain_rows(const saga_net *n, const net_chain *ch, int s) {
     const nblock *b = ch->blk[s];
     return b ? b->v1 - b->v0 : n->n;
 }
+
+bool net_chain_applies(const saga_net *n) {
+    return n->ready && n->k == 1 && !n->dist && !n->ids && n->n_stages > 0;
+}
+
+saga_status net_chain_for(saga_net *n, bool train, const int32_t *want, int32_t R,
+                          net_chain **out) {
+    saga_status st = SAGA_OK;
+    *out = NULL;
+    if (!net_chain_applies(n) || (!train && !want))
+        return SAGA_OK;
+    double t0 = saga_now();
+    net_chain **ch = train ? &n->tchain : &n->echain;
+    if (!train && *ch &&
+        ((*ch)->n_want != R || memcmp((*ch)->want, want, (size_t)R * sizeof *want) != 0))
+        net_chain_free(n, ch);
+    if (!*ch) {
+        size_t room = n->chain_room, other = train ? 0 : n->tchain ? n->tchain->bytes : 0;
+        room = room == SIZE_MAX ? room : room > other ? room - other : 0;
+        SAGA_TRY(train ? net_chain_build(n, ch, n->loss_rows, n->n_loss_rows, room)
+                       : net_chain_build(n, ch, want, R, room));
+        n->stats.prepare_seconds += saga_now() - t0;
+    }
+    *out = *ch;
+fail:
+    return st;
+}

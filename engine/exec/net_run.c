@@ -829,37 +829,6 @@ static void input_changed(const nblock *b, saga_blk *rows) {
             saga_blk_host_changed(x[i]);
 }
 
-/* Whether the net runs in memory on one rank (a pass is then one step over a chain). */
-static bool in_memory(const saga_net *n) {
-    return n->k == 1 && !n->dist && !n->ids;
-}
-
-/* The chain of the call (*out): training in memory, from the loss rows (n->tchain); inference of
- * rows (want, R of them, increasing and distinct), from those (n->echain, kept while they stay
- * the same); else NULL. A new one's time counts as preparation. */
-static saga_status call_chain(saga_net *n, bool train, const int32_t *want, int32_t R,
-                              net_chain **out) {
-    saga_status st = SAGA_OK;
-    *out = NULL;
-    if (!in_memory(n) || (!train && !want))
-        return SAGA_OK;
-    double t0 = saga_now();
-    net_chain **ch = train ? &n->tchain : &n->echain;
-    if (!train && *ch &&
-        ((*ch)->n_want != R || memcmp((*ch)->want, want, (size_t)R * sizeof *want) != 0))
-        net_chain_free(n, ch);
-    if (!*ch) {
-        size_t room = n->chain_room, other = train ? 0 : n->tchain ? n->tchain->bytes : 0;
-        room = room == SIZE_MAX ? room : room > other ? room - other : 0;
-        SAGA_TRY(train ? net_chain_build(n, ch, n->loss_rows, n->n_loss_rows, room)
-                       : net_chain_build(n, ch, want, R, room));
-        n->stats.prepare_seconds += saga_now() - t0;
-    }
-    *out = *ch;
-fail:
-    return st;
-}
-
 /* A call: invalidations, the plan, its steps, statistics. Inference of rows alone (want, R of
  * them, increasing and distinct) runs in memory on their chain, their outputs into out. */
 static saga_status run(saga_net *n, bool train, const int32_t *want, int32_t R, double *loss_out,
@@ -876,7 +845,7 @@ static saga_status run(saga_net *n, bool train, const int32_t *want, int32_t R, 
     SAGA_TRY(net_prepare(n, train));
     int S = n->n_stages;
     n->stats.rows_computed = 0;
-    SAGA_TRY(call_chain(n, train, want, R, &ch));
+    SAGA_TRY(net_chain_for(n, train, want, R, &ch));
     saga_backend_reset_stats(n->be);
     saga_sched_reset_stats(n->sched);
     if (n->dist) {
@@ -1040,7 +1009,7 @@ saga_status saga_net_forward_rows(saga_net *n, const int32_t *vertices, int64_t 
                    (int)vertices[i], (long long)i, (int)n->n - 1);
     const int64_t C = n->stages[n->n_stages - 1].out_cols;
     SAGA_TRY(net_prepare(n, false));
-    if (!in_memory(n)) {
+    if (!net_chain_applies(n)) {
         /* every row runs; the rows asked for are picked */
         SAGA_TRY(saga_alloc_array((void **)&y, (size_t)n->n * (size_t)C + 1, sizeof(float),
                                   "saga_net_forward_rows"));

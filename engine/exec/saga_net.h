@@ -184,6 +184,12 @@ saga_status saga_net_train_step(saga_net *n, double *loss);
 saga_status saga_net_pagerank(saga_net *n, double damping, double tol, int max_iter, double *rank,
                               int *iterations, double *l1);
 
+/* What the net runs, as a table: how it is placed (in memory, or streamed in parts with the
+ * host-to-device floor of a pass), and per stage its kind, widths, the rows a training pass and the
+ * last saga_net_forward_rows compute (of n), the edges a training pass reads, and where its input
+ * lives. Prepares the net (and its training plan) when it is not yet. */
+saga_status saga_net_explain(saga_net *n, FILE *f);
+
 typedef struct saga_net_stats {
     bool streamed;
     int32_t parts;

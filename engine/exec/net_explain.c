@@ -1,0 +1,99 @@
+/* net_explain.c - saga_net_explain: what a prepared net runs, stage by stage. */
+#include "net_chain.h"
+
+#include <stdio.h>
+
+static const char *kind_name(const stage *sg) {
+    if (sg->kind == STAGE_VERTEX)
+        return "vertex";
+    return saga_prog_fused(&sg->p) ? "program, one SpMM" : "program, batched";
+}
+
+/* Rows stage s computes in a training pass of a streamed net, and how. */
+static int32_t streamed_train_rows(const saga_net *n, int s, const char **how) {
+    const int S = n->n_stages;
+    *how = "parts";
+    if (n->hblk && s < n->tail_s) {
+        *how = "head, parts";
+        return n->tblk->n_halo;
+    }
+    if (n->tblk && s >= n->tail_s && s < S - 1) {
+        *how = "one step";
+        return n->tblk->v1;
+    }
+    if (n->lblk && s == S - 1) {
+        *how = "one step";
+        return n->lblk->v1;
+    }
+    return n->n;
+}
+
+static int64_t program_edges(const saga_net *n, const net_chain *ch, int s) {
+    const nblock *b = ch ? ch->blk[s] : NULL;
+    return b ? b->e1 - b->e0 : n->m;
+}
+
+saga_status saga_net_explain(saga_net *n, FILE *f) {
+    saga_status st = SAGA_OK;
+    SAGA_CHECK(n && f, SAGA_ERR_INVALID_ARG, "saga_net_explain: net and file must be given");
+    SAGA_CHECK(n->n_stages > 0 || n->pagerank, SAGA_ERR_INVALID_ARG,
+               "saga_net_explain: the net has no stages");
+    SAGA_TRY(net_prepare(n, n->loss != NULL));
+    net_chain *tc = NULL, *ec = n->echain;
+    if (n->loss)
+        SAGA_TRY(net_chain_for(n, true, NULL, 0, &tc));
+    saga_backend_stats bs;
+    saga_backend_get_stats(n->be, &bs);
+    fprintf(f, "net: %s; %d vertices, %lld edges placed, %d stages", n->desc, (int)n->n,
+            (long long)n->m, n->n_stages);
+    if (bs.budget_bytes)
+        fprintf(f, "; device budget %zu bytes", bs.budget_bytes);
+    fprintf(f, "\n");
+    if (n->pagerank) {
+        fprintf(f, "  PageRank in f64 over %d part%s\n", (int)n->k, n->k == 1 ? "" : "s");
+        return SAGA_OK;
+    }
+    if (n->streamed)
+        fprintf(f,
+                "  streamed: host-to-device floor %llu bytes per inference pass, %llu per "
+                "training pass; %llu bytes of stage inputs kept whole on the device\n",
+                (unsigned long long)n->floor_pass_bytes, (unsigned long long)n->floor_train_bytes,
+                (unsigned long long)n->stats.resident_bytes);
+    if (n->loss_rows)
+        fprintf(f, "  training: the loss reads %d rows (saga_net_set_loss_rows)\n",
+                (int)n->n_loss_rows);
+    if (ec)
+        fprintf(f, "  inference of chosen rows: %d rows (saga_net_forward_rows)\n",
+                (int)ec->n_want);
+    fprintf(f, "  %-5s %-18s %-14s %-22s %-12s %-12s %s\n", "stage", "kind", "columns",
+            "training rows", "edges read", "chosen rows", "input");
+    for (int s = 0; s < n->n_stages; s++) {
+        const stage *sg = &n->stages[s];
+        char cols[32], train[48], edges[24], chosen[24];
+        const char *input = "on the device";
+        snprintf(cols, sizeof cols, "%lld -> %lld", (long long)sg->in_cols,
+                 (long long)sg->out_cols);
+        if (n->streamed) {
+            const char *how = NULL;
+            int32_t r = streamed_train_rows(n, s, &how);
+            snprintf(train, sizeof train, "%d (%s)", (int)r, how);
+            input = n->resident && n->resident[s] ? "whole on the device"
+                    : s == 0                      ? "rows by part"
+                    : sg->kind == STAGE_PROGRAM   ? "halos by part"
+                                                  : "rows by part";
+        } else {
+            snprintf(train, sizeof train, "%d", tc ? (int)net_chain_rows(n, tc, s) : (int)n->n);
+        }
+        if (sg->kind == STAGE_PROGRAM)
+            snprintf(edges, sizeof edges, "%lld", (long long)program_edges(n, tc, s));
+        else
+            snprintf(edges, sizeof edges, "-");
+        snprintf(chosen, sizeof chosen, "%d", ec ? (int)net_chain_rows(n, ec, s) : (int)n->n);
+        fprintf(f, "  %-5d %-18s %-14s %-22s %-12s %-12s %s\n", s, kind_name(sg), cols, train,
+                edges, ec ? chosen : "-", input);
+    }
+    fprintf(f, "  (of %d rows; a stage demanded more than %d computes every row)\n", (int)n->n,
+            (int)net_demand_cap(n->n));
+fail:
+    return st;
+}
