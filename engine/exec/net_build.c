@@ -342,7 +342,8 @@ static void rows_block_free(saga_net *n, nblock **b) {
 /* Frees what net_prepare made (the scheduler's blocks go with it). */
 static void unprepare(saga_net *n) {
     int S = n->n_stages;
-    net_pr_free(n);
+    if (n->pr_free)
+        n->pr_free(n);
     net_chain_free(n, &n->tchain);
     net_chain_free(n, &n->echain);
     rows_block_free(n, &n->lblk);

@@ -208,6 +208,7 @@ struct saga_net {
     float *xs_val;
     bool pagerank; /* prepared for saga_net_pagerank: no stages, f64 vertex values */
     struct pr_state *pr;
+    void (*pr_free)(saga_net *n); /* frees pr (set with it by net_pagerank.c) */
 
     /* prepared */
     bool ready;
@@ -319,15 +320,10 @@ saga_status net_prepare(saga_net *n, bool train);
 /* Copies the sparse input's rows into the blocks that keep them in the parts' order. */
 void net_sparse_fill(saga_net *n);
 
-/* ---- net_run.c ---------------------------------------------------------------------------- */
+/* ---- net_stats.c -------------------------------------------------------------------------- */
 
 /* The last call's figures from the backend's and the scheduler's counters. */
 void net_collect_stats(saga_net *n, double t0);
-
-/* ---- net_pagerank.c ----------------------------------------------------------------------- */
-
-/* Frees n->pr and what it holds; n->pr becomes NULL. */
-void net_pr_free(saga_net *n);
 
 /* ---- several ranks (net_dist.c) ----------------------------------------------------------- */
 

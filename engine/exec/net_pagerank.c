@@ -26,8 +26,8 @@ struct pr_state {
 };
 typedef struct pr_state pr_state;
 
-/* Frees n->pr and what it holds; n->pr becomes NULL. */
-void net_pr_free(saga_net *n) {
+/* Frees n->pr and what it holds; n->pr becomes NULL (n->pr_free). */
+static void pr_state_free(saga_net *n) {
     pr_state *p = n->pr;
     if (!p)
         return;
@@ -325,11 +325,12 @@ saga_status saga_net_pagerank(saga_net *n, double damping, double tol, int max_i
     SAGA_TRY(net_prepare(n, false));
     if (!n->pr) {
         SAGA_TRY(saga_alloc_zeroed((void **)&n->pr, 1, sizeof *n->pr, "PageRank state"));
+        n->pr_free = pr_state_free;
         n->pr->pull = n->k == 1 && !n->dist && K->version >= 5 && K->pagerank_pull_f64;
         double t_blocks = saga_now();
         st = pr_blocks(n, n->pr);
         if (st < 0) {
-            net_pr_free(n);
+            pr_state_free(n);
             goto fail;
         }
         n->stats.prepare_seconds += saga_now() - t_blocks; /* the vectors are part of it */

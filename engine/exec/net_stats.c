@@ -1,0 +1,55 @@
+/* net_stats.c - a net's figures: the last call's statistics from the backend's, the scheduler's
+ * and the communicators' counters, and its description. */
+#include "net_impl.h"
+
+/* The last call's figures from the backend's and the scheduler's counters. */
+void net_collect_stats(saga_net *n, double t0) {
+    saga_backend_stats bs;
+    saga_backend_get_stats(n->be, &bs);
+    bool inline_copies = false;
+    n->stats.copy_seconds = bs.copy_seconds;
+    n->stats.h2d_seconds = 0;
+    if (n->sched) {
+        saga_sched_stats ss;
+        saga_sched_get_stats(n->sched, &ss);
+        n->stats.copy_seconds = ss.copy_seconds;
+        n->stats.h2d_seconds = ss.h2d_seconds;
+        n->stats.wait_seconds = ss.wait_seconds;
+        inline_copies = ss.copies_inline;
+    }
+    n->stats.h2d_bytes = bs.h2d_bytes;
+    n->stats.d2h_bytes = bs.d2h_bytes;
+    n->stats.peak_device_bytes = bs.peak_bytes;
+    n->stats.budget_bytes = bs.budget_bytes;
+    double cs = n->stats.copy_seconds, w = n->stats.wait_seconds;
+    /* copies in order with the kernels hide nothing */
+    n->stats.overlap = cs > 0 && !inline_copies ? 1.0 - (w < cs ? w : cs) / cs : 0.0;
+    n->stats.copies_inline = inline_copies;
+    n->stats.seconds = saga_now() - t0;
+    if (n->dist) {
+        saga_comm_stats cs2;
+        saga_comm_get_stats(n->o.comm, &cs2);
+        n->stats.comm_sent_bytes = cs2.sent_bytes - n->comm_at.sent_bytes;
+        n->stats.comm_recv_bytes = cs2.recv_bytes - n->comm_at.recv_bytes;
+        /* the thread's exchanges ran beside the compute, which waited for part of them */
+        net_dist *x = n->dist;
+        double hidden = x->t_seconds - x->wait_seconds;
+        hidden = hidden > 0 ? hidden : 0;
+        n->stats.comm_seconds = x->seconds + x->t_seconds;
+        n->stats.comm_hidden = n->stats.comm_seconds > 0 ? hidden / n->stats.comm_seconds : 0.0;
+        n->stats.remote_rows = (int64_t)n->dist->rows_moved;
+        if (n->dcomm && n->dcomm != n->o.comm) {
+            saga_comm_get_stats(n->dcomm, &cs2);
+            n->stats.comm_sent_bytes += cs2.sent_bytes - n->dcomm_at.sent_bytes;
+            n->stats.comm_recv_bytes += cs2.recv_bytes - n->dcomm_at.recv_bytes;
+        }
+    }
+}
+
+void saga_net_get_stats(const saga_net *n, saga_net_stats *s) {
+    *s = n->stats;
+}
+
+const char *saga_net_describe(const saga_net *n) {
+    return n->ready ? n->desc : "not prepared";
+}
