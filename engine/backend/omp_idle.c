@@ -150,7 +150,9 @@ static int tuner_pick(const saga_idle_tuner *t) {
 }
 
 void saga_idle_tuner_begin(saga_idle_tuner *t, saga_backend *be) {
-    t->active = be && saga_backend_get_kind(be) == SAGA_BACKEND_CPU;
+    /* the kind from the struct (backend_impl.h): backend.c calls this file when it opens a
+     * backend, and nothing here calls back into it */
+    t->active = be && be->kind == SAGA_BACKEND_CPU;
     if (!t->active)
         return;
     t->policy = tuner_pick(t);

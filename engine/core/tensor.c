@@ -48,6 +48,12 @@ fail:
     return st;
 }
 
+/* Runs the deferred product that has not yet written t's data, if any. */
+static void flush_lazy(const saga_tensor *t) {
+    if (t->lazy)
+        t->lazy_flush(t->lazy);
+}
+
 /* A tensor struct with its memory allocated but not initialised. */
 static saga_status tensor_alloc(saga_tensor **out, saga_backend *be, saga_dtype dt, int64_t rows,
                                 int64_t cols) {
@@ -117,7 +123,7 @@ saga_status saga_tensor_to_host(const saga_tensor *t, void *host) {
         return SAGA_OK;
     SAGA_CHECK(host, SAGA_ERR_INVALID_ARG, "saga_tensor_to_host: host buffer is NULL");
     /* pending work on any stream may still write the tensor */
-    saga_ctx_flush(t->lazy);
+    flush_lazy(t);
     SAGA_TRY(saga_backend_synchronize(t->be));
     saga_stream *s = saga_backend_default_stream(t->be);
     SAGA_TRY(saga_memcpy_d2h_async(s, host, t->data, t->nbytes));
@@ -152,11 +158,11 @@ size_t saga_tensor_nbytes(const saga_tensor *t) {
     return t->nbytes;
 }
 void *saga_tensor_data(saga_tensor *t) {
-    saga_ctx_flush(t->lazy);
+    flush_lazy(t);
     return t->data;
 }
 const void *saga_tensor_cdata(const saga_tensor *t) {
-    saga_ctx_flush(t->lazy);
+    flush_lazy(t);
     return t->data;
 }
 saga_backend *saga_tensor_backend(const saga_tensor *t) {

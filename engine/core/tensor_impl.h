@@ -26,11 +26,10 @@ struct saga_tensor {
     bool borrowed;         /* saga_ctx_wrap: data belongs to someone else (not freed, not cached) */
     struct saga_ctx *lazy; /* the context whose deferred product has not yet written data
                             * (saga_ctx_set_defer), else NULL */
+    /* set with lazy, by the context: runs lazy's deferred product. tensor.c calls it before it
+     * reads data, so that core never calls up into the layer that defers */
+    void (*lazy_flush)(struct saga_ctx *c);
 };
-
-/* Runs context c's deferred product (saga_ctx_set_defer in nn_impl.h), if any; its kernel's
- * error becomes the context's. Nothing for c NULL. */
-void saga_ctx_flush(struct saga_ctx *c);
 
 /* SAGA_ERR_INVALID_ARG (with the message) for an unknown dtype, a negative dimension or a size
  * past the address space; used by every place that makes tensors. */

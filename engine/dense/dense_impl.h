@@ -1,7 +1,9 @@
-/* dense_impl.h - what the two files of the tiled MLP (saga_dense.h) share: tiles, layers, the
- * steps of a stage's plan, stage boundaries, stages and struct saga_mlp; and the functions that
- * mlp.c (tiles, the planner, a stage's steps) and pipeline.c (stages on several devices, their
- * threads and boundaries) call across them. Internal to saga. */
+/* dense_impl.h - what the files of the tiled MLP (saga_dense.h) share: tiles, layers, the steps
+ * of a stage's plan, stage boundaries, stages and struct saga_mlp; and the functions that mlp.c
+ * (tiles, the planner, the network's construction) and pipeline.c (stages on several devices,
+ * their threads and boundaries) call across them, those of stage_ops.c (a stage's host arrays,
+ * its steps and the passes of a tile) included. mlp.c calls into pipeline.c and stage_ops.c,
+ * pipeline.c into stage_ops.c, and stage_ops.c into neither. Internal to saga. */
 #pragma once
 
 #include "saga_dense.h"
@@ -150,7 +152,12 @@ static inline bool dense_here(const saga_mlp *m, int32_t q) {
     return m->me < 0 || q == m->me;
 }
 
-/* ---- mlp.c -------------------------------------------------------------------------------- */
+/* The block of h_l or d_l (a: the stage's h or d) in ring slot r of a stage. */
+static inline saga_blk **dense_slot(const stage *sg, saga_blk **a, int32_t r, int32_t l) {
+    return a + (size_t)r * (size_t)(sg->m->L + 1) + (size_t)l;
+}
+
+/* ---- stage_ops.c -------------------------------------------------------------------------- */
 
 /* Whether the pipeline keeps two weight versions (PipeDream-2BW). */
 bool dense_two_bw(const saga_mlp *m);

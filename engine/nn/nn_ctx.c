@@ -337,6 +337,7 @@ bool saga_ctx_defer(saga_ctx *c, saga_tensor *out, saga_lazy_fn fn, const void *
     c->lazy_out = out;
     c->lazy_at = c->n_tensors - 1;
     out->lazy = c;
+    out->lazy_flush = saga_ctx_flush; /* what core calls before it reads out's data */
     return true;
 }
 

@@ -80,6 +80,9 @@ bool saga_tensor_needs_grad(const saga_tensor *t);
  * needs the gradient alone; its forward steps have the stage's output written straight where it
  * goes (saga_ctx_flush_to). */
 void saga_ctx_set_defer(saga_ctx *c, bool on);
+/* Runs context c's deferred product, if any; its kernel's error becomes the context's. Nothing
+ * for c NULL. */
+void saga_ctx_flush(saga_ctx *c);
 /* When t is c's deferred product: runs it with its output written to dst (device memory of t's
  * size) instead of t's buffer, which stays unwritten (t must not be read after), and returns 1.
  * 0 when t is not deferred (the caller copies it); the context's error when the kernel fails. */
