@@ -829,10 +829,34 @@ fail:
     return st;
 }
 
+/* Waits for the loads in flight of the blocks no running step holds. */
+static saga_status wait_loads(saga_sched *s) {
+    for (int i = 0; i < s->n_blocks; i++) {
+        saga_blk *b = s->blocks[i];
+        if (b->loading && !b->pinned) {
+            saga_status st = wait_copy(s, b);
+            if (st < 0)
+                return st;
+        }
+    }
+    return SAGA_OK;
+}
+
 bool saga_sched_give_back(saga_sched *s, size_t bytes) {
     size_t freed = 0;
+    bool waited = false;
     while (freed < bytes) {
         saga_blk *v = victim(s, -1);
+        if (!v && !waited) {
+            /* the blocks left may be loads in flight (prefetched for later steps): once the copy
+             * stream has finished them they can go */
+            waited = true;
+            bool loading = false;
+            for (int i = 0; i < s->n_blocks; i++)
+                loading = loading || (s->blocks[i]->loading && !s->blocks[i]->pinned);
+            if (loading && wait_loads(s) == SAGA_OK)
+                continue;
+        }
         if (!v || evict(s, v, false) < 0)
             break;
         freed += v->bytes;

@@ -979,12 +979,14 @@ fail:
 static size_t tail_pair_bytes(const saga_net *n, int p, int32_t R, int64_t m, int32_t NH,
                               int64_t tm, bool streamed) {
     const int S = n->n_stages;
-    int64_t outs = 0;
+    /* each stage's tensors hold its rows' input and output (a vertex stage's function copies
+     * its input, under dropout) with their gradients */
+    int64_t cols = 0;
     for (int s = p; s < S - 1; s++)
-        outs += n->stages[s].out_cols;
+        cols += n->stages[s].in_cols + n->stages[s].out_cols;
     return net_rows_block_bytes(R, m, NH, true, true, streamed, 0, n->stages[S - 1].in_cols,
-                                n->stages[S - 1].out_cols) +
-           net_rows_block_bytes(NH, tm, n->n, false, streamed, streamed, 0, 0, outs);
+                                n->stages[S - 1].in_cols + n->stages[S - 1].out_cols) +
+           net_rows_block_bytes(NH, tm, n->n, false, streamed, streamed, 0, 0, cols);
 }
 
 /* The first stage a tail could start at (see loss_block_build): with loss rows and a fused last
@@ -1098,21 +1100,6 @@ static bool head_fits_tail(const saga_net *n, int p) {
     return p == 1 && n->stages[0].kind == STAGE_VERTEX;
 }
 
-/* What the head's blocks hold on the device: the input of the NH rows marked in pos (>= 0), as
- * a CSR or dense rows in the transfer precision, and their graph ids. */
-static size_t head_bytes(const saga_net *n, const int32_t *pos, int32_t NH) {
-    size_t bytes = (size_t)NH * sizeof(int32_t);
-    if (!n->sparse)
-        return bytes + (size_t)NH * (size_t)n->in_cols * sizeof(float);
-    bytes += ((size_t)NH + 1) * sizeof(int64_t);
-    for (int32_t v = 0; v < n->n; v++)
-        if (pos[v] >= 0) {
-            int32_t g = n->ids ? n->ids[v] : v;
-            bytes += (size_t)(n->xs_off[g + 1] - n->xs_off[g]) * (sizeof(int32_t) + sizeof(float));
-        }
-    return bytes;
-}
-
 /* n->hblk over the rows of the tail's halo (tb->hids, increasing in the net's order): per part,
  * the slice of them in its rows, with their graph ids and their input (a CSR copied by
  * net_sparse_fill, or dense rows packed from the host rows as they load). */
@@ -1138,40 +1125,40 @@ fail:
     return st;
 }
 
-/* n->lblk: the block of the loss rows for the last stage, on one rank, when that stage is a
- * fused program. Its rows are the loss rows, in increasing order, with their in-edges.
+/* A streamed net's blocks on the loss rows' side, on one rank (in memory the chains do this for
+ * any model: net_chain.c).
  *
- * In memory (rows are graph ids) its halo is every vertex unless a tail is built, and it is built
- * when its host arrays fit in what the budget leaves beside the step (left; budget 0: none).
- * Streamed, it is built when the last stage's input is resident (full[S-1] on the device) and it
- * is no larger than the largest step of a part (step, with its tensors): one training step then
- * runs the last stage on the loss rows, the loss and their backward, instead of a step of each
- * per part over every row. Its halo is the rows and their sources, gathered from full[S-1] by
- * their ids (hids), and their gradient is added into gfull[S-1]; uids holds the rows' graph ids.
+ * n->lblk: the block of the loss rows for the last stage, when that stage is a fused program whose
+ * input is resident (full[S-1] on the device) and the block is no larger than the largest step of
+ * a part (step, with its tensors): one training step then runs the last stage on the loss rows,
+ * the loss and their backward, instead of a step of each per part over every row. Its rows are
+ * the loss rows, increasing in the net's order, with their in-edges; its halo is the rows and
+ * their sources, gathered from full[S-1] by their ids (hids), and their gradient is added into
+ * gfull[S-1]; uids holds the rows' graph ids.
  *
  * n->tblk, the tail: when the last stage before it that is a program (tail_stage, p) is followed
  * by vertex stages alone, the loss reads only the rows of lblk's halo from stage p's output, and
  * those read only their sources from its input. The tail's block holds lblk's halo as its rows,
- * with their in-edges, for stage p, over every vertex (its sources are ids); streamed its rows'
- * graph ids (uids) name them for dropout. Stages p .. S-2 then train on those rows and the last
- * stage on the loss rows, in memory and streamed in the one step, which reads stage p's whole
- * input (full[p]) and adds into its whole gradient (gfull[p]); lblk's halo is then the tail's
- * rows. Built when both blocks fit as lblk alone must, streamed in a part's largest step and what
- * the budget leaves beside it. */
-static saga_status loss_block_build(saga_net *n, size_t budget, size_t left, size_t step) {
+ * with their in-edges, for stage p, over every vertex (its sources are ids), and their graph ids
+ * (uids) for dropout. Stages p .. S-2 then train on those rows and the last stage on the loss
+ * rows in the one step, which reads stage p's whole input (full[p]) and adds into its whole
+ * gradient (gfull[p]); lblk's halo is then the tail's rows. Built when the parts' steps were
+ * planned with it (parts_train_below). With a head (head_fits_tail, and the tail reading at most
+ * net_demand_cap rows), the tail has its own halo, the rows stage 0 trains on (head_build). */
+static saga_status loss_block_build(saga_net *n, size_t left, size_t step) {
     saga_status st = SAGA_OK;
     int32_t *rows = NULL, *pos = NULL, *tpos = NULL, *trows = NULL;
     const int S = n->n_stages;
     const stage *sg = &n->stages[S - 1];
-    const bool streamed = n->streamed;
-    if (!n->loss_rows || sg->kind != STAGE_PROGRAM || !saga_prog_fused(&sg->p))
+    if (!n->streamed || n->dist || !n->loss_rows || sg->kind != STAGE_PROGRAM ||
+        !saga_prog_fused(&sg->p))
         return SAGA_OK;
     const int p = tail_stage(n);
     const bool last_whole = n->resident && n->resident[S - 1];
-    if (streamed ? n->dist || (!last_whole && p < 0) : n->ids != NULL)
+    if (!last_whole && p < 0)
         return SAGA_OK;
     const int32_t R = n->n_loss_rows, N = n->n;
-    /* the rows in the net's order (streamed nets are renumbered part by part), increasing */
+    /* the rows in the net's order (renumbered part by part), increasing */
     SAGA_TRY(saga_alloc_array((void **)&rows, R ? (size_t)R : 1, sizeof(int32_t), "loss rows"));
     SAGA_TRY(saga_alloc_array((void **)&pos, (size_t)N + 1, sizeof(int32_t), "loss rows"));
     for (int32_t v = 0; v < N; v++)
@@ -1187,7 +1174,7 @@ static saga_status loss_block_build(saga_net *n, size_t budget, size_t left, siz
     /* the tail: its rows are lblk's own halo; for a head, it has its own halo too (the rows
      * stage 0 then trains on) */
     const bool try_head = p >= 0 && head_fits_tail(n, p);
-    bool head = false;
+    bool head = false, tail = false;
     if (p >= 0) {
         SAGA_TRY(saga_alloc_array((void **)&trows, (size_t)NH + 1, sizeof(int32_t), "loss rows"));
         SAGA_TRY(saga_alloc_array((void **)&tpos, (size_t)N + 1, sizeof(int32_t), "loss rows"));
@@ -1195,68 +1182,48 @@ static saga_status loss_block_build(saga_net *n, size_t budget, size_t left, siz
             if (pos[v] >= 0)
                 trows[pos[v]] = v;
         net_rows_halo(n->h_off, n->h_src, N, trows, NH, try_head, tpos, &tm, &TH);
-    }
-    const int64_t cols = sg->in_cols, out = sg->out_cols;
-    bool own = streamed;
-    size_t bytes = net_rows_block_bytes(R, m, streamed ? NH : N, own, own, streamed, NH, cols, out);
-    size_t room = streamed ? step : budget ? left : SIZE_MAX;
-    bool tail = false;
-    if (p >= 0) {
-        /* with the tail, lblk gathers nothing: its halo is the tail's rows */
-        size_t both = tail_pair_bytes(n, p, R, m, NH, tm, streamed);
-        size_t troom = streamed ? step + left : room;
-        /* streamed, the parts' steps were planned with it or without it (parts_train_below) */
-        tail = streamed ? n->parts_below == p : both <= troom;
+        /* the parts' steps were planned with it or without it (parts_train_below) */
+        tail = n->parts_below == p;
         /* the head: not when the tail reads nearly every row (its copy of the input would save
-         * little); streamed its blocks are smaller than the parts' input blocks they stand for,
-         * in memory they are more and must fit beside the tail */
-        head = try_head && tail && TH <= N - N / 8 &&
-               (streamed || both + head_bytes(n, tpos, TH) <= troom);
+         * little) */
+        head = try_head && tail && TH <= net_demand_cap(N);
         if (try_head && !head) /* the tail over every vertex after all */
             net_rows_halo(n->h_off, n->h_src, N, trows, NH, false, tpos, &tm, &TH);
         if (!tail)
             saga_log(SAGA_LOG_INFO,
                      "net: stages %d to %d run every row (their %zu bytes over the rows the loss "
                      "reads do not fit in %zu)",
-                     p, S - 2, both, troom);
+                     p, S - 2, tail_pair_bytes(n, p, R, m, NH, tm, true), step + left);
     }
-    if (!tail && streamed && !last_whole)
+    if (!tail && !last_whole)
         goto fail; /* the last stage's input is not on the device for its one step */
-    if (!tail && bytes > room) {
+    const size_t bytes =
+        net_rows_block_bytes(R, m, NH, true, true, true, NH, sg->in_cols, sg->out_cols);
+    if (!tail && bytes > step) {
         saga_log(SAGA_LOG_INFO,
                  "net: the last stage runs every row (its %zu bytes over the loss rows do not fit "
-                 "in the %zu %s)",
-                 bytes, room, streamed ? "of a part's largest step" : "the budget leaves");
+                 "in the %zu of a part's largest step)",
+                 bytes, step);
         goto fail;
     }
-    if (tail && !streamed) {
-        own = true;
-    } else if (!own) {
-        net_rows_halo(n->h_off, n->h_src, N, rows, R, false, pos, &m, &NH); /* over every vertex */
-    }
-    SAGA_TRY(net_rows_block(n, &n->lblk, rows, R, own, own, pos, m, NH, sg));
+    SAGA_TRY(net_rows_block(n, &n->lblk, rows, R, true, true, pos, m, NH, sg));
     if (tail) {
-        SAGA_TRY(net_rows_block(n, &n->tblk, trows, NH, head, streamed || head, tpos, tm, TH,
-                                &n->stages[p]));
+        SAGA_TRY(net_rows_block(n, &n->tblk, trows, NH, head, true, tpos, tm, TH, &n->stages[p]));
         n->tail_s = p;
         if (head)
             SAGA_TRY(head_build(n, n->tblk));
         saga_log(SAGA_LOG_INFO,
                  "net: stages %d to %d train on the %d rows the loss reads (%lld edges), the "
-                 "last on %d loss rows (%lld edges) in %s",
-                 p, S - 2, (int)NH, (long long)tm, (int)R, (long long)m,
-                 streamed ? "one step" : "memory");
+                 "last on %d loss rows (%lld edges) in one step",
+                 p, S - 2, (int)NH, (long long)tm, (int)R, (long long)m);
         if (head)
             saga_log(SAGA_LOG_INFO, "net: stage 0 trains on the %d rows those read, of %d", (int)TH,
                      (int)N);
-    } else if (streamed) {
+    } else {
         saga_log(SAGA_LOG_INFO,
                  "net: the last stage trains on %d loss rows in one step (%lld edges of %lld, "
                  "%d halo rows)",
                  (int)R, (long long)m, (long long)n->m, (int)NH);
-    } else {
-        saga_log(SAGA_LOG_INFO, "net: the last stage trains on %d loss rows (%lld edges of %lld)",
-                 (int)R, (long long)m, (long long)n->m);
     }
 fail:
     saga_free(trows);
@@ -1510,8 +1477,9 @@ saga_status net_prepare(saga_net *n, bool train) {
         SAGA_TRY(stage_blocks(n));
     /* in memory the chains (net_run.c) run the rows a pass needs, in what the budget leaves */
     n->chain_room = !budget ? SIZE_MAX : avail > need ? avail - need : 0;
-    if (!n->pagerank && R == 1 && n->n_stages > 0 && n->streamed)
-        SAGA_TRY(loss_block_build(n, budget, avail > need ? avail - need : 0, need - res));
+    if (!n->pagerank && R == 1 && n->n_stages > 0)
+        SAGA_TRY(loss_block_build(n, avail > need ? avail - need : 0, need - res));
+
     if (n->sparse)
         net_sparse_fill(n);
     if (n->dist && !n->pagerank)
