@@ -15,7 +15,7 @@
  * that opens one more team of CPUs + 1 threads and keeps it inside its parallel region for the
  * life of the process, all asleep: libgomp's count is then above the CPUs for good. It costs a
  * few sleeping threads and no CPU time. The hot kernels are not slowed: a sleeping thread is woken
- * within microseconds, against regions of milliseconds (docs/ARCHITECTURE.md, "OpenMP's idle
+ * within microseconds, against regions of milliseconds (bench/README.md, "OpenMP's idle
  * threads", has the figures). This leans on how libgomp decides to spin (team.c and wait.h, the
  * same since GCC 4.4), not on a documented interface: if a libgomp stops doing so, the effect is
  * only that its threads spin as before.
