@@ -9,7 +9,7 @@
  * trained on (saga_net_stats.loss_rows_stages, head_rows), and with BENCH_FORWARD_ROWS the rows
  * the stages computed in each (summed over the stages).
  *
- *   bench_models DATA_DIR [EPOCHS]
+ *   bench_models DATA_DIR [EPOCHS]       (BENCH_EXPLAIN=1: each net's plan after its line)
  *
  * Uses only the public API, so that the same file builds against another version of the library
  * for a side-by-side run (bench/models.sh). */
@@ -194,6 +194,10 @@ static void run(const char *name, const saga_dataset *d, int epochs, int depth) 
         printf("  rows computed: train %lld, eval %lld (every row: %lld)", (long long)rows_train,
                (long long)rows_eval, (long long)n * (2 * depth - (gin ? depth : 0)));
     printf("\n");
+#ifdef BENCH_FORWARD_ROWS
+    if (getenv("BENCH_EXPLAIN")) /* the plan, stage by stage */
+        CHECK(saga_net_explain(net, stdout));
+#endif
     free(ld.lab);
     free(eval);
     free(out);
