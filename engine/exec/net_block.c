@@ -428,16 +428,26 @@ void net_block_free(saga_net *n, nblock *b) {
 }
 
 saga_status net_rows_input(saga_net *n, nblock *b, const int32_t *rows, int32_t P) {
+    return net_rows_input_from(n, b, rows, P, -1);
+}
+
+saga_status net_rows_input_from(saga_net *n, nblock *b, const int32_t *rows, int32_t P, int s) {
     saga_status st = SAGA_OK;
-    const int64_t cols = n->in_cols;
-    const size_t esz = n->transfer == SAGA_TRANSFER_F32 ? 4 : 2;
+    /* stage 0's input: the net's (sparse, or dense in the transfer precision); a later stage's:
+     * its f32 host rows */
+    const bool x = s <= 0;
+    const int64_t cols = x ? n->in_cols : n->stages[s].in_cols;
+    const saga_transfer half = x ? n->transfer : SAGA_TRANSFER_F32;
+    const size_t esz = half == SAGA_TRANSFER_F32 ? 4 : 2;
     b->rows = rows;
     SAGA_TRY(net_host_array(n, (void **)&b->uids, P ? (size_t)P : 1, sizeof(int32_t), "rows"));
-    for (int32_t i = 0; i < P; i++)
-        b->uids[i] = n->ids ? n->ids[rows[i]] : rows[i];
+    for (int32_t i = 0; i < P; i++) {
+        int32_t r = rows ? rows[i] : i;
+        b->uids[i] = n->ids ? n->ids[r] : r;
+    }
     if (!(b->b_ids = net_input_block(n, b->uids, (size_t)P * sizeof(int32_t), "row ids")))
         goto oom;
-    if (n->sparse) {
+    if (x && n->sparse) {
         for (int32_t i = 0; i < P; i++) {
             int32_t g = b->uids[i];
             b->x_nnz += n->xs_off[g + 1] - n->xs_off[g];
@@ -454,7 +464,8 @@ saga_status net_rows_input(saga_net *n, nblock *b, const int32_t *rows, int32_t 
             !(b->b_xval = net_input_block(n, b->xval, nb, "input values")))
             goto oom;
     } else {
-        b->xio = (rows_io){.src = n->x, .rows = rows, .n = P, .cols = cols, .half = n->transfer};
+        b->xio = (rows_io){
+            .src = x ? n->x : n->act_host[s], .rows = rows, .n = P, .cols = cols, .half = half};
         if (!(b->b_xrows = saga_sched_block(n->sched, (size_t)P * (size_t)cols * esz,
                                             SAGA_BLK_INPUT, "input rows")))
             goto oom;

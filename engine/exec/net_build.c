@@ -1475,8 +1475,13 @@ saga_status net_prepare(saga_net *n, bool train) {
         SAGA_TRY(edge_ids(n));
     if (!n->pagerank)
         SAGA_TRY(stage_blocks(n));
-    /* in memory the chains (net_run.c) run the rows a pass needs, in what the budget leaves */
-    n->chain_room = !budget ? SIZE_MAX : avail > need ? avail - need : 0;
+    /* the chains (net_chain.c) run the rows a pass needs: in memory in what the budget leaves
+     * beside the whole step; streamed after the parts' steps, in half of what the resident
+     * stages leave (the other half for the chain's tensors) */
+    n->chain_room = !budget        ? SIZE_MAX
+                    : !n->streamed ? (avail > need ? avail - need : 0)
+                    : avail > res  ? (avail - res) / 2
+                                   : 0;
     if (!n->pagerank && R == 1 && n->n_stages > 0)
         SAGA_TRY(loss_block_build(n, avail > need ? avail - need : 0, need - res));
 

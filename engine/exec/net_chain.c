@@ -1,4 +1,4 @@
-/* net_chain.c - a net in memory over the rows one demand needs (net_chain.h). */
+/* net_chain.c - a net's stages over the rows one demand needs (net_chain.h). */
 #include "net_chain.h"
 
 #include <string.h>
@@ -15,31 +15,39 @@ static size_t stage_bytes(const saga_net *n, int s, int32_t r, int64_t m, int32_
     return b;
 }
 
-static size_t input_bytes(const saga_net *n, const int32_t *rows, int32_t r) {
+/* Device bytes of the rows (r of them; rows NULL: the first r) of stage s's input gathered into
+ * a block: the net's input for s == 0 (dense in the transfer precision, or a CSR), else f32. */
+static size_t input_bytes(const saga_net *n, int s, const int32_t *rows, int32_t r) {
     size_t b = (size_t)r * sizeof(int32_t);
+    if (s > 0)
+        return b + (size_t)r * (size_t)n->stages[s].in_cols * sizeof(float);
     if (!n->sparse)
         return b + (size_t)r * (size_t)n->in_cols *
                        (n->transfer == SAGA_TRANSFER_F32 ? sizeof(float) : sizeof(uint16_t));
     b += ((size_t)r + 1) * sizeof(int64_t);
     for (int32_t i = 0; i < r; i++) {
-        int32_t g = n->ids ? n->ids[rows[i]] : rows[i];
+        int32_t v = rows ? rows[i] : i, g = n->ids ? n->ids[v] : v;
         b += (size_t)(n->xs_off[g + 1] - n->xs_off[g]) * (sizeof(int32_t) + sizeof(float));
     }
     return b;
 }
 
-/* Stage s's rows when the stages below w compute every row (NULL: every row), and their count. */
+/* The rows level s computes (s == -1: the rows of stage 0's input read) when the chain starts
+ * at stage w: NULL for every row (*r = n). In memory the stages below w compute every row inside
+ * the chain, so their outputs are whole; streamed they run by parts and the chain reads stage
+ * w's input rows from the host, so level w - 1 keeps its demand. */
 static const int32_t *rows_of(const saga_net *n, const net_chain *ch, int s, int w, int32_t *r) {
     const int32_t *rows = s < 0 ? ch->d.in_rows : ch->d.rows[s];
     *r = s < 0 ? ch->d.n_in : ch->d.n_rows[s];
-    if ((s >= 0 && s < w) || (s < 0 && w > 0) || !rows) {
+    const bool live = s >= w || (s == w - 1 && (w == 0 || ch->streamed));
+    if (!live || !rows) {
         *r = n->n;
         return NULL;
     }
     return rows;
 }
 
-/* The chain's bytes when the stages below w compute every row. */
+/* The chain's bytes when it starts at stage w. */
 static size_t chain_bytes(const saga_net *n, const net_chain *ch, int w) {
     size_t total = 0;
     for (int s = w; s < n->n_stages; s++) {
@@ -50,10 +58,23 @@ static size_t chain_bytes(const saga_net *n, const net_chain *ch, int w) {
             total += stage_bytes(n, s, r, ch->d.n_edges[s], rp, prev != NULL);
     }
     int32_t ri;
-    const int32_t *in = rows_of(n, ch, -1, w, &ri);
-    if (in)
-        total += input_bytes(n, in, ri);
+    const int32_t *in = rows_of(n, ch, w - 1, w, &ri);
+    if (w < n->n_stages && (in || ch->streamed))
+        total += input_bytes(n, w, in, ri);
     return total;
+}
+
+/* Whether the chain cannot start at stage w: its blocks exceed the room, a vertex stage past the
+ * start reads rows its predecessor did not compute, or (streamed) no stage from w on computes
+ * fewer rows, or stage w's input stays whole on the device (resident: the parts write it there,
+ * not to the host). */
+static bool cannot_start(const saga_net *n, const net_chain *ch, int w, size_t room) {
+    if (ch->streamed) {
+        if (!ch->d.rows[w] || (n->resident && n->resident[w]))
+            return true;
+        return chain_bytes(n, ch, w) > room;
+    }
+    return chain_bytes(n, ch, w) > room || (w > 0 && n->stages[w].kind == STAGE_VERTEX);
 }
 
 /* The scheduler blocks of block b, freed. */
@@ -89,8 +110,9 @@ void net_chain_free(saga_net *n, net_chain **chp) {
     if (!ch)
         return;
     const int S = n->n_stages;
-    if (ch->blk && ch->in == ch->blk[0])
-        ch->in = NULL; /* the same block */
+    for (int s = 0; ch->blk && s < S; s++)
+        if (ch->in == ch->blk[s])
+            ch->in = NULL; /* the same block */
     block_drop(n, &ch->in);
     for (int s = 0; ch->blk && s < S; s++)
         block_drop(n, &ch->blk[s]);
@@ -116,7 +138,7 @@ fail:
 }
 
 saga_status net_chain_build(saga_net *n, net_chain **out, const int32_t *rows, int32_t R,
-                            size_t room) {
+                            size_t room, bool streamed) {
     saga_status st = SAGA_OK;
     net_chain *ch = NULL;
     int32_t *pos = NULL;
@@ -136,13 +158,14 @@ saga_status net_chain_build(saga_net *n, net_chain **out, const int32_t *rows, i
     }
     SAGA_TRY(net_demand_build(&ch->d, kinds, S, n->h_off, n->h_src, n->n, rows, rows ? R : 0,
                               net_demand_cap(n->n)));
-    /* what does not fit computes every row, from the first stage up; a vertex stage only with
-     * the stage before it (it reads its own rows of that stage's output) */
+    /* what does not fit computes every row, from the first stage up; in memory a vertex stage
+     * only with the stage before it (it reads its own rows of that stage's output) */
+    ch->streamed = streamed;
     int w = 0;
-    while (w < S && (chain_bytes(n, ch, w) > room || (w > 0 && kinds[w] == STAGE_VERTEX)))
+    while (w < S && cannot_start(n, ch, w, room))
         w++;
     ch->whole_below = w;
-    ch->bytes = chain_bytes(n, ch, w);
+    ch->bytes = w < S ? chain_bytes(n, ch, w) : 0;
     SAGA_TRY(saga_alloc_array((void **)&pos, (size_t)n->n + 1, sizeof(int32_t), "a chain"));
     for (int s = w; s < S; s++) {
         int32_t r, rp;
@@ -151,36 +174,39 @@ saga_status net_chain_build(saga_net *n, net_chain **out, const int32_t *rows, i
         if (!rs)
             continue;
         const stage *sg = &n->stages[s];
+        /* the first stage reads its input rows gathered into a block (in memory: at stage 0) */
+        const bool first = s == w && (w == 0 || streamed);
         if (sg->kind == STAGE_PROGRAM) {
-            /* over the previous stage's rows by position, or every vertex by id */
+            /* over the previous stage's rows by position, or every vertex by id; with the
+             * graph's ids of its rows where the net's order is not the graph's */
             for (int32_t v = 0; v < n->n; v++)
                 pos[v] = -1;
             for (int32_t i = 0; prev && i < rp; i++)
                 pos[prev[i]] = i;
-            SAGA_TRY(net_rows_block(n, &ch->blk[s], rs, r, prev != NULL, prev != NULL, pos,
+            SAGA_TRY(net_rows_block(n, &ch->blk[s], rs, r, prev != NULL, prev || n->ids, pos,
                                     ch->d.n_edges[s], prev ? rp : n->n, sg));
         } else {
             SAGA_TRY(saga_alloc_zeroed((void **)&ch->blk[s], 1, sizeof *ch->blk[s], "a chain"));
-            if (s == 0) {
-                ch->blk[s]->v1 = r;
-                SAGA_TRY(net_rows_input(n, ch->blk[s], rs, r));
+            ch->blk[s]->v1 = r;
+            if (first) {
+                SAGA_TRY(net_rows_input_from(n, ch->blk[s], rs, r, s));
+                ch->in = ch->blk[s];
             } else {
                 SAGA_TRY(ids_block(n, ch->blk[s], rs, r));
             }
         }
     }
     int32_t ri;
-    const int32_t *in = rows_of(n, ch, -1, w, &ri);
-    if (in && kinds[0] == STAGE_VERTEX) {
-        ch->in = ch->blk[0];
-    } else if (in) {
+    const int32_t *in = w < S ? rows_of(n, ch, w - 1, w, &ri) : NULL;
+    if (!ch->in && w < S && (in || streamed)) {
+        /* a program stage's input rows: those it reads, or every row (streamed) */
         SAGA_TRY(saga_alloc_zeroed((void **)&ch->in, 1, sizeof *ch->in, "a chain"));
-        ch->in->v1 = ch->in->n_halo = ri;
-        SAGA_TRY(net_rows_input(n, ch->in, in, ri));
+        ch->in->v1 = ch->in->n_halo = in ? ri : n->n;
+        SAGA_TRY(net_rows_input_from(n, ch->in, in, in ? ri : n->n, w));
     }
-    if (ch->in && n->sparse)
+    if (ch->in && n->sparse && w == 0)
         net_sparse_fill_block(n, ch->in);
-    const nblock *last = ch->blk[S - 1];
+    const nblock *last = w < S ? ch->blk[S - 1] : NULL;
     ch->n_out = last ? last->v1 - last->v0 : n->n;
     ch->out_ids = !last ? NULL : last->uids ? last->uids : last->self_pos;
     *out = ch;
@@ -195,8 +221,8 @@ fail:
 
 void net_chain_input_changed(saga_net *n, net_chain *ch) {
     nblock *b = ch->in;
-    if (!b)
-        return;
+    if (!b || ch->whole_below > 0)
+        return; /* none, or a later stage's rows: reloaded by every pass */
     if (n->sparse && b->x_own)
         net_sparse_fill_block(n, b);
     saga_blk *x[] = {b->b_xoff, b->b_xidx, b->b_xval, b->b_xrows};
@@ -210,15 +236,17 @@ int32_t net_chain_rows(const saga_net *n, const net_chain *ch, int s) {
     return b ? b->v1 - b->v0 : n->n;
 }
 
-bool net_chain_applies(const saga_net *n) {
-    return n->ready && n->k == 1 && !n->dist && !n->ids && n->n_stages > 0;
+bool net_chain_applies(const saga_net *n, bool train) {
+    if (!n->ready || n->dist || n->n_stages == 0 || n->pagerank)
+        return false;
+    return (n->k == 1 && !n->ids) || (!train && n->streamed);
 }
 
 saga_status net_chain_for(saga_net *n, bool train, const int32_t *want, int32_t R,
                           net_chain **out) {
     saga_status st = SAGA_OK;
     *out = NULL;
-    if (!net_chain_applies(n) || (!train && !want))
+    if (!net_chain_applies(n, train) || (!train && !want))
         return SAGA_OK;
     double t0 = saga_now();
     net_chain **ch = train ? &n->tchain : &n->echain;
@@ -228,8 +256,8 @@ saga_status net_chain_for(saga_net *n, bool train, const int32_t *want, int32_t 
     if (!*ch) {
         size_t room = n->chain_room, other = train ? 0 : n->tchain ? n->tchain->bytes : 0;
         room = room == SIZE_MAX ? room : room > other ? room - other : 0;
-        SAGA_TRY(train ? net_chain_build(n, ch, n->loss_rows, n->n_loss_rows, room)
-                       : net_chain_build(n, ch, want, R, room));
+        SAGA_TRY(train ? net_chain_build(n, ch, n->loss_rows, n->n_loss_rows, room, false)
+                       : net_chain_build(n, ch, want, R, room, n->streamed));
         n->stats.prepare_seconds += saga_now() - t0;
     }
     *out = *ch;

@@ -1,18 +1,21 @@
-/* net_chain.h - a net in memory over the rows one demand needs: each stage's block over the rows
+/* net_chain.h - a net's stages over the rows one demand needs: each stage's block over the rows
  * the demand pass (net_demand.h) gives it, chained so that a stage's output rows are the next
- * stage's input rows. Training runs it from the loss rows, evaluation from the rows read.
- * Internal to saga.
+ * stage's input rows. In memory a training pass runs one from the loss rows and an inference of
+ * chosen rows one from those; streamed, an inference of chosen rows runs the stages that need
+ * every row by parts and the rest on a chain, which reads its first stage's input rows from the
+ * host. Internal to saga.
  *
  *   net_chain *ch;
- *   SAGA_TRY(net_chain_build(n, &ch, rows, R, room)); // n prepared, in memory, one rank
- *   // stage s runs on ch->blk[s] (NULL: the net's whole block), stage 0 reads ch->in's rows
- *   net_chain_free(n, &ch);
+ *   SAGA_TRY(net_chain_for(n, train, want, R, &ch)); // n prepared, one rank; NULL: no chain
+ *   // stage s >= ch->whole_below (streamed) or every stage (in memory) runs on ch->blk[s]
+ *   // (NULL: the net's whole block), the first reading ch->in's rows
  *
  * A program stage's block lists its rows with their in-edges over a halo that is the previous
  * stage's rows (their positions), or every vertex when that stage computes every row; a vertex
  * stage's block names its rows (graph ids for dropout). The cap of net_demand widens a demand of
  * nearly every row to every row. When the blocks do not fit in the room given, the stages from
- * the first on compute every row until they do (a vertex stage with its predecessor). */
+ * the first on compute every row until they do (in memory a vertex stage with its predecessor;
+ * streamed, by parts, never from a stage whose input stays whole on the device). */
 #pragma once
 
 #include "net_demand.h"
@@ -24,6 +27,8 @@ extern "C" {
 #pragma GCC visibility push(hidden)
 
 typedef struct net_chain {
+    bool streamed; /* a streamed net's: the stages below whole_below run by parts, and the
+                    * chain reads its first stage's input rows from the host */
     int32_t *want; /* the output rows it was built for: the net's order, increasing, distinct */
     int32_t n_want;
     net_demand d; /* pass 1; the stages below `whole_below` compute every row regardless */
@@ -39,13 +44,14 @@ typedef struct net_chain {
  * net's order; rows NULL: every row), with blocks of at most room bytes (SIZE_MAX: no limit).
  * Errors: SAGA_ERR_OUT_OF_MEMORY, SAGA_ERR_UNSUPPORTED (a batched stage over 2^31 edges). */
 saga_status net_chain_build(saga_net *n, net_chain **out, const int32_t *rows, int32_t R,
-                            size_t room);
+                            size_t room, bool streamed);
 /* Frees the chain and its scheduler blocks (between passes). */
 void net_chain_free(saga_net *n, net_chain **ch);
 /* The input changed: the chain's own copies of its rows refilled and reloaded. */
 void net_chain_input_changed(saga_net *n, net_chain *ch);
-/* Whether prepared net n runs its passes on chains: in memory on one rank, with stages. */
-bool net_chain_applies(const saga_net *n);
+/* Whether prepared net n runs a pass (training or not) on a chain: in memory on one rank, or an
+ * inference of chosen rows streamed on one rank. */
+bool net_chain_applies(const saga_net *n, bool train);
 /* The chain of a call (*out): training, from the loss rows (n->tchain, every row without them);
  * inference of the rows want (R, increasing and distinct), n->echain, kept while they stay the
  * same; NULL where chains do not apply or for inference of every row. A new one's time counts as

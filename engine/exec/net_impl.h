@@ -308,6 +308,9 @@ saga_status net_rows_block(saga_net *n, nblock **out, const int32_t *rows, int32
  * (b_ids) and their input, as a CSR (filled by net_sparse_fill_block) or dense rows packed from
  * the host as they load (b_xrows). */
 saga_status net_rows_input(saga_net *n, nblock *b, const int32_t *rows, int32_t P);
+/* The same for stage s's input (s <= 0: the net's input, as net_rows_input): a later stage's
+ * f32 rows packed from its host array (act_host[s]) as the block loads; rows NULL: the first P. */
+saga_status net_rows_input_from(saga_net *n, nblock *b, const int32_t *rows, int32_t P, int s);
 /* Frees block b's arrays (not its scheduler blocks, which go with the scheduler). */
 void net_block_free(saga_net *n, nblock *b);
 

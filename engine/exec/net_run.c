@@ -120,8 +120,10 @@ static void use_input(saga_net *n, int t, const nblock *b, int32_t d) {
     saga_sched_use(n->sched, t, b->b_xval, SAGA_USE_READ, 0);
 }
 
-/* Records the plan of a forward pass (and, training, the loss and the backward pass). */
-static saga_status plan(saga_net *n, bool train, stepdesc **out, int *n_out) {
+/* Records the plan of a forward pass (and, training, the loss and the backward pass); an
+ * inference whose later stages run on a chain (net_chain.h) stops before stage s_end, whose
+ * input the parts then write back to the host for it (s_end == n_stages: every stage). */
+static saga_status plan(saga_net *n, bool train, int s_end, stepdesc **out, int *n_out) {
     saga_status st = SAGA_OK;
     int S = n->n_stages;
     int32_t k = n->k, lo = n->d_lo, hi = n->d_hi;
@@ -134,7 +136,7 @@ static saga_status plan(saga_net *n, bool train, stepdesc **out, int *n_out) {
      * with the tail's, the stages' from the tail's first */
     nblock *lb = train && n->streamed ? n->lblk : NULL;
     nblock *tb = lb ? n->tblk : NULL;
-    int S_fwd = tb ? n->tail_s : lb ? S - 1 : S;
+    int S_fwd = tb ? n->tail_s : lb ? S - 1 : s_end;
     for (int s = 0; s < S_fwd; s++) {
         const stage *sg = &n->stages[s];
         bool first = true;
@@ -169,8 +171,9 @@ static saga_status plan(saga_net *n, bool train, stepdesc **out, int *n_out) {
             if (resident(n, s + 1))
                 use_whole(n, t, n->full[s + 1], first);
             else
-                saga_sched_use(sc, t, n->act[s + 1][d], SAGA_USE_WRITE,
-                               needs_writeback(n, s + 1, train) ? SAGA_USE_WRITEBACK : 0);
+                saga_sched_use(
+                    sc, t, n->act[s + 1][d], SAGA_USE_WRITE,
+                    needs_writeback(n, s + 1, train) || s + 1 == s_end ? SAGA_USE_WRITEBACK : 0);
             sd[cnt++] = (stepdesc){PH_FWD, s, d, x, first};
             first = false;
         }
@@ -708,12 +711,17 @@ static saga_status run_chain(saga_net *n, net_chain *ch, bool train, double *los
     saga_sched *sc = n->sched;
     nblock *whole = &n->blk[0];
     const int S = n->n_stages;
+    /* streamed, the parts ran the stages before the chain's first */
+    const int s0 = ch->streamed ? ch->whole_below : 0;
     saga_tape_pos mark = saga_tape_mark(c);
     saga_sched_plan_begin(sc);
     int t = saga_sched_step(sc);
     nblock *ib = ch->in ? ch->in : whole;
-    use_input(n, t, ib, 0);
-    for (int s = 0; s < S; s++) {
+    if (s0 == 0)
+        use_input(n, t, ib, 0);
+    else
+        saga_sched_use(sc, t, ib->b_xrows, SAGA_USE_READ, 0);
+    for (int s = s0; s < S; s++) {
         nblock *b = ch->blk[s] ? ch->blk[s] : whole;
         if (n->stages[s].kind == STAGE_PROGRAM) {
             if (train)
@@ -724,14 +732,17 @@ static saga_status run_chain(saga_net *n, net_chain *ch, bool train, double *los
         if (ch->blk[s] && b->b_ids && b->b_ids != b->b_self)
             saga_sched_use(sc, t, b->b_ids, SAGA_USE_READ, 0);
     }
-    if (ch->in && ch->in != ch->blk[0])
+    if (ch->in && ch->in != ch->blk[s0])
         saga_sched_use(sc, t, ch->in->b_ids, SAGA_USE_READ, 0);
     SAGA_TRY(saga_sched_plan_end(sc));
     SAGA_TRY(saga_sched_begin(sc, t));
     saga_sparse xs_, *xs = NULL;
     saga_tensor *h = NULL;
-    SAGA_TRY(stage_input(n, 0, 0, ib, &h, &xs_, &xs));
-    for (int s = 0; s < S && (h || (s == 0 && xs)); s++) {
+    if (s0 == 0)
+        SAGA_TRY(stage_input(n, 0, 0, ib, &h, &xs_, &xs));
+    else /* f32 rows from the host */
+        h = wrap(n, ib->b_xrows, SAGA_F32, ib->v1 - ib->v0, n->stages[s0].in_cols);
+    for (int s = s0; s < S && (h || (s == 0 && xs)); s++) {
         n->stages[s].rng = saga_ctx_rng_counter(c);
         nblock *b = ch->blk[s] ? ch->blk[s] : whole;
         h = stage_rows(n, s, b, h, s == 0 ? xs : NULL, NULL, NULL, train ? VIEW_TAPED : VIEW_FWD);
@@ -841,11 +852,11 @@ static saga_status run(saga_net *n, bool train, const int32_t *want, int32_t R, 
                 memset(n->grad_host[s], 0,
                        (size_t)n->n * (size_t)n->stages[s - 1].out_cols * sizeof(float));
     saga_ctx_train(c, train);
-    if (ch) {
+    if (ch && !ch->streamed) {
         SAGA_TRY(run_chain(n, ch, train, &loss, out));
         n_sd = 0;
     } else {
-        SAGA_TRY(plan(n, train, &sd, &n_sd));
+        SAGA_TRY(plan(n, train, ch ? ch->whole_below : S, &sd, &n_sd));
     }
     uint64_t rng_after = saga_ctx_rng_counter(c);
     /* one kind of pass decides: training once the net trains (its inference passes, an
@@ -890,6 +901,13 @@ static saga_status run(saga_net *n, bool train, const int32_t *want, int32_t R, 
     if (train)
         saga_ctx_set_rng_counter(c, rng_after);
     SAGA_TRY(saga_sched_finish(n->sched));
+    if (ch && ch->streamed) {
+        /* the parts wrote the chain's input rows back to the host: its step reads them */
+        if (ch->whole_below > 0 && ch->in->b_xrows)
+            saga_blk_host_changed(ch->in->b_xrows);
+        SAGA_TRY(run_chain(n, ch, false, &loss, out));
+        SAGA_TRY(saga_sched_finish(n->sched));
+    }
     SAGA_TRY(saga_backend_synchronize(n->be));
     if (tune)
         saga_idle_tuner_end(tune, train ? "net: training passes" : "net: inference passes");
@@ -965,7 +983,21 @@ saga_status saga_net_forward_rows(saga_net *n, const int32_t *vertices, int64_t 
                    (int)vertices[i], (long long)i, (int)n->n - 1);
     const int64_t C = n->stages[n->n_stages - 1].out_cols;
     SAGA_TRY(net_prepare(n, false));
-    if (!net_chain_applies(n)) {
+    /* the rows in the net's order (the parts renumber a streamed net's), distinct, increasing */
+    const int32_t *inv = n->part ? n->part->inverse : NULL;
+    SAGA_TRY(saga_alloc_array((void **)&want, count ? (size_t)count : 1, sizeof *want,
+                              "saga_net_forward_rows"));
+    for (int64_t i = 0; i < count; i++)
+        want[i] = inv ? inv[vertices[i]] : vertices[i];
+    qsort(want, (size_t)count, sizeof *want, cmp_i32);
+    int32_t R = 0;
+    for (int64_t i = 0; i < count; i++)
+        if (R == 0 || want[i] != want[R - 1])
+            want[R++] = want[i];
+    net_chain *ch = NULL;
+    if ((!n->ids || inv) && net_chain_applies(n, false))
+        SAGA_TRY(net_chain_for(n, false, want, R, &ch));
+    if (!ch || ch->whole_below == n->n_stages) {
         /* every row runs; the rows asked for are picked */
         SAGA_TRY(saga_alloc_array((void **)&y, (size_t)n->n * (size_t)C + 1, sizeof(float),
                                   "saga_net_forward_rows"));
@@ -974,20 +1006,12 @@ saga_status saga_net_forward_rows(saga_net *n, const int32_t *vertices, int64_t 
             memcpy(out + i * C, y + (int64_t)vertices[i] * C, (size_t)C * sizeof(float));
         goto fail;
     }
-    /* in memory the net's rows are the graph's ids: the distinct rows, increasing */
-    SAGA_TRY(saga_alloc_array((void **)&want, count ? (size_t)count : 1, sizeof *want,
-                              "saga_net_forward_rows"));
-    memcpy(want, vertices, (size_t)count * sizeof *want);
-    qsort(want, (size_t)count, sizeof *want, cmp_i32);
-    int32_t R = 0;
-    for (int64_t i = 0; i < count; i++)
-        if (R == 0 || want[i] != want[R - 1])
-            want[R++] = want[i];
     SAGA_TRY(saga_alloc_array((void **)&y, (size_t)R * (size_t)C + 1, sizeof(float),
                               "saga_net_forward_rows"));
     SAGA_TRY(run(n, false, want, R, NULL, y));
     for (int64_t i = 0; i < count; i++) {
-        const int32_t *at = bsearch(&vertices[i], want, (size_t)R, sizeof *want, cmp_i32);
+        const int32_t r = inv ? inv[vertices[i]] : vertices[i];
+        const int32_t *at = bsearch(&r, want, (size_t)R, sizeof *want, cmp_i32);
         memcpy(out + i * C, y + (at - want) * C, (size_t)C * sizeof(float));
     }
 fail:

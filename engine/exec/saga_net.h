@@ -166,10 +166,11 @@ saga_status saga_net_set_input_auto(saga_net *n, const float *x, int64_t cols, d
  * its width, row v for vertex v), or nowhere when out is NULL. */
 saga_status saga_net_forward(saga_net *n, float *out);
 /* Inference of chosen rows: the last stage's output of vertices[i] into row i of out (count x
- * its width; ids may repeat). In memory on one rank the stages compute only the rows these read
- * (their in-neighbours, as deep as the stages go; the plan is kept while the rows stay the same);
- * streamed or over several ranks every row runs and these are picked. Errors:
- * SAGA_ERR_INVALID_ARG for an id outside 0..n-1. */
+ * its width; ids may repeat). On one rank the stages compute only the rows these read (their
+ * in-neighbours, as deep as the stages go; the plan is kept while the rows stay the same): in
+ * memory all of them; streamed, the stages that need (nearly) every row run by parts and the
+ * rest in one step over the rows read. Over several ranks every row runs and these are picked.
+ * Errors: SAGA_ERR_INVALID_ARG for an id outside 0..n-1. */
 saga_status saga_net_forward_rows(saga_net *n, const int32_t *vertices, int64_t count, float *out);
 /* One training pass: forward with dropout, the loss, backward; the parameters' gradients are
  * added to (the caller's optimizer steps them). *loss = the sum of the blocks' losses. */
