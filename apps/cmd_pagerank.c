@@ -16,6 +16,7 @@ enum {
     OPT_OUT_ALIAS_,
     OPT_ALLOW_UNCONVERGED,
     OPT_TRACE,
+    OPT_EXPLAIN,
     OPT_DEVICE,
     OPT_EXEC, /* the CLI_EXEC_N_OPTS options of CLI_EXEC_OPTS */
 };
@@ -33,6 +34,9 @@ static const cli_opt pagerank_opts[] = {
      "Write one JSON line per copy the block scheduler makes and per step it computes (as "
      "`saga gcn --trace`), for `saga plot`'s timeline; a streamed run has the steps. Rank 0 "
      "only."},
+    {"explain", 0, NULL, NULL,
+     "Print the net's plan to stderr after the run: in memory or streamed in parts, with the "
+     "halo rows an iteration reads. Rank 0 only."},
     {"device", 0, "DEV", NULL,
      CLI_DEVICE_HELP " PageRank runs through the graph executor on every device: in memory "
                      "(rows in out-degree order, one kernel per iteration) or streamed."},
@@ -148,7 +152,7 @@ fail:
  * streamed under --device-mem, over the ranks of comm. */
 static saga_status pagerank_exec(double **scores, pr_result *r, saga_net_stats *ns,
                                  const saga_graph *g, const pr_opts *po, saga_backend *be,
-                                 const cli_exec *ea, saga_comm *comm, FILE *trace) {
+                                 const cli_exec *ea, saga_comm *comm, FILE *trace, bool explain) {
     saga_status st = SAGA_OK;
     saga_ctx *c = NULL;
     saga_net *net = NULL;
@@ -163,6 +167,8 @@ static saga_status pagerank_exec(double **scores, pr_result *r, saga_net_stats *
     SAGA_TRY(saga_net_pagerank(net, po->damping, po->tol, po->max_iters, x, &r->iterations,
                                &r->l1_change));
     saga_net_get_stats(net, ns);
+    if (explain && saga_comm_rank(comm) == 0)
+        SAGA_TRY(saga_net_explain(net, stderr));
     r->seconds = ns->iterate_seconds; /* the iterations alone */
     r->converged = r->l1_change < po->tol;
     *scores = x;
@@ -179,7 +185,7 @@ static int pagerank_main(int argc, char **argv) {
     const char *arg = NULL;
     const char *out_path = NULL, *trace_path = NULL;
     FILE *trace = NULL;
-    bool allow_unconverged = false;
+    bool allow_unconverged = false, explain = false;
     pr_opts po = pr_opts_defaults();
     int64_t v = 0, k = 10;
     cli_exec ea = cli_exec_defaults();
@@ -211,6 +217,9 @@ static int pagerank_main(int argc, char **argv) {
             break;
         case OPT_ALLOW_UNCONVERGED:
             allow_unconverged = true;
+            break;
+        case OPT_EXPLAIN:
+            explain = true;
             break;
         case OPT_DEVICE:
             device = arg;
@@ -259,7 +268,7 @@ static int pagerank_main(int argc, char **argv) {
         agreed = false;
         goto fail;
     }
-    if (pagerank_exec(&x, &r, &ns, g, &po, be, &ea, comm, trace) < 0) {
+    if (pagerank_exec(&x, &r, &ns, g, &po, be, &ea, comm, trace, explain) < 0) {
         agreed = false;
         goto fail;
     }

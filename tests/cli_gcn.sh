@@ -23,6 +23,14 @@ done
 [ "$(json_get 'j["test_accuracy"] > 0.5')" = True ] || fail "synthetic run did not learn: $(json_last)"
 expect_out '"device":"cpu"'
 
+# --explain: the plan on stderr, a line per stage; the loss's rows (the training vertices) are
+# fewer than every row at the last stage, and the evaluation's too
+expect 0 "$SAGA_BIN" gcn --synthetic 600,6,64,4 --epochs 1 --json --quiet --explain --device cpu
+expect_err "net: in memory; 600 vertices"
+expect_err "training: the loss reads"
+grep -Eq '^  3 +program, one SpMM +4 -> 4 +[0-9]+ ' "$ERR" && grep -q 'inference of chosen rows' "$ERR" ||
+    fail "--explain: no plan of the last stage: $(cat "$ERR")"
+
 # Usage errors.
 expect 2 "$SAGA_BIN" gcn --epochs 5
 expect_err "exactly one of --data DIR and --synthetic"

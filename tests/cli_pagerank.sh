@@ -45,6 +45,10 @@ sys.exit(0 if ok else 1)
 
 expect 0 "$SAGA_BIN" pagerank --json --tol 1e-12 --top 20 --undirected "$karate"
 compare karate "$karate_ref"
+# --explain: the plan on stderr
+expect 0 "$SAGA_BIN" pagerank --top 0 --undirected --explain --device cpu "$karate"
+expect_err "net: in memory; 34 vertices"
+expect_err "PageRank in f64 over 1 part"
 expect 0 "$SAGA_BIN" pagerank --json --tol 1e-12 --top 20 "$email"
 compare email-Eu-core "$email_ref"
 expect 0 "$SAGA_BIN" pagerank --json --tol 1e-12 --top 20 "$grqc"

@@ -50,7 +50,9 @@ saga_status saga_net_explain(saga_net *n, FILE *f) {
         fprintf(f, "; device budget %zu bytes", bs.budget_bytes);
     fprintf(f, "\n");
     if (n->pagerank) {
-        fprintf(f, "  PageRank in f64 over %d part%s\n", (int)n->k, n->k == 1 ? "" : "s");
+        fprintf(f, "  PageRank in f64 over %d part%s, %lld halo rows read per iteration%s\n",
+                (int)n->k, n->k == 1 ? "" : "s", (long long)n->stats.halo_rows,
+                n->ids && n->k == 1 ? ", rows by out-degree" : "");
         return SAGA_OK;
     }
     if (n->streamed)
