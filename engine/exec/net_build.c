@@ -1476,11 +1476,11 @@ saga_status net_prepare(saga_net *n, bool train) {
     if (!n->pagerank)
         SAGA_TRY(stage_blocks(n));
     /* the chains (net_chain.c) run the rows a pass needs: in memory in what the budget leaves
-     * beside the whole step; streamed after the parts' steps, in half of what the resident
-     * stages leave (the other half for the chain's tensors) */
+     * beside the whole step; streamed after the parts' steps, with their tensors, in what the
+     * resident stages leave */
     n->chain_room = !budget        ? SIZE_MAX
                     : !n->streamed ? (avail > need ? avail - need : 0)
-                    : avail > res  ? (avail - res) / 2
+                    : avail > res  ? avail - res
                                    : 0;
     if (!n->pagerank && R == 1 && n->n_stages > 0)
         SAGA_TRY(loss_block_build(n, avail > need ? avail - need : 0, need - res));

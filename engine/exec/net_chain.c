@@ -64,15 +64,43 @@ static size_t chain_bytes(const saga_net *n, const net_chain *ch, int w) {
     return total;
 }
 
+/* The tensors of a streamed chain's step from stage w (an inference, which holds one stage's at
+ * a time: run_chain): the largest stage's, its rows' input and output with the function's
+ * intermediates as a part's step is estimated (step_estimate in net_build.c) and a batched
+ * stage's messages, and two stage outputs kept between stages. In memory the whole step's
+ * estimate, which holds more rows, covers them. */
+static size_t chain_work(const saga_net *n, const net_chain *ch, int w) {
+    size_t work = 0, kept = 0;
+    for (int s = w; s < n->n_stages; s++) {
+        const stage *sg = &n->stages[s];
+        int32_t r;
+        (void)rows_of(n, ch, s, w, &r);
+        const size_t fi = (size_t)sg->in_cols * 4, fo = (size_t)sg->out_cols * 4;
+        size_t one = 0;
+        if (sg->kind == STAGE_VERTEX) {
+            one = (size_t)r * (fi + fo) * 3;
+        } else {
+            size_t eb = saga_prog_fused(&sg->p) ? 0 : (size_t)ch->d.n_edges[s];
+            const int64_t mx = saga_prog_batch_edges(&sg->p);
+            eb = eb > (size_t)mx ? (size_t)mx : eb;
+            one = (size_t)r * (fi + fo) * 4 + eb * (2 * fi + fo) * 4;
+        }
+        work = one > work ? one : work;
+        kept = (size_t)r * fo > kept ? (size_t)r * fo : kept;
+    }
+    return work + 2 * kept;
+}
+
 /* Whether the chain cannot start at stage w: its blocks exceed the room, a vertex stage past the
  * start reads rows its predecessor did not compute, or (streamed) no stage from w on computes
- * fewer rows, or stage w's input stays whole on the device (resident: the parts write it there,
- * not to the host). */
+ * fewer rows, stage w's input stays whole on the device (resident: the parts write it there,
+ * not to the host), or the blocks and the step's tensors exceed the room. */
 static bool cannot_start(const saga_net *n, const net_chain *ch, int w, size_t room) {
     if (ch->streamed) {
         if (!ch->d.rows[w] || (n->resident && n->resident[w]))
             return true;
-        return chain_bytes(n, ch, w) > room;
+        const size_t need = chain_bytes(n, ch, w) + chain_work(n, ch, w);
+        return room != SIZE_MAX && need > room;
     }
     return chain_bytes(n, ch, w) > room || (w > 0 && n->stages[w].kind == STAGE_VERTEX);
 }

@@ -5,6 +5,7 @@
 
 #include "net_chain.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -713,6 +714,8 @@ static saga_status run_chain(saga_net *n, net_chain *ch, bool train, double *los
     const int S = n->n_stages;
     /* streamed, the parts ran the stages before the chain's first */
     const int s0 = ch->streamed ? ch->whole_below : 0;
+    void *keep[2] = {NULL, NULL}; /* a streamed inference's stage outputs, alternately */
+    size_t keep_bytes[2] = {0, 0};
     saga_tape_pos mark = saga_tape_mark(c);
     saga_sched_plan_begin(sc);
     int t = saga_sched_step(sc);
@@ -749,6 +752,25 @@ static saga_status run_chain(saga_net *n, net_chain *ch, bool train, double *los
         if (h)
             SAGA_TRY(check_width(h, &n->stages[s], s));
         n->stats.rows_computed += net_chain_rows(n, ch, s);
+        if (h && !train && ch->streamed && s + 1 < S && h->nbytes) {
+            /* an inference needs no tape: the stage's output goes to a buffer of its own and
+             * the stage's tensors are released, so that one stage's are live at a time */
+            const int k = s & 1;
+            if (keep[k] && keep_bytes[k] < h->nbytes) {
+                saga_backend_free(n->be, keep[k], keep_bytes[k]);
+                keep[k] = NULL;
+            }
+            if (!keep[k]) {
+                SAGA_TRY(saga_backend_alloc(n->be, &keep[k], h->nbytes));
+                keep_bytes[k] = h->nbytes;
+            }
+            SAGA_TRY(saga_memcpy_d2d_async(saga_backend_default_stream(n->be), keep[k], h->data,
+                                           h->nbytes));
+            const int64_t rows = h->rows, cols = h->cols;
+            saga_tape_release(c, mark);
+            mark = saga_tape_mark(c);
+            h = saga_ctx_wrap(c, SAGA_F32, rows, cols, keep[k]);
+        }
     }
     if (!h)
         SAGA_TRY(ctx_status_or(n, "a stage"));
@@ -762,11 +784,18 @@ static saga_status run_chain(saga_net *n, net_chain *ch, bool train, double *los
         SAGA_TRY(
             saga_memcpy_d2h_async(saga_backend_default_stream(n->be), out, h->data, h->nbytes));
     }
-    saga_tape_release(c, mark);
-    return saga_sched_end(sc, t);
 fail:
     saga_tape_release(c, mark);
-    (void)saga_sched_end(sc, t);
+    saga_status end = saga_sched_end(sc, t);
+    st = st < 0 ? st : end;
+    if (keep[0] || keep[1]) {
+        /* the buffers go once the stream has done with them */
+        saga_status sy = saga_backend_synchronize(n->be);
+        st = st < 0 ? st : sy;
+        for (int k = 0; k < 2; k++)
+            if (keep[k])
+                saga_backend_free(n->be, keep[k], keep_bytes[k]);
+    }
     return st;
 }
 
