@@ -1240,27 +1240,40 @@ static size_t input_bytes(const saga_net *n, const nblock *b, const saga_blk *ro
                : saga_blk_bytes(rows);
 }
 
-saga_status net_prepare(saga_net *n, bool train) {
+/* What net_prepare's passes share. */
+typedef struct prep {
+    bool train;
+    saga_backend_stats bs;
+    size_t budget, avail, held; /* the device budget, what the backend leaves of it */
+    int R;                      /* ranks */
+    bool stream;
+    int32_t k, max_k;
+    size_t res;            /* what the resident stages hold */
+    int32_t k_less;        /* of the k search's tries that did not fit: the most parts among */
+    size_t need_less;      /* those up to NET_MANY_PARTS, else the fewest, and their step */
+    size_t need, max_work; /* the largest step, and the most of its own tensors */
+    size_t cap;            /* what the scheduler's blocks may hold */
+    ksearch ks;
+    saga_graph *g; /* the graph in the parts' order */
+} prep;
+
+/* The budget the plan works with (with ranks, the smallest among them) and the checks of what
+ * the net was given. */
+static saga_status prep_budget(saga_net *n, prep *p) {
     saga_status st = SAGA_OK;
-    ksearch ks = {.phase = KS_GROW};
-    saga_graph *g = NULL;
-    n->stats.prepare_seconds = 0;
-    if (n->ready)
-        return SAGA_OK;
-    double t_prep = saga_now();
     SAGA_CHECK(n->pagerank || (n->n_stages > 0 && (n->x || n->sparse)), SAGA_ERR_INVALID_ARG,
                "saga_net: needs stages and input rows (saga_net_set_input) before running");
     SAGA_CHECK(!n->sparse || n->stages[0].kind == STAGE_VERTEX, SAGA_ERR_UNSUPPORTED,
                "saga_net: sparse input needs a vertex stage first (a program gathers dense rows)");
-    saga_backend_stats bs;
-    saga_backend_get_stats(n->be, &bs);
-    size_t budget = bs.budget_bytes;
+
+    saga_backend_get_stats(n->be, &p->bs);
+    p->budget = p->bs.budget_bytes;
     /* what the backend keeps for its own work (its scratch; held already, or still to come) is
      * not the network's to plan with */
-    size_t held =
-        bs.in_use_bytes +
-        (bs.reserved_bytes > bs.work_reserve_bytes ? bs.reserved_bytes : bs.work_reserve_bytes);
-    size_t avail = budget > held ? budget - held : 0;
+    p->held = p->bs.in_use_bytes + (p->bs.reserved_bytes > p->bs.work_reserve_bytes
+                                        ? p->bs.reserved_bytes
+                                        : p->bs.work_reserve_bytes);
+    p->avail = p->budget > p->held ? p->budget - p->held : 0;
     for (int s = 0; s < n->n_stages; s++)
         n->stages[s].in_cols = s == 0 ? n->in_cols : n->stages[s - 1].out_cols;
     SAGA_CHECK(n->o.transfer == SAGA_TRANSFER_F32 ||
@@ -1277,59 +1290,69 @@ saga_status net_prepare(saga_net *n, bool train) {
     /* several ranks: every decision below (parts, streaming) must come out the same on all of
      * them, so they plan with the smallest budget among them (none counts as the largest) and
      * the largest step; each rank's scheduler then keeps within its own */
-    int R = saga_comm_size(n->o.comm);
-    if (R > 1) {
-        SAGA_CHECK(R <= n->n, SAGA_ERR_INVALID_ARG, "saga_net: %d ranks for %d vertices", R,
+    p->R = saga_comm_size(n->o.comm);
+    if (p->R > 1) {
+        SAGA_CHECK(p->R <= n->n, SAGA_ERR_INVALID_ARG, "saga_net: %d ranks for %d vertices", p->R,
                    (int)n->n);
-        int64_t lim[2] = {budget ? (int64_t)(avail < INT64_MAX ? avail : INT64_MAX) : INT64_MAX,
-                          budget ? 1 : 0};
+        int64_t lim[2] = {p->budget ? (int64_t)(p->avail < INT64_MAX ? p->avail : INT64_MAX)
+                                    : INT64_MAX,
+                          p->budget ? 1 : 0};
         SAGA_TRY(saga_comm_allreduce(n->o.comm, &lim[0], 1, SAGA_I64, SAGA_COMM_MIN, NULL));
         SAGA_TRY(saga_comm_allreduce(n->o.comm, &lim[1], 1, SAGA_I64, SAGA_COMM_MAX, NULL));
-        budget = lim[1] ? (budget ? budget : (size_t)lim[0]) : 0;
-        avail = (size_t)lim[0];
+        p->budget = lim[1] ? (p->budget ? p->budget : (size_t)lim[0]) : 0;
+        p->avail = (size_t)lim[0];
     }
-    bool stream = n->o.exec == SAGA_EXEC_STREAM;
-    if (n->o.exec == SAGA_EXEC_AUTO && budget) {
+fail:
+    return st;
+}
+
+/* Pass 2, the parts (with the placement of resident stages inside, which the step depends on):
+ * in memory, or the k search under the budget, each try partitioned and its blocks built. */
+static saga_status prep_parts(saga_net *n, prep *p) {
+    saga_status st = SAGA_OK;
+    p->stream = n->o.exec == SAGA_EXEC_STREAM;
+    if (n->o.exec == SAGA_EXEC_AUTO && p->budget) {
         /* a rough first look; the exact footprint is known once placed */
-        stream = memory_estimate(n, true) / (size_t)R > avail;
+        p->stream = memory_estimate(n, true) / (size_t)p->R > p->avail;
     }
-    int32_t k = R;
+    p->k = p->R;
     /* parts of fewer than 8 vertices would not save memory worth their halos, and METIS is not
      * made for them (it prints warnings and may leave parts empty) */
-    int32_t max_k = n->n / 8 > 2 ? n->n / 8 : 2;
-    max_k = max_k > R ? max_k : R;
-    if (stream) {
-        k = n->o.parts;
-        if (k == 0) {
-            size_t est = memory_estimate(n, train);
-            size_t target = avail / 2 ? avail / 2 : 1;
-            k = 2 * R;
-            while ((size_t)k * target < est && k < max_k)
-                k *= 2;
-            k = k < max_k ? k : max_k;
+    p->max_k = n->n / 8 > 2 ? n->n / 8 : 2;
+    p->max_k = p->max_k > p->R ? p->max_k : p->R;
+    if (p->stream) {
+        p->k = n->o.parts;
+        if (p->k == 0) {
+            size_t est = memory_estimate(n, p->train);
+            size_t target = p->avail / 2 ? p->avail / 2 : 1;
+            p->k = 2 * p->R;
+            while ((size_t)p->k * target < est && p->k < p->max_k)
+                p->k *= 2;
+            p->k = p->k < p->max_k ? p->k : p->max_k;
         }
-        if (k > n->n)
-            k = n->n > 0 ? n->n : 1;
-    } else if (R > 1 && n->o.parts > R) {
-        k = n->o.parts <= n->n ? n->o.parts : n->n;
+        if (p->k > n->n)
+            p->k = n->n > 0 ? n->n : 1;
+    } else if (p->R > 1 && n->o.parts > p->R) {
+        p->k = n->o.parts <= n->n ? n->o.parts : n->n;
     }
-    SAGA_CHECK(k >= R, SAGA_ERR_INVALID_ARG, "saga_net: %d parts for %d ranks (at least one each)",
-               (int)k, R);
-    size_t res = 0;
+    SAGA_CHECK(p->k >= p->R, SAGA_ERR_INVALID_ARG,
+               "saga_net: %d parts for %d ranks (at least one each)", (int)p->k, p->R);
+    p->res = 0;
     /* the passes that did not fit: the most parts among those up to NET_MANY_PARTS, else the
      * fewest, and what the largest step needed there (for the warning after the loop) */
-    int32_t k_less = 0;
-    size_t need_less = 0;
+    p->k_less = 0;
+    p->need_less = 0;
     n->many_parts = false;
-    ks.phase = !n->o.parts && budget && n->o.partition == SAGA_PARTITION_METIS ? KS_PROBE : KS_GROW;
+    p->ks.phase =
+        !n->o.parts && p->budget && n->o.partition == SAGA_PARTITION_METIS ? KS_PROBE : KS_GROW;
     for (;;) {
-        bool probing = ks.phase == KS_PROBE;
+        bool probing = p->ks.phase == KS_PROBE;
         /* streamed on one rank, the narrow inputs of later program stages may stay on the
          * device whole: what they hold is not the parts' to plan with */
-        res = 0;
-        if (R == 1 && !n->pagerank && budget && k > 1 && !n->o.host_halos)
-            SAGA_TRY(plan_resident(n, avail, avail / 4 * 3, &res));
-        if (k > NET_MANY_PARTS && !n->o.parts && budget && !n->many_parts && !probing) {
+        p->res = 0;
+        if (p->R == 1 && !n->pagerank && p->budget && p->k > 1 && !n->o.host_halos)
+            SAGA_TRY(plan_resident(n, p->avail, p->avail / 4 * 3, &p->res));
+        if (p->k > NET_MANY_PARTS && !n->o.parts && p->budget && !n->many_parts && !probing) {
             /* the user must not wait minutes without a word: METIS on thousands of parts takes
              * a while, and so does every pass over that many small steps */
             n->many_parts = true;
@@ -1337,122 +1360,139 @@ saga_status net_prepare(saga_net *n, bool train) {
                      "the device budget of %zu bytes (%zu after the backend's own) needs more than "
                      "%d parts (trying %d): partitioning and streaming that many is slow "
                      "(progress is logged)",
-                     budget, avail, NET_MANY_PARTS, (int)k);
+                     p->budget, p->avail, NET_MANY_PARTS, (int)p->k);
         }
-        if (k > 1) {
+        if (p->k > 1) {
             double t_part = saga_now();
             saga_partition_opts po = saga_partition_opts_defaults();
             po.method = probing ? SAGA_PARTITION_CONTIGUOUS : n->o.partition;
             po.seed = n->o.partition_seed;
             po.balance_edges = true; /* a block's size follows its in-edges */
             po.refine_iters = NET_METIS_REFINE;
-            if (ks.kept && ks.kept->n_parts == k) {
-                n->part = ks.kept; /* METIS's parts, from an earlier try */
-                ks.kept = NULL;
-                saga_log(SAGA_LOG_INFO, "back to the %d parts (%s) of an earlier try", (int)k,
+            if (p->ks.kept && p->ks.kept->n_parts == p->k) {
+                n->part = p->ks.kept; /* METIS's parts, from an earlier try */
+                p->ks.kept = NULL;
+                saga_log(SAGA_LOG_INFO, "back to the %d parts (%s) of an earlier try", (int)p->k,
                          saga_partition_method_name(po.method));
             } else {
-                SAGA_TRY(saga_partition_graph(&n->part, n->g_user, k, &po));
+                SAGA_TRY(saga_partition_graph(&n->part, n->g_user, p->k, &po));
                 saga_log(n->many_parts && !probing ? SAGA_LOG_WARN : SAGA_LOG_INFO,
                          "%s %d vertices into %d parts (%s) in %.1f s",
-                         probing ? "probed" : "partitioned", (int)n->n, (int)k,
+                         probing ? "probed" : "partitioned", (int)n->n, (int)p->k,
                          saga_partition_method_name(po.method), saga_now() - t_part);
             }
-            if (R > 1)
+            if (p->R > 1)
                 SAGA_TRY(net_dist_agree_partition(n));
-            SAGA_TRY(saga_graph_permute(&g, n->g_user, n->part->perm));
+            SAGA_TRY(saga_graph_permute(&p->g, n->g_user, n->part->perm));
             /* a copy of the permutation the scheduler can load the ids from */
             SAGA_TRY(
                 net_host_array(n, (void **)&n->ids, (size_t)n->n, sizeof(int32_t), "vertex ids"));
             memcpy(n->ids, n->part->perm, (size_t)n->n * sizeof(int32_t));
-        } else if (R == 1 && (n->o.order == SAGA_ORDER_DEGREE ||
-                              (n->o.order == SAGA_ORDER_AUTO && n->pagerank))) {
+        } else if (p->R == 1 && (n->o.order == SAGA_ORDER_DEGREE ||
+                                 (n->o.order == SAGA_ORDER_AUTO && n->pagerank))) {
             SAGA_TRY(degree_order(n));
         }
-        if (R > 1)
+        if (p->R > 1)
             SAGA_TRY(net_dist_new(n));
-        SAGA_TRY(build_blocks(n, g ? g : n->g_user, k));
-        size_t need = step_estimate(n, true, parts_train_below(n, avail, res), NULL);
-        if (R > 1) {
-            int64_t nd = (int64_t)need;
+        SAGA_TRY(build_blocks(n, p->g ? p->g : n->g_user, p->k));
+        p->need = step_estimate(n, true, parts_train_below(n, p->avail, p->res), NULL);
+        if (p->R > 1) {
+            int64_t nd = (int64_t)p->need;
             SAGA_TRY(saga_comm_allreduce(n->o.comm, &nd, 1, SAGA_I64, SAGA_COMM_MAX, NULL));
-            need = (size_t)nd;
+            p->need = (size_t)nd;
         }
-        bool fits = need + res <= avail, last = fits || k >= max_k || k >= n->n;
-        int32_t next = k > 1 ? ksearch_next(&ks, n, k, fits, last) : -1;
+        bool fits = p->need + p->res <= p->avail, last = fits || p->k >= p->max_k || p->k >= n->n;
+        int32_t next = p->k > 1 ? ksearch_next(&p->ks, n, p->k, fits, last) : -1;
         if (next == 0)
             break;
         if (next > 0) {
             unprepare(n);
-            saga_graph_free(&g);
-            k = next;
+            saga_graph_free(&p->g);
+            p->k = next;
             continue;
         }
-        if (!budget || last || (n->o.parts && stream))
+        if (!p->budget || last || (n->o.parts && p->stream))
             break;
-        if (!stream) {
+        if (!p->stream) {
             /* the whole graph does not fit after all */
-            stream = true;
+            p->stream = true;
         }
-        if (!probing && (k_less == 0 || k <= NET_MANY_PARTS))
-            k_less = k, need_less = need + res;
+        if (!probing && (p->k_less == 0 || p->k <= NET_MANY_PARTS))
+            p->k_less = p->k, p->need_less = p->need + p->res;
         unprepare(n);
-        saga_graph_free(&g);
+        saga_graph_free(&p->g);
         /* a step shrinks about as 1/k: jump by the power of two the overshoot asks for, so that
          * few partitions are computed */
         int32_t grow = 2;
-        while ((size_t)grow * avail < need && grow < (1 << 20))
+        while ((size_t)grow * p->avail < p->need && grow < (1 << 20))
             grow *= 2;
-        k = k == 1 ? grow : k * grow;
-        k = k > max_k ? max_k : k;
+        p->k = p->k == 1 ? grow : p->k * grow;
+        p->k = p->k > p->max_k ? p->max_k : p->k;
     }
-    if (n->many_parts && k > NET_MANY_PARTS && k_less > 0)
+    if (n->many_parts && p->k > NET_MANY_PARTS && p->k_less > 0)
         saga_log(SAGA_LOG_WARN,
                  "the device budget of %zu bytes needs %d parts; a budget of %zu bytes or more "
                  "would need %d (with %d parts the largest step needs %zu bytes)",
-                 budget, (int)k, need_less + (budget - avail), (int)k_less, (int)k_less, need_less);
-    size_t max_work = 0;
-    n->parts_below = parts_train_below(n, avail, res);
-    size_t need = step_estimate(n, true, n->parts_below, &max_work);
-    if (res && need + res > avail) {
+                 p->budget, (int)p->k, p->need_less + (p->budget - p->avail), (int)p->k_less,
+                 (int)p->k_less, p->need_less);
+fail:
+    return st;
+}
+
+/* Whether the largest step fits, with what stays resident beside it (the resident stages kept
+ * to what it leaves when it does not), and with ranks the halos they exchange. */
+static saga_status prep_fit(saga_net *n, prep *p) {
+    saga_status st = SAGA_OK;
+    p->max_work = 0;
+    n->parts_below = parts_train_below(n, p->avail, p->res);
+    p->need = step_estimate(n, true, n->parts_below, &p->max_work);
+    if (p->res && p->need + p->res > p->avail) {
         /* the parts are cut (as small as they get, or as many as asked) and the resident
          * stages do not fit beside the largest step: keep only those that fit in what it
          * leaves (none, at the budget the message below names), so that a budget that holds
          * the step runs; without the tail's stage the parts train every stage */
-        SAGA_TRY(plan_resident(n, avail, need < avail ? avail - need : 0, &res));
-        if (parts_train_below(n, avail, res) != n->parts_below)
+        SAGA_TRY(plan_resident(n, p->avail, p->need < p->avail ? p->avail - p->need : 0, &p->res));
+        if (parts_train_below(n, p->avail, p->res) != n->parts_below)
             n->parts_below = n->n_stages;
-        need = step_estimate(n, true, n->parts_below, &max_work); /* halos gathered or not */
+        p->need = step_estimate(n, true, n->parts_below, &p->max_work); /* halos gathered or not */
     }
-    if (R > 1) {
+    if (p->R > 1) {
         /* this rank's own budget, for its message and its scheduler */
-        avail = bs.budget_bytes > held ? bs.budget_bytes - held : 0;
-        budget = bs.budget_bytes;
+        p->avail = p->bs.budget_bytes > p->held ? p->bs.budget_bytes - p->held : 0;
+        p->budget = p->bs.budget_bytes;
     }
     saga_status fits = SAGA_OK;
-    need += res;
-    if (budget && need > avail) {
+    p->need += p->res;
+    if (p->budget && p->need > p->avail) {
         char msg[160];
-        snprintf(msg, sizeof msg, "%d parts", (int)k);
+        snprintf(msg, sizeof msg, "%d parts", (int)p->k);
         fits = saga_error(
             SAGA_ERR_BUDGET,
             "saga_net: the device budget leaves %zu bytes; the largest block needs %zu with %s "
             "(budget at least %zu bytes)",
-            avail, need, msg, need + (budget - avail));
+            p->avail, p->need, msg, p->need + (p->budget - p->avail));
     }
-    if (R > 1)
+    if (p->R > 1)
         fits = saga_comm_agree(n->o.comm, fits); /* the others must not wait for this rank */
     SAGA_TRY(fits);
-    if (R > 1)
+    if (p->R > 1)
         SAGA_TRY(net_dist_halo(n));
+fail:
+    return st;
+}
+
+/* The scheduler and every block the steps load: the input in the parts' order, the stages'
+ * blocks, the loss rows' side of a streamed net, the sparse input's copies. */
+static saga_status prep_blocks(saga_net *n, prep *p) {
+    saga_status st = SAGA_OK;
     n->streamed = n->d_hi - n->d_lo > 1;
     /* the blocks may hold what a step's own tensors (estimated, with a margin) leave */
-    size_t cap = 0;
-    if (budget && n->streamed) {
-        size_t reserve = max_work; /* need <= avail leaves twice the largest step's blocks */
-        cap = avail > reserve ? avail - reserve : avail / 2;
+    p->cap = 0;
+    if (p->budget && n->streamed) {
+        size_t reserve = p->max_work; /* need <= avail leaves twice the largest step's blocks */
+        p->cap = p->avail > reserve ? p->avail - reserve : p->avail / 2;
     }
-    SAGA_TRY(saga_sched_new(&n->sched, n->be, cap, trim_ctx, n->c));
+    SAGA_TRY(saga_sched_new(&n->sched, n->be, p->cap, trim_ctx, n->c));
     if (n->o.trace)
         saga_sched_set_trace(n->sched, n->o.trace);
     saga_ctx_set_pressure(n->c, give_back, n);
@@ -1478,12 +1518,13 @@ saga_status net_prepare(saga_net *n, bool train) {
     /* the chains (net_chain.c) run the rows a pass needs: in memory in what the budget leaves
      * beside the whole step; streamed after the parts' steps, with their tensors, in what the
      * resident stages leave */
-    n->chain_room = !budget        ? SIZE_MAX
-                    : !n->streamed ? (avail > need ? avail - need : 0)
-                    : avail > res  ? avail - res
-                                   : 0;
-    if (!n->pagerank && R == 1 && n->n_stages > 0)
-        SAGA_TRY(loss_block_build(n, avail > need ? avail - need : 0, need - res));
+    n->chain_room = !p->budget          ? SIZE_MAX
+                    : !n->streamed      ? (p->avail > p->need ? p->avail - p->need : 0)
+                    : p->avail > p->res ? p->avail - p->res
+                                        : 0;
+    if (!n->pagerank && p->R == 1 && n->n_stages > 0)
+        SAGA_TRY(
+            loss_block_build(n, p->avail > p->need ? p->avail - p->need : 0, p->need - p->res));
 
     if (n->sparse)
         net_sparse_fill(n);
@@ -1495,20 +1536,25 @@ saga_status net_prepare(saga_net *n, bool train) {
         for (int32_t v = 0; v < n->n; v++)
             n->iota[v] = v;
     }
-    n->ready = true;
+fail:
+    return st;
+}
+
+/* The description, the statistics of the placement and the host-to-device floors. */
+static void prep_stats(saga_net *n, prep *p) {
     char mode[64];
     if (n->streamed)
         snprintf(mode, sizeof mode, "streamed, %d parts (%s)", (int)(n->d_hi - n->d_lo),
                  saga_partition_method_name(n->o.partition));
     else
         snprintf(mode, sizeof mode, "in memory");
-    if (R > 1)
-        snprintf(n->desc, sizeof n->desc, "%d ranks, %d parts (%s); rank %d: parts %d-%d, %s", R,
-                 (int)k, saga_partition_method_name(n->o.partition), n->dist->rank, (int)n->d_lo,
+    if (p->R > 1)
+        snprintf(n->desc, sizeof n->desc, "%d ranks, %d parts (%s); rank %d: parts %d-%d, %s", p->R,
+                 (int)p->k, saga_partition_method_name(n->o.partition), n->dist->rank, (int)n->d_lo,
                  (int)n->d_hi - 1, mode);
     else
         snprintf(n->desc, sizeof n->desc, "%s", mode);
-    n->stats.parts = k;
+    n->stats.parts = p->k;
     n->stats.streamed = n->streamed;
     n->stats.edge_cut = n->part ? n->part->edge_cut : 0;
     n->stats.partition_seconds = n->part ? n->part->seconds : 0;
@@ -1516,7 +1562,7 @@ saga_status net_prepare(saga_net *n, bool train) {
     for (int32_t d = n->d_lo; d < n->d_hi; d++)
         halo += n->blk[d].n_halo;
     n->stats.halo_rows = halo;
-    n->stats.resident_bytes = res;
+    n->stats.resident_bytes = p->res;
     n->stats.sparse_input = n->sparse;
     n->stats.input_packed = n->packed;
     n->stats.input_bytes = 0;
@@ -1562,17 +1608,32 @@ saga_status net_prepare(saga_net *n, bool train) {
                 n->floor_train_bytes += 2 * input_bytes(n, b, b->b_xrows);
         }
     }
-    n->stats.ranks = R;
+    n->stats.ranks = p->R;
     saga_log(SAGA_LOG_INFO,
              "net: %s, %lld halo rows per program stage, estimated step %zu bytes of %zu", n->desc,
-             (long long)halo, need, avail);
-    saga_graph_free(&g);
-    saga_partition_free(&ks.kept);
+             (long long)halo, p->need, p->avail);
+}
+
+saga_status net_prepare(saga_net *n, bool train) {
+    saga_status st = SAGA_OK;
+    prep p = {.train = train, .ks = {.phase = KS_GROW}};
+    n->stats.prepare_seconds = 0;
+    if (n->ready)
+        return SAGA_OK;
+    double t_prep = saga_now();
+    SAGA_TRY(prep_budget(n, &p));
+    SAGA_TRY(prep_parts(n, &p));
+    SAGA_TRY(prep_fit(n, &p));
+    SAGA_TRY(prep_blocks(n, &p));
+    n->ready = true;
+    prep_stats(n, &p);
+    saga_graph_free(&p.g);
+    saga_partition_free(&p.ks.kept);
     n->stats.prepare_seconds = saga_now() - t_prep;
     return SAGA_OK;
 fail:
-    saga_graph_free(&g);
-    saga_partition_free(&ks.kept);
+    saga_graph_free(&p.g);
+    saga_partition_free(&p.ks.kept);
     unprepare(n);
     return st;
 }
