@@ -1491,6 +1491,22 @@ static int teardown(void **state) {
     return 0;
 }
 
+/* Each test starts from run_model's defaults, whatever a failed test before it left set. */
+static int net_setup(void **state) {
+    HOST_HALOS = false;
+    TRANSFER = SAGA_TRANSFER_F32;
+    COPIES = SAGA_COPIES_AUTO;
+    sparse_input = false;
+    change_input = false;
+    LISTED = NULL;
+    GRAPH = NULL;
+    FWD_ROWS = NULL;
+    N_FWD_ROWS = 0;
+    return saga_test_setup(state);
+}
+#undef cmocka_unit_test
+#define cmocka_unit_test(f) cmocka_unit_test_setup_teardown(f, net_setup, saga_test_teardown)
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_net_gcn_streamed_equals_memory),
