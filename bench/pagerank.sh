@@ -3,7 +3,9 @@
 # with the floor the memory system sets beside each time.
 #
 #   bench/pagerank.sh [BUILD_DIR]   (SCALE=22 EDGE_FACTOR=16 ITERS=20 RUNS=5 DAMPING=0.85
-#                                    THREADS="1 2" GAP_DIR= LLC_BYTES=)
+#                                    THREADS="1 2" GAP_DIR= LLC_BYTES= GRAPH=)
+#
+# GRAPH names an edge list (a SNAP file, .gz or not) to run instead of the R-MAT graph.
 #
 # The peers:
 #   graphblas  bench/pagerank_graphblas.c: SuiteSparse:GraphBLAS as LAGraph's LAGr_PageRank uses it
@@ -42,6 +44,12 @@ spmm=$build/bin/bench_spmm
 out=$here/out
 raw=$out/rmat${scale}-ef${ef}.sgr
 graph=$out/rmat${scale}-ef${ef}-simple.sgr
+if [ -n "${GRAPH:-}" ]; then
+    [ -s "$GRAPH" ] || { echo "pagerank.sh: GRAPH=$GRAPH is not a file" >&2; exit 1; }
+    raw=$GRAPH
+    name=$(basename "$GRAPH")
+    graph=$out/${name%%.*}-simple.sgr
+fi
 [ -x "$saga" ] || { echo "pagerank.sh: $saga not built" >&2; exit 1; }
 have_grb=1 have_gap=0
 if [ ! -x "$grb" ]; then
@@ -64,11 +72,16 @@ if [ ! -s "$graph" ]; then
     mv "$graph.tmp.sgr" "$graph"
 fi
 if [ $have_gap = 1 ] && [ ! -s "$graph.gap.sg" ]; then
-    # the same edges (R-MAT's edge k depends only on the seed and k) as a text edge list, which
-    # GAP's converter reads and makes simple as saga's convert did
-    "$saga" generate rmat --scale "$scale" --edge-factor "$ef" --seed 1 -o "$out/gap-edges.txt" --quiet
-    grep -v '^#' "$out/gap-edges.txt" >"$out/gap-edges.el" # GAP's reader takes no comments
-    rm -f "$out/gap-edges.txt"
+    # the same edges as a text edge list (R-MAT's edge k depends only on the seed and k), which
+    # GAP's converter reads and makes simple as saga's convert did; GAP's reader takes no comments
+    if [ -n "${GRAPH:-}" ]; then
+        { case "$GRAPH" in *.gz) zcat "$GRAPH" ;; *) cat "$GRAPH" ;; esac; } |
+            grep -v '^#' >"$out/gap-edges.el"
+    else
+        "$saga" generate rmat --scale "$scale" --edge-factor "$ef" --seed 1 -o "$out/gap-edges.txt" --quiet
+        grep -v '^#' "$out/gap-edges.txt" >"$out/gap-edges.el"
+        rm -f "$out/gap-edges.txt"
+    fi
     "$GAP_DIR/converter" -f "$out/gap-edges.el" -b "$graph.gap.sg.tmp" >/dev/null
     mv "$graph.gap.sg.tmp" "$graph.gap.sg"
     rm -f "$out/gap-edges.el"
@@ -84,7 +97,11 @@ llc=${LLC_BYTES:-$(lscpu 2>/dev/null | awk -F: '/L3 cache/ {
     printf "%d", v * k / i; exit }')}
 llc=${llc:-33554432}
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), L3 $((llc >> 20)) MiB, load average $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "graph:   $graph: R-MAT scale $scale, edge factor $ef, simple: $n vertices, $m edges"
+if [ -n "${GRAPH:-}" ]; then
+    echo "graph:   $graph: $GRAPH, simple: $n vertices, $m edges"
+else
+    echo "graph:   $graph: R-MAT scale $scale, edge factor $ef, simple: $n vertices, $m edges"
+fi
 echo "run:     $iters iterations, damping $damping, threads: $threads_list, $runs alternating rounds"
 
 tiny=1e-300 # a tolerance no L1 change reaches: every program runs exactly $iters iterations
