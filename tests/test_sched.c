@@ -2,7 +2,8 @@
  * resident across plans without moving, is written back when evicted after its last use in a
  * plan (where a SAGA_BLK_INPUT block would be dropped), and saga_sched_download brings it to the
  * host; a step that overwrites a block waits for the block's write-back still in flight; the
- * trace writes one line per copy and per step's compute. Checked against values computed here. */
+ * trace writes one line per copy and per step's compute; a block can be freed between plans, and
+ * one prefetched can be given back under pressure. Checked against values computed here. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -308,6 +309,61 @@ static void test_sched_timed(void **state) {
     saga_backend_free_all(&be);
 }
 
+/* A block freed between plans leaves the scheduler (its device bytes with it) and the others
+ * run on; under pressure during a step, a block prefetched for the next step is given back, its
+ * load waited for, and loads again when that step begins. */
+static void test_sched_block_free_and_give_back(void **state) {
+    (void)state;
+    saga_backend *be = open_cpu();
+    saga_sched *s = NULL;
+    size_t bytes = N * sizeof(float);
+    assert_int_equal(saga_sched_new(&s, be, 2 * bytes, NULL, NULL), SAGA_OK);
+    float a[N], b[N], c[N];
+    for (int i = 0; i < N; i++)
+        a[i] = 1.0f, b[i] = (float)i, c[i] = 2.0f * (float)i;
+    saga_blk *A = saga_sched_block(s, bytes, SAGA_BLK_INPUT, "a");
+    saga_blk *B = saga_sched_block(s, bytes, SAGA_BLK_INPUT, "b");
+    saga_blk *C = saga_sched_block(s, bytes, SAGA_BLK_INPUT, "c");
+    assert_true(A && B && C);
+    saga_blk_set_host(A, a);
+    saga_blk_set_host(B, b);
+    saga_blk_set_host(C, c);
+    saga_sched_plan_begin(s);
+    saga_sched_use(s, saga_sched_step(s), A, SAGA_USE_READ, 0);
+    assert_int_equal(saga_sched_plan_end(s), SAGA_OK);
+    assert_int_equal(saga_sched_begin(s, 0), SAGA_OK);
+    assert_int_equal(saga_sched_end(s, 0), SAGA_OK);
+    assert_int_equal(saga_sched_finish(s), SAGA_OK);
+    assert_int_equal(saga_sched_resident_bytes(s), bytes);
+    assert_int_equal(saga_sched_block_free(s, &A), SAGA_OK);
+    assert_null(A);
+    assert_int_equal(saga_sched_resident_bytes(s), 0);
+    assert_int_equal(saga_sched_block_free(s, &A), SAGA_OK); /* NULL: nothing */
+
+    saga_sched_plan_begin(s);
+    saga_sched_use(s, saga_sched_step(s), B, SAGA_USE_READ, 0);
+    saga_sched_use(s, saga_sched_step(s), C, SAGA_USE_READ, 0);
+    assert_int_equal(saga_sched_plan_end(s), SAGA_OK);
+    assert_int_equal(saga_sched_begin(s, 0), SAGA_OK);
+    /* C prefetched beside B, its load perhaps still in flight */
+    assert_int_equal(saga_sched_resident_bytes(s), 2 * bytes);
+    assert_true(saga_sched_give_back(s, bytes));
+    assert_int_equal(saga_sched_resident_bytes(s), bytes);
+    const float *db = saga_blk_dev(B);
+    assert_non_null(db);
+    assert_true(db[N - 1] == (float)(N - 1));
+    assert_false(saga_sched_give_back(s, bytes)); /* B is the running step's */
+    assert_int_equal(saga_sched_end(s, 0), SAGA_OK);
+    assert_int_equal(saga_sched_begin(s, 1), SAGA_OK);
+    const float *dc = saga_blk_dev(C);
+    assert_non_null(dc);
+    assert_true(dc[N - 1] == 2.0f * (float)(N - 1));
+    assert_int_equal(saga_sched_end(s, 1), SAGA_OK);
+    assert_int_equal(saga_sched_finish(s), SAGA_OK);
+    saga_sched_free(&s);
+    saga_backend_free_all(&be);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sched_state_written_back_on_eviction),
@@ -315,6 +371,7 @@ int main(void) {
         cmocka_unit_test(test_sched_write_waits_for_writeback),
         cmocka_unit_test(test_sched_trace_lines),
         cmocka_unit_test(test_sched_timed),
+        cmocka_unit_test(test_sched_block_free_and_give_back),
     };
     copies = SAGA_COPIES_WORKER;
     int failed = cmocka_run_group_tests_name("copies on a worker thread", tests, NULL, NULL);

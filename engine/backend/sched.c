@@ -829,17 +829,20 @@ fail:
     return st;
 }
 
-/* Waits for the loads in flight of the blocks no running step holds. */
-static saga_status wait_loads(saga_sched *s) {
+/* Waits for the loads in flight of the blocks no running step holds: how many there were, or
+ * the error. */
+static int wait_loads(saga_sched *s) {
+    int waited = 0;
     for (int i = 0; i < s->n_blocks; i++) {
         saga_blk *b = s->blocks[i];
         if (b->loading && !b->pinned) {
             saga_status st = wait_copy(s, b);
             if (st < 0)
                 return st;
+            waited++;
         }
     }
-    return SAGA_OK;
+    return waited;
 }
 
 bool saga_sched_give_back(saga_sched *s, size_t bytes) {
@@ -851,10 +854,7 @@ bool saga_sched_give_back(saga_sched *s, size_t bytes) {
             /* the blocks left may be loads in flight (prefetched for later steps): once the copy
              * stream has finished them they can go */
             waited = true;
-            bool loading = false;
-            for (int i = 0; i < s->n_blocks; i++)
-                loading = loading || (s->blocks[i]->loading && !s->blocks[i]->pinned);
-            if (loading && wait_loads(s) == SAGA_OK)
+            if (wait_loads(s) > 0)
                 continue;
         }
         if (!v || evict(s, v, false) < 0)
