@@ -427,11 +427,21 @@ void net_block_free(saga_net *n, nblock *b) {
     }
 }
 
-saga_status net_rows_input(saga_net *n, nblock *b, const int32_t *rows, int32_t P) {
-    return net_rows_input_from(n, b, rows, P, -1);
+saga_status net_rows_ids(saga_net *n, nblock *b, const int32_t *rows, int32_t P) {
+    saga_status st = SAGA_OK;
+    b->rows = rows;
+    SAGA_TRY(net_host_array(n, (void **)&b->uids, P ? (size_t)P : 1, sizeof(int32_t), "rows"));
+    for (int32_t i = 0; i < P; i++) {
+        int32_t r = rows ? rows[i] : i;
+        b->uids[i] = n->ids ? n->ids[r] : r;
+    }
+    SAGA_CHECK(b->b_ids = net_input_block(n, b->uids, (size_t)P * sizeof(int32_t), "row ids"),
+               SAGA_ERR_OUT_OF_MEMORY, "out of memory for the ids of %d rows", (int)P);
+fail:
+    return st;
 }
 
-saga_status net_rows_input_from(saga_net *n, nblock *b, const int32_t *rows, int32_t P, int s) {
+saga_status net_rows_input(saga_net *n, nblock *b, const int32_t *rows, int32_t P, int s) {
     saga_status st = SAGA_OK;
     /* stage 0's input: the net's (sparse, or dense in the transfer precision); a later stage's:
      * its f32 host rows */
@@ -439,14 +449,7 @@ saga_status net_rows_input_from(saga_net *n, nblock *b, const int32_t *rows, int
     const int64_t cols = x ? n->in_cols : n->stages[s].in_cols;
     const saga_transfer half = x ? n->transfer : SAGA_TRANSFER_F32;
     const size_t esz = half == SAGA_TRANSFER_F32 ? 4 : 2;
-    b->rows = rows;
-    SAGA_TRY(net_host_array(n, (void **)&b->uids, P ? (size_t)P : 1, sizeof(int32_t), "rows"));
-    for (int32_t i = 0; i < P; i++) {
-        int32_t r = rows ? rows[i] : i;
-        b->uids[i] = n->ids ? n->ids[r] : r;
-    }
-    if (!(b->b_ids = net_input_block(n, b->uids, (size_t)P * sizeof(int32_t), "row ids")))
-        goto oom;
+    SAGA_TRY(net_rows_ids(n, b, rows, P));
     if (x && n->sparse) {
         for (int32_t i = 0; i < P; i++) {
             int32_t g = b->uids[i];

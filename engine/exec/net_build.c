@@ -1119,7 +1119,7 @@ static saga_status head_build(saga_net *n, const nblock *tb) {
         b->v1 = r;
         b->rows = tb->hids + b->v0;
         if (b->v1 > b->v0) /* else the part holds none: the training pass skips it */
-            SAGA_TRY(net_rows_input(n, b, tb->hids + b->v0, b->v1 - b->v0));
+            SAGA_TRY(net_rows_input(n, b, tb->hids + b->v0, b->v1 - b->v0, 0));
     }
 fail:
     return st;

@@ -151,20 +151,6 @@ void net_chain_free(saga_net *n, net_chain **chp) {
     *chp = NULL;
 }
 
-/* A block of the r rows listed, for a vertex stage: their count and graph ids (dropout). */
-static saga_status ids_block(saga_net *n, nblock *b, const int32_t *rows, int32_t r) {
-    saga_status st = SAGA_OK;
-    b->rows = rows;
-    b->v1 = r;
-    SAGA_TRY(net_host_array(n, (void **)&b->uids, r ? (size_t)r : 1, sizeof(int32_t), "row ids"));
-    for (int32_t i = 0; i < r; i++)
-        b->uids[i] = n->ids ? n->ids[rows[i]] : rows[i];
-    SAGA_CHECK(b->b_ids = net_input_block(n, b->uids, (size_t)r * sizeof(int32_t), "row ids"),
-               SAGA_ERR_OUT_OF_MEMORY, "out of memory for the ids of %d rows", (int)r);
-fail:
-    return st;
-}
-
 saga_status net_chain_build(saga_net *n, net_chain **out, const int32_t *rows, int32_t R,
                             size_t room, bool streamed) {
     saga_status st = SAGA_OK;
@@ -217,10 +203,10 @@ saga_status net_chain_build(saga_net *n, net_chain **out, const int32_t *rows, i
             SAGA_TRY(saga_alloc_zeroed((void **)&ch->blk[s], 1, sizeof *ch->blk[s], "a chain"));
             ch->blk[s]->v1 = r;
             if (first) {
-                SAGA_TRY(net_rows_input_from(n, ch->blk[s], rs, r, s));
+                SAGA_TRY(net_rows_input(n, ch->blk[s], rs, r, s));
                 ch->in = ch->blk[s];
             } else {
-                SAGA_TRY(ids_block(n, ch->blk[s], rs, r));
+                SAGA_TRY(net_rows_ids(n, ch->blk[s], rs, r));
             }
         }
     }
@@ -230,7 +216,7 @@ saga_status net_chain_build(saga_net *n, net_chain **out, const int32_t *rows, i
         /* a program stage's input rows: those it reads, or every row (streamed) */
         SAGA_TRY(saga_alloc_zeroed((void **)&ch->in, 1, sizeof *ch->in, "a chain"));
         ch->in->v1 = ch->in->n_halo = in ? ri : n->n;
-        SAGA_TRY(net_rows_input_from(n, ch->in, in, in ? ri : n->n, w));
+        SAGA_TRY(net_rows_input(n, ch->in, in, in ? ri : n->n, w));
     }
     if (ch->in && n->sparse && w == 0)
         net_sparse_fill_block(n, ch->in);
@@ -264,7 +250,9 @@ int32_t net_chain_rows(const saga_net *n, const net_chain *ch, int s) {
     return b ? b->v1 - b->v0 : n->n;
 }
 
-bool net_chain_applies(const saga_net *n, bool train) {
+/* Whether prepared net n runs a pass (training or not) on a chain: in memory on one rank, or an
+ * inference of chosen rows streamed on one rank. */
+static bool chain_applies(const saga_net *n, bool train) {
     if (!n->ready || n->dist || n->n_stages == 0 || n->pagerank)
         return false;
     return (n->k == 1 && !n->ids) || (!train && n->streamed);
@@ -274,7 +262,7 @@ saga_status net_chain_for(saga_net *n, bool train, const int32_t *want, int32_t 
                           net_chain **out) {
     saga_status st = SAGA_OK;
     *out = NULL;
-    if (!net_chain_applies(n, train) || (!train && !want))
+    if (!chain_applies(n, train) || (!train && !want))
         return SAGA_OK;
     double t0 = saga_now();
     net_chain **ch = train ? &n->tchain : &n->echain;

@@ -49,9 +49,6 @@ saga_status net_chain_build(saga_net *n, net_chain **out, const int32_t *rows, i
 void net_chain_free(saga_net *n, net_chain **ch);
 /* The input changed: the chain's own copies of its rows refilled and reloaded. */
 void net_chain_input_changed(saga_net *n, net_chain *ch);
-/* Whether prepared net n runs a pass (training or not) on a chain: in memory on one rank, or an
- * inference of chosen rows streamed on one rank. */
-bool net_chain_applies(const saga_net *n, bool train);
 /* The chain of a call (*out): training, from the loss rows (n->tchain, every row without them);
  * inference of the rows want (R, increasing and distinct), n->echain, kept while they stay the
  * same; NULL where chains do not apply or for inference of every row. A new one's time counts as

@@ -304,13 +304,14 @@ size_t net_rows_block_bytes(int32_t R, int64_t m, int32_t NH, bool own, bool ids
  * (ids) for dropout; else over every vertex. */
 saga_status net_rows_block(saga_net *n, nblock **out, const int32_t *rows, int32_t R, bool own,
                            bool ids, const int32_t *pos, int64_t m, int32_t NH, const stage *sg);
-/* Block b's input rows for the P rows listed (not copied; the net's order): their graph ids
- * (b_ids) and their input, as a CSR (filled by net_sparse_fill_block) or dense rows packed from
- * the host as they load (b_xrows). */
-saga_status net_rows_input(saga_net *n, nblock *b, const int32_t *rows, int32_t P);
-/* The same for stage s's input (s <= 0: the net's input, as net_rows_input): a later stage's
- * f32 rows packed from its host array (act_host[s]) as the block loads; rows NULL: the first P. */
-saga_status net_rows_input_from(saga_net *n, nblock *b, const int32_t *rows, int32_t P, int s);
+/* Block b's rows: the P rows listed (not copied; the net's order; NULL: the first P) and their
+ * graph ids (uids, and b_ids their block), for dropout and the loss. */
+saga_status net_rows_ids(saga_net *n, nblock *b, const int32_t *rows, int32_t P);
+/* Block b's rows (net_rows_ids) with their rows of stage s's input: stage 0's (s <= 0) as a CSR
+ * (filled by net_sparse_fill_block) or dense rows in the transfer precision, a later stage's as
+ * f32 rows; dense rows are packed from the host array (n->x, act_host[s]) as the block loads
+ * (b_xrows). */
+saga_status net_rows_input(saga_net *n, nblock *b, const int32_t *rows, int32_t P, int s);
 /* Frees block b's arrays (not its scheduler blocks, which go with the scheduler). */
 void net_block_free(saga_net *n, nblock *b);
 

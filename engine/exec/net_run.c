@@ -1,11 +1,11 @@
 /* net_run.c - running a prepared graph network (saga_net.h): the plan of its steps (forward
  * passes, the loss, backward passes, block by block) for the block scheduler (sched.c), the
- * steps themselves, the whole-graph training pass in memory, and the statistics of a call. */
+ * steps themselves, and the one step over a chain (net_chain.h) that a pass in memory, or the
+ * end of a streamed inference of chosen rows, runs. */
 #include "net_impl.h"
 
 #include "net_chain.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -825,23 +825,23 @@ static void input_changed(const nblock *b, saga_blk *rows) {
             saga_blk_host_changed(x[i]);
 }
 
-/* A call: invalidations, the plan, its steps, statistics. Inference of rows alone (want, R of
- * them, increasing and distinct) runs in memory on their chain, their outputs into out. */
-static saga_status run(saga_net *n, bool train, const int32_t *want, int32_t R, double *loss_out,
-                       float *out) {
+/* A call: invalidations, the plan, its steps, statistics. Training in memory runs on the loss
+ * rows' chain; an inference of chosen rows on theirs (ch, from net_chain_for), their outputs
+ * into out; any other pass by parts over every row. */
+static saga_status run(saga_net *n, bool train, net_chain *ch, double *loss_out, float *out) {
     saga_status st = SAGA_OK;
     stepdesc *sd = NULL;
     int n_sd = 0;
     double t0 = saga_now(), loss = 0;
     saga_ctx *c = n->c;
     saga_idle_tuner *tune = NULL;
-    net_chain *ch = NULL;
     SAGA_CHECK(!train || n->loss, SAGA_ERR_INVALID_ARG,
                "saga_net_train_step: no loss function (saga_net_set_loss)");
     SAGA_TRY(net_prepare(n, train));
     int S = n->n_stages;
     n->stats.rows_computed = 0;
-    SAGA_TRY(net_chain_for(n, train, want, R, &ch));
+    if (train)
+        SAGA_TRY(net_chain_for(n, true, NULL, 0, &ch));
     saga_backend_reset_stats(n->be);
     saga_sched_reset_stats(n->sched);
     if (n->dist) {
@@ -862,10 +862,6 @@ static saga_status run(saga_net *n, bool train, const int32_t *want, int32_t R, 
                 saga_blk_host_changed(n->halo[0][d]);
             if (n->hblk)
                 input_changed(&n->hblk[d], n->hblk[d].b_xrows);
-            if (n->tchain)
-                net_chain_input_changed(n, n->tchain);
-            if (n->echain)
-                net_chain_input_changed(n, n->echain);
         }
         for (int s = 1; s <= S; s++) {
             if (n->k > 1 && n->halo[s][d] && !resident(n, s))
@@ -873,6 +869,12 @@ static saga_status run(saga_net *n, bool train, const int32_t *want, int32_t R, 
             if (train && n->ghalo[s][d])
                 saga_blk_host_changed(n->grad[s][d]);
         }
+    }
+    if (n->x_changed) {
+        if (n->tchain)
+            net_chain_input_changed(n, n->tchain);
+        if (n->echain)
+            net_chain_input_changed(n, n->echain);
     }
     n->x_changed = false;
     if (train)
@@ -953,13 +955,14 @@ fail:
     saga_free(sd);
     net_collect_stats(n, t0);
     n->stats.h2d_floor_bytes = train ? n->floor_train_bytes : n->floor_pass_bytes;
-    n->stats.loss_rows_stages = train && n->lblk ? (n->tblk ? n->n_stages - n->tail_s : 1) : 0;
-    n->stats.head_rows = train && n->hblk ? n->tblk->n_halo : 0;
     if (ch && train) {
         n->stats.loss_rows_stages = 0;
         for (int s = 1; s < n->n_stages; s++)
             n->stats.loss_rows_stages += ch->blk[s] != NULL;
         n->stats.head_rows = ch->blk[0] ? net_chain_rows(n, ch, 0) : 0;
+    } else {
+        n->stats.loss_rows_stages = train && n->lblk ? (n->tblk ? n->n_stages - n->tail_s : 1) : 0;
+        n->stats.head_rows = train && n->hblk ? n->tblk->n_halo : 0;
     }
     return st;
 }
@@ -967,7 +970,7 @@ fail:
 saga_status saga_net_forward(saga_net *n, float *out) {
     saga_status st = SAGA_OK;
     SAGA_CHECK(n, SAGA_ERR_INVALID_ARG, "saga_net_forward: net is NULL");
-    SAGA_TRY(run(n, false, NULL, 0, NULL, NULL));
+    SAGA_TRY(run(n, false, NULL, NULL, NULL));
     if (n->dist) {
         /* every rank's rows to every rank */
         double t0 = saga_now();
@@ -1024,8 +1027,7 @@ saga_status saga_net_forward_rows(saga_net *n, const int32_t *vertices, int64_t 
         if (R == 0 || want[i] != want[R - 1])
             want[R++] = want[i];
     net_chain *ch = NULL;
-    if ((!n->ids || inv) && net_chain_applies(n, false))
-        SAGA_TRY(net_chain_for(n, false, want, R, &ch));
+    SAGA_TRY(net_chain_for(n, false, want, R, &ch));
     if (!ch || ch->whole_below == n->n_stages) {
         /* every row runs; the rows asked for are picked */
         SAGA_TRY(saga_alloc_array((void **)&y, (size_t)n->n * (size_t)C + 1, sizeof(float),
@@ -1037,7 +1039,7 @@ saga_status saga_net_forward_rows(saga_net *n, const int32_t *vertices, int64_t 
     }
     SAGA_TRY(saga_alloc_array((void **)&y, (size_t)R * (size_t)C + 1, sizeof(float),
                               "saga_net_forward_rows"));
-    SAGA_TRY(run(n, false, want, R, NULL, y));
+    SAGA_TRY(run(n, false, ch, NULL, y));
     for (int64_t i = 0; i < count; i++) {
         const int32_t r = inv ? inv[vertices[i]] : vertices[i];
         const int32_t *at = bsearch(&r, want, (size_t)R, sizeof *want, cmp_i32);
@@ -1052,7 +1054,7 @@ fail:
 saga_status saga_net_train_step(saga_net *n, double *loss) {
     saga_status st = SAGA_OK;
     SAGA_CHECK(n, SAGA_ERR_INVALID_ARG, "saga_net_train_step: net is NULL");
-    SAGA_TRY(run(n, true, NULL, 0, loss, NULL));
+    SAGA_TRY(run(n, true, NULL, loss, NULL));
 fail:
     return st;
 }
