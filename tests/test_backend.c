@@ -74,10 +74,7 @@ static int count_occurrences(const char *hay, const char *needle) {
 /* Deterministic pseudo-random doubles in [-1, 1). */
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 static double rnd(void) {
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return (double)(rng_state >> 11) / (double)(1ull << 52) - 1.0;
+    return (double)(saga_test_u64(&rng_state) >> 11) / (double)(1ull << 52) - 1.0;
 }
 
 /* |got - want| <= bound (absolute). */

@@ -25,15 +25,6 @@
 enum { N = 700, DEG = 9, OUTS = 12 };
 
 static uint64_t rng = 0x243F6A8885A308D3ull;
-static uint64_t next_u64(void) {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
-}
-static float urand(float lo, float hi) {
-    return lo + (hi - lo) * (float)((double)(next_u64() >> 11) / (double)(1ull << 53));
-}
 
 /* What every kernel gives at one level, each output an array of floats (the 16-bit conversions'
  * bits stored as floats' bits). */
@@ -57,10 +48,10 @@ static void inputs_new(inputs *in) {
     int64_t nnz = 0;
     in->off[0] = 0;
     for (int64_t r = 0; r < N; r++) {
-        const int64_t d = (int64_t)(next_u64() % (2 * DEG - 1)); /* some rows empty */
+        const int64_t d = (int64_t)(saga_test_u64(&rng) % (2 * DEG - 1)); /* some rows empty */
         for (int64_t k = 0; k < d && nnz < (int64_t)N * DEG; k++) {
-            in->idx[nnz] = (int32_t)(next_u64() % N);
-            in->val[nnz++] = urand(-1, 1);
+            in->idx[nnz] = (int32_t)(saga_test_u64(&rng) % N);
+            in->val[nnz++] = saga_test_uniform(&rng, -1, 1);
         }
         in->off[r + 1] = nnz;
     }
@@ -70,12 +61,12 @@ static void inputs_new(inputs *in) {
     in->Xz = test_malloc((size_t)N * 16 * sizeof(float));
     in->x = test_malloc((size_t)N * 16 * sizeof(float));
     for (int64_t i = 0; i < N * 16; i++) {
-        in->X16[i] = urand(-2, 2);
+        in->X16[i] = saga_test_uniform(&rng, -2, 2);
         in->Xz[i] = (i / 16) % 3 ? 0.0f : in->X16[i]; /* two rows in three zero: the live path */
-        in->x[i] = urand(-12, 12);
+        in->x[i] = saga_test_uniform(&rng, -12, 12);
     }
     for (int64_t i = 0; i < N * 8; i++)
-        in->X8[i] = urand(-2, 2);
+        in->X8[i] = saga_test_uniform(&rng, -2, 2);
     static const float sp[] = {0.0f,     -0.0f,    1e-40f,   -1e-40f,   65504.0f, 65520.0f, 1e30f,
                                -1e30f,   3e38f,    INFINITY, -INFINITY, NAN,      0.55f,    -0.55f,
                                5.96e-8f, 2.98e-8f, 1.0f,     -1.0f,     9.99f,    10.01f};
@@ -201,9 +192,9 @@ static void test_cpu_isa_narrow_gemm_within_bound(void **state) {
         float *A = test_malloc((size_t)(M * K) * sizeof *A), *B = test_malloc((size_t)(K * Nc) * 4);
         float *c[2] = {test_malloc((size_t)(M * Nc) * 4), test_malloc((size_t)(M * Nc) * 4)};
         for (int64_t i = 0; i < M * K; i++)
-            A[i] = urand(-1, 1);
+            A[i] = saga_test_uniform(&rng, -1, 1);
         for (int64_t i = 0; i < K * Nc; i++)
-            B[i] = urand(-1, 1);
+            B[i] = saga_test_uniform(&rng, -1, 1);
         for (int l = 0; l < 2; l++) {
             saga_cpu_isa_force(l ? SAGA_CPU_ISA_AVX2 : SAGA_CPU_ISA_SSE2);
             assert_int_equal(

@@ -32,10 +32,7 @@ static saga_backend *cpu;
 
 static uint64_t rng_state = 0x2545f4914f6cdd1dull;
 static double rnd(void) {
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return (double)(rng_state >> 11) / (double)(1ull << 52) - 1.0;
+    return (double)(saga_test_u64(&rng_state) >> 11) / (double)(1ull << 52) - 1.0;
 }
 
 /* got within bound of want. Equal values are close, infinities included (inf - inf is NaN, which

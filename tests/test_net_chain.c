@@ -49,7 +49,7 @@ static void fixture_new(fixture *f, const char *kinds) {
     uint64_t r = 0x243F6A8885A308D3ull;
     int32_t *src = test_malloc(M * sizeof *src), *dst = test_malloc(M * sizeof *dst);
     for (int k = 0; k < M; k++) {
-        r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+        saga_test_u64(&r);
         src[k] = (int32_t)(r % N);
         dst[k] = (int32_t)((r >> 32) % N);
     }

@@ -17,12 +17,6 @@
 #include <string.h>
 
 static uint64_t rng = 0x9E3779B97F4A7C15ull;
-static uint64_t next_u64(void) {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
-}
 
 /* A random graph of n vertices and m edges as edge arrays, and its in-edge CSR. */
 typedef struct graph {
@@ -41,8 +35,8 @@ static void graph_new(graph *g, int32_t n, int64_t m) {
     g->off = test_calloc((size_t)n + 1, sizeof *g->off);
     g->src = test_malloc((size_t)m * sizeof *g->src + 4);
     for (int64_t k = 0; k < m; k++) {
-        g->eu[k] = (int32_t)(next_u64() % (uint64_t)n);
-        g->ev[k] = (int32_t)(next_u64() % (uint64_t)n);
+        g->eu[k] = (int32_t)(saga_test_u64(&rng) % (uint64_t)n);
+        g->ev[k] = (int32_t)(saga_test_u64(&rng) % (uint64_t)n);
         g->off[g->ev[k] + 1]++;
     }
     for (int32_t v = 0; v < n; v++)
@@ -138,16 +132,18 @@ static void test_net_demand_against_edges(void **state) {
     (void)state;
     for (int trial = 0; trial < 60; trial++) {
         graph g;
-        graph_new(&g, 40 + (int32_t)(next_u64() % 200), (int64_t)(next_u64() % 600));
+        graph_new(&g, 40 + (int32_t)(saga_test_u64(&rng) % 200),
+                  (int64_t)(saga_test_u64(&rng) % 600));
         stage_kind kinds[6];
-        const int S = 1 + (int)(next_u64() % 6);
+        const int S = 1 + (int)(saga_test_u64(&rng) % 6);
         for (int s = 0; s < S; s++)
-            kinds[s] = next_u64() % 2 ? STAGE_PROGRAM : STAGE_VERTEX;
-        const int64_t R = (int64_t)(next_u64() % 12);
+            kinds[s] = saga_test_u64(&rng) % 2 ? STAGE_PROGRAM : STAGE_VERTEX;
+        const int64_t R = (int64_t)(saga_test_u64(&rng) % 12);
         int32_t rows[12];
         for (int64_t i = 0; i < R; i++)
-            rows[i] =
-                i && next_u64() % 4 == 0 ? rows[i - 1] : (int32_t)(next_u64() % (uint64_t)g.n);
+            rows[i] = i && saga_test_u64(&rng) % 4 == 0
+                          ? rows[i - 1]
+                          : (int32_t)(saga_test_u64(&rng) % (uint64_t)g.n);
         check(&g, kinds, S, rows, R);
         check(&g, kinds, S, NULL, g.n); /* every row */
         graph_free(&g);
@@ -230,18 +226,19 @@ static void test_net_demand_cap(void **state) {
     (void)state;
     for (int trial = 0; trial < 40; trial++) {
         graph g;
-        graph_new(&g, 50 + (int32_t)(next_u64() % 150), (int64_t)(next_u64() % 400));
+        graph_new(&g, 50 + (int32_t)(saga_test_u64(&rng) % 150),
+                  (int64_t)(saga_test_u64(&rng) % 400));
         stage_kind kinds[5];
-        const int S = 1 + (int)(next_u64() % 5);
+        const int S = 1 + (int)(saga_test_u64(&rng) % 5);
         for (int s = 0; s < S; s++)
-            kinds[s] = next_u64() % 2 ? STAGE_PROGRAM : STAGE_VERTEX;
+            kinds[s] = saga_test_u64(&rng) % 2 ? STAGE_PROGRAM : STAGE_VERTEX;
         int32_t rows[16];
         for (int i = 0; i < 16; i++)
-            rows[i] = (int32_t)(next_u64() % (uint64_t)g.n);
+            rows[i] = (int32_t)(saga_test_u64(&rng) % (uint64_t)g.n);
         net_demand exact, d;
         assert_int_equal(net_demand_build(&exact, kinds, S, g.off, g.src, g.n, rows, 16, g.n),
                          SAGA_OK);
-        const int32_t cap = (int32_t)(next_u64() % (uint64_t)g.n);
+        const int32_t cap = (int32_t)(saga_test_u64(&rng) % (uint64_t)g.n);
         assert_int_equal(net_demand_build(&d, kinds, S, g.off, g.src, g.n, rows, 16, cap), SAGA_OK);
         bool widened = false;
         for (int s = S; s >= 0; s--) { /* s == 0: the input */

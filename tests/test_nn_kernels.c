@@ -97,23 +97,13 @@ static uint64_t rng_state;
 static void seed(uint64_t s) {
     rng_state = s * 0x9E3779B97F4A7C15ull + 1;
 }
-static uint64_t next_u64(void) {
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return rng_state;
-}
-/* uniform in [lo, hi) */
-static float urand(float lo, float hi) {
-    return lo + (hi - lo) * (float)((double)(next_u64() >> 11) / (double)(1ull << 53));
-}
 static int64_t irand(int64_t n) {
-    return (int64_t)(next_u64() % (uint64_t)n);
+    return (int64_t)(saga_test_u64(&rng_state) % (uint64_t)n);
 }
 
 static void fill_rand(float *x, int64_t n, float lo, float hi) {
     for (int64_t i = 0; i < n; i++)
-        x[i] = urand(lo, hi);
+        x[i] = saga_test_uniform(&rng_state, lo, hi);
 }
 
 static void fill_nan(float *x, int64_t n) {
@@ -910,7 +900,7 @@ static void test_nn_kernels_bce_logits(void **state) {
             for (int64_t i = 0; i < n / 2; i++)
                 x[i] *= 0.05f;
             for (int64_t i = 0; i < n; i++) /* hard and soft targets */
-                tg[i] = i % 3 == 0 ? urand(0, 1) : (float)(i % 3 - 1);
+                tg[i] = i % 3 == 0 ? saga_test_uniform(&rng_state, 0, 1) : (float)(i % 3 - 1);
             double want = 0, err = 0, mag = 0;
             double *dwant = dvec(n), *derr = dvec(n);
             for (int64_t i = 0; i < n; i++) {
@@ -1269,7 +1259,8 @@ static void test_nn_kernels_segment_reduce(void **state) {
             float *x = falloc(nnz * F), *dy = falloc(ns * F), *y[N_BE], *dx[N_BE];
             int32_t *am[N_BE];
             for (int64_t i = 0; i < nnz * F; i++) /* few distinct values: ties for MAX */
-                x[i] = (float)irand(4) - 1.5f + (op == SAGA_REDUCE_MAX ? 0 : urand(0, 1));
+                x[i] = (float)irand(4) - 1.5f +
+                       (op == SAGA_REDUCE_MAX ? 0 : saga_test_uniform(&rng_state, 0, 1));
             fill_rand(dy, ns * F, -1, 1);
             double *want = dvec(ns * F), *dwant = dvec(nnz * F), *err = dvec(ns * F),
                    *derr = dvec(nnz * F);

@@ -26,12 +26,6 @@ static const char *const ARRAYS[7] = {"in_offsets", "in_src", "in_w",    "out_of
                                       "out_dst",    "out_w",  "orig_ids"};
 
 static uint64_t rng_state = 88172645463325252ull;
-static uint64_t rng(void) {
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return rng_state;
-}
 
 /* n vertices, m random edges; weights and original ids on request. */
 static saga_graph *random_graph(int32_t n, int64_t m, bool weighted, bool ids) {
@@ -40,10 +34,10 @@ static saga_graph *random_graph(int32_t n, int64_t m, bool weighted, bool ids) {
     int64_t *orig = ids ? malloc((size_t)n * sizeof *orig + 1) : NULL;
     assert_true(src && dst);
     for (int64_t k = 0; k < m; k++) {
-        src[k] = (int32_t)(rng() % (uint64_t)n);
-        dst[k] = (int32_t)(rng() % (uint64_t)n);
+        src[k] = (int32_t)(saga_test_u64(&rng_state) % (uint64_t)n);
+        dst[k] = (int32_t)(saga_test_u64(&rng_state) % (uint64_t)n);
         if (w)
-            w[k] = (float)(rng() % 1000) / 8.0f - 20.0f;
+            w[k] = (float)(saga_test_u64(&rng_state) % 1000) / 8.0f - 20.0f;
     }
     for (int32_t v = 0; ids && v < n; v++)
         orig[v] = 7 + 3 * (int64_t)v + (v > n / 2 ? 1000000000000ll : 0);
@@ -413,9 +407,9 @@ static void test_sgr_random_bytes(void **state) {
     (void)state;
     unsigned char buf[4096];
     for (int trial = 0; trial < 400; trial++) {
-        size_t len = (size_t)(rng() % sizeof buf);
+        size_t len = (size_t)(saga_test_u64(&rng_state) % sizeof buf);
         for (size_t k = 0; k < len; k++)
-            buf[k] = (unsigned char)rng();
+            buf[k] = (unsigned char)saga_test_u64(&rng_state);
         if (trial % 2 && len >= 8)
             memcpy(buf, "SAGAGRPH", 8);
         if (trial % 4 == 3 && len >= HEADER) {
@@ -443,9 +437,9 @@ static int64_t src_ids[SRC_N];
 
 static void make_source(void) {
     for (int k = 0; k < SRC_M; k++) {
-        src_u[k] = (int32_t)(rng() % SRC_N);
-        src_v[k] = k % 13 == 0 ? src_u[k] : (int32_t)(rng() % SRC_N);
-        src_w[k] = (float)(rng() % 64) / 4.0f + 0.25f;
+        src_u[k] = (int32_t)(saga_test_u64(&rng_state) % SRC_N);
+        src_v[k] = k % 13 == 0 ? src_u[k] : (int32_t)(saga_test_u64(&rng_state) % SRC_N);
+        src_w[k] = (float)(saga_test_u64(&rng_state) % 64) / 4.0f + 0.25f;
     }
     for (int k = 0; k < 40; k++) { /* parallel edges, some reversed */
         src_u[SRC_M - 1 - k] = src_u[k];

@@ -169,10 +169,7 @@ static void set_flag_fn(void *arg) {
 /* Deterministic pseudo-random numbers. */
 static uint64_t rng = 0x2545f4914f6cdd1dull;
 static uint32_t rnd_u32(void) {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (uint32_t)(rng >> 32);
+    return (uint32_t)(saga_test_u64(&rng) >> 32);
 }
 
 /* ---- order ------------------------------------------------------------------------------- */

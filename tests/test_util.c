@@ -292,3 +292,15 @@ void saga_test_assert_close_f64_(const char *what, const double *a, const double
     assert_close(what, worst, at, ok ? a[at] : 0, ok ? b[at] : 0, a, b, (size_t)n * sizeof *a,
                  bound, file, line);
 }
+
+uint64_t saga_test_u64(uint64_t *state) {
+    uint64_t x = *state;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return *state = x;
+}
+
+float saga_test_uniform(uint64_t *state, float lo, float hi) {
+    return lo + (hi - lo) * (float)((double)(saga_test_u64(state) >> 11) / (double)(1ull << 53));
+}

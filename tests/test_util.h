@@ -101,6 +101,11 @@ double saga_test_worst_f64(const double *a, const double *b, int64_t n, double s
 /* The mean of |a[i]|: the scale of values whose terms are of the data's size. */
 double saga_test_mean_abs_f32(const float *a, int64_t n);
 
+/* Test data from a xorshift64 stream (state: any non-zero value): the next 64 bits, and a float
+ * uniform in [lo, hi) from their top 53. */
+uint64_t saga_test_u64(uint64_t *state);
+float saga_test_uniform(uint64_t *state, float lo, float hi);
+
 /* Fails the test, naming what, the worst element and how far past the bound it is, unless every
  * a[i] and b[i] agree within bound (relative, as in saga_test_worst_f32); bound 0 asks for the
  * same bits. */
