@@ -80,7 +80,6 @@ saga_status saga_net_explain(saga_net *n, FILE *f) {
             int32_t r = streamed_train_rows(n, s, &how);
             snprintf(train, sizeof train, "%d (%s)", (int)r, how);
             input = n->resident && n->resident[s] ? "whole on the device"
-                    : s == 0                      ? "rows by part"
                     : sg->kind == STAGE_PROGRAM   ? "halos by part"
                                                   : "rows by part";
         } else {
