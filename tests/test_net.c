@@ -61,7 +61,8 @@ static bool sparse_input;
 static double auto_density = -1;
 
 /* A loss over the listed vertices only (in[v]): the mean NLL over them, as a node
- * classification's training vertices; max_count records the largest block it saw. */
+ * classification's training vertices; max_count records the largest block it saw, and unlisted
+ * the rows it saw outside the list when the net was given the list (none should reach it). */
 typedef struct listed_ctx {
     const int32_t *labels;
     const uint8_t *in;
@@ -69,6 +70,7 @@ typedef struct listed_ctx {
     const int32_t *list; /* what run_model passes to saga_net_set_loss_rows, when given */
     int64_t n_list;
     int calls; /* of the loss */
+    int64_t unlisted;
 } listed_ctx;
 
 static saga_tensor *nll_listed(saga_ctx *c, const saga_vertex_in *v, const int32_t *ids, void *u) {
@@ -80,6 +82,8 @@ static saga_tensor *nll_listed(saga_ctx *c, const saga_vertex_in *v, const int32
         if (lc->in[ids[i]]) {
             lab[k] = lc->labels[ids[i]];
             rows[k++] = i;
+        } else if (lc->list) {
+            lc->unlisted++;
         }
     lc->max_count = v->count > lc->max_count ? v->count : lc->max_count;
     lc->calls++;
@@ -737,7 +741,7 @@ static void check_loss_rows(const saga_program *prog, bool fused, int32_t stride
         in[v] = 1;
     }
     list[n_list++] = list[0]; /* a repeat */
-    listed_ctx every = {D.labels, in, n_in, 0, NULL, 0, 0}, sub = every;
+    listed_ctx every = {D.labels, in, n_in, 0, NULL, 0, 0, 0}, sub = every;
     sub.list = list;
     sub.n_list = n_list;
     run_out a, b, c;
@@ -753,14 +757,15 @@ static void check_loss_rows(const saga_program *prog, bool fused, int32_t stride
     assert_int_equal(a.st[2].loss_rows_stages, 0);
     assert_int_equal(b.st[2].loss_rows_stages, 3);
     loss_rows_head = b.st[2].head_rows;
-    /* streamed: every block runs whole and the loss picks the rows, or (one_step) the last
-     * stage runs on the loss rows in one step */
+    /* streamed: every part runs whole and the loss sees the listed rows among its rows (a part
+     * without any, no call), or (one_step) the last stage runs on the loss rows in one step */
     sub.max_count = 0;
     sub.calls = 0;
     run_model(&c, prog, a.peak / 4, SAGA_EXEC_AUTO, 0, SAGA_PARTITION_METIS, SAGA_SAVED_RECOMPUTE);
     LISTED = NULL;
     assert_true(c.st[0].streamed);
     assert_true(sub.max_count < D.n);
+    assert_int_equal(sub.unlisted, 0);
     print_message("  every %d-th vertex: streamed in %d parts, %d calls of the loss in 3 steps\n",
                   (int)stride, (int)c.st[0].parts, sub.calls);
     loss_rows_calls = sub.calls;
@@ -989,7 +994,7 @@ static void test_net_head(void **state) {
         list[n_in++] = v;
         in[v] = 1;
     }
-    listed_ctx every = {D.labels, in, n_in, 0, NULL, 0, 0}, sub = every;
+    listed_ctx every = {D.labels, in, n_in, 0, NULL, 0, 0, 0}, sub = every;
     sub.list = list;
     sub.n_list = n_in;
     change_input = true;
@@ -1019,6 +1024,7 @@ static void test_net_head(void **state) {
             fail_msg("no budget from 1/2 to 1/8 of the peak ran the tail streamed");
         assert_int_equal(t.st[2].head_rows, b.st[2].head_rows);
         assert_same_run(&a, &t, 0);
+        assert_int_equal(sub.unlisted, 0);
         /* every row streamed at that budget moves more */
         LISTED = &every;
         run_model(&c, &GCN, t.st[2].budget_bytes, SAGA_EXEC_AUTO, 0, SAGA_PARTITION_METIS,

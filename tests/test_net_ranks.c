@@ -3,7 +3,8 @@
  * ranks and once by itself, and checks that the losses of every step and the outputs after
  * training agree within the bounds of net_run_bounds (GCN with fused programs, a GAT-like batched
  * program with edge softmax and dropout on rows and edges, in memory and streamed on each rank
- * under a small budget, METIS, random and contiguous parts), and PageRank within
+ * under a small budget, METIS, random and contiguous parts; with loss rows, which alone the loss
+ * sees), and PageRank within
  * saga_test_pagerank_bound. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -52,6 +53,17 @@ typedef struct run_out {
     saga_net_stats st;
 } run_out;
 
+/* When set, run_model gives the net every LOSS_EVERY-th vertex as its loss rows
+ * (saga_net_set_loss_rows) and the loss counts in unlisted the rows it sees outside them. */
+static int32_t LOSS_EVERY;
+static int64_t unlisted;
+
+static saga_tensor *nll_listed(saga_ctx *c, const saga_vertex_in *v, const int32_t *ids, void *u) {
+    for (int32_t i = 0; i < v->count; i++)
+        unlisted += ids[i] % LOSS_EVERY != 0;
+    return nll_rows(c, v, ids, u);
+}
+
 /* Three SGD steps of a two-layer model, over the ranks of cm (NULL: this process alone). */
 static void run_model(run_out *r, const saga_program *prog, saga_comm *cm, size_t budget,
                       saga_exec exec, saga_partition_method pm) {
@@ -76,7 +88,14 @@ static void run_model(run_out *r, const saga_program *prog, saga_comm *cm, size_
     assert_int_equal(saga_net_new(&net, c, D.g, &no), SAGA_OK);
     net_model_stages(net, prog, &D, H, &l1, &l2);
     loss_ctx lc = {D.labels, D.n};
-    assert_int_equal(saga_net_set_loss(net, nll_rows, &lc), SAGA_OK);
+    assert_int_equal(saga_net_set_loss(net, LOSS_EVERY ? nll_listed : nll_rows, &lc), SAGA_OK);
+    if (LOSS_EVERY) {
+        int32_t *list = test_malloc(((size_t)D.n / (size_t)LOSS_EVERY + 1) * sizeof *list), k = 0;
+        for (int32_t v = 0; v < D.n; v += LOSS_EVERY)
+            list[k++] = v;
+        assert_int_equal(saga_net_set_loss_rows(net, list, k), SAGA_OK);
+        test_free(list);
+    }
     assert_int_equal(saga_net_set_model(net, m), SAGA_OK);
     assert_int_equal(saga_net_set_input(net, D.x, D.F), SAGA_OK);
     for (int i = 0; i < STEPS; i++) {
@@ -160,6 +179,21 @@ static void test_net_ranks_random_and_contiguous(void **state) {
     check(&GCN, 0, SAGA_EXEC_AUTO, SAGA_PARTITION_CONTIGUOUS);
 }
 
+/* With loss rows, the loss over the ranks sees those rows alone, as it does in one process (in
+ * memory and streamed), with the same losses and outputs. */
+static void test_net_ranks_loss_rows(void **state) {
+    (void)state;
+    data_load();
+    LOSS_EVERY = 5;
+    unlisted = 0;
+    check(&GCN, 0, SAGA_EXEC_AUTO, SAGA_PARTITION_METIS);
+    check(&GAT, 0, SAGA_EXEC_AUTO, SAGA_PARTITION_METIS);
+    if (!on_cuda)
+        check(&GAT, 400u << 10, SAGA_EXEC_AUTO, SAGA_PARTITION_METIS);
+    LOSS_EVERY = 0;
+    assert_int_equal(unlisted, 0);
+}
+
 static void pagerank(double *rank, saga_comm *cm, size_t budget, int *iters) {
     data_load();
     saga_backend *be = backend(budget);
@@ -219,6 +253,7 @@ int main(void) {
         cmocka_unit_test(test_net_ranks_gcn_streamed),
         cmocka_unit_test(test_net_ranks_gat_streamed),
         cmocka_unit_test(test_net_ranks_random_and_contiguous),
+        cmocka_unit_test(test_net_ranks_loss_rows),
         cmocka_unit_test(test_net_ranks_pagerank),
     };
     int failed = cmocka_run_group_tests(tests, NULL, teardown);

@@ -409,6 +409,8 @@ void net_block_free(saga_net *n, nblock *b) {
     saga_backend_host_free(n->be, b->uids, (P ? P : 1) * sizeof(int32_t));
     saga_free(b->tperm);
     saga_free(b->epos);
+    saga_free(b->lsel);
+    saga_free(b->lsel_ids);
     size_t wb = n->transfer == SAGA_TRANSFER_F32 ? m1 : m1 / 2; /* see weights_block */
     for (int i = 0; i < N_KEYS; i++) {
         saga_backend_host_free(n->be, b->vin_h[i], wb);

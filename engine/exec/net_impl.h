@@ -80,6 +80,12 @@ typedef struct nblock {
     saga_blk *b_off, *b_src, *b_edst, *b_toff, *b_tdst, *b_self;
     saga_blk *b_ids, *b_eids; /* streamed: the graph's ids of the rows, the edges' indices */
     saga_blk *b_vin[N_KEYS], *b_vout[N_KEYS];
+    /* the loss rows (saga_net_set_loss_rows) among a part's rows, for its loss step: their
+     * indices in the part (lsel) and graph ids (lsel_ids), n_lsel of them; built by its first
+     * loss step (lsel_built) */
+    int32_t *lsel, *lsel_ids;
+    int32_t n_lsel;
+    bool lsel_built;
     int32_t *uids;    /* the loss rows' block of a streamed net: the rows' graph ids (pinned, P;
                        * b_ids is their block) */
     int32_t *hids;    /* resident stages: the halo's ids (pinned, n_halo), and their block */

@@ -559,6 +559,36 @@ fail:
     return st;
 }
 
+/* The loss rows among part b's rows, in b->lsel / lsel_ids (see nblock). */
+static saga_status loss_select(saga_net *n, nblock *b) {
+    saga_status st = SAGA_OK;
+    uint8_t *in = NULL;
+    const int32_t P = b->v1 - b->v0, *ids = (n->ids ? n->ids : n->iota) + b->v0;
+    SAGA_TRY(saga_alloc_array((void **)&in, (size_t)n->n, 1, "loss rows"));
+    memset(in, 0, (size_t)n->n);
+    for (int32_t i = 0; i < n->n_loss_rows; i++)
+        in[n->loss_rows[i]] = 1;
+    int32_t k = 0;
+    for (int32_t i = 0; i < P; i++)
+        k += in[ids[i]];
+    SAGA_TRY(saga_alloc_array((void **)&b->lsel, k ? (size_t)k : 1, sizeof(int32_t), "loss rows"));
+    SAGA_TRY(
+        saga_alloc_array((void **)&b->lsel_ids, k ? (size_t)k : 1, sizeof(int32_t), "loss rows"));
+    b->n_lsel = 0;
+    for (int32_t i = 0; i < P; i++)
+        if (in[ids[i]]) {
+            b->lsel[b->n_lsel] = i;
+            b->lsel_ids[b->n_lsel++] = ids[i];
+        }
+    b->lsel_built = true;
+fail:
+    saga_free(in);
+    return st;
+}
+
+/* A part's loss step: the loss over its rows, or with loss rows over those of them alone (their
+ * rows gathered; a part without any gives the last stage a zero gradient and the loss no call),
+ * then its gradient into the last stage's output gradient. */
 static saga_status run_loss(saga_net *n, int32_t d, double *loss) {
     saga_status st = SAGA_OK;
     saga_ctx *c = n->c;
@@ -566,13 +596,27 @@ static saga_status run_loss(saga_net *n, int32_t d, double *loss) {
     nblock *b = &n->blk[d];
     int32_t P = b->v1 - b->v0;
     saga_tape_pos mark = saga_tape_mark(c);
+    if (n->loss_rows && !b->lsel_built)
+        SAGA_TRY(loss_select(n, b));
+    if (n->loss_rows && b->n_lsel == 0) {
+        st = to_block(n, n->grad[S][d], NULL);
+        goto fail;
+    }
     saga_tensor *Y = wrap(n, n->act[S][d], SAGA_F32, P, n->stages[S - 1].out_cols);
     if (!Y)
         SAGA_TRY(ctx_status_or(n, "the loss"));
     saga_ctx_mark_leaf(c, Y);
     saga_vertex_in vin = {.first = b->v0, .count = P, .gathered = NULL, .self = Y};
     const int32_t *ids = (n->ids ? n->ids : n->iota) + b->v0;
-    row_ids_on(n, &n->blk[d]);
+    if (n->loss_rows && b->n_lsel < P) {
+        saga_tensor *idx = saga_ctx_from_host(c, SAGA_I32, b->n_lsel, 1, b->lsel);
+        vin = (saga_vertex_in){.first = 0, .count = b->n_lsel, .self = saga_gather_rows(c, Y, idx)};
+        ids = b->lsel_ids;
+        if (!vin.self)
+            SAGA_TRY(ctx_status_or(n, "the loss"));
+    } else {
+        row_ids_on(n, b);
+    }
     saga_tensor *l = n->loss(c, &vin, ids, n->loss_user);
     saga_ctx_set_row_ids(c, NULL, 0);
     SAGA_TRY(check_loss(n, l));
