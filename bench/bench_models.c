@@ -11,6 +11,11 @@
  *
  *   bench_models DATA_DIR [EPOCHS]       (BENCH_EXPLAIN=1: each net's plan after its line)
  *
+ * BENCH_DEVICE picks the backend (default cpu; cuda, cuda:N); BENCH_BUDGET gives it a memory
+ * budget, under which the nets stream: BYTES, or /K for a K-th of each net's in-memory peak (a
+ * short in-memory run first finds it). Each line also gives the budget, the last epoch's loss
+ * and the sum of the evaluated outputs, to set runs on two devices side by side.
+ *
  * Uses only the public API, so that the same file builds against another version of the library
  * for a side-by-side run (bench/models.sh). */
 #include "saga.h"
@@ -103,7 +108,10 @@ static double median(double *v, int n) {
         }                                                                                          \
     } while (0)
 
-static void run(const char *name, const saga_dataset *d, int epochs, int depth) {
+/* Trains and evaluates one model for `epochs` epochs under `budget` bytes (0: none); prints its
+ * line unless quiet. Returns the device peak of its last epoch. */
+static size_t run(const char *name, const saga_dataset *d, int epochs, int depth, size_t budget,
+                  bool quiet) {
     const int64_t F = d->features.n_cols, H = 16, C = d->n_classes;
     const int32_t n = saga_graph_n_vertices(d->graph);
     const bool gin = !strcmp(name, "gin"), gat = !strcmp(name, "gat");
@@ -113,7 +121,10 @@ static void run(const char *name, const saga_dataset *d, int epochs, int depth) 
     saga_model *m = NULL;
     saga_optim *opt = NULL;
     saga_net *net = NULL;
-    CHECK(saga_backend_open(&be, "cpu", NULL));
+    saga_backend_params bp = saga_backend_params_defaults();
+    const char *dev = getenv("BENCH_DEVICE");
+    bp.budget_bytes = budget;
+    CHECK(saga_backend_open(&be, dev && *dev ? dev : "cpu", &bp));
     CHECK(saga_ctx_new(&c, be, 1));
     CHECK(saga_model_new(&m, be));
     layer l[4];
@@ -162,13 +173,16 @@ static void run(const char *name, const saga_dataset *d, int epochs, int depth) 
     double *tt = malloc((size_t)epochs * sizeof *tt), *te = malloc((size_t)epochs * sizeof *te);
     int64_t rows_train = 0, rows_eval = 0, head = 0;
     int subset = 0;
+    double loss = 0;
+    size_t peak = 0;
     for (int e = 0; e < epochs; e++) {
-        double t0 = saga_now(), loss = 0;
+        double t0 = saga_now();
         CHECK(saga_net_train_step(net, &loss));
         CHECK(saga_optim_step(opt));
         double t1 = saga_now();
         saga_net_stats st;
         saga_net_get_stats(net, &st);
+        peak = st.peak_device_bytes > peak ? st.peak_device_bytes : peak; /* training's */
         subset = st.loss_rows_stages;
         head = st.head_rows;
 #ifdef BENCH_FORWARD_ROWS
@@ -186,6 +200,8 @@ static void run(const char *name, const saga_dataset *d, int epochs, int depth) 
     }
     int skip = epochs > 1; /* the first epoch loads the blocks */
     double mt = median(tt + skip, epochs - skip), me = median(te + skip, epochs - skip);
+    if (quiet)
+        goto done;
     printf("%-6s %d stages  train %8.3f ms  eval %8.3f ms  epoch %8.3f ms", name,
            2 * depth - (gin ? depth : 0), mt, me, mt + me);
     printf("  training: %d stages after the first on fewer rows, the first on %lld", subset,
@@ -193,11 +209,20 @@ static void run(const char *name, const saga_dataset *d, int epochs, int depth) 
     if (rows_train)
         printf("  rows computed: train %lld, eval %lld (every row: %lld)", (long long)rows_train,
                (long long)rows_eval, (long long)n * (2 * depth - (gin ? depth : 0)));
-    printf("\n");
+    double sum = 0; /* the evaluated rows' outputs (forward_rows packs them; forward gives all) */
+    for (int64_t i = 0; i < n_eval; i++)
+        for (int64_t j = 0; j < C; j++)
+#ifdef BENCH_FORWARD_ROWS
+            sum += out[i * C + j];
+#else
+            sum += out[(int64_t)eval[i] * C + j];
+#endif
+    printf("  budget %zu  loss %.9g  eval sum %.9g\n", budget, loss, sum);
 #ifdef BENCH_FORWARD_ROWS
     if (getenv("BENCH_EXPLAIN")) /* the plan, stage by stage */
         CHECK(saga_net_explain(net, stdout));
 #endif
+done:
     free(ld.lab);
     free(eval);
     free(out);
@@ -208,6 +233,7 @@ static void run(const char *name, const saga_dataset *d, int epochs, int depth) 
     saga_model_free(&m);
     saga_ctx_free(&c);
     saga_backend_free_all(&be);
+    return peak;
 }
 
 int main(int argc, char **argv) {
@@ -219,11 +245,15 @@ int main(int argc, char **argv) {
     saga_dataset d = {0};
     CHECK(saga_dataset_load(&d, argv[1], NULL));
     CHECK(saga_features_densify(&d.features));
-    run("gcn", &d, epochs, 2);
-    run("gcn", &d, epochs, 3);
-    run("sage", &d, epochs, 2);
-    run("gat", &d, epochs, 2);
-    run("gin", &d, epochs, 2);
+    const char *b = getenv("BENCH_BUDGET");
+    const int k = b && b[0] == '/' ? atoi(b + 1) : 0;
+    const size_t bytes = b && !k ? (size_t)strtoull(b, NULL, 10) : 0;
+    const char *names[] = {"gcn", "gcn", "sage", "gat", "gin"};
+    for (int i = 0; i < 5; i++) {
+        const int depth = i == 1 ? 3 : 2;
+        size_t budget = k > 0 ? run(names[i], &d, 2, depth, 0, true) / (size_t)k : bytes;
+        run(names[i], &d, epochs, depth, budget, false);
+    }
     saga_dataset_free(&d);
     return 0;
 }
