@@ -927,6 +927,61 @@ static void test_net_explain(void **state) {
     small_net_free(&sn);
 }
 
+/* Streamed with the parts saga chooses, a training pass whose loss rows' chain fits the budget
+ * runs it as one step: on a graph of 20,000 vertices with wide rows (where a quarter of the
+ * in-memory peak holds the two-hop neighbourhood of every 2000th vertex, its loss rows), the rows
+ * the stages compute are the in-memory chain's, the loss is called once per step with the listed
+ * rows alone, the results are the in-memory run's and the peak stays in the budget; for GCN, SAGE
+ * and GAT (batched, which has no loss rows' block: by parts it calls the loss once per part). */
+static void check_streamed_chain(const char *name, const saga_program *prog) {
+    uint8_t *in = test_calloc((size_t)D.n, 1);
+    int32_t *list = test_malloc(((size_t)D.n / 1499 + 1) * sizeof *list);
+    int32_t n_in = 0;
+    for (int32_t v = D.n - 1; v >= 0; v -= 1499) {
+        list[n_in++] = v;
+        in[v] = 1;
+    }
+    listed_ctx sub = {D.labels, in, n_in, 0, list, n_in, 0, 0};
+    run_out a, t, all;
+    /* the budget: half the peak of the net whose loss reads every row */
+    run_model(&all, prog, 0, SAGA_EXEC_MEMORY, 0, SAGA_PARTITION_METIS, SAGA_SAVED_RECOMPUTE);
+    const size_t budget = all.peak / 2;
+    LISTED = &sub;
+    run_model(&a, prog, 0, SAGA_EXEC_MEMORY, 0, SAGA_PARTITION_METIS, SAGA_SAVED_RECOMPUTE);
+    sub.calls = 0;
+    run_model(&t, prog, budget, SAGA_EXEC_AUTO, 0, SAGA_PARTITION_METIS, SAGA_SAVED_RECOMPUTE);
+    LISTED = NULL;
+    print_message("  %s: streamed in %d parts at %zu bytes, %d calls of the loss in 3 steps, rows "
+                  "%lld (in memory %lld)\n",
+                  name, (int)t.st[2].parts, budget, sub.calls, (long long)t.st[2].rows_computed,
+                  (long long)a.st[2].rows_computed);
+    assert_true(t.st[2].streamed && t.st[2].parts > 1);
+    assert_int_equal(sub.calls, 3);
+    assert_int_equal(t.st[2].rows_computed, a.st[2].rows_computed);
+    assert_int_equal(t.st[2].loss_rows_stages, a.st[2].loss_rows_stages);
+    assert_true(t.peak <= budget);
+    assert_same_run(&a, &t, 0);
+    assert_int_equal(sub.unlisted, 0);
+    test_free(all.out);
+    test_free(a.out);
+    test_free(t.out);
+    test_free(in);
+    test_free(list);
+}
+
+static void test_net_streamed_chain(void **state) {
+    (void)state;
+    data_load();
+    net_data small = D; /* the wide graph in its place meanwhile */
+    D = (net_data){0};
+    net_data_load(&D, 3000, 6, 1024, 40, 9);
+    check_streamed_chain("GCN", &GCN);
+    check_streamed_chain("SAGE", &SAGE);
+    check_streamed_chain("GAT", &GAT);
+    net_data_free(&D);
+    D = small;
+}
+
 static void test_net_loss_rows(void **state) {
     (void)state;
     check_loss_rows(&GCN, true, 7, false);
@@ -1526,6 +1581,7 @@ int main(void) {
         cmocka_unit_test(test_net_memory_equals_program_run),
         cmocka_unit_test(test_net_metis_moves_fewer_bytes),
         cmocka_unit_test(test_net_forward_rows),
+        cmocka_unit_test(test_net_streamed_chain),
         cmocka_unit_test(test_net_explain),
         cmocka_unit_test(test_net_loss_rows),
         cmocka_unit_test(test_net_head),

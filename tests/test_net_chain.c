@@ -149,14 +149,14 @@ static void test_net_chain_follows_demand(void **state) {
         /* inference of a few rows, in any room: from none (every row) to all it needs */
         const int32_t want[] = {3, 50, 51, 399};
         net_chain *ch = NULL;
-        assert_int_equal(net_chain_build(n, &ch, want, 4, SIZE_MAX, false), SAGA_OK);
+        assert_int_equal(net_chain_build(n, &ch, want, 4, SIZE_MAX, false, false), SAGA_OK);
         check_chain(n, ch);
         assert_int_equal(ch->whole_below, 0);
         const size_t full = ch->bytes;
         net_chain_free(n, &ch);
         int last_w = -1, between = 0;
         for (size_t room = 0; room <= full; room += full / 7 + 1) {
-            assert_int_equal(net_chain_build(n, &ch, want, 4, room, false), SAGA_OK);
+            assert_int_equal(net_chain_build(n, &ch, want, 4, room, false, false), SAGA_OK);
             check_chain(n, ch);
             assert_true(ch->bytes <= room || ch->whole_below == n->n_stages);
             assert_true(last_w < 0 || ch->whole_below <= last_w); /* more room, fewer widened */
@@ -168,7 +168,7 @@ static void test_net_chain_follows_demand(void **state) {
         print_message("  %s: %d of the rooms widened some stages, not all\n", models[i], between);
         if (!strcmp(models[i], "vpvpvp"))
             assert_true(between > 0);
-        assert_int_equal(net_chain_build(n, &ch, want, 4, 0, false), SAGA_OK);
+        assert_int_equal(net_chain_build(n, &ch, want, 4, 0, false, false), SAGA_OK);
         assert_int_equal(ch->whole_below, n->n_stages);
         assert_null(ch->in);
         assert_int_equal(ch->n_out, N);

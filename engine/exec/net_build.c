@@ -346,6 +346,7 @@ static void unprepare(saga_net *n) {
         n->pr_free(n);
     net_chain_free(n, &n->tchain);
     net_chain_free(n, &n->echain);
+    n->tchain_none = false;
     rows_block_free(n, &n->lblk);
     rows_block_free(n, &n->tblk);
     if (n->hblk)

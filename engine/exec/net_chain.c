@@ -1,6 +1,7 @@
 /* net_chain.c - a net's stages over the rows one demand needs (net_chain.h). */
 #include "net_chain.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /* Device bytes of stage s's block over r rows (m in-edges, a halo of nh rows of its own or every
@@ -91,11 +92,42 @@ static size_t chain_work(const saga_net *n, const net_chain *ch, int w) {
     return work + 2 * kept;
 }
 
+/* The tensors of a streamed training chain's step: what the tape keeps of every stage until the
+ * backward pass (its output and that output's gradient), and beside it the largest stage's
+ * passing ones (a copy of its input such as dropout's and its product; a batched stage's
+ * messages). The input rows themselves are the chain's block (chain_bytes). */
+static size_t chain_train_work(const saga_net *n, const net_chain *ch) {
+    size_t kept = 0, passing = 0;
+    for (int s = 0; s < n->n_stages; s++) {
+        const stage *sg = &n->stages[s];
+        int32_t r;
+        (void)rows_of(n, ch, s, 0, &r);
+        const size_t fi = (size_t)sg->in_cols * 4, fo = (size_t)sg->out_cols * 4;
+        size_t one = (size_t)r * (fi + fo);
+        if (sg->kind == STAGE_PROGRAM) {
+            size_t eb = saga_prog_fused(&sg->p) ? 0 : (size_t)ch->d.n_edges[s];
+            const int64_t mx = saga_prog_batch_edges(&sg->p);
+            eb = eb > (size_t)mx ? (size_t)mx : eb;
+            one = 2 * one + eb * (2 * fi + fo) * 4;
+        }
+        kept += (size_t)r * fo * 2;
+        passing = one > passing ? one : passing;
+    }
+    return kept + passing;
+}
+
 /* Whether the chain cannot start at stage w: its blocks exceed the room, a vertex stage past the
  * start reads rows its predecessor did not compute, or (streamed) no stage from w on computes
  * fewer rows, stage w's input stays whole on the device (resident: the parts write it there,
- * not to the host), or the blocks and the step's tensors exceed the room. */
+ * not to the host), or the blocks and the step's tensors exceed the room. A streamed training
+ * chain starts at the first stage or not at all (the parts' backward pass would need its input
+ * rows' gradients), and holds every stage's tensors. */
 static bool cannot_start(const saga_net *n, const net_chain *ch, int w, size_t room) {
+    if (ch->streamed && ch->train) {
+        if (w > 0 || !ch->d.rows[0])
+            return true;
+        return room != SIZE_MAX && chain_bytes(n, ch, 0) + chain_train_work(n, ch) > room;
+    }
     if (ch->streamed) {
         if (!ch->d.rows[w] || (n->resident && n->resident[w]))
             return true;
@@ -152,7 +184,7 @@ void net_chain_free(saga_net *n, net_chain **chp) {
 }
 
 saga_status net_chain_build(saga_net *n, net_chain **out, const int32_t *rows, int32_t R,
-                            size_t room, bool streamed) {
+                            size_t room, bool streamed, bool train) {
     saga_status st = SAGA_OK;
     net_chain *ch = NULL;
     int32_t *pos = NULL;
@@ -175,6 +207,7 @@ saga_status net_chain_build(saga_net *n, net_chain **out, const int32_t *rows, i
     /* what does not fit computes every row, from the first stage up; in memory a vertex stage
      * only with the stage before it (it reads its own rows of that stage's output) */
     ch->streamed = streamed;
+    ch->train = streamed && train;
     int w = 0;
     while (w < S && cannot_start(n, ch, w, room))
         w++;
@@ -252,10 +285,15 @@ int32_t net_chain_rows(const saga_net *n, const net_chain *ch, int s) {
 
 /* Whether prepared net n runs a pass (training or not) on a chain: in memory on one rank, or an
  * inference of chosen rows streamed on one rank. */
+static int cmp_i32(const void *a, const void *b) {
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
 static bool chain_applies(const saga_net *n, bool train) {
     if (!n->ready || n->dist || n->n_stages == 0 || n->pagerank)
         return false;
-    return (n->k == 1 && !n->ids) || (!train && n->streamed);
+    return (n->k == 1 && !n->ids) || (n->streamed && (!train || (n->loss_rows && !n->o.parts)));
 }
 
 saga_status net_chain_for(saga_net *n, bool train, const int32_t *want, int32_t R,
@@ -265,18 +303,34 @@ saga_status net_chain_for(saga_net *n, bool train, const int32_t *want, int32_t 
     if (!chain_applies(n, train) || (!train && !want))
         return SAGA_OK;
     double t0 = saga_now();
+    int32_t *rows = NULL;
     net_chain **ch = train ? &n->tchain : &n->echain;
     if (!train && *ch &&
         ((*ch)->n_want != R || memcmp((*ch)->want, want, (size_t)R * sizeof *want) != 0))
         net_chain_free(n, ch);
-    if (!*ch) {
+    if (!*ch && !(train && n->tchain_none)) {
         size_t room = n->chain_room, other = train ? 0 : n->tchain ? n->tchain->bytes : 0;
         room = room == SIZE_MAX ? room : room > other ? room - other : 0;
-        SAGA_TRY(train ? net_chain_build(n, ch, n->loss_rows, n->n_loss_rows, room, false)
-                       : net_chain_build(n, ch, want, R, room, n->streamed));
+        if (train && n->part) {
+            /* the loss rows in the net's order (the parts renumber a streamed net's) */
+            SAGA_TRY(saga_alloc_array((void **)&rows, (size_t)n->n_loss_rows + 1, sizeof *rows,
+                                      "a chain's rows"));
+            for (int32_t i = 0; i < n->n_loss_rows; i++)
+                rows[i] = n->part->inverse[n->loss_rows[i]];
+            qsort(rows, (size_t)n->n_loss_rows, sizeof *rows, cmp_i32);
+        }
+        SAGA_TRY(train ? net_chain_build(n, ch, rows ? rows : n->loss_rows, n->n_loss_rows, room,
+                                         n->streamed, true)
+                       : net_chain_build(n, ch, want, R, room, n->streamed, false));
+        if (train && n->streamed && (*ch)->whole_below > 0) {
+            /* streamed, training runs on a chain from the first stage or by parts */
+            net_chain_free(n, ch);
+            n->tchain_none = true;
+        }
         n->stats.prepare_seconds += saga_now() - t0;
     }
     *out = *ch;
 fail:
+    saga_free(rows);
     return st;
 }

@@ -3,7 +3,8 @@
  * stage's input rows. In memory a training pass runs one from the loss rows and an inference of
  * chosen rows one from those; streamed, an inference of chosen rows runs the stages that need
  * every row by parts and the rest on a chain, which reads its first stage's input rows from the
- * host. Internal to saga.
+ * host, and a training pass runs one from the loss rows when all of it fits the budget (the
+ * parts' backward pass cannot start from a chain's gradients). Internal to saga.
  *
  *   net_chain *ch;
  *   SAGA_TRY(net_chain_for(n, train, want, R, &ch)); // n prepared, one rank; NULL: no chain
@@ -29,6 +30,7 @@ extern "C" {
 typedef struct net_chain {
     bool streamed; /* a streamed net's: the stages below whole_below run by parts, and the
                     * chain reads its first stage's input rows from the host */
+    bool train;    /* a streamed net's training chain: from the first stage (whole_below 0) */
     int32_t *want; /* the output rows it was built for: the net's order, increasing, distinct */
     int32_t n_want;
     net_demand d; /* pass 1; the stages below `whole_below` compute every row regardless */
@@ -40,16 +42,20 @@ typedef struct net_chain {
     size_t bytes;           /* the blocks' device bytes, estimated */
 } net_chain;
 
-/* The chain (*out) of prepared in-memory net n for the R output rows (increasing, distinct, the
- * net's order; rows NULL: every row), with blocks of at most room bytes (SIZE_MAX: no limit).
- * Errors: SAGA_ERR_OUT_OF_MEMORY, SAGA_ERR_UNSUPPORTED (a batched stage over 2^31 edges). */
+/* The chain (*out) of prepared net n (streamed or in memory) for the R output rows (increasing,
+ * distinct, the net's order; rows NULL: every row), with blocks of at most room bytes (SIZE_MAX:
+ * no limit); streamed and train, a training chain (net_chain.train), whose whole_below is 0 or,
+ * where it cannot start at the first stage, n_stages. Errors: SAGA_ERR_OUT_OF_MEMORY,
+ * SAGA_ERR_UNSUPPORTED (a batched stage over 2^31 edges). */
 saga_status net_chain_build(saga_net *n, net_chain **out, const int32_t *rows, int32_t R,
-                            size_t room, bool streamed);
+                            size_t room, bool streamed, bool train);
 /* Frees the chain and its scheduler blocks (between passes). */
 void net_chain_free(saga_net *n, net_chain **ch);
 /* The input changed: the chain's own copies of its rows refilled and reloaded. */
 void net_chain_input_changed(saga_net *n, net_chain *ch);
-/* The chain of a call (*out): training, from the loss rows (n->tchain, every row without them);
+/* The chain of a call (*out): training, from the loss rows (n->tchain, every row without them;
+ * streamed, with loss rows where saga chose the parts and the whole chain fits the room: else
+ * NULL, and n->tchain_none);
  * inference of the rows want (R, increasing and distinct), n->echain, kept while they stay the
  * same; NULL where chains do not apply or for inference of every row. A new one's time counts as
  * preparation (saga_net_stats.prepare_seconds). */

@@ -193,6 +193,7 @@ struct saga_net {
      * device bytes their blocks may take (what the budget leaves beside the whole block's step;
      * SIZE_MAX without a budget) */
     struct net_chain *tchain, *echain;
+    bool tchain_none; /* streamed: training's chain was built and did not fit (net_chain_for) */
     size_t chain_room;
     size_t tail_bytes; /* what lblk and tblk hold streamed, estimated once (0: not yet) */
     int parts_below;   /* streamed, the parts train the stages below it; the tail the others */

@@ -927,7 +927,7 @@ static saga_status run(saga_net *n, bool train, net_chain *ch, double *loss_out,
                 memset(n->grad_host[s], 0,
                        (size_t)n->n * (size_t)n->stages[s - 1].out_cols * sizeof(float));
     saga_ctx_train(c, train);
-    if (ch && !ch->streamed) {
+    if (ch && (!ch->streamed || ch->train)) {
         SAGA_TRY(run_chain(n, ch, train, &loss, out));
         n_sd = 0;
     } else {
@@ -976,7 +976,7 @@ static saga_status run(saga_net *n, bool train, net_chain *ch, double *loss_out,
     if (train)
         saga_ctx_set_rng_counter(c, rng_after);
     SAGA_TRY(saga_sched_finish(n->sched));
-    if (ch && ch->streamed) {
+    if (ch && ch->streamed && !ch->train) {
         /* the parts wrote the chain's input rows back to the host: its step reads them */
         if (ch->whole_below > 0 && ch->in->b_xrows)
             saga_blk_host_changed(ch->in->b_xrows);

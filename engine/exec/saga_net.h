@@ -84,7 +84,9 @@ typedef enum saga_transfer {
 
 typedef struct saga_net_opts {
     saga_exec exec;
-    int32_t parts;                   /* streamed: parts; 0 = the fewest whose blocks fit */
+    int32_t parts; /* streamed: parts; 0 = the fewest whose blocks fit, and a training pass
+                    * whose loss rows' demand fits the budget whole then runs as one step over
+                    * it; given, every training pass runs by these parts */
     saga_partition_method partition; /* METIS (default), contiguous ranges or random */
     uint64_t partition_seed;
     saga_saved saved;
