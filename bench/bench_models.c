@@ -13,8 +13,9 @@
  *
  * BENCH_DEVICE picks the backend (default cpu; cuda, cuda:N); BENCH_BUDGET gives it a memory
  * budget, under which the nets stream: BYTES, or /K for a K-th of each net's in-memory peak (a
- * short in-memory run first finds it). Each line also gives the budget, the last epoch's loss
- * and the sum of the evaluated outputs, to set runs on two devices side by side.
+ * short in-memory run first finds it); BENCH_PARTS=K streams by K parts (saga's choice without).
+ * Each line also gives the budget, the parts, the last epoch's loss and the sum of the evaluated
+ * outputs, to set runs on two devices side by side.
  *
  * Uses only the public API, so that the same file builds against another version of the library
  * for a side-by-side run (bench/models.sh). */
@@ -131,6 +132,8 @@ static size_t run(const char *name, const saga_dataset *d, int epochs, int depth
     memset(l, 0, sizeof l);
     saga_net_opts no = saga_net_opts_defaults();
     no.self_loops = SAGA_DGRAPH_SELF_LOOPS_ADD;
+    const char *parts = getenv("BENCH_PARTS");
+    no.parts = parts ? atoi(parts) : 0;
     CHECK(saga_net_new(&net, c, d->graph, &no));
     int64_t in = F;
     for (int k = 0; k < depth; k++) {
@@ -175,6 +178,7 @@ static size_t run(const char *name, const saga_dataset *d, int epochs, int depth
     int subset = 0;
     double loss = 0;
     size_t peak = 0;
+    int32_t parts_used = 1;
     for (int e = 0; e < epochs; e++) {
         double t0 = saga_now();
         CHECK(saga_net_train_step(net, &loss));
@@ -183,6 +187,7 @@ static size_t run(const char *name, const saga_dataset *d, int epochs, int depth
         saga_net_stats st;
         saga_net_get_stats(net, &st);
         peak = st.peak_device_bytes > peak ? st.peak_device_bytes : peak; /* training's */
+        parts_used = st.parts;
         subset = st.loss_rows_stages;
         head = st.head_rows;
 #ifdef BENCH_FORWARD_ROWS
@@ -217,7 +222,8 @@ static size_t run(const char *name, const saga_dataset *d, int epochs, int depth
 #else
             sum += out[(int64_t)eval[i] * C + j];
 #endif
-    printf("  budget %zu  loss %.9g  eval sum %.9g\n", budget, loss, sum);
+    printf("  budget %zu  parts %d  loss %.9g  eval sum %.9g\n", budget, (int)parts_used, loss,
+           sum);
 #ifdef BENCH_FORWARD_ROWS
     if (getenv("BENCH_EXPLAIN")) /* the plan, stage by stage */
         CHECK(saga_net_explain(net, stdout));
