@@ -147,8 +147,10 @@ typedef struct run_out {
      * computed in that call and in saga_net_forward's */
     float *rows_out;
     int64_t rows_computed, rows_computed_all;
+    char explain[4096]; /* with EXPLAIN: saga_net_explain after the steps */
 } run_out;
 
+static bool EXPLAIN;
 static const int32_t *FWD_ROWS;
 static int64_t N_FWD_ROWS;
 
@@ -204,6 +206,13 @@ static void run_model(run_out *r, const saga_program *prog, size_t budget, saga_
         saga_net_get_stats(net, &r->st[i]);
         r->peak = r->st[i].peak_device_bytes > r->peak ? r->st[i].peak_device_bytes : r->peak;
         assert_int_equal(saga_optim_step(opt), SAGA_OK);
+    }
+    r->explain[0] = '\0';
+    if (EXPLAIN) {
+        FILE *f = fmemopen(r->explain, sizeof r->explain, "w");
+        assert_non_null(f);
+        assert_int_equal(saga_net_explain(net, f), SAGA_OK);
+        fclose(f);
     }
     r->out = test_malloc((size_t)D.n * (size_t)D.C * sizeof(float));
     assert_int_equal(saga_net_forward(net, r->out), SAGA_OK);
@@ -949,7 +958,9 @@ static void check_streamed_chain(const char *name, const saga_program *prog) {
     LISTED = &sub;
     run_model(&a, prog, 0, SAGA_EXEC_MEMORY, 0, SAGA_PARTITION_METIS, SAGA_SAVED_RECOMPUTE);
     sub.calls = 0;
+    EXPLAIN = true;
     run_model(&t, prog, budget, SAGA_EXEC_AUTO, 0, SAGA_PARTITION_METIS, SAGA_SAVED_RECOMPUTE);
+    EXPLAIN = false;
     LISTED = NULL;
     print_message("  %s: streamed in %d parts at %zu bytes, %d calls of the loss in 3 steps, rows "
                   "%lld (in memory %lld)\n",
@@ -959,6 +970,7 @@ static void check_streamed_chain(const char *name, const saga_program *prog) {
     assert_int_equal(sub.calls, 3);
     assert_int_equal(t.st[2].rows_computed, a.st[2].rows_computed);
     assert_int_equal(t.st[2].loss_rows_stages, a.st[2].loss_rows_stages);
+    assert_non_null(strstr(t.explain, "(one chain step)")); /* saga_net_explain says so */
     assert_true(t.peak <= budget);
     assert_same_run(&a, &t, 0);
     assert_int_equal(sub.unlisted, 0);

@@ -75,7 +75,11 @@ saga_status saga_net_explain(saga_net *n, FILE *f) {
         const char *input = "on the device";
         snprintf(cols, sizeof cols, "%lld -> %lld", (long long)sg->in_cols,
                  (long long)sg->out_cols);
-        if (n->streamed) {
+        if (n->streamed && tc) {
+            /* training runs as one chain step over the rows the loss reads */
+            snprintf(train, sizeof train, "%d (one chain step)", (int)net_chain_rows(n, tc, s));
+            input = sg->kind == STAGE_PROGRAM ? "halos by part" : "rows by part";
+        } else if (n->streamed) {
             const char *how = NULL;
             int32_t r = streamed_train_rows(n, s, &how);
             snprintf(train, sizeof train, "%d (%s)", (int)r, how);
