@@ -936,20 +936,28 @@ static void test_net_explain(void **state) {
     small_net_free(&sn);
 }
 
-/* Streamed with the parts saga chooses, a training pass whose loss rows' chain fits the budget
- * runs it as one step: on a graph of 20,000 vertices with wide rows (where a quarter of the
- * in-memory peak holds the two-hop neighbourhood of every 2000th vertex, its loss rows), the rows
- * the stages compute are the in-memory chain's, the loss is called once per step with the listed
- * rows alone, the results are the in-memory run's and the peak stays in the budget; for GCN, SAGE
- * and GAT (batched, which has no loss rows' block: by parts it calls the loss once per part). */
-static void check_streamed_chain(const char *name, const saga_program *prog) {
-    uint8_t *in = test_calloc((size_t)D.n, 1);
-    int32_t *list = test_malloc(((size_t)D.n / 1499 + 1) * sizeof *list);
-    int32_t n_in = 0;
-    for (int32_t v = D.n - 1; v >= 0; v -= 1499) {
-        list[n_in++] = v;
-        in[v] = 1;
+/* Every stride-th vertex from the last: *list (its n entries returned) and their flags *in. */
+static int32_t listed_every(int32_t stride, uint8_t **in, int32_t **list) {
+    *in = test_calloc((size_t)D.n, 1);
+    *list = test_malloc(((size_t)D.n / (size_t)stride + 1) * sizeof **list);
+    int32_t k = 0;
+    for (int32_t v = D.n - 1; v >= 0; v -= stride) {
+        (*list)[k++] = v;
+        (*in)[v] = 1;
     }
+    return k;
+}
+
+/* Streamed with the parts saga chooses, a training pass whose loss rows' chain fits the budget
+ * runs it as one step: on a graph of 3,000 vertices with 1,024 dense input columns, at half the
+ * peak of the net whose loss reads every row, with every 1499th vertex as the loss rows, the
+ * rows the stages compute are the in-memory chain's, the loss is called once per step with the
+ * listed rows alone, saga_net_explain says so, the results are the in-memory run's and the peak
+ * stays in the budget; for GCN, SAGE and GAT (batched, which has no loss rows' block: by parts
+ * it calls the loss once per part). */
+static void check_streamed_chain(const char *name, const saga_program *prog) {
+    uint8_t *in = NULL;
+    int32_t *list = NULL, n_in = listed_every(1499, &in, &list);
     listed_ctx sub = {D.labels, in, n_in, 0, list, n_in, 0, 0};
     run_out a, t, all;
     /* the budget: half the peak of the net whose loss reads every row */
@@ -1054,13 +1062,8 @@ static void test_net_head(void **state) {
     assert_true(wide > D.n - D.n / 8);
     check_loss_rows(&GCN, true, 7, false);
     assert_int_equal(loss_rows_head, 0);
-    uint8_t *in = test_calloc((size_t)D.n, 1);
-    int32_t *list = test_malloc(((size_t)D.n / 61 + 1) * sizeof *list);
-    int32_t n_in = 0;
-    for (int32_t v = D.n - 1; v >= 0; v -= 61) {
-        list[n_in++] = v;
-        in[v] = 1;
-    }
+    uint8_t *in = NULL;
+    int32_t *list = NULL, n_in = listed_every(61, &in, &list);
     listed_ctx every = {D.labels, in, n_in, 0, NULL, 0, 0, 0}, sub = every;
     sub.list = list;
     sub.n_list = n_in;
