@@ -998,6 +998,9 @@ static void test_net_streamed_chain(void **state) {
     check_streamed_chain("GCN", &GCN);
     check_streamed_chain("SAGE", &SAGE);
     check_streamed_chain("GAT", &GAT);
+    change_input = true; /* the input set again between steps: the chain reads the new rows */
+    check_streamed_chain("GAT, input changed", &GAT);
+    change_input = false;
     net_data_free(&D);
     D = small;
 }
