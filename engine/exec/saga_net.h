@@ -134,10 +134,9 @@ saga_status saga_net_add_vertex(saga_net *n, saga_apply_vertex_fn fn, void *laye
                                 int64_t out_cols);
 saga_status saga_net_add_program(saga_net *n, const saga_program *p, void *layer, int64_t out_cols);
 saga_status saga_net_set_loss(saga_net *n, saga_net_loss_fn fn, void *user);
-/* The vertices (graph ids; copied, any order, repeats merged) whose rows alone the loss reads:
- * the loss sees those rows (v->count, ids[i] naming row i; the others' gradients are zero), and
- * a training pass computes only what they read where it can (saga_net_stats.rows_computed).
- * NULL or 0: every row. Before the first run; SAGA_ERR_INVALID_ARG for an id outside 0..n-1. */
+/* The vertices (graph ids, any order, copied) whose rows alone the loss sees (ids[i] names its
+ * row i; the others' gradients are zero); a pass computes only what those read. NULL or 0: every
+ * row. Before the first run; SAGA_ERR_INVALID_ARG for an id outside 0..n-1. */
 saga_status saga_net_set_loss_rows(saga_net *n, const int32_t *vertices, int64_t count);
 /* The parameters the stages train (not owned): with several ranks, saga_net_train_step sums
  * their gradients over the ranks (saga_comm_allreduce_grads) before it returns, so every rank's
