@@ -119,17 +119,19 @@ static size_t chain_train_work(const saga_net *n, const net_chain *ch) {
 /* Whether the chain cannot start at stage w: its blocks exceed the room, a vertex stage past the
  * start reads rows its predecessor did not compute, or (streamed) no stage from w on computes
  * fewer rows, stage w's input stays whole on the device (resident: the parts write it there,
- * not to the host), or the blocks and the step's tensors exceed the room. A streamed training
- * chain starts at the first stage or not at all (the parts' backward pass would need its input
- * rows' gradients), and holds every stage's tensors. */
+ * not to the host), its blocks exceed the scheduler's cap, or the blocks and the step's tensors
+ * exceed the room. A streamed training chain starts at the first stage or not at all (the
+ * parts' backward pass would need its input rows' gradients), and holds every stage's tensors. */
 static bool cannot_start(const saga_net *n, const net_chain *ch, int w, size_t room) {
+    /* streamed, its blocks are the scheduler's: within its cap as well */
+    const bool over_cap = ch->streamed && n->blocks_cap && chain_bytes(n, ch, w) > n->blocks_cap;
     if (ch->streamed && ch->train) {
-        if (w > 0 || !ch->d.rows[0])
+        if (w > 0 || !ch->d.rows[0] || over_cap)
             return true;
         return room != SIZE_MAX && chain_bytes(n, ch, 0) + chain_train_work(n, ch) > room;
     }
     if (ch->streamed) {
-        if (!ch->d.rows[w] || (n->resident && n->resident[w]))
+        if (!ch->d.rows[w] || (n->resident && n->resident[w]) || over_cap)
             return true;
         const size_t need = chain_bytes(n, ch, w) + chain_work(n, ch, w);
         return room != SIZE_MAX && need > room;

@@ -195,6 +195,7 @@ struct saga_net {
     struct net_chain *tchain, *echain;
     bool tchain_none; /* streamed: training's chain was built and did not fit (net_chain_for) */
     size_t chain_room;
+    size_t blocks_cap; /* streamed: what the scheduler's blocks may hold at once (0: no cap) */
     size_t tail_bytes; /* what lblk and tblk hold streamed, estimated once (0: not yet) */
     int parts_below;   /* streamed, the parts train the stages below it; the tail the others */
     /* Which OpenMP idle policy a streamed pass on the CPU runs under (saga_idle_tuner), timed

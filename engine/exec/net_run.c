@@ -758,6 +758,7 @@ static saga_status run_chain(saga_net *n, net_chain *ch, bool train, double *los
     const int S = n->n_stages;
     /* streamed, the parts ran the stages before the chain's first */
     const int s0 = ch->streamed ? ch->whole_below : 0;
+    bool begun = false;
     void *keep[2] = {NULL, NULL}; /* a streamed inference's stage outputs, alternately */
     size_t keep_bytes[2] = {0, 0};
     saga_tape_pos mark = saga_tape_mark(c);
@@ -783,6 +784,7 @@ static saga_status run_chain(saga_net *n, net_chain *ch, bool train, double *los
         saga_sched_use(sc, t, ch->in->b_ids, SAGA_USE_READ, 0);
     SAGA_TRY(saga_sched_plan_end(sc));
     SAGA_TRY(saga_sched_begin(sc, t));
+    begun = true;
     saga_sparse xs_, *xs = NULL;
     saga_tensor *h = NULL;
     if (s0 == 0)
@@ -830,8 +832,10 @@ static saga_status run_chain(saga_net *n, net_chain *ch, bool train, double *los
     }
 fail:
     saga_tape_release(c, mark);
-    saga_status end = saga_sched_end(sc, t);
-    st = st < 0 ? st : end;
+    if (begun) { /* a step that did not begin has nothing to end (and its error stands) */
+        saga_status end = saga_sched_end(sc, t);
+        st = st < 0 ? st : end;
+    }
     if (keep[0] || keep[1]) {
         /* the buffers go once the stream has done with them */
         saga_status sy = saga_backend_synchronize(n->be);
