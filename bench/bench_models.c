@@ -12,8 +12,9 @@
  *   bench_models DATA_DIR [EPOCHS]       (BENCH_EXPLAIN=1: each net's plan after its line)
  *
  * BENCH_DEVICE picks the backend (default cpu; cuda, cuda:N); BENCH_BUDGET gives it a memory
- * budget, under which the nets stream: BYTES, or /K for a K-th of each net's in-memory peak (a
- * short in-memory run first finds it); BENCH_PARTS=K streams by K parts (saga's choice without).
+ * budget, under which the nets stream: BYTES, /K for a K-th of each net's in-memory peak, or
+ * all/K for a K-th of the peak of the same net whose loss reads every row (a short in-memory run
+ * first finds either); BENCH_PARTS=K streams by K parts (saga's choice without).
  * Each line also gives the budget, the parts, the last epoch's loss and the sum of the evaluated
  * outputs, to set runs on two devices side by side.
  *
@@ -112,7 +113,7 @@ static double median(double *v, int n) {
 /* Trains and evaluates one model for `epochs` epochs under `budget` bytes (0: none); prints its
  * line unless quiet. Returns the device peak of its last epoch. */
 static size_t run(const char *name, const saga_dataset *d, int epochs, int depth, size_t budget,
-                  bool quiet) {
+                  bool quiet, bool every_row) {
     const int64_t F = d->features.n_cols, H = 16, C = d->n_classes;
     const int32_t n = saga_graph_n_vertices(d->graph);
     const bool gin = !strcmp(name, "gin"), gat = !strcmp(name, "gat");
@@ -166,7 +167,8 @@ static size_t run(const char *name, const saga_dataset *d, int epochs, int depth
     CHECK(saga_optim_new(&opt, m, &oo));
     loss_data ld = {d->labels, d->n_train, malloc((size_t)n * sizeof(int32_t))};
     CHECK(saga_net_set_loss(net, nll, &ld));
-    CHECK(saga_net_set_loss_rows(net, d->train, d->n_train));
+    if (!every_row) /* else the loss reads every row (a probe of the every-row peak) */
+        CHECK(saga_net_set_loss_rows(net, d->train, d->n_train));
     CHECK(saga_net_set_input(net, d->features.dense, F));
     const int64_t n_eval = d->n_val + d->n_test;
     int32_t *eval = malloc((size_t)n_eval * sizeof *eval);
@@ -252,13 +254,14 @@ int main(int argc, char **argv) {
     CHECK(saga_dataset_load(&d, argv[1], NULL));
     CHECK(saga_features_densify(&d.features));
     const char *b = getenv("BENCH_BUDGET");
-    const int k = b && b[0] == '/' ? atoi(b + 1) : 0;
+    const bool all = b && !strncmp(b, "all/", 4);
+    const int k = b && (b[0] == '/' || all) ? atoi(b + (all ? 4 : 1)) : 0;
     const size_t bytes = b && !k ? (size_t)strtoull(b, NULL, 10) : 0;
     const char *names[] = {"gcn", "gcn", "sage", "gat", "gin"};
     for (int i = 0; i < 5; i++) {
         const int depth = i == 1 ? 3 : 2;
-        size_t budget = k > 0 ? run(names[i], &d, 2, depth, 0, true) / (size_t)k : bytes;
-        run(names[i], &d, epochs, depth, budget, false);
+        size_t budget = k > 0 ? run(names[i], &d, 2, depth, 0, true, all) / (size_t)k : bytes;
+        run(names[i], &d, epochs, depth, budget, false, false);
     }
     saga_dataset_free(&d);
     return 0;

@@ -27,7 +27,8 @@ n=$(find "$TMP/out" -type f | wc -l)
 [ "$n" -le 8 ] || fail "gpu-first-run wrote $n files, more than 8"
 tail -n1 "$TMP/run.log" | grep -q '^summary: ' || fail "the summary is not printed last"
 for s in backend-test gcn-cora-cuda-vs-cpu gcn-cora-accuracy gcn-streamed-quarter \
-    pagerank-cuda-vs-cpu cc-cuda-vs-cpu gcn-streamed-vs-memory gcn-streamed-bound gcn-streamed-trace; do
+    pagerank-cuda-vs-cpu cc-cuda-vs-cpu models-cuda-vs-cpu gcn-streamed-vs-memory \
+    gcn-streamed-bound gcn-streamed-trace; do
     awk -F'\t' -v s="$s" '$1 == s && $2 == "ok" { ok = 1 } END { exit !ok }' "$TMP/out/steps.tsv" ||
         fail "step $s did not pass: $(grep "^$s" "$TMP/out/steps.tsv")"
 done
