@@ -285,13 +285,14 @@ int32_t net_chain_rows(const saga_net *n, const net_chain *ch, int s) {
     return b ? b->v1 - b->v0 : n->n;
 }
 
-/* Whether prepared net n runs a pass (training or not) on a chain: in memory on one rank, or an
- * inference of chosen rows streamed on one rank. */
 static int cmp_i32(const void *a, const void *b) {
     int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
     return (x > y) - (x < y);
 }
 
+/* Whether prepared net n runs a pass (training or not) on a chain: in memory on one rank, or
+ * streamed on one rank an inference of chosen rows, or a training pass with loss rows where saga
+ * chose the parts (net_chain_for then keeps the chain only where it fits from the first stage). */
 static bool chain_applies(const saga_net *n, bool train) {
     if (!n->ready || n->dist || n->n_stages == 0 || n->pagerank)
         return false;

@@ -188,10 +188,11 @@ struct saga_net {
      * tail's input, which the tail's block (built with its own halo) reads by position. NULL
      * without a head */
     nblock *hblk;
-    /* in memory on one rank: the chains (net_chain.h) of training, from the loss rows (every row
-     * without them), and of the last inference of chosen rows (saga_net_forward_rows); and the
-     * device bytes their blocks may take (what the budget leaves beside the whole block's step;
-     * SIZE_MAX without a budget) */
+    /* on one rank: the chains (net_chain.h) of training, from the loss rows (every row without
+     * them; streamed, only one that fits from the first stage), and of the last inference of
+     * chosen rows (saga_net_forward_rows); and the device bytes their blocks and tensors may take
+     * (in memory what the budget leaves beside the whole block's step, streamed beside the
+     * resident stages; SIZE_MAX without a budget) */
     struct net_chain *tchain, *echain;
     bool tchain_none; /* streamed: training's chain was built and did not fit (net_chain_for) */
     size_t chain_room;
