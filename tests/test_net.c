@@ -952,15 +952,19 @@ static int32_t listed_every(int32_t stride, uint8_t **in, int32_t **list) {
  * runs it as one step: on a graph of 3,000 vertices with 1,024 dense input columns, at half the
  * peak of the net whose loss reads every row, with every 1499th vertex as the loss rows, the
  * rows the stages compute are the in-memory chain's, the loss is called once per step with the
- * listed rows alone, saga_net_explain says so, the results are the in-memory run's and the peak
- * stays in the budget; for GCN, SAGE and GAT (batched, which has no loss rows' block: by parts
- * it calls the loss once per part). */
+ * listed rows alone, saga_net_explain says so, the results (in memory too) are those of the run
+ * over every row whose loss picks the listed rows, and the peak stays in the budget; for GCN, SAGE
+ * and GAT (batched, which has no loss rows' block: by parts it calls the loss once per part). */
 static void check_streamed_chain(const char *name, const saga_program *prog) {
     uint8_t *in = NULL;
     int32_t *list = NULL, n_in = listed_every(1499, &in, &list);
-    listed_ctx sub = {D.labels, in, n_in, 0, list, n_in, 0, 0};
+    listed_ctx every = {D.labels, in, n_in, 0, NULL, 0, 0, 0}, sub = every;
+    sub.list = list;
+    sub.n_list = n_in;
     run_out a, t, all;
-    /* the budget: half the peak of the net whose loss reads every row */
+    /* the reference: every row computed, the loss picking the listed rows itself (no chain
+     * reads input rows); the budget: half its peak */
+    LISTED = &every;
     run_model(&all, prog, 0, SAGA_EXEC_MEMORY, 0, SAGA_PARTITION_METIS, SAGA_SAVED_RECOMPUTE);
     const size_t budget = all.peak / 2;
     LISTED = &sub;
@@ -980,7 +984,8 @@ static void check_streamed_chain(const char *name, const saga_program *prog) {
     assert_int_equal(t.st[2].loss_rows_stages, a.st[2].loss_rows_stages);
     assert_non_null(strstr(t.explain, "(one chain step)")); /* saga_net_explain says so */
     assert_true(t.peak <= budget);
-    assert_same_run(&a, &t, 0);
+    assert_same_run(&all, &a, 0);
+    assert_same_run(&all, &t, 0);
     assert_int_equal(sub.unlisted, 0);
     test_free(all.out);
     test_free(a.out);

@@ -411,6 +411,7 @@ void net_block_free(saga_net *n, nblock *b) {
     saga_free(b->epos);
     saga_free(b->lsel);
     saga_free(b->lsel_ids);
+    saga_backend_host_free(n->be, b->xrows_h, b->xrows_bytes + 1);
     size_t wb = n->transfer == SAGA_TRANSFER_F32 ? m1 : m1 / 2; /* see weights_block */
     for (int i = 0; i < N_KEYS; i++) {
         saga_backend_host_free(n->be, b->vin_h[i], wb);
@@ -443,6 +444,13 @@ fail:
     return st;
 }
 
+void net_rows_refill(nblock *b) {
+    if (!b->xrows_h)
+        return;
+    net_rows_pack(&b->xio, b->xrows_h);
+    saga_blk_host_changed(b->b_xrows);
+}
+
 saga_status net_rows_input(saga_net *n, nblock *b, const int32_t *rows, int32_t P, int s) {
     saga_status st = SAGA_OK;
     /* stage 0's input: the net's (sparse, or dense in the transfer precision); a later stage's:
@@ -468,9 +476,17 @@ saga_status net_rows_input(saga_net *n, nblock *b, const int32_t *rows, int32_t 
             !(b->b_xidx = net_input_block(n, b->xidx, nb, "input indices")) ||
             !(b->b_xval = net_input_block(n, b->xval, nb, "input values")))
             goto oom;
+    } else if (x) {
+        /* the net's input changes only when it is set again: its rows packed once */
+        SAGA_CHECK(n->x, SAGA_ERR_INVALID_ARG, "saga_net: no input rows (saga_net_set_input)");
+        b->xio = (rows_io){.src = n->x, .rows = rows, .n = P, .cols = cols, .half = half};
+        b->xrows_bytes = (size_t)P * (size_t)cols * esz;
+        SAGA_TRY(net_host_array(n, &b->xrows_h, b->xrows_bytes + 1, 1, "input rows"));
+        net_rows_pack(&b->xio, b->xrows_h);
+        if (!(b->b_xrows = net_input_block(n, b->xrows_h, b->xrows_bytes, "input rows")))
+            goto oom;
     } else {
-        b->xio = (rows_io){
-            .src = x ? n->x : n->act_host[s], .rows = rows, .n = P, .cols = cols, .half = half};
+        b->xio = (rows_io){.src = n->act_host[s], .rows = rows, .n = P, .cols = cols, .half = half};
         if (!(b->b_xrows = saga_sched_block(n->sched, (size_t)P * (size_t)cols * esz,
                                             SAGA_BLK_INPUT, "input rows")))
             goto oom;

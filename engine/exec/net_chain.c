@@ -274,6 +274,7 @@ void net_chain_input_changed(saga_net *n, net_chain *ch) {
         return; /* none, or a later stage's rows: reloaded by every pass */
     if (n->sparse && b->x_own)
         net_sparse_fill_block(n, b);
+    net_rows_refill(b);
     saga_blk *x[] = {b->b_xoff, b->b_xidx, b->b_xval, b->b_xrows};
     for (size_t i = 0; i < sizeof x / sizeof x[0]; i++)
         if (x[i])

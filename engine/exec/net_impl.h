@@ -100,12 +100,15 @@ typedef struct nblock {
     float *xval;
     bool x_own;
     saga_blk *b_xoff, *b_xidx, *b_xval;
-    /* a head block (struct saga_net's hblk): its rows in the net's order (a slice of the
-     * tail's halo, not owned), and their dense input rows packed from the host (xio) into
-     * b_xrows */
+    /* input rows picked by row (a head block, struct saga_net's hblk, or a chain's): their ids
+     * in the net's order (not owned), and their dense rows in b_xrows: a later stage's packed
+     * from the host rows (xio) at each load, the net's input packed once into xrows_h (pinned,
+     * xrows_bytes; net_rows_refill packs it again when the input changes) */
     const int32_t *rows;
     rows_io xio;
     saga_blk *b_xrows;
+    void *xrows_h;
+    size_t xrows_bytes;
 } nblock;
 
 /* PageRank's state (net_pagerank.c). */
@@ -321,6 +324,9 @@ saga_status net_rows_ids(saga_net *n, nblock *b, const int32_t *rows, int32_t P)
  * f32 rows; dense rows are packed from the host array (n->x, act_host[s]) as the block loads
  * (b_xrows). */
 saga_status net_rows_input(saga_net *n, nblock *b, const int32_t *rows, int32_t P, int s);
+/* The input changed: block b's packed copy of the net's input rows (if it has one) packed again,
+ * and its device copy reloaded at its next use. */
+void net_rows_refill(nblock *b);
 /* Frees block b's arrays (not its scheduler blocks, which go with the scheduler). */
 void net_block_free(saga_net *n, nblock *b);
 

@@ -908,8 +908,10 @@ static saga_status run(saga_net *n, bool train, net_chain *ch, double *loss_out,
             input_changed(&n->blk[d], n->sparse ? NULL : n->act[0][d]);
             if (n->halo[0][d] && !n->sparse)
                 saga_blk_host_changed(n->halo[0][d]);
-            if (n->hblk)
+            if (n->hblk) {
+                net_rows_refill(&n->hblk[d]);
                 input_changed(&n->hblk[d], n->hblk[d].b_xrows);
+            }
         }
         for (int s = 1; s <= S; s++) {
             if (n->k > 1 && n->halo[s][d] && !resident(n, s))
