@@ -102,6 +102,16 @@ static saga_tensor *nll_listed(saga_ctx *c, const saga_vertex_in *v, const int32
  * LISTED->list is), else nll_rows over every vertex */
 static listed_ctx *LISTED;
 
+/* every: the loss over the listed vertices (in, n_in of them) that picks them itself; sub: the
+ * same loss given the list (n_list entries) through saga_net_set_loss_rows. */
+static void listed_pair(const uint8_t *in, int32_t n_in, const int32_t *list, int64_t n_list,
+                        listed_ctx *every, listed_ctx *sub) {
+    *every = (listed_ctx){D.labels, in, n_in, 0, NULL, 0, 0, 0};
+    *sub = *every;
+    sub->list = list;
+    sub->n_list = n_list;
+}
+
 /* run_model sets the input again, doubled, before its second step */
 static bool change_input;
 
@@ -750,9 +760,8 @@ static void check_loss_rows(const saga_program *prog, bool fused, int32_t stride
         in[v] = 1;
     }
     list[n_list++] = list[0]; /* a repeat */
-    listed_ctx every = {D.labels, in, n_in, 0, NULL, 0, 0, 0}, sub = every;
-    sub.list = list;
-    sub.n_list = n_list;
+    listed_ctx every, sub;
+    listed_pair(in, n_in, list, n_list, &every, &sub);
     run_out a, b, c;
     LISTED = &every;
     run_model(&a, prog, 0, SAGA_EXEC_AUTO, 0, SAGA_PARTITION_METIS, SAGA_SAVED_RECOMPUTE);
@@ -958,9 +967,8 @@ static int32_t listed_every(int32_t stride, uint8_t **in, int32_t **list) {
 static void check_streamed_chain(const char *name, const saga_program *prog) {
     uint8_t *in = NULL;
     int32_t *list = NULL, n_in = listed_every(1499, &in, &list);
-    listed_ctx every = {D.labels, in, n_in, 0, NULL, 0, 0, 0}, sub = every;
-    sub.list = list;
-    sub.n_list = n_in;
+    listed_ctx every, sub;
+    listed_pair(in, n_in, list, n_in, &every, &sub);
     run_out a, t, all;
     /* the reference: every row computed, the loss picking the listed rows itself (no chain
      * reads input rows); the budget: half its peak */
@@ -1072,9 +1080,8 @@ static void test_net_head(void **state) {
     assert_int_equal(loss_rows_head, 0);
     uint8_t *in = NULL;
     int32_t *list = NULL, n_in = listed_every(61, &in, &list);
-    listed_ctx every = {D.labels, in, n_in, 0, NULL, 0, 0, 0}, sub = every;
-    sub.list = list;
-    sub.n_list = n_in;
+    listed_ctx every, sub;
+    listed_pair(in, n_in, list, n_in, &every, &sub);
     change_input = true;
     size_t peak = 0; /* in memory on dense rows: the budgets are fractions of it */
     for (int sparse = 0; sparse < 2; sparse++) {
