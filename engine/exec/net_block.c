@@ -20,6 +20,14 @@ size_t net_edge_bytes(int64_t m) {
     return (m ? (size_t)m : 1) * 4;
 }
 
+size_t net_message_bytes(const stage *sg, int64_t m) {
+    if (saga_prog_fused(&sg->p))
+        return 0;
+    const int64_t mx = saga_prog_batch_edges(&sg->p);
+    const size_t eb = (size_t)(m < mx ? m : mx);
+    return eb * (2 * (size_t)sg->in_cols + (size_t)sg->out_cols) * 16;
+}
+
 int net_key_of(saga_edge_weight w, bool mean) {
     return (int)w * 2 + (mean ? 1 : 0);
 }

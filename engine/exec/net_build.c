@@ -673,11 +673,8 @@ static size_t step_estimate(const saga_net *n, bool train_pass, int train_below,
                 blocks = (P + 1) * 8 + mb * 12 + (gathered ? 0 : H * fi) + P * fo +
                          (train ? H * 12 + mb * 8 + P * fo : 0) +
                          (n->o.saved == SAGA_SAVED_OFFLOAD ? P * fi : 0);
-                size_t eb = saga_prog_fused(&sg->p) ? 0 : mb;
-                int64_t mx = saga_prog_batch_edges(&sg->p);
-                if (eb > (size_t)mx)
-                    eb = (size_t)mx;
-                work = P * (fi + fo) * 4 + H * fi * (train ? 2 : 0) + eb * (2 * fi + fo) * 4;
+                work = P * (fi + fo) * 4 + H * fi * (train ? 2 : 0) +
+                       net_message_bytes(sg, (int64_t)mb);
             }
             size_t need = 2 * blocks + once + work;
             worst = need > worst ? need : worst;

@@ -81,10 +81,7 @@ static size_t chain_work(const saga_net *n, const net_chain *ch, int w) {
         if (sg->kind == STAGE_VERTEX) {
             one = (size_t)r * (fi + fo) * 3;
         } else {
-            size_t eb = saga_prog_fused(&sg->p) ? 0 : (size_t)ch->d.n_edges[s];
-            const int64_t mx = saga_prog_batch_edges(&sg->p);
-            eb = eb > (size_t)mx ? (size_t)mx : eb;
-            one = (size_t)r * (fi + fo) * 4 + eb * (2 * fi + fo) * 4;
+            one = (size_t)r * (fi + fo) * 4 + net_message_bytes(sg, ch->d.n_edges[s]);
         }
         work = one > work ? one : work;
         kept = (size_t)r * fo > kept ? (size_t)r * fo : kept;
@@ -104,12 +101,8 @@ static size_t chain_train_work(const saga_net *n, const net_chain *ch) {
         (void)rows_of(n, ch, s, 0, &r);
         const size_t fi = (size_t)sg->in_cols * 4, fo = (size_t)sg->out_cols * 4;
         size_t one = (size_t)r * (fi + fo);
-        if (sg->kind == STAGE_PROGRAM) {
-            size_t eb = saga_prog_fused(&sg->p) ? 0 : (size_t)ch->d.n_edges[s];
-            const int64_t mx = saga_prog_batch_edges(&sg->p);
-            eb = eb > (size_t)mx ? (size_t)mx : eb;
-            one = 2 * one + eb * (2 * fi + fo) * 4;
-        }
+        if (sg->kind == STAGE_PROGRAM)
+            one = 2 * one + net_message_bytes(sg, ch->d.n_edges[s]);
         kept += (size_t)r * fo * 2;
         passing = one > passing ? one : passing;
     }

@@ -81,11 +81,10 @@ typedef struct nblock {
     saga_blk *b_ids, *b_eids; /* streamed: the graph's ids of the rows, the edges' indices */
     saga_blk *b_vin[N_KEYS], *b_vout[N_KEYS];
     /* the loss rows (saga_net_set_loss_rows) among a part's rows, for its loss step: their
-     * indices in the part (lsel) and graph ids (lsel_ids), n_lsel of them; built by its first
-     * loss step (lsel_built) */
+     * indices in the part (lsel) and graph ids (lsel_ids), n_lsel of them; NULL until the first
+     * loss step builds every part's */
     int32_t *lsel, *lsel_ids;
     int32_t n_lsel;
-    bool lsel_built;
     int32_t *uids;    /* the loss rows' block of a streamed net: the rows' graph ids (pinned, P;
                        * b_ids is their block) */
     int32_t *hids;    /* resident stages: the halo's ids (pinned, n_halo), and their block */
@@ -285,6 +284,9 @@ struct saga_net {
 saga_status net_host_array(saga_net *n, void **out, size_t count, size_t size, const char *what);
 /* Bytes of a host array of one 4-byte value per edge (one more when there are none). */
 size_t net_edge_bytes(int64_t m);
+/* Device bytes a program stage's messages take over m edges: a batched stage's source and
+ * destination rows and its messages for at most one batch of them; none for a fused one. */
+size_t net_message_bytes(const stage *sg, int64_t m);
 /* Gathers the rows of a rows_io from its host array into a staging buffer (a scheduler block's
  * pack function). */
 void net_rows_pack(void *user, void *staging);

@@ -559,28 +559,30 @@ fail:
     return st;
 }
 
-/* The loss rows among part b's rows, in b->lsel / lsel_ids (see nblock). */
-static saga_status loss_select(saga_net *n, nblock *b) {
+/* The loss rows among each part's rows, in its lsel / lsel_ids (see nblock), from one mask. */
+static saga_status loss_select(saga_net *n) {
     saga_status st = SAGA_OK;
     uint8_t *in = NULL;
-    const int32_t P = b->v1 - b->v0, *ids = (n->ids ? n->ids : n->iota) + b->v0;
-    SAGA_TRY(saga_alloc_array((void **)&in, (size_t)n->n, 1, "loss rows"));
-    memset(in, 0, (size_t)n->n);
+    SAGA_TRY(saga_alloc_zeroed((void **)&in, (size_t)n->n, 1, "loss rows"));
     for (int32_t i = 0; i < n->n_loss_rows; i++)
         in[n->loss_rows[i]] = 1;
-    int32_t k = 0;
-    for (int32_t i = 0; i < P; i++)
-        k += in[ids[i]];
-    SAGA_TRY(saga_alloc_array((void **)&b->lsel, k ? (size_t)k : 1, sizeof(int32_t), "loss rows"));
-    SAGA_TRY(
-        saga_alloc_array((void **)&b->lsel_ids, k ? (size_t)k : 1, sizeof(int32_t), "loss rows"));
-    b->n_lsel = 0;
-    for (int32_t i = 0; i < P; i++)
-        if (in[ids[i]]) {
-            b->lsel[b->n_lsel] = i;
-            b->lsel_ids[b->n_lsel++] = ids[i];
-        }
-    b->lsel_built = true;
+    for (int32_t d = n->d_lo; d < n->d_hi; d++) {
+        nblock *b = &n->blk[d];
+        const int32_t P = b->v1 - b->v0, *ids = (n->ids ? n->ids : n->iota) + b->v0;
+        int32_t k = 0;
+        for (int32_t i = 0; i < P; i++)
+            k += in[ids[i]];
+        SAGA_TRY(
+            saga_alloc_array((void **)&b->lsel, k ? (size_t)k : 1, sizeof(int32_t), "loss rows"));
+        SAGA_TRY(saga_alloc_array((void **)&b->lsel_ids, k ? (size_t)k : 1, sizeof(int32_t),
+                                  "loss rows"));
+        b->n_lsel = 0;
+        for (int32_t i = 0; i < P; i++)
+            if (in[ids[i]]) {
+                b->lsel[b->n_lsel] = i;
+                b->lsel_ids[b->n_lsel++] = ids[i];
+            }
+    }
 fail:
     saga_free(in);
     return st;
@@ -596,8 +598,8 @@ static saga_status run_loss(saga_net *n, int32_t d, double *loss) {
     nblock *b = &n->blk[d];
     int32_t P = b->v1 - b->v0;
     saga_tape_pos mark = saga_tape_mark(c);
-    if (n->loss_rows && !b->lsel_built)
-        SAGA_TRY(loss_select(n, b));
+    if (n->loss_rows && !b->lsel)
+        SAGA_TRY(loss_select(n));
     if (n->loss_rows && b->n_lsel == 0) {
         st = to_block(n, n->grad[S][d], NULL);
         goto fail;
