@@ -716,8 +716,11 @@ void cli_json_net_stats(json *j, const saga_net_stats *ns) {
     json_key(j, "prepare_seconds"), json_num(j, ns->prepare_seconds);
     json_key(j, "resident_bytes"), json_int(j, (int64_t)ns->resident_bytes);
     json_key(j, "h2d_floor_bytes"), json_int(j, (int64_t)ns->h2d_floor_bytes);
-    json_key(j, "loss_rows_stages"), json_int(j, ns->loss_rows_stages);
-    json_key(j, "head_rows"), json_int(j, ns->head_rows);
+    json_key(j, "rows_computed"), json_int(j, ns->rows_computed);
+    json_key(j, "stage_rows"), json_array_begin(j);
+    for (int s = 0; s < ns->stages && s < SAGA_NET_STAGE_ROWS; s++)
+        json_int(j, ns->stage_rows[s]);
+    json_array_end(j);
 }
 
 cli_exec cli_exec_defaults(void) {

@@ -6,8 +6,9 @@
  * (saga_net_forward_rows where the library has it, BENCH_FORWARD_ROWS; else every row). Prints one
  * line per model: median ms of a training step (with the optimizer's), of an evaluation, and with
  * how many stages after the first trained on fewer than every row and how many rows the first
- * trained on (saga_net_stats.loss_rows_stages, head_rows), and with BENCH_FORWARD_ROWS the rows
- * the stages computed in each (summed over the stages).
+ * trained on, and with BENCH_FORWARD_ROWS (a library with saga_net_forward_rows and
+ * saga_net_stats.stage_rows; older ones give loss_rows_stages and head_rows) the rows the stages
+ * computed in each (summed over the stages).
  *
  *   bench_models DATA_DIR [EPOCHS]       (BENCH_EXPLAIN=1: each net's plan after its line)
  *
@@ -190,14 +191,18 @@ static size_t run(const char *name, const saga_dataset *d, int epochs, int depth
         saga_net_get_stats(net, &st);
         peak = st.peak_device_bytes > peak ? st.peak_device_bytes : peak; /* training's */
         parts_used = st.parts;
-        subset = st.loss_rows_stages;
-        head = st.head_rows;
 #ifdef BENCH_FORWARD_ROWS
+        subset = 0;
+        for (int s = 1; s < st.stages && s < SAGA_NET_STAGE_ROWS; s++)
+            subset += st.stage_rows[s] < n;
+        head = st.stage_rows[0] < n ? st.stage_rows[0] : 0;
         rows_train = st.rows_computed;
         CHECK(saga_net_forward_rows(net, eval, n_eval, out));
         saga_net_get_stats(net, &st);
         rows_eval = st.rows_computed;
 #else
+        subset = st.loss_rows_stages;
+        head = st.head_rows;
         CHECK(saga_net_forward(net, out));
 #endif
         double t2 = saga_now();

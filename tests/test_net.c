@@ -160,6 +160,27 @@ typedef struct run_out {
     char explain[4096]; /* with EXPLAIN: saga_net_explain after the steps */
 } run_out;
 
+/* Of a training step's stats: how many stages after the first computed fewer than every row, and
+ * the rows the first computed when fewer than every row (0 when it ran every row). The per-stage
+ * rows add up to rows_computed. */
+static int fewer_rows_stages(const saga_net_stats *st) {
+    int k = 0;
+    int64_t sum = 0;
+    assert_true(st->stages > 0 && st->stages <= SAGA_NET_STAGE_ROWS);
+    for (int s = 0; s < st->stages; s++) {
+        assert_true(st->stage_rows[s] > 0 && st->stage_rows[s] <= D.n);
+        sum += st->stage_rows[s];
+        k += s > 0 && st->stage_rows[s] < D.n;
+    }
+    assert_int_equal(sum, st->rows_computed);
+    return k;
+}
+
+static int64_t first_stage_rows(const saga_net_stats *st) {
+    (void)fewer_rows_stages(st);
+    return st->stage_rows[0] < D.n ? st->stage_rows[0] : 0;
+}
+
 static bool EXPLAIN;
 static const int32_t *FWD_ROWS;
 static int64_t N_FWD_ROWS;
@@ -772,9 +793,9 @@ static void check_loss_rows(const saga_program *prog, bool fused, int32_t stride
     assert_same_run(&a, &b, 0);
     /* in memory any net runs its last three stages on the rows the loss reads alone (the first
      * reads nearly every row here: it runs every row) */
-    assert_int_equal(a.st[2].loss_rows_stages, 0);
-    assert_int_equal(b.st[2].loss_rows_stages, 3);
-    loss_rows_head = b.st[2].head_rows;
+    assert_int_equal(fewer_rows_stages(&a.st[2]), 0);
+    assert_int_equal(fewer_rows_stages(&b.st[2]), 3);
+    loss_rows_head = first_stage_rows(&b.st[2]);
     /* streamed: every part runs whole and the loss sees the listed rows among its rows (a part
      * without any, no call), or (one_step) the last stage runs on the loss rows in one step */
     sub.max_count = 0;
@@ -790,10 +811,10 @@ static void check_loss_rows(const saga_program *prog, bool fused, int32_t stride
     if (one_step) {
         assert_int_equal(sub.calls, 3);
         assert_int_equal(sub.max_count, n_in);
-        assert_true(c.st[2].loss_rows_stages >= 1);
-    } else if (c.st[2].loss_rows_stages == 0 || !fused) {
+        assert_true(fewer_rows_stages(&c.st[2]) >= 1);
+    } else if (fewer_rows_stages(&c.st[2]) == 0 || !fused) {
         assert_true(sub.calls >= 3 * 2);
-        assert_int_equal(c.st[2].loss_rows_stages, 0);
+        assert_int_equal(fewer_rows_stages(&c.st[2]), 0);
     } else {
         assert_int_equal(sub.calls, 3); /* its parts came out large enough for the one step */
     }
@@ -808,7 +829,7 @@ static void check_loss_rows(const saga_program *prog, bool fused, int32_t stride
             run_model(&t, prog, a.peak / (size_t)div, SAGA_EXEC_AUTO, 0, SAGA_PARTITION_METIS,
                       SAGA_SAVED_RECOMPUTE);
             LISTED = NULL;
-            if (!(t.st[2].streamed && t.st[2].loss_rows_stages == 3)) {
+            if (!(t.st[2].streamed && fewer_rows_stages(&t.st[2]) == 3)) {
                 test_free(t.out);
                 t.out = NULL;
             }
@@ -832,7 +853,7 @@ static void check_loss_rows(const saga_program *prog, bool fused, int32_t stride
                       SAGA_SAVED_RECOMPUTE);
             LISTED = NULL;
             TRANSFER = SAGA_TRANSFER_F32;
-            assert_true(h.st[2].streamed && h.st[2].loss_rows_stages == 3);
+            assert_true(h.st[2].streamed && fewer_rows_stages(&h.st[2]) == 3);
             assert_true(h.peak <= budget);
             assert_same_run(&t, &h, i ? SAGA_TEST_U_FP16 : SAGA_TEST_U_BF16);
             test_free(h.out);
@@ -931,6 +952,8 @@ static void test_net_explain(void **state) {
             const char *p = strstr(line, "-> ");
             assert_non_null(p);
             assert_int_equal(sscanf(p + 3, "%*d %lld %31s %lld", &tr, k2, &ch), 3);
+            assert_int_equal(tr, ts.stage_rows[s]); /* stage by stage */
+            assert_int_equal(ch, fs.stage_rows[s]);
             train += tr;
             chosen += ch;
             stages++;
@@ -938,6 +961,7 @@ static void test_net_explain(void **state) {
     }
     fclose(f);
     assert_int_equal(stages, 4);
+    assert_int_equal(ts.stages, 4);
     assert_int_equal(train, ts.rows_computed);
     assert_int_equal(chosen, fs.rows_computed);
     assert_true(train < 4 * (int64_t)D.n);
@@ -989,7 +1013,7 @@ static void check_streamed_chain(const char *name, const saga_program *prog) {
     assert_true(t.st[2].streamed && t.st[2].parts > 1);
     assert_int_equal(sub.calls, 3);
     assert_int_equal(t.st[2].rows_computed, a.st[2].rows_computed);
-    assert_int_equal(t.st[2].loss_rows_stages, a.st[2].loss_rows_stages);
+    assert_int_equal(fewer_rows_stages(&t.st[2]), fewer_rows_stages(&a.st[2]));
     assert_non_null(strstr(t.explain, "(one chain step)")); /* saga_net_explain says so */
     assert_true(t.peak <= budget);
     assert_same_run(&all, &a, 0);
@@ -1044,7 +1068,7 @@ static void test_net_loss_rows(void **state) {
 }
 
 /* With a tail over the rows the loss reads, stage 0 (a vertex stage) trains on the rows the tail
- * reads alone, saga_net_stats.head_rows of them: in memory and streamed, on dense rows (f32 and
+ * reads alone, saga_net_stats.stage_rows[0] of them: in memory and streamed, on dense rows (f32 and
  * bf16) and a CSR, with the input set again between steps, the losses and outputs of the run
  * over every row, and streamed fewer input bytes moved. */
 /* How many rows the two-hop in-neighbourhood of every stride-th vertex from the last holds, each
@@ -1091,35 +1115,35 @@ static void test_net_head(void **state) {
         run_model(&a, &GCN, 0, SAGA_EXEC_MEMORY, 0, SAGA_PARTITION_METIS, SAGA_SAVED_RECOMPUTE);
         LISTED = &sub;
         run_model(&b, &GCN, 0, SAGA_EXEC_MEMORY, 0, SAGA_PARTITION_METIS, SAGA_SAVED_RECOMPUTE);
-        assert_int_equal(a.st[2].head_rows, 0);
-        assert_int_equal(b.st[2].loss_rows_stages, 3);
-        assert_int_equal(b.st[2].head_rows, two_hop_rows(61));
+        assert_int_equal(first_stage_rows(&a.st[2]), 0);
+        assert_int_equal(fewer_rows_stages(&b.st[2]), 3);
+        assert_int_equal(first_stage_rows(&b.st[2]), two_hop_rows(61));
         assert_same_run(&a, &b, 0);
         peak = sparse ? peak : a.peak;
         /* streamed: the smallest budget at which the tail runs */
         for (int div = 8; div >= 2 && !t.out; div--) {
             run_model(&t, &GCN, peak / (size_t)div, SAGA_EXEC_AUTO, 0, SAGA_PARTITION_METIS,
                       SAGA_SAVED_RECOMPUTE);
-            if (!(t.st[2].streamed && t.st[2].loss_rows_stages == 3)) {
+            if (!(t.st[2].streamed && fewer_rows_stages(&t.st[2]) == 3)) {
                 test_free(t.out);
                 t.out = NULL;
             }
         }
         if (!t.out)
             fail_msg("no budget from 1/2 to 1/8 of the peak ran the tail streamed");
-        assert_int_equal(t.st[2].head_rows, b.st[2].head_rows);
+        assert_int_equal(first_stage_rows(&t.st[2]), first_stage_rows(&b.st[2]));
         assert_same_run(&a, &t, 0);
         assert_int_equal(sub.unlisted, 0);
         /* every row streamed at that budget moves more */
         LISTED = &every;
         run_model(&c, &GCN, t.st[2].budget_bytes, SAGA_EXEC_AUTO, 0, SAGA_PARTITION_METIS,
                   SAGA_SAVED_RECOMPUTE);
-        assert_true(c.st[2].streamed && c.st[2].head_rows == 0);
+        assert_true(c.st[2].streamed && first_stage_rows(&c.st[2]) == 0);
         assert_true(t.st[2].h2d_bytes < c.st[2].h2d_bytes);
         assert_true(t.st[2].h2d_floor_bytes < c.st[2].h2d_floor_bytes);
         print_message("  %s input: stage 0 on %lld of %d rows; streamed in %d parts, h2d %llu "
                       "(every row: %llu)\n",
-                      sparse ? "sparse" : "dense", (long long)t.st[2].head_rows, (int)D.n,
+                      sparse ? "sparse" : "dense", (long long)first_stage_rows(&t.st[2]), (int)D.n,
                       (int)t.st[2].parts, (unsigned long long)t.st[2].h2d_bytes,
                       (unsigned long long)c.st[2].h2d_bytes);
         if (!sparse) {
@@ -1130,7 +1154,8 @@ static void test_net_head(void **state) {
             run_model(&h, &GCN, t.st[2].budget_bytes, SAGA_EXEC_AUTO, 0, SAGA_PARTITION_METIS,
                       SAGA_SAVED_RECOMPUTE);
             TRANSFER = SAGA_TRANSFER_F32;
-            assert_true(h.st[2].streamed && h.st[2].head_rows == t.st[2].head_rows);
+            assert_true(h.st[2].streamed &&
+                        first_stage_rows(&h.st[2]) == first_stage_rows(&t.st[2]));
             assert_same_run(&t, &h, SAGA_TEST_U_BF16);
             /* the first step loads every block: its head rows cross in half the bytes */
             assert_true(h.st[0].h2d_bytes < t.st[0].h2d_bytes);

@@ -747,6 +747,13 @@ fail:
     return st;
 }
 
+/* Stage s computed rows more rows in this call (saga_net_stats.rows_computed, stage_rows). */
+static void rows_done(saga_net *n, int s, int64_t rows) {
+    n->stats.rows_computed += rows;
+    if (s < SAGA_NET_STAGE_ROWS)
+        n->stats.stage_rows[s] += rows;
+}
+
 /* In memory (one block), a pass over a chain (net_chain.h) is one step: it holds the input rows
  * and every stage's graph blocks, the stages run as a chain of saga_program_run calls would, each
  * on the rows its block lists (every row without one), and a training pass's backward walks the
@@ -799,7 +806,7 @@ static saga_status run_chain(saga_net *n, net_chain *ch, bool train, double *los
         h = stage_rows(n, s, b, h, s == 0 ? xs : NULL, NULL, NULL, train ? VIEW_TAPED : VIEW_FWD);
         if (h)
             SAGA_TRY(check_width(h, &n->stages[s], s));
-        n->stats.rows_computed += net_chain_rows(n, ch, s);
+        rows_done(n, s, net_chain_rows(n, ch, s));
         if (h && !train && ch->streamed && s + 1 < S && h->nbytes) {
             /* an inference needs no tape: the stage's output goes to a buffer of its own and
              * the stage's tensors are released, so that one stage's are live at a time */
@@ -890,6 +897,8 @@ static saga_status run(saga_net *n, bool train, net_chain *ch, double *loss_out,
     SAGA_TRY(net_prepare(n, train));
     int S = n->n_stages;
     n->stats.rows_computed = 0;
+    n->stats.stages = S;
+    memset(n->stats.stage_rows, 0, sizeof n->stats.stage_rows);
     if (train)
         SAGA_TRY(net_chain_for(n, true, NULL, 0, &ch));
     saga_backend_reset_stats(n->be);
@@ -964,10 +973,11 @@ static saga_status run(saga_net *n, bool train, net_chain *ch, double *loss_out,
         SAGA_TRY(saga_sched_begin(n->sched, t));
         if (sd[t].ph == PH_FWD) {
             const nblock *b = part_block(n, sd[t].s, sd[t].d, train);
-            n->stats.rows_computed += b->v1 - b->v0;
+            rows_done(n, sd[t].s, b->v1 - b->v0);
         } else if (sd[t].ph == PH_LOSS_ROWS) {
-            n->stats.rows_computed +=
-                n->lblk->v1 + (n->tblk ? (int64_t)n->tblk->v1 * (S - 1 - n->tail_s) : 0);
+            rows_done(n, S - 1, n->lblk->v1);
+            for (int s = n->tblk ? n->tail_s : S - 1; s < S - 1; s++)
+                rows_done(n, s, n->tblk->v1);
         }
         if (sd[t].ph == PH_FWD)
             SAGA_TRY(run_fwd(n, sd[t].s, sd[t].d, train, sd[t].first));
@@ -1007,15 +1017,6 @@ fail:
     saga_free(sd);
     net_collect_stats(n, t0);
     n->stats.h2d_floor_bytes = train ? n->floor_train_bytes : n->floor_pass_bytes;
-    if (ch && train) {
-        n->stats.loss_rows_stages = 0;
-        for (int s = 1; s < n->n_stages; s++)
-            n->stats.loss_rows_stages += ch->blk[s] != NULL;
-        n->stats.head_rows = ch->blk[0] ? net_chain_rows(n, ch, 0) : 0;
-    } else {
-        n->stats.loss_rows_stages = train && n->lblk ? (n->tblk ? n->n_stages - n->tail_s : 1) : 0;
-        n->stats.head_rows = train && n->hblk ? n->tblk->n_halo : 0;
-    }
     return st;
 }
 

@@ -192,6 +192,9 @@ saga_status saga_net_pagerank(saga_net *n, double damping, double tol, int max_i
  * lives. Prepares the net (and its training plan) when it is not yet. */
 saga_status saga_net_explain(saga_net *n, FILE *f);
 
+/* The stages whose rows saga_net_stats lists one by one. */
+enum { SAGA_NET_STAGE_ROWS = 16 };
+
 typedef struct saga_net_stats {
     bool streamed;
     int32_t parts;
@@ -235,15 +238,12 @@ typedef struct saga_net_stats {
      * once, when the stages before the last run on the rows the loss reads too). A schedule whose
      * blocks stay resident across passes (a budget near the footprint) moves less. */
     uint64_t h2d_floor_bytes;
-    /* a training call with loss rows (saga_net_set_loss_rows): how many stages after the first
-     * ran on fewer than every row (the loss rows, and before them the rows those read); 0 when
-     * they all ran every row; and the rows the first stage trained on, when fewer than every row
-     * (0 otherwise) */
-    int32_t loss_rows_stages;
-    int64_t head_rows;
-    /* rows the stages computed in the last call (forward), summed over the stages: n times the
-     * stage count when every stage ran every row */
+    /* rows the stages computed in the last call (forward; this rank's), summed over the stages
+     * (n times the stage count when every stage ran every row), and per stage for the first
+     * SAGA_NET_STAGE_ROWS stages (stages: how many there are) */
     int64_t rows_computed;
+    int32_t stages;
+    int64_t stage_rows[SAGA_NET_STAGE_ROWS];
     /* streamed on the CPU with the kernels on every core: the copies ran in order with the
      * kernels, on the compute's stream (a copy worker would have taken a core from them), so
      * overlap is 0 */
