@@ -143,9 +143,9 @@ static void test_net_chain_follows_demand(void **state) {
         fixture f;
         fixture_new(&f, models[i]);
         saga_net *n = f.net;
-        assert_non_null(n->tchain);
-        check_chain(n, n->tchain);
-        assert_int_equal(n->tchain->n_out, n->n_loss_rows);
+        assert_non_null(n->plan.tchain);
+        check_chain(n, n->plan.tchain);
+        assert_int_equal(n->plan.tchain->n_out, n->n_loss_rows);
         /* inference of a few rows, in any room: from none (every row) to all it needs */
         const int32_t want[] = {3, 50, 51, 399};
         net_chain *ch = NULL;

@@ -62,10 +62,10 @@ saga_blk *net_input_block(saga_net *n, void *host, size_t bytes, const char *kin
 
 /* SAGA_ERR_OUT_OF_MEMORY, naming block b. */
 static saga_status blocks_oom(const saga_net *n, const nblock *b) {
-    if (b == n->lblk || b == n->tblk)
+    if (b == n->plan.lblk || b == n->plan.tblk)
         return saga_error(SAGA_ERR_OUT_OF_MEMORY, "out of memory for the blocks of the loss rows");
     return saga_error(SAGA_ERR_OUT_OF_MEMORY, "out of memory for the blocks of part %d",
-                      (int)(b - n->blk));
+                      (int)(b - n->plan.blk));
 }
 
 /* Block b's own copy of its rows of the sparse input (b->rows, or v0 .. v1 - 1, in the net's
@@ -74,7 +74,7 @@ void net_sparse_fill_block(const saga_net *n, nblock *b) {
     int64_t q = 0;
     b->xoff[0] = 0;
     for (int32_t i = 0; i < b->v1 - b->v0; i++) {
-        int32_t r = b->rows ? b->rows[i] : b->v0 + i, v = n->ids ? n->ids[r] : r;
+        int32_t r = b->rows ? b->rows[i] : b->v0 + i, v = n->plan.ids ? n->plan.ids[r] : r;
         int64_t k0 = n->xs_off[v], len = n->xs_off[v + 1] - k0;
         memcpy(b->xidx + q, n->xs_idx + k0, (size_t)len * sizeof(int32_t));
         memcpy(b->xval + q, n->xs_val + k0, (size_t)len * sizeof(float));
@@ -218,7 +218,7 @@ static saga_status weights_block(saga_net *n, nblock *b, int key, const int64_t 
                                  saga_blk **out) {
     const size_t mb = (size_t)(b->e1 - b->e0);
     const float *v = n->vals[key];
-    const bool half = n->transfer != SAGA_TRANSFER_F32;
+    const bool half = n->plan.transfer != SAGA_TRANSFER_F32;
     const size_t esz = half ? sizeof(uint16_t) : sizeof(float);
     void *src = (void *)(v + b->e0);
     if (half || perm || b->epos) {
@@ -231,7 +231,7 @@ static saga_status weights_block(saga_net *n, nblock *b, int key, const int64_t 
             const float w = v[b->epos ? b->epos[k] : b->e0 + k];
             if (!half)
                 ((float *)src)[q] = w;
-            else if (n->transfer == SAGA_TRANSFER_BF16)
+            else if (n->plan.transfer == SAGA_TRANSFER_BF16)
                 ((uint16_t *)src)[q] = saga_f32_to_bf16(w);
             else
                 ((uint16_t *)src)[q] = saga_f32_to_fp16(w);
@@ -384,7 +384,7 @@ saga_status net_rows_block(saga_net *n, nblock **out, const int32_t *rows, int32
         for (int32_t v = 0; v < n->n; v++)
             if (pos[v] >= 0)
                 b->hids[pos[v]] = v;
-        if (n->streamed &&
+        if (n->plan.streamed &&
             !(b->b_hids = net_input_block(n, b->hids, (size_t)NH * sizeof(int32_t), "halo ids")))
             SAGA_TRY(blocks_oom(n, b));
     }
@@ -394,7 +394,7 @@ saga_status net_rows_block(saga_net *n, nblock **out, const int32_t *rows, int32
     }
     SAGA_TRY(net_host_array(n, (void **)&b->uids, R ? (size_t)R : 1, sizeof(int32_t), "loss rows"));
     for (int32_t i = 0; i < R; i++)
-        b->uids[i] = n->ids ? n->ids[rows[i]] : rows[i];
+        b->uids[i] = n->plan.ids ? n->plan.ids[rows[i]] : rows[i];
     if (!(b->b_ids = net_input_block(n, b->uids, (size_t)R * sizeof(int32_t), "loss rows")))
         SAGA_TRY(blocks_oom(n, b));
 fail:
@@ -420,7 +420,7 @@ void net_block_free(saga_net *n, nblock *b) {
     saga_free(b->lsel);
     saga_free(b->lsel_ids);
     saga_backend_host_free(n->be, b->xrows_h, b->xrows_bytes + 1);
-    size_t wb = n->transfer == SAGA_TRANSFER_F32 ? m1 : m1 / 2; /* see weights_block */
+    size_t wb = n->plan.transfer == SAGA_TRANSFER_F32 ? m1 : m1 / 2; /* see weights_block */
     for (int i = 0; i < N_KEYS; i++) {
         saga_backend_host_free(n->be, b->vin_h[i], wb);
         saga_backend_host_free(n->be, b->vout_h[i], wb);
@@ -444,7 +444,7 @@ saga_status net_rows_ids(saga_net *n, nblock *b, const int32_t *rows, int32_t P)
     SAGA_TRY(net_host_array(n, (void **)&b->uids, P ? (size_t)P : 1, sizeof(int32_t), "rows"));
     for (int32_t i = 0; i < P; i++) {
         int32_t r = rows ? rows[i] : i;
-        b->uids[i] = n->ids ? n->ids[r] : r;
+        b->uids[i] = n->plan.ids ? n->plan.ids[r] : r;
     }
     SAGA_CHECK(b->b_ids = net_input_block(n, b->uids, (size_t)P * sizeof(int32_t), "row ids"),
                SAGA_ERR_OUT_OF_MEMORY, "out of memory for the ids of %d rows", (int)P);
@@ -465,7 +465,7 @@ saga_status net_rows_input(saga_net *n, nblock *b, const int32_t *rows, int32_t 
      * its f32 host rows */
     const bool x = s <= 0;
     const int64_t cols = x ? n->in_cols : n->stages[s].in_cols;
-    const saga_transfer half = x ? n->transfer : SAGA_TRANSFER_F32;
+    const saga_transfer half = x ? n->plan.transfer : SAGA_TRANSFER_F32;
     const size_t esz = half == SAGA_TRANSFER_F32 ? 4 : 2;
     SAGA_TRY(net_rows_ids(n, b, rows, P));
     if (x && n->sparse) {

@@ -181,9 +181,9 @@ saga_status saga_net_set_input(saga_net *n, const float *x, int64_t cols) {
                                          (size_t)n->n * (size_t)cols * sizeof(float) + 1));
         n->in_cols = cols;
     }
-    if (n->ids) {
+    if (n->plan.ids) {
         for (int32_t v = 0; v < n->n; v++)
-            memcpy(n->x + (int64_t)v * cols, x + (int64_t)n->ids[v] * cols,
+            memcpy(n->x + (int64_t)v * cols, x + (int64_t)n->plan.ids[v] * cols,
                    (size_t)cols * sizeof(float));
     } else {
         memcpy(n->x, x, (size_t)n->n * (size_t)cols * sizeof(float));
@@ -312,21 +312,21 @@ fail:
 }
 
 void net_sparse_fill(saga_net *n) {
-    for (int32_t d = n->d_lo; d < n->d_hi; d++) {
-        if (n->blk[d].x_own)
-            net_sparse_fill_block(n, &n->blk[d]);
-        if (n->hblk && n->hblk[d].x_own)
-            net_sparse_fill_block(n, &n->hblk[d]);
+    for (int32_t d = n->plan.d_lo; d < n->plan.d_hi; d++) {
+        if (n->plan.blk[d].x_own)
+            net_sparse_fill_block(n, &n->plan.blk[d]);
+        if (n->plan.hblk && n->plan.hblk[d].x_own)
+            net_sparse_fill_block(n, &n->plan.hblk[d]);
     }
 }
 
 /* The sparse input's entries in rows v0 .. v1 - 1 of the net's order. */
 static int64_t sparse_rows_nnz(const saga_net *n, int32_t v0, int32_t v1) {
-    if (!n->ids)
+    if (!n->plan.ids)
         return n->xs_off[v1] - n->xs_off[v0];
     int64_t nz = 0;
     for (int32_t v = v0; v < v1; v++)
-        nz += n->xs_off[n->ids[v] + 1] - n->xs_off[n->ids[v]];
+        nz += n->xs_off[n->plan.ids[v] + 1] - n->xs_off[n->plan.ids[v]];
     return nz;
 }
 
@@ -344,25 +344,25 @@ static void unprepare(saga_net *n) {
     int S = n->n_stages;
     if (n->pr_free)
         n->pr_free(n);
-    net_chain_free(n, &n->tchain);
-    net_chain_free(n, &n->echain);
-    n->tchain_none = false;
-    rows_block_free(n, &n->lblk);
-    rows_block_free(n, &n->tblk);
-    if (n->hblk)
-        for (int32_t d = n->d_lo; d < n->d_hi; d++)
-            net_block_free(n, &n->hblk[d]);
-    saga_free(n->hblk);
-    n->hblk = NULL;
+    net_chain_free(n, &n->plan.tchain);
+    net_chain_free(n, &n->plan.echain);
+    n->plan.tchain_none = false;
+    rows_block_free(n, &n->plan.lblk);
+    rows_block_free(n, &n->plan.tblk);
+    if (n->plan.hblk)
+        for (int32_t d = n->plan.d_lo; d < n->plan.d_hi; d++)
+            net_block_free(n, &n->plan.hblk[d]);
+    saga_free(n->plan.hblk);
+    n->plan.hblk = NULL;
     if (n->sched)
         saga_ctx_set_pressure(n->c, NULL, NULL);
     saga_sched_free(&n->sched);
-    if (n->blk)
-        for (int32_t d = n->d_lo; d < n->d_hi; d++)
-            net_block_free(n, &n->blk[d]);
+    if (n->plan.blk)
+        for (int32_t d = n->plan.d_lo; d < n->plan.d_hi; d++)
+            net_block_free(n, &n->plan.blk[d]);
     net_dist_free(n);
-    saga_free(n->blk);
-    n->blk = NULL;
+    saga_free(n->plan.blk);
+    n->plan.blk = NULL;
     for (int i = 0; i < N_KEYS; i++) {
         saga_backend_host_free(n->be, n->vals[i], net_edge_bytes(n->m));
         n->vals[i] = NULL;
@@ -387,10 +387,10 @@ static void unprepare(saga_net *n) {
     n->pack_io = n->unpack_io = NULL;
     saga_free(n->in_io);
     n->in_io = NULL;
-    saga_free(n->resident);
+    saga_free(n->plan.resident);
     saga_free(n->full);
     saga_free(n->gfull);
-    n->resident = NULL;
+    n->plan.resident = NULL;
     n->full = n->gfull = NULL;
     float **hosts[] = {n->act_host, n->grad_host, n->saved_host};
     for (int t = 0; t < 3; t++) {
@@ -412,9 +412,9 @@ static void unprepare(saga_net *n) {
     n->h_off = n->out_off = NULL;
     n->h_src = NULL;
     n->h_w = NULL;
-    saga_partition_free(&n->part);
-    saga_backend_host_free(n->be, n->ids, (size_t)n->n * sizeof(int32_t));
-    n->ids = NULL;
+    saga_partition_free(&n->plan.part);
+    saga_backend_host_free(n->be, n->plan.ids, (size_t)n->n * sizeof(int32_t));
+    n->plan.ids = NULL;
     saga_free(n->iota);
     n->iota = NULL;
     n->ready = false;
@@ -471,8 +471,8 @@ static int32_t ksearch_next(ksearch *ks, saga_net *n, int32_t k, bool fits, bool
         if (fits && ks->at > 0) { /* k is probe_k[at] */
             /* keep this partition, try the next fewer parts */
             saga_partition_free(&ks->kept);
-            ks->kept = n->part;
-            n->part = NULL;
+            ks->kept = n->plan.part;
+            n->plan.part = NULL;
             ks->k_fits = k;
             return ks->probe_k[--ks->at];
         }
@@ -497,7 +497,7 @@ static bool give_back(void *user, size_t bytes) {
     return n->sched && saga_sched_give_back(n->sched, bytes);
 }
 
-/* n->ids: the graph's vertices by out-degree, highest first, ties in the graph's order (a
+/* n->plan.ids: the graph's vertices by out-degree, highest first, ties in the graph's order (a
  * counting sort). */
 static saga_status degree_order(saga_net *n) {
     saga_status st = SAGA_OK;
@@ -513,9 +513,9 @@ static saga_status degree_order(saga_net *n) {
         count[top - (out.offsets[v + 1] - out.offsets[v]) + 1]++;
     for (int64_t d = 0; d <= top; d++)
         count[d + 1] += count[d];
-    SAGA_TRY(net_host_array(n, (void **)&n->ids, (size_t)n->n, sizeof(int32_t), "vertex ids"));
+    SAGA_TRY(net_host_array(n, (void **)&n->plan.ids, (size_t)n->n, sizeof(int32_t), "vertex ids"));
     for (int32_t v = 0; v < n->n; v++)
-        n->ids[count[top - (out.offsets[v + 1] - out.offsets[v])]++] = v;
+        n->plan.ids[count[top - (out.offsets[v + 1] - out.offsets[v])]++] = v;
 fail:
     saga_free(count);
     return st;
@@ -526,7 +526,7 @@ static int cmp_u64(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-/* Renumbers the placed in-CSR (in the graph's order) into the order of n->ids: row i is the
+/* Renumbers the placed in-CSR (in the graph's order) into the order of n->plan.ids: row i is the
  * graph's row ids[i], with its sources renumbered and sorted (their values with them). */
 static saga_status permute_placed(saga_net *n) {
     saga_status st = SAGA_OK;
@@ -543,10 +543,10 @@ static saga_status permute_placed(saga_net *n) {
         SAGA_TRY(
             saga_alloc_array((void **)&w, n->m ? (size_t)n->m : 1, sizeof *w, "placed weights"));
     for (int32_t i = 0; i < N; i++)
-        pos[n->ids[i]] = i;
+        pos[n->plan.ids[i]] = i;
     off[0] = 0;
     for (int32_t i = 0; i < N; i++)
-        off[i + 1] = off[i] + (n->h_off[n->ids[i] + 1] - n->h_off[n->ids[i]]);
+        off[i + 1] = off[i] + (n->h_off[n->plan.ids[i] + 1] - n->h_off[n->plan.ids[i]]);
     /* rows longer than an insertion sort handles are sorted as (source, value) keys, the
      * source in the high half, in a scratch row per thread */
     int64_t longest = 0;
@@ -557,7 +557,7 @@ static saga_status permute_placed(saga_net *n) {
                               "sort keys"));
 #pragma omp parallel for schedule(dynamic, 256) num_threads(nt)
     for (int32_t i = 0; i < N; i++) {
-        const int64_t a = n->h_off[n->ids[i]], len = off[i + 1] - off[i];
+        const int64_t a = n->h_off[n->plan.ids[i]], len = off[i + 1] - off[i];
         int32_t *s = src + off[i];
         if (!n->h_w && len <= 32) {
             for (int64_t k = 0; k < len; k++) {
@@ -606,7 +606,7 @@ static saga_status place(saga_net *n, const saga_graph *g) {
     saga_status st = SAGA_OK;
     SAGA_TRY(saga_place_in_csr(g, n->o.self_loops == SAGA_DGRAPH_SELF_LOOPS_ADD, &n->h_off,
                                &n->h_src, &n->h_w, &n->m));
-    if (n->ids && !n->part)
+    if (n->plan.ids && !n->plan.part)
         SAGA_TRY(permute_placed(n)); /* a vertex order in memory */
     SAGA_TRY(
         saga_alloc_zeroed((void **)&n->out_off, (size_t)n->n + 1, sizeof(int64_t), "out-degrees"));
@@ -639,8 +639,8 @@ static size_t step_estimate(const saga_net *n, bool train_pass, int train_below,
     size_t worst = 0, wmax = 0;
     if (n->pagerank) {
         /* a step holds the part's CSR, the halo's contributions and four f64 vectors of it */
-        for (int32_t d = n->d_lo; d < n->d_hi; d++) {
-            const nblock *b = &n->blk[d];
+        for (int32_t d = n->plan.d_lo; d < n->plan.d_hi; d++) {
+            const nblock *b = &n->plan.blk[d];
             size_t P = (size_t)(b->v1 - b->v0), H = (size_t)b->n_halo, mb = (size_t)(b->e1 - b->e0);
             size_t need = 2 * ((P + 1) * 8 + mb * 4 + H * 8 + P * 8 * 4);
             worst = need > worst ? need : worst;
@@ -649,8 +649,8 @@ static size_t step_estimate(const saga_net *n, bool train_pass, int train_below,
             *max_work = 4096;
         return worst;
     }
-    for (int32_t d = n->d_lo; d < n->d_hi; d++) {
-        const nblock *b = &n->blk[d];
+    for (int32_t d = n->plan.d_lo; d < n->plan.d_hi; d++) {
+        const nblock *b = &n->plan.blk[d];
         size_t P = (size_t)(b->v1 - b->v0), H = (size_t)b->n_halo, mb = (size_t)(b->e1 - b->e0);
         for (int s = 0; s < n->n_stages; s++) {
             const stage *sg = &n->stages[s];
@@ -668,7 +668,7 @@ static size_t step_estimate(const saga_net *n, bool train_pass, int train_below,
             } else {
                 /* a resident stage's halo is gathered into a block made when its step begins and
                  * dropped when it ends: the next step's prefetch never holds one beside it */
-                const bool gathered = n->resident && n->resident[s];
+                const bool gathered = n->plan.resident && n->plan.resident[s];
                 once = gathered ? H * fi : 0;
                 blocks = (P + 1) * 8 + mb * 12 + (gathered ? 0 : H * fi) + P * fo +
                          (train ? H * 12 + mb * 8 + P * fo : 0) +
@@ -707,20 +707,21 @@ static size_t memory_estimate(const saga_net *n, bool train) {
 static saga_status build_blocks(saga_net *n, const saga_graph *g, int32_t k) {
     saga_status st = SAGA_OK;
     int32_t *pos = NULL;
-    n->k = k;
-    n->d_lo = 0;
-    n->d_hi = k;
+    n->plan.k = k;
+    n->plan.d_lo = 0;
+    n->plan.d_hi = k;
     SAGA_TRY(place(n, g));
-    SAGA_TRY(saga_alloc_zeroed((void **)&n->blk, (size_t)k, sizeof *n->blk, "net blocks"));
+    SAGA_TRY(
+        saga_alloc_zeroed((void **)&n->plan.blk, (size_t)k, sizeof *n->plan.blk, "net blocks"));
     if (n->dist)
         SAGA_TRY(net_dist_deal(n)); /* this rank's blocks are built, the others' left empty */
     SAGA_TRY(saga_alloc_array((void **)&pos, (size_t)n->n + 1, sizeof(int32_t), "halo marks"));
     for (int32_t v = 0; v < n->n; v++)
         pos[v] = -1;
-    for (int32_t d = n->d_lo; d < n->d_hi; d++) {
-        int32_t v0 = n->part ? (int32_t)n->part->offsets[d] : 0;
-        int32_t v1 = n->part ? (int32_t)n->part->offsets[d + 1] : n->n;
-        SAGA_TRY(net_block_build(n, &n->blk[d], v0, v1, k == 1, pos));
+    for (int32_t d = n->plan.d_lo; d < n->plan.d_hi; d++) {
+        int32_t v0 = n->plan.part ? (int32_t)n->plan.part->offsets[d] : 0;
+        int32_t v1 = n->plan.part ? (int32_t)n->plan.part->offsets[d + 1] : n->n;
+        SAGA_TRY(net_block_build(n, &n->plan.blk[d], v0, v1, k == 1, pos));
     }
 fail:
     saga_free(pos);
@@ -735,7 +736,7 @@ static saga_status sparse_blocks(saga_net *n, nblock *b);
 static saga_status stage_blocks(saga_net *n) {
     saga_status st = SAGA_OK;
     int S = n->n_stages;
-    int32_t k = n->k;
+    int32_t k = n->plan.k;
     bool multi = k > 1;
     saga_blk ****tabs[] = {&n->act, &n->halo, &n->grad, &n->gin, &n->ghalo, &n->saved};
     for (size_t t = 0; t < sizeof tabs / sizeof tabs[0]; t++) {
@@ -756,10 +757,10 @@ static saga_status stage_blocks(saga_net *n) {
     SAGA_TRY(saga_alloc_zeroed((void **)&n->saved_host, (size_t)S + 1, sizeof(float *),
                                "net saved values"));
     n->act_host[0] = n->x;
-    n->transfer = multi ? n->o.transfer : SAGA_TRANSFER_F32;
-    if (n->transfer != SAGA_TRANSFER_F32)
+    n->plan.transfer = multi ? n->o.transfer : SAGA_TRANSFER_F32;
+    if (n->plan.transfer != SAGA_TRANSFER_F32)
         SAGA_TRY(saga_alloc_zeroed((void **)&n->in_io, (size_t)k, sizeof(rows_io), "input packs"));
-    if (n->resident) {
+    if (n->plan.resident) {
         SAGA_TRY(saga_alloc_zeroed((void **)&n->full, (size_t)S + 1, sizeof(saga_blk *),
                                    "resident inputs"));
         SAGA_TRY(saga_alloc_zeroed((void **)&n->gfull, (size_t)S + 1, sizeof(saga_blk *),
@@ -782,7 +783,7 @@ static saga_status stage_blocks(saga_net *n) {
     for (int s = 0; s <= S; s++) {
         int64_t cols = s == 0 ? n->in_cols : n->stages[s - 1].out_cols;
         bool program_in = s < S && n->stages[s].kind == STAGE_PROGRAM;
-        bool whole = n->resident && n->resident[s];
+        bool whole = n->plan.resident && n->plan.resident[s];
         if (whole) {
             /* their host copies serve only an eviction's write-back and reload */
             size_t bytes = (size_t)n->n * (size_t)cols * 4;
@@ -799,9 +800,9 @@ static saga_status stage_blocks(saga_net *n) {
         SAGA_TRY(
             saga_alloc_zeroed((void **)&n->unpack_io[s], (size_t)k, sizeof(rows_io), "net copies"));
         /* the input rows in 16 bits: packed from the host's f32 rows when loaded */
-        size_t esz = s == 0 && n->transfer != SAGA_TRANSFER_F32 ? 2 : 4;
-        for (int32_t d = n->d_lo; d < n->d_hi; d++) {
-            nblock *b = &n->blk[d];
+        size_t esz = s == 0 && n->plan.transfer != SAGA_TRANSFER_F32 ? 2 : 4;
+        for (int32_t d = n->plan.d_lo; d < n->plan.d_hi; d++) {
+            nblock *b = &n->plan.blk[d];
             size_t P = (size_t)(b->v1 - b->v0);
             if (s == 0 && n->sparse) {
                 SAGA_TRY(sparse_blocks(n, b));
@@ -817,7 +818,7 @@ static saga_status stage_blocks(saga_net *n) {
                                         .first = b->v0,
                                         .n = (int32_t)P,
                                         .cols = cols,
-                                        .half = n->transfer};
+                                        .half = n->plan.transfer};
                 saga_blk_set_pack(a, net_rows_pack, NULL, &n->in_io[d]);
             } else {
                 saga_blk_set_host(a, n->act_host[s] + (int64_t)b->v0 * cols);
@@ -846,7 +847,7 @@ static saga_status stage_blocks(saga_net *n) {
                                     .rows = b->halo,
                                     .n = b->n_halo,
                                     .cols = cols,
-                                    .half = s == 0 ? n->transfer : SAGA_TRANSFER_F32};
+                                    .half = s == 0 ? n->plan.transfer : SAGA_TRANSFER_F32};
                     saga_blk *h = saga_sched_block(n->sched, (size_t)b->n_halo * (size_t)cols * esz,
                                                    SAGA_BLK_INPUT, "halo rows");
                     if (!h)
@@ -890,16 +891,16 @@ static saga_status stage_blocks(saga_net *n) {
             }
         }
     }
-    for (int32_t d = n->d_lo; d < n->d_hi && n->ids; d++) {
-        nblock *b = &n->blk[d];
-        if (!(b->b_ids = net_input_block(n, n->ids + b->v0,
+    for (int32_t d = n->plan.d_lo; d < n->plan.d_hi && n->plan.ids; d++) {
+        nblock *b = &n->plan.blk[d];
+        if (!(b->b_ids = net_input_block(n, n->plan.ids + b->v0,
                                          (size_t)(b->v1 - b->v0) * sizeof(int32_t), "vertex ids")))
             goto oom;
     }
     for (int s = 0; s < S; s++)
         if (n->stages[s].kind == STAGE_PROGRAM)
-            for (int32_t d = n->d_lo; d < n->d_hi; d++)
-                SAGA_TRY(net_block_blocks(n, &n->blk[d], &n->stages[s]));
+            for (int32_t d = n->plan.d_lo; d < n->plan.d_hi; d++)
+                SAGA_TRY(net_block_blocks(n, &n->plan.blk[d], &n->stages[s]));
     return SAGA_OK;
 oom:
     st = saga_error(SAGA_ERR_OUT_OF_MEMORY, "out of memory for the net's blocks");
@@ -914,7 +915,7 @@ static saga_status sparse_blocks(saga_net *n, nblock *b) {
     size_t P = (size_t)(b->v1 - b->v0);
     b->x_nnz = sparse_rows_nnz(n, b->v0, b->v1);
     size_t nz1 = (size_t)b->x_nnz + 1;
-    if (!n->ids) {
+    if (!n->plan.ids) {
         b->xoff = n->xs_off + b->v0; /* v0 = 0: the offsets start at 0 */
         b->xidx = n->xs_idx;
         b->xval = n->xs_val;
@@ -947,10 +948,10 @@ static saga_status edge_ids(saga_net *n) {
                (long long)m, (long long)n->m);
     SAGA_TRY(net_host_array(n, (void **)&n->eids, net_edge_bytes(m), 1, "edge ids"));
     for (int32_t v2 = 0; v2 < n->n; v2++) {
-        int32_t v = n->ids[v2];
+        int32_t v = n->plan.ids[v2];
         int64_t lo = off[v], hi = off[v + 1], run = 0;
         for (int64_t k = n->h_off[v2]; k < n->h_off[v2 + 1]; k++) {
-            int32_t u = n->ids[n->h_src[k]];
+            int32_t u = n->plan.ids[n->h_src[k]];
             /* parallel edges: the j-th copy here is the j-th copy there */
             run = k > n->h_off[v2] && n->h_src[k - 1] == n->h_src[k] ? run + 1 : 0;
             int64_t a = lo, b = hi;
@@ -1007,20 +1008,20 @@ static int tail_candidate(const saga_net *n) {
  * never the first stage's). */
 static int tail_stage(const saga_net *n) {
     int p = tail_candidate(n);
-    return p >= 0 && n->streamed && !(n->resident && n->resident[p]) ? -1 : p;
+    return p >= 0 && n->plan.streamed && !(n->plan.resident && n->plan.resident[p]) ? -1 : p;
 }
 
 /* What the loss rows' block and the tail's hold streamed (rows_block_bytes) into *out, from the
  * user's graph, so before it is cut: their counts do not depend on the order. Kept in
- * n->tail_bytes. */
+ * n->plan.tail_bytes. */
 static saga_status tail_bytes(saga_net *n, int p, size_t *out) {
     saga_status st = SAGA_OK;
     int64_t *off = NULL, m_all = 0, m = 0, tm = 0;
     int32_t *src = NULL, *pos = NULL, NH = 0;
     float *w = NULL;
     const int32_t N = n->n;
-    if (n->tail_bytes) {
-        *out = n->tail_bytes;
+    if (n->plan.tail_bytes) {
+        *out = n->plan.tail_bytes;
         return SAGA_OK;
     }
     SAGA_TRY(saga_place_in_csr(n->g_user, n->o.self_loops == SAGA_DGRAPH_SELF_LOOPS_ADD, &off, &src,
@@ -1030,8 +1031,8 @@ static saga_status tail_bytes(saga_net *n, int p, size_t *out) {
     for (int32_t v = 0; v < N; v++)
         if (pos[v] >= 0)
             tm += off[v + 1] - off[v];
-    n->tail_bytes = tail_pair_bytes(n, p, n->n_loss_rows, m, NH, tm, true);
-    *out = n->tail_bytes;
+    n->plan.tail_bytes = tail_pair_bytes(n, p, n->n_loss_rows, m, NH, tm, true);
+    *out = n->plan.tail_bytes;
 fail:
     saga_free(off);
     saga_free(src);
@@ -1054,26 +1055,26 @@ static saga_status plan_resident(saga_net *n, size_t avail, size_t limit, size_t
     int S = n->n_stages;
     size_t total = 0;
     *bytes = 0;
-    saga_free(n->resident);
-    n->resident = NULL;
-    SAGA_TRY(
-        saga_alloc_zeroed((void **)&n->resident, (size_t)S + 1, sizeof(bool), "resident stages"));
+    saga_free(n->plan.resident);
+    n->plan.resident = NULL;
+    SAGA_TRY(saga_alloc_zeroed((void **)&n->plan.resident, (size_t)S + 1, sizeof(bool),
+                               "resident stages"));
     const int p = tail_candidate(n);
     if (p > 0 && avail) {
         /* first, when it and the tail's blocks leave the parts an eighth */
         size_t b = 2 * (size_t)n->n * (size_t)n->stages[p - 1].out_cols * sizeof(float), t = 0;
         SAGA_TRY(tail_bytes(n, p, &t));
         if (b <= limit && b + t <= avail / 8 * 7) {
-            n->resident[p] = true;
+            n->plan.resident[p] = true;
             total = b;
         }
     }
     for (int s = 1; s < S && avail; s++) {
-        if (n->stages[s].kind != STAGE_PROGRAM || n->resident[s])
+        if (n->stages[s].kind != STAGE_PROGRAM || n->plan.resident[s])
             continue;
         size_t b = 2 * (size_t)n->n * (size_t)n->stages[s - 1].out_cols * sizeof(float);
         if (b <= avail / 2 && total + b <= limit) {
-            n->resident[s] = true;
+            n->plan.resident[s] = true;
             total += b;
         }
     }
@@ -1083,32 +1084,34 @@ fail:
 }
 
 /* The first stage whose training the parts leave to the tail: tail_candidate's, when
- * plan_resident keeps its input whole and the tail's blocks (n->tail_bytes) fit beside the
+ * plan_resident keeps its input whole and the tail's blocks (n->plan.tail_bytes) fit beside the
  * resident stages (res), as loss_block_build then builds it; else the stage count. */
 static int parts_train_below(const saga_net *n, size_t avail, size_t res) {
     const int p = tail_candidate(n);
-    return p > 0 && n->k > 1 && n->resident && n->resident[p] && n->tail_bytes + res <= avail
+    return p > 0 && n->plan.k > 1 && n->plan.resident && n->plan.resident[p] &&
+                   n->plan.tail_bytes + res <= avail
                ? p
                : n->n_stages;
 }
 
-/* Whether a tail at stage p may have a head (struct saga_net's hblk): stage 0, a vertex stage,
+/* Whether a tail at stage p may have a head (net_plan's hblk): stage 0, a vertex stage,
  * is all that lies below it. */
 static bool head_fits_tail(const saga_net *n, int p) {
     return p == 1 && n->stages[0].kind == STAGE_VERTEX;
 }
 
-/* n->hblk over the rows of the tail's halo (tb->hids, increasing in the net's order): per part,
- * the slice of them in its rows, with their graph ids and their input (a CSR copied by
+/* n->plan.hblk over the rows of the tail's halo (tb->hids, increasing in the net's order): per
+ * part, the slice of them in its rows, with their graph ids and their input (a CSR copied by
  * net_sparse_fill, or dense rows packed from the host rows as they load). */
 static saga_status head_build(saga_net *n, const nblock *tb) {
     saga_status st = SAGA_OK;
     const int32_t NH = tb->n_halo;
-    SAGA_TRY(saga_alloc_zeroed((void **)&n->hblk, (size_t)n->k, sizeof *n->hblk, "head blocks"));
+    SAGA_TRY(saga_alloc_zeroed((void **)&n->plan.hblk, (size_t)n->plan.k, sizeof *n->plan.hblk,
+                               "head blocks"));
     int32_t r = 0;
-    for (int32_t d = n->d_lo; d < n->d_hi; d++) {
-        const nblock *pb = &n->blk[d];
-        nblock *b = &n->hblk[d];
+    for (int32_t d = n->plan.d_lo; d < n->plan.d_hi; d++) {
+        const nblock *pb = &n->plan.blk[d];
+        nblock *b = &n->plan.hblk[d];
         while (r < NH && tb->hids[r] < pb->v0)
             r++;
         b->v0 = r;
@@ -1126,20 +1129,20 @@ fail:
 /* A streamed net's blocks on the loss rows' side, on one rank (in memory the chains do this for
  * any model: net_chain.c).
  *
- * n->lblk: the block of the loss rows for the last stage, when that stage is a fused program whose
- * input is resident (full[S-1] on the device) and the block is no larger than the largest step of
- * a part (step, with its tensors): one training step then runs the last stage on the loss rows,
- * the loss and their backward, instead of a step of each per part over every row. Its rows are
- * the loss rows, increasing in the net's order, with their in-edges; its halo is the rows and
+ * n->plan.lblk: the block of the loss rows for the last stage, when that stage is a fused program
+ * whose input is resident (full[S-1] on the device) and the block is no larger than the largest
+ * step of a part (step, with its tensors): one training step then runs the last stage on the loss
+ * rows, the loss and their backward, instead of a step of each per part over every row. Its rows
+ * are the loss rows, increasing in the net's order, with their in-edges; its halo is the rows and
  * their sources, gathered from full[S-1] by their ids (hids), and their gradient is added into
  * gfull[S-1]; uids holds the rows' graph ids.
  *
- * n->tblk, the tail: when the last stage before it that is a program (tail_stage, p) is followed
- * by vertex stages alone, the loss reads only the rows of lblk's halo from stage p's output, and
- * those read only their sources from its input. The tail's block holds lblk's halo as its rows,
- * with their in-edges, for stage p, over every vertex (its sources are ids), and their graph ids
- * (uids) for dropout. Stages p .. S-2 then train on those rows and the last stage on the loss
- * rows in the one step, which reads stage p's whole input (full[p]) and adds into its whole
+ * n->plan.tblk, the tail: when the last stage before it that is a program (tail_stage, p) is
+ * followed by vertex stages alone, the loss reads only the rows of lblk's halo from stage p's
+ * output, and those read only their sources from its input. The tail's block holds lblk's halo as
+ * its rows, with their in-edges, for stage p, over every vertex (its sources are ids), and their
+ * graph ids (uids) for dropout. Stages p .. S-2 then train on those rows and the last stage on the
+ * loss rows in the one step, which reads stage p's whole input (full[p]) and adds into its whole
  * gradient (gfull[p]); lblk's halo is then the tail's rows. Built when the parts' steps were
  * planned with it (parts_train_below). With a head (head_fits_tail, and the tail reading at most
  * net_demand_cap rows), the tail has its own halo, the rows stage 0 trains on (head_build). */
@@ -1148,11 +1151,11 @@ static saga_status loss_block_build(saga_net *n, size_t left, size_t step) {
     int32_t *rows = NULL, *pos = NULL, *tpos = NULL, *trows = NULL;
     const int S = n->n_stages;
     const stage *sg = &n->stages[S - 1];
-    if (!n->streamed || n->dist || !n->loss_rows || sg->kind != STAGE_PROGRAM ||
+    if (!n->plan.streamed || n->dist || !n->loss_rows || sg->kind != STAGE_PROGRAM ||
         !saga_prog_fused(&sg->p))
         return SAGA_OK;
     const int p = tail_stage(n);
-    const bool last_whole = n->resident && n->resident[S - 1];
+    const bool last_whole = n->plan.resident && n->plan.resident[S - 1];
     if (!last_whole && p < 0)
         return SAGA_OK;
     const int32_t R = n->n_loss_rows, N = n->n;
@@ -1162,7 +1165,7 @@ static saga_status loss_block_build(saga_net *n, size_t left, size_t step) {
     for (int32_t v = 0; v < N; v++)
         pos[v] = -1;
     for (int32_t i = 0; i < R; i++)
-        pos[n->part ? n->part->inverse[n->loss_rows[i]] : n->loss_rows[i]] = 0;
+        pos[n->plan.part ? n->plan.part->inverse[n->loss_rows[i]] : n->loss_rows[i]] = 0;
     for (int32_t v = 0, r = 0; v < N; v++)
         if (pos[v] == 0)
             rows[r++] = v;
@@ -1181,7 +1184,7 @@ static saga_status loss_block_build(saga_net *n, size_t left, size_t step) {
                 trows[pos[v]] = v;
         net_rows_halo(n->h_off, n->h_src, N, trows, NH, try_head, tpos, &tm, &TH);
         /* the parts' steps were planned with it or without it (parts_train_below) */
-        tail = n->parts_below == p;
+        tail = n->plan.parts_below == p;
         /* the head: not when the tail reads nearly every row (its copy of the input would save
          * little) */
         head = try_head && tail && TH <= net_demand_cap(N);
@@ -1204,12 +1207,13 @@ static saga_status loss_block_build(saga_net *n, size_t left, size_t step) {
                  bytes, step);
         goto fail;
     }
-    SAGA_TRY(net_rows_block(n, &n->lblk, rows, R, true, true, pos, m, NH, sg));
+    SAGA_TRY(net_rows_block(n, &n->plan.lblk, rows, R, true, true, pos, m, NH, sg));
     if (tail) {
-        SAGA_TRY(net_rows_block(n, &n->tblk, trows, NH, head, true, tpos, tm, TH, &n->stages[p]));
-        n->tail_s = p;
+        SAGA_TRY(
+            net_rows_block(n, &n->plan.tblk, trows, NH, head, true, tpos, tm, TH, &n->stages[p]));
+        n->plan.tail_s = p;
         if (head)
-            SAGA_TRY(head_build(n, n->tblk));
+            SAGA_TRY(head_build(n, n->plan.tblk));
         saga_log(SAGA_LOG_INFO,
                  "net: stages %d to %d train on the %d rows the loss reads (%lld edges), the "
                  "last on %d loss rows (%lld edges) in one step",
@@ -1284,7 +1288,7 @@ static saga_status prep_budget(saga_net *n, prep *p) {
     SAGA_CHECK(n->o.order != SAGA_ORDER_DEGREE || n->pagerank, SAGA_ERR_UNSUPPORTED,
                "saga_net: the degree order is PageRank's; a net with stages keeps the graph's "
                "order");
-    n->k = 1;
+    n->plan.k = 1;
     /* several ranks: every decision below (parts, streaming) must come out the same on all of
      * them, so they plan with the smallest budget among them (none counts as the largest) and
      * the largest step; each rank's scheduler then keeps within its own */
@@ -1340,7 +1344,7 @@ static saga_status prep_parts(saga_net *n, prep *p) {
      * fewest, and what the largest step needed there (for the warning after the loop) */
     p->k_less = 0;
     p->need_less = 0;
-    n->many_parts = false;
+    n->plan.many_parts = false;
     p->ks.phase =
         !n->o.parts && p->budget && n->o.partition == SAGA_PARTITION_METIS ? KS_PROBE : KS_GROW;
     for (;;) {
@@ -1350,10 +1354,10 @@ static saga_status prep_parts(saga_net *n, prep *p) {
         p->res = 0;
         if (p->R == 1 && !n->pagerank && p->budget && p->k > 1 && !n->o.host_halos)
             SAGA_TRY(plan_resident(n, p->avail, p->avail / 4 * 3, &p->res));
-        if (p->k > NET_MANY_PARTS && !n->o.parts && p->budget && !n->many_parts && !probing) {
+        if (p->k > NET_MANY_PARTS && !n->o.parts && p->budget && !n->plan.many_parts && !probing) {
             /* the user must not wait minutes without a word: METIS on thousands of parts takes
              * a while, and so does every pass over that many small steps */
-            n->many_parts = true;
+            n->plan.many_parts = true;
             saga_log(SAGA_LOG_WARN,
                      "the device budget of %zu bytes (%zu after the backend's own) needs more than "
                      "%d parts (trying %d): partitioning and streaming that many is slow "
@@ -1368,24 +1372,24 @@ static saga_status prep_parts(saga_net *n, prep *p) {
             po.balance_edges = true; /* a block's size follows its in-edges */
             po.refine_iters = NET_METIS_REFINE;
             if (p->ks.kept && p->ks.kept->n_parts == p->k) {
-                n->part = p->ks.kept; /* METIS's parts, from an earlier try */
+                n->plan.part = p->ks.kept; /* METIS's parts, from an earlier try */
                 p->ks.kept = NULL;
                 saga_log(SAGA_LOG_INFO, "back to the %d parts (%s) of an earlier try", (int)p->k,
                          saga_partition_method_name(po.method));
             } else {
-                SAGA_TRY(saga_partition_graph(&n->part, n->g_user, p->k, &po));
-                saga_log(n->many_parts && !probing ? SAGA_LOG_WARN : SAGA_LOG_INFO,
+                SAGA_TRY(saga_partition_graph(&n->plan.part, n->g_user, p->k, &po));
+                saga_log(n->plan.many_parts && !probing ? SAGA_LOG_WARN : SAGA_LOG_INFO,
                          "%s %d vertices into %d parts (%s) in %.1f s",
                          probing ? "probed" : "partitioned", (int)n->n, (int)p->k,
                          saga_partition_method_name(po.method), saga_now() - t_part);
             }
             if (p->R > 1)
                 SAGA_TRY(net_dist_agree_partition(n));
-            SAGA_TRY(saga_graph_permute(&p->g, n->g_user, n->part->perm));
+            SAGA_TRY(saga_graph_permute(&p->g, n->g_user, n->plan.part->perm));
             /* a copy of the permutation the scheduler can load the ids from */
-            SAGA_TRY(
-                net_host_array(n, (void **)&n->ids, (size_t)n->n, sizeof(int32_t), "vertex ids"));
-            memcpy(n->ids, n->part->perm, (size_t)n->n * sizeof(int32_t));
+            SAGA_TRY(net_host_array(n, (void **)&n->plan.ids, (size_t)n->n, sizeof(int32_t),
+                                    "vertex ids"));
+            memcpy(n->plan.ids, n->plan.part->perm, (size_t)n->n * sizeof(int32_t));
         } else if (p->R == 1 && (n->o.order == SAGA_ORDER_DEGREE ||
                                  (n->o.order == SAGA_ORDER_AUTO && n->pagerank))) {
             SAGA_TRY(degree_order(n));
@@ -1427,7 +1431,7 @@ static saga_status prep_parts(saga_net *n, prep *p) {
         p->k = p->k == 1 ? grow : p->k * grow;
         p->k = p->k > p->max_k ? p->max_k : p->k;
     }
-    if (n->many_parts && p->k > NET_MANY_PARTS && p->k_less > 0)
+    if (n->plan.many_parts && p->k > NET_MANY_PARTS && p->k_less > 0)
         saga_log(SAGA_LOG_WARN,
                  "the device budget of %zu bytes needs %d parts; a budget of %zu bytes or more "
                  "would need %d (with %d parts the largest step needs %zu bytes)",
@@ -1442,17 +1446,18 @@ fail:
 static saga_status prep_fit(saga_net *n, prep *p) {
     saga_status st = SAGA_OK;
     p->max_work = 0;
-    n->parts_below = parts_train_below(n, p->avail, p->res);
-    p->need = step_estimate(n, true, n->parts_below, &p->max_work);
+    n->plan.parts_below = parts_train_below(n, p->avail, p->res);
+    p->need = step_estimate(n, true, n->plan.parts_below, &p->max_work);
     if (p->res && p->need + p->res > p->avail) {
         /* the parts are cut (as small as they get, or as many as asked) and the resident
          * stages do not fit beside the largest step: keep only those that fit in what it
          * leaves (none, at the budget the message below names), so that a budget that holds
          * the step runs; without the tail's stage the parts train every stage */
         SAGA_TRY(plan_resident(n, p->avail, p->need < p->avail ? p->avail - p->need : 0, &p->res));
-        if (parts_train_below(n, p->avail, p->res) != n->parts_below)
-            n->parts_below = n->n_stages;
-        p->need = step_estimate(n, true, n->parts_below, &p->max_work); /* halos gathered or not */
+        if (parts_train_below(n, p->avail, p->res) != n->plan.parts_below)
+            n->plan.parts_below = n->n_stages;
+        p->need =
+            step_estimate(n, true, n->plan.parts_below, &p->max_work); /* halos gathered or not */
     }
     if (p->R > 1) {
         /* this rank's own budget, for its message and its scheduler */
@@ -1483,26 +1488,26 @@ fail:
  * blocks, the loss rows' side of a streamed net, the sparse input's copies. */
 static saga_status prep_blocks(saga_net *n, prep *p) {
     saga_status st = SAGA_OK;
-    n->streamed = n->d_hi - n->d_lo > 1;
+    n->plan.streamed = n->plan.d_hi - n->plan.d_lo > 1;
     /* the blocks may hold what a step's own tensors (estimated, with a margin) leave */
     p->cap = 0;
-    if (p->budget && n->streamed) {
+    if (p->budget && n->plan.streamed) {
         size_t reserve = p->max_work; /* need <= avail leaves twice the largest step's blocks */
         p->cap = p->avail > reserve ? p->avail - reserve : p->avail / 2;
     }
     SAGA_TRY(saga_sched_new(&n->sched, n->be, p->cap, trim_ctx, n->c));
-    n->blocks_cap = p->cap;
+    n->plan.blocks_cap = p->cap;
     if (n->o.trace)
         saga_sched_set_trace(n->sched, n->o.trace);
     saga_ctx_set_pressure(n->c, give_back, n);
-    if (n->ids && n->x) {
+    if (n->plan.ids && n->x) {
         /* the input was copied in the graph's order: put it in the parts' order */
         float *tmp = NULL;
         size_t bytes = (size_t)n->n * (size_t)n->in_cols * sizeof(float);
         SAGA_TRY(saga_alloc_array((void **)&tmp, bytes / 4 + 1, sizeof(float), "input rows"));
         memcpy(tmp, n->x, bytes);
         for (int32_t v = 0; v < n->n; v++)
-            memcpy(n->x + (int64_t)v * n->in_cols, tmp + (int64_t)n->ids[v] * n->in_cols,
+            memcpy(n->x + (int64_t)v * n->in_cols, tmp + (int64_t)n->plan.ids[v] * n->in_cols,
                    (size_t)n->in_cols * sizeof(float));
         saga_free(tmp);
     }
@@ -1510,17 +1515,17 @@ static saga_status prep_blocks(saga_net *n, prep *p) {
     for (int s = 0; s < n->n_stages; s++)
         batched =
             batched || (n->stages[s].kind == STAGE_PROGRAM && !saga_prog_fused(&n->stages[s].p));
-    if (n->ids && batched)
+    if (n->plan.ids && batched)
         SAGA_TRY(edge_ids(n));
     if (!n->pagerank)
         SAGA_TRY(stage_blocks(n));
     /* the chains (net_chain.c) run the rows a pass needs: in memory in what the budget leaves
      * beside the whole step; streamed after the parts' steps, with their tensors, in what the
      * resident stages leave */
-    n->chain_room = !p->budget          ? SIZE_MAX
-                    : !n->streamed      ? (p->avail > p->need ? p->avail - p->need : 0)
-                    : p->avail > p->res ? p->avail - p->res
-                                        : 0;
+    n->plan.chain_room = !p->budget          ? SIZE_MAX
+                         : !n->plan.streamed ? (p->avail > p->need ? p->avail - p->need : 0)
+                         : p->avail > p->res ? p->avail - p->res
+                                             : 0;
     if (!n->pagerank && p->R == 1 && n->n_stages > 0)
         SAGA_TRY(
             loss_block_build(n, p->avail > p->need ? p->avail - p->need : 0, p->need - p->res));
@@ -1529,7 +1534,7 @@ static saga_status prep_blocks(saga_net *n, prep *p) {
         net_sparse_fill(n);
     if (n->dist && !n->pagerank)
         SAGA_TRY(net_dist_packs(n));
-    if (!n->ids) {
+    if (!n->plan.ids) {
         SAGA_TRY(
             saga_alloc_array((void **)&n->iota, (size_t)n->n + 1, sizeof(int32_t), "vertex ids"));
         for (int32_t v = 0; v < n->n; v++)
@@ -1542,69 +1547,70 @@ fail:
 /* The description, the statistics of the placement and the host-to-device floors. */
 static void prep_stats(saga_net *n, prep *p) {
     char mode[64];
-    if (n->streamed)
-        snprintf(mode, sizeof mode, "streamed, %d parts (%s)", (int)(n->d_hi - n->d_lo),
+    if (n->plan.streamed)
+        snprintf(mode, sizeof mode, "streamed, %d parts (%s)", (int)(n->plan.d_hi - n->plan.d_lo),
                  saga_partition_method_name(n->o.partition));
     else
         snprintf(mode, sizeof mode, "in memory");
     if (p->R > 1)
         snprintf(n->desc, sizeof n->desc, "%d ranks, %d parts (%s); rank %d: parts %d-%d, %s", p->R,
-                 (int)p->k, saga_partition_method_name(n->o.partition), n->dist->rank, (int)n->d_lo,
-                 (int)n->d_hi - 1, mode);
+                 (int)p->k, saga_partition_method_name(n->o.partition), n->dist->rank,
+                 (int)n->plan.d_lo, (int)n->plan.d_hi - 1, mode);
     else
         snprintf(n->desc, sizeof n->desc, "%s", mode);
     n->stats.parts = p->k;
-    n->stats.streamed = n->streamed;
-    n->stats.edge_cut = n->part ? n->part->edge_cut : 0;
-    n->stats.partition_seconds = n->part ? n->part->seconds : 0;
+    n->stats.streamed = n->plan.streamed;
+    n->stats.edge_cut = n->plan.part ? n->plan.part->edge_cut : 0;
+    n->stats.partition_seconds = n->plan.part ? n->plan.part->seconds : 0;
     int64_t halo = 0;
-    for (int32_t d = n->d_lo; d < n->d_hi; d++)
-        halo += n->blk[d].n_halo;
+    for (int32_t d = n->plan.d_lo; d < n->plan.d_hi; d++)
+        halo += n->plan.blk[d].n_halo;
     n->stats.halo_rows = halo;
     n->stats.resident_bytes = p->res;
     n->stats.sparse_input = n->sparse;
     n->stats.input_packed = n->packed;
     n->stats.input_bytes = 0;
-    for (int32_t d = n->d_lo; d < n->d_hi && !n->pagerank; d++)
-        n->stats.input_bytes += input_bytes(n, &n->blk[d], n->act[0][d]);
+    for (int32_t d = n->plan.d_lo; d < n->plan.d_hi && !n->pagerank; d++)
+        n->stats.input_bytes += input_bytes(n, &n->plan.blk[d], n->act[0][d]);
     /* the input's blocks as they cross (dense in the transfer precision, or sparse) */
-    n->floor_pass_bytes = n->stats.input_bytes;
+    n->plan.floor_pass_bytes = n->stats.input_bytes;
     for (int s = 0; s < n->n_stages; s++) {
         const stage *sg = &n->stages[s];
         if (sg->kind != STAGE_PROGRAM)
             continue;
         int key = net_key_of(sg->p.edge_weight,
                              saga_prog_fused(&sg->p) && sg->p.gather == SAGA_GATHER_MEAN);
-        for (int32_t d = n->d_lo; d < n->d_hi; d++) {
-            const nblock *b = &n->blk[d];
-            n->floor_pass_bytes += saga_blk_bytes(b->b_off) + saga_blk_bytes(b->b_src) +
-                                   (b->b_vin[key] ? saga_blk_bytes(b->b_vin[key]) : 0);
+        for (int32_t d = n->plan.d_lo; d < n->plan.d_hi; d++) {
+            const nblock *b = &n->plan.blk[d];
+            n->plan.floor_pass_bytes += saga_blk_bytes(b->b_off) + saga_blk_bytes(b->b_src) +
+                                        (b->b_vin[key] ? saga_blk_bytes(b->b_vin[key]) : 0);
         }
     }
-    n->floor_train_bytes = 2 * n->floor_pass_bytes;
-    if (n->lblk && n->streamed) {
+    n->plan.floor_train_bytes = 2 * n->plan.floor_pass_bytes;
+    if (n->plan.lblk && n->plan.streamed) {
         /* the last stage's tiles cross once, for the loss rows, instead of twice for every part,
          * and so do the tail's first stage's, for the tail's rows */
         for (int i = 0; i < 2; i++) {
-            const nblock *rb = i ? n->tblk : n->lblk;
+            const nblock *rb = i ? n->plan.tblk : n->plan.lblk;
             if (!rb)
                 continue;
-            const stage *sg = &n->stages[i ? n->tail_s : n->n_stages - 1];
+            const stage *sg = &n->stages[i ? n->plan.tail_s : n->n_stages - 1];
             int key = net_key_of(sg->p.edge_weight, sg->p.gather == SAGA_GATHER_MEAN);
-            for (int32_t d = n->d_lo; d < n->d_hi; d++) {
-                const nblock *b = &n->blk[d];
-                n->floor_train_bytes -= 2 * (saga_blk_bytes(b->b_off) + saga_blk_bytes(b->b_src) +
-                                             (b->b_vin[key] ? saga_blk_bytes(b->b_vin[key]) : 0));
+            for (int32_t d = n->plan.d_lo; d < n->plan.d_hi; d++) {
+                const nblock *b = &n->plan.blk[d];
+                n->plan.floor_train_bytes -=
+                    2 * (saga_blk_bytes(b->b_off) + saga_blk_bytes(b->b_src) +
+                         (b->b_vin[key] ? saga_blk_bytes(b->b_vin[key]) : 0));
             }
-            n->floor_train_bytes += saga_blk_bytes(rb->b_off) + saga_blk_bytes(rb->b_src) +
-                                    (rb->b_vin[key] ? saga_blk_bytes(rb->b_vin[key]) : 0);
+            n->plan.floor_train_bytes += saga_blk_bytes(rb->b_off) + saga_blk_bytes(rb->b_src) +
+                                         (rb->b_vin[key] ? saga_blk_bytes(rb->b_vin[key]) : 0);
         }
         /* with the head, the input of its rows crosses instead of every row's */
-        for (int32_t d = n->d_lo; d < n->d_hi && n->hblk; d++) {
-            const nblock *b = &n->hblk[d];
-            n->floor_train_bytes -= 2 * input_bytes(n, &n->blk[d], n->act[0][d]);
+        for (int32_t d = n->plan.d_lo; d < n->plan.d_hi && n->plan.hblk; d++) {
+            const nblock *b = &n->plan.hblk[d];
+            n->plan.floor_train_bytes -= 2 * input_bytes(n, &n->plan.blk[d], n->act[0][d]);
             if (b->v1 > b->v0)
-                n->floor_train_bytes += 2 * input_bytes(n, b, b->b_xrows);
+                n->plan.floor_train_bytes += 2 * input_bytes(n, b, b->b_xrows);
         }
     }
     n->stats.ranks = p->R;

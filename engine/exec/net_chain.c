@@ -24,10 +24,10 @@ static size_t input_bytes(const saga_net *n, int s, const int32_t *rows, int32_t
         return b + (size_t)r * (size_t)n->stages[s].in_cols * sizeof(float);
     if (!n->sparse)
         return b + (size_t)r * (size_t)n->in_cols *
-                       (n->transfer == SAGA_TRANSFER_F32 ? sizeof(float) : sizeof(uint16_t));
+                       (n->plan.transfer == SAGA_TRANSFER_F32 ? sizeof(float) : sizeof(uint16_t));
     b += ((size_t)r + 1) * sizeof(int64_t);
     for (int32_t i = 0; i < r; i++) {
-        int32_t v = rows ? rows[i] : i, g = n->ids ? n->ids[v] : v;
+        int32_t v = rows ? rows[i] : i, g = n->plan.ids ? n->plan.ids[v] : v;
         b += (size_t)(n->xs_off[g + 1] - n->xs_off[g]) * (sizeof(int32_t) + sizeof(float));
     }
     return b;
@@ -117,14 +117,15 @@ static size_t chain_train_work(const saga_net *n, const net_chain *ch) {
  * parts' backward pass would need its input rows' gradients), and holds every stage's tensors. */
 static bool cannot_start(const saga_net *n, const net_chain *ch, int w, size_t room) {
     /* streamed, its blocks are the scheduler's: within its cap as well */
-    const bool over_cap = ch->streamed && n->blocks_cap && chain_bytes(n, ch, w) > n->blocks_cap;
+    const bool over_cap =
+        ch->streamed && n->plan.blocks_cap && chain_bytes(n, ch, w) > n->plan.blocks_cap;
     if (ch->streamed && ch->train) {
         if (w > 0 || !ch->d.rows[0] || over_cap)
             return true;
         return room != SIZE_MAX && chain_bytes(n, ch, 0) + chain_train_work(n, ch) > room;
     }
     if (ch->streamed) {
-        if (!ch->d.rows[w] || (n->resident && n->resident[w]) || over_cap)
+        if (!ch->d.rows[w] || (n->plan.resident && n->plan.resident[w]) || over_cap)
             return true;
         const size_t need = chain_bytes(n, ch, w) + chain_work(n, ch, w);
         return room != SIZE_MAX && need > room;
@@ -225,7 +226,7 @@ saga_status net_chain_build(saga_net *n, net_chain **out, const int32_t *rows, i
                 pos[v] = -1;
             for (int32_t i = 0; prev && i < rp; i++)
                 pos[prev[i]] = i;
-            SAGA_TRY(net_rows_block(n, &ch->blk[s], rs, r, prev != NULL, prev || n->ids, pos,
+            SAGA_TRY(net_rows_block(n, &ch->blk[s], rs, r, prev != NULL, prev || n->plan.ids, pos,
                                     ch->d.n_edges[s], prev ? rp : n->n, sg));
         } else {
             SAGA_TRY(saga_alloc_zeroed((void **)&ch->blk[s], 1, sizeof *ch->blk[s], "a chain"));
@@ -290,7 +291,8 @@ static int cmp_i32(const void *a, const void *b) {
 static bool chain_applies(const saga_net *n, bool train) {
     if (!n->ready || n->dist || n->n_stages == 0 || n->pagerank)
         return false;
-    return (n->k == 1 && !n->ids) || (n->streamed && (!train || (n->loss_rows && !n->o.parts)));
+    return (n->plan.k == 1 && !n->plan.ids) ||
+           (n->plan.streamed && (!train || (n->loss_rows && !n->o.parts)));
 }
 
 saga_status net_chain_for(saga_net *n, bool train, const int32_t *want, int32_t R,
@@ -301,28 +303,30 @@ saga_status net_chain_for(saga_net *n, bool train, const int32_t *want, int32_t 
         return SAGA_OK;
     double t0 = saga_now();
     int32_t *rows = NULL;
-    net_chain **ch = train ? &n->tchain : &n->echain;
+    net_chain **ch = train ? &n->plan.tchain : &n->plan.echain;
     if (!train && *ch &&
         ((*ch)->n_want != R || memcmp((*ch)->want, want, (size_t)R * sizeof *want) != 0))
         net_chain_free(n, ch);
-    if (!*ch && !(train && n->tchain_none)) {
-        size_t room = n->chain_room, other = train ? 0 : n->tchain ? n->tchain->bytes : 0;
+    if (!*ch && !(train && n->plan.tchain_none)) {
+        size_t room = n->plan.chain_room, other = train            ? 0
+                                                  : n->plan.tchain ? n->plan.tchain->bytes
+                                                                   : 0;
         room = room == SIZE_MAX ? room : room > other ? room - other : 0;
-        if (train && n->part) {
+        if (train && n->plan.part) {
             /* the loss rows in the net's order (the parts renumber a streamed net's) */
             SAGA_TRY(saga_alloc_array((void **)&rows, (size_t)n->n_loss_rows + 1, sizeof *rows,
                                       "a chain's rows"));
             for (int32_t i = 0; i < n->n_loss_rows; i++)
-                rows[i] = n->part->inverse[n->loss_rows[i]];
+                rows[i] = n->plan.part->inverse[n->loss_rows[i]];
             qsort(rows, (size_t)n->n_loss_rows, sizeof *rows, cmp_i32);
         }
         SAGA_TRY(train ? net_chain_build(n, ch, rows ? rows : n->loss_rows, n->n_loss_rows, room,
-                                         n->streamed, true)
-                       : net_chain_build(n, ch, want, R, room, n->streamed, false));
-        if (train && n->streamed && (*ch)->whole_below > 0) {
+                                         n->plan.streamed, true)
+                       : net_chain_build(n, ch, want, R, room, n->plan.streamed, false));
+        if (train && n->plan.streamed && (*ch)->whole_below > 0) {
             /* streamed, training runs on a chain from the first stage or by parts */
             net_chain_free(n, ch);
-            n->tchain_none = true;
+            n->plan.tchain_none = true;
         }
         n->stats.prepare_seconds += saga_now() - t0;
     }

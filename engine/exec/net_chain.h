@@ -35,7 +35,7 @@ typedef struct net_chain {
     int32_t n_want;
     net_demand d; /* pass 1; the stages below `whole_below` compute every row regardless */
     int whole_below;
-    nblock **blk;  /* [s]: stage s's rows, or NULL: every row (n->blk[0]) */
+    nblock **blk;  /* [s]: stage s's rows, or NULL: every row (n->plan.blk[0]) */
     nblock *in;    /* stage 0's input rows, or NULL: every row (blk[0] when a vertex stage) */
     int32_t n_out; /* rows of the last stage's output */
     const int32_t *out_ids; /* their graph ids (host; NULL: every row, n->iota) */
@@ -53,10 +53,10 @@ saga_status net_chain_build(saga_net *n, net_chain **out, const int32_t *rows, i
 void net_chain_free(saga_net *n, net_chain **ch);
 /* The input changed: the chain's own copies of its rows refilled and reloaded. */
 void net_chain_input_changed(saga_net *n, net_chain *ch);
-/* The chain of a call (*out): training, from the loss rows (n->tchain, every row without them;
+/* The chain of a call (*out): training, from the loss rows (n->plan.tchain, every row without them;
  * streamed, with loss rows where saga chose the parts and the whole chain fits the room: else
- * NULL, and n->tchain_none);
- * inference of the rows want (R, increasing and distinct), n->echain, kept while they stay the
+ * NULL, and n->plan.tchain_none);
+ * inference of the rows want (R, increasing and distinct), n->plan.echain, kept while they stay the
  * same; NULL where chains do not apply or for inference of every row. A new one's time counts as
  * preparation (saga_net_stats.prepare_seconds). */
 saga_status net_chain_for(saga_net *n, bool train, const int32_t *want, int32_t R, net_chain **out);

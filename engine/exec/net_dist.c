@@ -93,7 +93,7 @@ saga_status net_dist_agree_partition(saga_net *n) {
      * the parts' fingerprints must agree */
     uint64_t h = 1469598103934665603ull;
     for (int32_t v = 0; v < n->n; v++)
-        h = (h ^ (uint64_t)(uint32_t)n->part->perm[v]) * 1099511628211ull;
+        h = (h ^ (uint64_t)(uint32_t)n->plan.part->perm[v]) * 1099511628211ull;
     int64_t lo = (int64_t)(h >> 1), hi = lo;
     SAGA_TRY(saga_comm_allreduce(n->o.comm, &lo, 1, SAGA_I64, SAGA_COMM_MIN, NULL));
     SAGA_TRY(saga_comm_allreduce(n->o.comm, &hi, 1, SAGA_I64, SAGA_COMM_MAX, NULL));
@@ -106,12 +106,12 @@ fail:
 
 saga_status net_dist_deal(saga_net *n) {
     net_dist *x = n->dist;
-    int32_t k = n->k, R = x->size;
+    int32_t k = n->plan.k, R = x->size;
     if (k < R)
         return saga_error(SAGA_ERR_INTERNAL, "saga_net: %d parts for %d ranks", (int)k, (int)R);
     /* contiguous ranges of parts, cut where the in-edges (plus one per row, so that edgeless
      * parts still count) pass each rank's share; at least one part each */
-    const int64_t *off = n->part->offsets;
+    const int64_t *off = n->plan.part->offsets;
     double total = (double)n->m + (double)n->n;
     x->first[0] = 0;
     int32_t d = 0;
@@ -126,8 +126,8 @@ saga_status net_dist_deal(saga_net *n) {
     x->first[R] = k;
     for (int r = 0; r <= R; r++)
         x->row0[r] = (int32_t)off[x->first[r]];
-    n->d_lo = x->first[x->rank];
-    n->d_hi = x->first[x->rank + 1];
+    n->plan.d_lo = x->first[x->rank];
+    n->plan.d_hi = x->first[x->rank + 1];
     return SAGA_OK;
 }
 
@@ -153,7 +153,7 @@ static saga_status chunk_lists(saga_net *n) {
     int32_t *rows_in = NULL;
     size_t p = (size_t)x->size;
     int32_t mine0 = x->row0[x->rank], mine1 = x->row0[x->rank + 1];
-    int64_t J = n->d_hi - n->d_lo;
+    int64_t J = n->plan.d_hi - n->plan.d_lo;
     SAGA_TRY(saga_comm_allreduce(x->comm, &J, 1, SAGA_I64, SAGA_COMM_MAX, NULL));
     x->n_chunks = (int32_t)J;
     size_t C = (size_t)J * p;
@@ -166,12 +166,12 @@ static saga_status chunk_lists(saga_net *n) {
     SAGA_TRY(saga_alloc_array((void **)&first, (size_t)n->n + 1, sizeof *first, "chunk marks"));
     for (int32_t v = 0; v < n->n; v++)
         first[v] = -1;
-    for (int32_t d = n->d_lo; d < n->d_hi; d++) {
-        const nblock *b = &n->blk[d];
+    for (int32_t d = n->plan.d_lo; d < n->plan.d_hi; d++) {
+        const nblock *b = &n->plan.blk[d];
         for (int32_t i = 0; i < b->n_halo; i++) {
             int32_t u = b->halo[i];
             if ((u < mine0 || u >= mine1) && first[u] < 0)
-                first[u] = d - n->d_lo;
+                first[u] = d - n->plan.d_lo;
         }
     }
     for (int32_t v = 0; v < n->n; v++)
@@ -260,8 +260,8 @@ saga_status net_dist_halo(saga_net *n) {
     size_t p = (size_t)x->size;
     int32_t mine0 = x->row0[x->rank], mine1 = x->row0[x->rank + 1];
     SAGA_TRY(saga_alloc_zeroed((void **)&mark, (size_t)n->n + 1, 1, "halo marks"));
-    for (int32_t d = n->d_lo; d < n->d_hi; d++) {
-        const nblock *b = &n->blk[d];
+    for (int32_t d = n->plan.d_lo; d < n->plan.d_hi; d++) {
+        const nblock *b = &n->plan.blk[d];
         for (int32_t i = 0; i < b->n_halo; i++) {
             int32_t u = b->halo[i];
             if (u < mine0 || u >= mine1)
@@ -539,15 +539,15 @@ saga_status net_dist_packs(saga_net *n) {
     saga_status st = SAGA_OK;
     net_dist *x = n->dist;
     int S = n->n_stages;
-    int32_t own = n->d_hi - n->d_lo;
+    int32_t own = n->plan.d_hi - n->plan.d_lo;
     SAGA_TRY(saga_alloc_zeroed((void **)&x->packs, (size_t)S * (size_t)(own ? own : 1),
                                sizeof *x->packs, "halo packs"));
     for (int s = 1; s < S; s++) {
         if (n->stages[s].kind != STAGE_PROGRAM)
             continue;
-        for (int32_t d = n->d_lo; d < n->d_hi; d++) {
-            net_pack *k = &x->packs[(size_t)s * (size_t)own + (size_t)(d - n->d_lo)];
-            *k = (net_pack){&n->pack_io[s][d], x, s, d - n->d_lo};
+        for (int32_t d = n->plan.d_lo; d < n->plan.d_hi; d++) {
+            net_pack *k = &x->packs[(size_t)s * (size_t)own + (size_t)(d - n->plan.d_lo)];
+            *k = (net_pack){&n->pack_io[s][d], x, s, d - n->plan.d_lo};
             saga_blk_set_pack(n->halo[s][d], dist_pack, NULL, k);
         }
     }

@@ -13,17 +13,17 @@ static const char *kind_name(const stage *sg) {
 static int32_t streamed_train_rows(const saga_net *n, int s, const char **how) {
     const int S = n->n_stages;
     *how = "parts";
-    if (n->hblk && s < n->tail_s) {
+    if (n->plan.hblk && s < n->plan.tail_s) {
         *how = "head, parts";
-        return n->tblk->n_halo;
+        return n->plan.tblk->n_halo;
     }
-    if (n->tblk && s >= n->tail_s && s < S - 1) {
+    if (n->plan.tblk && s >= n->plan.tail_s && s < S - 1) {
         *how = "one step";
-        return n->tblk->v1;
+        return n->plan.tblk->v1;
     }
-    if (n->lblk && s == S - 1) {
+    if (n->plan.lblk && s == S - 1) {
         *how = "one step";
-        return n->lblk->v1;
+        return n->plan.lblk->v1;
     }
     return n->n;
 }
@@ -39,7 +39,7 @@ saga_status saga_net_explain(saga_net *n, FILE *f) {
     SAGA_CHECK(n->n_stages > 0 || n->pagerank, SAGA_ERR_INVALID_ARG,
                "saga_net_explain: the net has no stages");
     SAGA_TRY(net_prepare(n, n->loss != NULL));
-    net_chain *tc = NULL, *ec = n->echain;
+    net_chain *tc = NULL, *ec = n->plan.echain;
     if (n->loss)
         SAGA_TRY(net_chain_for(n, true, NULL, 0, &tc));
     saga_backend_stats bs;
@@ -51,15 +51,16 @@ saga_status saga_net_explain(saga_net *n, FILE *f) {
     fprintf(f, "\n");
     if (n->pagerank) {
         fprintf(f, "  PageRank in f64 over %d part%s, %lld halo rows read per iteration%s\n",
-                (int)n->k, n->k == 1 ? "" : "s", (long long)n->stats.halo_rows,
-                n->ids && n->k == 1 ? ", rows by out-degree" : "");
+                (int)n->plan.k, n->plan.k == 1 ? "" : "s", (long long)n->stats.halo_rows,
+                n->plan.ids && n->plan.k == 1 ? ", rows by out-degree" : "");
         return SAGA_OK;
     }
-    if (n->streamed)
+    if (n->plan.streamed)
         fprintf(f,
                 "  streamed: host-to-device floor %llu bytes per inference pass, %llu per "
                 "training pass; %llu bytes of stage inputs kept whole on the device\n",
-                (unsigned long long)n->floor_pass_bytes, (unsigned long long)n->floor_train_bytes,
+                (unsigned long long)n->plan.floor_pass_bytes,
+                (unsigned long long)n->plan.floor_train_bytes,
                 (unsigned long long)n->stats.resident_bytes);
     if (n->loss_rows)
         fprintf(f, "  training: the loss reads %d rows (saga_net_set_loss_rows)\n",
@@ -75,17 +76,17 @@ saga_status saga_net_explain(saga_net *n, FILE *f) {
         const char *input = "on the device";
         snprintf(cols, sizeof cols, "%lld -> %lld", (long long)sg->in_cols,
                  (long long)sg->out_cols);
-        if (n->streamed && tc) {
+        if (n->plan.streamed && tc) {
             /* training runs as one chain step over the rows the loss reads */
             snprintf(train, sizeof train, "%d (one chain step)", (int)net_chain_rows(n, tc, s));
             input = sg->kind == STAGE_PROGRAM ? "halos by part" : "rows by part";
-        } else if (n->streamed) {
+        } else if (n->plan.streamed) {
             const char *how = NULL;
             int32_t r = streamed_train_rows(n, s, &how);
             snprintf(train, sizeof train, "%d (%s)", (int)r, how);
-            input = n->resident && n->resident[s] ? "whole on the device"
-                    : sg->kind == STAGE_PROGRAM   ? "halos by part"
-                                                  : "rows by part";
+            input = n->plan.resident && n->plan.resident[s] ? "whole on the device"
+                    : sg->kind == STAGE_PROGRAM             ? "halos by part"
+                                                            : "rows by part";
         } else {
             snprintf(train, sizeof train, "%d", tc ? (int)net_chain_rows(n, tc, s) : (int)n->n);
         }

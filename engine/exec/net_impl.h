@@ -69,7 +69,7 @@ typedef struct nblock {
     int64_t *toff;     /* n_halo + 1: the transpose */
     int32_t *tdst;     /* m_b */
     int64_t *tperm;    /* m_b: transposed position -> block edge */
-    /* the loss rows' block (struct saga_net's lblk), whose rows are not a range: each entry's
+    /* the loss rows' block (net_plan's lblk), whose rows are not a range: each entry's
      * index in the placed in-CSR; NULL for the parts, whose entries are e0 .. e1 - 1 */
     int64_t *epos;
     int32_t *reids; /* and for a batched stage, each entry's edge id for edge dropout (host) */
@@ -99,7 +99,7 @@ typedef struct nblock {
     float *xval;
     bool x_own;
     saga_blk *b_xoff, *b_xidx, *b_xval;
-    /* input rows picked by row (a head block, struct saga_net's hblk, or a chain's): their ids
+    /* input rows picked by row (a head block, net_plan's hblk, or a chain's): their ids
      * in the net's order (not owned), and their dense rows in b_xrows: a later stage's packed
      * from the host rows (xio) at each load, the net's input packed once into xrows_h (pinned,
      * xrows_bytes; net_rows_refill packs it again when the input changes) */
@@ -165,6 +165,61 @@ enum { NET_MANY_PARTS = 256 };
  * ca-GrQc at 8 and 64 parts) */
 enum { NET_METIS_REFINE = 2 };
 
+/* A prepared net's plan: what net_prepare's passes decided, which the steps read. Pass 1, the
+ * demand (net_demand.h), lives in the chains it builds; the others write here in order. */
+typedef struct net_plan {
+    /* pass 2, the parts: how many (k, 1 in memory), METIS's or the ranges' partition, the rows
+     * renumbered by part, and the parts this rank runs */
+    bool streamed;
+    bool many_parts; /* the budget asked for more than NET_MANY_PARTS: warned, progress logged */
+    int32_t k;
+    saga_partition *part; /* NULL in memory */
+    int32_t *ids;         /* net row -> graph id (NULL: the same); host-allocated, n entries */
+    int32_t d_lo, d_hi;   /* [d_lo, d_hi): this rank's parts (all of them with one rank) */
+    /* pass 3, placement: what the input blocks hold (o.transfer streamed, else f32); the
+     * resident stages (streamed, one rank): resident[s] when program stage s's input, n x
+     * in_cols, is small enough to stay on the device whole (saga_net.full[s]) while the parts
+     * stream: the stage before writes each part's rows into it, each part's halo is gathered
+     * from it on the device (halo[s][d] is then a scratch block), and the backward pass adds
+     * each part's halo gradient into gfull[s], which the stage before reads its rows' gradients
+     * from; no halo row or halo gradient crosses to the host (S + 1 entries, NULL when none).
+     * Streamed, the parts train the stages below parts_below, the tail the others. */
+    saga_transfer transfer;
+    bool *resident;
+    int parts_below;
+    /* what the scheduler's blocks may hold at once (streamed; 0: no cap), and the device bytes
+     * the chains' blocks and tensors may take (in memory what the budget leaves beside the whole
+     * block's step, streamed beside the resident stages; SIZE_MAX without a budget) */
+    size_t blocks_cap;
+    size_t chain_room;
+    /* pass 4, the steps and their blocks: one block per part (blk, k of them) */
+    nblock *blk;
+    /* prepared with loss rows and a fused last stage (loss_block_build): one more block, whose
+     * rows are the loss rows, for that stage; else NULL. tblk: the tail's block, whose rows are
+     * lblk's halo, for stage tail_s (the program before the last), or NULL */
+    nblock *lblk, *tblk;
+    int tail_s;
+    size_t tail_bytes; /* what lblk and tblk hold streamed, estimated once (0: not yet) */
+    /* the head (with the tail, when its first stage is 1 and stage 0 a vertex stage): a
+     * training pass runs stage 0 on the tail's halo alone, the rows the tail reads, instead of
+     * every row. hblk has one block per part (one in memory) whose rows are the halo's rows in
+     * that part, numbered by their position in the halo (v0 .. v1 - 1; tblk->n_halo of them),
+     * with their input rows and graph ids; stage 0 writes their outputs at those positions of the
+     * tail's input, which the tail's block (built with its own halo) reads by position. NULL
+     * without a head */
+    nblock *hblk;
+    /* on one rank: the chains (net_chain.h) of training, from the loss rows (every row without
+     * them; streamed, only one that fits from the first stage), and of the last inference of
+     * chosen rows (saga_net_forward_rows) */
+    struct net_chain *tchain, *echain;
+    bool tchain_none; /* streamed: training's chain was built and did not fit (net_chain_for) */
+    /* one pass's share of saga_net_stats.h2d_floor_bytes: the input rows and every program
+     * stage's tiles (offsets, sources, edge values) once; a training pass's, twice that less
+     * what the loss rows' block saves a streamed net */
+    uint64_t floor_pass_bytes;
+    uint64_t floor_train_bytes;
+} net_plan;
+
 struct saga_net {
     saga_ctx *c;
     saga_backend *be;
@@ -177,30 +232,6 @@ struct saga_net {
     void *loss_user;
     int32_t *loss_rows; /* saga_net_set_loss_rows: increasing graph ids, or NULL */
     int32_t n_loss_rows;
-    /* prepared with loss rows and a fused last stage (loss_block_build): one more block, whose
-     * rows are the loss rows, for that stage; else NULL. tblk: the tail's block, whose rows are
-     * lblk's halo, for stage tail_s (the program before the last), or NULL */
-    nblock *lblk, *tblk;
-    int tail_s;
-    /* the head (with the tail, when its first stage is 1 and stage 0 a vertex stage): a
-     * training pass runs stage 0 on the tail's halo alone, the rows the tail reads, instead of
-     * every row. hblk has one block per part (one in memory) whose rows are the halo's rows in
-     * that part, numbered by their position in the halo (v0 .. v1 - 1; tblk->n_halo of them),
-     * with their input rows and graph ids; stage 0 writes their outputs at those positions of the
-     * tail's input, which the tail's block (built with its own halo) reads by position. NULL
-     * without a head */
-    nblock *hblk;
-    /* on one rank: the chains (net_chain.h) of training, from the loss rows (every row without
-     * them; streamed, only one that fits from the first stage), and of the last inference of
-     * chosen rows (saga_net_forward_rows); and the device bytes their blocks and tensors may take
-     * (in memory what the budget leaves beside the whole block's step, streamed beside the
-     * resident stages; SIZE_MAX without a budget) */
-    struct net_chain *tchain, *echain;
-    bool tchain_none; /* streamed: training's chain was built and did not fit (net_chain_for) */
-    size_t chain_room;
-    size_t blocks_cap; /* streamed: what the scheduler's blocks may hold at once (0: no cap) */
-    size_t tail_bytes; /* what lblk and tblk hold streamed, estimated once (0: not yet) */
-    int parts_below;   /* streamed, the parts train the stages below it; the tail the others */
     /* Which OpenMP idle policy a streamed pass on the CPU runs under (saga_idle_tuner), timed
      * over the inference (0) and the training (1) passes: many short steps, each opening parallel
      * regions. Training decides once the net trains; saga_net_free puts the sleeping threads back
@@ -223,13 +254,9 @@ struct saga_net {
 
     /* prepared */
     bool ready;
-    bool streamed;
-    bool many_parts; /* the budget asked for more than NET_MANY_PARTS: warned, progress logged */
-    int32_t k;
-    saga_partition *part; /* NULL in memory */
-    int32_t *ids;         /* net row -> graph id (NULL: the same); host-allocated, n entries */
-    int32_t *iota;        /* 0 .. n-1: the ids the loss sees when rows are in the graph's order */
-    int64_t *h_off;       /* the placed in-CSR in the net's order */
+    net_plan plan;
+    int32_t *iota;  /* 0 .. n-1: the ids the loss sees when rows are in the graph's order */
+    int64_t *h_off; /* the placed in-CSR in the net's order */
     int32_t *h_src;
     float *h_w;
     int64_t *out_off; /* the transpose's offsets (out-degrees) */
@@ -237,7 +264,6 @@ struct saga_net {
     /* per (weight mode, mean): edge values in in-CSR order; host-allocated, edge_bytes */
     float *vals[N_KEYS];
     int32_t *eids; /* streamed: each edge's index in the in-memory edge order (edge_bytes) */
-    nblock *blk;
     saga_sched *sched;
     /* per stage s = 0..S and block: act[s] is stage s's input (act[S] the output). The host
      * arrays come from saga_backend_host_alloc (host_rows_bytes each): the scheduler copies to
@@ -249,24 +275,11 @@ struct saga_net {
     float **saved_host;
     saga_blk ***act, ***halo, ***grad, ***gin, ***ghalo, ***saved;
     rows_io **pack_io, **unpack_io;
-    rows_io *in_io;         /* k: the input rows' packs when they cross in 16 bits */
-    saga_transfer transfer; /* what the input blocks hold: o.transfer streamed, else f32 */
-    /* Resident stages (streamed, one rank): resident[s] when program stage s's input, n x
-     * in_cols, is small enough to stay on the device whole (full[s]) while the parts stream:
-     * the stage before writes each part's rows into it, each part's halo is gathered from it on
-     * the device (halo[s][d] is then a scratch block), and the backward pass adds each part's
-     * halo gradient into gfull[s], which the stage before reads its rows' gradients from. No
-     * halo row or halo gradient crosses to the host. S + 1 entries each, NULL when none. */
-    bool *resident;
+    rows_io *in_io; /* k: the input rows' packs when they cross in 16 bits */
+    /* the whole inputs (full[s]) and gradients (gfull[s]) of the resident stages (plan.resident),
+     * S + 1 entries each, NULL when none */
     saga_blk **full, **gfull;
-    /* one pass's share of saga_net_stats.h2d_floor_bytes: the input rows and every program
-     * stage's tiles (offsets, sources, edge values) once */
-    uint64_t floor_pass_bytes;
-    uint64_t floor_train_bytes; /* a training pass's: twice the above, less what the loss rows'
-                                 * block saves a streamed net */
 
-    /* the parts this rank runs: [d_lo, d_hi) (all of them with one rank) */
-    int32_t d_lo, d_hi;
     net_dist *dist; /* several ranks; NULL with one */
     saga_model *model;
     saga_comm *dcomm; /* for the model's gradients on the device (NCCL on CUDA), made at the
@@ -353,7 +366,8 @@ saga_status net_dist_new(saga_net *n);
 void net_dist_free(saga_net *n);
 /* SAGA_ERR_COMM unless every rank computed the same parts. */
 saga_status net_dist_agree_partition(saga_net *n);
-/* Deals the k parts (placed: n->h_off) to the ranks: n->d_lo, n->d_hi and dist->first, row0. */
+/* Deals the k parts (placed: n->h_off) to the ranks: n->plan.d_lo, n->plan.d_hi and dist->first,
+ * row0. */
 saga_status net_dist_deal(saga_net *n);
 /* The rows to receive and to send, from the halos of this rank's blocks (collective). */
 saga_status net_dist_halo(saga_net *n);

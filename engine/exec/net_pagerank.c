@@ -47,7 +47,7 @@ static void pr_state_free(saga_net *n) {
 static saga_status pr_blocks(saga_net *n, pr_state *p) {
     saga_status st = SAGA_OK;
     size_t nn = (size_t)n->n;
-    int32_t k = n->k;
+    int32_t k = n->plan.k;
     double **hs[] = {&p->h_inv, &p->h_dang, &p->h_x[0], &p->h_x[1], &p->h_c};
     for (size_t i = 0; i < sizeof hs / sizeof hs[0]; i++)
         SAGA_TRY(saga_backend_host_alloc(n->be, (void **)hs[i], (nn + 1) * sizeof(double)));
@@ -60,8 +60,8 @@ static saga_status pr_blocks(saga_net *n, pr_state *p) {
         SAGA_TRY(saga_backend_host_alloc(n->be, (void **)&p->h_c2, (nn + 1) * sizeof(double)));
     SAGA_TRY(saga_alloc_zeroed((void **)&p->parts, (size_t)k, sizeof *p->parts, "pagerank parts"));
     SAGA_TRY(saga_alloc_zeroed((void **)&p->io, (size_t)k, sizeof *p->io, "pagerank copies"));
-    for (int32_t d = n->d_lo; d < n->d_hi; d++) {
-        nblock *b = &n->blk[d];
+    for (int32_t d = n->plan.d_lo; d < n->plan.d_hi; d++) {
+        nblock *b = &n->plan.blk[d];
         pr_part *q = &p->parts[d];
         size_t rows = (size_t)(b->v1 - b->v0), P = rows * sizeof(double);
         if (!(q->inv = net_input_block(n, p->h_inv + b->v0, P, "out-degrees")) ||
@@ -117,7 +117,7 @@ static saga_status pr_pull(saga_net *n, pr_state *p, double damping, double tol,
     saga_sched *sc = n->sched;
     saga_stream *s = saga_backend_default_stream(n->be);
     pr_part *q = &p->parts[0];
-    nblock *b = &n->blk[0];
+    nblock *b = &n->plan.blk[0];
     saga_blk *c[2] = {q->c, q->c2};
     const int64_t N = n->n;
     double dangling = 0, l1 = INFINITY;
@@ -184,7 +184,7 @@ static saga_status pr_parts(saga_net *n, pr_state *pp, double damping, double to
     saga_status st = SAGA_OK;
     const saga_kernels *K = n->be->kernels;
     pr_state p = *pp;
-    int32_t k = n->k;
+    int32_t k = n->plan.k;
     saga_sched *sc = n->sched;
     saga_stream *s = saga_backend_default_stream(n->be);
     int t = 0, it = 0;
@@ -192,13 +192,13 @@ static saga_status pr_parts(saga_net *n, pr_state *pp, double damping, double to
 
     /* the plan of max_iter iterations, left at convergence */
     saga_sched_plan_begin(sc);
-    for (int32_t d = n->d_lo; d < n->d_hi; d++) {
+    for (int32_t d = n->plan.d_lo; d < n->plan.d_hi; d++) {
         int ts = saga_sched_step(sc);
         saga_sched_use(sc, ts, p.parts[d].x[0], SAGA_USE_WRITE, 0);
     }
     for (int i = 0; i < max_iter; i++) {
         int xi = i % 2;
-        for (int32_t d = n->d_lo; d < n->d_hi; d++) {
+        for (int32_t d = n->plan.d_lo; d < n->plan.d_hi; d++) {
             int ts = saga_sched_step(sc);
             pr_part *q = &p.parts[d];
             saga_sched_use(sc, ts, q->x[xi], SAGA_USE_READ, 0);
@@ -206,14 +206,14 @@ static saga_status pr_parts(saga_net *n, pr_state *pp, double damping, double to
             saga_sched_use(sc, ts, q->dang, SAGA_USE_READ, 0);
             saga_sched_use(sc, ts, q->c, SAGA_USE_WRITE, k > 1 ? SAGA_USE_WRITEBACK : 0);
         }
-        for (int32_t d = n->d_lo; d < n->d_hi; d++) {
+        for (int32_t d = n->plan.d_lo; d < n->plan.d_hi; d++) {
             int ts = saga_sched_step(sc);
-            if (d == n->d_lo && n->dist)
+            if (d == n->plan.d_lo && n->dist)
                 saga_sched_step_hold(sc, ts); /* the contributions of others arrive first */
-            else if (d == n->d_lo && k > 1)
+            else if (d == n->plan.d_lo && k > 1)
                 saga_sched_step_barrier(sc, ts);
             pr_part *q = &p.parts[d];
-            nblock *b = &n->blk[d];
+            nblock *b = &n->plan.blk[d];
             if (q->halo != q->c)
                 saga_sched_use(sc, ts, q->halo, SAGA_USE_READ, 0);
             saga_sched_use(sc, ts, b->b_off, SAGA_USE_READ, 0);
@@ -225,16 +225,16 @@ static saga_status pr_parts(saga_net *n, pr_state *pp, double damping, double to
         }
     }
     /* the ranks of the last iteration are read after it: kept until downloaded */
-    for (int32_t d = n->d_lo; d < n->d_hi; d++) {
+    for (int32_t d = n->plan.d_lo; d < n->plan.d_hi; d++) {
         int ts = saga_sched_step(sc);
         saga_sched_use(sc, ts, p.parts[d].x[max_iter % 2], SAGA_USE_READ, 0);
     }
     SAGA_TRY(saga_sched_plan_end(sc));
 
-    for (int32_t d = n->d_lo; d < n->d_hi; d++, t++) {
+    for (int32_t d = n->plan.d_lo; d < n->plan.d_hi; d++, t++) {
         SAGA_TRY(saga_sched_begin(sc, t));
         pr_part *q = &p.parts[d];
-        int64_t P = n->blk[d].v1 - n->blk[d].v0;
+        int64_t P = n->plan.blk[d].v1 - n->plan.blk[d].v0;
         if (P)
             SAGA_TRY(K->fill_f64(s, saga_blk_dev(q->x[0]), P, 1.0 / n->n));
         SAGA_TRY(saga_sched_end(sc, t));
@@ -245,12 +245,12 @@ static saga_status pr_parts(saga_net *n, pr_state *pp, double damping, double to
         int xi = it % 2;
         double dangling = 0;
         if (k > 1)
-            for (int32_t d = n->d_lo; d < n->d_hi; d++)
+            for (int32_t d = n->plan.d_lo; d < n->plan.d_hi; d++)
                 saga_blk_host_changed(p.parts[d].halo);
-        for (int32_t d = n->d_lo; d < n->d_hi; d++, t++) {
+        for (int32_t d = n->plan.d_lo; d < n->plan.d_hi; d++, t++) {
             SAGA_TRY(saga_sched_begin(sc, t));
             pr_part *q = &p.parts[d];
-            int64_t P = n->blk[d].v1 - n->blk[d].v0;
+            int64_t P = n->plan.blk[d].v1 - n->plan.blk[d].v0;
             double part = 0;
             const double *x = saga_blk_dev(q->x[xi]);
             if (P) {
@@ -269,10 +269,10 @@ static saga_status pr_parts(saga_net *n, pr_state *pp, double damping, double to
         }
         const double base = (1.0 - damping) / n->n + damping * dangling / n->n;
         l1 = 0;
-        for (int32_t d = n->d_lo; d < n->d_hi; d++, t++) {
+        for (int32_t d = n->plan.d_lo; d < n->plan.d_hi; d++, t++) {
             SAGA_TRY(saga_sched_begin(sc, t));
             pr_part *q = &p.parts[d];
-            nblock *b = &n->blk[d];
+            nblock *b = &n->plan.blk[d];
             int64_t P = b->v1 - b->v0;
             double part = 0;
             double *y = saga_blk_dev(q->x[1 - xi]);
@@ -291,7 +291,7 @@ static saga_status pr_parts(saga_net *n, pr_state *pp, double damping, double to
         it++;
         if (l1 < tol)
             break;
-        if (n->many_parts && saga_now() - t_said >= 30.0) {
+        if (n->plan.many_parts && saga_now() - t_said >= 30.0) {
             /* net_prepare warned that the budget asked for many parts: a word every 30 s */
             t_said = saga_now();
             saga_log(SAGA_LOG_WARN, "pagerank: iteration %d of at most %d, L1 change %.3g, %.0f s",
@@ -326,7 +326,7 @@ saga_status saga_net_pagerank(saga_net *n, double damping, double tol, int max_i
     if (!n->pr) {
         SAGA_TRY(saga_alloc_zeroed((void **)&n->pr, 1, sizeof *n->pr, "PageRank state"));
         n->pr_free = pr_state_free;
-        n->pr->pull = n->k == 1 && !n->dist && K->version >= 5 && K->pagerank_pull_f64;
+        n->pr->pull = n->plan.k == 1 && !n->dist && K->version >= 5 && K->pagerank_pull_f64;
         double t_blocks = saga_now();
         st = pr_blocks(n, n->pr);
         if (st < 0) {
@@ -352,14 +352,14 @@ saga_status saga_net_pagerank(saga_net *n, double damping, double tol, int max_i
         goto fail;
     n->stats.iterate_seconds = secs;
     SAGA_TRY(saga_sched_finish(n->sched));
-    for (int32_t d = n->d_lo; d < n->d_hi; d++)
+    for (int32_t d = n->plan.d_lo; d < n->plan.d_hi; d++)
         SAGA_TRY(saga_sched_download(n->sched, p.parts[d].x[it % 2]));
     SAGA_TRY(saga_sched_finish(n->sched));
     if (n->dist)
         SAGA_TRY(net_dist_gather(n, p.h_x[it % 2], sizeof(double)));
     const double *res = p.h_x[it % 2];
     for (int32_t v = 0; v < n->n; v++)
-        rank[n->ids ? n->ids[v] : v] = res[v];
+        rank[n->plan.ids ? n->plan.ids[v] : v] = res[v];
     if (iterations)
         *iterations = it;
     if (l1_out)

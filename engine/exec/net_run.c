@@ -11,9 +11,9 @@
 
 /* ---- running ------------------------------------------------------------------------------ */
 
-/* PH_LOSS_ROWS: a streamed net's one step over the loss rows' block (n->lblk): the last stage on
- * those rows (after the tail's stages on the rows they read, with n->tblk), the loss and the
- * backward pass of those stages */
+/* PH_LOSS_ROWS: a streamed net's one step over the loss rows' block (n->plan.lblk): the last stage
+ * on those rows (after the tail's stages on the rows they read, with n->plan.tblk), the loss and
+ * the backward pass of those stages */
 typedef enum phase { PH_FWD = 0, PH_LOSS, PH_BWD, PH_LOSS_ROWS } phase;
 
 /* With several ranks, some steps begin with an exchange of host rows (net_dist.c): before the
@@ -31,7 +31,7 @@ typedef struct stepdesc {
 } stepdesc;
 
 static bool needs_writeback(const saga_net *n, int s_out, bool train) {
-    if (n->k == 1)
+    if (n->plan.k == 1)
         return s_out == n->n_stages && !train;
     if (s_out == n->n_stages)
         return !train;
@@ -82,13 +82,13 @@ static void use_graph_both(saga_net *n, int t, nblock *b, const stage *sg) {
 }
 
 static bool resident(const saga_net *n, int s) {
-    return n->resident && n->resident[s];
+    return n->plan.resident && n->plan.resident[s];
 }
 
-/* The block stage s runs part d on: in a training pass, the head's below the tail (struct
- * saga_net's hblk), else the part's own. */
+/* The block stage s runs part d on: in a training pass, the head's below the tail (net_plan's
+ * hblk), else the part's own. */
 static nblock *part_block(saga_net *n, int s, int32_t d, bool train) {
-    return train && n->hblk && s < n->tail_s ? &n->hblk[d] : &n->blk[d];
+    return train && n->plan.hblk && s < n->plan.tail_s ? &n->plan.hblk[d] : &n->plan.blk[d];
 }
 
 /* A head block without rows: the pass has no step for it. */
@@ -105,7 +105,7 @@ static void use_whole(saga_net *n, int t, saga_blk *b, bool first) {
 /* A resident program stage's step gathers its halo from the whole input on the device. */
 static void use_gathered_halo(saga_net *n, int t, int s, int32_t d) {
     saga_sched_use(n->sched, t, n->full[s], SAGA_USE_READ, 0);
-    saga_sched_use(n->sched, t, n->blk[d].b_hids, SAGA_USE_READ, 0);
+    saga_sched_use(n->sched, t, n->plan.blk[d].b_hids, SAGA_USE_READ, 0);
     saga_sched_use(n->sched, t, n->halo[s][d], SAGA_USE_WRITE, SAGA_USE_DISCARD);
 }
 
@@ -127,7 +127,7 @@ static void use_input(saga_net *n, int t, const nblock *b, int32_t d) {
 static saga_status plan(saga_net *n, bool train, int s_end, stepdesc **out, int *n_out) {
     saga_status st = SAGA_OK;
     int S = n->n_stages;
-    int32_t k = n->k, lo = n->d_lo, hi = n->d_hi;
+    int32_t k = n->plan.k, lo = n->plan.d_lo, hi = n->plan.d_hi;
     int cap = (2 * S + 1) * (hi - lo), cnt = 0;
     stepdesc *sd = NULL;
     SAGA_TRY(saga_alloc_array((void **)&sd, (size_t)cap, sizeof *sd, "net steps"));
@@ -135,9 +135,9 @@ static saga_status plan(saga_net *n, bool train, int s_end, stepdesc **out, int 
     saga_sched_plan_begin(sc);
     /* training streamed with the loss rows' block: its one step replaces the last stage's, and
      * with the tail's, the stages' from the tail's first */
-    nblock *lb = train && n->streamed ? n->lblk : NULL;
-    nblock *tb = lb ? n->tblk : NULL;
-    int S_fwd = tb ? n->tail_s : lb ? S - 1 : s_end;
+    nblock *lb = train && n->plan.streamed ? n->plan.lblk : NULL;
+    nblock *tb = lb ? n->plan.tblk : NULL;
+    int S_fwd = tb ? n->plan.tail_s : lb ? S - 1 : s_end;
     for (int s = 0; s < S_fwd; s++) {
         const stage *sg = &n->stages[s];
         bool first = true;
@@ -161,7 +161,7 @@ static saga_status plan(saga_net *n, bool train, int s_end, stepdesc **out, int 
                     use_gathered_halo(n, t, s, d);
                 else
                     saga_sched_use(sc, t, n->halo[s][d], SAGA_USE_READ, 0);
-                use_graph(n, t, &n->blk[d], sg, false);
+                use_graph(n, t, &n->plan.blk[d], sg, false);
                 if (train && n->saved[s][d])
                     saga_sched_use(sc, t, n->saved[s][d], SAGA_USE_WRITE, 0);
             } else if (s == 0) {
@@ -196,8 +196,8 @@ static saga_status plan(saga_net *n, bool train, int s_end, stepdesc **out, int 
     if (train && !lb) {
         for (int32_t d = lo; d < hi; d++) {
             int t = saga_sched_step(sc);
-            if (n->blk[d].b_ids)
-                saga_sched_use(sc, t, n->blk[d].b_ids, SAGA_USE_READ, 0);
+            if (n->plan.blk[d].b_ids)
+                saga_sched_use(sc, t, n->plan.blk[d].b_ids, SAGA_USE_READ, 0);
             saga_sched_use(sc, t, n->act[S][d], SAGA_USE_READ, 0);
             saga_sched_use(sc, t, n->grad[S][d], SAGA_USE_WRITE, 0);
             sd[cnt++] = (stepdesc){PH_LOSS, S, d, XCHG_NONE, false};
@@ -231,7 +231,7 @@ static saga_status plan(saga_net *n, bool train, int s_end, stepdesc **out, int 
                         use_gathered_halo(n, t, s, d);
                     else
                         saga_sched_use(sc, t, n->halo[s][d], SAGA_USE_READ, 0);
-                    use_graph(n, t, &n->blk[d], sg, true);
+                    use_graph(n, t, &n->plan.blk[d], sg, true);
                     if (offload)
                         saga_sched_use(sc, t, n->saved[s][d], SAGA_USE_READ, 0);
                     if (s > 0) {
@@ -272,14 +272,14 @@ static saga_status ctx_status_or(saga_net *n, const char *what);
  * context tensor it is widened into. */
 static saga_status weights_f32(saga_net *n, saga_blk *w, int64_t m, const float **out) {
     *out = w ? saga_blk_dev(w) : NULL;
-    if (!w || n->transfer == SAGA_TRANSFER_F32 || m == 0)
+    if (!w || n->plan.transfer == SAGA_TRANSFER_F32 || m == 0)
         return SAGA_OK;
     saga_tensor *t = saga_ctx_tensor(n->c, SAGA_F32, m, 1);
     if (!t)
         return ctx_status_or(n, "tile weights");
     *out = t->data;
     return n->be->kernels->half_to_f32(saga_backend_default_stream(n->be), m, saga_blk_dev(w),
-                                       n->transfer == SAGA_TRANSFER_BF16, t->data);
+                                       n->plan.transfer == SAGA_TRANSFER_BF16, t->data);
 }
 
 /* What a step does with a block's view: a forward pass (its tape released unused), a backward
@@ -427,7 +427,7 @@ static saga_tensor *stage_rows(saga_net *n, int s, nblock *b, saga_tensor *H, co
  * it is widened into. */
 static saga_status input_rows(saga_net *n, saga_blk *b, int64_t rows, int64_t cols,
                               saga_tensor **out) {
-    if (n->transfer == SAGA_TRANSFER_F32) {
+    if (n->plan.transfer == SAGA_TRANSFER_F32) {
         *out = wrap(n, b, SAGA_F32, rows, cols);
         return SAGA_OK;
     }
@@ -436,7 +436,8 @@ static saga_status input_rows(saga_net *n, saga_blk *b, int64_t rows, int64_t co
     if (!t || !rows || !cols)
         return SAGA_OK; /* NULL: the error is in the context */
     return n->be->kernels->half_to_f32(saga_backend_default_stream(n->be), rows * cols,
-                                       saga_blk_dev(b), n->transfer == SAGA_TRANSFER_BF16, t->data);
+                                       saga_blk_dev(b), n->plan.transfer == SAGA_TRANSFER_BF16,
+                                       t->data);
 }
 
 /* Block b's halo of resident stage s, gathered on the device from the stage's whole input into
@@ -566,9 +567,9 @@ static saga_status loss_select(saga_net *n) {
     SAGA_TRY(saga_alloc_zeroed((void **)&in, (size_t)n->n, 1, "loss rows"));
     for (int32_t i = 0; i < n->n_loss_rows; i++)
         in[n->loss_rows[i]] = 1;
-    for (int32_t d = n->d_lo; d < n->d_hi; d++) {
-        nblock *b = &n->blk[d];
-        const int32_t P = b->v1 - b->v0, *ids = (n->ids ? n->ids : n->iota) + b->v0;
+    for (int32_t d = n->plan.d_lo; d < n->plan.d_hi; d++) {
+        nblock *b = &n->plan.blk[d];
+        const int32_t P = b->v1 - b->v0, *ids = (n->plan.ids ? n->plan.ids : n->iota) + b->v0;
         int32_t k = 0;
         for (int32_t i = 0; i < P; i++)
             k += in[ids[i]];
@@ -595,7 +596,7 @@ static saga_status run_loss(saga_net *n, int32_t d, double *loss) {
     saga_status st = SAGA_OK;
     saga_ctx *c = n->c;
     int S = n->n_stages;
-    nblock *b = &n->blk[d];
+    nblock *b = &n->plan.blk[d];
     int32_t P = b->v1 - b->v0;
     saga_tape_pos mark = saga_tape_mark(c);
     if (n->loss_rows && !b->lsel)
@@ -609,7 +610,7 @@ static saga_status run_loss(saga_net *n, int32_t d, double *loss) {
         SAGA_TRY(ctx_status_or(n, "the loss"));
     saga_ctx_mark_leaf(c, Y);
     saga_vertex_in vin = {.first = b->v0, .count = P, .gathered = NULL, .self = Y};
-    const int32_t *ids = (n->ids ? n->ids : n->iota) + b->v0;
+    const int32_t *ids = (n->plan.ids ? n->plan.ids : n->iota) + b->v0;
     if (n->loss_rows && b->n_lsel < P) {
         saga_tensor *idx = saga_ctx_from_host(c, SAGA_I32, b->n_lsel, 1, b->lsel);
         vin = (saga_vertex_in){.first = 0, .count = b->n_lsel, .self = saga_gather_rows(c, Y, idx)};
@@ -630,9 +631,9 @@ fail:
     return st;
 }
 
-/* The loss rows' step of a streamed net (n->lblk, PH_LOSS_ROWS). With the tail's block
- * (n->tblk): stages tail_s .. S-2 on the tail's rows, reading stage tail_s's whole input on the
- * device, whose whole gradient the backward pass adds into; else lblk's halo gathered from the
+/* The loss rows' step of a streamed net (n->plan.lblk, PH_LOSS_ROWS). With the tail's block
+ * (n->plan.tblk): stages tail_s .. S-2 on the tail's rows, reading stage tail_s's whole input on
+ * the device, whose whole gradient the backward pass adds into; else lblk's halo gathered from the
  * last stage's whole input, and its gradient added into that input's. Then the last stage on the
  * loss rows, the loss over them and the backward pass. The whole gradient is zeroed first: no
  * other step writes it. */
@@ -640,11 +641,11 @@ static saga_status run_loss_rows(saga_net *n, double *loss) {
     saga_status st = SAGA_OK;
     saga_ctx *c = n->c;
     int S = n->n_stages;
-    nblock *lb = n->lblk, *tb = n->tblk;
-    int p = tb ? n->tail_s : S - 1;
+    nblock *lb = n->plan.lblk, *tb = n->plan.tblk;
+    int p = tb ? n->plan.tail_s : S - 1;
     int64_t cols = n->stages[p].in_cols;
     /* the rows of full[p] it reads: with the head, those it wrote, the tail's halo */
-    int32_t rows = n->hblk ? tb->n_halo : n->n;
+    int32_t rows = n->plan.hblk ? tb->n_halo : n->n;
     saga_tape_pos mark = saga_tape_mark(c);
     saga_tensor *H = tb ? saga_ctx_wrap(c, SAGA_F32, rows, cols, saga_blk_dev(n->full[p]))
                         : saga_ctx_tensor(c, SAGA_F32, lb->n_halo, cols);
@@ -737,9 +738,9 @@ static saga_status run_bwd(saga_net *n, int s, int32_t d) {
     }
     if (s > 0 && resident(n, s)) {
         /* the halo's gradient added into the whole one on the device, zeroed by the first part */
-        SAGA_TRY(add_whole_grad(n, s, b, H->grad, d == n->d_lo ? n->n : 0));
+        SAGA_TRY(add_whole_grad(n, s, b, H->grad, d == n->plan.d_lo ? n->n : 0));
     } else if (s > 0) {
-        saga_blk *dst = program && n->k > 1 ? n->ghalo[s][d] : n->grad[s][d];
+        saga_blk *dst = program && n->plan.k > 1 ? n->ghalo[s][d] : n->grad[s][d];
         SAGA_TRY(to_block(n, dst, H->grad));
     }
 fail:
@@ -763,7 +764,7 @@ static saga_status run_chain(saga_net *n, net_chain *ch, bool train, double *los
     saga_status st = SAGA_OK;
     saga_ctx *c = n->c;
     saga_sched *sc = n->sched;
-    nblock *whole = &n->blk[0];
+    nblock *whole = &n->plan.blk[0];
     const int S = n->n_stages;
     /* streamed, the parts ran the stages before the chain's first */
     const int s0 = ch->streamed ? ch->whole_below : 0;
@@ -914,33 +915,33 @@ static saga_status run(saga_net *n, bool train, net_chain *ch, double *loss_out,
     /* host content that changed since the last call */
     if (n->x_changed && n->sparse)
         net_sparse_fill(n);
-    for (int32_t d = n->d_lo; d < n->d_hi; d++) {
+    for (int32_t d = n->plan.d_lo; d < n->plan.d_hi; d++) {
         if (n->x_changed) {
-            input_changed(&n->blk[d], n->sparse ? NULL : n->act[0][d]);
+            input_changed(&n->plan.blk[d], n->sparse ? NULL : n->act[0][d]);
             if (n->halo[0][d] && !n->sparse)
                 saga_blk_host_changed(n->halo[0][d]);
-            if (n->hblk) {
-                net_rows_refill(&n->hblk[d]);
-                input_changed(&n->hblk[d], n->hblk[d].b_xrows);
+            if (n->plan.hblk) {
+                net_rows_refill(&n->plan.hblk[d]);
+                input_changed(&n->plan.hblk[d], n->plan.hblk[d].b_xrows);
             }
         }
         for (int s = 1; s <= S; s++) {
-            if (n->k > 1 && n->halo[s][d] && !resident(n, s))
+            if (n->plan.k > 1 && n->halo[s][d] && !resident(n, s))
                 saga_blk_host_changed(n->halo[s][d]);
             if (train && n->ghalo[s][d])
                 saga_blk_host_changed(n->grad[s][d]);
         }
     }
     if (n->x_changed) {
-        if (n->tchain)
-            net_chain_input_changed(n, n->tchain);
-        if (n->echain)
-            net_chain_input_changed(n, n->echain);
+        if (n->plan.tchain)
+            net_chain_input_changed(n, n->plan.tchain);
+        if (n->plan.echain)
+            net_chain_input_changed(n, n->plan.echain);
     }
     n->x_changed = false;
     if (train)
         for (int s = 1; s <= S; s++)
-            if (n->k > 1 && n->ghalo[s][n->d_lo])
+            if (n->plan.k > 1 && n->ghalo[s][n->plan.d_lo])
                 memset(n->grad_host[s], 0,
                        (size_t)n->n * (size_t)n->stages[s - 1].out_cols * sizeof(float));
     saga_ctx_train(c, train);
@@ -954,7 +955,7 @@ static saga_status run(saga_net *n, bool train, net_chain *ch, double *loss_out,
     /* one kind of pass decides: training once the net trains (its inference passes, an
      * evaluation between epochs, run under what training chose, for a change of state at each
      * pass's start costs more than it saves) */
-    tune = n->streamed && !n->dist && (train || n->tune[1].reps == 0) ? &n->tune[train] : NULL;
+    tune = n->plan.streamed && !n->dist && (train || n->tune[1].reps == 0) ? &n->tune[train] : NULL;
     if (tune)
         saga_idle_tuner_begin(tune, n->be);
     for (int t = 0; t < n_sd; t++) {
@@ -975,9 +976,9 @@ static saga_status run(saga_net *n, bool train, net_chain *ch, double *loss_out,
             const nblock *b = part_block(n, sd[t].s, sd[t].d, train);
             rows_done(n, sd[t].s, b->v1 - b->v0);
         } else if (sd[t].ph == PH_LOSS_ROWS) {
-            rows_done(n, S - 1, n->lblk->v1);
-            for (int s = n->tblk ? n->tail_s : S - 1; s < S - 1; s++)
-                rows_done(n, s, n->tblk->v1);
+            rows_done(n, S - 1, n->plan.lblk->v1);
+            for (int s = n->plan.tblk ? n->plan.tail_s : S - 1; s < S - 1; s++)
+                rows_done(n, s, n->plan.tblk->v1);
         }
         if (sd[t].ph == PH_FWD)
             SAGA_TRY(run_fwd(n, sd[t].s, sd[t].d, train, sd[t].first));
@@ -1016,7 +1017,7 @@ fail:
         (void)net_dist_wait(n);
     saga_free(sd);
     net_collect_stats(n, t0);
-    n->stats.h2d_floor_bytes = train ? n->floor_train_bytes : n->floor_pass_bytes;
+    n->stats.h2d_floor_bytes = train ? n->plan.floor_train_bytes : n->plan.floor_pass_bytes;
     return st;
 }
 
@@ -1039,9 +1040,10 @@ saga_status saga_net_forward(saga_net *n, float *out) {
         int S = n->n_stages;
         int64_t C = n->stages[S - 1].out_cols;
         const float *y = n->act_host[S];
-        if (n->ids)
+        if (n->plan.ids)
             for (int32_t v = 0; v < n->n; v++)
-                memcpy(out + (int64_t)n->ids[v] * C, y + (int64_t)v * C, (size_t)C * sizeof(float));
+                memcpy(out + (int64_t)n->plan.ids[v] * C, y + (int64_t)v * C,
+                       (size_t)C * sizeof(float));
         else
             memcpy(out, y, (size_t)n->n * (size_t)C * sizeof(float));
     }
@@ -1069,7 +1071,7 @@ saga_status saga_net_forward_rows(saga_net *n, const int32_t *vertices, int64_t 
     const int64_t C = n->stages[n->n_stages - 1].out_cols;
     SAGA_TRY(net_prepare(n, false));
     /* the rows in the net's order (the parts renumber a streamed net's), distinct, increasing */
-    const int32_t *inv = n->part ? n->part->inverse : NULL;
+    const int32_t *inv = n->plan.part ? n->plan.part->inverse : NULL;
     SAGA_TRY(saga_alloc_array((void **)&want, count ? (size_t)count : 1, sizeof *want,
                               "saga_net_forward_rows"));
     for (int64_t i = 0; i < count; i++)
