@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <math.h>
 #include <omp.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -30,6 +31,7 @@ enum {
     OPT_LOG,
     OPT_TRACE,
     OPT_EXPLAIN,
+    OPT_PROFILE_EPOCHS,
     OPT_SAVED,
     OPT_TRANSFER,
     OPT_EXEC, /* the CLI_EXEC_N_OPTS options of CLI_EXEC_OPTS */
@@ -86,6 +88,11 @@ static const cli_opt gcn_cli_opts[] = {
      "Print the net's plan to stderr after the first epoch: how it is placed (in memory, or "
      "streamed in parts with a pass's host-to-device floor) and per stage its kind, widths, the "
      "rows training and evaluation compute, the edges training reads and where its input lives."},
+    {"profile-epochs", 0, "A[:B]", NULL,
+     "Run epochs A to B (training and evaluation) inside a profiler's capture range: on CUDA "
+     "cudaProfilerStart before epoch A and cudaProfilerStop after epoch B, which `nsys profile "
+     "--capture-range=cudaProfilerApi` follows (and the CUDA simulator's counts, "
+     "SAGA_CUDASIM_STATS); nothing on the CPU."},
     {"saved", 0, "MODE", "recompute",
      "Streamed: recompute each part's aggregation in the backward pass, or offload it to the "
      "host in the forward pass and stream it back."},
@@ -323,6 +330,19 @@ static int gcn_main(int argc, char **argv) {
         case OPT_EXPLAIN:
             go.explain = true;
             break;
+        case OPT_PROFILE_EPOCHS: {
+            int a = 0, b = 0, used = 0;
+            int got = sscanf(arg, "%d%n:%d%n", &a, &used, &b, &used);
+            if (got == 1)
+                b = a;
+            if (got < 1 || (size_t)used != strlen(arg) || a < 1 || b < a)
+                bad = cli_usage(&c,
+                                "--profile-epochs takes A or A:B with 1 <= A <= B (epochs), got "
+                                "'%s'",
+                                arg);
+            go.profile_first = a, go.profile_last = b;
+            break;
+        }
         case OPT_SAVED:
             if (strcmp(arg, "recompute") == 0)
                 go.saved = SAGA_SAVED_RECOMPUTE;

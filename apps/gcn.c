@@ -359,8 +359,13 @@ saga_status gcn_train(gcn_result *out, saga_backend *be, const gcn_data *d, cons
                                   "epoch times"));
 
     /* ---- train */
+    bool profiling = false; /* inside the profiler's range (o->profile_first .. profile_last) */
     for (int epoch = (int)done + 1; epoch <= o->epochs || epoch == (int)done + 1; epoch++) {
         gcn_epoch e = {.epoch = epoch, .epochs = o->epochs, .loss = NAN};
+        if (o->profile_first > 0 && epoch == o->profile_first && epoch <= o->epochs) {
+            SAGA_TRY(saga_backend_profile_range(be, true));
+            profiling = true;
+        }
         if (epoch <= o->epochs) {
             double ts = saga_now(), loss = 0;
             SAGA_TRY(saga_net_train_step(net, &loss));
@@ -389,6 +394,11 @@ saga_status gcn_train(gcn_result *out, saga_backend *be, const gcn_data *d, cons
         e.train_acc = r.train_acc = saga_accuracy(logp, C, d->labels, d->train, d->n_train);
         e.val_acc = r.val_acc = saga_accuracy(logp, C, d->labels, d->val, d->n_val);
         e.test_acc = r.test_acc = saga_accuracy(logp, C, d->labels, d->test, d->n_test);
+        if (profiling && (epoch == o->profile_last || epoch == o->epochs)) {
+            SAGA_TRY(saga_backend_synchronize(be)); /* the range holds all of the epochs' work */
+            SAGA_TRY(saga_backend_profile_range(be, false));
+            profiling = false;
+        }
         if (o->explain && epoch == (int)done + 1 && saga_comm_rank(o->comm) == 0)
             SAGA_TRY(saga_net_explain(net, stderr));
         if (epoch > o->epochs)

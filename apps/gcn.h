@@ -88,8 +88,11 @@ typedef struct gcn_opts {
     FILE *trace;            /* the block scheduler's copies and computes, one JSON line each
                              * (saga_net_opts.trace), or NULL */
     bool explain;           /* saga_net_explain to stderr after the first epoch (rank 0) */
-    double sparse_below;    /* dense features with at most this share of non-zeros are kept as a
-                             * CSR by the net (saga_net_set_input_auto; 0.25); 0: dense */
+    /* epochs profile_first .. profile_last run inside a profiler's capture range
+     * (saga_backend_profile_range); 0: none */
+    int profile_first, profile_last;
+    double sparse_below; /* dense features with at most this share of non-zeros are kept as a
+                          * CSR by the net (saga_net_set_input_auto; 0.25); 0: dense */
 } gcn_opts;
 
 gcn_opts gcn_opts_defaults(void);

@@ -606,6 +606,14 @@ saga_status saga_backend_bind_thread(saga_backend *be) {
     return be->iface->bind_thread(be);
 }
 
+saga_status saga_backend_profile_range(saga_backend *be, bool start) {
+    if (!be)
+        return saga_error(SAGA_ERR_INVALID_ARG, "saga_backend_profile_range: backend is NULL");
+    if (be->iface->version < 5 || !be->iface->profile_range)
+        return SAGA_OK;
+    return be->iface->profile_range(be, start);
+}
+
 saga_backend *saga_stream_backend(const saga_stream *s) {
     return s->be;
 }

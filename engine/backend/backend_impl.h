@@ -303,6 +303,9 @@ typedef struct saga_backend_iface {
      * (its size class), which is what the generic layer charges; 0 when no such block can exist.
      * NULL means exactly `bytes`. alloc and free are still given the bytes requested. */
     size_t (*alloc_size)(const saga_backend *be, size_t bytes);
+    /* optional (version >= 5): open (start) or close a profiler's capture range
+     * (cudaProfilerStart / cudaProfilerStop on CUDA); NULL means there is none to tell */
+    saga_status (*profile_range)(saga_backend *be, bool start);
 } saga_backend_iface;
 
 struct saga_stream {

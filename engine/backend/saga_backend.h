@@ -193,6 +193,12 @@ saga_status saga_backend_synchronize(saga_backend *be);
  * thread per GPU of a pipeline) calls it first. */
 saga_status saga_backend_bind_thread(saga_backend *be);
 
+/* Opens (start) or closes a profiler's capture range around the work issued in between: on CUDA
+ * cudaProfilerStart / cudaProfilerStop, which `nsys profile --capture-range=cudaProfilerApi` and
+ * the CUDA simulator's counts (SAGA_CUDASIM_STATS) follow; nothing on the CPU. Close it after
+ * the work is synchronized so that all of it falls inside. */
+saga_status saga_backend_profile_range(saga_backend *be, bool start);
+
 /* Asynchronous copies. The host side must stay valid until the stream reaches the copy; with
  * pinned host memory (saga_backend_host_alloc) CUDA copies overlap with compute. */
 saga_status saga_memcpy_h2d_async(saga_stream *s, void *dst_dev, const void *src_host, size_t n);

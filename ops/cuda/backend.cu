@@ -18,6 +18,8 @@
 // in_use + reserved + cached, all that cudaMalloc has given the module, stays within it.
 #include "common.cuh"
 
+#include <cuda_profiler_api.h>
+
 #ifdef SAGA_CUDA_HAVE_NCCL
 #include <nccl.h>
 #endif
@@ -411,6 +413,12 @@ static saga_status cuda_bind_thread(saga_backend *be) {
     return SAGA_OK;
 }
 
+static saga_status cuda_profile_range(saga_backend *be, bool start) {
+    SAGA_CUDA_RETURN(cudaSetDevice(ctx_of(be)->device));
+    SAGA_CUDA_RETURN(start ? cudaProfilerStart() : cudaProfilerStop());
+    return SAGA_OK;
+}
+
 static saga_status cuda_event_elapsed(saga_event *start, saga_event *end, double *seconds) {
     cudaEvent_t a = static_cast<cudaEvent_t>(start->impl), b = static_cast<cudaEvent_t>(end->impl);
     SAGA_CUDA_RETURN(cudaSetDevice(ctx_of(start->be)->device));
@@ -558,7 +566,7 @@ static void cuda_destroy(saga_backend *be) {
 }
 
 static const saga_backend_iface cuda_iface = {
-    /* version */ 4,
+    /* version */ 5,
     /* destroy */ cuda_destroy,
     /* alloc */ cuda_alloc,
     /* free */ cuda_free,
@@ -580,6 +588,7 @@ static const saga_backend_iface cuda_iface = {
     /* event_elapsed */ cuda_event_elapsed,
     /* bind_thread */ cuda_bind_thread,
     /* alloc_size */ cuda_alloc_size,
+    /* profile_range */ cuda_profile_range,
 };
 
 static const saga_kernels cuda_kernels = {

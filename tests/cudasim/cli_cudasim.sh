@@ -71,6 +71,35 @@ gcn_streamed resident $((budget * 2)) "j['resident_bytes'] > 0"
 # the stages from it on in one step over the rows the loss reads (the tail), adding into that
 # input's whole gradient on the device
 gcn_streamed tail $((budget * 3)) "all(r < j['vertices'] for r in j['stage_rows'][1:])" --stream
+# what epochs 3 and 4 ask of the device (--profile-epochs: cudaProfilerStart/Stop), counted by
+# the simulator in one window: kernels ran, and in memory the caching allocator serves them with
+# no device allocation or free; the counts are printed
+for mode in memory streamed; do
+    flags=()
+    [ "$mode" = streamed ] && flags=(--device-mem "$budget" --stream)
+    rm -f "$TMP/counts"
+    expect 0 env SAGA_CUDASIM_STATS="$TMP/counts" "$SAGA_BIN" gcn --data "$TMP/cit" --epochs 5 \
+        --quiet --device cuda --profile-epochs 3:4 "${flags[@]}"
+    windows=$(grep -c '^{"window"' "$TMP/counts" || true)
+    if [ "$windows" != 1 ]; then
+        fail "gcn --profile-epochs 3:4 ($mode): $windows windows counted, expected 1"
+        continue
+    fi
+    line=$(grep '^{"window"' "$TMP/counts")
+    echo "gcn on cuda, $mode, epochs 3-4: $line"
+    python3 - "$line" "$mode" <<'PY' || fail "gcn --profile-epochs 3:4 ($mode): counts $line"
+import json, sys
+w, mode = json.loads(sys.argv[1]), sys.argv[2]
+assert w["kernels"] > 0 and w["calls"].get("cudaMemcpyAsync", 0) > 0, w
+if mode == "memory":
+    assert w["device_allocs"] == 0 and w["device_frees"] == 0, w
+else:
+    assert w["h2d_bytes"] > 0, w
+PY
+done
+expect 2 "$SAGA_BIN" gcn --data "$TMP/cit" --epochs 5 --device cuda --profile-epochs 4:3
+expect 2 "$SAGA_BIN" gcn --data "$TMP/cit" --epochs 5 --device cuda --profile-epochs 3:x
+
 # a sparser graph, whose tail reads about a quarter of the rows: stage 0 trains on those alone
 # (the head), in memory and streamed with the tail, with the cpu's losses
 expect 0 "$SAGA_BIN" generate citation --quiet --vertices 4000 --classes 4 --degree 3 --features 80 \

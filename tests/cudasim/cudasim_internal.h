@@ -27,6 +27,15 @@ int stream_device(cudaStream_t stream);
 // calls that queue work, from a host function queued with cudaLaunchHostFunc.
 void api_entry(const char *func);
 
+// api_entry for the length of a runtime call: the calls it makes to the runtime are its own, not
+// the program's, and are left out of SAGA_CUDASIM_STATS's counts.
+struct api_scope {
+    explicit api_scope(const char *func);
+    ~api_scope();
+    api_scope(const api_scope &) = delete;
+    api_scope &operator=(const api_scope &) = delete;
+};
+
 // Reports a misuse that CUDA leaves undefined (a fault, a hang or a wrong result on a GPU) and
 // stops the program.
 [[noreturn]] void fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -7,7 +7,9 @@
 //   SAGA_CUDASIM_CC       compute capability MAJOR.MINOR reported (default 9.0)
 //   SAGA_CUDASIM_ORDER    forward | reverse | random[:SEED]: the order in which the threads of a
 //                         block, and the blocks of a grid, are run (default forward)
-//   SAGA_CUDASIM_STATS    a file to which each device's peak allocated bytes are appended at exit
+//   SAGA_CUDASIM_STATS    a file to which each device's peak allocated bytes are appended at exit,
+//                         and the calls counted between each cudaProfilerStart and
+//                         cudaProfilerStop (a window), as one JSON line per window
 #include "cudasim_internal.h"
 
 #include <algorithm>
@@ -173,15 +175,67 @@ struct global_state {
     std::vector<device_state> devices;
     std::map<uintptr_t, allocation> allocations;
     std::atomic<uint64_t> launches{0};
+    // the counts of the open window (cudaProfilerStart .. cudaProfilerStop), under count_lock
+    std::mutex count_lock;
+    bool window = false;
+    int windows = 0;
+    std::map<std::string, uint64_t> calls; // the program's own calls, per API entry
+    uint64_t kernels = 0, library_ops = 0, sync_copies = 0;
+    uint64_t bytes[4] = {}; // copied host->host, host->device, device->host, device->device
 };
 
 global_state *g = nullptr;
 std::once_flag g_once;
 
+// The calls that make the host wait for the device, as the simulator runs them (cudaFree waits
+// for the device; a copy into pageable memory returns once the data is there).
+const char *const host_waits[] = {"cudaDeviceSynchronize",
+                                  "cudaStreamSynchronize",
+                                  "cudaEventSynchronize",
+                                  "cudaMemcpy",
+                                  "cudaMemset",
+                                  "cudaFree"};
+
+// Appends the open window's counts to f as one JSON line, and closes the window. Caller holds
+// g->count_lock.
+void write_window(FILE *f) {
+    auto calls = [](const char *name) {
+        auto it = g->calls.find(name);
+        return it == g->calls.end() ? (uint64_t)0 : it->second;
+    };
+    uint64_t waits = g->sync_copies;
+    for (const char *name : host_waits)
+        waits += calls(name);
+    fprintf(f,
+            "{\"window\":%d,\"host_waits\":%llu,\"host_fns\":%llu,\"device_allocs\":%llu,"
+            "\"device_frees\":%llu,\"pinned_allocs\":%llu,\"pinned_frees\":%llu,"
+            "\"kernels\":%llu,\"library_ops\":%llu,\"h2d_bytes\":%llu,\"d2h_bytes\":%llu,"
+            "\"d2d_bytes\":%llu,\"h2h_bytes\":%llu,\"calls\":{",
+            g->windows, (unsigned long long)waits, (unsigned long long)calls("cudaLaunchHostFunc"),
+            (unsigned long long)calls("cudaMalloc"), (unsigned long long)calls("cudaFree"),
+            (unsigned long long)calls("cudaHostAlloc"), (unsigned long long)calls("cudaFreeHost"),
+            (unsigned long long)g->kernels, (unsigned long long)g->library_ops,
+            (unsigned long long)g->bytes[1], (unsigned long long)g->bytes[2],
+            (unsigned long long)g->bytes[3], (unsigned long long)g->bytes[0]);
+    bool first = true;
+    for (const auto &c : g->calls) {
+        fprintf(f, "%s\"%s\":%llu", first ? "" : ",", c.first.c_str(),
+                (unsigned long long)c.second);
+        first = false;
+    }
+    fprintf(f, "}}\n");
+    g->window = false;
+}
+
 void write_stats() {
     FILE *f = fopen(g->cfg.stats.c_str(), "a");
     if (!f)
         return;
+    {
+        std::lock_guard<std::mutex> guard(g->count_lock);
+        if (g->window) // still open at exit
+            write_window(f);
+    }
     std::lock_guard<std::mutex> guard(g->lock);
     for (size_t d = 0; d < g->devices.size(); d++)
         fprintf(f, "device %zu peak %zu limit %zu\n", d, g->devices[d].peak, g->cfg.mem);
@@ -208,8 +262,15 @@ cudaError_t fail(cudaError_t err) {
     return err;
 }
 
+// Adds to one of the open window's counters.
+static void count(uint64_t &counter, uint64_t n = 1) {
+    std::lock_guard<std::mutex> guard(g->count_lock);
+    if (g->window)
+        counter += n;
+}
+
 // Every API entry: CUDA forbids runtime calls from a host function queued on a stream.
-#define API_ENTRY() api_entry(__func__)
+#define API_ENTRY() api_scope api_scope_(__func__)
 
 // The allocation that holds [p, p + bytes), or nullptr. Caller holds g->lock. A pointer one past
 // the end of an allocation, with bytes == 0, counts as inside it.
@@ -842,6 +903,7 @@ void submit(const char *name, site at, dim3 grid, dim3 block, size_t shmem, cuda
     job->block = block;
     job->body = std::move(body);
     uint64_t seed = g->cfg.seed ^ (g->launches.fetch_add(1) * 0x9e3779b97f4a7c15ull);
+    count(g->kernels);
     job->seed = splitmix64(&seed);
     s->push([job] { run_kernel(*job); });
 }
@@ -870,18 +932,37 @@ int stream_device(cudaStream_t stream) {
     return resolve(stream)->device;
 }
 
+// How deep the calling thread is in API entries: a call the runtime makes to itself (cudaMemcpy
+// to cudaMemcpyAsync) is not the program's and is not counted.
+thread_local int api_depth = 0;
+
 void api_entry(const char *func) {
     state();
     if (in_host_fn)
         fatal("%s called from a host function queued with cudaLaunchHostFunc (CUDA forbids "
               "runtime calls there)",
               func);
+    if (api_depth > 0)
+        return;
+    std::lock_guard<std::mutex> guard(g->count_lock);
+    if (g->window)
+        g->calls[func]++;
+}
+
+api_scope::api_scope(const char *func) {
+    api_entry(func);
+    api_depth++;
+}
+
+api_scope::~api_scope() {
+    api_depth--;
 }
 
 cudaError_t enqueue(cudaStream_t stream, std::function<void()> fn) {
     state();
     if (current_device >= g->cfg.devices)
         return cudaErrorNoDevice;
+    count(g->library_ops);
     resolve(stream)->push(std::move(fn));
     return cudaSuccess;
 }
@@ -1212,8 +1293,12 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, cudaMemcpy
         return fail(e);
     if (cudaError_t e = check_current_device())
         return e;
+    count(g->bytes[(classify(src, bytes) >= 0 ? 2 : 0) + (classify(dst, bytes) >= 0 ? 1 : 0)],
+          bytes);
     stream_impl *s = resolve(stream);
     if (pg_dst) {
+        if (api_depth == 1) // the program's own call (cudaMemcpy counts as a call of its own)
+            count(g->sync_copies);
         // Into pageable memory the copy is synchronous: it returns once the data is there.
         const uint64_t t = s->push([=] { memcpy(dst, src, bytes); });
         s->wait_for(t);
@@ -1457,5 +1542,44 @@ cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end) 
     }
     const auto ta = t[0], tb = t[1];
     *ms = (float)std::chrono::duration<double, std::milli>(tb - ta).count();
+    return cudaSuccess;
+}
+
+// ---- profiler ranges --------------------------------------------------------------------------
+
+// A window of counts (SAGA_CUDASIM_STATS): from zero at cudaProfilerStart, written at
+// cudaProfilerStop. A start inside a window and a stop outside one change nothing, as with CUDA's
+// profilers.
+cudaError_t cudaProfilerStart(void) {
+    API_ENTRY();
+    std::lock_guard<std::mutex> guard(g->count_lock);
+    if (g->window)
+        return cudaSuccess;
+    g->window = true;
+    g->windows++;
+    g->calls.clear();
+    g->kernels = g->library_ops = g->sync_copies = 0;
+    for (uint64_t &b : g->bytes)
+        b = 0;
+    return cudaSuccess;
+}
+
+cudaError_t cudaProfilerStop(void) {
+    API_ENTRY();
+    std::lock_guard<std::mutex> guard(g->count_lock);
+    if (!g->window)
+        return cudaSuccess;
+    g->calls.erase("cudaProfilerStop");
+    if (g->cfg.stats.empty()) {
+        g->window = false;
+        return cudaSuccess;
+    }
+    FILE *f = fopen(g->cfg.stats.c_str(), "a");
+    if (!f) {
+        g->window = false;
+        return cudaSuccess;
+    }
+    write_window(f);
+    fclose(f);
     return cudaSuccess;
 }
