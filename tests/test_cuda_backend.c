@@ -375,6 +375,89 @@ static void gemm_exact(saga_backend *be, int64_t M, int64_t N, int64_t K) {
  * held more than the budget (held_peak_bytes); the cuBLAS workspace cuBLAS recommends (4 or
  * 32 MiB) has no room there, and the product runs within what the budget leaves. Without a
  * budget, the product's stream reserves the recommended workspace. */
+/* A gate a host function on a stream waits at until a helper thread opens it. */
+typedef struct gate {
+    pthread_mutex_t m;
+    pthread_cond_t cv;
+    bool open;
+} gate;
+
+static void gate_wait(void *arg) {
+    gate *g = arg;
+    pthread_mutex_lock(&g->m);
+    while (!g->open)
+        pthread_cond_wait(&g->cv, &g->m);
+    pthread_mutex_unlock(&g->m);
+}
+
+static void *gate_open_later(void *arg) {
+    gate *g = arg;
+    struct timespec t = {0, 200 * 1000 * 1000};
+    nanosleep(&t, NULL);
+    pthread_mutex_lock(&g->m);
+    g->open = true;
+    pthread_cond_broadcast(&g->cv);
+    pthread_mutex_unlock(&g->m);
+    return NULL;
+}
+
+/* A block freed while its last user on the default stream has not run yet comes back from the
+ * cache for a request of its size, and work another stream issues on it then runs after that
+ * user: the default stream is held at a gate (a host function) in front of a copy that reads the
+ * block; the block is freed, allocated again and overwritten from the other stream; the gate
+ * opens 200 ms later. The copy must have read the old contents. */
+static void test_cuda_backend_cache_reuse_waits_on_device(void **state) {
+    (void)state;
+    saga_backend *be = NULL;
+    assert_int_equal(saga_backend_cuda_new(&be, 0, NULL), SAGA_OK);
+    enum { N = 4096 };
+    const size_t bytes = N * sizeof(float);
+    saga_stream *s0 = saga_backend_default_stream(be), *s1 = NULL;
+    assert_int_equal(saga_stream_new(&s1, be), SAGA_OK);
+    float *blk = NULL, *out = NULL, *old_h = NULL, *new_h = NULL;
+    assert_int_equal(saga_backend_alloc(be, (void **)&blk, bytes), SAGA_OK);
+    assert_int_equal(saga_backend_alloc(be, (void **)&out, bytes), SAGA_OK);
+    assert_int_equal(saga_backend_host_alloc(be, (void **)&old_h, bytes), SAGA_OK);
+    assert_int_equal(saga_backend_host_alloc(be, (void **)&new_h, bytes), SAGA_OK);
+    for (int i = 0; i < N; i++)
+        old_h[i] = 1.0f, new_h[i] = 2.0f;
+    assert_int_equal(saga_memcpy_h2d_async(s0, blk, old_h, bytes), SAGA_OK);
+    assert_int_equal(saga_backend_synchronize(be), SAGA_OK);
+
+    gate g = {.open = false};
+    pthread_mutex_init(&g.m, NULL);
+    pthread_cond_init(&g.cv, NULL);
+    assert_int_equal(saga_stream_launch_host_fn(s0, gate_wait, &g), SAGA_OK);
+    assert_int_equal(saga_memcpy_d2d_async(s0, out, blk, bytes), SAGA_OK); /* blk's last user */
+    saga_backend_free(be, blk, bytes);
+    /* opens the gate even where the allocation below waits on the host for the free */
+    pthread_t helper;
+    assert_int_equal(pthread_create(&helper, NULL, gate_open_later, &g), 0);
+    float *again = NULL;
+    assert_int_equal(saga_backend_alloc(be, (void **)&again, bytes), SAGA_OK);
+    assert_ptr_equal(again, blk); /* the cached block */
+    assert_int_equal(saga_memcpy_h2d_async(s1, again, new_h, bytes), SAGA_OK);
+    assert_int_equal(saga_stream_synchronize(s1), SAGA_OK);
+    assert_int_equal(saga_backend_synchronize(be), SAGA_OK);
+    pthread_join(helper, NULL);
+    float *got = test_malloc(bytes);
+    assert_int_equal(saga_memcpy_d2h_async(s0, got, out, bytes), SAGA_OK);
+    assert_int_equal(saga_backend_synchronize(be), SAGA_OK);
+    for (int i = 0; i < N; i++)
+        if (got[i] != 1.0f)
+            fail_msg("out[%d] = %g: the block was overwritten before its last user read it", i,
+                     (double)got[i]);
+    test_free(got);
+    pthread_cond_destroy(&g.cv);
+    pthread_mutex_destroy(&g.m);
+    saga_backend_free(be, again, bytes);
+    saga_backend_free(be, out, bytes);
+    saga_backend_host_free(be, old_h, bytes);
+    saga_backend_host_free(be, new_h, bytes);
+    saga_stream_free(&s1);
+    saga_backend_free_all(&be);
+}
+
 static void test_cuda_backend_budget_covers_cache_and_scratch(void **state) {
     (void)state;
     const size_t MiB = (size_t)1 << 20;
@@ -2328,6 +2411,7 @@ int main(void) {
         cmocka_unit_test(test_cuda_backend_spmv_matches_cpu),
         tracked_test(test_cuda_backend_pagerank_pull_matches_cpu),
         cmocka_unit_test(test_cuda_backend_budget_and_cache),
+        cmocka_unit_test(test_cuda_backend_cache_reuse_waits_on_device),
         cmocka_unit_test(test_cuda_backend_budget_covers_cache_and_scratch),
         cmocka_unit_test(test_cuda_backend_full_budget_keeps_scratch),
         cmocka_unit_test(test_cuda_backend_tensors),

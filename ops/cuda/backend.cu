@@ -24,6 +24,7 @@
 #include <nccl.h>
 #endif
 
+#include <algorithm>
 #include <atomic>
 #include <mutex>
 #include <new>
@@ -74,11 +75,18 @@ struct cached_block {
     cudaEvent_t freed; // recorded on the default stream when the block was freed
 };
 
+// A cached block is reused without the host waiting: where its free has not yet been reached,
+// every other stream of the backend waits for it on the device (the default stream is ordered
+// after it already), so no later work on any of them touches the block before its last users
+// are done.
+
 struct cuda_ctx {
     int device = 0;
     // size class -> free blocks of exactly that size, oldest first
     std::unordered_map<size_t, std::vector<cached_block>> cache;
     std::vector<cudaEvent_t> spare_events; // the cache's bytes are be->cached
+    std::mutex streams_lock;
+    std::vector<cudaStream_t> streams; // every stream of the backend (cuda_stream_new)
     std::mutex handles_lock;
     std::mutex cublas_lock; // held from saga_cuda_cublas_acquire to saga_cuda_cublas_release
     cublasHandle_t cublas = nullptr;
@@ -143,6 +151,21 @@ void release_cache(saga_backend *be, cuda_ctx *c, size_t keep) {
 
 // ---- memory -----------------------------------------------------------------------------------
 
+// Orders every stream of the backend after freed (see cached_block), on the device.
+static cudaError_t order_after_free(saga_backend *be, cuda_ctx *c, cudaEvent_t freed) {
+    cudaError_t q = cudaEventQuery(freed);
+    if (q != cudaErrorNotReady)
+        return q;       // reached (cudaSuccess), or an error to report
+    cudaGetLastError(); // not ready is no error
+    const saga_cuda_stream *ds = static_cast<saga_cuda_stream *>(be->default_stream.impl);
+    std::lock_guard<std::mutex> guard(c->streams_lock);
+    for (cudaStream_t s : c->streams)
+        if (!ds || s != ds->stream)
+            if ((q = cudaStreamWaitEvent(s, freed, 0)) != cudaSuccess)
+                return q;
+    return cudaSuccess;
+}
+
 static saga_status cuda_alloc(saga_backend *be, void **out, size_t bytes) {
     cuda_ctx *c = ctx_of(be);
     const size_t cls = size_class(bytes);
@@ -157,15 +180,16 @@ static saga_status cuda_alloc(saga_backend *be, void **out, size_t bytes) {
         cached_block b = list.front();
         list.erase(list.begin());
         be->cached -= cls;
-        const cudaError_t q = cudaEventSynchronize(b.freed);
+        cudaError_t q = order_after_free(be, c, b.freed);
         try {
             c->spare_events.push_back(b.freed);
         } catch (const std::bad_alloc &) {
             cudaEventDestroy(b.freed);
         }
         if (q != cudaSuccess) {
+            cudaGetLastError();
             cudaFree(b.ptr);
-            return saga_cuda_error(q, "cudaEventSynchronize(freed)", __FILE__, __LINE__);
+            return saga_cuda_error(q, "cudaStreamWaitEvent(freed)", __FILE__, __LINE__);
         }
         *out = b.ptr;
         return SAGA_OK;
@@ -263,6 +287,17 @@ static saga_status cuda_stream_new(saga_backend *be, saga_stream *s) {
     if (st >= 0)
         st = saga_cuda_check(cudaStreamCreateWithFlags(&cs->stream, cudaStreamNonBlocking),
                              "cudaStreamCreateWithFlags", __FILE__, __LINE__);
+    if (st >= 0) {
+        cuda_ctx *c = ctx_of(be);
+        try {
+            std::lock_guard<std::mutex> guard(c->streams_lock);
+            c->streams.push_back(cs->stream);
+        } catch (const std::bad_alloc &) {
+            cudaStreamDestroy(cs->stream);
+            st = saga_cuda_host->error(SAGA_ERR_OUT_OF_MEMORY, "%s: out of memory for a stream",
+                                       be->name);
+        }
+    }
     if (st < 0) {
         delete cs;
         return st;
@@ -296,6 +331,11 @@ static void cuda_stream_free(saga_stream *s) {
     cudaStreamSynchronize(cs->stream);
     // While the stream still exists: the cache orders a free on the default stream (maybe this).
     saga_cuda_host->unreserve(s->be, cs->d_scratch, cs->scratch_bytes);
+    if (cuda_ctx *c = ctx_of(s->be)) {
+        std::lock_guard<std::mutex> guard(c->streams_lock);
+        c->streams.erase(std::remove(c->streams.begin(), c->streams.end(), cs->stream),
+                         c->streams.end());
+    }
     cudaStreamDestroy(cs->stream);
     cudaFreeHost(cs->h_result);
     delete cs;

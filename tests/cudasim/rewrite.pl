@@ -18,6 +18,9 @@ my %mutants = (
     # the last lane of each warp leaves before the row's shuffles
     shfl_exited_lane => ['(__global__[^{]*softmax_rows_f32_kernel[^{]*\{)',
                          '$1 if ((threadIdx.x & 31) == 31) return;'],
+    # a cached block handed out again before its last user ran, with no stream told to wait
+    cache_reuse_unordered => ['cudaGetLastError\(\); // not ready is no error',
+                              'cudaGetLastError(); return cudaSuccess;'],
 );
 
 die "usage: rewrite.pl IN OUT [MUTANT]\n" unless @ARGV == 2 || @ARGV == 3;
