@@ -360,10 +360,16 @@ static saga_status evict(saga_sched *s, saga_blk *b, bool dead) {
     saga_status st = SAGA_OK;
     if (b->dev_valid && !b->host_valid && (next_use(b) != NO_USE || b->life == SAGA_BLK_STATE))
         SAGA_TRY(writeback(s, b));
-    /* the compute that used b last has been issued; on a device it may still run */
-    SAGA_TRY(saga_event_record(s->compute_ev, saga_backend_default_stream(s->be)));
-    SAGA_TRY(saga_event_synchronize(s->compute_ev));
-    SAGA_TRY(wait_copy(s, b));
+    /* The compute that used b last has been issued, and on a device it may still run, as may
+     * b's last copy. The backend hands b's memory out again only after the work queued on the
+     * default stream when it is freed (ordering the other streams after it on the device), so
+     * the default stream first waits for b's last copy: then neither is passed by b's next owner,
+     * and the host does not wait (on the CPU, whose default stream is synchronous, it does). */
+    if (b->copying) {
+        SAGA_TRY(compute_after_copy(s, b));
+        b->copying = false;
+        b->loading = false;
+    }
     release_dev(s, b);
     s->st.evictions += !dead;
 fail:
