@@ -6,7 +6,7 @@
 #include <errno.h>
 #include <math.h>
 #include <omp.h>
-#include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -331,16 +331,20 @@ static int gcn_main(int argc, char **argv) {
             go.explain = true;
             break;
         case OPT_PROFILE_EPOCHS: {
-            int a = 0, b = 0, used = 0;
-            int got = sscanf(arg, "%d%n:%d%n", &a, &used, &b, &used);
-            if (got == 1)
-                b = a;
-            if (got < 1 || (size_t)used != strlen(arg) || a < 1 || b < a)
-                bad = cli_usage(&c,
-                                "--profile-epochs takes A or A:B with 1 <= A <= B (epochs), got "
-                                "'%s'",
-                                arg);
-            go.profile_first = a, go.profile_last = b;
+            /* A or A:B, each an epoch, B from A on */
+            char first[24] = "";
+            const char *colon = strchr(arg, ':');
+            const size_t len = colon ? (size_t)(colon - arg) : strlen(arg);
+            int64_t a = 0, b = 0;
+            if (len < sizeof first)
+                memcpy(first, arg, len);
+            bad = len < sizeof first
+                      ? cli_int(&c, "--profile-epochs' first epoch", first, 1, INT32_MAX, &a)
+                      : cli_usage(&c, "--profile-epochs takes A or A:B, got '%s'", arg);
+            b = a;
+            if (!bad && colon)
+                bad = cli_int(&c, "--profile-epochs' last epoch", colon + 1, a, INT32_MAX, &b);
+            go.profile_first = (int)a, go.profile_last = (int)b;
             break;
         }
         case OPT_SAVED:

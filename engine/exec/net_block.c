@@ -452,11 +452,13 @@ fail:
     return st;
 }
 
-void net_rows_refill(nblock *b) {
-    if (!b->xrows_h)
-        return;
-    net_rows_pack(&b->xio, b->xrows_h);
-    saga_blk_host_changed(b->b_xrows);
+void net_block_input_changed(nblock *b, saga_blk *rows) {
+    if (b->xrows_h)
+        net_rows_pack(&b->xio, b->xrows_h);
+    saga_blk *x[] = {b->b_xoff, b->b_xidx, b->b_xval, rows};
+    for (size_t i = 0; i < sizeof x / sizeof x[0]; i++)
+        if (x[i])
+            saga_blk_host_changed(x[i]);
 }
 
 saga_status net_rows_input(saga_net *n, nblock *b, const int32_t *rows, int32_t P, int s) {

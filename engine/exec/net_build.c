@@ -1544,6 +1544,13 @@ fail:
     return st;
 }
 
+/* What block b's graph tiles for a program stage with edge-value key `key` move once: its
+ * offsets, sources and edge values. */
+static uint64_t tile_bytes(const nblock *b, int key) {
+    return saga_blk_bytes(b->b_off) + saga_blk_bytes(b->b_src) +
+           (b->b_vin[key] ? saga_blk_bytes(b->b_vin[key]) : 0);
+}
+
 /* The description, the statistics of the placement and the host-to-device floors. */
 static void prep_stats(saga_net *n, prep *p) {
     char mode[64];
@@ -1580,11 +1587,8 @@ static void prep_stats(saga_net *n, prep *p) {
             continue;
         int key = net_key_of(sg->p.edge_weight,
                              saga_prog_fused(&sg->p) && sg->p.gather == SAGA_GATHER_MEAN);
-        for (int32_t d = n->plan.d_lo; d < n->plan.d_hi; d++) {
-            const nblock *b = &n->plan.blk[d];
-            n->plan.floor_pass_bytes += saga_blk_bytes(b->b_off) + saga_blk_bytes(b->b_src) +
-                                        (b->b_vin[key] ? saga_blk_bytes(b->b_vin[key]) : 0);
-        }
+        for (int32_t d = n->plan.d_lo; d < n->plan.d_hi; d++)
+            n->plan.floor_pass_bytes += tile_bytes(&n->plan.blk[d], key);
     }
     n->plan.floor_train_bytes = 2 * n->plan.floor_pass_bytes;
     if (n->plan.lblk && n->plan.streamed) {
@@ -1596,14 +1600,9 @@ static void prep_stats(saga_net *n, prep *p) {
                 continue;
             const stage *sg = &n->stages[i ? n->plan.tail_s : n->n_stages - 1];
             int key = net_key_of(sg->p.edge_weight, sg->p.gather == SAGA_GATHER_MEAN);
-            for (int32_t d = n->plan.d_lo; d < n->plan.d_hi; d++) {
-                const nblock *b = &n->plan.blk[d];
-                n->plan.floor_train_bytes -=
-                    2 * (saga_blk_bytes(b->b_off) + saga_blk_bytes(b->b_src) +
-                         (b->b_vin[key] ? saga_blk_bytes(b->b_vin[key]) : 0));
-            }
-            n->plan.floor_train_bytes += saga_blk_bytes(rb->b_off) + saga_blk_bytes(rb->b_src) +
-                                         (rb->b_vin[key] ? saga_blk_bytes(rb->b_vin[key]) : 0);
+            for (int32_t d = n->plan.d_lo; d < n->plan.d_hi; d++)
+                n->plan.floor_train_bytes -= 2 * tile_bytes(&n->plan.blk[d], key);
+            n->plan.floor_train_bytes += tile_bytes(rb, key);
         }
         /* with the head, the input of its rows crosses instead of every row's */
         for (int32_t d = n->plan.d_lo; d < n->plan.d_hi && n->plan.hblk; d++) {

@@ -268,21 +268,12 @@ void net_chain_input_changed(saga_net *n, net_chain *ch) {
         return; /* none, or a later stage's rows: reloaded by every pass */
     if (n->sparse && b->x_own)
         net_sparse_fill_block(n, b);
-    net_rows_refill(b);
-    saga_blk *x[] = {b->b_xoff, b->b_xidx, b->b_xval, b->b_xrows};
-    for (size_t i = 0; i < sizeof x / sizeof x[0]; i++)
-        if (x[i])
-            saga_blk_host_changed(x[i]);
+    net_block_input_changed(b, b->b_xrows);
 }
 
 int32_t net_chain_rows(const saga_net *n, const net_chain *ch, int s) {
     const nblock *b = ch->blk[s];
     return b ? b->v1 - b->v0 : n->n;
-}
-
-static int cmp_i32(const void *a, const void *b) {
-    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
-    return (x > y) - (x < y);
 }
 
 /* Whether prepared net n runs a pass (training or not) on a chain: in memory on one rank, or
@@ -318,7 +309,7 @@ saga_status net_chain_for(saga_net *n, bool train, const int32_t *want, int32_t 
                                       "a chain's rows"));
             for (int32_t i = 0; i < n->n_loss_rows; i++)
                 rows[i] = n->plan.part->inverse[n->loss_rows[i]];
-            qsort(rows, (size_t)n->n_loss_rows, sizeof *rows, cmp_i32);
+            qsort(rows, (size_t)n->n_loss_rows, sizeof *rows, net_cmp_i32);
         }
         SAGA_TRY(train ? net_chain_build(n, ch, rows ? rows : n->loss_rows, n->n_loss_rows, room,
                                          n->plan.streamed, true)

@@ -102,7 +102,7 @@ typedef struct nblock {
     /* input rows picked by row (a head block, net_plan's hblk, or a chain's): their ids
      * in the net's order (not owned), and their dense rows in b_xrows: a later stage's packed
      * from the host rows (xio) at each load, the net's input packed once into xrows_h (pinned,
-     * xrows_bytes; net_rows_refill packs it again when the input changes) */
+     * xrows_bytes; net_block_input_changed packs it again when the input changes) */
     const int32_t *rows;
     rows_io xio;
     saga_blk *b_xrows;
@@ -290,6 +290,12 @@ struct saga_net {
     char desc[128];
 };
 
+/* qsort's and bsearch's order of int32_t ids. */
+static inline int net_cmp_i32(const void *a, const void *b) {
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
 /* ---- net_block.c -------------------------------------------------------------------------- */
 
 /* An array of count entries of size bytes from the backend's host allocator (pinned on CUDA):
@@ -340,8 +346,9 @@ saga_status net_rows_ids(saga_net *n, nblock *b, const int32_t *rows, int32_t P)
  * (b_xrows). */
 saga_status net_rows_input(saga_net *n, nblock *b, const int32_t *rows, int32_t P, int s);
 /* The input changed: block b's packed copy of the net's input rows (if it has one) packed again,
- * and its device copy reloaded at its next use. */
-void net_rows_refill(nblock *b);
+ * and its device copies of the sparse input and of rows (its input rows' block, or NULL) reloaded
+ * at their next use. */
+void net_block_input_changed(nblock *b, saga_blk *rows);
 /* Frees block b's arrays (not its scheduler blocks, which go with the scheduler). */
 void net_block_free(saga_net *n, nblock *b);
 

@@ -875,14 +875,6 @@ fail:
     return st;
 }
 
-/* Block b's input blocks (the CSR's three, or the dense rows) hold new host content. */
-static void input_changed(const nblock *b, saga_blk *rows) {
-    saga_blk *x[] = {b->b_xoff, b->b_xidx, b->b_xval, rows};
-    for (size_t i = 0; i < sizeof x / sizeof x[0]; i++)
-        if (x[i])
-            saga_blk_host_changed(x[i]);
-}
-
 /* A call: invalidations, the plan, its steps, statistics. Training in memory runs on the loss
  * rows' chain; an inference of chosen rows on theirs (ch, from net_chain_for), their outputs
  * into out; any other pass by parts over every row. */
@@ -917,13 +909,11 @@ static saga_status run(saga_net *n, bool train, net_chain *ch, double *loss_out,
         net_sparse_fill(n);
     for (int32_t d = n->plan.d_lo; d < n->plan.d_hi; d++) {
         if (n->x_changed) {
-            input_changed(&n->plan.blk[d], n->sparse ? NULL : n->act[0][d]);
+            net_block_input_changed(&n->plan.blk[d], n->sparse ? NULL : n->act[0][d]);
             if (n->halo[0][d] && !n->sparse)
                 saga_blk_host_changed(n->halo[0][d]);
-            if (n->plan.hblk) {
-                net_rows_refill(&n->plan.hblk[d]);
-                input_changed(&n->plan.hblk[d], n->plan.hblk[d].b_xrows);
-            }
+            if (n->plan.hblk)
+                net_block_input_changed(&n->plan.hblk[d], n->plan.hblk[d].b_xrows);
         }
         for (int s = 1; s <= S; s++) {
             if (n->plan.k > 1 && n->halo[s][d] && !resident(n, s))
@@ -977,8 +967,9 @@ static saga_status run(saga_net *n, bool train, net_chain *ch, double *loss_out,
             rows_done(n, sd[t].s, b->v1 - b->v0);
         } else if (sd[t].ph == PH_LOSS_ROWS) {
             rows_done(n, S - 1, n->plan.lblk->v1);
-            for (int s = n->plan.tblk ? n->plan.tail_s : S - 1; s < S - 1; s++)
-                rows_done(n, s, n->plan.tblk->v1);
+            if (n->plan.tblk) /* the tail's stages, on its rows */
+                for (int s = n->plan.tail_s; s < S - 1; s++)
+                    rows_done(n, s, n->plan.tblk->v1);
         }
         if (sd[t].ph == PH_FWD)
             SAGA_TRY(run_fwd(n, sd[t].s, sd[t].d, train, sd[t].first));
@@ -1051,11 +1042,6 @@ fail:
     return st;
 }
 
-static int cmp_i32(const void *a, const void *b) {
-    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
-    return (x > y) - (x < y);
-}
-
 saga_status saga_net_forward_rows(saga_net *n, const int32_t *vertices, int64_t count, float *out) {
     saga_status st = SAGA_OK;
     int32_t *want = NULL;
@@ -1076,7 +1062,7 @@ saga_status saga_net_forward_rows(saga_net *n, const int32_t *vertices, int64_t 
                               "saga_net_forward_rows"));
     for (int64_t i = 0; i < count; i++)
         want[i] = inv ? inv[vertices[i]] : vertices[i];
-    qsort(want, (size_t)count, sizeof *want, cmp_i32);
+    qsort(want, (size_t)count, sizeof *want, net_cmp_i32);
     int32_t R = 0;
     for (int64_t i = 0; i < count; i++)
         if (R == 0 || want[i] != want[R - 1])
@@ -1097,7 +1083,7 @@ saga_status saga_net_forward_rows(saga_net *n, const int32_t *vertices, int64_t 
     SAGA_TRY(run(n, false, ch, NULL, y));
     for (int64_t i = 0; i < count; i++) {
         const int32_t r = inv ? inv[vertices[i]] : vertices[i];
-        const int32_t *at = bsearch(&r, want, (size_t)R, sizeof *want, cmp_i32);
+        const int32_t *at = bsearch(&r, want, (size_t)R, sizeof *want, net_cmp_i32);
         memcpy(out + i * C, y + (at - want) * C, (size_t)C * sizeof(float));
     }
 fail:

@@ -70,15 +70,14 @@ saga_status saga_cusparse_error(cusparseStatus_t err, const char *what, const ch
 
 namespace {
 
+// A freed block kept for reuse. It is handed out again without the host waiting: where its free
+// has not yet been reached, every other stream of the backend waits for it on the device (the
+// default stream is ordered after it already, order_after_free), so no later work on any of them
+// touches the block before its last users are done.
 struct cached_block {
     void *ptr;
     cudaEvent_t freed; // recorded on the default stream when the block was freed
 };
-
-// A cached block is reused without the host waiting: where its free has not yet been reached,
-// every other stream of the backend waits for it on the device (the default stream is ordered
-// after it already), so no later work on any of them touches the block before its last users
-// are done.
 
 struct cuda_ctx {
     int device = 0;

@@ -175,13 +175,15 @@ struct global_state {
     std::vector<device_state> devices;
     std::map<uintptr_t, allocation> allocations;
     std::atomic<uint64_t> launches{0};
-    // the counts of the open window (cudaProfilerStart .. cudaProfilerStop), under count_lock
+    // the open window (cudaProfilerStart .. cudaProfilerStop) and its counts, under count_lock
     std::mutex count_lock;
     bool window = false;
     int windows = 0;
-    std::map<std::string, uint64_t> calls; // the program's own calls, per API entry
-    uint64_t kernels = 0, library_ops = 0, sync_copies = 0;
-    uint64_t bytes[4] = {}; // copied host->host, host->device, device->host, device->device
+    struct counts {
+        std::map<std::string, uint64_t> calls; // the program's own calls, per API entry
+        uint64_t kernels = 0, library_ops = 0, sync_copies = 0;
+        uint64_t bytes[4] = {}; // copied host->host, host->device, device->host, device->device
+    } w;
 };
 
 global_state *g = nullptr;
@@ -196,14 +198,14 @@ const char *const host_waits[] = {"cudaDeviceSynchronize",
                                   "cudaMemset",
                                   "cudaFree"};
 
-// Appends the open window's counts to f as one JSON line, and closes the window. Caller holds
-// g->count_lock.
+// Appends the open window's counts to f as one JSON line. Caller holds g->count_lock.
 void write_window(FILE *f) {
-    auto calls = [](const char *name) {
-        auto it = g->calls.find(name);
-        return it == g->calls.end() ? (uint64_t)0 : it->second;
+    const global_state::counts &w = g->w;
+    auto calls = [&w](const char *name) {
+        auto it = w.calls.find(name);
+        return it == w.calls.end() ? (uint64_t)0 : it->second;
     };
-    uint64_t waits = g->sync_copies;
+    uint64_t waits = w.sync_copies;
     for (const char *name : host_waits)
         waits += calls(name);
     fprintf(f,
@@ -214,17 +216,16 @@ void write_window(FILE *f) {
             g->windows, (unsigned long long)waits, (unsigned long long)calls("cudaLaunchHostFunc"),
             (unsigned long long)calls("cudaMalloc"), (unsigned long long)calls("cudaFree"),
             (unsigned long long)calls("cudaHostAlloc"), (unsigned long long)calls("cudaFreeHost"),
-            (unsigned long long)g->kernels, (unsigned long long)g->library_ops,
-            (unsigned long long)g->bytes[1], (unsigned long long)g->bytes[2],
-            (unsigned long long)g->bytes[3], (unsigned long long)g->bytes[0]);
+            (unsigned long long)w.kernels, (unsigned long long)w.library_ops,
+            (unsigned long long)w.bytes[1], (unsigned long long)w.bytes[2],
+            (unsigned long long)w.bytes[3], (unsigned long long)w.bytes[0]);
     bool first = true;
-    for (const auto &c : g->calls) {
+    for (const auto &c : w.calls) {
         fprintf(f, "%s\"%s\":%llu", first ? "" : ",", c.first.c_str(),
                 (unsigned long long)c.second);
         first = false;
     }
     fprintf(f, "}}\n");
-    g->window = false;
 }
 
 void write_stats() {
@@ -903,7 +904,7 @@ void submit(const char *name, site at, dim3 grid, dim3 block, size_t shmem, cuda
     job->block = block;
     job->body = std::move(body);
     uint64_t seed = g->cfg.seed ^ (g->launches.fetch_add(1) * 0x9e3779b97f4a7c15ull);
-    count(g->kernels);
+    count(g->w.kernels);
     job->seed = splitmix64(&seed);
     s->push([job] { run_kernel(*job); });
 }
@@ -946,7 +947,7 @@ void api_entry(const char *func) {
         return;
     std::lock_guard<std::mutex> guard(g->count_lock);
     if (g->window)
-        g->calls[func]++;
+        g->w.calls[func]++;
 }
 
 api_scope::api_scope(const char *func) {
@@ -962,7 +963,7 @@ cudaError_t enqueue(cudaStream_t stream, std::function<void()> fn) {
     state();
     if (current_device >= g->cfg.devices)
         return cudaErrorNoDevice;
-    count(g->library_ops);
+    count(g->w.library_ops);
     resolve(stream)->push(std::move(fn));
     return cudaSuccess;
 }
@@ -1246,9 +1247,10 @@ cudaError_t cudaFreeHost(void *ptr) {
 }
 
 // Checks a copy's pointers against its kind; *pageable says which host side, if any, is
-// pageable memory.
+// pageable memory, and *dir which way it copies (0 host->host, 1 host->device, 2 device->host, 3
+// device->device).
 static cudaError_t check_copy(void *dst, const void *src, size_t bytes, cudaMemcpyKind kind,
-                              bool *pageable_src, bool *pageable_dst) {
+                              bool *pageable_src, bool *pageable_dst, int *dir) {
     const int d = classify(dst, bytes), s = classify(src, bytes);
     if (d == -3 || s == -3)
         fatal("cudaMemcpy of %zu bytes from %p to %p runs past the end of an allocation", bytes,
@@ -1278,6 +1280,7 @@ static cudaError_t check_copy(void *dst, const void *src, size_t bytes, cudaMemc
     }
     *pageable_src = s == -1;
     *pageable_dst = d == -1;
+    *dir = (s_dev ? 2 : 0) + (d_dev ? 1 : 0);
     return cudaSuccess;
 }
 
@@ -1289,16 +1292,16 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, cudaMemcpy
     if (!dst || !src)
         return fail(cudaErrorInvalidValue);
     bool pg_src = false, pg_dst = false;
-    if (cudaError_t e = check_copy(dst, src, bytes, kind, &pg_src, &pg_dst))
+    int dir = 0;
+    if (cudaError_t e = check_copy(dst, src, bytes, kind, &pg_src, &pg_dst, &dir))
         return fail(e);
     if (cudaError_t e = check_current_device())
         return e;
-    count(g->bytes[(classify(src, bytes) >= 0 ? 2 : 0) + (classify(dst, bytes) >= 0 ? 1 : 0)],
-          bytes);
+    count(g->w.bytes[dir], bytes);
     stream_impl *s = resolve(stream);
     if (pg_dst) {
         if (api_depth == 1) // the program's own call (cudaMemcpy counts as a call of its own)
-            count(g->sync_copies);
+            count(g->w.sync_copies);
         // Into pageable memory the copy is synchronous: it returns once the data is there.
         const uint64_t t = s->push([=] { memcpy(dst, src, bytes); });
         s->wait_for(t);
@@ -1557,10 +1560,7 @@ cudaError_t cudaProfilerStart(void) {
         return cudaSuccess;
     g->window = true;
     g->windows++;
-    g->calls.clear();
-    g->kernels = g->library_ops = g->sync_copies = 0;
-    for (uint64_t &b : g->bytes)
-        b = 0;
+    g->w = {};
     return cudaSuccess;
 }
 
@@ -1569,17 +1569,11 @@ cudaError_t cudaProfilerStop(void) {
     std::lock_guard<std::mutex> guard(g->count_lock);
     if (!g->window)
         return cudaSuccess;
-    g->calls.erase("cudaProfilerStop");
-    if (g->cfg.stats.empty()) {
-        g->window = false;
-        return cudaSuccess;
+    g->w.calls.erase("cudaProfilerStop");
+    if (FILE *f = g->cfg.stats.empty() ? nullptr : fopen(g->cfg.stats.c_str(), "a")) {
+        write_window(f);
+        fclose(f);
     }
-    FILE *f = fopen(g->cfg.stats.c_str(), "a");
-    if (!f) {
-        g->window = false;
-        return cudaSuccess;
-    }
-    write_window(f);
-    fclose(f);
+    g->window = false;
     return cudaSuccess;
 }
