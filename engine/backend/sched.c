@@ -4,11 +4,13 @@
 
 #include "saga_log.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
 enum {
-    N_SLOTS = 4, /* staging buffers in flight: two loads ahead, two write-backs behind */
+    N_SLOTS = 4,     /* staging buffers in flight: two loads ahead, two write-backs behind */
+    N_TICKETS = 256, /* host functions queued on the copy stream and not yet run */
 };
 
 #define NO_USE INT32_MAX
@@ -58,14 +60,24 @@ typedef struct trace_rec {
     saga_event *ev[2]; /* start, end (NULL until recorded) */
 } trace_rec;
 
-/* A staging buffer with the closure of the host function that fills or drains it. */
+/* A staging buffer. Its uses are all queued on the copy stream, in order, so a use never passes
+ * the one before: the host waits for its last copy only before it replaces the buffer. */
 typedef struct slot {
     void *buf;
     size_t cap;
     saga_event *ev; /* the copy that last used buf */
     bool busy;
-    saga_blk *b;
 } slot;
+
+/* The closure of one host function that fills or drains a staging buffer: a ring of them, so that
+ * a queued function keeps its own block and buffer while the host goes on issuing. run is set by
+ * the function when it has run; an entry is taken again only after that (the host waits for the
+ * copy stream only if the ring has gone round while the functions lag behind). */
+typedef struct ticket {
+    saga_blk *b;
+    void *buf;
+    atomic_bool run;
+} ticket;
 
 struct saga_sched {
     saga_backend *be;
@@ -84,6 +96,8 @@ struct saga_sched {
     int running; /* the step between begin and end, or -1 */
     slot slots[N_SLOTS];
     int next_slot;
+    ticket tickets[N_TICKETS];
+    int next_ticket;
     saga_sched_stats st;
     FILE *trace;                        /* NULL: no trace, and nothing below is touched */
     trace_rec *trace_head, *trace_tail; /* recorded or in flight, in issue order */
@@ -139,13 +153,15 @@ static void release_dev(saga_sched *s, saga_blk *b) {
 }
 
 static void pack_tramp(void *arg) {
-    slot *sl = arg;
-    sl->b->pack(sl->b->user, sl->buf);
+    ticket *t = arg;
+    t->b->pack(t->b->user, t->buf);
+    atomic_store_explicit(&t->run, true, memory_order_release);
 }
 
 static void unpack_tramp(void *arg) {
-    slot *sl = arg;
-    sl->b->unpack(sl->b->user, sl->buf);
+    ticket *t = arg;
+    t->b->unpack(t->b->user, t->buf);
+    atomic_store_explicit(&t->run, true, memory_order_release);
 }
 
 /* A traced interval of work about to be queued on stream (its start event recorded at once, in
@@ -273,12 +289,21 @@ static void timed_collect(saga_sched *s) {
     s->n_tev = 0;
 }
 
-/* A staging buffer of at least bytes whose last copy has completed. */
-static saga_status get_slot(saga_sched *s, size_t bytes, slot **out) {
+/* The next staging buffer, of at least bytes, with a closure for the host function that fills or
+ * drains it for b. The caller queues the function and the copy on the copy stream, after the
+ * buffer's earlier uses, and records sl->ev after them. */
+static saga_status get_slot(saga_sched *s, size_t bytes, saga_blk *b, slot **out, ticket **tk) {
     saga_status st = SAGA_OK;
     slot *sl = &s->slots[s->next_slot];
     s->next_slot = (s->next_slot + 1) % N_SLOTS;
-    if (sl->busy) {
+    ticket *t = &s->tickets[s->next_ticket];
+    s->next_ticket = (s->next_ticket + 1) % N_TICKETS;
+    if (!atomic_load_explicit(&t->run, memory_order_acquire)) {
+        double t0 = saga_now();
+        SAGA_TRY(saga_stream_synchronize(s->copy));
+        s->st.wait_seconds += saga_now() - t0;
+    }
+    if (sl->cap < bytes && sl->busy) { /* the old buffer goes: its copies must be done */
         double t0 = saga_now();
         SAGA_TRY(saga_event_synchronize(sl->ev));
         s->st.wait_seconds += saga_now() - t0;
@@ -292,7 +317,11 @@ static saga_status get_slot(saga_sched *s, size_t bytes, slot **out) {
         SAGA_TRY(saga_backend_host_alloc(s->be, &sl->buf, cap));
         sl->cap = cap;
     }
+    t->b = b;
+    t->buf = sl->buf;
+    atomic_store_explicit(&t->run, false, memory_order_relaxed);
     *out = sl;
+    *tk = t;
 fail:
     return st;
 }
@@ -333,12 +362,12 @@ static saga_status writeback(saga_sched *s, saga_blk *b) {
         SAGA_CHECK(b->unpack, SAGA_ERR_INTERNAL,
                    "block scheduler: a %s block has no host copy to write back to", b->kind);
         slot *sl = NULL;
-        SAGA_TRY(get_slot(s, b->bytes, &sl));
-        sl->b = b;
+        ticket *tk = NULL;
+        SAGA_TRY(get_slot(s, b->bytes, b, &sl, &tk));
         SAGA_TRY(saga_memcpy_d2h_async(s->copy, sl->buf, b->dev, b->bytes));
         SAGA_TRY(timed_end(s, s->copy, tp)); /* the copy, not the host's unpacking */
         tp = -1;
-        SAGA_TRY(saga_stream_launch_host_fn(s->copy, unpack_tramp, sl));
+        SAGA_TRY(saga_stream_launch_host_fn(s->copy, unpack_tramp, tk));
         SAGA_TRY(saga_event_record(sl->ev, s->copy));
         sl->busy = true;
     }
@@ -456,9 +485,9 @@ static saga_status issue_load(saga_sched *s, saga_blk *b, int t) {
         SAGA_CHECK(b->pack, SAGA_ERR_INTERNAL, "block scheduler: a %s block has no host content",
                    b->kind);
         slot *sl = NULL;
-        SAGA_TRY(get_slot(s, b->bytes, &sl));
-        sl->b = b;
-        SAGA_TRY(saga_stream_launch_host_fn(s->copy, pack_tramp, sl));
+        ticket *tk = NULL;
+        SAGA_TRY(get_slot(s, b->bytes, b, &sl, &tk));
+        SAGA_TRY(saga_stream_launch_host_fn(s->copy, pack_tramp, tk));
         SAGA_TRY(timed_begin(s, s->copy, TIMED_H2D, &tp)); /* the copy, not the packing */
         SAGA_TRY(saga_memcpy_h2d_async(s->copy, b->dev, sl->buf, b->bytes));
         SAGA_TRY(saga_event_record(sl->ev, s->copy));
@@ -524,6 +553,8 @@ saga_status saga_sched_new(saga_sched **out, saga_backend *be, size_t cap, void 
     s->timed = saga_backend_get_kind(be) == SAGA_BACKEND_CUDA;
     for (int i = 0; i < N_SLOTS; i++)
         SAGA_TRY(saga_event_new(&s->slots[i].ev, be));
+    for (int i = 0; i < N_TICKETS; i++)
+        atomic_init(&s->tickets[i].run, true);
     *out = s;
     return SAGA_OK;
 fail:
@@ -756,10 +787,11 @@ saga_status saga_sched_begin(saga_sched *s, int t) {
         if ((u->mode & SAGA_USE_READ) && !b->dev_valid)
             SAGA_TRY(issue_load(s, b, t));
     }
-    /* the loads of this step were issued before the next step's: wait for them in order. A
-     * block the step writes may still be read by a write-back an earlier step asked for (a ring
-     * slot whose host copy the next stage reads): the compute waits for that copy, so the host
-     * copy gets the old content whole while other copies keep overlapping */
+    /* the step's compute waits on the device for its blocks' loads (issued before the next
+     * step's), never the host. A block the step writes may still be read by a write-back an
+     * earlier step asked for (a ring slot whose host copy the next stage reads): the compute
+     * waits for that copy too, so the host copy gets the old content whole while other copies
+     * keep overlapping. Either way the block's copies are then behind the default stream */
     bool waits = false;
     for (int i = 0; i < sp->n && !waits; i++) {
         const use *u = &s->uses[sp->first + i];
@@ -771,10 +803,10 @@ saga_status saga_sched_begin(saga_sched *s, int t) {
     for (int i = 0; i < sp->n; i++) {
         use *u = &s->uses[sp->first + i];
         saga_blk *b = u->b;
-        if (b->loading)
-            SAGA_TRY(wait_copy(s, b));
-        else if ((u->mode & SAGA_USE_WRITE) && b->copying)
+        if (b->loading || ((u->mode & SAGA_USE_WRITE) && b->copying)) {
             SAGA_TRY(compute_after_copy(s, b));
+            b->copying = b->loading = false;
+        }
     }
     SAGA_TRY(timed_end(s, saga_backend_default_stream(s->be), tp));
     if (t + 1 < s->n_steps && !s->steps[t + 1].barrier)
