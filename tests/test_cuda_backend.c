@@ -369,12 +369,6 @@ static void gemm_exact(saga_backend *be, int64_t M, int64_t N, int64_t K) {
     free(c);
 }
 
-/* The budget covers all that cudaMalloc gives the backend: each allocation at its size class,
- * the cache of freed blocks, and the streams' scratch (reduction partials, the cuBLAS
- * workspace). Under a 3 MiB budget, a workload of odd sizes, a reduction and a product never
- * held more than the budget (held_peak_bytes); the cuBLAS workspace cuBLAS recommends (4 or
- * 32 MiB) has no room there, and the product runs within what the budget leaves. Without a
- * budget, the product's stream reserves the recommended workspace. */
 /* A gate a host function on a stream waits at until a helper thread opens it. */
 typedef struct gate {
     pthread_mutex_t m;
@@ -401,15 +395,17 @@ static void *gate_open_later(void *arg) {
     return NULL;
 }
 
-/* A block freed while its last user on the default stream has not run yet comes back from the
- * cache for a request of its size, and work another stream issues on it then runs after that
- * user: the default stream is held at a gate (a host function) in front of a copy that reads the
- * block; the block is freed, allocated again and overwritten from the other stream; the gate
- * opens 200 ms later. The copy must have read the old contents. */
-static void test_cuda_backend_cache_reuse_waits_on_device(void **state) {
-    (void)state;
+/* A block freed while its last user on the default stream has not run yet comes back for a
+ * request of its size, and work another stream issues on it then runs after that user: the
+ * default stream is held at a gate (a host function) in front of a copy that reads the block;
+ * the block is freed, allocated again and overwritten from the other stream; the gate opens
+ * 200 ms later. The copy must have read the old contents. With no budget (budget_mib 0) the block
+ * comes back from the cache by class; under one, from the arena. */
+static void reuse_waits_on_device(size_t budget_mib) {
     saga_backend *be = NULL;
-    assert_int_equal(saga_backend_cuda_new(&be, 0, NULL), SAGA_OK);
+    saga_backend_params p = saga_backend_params_defaults();
+    p.budget_bytes = budget_mib << 20;
+    assert_int_equal(saga_backend_cuda_new(&be, 0, &p), SAGA_OK);
     enum { N = 4096 };
     const size_t bytes = N * sizeof(float);
     saga_stream *s0 = saga_backend_default_stream(be), *s1 = NULL;
@@ -435,7 +431,7 @@ static void test_cuda_backend_cache_reuse_waits_on_device(void **state) {
     assert_int_equal(pthread_create(&helper, NULL, gate_open_later, &g), 0);
     float *again = NULL;
     assert_int_equal(saga_backend_alloc(be, (void **)&again, bytes), SAGA_OK);
-    assert_ptr_equal(again, blk); /* the cached block */
+    assert_ptr_equal(again, blk); /* the freed block */
     assert_int_equal(saga_memcpy_h2d_async(s1, again, new_h, bytes), SAGA_OK);
     assert_int_equal(saga_stream_synchronize(s1), SAGA_OK);
     assert_int_equal(saga_backend_synchronize(be), SAGA_OK);
@@ -458,6 +454,62 @@ static void test_cuda_backend_cache_reuse_waits_on_device(void **state) {
     saga_backend_free_all(&be);
 }
 
+static void test_cuda_backend_cache_reuse_waits_on_device(void **state) {
+    (void)state;
+    reuse_waits_on_device(0);
+}
+
+static void test_cuda_backend_arena_reuse_waits_on_device(void **state) {
+    (void)state;
+    reuse_waits_on_device(8);
+}
+
+/* Under a budget, ranges of the arena: large requests from the bottom up, freed ones merged with
+ * their free neighbours. Four 2 MiB blocks fill an 8 MiB arena; with the first and third freed,
+ * 4 MiB are free in two pieces and a 3 MiB block, within the budget as counted, has no range
+ * (SAGA_ERR_BUDGET, saying so); once the second is freed the three make one range, where it is
+ * placed at the bottom. */
+static void test_cuda_backend_arena_ranges_merge(void **state) {
+    (void)state;
+    const size_t MiB = (size_t)1 << 20;
+    saga_backend_params p = saga_backend_params_defaults();
+    saga_backend *be = NULL;
+    saga_backend_stats st;
+    p.budget_bytes = 8 * MiB;
+    assert_int_equal(saga_backend_cuda_new(&be, 0, &p), SAGA_OK);
+    saga_backend_get_stats(be, &st);
+    saga_backend_free_all(&be);
+    p.budget_bytes = 8 * MiB + st.reserved_bytes; /* the default stream's scratch beside them */
+    assert_int_equal(saga_backend_cuda_new(&be, 0, &p), SAGA_OK);
+    char *blk[4];
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(saga_backend_alloc(be, (void **)&blk[i], 2 * MiB), SAGA_OK);
+    for (int i = 1; i < 4; i++)
+        assert_ptr_equal(blk[i], blk[0] + (size_t)i * 2 * MiB);
+    saga_backend_free(be, blk[0], 2 * MiB);
+    saga_backend_free(be, blk[2], 2 * MiB);
+    char *big = NULL;
+    assert_int_equal(saga_backend_alloc(be, (void **)&big, 3 * MiB), SAGA_ERR_BUDGET);
+    saga_test_assert_error_contains("no free range of 3145728 bytes",
+                                    "(4194304 bytes free in 2 ranges, the largest 2097152)", NULL);
+    saga_backend_free(be, blk[1], 2 * MiB);
+    assert_int_equal(saga_backend_alloc(be, (void **)&big, 3 * MiB), SAGA_OK);
+    assert_ptr_equal(big, blk[0]);
+    saga_backend_get_stats(be, &st);
+    assert_int_equal(st.in_use_bytes, 5 * MiB);
+    assert_int_equal(st.in_use_bytes + st.reserved_bytes + st.cached_bytes, p.budget_bytes);
+    saga_backend_free(be, big, 3 * MiB);
+    saga_backend_free(be, blk[3], 2 * MiB);
+    assert_int_equal(saga_backend_synchronize(be), SAGA_OK);
+    saga_backend_free_all(&be);
+}
+
+/* The budget covers all that cudaMalloc gives the backend: each allocation at its size class,
+ * the arena's free bytes, and the streams' scratch (reduction partials, the cuBLAS workspace).
+ * Under a 3 MiB budget, a workload of odd sizes, a reduction and a product never held more than
+ * the budget (held_peak_bytes); the cuBLAS workspace cuBLAS recommends (4 or 32 MiB) has no room
+ * there, and the product runs within what the budget leaves. Without a budget, the product's
+ * stream reserves the recommended workspace. */
 static void test_cuda_backend_budget_covers_cache_and_scratch(void **state) {
     (void)state;
     const size_t MiB = (size_t)1 << 20;
@@ -476,25 +528,27 @@ static void test_cuda_backend_budget_covers_cache_and_scratch(void **state) {
     assert_int_equal(saga_backend_cuda_new(&be, 0, &p), SAGA_OK);
     saga_stream *s = saga_backend_default_stream(be);
 
-    /* charged at the size class: 2.5 MiB + 1 byte takes 3 MiB */
+    /* charged at the size class: 2.5 MiB + 1 byte takes 3 MiB. The backend holds the budget as
+     * one arena: what is neither in use nor reserved is its free bytes (cached) */
     void *a = NULL, *b = NULL, *c = NULL;
     assert_int_equal(saga_backend_alloc(be, &a, 5 * MiB / 2 + 1), SAGA_OK);
     saga_backend_get_stats(be, &st);
     assert_int_equal(st.in_use_bytes, 3 * MiB);
+    assert_int_equal(st.in_use_bytes + st.reserved_bytes + st.cached_bytes, budget);
     saga_backend_free(be, a, 5 * MiB / 2 + 1);
     saga_backend_get_stats(be, &st);
     assert_int_equal(st.in_use_bytes, 0);
     assert_int_equal(st.cached_bytes, 3 * MiB);
-    /* a block of another class: the cached 3 MiB go back to the device to make room */
+    /* a block of another class takes its room from the arena */
     assert_int_equal(saga_backend_alloc(be, &b, 1000), SAGA_OK);
     saga_backend_get_stats(be, &st);
     assert_int_equal(st.in_use_bytes, 1024);
-    assert_int_equal(st.cached_bytes, 0);
+    assert_int_equal(st.cached_bytes, 3 * MiB - 1024);
     /* 2.5 MiB + 1001 bytes requested would fit; as allocated they do not */
     assert_int_equal(saga_backend_alloc(be, &a, 5 * MiB / 2 + 1), SAGA_ERR_BUDGET);
     saga_test_assert_error_contains("(3.00 MiB as allocated) with 1.00 KiB in use", NULL);
 
-    /* odd sizes through the cache, each freed block cached until another class needs room */
+    /* odd sizes through the arena, each freed range merged back with its neighbours */
     static const size_t odd[] = {MiB + 17,       700 * 1024 + 3,   2 * MiB - 5,
                                  300 * 1024 + 1, MiB + 300 * 1024, 700 * 1024 + 100};
     for (size_t k = 0; k < sizeof odd / sizeof *odd; k++) {
@@ -527,7 +581,7 @@ static void test_cuda_backend_budget_covers_cache_and_scratch(void **state) {
     assert_int_equal(st.in_use_bytes, 0);
     assert_true(st.peak_bytes <= budget);
     assert_true(st.held_peak_bytes <= budget);
-    assert_true(st.held_peak_bytes >= 3 * MiB); /* the first block was the whole budget */
+    assert_true(st.held_peak_bytes == budget); /* the arena */
     assert_true(st.reserved_bytes + st.cached_bytes <= budget);
     saga_backend_free_all(&be);
 
@@ -2412,6 +2466,8 @@ int main(void) {
         tracked_test(test_cuda_backend_pagerank_pull_matches_cpu),
         cmocka_unit_test(test_cuda_backend_budget_and_cache),
         cmocka_unit_test(test_cuda_backend_cache_reuse_waits_on_device),
+        cmocka_unit_test(test_cuda_backend_arena_reuse_waits_on_device),
+        cmocka_unit_test(test_cuda_backend_arena_ranges_merge),
         cmocka_unit_test(test_cuda_backend_budget_covers_cache_and_scratch),
         cmocka_unit_test(test_cuda_backend_full_budget_keeps_scratch),
         cmocka_unit_test(test_cuda_backend_tensors),

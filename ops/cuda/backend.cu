@@ -2,20 +2,29 @@
 // copies and the kernel table. libsaga loads it with dlopen (engine/backend/backend.c) and calls
 // saga_cuda_module_init; the module does not link libsaga.
 //
-// Memory: requests are rounded up to size classes, and freed blocks go back to a cache of free
-// lists by class. A free is ordered on the default stream: the block is handed out again only
-// after the default stream has passed the point of the free (an event recorded there). Work on
-// other streams that still uses the memory must be ordered before the free by the caller (an
-// event, or a synchronize). Cached blocks go back to the driver when the backend is destroyed,
-// when cudaMalloc fails (to retry), and when a new block would take what the device has given
-// the backend past its budget.
+// Memory: requests are rounded up to size classes. A free is ordered on the default stream: the
+// memory is handed out again only after the default stream has passed the point of the free (an
+// event recorded there), and the other streams wait for that point on the device. Work on other
+// streams that still uses the memory must be ordered before the free by the caller (an event, or
+// a synchronize).
+//
+// Under a budget the backend takes the whole budget from the device at its first allocation, as
+// one arena, and hands out ranges of it: best fit among the free ranges (kept by address, merged
+// with their neighbours when freed). An epoch then neither allocates nor frees device memory nor
+// waits for the device to do so, whatever the mix of sizes. Without a budget, or where the device
+// refuses the arena, freed blocks go back to a cache of free lists by class; they go back to the
+// driver when the backend is destroyed, when cudaMalloc fails (to retry), and when a new block
+// would take what the device has given the backend past its budget.
 //
 // The budget covers every byte this module takes with cudaMalloc (see saga_backend_iface): the
 // generic layer charges each allocation at its size class (alloc_size) and refuses one that would
 // not fit beside what is in use and reserved; the streams' scratch, which holds the cuBLAS and
-// cuSPARSE workspaces, is reserved through the generic layer (util.cu); and cuda_alloc trims the
-// cache (be->cached, kept here) before a cudaMalloc that would otherwise pass the budget. So
-// in_use + reserved + cached, all that cudaMalloc has given the module, stays within it.
+// cuSPARSE workspaces, is reserved through the generic layer (util.cu). The arena is the budget,
+// and its free bytes are be->cached; without one, cuda_alloc trims the cache (be->cached) before
+// a cudaMalloc that would otherwise pass the budget. So in_use + reserved + cached, all that
+// cudaMalloc has given the module, stays within it. A request the arena cannot place for want of
+// one free range large enough (its free bytes in pieces) fails as over budget: the callers give
+// back what they hold (contexts' caches, schedulers' blocks) and ask again.
 #include "common.cuh"
 
 #include <cuda_profiler_api.h>
@@ -26,6 +35,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <map>
 #include <mutex>
 #include <new>
 #include <stdio.h>
@@ -79,8 +89,21 @@ struct cached_block {
     cudaEvent_t freed; // recorded on the default stream when the block was freed
 };
 
+// A free range of the arena. freed: the latest free that made it (recorded on the default
+// stream, so that it is passed only after every earlier free there), or null once passed or never
+// used.
+struct arena_range {
+    size_t bytes;
+    cudaEvent_t freed;
+};
+
 struct cuda_ctx {
     int device = 0;
+    // under a budget: the arena and its free ranges by offset (see the top of the file)
+    char *arena = nullptr;
+    size_t arena_bytes = 0;
+    bool arena_tried = false;
+    std::map<size_t, arena_range> arena_free;
     // size class -> free blocks of exactly that size, oldest first
     std::unordered_map<size_t, std::vector<cached_block>> cache;
     std::vector<cudaEvent_t> spare_events; // the cache's bytes are be->cached
@@ -98,6 +121,15 @@ struct cuda_ctx {
 
 cuda_ctx *ctx_of(saga_backend *be) {
     return static_cast<cuda_ctx *>(be->ctx);
+}
+
+// Keeps ev for the next free to record (or destroys it when there is no room to).
+void spare_event(cuda_ctx *c, cudaEvent_t ev) {
+    try {
+        c->spare_events.push_back(ev);
+    } catch (const std::bad_alloc &) {
+        cudaEventDestroy(ev);
+    }
 }
 
 // Rounds a request up to its size class: 512-byte steps below 1 MiB, then four classes per power
@@ -134,11 +166,7 @@ void release_cache(saga_backend *be, cuda_ctx *c, size_t keep) {
         const cached_block b = big->second.back();
         big->second.pop_back();
         cudaFree(b.ptr);
-        try {
-            c->spare_events.push_back(b.freed);
-        } catch (const std::bad_alloc &) {
-            cudaEventDestroy(b.freed);
-        }
+        spare_event(c, b.freed);
         be->cached -= big->first;
         if (big->second.empty())
             c->cache.erase(big);
@@ -165,6 +193,140 @@ static cudaError_t order_after_free(saga_backend *be, cuda_ctx *c, cudaEvent_t f
     return cudaSuccess;
 }
 
+// Takes the budget from the device as the arena, once; without it (the device refuses) the
+// cache by class serves instead.
+static void arena_open(saga_backend *be, cuda_ctx *c) {
+    c->arena_tried = true;
+    const size_t bytes = be->params.budget_bytes / 512 * 512;
+    void *p = nullptr;
+    if (bytes == 0 || cudaMalloc(&p, bytes) != cudaSuccess) {
+        cudaGetLastError();
+        saga_cuda_host->log(SAGA_LOG_INFO,
+                            "%s: cannot take the %zu-byte budget as one arena; allocating block "
+                            "by block",
+                            be->name, bytes);
+        return;
+    }
+    try {
+        c->arena_free.emplace(0, arena_range{bytes, nullptr});
+    } catch (const std::bad_alloc &) {
+        cudaFree(p);
+        return;
+    }
+    c->arena = static_cast<char *>(p);
+    c->arena_bytes = bytes;
+    be->cached += bytes;
+}
+
+static bool in_arena(const cuda_ctx *c, const void *p) {
+    const char *q = static_cast<const char *>(p);
+    return c->arena && q >= c->arena && q < c->arena + c->arena_bytes;
+}
+
+// The event of two frees that made one range to keep: the later one, recorded after the other on
+// the default stream, is passed only after it; the other goes spare.
+static cudaEvent_t later_free(cuda_ctx *c, cudaEvent_t earlier, cudaEvent_t later) {
+    if (!later)
+        return earlier;
+    if (earlier)
+        spare_event(c, earlier);
+    return later;
+}
+
+// A range of cls bytes. Small requests (at most 1 MiB and 1/64 of the arena: scratch, parameters,
+// per-row vectors) are placed from the top of the arena down, at the end of the highest free range
+// that holds them; the others (blocks, whole-graph tensors) at the front of the best-fitting range
+// (the lowest among equals). The two kinds then do not leave each other's holes behind. The range
+// is handed out once every stream is ordered after the free that made it.
+static saga_status arena_alloc(saga_backend *be, cuda_ctx *c, size_t cls, void **out) {
+    const bool small = cls <= (size_t(1) << 20) && cls <= c->arena_bytes / 64;
+    auto best = c->arena_free.end();
+    size_t largest = 0;
+    for (auto it = c->arena_free.begin(); it != c->arena_free.end(); ++it) {
+        largest = std::max(largest, it->second.bytes);
+        if (it->second.bytes >= cls &&
+            (best == c->arena_free.end() || small || it->second.bytes < best->second.bytes))
+            best = it;
+    }
+    if (best == c->arena_free.end())
+        return saga_cuda_host->error(
+            SAGA_ERR_BUDGET,
+            "%s: device memory budget: no free range of %zu bytes in the %zu-byte arena (%zu "
+            "bytes free in %zu ranges, the largest %zu)",
+            be->name, cls, c->arena_bytes, be->cached, c->arena_free.size(), largest);
+    const size_t off = best->first;
+    const arena_range r = best->second;
+    if (r.freed) {
+        const cudaError_t q = order_after_free(be, c, r.freed);
+        if (q != cudaSuccess)
+            return saga_cuda_error(q, "cudaStreamWaitEvent(freed)", __FILE__, __LINE__);
+    }
+    // the rest keeps the event (its memory was freed by the same call); the part handed out was
+    // ordered after it just now
+    const size_t rest = r.bytes - cls;
+    if (rest > 0 && small) {
+        best->second.bytes = rest; // the front stays free
+    } else {
+        c->arena_free.erase(best);
+        if (rest > 0)
+            c->arena_free.emplace(off + cls, arena_range{rest, r.freed});
+        else if (r.freed)
+            spare_event(c, r.freed);
+    }
+    be->cached -= cls;
+    *out = c->arena + (small ? off + rest : off);
+    return SAGA_OK;
+}
+
+// Returns cls bytes at p to the arena, ordered on the default stream, merged with the free ranges
+// beside them.
+static void arena_release(saga_backend *be, cuda_ctx *c, void *p, size_t cls) {
+    const size_t off = static_cast<size_t>(static_cast<char *>(p) - c->arena);
+    saga_cuda_stream *ds = static_cast<saga_cuda_stream *>(be->default_stream.impl);
+    cudaEvent_t ev = nullptr;
+    if (ds) { // (none: a free after the backend's teardown began, when the streams are idle)
+        if (!c->spare_events.empty()) {
+            ev = c->spare_events.back();
+            c->spare_events.pop_back();
+        } else if (cudaEventCreateWithFlags(&ev, cudaEventDisableTiming) != cudaSuccess) {
+            ev = nullptr;
+        }
+        if (!ev || cudaEventRecord(ev, ds->stream) != cudaSuccess) {
+            // no event to order the next owner by: the device finishes the users now
+            cudaGetLastError();
+            if (ev)
+                cudaEventDestroy(ev);
+            ev = nullptr;
+            cudaDeviceSynchronize();
+        }
+    }
+    arena_range r{cls, ev};
+    size_t start = off;
+    auto next = c->arena_free.lower_bound(off);
+    if (next != c->arena_free.end() && next->first == off + cls) {
+        r.freed = later_free(c, next->second.freed, r.freed);
+        r.bytes += next->second.bytes;
+        next = c->arena_free.erase(next);
+    }
+    if (next != c->arena_free.begin()) {
+        auto prev = std::prev(next);
+        if (prev->first + prev->second.bytes == off) {
+            r.freed = later_free(c, prev->second.freed, r.freed);
+            r.bytes += prev->second.bytes;
+            start = prev->first;
+            c->arena_free.erase(prev);
+        }
+    }
+    try {
+        c->arena_free.emplace(start, r);
+    } catch (const std::bad_alloc &) {
+        // (a map node of a few words) the range is lost to the arena until the backend closes
+        cudaGetLastError();
+        return;
+    }
+    be->cached += cls;
+}
+
 static saga_status cuda_alloc(saga_backend *be, void **out, size_t bytes) {
     cuda_ctx *c = ctx_of(be);
     const size_t cls = size_class(bytes);
@@ -172,6 +334,16 @@ static saga_status cuda_alloc(saga_backend *be, void **out, size_t bytes) {
         return saga_cuda_host->error(SAGA_ERR_OUT_OF_MEMORY, "%s: cannot allocate %zu bytes",
                                      be->name, bytes);
     SAGA_CUDA_RETURN(cudaSetDevice(c->device));
+    if (be->params.budget_bytes && !c->arena_tried)
+        arena_open(be, c);
+    if (c->arena) {
+        try {
+            return arena_alloc(be, c, cls, out);
+        } catch (const std::bad_alloc &) {
+            return saga_cuda_host->error(SAGA_ERR_OUT_OF_MEMORY,
+                                         "%s: out of memory for the arena's free list", be->name);
+        }
+    }
     auto it = c->cache.find(cls);
     if (it != c->cache.end() && !it->second.empty()) {
         std::vector<cached_block> &list = it->second;
@@ -180,11 +352,7 @@ static saga_status cuda_alloc(saga_backend *be, void **out, size_t bytes) {
         list.erase(list.begin());
         be->cached -= cls;
         cudaError_t q = order_after_free(be, c, b.freed);
-        try {
-            c->spare_events.push_back(b.freed);
-        } catch (const std::bad_alloc &) {
-            cudaEventDestroy(b.freed);
-        }
+        spare_event(c, b.freed);
         if (q != cudaSuccess) {
             cudaGetLastError();
             cudaFree(b.ptr);
@@ -222,6 +390,10 @@ static void cuda_free(saga_backend *be, void *ptr, size_t bytes) {
     const size_t cls = size_class(bytes);
     saga_cuda_stream *ds = static_cast<saga_cuda_stream *>(be->default_stream.impl);
     cudaSetDevice(c->device);
+    if (in_arena(c, ptr)) {
+        arena_release(be, c, ptr, cls);
+        return;
+    }
     cached_block b = {ptr, nullptr};
     try {
         if (!ds) {
@@ -594,6 +766,13 @@ static void cuda_destroy(saga_backend *be) {
         return;
     cudaSetDevice(c->device);
     release_cache(be, c, 0);
+    if (c->arena) {
+        cudaFree(c->arena); // (waits for the device)
+        for (const auto &r : c->arena_free)
+            if (r.second.freed)
+                cudaEventDestroy(r.second.freed);
+        be->cached = 0;
+    }
     for (cudaEvent_t ev : c->spare_events)
         cudaEventDestroy(ev);
     if (c->cublas)

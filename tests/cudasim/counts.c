@@ -1,7 +1,9 @@
 /* counts.c - the CUDA simulator's counts (SAGA_CUDASIM_STATS) of what a program asks of the
  * device between cudaProfilerStart and cudaProfilerStop, through saga_backend_profile_range:
  * known copies, a kernel, a synchronization and a copy into pageable memory inside a window are
- * counted exactly; what comes before and after it is not; a second window starts from zero.
+ * counted exactly; what comes before and after it is not; a second window starts from zero. A
+ * third shows that under a budget allocations and frees of any mix of sizes, served by the arena
+ * the backend took at its first allocation, neither call the device's allocator nor wait.
  * Exits 0 when every count is as it must be. */
 #include "backend_impl.h"
 
@@ -137,6 +139,32 @@ int main(void) {
     saga_backend_free(be, dev, N);
     saga_backend_free(be, dev2, N);
     saga_backend_free_all(&be);
+
+    saga_backend_params bp = saga_backend_params_defaults();
+    bp.budget_bytes = (size_t)8 << 20;
+    TRY(saga_backend_cuda_new(&be, 0, &bp)); /* the arena: taken before the window */
+    static const size_t sizes[] = {100000, 1500000, 700000, 3000, 2000000, 1500000};
+    void *p[sizeof sizes / sizeof *sizes] = {0};
+    TRY(saga_backend_profile_range(be, true));
+    for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
+        TRY(saga_backend_alloc(be, &p[k], sizes[k]));
+        if (k % 2) /* free the one before: ranges of other sizes come and go */
+            saga_backend_free(be, p[k - 1], sizes[k - 1]), p[k - 1] = NULL;
+    }
+    for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++)
+        saga_backend_free(be, p[k], sizes[k]);
+    TRY(saga_backend_profile_range(be, false));
+    saga_backend_free_all(&be);
+    if (!window_line(path, 3, line, sizeof line)) {
+        CHECK(false, "no third window in %s", path);
+    } else {
+        printf("window 3: %s", line);
+        CHECK(field(line, "device_allocs") == 0 && field(line, "device_frees") == 0,
+              "under a budget: device allocations %lld and frees %lld, want none",
+              field(line, "device_allocs"), field(line, "device_frees"));
+        CHECK(field(line, "host_waits") == 0, "under a budget: host_waits %lld, want none",
+              field(line, "host_waits"));
+    }
     free(pageable);
     remove(path);
     if (failures)
