@@ -464,6 +464,23 @@ static void test_cuda_backend_arena_reuse_waits_on_device(void **state) {
     reuse_waits_on_device(8);
 }
 
+/* A CUDA backend whose budget leaves room bytes beside the scratch its default stream takes at the
+ * open (measured by opening one first); *budget is that budget. */
+static saga_backend *open_with_room(size_t room, size_t *budget) {
+    saga_backend_params p = saga_backend_params_defaults();
+    saga_backend *be = NULL;
+    saga_backend_stats st;
+    p.budget_bytes = room;
+    assert_int_equal(saga_backend_cuda_new(&be, 0, &p), SAGA_OK);
+    saga_backend_get_stats(be, &st);
+    print_message("the default stream's scratch under a budget: %zu bytes\n", st.reserved_bytes);
+    assert_true(st.reserved_bytes > 0);
+    saga_backend_free_all(&be);
+    p.budget_bytes = *budget = room + st.reserved_bytes;
+    assert_int_equal(saga_backend_cuda_new(&be, 0, &p), SAGA_OK);
+    return be;
+}
+
 /* Under a budget, ranges of the arena: large requests from the bottom up, freed ones merged with
  * their free neighbours. Four 2 MiB blocks fill an 8 MiB arena; with the first and third freed,
  * 4 MiB are free in two pieces and a 3 MiB block, within the budget as counted, has no range
@@ -472,15 +489,9 @@ static void test_cuda_backend_arena_reuse_waits_on_device(void **state) {
 static void test_cuda_backend_arena_ranges_merge(void **state) {
     (void)state;
     const size_t MiB = (size_t)1 << 20;
-    saga_backend_params p = saga_backend_params_defaults();
-    saga_backend *be = NULL;
+    size_t budget = 0;
+    saga_backend *be = open_with_room(8 * MiB, &budget);
     saga_backend_stats st;
-    p.budget_bytes = 8 * MiB;
-    assert_int_equal(saga_backend_cuda_new(&be, 0, &p), SAGA_OK);
-    saga_backend_get_stats(be, &st);
-    saga_backend_free_all(&be);
-    p.budget_bytes = 8 * MiB + st.reserved_bytes; /* the default stream's scratch beside them */
-    assert_int_equal(saga_backend_cuda_new(&be, 0, &p), SAGA_OK);
     char *blk[4];
     for (int i = 0; i < 4; i++)
         assert_int_equal(saga_backend_alloc(be, (void **)&blk[i], 2 * MiB), SAGA_OK);
@@ -497,7 +508,7 @@ static void test_cuda_backend_arena_ranges_merge(void **state) {
     assert_ptr_equal(big, blk[0]);
     saga_backend_get_stats(be, &st);
     assert_int_equal(st.in_use_bytes, 5 * MiB);
-    assert_int_equal(st.in_use_bytes + st.reserved_bytes + st.cached_bytes, p.budget_bytes);
+    assert_int_equal(st.in_use_bytes + st.reserved_bytes + st.cached_bytes, budget);
     saga_backend_free(be, big, 3 * MiB);
     saga_backend_free(be, blk[3], 2 * MiB);
     assert_int_equal(saga_backend_synchronize(be), SAGA_OK);
@@ -513,19 +524,10 @@ static void test_cuda_backend_arena_ranges_merge(void **state) {
 static void test_cuda_backend_budget_covers_cache_and_scratch(void **state) {
     (void)state;
     const size_t MiB = (size_t)1 << 20;
-    saga_backend_params p = saga_backend_params_defaults();
-    saga_backend *be = NULL;
     saga_backend_stats st;
     /* under a budget the default stream takes its scratch at the open: 3 MiB on top of that */
-    p.budget_bytes = 3 * MiB;
-    assert_int_equal(saga_backend_cuda_new(&be, 0, &p), SAGA_OK);
-    saga_backend_get_stats(be, &st);
-    print_message("the default stream's scratch under a budget: %zu bytes\n", st.reserved_bytes);
-    assert_true(st.reserved_bytes > 0);
-    const size_t budget = 3 * MiB + st.reserved_bytes;
-    saga_backend_free_all(&be);
-    p.budget_bytes = budget;
-    assert_int_equal(saga_backend_cuda_new(&be, 0, &p), SAGA_OK);
+    size_t budget = 0;
+    saga_backend *be = open_with_room(3 * MiB, &budget);
     saga_stream *s = saga_backend_default_stream(be);
 
     /* charged at the size class: 2.5 MiB + 1 byte takes 3 MiB. The backend holds the budget as
