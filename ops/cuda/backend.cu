@@ -9,12 +9,13 @@
 // a synchronize).
 //
 // Under a budget the backend takes the whole budget from the device at its first allocation, as
-// one arena, and hands out ranges of it: best fit among the free ranges (kept by address, merged
-// with their neighbours when freed). An epoch then neither allocates nor frees device memory nor
-// waits for the device to do so, whatever the mix of sizes. Without a budget, or where the device
-// refuses the arena, freed blocks go back to a cache of free lists by class; they go back to the
-// driver when the backend is destroyed, when cudaMalloc fails (to retry), and when a new block
-// would take what the device has given the backend past its budget.
+// one arena, and hands out ranges of it (arena_alloc: small requests from the top, the rest best
+// fit from the bottom; free ranges kept by address, merged with their neighbours when freed). An
+// epoch then neither allocates nor frees device memory nor waits for the device to do so, whatever
+// the mix of sizes. Without a budget, or where the device refuses the arena, freed blocks go back
+// to a cache of free lists by class; they go back to the driver when the backend is destroyed, when
+// cudaMalloc fails (to retry), and when a new block would take what the device has given the
+// backend past its budget.
 //
 // The budget covers every byte this module takes with cudaMalloc (see saga_backend_iface): the
 // generic layer charges each allocation at its size class (alloc_size) and refuses one that would
@@ -193,6 +194,28 @@ static cudaError_t order_after_free(saga_backend *be, cuda_ctx *c, cudaEvent_t f
     return cudaSuccess;
 }
 
+// An event recorded on the default stream now, marking a free there (see the top of the file), or
+// null when there is no default stream (a free after the backend's teardown began, when the
+// streams are idle) or no event could be made or recorded (the error cleared).
+static cudaEvent_t free_event(saga_backend *be, cuda_ctx *c) {
+    const saga_cuda_stream *ds = static_cast<saga_cuda_stream *>(be->default_stream.impl);
+    if (!ds)
+        return nullptr;
+    cudaEvent_t ev = nullptr;
+    if (!c->spare_events.empty()) {
+        ev = c->spare_events.back();
+        c->spare_events.pop_back();
+    } else if (cudaEventCreateWithFlags(&ev, cudaEventDisableTiming) != cudaSuccess) {
+        ev = nullptr;
+    }
+    if (ev && cudaEventRecord(ev, ds->stream) == cudaSuccess)
+        return ev;
+    cudaGetLastError();
+    if (ev)
+        cudaEventDestroy(ev);
+    return nullptr;
+}
+
 // Takes the budget from the device as the arena, once; without it (the device refuses) the
 // cache by class serves instead.
 static void arena_open(saga_backend *be, cuda_ctx *c) {
@@ -241,19 +264,20 @@ static cudaEvent_t later_free(cuda_ctx *c, cudaEvent_t earlier, cudaEvent_t late
 static saga_status arena_alloc(saga_backend *be, cuda_ctx *c, size_t cls, void **out) {
     const bool small = cls <= (size_t(1) << 20) && cls <= c->arena_bytes / 64;
     auto best = c->arena_free.end();
-    size_t largest = 0;
-    for (auto it = c->arena_free.begin(); it != c->arena_free.end(); ++it) {
-        largest = std::max(largest, it->second.bytes);
+    for (auto it = c->arena_free.begin(); it != c->arena_free.end(); ++it)
         if (it->second.bytes >= cls &&
             (best == c->arena_free.end() || small || it->second.bytes < best->second.bytes))
             best = it;
-    }
-    if (best == c->arena_free.end())
+    if (best == c->arena_free.end()) {
+        size_t largest = 0;
+        for (const auto &r : c->arena_free)
+            largest = std::max(largest, r.second.bytes);
         return saga_cuda_host->error(
             SAGA_ERR_BUDGET,
             "%s: device memory budget: no free range of %zu bytes in the %zu-byte arena (%zu "
             "bytes free in %zu ranges, the largest %zu)",
             be->name, cls, c->arena_bytes, be->cached, c->arena_free.size(), largest);
+    }
     const size_t off = best->first;
     const arena_range r = best->second;
     if (r.freed) {
@@ -278,51 +302,37 @@ static saga_status arena_alloc(saga_backend *be, cuda_ctx *c, size_t cls, void *
     return SAGA_OK;
 }
 
-// Returns cls bytes at p to the arena, ordered on the default stream, merged with the free ranges
-// beside them.
-static void arena_release(saga_backend *be, cuda_ctx *c, void *p, size_t cls) {
+// Returns cls bytes at p to the arena, ordered on the default stream (ev, the free's event), merged
+// with the free ranges beside them. Only a range with no free neighbour takes a new map node.
+static void arena_release(saga_backend *be, cuda_ctx *c, void *p, size_t cls, cudaEvent_t ev) {
     const size_t off = static_cast<size_t>(static_cast<char *>(p) - c->arena);
-    saga_cuda_stream *ds = static_cast<saga_cuda_stream *>(be->default_stream.impl);
-    cudaEvent_t ev = nullptr;
-    if (ds) { // (none: a free after the backend's teardown began, when the streams are idle)
-        if (!c->spare_events.empty()) {
-            ev = c->spare_events.back();
-            c->spare_events.pop_back();
-        } else if (cudaEventCreateWithFlags(&ev, cudaEventDisableTiming) != cudaSuccess) {
-            ev = nullptr;
-        }
-        if (!ev || cudaEventRecord(ev, ds->stream) != cudaSuccess) {
-            // no event to order the next owner by: the device finishes the users now
-            cudaGetLastError();
-            if (ev)
-                cudaEventDestroy(ev);
-            ev = nullptr;
-            cudaDeviceSynchronize();
-        }
-    }
-    arena_range r{cls, ev};
-    size_t start = off;
     auto next = c->arena_free.lower_bound(off);
-    if (next != c->arena_free.end() && next->first == off + cls) {
-        r.freed = later_free(c, next->second.freed, r.freed);
-        r.bytes += next->second.bytes;
-        next = c->arena_free.erase(next);
-    }
-    if (next != c->arena_free.begin()) {
-        auto prev = std::prev(next);
-        if (prev->first + prev->second.bytes == off) {
-            r.freed = later_free(c, prev->second.freed, r.freed);
-            r.bytes += prev->second.bytes;
-            start = prev->first;
-            c->arena_free.erase(prev);
+    auto prev = next == c->arena_free.begin() ? c->arena_free.end() : std::prev(next);
+    const bool to_next = next != c->arena_free.end() && next->first == off + cls;
+    const bool to_prev = prev != c->arena_free.end() && prev->first + prev->second.bytes == off;
+    if (to_prev) { // prev grows over the range, and over next too when that follows
+        prev->second.bytes += cls;
+        prev->second.freed = later_free(c, prev->second.freed, ev);
+        if (to_next) {
+            prev->second.bytes += next->second.bytes;
+            prev->second.freed = later_free(c, next->second.freed, prev->second.freed);
+            c->arena_free.erase(next);
         }
-    }
-    try {
-        c->arena_free.emplace(start, r);
-    } catch (const std::bad_alloc &) {
-        // (a map node of a few words) the range is lost to the arena until the backend closes
-        cudaGetLastError();
-        return;
+    } else if (to_next) { // next moves down to start at off
+        auto node = c->arena_free.extract(next);
+        node.key() = off;
+        node.mapped().bytes += cls;
+        node.mapped().freed = later_free(c, node.mapped().freed, ev);
+        c->arena_free.insert(std::move(node));
+    } else {
+        try {
+            c->arena_free.emplace(off, arena_range{cls, ev});
+        } catch (const std::bad_alloc &) {
+            // (a map node of a few words) the range is lost to the arena until the backend closes
+            if (ev)
+                spare_event(c, ev);
+            return;
+        }
     }
     be->cached += cls;
 }
@@ -388,34 +398,25 @@ static saga_status cuda_alloc(saga_backend *be, void **out, size_t bytes) {
 static void cuda_free(saga_backend *be, void *ptr, size_t bytes) {
     cuda_ctx *c = ctx_of(be);
     const size_t cls = size_class(bytes);
-    saga_cuda_stream *ds = static_cast<saga_cuda_stream *>(be->default_stream.impl);
     cudaSetDevice(c->device);
+    const cudaEvent_t ev = free_event(be, c);
     if (in_arena(c, ptr)) {
-        arena_release(be, c, ptr, cls);
+        // with no event to order the next owner by, the device finishes the users now
+        if (!ev && be->default_stream.impl)
+            cudaDeviceSynchronize();
+        arena_release(be, c, ptr, cls, ev);
         return;
     }
-    cached_block b = {ptr, nullptr};
-    try {
-        if (!ds) {
-            // the default stream is gone (a free after the backend's teardown began): no cache
-        } else if (!c->spare_events.empty()) {
-            b.freed = c->spare_events.back();
-            c->spare_events.pop_back();
-        } else if (cudaEventCreateWithFlags(&b.freed, cudaEventDisableTiming) != cudaSuccess) {
-            b.freed = nullptr;
-        }
-        if (b.freed && cudaEventRecord(b.freed, ds->stream) == cudaSuccess) {
-            c->cache[cls].push_back(b);
+    if (ev) {
+        try {
+            c->cache[cls].push_back(cached_block{ptr, ev});
             be->cached += cls;
             return;
+        } catch (const std::bad_alloc &) {
+            spare_event(c, ev);
         }
-    } catch (const std::bad_alloc &) {
     }
-    // No event or no room to remember the block: give it back to the driver (which waits). The
-    // failed call's error is not left for the next launch check to find.
-    cudaGetLastError();
-    if (b.freed)
-        cudaEventDestroy(b.freed);
+    // No event or no room to remember the block: give it back to the driver (which waits).
     cudaFree(ptr);
 }
 
