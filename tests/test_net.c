@@ -759,17 +759,17 @@ static void small_net_free(small_net *s) {
 }
 
 /* saga_net_set_loss_rows: in memory, the last stage runs on the listed rows alone (the loss sees
- * a block of just those) and gives the run of the same loss over every row, step by step; with
- * a last stage that is not fused (GAT) and streamed, every row runs, with the same results. The
- * list may be unsorted and repeat ids; an id out of range, or a call after the first run, is
- * refused. */
+ * a block of just those) and gives the run of the same loss over every row, step by step;
+ * streamed, fused or not (GAT), the same results. The list may be unsorted and repeat ids; an id
+ * out of range, or a call after the first run, is refused. */
 /* The loss over every stride-th vertex, without and with saga_net_set_loss_rows, in memory and
- * streamed. With few loss rows (one_step) a streamed fused net runs its last stage on them in
- * one step: one call of the loss per training step. */
+ * streamed (with the parts saga chose, and with the caller's). With few loss rows (one_step) a
+ * streamed fused net runs its last stage on them in one step: one call of the loss per training
+ * step. */
 static int loss_rows_calls;    /* check_loss_rows: the loss's calls in its first streamed run */
 static int64_t loss_rows_head; /* and the head's rows in its in-memory run with the list */
 
-static void check_loss_rows(const saga_program *prog, bool fused, int32_t stride, bool one_step) {
+static void check_loss_rows(const saga_program *prog, int32_t stride, bool one_step) {
     data_load();
     uint8_t *in = test_calloc((size_t)D.n, 1);
     int32_t *list = test_malloc(((size_t)D.n / (size_t)stride + 2) * sizeof *list);
@@ -797,7 +797,8 @@ static void check_loss_rows(const saga_program *prog, bool fused, int32_t stride
     assert_int_equal(fewer_rows_stages(&b.st[2]), 3);
     loss_rows_head = first_stage_rows(&b.st[2]);
     /* streamed: every part runs whole and the loss sees the listed rows among its rows (a part
-     * without any, no call), or (one_step) the last stage runs on the loss rows in one step */
+     * without any, no call), or the stages after the first run on the loss rows' chain, or
+     * (one_step) the last stage runs on the loss rows in one step */
     sub.max_count = 0;
     sub.calls = 0;
     run_model(&c, prog, a.peak / 4, SAGA_EXEC_AUTO, 0, SAGA_PARTITION_METIS, SAGA_SAVED_RECOMPUTE);
@@ -812,13 +813,29 @@ static void check_loss_rows(const saga_program *prog, bool fused, int32_t stride
         assert_int_equal(sub.calls, 3);
         assert_int_equal(sub.max_count, n_in);
         assert_true(fewer_rows_stages(&c.st[2]) >= 1);
-    } else if (fewer_rows_stages(&c.st[2]) == 0 || !fused) {
+    } else if (fewer_rows_stages(&c.st[2]) == 0) {
         assert_true(sub.calls >= 3 * 2);
-        assert_int_equal(fewer_rows_stages(&c.st[2]), 0);
     } else {
-        assert_int_equal(sub.calls, 3); /* its parts came out large enough for the one step */
+        /* its parts came out large enough for the one step, or the loss rows' chain ran after
+         * the first stage's parts (fused or not) */
+        assert_int_equal(sub.calls, 3);
     }
     assert_same_run(&a, &c, 0);
+    /* with the parts the caller chose (and no budget), every part runs whole and the loss sees the
+     * listed rows among its rows (a part without any, no call) */
+    run_out p;
+    sub.max_count = 0;
+    sub.calls = 0;
+    LISTED = &sub;
+    run_model(&p, prog, 0, SAGA_EXEC_STREAM, 8, SAGA_PARTITION_METIS, SAGA_SAVED_RECOMPUTE);
+    LISTED = NULL;
+    assert_true(p.st[2].streamed && p.st[2].parts == 8);
+    assert_int_equal(fewer_rows_stages(&p.st[2]), 0);
+    assert_true(sub.calls >= 3 * 2);
+    assert_true(sub.max_count < n_in);
+    assert_int_equal(sub.unlisted, 0);
+    assert_same_run(&a, &p, 0);
+    test_free(p.out);
     if (one_step) {
         /* with room for the first aggregation's input whole on the device, the stages from
          * that aggregation on run in the one step too, on the rows the loss reads */
@@ -1042,14 +1059,94 @@ static void test_net_streamed_chain(void **state) {
     D = small;
 }
 
+/* Streamed with the parts saga chooses, at a budget where the loss rows' chain does not fit
+ * from the first stage (every 20th or 60th vertex of the 3,000, degree 6, 1,024 input columns:
+ * their two-hop neighbourhood's input rows are most of the input) and no loss rows' block serves,
+ * training runs the first stage by parts over every row and the others as one chain step over
+ * their demanded rows, which reads its input rows from what the parts wrote back and hands their
+ * gradient back to the parts' backward pass: the later stages compute the in-memory chain's
+ * rows, the loss is called once per step, saga_net_explain says both, the results (in memory
+ * too) are those of the run over every row, within the bounds of the arithmetic, and the peak
+ * stays in the budget. */
+static void check_streamed_chain_later(const char *name, const saga_program *prog) {
+    uint8_t *in = NULL;
+    int32_t *list = NULL, n_in = 0;
+    listed_ctx every, sub;
+    run_out a, t, all;
+    size_t budget = 0;
+    for (int stride = 20; stride <= 60 && !budget; stride += 40) {
+        if (list) {
+            test_free(all.out);
+            test_free(a.out);
+            test_free(in);
+            test_free(list);
+        }
+        n_in = listed_every(stride, &in, &list);
+        listed_pair(in, n_in, list, n_in, &every, &sub);
+        LISTED = &every;
+        run_model(&all, prog, 0, SAGA_EXEC_MEMORY, 0, SAGA_PARTITION_METIS, SAGA_SAVED_RECOMPUTE);
+        LISTED = &sub;
+        run_model(&a, prog, 0, SAGA_EXEC_MEMORY, 0, SAGA_PARTITION_METIS, SAGA_SAVED_RECOMPUTE);
+        for (int div = 2; div <= 16 && !budget; div *= 2) {
+            sub.calls = 0;
+            EXPLAIN = true;
+            run_model(&t, prog, all.peak / (size_t)div, SAGA_EXEC_AUTO, 0, SAGA_PARTITION_METIS,
+                      SAGA_SAVED_RECOMPUTE);
+            EXPLAIN = false;
+            if (t.st[2].streamed && t.st[2].stage_rows[0] == D.n &&
+                strstr(t.explain, "(one chain step)"))
+                budget = all.peak / (size_t)div;
+            else
+                test_free(t.out);
+        }
+    }
+    LISTED = NULL;
+    if (!budget)
+        fail_msg("%s: no budget from 1/2 to 1/16 of the peak ran the later stages on a chain",
+                 name);
+    print_message("  %s: streamed in %d parts at %zu bytes, every %d-th vertex, rows %lld (in "
+                  "memory %lld)\n",
+                  name, (int)t.st[2].parts, budget, D.n / n_in, (long long)t.st[2].rows_computed,
+                  (long long)a.st[2].rows_computed);
+    assert_true(t.st[2].parts > 1);
+    assert_int_equal(sub.calls, 3);
+    for (int s = 1; s < t.st[2].stages; s++)
+        assert_int_equal(t.st[2].stage_rows[s], a.st[2].stage_rows[s]);
+    assert_true(fewer_rows_stages(&t.st[2]) > 0);
+    assert_non_null(strstr(t.explain, "(parts)"));
+    assert_true(t.peak <= budget);
+    assert_same_run(&all, &a, 0);
+    assert_same_run(&all, &t, 0);
+    assert_int_equal(sub.unlisted, 0);
+    test_free(all.out);
+    test_free(a.out);
+    test_free(t.out);
+    test_free(in);
+    test_free(list);
+}
+
+static void test_net_streamed_chain_later(void **state) {
+    (void)state;
+    data_load();
+    net_data small = D;
+    D = (net_data){0};
+    net_data_load(&D, 3000, 6, 1024, 40, 9);
+    check_streamed_chain_later("GAT", &GAT);
+    change_input = true; /* the input set again between steps: the parts write the new rows */
+    check_streamed_chain_later("GAT, input changed", &GAT);
+    change_input = false;
+    net_data_free(&D);
+    D = small;
+}
+
 static void test_net_loss_rows(void **state) {
     (void)state;
-    check_loss_rows(&GCN, true, 7, false);
-    assert_true(loss_rows_calls >= 3 * 2); /* here the loss picks its rows from every part's */
-    check_loss_rows(&SAGE, true, 7, false);
-    check_loss_rows(&GAT, false, 7, false);
-    check_loss_rows(&GCN, true, 61, true);
-    check_loss_rows(&SAGE, true, 61, true);
+    check_loss_rows(&GCN, 7, false);
+    assert_int_equal(loss_rows_calls, 3); /* the stages after the first, a chain over parts */
+    check_loss_rows(&SAGE, 7, false);
+    check_loss_rows(&GAT, 7, false);
+    check_loss_rows(&GCN, 61, true);
+    check_loss_rows(&SAGE, 61, true);
     /* refused: an id out of range, and a change after the first run */
     small_net sn;
     small_net_new(&sn, NULL);
@@ -1100,7 +1197,7 @@ static void test_net_head(void **state) {
     /* a tail that reads nearly every row has no head: it would copy the input to save little */
     int32_t wide = two_hop_rows(7);
     assert_true(wide > D.n - D.n / 8);
-    check_loss_rows(&GCN, true, 7, false);
+    check_loss_rows(&GCN, 7, false);
     assert_int_equal(loss_rows_head, 0);
     uint8_t *in = NULL;
     int32_t *list = NULL, n_in = listed_every(61, &in, &list);
@@ -1637,6 +1734,7 @@ int main(void) {
         cmocka_unit_test(test_net_metis_moves_fewer_bytes),
         cmocka_unit_test(test_net_forward_rows),
         cmocka_unit_test(test_net_streamed_chain),
+        cmocka_unit_test(test_net_streamed_chain_later),
         cmocka_unit_test(test_net_explain),
         cmocka_unit_test(test_net_loss_rows),
         cmocka_unit_test(test_net_head),

@@ -46,6 +46,7 @@ typedef struct step {
     int first, n; /* into uses */
     bool barrier; /* loads wait until the previous step has ended */
     bool hold;    /* and until this step begins */
+    size_t cap;   /* the blocks it may hold at once (saga_sched_step_cap; 0: the scheduler's) */
 } step;
 
 /* One traced interval (saga_sched_set_trace): two events recorded on the stream that does the
@@ -422,14 +423,20 @@ static saga_blk *victim(saga_sched *s, int limit) {
     return best;
 }
 
-/* Device memory for b, evicting blocks next used after limit. *got false (and SAGA_OK) when
- * no room can be made that way and soft; an error otherwise. */
+/* The blocks step t may hold at once (0: no cap). */
+static size_t step_cap(const saga_sched *s, int t) {
+    return s->cap && s->steps[t].cap > s->cap ? s->steps[t].cap : s->cap;
+}
+
+/* Device memory for b, a block of step limit, evicting blocks next used after it. *got false
+ * (and SAGA_OK) when no room can be made that way and soft; an error otherwise. */
 static saga_status alloc_dev(saga_sched *s, saga_blk *b, int limit, bool soft, bool *got) {
     saga_status st = SAGA_OK;
     *got = false;
     bool trimmed = false;
+    const size_t cap = step_cap(s, limit);
     for (;;) {
-        if (s->cap && s->resident + b->bytes > s->cap) {
+        if (cap && s->resident + b->bytes > cap) {
             saga_blk *v = victim(s, limit);
             if (!v) {
                 if (soft)
@@ -437,7 +444,7 @@ static saga_status alloc_dev(saga_sched *s, saga_blk *b, int limit, bool soft, b
                 return saga_error(SAGA_ERR_BUDGET,
                                   "block scheduler: a %zu-byte %s block does not fit: %zu of the "
                                   "%zu-byte cap are held by blocks needed sooner",
-                                  b->bytes, b->kind, s->resident, s->cap);
+                                  b->bytes, b->kind, s->resident, cap);
             }
             SAGA_TRY(evict(s, v, false));
             continue;
@@ -699,13 +706,19 @@ int saga_sched_step(saga_sched *s) {
         }
         s->cap_steps = cap;
     }
-    s->steps[s->n_steps] = (step){.first = s->n_uses, .n = 0, .barrier = false, .hold = false};
+    s->steps[s->n_steps] =
+        (step){.first = s->n_uses, .n = 0, .barrier = false, .hold = false, .cap = 0};
     return s->n_steps++;
 }
 
 void saga_sched_step_barrier(saga_sched *s, int t) {
     if (t >= 0 && t < s->n_steps)
         s->steps[t].barrier = true;
+}
+
+void saga_sched_step_cap(saga_sched *s, int t, size_t cap) {
+    if (t >= 0 && t < s->n_steps)
+        s->steps[t].cap = cap;
 }
 
 void saga_sched_step_hold(saga_sched *s, int t) {
@@ -757,11 +770,12 @@ saga_status saga_sched_plan_end(saga_sched *s) {
         size_t bytes = 0;
         for (int i = 0; i < s->steps[t].n; i++)
             bytes += s->uses[s->steps[t].first + i].b->bytes;
-        if (s->cap && bytes > s->cap)
+        const size_t cap = step_cap(s, t);
+        if (cap && bytes > cap)
             return saga_error(SAGA_ERR_BUDGET,
                               "block scheduler: step %d needs %zu bytes of blocks at once, more "
                               "than the %zu-byte cap",
-                              t, bytes, s->cap);
+                              t, bytes, cap);
     }
     return SAGA_OK;
 }

@@ -130,6 +130,10 @@ int saga_sched_step(saga_sched *s);
 /* Step t's loads are not issued before step t - 1 has ended: for inputs packed on the host from
  * what step t - 1 (or an earlier one) writes back. */
 void saga_sched_step_barrier(saga_sched *s, int t);
+/* Step t's blocks may hold up to cap bytes at once, above the scheduler's cap (a step whose own
+ * tensors leave more room than the largest step's, for which the cap was set); ignored without a
+ * cap or below it. */
+void saga_sched_step_cap(saga_sched *s, int t, size_t cap);
 /* A barrier whose loads are issued only when step t begins: for inputs packed from host content
  * the caller changes between the steps (rows received from other ranks). */
 void saga_sched_step_hold(saga_sched *s, int t);

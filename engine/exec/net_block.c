@@ -53,6 +53,17 @@ void net_rows_pack(void *user, void *staging) {
         saga_f32_to_half_n(io->src + (int64_t)io->rows[i] * C, C, bf16, out + (int64_t)i * C);
 }
 
+void net_rows_unpack_add(void *user, const void *staging) {
+    const rows_io *io = user;
+    const float *in = staging;
+    for (int32_t i = 0; i < io->n; i++) {
+        float *d = io->dst + (int64_t)(io->rows ? io->rows[i] : io->first + i) * io->cols;
+        const float *s = in + (int64_t)i * io->cols;
+        for (int64_t j = 0; j < io->cols; j++)
+            d[j] += s[j];
+    }
+}
+
 saga_blk *net_input_block(saga_net *n, void *host, size_t bytes, const char *kind) {
     saga_blk *b = saga_sched_block(n->sched, bytes, SAGA_BLK_INPUT, kind);
     if (b)

@@ -30,19 +30,6 @@ saga_net_opts saga_net_opts_defaults(void) {
     return o;
 }
 
-/* ---- pack / unpack ------------------------------------------------------------------------ */
-
-static void rows_unpack_add(void *user, const void *staging) {
-    const rows_io *io = user;
-    const float *in = staging;
-    for (int32_t i = 0; i < io->n; i++) {
-        float *d = io->dst + (int64_t)io->rows[i] * io->cols;
-        const float *s = in + (int64_t)i * io->cols;
-        for (int64_t j = 0; j < io->cols; j++)
-            d[j] += s[j];
-    }
-}
-
 /* ---- building ----------------------------------------------------------------------------- */
 
 saga_status saga_net_new(saga_net **out, saga_ctx *c, const saga_graph *g, const saga_net_opts *o) {
@@ -886,7 +873,7 @@ static saga_status stage_blocks(saga_net *n) {
                                                 SAGA_BLK_TEMP, "halo gradients");
                 if (!gh)
                     goto oom;
-                saga_blk_set_pack(gh, NULL, rows_unpack_add, io);
+                saga_blk_set_pack(gh, NULL, net_rows_unpack_add, io);
                 n->ghalo[s][d] = gh;
             }
         }
@@ -1522,6 +1509,7 @@ static saga_status prep_blocks(saga_net *n, prep *p) {
     /* the chains (net_chain.c) run the rows a pass needs: in memory in what the budget leaves
      * beside the whole step; streamed after the parts' steps, with their tensors, in what the
      * resident stages leave */
+    n->plan.step_room = p->budget && n->plan.streamed ? p->avail : 0;
     n->plan.chain_room = !p->budget          ? SIZE_MAX
                          : !n->plan.streamed ? (p->avail > p->need ? p->avail - p->need : 0)
                          : p->avail > p->res ? p->avail - p->res

@@ -48,6 +48,13 @@ static const int32_t *rows_of(const saga_net *n, const net_chain *ch, int s, int
     return rows;
 }
 
+/* Whether a streamed training chain from stage w reads its input from the whole copy the parts
+ * write on the device (a resident stage, saga_net.full) and adds its gradient into the whole
+ * gradient there (gfull), rather than through the host. */
+static bool whole_in(const saga_net *n, const net_chain *ch, int w) {
+    return ch->train && w > 0 && w < n->n_stages && n->plan.resident && n->plan.resident[w];
+}
+
 /* The chain's bytes when it starts at stage w. */
 static size_t chain_bytes(const saga_net *n, const net_chain *ch, int w) {
     size_t total = 0;
@@ -60,8 +67,12 @@ static size_t chain_bytes(const saga_net *n, const net_chain *ch, int w) {
     }
     int32_t ri;
     const int32_t *in = rows_of(n, ch, w - 1, w, &ri);
+    if (whole_in(n, ch, w))
+        return total + (in ? (size_t)ri * sizeof(int32_t) : 0); /* the rows' ids, to gather */
     if (w < n->n_stages && (in || ch->streamed))
         total += input_bytes(n, w, in, ri);
+    if (w > 0 && w < n->n_stages && ch->train) /* the input rows' gradient (b_gin) */
+        total += (size_t)ri * (size_t)n->stages[w].in_cols * sizeof(float);
     return total;
 }
 
@@ -89,40 +100,49 @@ static size_t chain_work(const saga_net *n, const net_chain *ch, int w) {
     return work + 2 * kept;
 }
 
-/* The tensors of a streamed training chain's step: what the tape keeps of every stage until the
- * backward pass (its output and that output's gradient), and beside it the largest stage's
- * passing ones (a copy of its input such as dropout's and its product; a batched stage's
- * messages). The input rows themselves are the chain's block (chain_bytes). */
-static size_t chain_train_work(const saga_net *n, const net_chain *ch) {
-    size_t kept = 0, passing = 0;
-    for (int s = 0; s < n->n_stages; s++) {
+/* The tensors of a streamed training chain's step from stage w: the tape keeps every stage's
+ * until the backward pass, so their sum, each estimated as a part's step estimates a stage's
+ * (step_estimate in net_build.c: its rows' input and output with the function's intermediates, a
+ * batched stage's messages), and the loss's over the last stage's rows. The input rows
+ * themselves, and from a later stage their gradient, are the chain's blocks (chain_bytes). */
+static size_t chain_train_work(const saga_net *n, const net_chain *ch, int w) {
+    size_t work = 0;
+    int32_t r = 0;
+    if (whole_in(n, ch, w) && rows_of(n, ch, w - 1, w, &r)) /* rows gathered, their gradient */
+        work += 2 * (size_t)r * (size_t)n->stages[w].in_cols * sizeof(float);
+    for (int s = w; s < n->n_stages; s++) {
         const stage *sg = &n->stages[s];
-        int32_t r;
-        (void)rows_of(n, ch, s, 0, &r);
+        (void)rows_of(n, ch, s, w, &r);
         const size_t fi = (size_t)sg->in_cols * 4, fo = (size_t)sg->out_cols * 4;
-        size_t one = (size_t)r * (fi + fo);
         if (sg->kind == STAGE_PROGRAM)
-            one = 2 * one + net_message_bytes(sg, ch->d.n_edges[s]);
-        kept += (size_t)r * fo * 2;
-        passing = one > passing ? one : passing;
+            work += (size_t)r * (fi + fo) * 4 + net_message_bytes(sg, ch->d.n_edges[s]);
+        else
+            work += (size_t)r * (fi + fo) * 3;
     }
-    return kept + passing;
+    if (w < n->n_stages)
+        work += (size_t)r * (size_t)n->stages[n->n_stages - 1].out_cols * 4 * 3;
+    return work;
 }
 
 /* Whether the chain cannot start at stage w: its blocks exceed the room, a vertex stage past the
  * start reads rows its predecessor did not compute, or (streamed) no stage from w on computes
  * fewer rows, stage w's input stays whole on the device (resident: the parts write it there,
  * not to the host), its blocks exceed the scheduler's cap, or the blocks and the step's tensors
- * exceed the room. A streamed training chain starts at the first stage or not at all (the
- * parts' backward pass would need its input rows' gradients), and holds every stage's tensors. */
+ * exceed the room. A streamed training chain holds every stage's tensors from its first on
+ * (its blocks and tensors within the room, its step's cap set to match: net_chain.cap); it
+ * starts at the first stage or at a program stage, whose input the parts write back to the host
+ * (or whole on the device, whole_in) and whose input gradient they read summed from there. */
 static bool cannot_start(const saga_net *n, const net_chain *ch, int w, size_t room) {
     /* streamed, its blocks are the scheduler's: within its cap as well */
     const bool over_cap =
         ch->streamed && n->plan.blocks_cap && chain_bytes(n, ch, w) > n->plan.blocks_cap;
     if (ch->streamed && ch->train) {
-        if (w > 0 || !ch->d.rows[0] || over_cap)
+        if (w > 0 && (n->stages[w].kind != STAGE_PROGRAM || n->plan.k < 2))
             return true;
-        return room != SIZE_MAX && chain_bytes(n, ch, 0) + chain_train_work(n, ch) > room;
+        /* its step's blocks may exceed the parts' cap by what its tensors leave of theirs */
+        if (!ch->d.rows[w])
+            return true;
+        return room != SIZE_MAX && chain_bytes(n, ch, w) + chain_train_work(n, ch, w) > room;
     }
     if (ch->streamed) {
         if (!ch->d.rows[w] || (n->plan.resident && n->plan.resident[w]) || over_cap)
@@ -166,6 +186,8 @@ void net_chain_free(saga_net *n, net_chain **chp) {
     if (!ch)
         return;
     const int S = n->n_stages;
+    if (n->sched)
+        (void)saga_sched_block_free(n->sched, &ch->b_gin);
     for (int s = 0; ch->blk && s < S; s++)
         if (ch->in == ch->blk[s])
             ch->in = NULL; /* the same block */
@@ -209,6 +231,10 @@ saga_status net_chain_build(saga_net *n, net_chain **out, const int32_t *rows, i
         w++;
     ch->whole_below = w;
     ch->bytes = w < S ? chain_bytes(n, ch, w) : 0;
+    if (ch->train && w < S && n->plan.step_room) {
+        const size_t work = chain_train_work(n, ch, w);
+        ch->cap = n->plan.step_room > work ? n->plan.step_room - work : 0;
+    }
     SAGA_TRY(saga_alloc_array((void **)&pos, (size_t)n->n + 1, sizeof(int32_t), "a chain"));
     for (int s = w; s < S; s++) {
         int32_t r, rp;
@@ -245,10 +271,31 @@ saga_status net_chain_build(saga_net *n, net_chain **out, const int32_t *rows, i
         /* a program stage's input rows: those it reads, or every row (streamed) */
         SAGA_TRY(saga_alloc_zeroed((void **)&ch->in, 1, sizeof *ch->in, "a chain"));
         ch->in->v1 = ch->in->n_halo = in ? ri : n->n;
-        SAGA_TRY(net_rows_input(n, ch->in, in, in ? ri : n->n, w));
+        if (!whole_in(n, ch, w)) {
+            SAGA_TRY(net_rows_input(n, ch->in, in, in ? ri : n->n, w));
+        } else if (in) {
+            /* gathered from the whole input on the device by their positions there */
+            ch->in->rows = in;
+            SAGA_TRY(net_host_array(n, (void **)&ch->in->hids, (size_t)ri + 1, sizeof(int32_t),
+                                    "a chain's rows"));
+            memcpy(ch->in->hids, in, (size_t)ri * sizeof(int32_t));
+            SAGA_CHECK(ch->in->b_hids = net_input_block(n, ch->in->hids,
+                                                        (size_t)ri * sizeof(int32_t), "row ids"),
+                       SAGA_ERR_OUT_OF_MEMORY, "out of memory for the ids of %d rows", (int)ri);
+        }
     }
     if (ch->in && n->sparse && w == 0)
         net_sparse_fill_block(n, ch->in);
+    if (ch->train && w > 0 && w < S && !whole_in(n, ch, w)) {
+        /* the input rows' gradient, added into the host's for the parts' backward pass */
+        const int64_t cols = n->stages[w].in_cols;
+        const int32_t P = ch->in->v1;
+        ch->gio = (rows_io){.dst = n->grad_host[w], .rows = ch->in->rows, .n = P, .cols = cols};
+        SAGA_CHECK(ch->b_gin = saga_sched_block(n->sched, (size_t)P * (size_t)cols * sizeof(float),
+                                                SAGA_BLK_TEMP, "input rows' gradients"),
+                   SAGA_ERR_OUT_OF_MEMORY, "out of memory for the gradients of %d rows", (int)P);
+        saga_blk_set_pack(ch->b_gin, NULL, net_rows_unpack_add, &ch->gio);
+    }
     const nblock *last = w < S ? ch->blk[S - 1] : NULL;
     ch->n_out = last ? last->v1 - last->v0 : n->n;
     ch->out_ids = !last ? NULL : last->uids ? last->uids : last->self_pos;
@@ -314,8 +361,13 @@ saga_status net_chain_for(saga_net *n, bool train, const int32_t *want, int32_t 
         SAGA_TRY(train ? net_chain_build(n, ch, rows ? rows : n->loss_rows, n->n_loss_rows, room,
                                          n->plan.streamed, true)
                        : net_chain_build(n, ch, want, R, room, n->plan.streamed, false));
-        if (train && n->plan.streamed && (*ch)->whole_below > 0) {
-            /* streamed, training runs on a chain from the first stage or by parts */
+        /* the first stage the loss rows' block (with the tail's and the head's) runs on fewer
+         * rows than every row: with its stage inputs whole on the device it serves those stages
+         * better than a chain from the same stage or a later one would */
+        const int S = n->n_stages, w = (*ch)->whole_below;
+        const int lb = !n->plan.lblk ? S : n->plan.hblk ? 0 : n->plan.tblk ? n->plan.tail_s : S - 1;
+        if (train && n->plan.streamed && (w == S || (w > 0 && w >= lb))) {
+            /* streamed, training runs by parts where no stage's chain fits */
             net_chain_free(n, ch);
             n->plan.tchain_none = true;
         }

@@ -3,8 +3,11 @@
  * stage's input rows. In memory a training pass runs one from the loss rows and an inference of
  * chosen rows one from those; streamed, an inference of chosen rows runs the stages that need
  * every row by parts and the rest on a chain, which reads its first stage's input rows from the
- * host, and a training pass runs one from the loss rows when all of it fits the budget (the
- * parts' backward pass cannot start from a chain's gradients). Internal to saga.
+ * host; a training pass runs one from the loss rows, from the first stage when all of it fits
+ * the budget, else from the first program stage at which it does: the parts run the stages below
+ * it over every row and write its input back to the host, the chain's step reads its rows from
+ * there and adds their gradient into the host's, and the parts' backward pass reads that.
+ * Internal to saga.
  *
  *   net_chain *ch;
  *   SAGA_TRY(net_chain_for(n, train, want, R, &ch)); // n prepared, one rank; NULL: no chain
@@ -30,7 +33,7 @@ extern "C" {
 typedef struct net_chain {
     bool streamed; /* a streamed net's: the stages below whole_below run by parts, and the
                     * chain reads its first stage's input rows from the host */
-    bool train;    /* a streamed net's training chain: from the first stage (whole_below 0) */
+    bool train;    /* a streamed net's training chain (net_chain_for) */
     int32_t *want; /* the output rows it was built for: the net's order, increasing, distinct */
     int32_t n_want;
     net_demand d; /* pass 1; the stages below `whole_below` compute every row regardless */
@@ -40,12 +43,18 @@ typedef struct net_chain {
     int32_t n_out; /* rows of the last stage's output */
     const int32_t *out_ids; /* their graph ids (host; NULL: every row, n->iota) */
     size_t bytes;           /* the blocks' device bytes, estimated */
+    /* a streamed training chain after the parts' stages (whole_below > 0): the gradient of its
+     * input rows, which its step writes back to be added into n->grad_host[whole_below] */
+    saga_blk *b_gin;
+    rows_io gio;
+    size_t cap; /* a streamed training chain: the blocks its step may hold (saga_sched_step_cap) */
 } net_chain;
 
 /* The chain (*out) of prepared net n (streamed or in memory) for the R output rows (increasing,
  * distinct, the net's order; rows NULL: every row), with blocks of at most room bytes (SIZE_MAX:
- * no limit); streamed and train, a training chain (net_chain.train), whose whole_below is 0 or,
- * where it cannot start at the first stage, n_stages. Errors: SAGA_ERR_OUT_OF_MEMORY,
+ * no limit); streamed and train, a training chain (net_chain.train), whose whole_below is 0, a
+ * program stage whose input is not resident (with b_gin), or n_stages where none fits. Errors:
+ * SAGA_ERR_OUT_OF_MEMORY,
  * SAGA_ERR_UNSUPPORTED (a batched stage over 2^31 edges). */
 saga_status net_chain_build(saga_net *n, net_chain **out, const int32_t *rows, int32_t R,
                             size_t room, bool streamed, bool train);
@@ -54,8 +63,9 @@ void net_chain_free(saga_net *n, net_chain **ch);
 /* The input changed: the chain's own copies of its rows refilled and reloaded. */
 void net_chain_input_changed(saga_net *n, net_chain *ch);
 /* The chain of a call (*out): training, from the loss rows (n->plan.tchain, every row without them;
- * streamed, with loss rows where saga chose the parts and the whole chain fits the room: else
- * NULL, and n->plan.tchain_none);
+ * streamed, with loss rows where saga chose the parts and the chain fits the room from some stage
+ * on, where the loss rows' block (n->plan.lblk) does not serve that stage already: else NULL, and
+ * n->plan.tchain_none);
  * inference of the rows want (R, increasing and distinct), n->plan.echain, kept while they stay the
  * same; NULL where chains do not apply or for inference of every row. A new one's time counts as
  * preparation (saga_net_stats.prepare_seconds). */

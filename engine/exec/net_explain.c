@@ -76,8 +76,9 @@ saga_status saga_net_explain(saga_net *n, FILE *f) {
         const char *input = "on the device";
         snprintf(cols, sizeof cols, "%lld -> %lld", (long long)sg->in_cols,
                  (long long)sg->out_cols);
-        if (n->plan.streamed && tc) {
-            /* training runs as one chain step over the rows the loss reads */
+        if (n->plan.streamed && tc && s >= tc->whole_below) {
+            /* training runs as one chain step over the rows the loss reads (after the parts'
+             * steps of the stages below it) */
             snprintf(train, sizeof train, "%d (one chain step)", (int)net_chain_rows(n, tc, s));
             input = sg->kind == STAGE_PROGRAM ? "halos by part" : "rows by part";
         } else if (n->plan.streamed) {

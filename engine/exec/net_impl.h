@@ -192,6 +192,10 @@ typedef struct net_plan {
      * block's step, streamed beside the resident stages; SIZE_MAX without a budget) */
     size_t blocks_cap;
     size_t chain_room;
+    /* what the budget leaves a step's blocks and tensors together (streamed; 0 without a
+     * budget): a step whose tensors are fewer than the largest step's may hold more blocks than
+     * blocks_cap (saga_sched_step_cap) */
+    size_t step_room;
     /* pass 4, the steps and their blocks: one block per part (blk, k of them) */
     nblock *blk;
     /* prepared with loss rows and a fused last stage (loss_block_build): one more block, whose
@@ -309,6 +313,9 @@ size_t net_message_bytes(const stage *sg, int64_t m);
 /* Gathers the rows of a rows_io from its host array into a staging buffer (a scheduler block's
  * pack function). */
 void net_rows_pack(void *user, void *staging);
+/* Adds the rows of a staging buffer into the rows of a rows_io's host array (a scheduler block's
+ * unpack function: gradients summed on the host). */
+void net_rows_unpack_add(void *user, const void *staging);
 /* The key of vals, vout, b_vin and b_vout for an edge weight and (fused) mean. */
 int net_key_of(saga_edge_weight w, bool mean);
 /* Block b's batch plan for max_edges, or NULL when none was made. */

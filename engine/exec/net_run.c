@@ -1,7 +1,7 @@
 /* net_run.c - running a prepared graph network (saga_net.h): the plan of its steps (forward
  * passes, the loss, backward passes, block by block) for the block scheduler (sched.c), the
- * steps themselves, and the one step over a chain (net_chain.h) that a pass in memory, or the
- * end of a streamed inference of chosen rows, runs. */
+ * steps themselves, and the one step over a chain (net_chain.h) that a pass in memory, the end
+ * of a streamed inference of chosen rows, or the middle of a streamed training pass runs. */
 #include "net_impl.h"
 
 #include "net_chain.h"
@@ -13,8 +13,9 @@
 
 /* PH_LOSS_ROWS: a streamed net's one step over the loss rows' block (n->plan.lblk): the last stage
  * on those rows (after the tail's stages on the rows they read, with n->plan.tblk), the loss and
- * the backward pass of those stages */
-typedef enum phase { PH_FWD = 0, PH_LOSS, PH_BWD, PH_LOSS_ROWS } phase;
+ * the backward pass of those stages. PH_CHAIN: a streamed training chain's one step after the
+ * parts' stages (net_chain.h): its stages forward, the loss and their backward pass. */
+typedef enum phase { PH_FWD = 0, PH_LOSS, PH_BWD, PH_LOSS_ROWS, PH_CHAIN } phase;
 
 /* With several ranks, some steps begin with an exchange of host rows (net_dist.c): before the
  * first block of a program stage, the rows of its input that the rank reads from others; before
@@ -121,23 +122,28 @@ static void use_input(saga_net *n, int t, const nblock *b, int32_t d) {
     saga_sched_use(n->sched, t, b->b_xval, SAGA_USE_READ, 0);
 }
 
+static void chain_uses(saga_net *n, const net_chain *ch, int t, bool train);
+
 /* Records the plan of a forward pass (and, training, the loss and the backward pass); an
  * inference whose later stages run on a chain (net_chain.h) stops before stage s_end, whose
- * input the parts then write back to the host for it (s_end == n_stages: every stage). */
-static saga_status plan(saga_net *n, bool train, int s_end, stepdesc **out, int *n_out) {
+ * input the parts then write back to the host for it (s_end == n_stages: every stage). A
+ * training chain from a later stage (tc) runs as one step between the parts' forward and
+ * backward passes of the stages below it, and does the loss. */
+static saga_status plan(saga_net *n, bool train, int s_end, const net_chain *tc, stepdesc **out,
+                        int *n_out) {
     saga_status st = SAGA_OK;
     int S = n->n_stages;
     int32_t k = n->plan.k, lo = n->plan.d_lo, hi = n->plan.d_hi;
-    int cap = (2 * S + 1) * (hi - lo), cnt = 0;
+    int cap = (2 * S + 1) * (hi - lo) + 1, cnt = 0;
     stepdesc *sd = NULL;
     SAGA_TRY(saga_alloc_array((void **)&sd, (size_t)cap, sizeof *sd, "net steps"));
     saga_sched *sc = n->sched;
     saga_sched_plan_begin(sc);
     /* training streamed with the loss rows' block: its one step replaces the last stage's, and
      * with the tail's, the stages' from the tail's first */
-    nblock *lb = train && n->plan.streamed ? n->plan.lblk : NULL;
+    nblock *lb = train && n->plan.streamed && !tc ? n->plan.lblk : NULL;
     nblock *tb = lb ? n->plan.tblk : NULL;
-    int S_fwd = tb ? n->plan.tail_s : lb ? S - 1 : s_end;
+    int S_fwd = tc ? tc->whole_below : tb ? n->plan.tail_s : lb ? S - 1 : s_end;
     for (int s = 0; s < S_fwd; s++) {
         const stage *sg = &n->stages[s];
         bool first = true;
@@ -193,7 +199,14 @@ static saga_status plan(saga_net *n, bool train, int s_end, stepdesc **out, int 
         saga_sched_use(sc, t, n->gfull[S_fwd], SAGA_USE_WRITE, 0);
         sd[cnt++] = (stepdesc){PH_LOSS_ROWS, S_fwd, 0, XCHG_NONE, false};
     }
-    if (train && !lb) {
+    if (tc) {
+        /* its input rows are packed from what the parts wrote back */
+        int t = saga_sched_step(sc);
+        saga_sched_step_barrier(sc, t);
+        chain_uses(n, tc, t, true);
+        sd[cnt++] = (stepdesc){PH_CHAIN, S_fwd, 0, XCHG_NONE, false};
+    }
+    if (train && !lb && !tc) {
         for (int32_t d = lo; d < hi; d++) {
             int t = saga_sched_step(sc);
             if (n->plan.blk[d].b_ids)
@@ -755,30 +768,27 @@ static void rows_done(saga_net *n, int s, int64_t rows) {
         n->stats.stage_rows[s] += rows;
 }
 
-/* In memory (one block), a pass over a chain (net_chain.h) is one step: it holds the input rows
- * and every stage's graph blocks, the stages run as a chain of saga_program_run calls would, each
- * on the rows its block lists (every row without one), and a training pass's backward walks the
- * tape instead of recomputing each stage. Training, the loss reads the last stage's rows;
- * inference, they go to out (host, n_out rows). */
-static saga_status run_chain(saga_net *n, net_chain *ch, bool train, double *loss, float *out) {
-    saga_status st = SAGA_OK;
-    saga_ctx *c = n->c;
+/* The scheduler uses of a chain's one step t: its input rows and every stage's blocks; a
+ * training chain after the parts' stages also writes its input rows' gradient back (b_gin). */
+static void chain_uses(saga_net *n, const net_chain *ch, int t, bool train) {
     saga_sched *sc = n->sched;
     nblock *whole = &n->plan.blk[0];
     const int S = n->n_stages;
-    /* streamed, the parts ran the stages before the chain's first */
     const int s0 = ch->streamed ? ch->whole_below : 0;
-    bool begun = false;
-    void *keep[2] = {NULL, NULL}; /* a streamed inference's stage outputs, alternately */
-    size_t keep_bytes[2] = {0, 0};
-    saga_tape_pos mark = saga_tape_mark(c);
-    saga_sched_plan_begin(sc);
-    int t = saga_sched_step(sc);
     nblock *ib = ch->in ? ch->in : whole;
-    if (s0 == 0)
+    if (s0 == 0) {
         use_input(n, t, ib, 0);
-    else
+    } else if (resident(n, s0)) {
+        /* the whole input the parts wrote on the device, and its whole gradient (written first
+         * here: zeroed) */
+        saga_sched_use(sc, t, n->full[s0], SAGA_USE_READ, 0);
+        if (ib->b_hids)
+            saga_sched_use(sc, t, ib->b_hids, SAGA_USE_READ, 0);
+        if (train)
+            saga_sched_use(sc, t, n->gfull[s0], SAGA_USE_WRITE, 0);
+    } else {
         saga_sched_use(sc, t, ib->b_xrows, SAGA_USE_READ, 0);
+    }
     for (int s = s0; s < S; s++) {
         nblock *b = ch->blk[s] ? ch->blk[s] : whole;
         if (n->stages[s].kind == STAGE_PROGRAM) {
@@ -790,17 +800,65 @@ static saga_status run_chain(saga_net *n, net_chain *ch, bool train, double *los
         if (ch->blk[s] && b->b_ids && b->b_ids != b->b_self)
             saga_sched_use(sc, t, b->b_ids, SAGA_USE_READ, 0);
     }
-    if (ch->in && ch->in != ch->blk[s0])
+    if (ch->in && ch->in != ch->blk[s0] && ch->in->b_ids)
         saga_sched_use(sc, t, ch->in->b_ids, SAGA_USE_READ, 0);
-    SAGA_TRY(saga_sched_plan_end(sc));
-    SAGA_TRY(saga_sched_begin(sc, t));
-    begun = true;
+    if (train && ch->b_gin)
+        saga_sched_use(sc, t, ch->b_gin, SAGA_USE_WRITE, SAGA_USE_WRITEBACK);
+    if (train && ch->cap)
+        saga_sched_step_cap(sc, t, ch->cap);
+}
+
+/* A pass over a chain (net_chain.h) is one step: it holds the input rows and every stage's graph
+ * blocks, the stages run as a chain of saga_program_run calls would, each on the rows its block
+ * lists (every row without one), and a training pass's backward walks the tape instead of
+ * recomputing each stage. Training, the loss reads the last stage's rows (added into *loss),
+ * and a chain after the parts' stages writes its input rows' gradient to b_gin; inference, they
+ * go to out (host, n_out rows). */
+static saga_status chain_step(saga_net *n, net_chain *ch, bool train, double *loss, float *out) {
+    saga_status st = SAGA_OK;
+    saga_ctx *c = n->c;
+    nblock *whole = &n->plan.blk[0];
+    const int S = n->n_stages;
+    /* streamed, the parts ran the stages before the chain's first */
+    const int s0 = ch->streamed ? ch->whole_below : 0;
+    void *keep[2] = {NULL, NULL}; /* a streamed inference's stage outputs, alternately */
+    size_t keep_bytes[2] = {0, 0};
+    saga_tape_pos mark = saga_tape_mark(c);
+    nblock *ib = ch->in ? ch->in : whole;
     saga_sparse xs_, *xs = NULL;
-    saga_tensor *h = NULL;
-    if (s0 == 0)
+    saga_tensor *h = NULL, *h_in = NULL;
+    const bool whole_in = s0 > 0 && resident(n, s0);
+    if (s0 == 0) {
         SAGA_TRY(stage_input(n, 0, 0, ib, &h, &xs_, &xs));
-    else /* f32 rows from the host */
+    } else if (whole_in) {
+        /* the rows of the whole input on the device (gathered, or all of it), their gradient
+         * added into the whole one, zeroed first */
+        const int64_t cols = n->stages[s0].in_cols;
+        if (ib->b_hids) {
+            h = saga_ctx_tensor(c, SAGA_F32, ib->n_halo, cols);
+            if (h)
+                SAGA_TRY(gather_whole(n, s0, ib, h->data));
+        } else {
+            h = saga_ctx_wrap(c, SAGA_F32, n->n, cols, saga_blk_dev(n->full[s0]));
+        }
+        h_in = h;
+        if (h && train) {
+            SAGA_TRY(add_whole_grad(n, s0, ib, NULL, n->n));
+            if (!ib->b_hids)
+                SAGA_TRY(saga_ctx_wrap_grad(c, h, saga_blk_dev(n->gfull[s0])));
+            saga_ctx_mark_leaf(c, h);
+        }
+    } else { /* f32 rows from the host */
         h = wrap(n, ib->b_xrows, SAGA_F32, ib->v1 - ib->v0, n->stages[s0].in_cols);
+        if (h && train && ch->b_gin) {
+            /* its gradient goes back to the parts: the backward pass adds it into b_gin */
+            SAGA_TRY(n->be->iface->memset_async(saga_backend_default_stream(n->be),
+                                                saga_blk_dev(ch->b_gin), 0,
+                                                saga_blk_bytes(ch->b_gin)));
+            SAGA_TRY(saga_ctx_wrap_grad(c, h, saga_blk_dev(ch->b_gin)));
+            saga_ctx_mark_leaf(c, h);
+        }
+    }
     for (int s = s0; s < S && (h || (s == 0 && xs)); s++) {
         n->stages[s].rng = saga_ctx_rng_counter(c);
         nblock *b = ch->blk[s] ? ch->blk[s] : whole;
@@ -834,18 +892,16 @@ static saga_status run_chain(saga_net *n, net_chain *ch, bool train, double *los
         saga_vertex_in vin = {.first = 0, .count = ch->n_out, .self = h};
         saga_tensor *l = n->loss(c, &vin, ch->out_ids ? ch->out_ids : n->iota, n->loss_user);
         SAGA_TRY(check_loss(n, l));
-        *loss = saga_item(l);
+        *loss += saga_item(l);
         SAGA_TRY(saga_tape_backward_range(c, mark, l, NULL));
+        if (whole_in && ib->b_hids)
+            SAGA_TRY(add_whole_grad(n, s0, ib, h_in->grad, 0));
     } else if (out && h->nbytes) {
         SAGA_TRY(
             saga_memcpy_d2h_async(saga_backend_default_stream(n->be), out, h->data, h->nbytes));
     }
 fail:
     saga_tape_release(c, mark);
-    if (begun) { /* a step that did not begin has nothing to end (and its error stands) */
-        saga_status end = saga_sched_end(sc, t);
-        st = st < 0 ? st : end;
-    }
     if (keep[0] || keep[1]) {
         /* the buffers go once the stream has done with them */
         saga_status sy = saga_backend_synchronize(n->be);
@@ -854,6 +910,24 @@ fail:
             if (keep[k])
                 saga_backend_free(n->be, keep[k], keep_bytes[k]);
     }
+    return st;
+}
+
+/* A pass in memory (one block), or the end of a streamed inference of chosen rows, or a streamed
+ * training chain from the first stage: the chain's step as a plan of its own. */
+static saga_status run_chain(saga_net *n, net_chain *ch, bool train, double *loss, float *out) {
+    saga_status st = SAGA_OK;
+    saga_sched *sc = n->sched;
+    saga_sched_plan_begin(sc);
+    int t = saga_sched_step(sc);
+    chain_uses(n, ch, t, train);
+    SAGA_TRY(saga_sched_plan_end(sc));
+    SAGA_TRY(saga_sched_begin(sc, t));
+    st = chain_step(n, ch, train, loss, out);
+    /* a step that began ends (its error stands) */
+    saga_status end = saga_sched_end(sc, t);
+    st = st < 0 ? st : end;
+fail:
     return st;
 }
 
@@ -876,8 +950,9 @@ fail:
 }
 
 /* A call: invalidations, the plan, its steps, statistics. Training in memory runs on the loss
- * rows' chain; an inference of chosen rows on theirs (ch, from net_chain_for), their outputs
- * into out; any other pass by parts over every row. */
+ * rows' chain, streamed on it from the stage net_chain_for chose (the parts' steps around it
+ * below); an inference of chosen rows on theirs (ch, from net_chain_for), their outputs into out;
+ * any other pass by parts over every row. */
 static saga_status run(saga_net *n, bool train, net_chain *ch, double *loss_out, float *out) {
     saga_status st = SAGA_OK;
     stepdesc *sd = NULL;
@@ -922,6 +997,10 @@ static saga_status run(saga_net *n, bool train, net_chain *ch, double *loss_out,
                 saga_blk_host_changed(n->grad[s][d]);
         }
     }
+    /* a training chain after the parts' stages reads the rows they write back in this pass */
+    net_chain *tc = train && ch && ch->streamed && ch->whole_below > 0 ? ch : NULL;
+    if (tc && tc->in->b_xrows)
+        saga_blk_host_changed(tc->in->b_xrows);
     if (n->x_changed) {
         if (n->plan.tchain)
             net_chain_input_changed(n, n->plan.tchain);
@@ -935,11 +1014,11 @@ static saga_status run(saga_net *n, bool train, net_chain *ch, double *loss_out,
                 memset(n->grad_host[s], 0,
                        (size_t)n->n * (size_t)n->stages[s - 1].out_cols * sizeof(float));
     saga_ctx_train(c, train);
-    if (ch && (!ch->streamed || ch->train)) {
+    if (ch && !tc && (!ch->streamed || ch->train)) {
         SAGA_TRY(run_chain(n, ch, train, &loss, out));
         n_sd = 0;
     } else {
-        SAGA_TRY(plan(n, train, ch ? ch->whole_below : S, &sd, &n_sd));
+        SAGA_TRY(plan(n, train, ch && !tc ? ch->whole_below : S, tc, &sd, &n_sd));
     }
     uint64_t rng_after = saga_ctx_rng_counter(c);
     /* one kind of pass decides: training once the net trains (its inference passes, an
@@ -977,10 +1056,12 @@ static saga_status run(saga_net *n, bool train, net_chain *ch, double *loss_out,
             SAGA_TRY(run_loss(n, sd[t].d, &loss));
         else if (sd[t].ph == PH_LOSS_ROWS)
             SAGA_TRY(run_loss_rows(n, &loss));
+        else if (sd[t].ph == PH_CHAIN)
+            SAGA_TRY(chain_step(n, tc, true, &loss, NULL));
         else
             SAGA_TRY(run_bwd(n, sd[t].s, sd[t].d));
         SAGA_TRY(saga_sched_end(n->sched, t));
-        if (sd[t].ph == PH_LOSS_ROWS)
+        if (sd[t].ph == PH_LOSS_ROWS || sd[t].ph == PH_CHAIN)
             rng_after = saga_ctx_rng_counter(c); /* its stages end the forward pass */
     }
     if (train)
