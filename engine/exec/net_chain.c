@@ -139,10 +139,15 @@ static bool cannot_start(const saga_net *n, const net_chain *ch, int w, size_t r
     if (ch->streamed && ch->train) {
         if (w > 0 && (n->stages[w].kind != STAGE_PROGRAM || n->plan.k < 2))
             return true;
-        /* its step's blocks may exceed the parts' cap by what its tensors leave of theirs */
+        /* its step's blocks may exceed the parts' cap by what its tensors leave of theirs; of the
+         * resident stages, only those up to w are used in its pass (the parts' and its own) */
         if (!ch->d.rows[w])
             return true;
-        return room != SIZE_MAX && chain_bytes(n, ch, w) + chain_train_work(n, ch, w) > room;
+        size_t held = 0;
+        for (int s = 1; s <= w && n->plan.resident; s++)
+            if (n->plan.resident[s])
+                held += 2 * (size_t)n->n * (size_t)n->stages[s].in_cols * sizeof(float);
+        return room != SIZE_MAX && chain_bytes(n, ch, w) + chain_train_work(n, ch, w) + held > room;
     }
     if (ch->streamed) {
         if (!ch->d.rows[w] || (n->plan.resident && n->plan.resident[w]) || over_cap)
@@ -346,9 +351,13 @@ saga_status net_chain_for(saga_net *n, bool train, const int32_t *want, int32_t 
         ((*ch)->n_want != R || memcmp((*ch)->want, want, (size_t)R * sizeof *want) != 0))
         net_chain_free(n, ch);
     if (!*ch && !(train && n->plan.tchain_none)) {
-        size_t room = n->plan.chain_room, other = train            ? 0
-                                                  : n->plan.tchain ? n->plan.tchain->bytes
-                                                                   : 0;
+        /* streamed, training's room is the budget's (cannot_start counts the resident stages
+         * its pass uses) */
+        const bool whole_room = train && n->plan.streamed && n->plan.step_room;
+        size_t room = whole_room ? n->plan.step_room : n->plan.chain_room,
+               other = train            ? 0
+                       : n->plan.tchain ? n->plan.tchain->bytes
+                                        : 0;
         room = room == SIZE_MAX ? room : room > other ? room - other : 0;
         if (train && n->plan.part) {
             /* the loss rows in the net's order (the parts renumber a streamed net's) */
