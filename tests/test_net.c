@@ -998,6 +998,21 @@ static int32_t listed_every(int32_t stride, uint8_t **in, int32_t **list) {
     return k;
 }
 
+/* The end of a streamed chain's check: the in-memory run with the listed rows (a) and the
+ * streamed one (t) give the results of the run over every row (all), and the loss saw listed rows
+ * alone (sub); then the runs' outputs and the list are freed. */
+static void chain_runs_end(run_out *all, run_out *a, run_out *t, const listed_ctx *sub, uint8_t *in,
+                           int32_t *list) {
+    assert_same_run(all, a, 0);
+    assert_same_run(all, t, 0);
+    assert_int_equal(sub->unlisted, 0);
+    test_free(all->out);
+    test_free(a->out);
+    test_free(t->out);
+    test_free(in);
+    test_free(list);
+}
+
 /* Streamed with the parts saga chooses, a training pass whose loss rows' chain fits the budget
  * runs it as one step: on a graph of 3,000 vertices with 1,024 dense input columns, at half the
  * peak of the net whose loss reads every row, with every 1499th vertex as the loss rows, the
@@ -1033,14 +1048,7 @@ static void check_streamed_chain(const char *name, const saga_program *prog) {
     assert_int_equal(fewer_rows_stages(&t.st[2]), fewer_rows_stages(&a.st[2]));
     assert_non_null(strstr(t.explain, "(one chain step)")); /* saga_net_explain says so */
     assert_true(t.peak <= budget);
-    assert_same_run(&all, &a, 0);
-    assert_same_run(&all, &t, 0);
-    assert_int_equal(sub.unlisted, 0);
-    test_free(all.out);
-    test_free(a.out);
-    test_free(t.out);
-    test_free(in);
-    test_free(list);
+    chain_runs_end(&all, &a, &t, &sub, in, list);
 }
 
 static void test_net_streamed_chain(void **state) {
@@ -1115,14 +1123,7 @@ static void check_streamed_chain_later(const char *name, const saga_program *pro
     assert_true(fewer_rows_stages(&t.st[2]) > 0);
     assert_non_null(strstr(t.explain, "(parts)"));
     assert_true(t.peak <= budget);
-    assert_same_run(&all, &a, 0);
-    assert_same_run(&all, &t, 0);
-    assert_int_equal(sub.unlisted, 0);
-    test_free(all.out);
-    test_free(a.out);
-    test_free(t.out);
-    test_free(in);
-    test_free(list);
+    chain_runs_end(&all, &a, &t, &sub, in, list);
 }
 
 static void test_net_streamed_chain_later(void **state) {
