@@ -189,7 +189,8 @@ typedef struct net_plan {
     int parts_below;
     /* what the scheduler's blocks may hold at once (streamed; 0: no cap), and the device bytes
      * the chains' blocks and tensors may take (in memory what the budget leaves beside the whole
-     * block's step, streamed beside the resident stages; SIZE_MAX without a budget) */
+     * block's step, streamed beside the resident stages, which a streamed training chain counts
+     * itself from step_room; SIZE_MAX without a budget) */
     size_t blocks_cap;
     size_t chain_room;
     /* what the budget leaves a step's blocks and tensors together (streamed; 0 without a

@@ -778,7 +778,7 @@ static void chain_uses(saga_net *n, const net_chain *ch, int t, bool train) {
     nblock *ib = ch->in ? ch->in : whole;
     if (s0 == 0) {
         use_input(n, t, ib, 0);
-    } else if (resident(n, s0)) {
+    } else if (ch->train && resident(n, s0)) {
         /* the whole input the parts wrote on the device, and its whole gradient (written first
          * here: zeroed) */
         saga_sched_use(sc, t, n->full[s0], SAGA_USE_READ, 0);
@@ -827,7 +827,7 @@ static saga_status chain_step(saga_net *n, net_chain *ch, bool train, double *lo
     nblock *ib = ch->in ? ch->in : whole;
     saga_sparse xs_, *xs = NULL;
     saga_tensor *h = NULL, *h_in = NULL;
-    const bool whole_in = s0 > 0 && resident(n, s0);
+    const bool whole_in = ch->train && s0 > 0 && resident(n, s0); /* net_chain.c's whole_in */
     if (s0 == 0) {
         SAGA_TRY(stage_input(n, 0, 0, ib, &h, &xs_, &xs));
     } else if (whole_in) {
