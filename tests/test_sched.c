@@ -3,7 +3,8 @@
  * plan (where a SAGA_BLK_INPUT block would be dropped), and saga_sched_download brings it to the
  * host; a step that overwrites a block waits for the block's write-back still in flight; the
  * trace writes one line per copy and per step's compute; a block can be freed between plans, and
- * one prefetched can be given back under pressure. Checked against values computed here. */
+ * one prefetched can be given back under pressure; a step may be given a cap of its own. Checked
+ * against values computed here. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -125,6 +126,62 @@ static void test_sched_state_stays_resident(void **state) {
     for (int i = 0; i < N; i++)
         assert_true(a[i] == 8.0f * (1.0f + (float)i));
     assert_int_equal(saga_sched_resident_bytes(s), bytes);
+    saga_sched_free(&s);
+    saga_backend_free_all(&be);
+}
+
+/* A step may hold more blocks than the cap when it is given a cap of its own
+ * (saga_sched_step_cap), and only that step: one below the scheduler's cap is ignored, a plan
+ * whose step needs more than its cap is refused, and the step after it evicts back under the
+ * scheduler's cap. */
+static void test_sched_step_cap(void **state) {
+    (void)state;
+    saga_backend *be = open_cpu();
+    saga_sched *s = NULL;
+    const size_t bytes = N * sizeof(float);
+    assert_int_equal(saga_sched_new(&s, be, 2 * bytes, NULL, NULL), SAGA_OK);
+    static float h[4][N];
+    saga_blk *b[4];
+    for (int i = 0; i < 4; i++) {
+        for (int j = 0; j < N; j++)
+            h[i][j] = (float)(i * N + j);
+        assert_non_null(b[i] = saga_sched_block(s, bytes, SAGA_BLK_INPUT, "x"));
+        saga_blk_set_host(b[i], h[i]);
+    }
+    /* step 1 reads three blocks, steps 0 and 2 one each */
+    for (int round = 0; round < 3; round++) {
+        saga_sched_plan_begin(s);
+        int t0 = saga_sched_step(s);
+        saga_sched_use(s, t0, b[0], SAGA_USE_READ, 0);
+        int t1 = saga_sched_step(s);
+        for (int i = 1; i < 4; i++)
+            saga_sched_use(s, t1, b[i], SAGA_USE_READ, 0);
+        int t2 = saga_sched_step(s);
+        saga_sched_use(s, t2, b[0], SAGA_USE_READ, 0);
+        if (round == 0) {
+            assert_int_equal(saga_sched_plan_end(s), SAGA_ERR_BUDGET);
+            continue;
+        }
+        saga_sched_step_cap(s, t1, round == 1 ? bytes : 3 * bytes);
+        if (round == 1) { /* below the scheduler's cap: ignored */
+            assert_int_equal(saga_sched_plan_end(s), SAGA_ERR_BUDGET);
+            continue;
+        }
+        assert_int_equal(saga_sched_plan_end(s), SAGA_OK);
+        for (int t = 0; t < 3; t++) {
+            assert_int_equal(saga_sched_begin(s, t), SAGA_OK);
+            const int first = t == 1 ? 1 : 0, last = t == 1 ? 3 : 0;
+            for (int i = first; i <= last; i++)
+                assert_true(((const float *)saga_blk_dev(b[i]))[5] == (float)(i * N + 5));
+            if (t == 2)
+                assert_true(saga_sched_resident_bytes(s) <= 2 * bytes);
+            assert_int_equal(saga_sched_end(s, t), SAGA_OK);
+        }
+        assert_int_equal(saga_sched_finish(s), SAGA_OK);
+    }
+    saga_sched_stats st;
+    saga_sched_get_stats(s, &st);
+    assert_int_equal(st.peak_bytes, 3 * bytes);
     saga_sched_free(&s);
     saga_backend_free_all(&be);
 }
@@ -372,6 +429,7 @@ int main(void) {
         cmocka_unit_test(test_sched_trace_lines),
         cmocka_unit_test(test_sched_timed),
         cmocka_unit_test(test_sched_block_free_and_give_back),
+        cmocka_unit_test(test_sched_step_cap),
     };
     copies = SAGA_COPIES_WORKER;
     int failed = cmocka_run_group_tests_name("copies on a worker thread", tests, NULL, NULL);

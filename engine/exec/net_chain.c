@@ -133,9 +133,6 @@ static size_t chain_train_work(const saga_net *n, const net_chain *ch, int w) {
  * starts at the first stage or at a program stage, whose input the parts write back to the host
  * (or whole on the device, whole_in) and whose input gradient they read summed from there. */
 static bool cannot_start(const saga_net *n, const net_chain *ch, int w, size_t room) {
-    /* streamed, its blocks are the scheduler's: within its cap as well */
-    const bool over_cap =
-        ch->streamed && n->plan.blocks_cap && chain_bytes(n, ch, w) > n->plan.blocks_cap;
     if (ch->streamed && ch->train) {
         if (w > 0 && (n->stages[w].kind != STAGE_PROGRAM || n->plan.k < 2))
             return true;
@@ -144,11 +141,14 @@ static bool cannot_start(const saga_net *n, const net_chain *ch, int w, size_t r
         if (!ch->d.rows[w])
             return true;
         size_t held = 0;
-        for (int s = 1; s <= w && n->plan.resident; s++)
-            if (n->plan.resident[s])
-                held += 2 * (size_t)n->n * (size_t)n->stages[s].in_cols * sizeof(float);
+        for (int s = 1; s <= w && n->full; s++)
+            if (n->full[s])
+                held += saga_blk_bytes(n->full[s]) + saga_blk_bytes(n->gfull[s]);
         return room != SIZE_MAX && chain_bytes(n, ch, w) + chain_train_work(n, ch, w) + held > room;
     }
+    /* streamed, its blocks are the scheduler's: within its cap as well */
+    const bool over_cap =
+        ch->streamed && n->plan.blocks_cap && chain_bytes(n, ch, w) > n->plan.blocks_cap;
     if (ch->streamed) {
         if (!ch->d.rows[w] || (n->plan.resident && n->plan.resident[w]) || over_cap)
             return true;
@@ -321,6 +321,10 @@ void net_chain_input_changed(saga_net *n, net_chain *ch) {
     if (n->sparse && b->x_own)
         net_sparse_fill_block(n, b);
     net_block_input_changed(b, b->b_xrows);
+}
+
+bool net_chain_reads_whole(const saga_net *n, const net_chain *ch) {
+    return whole_in(n, ch, ch->whole_below);
 }
 
 int32_t net_chain_rows(const saga_net *n, const net_chain *ch, int s) {

@@ -70,6 +70,10 @@ void net_chain_input_changed(saga_net *n, net_chain *ch);
  * same; NULL where chains do not apply or for inference of every row. A new one's time counts as
  * preparation (saga_net_stats.prepare_seconds). */
 saga_status net_chain_for(saga_net *n, bool train, const int32_t *want, int32_t R, net_chain **out);
+/* Whether a streamed training chain reads its input from the whole copy the parts write on the
+ * device (its first stage is resident: saga_net.full) and adds its gradient into gfull there,
+ * rather than through the host (b_gin). */
+bool net_chain_reads_whole(const saga_net *n, const net_chain *ch);
 /* Rows stage s computes. */
 int32_t net_chain_rows(const saga_net *n, const net_chain *ch, int s);
 

@@ -778,7 +778,7 @@ static void chain_uses(saga_net *n, const net_chain *ch, int t, bool train) {
     nblock *ib = ch->in ? ch->in : whole;
     if (s0 == 0) {
         use_input(n, t, ib, 0);
-    } else if (ch->train && resident(n, s0)) {
+    } else if (net_chain_reads_whole(n, ch)) {
         /* the whole input the parts wrote on the device, and its whole gradient (written first
          * here: zeroed) */
         saga_sched_use(sc, t, n->full[s0], SAGA_USE_READ, 0);
@@ -812,8 +812,8 @@ static void chain_uses(saga_net *n, const net_chain *ch, int t, bool train) {
  * blocks, the stages run as a chain of saga_program_run calls would, each on the rows its block
  * lists (every row without one), and a training pass's backward walks the tape instead of
  * recomputing each stage. Training, the loss reads the last stage's rows (added into *loss),
- * and a chain after the parts' stages writes its input rows' gradient to b_gin; inference, they
- * go to out (host, n_out rows). */
+ * and a chain after the parts' stages adds its input rows' gradient where the parts read it
+ * (b_gin, or gfull on the device); inference, they go to out (host, n_out rows). */
 static saga_status chain_step(saga_net *n, net_chain *ch, bool train, double *loss, float *out) {
     saga_status st = SAGA_OK;
     saga_ctx *c = n->c;
@@ -827,7 +827,7 @@ static saga_status chain_step(saga_net *n, net_chain *ch, bool train, double *lo
     nblock *ib = ch->in ? ch->in : whole;
     saga_sparse xs_, *xs = NULL;
     saga_tensor *h = NULL, *h_in = NULL;
-    const bool whole_in = ch->train && s0 > 0 && resident(n, s0); /* net_chain.c's whole_in */
+    const bool whole_in = net_chain_reads_whole(n, ch);
     if (s0 == 0) {
         SAGA_TRY(stage_input(n, 0, 0, ib, &h, &xs_, &xs));
     } else if (whole_in) {
