@@ -1126,6 +1126,78 @@ static void check_streamed_chain_later(const char *name, const saga_program *pro
     chain_runs_end(&all, &a, &t, &sub, in, list);
 }
 
+/* As check_streamed_chain_later, for a net with only vertex stages below the chain's first
+ * (GCN: stage 0), on a graph of 20,000 vertices (degree 8, 128 input columns) whose stage inputs
+ * are too large to stay whole on the device under the budget (so no tail serves), every 100th or
+ * 300th vertex the loss rows: at a budget where the chain runs after them, the parts run them on
+ * the rows the chain reads alone (the head), writing those rows into the chain's input on the
+ * device and reading their gradient from there: every stage computes the in-memory chain's rows,
+ * stage 0 fewer than every row, saga_net_explain says so, the results are those of the run over
+ * every row, and the peak stays in the budget. */
+static void check_streamed_chain_head(const char *name, const saga_program *prog) {
+    uint8_t *in = NULL;
+    int32_t *list = NULL, n_in = 0;
+    listed_ctx every, sub;
+    run_out a, t, all;
+    size_t budget = 0;
+    for (int stride = 100; stride <= 300 && !budget; stride += 200) {
+        if (list) {
+            test_free(all.out);
+            test_free(a.out);
+            test_free(in);
+            test_free(list);
+        }
+        n_in = listed_every(stride, &in, &list);
+        listed_pair(in, n_in, list, n_in, &every, &sub);
+        LISTED = &every;
+        run_model(&all, prog, 0, SAGA_EXEC_MEMORY, 0, SAGA_PARTITION_METIS, SAGA_SAVED_RECOMPUTE);
+        LISTED = &sub;
+        run_model(&a, prog, 0, SAGA_EXEC_MEMORY, 0, SAGA_PARTITION_METIS, SAGA_SAVED_RECOMPUTE);
+        for (int div = 2; div <= 32 && !budget; div *= 2) {
+            sub.calls = 0;
+            EXPLAIN = true;
+            run_model(&t, prog, all.peak / (size_t)div, SAGA_EXEC_AUTO, 0, SAGA_PARTITION_METIS,
+                      SAGA_SAVED_RECOMPUTE);
+            EXPLAIN = false;
+            if (t.st[2].streamed && t.st[2].stage_rows[0] < D.n &&
+                strstr(t.explain, "(head, parts)") && strstr(t.explain, "(one chain step)"))
+                budget = all.peak / (size_t)div;
+            else
+                test_free(t.out);
+        }
+    }
+    LISTED = NULL;
+    if (!budget)
+        fail_msg("%s: no budget from 1/2 to 1/16 of the peak ran a chain after a head", name);
+    print_message("  %s: streamed in %d parts at %zu bytes, every %d-th vertex, stage 0 on %lld "
+                  "rows, rows %lld (in memory %lld)\n",
+                  name, (int)t.st[2].parts, budget, D.n / n_in, (long long)t.st[2].stage_rows[0],
+                  (long long)t.st[2].rows_computed, (long long)a.st[2].rows_computed);
+    assert_true(t.st[2].parts > 1);
+    assert_int_equal(sub.calls, 3);
+    for (int s = 0; s < t.st[2].stages; s++)
+        assert_int_equal(t.st[2].stage_rows[s], a.st[2].stage_rows[s]);
+    assert_true(t.peak <= budget);
+    chain_runs_end(&all, &a, &t, &sub, in, list);
+}
+
+static void test_net_streamed_chain_head(void **state) {
+    (void)state;
+    data_load();
+    net_data small = D;
+    D = (net_data){0};
+    net_data_load(&D, 20000, 6, 128, 20, 9);
+    check_streamed_chain_head("GCN", &GCN);
+    change_input = true; /* the input set again between steps: the head reads the new rows */
+    check_streamed_chain_head("GCN, input changed", &GCN);
+    sparse_input = true;
+    check_streamed_chain_head("GCN, sparse input changed", &GCN);
+    sparse_input = false;
+    change_input = false;
+    net_data_free(&D);
+    D = small;
+}
+
 static void test_net_streamed_chain_later(void **state) {
     (void)state;
     data_load();
@@ -1736,6 +1808,7 @@ int main(void) {
         cmocka_unit_test(test_net_forward_rows),
         cmocka_unit_test(test_net_streamed_chain),
         cmocka_unit_test(test_net_streamed_chain_later),
+        cmocka_unit_test(test_net_streamed_chain_head),
         cmocka_unit_test(test_net_explain),
         cmocka_unit_test(test_net_loss_rows),
         cmocka_unit_test(test_net_head),

@@ -463,6 +463,38 @@ fail:
     return st;
 }
 
+saga_status net_head_blocks(saga_net *n, const int32_t *rows, int32_t R, nblock **out) {
+    saga_status st = SAGA_OK;
+    nblock *h = NULL;
+    SAGA_TRY(saga_alloc_zeroed((void **)&h, (size_t)n->plan.k, sizeof *h, "head blocks"));
+    int32_t r = 0;
+    for (int32_t d = n->plan.d_lo; d < n->plan.d_hi; d++) {
+        const nblock *pb = &n->plan.blk[d];
+        nblock *b = &h[d];
+        while (r < R && rows[r] < pb->v0)
+            r++;
+        b->v0 = r;
+        while (r < R && rows[r] < pb->v1)
+            r++;
+        b->v1 = r;
+        b->rows = rows + b->v0;
+        if (b->v1 == b->v0) /* the part holds none: a training pass skips it */
+            continue;
+        SAGA_TRY(net_rows_input(n, b, rows + b->v0, b->v1 - b->v0, 0));
+        if (n->sparse)
+            net_sparse_fill_block(n, b);
+    }
+    *out = h;
+    h = NULL;
+fail:
+    if (h) {
+        for (int32_t d = n->plan.d_lo; d < n->plan.d_hi; d++)
+            net_block_free(n, &h[d]);
+        saga_free(h);
+    }
+    return st;
+}
+
 void net_block_input_changed(nblock *b, saga_blk *rows) {
     if (b->xrows_h)
         net_rows_pack(&b->xio, b->xrows_h);

@@ -1087,32 +1087,6 @@ static bool head_fits_tail(const saga_net *n, int p) {
     return p == 1 && n->stages[0].kind == STAGE_VERTEX;
 }
 
-/* n->plan.hblk over the rows of the tail's halo (tb->hids, increasing in the net's order): per
- * part, the slice of them in its rows, with their graph ids and their input (a CSR copied by
- * net_sparse_fill, or dense rows packed from the host rows as they load). */
-static saga_status head_build(saga_net *n, const nblock *tb) {
-    saga_status st = SAGA_OK;
-    const int32_t NH = tb->n_halo;
-    SAGA_TRY(saga_alloc_zeroed((void **)&n->plan.hblk, (size_t)n->plan.k, sizeof *n->plan.hblk,
-                               "head blocks"));
-    int32_t r = 0;
-    for (int32_t d = n->plan.d_lo; d < n->plan.d_hi; d++) {
-        const nblock *pb = &n->plan.blk[d];
-        nblock *b = &n->plan.hblk[d];
-        while (r < NH && tb->hids[r] < pb->v0)
-            r++;
-        b->v0 = r;
-        while (r < NH && tb->hids[r] < pb->v1)
-            r++;
-        b->v1 = r;
-        b->rows = tb->hids + b->v0;
-        if (b->v1 > b->v0) /* else the part holds none: the training pass skips it */
-            SAGA_TRY(net_rows_input(n, b, tb->hids + b->v0, b->v1 - b->v0, 0));
-    }
-fail:
-    return st;
-}
-
 /* A streamed net's blocks on the loss rows' side, on one rank (in memory the chains do this for
  * any model: net_chain.c).
  *
@@ -1132,7 +1106,7 @@ fail:
  * loss rows in the one step, which reads stage p's whole input (full[p]) and adds into its whole
  * gradient (gfull[p]); lblk's halo is then the tail's rows. Built when the parts' steps were
  * planned with it (parts_train_below). With a head (head_fits_tail, and the tail reading at most
- * net_demand_cap rows), the tail has its own halo, the rows stage 0 trains on (head_build). */
+ * net_demand_cap rows), the tail has its own halo, the rows stage 0 trains on (net_head_blocks). */
 static saga_status loss_block_build(saga_net *n, size_t left, size_t step) {
     saga_status st = SAGA_OK;
     int32_t *rows = NULL, *pos = NULL, *tpos = NULL, *trows = NULL;
@@ -1200,7 +1174,7 @@ static saga_status loss_block_build(saga_net *n, size_t left, size_t step) {
             net_rows_block(n, &n->plan.tblk, trows, NH, head, true, tpos, tm, TH, &n->stages[p]));
         n->plan.tail_s = p;
         if (head)
-            SAGA_TRY(head_build(n, n->plan.tblk));
+            SAGA_TRY(net_head_blocks(n, n->plan.tblk->hids, n->plan.tblk->n_halo, &n->plan.hblk));
         saga_log(SAGA_LOG_INFO,
                  "net: stages %d to %d train on the %d rows the loss reads (%lld edges), the "
                  "last on %d loss rows (%lld edges) in one step",

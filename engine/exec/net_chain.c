@@ -124,6 +124,49 @@ static size_t chain_train_work(const saga_net *n, const net_chain *ch, int w) {
     return work;
 }
 
+/* Whether a streamed training chain from stage w (its input rows not whole on the device) may
+ * have a head: only vertex stages below it, and it reads fewer than every row of their output. */
+static bool head_applies(const saga_net *n, const net_chain *ch, int w) {
+    if (!ch->train || w <= 0 || w >= n->n_stages || whole_in(n, ch, w) || !ch->d.rows[w - 1])
+        return false;
+    for (int s = 0; s < w; s++)
+        if (n->stages[s].kind != STAGE_VERTEX)
+            return false;
+    return true;
+}
+
+/* The device bytes a head's steps need at most (a chain from stage w where head_applies): the
+ * chain's input rows (or, in the backward pass, their gradient) held on the device, beside the
+ * largest part's blocks (its slice's input rows and ids, the stages' part-sized activation and
+ * gradient blocks between them) and tensors (estimated as a part's step estimates a vertex
+ * stage's); *work, the largest part's tensors. */
+static size_t head_need(const saga_net *n, const net_chain *ch, int w, size_t *work) {
+    *work = 0;
+    const int32_t *in = ch->d.rows[w - 1], R = ch->d.n_rows[w - 1];
+    size_t part = 0;
+    int32_t r = 0;
+    for (int32_t d = n->plan.d_lo; d < n->plan.d_hi; d++) {
+        const nblock *pb = &n->plan.blk[d];
+        while (r < R && in[r] < pb->v0)
+            r++;
+        const int32_t a = r;
+        while (r < R && in[r] < pb->v1)
+            r++;
+        const size_t rd = (size_t)(r - a), P = (size_t)(pb->v1 - pb->v0);
+        size_t blocks = input_bytes(n, 0, in + a, r - a), tensors = 0;
+        for (int s = 0; s < w; s++) {
+            const stage *sg = &n->stages[s];
+            const size_t t = rd * (size_t)(sg->in_cols + sg->out_cols) * sizeof(float) * 3;
+            tensors = t > tensors ? t : tensors;
+            if (s > 0)
+                blocks += 2 * P * (size_t)sg->in_cols * sizeof(float);
+        }
+        part = blocks + tensors > part ? blocks + tensors : part;
+        *work = tensors > *work ? tensors : *work;
+    }
+    return (size_t)R * (size_t)n->stages[w].in_cols * sizeof(float) + part;
+}
+
 /* Whether the chain cannot start at stage w: its blocks exceed the room, a vertex stage past the
  * start reads rows its predecessor did not compute, or (streamed) no stage from w on computes
  * fewer rows, stage w's input stays whole on the device (resident: the parts write it there,
@@ -193,6 +236,12 @@ void net_chain_free(saga_net *n, net_chain **chp) {
     const int S = n->n_stages;
     if (n->sched)
         (void)saga_sched_block_free(n->sched, &ch->b_gin);
+    for (int32_t d = n->plan.d_lo; ch->head && d < n->plan.d_hi; d++) {
+        if (n->sched)
+            sched_blocks_free(n, &ch->head[d]);
+        net_block_free(n, &ch->head[d]);
+    }
+    saga_free(ch->head);
     for (int s = 0; ch->blk && s < S; s++)
         if (ch->in == ch->blk[s])
             ch->in = NULL; /* the same block */
@@ -240,6 +289,11 @@ saga_status net_chain_build(saga_net *n, net_chain **out, const int32_t *rows, i
         const size_t work = chain_train_work(n, ch, w);
         ch->cap = n->plan.step_room > work ? n->plan.step_room - work : 0;
     }
+    /* the head where its steps fit the room beside the chain's input rows */
+    size_t hwork = 0;
+    const bool head = head_applies(n, ch, w) && head_need(n, ch, w, &hwork) <= room;
+    if (head && room != SIZE_MAX)
+        ch->hcap = room - hwork;
     SAGA_TRY(saga_alloc_array((void **)&pos, (size_t)n->n + 1, sizeof(int32_t), "a chain"));
     for (int s = w; s < S; s++) {
         int32_t r, rp;
@@ -276,7 +330,16 @@ saga_status net_chain_build(saga_net *n, net_chain **out, const int32_t *rows, i
         /* a program stage's input rows: those it reads, or every row (streamed) */
         SAGA_TRY(saga_alloc_zeroed((void **)&ch->in, 1, sizeof *ch->in, "a chain"));
         ch->in->v1 = ch->in->n_halo = in ? ri : n->n;
-        if (!whole_in(n, ch, w)) {
+        if (head) {
+            /* the head's last stage writes the rows here on the device; the host array serves
+             * only an eviction's write-back */
+            const size_t bytes = (size_t)ri * (size_t)n->stages[w].in_cols * sizeof(float);
+            ch->in->rows = in;
+            SAGA_CHECK(ch->in->b_xrows =
+                           saga_sched_block(n->sched, bytes, SAGA_BLK_TEMP, "input rows"),
+                       SAGA_ERR_OUT_OF_MEMORY, "out of memory for %d input rows", (int)ri);
+            saga_blk_set_host(ch->in->b_xrows, n->act_host[w]);
+        } else if (!whole_in(n, ch, w)) {
             SAGA_TRY(net_rows_input(n, ch->in, in, in ? ri : n->n, w));
         } else if (in) {
             /* gathered from the whole input on the device by their positions there */
@@ -299,8 +362,13 @@ saga_status net_chain_build(saga_net *n, net_chain **out, const int32_t *rows, i
         SAGA_CHECK(ch->b_gin = saga_sched_block(n->sched, (size_t)P * (size_t)cols * sizeof(float),
                                                 SAGA_BLK_TEMP, "input rows' gradients"),
                    SAGA_ERR_OUT_OF_MEMORY, "out of memory for the gradients of %d rows", (int)P);
-        saga_blk_set_pack(ch->b_gin, NULL, net_rows_unpack_add, &ch->gio);
+        if (head) /* read by the head's backward steps on the device */
+            saga_blk_set_host(ch->b_gin, n->grad_host[w]);
+        else
+            saga_blk_set_pack(ch->b_gin, NULL, net_rows_unpack_add, &ch->gio);
     }
+    if (head)
+        SAGA_TRY(net_head_blocks(n, ch->in->rows, ch->in->v1, &ch->head));
     const nblock *last = w < S ? ch->blk[S - 1] : NULL;
     ch->n_out = last ? last->v1 - last->v0 : n->n;
     ch->out_ids = !last ? NULL : last->uids ? last->uids : last->self_pos;
@@ -315,6 +383,12 @@ fail:
 }
 
 void net_chain_input_changed(saga_net *n, net_chain *ch) {
+    for (int32_t d = n->plan.d_lo; ch->head && d < n->plan.d_hi; d++) {
+        nblock *h = &ch->head[d];
+        if (n->sparse && h->x_own)
+            net_sparse_fill_block(n, h);
+        net_block_input_changed(h, h->b_xrows);
+    }
     nblock *b = ch->in;
     if (!b || ch->whole_below > 0)
         return; /* none, or a later stage's rows: reloaded by every pass */

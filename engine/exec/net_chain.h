@@ -6,7 +6,9 @@
  * host; a training pass runs one from the loss rows, from the first stage when all of it fits
  * the budget, else from the first program stage at which it does: the parts run the stages below
  * it over every row and write its input back to the host, the chain's step reads its rows from
- * there and adds their gradient into the host's, and the parts' backward pass reads that.
+ * there and adds their gradient into the host's, and the parts' backward pass reads that. When
+ * only vertex stages lie below it and their blocks fit beside its input rows, the parts run them
+ * on those rows alone (the head), and the input rows and their gradient stay on the device.
  * Internal to saga.
  *
  *   net_chain *ch;
@@ -48,6 +50,13 @@ typedef struct net_chain {
     saga_blk *b_gin;
     rows_io gio;
     size_t cap; /* a streamed training chain: the blocks its step may hold (saga_sched_step_cap) */
+    /* a streamed training chain after vertex stages alone (the head): per part (k, this rank's
+     * filled; net_head_blocks) the slice of its input rows, on which the parts run the stages
+     * below it; their last writes its rows into the chain's input (in->b_xrows) on the device
+     * and reads their gradient from b_gin there, neither crossing to the host. NULL otherwise.
+     * hcap: the blocks the head's steps may hold */
+    nblock *head;
+    size_t hcap;
 } net_chain;
 
 /* The chain (*out) of prepared net n (streamed or in memory) for the R output rows (increasing,

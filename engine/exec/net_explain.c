@@ -76,7 +76,11 @@ saga_status saga_net_explain(saga_net *n, FILE *f) {
         const char *input = "on the device";
         snprintf(cols, sizeof cols, "%lld -> %lld", (long long)sg->in_cols,
                  (long long)sg->out_cols);
-        if (n->plan.streamed && tc && s >= tc->whole_below) {
+        if (n->plan.streamed && tc && tc->head && s < tc->whole_below) {
+            /* the parts run it on the rows the chain reads */
+            snprintf(train, sizeof train, "%d (head, parts)", (int)tc->in->v1);
+            input = "rows by part";
+        } else if (n->plan.streamed && tc && s >= tc->whole_below) {
             /* training runs as one chain step over the rows the loss reads (after the parts'
              * steps of the stages below it) */
             snprintf(train, sizeof train, "%d (one chain step)", (int)net_chain_rows(n, tc, s));

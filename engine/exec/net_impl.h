@@ -353,6 +353,11 @@ saga_status net_rows_ids(saga_net *n, nblock *b, const int32_t *rows, int32_t P)
  * f32 rows; dense rows are packed from the host array (n->x, act_host[s]) as the block loads
  * (b_xrows). */
 saga_status net_rows_input(saga_net *n, nblock *b, const int32_t *rows, int32_t P, int s);
+/* The head blocks (*out, k of them, those of this rank's parts filled) over R rows (increasing,
+ * the net's order): part d's holds the slice of rows within its rows, at positions v0 .. v1 - 1
+ * of the list, with their graph ids and their rows of the net's input (net_rows_input; a sparse
+ * input filled); a part with none has v0 == v1 and no blocks. Errors: out of memory. */
+saga_status net_head_blocks(saga_net *n, const int32_t *rows, int32_t R, nblock **out);
 /* The input changed: block b's packed copy of the net's input rows (if it has one) packed again,
  * and its device copies of the sparse input and of rows (its input rows' block, or NULL) reloaded
  * at their next use. */

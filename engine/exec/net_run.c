@@ -86,10 +86,36 @@ static bool resident(const saga_net *n, int s) {
     return n->plan.resident && n->plan.resident[s];
 }
 
-/* The block stage s runs part d on: in a training pass, the head's below the tail (net_plan's
- * hblk), else the part's own. */
+/* The training chain whose head runs stage s by parts (net_chain.head), or NULL. */
+static net_chain *head_chain(const saga_net *n, int s) {
+    net_chain *ch = n->plan.tchain;
+    return ch && ch->head && s < ch->whole_below ? ch : NULL;
+}
+
+/* The block stage s runs part d on: in a training pass, a head's below the tail (net_plan's
+ * hblk) or below the training chain, else the part's own. */
 static nblock *part_block(saga_net *n, int s, int32_t d, bool train) {
+    if (train && head_chain(n, s))
+        return &n->plan.tchain->head[d];
     return train && n->plan.hblk && s < n->plan.tail_s ? &n->plan.hblk[d] : &n->plan.blk[d];
+}
+
+/* The block on the device that holds stage s's whole input (the parts write their rows into it at
+ * their first row, a head's at its first position), or NULL: a resident stage's (saga_net.full),
+ * or in a training pass the chain's input rows after its head. */
+static saga_blk *whole_in_blk(const saga_net *n, int s, bool train) {
+    if (n->plan.resident && n->plan.resident[s])
+        return n->full[s];
+    const net_chain *ch = train && s > 0 ? head_chain(n, s - 1) : NULL;
+    return ch && ch->whole_below == s ? ch->in->b_xrows : NULL;
+}
+
+/* And the block of its gradient (saga_net.gfull, the chain's b_gin), or NULL. */
+static saga_blk *whole_grad_blk(const saga_net *n, int s) {
+    if (n->plan.resident && n->plan.resident[s])
+        return n->gfull[s];
+    const net_chain *ch = s > 0 ? head_chain(n, s - 1) : NULL;
+    return ch && ch->whole_below == s ? ch->b_gin : NULL;
 }
 
 /* A head block without rows: the pass has no step for it. */
@@ -153,6 +179,8 @@ static saga_status plan(saga_net *n, bool train, int s_end, const net_chain *tc,
                 continue;
             int t = saga_sched_step(sc);
             xchg x = XCHG_NONE;
+            if (train && head_chain(n, s) && head_chain(n, s)->hcap)
+                saga_sched_step_cap(sc, t, head_chain(n, s)->hcap);
             if (b->b_ids)
                 saga_sched_use(sc, t, b->b_ids, SAGA_USE_READ, 0);
             if (d == lo && k > 1 && s > 0 && sg->kind == STAGE_PROGRAM && !resident(n, s)) {
@@ -175,8 +203,8 @@ static saga_status plan(saga_net *n, bool train, int s_end, const net_chain *tc,
             } else {
                 saga_sched_use(sc, t, n->act[s][d], SAGA_USE_READ, 0);
             }
-            if (resident(n, s + 1))
-                use_whole(n, t, n->full[s + 1], first);
+            if (whole_in_blk(n, s + 1, train))
+                use_whole(n, t, whole_in_blk(n, s + 1, train), first);
             else
                 saga_sched_use(
                     sc, t, n->act[s + 1][d], SAGA_USE_WRITE,
@@ -200,9 +228,10 @@ static saga_status plan(saga_net *n, bool train, int s_end, const net_chain *tc,
         sd[cnt++] = (stepdesc){PH_LOSS_ROWS, S_fwd, 0, XCHG_NONE, false};
     }
     if (tc) {
-        /* its input rows are packed from what the parts wrote back */
+        /* its input rows are packed from what the parts wrote back (a head's are on the device) */
         int t = saga_sched_step(sc);
-        saga_sched_step_barrier(sc, t);
+        if (!tc->head)
+            saga_sched_step_barrier(sc, t);
         chain_uses(n, tc, t, true);
         sd[cnt++] = (stepdesc){PH_CHAIN, S_fwd, 0, XCHG_NONE, false};
     }
@@ -219,14 +248,16 @@ static saga_status plan(saga_net *n, bool train, int s_end, const net_chain *tc,
     if (train) {
         for (int s = S_fwd - 1; s >= 0; s--) {
             const stage *sg = &n->stages[s];
-            bool summed_in =
-                k > 1 && s + 1 < S && n->stages[s + 1].kind == STAGE_PROGRAM && !resident(n, s + 1);
+            bool summed_in = k > 1 && s + 1 < S && n->stages[s + 1].kind == STAGE_PROGRAM &&
+                             !whole_grad_blk(n, s + 1);
             for (int32_t d = lo; d < hi; d++) {
                 nblock *b = part_block(n, s, d, true);
                 if (no_rows(b))
                     continue;
                 int t = saga_sched_step(sc);
                 xchg x = XCHG_NONE;
+                if (head_chain(n, s) && head_chain(n, s)->hcap)
+                    saga_sched_step_cap(sc, t, head_chain(n, s)->hcap);
                 if (b->b_ids)
                     saga_sched_use(sc, t, b->b_ids, SAGA_USE_READ, 0);
                 if (d == lo && summed_in) {
@@ -236,8 +267,8 @@ static saga_status plan(saga_net *n, bool train, int s_end, const net_chain *tc,
                     else
                         saga_sched_step_barrier(sc, t);
                 }
-                saga_sched_use(sc, t, resident(n, s + 1) ? n->gfull[s + 1] : n->grad[s + 1][d],
-                               SAGA_USE_READ, 0);
+                saga_blk *gw = whole_grad_blk(n, s + 1);
+                saga_sched_use(sc, t, gw ? gw : n->grad[s + 1][d], SAGA_USE_READ, 0);
                 if (sg->kind == STAGE_PROGRAM) {
                     bool offload = n->saved[s][d] && saga_prog_fused(&sg->p);
                     if (resident(n, s))
@@ -359,10 +390,11 @@ static saga_status to_block(saga_net *n, saga_blk *b, const saga_tensor *t) {
         return SAGA_OK;
     if (!t)
         return n->be->iface->memset_async(s, dst, 0, bytes);
-    if (t->nbytes != bytes)
+    /* a head block's rows fill the first rows of its part's block */
+    if (t->nbytes > bytes)
         return saga_error(SAGA_ERR_INTERNAL, "saga_net: a %zu-byte result for a %zu-byte block",
                           t->nbytes, bytes);
-    return saga_memcpy_d2d_async(s, dst, t->data, bytes);
+    return t->nbytes ? saga_memcpy_d2d_async(s, dst, t->data, t->nbytes) : SAGA_OK;
 }
 
 /* What the loss function returned: a 1 x 1 f32 tensor. */
@@ -510,7 +542,7 @@ static saga_status stage_input(saga_net *n, int s, int32_t d, const nblock *b, s
     const stage *sg = &n->stages[s];
     bool program = sg->kind == STAGE_PROGRAM;
     int64_t rows = program ? b->n_halo : b->v1 - b->v0;
-    saga_blk *blk = b->b_xrows ? b->b_xrows : program ? n->halo[s][d] : n->act[s][d];
+    saga_blk *blk = s == 0 && b->b_xrows ? b->b_xrows : program ? n->halo[s][d] : n->act[s][d];
     *H = NULL;
     *xs = NULL;
     if (s == 0 && n->sparse) {
@@ -549,9 +581,9 @@ static saga_status run_fwd(saga_net *n, int s, int32_t d, bool train, bool first
     if (!out)
         SAGA_TRY(ctx_status_or(n, "a stage"));
     SAGA_TRY(check_width(out, sg, s));
-    const bool whole = resident(n, s + 1);
-    void *dst =
-        whole ? whole_rows(n, n->full[s + 1], s + 1, b->v0) : saga_blk_dev(n->act[s + 1][d]);
+    saga_blk *wb = whole_in_blk(n, s + 1, train);
+    const bool whole = wb != NULL;
+    void *dst = whole ? whole_rows(n, wb, s + 1, b->v0) : saga_blk_dev(n->act[s + 1][d]);
     int direct = out->nbytes && (whole || saga_blk_bytes(n->act[s + 1][d]) == out->nbytes)
                      ? saga_ctx_flush_to(c, out, dst)
                      : 0;
@@ -707,10 +739,10 @@ static saga_status run_bwd(saga_net *n, int s, int32_t d) {
     saga_sparse xs_, *xs = NULL;
     saga_tensor *H = NULL;
     SAGA_TRY(stage_input(n, s, d, b, &H, &xs_, &xs));
-    saga_tensor *dout = resident(n, s + 1)
-                            ? saga_ctx_wrap(c, SAGA_F32, P, sg->out_cols,
-                                            whole_rows(n, n->gfull[s + 1], s + 1, b->v0))
-                            : wrap(n, n->grad[s + 1][d], SAGA_F32, P, sg->out_cols);
+    saga_blk *gw = whole_grad_blk(n, s + 1);
+    saga_tensor *dout =
+        gw ? saga_ctx_wrap(c, SAGA_F32, P, sg->out_cols, whole_rows(n, gw, s + 1, b->v0))
+           : wrap(n, n->grad[s + 1][d], SAGA_F32, P, sg->out_cols);
     saga_tensor *saved = offload ? wrap(n, n->saved[s][d], SAGA_F32, P, sg->in_cols) : NULL;
     if (!(H || xs) || !dout || (offload && !saved))
         SAGA_TRY(ctx_status_or(n, "a backward step"));
@@ -802,8 +834,8 @@ static void chain_uses(saga_net *n, const net_chain *ch, int t, bool train) {
     }
     if (ch->in && ch->in != ch->blk[s0] && ch->in->b_ids)
         saga_sched_use(sc, t, ch->in->b_ids, SAGA_USE_READ, 0);
-    if (train && ch->b_gin)
-        saga_sched_use(sc, t, ch->b_gin, SAGA_USE_WRITE, SAGA_USE_WRITEBACK);
+    if (train && ch->b_gin) /* back to the host's gradient, or to the head's steps */
+        saga_sched_use(sc, t, ch->b_gin, SAGA_USE_WRITE, ch->head ? 0 : SAGA_USE_WRITEBACK);
     if (train && ch->cap)
         saga_sched_step_cap(sc, t, ch->cap);
 }
@@ -999,7 +1031,7 @@ static saga_status run(saga_net *n, bool train, net_chain *ch, double *loss_out,
     }
     /* a training chain after the parts' stages reads the rows they write back in this pass */
     net_chain *tc = train && ch && ch->streamed && ch->whole_below > 0 ? ch : NULL;
-    if (tc && tc->in->b_xrows)
+    if (tc && !tc->head && tc->in->b_xrows)
         saga_blk_host_changed(tc->in->b_xrows);
     if (n->x_changed) {
         if (n->plan.tchain)
