@@ -1067,6 +1067,58 @@ static void test_net_streamed_chain(void **state) {
     D = small;
 }
 
+/* The search of a streamed chain's checks: every stride-th vertex the loss rows (stride from
+ * first to last by step), budgets from 1/2 to 1/max_div of the in-memory peak of the net whose loss
+ * reads every row, until a streamed run trains the stages after the first on a chain, its first
+ * stage over every row by parts (head false) or over the rows the chain reads (head true). Fills
+ * the run over every row (all), the in-memory one with the listed rows (a), the streamed one (t),
+ * the loss contexts and the list; the budget, or 0 (then all, a and the list still to free). */
+typedef struct chain_search {
+    run_out all, a, t;
+    listed_ctx every, sub;
+    uint8_t *in;
+    int32_t *list, n_in;
+} chain_search;
+
+static size_t chain_budget(chain_search *r, const saga_program *prog, int first, int last, int step,
+                           int max_div, bool head) {
+    size_t budget = 0;
+    r->in = NULL;
+    r->list = NULL;
+    for (int stride = first; stride <= last && !budget; stride += step) {
+        if (r->list) {
+            test_free(r->all.out);
+            test_free(r->a.out);
+            test_free(r->in);
+            test_free(r->list);
+        }
+        r->n_in = listed_every(stride, &r->in, &r->list);
+        listed_pair(r->in, r->n_in, r->list, r->n_in, &r->every, &r->sub);
+        LISTED = &r->every;
+        run_model(&r->all, prog, 0, SAGA_EXEC_MEMORY, 0, SAGA_PARTITION_METIS,
+                  SAGA_SAVED_RECOMPUTE);
+        LISTED = &r->sub;
+        run_model(&r->a, prog, 0, SAGA_EXEC_MEMORY, 0, SAGA_PARTITION_METIS, SAGA_SAVED_RECOMPUTE);
+        for (int div = 2; div <= max_div && !budget; div *= 2) {
+            r->sub.calls = 0;
+            EXPLAIN = true;
+            run_model(&r->t, prog, r->all.peak / (size_t)div, SAGA_EXEC_AUTO, 0,
+                      SAGA_PARTITION_METIS, SAGA_SAVED_RECOMPUTE);
+            EXPLAIN = false;
+            const saga_net_stats *st = &r->t.st[2];
+            const bool first_rows =
+                head ? st->stage_rows[0] < D.n && strstr(r->t.explain, "(head, parts)")
+                     : st->stage_rows[0] == D.n;
+            if (st->streamed && first_rows && strstr(r->t.explain, "(one chain step)"))
+                budget = r->all.peak / (size_t)div;
+            else
+                test_free(r->t.out);
+        }
+    }
+    LISTED = NULL;
+    return budget;
+}
+
 /* Streamed with the parts saga chooses, at a budget where the loss rows' chain does not fit
  * from the first stage (every 20th or 60th vertex of the 3,000, degree 6, 1,024 input columns:
  * their two-hop neighbourhood's input rows are most of the input) and no loss rows' block serves,
@@ -1077,53 +1129,23 @@ static void test_net_streamed_chain(void **state) {
  * too) are those of the run over every row, within the bounds of the arithmetic, and the peak
  * stays in the budget. */
 static void check_streamed_chain_later(const char *name, const saga_program *prog) {
-    uint8_t *in = NULL;
-    int32_t *list = NULL, n_in = 0;
-    listed_ctx every, sub;
-    run_out a, t, all;
-    size_t budget = 0;
-    for (int stride = 20; stride <= 60 && !budget; stride += 40) {
-        if (list) {
-            test_free(all.out);
-            test_free(a.out);
-            test_free(in);
-            test_free(list);
-        }
-        n_in = listed_every(stride, &in, &list);
-        listed_pair(in, n_in, list, n_in, &every, &sub);
-        LISTED = &every;
-        run_model(&all, prog, 0, SAGA_EXEC_MEMORY, 0, SAGA_PARTITION_METIS, SAGA_SAVED_RECOMPUTE);
-        LISTED = &sub;
-        run_model(&a, prog, 0, SAGA_EXEC_MEMORY, 0, SAGA_PARTITION_METIS, SAGA_SAVED_RECOMPUTE);
-        for (int div = 2; div <= 16 && !budget; div *= 2) {
-            sub.calls = 0;
-            EXPLAIN = true;
-            run_model(&t, prog, all.peak / (size_t)div, SAGA_EXEC_AUTO, 0, SAGA_PARTITION_METIS,
-                      SAGA_SAVED_RECOMPUTE);
-            EXPLAIN = false;
-            if (t.st[2].streamed && t.st[2].stage_rows[0] == D.n &&
-                strstr(t.explain, "(one chain step)"))
-                budget = all.peak / (size_t)div;
-            else
-                test_free(t.out);
-        }
-    }
-    LISTED = NULL;
+    chain_search r;
+    const size_t budget = chain_budget(&r, prog, 20, 60, 40, 16, false);
     if (!budget)
         fail_msg("%s: no budget from 1/2 to 1/16 of the peak ran the later stages on a chain",
                  name);
     print_message("  %s: streamed in %d parts at %zu bytes, every %d-th vertex, rows %lld (in "
                   "memory %lld)\n",
-                  name, (int)t.st[2].parts, budget, D.n / n_in, (long long)t.st[2].rows_computed,
-                  (long long)a.st[2].rows_computed);
-    assert_true(t.st[2].parts > 1);
-    assert_int_equal(sub.calls, 3);
-    for (int s = 1; s < t.st[2].stages; s++)
-        assert_int_equal(t.st[2].stage_rows[s], a.st[2].stage_rows[s]);
-    assert_true(fewer_rows_stages(&t.st[2]) > 0);
-    assert_non_null(strstr(t.explain, "(parts)"));
-    assert_true(t.peak <= budget);
-    chain_runs_end(&all, &a, &t, &sub, in, list);
+                  name, (int)r.t.st[2].parts, budget, D.n / r.n_in,
+                  (long long)r.t.st[2].rows_computed, (long long)r.a.st[2].rows_computed);
+    assert_true(r.t.st[2].parts > 1);
+    assert_int_equal(r.sub.calls, 3);
+    for (int s = 1; s < r.t.st[2].stages; s++)
+        assert_int_equal(r.t.st[2].stage_rows[s], r.a.st[2].stage_rows[s]);
+    assert_true(fewer_rows_stages(&r.t.st[2]) > 0);
+    assert_non_null(strstr(r.t.explain, "(parts)"));
+    assert_true(r.t.peak <= budget);
+    chain_runs_end(&r.all, &r.a, &r.t, &r.sub, r.in, r.list);
 }
 
 /* As check_streamed_chain_later, for a net with only vertex stages below the chain's first
@@ -1135,50 +1157,21 @@ static void check_streamed_chain_later(const char *name, const saga_program *pro
  * stage 0 fewer than every row, saga_net_explain says so, the results are those of the run over
  * every row, and the peak stays in the budget. */
 static void check_streamed_chain_head(const char *name, const saga_program *prog) {
-    uint8_t *in = NULL;
-    int32_t *list = NULL, n_in = 0;
-    listed_ctx every, sub;
-    run_out a, t, all;
-    size_t budget = 0;
-    for (int stride = 100; stride <= 300 && !budget; stride += 200) {
-        if (list) {
-            test_free(all.out);
-            test_free(a.out);
-            test_free(in);
-            test_free(list);
-        }
-        n_in = listed_every(stride, &in, &list);
-        listed_pair(in, n_in, list, n_in, &every, &sub);
-        LISTED = &every;
-        run_model(&all, prog, 0, SAGA_EXEC_MEMORY, 0, SAGA_PARTITION_METIS, SAGA_SAVED_RECOMPUTE);
-        LISTED = &sub;
-        run_model(&a, prog, 0, SAGA_EXEC_MEMORY, 0, SAGA_PARTITION_METIS, SAGA_SAVED_RECOMPUTE);
-        for (int div = 2; div <= 32 && !budget; div *= 2) {
-            sub.calls = 0;
-            EXPLAIN = true;
-            run_model(&t, prog, all.peak / (size_t)div, SAGA_EXEC_AUTO, 0, SAGA_PARTITION_METIS,
-                      SAGA_SAVED_RECOMPUTE);
-            EXPLAIN = false;
-            if (t.st[2].streamed && t.st[2].stage_rows[0] < D.n &&
-                strstr(t.explain, "(head, parts)") && strstr(t.explain, "(one chain step)"))
-                budget = all.peak / (size_t)div;
-            else
-                test_free(t.out);
-        }
-    }
-    LISTED = NULL;
+    chain_search r;
+    const size_t budget = chain_budget(&r, prog, 100, 300, 200, 32, true);
     if (!budget)
-        fail_msg("%s: no budget from 1/2 to 1/16 of the peak ran a chain after a head", name);
+        fail_msg("%s: no budget from 1/2 to 1/32 of the peak ran a chain after a head", name);
     print_message("  %s: streamed in %d parts at %zu bytes, every %d-th vertex, stage 0 on %lld "
                   "rows, rows %lld (in memory %lld)\n",
-                  name, (int)t.st[2].parts, budget, D.n / n_in, (long long)t.st[2].stage_rows[0],
-                  (long long)t.st[2].rows_computed, (long long)a.st[2].rows_computed);
-    assert_true(t.st[2].parts > 1);
-    assert_int_equal(sub.calls, 3);
-    for (int s = 0; s < t.st[2].stages; s++)
-        assert_int_equal(t.st[2].stage_rows[s], a.st[2].stage_rows[s]);
-    assert_true(t.peak <= budget);
-    chain_runs_end(&all, &a, &t, &sub, in, list);
+                  name, (int)r.t.st[2].parts, budget, D.n / r.n_in,
+                  (long long)r.t.st[2].stage_rows[0], (long long)r.t.st[2].rows_computed,
+                  (long long)r.a.st[2].rows_computed);
+    assert_true(r.t.st[2].parts > 1);
+    assert_int_equal(r.sub.calls, 3);
+    for (int s = 0; s < r.t.st[2].stages; s++)
+        assert_int_equal(r.t.st[2].stage_rows[s], r.a.st[2].stage_rows[s]);
+    assert_true(r.t.peak <= budget);
+    chain_runs_end(&r.all, &r.a, &r.t, &r.sub, r.in, r.list);
 }
 
 static void test_net_streamed_chain_head(void **state) {
