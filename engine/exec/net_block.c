@@ -463,19 +463,23 @@ fail:
     return st;
 }
 
+int32_t net_rows_in_part(const nblock *pb, const int32_t *rows, int32_t R, int32_t *r) {
+    while (*r < R && rows[*r] < pb->v0)
+        (*r)++;
+    const int32_t a = *r;
+    while (*r < R && rows[*r] < pb->v1)
+        (*r)++;
+    return a;
+}
+
 saga_status net_head_blocks(saga_net *n, const int32_t *rows, int32_t R, nblock **out) {
     saga_status st = SAGA_OK;
     nblock *h = NULL;
     SAGA_TRY(saga_alloc_zeroed((void **)&h, (size_t)n->plan.k, sizeof *h, "head blocks"));
     int32_t r = 0;
     for (int32_t d = n->plan.d_lo; d < n->plan.d_hi; d++) {
-        const nblock *pb = &n->plan.blk[d];
         nblock *b = &h[d];
-        while (r < R && rows[r] < pb->v0)
-            r++;
-        b->v0 = r;
-        while (r < R && rows[r] < pb->v1)
-            r++;
+        b->v0 = net_rows_in_part(&n->plan.blk[d], rows, R, &r);
         b->v1 = r;
         b->rows = rows + b->v0;
         if (b->v1 == b->v0) /* the part holds none: a training pass skips it */

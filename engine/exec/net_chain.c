@@ -147,11 +147,7 @@ static size_t head_need(const saga_net *n, const net_chain *ch, int w, size_t *w
     int32_t r = 0;
     for (int32_t d = n->plan.d_lo; d < n->plan.d_hi; d++) {
         const nblock *pb = &n->plan.blk[d];
-        while (r < R && in[r] < pb->v0)
-            r++;
-        const int32_t a = r;
-        while (r < R && in[r] < pb->v1)
-            r++;
+        const int32_t a = net_rows_in_part(pb, in, R, &r);
         const size_t rd = (size_t)(r - a), P = (size_t)(pb->v1 - pb->v0);
         size_t blocks = input_bytes(n, 0, in + a, r - a), tensors = 0;
         for (int s = 0; s < w; s++) {
@@ -358,14 +354,15 @@ saga_status net_chain_build(saga_net *n, net_chain **out, const int32_t *rows, i
         /* the input rows' gradient, added into the host's for the parts' backward pass */
         const int64_t cols = n->stages[w].in_cols;
         const int32_t P = ch->in->v1;
-        ch->gio = (rows_io){.dst = n->grad_host[w], .rows = ch->in->rows, .n = P, .cols = cols};
         SAGA_CHECK(ch->b_gin = saga_sched_block(n->sched, (size_t)P * (size_t)cols * sizeof(float),
                                                 SAGA_BLK_TEMP, "input rows' gradients"),
                    SAGA_ERR_OUT_OF_MEMORY, "out of memory for the gradients of %d rows", (int)P);
-        if (head) /* read by the head's backward steps on the device */
+        if (head) { /* read by the head's backward steps on the device */
             saga_blk_set_host(ch->b_gin, n->grad_host[w]);
-        else
+        } else {
+            ch->gio = (rows_io){.dst = n->grad_host[w], .rows = ch->in->rows, .n = P, .cols = cols};
             saga_blk_set_pack(ch->b_gin, NULL, net_rows_unpack_add, &ch->gio);
+        }
     }
     if (head)
         SAGA_TRY(net_head_blocks(n, ch->in->rows, ch->in->v1, &ch->head));

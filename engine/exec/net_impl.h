@@ -353,6 +353,9 @@ saga_status net_rows_ids(saga_net *n, nblock *b, const int32_t *rows, int32_t P)
  * f32 rows; dense rows are packed from the host array (n->x, act_host[s]) as the block loads
  * (b_xrows). */
 saga_status net_rows_input(saga_net *n, nblock *b, const int32_t *rows, int32_t P, int s);
+/* The slice of R increasing rows (the net's order) within part block pb's rows: from *r (the
+ * first row not below an earlier part's), which moves past them; returns the slice's start. */
+int32_t net_rows_in_part(const nblock *pb, const int32_t *rows, int32_t R, int32_t *r);
 /* The head blocks (*out, k of them, those of this rank's parts filled) over R rows (increasing,
  * the net's order): part d's holds the slice of rows within its rows, at positions v0 .. v1 - 1
  * of the list, with their graph ids and their rows of the net's input (net_rows_input; a sparse

@@ -880,7 +880,7 @@ static saga_status chain_step(saga_net *n, net_chain *ch, bool train, double *lo
                 SAGA_TRY(saga_ctx_wrap_grad(c, h, saga_blk_dev(n->gfull[s0])));
             saga_ctx_mark_leaf(c, h);
         }
-    } else { /* f32 rows from the host */
+    } else { /* f32 rows from the host, or from the head's steps on the device */
         h = wrap(n, ib->b_xrows, SAGA_F32, ib->v1 - ib->v0, n->stages[s0].in_cols);
         if (h && train && ch->b_gin) {
             /* its gradient goes back to the parts: the backward pass adds it into b_gin */
