@@ -73,10 +73,21 @@ saga_blk *net_input_block(saga_net *n, void *host, size_t bytes, const char *kin
 
 /* SAGA_ERR_OUT_OF_MEMORY, naming block b. */
 static saga_status blocks_oom(const saga_net *n, const nblock *b) {
-    if (b == n->plan.lblk || b == n->plan.tblk)
-        return saga_error(SAGA_ERR_OUT_OF_MEMORY, "out of memory for the blocks of the loss rows");
+    if (b < n->plan.blk || b >= n->plan.blk + n->plan.k)
+        return saga_error(SAGA_ERR_OUT_OF_MEMORY, "out of memory for the blocks of chosen rows");
     return saga_error(SAGA_ERR_OUT_OF_MEMORY, "out of memory for the blocks of part %d",
                       (int)(b - n->plan.blk));
+}
+
+size_t net_block_input_bytes(const saga_net *n, const nblock *b, const saga_blk *rows) {
+    return n->sparse
+               ? saga_blk_bytes(b->b_xoff) + saga_blk_bytes(b->b_xidx) + saga_blk_bytes(b->b_xval)
+               : saga_blk_bytes(rows);
+}
+
+uint64_t net_tile_bytes(const nblock *b, int key) {
+    return saga_blk_bytes(b->b_off) + saga_blk_bytes(b->b_src) +
+           (b->b_vin[key] ? saga_blk_bytes(b->b_vin[key]) : 0);
 }
 
 /* Block b's own copy of its rows of the sparse input (b->rows, or v0 .. v1 - 1, in the net's

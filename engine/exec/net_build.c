@@ -302,8 +302,6 @@ void net_sparse_fill(saga_net *n) {
     for (int32_t d = n->plan.d_lo; d < n->plan.d_hi; d++) {
         if (n->plan.blk[d].x_own)
             net_sparse_fill_block(n, &n->plan.blk[d]);
-        if (n->plan.hblk && n->plan.hblk[d].x_own)
-            net_sparse_fill_block(n, &n->plan.hblk[d]);
     }
 }
 
@@ -317,15 +315,6 @@ static int64_t sparse_rows_nnz(const saga_net *n, int32_t v0, int32_t v1) {
     return nz;
 }
 
-/* Frees a block of rows (loss_block_build) and clears its pointer. */
-static void rows_block_free(saga_net *n, nblock **b) {
-    if (*b) {
-        net_block_free(n, *b);
-        saga_free(*b);
-        *b = NULL;
-    }
-}
-
 /* Frees what net_prepare made (the scheduler's blocks go with it). */
 static void unprepare(saga_net *n) {
     int S = n->n_stages;
@@ -334,13 +323,6 @@ static void unprepare(saga_net *n) {
     net_chain_free(n, &n->plan.tchain);
     net_chain_free(n, &n->plan.echain);
     n->plan.tchain_none = false;
-    rows_block_free(n, &n->plan.lblk);
-    rows_block_free(n, &n->plan.tblk);
-    if (n->plan.hblk)
-        for (int32_t d = n->plan.d_lo; d < n->plan.d_hi; d++)
-            net_block_free(n, &n->plan.hblk[d]);
-    saga_free(n->plan.hblk);
-    n->plan.hblk = NULL;
     if (n->sched)
         saga_ctx_set_pressure(n->c, NULL, NULL);
     saga_sched_free(&n->sched);
@@ -621,7 +603,7 @@ fail:
 /* Device bytes the largest step of a plan with k blocks holds at once (its blocks twice over,
  * for the next step's prefetch, but a resident stage's gathered halo once, plus the compute's own
  * tensors, estimated). A training pass trains stages below train_below part by part; the parts
- * run the others in inference only (the tail trains them, see parts_train_below). */
+ * run the others in inference only (the training chain trains them, see parts_train_below). */
 static size_t step_estimate(const saga_net *n, bool train_pass, int train_below, size_t *max_work) {
     size_t worst = 0, wmax = 0;
     if (n->pagerank) {
@@ -959,26 +941,28 @@ fail:
     return st;
 }
 
-/* What the loss rows' block (R rows, m in-edges, NH rows in its own halo) and the tail's (the NH
- * rows, tm in-edges, over every vertex) hold together for tail stage p (rows_block_bytes; with
- * the tensors of their one step when streamed). */
-static size_t tail_pair_bytes(const saga_net *n, int p, int32_t R, int64_t m, int32_t NH,
-                              int64_t tm, bool streamed) {
+/* What a streamed training chain from stage p (chain_start) holds, estimated as two blocks
+ * (net_rows_block_bytes, with their step's tensors): the last stage's over the R loss rows (m
+ * in-edges, a halo of NH rows), and stage p's over those NH rows (tm in-edges, over every vertex),
+ * with the stages between on them. */
+static size_t chain_est(const saga_net *n, int p, int32_t R, int64_t m, int32_t NH, int64_t tm) {
     const int S = n->n_stages;
     /* each stage's tensors hold its rows' input and output (a vertex stage's function copies
      * its input, under dropout) with their gradients */
     int64_t cols = 0;
     for (int s = p; s < S - 1; s++)
         cols += n->stages[s].in_cols + n->stages[s].out_cols;
-    return net_rows_block_bytes(R, m, NH, true, true, streamed, 0, n->stages[S - 1].in_cols,
+    return net_rows_block_bytes(R, m, NH, true, true, true, 0, n->stages[S - 1].in_cols,
                                 n->stages[S - 1].in_cols + n->stages[S - 1].out_cols) +
-           net_rows_block_bytes(NH, tm, n->n, false, streamed, streamed, 0, 0, cols);
+           net_rows_block_bytes(NH, tm, n->n, false, true, true, 0, 0, cols);
 }
 
-/* The first stage a tail could start at (see loss_block_build): with loss rows and a fused last
- * program, the program stage before it when only vertex stages lie between them and it is fused
- * too; -1 when there is none. */
-static int tail_candidate(const saga_net *n) {
+/* The stage the plan lets a streamed training chain start at (net_chain.h): with loss rows and a
+ * fused last program, the program stage before it when only vertex stages lie between them and
+ * it is fused too; -1 when there is none. Where its input stays whole on the device
+ * (plan_resident) and the chain's blocks fit beside it, the parts' steps are sized without
+ * training the stages from it on (parts_train_below), and the chain starts there. */
+static int chain_start(const saga_net *n) {
     const int S = n->n_stages;
     if (!n->loss_rows || S < 2 || n->stages[S - 1].kind != STAGE_PROGRAM ||
         !saga_prog_fused(&n->stages[S - 1].p))
@@ -991,24 +975,16 @@ static int tail_candidate(const saga_net *n) {
     return p;
 }
 
-/* The tail's first stage when it can run: streamed, its input must stay whole on the device (so
- * never the first stage's). */
-static int tail_stage(const saga_net *n) {
-    int p = tail_candidate(n);
-    return p >= 0 && n->plan.streamed && !(n->plan.resident && n->plan.resident[p]) ? -1 : p;
-}
-
-/* What the loss rows' block and the tail's hold streamed (rows_block_bytes) into *out, from the
- * user's graph, so before it is cut: their counts do not depend on the order. Kept in
- * n->plan.tail_bytes. */
-static saga_status tail_bytes(saga_net *n, int p, size_t *out) {
+/* What a chain from stage p holds (chain_est) into *out, from the user's graph, so before it is
+ * cut: the counts do not depend on the order. Kept in n->plan.chain_est_bytes. */
+static saga_status chain_start_bytes(saga_net *n, int p, size_t *out) {
     saga_status st = SAGA_OK;
     int64_t *off = NULL, m_all = 0, m = 0, tm = 0;
     int32_t *src = NULL, *pos = NULL, NH = 0;
     float *w = NULL;
     const int32_t N = n->n;
-    if (n->plan.tail_bytes) {
-        *out = n->plan.tail_bytes;
+    if (n->plan.chain_est_bytes) {
+        *out = n->plan.chain_est_bytes;
         return SAGA_OK;
     }
     SAGA_TRY(saga_place_in_csr(n->g_user, n->o.self_loops == SAGA_DGRAPH_SELF_LOOPS_ADD, &off, &src,
@@ -1018,8 +994,8 @@ static saga_status tail_bytes(saga_net *n, int p, size_t *out) {
     for (int32_t v = 0; v < N; v++)
         if (pos[v] >= 0)
             tm += off[v + 1] - off[v];
-    n->plan.tail_bytes = tail_pair_bytes(n, p, n->n_loss_rows, m, NH, tm, true);
-    *out = n->plan.tail_bytes;
+    n->plan.chain_est_bytes = chain_est(n, p, n->n_loss_rows, m, NH, tm);
+    *out = n->plan.chain_est_bytes;
 fail:
     saga_free(off);
     saga_free(src);
@@ -1032,11 +1008,11 @@ fail:
  * saga_net): those after the first whose input and its gradient, n x in_cols twice, take at
  * most half of what the budget leaves (avail), and at most limit for all of them together: three
  * quarters of avail while the parts are cut (they are then cut smaller: their halos cost no
- * copies), what the largest step leaves once they are. A tail's first stage (tail_candidate)
- * comes first and may take up to limit alone, when with the tail's blocks (tail_bytes) it leaves
- * the parts an eighth of avail: training then runs the stages after it in one step and needs no
- * other stage resident. Returns the bytes they hold; the flags are in n->resident (S + 1
- * entries). */
+ * copies), what the largest step leaves once they are. The chain's start (chain_start) comes
+ * first and may take up to limit alone, when with the chain's blocks (chain_start_bytes) it
+ * leaves the parts 1/NET_PARTS_SHARE of avail: training then runs the stages from it in one step
+ * and needs no other stage resident. Returns the bytes they hold; the flags are in n->resident
+ * (S + 1 entries). */
 static saga_status plan_resident(saga_net *n, size_t avail, size_t limit, size_t *bytes) {
     saga_status st = SAGA_OK;
     int S = n->n_stages;
@@ -1046,12 +1022,12 @@ static saga_status plan_resident(saga_net *n, size_t avail, size_t limit, size_t
     n->plan.resident = NULL;
     SAGA_TRY(saga_alloc_zeroed((void **)&n->plan.resident, (size_t)S + 1, sizeof(bool),
                                "resident stages"));
-    const int p = tail_candidate(n);
+    const int p = chain_start(n);
     if (p > 0 && avail) {
-        /* first, when it and the tail's blocks leave the parts an eighth */
+        /* first, when it and the chain's blocks leave the parts their share */
         size_t b = 2 * (size_t)n->n * (size_t)n->stages[p - 1].out_cols * sizeof(float), t = 0;
-        SAGA_TRY(tail_bytes(n, p, &t));
-        if (b <= limit && b + t <= avail / 8 * 7) {
+        SAGA_TRY(chain_start_bytes(n, p, &t));
+        if (b <= limit && b + t <= avail / NET_PARTS_SHARE * (NET_PARTS_SHARE - 1)) {
             n->plan.resident[p] = true;
             total = b;
         }
@@ -1070,137 +1046,15 @@ fail:
     return st;
 }
 
-/* The first stage whose training the parts leave to the tail: tail_candidate's, when
- * plan_resident keeps its input whole and the tail's blocks (n->plan.tail_bytes) fit beside the
- * resident stages (res), as loss_block_build then builds it; else the stage count. */
+/* The first stage whose training the parts leave to the training chain (net_plan.parts_below):
+ * chain_start's, when plan_resident keeps its input whole and the chain's blocks
+ * (n->plan.chain_est_bytes) fit beside the resident stages (res); else the stage count. */
 static int parts_train_below(const saga_net *n, size_t avail, size_t res) {
-    const int p = tail_candidate(n);
+    const int p = chain_start(n);
     return p > 0 && n->plan.k > 1 && n->plan.resident && n->plan.resident[p] &&
-                   n->plan.tail_bytes + res <= avail
+                   n->plan.chain_est_bytes + res <= avail
                ? p
                : n->n_stages;
-}
-
-/* Whether a tail at stage p may have a head (net_plan's hblk): stage 0, a vertex stage,
- * is all that lies below it. */
-static bool head_fits_tail(const saga_net *n, int p) {
-    return p == 1 && n->stages[0].kind == STAGE_VERTEX;
-}
-
-/* A streamed net's blocks on the loss rows' side, on one rank (in memory the chains do this for
- * any model: net_chain.c).
- *
- * n->plan.lblk: the block of the loss rows for the last stage, when that stage is a fused program
- * whose input is resident (full[S-1] on the device) and the block is no larger than the largest
- * step of a part (step, with its tensors): one training step then runs the last stage on the loss
- * rows, the loss and their backward, instead of a step of each per part over every row. Its rows
- * are the loss rows, increasing in the net's order, with their in-edges; its halo is the rows and
- * their sources, gathered from full[S-1] by their ids (hids), and their gradient is added into
- * gfull[S-1]; uids holds the rows' graph ids.
- *
- * n->plan.tblk, the tail: when the last stage before it that is a program (tail_stage, p) is
- * followed by vertex stages alone, the loss reads only the rows of lblk's halo from stage p's
- * output, and those read only their sources from its input. The tail's block holds lblk's halo as
- * its rows, with their in-edges, for stage p, over every vertex (its sources are ids), and their
- * graph ids (uids) for dropout. Stages p .. S-2 then train on those rows and the last stage on the
- * loss rows in the one step, which reads stage p's whole input (full[p]) and adds into its whole
- * gradient (gfull[p]); lblk's halo is then the tail's rows. Built when the parts' steps were
- * planned with it (parts_train_below). With a head (head_fits_tail, and the tail reading at most
- * net_demand_cap rows), the tail has its own halo, the rows stage 0 trains on (net_head_blocks). */
-static saga_status loss_block_build(saga_net *n, size_t left, size_t step) {
-    saga_status st = SAGA_OK;
-    int32_t *rows = NULL, *pos = NULL, *tpos = NULL, *trows = NULL;
-    const int S = n->n_stages;
-    const stage *sg = &n->stages[S - 1];
-    if (!n->plan.streamed || n->dist || !n->loss_rows || sg->kind != STAGE_PROGRAM ||
-        !saga_prog_fused(&sg->p))
-        return SAGA_OK;
-    const int p = tail_stage(n);
-    const bool last_whole = n->plan.resident && n->plan.resident[S - 1];
-    if (!last_whole && p < 0)
-        return SAGA_OK;
-    const int32_t R = n->n_loss_rows, N = n->n;
-    /* the rows in the net's order (renumbered part by part), increasing */
-    SAGA_TRY(saga_alloc_array((void **)&rows, R ? (size_t)R : 1, sizeof(int32_t), "loss rows"));
-    SAGA_TRY(saga_alloc_array((void **)&pos, (size_t)N + 1, sizeof(int32_t), "loss rows"));
-    for (int32_t v = 0; v < N; v++)
-        pos[v] = -1;
-    for (int32_t i = 0; i < R; i++)
-        pos[n->plan.part ? n->plan.part->inverse[n->loss_rows[i]] : n->loss_rows[i]] = 0;
-    for (int32_t v = 0, r = 0; v < N; v++)
-        if (pos[v] == 0)
-            rows[r++] = v;
-    int64_t m = 0, tm = 0;
-    int32_t NH = 0, TH = 0;
-    net_rows_halo(n->h_off, n->h_src, N, rows, R, true, pos, &m, &NH);
-    /* the tail: its rows are lblk's own halo; for a head, it has its own halo too (the rows
-     * stage 0 then trains on) */
-    const bool try_head = p >= 0 && head_fits_tail(n, p);
-    bool head = false, tail = false;
-    if (p >= 0) {
-        SAGA_TRY(saga_alloc_array((void **)&trows, (size_t)NH + 1, sizeof(int32_t), "loss rows"));
-        SAGA_TRY(saga_alloc_array((void **)&tpos, (size_t)N + 1, sizeof(int32_t), "loss rows"));
-        for (int32_t v = 0; v < N; v++)
-            if (pos[v] >= 0)
-                trows[pos[v]] = v;
-        net_rows_halo(n->h_off, n->h_src, N, trows, NH, try_head, tpos, &tm, &TH);
-        /* the parts' steps were planned with it or without it (parts_train_below) */
-        tail = n->plan.parts_below == p;
-        /* the head: not when the tail reads nearly every row (its copy of the input would save
-         * little) */
-        head = try_head && tail && TH <= net_demand_cap(N);
-        if (try_head && !head) /* the tail over every vertex after all */
-            net_rows_halo(n->h_off, n->h_src, N, trows, NH, false, tpos, &tm, &TH);
-        if (!tail)
-            saga_log(SAGA_LOG_INFO,
-                     "net: stages %d to %d run every row (their %zu bytes over the rows the loss "
-                     "reads do not fit in %zu)",
-                     p, S - 2, tail_pair_bytes(n, p, R, m, NH, tm, true), step + left);
-    }
-    if (!tail && !last_whole)
-        goto fail; /* the last stage's input is not on the device for its one step */
-    const size_t bytes =
-        net_rows_block_bytes(R, m, NH, true, true, true, NH, sg->in_cols, sg->out_cols);
-    if (!tail && bytes > step) {
-        saga_log(SAGA_LOG_INFO,
-                 "net: the last stage runs every row (its %zu bytes over the loss rows do not fit "
-                 "in the %zu of a part's largest step)",
-                 bytes, step);
-        goto fail;
-    }
-    SAGA_TRY(net_rows_block(n, &n->plan.lblk, rows, R, true, true, pos, m, NH, sg));
-    if (tail) {
-        SAGA_TRY(
-            net_rows_block(n, &n->plan.tblk, trows, NH, head, true, tpos, tm, TH, &n->stages[p]));
-        n->plan.tail_s = p;
-        if (head)
-            SAGA_TRY(net_head_blocks(n, n->plan.tblk->hids, n->plan.tblk->n_halo, &n->plan.hblk));
-        saga_log(SAGA_LOG_INFO,
-                 "net: stages %d to %d train on the %d rows the loss reads (%lld edges), the "
-                 "last on %d loss rows (%lld edges) in one step",
-                 p, S - 2, (int)NH, (long long)tm, (int)R, (long long)m);
-        if (head)
-            saga_log(SAGA_LOG_INFO, "net: stage 0 trains on the %d rows those read, of %d", (int)TH,
-                     (int)N);
-    } else {
-        saga_log(SAGA_LOG_INFO,
-                 "net: the last stage trains on %d loss rows in one step (%lld edges of %lld, "
-                 "%d halo rows)",
-                 (int)R, (long long)m, (long long)n->m, (int)NH);
-    }
-fail:
-    saga_free(trows);
-    saga_free(rows);
-    saga_free(pos);
-    saga_free(tpos);
-    return st;
-}
-
-/* What block b's input blocks hold: the CSR's three, or its dense rows. */
-static size_t input_bytes(const saga_net *n, const nblock *b, const saga_blk *rows) {
-    return n->sparse
-               ? saga_blk_bytes(b->b_xoff) + saga_blk_bytes(b->b_xidx) + saga_blk_bytes(b->b_xval)
-               : saga_blk_bytes(rows);
 }
 
 /* What net_prepare's passes share. */
@@ -1413,7 +1267,7 @@ static saga_status prep_fit(saga_net *n, prep *p) {
         /* the parts are cut (as small as they get, or as many as asked) and the resident
          * stages do not fit beside the largest step: keep only those that fit in what it
          * leaves (none, at the budget the message below names), so that a budget that holds
-         * the step runs; without the tail's stage the parts train every stage */
+         * the step runs; without the chain's start the parts train every stage */
         SAGA_TRY(plan_resident(n, p->avail, p->need < p->avail ? p->avail - p->need : 0, &p->res));
         if (parts_train_below(n, p->avail, p->res) != n->plan.parts_below)
             n->plan.parts_below = n->n_stages;
@@ -1488,10 +1342,6 @@ static saga_status prep_blocks(saga_net *n, prep *p) {
                          : !n->plan.streamed ? (p->avail > p->need ? p->avail - p->need : 0)
                          : p->avail > p->res ? p->avail - p->res
                                              : 0;
-    if (!n->pagerank && p->R == 1 && n->n_stages > 0)
-        SAGA_TRY(
-            loss_block_build(n, p->avail > p->need ? p->avail - p->need : 0, p->need - p->res));
-
     if (n->sparse)
         net_sparse_fill(n);
     if (n->dist && !n->pagerank)
@@ -1504,13 +1354,6 @@ static saga_status prep_blocks(saga_net *n, prep *p) {
     }
 fail:
     return st;
-}
-
-/* What block b's graph tiles for a program stage with edge-value key `key` move once: its
- * offsets, sources and edge values. */
-static uint64_t tile_bytes(const nblock *b, int key) {
-    return saga_blk_bytes(b->b_off) + saga_blk_bytes(b->b_src) +
-           (b->b_vin[key] ? saga_blk_bytes(b->b_vin[key]) : 0);
 }
 
 /* The description, the statistics of the placement and the host-to-device floors. */
@@ -1540,7 +1383,7 @@ static void prep_stats(saga_net *n, prep *p) {
     n->stats.input_packed = n->packed;
     n->stats.input_bytes = 0;
     for (int32_t d = n->plan.d_lo; d < n->plan.d_hi && !n->pagerank; d++)
-        n->stats.input_bytes += input_bytes(n, &n->plan.blk[d], n->act[0][d]);
+        n->stats.input_bytes += net_block_input_bytes(n, &n->plan.blk[d], n->act[0][d]);
     /* the input's blocks as they cross (dense in the transfer precision, or sparse) */
     n->plan.floor_pass_bytes = n->stats.input_bytes;
     for (int s = 0; s < n->n_stages; s++) {
@@ -1550,30 +1393,9 @@ static void prep_stats(saga_net *n, prep *p) {
         int key = net_key_of(sg->p.edge_weight,
                              saga_prog_fused(&sg->p) && sg->p.gather == SAGA_GATHER_MEAN);
         for (int32_t d = n->plan.d_lo; d < n->plan.d_hi; d++)
-            n->plan.floor_pass_bytes += tile_bytes(&n->plan.blk[d], key);
+            n->plan.floor_pass_bytes += net_tile_bytes(&n->plan.blk[d], key);
     }
     n->plan.floor_train_bytes = 2 * n->plan.floor_pass_bytes;
-    if (n->plan.lblk && n->plan.streamed) {
-        /* the last stage's tiles cross once, for the loss rows, instead of twice for every part,
-         * and so do the tail's first stage's, for the tail's rows */
-        for (int i = 0; i < 2; i++) {
-            const nblock *rb = i ? n->plan.tblk : n->plan.lblk;
-            if (!rb)
-                continue;
-            const stage *sg = &n->stages[i ? n->plan.tail_s : n->n_stages - 1];
-            int key = net_key_of(sg->p.edge_weight, sg->p.gather == SAGA_GATHER_MEAN);
-            for (int32_t d = n->plan.d_lo; d < n->plan.d_hi; d++)
-                n->plan.floor_train_bytes -= 2 * tile_bytes(&n->plan.blk[d], key);
-            n->plan.floor_train_bytes += tile_bytes(rb, key);
-        }
-        /* with the head, the input of its rows crosses instead of every row's */
-        for (int32_t d = n->plan.d_lo; d < n->plan.d_hi && n->plan.hblk; d++) {
-            const nblock *b = &n->plan.hblk[d];
-            n->plan.floor_train_bytes -= 2 * input_bytes(n, &n->plan.blk[d], n->act[0][d]);
-            if (b->v1 > b->v0)
-                n->plan.floor_train_bytes += 2 * input_bytes(n, b, b->b_xrows);
-        }
-    }
     n->stats.ranks = p->R;
     saga_log(SAGA_LOG_INFO,
              "net: %s, %lld halo rows per program stage, estimated step %zu bytes of %zu", n->desc,

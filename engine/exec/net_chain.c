@@ -48,11 +48,22 @@ static const int32_t *rows_of(const saga_net *n, const net_chain *ch, int s, int
     return rows;
 }
 
-/* Whether a streamed training chain from stage w reads its input from the whole copy the parts
- * write on the device (a resident stage, saga_net.full) and adds its gradient into the whole
- * gradient there (gfull), rather than through the host. */
+static bool resident(const saga_net *n, int s) {
+    return n->plan.resident && n->plan.resident[s];
+}
+
+/* Whether a streamed training chain from stage w reads its input rows gathered from the whole
+ * copy the parts write on the device (a resident stage, saga_net.full) and adds their gradient
+ * into the whole gradient there (gfull), rather than through the host; a head (ch->use_head)
+ * writes them in place instead. */
 static bool whole_in(const saga_net *n, const net_chain *ch, int w) {
-    return ch->train && w > 0 && w < n->n_stages && n->plan.resident && n->plan.resident[w];
+    return ch->train && w > 0 && w < n->n_stages && resident(n, w) && !ch->use_head;
+}
+
+/* Whether a head's rows go to the first rows of stage w's whole input on the device (resident)
+ * rather than to a block of their own. */
+static bool head_in_whole(const saga_net *n, const net_chain *ch, int w) {
+    return ch->use_head && resident(n, w);
 }
 
 /* The chain's bytes when it starts at stage w. */
@@ -69,6 +80,8 @@ static size_t chain_bytes(const saga_net *n, const net_chain *ch, int w) {
     const int32_t *in = rows_of(n, ch, w - 1, w, &ri);
     if (whole_in(n, ch, w))
         return total + (in ? (size_t)ri * sizeof(int32_t) : 0); /* the rows' ids, to gather */
+    if (head_in_whole(n, ch, w))
+        return total; /* the rows and their gradient are in the resident blocks */
     if (w < n->n_stages && (in || ch->streamed))
         total += input_bytes(n, w, in, ri);
     if (w > 0 && w < n->n_stages && ch->train) /* the input rows' gradient (b_gin) */
@@ -124,10 +137,10 @@ static size_t chain_train_work(const saga_net *n, const net_chain *ch, int w) {
     return work;
 }
 
-/* Whether a streamed training chain from stage w (its input rows not whole on the device) may
- * have a head: only vertex stages below it, and it reads fewer than every row of their output. */
+/* Whether a streamed training chain from stage w may have a head: only vertex stages below it,
+ * and it reads fewer than every row of their output. */
 static bool head_applies(const saga_net *n, const net_chain *ch, int w) {
-    if (!ch->train || w <= 0 || w >= n->n_stages || whole_in(n, ch, w) || !ch->d.rows[w - 1])
+    if (!ch->train || w <= 0 || w >= n->n_stages || !ch->d.rows[w - 1])
         return false;
     for (int s = 0; s < w; s++)
         if (n->stages[s].kind != STAGE_VERTEX)
@@ -136,10 +149,11 @@ static bool head_applies(const saga_net *n, const net_chain *ch, int w) {
 }
 
 /* The device bytes a head's steps need at most (a chain from stage w where head_applies): the
- * chain's input rows (or, in the backward pass, their gradient) held on the device, beside the
- * largest part's blocks (its slice's input rows and ids, the stages' part-sized activation and
- * gradient blocks between them) and tensors (estimated as a part's step estimates a vertex
- * stage's); *work, the largest part's tensors. */
+ * chain's input rows (or, in the backward pass, their gradient) held on the device, or stage w's
+ * whole input and gradient where it is resident, beside the largest part's blocks (its slice's
+ * input rows and ids, the stages' part-sized activation and gradient blocks between them) and
+ * tensors (estimated as a part's step estimates a vertex stage's); *work, the largest part's
+ * tensors. */
 static size_t head_need(const saga_net *n, const net_chain *ch, int w, size_t *work) {
     *work = 0;
     const int32_t *in = ch->d.rows[w - 1], R = ch->d.n_rows[w - 1];
@@ -160,7 +174,16 @@ static size_t head_need(const saga_net *n, const net_chain *ch, int w, size_t *w
         part = blocks + tensors > part ? blocks + tensors : part;
         *work = tensors > *work ? tensors : *work;
     }
+    if (resident(n, w))
+        return saga_blk_bytes(n->full[w]) + saga_blk_bytes(n->gfull[w]) + part;
     return (size_t)R * (size_t)n->stages[w].in_cols * sizeof(float) + part;
+}
+
+/* Whether a streamed training chain from stage w takes a head: where it applies and its steps
+ * fit the room (*work: the largest part's tensors). */
+static bool head_fits(const saga_net *n, const net_chain *ch, int w, size_t room, size_t *work) {
+    *work = 0;
+    return head_applies(n, ch, w) && head_need(n, ch, w, work) <= room;
 }
 
 /* Whether the chain cannot start at stage w: its blocks exceed the room, a vertex stage past the
@@ -230,6 +253,10 @@ void net_chain_free(saga_net *n, net_chain **chp) {
     if (!ch)
         return;
     const int S = n->n_stages;
+    if (ch->in_whole) { /* the resident stage's blocks, not the chain's */
+        ch->b_gin = NULL;
+        ch->in->b_xrows = NULL;
+    }
     if (n->sched)
         (void)saga_sched_block_free(n->sched, &ch->b_gin);
     for (int32_t d = n->plan.d_lo; ch->head && d < n->plan.d_hi; d++) {
@@ -276,20 +303,27 @@ saga_status net_chain_build(saga_net *n, net_chain **out, const int32_t *rows, i
      * only with the stage before it (it reads its own rows of that stage's output) */
     ch->streamed = streamed;
     ch->train = streamed && train;
+    /* streamed, a training chain starts where the parts' steps were planned to leave the stages
+     * to it (net_plan.parts_below), unless it fits from the first; with a head where its steps
+     * fit the room beside the chain's input rows */
+    const int planned = ch->train ? n->plan.parts_below : S;
+    size_t hwork = 0;
     int w = 0;
-    while (w < S && cannot_start(n, ch, w, room))
-        w++;
+    for (; w < S; w++) {
+        ch->use_head = head_fits(n, ch, w, room, &hwork);
+        if ((w == planned && ch->d.rows[w]) || !cannot_start(n, ch, w, room))
+            break;
+    }
+    ch->use_head = w < S && ch->use_head;
     ch->whole_below = w;
     ch->bytes = w < S ? chain_bytes(n, ch, w) : 0;
     if (ch->train && w < S && n->plan.step_room) {
         const size_t work = chain_train_work(n, ch, w);
         ch->cap = n->plan.step_room > work ? n->plan.step_room - work : 0;
     }
-    /* the head where its steps fit the room beside the chain's input rows */
-    size_t hwork = 0;
-    const bool head = head_applies(n, ch, w) && head_need(n, ch, w, &hwork) <= room;
+    const bool head = ch->use_head;
     if (head && room != SIZE_MAX)
-        ch->hcap = room - hwork;
+        ch->hcap = room > hwork ? room - hwork : 0;
     SAGA_TRY(saga_alloc_array((void **)&pos, (size_t)n->n + 1, sizeof(int32_t), "a chain"));
     for (int s = w; s < S; s++) {
         int32_t r, rp;
@@ -326,7 +360,14 @@ saga_status net_chain_build(saga_net *n, net_chain **out, const int32_t *rows, i
         /* a program stage's input rows: those it reads, or every row (streamed) */
         SAGA_TRY(saga_alloc_zeroed((void **)&ch->in, 1, sizeof *ch->in, "a chain"));
         ch->in->v1 = ch->in->n_halo = in ? ri : n->n;
-        if (head) {
+        if (head && head_in_whole(n, ch, w)) {
+            /* the head's last stage writes the rows at the first positions of the whole input
+             * on the device, and the step adds their gradient into the whole gradient's */
+            ch->in->rows = in;
+            ch->in->b_xrows = n->full[w];
+            ch->b_gin = n->gfull[w];
+            ch->in_whole = true;
+        } else if (head) {
             /* the head's last stage writes the rows here on the device; the host array serves
              * only an eviction's write-back */
             const size_t bytes = (size_t)ri * (size_t)n->stages[w].in_cols * sizeof(float);
@@ -350,7 +391,7 @@ saga_status net_chain_build(saga_net *n, net_chain **out, const int32_t *rows, i
     }
     if (ch->in && n->sparse && w == 0)
         net_sparse_fill_block(n, ch->in);
-    if (ch->train && w > 0 && w < S && !whole_in(n, ch, w)) {
+    if (ch->train && w > 0 && w < S && !whole_in(n, ch, w) && !ch->in_whole) {
         /* the input rows' gradient, added into the host's for the parts' backward pass */
         const int64_t cols = n->stages[w].in_cols;
         const int32_t P = ch->in->v1;
@@ -403,14 +444,53 @@ int32_t net_chain_rows(const saga_net *n, const net_chain *ch, int s) {
     return b ? b->v1 - b->v0 : n->n;
 }
 
+/* The tiles' edge-value key of program stage sg. */
+static int stage_key(const stage *sg) {
+    return net_key_of(sg->p.edge_weight,
+                      saga_prog_fused(&sg->p) && sg->p.gather == SAGA_GATHER_MEAN);
+}
+
+/* A streamed training pass's host-to-device floor with the training chain ch: the parts' steps
+ * of the stages below it, forward and backward, move their input rows (a head's slices of them)
+ * and their program stages' tiles twice; the chain's step its blocks' tiles once, and its input
+ * rows once (stage 0's, or a later stage's from the host; none where the parts or a head leave
+ * them on the device). */
+static uint64_t train_floor(const saga_net *n, const net_chain *ch) {
+    const int S = n->n_stages, w = ch->whole_below;
+    uint64_t f = 0;
+    for (int32_t d = n->plan.d_lo; d < n->plan.d_hi; d++) {
+        const nblock *b = ch->head ? &ch->head[d] : &n->plan.blk[d];
+        if (w > 0 && b->v1 > b->v0)
+            f += 2 * net_block_input_bytes(n, b, ch->head ? b->b_xrows : n->act[0][d]);
+        for (int s = 0; s < w; s++)
+            if (n->stages[s].kind == STAGE_PROGRAM)
+                f += 2 * net_tile_bytes(&n->plan.blk[d], stage_key(&n->stages[s]));
+    }
+    for (int s = w; s < S; s++) {
+        if (n->stages[s].kind != STAGE_PROGRAM)
+            continue;
+        for (int32_t d = n->plan.d_lo; d < n->plan.d_hi && !ch->blk[s]; d++)
+            f += net_tile_bytes(&n->plan.blk[d], stage_key(&n->stages[s]));
+        if (ch->blk[s])
+            f += net_tile_bytes(ch->blk[s], stage_key(&n->stages[s]));
+    }
+    if (w == 0 && ch->in)
+        f += net_block_input_bytes(n, ch->in, ch->in->b_xrows);
+    else if (w < S && !ch->head && !net_chain_reads_whole(n, ch))
+        f += (uint64_t)(ch->in->v1 - ch->in->v0) * (uint64_t)n->stages[w].in_cols * sizeof(float);
+    return f;
+}
+
 /* Whether prepared net n runs a pass (training or not) on a chain: in memory on one rank, or
  * streamed on one rank an inference of chosen rows, or a training pass with loss rows where saga
- * chose the parts (net_chain_for then keeps the chain only where it fits from the first stage). */
+ * chose the parts or planned them to leave the later stages to the chain (net_plan.parts_below;
+ * net_chain_for then keeps the chain only where it fits from some stage). */
 static bool chain_applies(const saga_net *n, bool train) {
     if (!n->ready || n->dist || n->n_stages == 0 || n->pagerank)
         return false;
     return (n->plan.k == 1 && !n->plan.ids) ||
-           (n->plan.streamed && (!train || (n->loss_rows && !n->o.parts)));
+           (n->plan.streamed &&
+            (!train || (n->loss_rows && (!n->o.parts || n->plan.parts_below < n->n_stages))));
 }
 
 saga_status net_chain_for(saga_net *n, bool train, const int32_t *want, int32_t R,
@@ -445,12 +525,9 @@ saga_status net_chain_for(saga_net *n, bool train, const int32_t *want, int32_t 
         SAGA_TRY(train ? net_chain_build(n, ch, rows ? rows : n->loss_rows, n->n_loss_rows, room,
                                          n->plan.streamed, true)
                        : net_chain_build(n, ch, want, R, room, n->plan.streamed, false));
-        /* the first stage the loss rows' block (with the tail's and the head's) runs on fewer
-         * rows than every row: with its stage inputs whole on the device it serves those stages
-         * better than a chain from the same stage or a later one would */
-        const int S = n->n_stages, w = (*ch)->whole_below;
-        const int lb = !n->plan.lblk ? S : n->plan.hblk ? 0 : n->plan.tblk ? n->plan.tail_s : S - 1;
-        if (train && n->plan.streamed && (w == S || (w > 0 && w >= lb))) {
+        if (train && n->plan.streamed && (*ch)->whole_below < n->n_stages)
+            n->plan.floor_train_bytes = train_floor(n, *ch);
+        if (train && n->plan.streamed && (*ch)->whole_below == n->n_stages) {
             /* streamed, training runs by parts where no stage's chain fits */
             net_chain_free(n, ch);
             n->plan.tchain_none = true;

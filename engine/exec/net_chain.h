@@ -4,11 +4,14 @@
  * chosen rows one from those; streamed, an inference of chosen rows runs the stages that need
  * every row by parts and the rest on a chain, which reads its first stage's input rows from the
  * host; a training pass runs one from the loss rows, from the first stage when all of it fits
- * the budget, else from the first program stage at which it does: the parts run the stages below
- * it over every row and write its input back to the host, the chain's step reads its rows from
- * there and adds their gradient into the host's, and the parts' backward pass reads that. When
- * only vertex stages lie below it and their blocks fit beside its input rows, the parts run them
- * on those rows alone (the head), and the input rows and their gradient stay on the device.
+ * the budget, else from the first program stage at which it does or that the parts were planned
+ * to leave to it (net_plan.parts_below): the parts run the stages below it over every row and
+ * write its input back to the host (or whole on the device, where the stage is resident), the
+ * chain's step reads its rows from there (gathered) and adds their gradient into the host's (the
+ * whole one's), and the parts' backward pass reads that. When only vertex stages lie below it and
+ * their blocks fit beside its input rows, the parts run them on those rows alone (the head), into
+ * a block of the chain's rows on the device (or the first rows of the resident stage's whole
+ * input), and the gradient stays there too.
  * Internal to saga.
  *
  *   net_chain *ch;
@@ -57,6 +60,10 @@ typedef struct net_chain {
      * hcap: the blocks the head's steps may hold */
     nblock *head;
     size_t hcap;
+    bool use_head; /* a head runs the stages below whole_below (head then set once built) */
+    /* the head writes the input rows at the first rows of the resident stage's whole input
+     * (in->b_xrows is saga_net.full[whole_below], b_gin its gfull: not the chain's to free) */
+    bool in_whole;
 } net_chain;
 
 /* The chain (*out) of prepared net n (streamed or in memory) for the R output rows (increasing,
@@ -72,9 +79,9 @@ void net_chain_free(saga_net *n, net_chain **ch);
 /* The input changed: the chain's own copies of its rows refilled and reloaded. */
 void net_chain_input_changed(saga_net *n, net_chain *ch);
 /* The chain of a call (*out): training, from the loss rows (n->plan.tchain, every row without them;
- * streamed, with loss rows where saga chose the parts and the chain fits the room from some stage
- * on, where the loss rows' block (n->plan.lblk) does not serve that stage already: else NULL, and
- * n->plan.tchain_none);
+ * streamed, with loss rows where saga chose the parts or planned the chain's start, and the chain
+ * fits the room from some stage on: else NULL, and n->plan.tchain_none; its floor goes to
+ * net_plan.floor_train_bytes);
  * inference of the rows want (R, increasing and distinct), n->plan.echain, kept while they stay the
  * same; NULL where chains do not apply or for inference of every row. A new one's time counts as
  * preparation (saga_net_stats.prepare_seconds). */

@@ -9,25 +9,6 @@ static const char *kind_name(const stage *sg) {
     return saga_prog_fused(&sg->p) ? "program, one SpMM" : "program, batched";
 }
 
-/* Rows stage s computes in a training pass of a streamed net, and how. */
-static int32_t streamed_train_rows(const saga_net *n, int s, const char **how) {
-    const int S = n->n_stages;
-    *how = "parts";
-    if (n->plan.hblk && s < n->plan.tail_s) {
-        *how = "head, parts";
-        return n->plan.tblk->n_halo;
-    }
-    if (n->plan.tblk && s >= n->plan.tail_s && s < S - 1) {
-        *how = "one step";
-        return n->plan.tblk->v1;
-    }
-    if (n->plan.lblk && s == S - 1) {
-        *how = "one step";
-        return n->plan.lblk->v1;
-    }
-    return n->n;
-}
-
 static int64_t program_edges(const saga_net *n, const net_chain *ch, int s) {
     const nblock *b = ch ? ch->blk[s] : NULL;
     return b ? b->e1 - b->e0 : n->m;
@@ -84,11 +65,12 @@ saga_status saga_net_explain(saga_net *n, FILE *f) {
             /* training runs as one chain step over the rows the loss reads (after the parts'
              * steps of the stages below it) */
             snprintf(train, sizeof train, "%d (one chain step)", (int)net_chain_rows(n, tc, s));
-            input = sg->kind == STAGE_PROGRAM ? "halos by part" : "rows by part";
+            if (s == tc->whole_below && s > 0)
+                input = tc->head                       ? "the head's rows, on the device"
+                        : net_chain_reads_whole(n, tc) ? "rows of the whole, on the device"
+                                                       : "rows from the host";
         } else if (n->plan.streamed) {
-            const char *how = NULL;
-            int32_t r = streamed_train_rows(n, s, &how);
-            snprintf(train, sizeof train, "%d (%s)", (int)r, how);
+            snprintf(train, sizeof train, "%d (parts)", (int)n->n);
             input = n->plan.resident && n->plan.resident[s] ? "whole on the device"
                     : sg->kind == STAGE_PROGRAM             ? "halos by part"
                                                             : "rows by part";

@@ -160,6 +160,10 @@ typedef struct net_dist {
 /* More parts than this, chosen from the budget, make a slow partitioning and many small steps:
  * net_prepare warns and names a budget that needs fewer; PageRank logs its progress. */
 enum { NET_MANY_PARTS = 256 };
+/* A streamed training chain's start (chain_start in net_build.c) keeps its input whole on the
+ * device first, before the other resident stages, when that and the chain's estimated blocks
+ * leave the parts' steps at least 1/NET_PARTS_SHARE of what the budget leaves */
+enum { NET_PARTS_SHARE = 8 };
 /* METIS's refinement passes per level for the parts of a streamed run: 2 instead of METIS's 10
  * takes about half the time for a cut within 1% (a 200k-vertex citation graph, Slashdot,
  * ca-GrQc at 8 and 64 parts) */
@@ -183,7 +187,7 @@ typedef struct net_plan {
      * from it on the device (halo[s][d] is then a scratch block), and the backward pass adds
      * each part's halo gradient into gfull[s], which the stage before reads its rows' gradients
      * from; no halo row or halo gradient crosses to the host (S + 1 entries, NULL when none).
-     * Streamed, the parts train the stages below parts_below, the tail the others. */
+     * Streamed, the parts train the stages below parts_below, the training chain the others. */
     saga_transfer transfer;
     bool *resident;
     int parts_below;
@@ -199,28 +203,15 @@ typedef struct net_plan {
     size_t step_room;
     /* pass 4, the steps and their blocks: one block per part (blk, k of them) */
     nblock *blk;
-    /* prepared with loss rows and a fused last stage (loss_block_build): one more block, whose
-     * rows are the loss rows, for that stage; else NULL. tblk: the tail's block, whose rows are
-     * lblk's halo, for stage tail_s (the program before the last), or NULL */
-    nblock *lblk, *tblk;
-    int tail_s;
-    size_t tail_bytes; /* what lblk and tblk hold streamed, estimated once (0: not yet) */
-    /* the head (with the tail, when its first stage is 1 and stage 0 a vertex stage): a
-     * training pass runs stage 0 on the tail's halo alone, the rows the tail reads, instead of
-     * every row. hblk has one block per part (one in memory) whose rows are the halo's rows in
-     * that part, numbered by their position in the halo (v0 .. v1 - 1; tblk->n_halo of them),
-     * with their input rows and graph ids; stage 0 writes their outputs at those positions of the
-     * tail's input, which the tail's block (built with its own halo) reads by position. NULL
-     * without a head */
-    nblock *hblk;
+    size_t chain_est_bytes; /* what a chain from chain_start holds, estimated once (0: not yet) */
     /* on one rank: the chains (net_chain.h) of training, from the loss rows (every row without
      * them; streamed, only one that fits from the first stage), and of the last inference of
      * chosen rows (saga_net_forward_rows) */
     struct net_chain *tchain, *echain;
     bool tchain_none; /* streamed: training's chain was built and did not fit (net_chain_for) */
     /* one pass's share of saga_net_stats.h2d_floor_bytes: the input rows and every program
-     * stage's tiles (offsets, sources, edge values) once; a training pass's, twice that less
-     * what the loss rows' block saves a streamed net */
+     * stage's tiles (offsets, sources, edge values) once; a training pass's, twice that, or with
+     * a training chain what its parts, its head and its step move (net_chain_for) */
     uint64_t floor_pass_bytes;
     uint64_t floor_train_bytes;
 } net_plan;
@@ -361,6 +352,12 @@ int32_t net_rows_in_part(const nblock *pb, const int32_t *rows, int32_t R, int32
  * of the list, with their graph ids and their rows of the net's input (net_rows_input; a sparse
  * input filled); a part with none has v0 == v1 and no blocks. Errors: out of memory. */
 saga_status net_head_blocks(saga_net *n, const int32_t *rows, int32_t R, nblock **out);
+/* The bytes block b's input rows move once: the CSR's three blocks of a sparse input, else its
+ * dense rows (the block rows). */
+size_t net_block_input_bytes(const saga_net *n, const nblock *b, const saga_blk *rows);
+/* The bytes block b's graph tiles for a program stage with edge-value key `key` move once: its
+ * offsets, sources and edge values. */
+uint64_t net_tile_bytes(const nblock *b, int key);
 /* The input changed: block b's packed copy of the net's input rows (if it has one) packed again,
  * and its device copies of the sparse input and of rows (its input rows' block, or NULL) reloaded
  * at their next use. */

@@ -11,11 +11,9 @@
 
 /* ---- running ------------------------------------------------------------------------------ */
 
-/* PH_LOSS_ROWS: a streamed net's one step over the loss rows' block (n->plan.lblk): the last stage
- * on those rows (after the tail's stages on the rows they read, with n->plan.tblk), the loss and
- * the backward pass of those stages. PH_CHAIN: a streamed training chain's one step after the
- * parts' stages (net_chain.h): its stages forward, the loss and their backward pass. */
-typedef enum phase { PH_FWD = 0, PH_LOSS, PH_BWD, PH_LOSS_ROWS, PH_CHAIN } phase;
+/* PH_CHAIN: a streamed training chain's one step after the parts' stages (net_chain.h): its
+ * stages forward, the loss and their backward pass. */
+typedef enum phase { PH_FWD = 0, PH_LOSS, PH_BWD, PH_CHAIN } phase;
 
 /* With several ranks, some steps begin with an exchange of host rows (net_dist.c): before the
  * first block of a program stage, the rows of its input that the rank reads from others; before
@@ -92,12 +90,10 @@ static net_chain *head_chain(const saga_net *n, int s) {
     return ch && ch->head && s < ch->whole_below ? ch : NULL;
 }
 
-/* The block stage s runs part d on: in a training pass, a head's below the tail (net_plan's
- * hblk) or below the training chain, else the part's own. */
+/* The block stage s runs part d on: in a training pass, a head's below the training chain, else
+ * the part's own. */
 static nblock *part_block(saga_net *n, int s, int32_t d, bool train) {
-    if (train && head_chain(n, s))
-        return &n->plan.tchain->head[d];
-    return train && n->plan.hblk && s < n->plan.tail_s ? &n->plan.hblk[d] : &n->plan.blk[d];
+    return train && head_chain(n, s) ? &n->plan.tchain->head[d] : &n->plan.blk[d];
 }
 
 /* The block on the device that holds stage s's whole input (the parts write their rows into it at
@@ -165,11 +161,7 @@ static saga_status plan(saga_net *n, bool train, int s_end, const net_chain *tc,
     SAGA_TRY(saga_alloc_array((void **)&sd, (size_t)cap, sizeof *sd, "net steps"));
     saga_sched *sc = n->sched;
     saga_sched_plan_begin(sc);
-    /* training streamed with the loss rows' block: its one step replaces the last stage's, and
-     * with the tail's, the stages' from the tail's first */
-    nblock *lb = train && n->plan.streamed && !tc ? n->plan.lblk : NULL;
-    nblock *tb = lb ? n->plan.tblk : NULL;
-    int S_fwd = tc ? tc->whole_below : tb ? n->plan.tail_s : lb ? S - 1 : s_end;
+    int S_fwd = tc ? tc->whole_below : s_end;
     for (int s = 0; s < S_fwd; s++) {
         const stage *sg = &n->stages[s];
         bool first = true;
@@ -213,20 +205,6 @@ static saga_status plan(saga_net *n, bool train, int s_end, const net_chain *tc,
             first = false;
         }
     }
-    if (train && lb) {
-        int t = saga_sched_step(sc);
-        saga_sched_use(sc, t, lb->b_ids, SAGA_USE_READ, 0);
-        if (tb)
-            saga_sched_use(sc, t, tb->b_ids, SAGA_USE_READ, 0);
-        else
-            saga_sched_use(sc, t, lb->b_hids, SAGA_USE_READ, 0);
-        saga_sched_use(sc, t, n->full[S_fwd], SAGA_USE_READ, 0);
-        if (tb)
-            use_graph_both(n, t, tb, &n->stages[S_fwd]);
-        use_graph_both(n, t, lb, &n->stages[S - 1]);
-        saga_sched_use(sc, t, n->gfull[S_fwd], SAGA_USE_WRITE, 0);
-        sd[cnt++] = (stepdesc){PH_LOSS_ROWS, S_fwd, 0, XCHG_NONE, false};
-    }
     if (tc) {
         /* its input rows are packed from what the parts wrote back (a head's are on the device) */
         int t = saga_sched_step(sc);
@@ -235,7 +213,7 @@ static saga_status plan(saga_net *n, bool train, int s_end, const net_chain *tc,
         chain_uses(n, tc, t, true);
         sd[cnt++] = (stepdesc){PH_CHAIN, S_fwd, 0, XCHG_NONE, false};
     }
-    if (train && !lb && !tc) {
+    if (train && !tc) {
         for (int32_t d = lo; d < hi; d++) {
             int t = saga_sched_step(sc);
             if (n->plan.blk[d].b_ids)
@@ -676,56 +654,6 @@ fail:
     return st;
 }
 
-/* The loss rows' step of a streamed net (n->plan.lblk, PH_LOSS_ROWS). With the tail's block
- * (n->plan.tblk): stages tail_s .. S-2 on the tail's rows, reading stage tail_s's whole input on
- * the device, whose whole gradient the backward pass adds into; else lblk's halo gathered from the
- * last stage's whole input, and its gradient added into that input's. Then the last stage on the
- * loss rows, the loss over them and the backward pass. The whole gradient is zeroed first: no
- * other step writes it. */
-static saga_status run_loss_rows(saga_net *n, double *loss) {
-    saga_status st = SAGA_OK;
-    saga_ctx *c = n->c;
-    int S = n->n_stages;
-    nblock *lb = n->plan.lblk, *tb = n->plan.tblk;
-    int p = tb ? n->plan.tail_s : S - 1;
-    int64_t cols = n->stages[p].in_cols;
-    /* the rows of full[p] it reads: with the head, those it wrote, the tail's halo */
-    int32_t rows = n->plan.hblk ? tb->n_halo : n->n;
-    saga_tape_pos mark = saga_tape_mark(c);
-    saga_tensor *H = tb ? saga_ctx_wrap(c, SAGA_F32, rows, cols, saga_blk_dev(n->full[p]))
-                        : saga_ctx_tensor(c, SAGA_F32, lb->n_halo, cols);
-    if (!H)
-        SAGA_TRY(ctx_status_or(n, "the loss rows' input"));
-    SAGA_TRY(add_whole_grad(n, p, lb, NULL, rows)); /* zeroed */
-    if (tb) {
-        /* the backward pass adds straight into the whole gradient */
-        SAGA_TRY(saga_ctx_wrap_grad(c, H, saga_blk_dev(n->gfull[p])));
-    } else {
-        SAGA_TRY(gather_whole(n, p, lb, H->data));
-    }
-    saga_ctx_mark_leaf(c, H);
-    saga_tensor *Y = H;
-    for (int s = p; s < S; s++) {
-        n->stages[s].rng = saga_ctx_rng_counter(c);
-        Y = stage_rows(n, s, s == S - 1 ? lb : tb, Y, NULL, NULL, NULL, VIEW_TAPED);
-        if (!Y)
-            SAGA_TRY(ctx_status_or(n, "a stage"));
-        SAGA_TRY(check_width(Y, &n->stages[s], s));
-    }
-    saga_vertex_in vin = {.first = 0, .count = lb->v1, .gathered = NULL, .self = Y};
-    row_ids_on(n, lb);
-    saga_tensor *l = n->loss(c, &vin, lb->uids, n->loss_user);
-    saga_ctx_set_row_ids(c, NULL, 0);
-    SAGA_TRY(check_loss(n, l));
-    *loss += saga_item(l);
-    SAGA_TRY(saga_tape_backward_range(c, mark, l, NULL));
-    if (!tb)
-        SAGA_TRY(add_whole_grad(n, p, lb, H->grad, 0));
-fail:
-    saga_tape_release(c, mark);
-    return st;
-}
-
 static saga_status run_bwd(saga_net *n, int s, int32_t d) {
     saga_status st = SAGA_OK;
     saga_ctx *c = n->c;
@@ -884,9 +812,10 @@ static saga_status chain_step(saga_net *n, net_chain *ch, bool train, double *lo
         h = wrap(n, ib->b_xrows, SAGA_F32, ib->v1 - ib->v0, n->stages[s0].in_cols);
         if (h && train && ch->b_gin) {
             /* its gradient goes back to the parts: the backward pass adds it into b_gin */
+            const size_t bytes =
+                (size_t)(ib->v1 - ib->v0) * (size_t)n->stages[s0].in_cols * sizeof(float);
             SAGA_TRY(n->be->iface->memset_async(saga_backend_default_stream(n->be),
-                                                saga_blk_dev(ch->b_gin), 0,
-                                                saga_blk_bytes(ch->b_gin)));
+                                                saga_blk_dev(ch->b_gin), 0, bytes));
             SAGA_TRY(saga_ctx_wrap_grad(c, h, saga_blk_dev(ch->b_gin)));
             saga_ctx_mark_leaf(c, h);
         }
@@ -1019,8 +948,6 @@ static saga_status run(saga_net *n, bool train, net_chain *ch, double *loss_out,
             net_block_input_changed(&n->plan.blk[d], n->sparse ? NULL : n->act[0][d]);
             if (n->halo[0][d] && !n->sparse)
                 saga_blk_host_changed(n->halo[0][d]);
-            if (n->plan.hblk)
-                net_block_input_changed(&n->plan.hblk[d], n->plan.hblk[d].b_xrows);
         }
         for (int s = 1; s <= S; s++) {
             if (n->plan.k > 1 && n->halo[s][d] && !resident(n, s))
@@ -1076,24 +1003,17 @@ static saga_status run(saga_net *n, bool train, net_chain *ch, double *loss_out,
         if (sd[t].ph == PH_FWD) {
             const nblock *b = part_block(n, sd[t].s, sd[t].d, train);
             rows_done(n, sd[t].s, b->v1 - b->v0);
-        } else if (sd[t].ph == PH_LOSS_ROWS) {
-            rows_done(n, S - 1, n->plan.lblk->v1);
-            if (n->plan.tblk) /* the tail's stages, on its rows */
-                for (int s = n->plan.tail_s; s < S - 1; s++)
-                    rows_done(n, s, n->plan.tblk->v1);
         }
         if (sd[t].ph == PH_FWD)
             SAGA_TRY(run_fwd(n, sd[t].s, sd[t].d, train, sd[t].first));
         else if (sd[t].ph == PH_LOSS)
             SAGA_TRY(run_loss(n, sd[t].d, &loss));
-        else if (sd[t].ph == PH_LOSS_ROWS)
-            SAGA_TRY(run_loss_rows(n, &loss));
         else if (sd[t].ph == PH_CHAIN)
             SAGA_TRY(chain_step(n, tc, true, &loss, NULL));
         else
             SAGA_TRY(run_bwd(n, sd[t].s, sd[t].d));
         SAGA_TRY(saga_sched_end(n->sched, t));
-        if (sd[t].ph == PH_LOSS_ROWS || sd[t].ph == PH_CHAIN)
+        if (sd[t].ph == PH_CHAIN)
             rng_after = saga_ctx_rng_counter(c); /* its stages end the forward pass */
     }
     if (train)
