@@ -157,7 +157,8 @@ typedef struct run_out {
      * computed in that call and in saga_net_forward's */
     float *rows_out;
     int64_t rows_computed, rows_computed_all;
-    char explain[4096]; /* with EXPLAIN: saga_net_explain after the steps */
+    saga_net_stats rows_st; /* that call's */
+    char explain[4096];     /* with EXPLAIN: saga_net_explain after the steps */
 } run_out;
 
 /* Of a training step's stats: how many stages after the first computed fewer than every row, and
@@ -258,6 +259,7 @@ static void run_model(run_out *r, const saga_program *prog, size_t budget, saga_
                              SAGA_OK);
         saga_net_get_stats(net, &fs);
         r->rows_computed = fs.rows_computed;
+        r->rows_st = fs;
     }
     saga_net_free(&net);
     saga_optim_free(&opt);
@@ -887,7 +889,8 @@ static void check_loss_rows(const saga_program *prog, int32_t stride, bool one_s
 /* saga_net_forward_rows: the outputs of the rows asked for (in any order, repeated) are those of
  * saga_net_forward, to one forward pass's rounding; the stages compute the rows those read alone,
  * for GCN, SAGE and GAT (batched), in memory and streamed (the parts run the stages that need
- * every row, a chain the rest). An id out of range is refused. */
+ * every row, a chain the rest, which at half the peak starts at a stage whose input stays whole
+ * on the device). An id out of range is refused. */
 static void test_net_forward_rows(void **state) {
     (void)state;
     data_load();
@@ -902,14 +905,18 @@ static void test_net_forward_rows(void **state) {
     const net_bounds nb = net_run_bounds(&D, 16, 0, 0);
     for (size_t p = 0; p < sizeof progs / sizeof progs[0]; p++) {
         size_t peak = 0;
-        for (int streamed = 0; streamed < 2; streamed++) {
+        /* in memory, then streamed through a quarter and a half of its peak */
+        const size_t divs[] = {0, 4, 2};
+        for (int t = 0; t < 3; t++) {
+            const int streamed = t > 0;
             run_out r;
             FWD_ROWS = list;
             N_FWD_ROWS = n_list;
-            run_model(&r, progs[p], peak / 4, streamed ? SAGA_EXEC_AUTO : SAGA_EXEC_MEMORY, 0,
-                      SAGA_PARTITION_METIS, SAGA_SAVED_RECOMPUTE);
+            run_model(&r, progs[p], streamed ? peak / divs[t] : 0,
+                      streamed ? SAGA_EXEC_AUTO : SAGA_EXEC_MEMORY, 0, SAGA_PARTITION_METIS,
+                      SAGA_SAVED_RECOMPUTE);
             FWD_ROWS = NULL;
-            peak = r.peak;
+            peak = streamed ? peak : r.peak;
             assert_int_equal(r.st[2].streamed, streamed);
             float *want = test_malloc((size_t)n_list * (size_t)D.C * sizeof(float));
             for (int64_t i = 0; i < n_list; i++)
@@ -919,9 +926,19 @@ static void test_net_forward_rows(void **state) {
             assert_int_equal(r.rows_computed_all, 4 * (int64_t)D.n);
             assert_true(r.rows_computed < r.rows_computed_all);
             print_message("  program %d, %s: %lld rows computed for %lld outputs (every row: "
-                          "%lld)\n",
+                          "%lld); by stage %lld %lld %lld %lld, %zu bytes resident\n",
                           (int)p, streamed ? "streamed" : "in memory", (long long)r.rows_computed,
-                          (long long)n_list, (long long)r.rows_computed_all);
+                          (long long)n_list, (long long)r.rows_computed_all,
+                          (long long)r.rows_st.stage_rows[0], (long long)r.rows_st.stage_rows[1],
+                          (long long)r.rows_st.stage_rows[2], (long long)r.rows_st.stage_rows[3],
+                          (size_t)r.rows_st.resident_bytes);
+            if (p < 2 && divs[t] == 2) {
+                /* stage 1's input stays whole on the device: the chain starts there, gathering
+                 * its rows from it, after the parts ran stage 0 over every row */
+                assert_true(r.rows_st.resident_bytes > 0);
+                assert_int_equal(r.rows_st.stage_rows[0], D.n);
+                assert_true(r.rows_st.stage_rows[1] < D.n);
+            }
             test_free(want);
             test_free(r.rows_out);
             test_free(r.out);

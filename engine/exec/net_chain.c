@@ -52,12 +52,12 @@ static bool resident(const saga_net *n, int s) {
     return n->plan.resident && n->plan.resident[s];
 }
 
-/* Whether a streamed training chain from stage w reads its input rows gathered from the whole
- * copy the parts write on the device (a resident stage, saga_net.full) and adds their gradient
+/* Whether a streamed chain from stage w reads its input rows gathered from the whole copy the
+ * parts write on the device (a resident stage, saga_net.full) and, training, adds their gradient
  * into the whole gradient there (gfull), rather than through the host; a head (ch->use_head)
  * writes them in place instead. */
 static bool whole_in(const saga_net *n, const net_chain *ch, int w) {
-    return ch->train && w > 0 && w < n->n_stages && resident(n, w) && !ch->use_head;
+    return ch->streamed && w > 0 && w < n->n_stages && resident(n, w) && !ch->use_head;
 }
 
 /* Whether a head's rows go to the first rows of stage w's whole input on the device (resident)
@@ -90,12 +90,16 @@ static size_t chain_bytes(const saga_net *n, const net_chain *ch, int w) {
 }
 
 /* The tensors of a streamed chain's step from stage w (an inference, which holds one stage's at
- * a time: run_chain): the largest stage's, its rows' input and output with the function's
+ * a time: chain_step): the largest stage's, its rows' input and output with the function's
  * intermediates as a part's step is estimated (step_estimate in net_build.c) and a batched
- * stage's messages, and two stage outputs kept between stages. In memory the whole step's
- * estimate, which holds more rows, covers them. */
+ * stage's messages, and two stage outputs kept between stages, with the input rows gathered
+ * from a resident stage's whole input. In memory the whole step's estimate, which holds more
+ * rows, covers them. */
 static size_t chain_work(const saga_net *n, const net_chain *ch, int w) {
-    size_t work = 0, kept = 0;
+    size_t work = 0, kept = 0, gathered = 0;
+    int32_t ri = 0;
+    if (whole_in(n, ch, w) && rows_of(n, ch, w - 1, w, &ri)) /* the input rows gathered */
+        gathered = (size_t)ri * (size_t)n->stages[w].in_cols * sizeof(float);
     for (int s = w; s < n->n_stages; s++) {
         const stage *sg = &n->stages[s];
         int32_t r;
@@ -110,7 +114,7 @@ static size_t chain_work(const saga_net *n, const net_chain *ch, int w) {
         work = one > work ? one : work;
         kept = (size_t)r * fo > kept ? (size_t)r * fo : kept;
     }
-    return work + 2 * kept;
+    return work + 2 * kept + gathered;
 }
 
 /* The tensors of a streamed training chain's step from stage w: the tape keeps every stage's
@@ -188,9 +192,8 @@ static bool head_fits(const saga_net *n, const net_chain *ch, int w, size_t room
 
 /* Whether the chain cannot start at stage w: its blocks exceed the room, a vertex stage past the
  * start reads rows its predecessor did not compute, or (streamed) no stage from w on computes
- * fewer rows, stage w's input stays whole on the device (resident: the parts write it there,
- * not to the host), its blocks exceed the scheduler's cap, or the blocks and the step's tensors
- * exceed the room. A streamed training chain holds every stage's tensors from its first on
+ * fewer rows, its blocks exceed the scheduler's cap, or the blocks and the step's tensors exceed
+ * the room. A streamed training chain holds every stage's tensors from its first on
  * (its blocks and tensors within the room, its step's cap set to match: net_chain.cap); it
  * starts at the first stage or at a program stage, whose input the parts write back to the host
  * (or whole on the device, whole_in) and whose input gradient they read summed from there. */
@@ -212,7 +215,7 @@ static bool cannot_start(const saga_net *n, const net_chain *ch, int w, size_t r
     const bool over_cap =
         ch->streamed && n->plan.blocks_cap && chain_bytes(n, ch, w) > n->plan.blocks_cap;
     if (ch->streamed) {
-        if (!ch->d.rows[w] || (n->plan.resident && n->plan.resident[w]) || over_cap)
+        if (!ch->d.rows[w] || over_cap)
             return true;
         const size_t need = chain_bytes(n, ch, w) + chain_work(n, ch, w);
         return room != SIZE_MAX && need > room;

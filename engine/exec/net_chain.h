@@ -3,7 +3,7 @@
  * stage's input rows. In memory a training pass runs one from the loss rows and an inference of
  * chosen rows one from those; streamed, an inference of chosen rows runs the stages that need
  * every row by parts and the rest on a chain, which reads its first stage's input rows from the
- * host; a training pass runs one from the loss rows, from the first stage when all of it fits
+ * host, or gathers them from a resident stage's whole input on the device; a training pass runs one from the loss rows, from the first stage when all of it fits
  * the budget, else from the first program stage at which it does or that the parts were planned
  * to leave to it (net_plan.parts_below): the parts run the stages below it over every row and
  * write its input back to the host (or whole on the device, where the stage is resident), the
@@ -69,9 +69,9 @@ typedef struct net_chain {
 /* The chain (*out) of prepared net n (streamed or in memory) for the R output rows (increasing,
  * distinct, the net's order; rows NULL: every row), with blocks of at most room bytes (SIZE_MAX:
  * no limit); streamed and train, a training chain (net_chain.train), whose whole_below is 0, a
- * program stage whose input is not resident (with b_gin), or n_stages where none fits. Errors:
- * SAGA_ERR_OUT_OF_MEMORY,
- * SAGA_ERR_UNSUPPORTED (a batched stage over 2^31 edges). */
+ * program stage (with b_gin where its input is not resident or a head writes it), or n_stages
+ * where none fits. Errors: SAGA_ERR_OUT_OF_MEMORY, SAGA_ERR_UNSUPPORTED (a batched stage over
+ * 2^31 edges). */
 saga_status net_chain_build(saga_net *n, net_chain **out, const int32_t *rows, int32_t R,
                             size_t room, bool streamed, bool train);
 /* Frees the chain and its scheduler blocks (between passes). */

@@ -146,13 +146,11 @@ static void use_input(saga_net *n, int t, const nblock *b, int32_t d) {
 
 static void chain_uses(saga_net *n, const net_chain *ch, int t, bool train);
 
-/* Records the plan of a forward pass (and, training, the loss and the backward pass); an
- * inference whose later stages run on a chain (net_chain.h) stops before stage s_end, whose
- * input the parts then write back to the host for it (s_end == n_stages: every stage). A
- * training chain from a later stage (tc) runs as one step between the parts' forward and
- * backward passes of the stages below it, and does the loss. */
-static saga_status plan(saga_net *n, bool train, int s_end, const net_chain *tc, stepdesc **out,
-                        int *n_out) {
+/* Records the plan of a forward pass (and, training, the loss and the backward pass). A streamed
+ * chain from a later stage (tc, net_chain.h) runs as one step after the parts' forward steps of
+ * the stages below it, which write its input back to the host or whole on the device; training,
+ * it does the loss, and the parts' backward steps follow. */
+static saga_status plan(saga_net *n, bool train, const net_chain *tc, stepdesc **out, int *n_out) {
     saga_status st = SAGA_OK;
     int S = n->n_stages;
     int32_t k = n->plan.k, lo = n->plan.d_lo, hi = n->plan.d_hi;
@@ -161,7 +159,7 @@ static saga_status plan(saga_net *n, bool train, int s_end, const net_chain *tc,
     SAGA_TRY(saga_alloc_array((void **)&sd, (size_t)cap, sizeof *sd, "net steps"));
     saga_sched *sc = n->sched;
     saga_sched_plan_begin(sc);
-    int S_fwd = tc ? tc->whole_below : s_end;
+    int S_fwd = tc ? tc->whole_below : S;
     for (int s = 0; s < S_fwd; s++) {
         const stage *sg = &n->stages[s];
         bool first = true;
@@ -200,17 +198,18 @@ static saga_status plan(saga_net *n, bool train, int s_end, const net_chain *tc,
             else
                 saga_sched_use(
                     sc, t, n->act[s + 1][d], SAGA_USE_WRITE,
-                    needs_writeback(n, s + 1, train) || s + 1 == s_end ? SAGA_USE_WRITEBACK : 0);
+                    needs_writeback(n, s + 1, train) || s + 1 == S_fwd ? SAGA_USE_WRITEBACK : 0);
             sd[cnt++] = (stepdesc){PH_FWD, s, d, x, first};
             first = false;
         }
     }
     if (tc) {
-        /* its input rows are packed from what the parts wrote back (a head's are on the device) */
+        /* its input rows are packed from what the parts wrote back to the host (a head's, or a
+         * resident stage's, are on the device) */
         int t = saga_sched_step(sc);
-        if (!tc->head)
+        if (!tc->head && !net_chain_reads_whole(n, tc))
             saga_sched_step_barrier(sc, t);
-        chain_uses(n, tc, t, true);
+        chain_uses(n, tc, t, train);
         sd[cnt++] = (stepdesc){PH_CHAIN, S_fwd, 0, XCHG_NONE, false};
     }
     if (train && !tc) {
@@ -874,8 +873,8 @@ fail:
     return st;
 }
 
-/* A pass in memory (one block), or the end of a streamed inference of chosen rows, or a streamed
- * training chain from the first stage: the chain's step as a plan of its own. */
+/* A pass in memory (one block), or a streamed chain from the first stage: the chain's step as a
+ * plan of its own. */
 static saga_status run_chain(saga_net *n, net_chain *ch, bool train, double *loss, float *out) {
     saga_status st = SAGA_OK;
     saga_sched *sc = n->sched;
@@ -956,8 +955,8 @@ static saga_status run(saga_net *n, bool train, net_chain *ch, double *loss_out,
                 saga_blk_host_changed(n->grad[s][d]);
         }
     }
-    /* a training chain after the parts' stages reads the rows they write back in this pass */
-    net_chain *tc = train && ch && ch->streamed && ch->whole_below > 0 ? ch : NULL;
+    /* a streamed chain after the parts' stages reads the rows they write in this pass */
+    net_chain *tc = ch && ch->streamed && ch->whole_below > 0 ? ch : NULL;
     if (tc && !tc->head && tc->in->b_xrows)
         saga_blk_host_changed(tc->in->b_xrows);
     if (n->x_changed) {
@@ -973,12 +972,10 @@ static saga_status run(saga_net *n, bool train, net_chain *ch, double *loss_out,
                 memset(n->grad_host[s], 0,
                        (size_t)n->n * (size_t)n->stages[s - 1].out_cols * sizeof(float));
     saga_ctx_train(c, train);
-    if (ch && !tc && (!ch->streamed || ch->train)) {
+    if (ch && !tc)
         SAGA_TRY(run_chain(n, ch, train, &loss, out));
-        n_sd = 0;
-    } else {
-        SAGA_TRY(plan(n, train, ch && !tc ? ch->whole_below : S, tc, &sd, &n_sd));
-    }
+    else
+        SAGA_TRY(plan(n, train, tc, &sd, &n_sd));
     uint64_t rng_after = saga_ctx_rng_counter(c);
     /* one kind of pass decides: training once the net trains (its inference passes, an
      * evaluation between epochs, run under what training chose, for a change of state at each
@@ -1009,7 +1006,7 @@ static saga_status run(saga_net *n, bool train, net_chain *ch, double *loss_out,
         else if (sd[t].ph == PH_LOSS)
             SAGA_TRY(run_loss(n, sd[t].d, &loss));
         else if (sd[t].ph == PH_CHAIN)
-            SAGA_TRY(chain_step(n, tc, true, &loss, NULL));
+            SAGA_TRY(chain_step(n, tc, train, &loss, out));
         else
             SAGA_TRY(run_bwd(n, sd[t].s, sd[t].d));
         SAGA_TRY(saga_sched_end(n->sched, t));
@@ -1019,13 +1016,6 @@ static saga_status run(saga_net *n, bool train, net_chain *ch, double *loss_out,
     if (train)
         saga_ctx_set_rng_counter(c, rng_after);
     SAGA_TRY(saga_sched_finish(n->sched));
-    if (ch && ch->streamed && !ch->train) {
-        /* the parts wrote the chain's input rows back to the host: its step reads them */
-        if (ch->whole_below > 0 && ch->in->b_xrows)
-            saga_blk_host_changed(ch->in->b_xrows);
-        SAGA_TRY(run_chain(n, ch, false, &loss, out));
-        SAGA_TRY(saga_sched_finish(n->sched));
-    }
     SAGA_TRY(saga_backend_synchronize(n->be));
     if (tune)
         saga_idle_tuner_end(tune, train ? "net: training passes" : "net: inference passes");
