@@ -204,10 +204,12 @@ static saga_status plan(saga_net *n, bool train, const net_chain *tc, stepdesc *
         }
     }
     if (tc) {
-        /* its input rows are packed from what the parts wrote back to the host (a head's, or a
-         * resident stage's, are on the device) */
+        /* it waits for the parts' steps: its input rows are packed from what they wrote back to
+         * the host, and its blocks, larger than a part's, load once theirs have gone (without
+         * the wait the device arena can be left in pieces too small for them); after a head
+         * it reads its rows on the device and does not wait */
         int t = saga_sched_step(sc);
-        if (!tc->head && !net_chain_reads_whole(n, tc))
+        if (!tc->head)
             saga_sched_step_barrier(sc, t);
         chain_uses(n, tc, t, train);
         sd[cnt++] = (stepdesc){PH_CHAIN, S_fwd, 0, XCHG_NONE, false};
