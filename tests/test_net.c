@@ -854,7 +854,8 @@ static void check_loss_rows(const saga_program *prog, int32_t stride, bool one_s
             }
         }
         if (!t.out)
-            fail_msg("no budget from 1/2 to 1/8 of the peak ran the tail streamed");
+            fail_msg("no budget from 1/2 to 1/8 of the peak ran the last three stages on the "
+                     "training chain streamed");
         print_message("  every %d-th vertex: the last 3 stages in one step over %d parts\n",
                       (int)stride, (int)t.st[2].parts);
         assert_int_equal(sub.calls, 3);
@@ -1036,7 +1037,7 @@ static void chain_runs_end(run_out *all, run_out *a, run_out *t, const listed_ct
  * rows the stages compute are the in-memory chain's, the loss is called once per step with the
  * listed rows alone, saga_net_explain says so, the results (in memory too) are those of the run
  * over every row whose loss picks the listed rows, and the peak stays in the budget; for GCN, SAGE
- * and GAT (batched, which has no loss rows' block: by parts it calls the loss once per part). */
+ * and GAT (batched: where its chain does not fit, by parts it calls the loss once per part). */
 static void check_streamed_chain(const char *name, const saga_program *prog) {
     uint8_t *in = NULL;
     int32_t *list = NULL, n_in = listed_every(1499, &in, &list);
@@ -1148,15 +1149,15 @@ static size_t chain_budget(chain_search *r, const saga_program *prog, int first,
 }
 
 /* Streamed with the parts saga chooses, at a budget where the loss rows' chain does not fit
- * from the first stage and no loss rows' block serves, training runs the first stage by parts and
- * the others as one chain step over their demanded rows, which reads its input rows from what the
- * parts wrote and hands their gradient back to the parts' backward pass. Without a head (head
- * false: every 20th or 60th vertex of the 3,000, degree 6, 1,024 input columns, whose two-hop
- * neighbourhood's input rows are most of the input) the first stage runs over every row and its
- * output crosses through the host. With one (head true: GCN, whose first stage is a vertex stage,
- * on a graph of 20,000 vertices, degree 8, 128 input columns, whose stage inputs are too large to
- * stay whole on the device under the budget, so no tail serves; every 100th or 300th vertex) the
- * parts run it on the rows the chain reads alone, writing them into the chain's input on the
+ * from the first stage and stage 1's input does not stay whole, training runs the first stage by
+ * parts and the others as one chain step over their demanded rows, which reads its input rows
+ * from what the parts wrote and hands their gradient back to the parts' backward pass. Without a
+ * head (head false: every 20th or 60th vertex of the 3,000, degree 6, 1,024 input columns, whose
+ * two-hop neighbourhood's input rows are most of the input) the first stage runs over every row
+ * and its output crosses through the host. With one (head true: GCN, whose first stage is a
+ * vertex stage, on a graph of 20,000 vertices, degree 8, 128 input columns, whose stage inputs are
+ * too large to stay whole on the device under the budget; every 100th or 300th vertex) the parts
+ * run it on the rows the chain reads alone, writing them into the chain's input on the
  * device and reading their gradient there. Either way the stages the chain runs compute the
  * in-memory chain's rows (with a head, stage 0 too), the loss is called once per step,
  * saga_net_explain says how each stage runs, the results (in memory too) are those of the run
@@ -1235,7 +1236,7 @@ static void test_net_loss_rows(void **state) {
     small_net_free(&sn);
 }
 
-/* With a tail over the rows the loss reads, stage 0 (a vertex stage) trains on the rows the tail
+/* With the training chain from stage 1, stage 0 (a vertex stage) trains on the rows the chain
  * reads alone, saga_net_stats.stage_rows[0] of them: in memory and streamed, on dense rows (f32 and
  * bf16) and a CSR, with the input set again between steps, the losses and outputs of the run
  * over every row, and streamed fewer input bytes moved. */
@@ -1265,7 +1266,7 @@ static int32_t two_hop_rows(int32_t stride) {
 static void test_net_head(void **state) {
     (void)state;
     data_load();
-    /* a tail that reads nearly every row has no head: it would copy the input to save little */
+    /* a chain that reads nearly every row of stage 0 has no head: it would save little */
     int32_t wide = two_hop_rows(7);
     assert_true(wide > D.n - D.n / 8);
     check_loss_rows(&GCN, 7, false);
@@ -1288,7 +1289,7 @@ static void test_net_head(void **state) {
         assert_int_equal(first_stage_rows(&b.st[2]), two_hop_rows(61));
         assert_same_run(&a, &b, 0);
         peak = sparse ? peak : a.peak;
-        /* streamed: the smallest budget at which the tail runs */
+        /* streamed: the smallest budget at which the chain runs from stage 1 */
         for (int div = 8; div >= 2 && !t.out; div--) {
             run_model(&t, &GCN, peak / (size_t)div, SAGA_EXEC_AUTO, 0, SAGA_PARTITION_METIS,
                       SAGA_SAVED_RECOMPUTE);
@@ -1298,7 +1299,8 @@ static void test_net_head(void **state) {
             }
         }
         if (!t.out)
-            fail_msg("no budget from 1/2 to 1/8 of the peak ran the tail streamed");
+            fail_msg("no budget from 1/2 to 1/8 of the peak ran the last three stages on the "
+                     "training chain streamed");
         assert_int_equal(first_stage_rows(&t.st[2]), first_stage_rows(&b.st[2]));
         assert_same_run(&a, &t, 0);
         assert_int_equal(sub.unlisted, 0);

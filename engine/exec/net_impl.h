@@ -69,7 +69,7 @@ typedef struct nblock {
     int64_t *toff;     /* n_halo + 1: the transpose */
     int32_t *tdst;     /* m_b */
     int64_t *tperm;    /* m_b: transposed position -> block edge */
-    /* the loss rows' block (net_plan's lblk), whose rows are not a range: each entry's
+    /* a block of chosen rows (a chain's, net_rows_block), which are not a range: each entry's
      * index in the placed in-CSR; NULL for the parts, whose entries are e0 .. e1 - 1 */
     int64_t *epos;
     int32_t *reids; /* and for a batched stage, each entry's edge id for edge dropout (host) */
@@ -85,8 +85,8 @@ typedef struct nblock {
      * loss step builds every part's */
     int32_t *lsel, *lsel_ids;
     int32_t n_lsel;
-    int32_t *uids;    /* the loss rows' block of a streamed net: the rows' graph ids (pinned, P;
-                       * b_ids is their block) */
+    int32_t *uids;    /* a block of chosen rows: the rows' graph ids (pinned, P; b_ids is their
+                       * block) */
     int32_t *hids;    /* resident stages: the halo's ids (pinned, n_halo), and their block */
     saga_blk *b_hids; /* (NULL when no stage is resident) */
     bplan *plans;
@@ -99,7 +99,7 @@ typedef struct nblock {
     float *xval;
     bool x_own;
     saga_blk *b_xoff, *b_xidx, *b_xval;
-    /* input rows picked by row (a head block, net_plan's hblk, or a chain's): their ids
+    /* input rows picked by row (a head's block, or a chain's): their ids
      * in the net's order (not owned), and their dense rows in b_xrows: a later stage's packed
      * from the host rows (xio) at each load, the net's input packed once into xrows_h (pinned,
      * xrows_bytes; net_block_input_changed packs it again when the input changes) */

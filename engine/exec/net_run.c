@@ -496,7 +496,7 @@ static saga_status add_whole_grad(saga_net *n, int s, const nblock *b, const sag
 }
 
 /* The rows of a resident stage's whole block from row v0 on (a part's first row, or a head
- * block's first position in the tail's halo). */
+ * block's first position among the chain's input rows). */
 static float *whole_rows(saga_net *n, saga_blk *whole, int s, int32_t v0) {
     int64_t cols = s == 0 ? n->in_cols : n->stages[s - 1].out_cols;
     return (float *)saga_blk_dev(whole) + (int64_t)v0 * cols;

@@ -233,10 +233,11 @@ typedef struct saga_net_stats {
     /* what a streamed schedule that keeps nothing on the device from one pass to the next
      * moves host -> device at least in the last call: the input rows and each program stage's
      * graph tiles once per pass (forward; training, forward and backward), where a training
-     * pass that runs the last stage on the loss rows alone (saga_net_set_loss_rows) counts that
-     * stage's tiles of those rows once instead (and the tail's first stage's tiles of its rows
-     * once, when the stages before the last run on the rows the loss reads too). A schedule whose
-     * blocks stay resident across passes (a budget near the footprint) moves less. */
+     * pass that runs its later stages on the rows the loss reads alone (saga_net_set_loss_rows)
+     * counts those stages' tiles of those rows, and their input rows from the host, once instead
+     * (and the input of the rows the first stages then compute, where they compute fewer). A
+     * schedule whose blocks stay resident across passes (a budget near the footprint) moves
+     * less. */
     uint64_t h2d_floor_bytes;
     /* rows the stages computed in the last call (forward; this rank's), summed over the stages
      * (n times the stage count when every stage ran every row), and per stage for the first
