@@ -1186,29 +1186,34 @@ static void check_streamed_chain_after(const char *name, const saga_program *pro
     chain_runs_end(&r.all, &r.a, &r.t, &r.sub, r.in, r.list);
 }
 
-static void test_net_streamed_chain_head(void **state) {
-    (void)state;
+/* check_streamed_chain_after on data_swap_in's graph of n vertices, cols input columns and words
+ * per row, with dense input set once and set again between steps (the parts, or the head, then
+ * read the new rows), and with sparse input set again between steps (sparse true). */
+static void check_streamed_chain_inputs(const char *name, const saga_program *prog, bool head,
+                                        int32_t n, int32_t cols, int32_t words, bool sparse) {
     net_data small;
-    data_swap_in(&small, 20000, 128, 20);
-    check_streamed_chain_after("GCN", &GCN, true);
-    change_input = true; /* the input set again between steps: the head reads the new rows */
-    check_streamed_chain_after("GCN, input changed", &GCN, true);
-    sparse_input = true;
-    check_streamed_chain_after("GCN, sparse input changed", &GCN, true);
+    char what[64];
+    data_swap_in(&small, n, cols, words);
+    check_streamed_chain_after(name, prog, head);
+    change_input = true;
+    for (int sp = 0; sp <= (int)sparse; sp++) {
+        sparse_input = sp;
+        snprintf(what, sizeof what, "%s, %sinput changed", name, sp ? "sparse " : "");
+        check_streamed_chain_after(what, prog, head);
+    }
     sparse_input = false;
     change_input = false;
     data_swap_back(&small);
 }
 
+static void test_net_streamed_chain_head(void **state) {
+    (void)state;
+    check_streamed_chain_inputs("GCN", &GCN, true, 20000, 128, 20, true);
+}
+
 static void test_net_streamed_chain_later(void **state) {
     (void)state;
-    net_data small;
-    data_swap_in(&small, 3000, 1024, 40);
-    check_streamed_chain_after("GAT", &GAT, false);
-    change_input = true; /* the input set again between steps: the parts write the new rows */
-    check_streamed_chain_after("GAT, input changed", &GAT, false);
-    change_input = false;
-    data_swap_back(&small);
+    check_streamed_chain_inputs("GAT", &GAT, false, 3000, 1024, 40, false);
 }
 
 static void test_net_loss_rows(void **state) {

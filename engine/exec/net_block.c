@@ -85,6 +85,11 @@ size_t net_block_input_bytes(const saga_net *n, const nblock *b, const saga_blk 
                : saga_blk_bytes(rows);
 }
 
+int net_stage_key(const stage *sg) {
+    return net_key_of(sg->p.edge_weight,
+                      saga_prog_fused(&sg->p) && sg->p.gather == SAGA_GATHER_MEAN);
+}
+
 uint64_t net_tile_bytes(const nblock *b, int key) {
     return saga_blk_bytes(b->b_off) + saga_blk_bytes(b->b_src) +
            (b->b_vin[key] ? saga_blk_bytes(b->b_vin[key]) : 0);

@@ -1390,10 +1390,8 @@ static void prep_stats(saga_net *n, prep *p) {
         const stage *sg = &n->stages[s];
         if (sg->kind != STAGE_PROGRAM)
             continue;
-        int key = net_key_of(sg->p.edge_weight,
-                             saga_prog_fused(&sg->p) && sg->p.gather == SAGA_GATHER_MEAN);
         for (int32_t d = n->plan.d_lo; d < n->plan.d_hi; d++)
-            n->plan.floor_pass_bytes += net_tile_bytes(&n->plan.blk[d], key);
+            n->plan.floor_pass_bytes += net_tile_bytes(&n->plan.blk[d], net_stage_key(sg));
     }
     n->plan.floor_train_bytes = 2 * n->plan.floor_pass_bytes;
     n->stats.ranks = p->R;

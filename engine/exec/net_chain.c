@@ -256,7 +256,7 @@ void net_chain_free(saga_net *n, net_chain **chp) {
     if (!ch)
         return;
     const int S = n->n_stages;
-    if (ch->in_whole) { /* the resident stage's blocks, not the chain's */
+    if (head_in_whole(n, ch, ch->whole_below)) { /* the resident stage's blocks, not the chain's */
         ch->b_gin = NULL;
         ch->in->b_xrows = NULL;
     }
@@ -324,7 +324,7 @@ saga_status net_chain_build(saga_net *n, net_chain **out, const int32_t *rows, i
         const size_t work = chain_train_work(n, ch, w);
         ch->cap = n->plan.step_room > work ? n->plan.step_room - work : 0;
     }
-    const bool head = ch->use_head;
+    const bool head = ch->use_head, in_whole = head_in_whole(n, ch, w);
     if (head && room != SIZE_MAX)
         ch->hcap = room > hwork ? room - hwork : 0;
     SAGA_TRY(saga_alloc_array((void **)&pos, (size_t)n->n + 1, sizeof(int32_t), "a chain"));
@@ -363,13 +363,12 @@ saga_status net_chain_build(saga_net *n, net_chain **out, const int32_t *rows, i
         /* a program stage's input rows: those it reads, or every row (streamed) */
         SAGA_TRY(saga_alloc_zeroed((void **)&ch->in, 1, sizeof *ch->in, "a chain"));
         ch->in->v1 = ch->in->n_halo = in ? ri : n->n;
-        if (head && head_in_whole(n, ch, w)) {
+        if (in_whole) {
             /* the head's last stage writes the rows at the first positions of the whole input
              * on the device, and the step adds their gradient into the whole gradient's */
             ch->in->rows = in;
             ch->in->b_xrows = n->full[w];
             ch->b_gin = n->gfull[w];
-            ch->in_whole = true;
         } else if (head) {
             /* the head's last stage writes the rows here on the device; the host array serves
              * only an eviction's write-back */
@@ -394,7 +393,7 @@ saga_status net_chain_build(saga_net *n, net_chain **out, const int32_t *rows, i
     }
     if (ch->in && n->sparse && w == 0)
         net_sparse_fill_block(n, ch->in);
-    if (ch->train && w > 0 && w < S && !whole_in(n, ch, w) && !ch->in_whole) {
+    if (ch->train && w > 0 && w < S && !whole_in(n, ch, w) && !in_whole) {
         /* the input rows' gradient, added into the host's for the parts' backward pass */
         const int64_t cols = n->stages[w].in_cols;
         const int32_t P = ch->in->v1;
@@ -447,12 +446,6 @@ int32_t net_chain_rows(const saga_net *n, const net_chain *ch, int s) {
     return b ? b->v1 - b->v0 : n->n;
 }
 
-/* The tiles' edge-value key of program stage sg. */
-static int stage_key(const stage *sg) {
-    return net_key_of(sg->p.edge_weight,
-                      saga_prog_fused(&sg->p) && sg->p.gather == SAGA_GATHER_MEAN);
-}
-
 /* A streamed training pass's host-to-device floor with the training chain ch: the parts' steps
  * of the stages below it, forward and backward, move their input rows (a head's slices of them)
  * and their program stages' tiles twice; the chain's step its blocks' tiles once, and its input
@@ -467,15 +460,15 @@ static uint64_t train_floor(const saga_net *n, const net_chain *ch) {
             f += 2 * net_block_input_bytes(n, b, ch->head ? b->b_xrows : n->act[0][d]);
         for (int s = 0; s < w; s++)
             if (n->stages[s].kind == STAGE_PROGRAM)
-                f += 2 * net_tile_bytes(&n->plan.blk[d], stage_key(&n->stages[s]));
+                f += 2 * net_tile_bytes(&n->plan.blk[d], net_stage_key(&n->stages[s]));
     }
     for (int s = w; s < S; s++) {
         if (n->stages[s].kind != STAGE_PROGRAM)
             continue;
         for (int32_t d = n->plan.d_lo; d < n->plan.d_hi && !ch->blk[s]; d++)
-            f += net_tile_bytes(&n->plan.blk[d], stage_key(&n->stages[s]));
+            f += net_tile_bytes(&n->plan.blk[d], net_stage_key(&n->stages[s]));
         if (ch->blk[s])
-            f += net_tile_bytes(ch->blk[s], stage_key(&n->stages[s]));
+            f += net_tile_bytes(ch->blk[s], net_stage_key(&n->stages[s]));
     }
     if (w == 0 && ch->in)
         f += net_block_input_bytes(n, ch->in, ch->in->b_xrows);

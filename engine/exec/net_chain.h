@@ -3,16 +3,16 @@
  * stage's input rows. In memory a training pass runs one from the loss rows and an inference of
  * chosen rows one from those; streamed, an inference of chosen rows runs the stages that need
  * every row by parts and the rest on a chain, which reads its first stage's input rows from the
- * host, or gathers them from a resident stage's whole input on the device; a training pass runs one from the loss rows, from the first stage when all of it fits
- * the budget, else from the first program stage at which it does or that the parts were planned
- * to leave to it (net_plan.parts_below): the parts run the stages below it over every row and
- * write its input back to the host (or whole on the device, where the stage is resident), the
- * chain's step reads its rows from there (gathered) and adds their gradient into the host's (the
- * whole one's), and the parts' backward pass reads that. When only vertex stages lie below it and
- * their blocks fit beside its input rows, the parts run them on those rows alone (the head), into
- * a block of the chain's rows on the device (or the first rows of the resident stage's whole
- * input), and the gradient stays there too.
- * Internal to saga.
+ * host, or gathers them from a resident stage's whole input on the device; a training pass runs one
+ * from the loss rows, from the first stage when all of it fits the budget, else from the first
+ * program stage at which it does or that the parts were planned to leave to it
+ * (net_plan.parts_below): the parts run the stages below it over every row and write its input back
+ * to the host (or whole on the device, where the stage is resident), the chain's step reads its
+ * rows from there (gathered) and adds their gradient into the host's (the whole one's), and the
+ * parts' backward pass reads that. When only vertex stages lie below it and their blocks fit beside
+ * its input rows, the parts run them on those rows alone (the head), into a block of the chain's
+ * rows on the device (or the first rows of the resident stage's whole input), and the gradient
+ * stays there too. Internal to saga.
  *
  *   net_chain *ch;
  *   SAGA_TRY(net_chain_for(n, train, want, R, &ch)); // n prepared, one rank; NULL: no chain
@@ -60,10 +60,10 @@ typedef struct net_chain {
      * hcap: the blocks the head's steps may hold */
     nblock *head;
     size_t hcap;
-    bool use_head; /* a head runs the stages below whole_below (head then set once built) */
-    /* the head writes the input rows at the first rows of the resident stage's whole input
+    /* a head runs the stages below whole_below (head then set once built); where stage
+     * whole_below is resident, it writes the input rows at the first rows of its whole input
      * (in->b_xrows is saga_net.full[whole_below], b_gin its gfull: not the chain's to free) */
-    bool in_whole;
+    bool use_head;
 } net_chain;
 
 /* The chain (*out) of prepared net n (streamed or in memory) for the R output rows (increasing,

@@ -310,6 +310,8 @@ void net_rows_pack(void *user, void *staging);
 void net_rows_unpack_add(void *user, const void *staging);
 /* The key of vals, vout, b_vin and b_vout for an edge weight and (fused) mean. */
 int net_key_of(saga_edge_weight w, bool mean);
+/* That key for program stage sg. */
+int net_stage_key(const stage *sg);
 /* Block b's batch plan for max_edges, or NULL when none was made. */
 bplan *net_plan_of(const nblock *b, int64_t max_edges);
 /* A scheduler block of bytes whose content is host (SAGA_BLK_INPUT); NULL when out of memory. */

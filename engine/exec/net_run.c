@@ -1,7 +1,7 @@
 /* net_run.c - running a prepared graph network (saga_net.h): the plan of its steps (forward
  * passes, the loss, backward passes, block by block) for the block scheduler (sched.c), the
- * steps themselves, and the one step over a chain (net_chain.h) that a pass in memory, the end
- * of a streamed inference of chosen rows, or the middle of a streamed training pass runs. */
+ * steps themselves, and the one step over a chain (net_chain.h) that a pass in memory runs, or a
+ * streamed pass after the parts' forward steps of the stages below the chain. */
 #include "net_impl.h"
 
 #include "net_chain.h"
@@ -11,8 +11,8 @@
 
 /* ---- running ------------------------------------------------------------------------------ */
 
-/* PH_CHAIN: a streamed training chain's one step after the parts' stages (net_chain.h): its
- * stages forward, the loss and their backward pass. */
+/* PH_CHAIN: a streamed chain's one step after the parts' forward steps (net_chain.h): its stages
+ * forward and, training, the loss and their backward pass. */
 typedef enum phase { PH_FWD = 0, PH_LOSS, PH_BWD, PH_CHAIN } phase;
 
 /* With several ranks, some steps begin with an exchange of host rows (net_dist.c): before the
@@ -100,7 +100,7 @@ static nblock *part_block(saga_net *n, int s, int32_t d, bool train) {
  * their first row, a head's at its first position), or NULL: a resident stage's (saga_net.full),
  * or in a training pass the chain's input rows after its head. */
 static saga_blk *whole_in_blk(const saga_net *n, int s, bool train) {
-    if (n->plan.resident && n->plan.resident[s])
+    if (resident(n, s))
         return n->full[s];
     const net_chain *ch = train && s > 0 ? head_chain(n, s - 1) : NULL;
     return ch && ch->whole_below == s ? ch->in->b_xrows : NULL;
@@ -108,7 +108,7 @@ static saga_blk *whole_in_blk(const saga_net *n, int s, bool train) {
 
 /* And the block of its gradient (saga_net.gfull, the chain's b_gin), or NULL. */
 static saga_blk *whole_grad_blk(const saga_net *n, int s) {
-    if (n->plan.resident && n->plan.resident[s])
+    if (resident(n, s))
         return n->gfull[s];
     const net_chain *ch = s > 0 ? head_chain(n, s - 1) : NULL;
     return ch && ch->whole_below == s ? ch->b_gin : NULL;
@@ -169,8 +169,9 @@ static saga_status plan(saga_net *n, bool train, const net_chain *tc, stepdesc *
                 continue;
             int t = saga_sched_step(sc);
             xchg x = XCHG_NONE;
-            if (train && head_chain(n, s) && head_chain(n, s)->hcap)
-                saga_sched_step_cap(sc, t, head_chain(n, s)->hcap);
+            const net_chain *hc = train ? head_chain(n, s) : NULL;
+            if (hc && hc->hcap)
+                saga_sched_step_cap(sc, t, hc->hcap);
             if (b->b_ids)
                 saga_sched_use(sc, t, b->b_ids, SAGA_USE_READ, 0);
             if (d == lo && k > 1 && s > 0 && sg->kind == STAGE_PROGRAM && !resident(n, s)) {
@@ -235,8 +236,9 @@ static saga_status plan(saga_net *n, bool train, const net_chain *tc, stepdesc *
                     continue;
                 int t = saga_sched_step(sc);
                 xchg x = XCHG_NONE;
-                if (head_chain(n, s) && head_chain(n, s)->hcap)
-                    saga_sched_step_cap(sc, t, head_chain(n, s)->hcap);
+                const net_chain *hc = head_chain(n, s);
+                if (hc && hc->hcap)
+                    saga_sched_step_cap(sc, t, hc->hcap);
                 if (b->b_ids)
                     saga_sched_use(sc, t, b->b_ids, SAGA_USE_READ, 0);
                 if (d == lo && summed_in) {
