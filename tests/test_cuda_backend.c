@@ -1663,7 +1663,8 @@ static void test_cuda_backend_f32_gather_scatter(void **state) {
     /* nothing to do */
     assert_int_equal(GK()->gather_rows_f32(GS(), 0, 4, NULL, 0, NULL, NULL), SAGA_OK);
     assert_int_equal(GK()->scatter_add_rows_f32(GS(), 0, 4, NULL, NULL, 0, NULL), SAGA_OK);
-    /* bad indices: the CPU's error, nothing written */
+    /* bad indices: found on the device without a host wait, nothing written, and the CPU's
+     * error at the stream's next synchronization (then cleared) */
     int32_t *bad = hi32(N_IDX);
     memcpy(bad, idx, sizeof(int32_t) * N_IDX);
     bad[4321] = N_ROWS;
@@ -1671,18 +1672,31 @@ static void test_cuda_backend_f32_gather_scatter(void **state) {
     int32_t *gbad = gput(bad, sizeof(int32_t) * N_IDX);
     float *x = rand_f32(N_ROWS * 3, -1.0f, 1.0f), *gx = gput(x, sizeof(float) * N_ROWS * 3);
     float *y = rand_f32(N_IDX * 3, -1.0f, 1.0f), *gy = gput(y, sizeof(float) * N_IDX * 3);
-    assert_int_equal(GK()->gather_rows_f32(GS(), N_IDX, 3, gbad, N_ROWS, gx, gy),
-                     SAGA_ERR_INVALID_ARG);
+    assert_int_equal(GK()->gather_rows_f32(GS(), N_IDX, 3, gbad, N_ROWS, gx, gy), SAGA_OK);
+    assert_int_equal(saga_stream_synchronize(GS()), SAGA_ERR_INVALID_ARG);
     saga_test_assert_error_contains(
-        "gather_rows_f32: index 700 at position 4321 is outside [0, 700)", NULL);
+        "gather_rows_f32: index 700 at position 4321 is outside [0, 700)", "found on the device",
+        NULL);
+    assert_int_equal(saga_stream_synchronize(GS()), SAGA_OK); /* reported once */
     expect_bits(gy, y, N_IDX * 3, "gather_rows_f32 after a bad index");
-    assert_int_equal(GK()->scatter_add_rows_f32(GS(), N_IDX, 3, gbad, gy, N_ROWS, gx),
-                     SAGA_ERR_INVALID_ARG);
+    assert_int_equal(GK()->scatter_add_rows_f32(GS(), N_IDX, 3, gbad, gy, N_ROWS, gx), SAGA_OK);
+    assert_int_equal(saga_backend_synchronize(gpu), SAGA_ERR_INVALID_ARG); /* the device's too */
     saga_test_assert_error_contains("scatter_add_rows_f32: index 700 at position 4321", NULL);
     expect_bits(gx, x, N_ROWS * 3, "scatter_add_rows_f32 after a bad index");
-    /* cols == 0 still checks the indices, as on the CPU */
-    assert_int_equal(GK()->gather_rows_f32(GS(), N_IDX, 0, gbad, N_ROWS, gx, gy),
-                     SAGA_ERR_INVALID_ARG);
+    /* cols == 0 still checks the indices, as on the CPU; a slot that waits for a host result
+     * reports it too */
+    assert_int_equal(GK()->gather_rows_f32(GS(), N_IDX, 0, gbad, N_ROWS, gx, gy), SAGA_OK);
+    double sum = 0.0;
+    assert_int_equal(GK()->sum_f32(GS(), N_ROWS * 3, gx, &sum), SAGA_ERR_INVALID_ARG);
+    saga_test_assert_error_contains("gather_rows_f32: index 700 at position 4321", NULL);
+    /* the first of two bad calls is the one reported */
+    assert_int_equal(GK()->scatter_add_rows_f32(GS(), N_IDX, 3, gbad, gy, N_ROWS, gx), SAGA_OK);
+    assert_int_equal(GK()->gather_rows_f32(GS(), N_IDX, 3, gbad, N_ROWS, gx, gy), SAGA_OK);
+    assert_int_equal(saga_stream_synchronize(GS()), SAGA_ERR_INVALID_ARG);
+    saga_test_assert_error_contains("scatter_add_rows_f32: index 700 at position 4321", NULL);
+    /* good indices after them: no error */
+    assert_int_equal(GK()->gather_rows_f32(GS(), N_IDX, 3, gidx, N_ROWS, gx, gy), SAGA_OK);
+    assert_int_equal(saga_stream_synchronize(GS()), SAGA_OK);
 }
 
 /* pagerank_pull_f64 against the CPU's: rows of every kind the kernel tells apart (empty, short,

@@ -150,7 +150,10 @@ typedef struct saga_kernels {
     /* *out (host) = sum x[i]^2, accumulated in double. Synchronous. */
     saga_status (*sumsq_f32)(saga_stream *s, int64_t n, const float *x, double *out);
     /* y[k] = x[idx[k]] for k < n_idx, rows of cols floats; x has n_rows_x rows. Bitwise.
-     * SAGA_ERR_INVALID_ARG, with nothing written, for an index outside [0, n_rows_x). */
+     * SAGA_ERR_INVALID_ARG, with nothing written, for an index outside [0, n_rows_x): at once
+     * where the backend sees the indices without waiting (the CPU), else from the stream's or
+     * the device's next synchronization (a device checks them in a kernel of its own, before
+     * this one's, and the host does not wait for it). */
     saga_status (*gather_rows_f32)(saga_stream *s, int64_t n_idx, int64_t cols, const int32_t *idx,
                                    int64_t n_rows_x, const float *x, float *y);
     /* y[idx[k]] += x[k] for k < n_idx, rows of cols floats; y has n_rows_y rows. An element of x
@@ -159,7 +162,7 @@ typedef struct saga_kernels {
      * increasing k, so the result is bitwise the same for every thread count; the CUDA backend
      * adds with atomics, so its sums are the same up to the f32 rounding of the order the
      * additions land in. SAGA_ERR_INVALID_ARG, with nothing written, for an index outside [0,
-     * n_rows_y). */
+     * n_rows_y), when gather_rows_f32 reports one. */
     saga_status (*scatter_add_rows_f32)(saga_stream *s, int64_t n_idx, int64_t cols,
                                         const int32_t *idx, const float *x, int64_t n_rows_y,
                                         float *y);

@@ -154,7 +154,8 @@ saga_status saga_stream_new(saga_stream **out, saga_backend *be);
 /* Waits until the work queued on *s has run, then frees it; *s becomes NULL. Accepts NULL. */
 void saga_stream_free(saga_stream **s);
 /* Blocks until every operation issued on s so far has run. Returns an error that an operation
- * met while it ran on the stream (kept there until this call reports it). */
+ * met while it ran on the stream (kept there until this call reports it; on a GPU, an index
+ * outside its range that a gather or scatter of rows found on the device). */
 saga_status saga_stream_synchronize(saga_stream *s);
 /* Work issued on s after this call waits until the point e was last recorded at has completed
  * (a later record of e does not move it); e may belong to any stream of the same backend. A

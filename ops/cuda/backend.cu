@@ -116,7 +116,10 @@ struct cuda_ctx {
     std::mutex cusparse_lock; // held from saga_cuda_cusparse_acquire to saga_cuda_cusparse_release
     cusparseHandle_t cusparse = nullptr;
     size_t cublas_workspace = 0; // per stream (see saga_cuda_cublas_workspace_bytes)
-    bool spmm_cusparse = true;   // SAGA_CUDA_SPMM at open: "own" turns it off
+    // the slots' bad indices found on the device (saga_cuda_index_fault_take): pinned, mapped
+    saga_cuda_index_fault *fault = nullptr;     // as the host reads it
+    saga_cuda_index_fault *fault_dev = nullptr; // as the device writes it
+    bool spmm_cusparse = true;                  // SAGA_CUDA_SPMM at open: "own" turns it off
     std::atomic<bool> spmm_refusal_noted{false};
 };
 
@@ -520,7 +523,7 @@ static saga_status cuda_stream_sync(saga_stream *s) {
     if (st < 0)
         return st;
     SAGA_CUDA_RETURN(cudaStreamSynchronize(stream));
-    return SAGA_OK;
+    return saga_cuda_index_fault_take(s->be);
 }
 
 static saga_status cuda_stream_wait_event(saga_stream *s, saga_event *e) {
@@ -564,7 +567,7 @@ static saga_status cuda_event_record(saga_event *e, saga_stream *s) {
 static saga_status cuda_event_sync(saga_event *e) {
     SAGA_CUDA_RETURN(cudaSetDevice(ctx_of(e->be)->device));
     SAGA_CUDA_RETURN(cudaEventSynchronize(static_cast<cudaEvent_t>(e->impl)));
-    return SAGA_OK;
+    return saga_cuda_index_fault_take(e->be);
 }
 
 static bool cuda_event_query(saga_event *e) {
@@ -672,7 +675,28 @@ static saga_status cuda_event_elapsed(saga_event *start, saga_event *end, double
 static saga_status cuda_synchronize(saga_backend *be) {
     SAGA_CUDA_RETURN(cudaSetDevice(ctx_of(be)->device));
     SAGA_CUDA_RETURN(cudaDeviceSynchronize());
-    return SAGA_OK;
+    return saga_cuda_index_fault_take(be);
+}
+
+// ---- bad indices found on the device ----------------------------------------------------------
+
+saga_cuda_index_fault *saga_cuda_index_fault_record(saga_backend *be) {
+    return ctx_of(be)->fault_dev;
+}
+
+saga_status saga_cuda_index_fault_take(saga_backend *be) {
+    static const char *const names[] = {"gather_rows_f32", "scatter_add_rows_f32"};
+    saga_cuda_index_fault *f = ctx_of(be)->fault;
+    if (!__atomic_load_n(&f->set, __ATOMIC_ACQUIRE))
+        return SAGA_OK;
+    const saga_cuda_index_fault r = *f;
+    __atomic_store_n(&f->set, 0, __ATOMIC_RELEASE);
+    const char *slot =
+        r.slot >= 0 && r.slot < (int)(sizeof names / sizeof *names) ? names[r.slot] : "a kernel";
+    return saga_cuda_host->error(SAGA_ERR_INVALID_ARG,
+                                 "%s: index %d at position %lld is outside [0, %lld) (found on the "
+                                 "device; nothing was written)",
+                                 slot, r.value, r.pos, r.limit);
 }
 
 // ---- library handles --------------------------------------------------------------------------
@@ -780,6 +804,8 @@ static void cuda_destroy(saga_backend *be) {
         cublasDestroy(c->cublas);
     if (c->cusparse)
         cusparseDestroy(c->cusparse);
+    if (c->fault)
+        cudaFreeHost(c->fault);
     delete c;
     be->ctx = nullptr;
 }
@@ -904,6 +930,23 @@ saga_cuda_module_init(saga_backend *be, int device, const saga_module_host *host
         be->work_reserve = saga_cuda_scratch_bytes_for(c->cublas_workspace) + ((size_t)4 << 10);
     }
     c->spmm_cusparse = !(spmm && strcmp(spmm, "own") == 0);
+    // the record of bad indices, which kernels write and the host reads after a synchronization
+    void *fault = nullptr, *fault_dev = nullptr;
+    cudaError_t ferr =
+        cudaHostAlloc(&fault, sizeof *c->fault, cudaHostAllocPortable | cudaHostAllocMapped);
+    if (ferr == cudaSuccess) {
+        memset(fault, 0, sizeof *c->fault);
+        ferr = cudaHostGetDevicePointer(&fault_dev, fault, 0);
+    }
+    if (ferr != cudaSuccess) {
+        if (fault)
+            cudaFreeHost(fault);
+        delete c;
+        return saga_cuda_error(ferr, "the record of bad indices (pinned, mapped)", __FILE__,
+                               __LINE__);
+    }
+    c->fault = static_cast<saga_cuda_index_fault *>(fault);
+    c->fault_dev = static_cast<saga_cuda_index_fault *>(fault_dev);
 
     be->iface = &cuda_iface;
     be->kernels = &cuda_kernels;

@@ -212,12 +212,61 @@ saga_status saga_cuda_slot_scratch(saga_stream *s, const char *slot, size_t work
 // for it (the second pass of the reductions that return a host scalar). Errors name slot.
 saga_status saga_cuda_sum_partials(saga_stream *s, const char *slot, int n_partials, double *out);
 
-// SAGA_ERR_INVALID_ARG, with the message the CPU twin gives ("slot: index v at position k is
-// outside [0, limit)"), when some idx[k], k < n, is outside [0, limit). One pass records the
-// smallest bad position in a device word, which is read back synchronously: the slots that must
-// write nothing on a bad index pay one stream synchronization for it. n > 0.
+// ---- indices checked on the device -----------------------------------------------------------
+
+// The slots whose indices are checked on the device, by their place in the names table of
+// saga_cuda_index_fault_take.
+enum saga_cuda_index_slot { SAGA_CUDA_IDX_GATHER_ROWS = 0, SAGA_CUDA_IDX_SCATTER_ADD_ROWS = 1 };
+
+// The first index a slot found outside its range, in pinned host memory the device writes
+// directly (one per backend): set goes from 0 to 1 once, by the kernel that records; the host
+// reads it after a synchronization and clears it.
+struct saga_cuda_index_fault {
+    int set;
+    int slot;  // saga_cuda_index_slot
+    int value; // the index
+    int pad;
+    long long pos;   // its position
+    long long limit; // the range's end
+};
+
+// Queues the check of idx[0..n) against [0, limit) on the stream of s: the smallest bad position
+// goes to *first (a device word of the stream's scratch, ULLONG_MAX when every index is inside),
+// which the slot's kernel, queued next on the same stream, reads before it writes anything
+// (saga_cuda_index_bad). No host wait: the error surfaces at the next synchronization
+// (saga_cuda_index_fault_take). n > 0.
 saga_status saga_cuda_check_indices(saga_stream *s, const char *slot, int64_t n, const int32_t *idx,
-                                    int64_t limit);
+                                    int64_t limit, const unsigned long long **first);
+
+// The backend's fault record, as the device addresses it.
+saga_cuda_index_fault *saga_cuda_index_fault_record(saga_backend *be);
+
+// After a synchronization of be's device or one of its streams: SAGA_ERR_INVALID_ARG, with the
+// message the CPU twin gives at the call ("slot: index v at position k is outside [0, limit)")
+// and a note that it was found on the device, when a slot recorded a bad index since the last
+// call (the record is cleared); else SAGA_OK.
+saga_status saga_cuda_index_fault_take(saga_backend *be);
+
+// cudaStreamSynchronize of s's CUDA stream, then saga_cuda_index_fault_take: what every slot
+// that waits for its stream to return a host result calls. Errors name slot.
+saga_status saga_cuda_slot_sync(saga_stream *s, const char *slot, cudaStream_t stream);
+
+// In a slot's kernel whose indices were checked (saga_cuda_check_indices): whether a bad index
+// was found, in which case the kernel writes nothing; the first thread of the grid records it.
+__device__ __forceinline__ bool saga_cuda_index_bad(const unsigned long long *first,
+                                                    const int32_t *idx, int64_t limit,
+                                                    saga_cuda_index_fault *rec, int slot) {
+    const unsigned long long k = *first;
+    if (k == ~0ull)
+        return false;
+    if (blockIdx.x == 0 && threadIdx.x == 0 && atomicCAS(&rec->set, 0, 1) == 0) {
+        rec->slot = slot;
+        rec->value = idx[k];
+        rec->pos = (long long)k;
+        rec->limit = (long long)limit;
+    }
+    return true;
+}
 
 // ---- groups of lanes per row ------------------------------------------------------------------
 

@@ -186,7 +186,7 @@ saga_status saga_cuda_pagerank_pull_f64(saga_stream *s, const saga_csr_dev *A, d
                  b_part = pr_align((size_t)(2 * n_parts + 2) * sizeof(double));
     cudaStream_t stream;
     saga_cuda_scratch sc;
-    const saga_status st =
+    saga_status st =
         saga_cuda_slot_scratch(s, slot, b_count + 2 * b_list + 2 * b_seg + b_part, &stream, &sc);
     if (st < 0)
         return st;
@@ -223,7 +223,8 @@ saga_status saga_cuda_pagerank_pull_f64(saga_stream *s, const saga_csr_dev *A, d
     SAGA_CUDA_SLOT_LAUNCH(slot);
     SAGA_CUDA_SLOT_RETURN(slot, cudaMemcpyAsync(sc.host, w.part + 2 * n_parts, 2 * sizeof(double),
                                                 cudaMemcpyDeviceToHost, stream));
-    SAGA_CUDA_SLOT_RETURN(slot, cudaStreamSynchronize(stream));
+    if ((st = saga_cuda_slot_sync(s, slot, stream)) < 0)
+        return st;
     out[0] = sc.host[0];
     out[1] = sc.host[1];
     return SAGA_OK;

@@ -15,14 +15,13 @@ static __global__ void __launch_bounds__(SUM_PARTIALS_BLOCK)
         partials[n] = acc;
 }
 
-static saga_status sum_partials_launch(cudaStream_t stream, const char *slot, double *partials,
-                                       int n, double *h_result) {
+static saga_status sum_partials_launch(saga_stream *s, cudaStream_t stream, const char *slot,
+                                       double *partials, int n, double *h_result) {
     sum_partials_kernel<<<1, SUM_PARTIALS_BLOCK, 0, stream>>>(partials, n);
     SAGA_CUDA_SLOT_LAUNCH(slot);
     SAGA_CUDA_SLOT_RETURN(slot, cudaMemcpyAsync(h_result, partials + n, sizeof(double),
                                                 cudaMemcpyDeviceToHost, stream));
-    SAGA_CUDA_SLOT_RETURN(slot, cudaStreamSynchronize(stream));
-    return SAGA_OK;
+    return saga_cuda_slot_sync(s, slot, stream);
 }
 
 saga_status saga_cuda_sum_partials(saga_stream *s, const char *slot, int n_partials, double *out) {
@@ -30,7 +29,7 @@ saga_status saga_cuda_sum_partials(saga_stream *s, const char *slot, int n_parti
     saga_cuda_scratch sc;
     saga_status st = saga_cuda_slot_scratch(s, slot, 0, &stream, &sc);
     if (st >= 0)
-        st = sum_partials_launch(stream, slot, sc.partials, n_partials, sc.host);
+        st = sum_partials_launch(s, stream, slot, sc.partials, n_partials, sc.host);
     if (st >= 0)
         *out = sc.host[0];
     return st;

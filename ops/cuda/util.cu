@@ -194,7 +194,7 @@ static __global__ void __launch_bounds__(CHECK_BLOCK)
 }
 
 saga_status saga_cuda_check_indices(saga_stream *s, const char *slot, int64_t n, const int32_t *idx,
-                                    int64_t limit) {
+                                    int64_t limit, const unsigned long long **first) {
     cudaStream_t stream;
     saga_cuda_scratch sc;
     saga_status st = saga_cuda_slot_scratch(s, slot, 0, &stream, &sc);
@@ -205,20 +205,11 @@ saga_status saga_cuda_check_indices(saga_stream *s, const char *slot, int64_t n,
     check_indices_kernel<<<saga_cuda_blocks(n, CHECK_BLOCK), CHECK_BLOCK, 0, stream>>>(
         n, idx, limit, d_first);
     SAGA_CUDA_SLOT_LAUNCH(slot);
-    SAGA_CUDA_SLOT_RETURN(
-        slot, cudaMemcpyAsync(sc.host, d_first, sizeof *d_first, cudaMemcpyDeviceToHost, stream));
+    *first = d_first;
+    return SAGA_OK;
+}
+
+saga_status saga_cuda_slot_sync(saga_stream *s, const char *slot, cudaStream_t stream) {
     SAGA_CUDA_SLOT_RETURN(slot, cudaStreamSynchronize(stream));
-    unsigned long long first;
-    memcpy(&first, sc.host, sizeof first);
-    if (first == ULLONG_MAX)
-        return SAGA_OK;
-    // The error path reads the offending index back for the message.
-    SAGA_CUDA_SLOT_RETURN(slot, cudaMemcpyAsync(sc.host, idx + first, sizeof(int32_t),
-                                                cudaMemcpyDeviceToHost, stream));
-    SAGA_CUDA_SLOT_RETURN(slot, cudaStreamSynchronize(stream));
-    int32_t v;
-    memcpy(&v, sc.host, sizeof v);
-    return saga_cuda_host->error(SAGA_ERR_INVALID_ARG,
-                                 "%s: index %d at position %lld is outside [0, %lld)", slot, (int)v,
-                                 (long long)first, (long long)limit);
+    return saga_cuda_index_fault_take(s->be);
 }

@@ -1246,6 +1246,16 @@ cudaError_t cudaFreeHost(void *ptr) {
     return cudaSuccess;
 }
 
+// Pinned memory is mapped into every device at the same address, as under unified addressing:
+// the device pointer of an address inside a pinned allocation is that address.
+cudaError_t cudaHostGetDevicePointer(void **device_ptr, void *host_ptr, unsigned flags) {
+    API_ENTRY();
+    if (!device_ptr || flags != 0 || classify(host_ptr, 1) != -2)
+        return fail(cudaErrorInvalidValue);
+    *device_ptr = host_ptr;
+    return cudaSuccess;
+}
+
 // Checks a copy's pointers against its kind; *pageable says which host side, if any, is
 // pageable memory, and *dir which way it copies (0 host->host, 1 host->device, 2 device->host, 3
 // device->device).

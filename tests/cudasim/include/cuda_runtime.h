@@ -96,6 +96,7 @@ cudaError_t cudaFree(void *ptr);
 cudaError_t cudaHostAlloc(void **ptr, size_t bytes, unsigned flags);
 cudaError_t cudaMallocHost(void **ptr, size_t bytes);
 cudaError_t cudaFreeHost(void *ptr);
+cudaError_t cudaHostGetDevicePointer(void **device_ptr, void *host_ptr, unsigned flags);
 cudaError_t cudaMemcpy(void *dst, const void *src, size_t bytes, cudaMemcpyKind kind);
 cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, cudaMemcpyKind kind,
                             cudaStream_t stream = 0);
@@ -108,6 +109,10 @@ template <typename T> inline cudaError_t cudaMalloc(T **ptr, size_t bytes) {
 }
 template <typename T> inline cudaError_t cudaHostAlloc(T **ptr, size_t bytes, unsigned flags) {
     return cudaHostAlloc(reinterpret_cast<void **>(ptr), bytes, flags);
+}
+template <typename T>
+inline cudaError_t cudaHostGetDevicePointer(T **device_ptr, void *host_ptr, unsigned flags) {
+    return cudaHostGetDevicePointer(reinterpret_cast<void **>(device_ptr), host_ptr, flags);
 }
 template <typename T> inline cudaError_t cudaMallocHost(T **ptr, size_t bytes) {
     return cudaMallocHost(reinterpret_cast<void **>(ptr), bytes);
