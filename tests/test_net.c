@@ -1438,9 +1438,9 @@ static void check_host_arrays_pinned(bool streamed) {
                  "activation, gradient and saved arrays are %zu, the edges' sources %zu",
                  streamed ? "streamed" : "in-memory", held, want, edges);
     saga_net_free(&net);
-    assert_int_equal(host_pinned(be), 0);
     saga_model_free(&m);
-    saga_ctx_free(&c);
+    saga_ctx_free(&c); /* the context's staging of the loss's rows */
+    assert_int_equal(host_pinned(be), 0);
     saga_backend_free_all(&be);
 }
 

@@ -54,6 +54,13 @@ struct saga_ctx {
     int64_t *iota_off; /* 0..iota_n (device) */
     int32_t *iota_idx; /* 0..iota_n-1 (device) */
     int64_t iota_n;
+
+    /* saga_ctx_from_host's pinned staging, used as a ring: the host values are copied in at the
+     * call and the device copies them from there in stream order; stage_ev, recorded after the
+     * last copy, is waited for only when the ring wraps before that copy ran */
+    unsigned char *stage;
+    size_t stage_cap, stage_used;
+    saga_event *stage_ev;
 };
 
 /* ---- buffers and tensors ------------------------------------------------------------------ */
@@ -176,20 +183,49 @@ fail:
     return NULL;
 }
 
+/* Room for n bytes at c->stage + c->stage_used: the ring starts over when they do not fit after
+ * the last copy (waiting for it only when it has not run), and grows when they do not fit at all
+ * (rare: the sizes a loss uploads repeat from step to step). */
+static saga_status stage_room(saga_ctx *c, size_t n) {
+    saga_status st = SAGA_OK;
+    if (c->stage_used + n <= c->stage_cap)
+        return SAGA_OK;
+    if (c->stage_ev && !saga_event_done(c->stage_ev))
+        SAGA_TRY(saga_event_synchronize(c->stage_ev));
+    c->stage_used = 0;
+    if (n > c->stage_cap) {
+        size_t cap = c->stage_cap ? 2 * c->stage_cap : (size_t)64 << 10;
+        cap = cap > n ? cap : n;
+        void *p = NULL;
+        SAGA_TRY(saga_backend_host_alloc(c->be, &p, cap));
+        saga_backend_host_free(c->be, c->stage, c->stage_cap);
+        c->stage = p;
+        c->stage_cap = cap;
+    }
+fail:
+    return st;
+}
+
 saga_tensor *saga_ctx_from_host(saga_ctx *c, saga_dtype dt, int64_t rows, int64_t cols,
                                 const void *host) {
+    saga_status st = SAGA_OK;
     saga_tensor *t = saga_ctx_tensor(c, dt, rows, cols);
     if (!t || !t->nbytes)
         return t;
     saga_stream *s = saga_ctx_stream(c);
-    saga_status st = saga_memcpy_h2d_async(s, t->data, host, t->nbytes);
-    if (st == SAGA_OK)
-        st = saga_stream_synchronize(s);
-    if (st < 0) {
-        saga_ctx_fail(c, st);
-        return NULL;
-    }
+    const size_t n = t->nbytes, at = (n + 63) / 64 * 64;
+    SAGA_TRY(stage_room(c, at));
+    if (!c->stage_ev)
+        SAGA_TRY(saga_event_new(&c->stage_ev, c->be));
+    unsigned char *p = c->stage + c->stage_used;
+    memcpy(p, host, n);
+    SAGA_TRY(saga_memcpy_h2d_async(s, t->data, p, n));
+    SAGA_TRY(saga_event_record(c->stage_ev, s));
+    c->stage_used += at;
     return t;
+fail:
+    saga_ctx_fail(c, st);
+    return NULL;
 }
 
 saga_tensor *saga_ctx_wrap(saga_ctx *c, saga_dtype dt, int64_t rows, int64_t cols, void *data) {
@@ -392,6 +428,10 @@ void saga_ctx_free(saga_ctx **cp) {
     }
     saga_backend_free(c->be, c->iota_off, (size_t)(c->iota_n + 1) * sizeof(int64_t));
     saga_backend_free(c->be, c->iota_idx, (size_t)c->iota_n * sizeof(int32_t));
+    if (c->stage_ev)
+        (void)saga_event_synchronize(c->stage_ev);
+    saga_event_free(&c->stage_ev);
+    saga_backend_host_free(c->be, c->stage, c->stage_cap);
     saga_free(c->cache);
     saga_free(c->tensors);
     saga_free(c->nodes);

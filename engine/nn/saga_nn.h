@@ -147,7 +147,8 @@ saga_tensor *saga_spmm(saga_ctx *c, const saga_sparse *x, saga_tensor *w);
 
 /* A context-owned tensor holding a copy of rows x cols values read from host memory (labels, row
  * lists): freed with the context's other tensors (saga_ctx_clear, or the end of the block a
- * saga_net loss function runs in). NULL with the error in c. */
+ * saga_net loss function runs in). The values are read at the call (host may change after it
+ * returns); the host does not wait for the device's copy. NULL with the error in c. */
 saga_tensor *saga_ctx_from_host(saga_ctx *c, saga_dtype dt, int64_t rows, int64_t cols,
                                 const void *host);
 
