@@ -856,13 +856,14 @@ static saga_status saved_grad_bwd(saga_ctx *c, saga_node *n, saga_tensor *dy) {
     saga_status st = SAGA_OK;
     const saved_grad *s = saga_node_state(n);
     saga_tensor *x = saga_node_input(n, 0);
-    float d = 0.0f, beta = 0.0f;
-    SAGA_TRY(read_scalar(c, dy, &d));
+    float beta = 0.0f;
     float *dx = saga_grad_target(c, x, &beta);
     if (!dx)
         return saga_ctx_status(c);
+    /* dx = g dy + beta dx with dy read on the device (g: numel x 1, dy: 1 x 1), not waited for */
     if (numel(x))
-        SAGA_TRY(K->scale_f32(S, numel(x), d, s->g->data, beta, dx));
+        SAGA_TRY(K->gemm_f32(S, false, false, numel(x), 1, 1, 1.0f, s->g->data, 1, dy->data, 1,
+                             beta, dx, 1));
 fail:
     return st;
 }
@@ -895,7 +896,7 @@ saga_tensor *saga_nll_loss(saga_ctx *c, saga_tensor *logp, saga_tensor *labels, 
     static const char op[] = "saga_nll_loss";
     if (!live(c) || !arg(c, op, "logp", logp, SAGA_F32) ||
         !arg(c, op, "labels", labels, SAGA_I32) || (rows && !arg(c, op, "rows", rows, SAGA_I32)) ||
-        !has(c, op, K->nll_f32 && K->fill_f32 && K->scale_f32, "nll_f32"))
+        !has(c, op, K->nll_f32 && K->fill_f32 && K->gemm_f32, "nll_f32"))
         return NULL;
     if (labels->rows != logp->rows || labels->cols != 1)
         return op_err(c, SAGA_ERR_INVALID_ARG,
@@ -951,7 +952,7 @@ double saga_accuracy(const float *scores, int64_t n_classes, const int32_t *labe
 saga_tensor *saga_bce_logits(saga_ctx *c, saga_tensor *x, saga_tensor *target, float pos_weight) {
     static const char op[] = "saga_bce_logits";
     if (!live(c) || !arg(c, op, "x", x, SAGA_F32) || !arg(c, op, "target", target, SAGA_F32) ||
-        !has(c, op, K->bce_logits_f32 && K->fill_f32 && K->scale_f32, "bce_logits_f32"))
+        !has(c, op, K->bce_logits_f32 && K->fill_f32 && K->gemm_f32, "bce_logits_f32"))
         return NULL;
     if (target->rows != x->rows || target->cols != x->cols)
         return op_err(c, SAGA_ERR_INVALID_ARG,
@@ -1247,9 +1248,9 @@ float saga_item(const saga_tensor *t) {
     if (!t || t->dtype != SAGA_F32 || t->nbytes < sizeof v)
         return NAN;
     saga_ctx_flush(t->lazy);
+    /* the context's ops run on the default stream: the copy follows them */
     saga_stream *s = saga_backend_default_stream(t->be);
-    if (saga_backend_synchronize(t->be) < 0 ||
-        saga_memcpy_d2h_async(s, &v, t->data, sizeof v) < 0 || saga_stream_synchronize(s) < 0)
+    if (saga_memcpy_d2h_async(s, &v, t->data, sizeof v) < 0 || saga_stream_synchronize(s) < 0)
         return NAN;
     return v;
 }
