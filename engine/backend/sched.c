@@ -920,20 +920,36 @@ saga_status saga_sched_after_copies(saga_sched *s, void (*fn)(void *user), void 
     return saga_stream_launch_host_fn(s->copy, fn, user);
 }
 
+/* What the copies' completion lets go: the blocks' copy flags, the staging slots, the timing
+ * events (whose streams have completed) and the trace. */
+static void finished(saga_sched *s) {
+    for (int i = 0; i < s->n_blocks; i++)
+        s->blocks[i]->copying = s->blocks[i]->loading = false;
+    for (int i = 0; i < N_SLOTS; i++)
+        s->slots[i].busy = false;
+    if (s->n_tev)
+        timed_collect(s);
+    trace_flush(s);
+}
+
 saga_status saga_sched_finish(saga_sched *s) {
     saga_status st = SAGA_OK;
     double t0 = saga_now();
     SAGA_TRY(saga_stream_synchronize(s->copy));
     s->st.wait_seconds += saga_now() - t0;
-    for (int i = 0; i < s->n_blocks; i++)
-        s->blocks[i]->copying = s->blocks[i]->loading = false;
-    for (int i = 0; i < N_SLOTS; i++)
-        s->slots[i].busy = false;
-    if (s->n_tev) {
+    if (s->n_tev)
         SAGA_TRY(saga_stream_synchronize(saga_backend_default_stream(s->be)));
-        timed_collect(s);
-    }
-    trace_flush(s);
+    finished(s);
+fail:
+    return st;
+}
+
+saga_status saga_sched_finish_device(saga_sched *s) {
+    saga_status st = SAGA_OK;
+    double t0 = saga_now();
+    SAGA_TRY(saga_backend_synchronize(s->be));
+    s->st.wait_seconds += saga_now() - t0;
+    finished(s);
 fail:
     return st;
 }

@@ -167,6 +167,9 @@ saga_status saga_sched_after_copies(saga_sched *s, void (*fn)(void *user), void 
 /* Waits until the copies in flight (write-backs included) have completed: the host copies are
  * then current. */
 saga_status saga_sched_finish(saga_sched *s);
+/* saga_sched_finish at the end of a pass, in one wait for the whole device (every stream), so
+ * that what the compute left for the host (a result, a loss) is complete too. */
+saga_status saga_sched_finish_device(saga_sched *s);
 
 /* Writes one JSON line to f per copy and per step's compute, once the streams have run it (at
  * saga_sched_finish and saga_sched_free): {"trace":"copy","stream":"copy","dir":"h2d"|"d2h",

@@ -228,6 +228,13 @@ struct saga_net {
     void *loss_user;
     int32_t *loss_rows; /* saga_net_set_loss_rows: increasing graph ids, or NULL */
     int32_t n_loss_rows;
+    /* a training pass's losses, one per loss step, copied into pinned host memory in stream
+     * order as the steps return them and added up after the pass's one wait */
+    float *loss_host;
+    int32_t loss_used, loss_cap;
+    /* saga_net_forward_rows: a chain's output rows, copied back into pinned memory */
+    float *rows_out;
+    size_t rows_out_bytes;
     /* Which OpenMP idle policy a streamed pass on the CPU runs under (saga_idle_tuner), timed
      * over the inference (0) and the training (1) passes: many short steps, each opening parallel
      * regions. Training decides once the net trains; saga_net_free puts the sleeping threads back

@@ -390,6 +390,36 @@ static saga_status check_loss(saga_net *n, const saga_tensor *l) {
     return SAGA_OK;
 }
 
+/* Copies loss l (checked) into the pass's pinned loss_host, in stream order after the step that
+ * computed it: read at the pass's end, which waits once for everything. */
+static saga_status keep_loss(saga_net *n, const saga_tensor *l) {
+    saga_status st = SAGA_OK;
+    SAGA_TRY(check_loss(n, l));
+    SAGA_CHECK(n->loss_used < n->loss_cap, SAGA_ERR_INTERNAL,
+               "saga_net: more loss steps in a pass than planned (%d)", (int)n->loss_cap);
+    SAGA_TRY(saga_memcpy_d2h_async(saga_backend_default_stream(n->be), n->loss_host + n->loss_used,
+                                   l->data, sizeof(float)));
+    n->loss_used++;
+fail:
+    return st;
+}
+
+/* Room for a training pass's losses: one per part this rank runs, and one for a chain. */
+static saga_status loss_room(saga_net *n) {
+    saga_status st = SAGA_OK;
+    const int32_t need = n->plan.d_hi - n->plan.d_lo + 1;
+    n->loss_used = 0;
+    if (need <= n->loss_cap)
+        return SAGA_OK;
+    saga_backend_host_free(n->be, n->loss_host, (size_t)n->loss_cap * sizeof(float));
+    n->loss_host = NULL;
+    n->loss_cap = 0;
+    SAGA_TRY(saga_backend_host_alloc(n->be, (void **)&n->loss_host, (size_t)need * sizeof(float)));
+    n->loss_cap = need;
+fail:
+    return st;
+}
+
 static saga_status check_width(const saga_tensor *out, const stage *sg, int s) {
     if (out->cols != sg->out_cols)
         return saga_error(SAGA_ERR_INVALID_ARG,
@@ -618,7 +648,7 @@ fail:
 /* A part's loss step: the loss over its rows, or with loss rows over those of them alone (their
  * rows gathered; a part without any gives the last stage a zero gradient and the loss no call),
  * then its gradient into the last stage's output gradient. */
-static saga_status run_loss(saga_net *n, int32_t d, double *loss) {
+static saga_status run_loss(saga_net *n, int32_t d) {
     saga_status st = SAGA_OK;
     saga_ctx *c = n->c;
     int S = n->n_stages;
@@ -648,8 +678,7 @@ static saga_status run_loss(saga_net *n, int32_t d, double *loss) {
     }
     saga_tensor *l = n->loss(c, &vin, ids, n->loss_user);
     saga_ctx_set_row_ids(c, NULL, 0);
-    SAGA_TRY(check_loss(n, l));
-    *loss += saga_item(l);
+    SAGA_TRY(keep_loss(n, l));
     SAGA_TRY(saga_tape_backward_range(c, mark, l, NULL));
     SAGA_TRY(to_block(n, n->grad[S][d], Y->grad));
 fail:
@@ -777,7 +806,7 @@ static void chain_uses(saga_net *n, const net_chain *ch, int t, bool train) {
  * recomputing each stage. Training, the loss reads the last stage's rows (added into *loss),
  * and a chain after the parts' stages adds its input rows' gradient where the parts read it
  * (b_gin, or gfull on the device); inference, they go to out (host, n_out rows). */
-static saga_status chain_step(saga_net *n, net_chain *ch, bool train, double *loss, float *out) {
+static saga_status chain_step(saga_net *n, net_chain *ch, bool train, float *out) {
     saga_status st = SAGA_OK;
     saga_ctx *c = n->c;
     nblock *whole = &n->plan.blk[0];
@@ -855,8 +884,7 @@ static saga_status chain_step(saga_net *n, net_chain *ch, bool train, double *lo
     if (train) {
         saga_vertex_in vin = {.first = 0, .count = ch->n_out, .self = h};
         saga_tensor *l = n->loss(c, &vin, ch->out_ids ? ch->out_ids : n->iota, n->loss_user);
-        SAGA_TRY(check_loss(n, l));
-        *loss += saga_item(l);
+        SAGA_TRY(keep_loss(n, l));
         SAGA_TRY(saga_tape_backward_range(c, mark, l, NULL));
         if (whole_in && ib->b_hids)
             SAGA_TRY(add_whole_grad(n, s0, ib, h_in->grad, 0));
@@ -879,7 +907,7 @@ fail:
 
 /* A pass in memory (one block), or a streamed chain from the first stage: the chain's step as a
  * plan of its own. */
-static saga_status run_chain(saga_net *n, net_chain *ch, bool train, double *loss, float *out) {
+static saga_status run_chain(saga_net *n, net_chain *ch, bool train, float *out) {
     saga_status st = SAGA_OK;
     saga_sched *sc = n->sched;
     saga_sched_plan_begin(sc);
@@ -887,7 +915,7 @@ static saga_status run_chain(saga_net *n, net_chain *ch, bool train, double *los
     chain_uses(n, ch, t, train);
     SAGA_TRY(saga_sched_plan_end(sc));
     SAGA_TRY(saga_sched_begin(sc, t));
-    st = chain_step(n, ch, train, loss, out);
+    st = chain_step(n, ch, train, out);
     /* a step that began ends (its error stands) */
     saga_status end = saga_sched_end(sc, t);
     st = st < 0 ? st : end;
@@ -931,6 +959,9 @@ static saga_status run(saga_net *n, bool train, net_chain *ch, double *loss_out,
     n->stats.rows_computed = 0;
     n->stats.stages = S;
     memset(n->stats.stage_rows, 0, sizeof n->stats.stage_rows);
+    n->loss_used = 0;
+    if (train)
+        SAGA_TRY(loss_room(n));
     if (train)
         SAGA_TRY(net_chain_for(n, true, NULL, 0, &ch));
     saga_backend_reset_stats(n->be);
@@ -977,7 +1008,7 @@ static saga_status run(saga_net *n, bool train, net_chain *ch, double *loss_out,
                        (size_t)n->n * (size_t)n->stages[s - 1].out_cols * sizeof(float));
     saga_ctx_train(c, train);
     if (ch && !tc)
-        SAGA_TRY(run_chain(n, ch, train, &loss, out));
+        SAGA_TRY(run_chain(n, ch, train, out));
     else
         SAGA_TRY(plan(n, train, tc, &sd, &n_sd));
     uint64_t rng_after = saga_ctx_rng_counter(c);
@@ -1008,9 +1039,9 @@ static saga_status run(saga_net *n, bool train, net_chain *ch, double *loss_out,
         if (sd[t].ph == PH_FWD)
             SAGA_TRY(run_fwd(n, sd[t].s, sd[t].d, train, sd[t].first));
         else if (sd[t].ph == PH_LOSS)
-            SAGA_TRY(run_loss(n, sd[t].d, &loss));
+            SAGA_TRY(run_loss(n, sd[t].d));
         else if (sd[t].ph == PH_CHAIN)
-            SAGA_TRY(chain_step(n, tc, train, &loss, out));
+            SAGA_TRY(chain_step(n, tc, train, out));
         else
             SAGA_TRY(run_bwd(n, sd[t].s, sd[t].d));
         SAGA_TRY(saga_sched_end(n->sched, t));
@@ -1019,8 +1050,9 @@ static saga_status run(saga_net *n, bool train, net_chain *ch, double *loss_out,
     }
     if (train)
         saga_ctx_set_rng_counter(c, rng_after);
-    SAGA_TRY(saga_sched_finish(n->sched));
-    SAGA_TRY(saga_backend_synchronize(n->be));
+    SAGA_TRY(saga_sched_finish_device(n->sched)); /* the pass's one wait */
+    for (int32_t i = 0; i < n->loss_used; i++)
+        loss += n->loss_host[i];
     if (tune)
         saga_idle_tuner_end(tune, train ? "net: training passes" : "net: inference passes");
     SAGA_TRY(net_dist_wait(n));
@@ -1105,13 +1137,21 @@ saga_status saga_net_forward_rows(saga_net *n, const int32_t *vertices, int64_t 
             memcpy(out + i * C, y + (int64_t)vertices[i] * C, (size_t)C * sizeof(float));
         goto fail;
     }
-    SAGA_TRY(saga_alloc_array((void **)&y, (size_t)R * (size_t)C + 1, sizeof(float),
-                              "saga_net_forward_rows"));
-    SAGA_TRY(run(n, false, ch, NULL, y));
+    /* the chain's outputs come back into pinned memory the net keeps (a copy into the caller's
+     * pageable memory would wait for the device), read after the pass's one wait */
+    const size_t bytes = (size_t)R * (size_t)C * sizeof(float) + 1;
+    if (bytes > n->rows_out_bytes) {
+        saga_backend_host_free(n->be, n->rows_out, n->rows_out_bytes);
+        n->rows_out = NULL;
+        n->rows_out_bytes = 0;
+        SAGA_TRY(saga_backend_host_alloc(n->be, (void **)&n->rows_out, bytes));
+        n->rows_out_bytes = bytes;
+    }
+    SAGA_TRY(run(n, false, ch, NULL, n->rows_out));
     for (int64_t i = 0; i < count; i++) {
         const int32_t r = inv ? inv[vertices[i]] : vertices[i];
         const int32_t *at = bsearch(&r, want, (size_t)R, sizeof *want, net_cmp_i32);
-        memcpy(out + i * C, y + (at - want) * C, (size_t)C * sizeof(float));
+        memcpy(out + i * C, n->rows_out + (at - want) * C, (size_t)C * sizeof(float));
     }
 fail:
     saga_free(want);
