@@ -396,7 +396,7 @@ void saga_net_free(saga_net **np) {
     for (int k = 0; k < 2; k++)
         saga_idle_tuner_finish(&n->tune[k]); /* idle threads sleep again after the passes */
     unprepare(n);
-    saga_backend_host_free(n->be, n->loss_host, (size_t)n->loss_cap * sizeof(float));
+    saga_backend_host_free(n->be, n->loss_host, n->loss_bytes);
     saga_backend_host_free(n->be, n->rows_out, n->rows_out_bytes);
     saga_comm_free(&n->dcomm);
     if (n->x)

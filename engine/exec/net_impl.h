@@ -231,7 +231,8 @@ struct saga_net {
     /* a training pass's losses, one per loss step, copied into pinned host memory in stream
      * order as the steps return them and added up after the pass's one wait */
     float *loss_host;
-    int32_t loss_used, loss_cap;
+    size_t loss_bytes;
+    int32_t loss_used;
     /* saga_net_forward_rows: a chain's output rows, copied back into pinned memory */
     float *rows_out;
     size_t rows_out_bytes;

@@ -395,8 +395,8 @@ static saga_status check_loss(saga_net *n, const saga_tensor *l) {
 static saga_status keep_loss(saga_net *n, const saga_tensor *l) {
     saga_status st = SAGA_OK;
     SAGA_TRY(check_loss(n, l));
-    SAGA_CHECK(n->loss_used < n->loss_cap, SAGA_ERR_INTERNAL,
-               "saga_net: more loss steps in a pass than planned (%d)", (int)n->loss_cap);
+    SAGA_CHECK((size_t)(n->loss_used + 1) * sizeof(float) <= n->loss_bytes, SAGA_ERR_INTERNAL,
+               "saga_net: more loss steps in a pass than planned (%d)", (int)n->loss_used);
     SAGA_TRY(saga_memcpy_d2h_async(saga_backend_default_stream(n->be), n->loss_host + n->loss_used,
                                    l->data, sizeof(float)));
     n->loss_used++;
@@ -404,18 +404,17 @@ fail:
     return st;
 }
 
-/* Room for a training pass's losses: one per part this rank runs, and one for a chain. */
-static saga_status loss_room(saga_net *n) {
+/* Pinned host memory of at least need bytes at *p (*have bytes now), grown when short; what it
+ * held is not kept (the pass that read it has ended). */
+static saga_status pinned_room(saga_net *n, void **p, size_t *have, size_t need) {
     saga_status st = SAGA_OK;
-    const int32_t need = n->plan.d_hi - n->plan.d_lo + 1;
-    n->loss_used = 0;
-    if (need <= n->loss_cap)
+    if (need <= *have)
         return SAGA_OK;
-    saga_backend_host_free(n->be, n->loss_host, (size_t)n->loss_cap * sizeof(float));
-    n->loss_host = NULL;
-    n->loss_cap = 0;
-    SAGA_TRY(saga_backend_host_alloc(n->be, (void **)&n->loss_host, (size_t)need * sizeof(float)));
-    n->loss_cap = need;
+    saga_backend_host_free(n->be, *p, *have);
+    *p = NULL;
+    *have = 0;
+    SAGA_TRY(saga_backend_host_alloc(n->be, p, need));
+    *have = need;
 fail:
     return st;
 }
@@ -803,7 +802,7 @@ static void chain_uses(saga_net *n, const net_chain *ch, int t, bool train) {
 /* A pass over a chain (net_chain.h) is one step: it holds the input rows and every stage's graph
  * blocks, the stages run as a chain of saga_program_run calls would, each on the rows its block
  * lists (every row without one), and a training pass's backward walks the tape instead of
- * recomputing each stage. Training, the loss reads the last stage's rows (added into *loss),
+ * recomputing each stage. Training, the loss reads the last stage's rows (kept: keep_loss),
  * and a chain after the parts' stages adds its input rows' gradient where the parts read it
  * (b_gin, or gfull on the device); inference, they go to out (host, n_out rows). */
 static saga_status chain_step(saga_net *n, net_chain *ch, bool train, float *out) {
@@ -960,10 +959,12 @@ static saga_status run(saga_net *n, bool train, net_chain *ch, double *loss_out,
     n->stats.stages = S;
     memset(n->stats.stage_rows, 0, sizeof n->stats.stage_rows);
     n->loss_used = 0;
-    if (train)
-        SAGA_TRY(loss_room(n));
-    if (train)
+    if (train) {
+        /* a loss per part this rank runs, and one for a chain */
+        const size_t losses = (size_t)(n->plan.d_hi - n->plan.d_lo + 1);
+        SAGA_TRY(pinned_room(n, (void **)&n->loss_host, &n->loss_bytes, losses * sizeof(float)));
         SAGA_TRY(net_chain_for(n, true, NULL, 0, &ch));
+    }
     saga_backend_reset_stats(n->be);
     saga_sched_reset_stats(n->sched);
     if (n->dist) {
@@ -1139,14 +1140,8 @@ saga_status saga_net_forward_rows(saga_net *n, const int32_t *vertices, int64_t 
     }
     /* the chain's outputs come back into pinned memory the net keeps (a copy into the caller's
      * pageable memory would wait for the device), read after the pass's one wait */
-    const size_t bytes = (size_t)R * (size_t)C * sizeof(float) + 1;
-    if (bytes > n->rows_out_bytes) {
-        saga_backend_host_free(n->be, n->rows_out, n->rows_out_bytes);
-        n->rows_out = NULL;
-        n->rows_out_bytes = 0;
-        SAGA_TRY(saga_backend_host_alloc(n->be, (void **)&n->rows_out, bytes));
-        n->rows_out_bytes = bytes;
-    }
+    SAGA_TRY(pinned_room(n, (void **)&n->rows_out, &n->rows_out_bytes,
+                         (size_t)R * (size_t)C * sizeof(float) + 1));
     SAGA_TRY(run(n, false, ch, NULL, n->rows_out));
     for (int64_t i = 0; i < count; i++) {
         const int32_t r = inv ? inv[vertices[i]] : vertices[i];

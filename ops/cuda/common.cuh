@@ -223,9 +223,8 @@ enum saga_cuda_index_slot { SAGA_CUDA_IDX_GATHER_ROWS = 0, SAGA_CUDA_IDX_SCATTER
 // reads it after a synchronization and clears it.
 struct saga_cuda_index_fault {
     int set;
-    int slot;  // saga_cuda_index_slot
-    int value; // the index
-    int pad;
+    int slot;        // saga_cuda_index_slot
+    int value;       // the index
     long long pos;   // its position
     long long limit; // the range's end
 };

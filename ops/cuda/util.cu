@@ -2,9 +2,7 @@
 // its workspace, and the index check that runs before a slot writes anything.
 #include "common.cuh"
 
-#include <limits.h>
 #include <stdio.h>
-#include <string.h>
 
 // ---- errors -----------------------------------------------------------------------------------
 
