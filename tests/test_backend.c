@@ -661,6 +661,19 @@ static void test_backend_copies_count_bytes(void **state) {
     saga_backend_free_all(&be);
 }
 
+/* Rows gathered into device memory and added into host memory, inline on the default stream and
+ * on a stream's worker. */
+static void test_backend_rows_copies(void **state) {
+    (void)state;
+    saga_backend *be = cpu_backend(0, 0);
+    saga_test_rows_copies(be, saga_backend_default_stream(be));
+    saga_stream *s = NULL;
+    assert_int_equal(saga_stream_new(&s, be), SAGA_OK);
+    saga_test_rows_copies(be, s);
+    saga_stream_free(&s);
+    saga_backend_free_all(&be);
+}
+
 static void test_backend_streams_and_events_order_work(void **state) {
     (void)state;
     saga_backend *be = cpu_backend(0, 0);
@@ -1168,6 +1181,7 @@ int main(void) {
         cmocka_unit_test(test_backend_cpu_keeps_a_pass_of_blocks),
         cmocka_unit_test(test_backend_free_all_warns_about_leaks),
         cmocka_unit_test(test_backend_copies_count_bytes),
+        cmocka_unit_test(test_backend_rows_copies),
         cmocka_unit_test(test_backend_streams_and_events_order_work),
         cmocka_unit_test(test_backend_cpu_kernels_match_reference),
         cmocka_unit_test(test_backend_cpu_reductions_deterministic),

@@ -723,6 +723,24 @@ static void test_cuda_backend_async_copies_with_events(void **state) {
     saga_stream_free(&compute);
 }
 
+/* Rows gathered from pinned host memory and added into it by kernels, on the default stream and
+ * on a stream of their own; memory that is not pinned is refused. */
+static void test_cuda_backend_rows_copies(void **state) {
+    (void)state;
+    saga_test_rows_copies(gpu, saga_backend_default_stream(gpu));
+    saga_stream *s = NULL;
+    assert_int_equal(saga_stream_new(&s, gpu), SAGA_OK);
+    saga_test_rows_copies(gpu, s);
+    float pageable[8] = {0}, *d = NULL;
+    assert_int_equal(saga_backend_alloc(gpu, (void **)&d, sizeof pageable), SAGA_OK);
+    saga_host_rows hr = {.base = pageable, .row_bytes = sizeof pageable, .n = 1};
+    assert_int_equal(saga_memcpy_rows_h2d_async(s, d, &hr), SAGA_ERR_INVALID_ARG);
+    saga_test_assert_error_contains("saga_memcpy_rows_h2d_async", "not pinned host memory", NULL);
+    assert_int_equal(saga_stream_synchronize(s), SAGA_OK);
+    saga_backend_free(gpu, d, sizeof pageable);
+    saga_stream_free(&s);
+}
+
 /* Host functions run in stream order: one checks the pinned buffer a download just filled, one
  * sleeps between two events whose elapsed time must cover it. copy_seconds is not measured. */
 typedef struct cuda_check_arg {
@@ -2488,6 +2506,7 @@ int main(void) {
         cmocka_unit_test(test_cuda_backend_full_budget_keeps_scratch),
         cmocka_unit_test(test_cuda_backend_tensors),
         cmocka_unit_test(test_cuda_backend_async_copies_with_events),
+        cmocka_unit_test(test_cuda_backend_rows_copies),
         cmocka_unit_test(test_cuda_backend_host_fn_and_elapsed),
         cmocka_unit_test(test_cuda_backend_event_poll_then_launch),
         cmocka_unit_test(test_cuda_backend_f32_table_complete),

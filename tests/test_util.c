@@ -8,6 +8,7 @@
 
 #include "test_util.h"
 
+#include "saga_backend.h"
 #include "saga_graph.h"
 #include "saga_status.h"
 
@@ -303,4 +304,97 @@ uint64_t saga_test_u64(uint64_t *state) {
 
 float saga_test_uniform(uint64_t *state, float lo, float hi) {
     return lo + (hi - lo) * (float)((double)(saga_test_u64(state) >> 11) / (double)(1ull << 53));
+}
+
+void saga_test_rows_copies(saga_backend *be, saga_stream *s) {
+    enum { R = 41, N = 23 };
+    int32_t *rows = NULL; /* where the device reads them too */
+    assert_int_equal(saga_backend_host_alloc(be, (void **)&rows, N * sizeof(int32_t)), SAGA_OK);
+    for (int i = 0; i < N; i++)
+        rows[i] = (int32_t)((i * 17 + 5) % R); /* distinct: 17 is prime to 41 */
+    const size_t widths[] = {32, 20, 6, 3, 8};
+    for (size_t w = 0; w < sizeof widths / sizeof widths[0]; w++) {
+        const size_t rb = widths[w];
+        unsigned char *host = NULL, *back = NULL, *dev = NULL;
+        assert_int_equal(saga_backend_host_alloc(be, (void **)&host, R * rb), SAGA_OK);
+        assert_int_equal(saga_backend_host_alloc(be, (void **)&back, N * rb), SAGA_OK);
+        assert_int_equal(saga_backend_alloc(be, (void **)&dev, N * rb), SAGA_OK);
+        for (size_t i = 0; i < R * rb; i++)
+            host[i] = (unsigned char)(i * 131 + w);
+        saga_backend_reset_stats(be);
+        /* by index, then the contiguous rows 7 .. 7 + N - 1 behind them */
+        saga_host_rows hr = {.base = host, .row_bytes = rb, .rows = rows, .n = N};
+        assert_int_equal(saga_memcpy_rows_h2d_async(s, dev, &hr), SAGA_OK);
+        assert_int_equal(saga_memcpy_d2h_async(s, back, dev, N * rb), SAGA_OK);
+        assert_int_equal(saga_stream_synchronize(s), SAGA_OK);
+        for (int i = 0; i < N; i++)
+            if (memcmp(back + (size_t)i * rb, host + (size_t)rows[i] * rb, rb) != 0)
+                fail_msg("%zu-byte rows: row %d (host row %d) differs", rb, i, rows[i]);
+        hr = (saga_host_rows){.base = host, .row_bytes = rb, .first = 7, .n = N};
+        assert_int_equal(saga_memcpy_rows_h2d_async(s, dev, &hr), SAGA_OK);
+        assert_int_equal(saga_memcpy_d2h_async(s, back, dev, N * rb), SAGA_OK);
+        assert_int_equal(saga_stream_synchronize(s), SAGA_OK);
+        assert_memory_equal(back, host + 7 * rb, N * rb);
+        saga_backend_stats st;
+        saga_backend_get_stats(be, &st);
+        assert_int_equal(st.h2d_bytes, 2 * N * rb);
+        saga_backend_free(be, dev, N * rb);
+        saga_backend_host_free(be, host, R * rb);
+        saga_backend_host_free(be, back, N * rb);
+    }
+
+    /* rows of 5 floats added into host rows by index: small integers, so the sums are exact */
+    enum { C = 5 };
+    float *y = NULL, *x = NULL, *dx = NULL, *dy = NULL;
+    assert_int_equal(saga_backend_host_alloc(be, (void **)&y, R * C * sizeof(float)), SAGA_OK);
+    assert_int_equal(saga_backend_host_alloc(be, (void **)&x, R * C * sizeof(float)), SAGA_OK);
+    assert_int_equal(saga_backend_alloc(be, (void **)&dx, N * C * sizeof(float)), SAGA_OK);
+    assert_int_equal(saga_backend_alloc(be, (void **)&dy, R * C * sizeof(float)), SAGA_OK);
+    for (int i = 0; i < R * C; i++) {
+        y[i] = (float)(i % 13);
+        x[i] = (float)(i % 7) - 3.0f;
+    }
+    saga_backend_reset_stats(be);
+    assert_int_equal(saga_memcpy_h2d_async(s, dx, x, N * C * sizeof(float)), SAGA_OK);
+    saga_host_rows hr = {.base = y, .row_bytes = C * sizeof(float), .rows = rows, .n = N};
+    assert_int_equal(saga_add_rows_d2h_async(s, &hr, dx), SAGA_OK);
+    /* a copy queued behind the addition reads the sums */
+    assert_int_equal(saga_memcpy_h2d_async(s, dy, y, R * C * sizeof(float)), SAGA_OK);
+    assert_int_equal(saga_memcpy_d2h_async(s, x + N * C, dy, (R - N) * C * sizeof(float)), SAGA_OK);
+    assert_int_equal(saga_stream_synchronize(s), SAGA_OK);
+    saga_backend_stats st;
+    saga_backend_get_stats(be, &st);
+    assert_int_equal(st.d2h_bytes, (N + (R - N)) * C * sizeof(float));
+    bool added[R] = {false};
+    for (int i = 0; i < N; i++)
+        added[rows[i]] = true;
+    int src_of[R];
+    for (int i = 0; i < N; i++)
+        src_of[rows[i]] = i;
+    for (int r = 0; r < R; r++)
+        for (int j = 0; j < C; j++) {
+            float want = (float)((r * C + j) % 13);
+            if (added[r])
+                want += (float)((src_of[r] * C + j) % 7) - 3.0f;
+            if (y[r * C + j] != want)
+                fail_msg("added rows: y[%d][%d] = %g, want %g", r, j, y[r * C + j], want);
+            if (r < R - N && x[N * C + r * C + j] != want)
+                fail_msg("the copy after the addition read y[%d][%d] = %g, want %g", r, j,
+                         x[N * C + r * C + j], want);
+        }
+
+    /* refused: an addition of rows that are not floats; a negative count. Nothing to move needs
+     * no device pointer */
+    hr = (saga_host_rows){.base = y, .row_bytes = 6, .rows = rows, .n = 2};
+    assert_int_equal(saga_add_rows_d2h_async(s, &hr, dx), SAGA_ERR_INVALID_ARG);
+    saga_test_assert_error_contains("saga_add_rows_d2h_async", "not a valid request", NULL);
+    hr = (saga_host_rows){.base = y, .row_bytes = 4, .n = -1};
+    assert_int_equal(saga_memcpy_rows_h2d_async(s, dx, &hr), SAGA_ERR_INVALID_ARG);
+    hr = (saga_host_rows){.base = y, .row_bytes = 4, .n = 0};
+    assert_int_equal(saga_memcpy_rows_h2d_async(s, NULL, &hr), SAGA_OK);
+    saga_backend_free(be, dx, N * C * sizeof(float));
+    saga_backend_free(be, dy, R * C * sizeof(float));
+    saga_backend_host_free(be, x, R * C * sizeof(float));
+    saga_backend_host_free(be, y, R * C * sizeof(float));
+    saga_backend_host_free(be, rows, N * sizeof(int32_t));
 }

@@ -126,3 +126,11 @@ void saga_test_assert_close_f64_(const char *what, const double *a, const double
  * the errors of all iterations add up to at most 1 / (1 - d) times one iteration's. */
 struct saga_graph;
 double saga_test_pagerank_bound(const struct saga_graph *g, double d);
+
+/* Checks saga_memcpy_rows_h2d_async and saga_add_rows_d2h_async on stream s of be: rows gathered
+ * by index and contiguous, in every width a backend may move them by (16, 4, 2 and 1 bytes),
+ * rows of floats added into a host array, in stream order with plain copies, the bytes counted,
+ * and the requests refused. */
+struct saga_backend;
+struct saga_stream;
+void saga_test_rows_copies(struct saga_backend *be, struct saga_stream *s);

@@ -655,3 +655,41 @@ saga_status saga_memcpy_d2h_async(saga_stream *s, void *dst_host, const void *sr
 saga_status saga_memcpy_d2d_async(saga_stream *s, void *dst_dev, const void *src_dev, size_t n) {
     return copy(s, dst_dev, src_dev, n, SAGA_COPY_D2D, "saga_memcpy_d2d_async");
 }
+
+static saga_status copy_rows(saga_stream *s, const saga_host_rows *hr, void *dev, bool add,
+                             const char *what) {
+    if (hr && (hr->n == 0 || hr->row_bytes == 0))
+        return SAGA_OK;
+    if (!s || !hr || !dev)
+        return saga_error(SAGA_ERR_INVALID_ARG, "%s: %s is NULL", what,
+                          !s    ? "stream"
+                          : !hr ? "rows"
+                                : "device pointer");
+    if (hr->n < 0 || (hr->n > 0 && !hr->base) || (!hr->rows && hr->first < 0) ||
+        (add && hr->row_bytes % sizeof(float) != 0))
+        return saga_error(SAGA_ERR_INVALID_ARG,
+                          "%s: %lld rows of %zu bytes from row %lld of %p are not a valid request",
+                          what, (long long)hr->n, hr->row_bytes, (long long)hr->first, hr->base);
+    if (s->be->iface->version < 6 || !s->be->iface->copy_rows)
+        return saga_error(SAGA_ERR_UNSUPPORTED, "%s: the %s backend cannot copy rows", what,
+                          s->be->name);
+    saga_status st = s->be->iface->copy_rows(s, hr, dev, add);
+    if (st < 0)
+        return st;
+    lock(s->be);
+    if (add)
+        s->be->d2h_bytes += (uint64_t)hr->n * hr->row_bytes;
+    else
+        s->be->h2d_bytes += (uint64_t)hr->n * hr->row_bytes;
+    unlock(s->be);
+    return SAGA_OK;
+}
+
+saga_status saga_memcpy_rows_h2d_async(saga_stream *s, void *dst_dev, const saga_host_rows *hr) {
+    return copy_rows(s, hr, dst_dev, false, "saga_memcpy_rows_h2d_async");
+}
+
+saga_status saga_add_rows_d2h_async(saga_stream *s, const saga_host_rows *hr,
+                                    const float *src_dev) {
+    return copy_rows(s, hr, (void *)src_dev, true, "saga_add_rows_d2h_async");
+}

@@ -309,6 +309,10 @@ typedef struct saga_backend_iface {
     /* optional (version >= 5): open (start) or close a profiler's capture range
      * (cudaProfilerStart / cudaProfilerStop on CUDA); NULL means there is none to tell */
     saga_status (*profile_range)(saga_backend *be, bool start);
+    /* optional (version >= 6): saga_memcpy_rows_h2d_async (add false: dev is the destination) or
+     * saga_add_rows_d2h_async (add true: dev holds the rows added into the host's), queued on s;
+     * NULL means SAGA_ERR_UNSUPPORTED */
+    saga_status (*copy_rows)(saga_stream *s, const saga_host_rows *hr, void *dev, bool add);
 } saga_backend_iface;
 
 struct saga_stream {

@@ -206,6 +206,27 @@ saga_status saga_memcpy_h2d_async(saga_stream *s, void *dst_dev, const void *src
 saga_status saga_memcpy_d2h_async(saga_stream *s, void *dst_host, const void *src_dev, size_t n);
 saga_status saga_memcpy_d2d_async(saga_stream *s, void *dst_dev, const void *src_dev, size_t n);
 
+/* Rows of a host array: rows[i] (or first + i when rows is NULL) for i < n, each of row_bytes
+ * at base. base and rows are host memory from saga_backend_host_alloc, which a CUDA device reads
+ * and writes where it lies (pinned, mapped memory); the caller vouches that every row lies in
+ * base's array (saga built the indices and checked them when it did). */
+typedef struct saga_host_rows {
+    void *base;
+    size_t row_bytes;
+    const int32_t *rows;
+    int64_t first;
+    int64_t n;
+} saga_host_rows;
+
+/* Gathers the host rows hr into hr->n consecutive rows at dst_dev, in s's order and without the
+ * host: on CUDA a kernel reads them where they lie. Both arrays, and the rows they name, must
+ * stay valid and unchanged until s reaches the copy. */
+saga_status saga_memcpy_rows_h2d_async(saga_stream *s, void *dst_dev, const saga_host_rows *hr);
+/* Adds hr->n consecutive rows of floats at src_dev into the host rows hr (row_bytes a multiple
+ * of 4, the rows distinct), in s's order and without the host: on CUDA a kernel writes them where
+ * they lie. The host must not touch those rows until s reaches the end of the addition. */
+saga_status saga_add_rows_d2h_async(saga_stream *s, const saga_host_rows *hr, const float *src_dev);
+
 /* The backend a stream belongs to. */
 saga_backend *saga_stream_backend(const saga_stream *s);
 

@@ -92,6 +92,7 @@ typedef enum cpu_op_kind {
     CPU_OP_RECORD,
     CPU_OP_WAIT,
     CPU_OP_HOST_FN,
+    CPU_OP_ROWS,
     CPU_OP_COUNT
 } cpu_op_kind;
 
@@ -115,6 +116,11 @@ typedef struct cpu_op {
             void (*fn)(void *arg);
             void *arg;
         } host;
+        struct {
+            saga_host_rows hr;
+            void *dev;
+            bool add;
+        } rows;
     } u;
 } cpu_op;
 
@@ -199,6 +205,26 @@ static void timed_set(saga_backend *be, void *dst, int value, size_t n) {
 }
 
 static void keep_release(cpu_ctx *ctx);
+
+/* saga_memcpy_rows_h2d_async (add false) or saga_add_rows_d2h_async (add true), timed as a copy. */
+static void rows_copy(saga_backend *be, const saga_host_rows *hr, void *dev, bool add) {
+    const double t0 = now_seconds();
+    const size_t rb = hr->row_bytes;
+    for (int64_t i = 0; i < hr->n; i++) {
+        unsigned char *h =
+            (unsigned char *)hr->base + (hr->rows ? hr->rows[i] : hr->first + i) * rb;
+        unsigned char *d = (unsigned char *)dev + i * (int64_t)rb;
+        if (!add) {
+            memcpy(d, h, rb);
+            continue;
+        }
+        float *y = (float *)(void *)h;
+        const float *x = (const float *)(const void *)d;
+        for (size_t j = 0; j < rb / sizeof(float); j++)
+            y[j] += x[j];
+    }
+    add_copy_seconds(be, now_seconds() - t0);
+}
 
 static void cpu_destroy(saga_backend *be) {
     cpu_ctx *ctx = be->ctx;
@@ -376,6 +402,9 @@ static saga_status cpu_op_run(cpu_stream *cs, const cpu_op *op) {
         break;
     case CPU_OP_HOST_FN:
         op->u.host.fn(op->u.host.arg);
+        break;
+    case CPU_OP_ROWS:
+        rows_copy(cs->be, &op->u.rows.hr, op->u.rows.dev, op->u.rows.add);
         break;
     default:
         st = saga_error(SAGA_ERR_INTERNAL, "stream operation of unknown kind %d", (int)op->kind);
@@ -820,6 +849,14 @@ static saga_status cpu_launch_host_fn(saga_stream *s, void (*fn)(void *arg), voi
     return op_queue(s, &(cpu_op){.kind = CPU_OP_HOST_FN, .u.host = {fn, arg}});
 }
 
+static saga_status cpu_copy_rows(saga_stream *s, const saga_host_rows *hr, void *dev, bool add) {
+    if (is_default(s)) {
+        rows_copy(s->be, hr, dev, add);
+        return SAGA_OK;
+    }
+    return op_queue(s, &(cpu_op){.kind = CPU_OP_ROWS, .u.rows = {*hr, dev, add}});
+}
+
 /* Waits for every live asynchronous stream (the default one has nothing pending). The first
  * kept error is reported; the other streams keep theirs for their own synchronize. */
 static saga_status cpu_synchronize(saga_backend *be) {
@@ -838,7 +875,7 @@ static saga_status cpu_synchronize(saga_backend *be) {
 }
 
 static const saga_backend_iface cpu_iface = {
-    .version = 1,
+    .version = 6,
     .destroy = cpu_destroy,
     .alloc = cpu_alloc,
     .free = cpu_free,
@@ -858,6 +895,7 @@ static const saga_backend_iface cpu_iface = {
     .memset_async = cpu_memset_async,
     .launch_host_fn = cpu_launch_host_fn,
     .event_elapsed = cpu_event_elapsed,
+    .copy_rows = cpu_copy_rows,
 };
 
 saga_status saga_cpu_backend_init(saga_backend *be) {

@@ -426,7 +426,8 @@ static void cuda_free(saga_backend *be, void *ptr, size_t bytes) {
 static saga_status cuda_host_alloc(saga_backend *be, void **out, size_t bytes) {
     SAGA_CUDA_RETURN(cudaSetDevice(ctx_of(be)->device));
     void *p = nullptr;
-    const cudaError_t err = cudaHostAlloc(&p, bytes, cudaHostAllocPortable);
+    // mapped: kernels reach it where it lies (saga_cuda_copy_rows)
+    const cudaError_t err = cudaHostAlloc(&p, bytes, cudaHostAllocPortable | cudaHostAllocMapped);
     if (err != cudaSuccess) {
         cudaGetLastError();
         return saga_cuda_host->error(SAGA_ERR_OUT_OF_MEMORY,
@@ -811,7 +812,7 @@ static void cuda_destroy(saga_backend *be) {
 }
 
 static const saga_backend_iface cuda_iface = {
-    /* version */ 5,
+    /* version */ 6,
     /* destroy */ cuda_destroy,
     /* alloc */ cuda_alloc,
     /* free */ cuda_free,
@@ -834,6 +835,7 @@ static const saga_backend_iface cuda_iface = {
     /* bind_thread */ cuda_bind_thread,
     /* alloc_size */ cuda_alloc_size,
     /* profile_range */ cuda_profile_range,
+    /* copy_rows */ saga_cuda_copy_rows,
 };
 
 static const saga_kernels cuda_kernels = {

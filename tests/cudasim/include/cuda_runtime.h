@@ -58,6 +58,9 @@ struct dim3 {
 struct uint3 {
     unsigned x, y, z;
 };
+struct alignas(16) uint4 {
+    unsigned x, y, z, w;
+};
 
 struct cudaDeviceProp {
     char name[256];
