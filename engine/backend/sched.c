@@ -1,5 +1,6 @@
 /* sched.c - the block scheduler (sched_impl.h): residency under a cap, Belady eviction from the
- * plan, loads and write-backs on a copy stream, packing through a ring of staging buffers. */
+ * plan, loads and write-backs on a copy stream (host rows gathered and added by the backend, host
+ * packing through a ring of staging buffers). */
 #include "sched_impl.h"
 
 #include "saga_log.h"
@@ -21,6 +22,9 @@ struct saga_blk {
     saga_blk_life life;
     const char *kind;
     void *host;
+    saga_host_rows rows; /* saga_blk_set_rows: rows.base set */
+    bool add_rows;       /* written back by adding into those rows */
+    int32_t *row_ids;    /* the block's own copy of rows.rows, from the backend's host memory */
     saga_blk_pack_fn pack;
     saga_blk_unpack_fn unpack;
     void *user;
@@ -151,6 +155,14 @@ static void release_dev(saga_sched *s, saga_blk *b) {
     b->dev = NULL;
     b->dev_valid = false;
     s->resident -= b->bytes;
+}
+
+/* Frees b's own memory (its device copy gone already). */
+static void blk_free(saga_sched *s, saga_blk *b) {
+    saga_event_free(&b->ev);
+    saga_backend_host_free(s->be, b->row_ids, (size_t)b->rows.n * sizeof(int32_t));
+    saga_free(b->uses);
+    saga_free(b);
 }
 
 static void pack_tramp(void *arg) {
@@ -359,6 +371,8 @@ static saga_status writeback(saga_sched *s, saga_blk *b) {
     SAGA_TRY(timed_begin(s, s->copy, TIMED_D2H, &tp));
     if (b->host) {
         SAGA_TRY(saga_memcpy_d2h_async(s->copy, b->host, b->dev, b->bytes));
+    } else if (b->rows.base && b->add_rows) {
+        SAGA_TRY(saga_add_rows_d2h_async(s->copy, &b->rows, b->dev));
     } else {
         SAGA_CHECK(b->unpack, SAGA_ERR_INTERNAL,
                    "block scheduler: a %s block has no host copy to write back to", b->kind);
@@ -406,13 +420,15 @@ fail:
     return st;
 }
 
-/* The resident, unpinned, idle block whose next use lies furthest ahead, if beyond limit. */
-static saga_blk *victim(saga_sched *s, int limit) {
+/* The resident, unpinned block whose next use lies furthest ahead, if beyond limit: an idle one,
+ * or with loading, one whose load may still be in flight too (prefetched for a later step, it is
+ * loaded again then). */
+static saga_blk *victim(saga_sched *s, int limit, bool loading) {
     saga_blk *best = NULL;
     int best_use = limit;
     for (int i = 0; i < s->n_blocks; i++) {
         saga_blk *b = s->blocks[i];
-        if (!b->dev || b->pinned || b->loading)
+        if (!b->dev || b->pinned || (b->loading && !loading))
             continue;
         int u = next_use(b);
         if (u > best_use || (u == best_use && best && u == NO_USE && b->bytes > best->bytes)) {
@@ -437,7 +453,7 @@ static saga_status alloc_dev(saga_sched *s, saga_blk *b, int limit, bool soft, b
     const size_t cap = step_cap(s, limit);
     for (;;) {
         if (cap && s->resident + b->bytes > cap) {
-            saga_blk *v = victim(s, limit);
+            saga_blk *v = victim(s, limit, false);
             if (!v) {
                 if (soft)
                     return SAGA_OK;
@@ -459,7 +475,7 @@ static saga_status alloc_dev(saga_sched *s, saga_blk *b, int limit, bool soft, b
             trimmed = true;
             continue;
         }
-        saga_blk *v = victim(s, limit);
+        saga_blk *v = victim(s, limit, false);
         if (!v) {
             if (soft)
                 return SAGA_OK;
@@ -488,6 +504,9 @@ static saga_status issue_load(saga_sched *s, saga_blk *b, int t) {
     if (b->host) {
         SAGA_TRY(timed_begin(s, s->copy, TIMED_H2D, &tp));
         SAGA_TRY(saga_memcpy_h2d_async(s->copy, b->dev, b->host, b->bytes));
+    } else if (b->rows.base && !b->add_rows) {
+        SAGA_TRY(timed_begin(s, s->copy, TIMED_H2D, &tp));
+        SAGA_TRY(saga_memcpy_rows_h2d_async(s->copy, b->dev, &b->rows));
     } else {
         SAGA_CHECK(b->pack, SAGA_ERR_INTERNAL, "block scheduler: a %s block has no host content",
                    b->kind);
@@ -590,9 +609,7 @@ void saga_sched_free(saga_sched **sp) {
     for (int i = 0; i < s->n_blocks; i++) {
         saga_blk *b = s->blocks[i];
         release_dev(s, b);
-        saga_event_free(&b->ev);
-        saga_free(b->uses);
-        saga_free(b);
+        blk_free(s, b);
     }
     for (int i = 0; i < N_SLOTS; i++) {
         saga_backend_host_free(s->be, s->slots[i].buf, s->slots[i].cap);
@@ -654,9 +671,7 @@ saga_status saga_sched_block_free(saga_sched *s, saga_blk **bp) {
     s->n_uses = 0;
     s->n_steps = 0;
     s->running = -1;
-    saga_event_free(&b->ev);
-    saga_free(b->uses);
-    saga_free(b);
+    blk_free(s, b);
     *bp = NULL;
     return st;
 }
@@ -665,7 +680,37 @@ void saga_blk_set_host(saga_blk *b, void *host) {
     b->host = host;
 }
 
+/* Drops b's host rows (saga_blk_set_rows). */
+static void drop_rows(saga_blk *b) {
+    saga_backend_host_free(b->s->be, b->row_ids, (size_t)b->rows.n * sizeof(int32_t));
+    b->row_ids = NULL;
+    b->rows = (saga_host_rows){0};
+}
+
+saga_status saga_blk_set_rows(saga_blk *b, const saga_host_rows *hr, bool add) {
+    saga_status st = SAGA_OK;
+    SAGA_CHECK(hr->base && hr->n >= 0 && (size_t)hr->n * hr->row_bytes == b->bytes,
+               SAGA_ERR_INVALID_ARG,
+               "block scheduler: %lld rows of %zu bytes for a %zu-byte %s block", (long long)hr->n,
+               hr->row_bytes, b->bytes, b->kind);
+    int32_t *ids = NULL;
+    if (hr->rows && hr->n > 0) {
+        SAGA_TRY(saga_backend_host_alloc(b->s->be, (void **)&ids, (size_t)hr->n * sizeof(int32_t)));
+        memcpy(ids, hr->rows, (size_t)hr->n * sizeof(int32_t));
+    }
+    drop_rows(b);
+    b->pack = NULL;
+    b->unpack = NULL;
+    b->rows = *hr;
+    b->rows.rows = ids;
+    b->row_ids = ids;
+    b->add_rows = add;
+fail:
+    return st;
+}
+
 void saga_blk_set_pack(saga_blk *b, saga_blk_pack_fn pack, saga_blk_unpack_fn unpack, void *user) {
+    drop_rows(b);
     b->pack = pack;
     b->unpack = unpack;
     b->user = user;
@@ -881,34 +926,14 @@ fail:
     return st;
 }
 
-/* Waits for the loads in flight of the blocks no running step holds: how many there were, or
- * the error. */
-static int wait_loads(saga_sched *s) {
-    int waited = 0;
-    for (int i = 0; i < s->n_blocks; i++) {
-        saga_blk *b = s->blocks[i];
-        if (b->loading && !b->pinned) {
-            saga_status st = wait_copy(s, b);
-            if (st < 0)
-                return st;
-            waited++;
-        }
-    }
-    return waited;
-}
-
 bool saga_sched_give_back(saga_sched *s, size_t bytes) {
     size_t freed = 0;
-    bool waited = false;
     while (freed < bytes) {
-        saga_blk *v = victim(s, -1);
-        if (!v && !waited) {
-            /* the blocks left may be loads in flight (prefetched for later steps): once the copy
-             * stream has finished them they can go */
-            waited = true;
-            if (wait_loads(s) > 0)
-                continue;
-        }
+        /* idle blocks first, then loads in flight (prefetched for later steps): the device's
+         * next user of the memory waits for the load, not the host (evict) */
+        saga_blk *v = victim(s, -1, false);
+        if (!v)
+            v = victim(s, -1, true);
         if (!v || evict(s, v, false) < 0)
             break;
         freed += v->bytes;

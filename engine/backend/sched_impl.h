@@ -110,10 +110,14 @@ saga_status saga_sched_block_free(saga_sched *s, saga_blk **b);
 /* The block's content on the host: loads copy from it, write-backs to it. Pinned memory
  * (saga_backend_host_alloc) lets CUDA copies overlap. */
 void saga_blk_set_host(saga_blk *b, void *host);
-/* Or functions that fill a staging buffer for a load and consume one after a write-back: for
- * content that is not contiguous on the host (rows gathered by index, gradients added into a
- * larger array). */
+/* Or functions that fill a staging buffer for a load and consume one after a write-back, run on a
+ * host thread: for content that only the host can make (rows that arrive from other ranks). */
 void saga_blk_set_pack(saga_blk *b, saga_blk_pack_fn pack, saga_blk_unpack_fn unpack, void *user);
+/* Or rows of a host array (base from saga_backend_host_alloc; row_bytes times n the block's
+ * bytes): gathered from it when loaded, or (add) added into it when written back (rows of
+ * floats, distinct). The backend moves them on the copy stream with no host thread
+ * (saga_memcpy_rows_h2d_async, saga_add_rows_d2h_async); the row indices are copied here. */
+saga_status saga_blk_set_rows(saga_blk *b, const saga_host_rows *hr, bool add);
 /* Marks the host copy as newer than the device one (the caller changed it): the next READ
  * loads again. */
 void saga_blk_host_changed(saga_blk *b);
@@ -127,8 +131,8 @@ size_t saga_blk_bytes(const saga_blk *b);
 void saga_sched_plan_begin(saga_sched *s);
 /* Appends a step; returns its index, or -1 when out of memory (plan_end then fails). */
 int saga_sched_step(saga_sched *s);
-/* Step t's loads are not issued before step t - 1 has ended: for inputs packed on the host from
- * what step t - 1 (or an earlier one) writes back. */
+/* Step t's loads are not issued before step t - 1 has ended: for inputs gathered from host rows
+ * that step t - 1 (or an earlier one) writes back, so the copy stream has the write-back first. */
 void saga_sched_step_barrier(saga_sched *s, int t);
 /* Step t's blocks may hold up to cap bytes at once, above the scheduler's cap (a step whose own
  * tensors leave more room than the largest step's, for which the cap was set); ignored without a

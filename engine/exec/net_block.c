@@ -53,17 +53,6 @@ void net_rows_pack(void *user, void *staging) {
         saga_f32_to_half_n(io->src + (int64_t)io->rows[i] * C, C, bf16, out + (int64_t)i * C);
 }
 
-void net_rows_unpack_add(void *user, const void *staging) {
-    const rows_io *io = user;
-    const float *in = staging;
-    for (int32_t i = 0; i < io->n; i++) {
-        float *d = io->dst + (int64_t)(io->rows ? io->rows[i] : io->first + i) * io->cols;
-        const float *s = in + (int64_t)i * io->cols;
-        for (int64_t j = 0; j < io->cols; j++)
-            d[j] += s[j];
-    }
-}
-
 saga_blk *net_input_block(saga_net *n, void *host, size_t bytes, const char *kind) {
     saga_blk *b = saga_sched_block(n->sched, bytes, SAGA_BLK_INPUT, kind);
     if (b)
@@ -559,11 +548,15 @@ saga_status net_rows_input(saga_net *n, nblock *b, const int32_t *rows, int32_t 
         if (!(b->b_xrows = net_input_block(n, b->xrows_h, b->xrows_bytes, "input rows")))
             goto oom;
     } else {
-        b->xio = (rows_io){.src = n->act_host[s], .rows = rows, .n = P, .cols = cols, .half = half};
+        /* a later stage's rows, gathered from its host rows by the backend as they are loaded */
         if (!(b->b_xrows = saga_sched_block(n->sched, (size_t)P * (size_t)cols * esz,
                                             SAGA_BLK_INPUT, "input rows")))
             goto oom;
-        saga_blk_set_pack(b->b_xrows, net_rows_pack, NULL, &b->xio);
+        SAGA_TRY(saga_blk_set_rows(
+            b->b_xrows,
+            &(saga_host_rows){
+                .base = n->act_host[s], .row_bytes = (size_t)cols * esz, .rows = rows, .n = P},
+            false));
     }
     return SAGA_OK;
 oom:

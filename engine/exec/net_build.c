@@ -345,17 +345,8 @@ static void unprepare(saga_net *n) {
         saga_free(tabs[t]);
     }
     n->act = n->halo = n->grad = n->gin = n->ghalo = n->saved = NULL;
-    rows_io **ios[] = {n->pack_io, n->unpack_io};
-    for (int t = 0; t < 2; t++) {
-        if (!ios[t])
-            continue;
-        for (int s = 0; s <= S; s++)
-            saga_free(ios[t][s]);
-        saga_free(ios[t]);
-    }
-    n->pack_io = n->unpack_io = NULL;
-    saga_free(n->in_io);
-    n->in_io = NULL;
+    saga_backend_host_free(n->be, n->x16, (size_t)n->n * (size_t)n->in_cols * 2 + 1);
+    n->x16 = NULL;
     saga_free(n->plan.resident);
     saga_free(n->full);
     saga_free(n->gfull);
@@ -717,10 +708,6 @@ static saga_status stage_blocks(saga_net *n) {
             SAGA_TRY(saga_alloc_zeroed((void **)&(*tabs[t])[s], (size_t)k, sizeof(saga_blk *),
                                        "net block table"));
     }
-    SAGA_TRY(
-        saga_alloc_zeroed((void **)&n->pack_io, (size_t)S + 1, sizeof(rows_io *), "net copies"));
-    SAGA_TRY(
-        saga_alloc_zeroed((void **)&n->unpack_io, (size_t)S + 1, sizeof(rows_io *), "net copies"));
     SAGA_TRY(saga_alloc_zeroed((void **)&n->act_host, (size_t)S + 1, sizeof(float *),
                                "net activations"));
     SAGA_TRY(
@@ -729,8 +716,9 @@ static saga_status stage_blocks(saga_net *n) {
                                "net saved values"));
     n->act_host[0] = n->x;
     n->plan.transfer = multi ? n->o.transfer : SAGA_TRANSFER_F32;
-    if (n->plan.transfer != SAGA_TRANSFER_F32)
-        SAGA_TRY(saga_alloc_zeroed((void **)&n->in_io, (size_t)k, sizeof(rows_io), "input packs"));
+    if (n->plan.transfer != SAGA_TRANSFER_F32 && !n->sparse) /* filled when the pass starts */
+        SAGA_TRY(saga_backend_host_alloc(n->be, (void **)&n->x16,
+                                         (size_t)n->n * (size_t)n->in_cols * 2 + 1));
     if (n->plan.resident) {
         SAGA_TRY(saga_alloc_zeroed((void **)&n->full, (size_t)S + 1, sizeof(saga_blk *),
                                    "resident inputs"));
@@ -766,12 +754,9 @@ static saga_status stage_blocks(saga_net *n) {
             saga_blk_set_host(n->full[s], n->act_host[s]);
             saga_blk_set_host(n->gfull[s], n->grad_host[s]);
         }
-        SAGA_TRY(
-            saga_alloc_zeroed((void **)&n->pack_io[s], (size_t)k, sizeof(rows_io), "net copies"));
-        SAGA_TRY(
-            saga_alloc_zeroed((void **)&n->unpack_io[s], (size_t)k, sizeof(rows_io), "net copies"));
-        /* the input rows in 16 bits: packed from the host's f32 rows when loaded */
+        /* the input rows in 16 bits: copied from x16 */
         size_t esz = s == 0 && n->plan.transfer != SAGA_TRANSFER_F32 ? 2 : 4;
+        void *rows_host = esz == 2 ? (void *)n->x16 : (void *)n->act_host[s];
         for (int32_t d = n->plan.d_lo; d < n->plan.d_hi; d++) {
             nblock *b = &n->plan.blk[d];
             size_t P = (size_t)(b->v1 - b->v0);
@@ -784,16 +769,7 @@ static saga_status stage_blocks(saga_net *n) {
                                            s == 0 ? "input rows" : "activations");
             if (!a)
                 goto oom;
-            if (esz == 2) {
-                n->in_io[d] = (rows_io){.src = n->x,
-                                        .first = b->v0,
-                                        .n = (int32_t)P,
-                                        .cols = cols,
-                                        .half = n->plan.transfer};
-                saga_blk_set_pack(a, net_rows_pack, NULL, &n->in_io[d]);
-            } else {
-                saga_blk_set_host(a, n->act_host[s] + (int64_t)b->v0 * cols);
-            }
+            saga_blk_set_host(a, (char *)rows_host + (size_t)b->v0 * (size_t)cols * esz);
             n->act[s][d] = a;
             if (program_in) {
                 if (!multi) {
@@ -813,18 +789,19 @@ static saga_status stage_blocks(saga_net *n) {
                             goto oom;
                     }
                 } else {
-                    rows_io *io = &n->pack_io[s][d];
-                    *io = (rows_io){.src = n->act_host[s],
-                                    .rows = b->halo,
-                                    .n = b->n_halo,
-                                    .cols = cols,
-                                    .half = s == 0 ? n->plan.transfer : SAGA_TRANSFER_F32};
+                    /* gathered from the host rows by the backend as they are loaded (a rank's
+                     * rows from others pack on the host instead: net_dist_packs) */
                     saga_blk *h = saga_sched_block(n->sched, (size_t)b->n_halo * (size_t)cols * esz,
                                                    SAGA_BLK_INPUT, "halo rows");
                     if (!h)
                         goto oom;
-                    saga_blk_set_pack(h, net_rows_pack, NULL, io);
                     n->halo[s][d] = h;
+                    SAGA_TRY(saga_blk_set_rows(h,
+                                               &(saga_host_rows){.base = rows_host,
+                                                                 .row_bytes = (size_t)cols * esz,
+                                                                 .rows = b->halo,
+                                                                 .n = b->n_halo},
+                                               false));
                 }
                 if (n->saved_host[s]) {
                     saga_blk *sv = saga_sched_block(n->sched, P * (size_t)cols * 4, SAGA_BLK_TEMP,
@@ -850,15 +827,17 @@ static saga_status stage_blocks(saga_net *n) {
                 saga_blk_set_host(gb, n->grad_host[s] + (int64_t)b->v0 * cols);
             n->grad[s][d] = gb;
             if (summed) {
-                rows_io *io = &n->unpack_io[s][d];
-                *io = (rows_io){
-                    .dst = n->grad_host[s], .rows = b->halo, .n = b->n_halo, .cols = cols};
                 saga_blk *gh = saga_sched_block(n->sched, (size_t)b->n_halo * (size_t)cols * 4,
                                                 SAGA_BLK_TEMP, "halo gradients");
                 if (!gh)
                     goto oom;
-                saga_blk_set_pack(gh, NULL, net_rows_unpack_add, io);
                 n->ghalo[s][d] = gh;
+                SAGA_TRY(saga_blk_set_rows(gh,
+                                           &(saga_host_rows){.base = n->grad_host[s],
+                                                             .row_bytes = (size_t)cols * 4,
+                                                             .rows = b->halo,
+                                                             .n = b->n_halo},
+                                           true));
             }
         }
     }

@@ -403,8 +403,12 @@ saga_status net_chain_build(saga_net *n, net_chain **out, const int32_t *rows, i
         if (head) { /* read by the head's backward steps on the device */
             saga_blk_set_host(ch->b_gin, n->grad_host[w]);
         } else {
-            ch->gio = (rows_io){.dst = n->grad_host[w], .rows = ch->in->rows, .n = P, .cols = cols};
-            saga_blk_set_pack(ch->b_gin, NULL, net_rows_unpack_add, &ch->gio);
+            SAGA_TRY(saga_blk_set_rows(ch->b_gin,
+                                       &(saga_host_rows){.base = n->grad_host[w],
+                                                         .row_bytes = (size_t)cols * sizeof(float),
+                                                         .rows = ch->in->rows,
+                                                         .n = P},
+                                       true));
         }
     }
     if (head)

@@ -51,7 +51,6 @@ typedef struct net_chain {
     /* a streamed training chain after the parts' stages (whole_below > 0): the gradient of its
      * input rows, which its step writes back to be added into n->grad_host[whole_below] */
     saga_blk *b_gin;
-    rows_io gio;
     size_t cap; /* a streamed training chain: the blocks its step may hold (saga_sched_step_cap) */
     /* a streamed training chain after vertex stages alone (the head): per part (k, this rank's
      * filled; net_head_blocks) the slice of its input rows, on which the parts run the stages

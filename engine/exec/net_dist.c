@@ -13,7 +13,7 @@
 
 /* A halo block's pack for a rank: waits until the chunk carrying its remote rows arrived. */
 typedef struct net_pack {
-    rows_io *io;
+    rows_io io;
     net_dist *x;
     int s;
     int32_t j;
@@ -532,7 +532,7 @@ static void dist_pack(void *user, void *staging) {
         pthread_cond_wait(cv(x), mu(x));
     x->wait_seconds += saga_now() - t0;
     pthread_mutex_unlock(mu(x));
-    net_rows_pack(k->io, staging);
+    net_rows_pack(&k->io, staging);
 }
 
 saga_status net_dist_packs(saga_net *n) {
@@ -546,8 +546,15 @@ saga_status net_dist_packs(saga_net *n) {
         if (n->stages[s].kind != STAGE_PROGRAM)
             continue;
         for (int32_t d = n->plan.d_lo; d < n->plan.d_hi; d++) {
+            const nblock *b = &n->plan.blk[d];
             net_pack *k = &x->packs[(size_t)s * (size_t)own + (size_t)(d - n->plan.d_lo)];
-            *k = (net_pack){&n->pack_io[s][d], x, s, d - n->plan.d_lo};
+            *k = (net_pack){{.src = n->act_host[s],
+                             .rows = b->halo,
+                             .n = b->n_halo,
+                             .cols = n->stages[s].in_cols},
+                            x,
+                            s,
+                            d - n->plan.d_lo};
             saga_blk_set_pack(n->halo[s][d], dist_pack, NULL, k);
         }
     }

@@ -29,16 +29,14 @@ typedef struct stage {
     uint64_t rng; /* the dropout counter when the stage's forward pass began */
 } stage;
 
-/* Rows moved between a staging buffer and a host array: pack gathers src[rows[i]], unpack adds
- * into dst[rows[i]]. */
+/* Rows that the host gathers from an array into a buffer (net_rows_pack): src[rows[i]]. */
 typedef struct rows_io {
     const float *src;
-    float *dst;
     const int32_t *rows; /* NULL: the contiguous rows first .. first + n - 1 */
     int32_t first;
     int32_t n;
     int64_t cols;
-    saga_transfer half; /* pack: the staging holds 16-bit floats (not for unpack) */
+    saga_transfer half; /* the buffer holds 16-bit floats */
 } rows_io;
 
 /* A batch plan of one block for one max_batch_edges. */
@@ -100,9 +98,10 @@ typedef struct nblock {
     bool x_own;
     saga_blk *b_xoff, *b_xidx, *b_xval;
     /* input rows picked by row (a head's block, or a chain's): their ids
-     * in the net's order (not owned), and their dense rows in b_xrows: a later stage's packed
-     * from the host rows (xio) at each load, the net's input packed once into xrows_h (pinned,
-     * xrows_bytes; net_block_input_changed packs it again when the input changes) */
+     * in the net's order (not owned), and their dense rows in b_xrows: a later stage's gathered
+     * from its host rows by the backend at each load, the net's input packed once (xio) into
+     * xrows_h (pinned, xrows_bytes; net_block_input_changed packs it again when the input
+     * changes) */
     const int32_t *rows;
     rows_io xio;
     saga_blk *b_xrows;
@@ -278,8 +277,10 @@ struct saga_net {
     float **grad_host; /* S + 1 (k > 1; [0] unused) */
     float **saved_host;
     saga_blk ***act, ***halo, ***grad, ***gin, ***ghalo, ***saved;
-    rows_io **pack_io, **unpack_io;
-    rows_io *in_io; /* k: the input rows' packs when they cross in 16 bits */
+    /* the input in the transfer precision when it crosses in 16 bits (n x in_cols halves, host
+     * memory from the backend): made from x when x changes, then copied and gathered from as it
+     * lies */
+    uint16_t *x16;
     /* the whole inputs (full[s]) and gradients (gfull[s]) of the resident stages (plan.resident),
      * S + 1 entries each, NULL when none */
     saga_blk **full, **gfull;
@@ -310,12 +311,9 @@ size_t net_edge_bytes(int64_t m);
 /* Device bytes a program stage's messages take over m edges: a batched stage's source and
  * destination rows and its messages for at most one batch of them; none for a fused one. */
 size_t net_message_bytes(const stage *sg, int64_t m);
-/* Gathers the rows of a rows_io from its host array into a staging buffer (a scheduler block's
- * pack function). */
+/* Gathers the rows of a rows_io from its host array into a buffer (converting them when it holds
+ * 16-bit floats): once for rows of the input, or as a scheduler block's pack function. */
 void net_rows_pack(void *user, void *staging);
-/* Adds the rows of a staging buffer into the rows of a rows_io's host array (a scheduler block's
- * unpack function: gradients summed on the host). */
-void net_rows_unpack_add(void *user, const void *staging);
 /* The key of vals, vout, b_vin and b_vout for an edge weight and (fused) mean. */
 int net_key_of(saga_edge_weight w, bool mean);
 /* That key for program stage sg. */

@@ -21,7 +21,6 @@ typedef struct pr_part {
 struct pr_state {
     pr_part *parts;
     double *h_inv, *h_dang, *h_x[2], *h_c, *h_c2;
-    rows_io *io;
     bool pull; /* in memory on one rank: an iteration is one pagerank_pull_f64 */
 };
 typedef struct pr_state pr_state;
@@ -39,7 +38,6 @@ static void pr_state_free(saga_net *n) {
     saga_backend_host_free(n->be, p->h_x[1], bytes);
     saga_backend_host_free(n->be, p->h_c, bytes);
     saga_backend_host_free(n->be, p->h_c2, bytes);
-    saga_free(p->io);
     saga_free(p);
     n->pr = NULL;
 }
@@ -59,7 +57,6 @@ static saga_status pr_blocks(saga_net *n, pr_state *p) {
     if (p->pull) /* the next iteration's contributions (one part) */
         SAGA_TRY(saga_backend_host_alloc(n->be, (void **)&p->h_c2, (nn + 1) * sizeof(double)));
     SAGA_TRY(saga_alloc_zeroed((void **)&p->parts, (size_t)k, sizeof *p->parts, "pagerank parts"));
-    SAGA_TRY(saga_alloc_zeroed((void **)&p->io, (size_t)k, sizeof *p->io, "pagerank copies"));
     for (int32_t d = n->plan.d_lo; d < n->plan.d_hi; d++) {
         nblock *b = &n->plan.blk[d];
         pr_part *q = &p->parts[d];
@@ -83,13 +80,15 @@ static saga_status pr_blocks(saga_net *n, pr_state *p) {
         if (k == 1) {
             q->halo = q->c;
         } else {
-            /* a row of one double is two floats to the row copier */
-            p->io[d] =
-                (rows_io){.src = (const float *)p->h_c, .rows = b->halo, .n = b->n_halo, .cols = 2};
+            /* gathered from the host's contributions by the backend as they are loaded */
             if (!(q->halo = saga_sched_block(n->sched, (size_t)b->n_halo * sizeof(double),
                                              SAGA_BLK_INPUT, "halo contributions")))
                 goto oom;
-            saga_blk_set_pack(q->halo, net_rows_pack, NULL, &p->io[d]);
+            SAGA_TRY(saga_blk_set_rows(
+                q->halo,
+                &(saga_host_rows){
+                    .base = p->h_c, .row_bytes = sizeof(double), .rows = b->halo, .n = b->n_halo},
+                false));
         }
         if (!b->b_off &&
             !(b->b_off = net_input_block(n, b->off, (rows + 1) * sizeof(int64_t), "tile offsets")))

@@ -4,6 +4,7 @@
  * streamed pass after the parts' forward steps of the stages below the chain. */
 #include "net_impl.h"
 
+#include "half_impl.h"
 #include "net_chain.h"
 
 #include <stdlib.h>
@@ -978,6 +979,9 @@ static saga_status run(saga_net *n, bool train, net_chain *ch, double *loss_out,
     /* host content that changed since the last call */
     if (n->x_changed && n->sparse)
         net_sparse_fill(n);
+    if (n->x_changed && n->x16) /* no copy reads it: the last pass has been waited for */
+        saga_f32_to_half_n(n->x, (int64_t)n->n * n->in_cols, n->plan.transfer == SAGA_TRANSFER_BF16,
+                           n->x16);
     for (int32_t d = n->plan.d_lo; d < n->plan.d_hi; d++) {
         if (n->x_changed) {
             net_block_input_changed(&n->plan.blk[d], n->sparse ? NULL : n->act[0][d]);
