@@ -839,7 +839,7 @@ static void test_backend_cpu_kernels_match_reference(void **state) {
     assert_int_equal(be->kernels->l1_diff_f64(s, 0, NULL, NULL, &r), SAGA_OK);
     assert_true(r == 0.0);
     assert_int_equal(be->kernels->fill_f64(s, NULL, 0, 1.0), SAGA_OK);
-    assert_int_equal(be->kernels->version, 7);
+    assert_int_equal(be->kernels->version, 8);
     saga_backend_free_all(&be);
 }
 

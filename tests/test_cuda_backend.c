@@ -1033,7 +1033,7 @@ static xf xf_sigmoid(float x) {
 static void test_cuda_backend_f32_table_complete(void **state) {
     (void)state;
     const saga_kernels *k = GK();
-    assert_int_equal(k->version, 7);
+    assert_int_equal(k->version, 8);
     assert_int_equal(k->version, CK()->version);
     assert_non_null(k->pagerank_pull_f64);
     const void *slots[] = {
@@ -1066,6 +1066,7 @@ static void test_cuda_backend_f32_table_complete(void **state) {
         (const void *)k->dropout_csr_f32,
         (const void *)k->spmm_t_f32,
         (const void *)k->half_to_f32,
+        (const void *)k->nll_dev_f32,
     };
     for (size_t i = 0; i < sizeof slots / sizeof *slots; i++)
         if (!slots[i])
@@ -1571,6 +1572,95 @@ static void test_cuda_backend_f32_nll(void **state) {
     assert_int_equal(GK()->nll_f32(GS(), ROWS, COLS, glogp, gbadl, NULL, 0, &gl, gs),
                      SAGA_ERR_INVALID_ARG);
     assert_true(gl == 42.0);
+}
+
+/* nll_dev_f32 writes nll_f32's mean rounded to f32 and its gradient, bit for bit, on both
+ * backends; an empty list writes 0. A bad row or label returns SAGA_OK on CUDA, writes neither
+ * output and is reported once, at the next synchronization, in the CPU's words; the CPU reports
+ * it at the call. */
+static void test_cuda_backend_f32_nll_dev(void **state) {
+    (void)state;
+    enum { ROWS = 2000, COLS = 5, N_IDX = 900 };
+    float *logp = rand_f32(ROWS * COLS, -5.0f, 0.0f);
+    int32_t *labels = hi32(ROWS), *idx = hi32(N_IDX);
+    for (int i = 0; i < ROWS; i++)
+        labels[i] = (int32_t)irand(COLS);
+    for (int k = 0; k < N_IDX; k++)
+        idx[k] = (int32_t)(k > 0 && k % 10 == 0 ? idx[k / 2] : irand(ROWS));
+    float *glogp = gput(logp, sizeof(float) * ROWS * COLS);
+    int32_t *glabels = gput(labels, sizeof(int32_t) * ROWS),
+            *gidx = gput(idx, sizeof(int32_t) * N_IDX);
+    const size_t gbytes = sizeof(float) * ROWS * COLS;
+    float *d = nan_f32(ROWS * COLS), *gd = gput(d, gbytes), *gd2 = gput(d, gbytes);
+    float nan1 = NAN, *gloss = gput(&nan1, sizeof nan1);
+    for (int with_idx = 0; with_idx < 2; with_idx++) {
+        const int32_t *gi = with_idx ? gidx : NULL, *ci = with_idx ? idx : NULL;
+        double want = 0.0;
+        assert_int_equal(GK()->nll_f32(GS(), ROWS, COLS, glogp, glabels, gi, N_IDX, &want, gd),
+                         SAGA_OK);
+        assert_int_equal(GK()->nll_dev_f32(GS(), ROWS, COLS, glogp, glabels, gi, N_IDX, gloss, gd2),
+                         SAGA_OK);
+        float got = 0.0f, wantf = (float)want, cl = 0.0f;
+        gget(&got, gloss, sizeof got);
+        assert_memory_equal(&got, &wantf, sizeof got);
+        float *dd = hf32(ROWS * COLS);
+        gget(dd, gd, gbytes);
+        expect_bits(gd2, dd, ROWS * COLS, "nll_dev_f32 dlogp");
+        float *cd = nan_f32(ROWS * COLS);
+        assert_int_equal(CK()->nll_dev_f32(CS(), ROWS, COLS, logp, labels, ci, N_IDX, &cl, cd),
+                         SAGA_OK);
+        double cwant = 0.0;
+        assert_int_equal(CK()->nll_f32(CS(), ROWS, COLS, logp, labels, ci, N_IDX, &cwant, NULL),
+                         SAGA_OK);
+        float cwantf = (float)cwant;
+        assert_memory_equal(&cl, &cwantf, sizeof cl);
+        expect_bits(gd2, cd, ROWS * COLS, "nll_dev_f32 dlogp against the cpu");
+    }
+    /* an empty list */
+    assert_int_equal(GK()->nll_dev_f32(GS(), ROWS, COLS, glogp, glabels, gidx, 0, gloss, gd2),
+                     SAGA_OK);
+    float got = -1.0f;
+    gget(&got, gloss, sizeof got);
+    assert_true(got == 0.0f);
+    float *zeros = hf32(ROWS * COLS);
+    memset(zeros, 0, gbytes);
+    expect_bits(gd2, zeros, ROWS * COLS, "nll_dev_f32 dlogp (no rows)");
+
+    /* a bad row, then a bad label: nothing written, reported once at the next synchronization */
+    int32_t *bad = hi32(N_IDX);
+    memcpy(bad, idx, sizeof(int32_t) * N_IDX);
+    bad[600] = ROWS;
+    bad[700] = -4;
+    int32_t *gbad = gput(bad, sizeof(int32_t) * N_IDX);
+    float *sentinel = rand_f32(ROWS * COLS, 1.0f, 2.0f), *gs = gput(sentinel, gbytes);
+    float mark = 42.0f;
+    gloss = gput(&mark, sizeof mark);
+    assert_int_equal(GK()->nll_dev_f32(GS(), ROWS, COLS, glogp, glabels, gbad, N_IDX, gloss, gs),
+                     SAGA_OK);
+    assert_int_equal(saga_stream_synchronize(GS()), SAGA_ERR_INVALID_ARG);
+    saga_test_assert_error_contains("nll_f32", "row index 2000 at position 600",
+                                    "found on the device", NULL);
+    assert_int_equal(saga_stream_synchronize(GS()), SAGA_OK); /* once */
+    gget(&got, gloss, sizeof got);
+    assert_true(got == 42.0f);
+    expect_bits(gs, sentinel, ROWS * COLS, "nll_dev_f32 dlogp after a bad row");
+    int32_t *badl = hi32(ROWS);
+    memcpy(badl, labels, sizeof(int32_t) * ROWS);
+    badl[idx[300]] = COLS;
+    int32_t *gbadl = gput(badl, sizeof(int32_t) * ROWS);
+    assert_int_equal(GK()->nll_dev_f32(GS(), ROWS, COLS, glogp, gbadl, NULL, 0, gloss, gs),
+                     SAGA_OK);
+    assert_int_equal(saga_backend_synchronize(gpu), SAGA_ERR_INVALID_ARG);
+    saga_test_assert_error_contains("nll_f32", "has label 5, outside [0, 5)", NULL);
+    gget(&got, gloss, sizeof got);
+    assert_true(got == 42.0f);
+    expect_bits(gs, sentinel, ROWS * COLS, "nll_dev_f32 dlogp after a bad label");
+    /* the cpu: at the call */
+    float cl = 42.0f;
+    assert_int_equal(CK()->nll_dev_f32(CS(), ROWS, COLS, logp, labels, bad, N_IDX, &cl, NULL),
+                     SAGA_ERR_INVALID_ARG);
+    saga_test_assert_error_contains("nll_f32", "row index 2000 at position 600", NULL);
+    assert_true(cl == 42.0f);
 }
 
 /* BCE with logits (pos_weight 1 and not, with and without the gradient), sum and sumsq. */
@@ -2519,6 +2609,7 @@ int main(void) {
         tracked_test(test_cuda_backend_f32_gemm),
         tracked_test(test_cuda_backend_f32_softmax_rows),
         tracked_test(test_cuda_backend_f32_nll),
+        tracked_test(test_cuda_backend_f32_nll_dev),
         tracked_test(test_cuda_backend_f32_losses_and_sums),
         tracked_test(test_cuda_backend_f32_gather_scatter),
         tracked_test(test_cuda_backend_f32_spmm),

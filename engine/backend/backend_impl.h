@@ -251,6 +251,16 @@ typedef struct saga_kernels {
     /* y[i] = x[i] widened to f32, for i < n: x holds 16-bit floats, bfloat16 (bf16 true: the
      * top half of an f32) or IEEE binary16 (false). Exact. */
     saga_status (*half_to_f32)(saga_stream *s, int64_t n, const uint16_t *x, bool bf16, float *y);
+
+    /* ---- version >= 8 ---------------------------------------------------------------------- */
+    /* nll_f32 with the mean written as one float to *loss (the backend's memory) in stream order:
+     * nothing waits on CUDA, where a bad listed row or label writes nothing (neither loss nor
+     * dlogp) and surfaces as SAGA_ERR_INVALID_ARG at the next synchronization, as a bad index of
+     * gather_rows_f32 does; the CPU is synchronous and reports it at the call. The mean is the
+     * one nll_f32 computes, rounded to f32. */
+    saga_status (*nll_dev_f32)(saga_stream *s, int64_t rows, int64_t cols, const float *logp,
+                               const int32_t *labels, const int32_t *rows_idx, int64_t n_idx,
+                               float *loss, float *dlogp);
 } saga_kernels;
 
 typedef enum saga_copy_kind {

@@ -868,14 +868,9 @@ fail:
     return st;
 }
 
-/* The loss tensor from a host value, recorded with the saved gradient g (taken). */
-static saga_tensor *loss_out(saga_ctx *c, const char *op, double v, saga_tensor *x,
-                             saga_tensor *other, saga_tensor *g) {
-    saga_tensor *y = saga_ctx_tensor(c, SAGA_F32, 1, 1);
-    if (!y || kfail(c, op, K->fill_f32(S, y->data, 1, (float)v))) {
-        saga_ctx_temp_free(c, &g);
-        return NULL;
-    }
+/* Loss tensor y recorded with the saved gradient g (taken). */
+static saga_tensor *loss_record(saga_ctx *c, saga_tensor *y, saga_tensor *x, saga_tensor *other,
+                                saga_tensor *g) {
     if (!g)
         return y;
     saved_grad *s = NULL;
@@ -890,6 +885,17 @@ static saga_tensor *loss_out(saga_ctx *c, const char *op, double v, saga_tensor 
     if (saga_tape_record(c, y, in, other ? 2 : 1, saved_grad_bwd, s, saved_grad_free) < 0)
         return NULL;
     return y;
+}
+
+/* The loss tensor from a host value, recorded with the saved gradient g (taken). */
+static saga_tensor *loss_out(saga_ctx *c, const char *op, double v, saga_tensor *x,
+                             saga_tensor *other, saga_tensor *g) {
+    saga_tensor *y = saga_ctx_tensor(c, SAGA_F32, 1, 1);
+    if (!y || kfail(c, op, K->fill_f32(S, y->data, 1, (float)v))) {
+        saga_ctx_temp_free(c, &g);
+        return NULL;
+    }
+    return loss_record(c, y, x, other, g);
 }
 
 saga_tensor *saga_nll_loss(saga_ctx *c, saga_tensor *logp, saga_tensor *labels, saga_tensor *rows) {
@@ -912,6 +918,19 @@ saga_tensor *saga_nll_loss(saga_ctx *c, saga_tensor *logp, saga_tensor *labels, 
         g = saga_ctx_temp(c, SAGA_F32, logp->rows, logp->cols);
         if (!g)
             return NULL;
+    }
+    if (K->version >= 8 && K->nll_dev_f32) {
+        /* the loss is written on the device, nothing waits: a bad row or label surfaces at the
+         * next synchronization on CUDA */
+        saga_tensor *y = saga_ctx_tensor(c, SAGA_F32, 1, 1);
+        if (!y || kfail(c, op,
+                        K->nll_dev_f32(S, logp->rows, logp->cols, logp->data, labels->data,
+                                       rows ? rows->data : NULL, rows ? rows->rows : 0, y->data,
+                                       g ? g->data : NULL))) {
+            saga_ctx_temp_free(c, &g);
+            return NULL;
+        }
+        return loss_record(c, y, logp, NULL, g);
     }
     double loss = 0.0;
     if (kfail(c, op,

@@ -233,6 +233,16 @@ static saga_status cpu_pagerank_pull_f64(saga_stream *s, const saga_csr_dev *A, 
 
 /* ---- 16-bit floats ------------------------------------------------------------------------- */
 
+static saga_status cpu_nll_dev_f32(saga_stream *s, int64_t rows, int64_t cols, const float *logp,
+                                   const int32_t *labels, const int32_t *rows_idx, int64_t n_idx,
+                                   float *loss, float *dlogp) {
+    double l = 0.0;
+    saga_status st = saga_cpu_nll_f32(s, rows, cols, logp, labels, rows_idx, n_idx, &l, dlogp);
+    if (st == SAGA_OK)
+        *loss = (float)l;
+    return st;
+}
+
 static saga_status cpu_half_to_f32(saga_stream *s, int64_t n, const uint16_t *x, bool bf16,
                                    float *y) {
     saga_cpu_stream_drain(s);
@@ -247,7 +257,7 @@ static saga_status cpu_half_to_f32(saga_stream *s, int64_t n, const uint16_t *x,
 }
 
 const saga_kernels saga_cpu_kernels = {
-    .version = 7,
+    .version = 8,
     .fill_f64 = cpu_fill_f64,
     .axpby_f64 = cpu_axpby_f64,
     .mul_f64 = cpu_mul_f64,
@@ -285,4 +295,5 @@ const saga_kernels saga_cpu_kernels = {
     .dropout_csr_f32 = saga_cpu_dropout_csr_f32,
     .spmm_t_f32 = saga_cpu_spmm_t_f32,
     .half_to_f32 = cpu_half_to_f32,
+    .nll_dev_f32 = cpu_nll_dev_f32,
 };

@@ -692,6 +692,17 @@ saga_status saga_cuda_index_fault_take(saga_backend *be) {
         return SAGA_OK;
     const saga_cuda_index_fault r = *f;
     __atomic_store_n(&f->set, 0, __ATOMIC_RELEASE);
+    // the loss's own words, as the CPU's nll_f32 gives them
+    if (r.slot == SAGA_CUDA_IDX_NLL_ROW)
+        return saga_cuda_host->error(SAGA_ERR_INVALID_ARG,
+                                     "nll_f32: row index %d at position %lld is outside [0, %lld) "
+                                     "(found on the device; nothing was written)",
+                                     r.value, r.pos, r.limit);
+    if (r.slot == SAGA_CUDA_IDX_NLL_LABEL)
+        return saga_cuda_host->error(SAGA_ERR_INVALID_ARG,
+                                     "nll_f32: row %lld has label %d, outside [0, %lld) (found on "
+                                     "the device; nothing was written)",
+                                     r.pos, r.value, r.limit);
     const char *slot =
         r.slot >= 0 && r.slot < (int)(sizeof names / sizeof *names) ? names[r.slot] : "a kernel";
     return saga_cuda_host->error(SAGA_ERR_INVALID_ARG,
@@ -839,7 +850,7 @@ static const saga_backend_iface cuda_iface = {
 };
 
 static const saga_kernels cuda_kernels = {
-    /* version */ 7,
+    /* version */ 8,
     /* fill_f64 */ saga_cuda_fill_f64,
     /* axpby_f64 */ saga_cuda_axpby_f64,
     /* mul_f64 */ saga_cuda_mul_f64,
@@ -877,6 +888,7 @@ static const saga_kernels cuda_kernels = {
     /* dropout_csr_f32 */ saga_cuda_dropout_csr_f32,
     /* spmm_t_f32 */ saga_cuda_spmm_t_f32,
     /* half_to_f32 */ saga_cuda_half_to_f32,
+    /* nll_dev_f32 */ saga_cuda_nll_dev_f32,
 };
 
 // Entry point (see backend_impl.h): fills be's table, kernels, context, name and device_total. On

@@ -216,7 +216,12 @@ saga_status saga_cuda_sum_partials(saga_stream *s, const char *slot, int n_parti
 
 // The slots whose indices are checked on the device, by their place in the names table of
 // saga_cuda_index_fault_take.
-enum saga_cuda_index_slot { SAGA_CUDA_IDX_GATHER_ROWS = 0, SAGA_CUDA_IDX_SCATTER_ADD_ROWS = 1 };
+enum saga_cuda_index_slot {
+    SAGA_CUDA_IDX_GATHER_ROWS = 0,
+    SAGA_CUDA_IDX_SCATTER_ADD_ROWS = 1,
+    SAGA_CUDA_IDX_NLL_ROW = 2,   // value: the row, pos: its position, limit: the rows
+    SAGA_CUDA_IDX_NLL_LABEL = 3, // value: the label, pos: its row, limit: the classes
+};
 
 // The first index a slot found outside its range, in pinned host memory the device writes
 // directly (one per backend): set goes from 0 to 1 once, by the kernel that records; the host
@@ -381,6 +386,9 @@ saga_status saga_cuda_softmax_rows_bwd_f32(saga_stream *s, int64_t rows, int64_t
 saga_status saga_cuda_nll_f32(saga_stream *s, int64_t rows, int64_t cols, const float *logp,
                               const int32_t *labels, const int32_t *rows_idx, int64_t n_idx,
                               double *loss, float *dlogp);
+saga_status saga_cuda_nll_dev_f32(saga_stream *s, int64_t rows, int64_t cols, const float *logp,
+                                  const int32_t *labels, const int32_t *rows_idx, int64_t n_idx,
+                                  float *loss, float *dlogp);
 saga_status saga_cuda_bce_logits_f32(saga_stream *s, int64_t n, const float *x, const float *target,
                                      float pos_weight, double *loss, float *dx);
 saga_status saga_cuda_sum_f32(saga_stream *s, int64_t n, const float *x, double *out);

@@ -1,10 +1,13 @@
 // nll.cu - negative log-likelihood of log-probabilities in f32 over a list of rows, as
 // ops/cpu/nn_dense.c computes it: the mean (a deterministic double sum, see common.cuh) to the
-// host, the gradient on the stream.
+// host (nll_f32) or to device memory (nll_dev_f32), the gradient on the stream.
 //
 // One pass checks every selected row and label and sums; the smallest bad position lands in a
-// device word that comes back with the sum, in the one synchronization the host scalar needs.
-// Only then is dlogp written, so a bad row or label leaves it untouched.
+// device word. nll_f32 brings it back with the sum, in the one synchronization the host scalar
+// needs, and writes dlogp only then; nll_dev_f32 waits for nothing: its later kernels read the
+// word and write nothing when it is set, and the first records the fault for the next
+// synchronization (saga_cuda_index_fault_take). Either way a bad row or label leaves the outputs
+// untouched.
 #include "common.cuh"
 
 #include <limits.h>
@@ -39,10 +42,14 @@ static __global__ void __launch_bounds__(NLL_BLOCK)
 // dlogp[r][label[r]] += g for every selected r (dlogp zeroed before). A row listed twice gets g
 // twice; since every addend is the same g, any order of the atomic adds performs the same
 // sequence 0 + g, (0 + g) + g, ..., so this matches the CPU's serial loop bit for bit.
+// With first_bad (nll_dev_f32), nothing when a bad position was found.
 template <bool HAS_IDX>
 static __global__ void __launch_bounds__(NLL_GRAD_BLOCK)
     nll_grad_f32_kernel(int64_t n, int64_t cols, const int32_t *__restrict__ labels,
-                        const int32_t *__restrict__ rows_idx, float g, float *__restrict__ dlogp) {
+                        const int32_t *__restrict__ rows_idx, const unsigned long long *first_bad,
+                        float g, float *__restrict__ dlogp) {
+    if (first_bad && *first_bad != ~0ull)
+        return;
     for (int64_t k = blockIdx.x * (int64_t)NLL_GRAD_BLOCK + threadIdx.x; k < n;
          k += (int64_t)gridDim.x * NLL_GRAD_BLOCK) {
         const int64_t r = HAS_IDX ? (int64_t)rows_idx[k] : k;
@@ -121,11 +128,97 @@ saga_status saga_cuda_nll_f32(saga_stream *s, int64_t rows, int64_t cols, const 
             const float g = (float)(-1.0 / (double)n);
             const unsigned blocks = saga_cuda_blocks(n, NLL_GRAD_BLOCK);
             if (rows_idx)
-                nll_grad_f32_kernel<true>
-                    <<<blocks, NLL_GRAD_BLOCK, 0, stream>>>(n, cols, labels, rows_idx, g, dlogp);
+                nll_grad_f32_kernel<true><<<blocks, NLL_GRAD_BLOCK, 0, stream>>>(
+                    n, cols, labels, rows_idx, nullptr, g, dlogp);
             else
-                nll_grad_f32_kernel<false>
-                    <<<blocks, NLL_GRAD_BLOCK, 0, stream>>>(n, cols, labels, rows_idx, g, dlogp);
+                nll_grad_f32_kernel<false><<<blocks, NLL_GRAD_BLOCK, 0, stream>>>(
+                    n, cols, labels, rows_idx, nullptr, g, dlogp);
+            SAGA_CUDA_SLOT_LAUNCH(slot);
+        }
+    }
+    return SAGA_OK;
+}
+
+// nll_dev_f32's end of the sum: one block adds the partials in block order, as
+// sum_partials_kernel does, and writes the mean as a float; or, when a position was bad, its
+// first thread records the fault (the listed row, or the row's label) and nothing is written.
+static __global__ void __launch_bounds__(NLL_BLOCK)
+    nll_dev_finish_kernel(int n_partials, int64_t n, int64_t rows, int64_t cols,
+                          const int32_t *__restrict__ labels, const int32_t *__restrict__ rows_idx,
+                          const double *__restrict__ partials, const unsigned long long *first_bad,
+                          saga_cuda_index_fault *rec, float *loss) {
+    const unsigned long long k = *first_bad;
+    if (k != ~0ull) { // the same word for every thread: the whole block leaves
+        if (threadIdx.x == 0 && atomicCAS(&rec->set, 0, 1) == 0) {
+            const int64_t r = rows_idx ? (int64_t)rows_idx[k] : (int64_t)k;
+            const bool row_bad = r < 0 || r >= rows;
+            rec->slot = row_bad ? SAGA_CUDA_IDX_NLL_ROW : SAGA_CUDA_IDX_NLL_LABEL;
+            rec->value = row_bad ? (int)r : labels[r];
+            rec->pos = row_bad ? (long long)k : (long long)r;
+            rec->limit = row_bad ? (long long)rows : (long long)cols;
+        }
+        return;
+    }
+    double acc = 0.0;
+    for (int i = threadIdx.x; i < n_partials; i += NLL_BLOCK)
+        acc += partials[i];
+    acc = saga_cuda_block_sum(acc);
+    if (threadIdx.x == 0)
+        *loss = (float)(acc / (double)n);
+}
+
+// y[0..n) = 0 unless a bad position was found.
+static __global__ void __launch_bounds__(NLL_GRAD_BLOCK)
+    nll_zero_kernel(int64_t n, const unsigned long long *first_bad, float *__restrict__ y) {
+    if (*first_bad != ~0ull)
+        return;
+    for (int64_t i = blockIdx.x * (int64_t)NLL_GRAD_BLOCK + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * NLL_GRAD_BLOCK)
+        y[i] = 0.0f;
+}
+
+saga_status saga_cuda_nll_dev_f32(saga_stream *s, int64_t rows, int64_t cols, const float *logp,
+                                  const int32_t *labels, const int32_t *rows_idx, int64_t n_idx,
+                                  float *loss, float *dlogp) {
+    static const char slot[] = "nll_f32";
+    const int64_t n = rows_idx ? (n_idx > 0 ? n_idx : 0) : (rows > 0 ? rows : 0);
+    cudaStream_t stream;
+    saga_cuda_scratch sc;
+    saga_status st = saga_cuda_slot_scratch(s, slot, 0, &stream, &sc);
+    if (st < 0)
+        return st;
+    unsigned long long *d_first = sc.flags;
+    SAGA_CUDA_SLOT_RETURN(slot, cudaMemsetAsync(d_first, 0xff, sizeof *d_first, stream));
+    if (n == 0) {
+        SAGA_CUDA_SLOT_RETURN(slot, cudaMemsetAsync(loss, 0, sizeof *loss, stream));
+    } else {
+        const unsigned blocks = saga_cuda_reduce_blocks(n);
+        if (rows_idx)
+            nll_f32_kernel<true><<<blocks, NLL_BLOCK, 0, stream>>>(n, rows, cols, logp, labels,
+                                                                   rows_idx, sc.partials, d_first);
+        else
+            nll_f32_kernel<false><<<blocks, NLL_BLOCK, 0, stream>>>(n, rows, cols, logp, labels,
+                                                                    rows_idx, sc.partials, d_first);
+        SAGA_CUDA_SLOT_LAUNCH(slot);
+        nll_dev_finish_kernel<<<1, NLL_BLOCK, 0, stream>>>(
+            (int)blocks, n, rows, cols, labels, rows_idx, sc.partials, d_first,
+            saga_cuda_index_fault_record(s->be), loss);
+        SAGA_CUDA_SLOT_LAUNCH(slot);
+    }
+    if (dlogp && rows > 0 && cols > 0) {
+        const int64_t total = rows * cols;
+        nll_zero_kernel<<<saga_cuda_blocks(total, NLL_GRAD_BLOCK), NLL_GRAD_BLOCK, 0, stream>>>(
+            total, d_first, dlogp);
+        SAGA_CUDA_SLOT_LAUNCH(slot);
+        if (n > 0) {
+            const float g = (float)(-1.0 / (double)n);
+            const unsigned blocks = saga_cuda_blocks(n, NLL_GRAD_BLOCK);
+            if (rows_idx)
+                nll_grad_f32_kernel<true><<<blocks, NLL_GRAD_BLOCK, 0, stream>>>(
+                    n, cols, labels, rows_idx, d_first, g, dlogp);
+            else
+                nll_grad_f32_kernel<false><<<blocks, NLL_GRAD_BLOCK, 0, stream>>>(
+                    n, cols, labels, rows_idx, d_first, g, dlogp);
             SAGA_CUDA_SLOT_LAUNCH(slot);
         }
     }
