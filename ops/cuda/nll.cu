@@ -83,6 +83,41 @@ static saga_status nll_bad(cudaStream_t stream, const char *slot, int64_t k, int
                                  (int)v, (long long)cols);
 }
 
+// The first pass over the n selected positions: *d_first set to none, then the check and the
+// blocks' partial sums (blocks of them, saga_cuda_reduce_blocks(n)). n > 0.
+static saga_status nll_sum_launch(cudaStream_t stream, const char *slot, int64_t n, int64_t rows,
+                                  int64_t cols, const float *logp, const int32_t *labels,
+                                  const int32_t *rows_idx, double *partials,
+                                  unsigned long long *d_first) {
+    SAGA_CUDA_SLOT_RETURN(slot, cudaMemsetAsync(d_first, 0xff, sizeof *d_first, stream));
+    const unsigned blocks = saga_cuda_reduce_blocks(n);
+    if (rows_idx)
+        nll_f32_kernel<true><<<blocks, NLL_BLOCK, 0, stream>>>(n, rows, cols, logp, labels,
+                                                               rows_idx, partials, d_first);
+    else
+        nll_f32_kernel<false><<<blocks, NLL_BLOCK, 0, stream>>>(n, rows, cols, logp, labels,
+                                                                rows_idx, partials, d_first);
+    SAGA_CUDA_SLOT_LAUNCH(slot);
+    return SAGA_OK;
+}
+
+// -1/n added at each selected (r, label[r]) of dlogp (zeroed before; with first_bad, nothing when
+// a bad position was found). n > 0.
+static saga_status nll_grad_launch(cudaStream_t stream, const char *slot, int64_t n, int64_t cols,
+                                   const int32_t *labels, const int32_t *rows_idx,
+                                   const unsigned long long *first_bad, float *dlogp) {
+    const float g = (float)(-1.0 / (double)n);
+    const unsigned blocks = saga_cuda_blocks(n, NLL_GRAD_BLOCK);
+    if (rows_idx)
+        nll_grad_f32_kernel<true>
+            <<<blocks, NLL_GRAD_BLOCK, 0, stream>>>(n, cols, labels, rows_idx, first_bad, g, dlogp);
+    else
+        nll_grad_f32_kernel<false>
+            <<<blocks, NLL_GRAD_BLOCK, 0, stream>>>(n, cols, labels, rows_idx, first_bad, g, dlogp);
+    SAGA_CUDA_SLOT_LAUNCH(slot);
+    return SAGA_OK;
+}
+
 saga_status saga_cuda_nll_f32(saga_stream *s, int64_t rows, int64_t cols, const float *logp,
                               const int32_t *labels, const int32_t *rows_idx, int64_t n_idx,
                               double *loss, float *dlogp) {
@@ -99,14 +134,9 @@ saga_status saga_cuda_nll_f32(saga_stream *s, int64_t rows, int64_t cols, const 
     if (n > 0) {
         const unsigned blocks = saga_cuda_reduce_blocks(n);
         unsigned long long *d_first = sc.flags;
-        SAGA_CUDA_SLOT_RETURN(slot, cudaMemsetAsync(d_first, 0xff, sizeof *d_first, stream));
-        if (rows_idx)
-            nll_f32_kernel<true><<<blocks, NLL_BLOCK, 0, stream>>>(n, rows, cols, logp, labels,
-                                                                   rows_idx, sc.partials, d_first);
-        else
-            nll_f32_kernel<false><<<blocks, NLL_BLOCK, 0, stream>>>(n, rows, cols, logp, labels,
-                                                                    rows_idx, sc.partials, d_first);
-        SAGA_CUDA_SLOT_LAUNCH(slot);
+        if ((st = nll_sum_launch(stream, slot, n, rows, cols, logp, labels, rows_idx, sc.partials,
+                                 d_first)) < 0)
+            return st;
         // host[1] gets the first bad position; saga_cuda_sum_partials waits for the stream.
         SAGA_CUDA_SLOT_RETURN(slot, cudaMemcpyAsync(sc.host + 1, d_first, sizeof *d_first,
                                                     cudaMemcpyDeviceToHost, stream));
@@ -124,17 +154,8 @@ saga_status saga_cuda_nll_f32(saga_stream *s, int64_t rows, int64_t cols, const 
     if (dlogp && rows > 0 && cols > 0) {
         SAGA_CUDA_SLOT_RETURN(
             slot, cudaMemsetAsync(dlogp, 0, (size_t)(rows * cols) * sizeof *dlogp, stream));
-        if (n > 0) {
-            const float g = (float)(-1.0 / (double)n);
-            const unsigned blocks = saga_cuda_blocks(n, NLL_GRAD_BLOCK);
-            if (rows_idx)
-                nll_grad_f32_kernel<true><<<blocks, NLL_GRAD_BLOCK, 0, stream>>>(
-                    n, cols, labels, rows_idx, nullptr, g, dlogp);
-            else
-                nll_grad_f32_kernel<false><<<blocks, NLL_GRAD_BLOCK, 0, stream>>>(
-                    n, cols, labels, rows_idx, nullptr, g, dlogp);
-            SAGA_CUDA_SLOT_LAUNCH(slot);
-        }
+        if (n > 0)
+            return nll_grad_launch(stream, slot, n, cols, labels, rows_idx, nullptr, dlogp);
     }
     return SAGA_OK;
 }
@@ -188,18 +209,14 @@ saga_status saga_cuda_nll_dev_f32(saga_stream *s, int64_t rows, int64_t cols, co
     if (st < 0)
         return st;
     unsigned long long *d_first = sc.flags;
-    SAGA_CUDA_SLOT_RETURN(slot, cudaMemsetAsync(d_first, 0xff, sizeof *d_first, stream));
     if (n == 0) {
+        SAGA_CUDA_SLOT_RETURN(slot, cudaMemsetAsync(d_first, 0xff, sizeof *d_first, stream));
         SAGA_CUDA_SLOT_RETURN(slot, cudaMemsetAsync(loss, 0, sizeof *loss, stream));
     } else {
         const unsigned blocks = saga_cuda_reduce_blocks(n);
-        if (rows_idx)
-            nll_f32_kernel<true><<<blocks, NLL_BLOCK, 0, stream>>>(n, rows, cols, logp, labels,
-                                                                   rows_idx, sc.partials, d_first);
-        else
-            nll_f32_kernel<false><<<blocks, NLL_BLOCK, 0, stream>>>(n, rows, cols, logp, labels,
-                                                                    rows_idx, sc.partials, d_first);
-        SAGA_CUDA_SLOT_LAUNCH(slot);
+        if ((st = nll_sum_launch(stream, slot, n, rows, cols, logp, labels, rows_idx, sc.partials,
+                                 d_first)) < 0)
+            return st;
         nll_dev_finish_kernel<<<1, NLL_BLOCK, 0, stream>>>(
             (int)blocks, n, rows, cols, labels, rows_idx, sc.partials, d_first,
             saga_cuda_index_fault_record(s->be), loss);
@@ -210,17 +227,8 @@ saga_status saga_cuda_nll_dev_f32(saga_stream *s, int64_t rows, int64_t cols, co
         nll_zero_kernel<<<saga_cuda_blocks(total, NLL_GRAD_BLOCK), NLL_GRAD_BLOCK, 0, stream>>>(
             total, d_first, dlogp);
         SAGA_CUDA_SLOT_LAUNCH(slot);
-        if (n > 0) {
-            const float g = (float)(-1.0 / (double)n);
-            const unsigned blocks = saga_cuda_blocks(n, NLL_GRAD_BLOCK);
-            if (rows_idx)
-                nll_grad_f32_kernel<true><<<blocks, NLL_GRAD_BLOCK, 0, stream>>>(
-                    n, cols, labels, rows_idx, d_first, g, dlogp);
-            else
-                nll_grad_f32_kernel<false><<<blocks, NLL_GRAD_BLOCK, 0, stream>>>(
-                    n, cols, labels, rows_idx, d_first, g, dlogp);
-            SAGA_CUDA_SLOT_LAUNCH(slot);
-        }
+        if (n > 0)
+            return nll_grad_launch(stream, slot, n, cols, labels, rows_idx, d_first, dlogp);
     }
     return SAGA_OK;
 }
