@@ -22,9 +22,10 @@ struct saga_blk {
     saga_blk_life life;
     const char *kind;
     void *host;
-    saga_host_rows rows; /* saga_blk_set_rows: rows.base set */
-    bool add_rows;       /* written back by adding into those rows */
-    int32_t *row_ids;    /* the block's own copy of rows.rows, from the backend's host memory */
+    /* saga_blk_set_rows: rows.base set, rows.rows the block's own copy of the indices (the
+     * backend's host memory); add_rows: written back by adding into those rows */
+    saga_host_rows rows;
+    bool add_rows;
     saga_blk_pack_fn pack;
     saga_blk_unpack_fn unpack;
     void *user;
@@ -157,10 +158,16 @@ static void release_dev(saga_sched *s, saga_blk *b) {
     s->resident -= b->bytes;
 }
 
+/* Drops b's host rows (saga_blk_set_rows). */
+static void drop_rows(saga_blk *b) {
+    saga_backend_host_free(b->s->be, (void *)b->rows.rows, (size_t)b->rows.n * sizeof(int32_t));
+    b->rows = (saga_host_rows){0};
+}
+
 /* Frees b's own memory (its device copy gone already). */
-static void blk_free(saga_sched *s, saga_blk *b) {
+static void blk_free(saga_blk *b) {
     saga_event_free(&b->ev);
-    saga_backend_host_free(s->be, b->row_ids, (size_t)b->rows.n * sizeof(int32_t));
+    drop_rows(b);
     saga_free(b->uses);
     saga_free(b);
 }
@@ -609,7 +616,7 @@ void saga_sched_free(saga_sched **sp) {
     for (int i = 0; i < s->n_blocks; i++) {
         saga_blk *b = s->blocks[i];
         release_dev(s, b);
-        blk_free(s, b);
+        blk_free(b);
     }
     for (int i = 0; i < N_SLOTS; i++) {
         saga_backend_host_free(s->be, s->slots[i].buf, s->slots[i].cap);
@@ -671,20 +678,13 @@ saga_status saga_sched_block_free(saga_sched *s, saga_blk **bp) {
     s->n_uses = 0;
     s->n_steps = 0;
     s->running = -1;
-    blk_free(s, b);
+    blk_free(b);
     *bp = NULL;
     return st;
 }
 
 void saga_blk_set_host(saga_blk *b, void *host) {
     b->host = host;
-}
-
-/* Drops b's host rows (saga_blk_set_rows). */
-static void drop_rows(saga_blk *b) {
-    saga_backend_host_free(b->s->be, b->row_ids, (size_t)b->rows.n * sizeof(int32_t));
-    b->row_ids = NULL;
-    b->rows = (saga_host_rows){0};
 }
 
 saga_status saga_blk_set_rows(saga_blk *b, const saga_host_rows *hr, bool add) {
@@ -703,7 +703,6 @@ saga_status saga_blk_set_rows(saga_blk *b, const saga_host_rows *hr, bool add) {
     b->unpack = NULL;
     b->rows = *hr;
     b->rows.rows = ids;
-    b->row_ids = ids;
     b->add_rows = add;
 fail:
     return st;

@@ -902,7 +902,7 @@ saga_tensor *saga_nll_loss(saga_ctx *c, saga_tensor *logp, saga_tensor *labels, 
     static const char op[] = "saga_nll_loss";
     if (!live(c) || !arg(c, op, "logp", logp, SAGA_F32) ||
         !arg(c, op, "labels", labels, SAGA_I32) || (rows && !arg(c, op, "rows", rows, SAGA_I32)) ||
-        !has(c, op, K->nll_f32 && K->fill_f32 && K->gemm_f32, "nll_f32"))
+        !has(c, op, K->version >= 8 && K->nll_dev_f32 && K->gemm_f32, "nll_dev_f32"))
         return NULL;
     if (labels->rows != logp->rows || labels->cols != 1)
         return op_err(c, SAGA_ERR_INVALID_ARG,
@@ -919,28 +919,17 @@ saga_tensor *saga_nll_loss(saga_ctx *c, saga_tensor *logp, saga_tensor *labels, 
         if (!g)
             return NULL;
     }
-    if (K->version >= 8 && K->nll_dev_f32) {
-        /* the loss is written on the device, nothing waits: a bad row or label surfaces at the
-         * next synchronization on CUDA */
-        saga_tensor *y = saga_ctx_tensor(c, SAGA_F32, 1, 1);
-        if (!y || kfail(c, op,
-                        K->nll_dev_f32(S, logp->rows, logp->cols, logp->data, labels->data,
-                                       rows ? rows->data : NULL, rows ? rows->rows : 0, y->data,
-                                       g ? g->data : NULL))) {
-            saga_ctx_temp_free(c, &g);
-            return NULL;
-        }
-        return loss_record(c, y, logp, NULL, g);
-    }
-    double loss = 0.0;
-    if (kfail(c, op,
-              K->nll_f32(S, logp->rows, logp->cols, logp->data, labels->data,
-                         rows ? rows->data : NULL, rows ? rows->rows : 0, &loss,
-                         g ? g->data : NULL))) {
+    /* the loss is written on the device, nothing waits: a bad row or label surfaces at the next
+     * synchronization on CUDA */
+    saga_tensor *y = saga_ctx_tensor(c, SAGA_F32, 1, 1);
+    if (!y || kfail(c, op,
+                    K->nll_dev_f32(S, logp->rows, logp->cols, logp->data, labels->data,
+                                   rows ? rows->data : NULL, rows ? rows->rows : 0, y->data,
+                                   g ? g->data : NULL))) {
         saga_ctx_temp_free(c, &g);
         return NULL;
     }
-    return loss_out(c, op, loss, logp, NULL, g);
+    return loss_record(c, y, logp, NULL, g);
 }
 
 saga_tensor *saga_cross_entropy(saga_ctx *c, saga_tensor *logits, saga_tensor *labels,
