@@ -371,19 +371,12 @@ saga_status gcn_train(gcn_result *out, saga_backend *be, const gcn_data *d, cons
             profiling = true;
         }
         if (epoch <= o->epochs) {
-            /* timed by events, read once the evaluation below has waited for the device */
-            double loss = 0;
+            /* queued, and timed by events: the evaluation below waits for the device once for
+             * both, and the training pass's loss and the events are read after it */
             SAGA_TRY(saga_event_record(ev[0], s0));
-            SAGA_TRY(saga_net_train_step(net, &loss));
-            saga_net_get_stats(net, &e.stats);
+            SAGA_TRY(saga_net_train_queue(net));
             SAGA_TRY(saga_optim_step(opt));
             SAGA_TRY(saga_event_record(ev[1], s0));
-            e.loss = (float)loss;
-            r.prepare_seconds += e.stats.prepare_seconds;
-            if (e.stats.peak_device_bytes > r.peak_device_bytes)
-                r.peak_device_bytes = e.stats.peak_device_bytes;
-            r.stats = e.stats;
-            r.loss = e.loss;
             r.epochs = epoch;
         } else {
             r.epochs = (int)done; /* nothing to train: evaluate the resumed model */
@@ -396,6 +389,14 @@ saga_status gcn_train(gcn_result *out, saga_backend *be, const gcn_data *d, cons
             memcpy(logp + (int64_t)eval_rows[i] * C, eval_out + i * C, (size_t)C * sizeof *logp);
         e.eval_ms = (saga_now() - te) * 1e3;
         if (epoch <= o->epochs) {
+            double loss = 0;
+            SAGA_TRY(saga_net_train_result(net, &loss, &e.stats));
+            e.loss = (float)loss;
+            r.prepare_seconds += e.stats.prepare_seconds;
+            if (e.stats.peak_device_bytes > r.peak_device_bytes)
+                r.peak_device_bytes = e.stats.peak_device_bytes;
+            r.stats = e.stats;
+            r.loss = e.loss;
             if (!saga_event_done(ev[1]))
                 SAGA_TRY(saga_event_synchronize(ev[1]));
             double sec = 0;

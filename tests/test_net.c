@@ -185,6 +185,12 @@ static int64_t first_stage_rows(const saga_net_stats *st) {
 static bool EXPLAIN;
 static const int32_t *FWD_ROWS;
 static int64_t N_FWD_ROWS;
+/* EVAL_ROWS: an inference of the first 10 rows after the second and third steps' optimizer
+ * steps; QUEUED: the
+ * steps by saga_net_train_queue, their losses and figures read by saga_net_train_result: the
+ * first's after the input was set again (no inference after it), the second's at once (it
+ * waits), the third's after its inference (whose wait covers it) */
+static bool EVAL_ROWS, QUEUED;
 
 /* Builds the two-layer model on a fresh backend with the given budget and trains 3 SGD steps. */
 static void run_model(run_out *r, const saga_program *prog, size_t budget, saga_exec exec,
@@ -232,13 +238,27 @@ static void run_model(run_out *r, const saga_program *prog, size_t budget, saga_
     for (int i = 0; i < 3; i++) {
         if (i == 1 && change_input)
             set_rows(net, 2.0f);
-        saga_status st = saga_net_train_step(net, &r->loss[i]);
+        if (QUEUED && i == 1) /* the first pass, queued through the input's change (which waits) */
+            assert_int_equal(saga_net_train_result(net, &r->loss[0], &r->st[0]), SAGA_OK);
+        saga_status st = QUEUED ? saga_net_train_queue(net) : saga_net_train_step(net, &r->loss[i]);
         if (st != SAGA_OK)
             fail_msg("train step %d: %s", i, saga_last_error());
-        saga_net_get_stats(net, &r->st[i]);
-        r->peak = r->st[i].peak_device_bytes > r->peak ? r->st[i].peak_device_bytes : r->peak;
+        if (!QUEUED)
+            saga_net_get_stats(net, &r->st[i]);
         assert_int_equal(saga_optim_step(opt), SAGA_OK);
+        if (QUEUED && i == 1) /* waits */
+            assert_int_equal(saga_net_train_result(net, &r->loss[i], &r->st[i]), SAGA_OK);
+        if (EVAL_ROWS && i > 0) {
+            const int32_t rows[10] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9};
+            float y[10 * 8];
+            assert_true(D.C <= 8);
+            assert_int_equal(saga_net_forward_rows(net, rows, 10, y), SAGA_OK);
+        }
+        if (QUEUED && i == 2) /* the inference's wait covered the pass */
+            assert_int_equal(saga_net_train_result(net, &r->loss[i], &r->st[i]), SAGA_OK);
     }
+    for (int i = 0; i < 3; i++)
+        r->peak = r->st[i].peak_device_bytes > r->peak ? r->st[i].peak_device_bytes : r->peak;
     r->explain[0] = '\0';
     if (EXPLAIN) {
         FILE *f = fmemopen(r->explain, sizeof r->explain, "w");
@@ -585,6 +605,44 @@ static void test_net_input_auto_calls(void **state) {
     saga_model_free(&m);
     saga_ctx_free(&c);
     saga_backend_free_all(&be);
+}
+
+/* Training passes queued (saga_net_train_queue) and read after an inference or alone
+ * (saga_net_train_result) give the bits, the bytes moved and the rows computed of
+ * saga_net_train_step's, in memory and streamed (a quarter of the peak, the copies on a worker),
+ * with the input set again between two steps (which waits for the queued pass first). */
+static void test_net_train_queued(void **state) {
+    (void)state;
+    EVAL_ROWS = true;
+    change_input = true;
+    COPIES = SAGA_COPIES_WORKER;
+    run_out a, b, m;
+    run_model(&m, &GCN, 0, SAGA_EXEC_MEMORY, 0, SAGA_PARTITION_METIS, SAGA_SAVED_RECOMPUTE);
+    for (int k = 0; k < 2; k++) {
+        const size_t budget = k ? m.peak / 4 : 0;
+        const saga_exec ex = k ? SAGA_EXEC_AUTO : SAGA_EXEC_MEMORY;
+        run_model(&a, &GCN, budget, ex, 0, SAGA_PARTITION_METIS, SAGA_SAVED_RECOMPUTE);
+        QUEUED = true;
+        run_model(&b, &GCN, budget, ex, 0, SAGA_PARTITION_METIS, SAGA_SAVED_RECOMPUTE);
+        QUEUED = false;
+        assert_same_bits(&a, &b);
+        for (int i = 0; i < 3; i++) {
+            assert_int_equal(a.st[i].streamed, k == 1);
+            assert_int_equal(b.st[i].streamed, k == 1);
+            assert_int_equal(a.st[i].parts, b.st[i].parts);
+            assert_int_equal(a.st[i].h2d_bytes, b.st[i].h2d_bytes);
+            assert_int_equal(a.st[i].d2h_bytes, b.st[i].d2h_bytes);
+            assert_int_equal(a.st[i].rows_computed, b.st[i].rows_computed);
+            assert_true(b.st[i].copy_seconds >= 0 && b.st[i].wait_seconds >= 0);
+        }
+        assert_true(b.peak <= (budget ? budget : a.peak));
+        test_free(a.out);
+        test_free(b.out);
+    }
+    test_free(m.out);
+    EVAL_ROWS = false;
+    change_input = false;
+    COPIES = SAGA_COPIES_AUTO;
 }
 
 static void test_net_gcn_streamed_equals_memory(void **state) {
@@ -1800,6 +1858,7 @@ static int net_setup(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_net_train_queued),
         cmocka_unit_test(test_net_gcn_streamed_equals_memory),
         cmocka_unit_test(test_net_bounds_catch_mutants),
         cmocka_unit_test(test_net_sparse_input_equals_dense),

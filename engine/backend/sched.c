@@ -117,6 +117,11 @@ struct saga_sched {
     saga_event **tev;
     uint8_t *tev_what;  /* per pair: TIMED_H2D, TIMED_D2H, TIMED_EXPOSED */
     int n_tev, cap_tev; /* in pairs */
+    /* a reset while pairs were in flight (a pass not waited for) sets them aside: the first
+     * n_held pairs are the earlier pass's, read into held_seconds at the next finish */
+    int n_held;
+    bool held;
+    double held_seconds[3];
 };
 
 enum { TIMED_H2D, TIMED_D2H, TIMED_EXPOSED };
@@ -304,9 +309,11 @@ static void timed_collect(saga_sched *s) {
         double dt = 0;
         if (saga_event_elapsed(s->tev[2 * k], s->tev[2 * k + 1], &dt) != SAGA_OK || dt < 0)
             continue;
-        s->timed_seconds[s->tev_what[k]] += dt;
+        (k < s->n_held ? s->held_seconds : s->timed_seconds)[s->tev_what[k]] += dt;
     }
+    s->held = s->held || s->n_held > 0;
     s->n_tev = 0;
+    s->n_held = 0;
 }
 
 /* The next staging buffer, of at least bytes, with a closure for the host function that fills or
@@ -1013,4 +1020,19 @@ void saga_sched_reset_stats(saga_sched *s) {
     memset(&s->st, 0, sizeof s->st);
     memset(s->timed_seconds, 0, sizeof s->timed_seconds);
     s->st.peak_bytes = s->resident;
+    s->n_held = s->n_tev;
+    s->held = false;
+    memset(s->held_seconds, 0, sizeof s->held_seconds);
+}
+
+bool saga_sched_held_stats(const saga_sched *s, saga_sched_stats *out) {
+    if (!s->held || !s->timed)
+        return false;
+    memset(out, 0, sizeof *out);
+    out->timed = true;
+    out->copies_inline = copies_inline(s);
+    out->h2d_seconds = s->held_seconds[TIMED_H2D];
+    out->copy_seconds = out->h2d_seconds + s->held_seconds[TIMED_D2H];
+    out->wait_seconds = s->held_seconds[TIMED_EXPOSED];
+    return true;
 }

@@ -194,7 +194,12 @@ void saga_sched_set_trace(saga_sched *s, FILE *f);
 saga_status saga_sched_set_timed(saga_sched *s, bool on);
 
 void saga_sched_get_stats(const saga_sched *s, saga_sched_stats *out);
+/* Starts the figures of a new pass. A pass reset before it was finished (queued without a wait)
+ * keeps its timing pairs apart: once a finish has read them, saga_sched_held_stats gives its
+ * timed figures (copy_seconds, h2d_seconds, wait_seconds) and returns true; false before, after
+ * the next reset, or when not timed. */
 void saga_sched_reset_stats(saga_sched *s);
+bool saga_sched_held_stats(const saga_sched *s, saga_sched_stats *out);
 
 #ifdef __cplusplus
 }

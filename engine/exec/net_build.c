@@ -163,6 +163,7 @@ saga_status saga_net_set_input(saga_net *n, const float *x, int64_t cols) {
     SAGA_CHECK(!n->ready || cols == n->in_cols, SAGA_ERR_INVALID_ARG,
                "saga_net_set_input: %lld columns, the net was prepared for %lld", (long long)cols,
                (long long)n->in_cols);
+    SAGA_TRY(net_settle(n, false)); /* a queued pass may read the rows */
     if (!n->x) {
         SAGA_TRY(saga_backend_host_alloc(n->be, (void **)&n->x,
                                          (size_t)n->n * (size_t)cols * sizeof(float) + 1));
@@ -216,6 +217,7 @@ saga_status saga_net_set_input_csr(saga_net *n, const int64_t *offsets, const in
                        memcmp(offsets, n->xs_off, ((size_t)n->n + 1) * sizeof(int64_t)) == 0,
                    SAGA_ERR_INVALID_ARG,
                    "saga_net_set_input_csr: the rows' entry counts changed after the net ran");
+    SAGA_TRY(net_settle(n, false)); /* a queued pass may read the rows */
     if (n->xs_off && nnz != n->x_nnz)
         sparse_input_free(n);
     if (!n->xs_off) {
@@ -384,6 +386,7 @@ void saga_net_free(saga_net **np) {
     if (!np || !*np)
         return;
     saga_net *n = *np;
+    (void)net_settle(n, false); /* its error was the queued pass's to report */
     for (int k = 0; k < 2; k++)
         saga_idle_tuner_finish(&n->tune[k]); /* idle threads sleep again after the passes */
     unprepare(n);

@@ -232,6 +232,13 @@ struct saga_net {
     float *loss_host;
     size_t loss_bytes;
     int32_t loss_used;
+    /* saga_net_train_queue: a training pass queued whose end the host has not waited for
+     * (net_settle), begun at queued_t0; the last training pass's loss, and its figures (the timed
+     * ones complete once it has ended) */
+    bool queued;
+    double queued_t0;
+    double train_loss;
+    saga_net_stats train_stats;
     /* saga_net_forward_rows: a chain's output rows, copied back into pinned memory */
     float *rows_out;
     size_t rows_out_bytes;
@@ -382,10 +389,19 @@ saga_status net_prepare(saga_net *n, bool train);
 /* Copies the sparse input's rows into the blocks that keep them in the parts' order. */
 void net_sparse_fill(saga_net *n);
 
+/* ---- net_run.c ---------------------------------------------------------------------------- */
+
+/* The end of a training pass saga_net_train_queue left queued: waits for the device unless
+ * waited (a later pass's wait covered it), then its loss and timed figures; nothing when none is
+ * queued. Before anything changes host memory such a pass may still read or write. */
+saga_status net_settle(saga_net *n, bool waited);
+
 /* ---- net_stats.c -------------------------------------------------------------------------- */
 
 /* The last call's figures from the backend's and the scheduler's counters. */
 void net_collect_stats(saga_net *n, double t0);
+/* The copy and wait figures of st from the scheduler's (timed or not), and their overlap. */
+void net_stats_timed(saga_net_stats *st, const saga_sched_stats *ss);
 
 /* ---- several ranks (net_dist.c) ----------------------------------------------------------- */
 

@@ -945,22 +945,27 @@ fail:
  * rows' chain, streamed on it from the stage net_chain_for chose (the parts' steps around it
  * below); an inference of chosen rows on theirs (ch, from net_chain_for), their outputs into out;
  * any other pass by parts over every row. */
-static saga_status run(saga_net *n, bool train, net_chain *ch, double *loss_out, float *out) {
+static saga_status run(saga_net *n, bool train, net_chain *ch, float *out) {
     saga_status st = SAGA_OK;
     stepdesc *sd = NULL;
     int n_sd = 0;
     double t0 = saga_now(), loss = 0;
+    bool queue = false;
     saga_ctx *c = n->c;
     saga_idle_tuner *tune = NULL;
     SAGA_CHECK(!train || n->loss, SAGA_ERR_INVALID_ARG,
                "saga_net_train_step: no loss function (saga_net_set_loss)");
+    /* a training pass reuses the queued one's loss memory and host gradients; other passes
+     * queue behind it */
+    if (train || n->dist)
+        SAGA_TRY(net_settle(n, false));
     SAGA_TRY(net_prepare(n, train));
     int S = n->n_stages;
     n->stats.rows_computed = 0;
     n->stats.stages = S;
     memset(n->stats.stage_rows, 0, sizeof n->stats.stage_rows);
-    n->loss_used = 0;
     if (train) {
+        n->loss_used = 0;
         /* a loss per part this rank runs, and one for a chain */
         const size_t losses = (size_t)(n->plan.d_hi - n->plan.d_lo + 1);
         SAGA_TRY(pinned_room(n, (void **)&n->loss_host, &n->loss_bytes, losses * sizeof(float)));
@@ -1055,16 +1060,22 @@ static saga_status run(saga_net *n, bool train, net_chain *ch, double *loss_out,
     }
     if (train)
         saga_ctx_set_rng_counter(c, rng_after);
-    SAGA_TRY(saga_sched_finish_device(n->sched)); /* the pass's one wait */
-    for (int32_t i = 0; i < n->loss_used; i++)
-        loss += n->loss_host[i];
+    /* A training pass on one rank is queued, its end waited for later (net_settle); any other
+     * pass waits here, once, for the whole device, which ends a queued training pass too. */
+    queue = train && !n->dist;
+    if (!queue) {
+        SAGA_TRY(saga_sched_finish_device(n->sched)); /* the pass's one wait */
+        SAGA_TRY(net_settle(n, true));
+    }
     if (tune)
         saga_idle_tuner_end(tune, train ? "net: training passes" : "net: inference passes");
     SAGA_TRY(net_dist_wait(n));
-    if (n->dist && train)
+    if (n->dist && train) {
+        for (int32_t i = 0; i < n->loss_used; i++)
+            loss += n->loss_host[i];
         SAGA_TRY(reduce_train(n, &loss));
-    if (loss_out)
-        *loss_out = loss;
+        n->train_loss = loss;
+    }
 fail:
     if (st < 0 && n->sched)
         (void)saga_sched_finish(n->sched);
@@ -1073,13 +1084,42 @@ fail:
     saga_free(sd);
     net_collect_stats(n, t0);
     n->stats.h2d_floor_bytes = train ? n->plan.floor_train_bytes : n->plan.floor_pass_bytes;
+    if (train && st == SAGA_OK) {
+        n->queued = queue;
+        n->queued_t0 = t0;
+        n->train_stats = n->stats;
+    }
+    return st;
+}
+
+/* The end of the queued training pass (saga_net_train_queue): waits for the device unless waited
+ * (a later pass's wait covered it), then adds up its losses and completes its timed figures. */
+saga_status net_settle(saga_net *n, bool waited) {
+    saga_status st = SAGA_OK;
+    if (!n->queued)
+        return SAGA_OK;
+    saga_sched_stats ss;
+    if (!waited) {
+        /* nothing ran since: the pass's figures are the scheduler's and the backend's */
+        SAGA_TRY(saga_sched_finish_device(n->sched));
+        net_collect_stats(n, n->queued_t0);
+        n->train_stats = n->stats;
+    } else if (saga_sched_held_stats(n->sched, &ss)) {
+        net_stats_timed(&n->train_stats, &ss);
+    }
+    double loss = 0;
+    for (int32_t i = 0; i < n->loss_used; i++)
+        loss += n->loss_host[i];
+    n->train_loss = loss;
+    n->queued = false;
+fail:
     return st;
 }
 
 saga_status saga_net_forward(saga_net *n, float *out) {
     saga_status st = SAGA_OK;
     SAGA_CHECK(n, SAGA_ERR_INVALID_ARG, "saga_net_forward: net is NULL");
-    SAGA_TRY(run(n, false, NULL, NULL, NULL));
+    SAGA_TRY(run(n, false, NULL, NULL));
     if (n->dist) {
         /* every rank's rows to every rank */
         double t0 = saga_now();
@@ -1146,7 +1186,7 @@ saga_status saga_net_forward_rows(saga_net *n, const int32_t *vertices, int64_t 
      * pageable memory would wait for the device), read after the pass's one wait */
     SAGA_TRY(pinned_room(n, (void **)&n->rows_out, &n->rows_out_bytes,
                          (size_t)R * (size_t)C * sizeof(float) + 1));
-    SAGA_TRY(run(n, false, ch, NULL, n->rows_out));
+    SAGA_TRY(run(n, false, ch, n->rows_out));
     for (int64_t i = 0; i < count; i++) {
         const int32_t r = inv ? inv[vertices[i]] : vertices[i];
         const int32_t *at = bsearch(&r, want, (size_t)R, sizeof *want, net_cmp_i32);
@@ -1158,10 +1198,31 @@ fail:
     return st;
 }
 
+saga_status saga_net_train_queue(saga_net *n) {
+    saga_status st = SAGA_OK;
+    SAGA_CHECK(n, SAGA_ERR_INVALID_ARG, "saga_net_train_queue: net is NULL");
+    SAGA_TRY(run(n, true, NULL, NULL));
+fail:
+    return st;
+}
+
+saga_status saga_net_train_result(saga_net *n, double *loss, saga_net_stats *stats) {
+    saga_status st = SAGA_OK;
+    SAGA_CHECK(n, SAGA_ERR_INVALID_ARG, "saga_net_train_result: net is NULL");
+    SAGA_TRY(net_settle(n, false));
+    if (loss)
+        *loss = n->train_loss;
+    if (stats)
+        *stats = n->train_stats;
+fail:
+    return st;
+}
+
 saga_status saga_net_train_step(saga_net *n, double *loss) {
     saga_status st = SAGA_OK;
     SAGA_CHECK(n, SAGA_ERR_INVALID_ARG, "saga_net_train_step: net is NULL");
-    SAGA_TRY(run(n, true, NULL, loss, NULL));
+    SAGA_TRY(run(n, true, NULL, NULL));
+    SAGA_TRY(saga_net_train_result(n, loss, NULL));
 fail:
     return st;
 }

@@ -3,28 +3,27 @@
 #include "net_impl.h"
 
 /* The last call's figures from the backend's and the scheduler's counters. */
+void net_stats_timed(saga_net_stats *st, const saga_sched_stats *ss) {
+    st->copy_seconds = ss->copy_seconds;
+    st->h2d_seconds = ss->h2d_seconds;
+    st->wait_seconds = ss->wait_seconds;
+    double cs = st->copy_seconds, w = st->wait_seconds;
+    /* copies in order with the kernels hide nothing */
+    st->overlap = cs > 0 && !ss->copies_inline ? 1.0 - (w < cs ? w : cs) / cs : 0.0;
+    st->copies_inline = ss->copies_inline;
+}
+
 void net_collect_stats(saga_net *n, double t0) {
     saga_backend_stats bs;
     saga_backend_get_stats(n->be, &bs);
-    bool inline_copies = false;
-    n->stats.copy_seconds = bs.copy_seconds;
-    n->stats.h2d_seconds = 0;
-    if (n->sched) {
-        saga_sched_stats ss;
+    saga_sched_stats ss = {.copy_seconds = bs.copy_seconds};
+    if (n->sched)
         saga_sched_get_stats(n->sched, &ss);
-        n->stats.copy_seconds = ss.copy_seconds;
-        n->stats.h2d_seconds = ss.h2d_seconds;
-        n->stats.wait_seconds = ss.wait_seconds;
-        inline_copies = ss.copies_inline;
-    }
+    net_stats_timed(&n->stats, &ss);
     n->stats.h2d_bytes = bs.h2d_bytes;
     n->stats.d2h_bytes = bs.d2h_bytes;
     n->stats.peak_device_bytes = bs.peak_bytes;
     n->stats.budget_bytes = bs.budget_bytes;
-    double cs = n->stats.copy_seconds, w = n->stats.wait_seconds;
-    /* copies in order with the kernels hide nothing */
-    n->stats.overlap = cs > 0 && !inline_copies ? 1.0 - (w < cs ? w : cs) / cs : 0.0;
-    n->stats.copies_inline = inline_copies;
     n->stats.seconds = saga_now() - t0;
     if (n->dist) {
         saga_comm_stats cs2;

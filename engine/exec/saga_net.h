@@ -174,7 +174,8 @@ saga_status saga_net_forward(saga_net *n, float *out);
  * Errors: SAGA_ERR_INVALID_ARG for an id outside 0..n-1. */
 saga_status saga_net_forward_rows(saga_net *n, const int32_t *vertices, int64_t count, float *out);
 /* One training pass: forward with dropout, the loss, backward; the parameters' gradients are
- * added to (the caller's optimizer steps them). *loss = the sum of the blocks' losses. */
+ * added to (the caller's optimizer steps them). *loss = the sum of the blocks' losses. It waits
+ * for the device; saga_net_train_queue (below) does not. */
 saga_status saga_net_train_step(saga_net *n, double *loss);
 
 /* PageRank of the net's graph in f64 through the same blocks (in memory or streamed): damping
@@ -255,6 +256,23 @@ typedef struct saga_net_stats {
 } saga_net_stats;
 
 void saga_net_get_stats(const saga_net *n, saga_net_stats *s);
+/* saga_net_train_step without its wait for the device: the pass is queued (on one rank; with
+ * several it waits as saga_net_train_step does, for their exchanges do), the optimizer's step and
+ * further passes queue behind it, and saga_net_train_result reads its loss and figures. A pass
+ * that waits (an inference, whose outputs the host reads) covers the queued one, so that an
+ * epoch of a training pass and an evaluation waits once:
+ *
+ *   SAGA_TRY(saga_net_train_queue(net));
+ *   SAGA_TRY(saga_optim_step(opt));
+ *   SAGA_TRY(saga_net_forward_rows(net, rows, count, out));   // waits
+ *   SAGA_TRY(saga_net_train_result(net, &loss, &stats));      // does not
+ *
+ * An error the device finds in the queued pass (a label out of range in a loss) is reported by
+ * the call that waits for it. */
+saga_status saga_net_train_queue(saga_net *n);
+/* The loss and figures (may be NULL) of the last training pass, waiting for the device when it is
+ * queued and no pass has waited since (a queued pass's seconds are the time it took to queue). */
+saga_status saga_net_train_result(saga_net *n, double *loss, saga_net_stats *stats);
 /* For messages: "in memory", "streamed, 16 parts (metis)", or with ranks "rank 0 of 4, parts
  * 0-1 of 8 (metis), in memory". */
 const char *saga_net_describe(const saga_net *n);
