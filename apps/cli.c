@@ -603,6 +603,26 @@ int cli_int(cli_ctx *c, const char *opt, const char *arg, int64_t min, int64_t m
     return 0;
 }
 
+int cli_int_range(cli_ctx *c, const char *opt, const char *what, const char *arg, int32_t *a,
+                  int32_t *b) {
+    char first[24] = "", name[96];
+    const char *colon = strchr(arg, ':');
+    const size_t len = colon ? (size_t)(colon - arg) : strlen(arg);
+    if (len >= sizeof first)
+        return cli_usage(c, "%s takes A or A:B, got '%s'", opt, arg);
+    memcpy(first, arg, len);
+    int64_t x = 0, y = 0;
+    snprintf(name, sizeof name, "%s' first %s", opt, what);
+    int bad = cli_int(c, name, first, 1, INT32_MAX, &x);
+    y = x;
+    snprintf(name, sizeof name, "%s' last %s", opt, what);
+    if (!bad && colon)
+        bad = cli_int(c, name, colon + 1, x, INT32_MAX, &y);
+    if (!bad)
+        *a = (int32_t)x, *b = (int32_t)y;
+    return bad;
+}
+
 int cli_u64(cli_ctx *c, const char *opt, const char *arg, uint64_t *out) {
     char *end = NULL;
     errno = 0;

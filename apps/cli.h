@@ -139,6 +139,9 @@ void cli_json_outputs(json *j, const char *const *paths, int n);
  * naming the option (returns CLI_USAGE; 0 on success). */
 int cli_int(cli_ctx *c, const char *opt, const char *arg, int64_t min, int64_t max, int64_t *out);
 int cli_u64(cli_ctx *c, const char *opt, const char *arg, uint64_t *out);
+/* "A" or "A:B" with 1 <= A <= B (what: "epoch", "iteration" in messages); A alone gives B = A. */
+int cli_int_range(cli_ctx *c, const char *opt, const char *what, const char *arg, int32_t *a,
+                  int32_t *b);
 /* A size in bytes: a number with an optional K, M, G or T suffix (powers of 1024; "MiB", "MB"
  * and "M" mean the same). */
 int cli_size(cli_ctx *c, const char *opt, const char *arg, size_t *out);

@@ -330,23 +330,10 @@ static int gcn_main(int argc, char **argv) {
         case OPT_EXPLAIN:
             go.explain = true;
             break;
-        case OPT_PROFILE_EPOCHS: {
-            /* A or A:B, each an epoch, B from A on */
-            char first[24] = "";
-            const char *colon = strchr(arg, ':');
-            const size_t len = colon ? (size_t)(colon - arg) : strlen(arg);
-            int64_t a = 0, b = 0;
-            if (len < sizeof first)
-                memcpy(first, arg, len);
-            bad = len < sizeof first
-                      ? cli_int(&c, "--profile-epochs' first epoch", first, 1, INT32_MAX, &a)
-                      : cli_usage(&c, "--profile-epochs takes A or A:B, got '%s'", arg);
-            b = a;
-            if (!bad && colon)
-                bad = cli_int(&c, "--profile-epochs' last epoch", colon + 1, a, INT32_MAX, &b);
-            go.profile_first = (int)a, go.profile_last = (int)b;
+        case OPT_PROFILE_EPOCHS:
+            bad = cli_int_range(&c, "--profile-epochs", "epoch", arg, &go.profile_first,
+                                &go.profile_last);
             break;
-        }
         case OPT_SAVED:
             if (strcmp(arg, "recompute") == 0)
                 go.saved = SAGA_SAVED_RECOMPUTE;

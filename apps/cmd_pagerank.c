@@ -17,6 +17,7 @@ enum {
     OPT_ALLOW_UNCONVERGED,
     OPT_TRACE,
     OPT_EXPLAIN,
+    OPT_PROFILE_ITERATIONS,
     OPT_DEVICE,
     OPT_EXEC, /* the CLI_EXEC_N_OPTS options of CLI_EXEC_OPTS */
 };
@@ -37,6 +38,11 @@ static const cli_opt pagerank_opts[] = {
     {"explain", 0, NULL, NULL,
      "Print the net's plan to stderr after the run: in memory or streamed in parts, with the "
      "halo rows an iteration reads. Rank 0 only."},
+    {"profile-iterations", 0, "A[:B]", NULL,
+     "Run iterations A to B inside a profiler's capture range: on CUDA cudaProfilerStart before "
+     "iteration A and cudaProfilerStop after iteration B (or the last one run), which `nsys "
+     "profile --capture-range=cudaProfilerApi` follows (and the CUDA simulator's counts, "
+     "SAGA_CUDASIM_STATS); nothing on the CPU."},
     {"device", 0, "DEV", NULL,
      CLI_DEVICE_HELP " PageRank runs through the graph executor on every device: in memory "
                      "(rows in out-degree order, one kernel per iteration) or streamed."},
@@ -161,6 +167,8 @@ static saga_status pagerank_exec(double **scores, pr_result *r, saga_net_stats *
     saga_net_opts no = cli_exec_net_opts(ea);
     no.comm = comm;
     no.trace = trace;
+    no.profile_first = po->profile_first;
+    no.profile_last = po->profile_last;
     SAGA_TRY(saga_net_new(&net, c, g, &no));
     int32_t n = saga_graph_n_vertices(g);
     SAGA_TRY(saga_alloc_array((void **)&x, n ? (size_t)n : 1, sizeof *x, "pagerank scores"));
@@ -220,6 +228,10 @@ static int pagerank_main(int argc, char **argv) {
             break;
         case OPT_EXPLAIN:
             explain = true;
+            break;
+        case OPT_PROFILE_ITERATIONS:
+            bad = cli_int_range(&c, "--profile-iterations", "iteration", arg, &po.profile_first,
+                                &po.profile_last);
             break;
         case OPT_DEVICE:
             device = arg;

@@ -90,7 +90,7 @@ typedef struct gcn_opts {
     bool explain;           /* saga_net_explain to stderr after the first epoch (rank 0) */
     /* epochs profile_first .. profile_last run inside a profiler's capture range
      * (saga_backend_profile_range); 0: none */
-    int profile_first, profile_last;
+    int32_t profile_first, profile_last;
     double sparse_below; /* dense features with at most this share of non-zeros are kept as a
                           * CSR by the net (saga_net_set_input_auto; 0.25); 0: dense */
 } gcn_opts;

@@ -21,6 +21,8 @@ typedef struct pr_opts {
     double damping;
     double tol;    /* on the L1 change between iterations */
     int max_iters; /* at least 1 */
+    /* on a backend: iterations inside a profiler's capture range (saga_net_opts) */
+    int32_t profile_first, profile_last;
 } pr_opts;
 
 typedef struct pr_result {

@@ -813,6 +813,14 @@ static void check_elementwise(saga_backend *be, int64_t n) {
     assert_close(l1, l1_ref, g2 * l1_ref);
     assert_int_equal(k->l1_diff_f64(s, n, x, x, &l1), SAGA_OK);
     assert_true(l1 == 0.0);
+    /* the same sums added to sums in the backend's memory: their bits */
+    assert_int_equal(k->l1_diff_f64(s, n, x, y, &l1), SAGA_OK);
+    z[0] = 0.5, z[1] = 0.25;
+    assert_int_equal(k->dot_acc_f64(s, n, x, y, z), SAGA_OK);
+    assert_int_equal(k->l1_diff_acc_f64(s, n, x, y, z + 1), SAGA_OK);
+    assert_int_equal(k->dot_acc_f64(s, 0, x, y, z), SAGA_OK); /* adds nothing */
+    const double acc_want[2] = {0.5 + d1, 0.25 + l1};
+    assert_memory_equal(z, acc_want, sizeof acc_want);
 
     free(ref);
     saga_backend_free(be, x, n * sizeof *x);
@@ -839,7 +847,7 @@ static void test_backend_cpu_kernels_match_reference(void **state) {
     assert_int_equal(be->kernels->l1_diff_f64(s, 0, NULL, NULL, &r), SAGA_OK);
     assert_true(r == 0.0);
     assert_int_equal(be->kernels->fill_f64(s, NULL, 0, 1.0), SAGA_OK);
-    assert_int_equal(be->kernels->version, 8);
+    assert_int_equal(be->kernels->version, 9);
     saga_backend_free_all(&be);
 }
 

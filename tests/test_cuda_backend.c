@@ -217,6 +217,36 @@ static void test_cuda_backend_reductions_match_cpu(void **state) {
             assert_true(gd == 0.0);
             assert_true(gl == 0.0);
         }
+        /* the same sums added on the device, twice, to sums that start at 0.5: the bits of the
+         * host's additions of the returned sums (n == 0 adds nothing) */
+        const double start[2] = {0.5, 0.5};
+        double *gacc = dev_upload(gpu, start, sizeof start), acc[2];
+        for (int r = 0; r < 2; r++) {
+            assert_int_equal(gpu->kernels->dot_acc_f64(gs, n, gx, gy, gacc), SAGA_OK);
+            assert_int_equal(gpu->kernels->l1_diff_acc_f64(gs, n, gx, gy, gacc + 1), SAGA_OK);
+        }
+        dev_download(gpu, acc, gacc, sizeof acc);
+        const double want[2] = {n ? (0.5 + gd) + gd : 0.5, n ? (0.5 + gl) + gl : 0.5};
+        assert_memory_equal(acc, want, sizeof acc);
+        /* x += a + b * c[0] with c the device's sum: the CPU's result within the rounding of
+         * the scalar (an FMA or not) and of the one addition */
+        if (n > 0) {
+            double *hz = malloc(bytes), *cz = malloc(bytes);
+            assert_true(hz && cz);
+            memcpy(cz, hy, (size_t)n * sizeof(double));
+            assert_int_equal(gpu->kernels->add_scalar_dev_f64(gs, n, 0.25, -0.75, gacc, gy),
+                             SAGA_OK);
+            assert_int_equal(cpu->kernels->add_scalar_dev_f64(cs, n, 0.25, -0.75, acc, cz),
+                             SAGA_OK);
+            dev_download(gpu, hz, gy, (size_t)n * sizeof(double));
+            const double v = fabs(0.25) + fabs(0.75 * acc[0]);
+            for (int64_t i = 0; i < n; i++)
+                assert_close(hz[i], cz[i], 2 * DBL_EPSILON * (v + fabs(hy[i]) + v),
+                             "add_scalar_dev", i);
+            free(hz);
+            free(cz);
+        }
+        saga_backend_free(gpu, gacc, sizeof start);
         saga_backend_free(gpu, gx, (size_t)n * sizeof(double));
         saga_backend_free(gpu, gy, (size_t)n * sizeof(double));
         free(hx);
@@ -1033,9 +1063,10 @@ static xf xf_sigmoid(float x) {
 static void test_cuda_backend_f32_table_complete(void **state) {
     (void)state;
     const saga_kernels *k = GK();
-    assert_int_equal(k->version, 8);
+    assert_int_equal(k->version, 9);
     assert_int_equal(k->version, CK()->version);
     assert_non_null(k->pagerank_pull_f64);
+    assert_true(k->dot_acc_f64 && k->l1_diff_acc_f64 && k->add_scalar_dev_f64);
     const void *slots[] = {
         (const void *)k->gemm_f32,
         (const void *)k->bias_add_f32,

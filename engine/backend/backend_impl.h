@@ -261,6 +261,19 @@ typedef struct saga_kernels {
     saga_status (*nll_dev_f32)(saga_stream *s, int64_t rows, int64_t cols, const float *logp,
                                const int32_t *labels, const int32_t *rows_idx, int64_t n_idx,
                                float *loss, float *dlogp);
+
+    /* ---- version >= 9 ---------------------------------------------------------------------- */
+    /* acc[0] += dot_f64's sum of x .* y (dot_acc_f64) or l1_diff_f64's sum |x - y|
+     * (l1_diff_acc_f64), the same bits, with acc in the backend's memory: in stream order, and
+     * nothing waits on CUDA (n <= 0 adds nothing). Sums that stay on the device until the host
+     * reads them once (a PageRank iteration's parts). */
+    saga_status (*dot_acc_f64)(saga_stream *s, int64_t n, const double *x, const double *y,
+                               double *acc);
+    saga_status (*l1_diff_acc_f64)(saga_stream *s, int64_t n, const double *x, const double *y,
+                                   double *acc);
+    /* x[i] += a + b * c[0] for i < n, with c in the backend's memory (a sum a kernel wrote). */
+    saga_status (*add_scalar_dev_f64)(saga_stream *s, int64_t n, double a, double b,
+                                      const double *c, double *x);
 } saga_kernels;
 
 typedef enum saga_copy_kind {

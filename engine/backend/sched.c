@@ -270,14 +270,46 @@ static void trace_flush(saga_sched *s) {
     s->trace_tail = last;
 }
 
+/* Adds the pairs the streams have passed to the figures (as timed_collect) and keeps the others,
+ * in order, at the front; their events stay in the pool. Without waiting: a plan of many steps
+ * between finishes (PageRank's iterations) reuses a pool of the pairs in flight. */
+static void timed_harvest(saga_sched *s) {
+    int w = 0, held = 0;
+    const bool had_held = s->n_held > 0;
+    for (int k = 0; k < s->n_tev; k++) {
+        const bool early = k < s->n_held;
+        double dt = 0;
+        if (saga_event_done(s->tev[2 * k + 1]) && saga_event_done(s->tev[2 * k])) {
+            if (saga_event_elapsed(s->tev[2 * k], s->tev[2 * k + 1], &dt) == SAGA_OK && dt >= 0)
+                (early ? s->held_seconds : s->timed_seconds)[s->tev_what[k]] += dt;
+            continue;
+        }
+        for (int e = 0; e < 2; e++) { /* in flight: to the front, its slot's events behind */
+            saga_event *ev = s->tev[2 * w + e];
+            s->tev[2 * w + e] = s->tev[2 * k + e];
+            s->tev[2 * k + e] = ev;
+        }
+        s->tev_what[w++] = s->tev_what[k];
+        held += early;
+    }
+    s->n_tev = w;
+    s->n_held = held;
+    s->held = s->held || (had_held && held == 0);
+}
+
 /* The next pair of timing events, recorded as the start of `what` on stream; *pair is its index
- * for timed_end, or -1 when not timing. */
+ * for timed_end, or -1 when not timing. Every pair recorded before has its end recorded. */
 static saga_status timed_begin(saga_sched *s, saga_stream *stream, int what, int *pair) {
     saga_status st = SAGA_OK;
     *pair = -1;
     if (!s->timed)
         return SAGA_OK;
-    if (s->n_tev == s->cap_tev) {
+    bool full = s->n_tev == s->cap_tev;
+    if (full && s->cap_tev > 0) { /* the pool grows when over half of it is still in flight */
+        timed_harvest(s);
+        full = s->n_tev > s->cap_tev / 2;
+    }
+    if (full) {
         int cap = s->cap_tev ? 2 * s->cap_tev : 64;
         SAGA_TRY(saga_realloc_array((void **)&s->tev, (size_t)cap * 2, sizeof *s->tev,
                                     "the scheduler's timing events"));
@@ -1018,11 +1050,15 @@ void saga_sched_get_stats(const saga_sched *s, saga_sched_stats *out) {
 
 void saga_sched_reset_stats(saga_sched *s) {
     memset(&s->st, 0, sizeof s->st);
+    /* a pass not finished: what was read of its pairs so far (timed_harvest) is its too */
+    if (s->n_tev > 0)
+        memcpy(s->held_seconds, s->timed_seconds, sizeof s->held_seconds);
+    else
+        memset(s->held_seconds, 0, sizeof s->held_seconds);
     memset(s->timed_seconds, 0, sizeof s->timed_seconds);
     s->st.peak_bytes = s->resident;
     s->n_held = s->n_tev;
     s->held = false;
-    memset(s->held_seconds, 0, sizeof s->held_seconds);
 }
 
 bool saga_sched_held_stats(const saga_sched *s, saga_sched_stats *out) {

@@ -7,6 +7,23 @@
 
 /* ---- PageRank ----------------------------------------------------------------------------- */
 
+/* Opens the profiler's range before iteration it (from 1) when it is the first asked for
+ * (saga_net_opts.profile_first), and closes it after iteration it, once the device is done, when
+ * it is the last asked for or, last, the last to run; *on: the range is open. */
+static saga_status pr_profile(saga_net *n, int it, bool before, bool last, bool *on) {
+    saga_status st = SAGA_OK;
+    if (before && !*on && n->o.profile_first > 0 && it == n->o.profile_first) {
+        SAGA_TRY(saga_backend_profile_range(n->be, true));
+        *on = true;
+    } else if (!before && *on && (last || it >= n->o.profile_last)) {
+        SAGA_TRY(saga_backend_synchronize(n->be));
+        SAGA_TRY(saga_backend_profile_range(n->be, false));
+        *on = false;
+    }
+fail:
+    return st;
+}
+
 /* The f64 vectors of one part. */
 typedef struct pr_part {
     saga_blk *inv, *dang; /* 1 / out-degree (0 without out-edges); 1 where there are none */
@@ -22,6 +39,11 @@ struct pr_state {
     pr_part *parts;
     double *h_inv, *h_dang, *h_x[2], *h_c, *h_c2;
     bool pull; /* in memory on one rank: an iteration is one pagerank_pull_f64 */
+    /* by parts: an iteration's two sums on the device, the rank of the vertices without
+     * out-edges and the L1 change, which the parts add to (dot_acc_f64, l1_diff_acc_f64); h_sums
+     * holds its host copy (0, 1) and the sums read back (2: the L1 change, 3: the sinks' rank) */
+    saga_blk *sums;
+    double *h_sums;
 };
 typedef struct pr_state pr_state;
 
@@ -38,6 +60,7 @@ static void pr_state_free(saga_net *n) {
     saga_backend_host_free(n->be, p->h_x[1], bytes);
     saga_backend_host_free(n->be, p->h_c, bytes);
     saga_backend_host_free(n->be, p->h_c2, bytes);
+    saga_backend_host_free(n->be, p->h_sums, 4 * sizeof(double));
     saga_free(p);
     n->pr = NULL;
 }
@@ -57,6 +80,12 @@ static saga_status pr_blocks(saga_net *n, pr_state *p) {
     if (p->pull) /* the next iteration's contributions (one part) */
         SAGA_TRY(saga_backend_host_alloc(n->be, (void **)&p->h_c2, (nn + 1) * sizeof(double)));
     SAGA_TRY(saga_alloc_zeroed((void **)&p->parts, (size_t)k, sizeof *p->parts, "pagerank parts"));
+    if (!p->pull) {
+        SAGA_TRY(saga_backend_host_alloc(n->be, (void **)&p->h_sums, 4 * sizeof(double)));
+        if (!(p->sums = saga_sched_block(n->sched, 2 * sizeof(double), SAGA_BLK_TEMP, "sums")))
+            goto oom;
+        saga_blk_set_host(p->sums, p->h_sums);
+    }
     for (int32_t d = n->plan.d_lo; d < n->plan.d_hi; d++) {
         nblock *b = &n->plan.blk[d];
         pr_part *q = &p->parts[d];
@@ -121,6 +150,7 @@ static saga_status pr_pull(saga_net *n, pr_state *p, double damping, double tol,
     const int64_t N = n->n;
     double dangling = 0, l1 = INFINITY;
     int it = 0;
+    bool prof = false; /* inside the profiler's range */
     saga_sched_plan_begin(sc);
     int t = saga_sched_step(sc);
     saga_sched_use(sc, t, q->x[0], SAGA_USE_WRITE, 0);
@@ -155,6 +185,7 @@ static saga_status pr_pull(saga_net *n, pr_state *p, double damping, double tol,
         int xi = it % 2;
         const double base = (1.0 - damping) / (double)N + damping * dangling / (double)N;
         double out[2];
+        SAGA_TRY(pr_profile(n, it + 1, true, false, &prof));
         SAGA_TRY(saga_sched_begin(sc, t));
         saga_csr_dev A = {N,   N, b->e1 - b->e0, saga_blk_dev(b->b_off), saga_blk_dev(b->b_src),
                           NULL};
@@ -165,11 +196,14 @@ static saga_status pr_pull(saga_net *n, pr_state *p, double damping, double tol,
         l1 = out[0];
         dangling = out[1];
         it++;
+        SAGA_TRY(pr_profile(n, it, false, l1 < tol || it == max_iter, &prof));
         if (l1 < tol)
             break;
     }
     *secs = saga_now() - t_it; /* the sums returned: so did the iteration */
 fail:
+    if (prof) /* an error inside the range: it closes */
+        (void)saga_backend_profile_range(n->be, false);
     *itp = it;
     *l1p = l1;
     return st;
@@ -177,7 +211,9 @@ fail:
 
 /* Streamed, or over several ranks: per iteration, each part's contributions x / out-degree and
  * sinks' rank (written back for the halos of others), then each part's pull over its halo, plus
- * the sums; the halos are exchanged between ranks in between. */
+ * the sums; the halos are exchanged between ranks in between. The sums stay on the device (the
+ * sums block) until the host reads the L1 change once an iteration (with ranks, the sinks' rank
+ * too, for the exchange waits anyway). */
 static saga_status pr_parts(saga_net *n, pr_state *pp, double damping, double tol, int max_iter,
                             int *itp, double *l1p, double *secs) {
     saga_status st = SAGA_OK;
@@ -188,6 +224,7 @@ static saga_status pr_parts(saga_net *n, pr_state *pp, double damping, double to
     saga_stream *s = saga_backend_default_stream(n->be);
     int t = 0, it = 0;
     double l1 = INFINITY;
+    bool prof = false; /* inside the profiler's range */
 
     /* the plan of max_iter iterations, left at convergence */
     saga_sched_plan_begin(sc);
@@ -200,6 +237,8 @@ static saga_status pr_parts(saga_net *n, pr_state *pp, double damping, double to
         for (int32_t d = n->plan.d_lo; d < n->plan.d_hi; d++) {
             int ts = saga_sched_step(sc);
             pr_part *q = &p.parts[d];
+            /* the iteration's first step zeroes the sums */
+            saga_sched_use(sc, ts, p.sums, d == n->plan.d_lo ? SAGA_USE_WRITE : SAGA_USE_RW, 0);
             saga_sched_use(sc, ts, q->x[xi], SAGA_USE_READ, 0);
             saga_sched_use(sc, ts, q->inv, SAGA_USE_READ, 0);
             saga_sched_use(sc, ts, q->dang, SAGA_USE_READ, 0);
@@ -213,6 +252,7 @@ static saga_status pr_parts(saga_net *n, pr_state *pp, double damping, double to
                 saga_sched_step_barrier(sc, ts);
             pr_part *q = &p.parts[d];
             nblock *b = &n->plan.blk[d];
+            saga_sched_use(sc, ts, p.sums, SAGA_USE_RW, 0);
             if (q->halo != q->c)
                 saga_sched_use(sc, ts, q->halo, SAGA_USE_READ, 0);
             saga_sched_use(sc, ts, b->b_off, SAGA_USE_READ, 0);
@@ -242,7 +282,8 @@ static saga_status pr_parts(saga_net *n, pr_state *pp, double damping, double to
     double t_it = saga_now(), t_said = t_it;
     while (it < max_iter) {
         int xi = it % 2;
-        double dangling = 0;
+        SAGA_TRY(pr_profile(n, it + 1, true, false, &prof));
+        p.h_sums[2] = p.h_sums[3] = 0; /* the last iteration's copies have landed */
         if (k > 1)
             for (int32_t d = n->plan.d_lo; d < n->plan.d_hi; d++)
                 saga_blk_host_changed(p.parts[d].halo);
@@ -250,44 +291,56 @@ static saga_status pr_parts(saga_net *n, pr_state *pp, double damping, double to
             SAGA_TRY(saga_sched_begin(sc, t));
             pr_part *q = &p.parts[d];
             int64_t P = n->plan.blk[d].v1 - n->plan.blk[d].v0;
-            double part = 0;
+            double *sums = saga_blk_dev(p.sums);
             const double *x = saga_blk_dev(q->x[xi]);
+            if (d == n->plan.d_lo)
+                SAGA_TRY(K->fill_f64(s, sums, 2, 0.0));
             if (P) {
-                SAGA_TRY(K->dot_f64(s, P, x, saga_blk_dev(q->dang), &part));
+                SAGA_TRY(K->dot_acc_f64(s, P, x, saga_blk_dev(q->dang), sums));
                 SAGA_TRY(K->mul_f64(s, P, x, saga_blk_dev(q->inv), saga_blk_dev(q->c)));
             }
-            dangling += part;
+            if (n->dist && d == n->plan.d_hi - 1)
+                SAGA_TRY(saga_memcpy_d2h_async(s, p.h_sums + 3, sums, sizeof(double)));
             SAGA_TRY(saga_sched_end(sc, t));
         }
         if (n->dist) {
             /* the contributions this rank's blocks read from the others, and the global sum of
-             * the ranks without out-edges */
+             * the ranks without out-edges, which the first part's step puts back on the device */
             SAGA_TRY(saga_sched_finish(sc));
+            SAGA_TRY(saga_stream_synchronize(s));
             SAGA_TRY(net_dist_rows(n, (float *)p.h_c, 2));
-            SAGA_TRY(saga_comm_allreduce(n->o.comm, &dangling, 1, SAGA_F64, SAGA_COMM_SUM, NULL));
+            SAGA_TRY(
+                saga_comm_allreduce(n->o.comm, p.h_sums + 3, 1, SAGA_F64, SAGA_COMM_SUM, NULL));
         }
-        const double base = (1.0 - damping) / n->n + damping * dangling / n->n;
-        l1 = 0;
+        /* each part adds base = (1 - d) / n + d / n * (the sinks' rank) on the device, and its
+         * L1 change to the sum read back after the last */
+        const double teleport = (1.0 - damping) / n->n, spread = damping / n->n;
         for (int32_t d = n->plan.d_lo; d < n->plan.d_hi; d++, t++) {
             SAGA_TRY(saga_sched_begin(sc, t));
             pr_part *q = &p.parts[d];
             nblock *b = &n->plan.blk[d];
             int64_t P = b->v1 - b->v0;
-            double part = 0;
+            double *sums = saga_blk_dev(p.sums);
             double *y = saga_blk_dev(q->x[1 - xi]);
             saga_csr_dev A = {
                 P, b->n_halo, b->e1 - b->e0, saga_blk_dev(b->b_off), saga_blk_dev(b->b_src), NULL};
+            if (n->dist && d == n->plan.d_lo)
+                SAGA_TRY(saga_memcpy_h2d_async(s, sums, p.h_sums + 3, sizeof(double)));
             if (P) {
                 SAGA_TRY(K->spmv_f64(s, &A, damping, saga_blk_dev(q->halo), 0.0, y));
-                SAGA_TRY(K->add_scalar_f64(s, P, base, y));
-                SAGA_TRY(K->l1_diff_f64(s, P, y, saga_blk_dev(q->x[xi]), &part));
+                SAGA_TRY(K->add_scalar_dev_f64(s, P, teleport, spread, sums, y));
+                SAGA_TRY(K->l1_diff_acc_f64(s, P, y, saga_blk_dev(q->x[xi]), sums + 1));
             }
-            l1 += part;
+            if (d == n->plan.d_hi - 1)
+                SAGA_TRY(saga_memcpy_d2h_async(s, p.h_sums + 2, sums + 1, sizeof(double)));
             SAGA_TRY(saga_sched_end(sc, t));
         }
+        SAGA_TRY(saga_stream_synchronize(s)); /* the iteration's one wait: its L1 change */
+        l1 = p.h_sums[2];
         if (n->dist)
             SAGA_TRY(saga_comm_allreduce(n->o.comm, &l1, 1, SAGA_F64, SAGA_COMM_SUM, NULL));
         it++;
+        SAGA_TRY(pr_profile(n, it, false, l1 < tol || it == max_iter, &prof));
         if (l1 < tol)
             break;
         if (n->plan.many_parts && saga_now() - t_said >= 30.0) {
@@ -297,8 +350,10 @@ static saga_status pr_parts(saga_net *n, pr_state *pp, double damping, double to
                      it, max_iter, l1, t_said - t_it);
         }
     }
-    *secs = saga_now() - t_it; /* l1_diff_f64 returned: the iteration is done */
+    *secs = saga_now() - t_it; /* its L1 change was read: the iteration is done */
 fail:
+    if (prof) /* an error inside the range: it closes */
+        (void)saga_backend_profile_range(n->be, false);
     *itp = it;
     *l1p = l1;
     return st;
@@ -317,7 +372,8 @@ saga_status saga_net_pagerank(saga_net *n, double damping, double tol, int max_i
     SAGA_CHECK(n->n > 0, SAGA_ERR_INVALID_ARG, "saga_net_pagerank: the graph has no vertices");
     const saga_kernels *K = n->be->kernels;
     SAGA_CHECK(K->spmv_f64 && K->mul_f64 && K->dot_f64 && K->l1_diff_f64 && K->add_scalar_f64 &&
-                   K->fill_f64,
+                   K->fill_f64 && K->version >= 9 && K->dot_acc_f64 && K->l1_diff_acc_f64 &&
+                   K->add_scalar_dev_f64,
                SAGA_ERR_UNSUPPORTED, "saga_net_pagerank: backend %s lacks the f64 kernels",
                n->be->name);
     n->pagerank = true;

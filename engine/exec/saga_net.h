@@ -114,6 +114,10 @@ typedef struct saga_net_opts {
      * end seconds), for a timeline of copies against compute (`saga plot`). Not owned; must
      * outlive the net. NULL (the default): no tracing work. */
     FILE *trace;
+    /* saga_net_pagerank: iterations profile_first .. profile_last (from 1) run inside a
+     * profiler's capture range (saga_backend_profile_range), closed after a wait for the device
+     * at the last of them or at the last iteration run; 0 (the default): none. */
+    int32_t profile_first, profile_last;
 } saga_net_opts;
 
 saga_net_opts saga_net_opts_defaults(void);

@@ -160,6 +160,30 @@ static saga_status cpu_l1_diff_f64(saga_stream *s, int64_t n, const double *x, c
     return SAGA_OK;
 }
 
+static saga_status cpu_dot_acc_f64(saga_stream *s, int64_t n, const double *x, const double *y,
+                                   double *acc) {
+    double r = 0;
+    (void)cpu_dot_f64(s, n, x, y, &r);
+    if (n > 0)
+        acc[0] += r;
+    return SAGA_OK;
+}
+
+static saga_status cpu_l1_diff_acc_f64(saga_stream *s, int64_t n, const double *x,
+                                       const double *y, double *acc) {
+    double r = 0;
+    (void)cpu_l1_diff_f64(s, n, x, y, &r);
+    if (n > 0)
+        acc[0] += r;
+    return SAGA_OK;
+}
+
+static saga_status cpu_add_scalar_dev_f64(saga_stream *s, int64_t n, double a, double b,
+                                          const double *c, double *x) {
+    saga_cpu_stream_drain(s);
+    return n > 0 ? cpu_add_scalar_f64(s, n, a + b * c[0], x) : SAGA_OK;
+}
+
 /* ---- PageRank ------------------------------------------------------------------------------ */
 
 enum { PR_BLOCKS = 1024 }; /* the most blocks a pull is cut into (their partial sums: stack) */
@@ -257,7 +281,7 @@ static saga_status cpu_half_to_f32(saga_stream *s, int64_t n, const uint16_t *x,
 }
 
 const saga_kernels saga_cpu_kernels = {
-    .version = 8,
+    .version = 9,
     .fill_f64 = cpu_fill_f64,
     .axpby_f64 = cpu_axpby_f64,
     .mul_f64 = cpu_mul_f64,
@@ -296,4 +320,7 @@ const saga_kernels saga_cpu_kernels = {
     .spmm_t_f32 = saga_cpu_spmm_t_f32,
     .half_to_f32 = cpu_half_to_f32,
     .nll_dev_f32 = cpu_nll_dev_f32,
+    .dot_acc_f64 = cpu_dot_acc_f64,
+    .l1_diff_acc_f64 = cpu_l1_diff_acc_f64,
+    .add_scalar_dev_f64 = cpu_add_scalar_dev_f64,
 };

@@ -850,7 +850,7 @@ static const saga_backend_iface cuda_iface = {
 };
 
 static const saga_kernels cuda_kernels = {
-    /* version */ 8,
+    /* version */ 9,
     /* fill_f64 */ saga_cuda_fill_f64,
     /* axpby_f64 */ saga_cuda_axpby_f64,
     /* mul_f64 */ saga_cuda_mul_f64,
@@ -889,6 +889,9 @@ static const saga_kernels cuda_kernels = {
     /* spmm_t_f32 */ saga_cuda_spmm_t_f32,
     /* half_to_f32 */ saga_cuda_half_to_f32,
     /* nll_dev_f32 */ saga_cuda_nll_dev_f32,
+    /* dot_acc_f64 */ saga_cuda_dot_acc_f64,
+    /* l1_diff_acc_f64 */ saga_cuda_l1_diff_acc_f64,
+    /* add_scalar_dev_f64 */ saga_cuda_add_scalar_dev_f64,
 };
 
 // Entry point (see backend_impl.h): fills be's table, kernels, context, name and device_total. On

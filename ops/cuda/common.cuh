@@ -211,6 +211,9 @@ saga_status saga_cuda_slot_scratch(saga_stream *s, const char *slot, size_t work
 // Adds partials[0..n_partials) on the stream in a fixed order and copies the sum to *out, waiting
 // for it (the second pass of the reductions that return a host scalar). Errors name slot.
 saga_status saga_cuda_sum_partials(saga_stream *s, const char *slot, int n_partials, double *out);
+// The same sum added to acc[0] (device memory) in stream order, nothing waiting.
+saga_status saga_cuda_sum_partials_acc(saga_stream *s, const char *slot, int n_partials,
+                                       double *acc);
 
 // ---- indices checked on the device -----------------------------------------------------------
 
@@ -349,6 +352,12 @@ saga_status saga_cuda_dot_f64(saga_stream *s, int64_t n, const double *x, const 
                               double *out);
 saga_status saga_cuda_l1_diff_f64(saga_stream *s, int64_t n, const double *x, const double *y,
                                   double *out);
+saga_status saga_cuda_dot_acc_f64(saga_stream *s, int64_t n, const double *x, const double *y,
+                                  double *acc);
+saga_status saga_cuda_l1_diff_acc_f64(saga_stream *s, int64_t n, const double *x, const double *y,
+                                      double *acc);
+saga_status saga_cuda_add_scalar_dev_f64(saga_stream *s, int64_t n, double a, double b,
+                                         const double *c, double *x);
 saga_status saga_cuda_pagerank_pull_f64(saga_stream *s, const saga_csr_dev *A, double d,
                                         double base, const double *c, const double *x,
                                         const double *inv, double *y, double *c_next, double *out);

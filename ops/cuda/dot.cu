@@ -1,4 +1,5 @@
-// dot.cu - *out = sum x .* y, deterministic (see common.cuh), returned to the host.
+// dot.cu - *out = sum x .* y, deterministic (see common.cuh), returned to the host, or added to a
+// sum on the device.
 #include "common.cuh"
 
 #define DOT_BLOCK SAGA_CUDA_REDUCE_BLOCK
@@ -36,4 +37,19 @@ saga_status saga_cuda_dot_f64(saga_stream *s, int64_t n, const double *x, const 
     if (st >= 0)
         st = dot_f64_launch(stream, n, x, y, partials, blocks);
     return st < 0 ? st : saga_cuda_sum_partials(s, "dot_f64", (int)blocks, out);
+}
+
+saga_status saga_cuda_dot_acc_f64(saga_stream *s, int64_t n, const double *x, const double *y,
+                                  double *acc) {
+    if (n <= 0)
+        return SAGA_OK;
+    cudaStream_t stream;
+    double *partials, *h_result;
+    saga_status st = saga_cuda_stream_get(s, &stream);
+    if (st >= 0)
+        st = saga_cuda_stream_scratch(s, &partials, &h_result);
+    const unsigned blocks = saga_cuda_reduce_blocks(n);
+    if (st >= 0)
+        st = dot_f64_launch(stream, n, x, y, partials, blocks);
+    return st < 0 ? st : saga_cuda_sum_partials_acc(s, "dot_acc_f64", (int)blocks, acc);
 }
