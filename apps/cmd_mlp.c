@@ -25,7 +25,8 @@ enum {
     OPT_SEED,
     OPT_STATS,
     OPT_STAGES,
-    OPT_PIPELINE
+    OPT_PIPELINE,
+    OPT_PROFILE_STEPS
 };
 static const cli_opt mlp_opts[] = {
     {"layers", 0, "N", "4", "Linear layers (relu between them)."},
@@ -61,6 +62,11 @@ static const cli_opt mlp_opts[] = {
      "sync (a flush after each step: the same training as one stage) or 2bw (PipeDream-2BW: "
      "steps follow each other without a flush, each trained on the weights before the last "
      "update; needs --micro-batches >= S - 1)."},
+    {"profile-steps", 0, "A[:B]", NULL,
+     "Run steps A to B inside a profiler's capture range: on CUDA cudaProfilerStart before the "
+     "call that trains step A and cudaProfilerStop after the one that trains step B, once the "
+     "stages' devices are done, which `nsys profile --capture-range=cudaProfilerApi` follows "
+     "(and the CUDA simulator's counts, SAGA_CUDASIM_STATS); nothing on the CPU."},
     {0}};
 
 static int mlp_main(int argc, char **argv);
@@ -205,6 +211,7 @@ static int mlp_main(int argc, char **argv) {
     uint64_t seed = 1;
     size_t device_mem = 0;
     bool stats = false, stages_given = false;
+    int32_t prof_first = 0, prof_last = 0;
     saga_dense_optim optim = SAGA_DENSE_ADAM;
     saga_dense_split split = SAGA_DENSE_SPLIT_COLS;
     int o;
@@ -272,6 +279,9 @@ static int mlp_main(int argc, char **argv) {
                 pipe = SAGA_DENSE_PIPE_2BW;
             else
                 bad = cli_usage(&c, "--pipeline: expected sync or 2bw, got '%s'", arg);
+            break;
+        case OPT_PROFILE_STEPS:
+            bad = cli_int_range(&c, "--profile-steps", "step", arg, &prof_first, &prof_last);
             break;
         }
         if (bad)
@@ -405,8 +415,14 @@ static int mlp_main(int argc, char **argv) {
     uint64_t h2d = 0, d2h = 0, sent = 0;
     double copy_s = 0, wait_s = 0, idle_s[64] = {0};
     size_t peak = 0, stage_peak[64] = {0};
+    bool prof = false; /* inside the profiler's range */
     for (int64_t s = 0; s < steps;) {
         int64_t n = s == 0 ? 1 : (steps - s < chunk ? steps - s : chunk);
+        if (!prof && prof_first > s && prof_first <= s + n) {
+            if ((st = saga_backend_profile_range(bes[0], true)) < 0)
+                goto fail;
+            prof = true;
+        }
         double t0 = saga_now();
         for (int64_t i = 0; i < n; i++)
             make_batch(&t, &r, batch, (float *)xs[i], (float *)ys[i]);
@@ -438,6 +454,14 @@ static int mlp_main(int argc, char **argv) {
             wait_s += ms.wait_seconds;
         }
         s += n;
+        if (prof && (s >= prof_last || s == steps)) { /* the range holds all of their work */
+            for (int64_t q = 0; q < stages && st == SAGA_OK; q++)
+                if (bes[q])
+                    st = saga_backend_synchronize(bes[q]);
+            if (st < 0 || (st = saga_backend_profile_range(bes[0], false)) < 0)
+                goto fail;
+            prof = false;
+        }
         cli_progress(&c, "mlp: step %lld/%lld  loss %.5f", (long long)s, (long long)steps,
                      losses[s - 1]);
     }

@@ -1754,6 +1754,19 @@ static void test_cuda_backend_f32_losses_and_sums(void **state) {
         assert_memory_equal(&gs, &gs2, sizeof gs); /* deterministic */
         if (n == 0)
             assert_true(gs == 0.0 && gq == 0.0);
+        /* sumsq_pinned_f32: the same bits, in pinned memory once the stream has run; the CPU's
+         * at once */
+        double *pinned = NULL, cq2 = -4.0;
+        assert_int_equal(saga_backend_host_alloc(gpu, (void **)&pinned, 2 * sizeof *pinned),
+                         SAGA_OK);
+        pinned[0] = pinned[1] = -5.0;
+        assert_int_equal(GK()->sumsq_pinned_f32(GS(), n, gx, pinned + 1), SAGA_OK);
+        assert_int_equal(saga_stream_synchronize(GS()), SAGA_OK);
+        assert_memory_equal(&pinned[1], &gq, sizeof gq);
+        assert_true(pinned[0] == -5.0); /* nothing else written */
+        assert_int_equal(CK()->sumsq_pinned_f32(CS(), n, x, &cq2), SAGA_OK);
+        assert_memory_equal(&cq2, &cq, sizeof cq);
+        saga_backend_host_free(gpu, pinned, 2 * sizeof *pinned);
     }
 }
 

@@ -274,6 +274,10 @@ typedef struct saga_kernels {
     /* x[i] += a + b * c[0] for i < n, with c in the backend's memory (a sum a kernel wrote). */
     saga_status (*add_scalar_dev_f64)(saga_stream *s, int64_t n, double a, double b,
                                       const double *c, double *x);
+    /* sumsq_f32's sum (the same bits) written to *out, in pinned host memory
+     * (saga_backend_host_alloc), in stream order: read after a synchronization (the CPU, and
+     * n <= 0, write it at once). Nothing waits on CUDA. */
+    saga_status (*sumsq_pinned_f32)(saga_stream *s, int64_t n, const float *x, double *out);
 } saga_kernels;
 
 typedef enum saga_copy_kind {

@@ -521,7 +521,11 @@ static saga_status alloc_dev(saga_sched *s, saga_blk *b, int limit, bool soft, b
             trimmed = true;
             continue;
         }
+        /* an idle block first; then, as saga_sched_give_back does, one whose load may be in
+         * flight (its range may be the one that joins two free ones) */
         saga_blk *v = victim(s, limit, false);
+        if (!v && !soft)
+            v = victim(s, limit, true);
         if (!v) {
             if (soft)
                 return SAGA_OK;
@@ -867,6 +871,46 @@ int saga_sched_n_steps(const saga_sched *s) {
     return s->n_steps;
 }
 
+/* Device memory for step t's blocks that have none, the largest first (the small ones then fill
+ * what is left between others). When the memory is there but in pieces (a budget's arena), the
+ * step's blocks whose content is on the host or not yet made let go of theirs and all are placed
+ * again, the largest first, once. */
+static saga_status place_step(saga_sched *s, int t) {
+    saga_status st = SAGA_OK;
+    const step *sp = &s->steps[t];
+    for (int round = 0; round < 2; round++) {
+        st = SAGA_OK;
+        /* the uses in order of bytes, then of index (a block of 0 bytes gets no memory) */
+        size_t at_bytes = SIZE_MAX;
+        int at = -1;
+        for (;;) {
+            int next = -1;
+            for (int i = 0; i < sp->n; i++) {
+                const size_t bytes = s->uses[sp->first + i].b->bytes;
+                const bool after = bytes < at_bytes || (bytes == at_bytes && i > at);
+                if (after && (next < 0 || bytes > s->uses[sp->first + next].b->bytes))
+                    next = i;
+            }
+            if (next < 0)
+                return SAGA_OK;
+            at = next, at_bytes = s->uses[sp->first + next].b->bytes;
+            saga_blk *b = s->uses[sp->first + next].b;
+            bool got = b->dev != NULL;
+            if (!got && (st = alloc_dev(s, b, t, false, &got)) < 0)
+                break;
+        }
+        if (st != SAGA_ERR_BUDGET || round == 1)
+            break;
+        for (int i = 0; i < sp->n; i++) {
+            saga_blk *b = s->uses[sp->first + i].b;
+            if (b->dev && (!b->dev_valid || b->host_valid))
+                SAGA_TRY(evict(s, b, true));
+        }
+    }
+fail:
+    return st;
+}
+
 saga_status saga_sched_begin(saga_sched *s, int t) {
     saga_status st = SAGA_OK;
     SAGA_CHECK(t >= 0 && t < s->n_steps && s->running < 0, SAGA_ERR_INTERNAL,
@@ -875,12 +919,10 @@ saga_status saga_sched_begin(saga_sched *s, int t) {
     for (int i = 0; i < sp->n; i++)
         s->uses[sp->first + i].b->pinned = true;
     s->running = t;
+    SAGA_TRY(place_step(s, t));
     for (int i = 0; i < sp->n; i++) {
         use *u = &s->uses[sp->first + i];
         saga_blk *b = u->b;
-        bool got = b->dev != NULL;
-        if (!got)
-            SAGA_TRY(alloc_dev(s, b, t, false, &got));
         if ((u->mode & SAGA_USE_READ) && !b->dev_valid)
             SAGA_TRY(issue_load(s, b, t));
     }

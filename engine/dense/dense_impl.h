@@ -138,6 +138,10 @@ struct saga_mlp {
     const float *const *xs, *const *ys;
     double *loss_sums; /* per step of the call */
     int32_t cap_steps;
+    /* the last stage's sums of squared errors, one per micro-batch of the call, copied into
+     * pinned memory of its backend as they are computed and read after the call's wait */
+    double *loss_parts;
+    size_t loss_parts_bytes;
     int64_t step; /* steps trained so far */
     int32_t *st_tiles, *st_units;
     size_t *st_tile_bytes, *st_peak;

@@ -587,6 +587,8 @@ void saga_mlp_free(saga_mlp **mp) {
             }
             saga_backend_host_free(sg->be, sg->act_host, sg->act_floats * sizeof(float));
             saga_backend_host_free(sg->be, sg->ones_host, (size_t)m->mb * sizeof(float));
+            if (q == m->S - 1)
+                saga_backend_host_free(sg->be, m->loss_parts, m->loss_parts_bytes);
             saga_free(sg->h);
             saga_free(sg->d);
             saga_free(sg->t);

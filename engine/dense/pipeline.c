@@ -223,8 +223,7 @@ static saga_status stage_run(stage *sg) {
         SAGA_TRY(saga_sched_end(s, i));
         SAGA_TRY(send(sg, o));
     }
-    SAGA_TRY(saga_sched_finish(s));
-    SAGA_TRY(saga_backend_synchronize(sg->be));
+    SAGA_TRY(saga_sched_finish_device(s)); /* the call's one wait: its copies and its losses */
 fail:
     return st;
 }
@@ -417,8 +416,19 @@ static saga_status run_call(saga_mlp *m, int32_t n_steps, const float *const *xs
             st = saga_comm_agree(m->comm, st);
         SAGA_TRY(st);
     }
-    for (int32_t t = 0; t < n_steps; t++)
-        m->loss_sums[t] = 0;
+    stage *last = &m->stages[m->S - 1];
+    const size_t parts = (size_t)n_steps * (size_t)m->p.n_micro * sizeof(double);
+    if (dense_here(m, m->S - 1) && parts > m->loss_parts_bytes) {
+        saga_backend_host_free(last->be, m->loss_parts, m->loss_parts_bytes);
+        m->loss_parts = NULL;
+        m->loss_parts_bytes = 0;
+        st = saga_backend_host_alloc(last->be, (void **)&m->loss_parts, parts);
+        if (st == SAGA_OK)
+            m->loss_parts_bytes = parts;
+    }
+    if (m->comm)
+        st = saga_comm_agree(m->comm, st);
+    SAGA_TRY(st);
     m->xs = xs;
     m->ys = ys;
     if (first)
@@ -434,6 +444,13 @@ static saga_status run_call(saga_mlp *m, int32_t n_steps, const float *const *xs
             if (dense_here(m, q))
                 (void)saga_sched_finish(m->stages[q].s);
         return st;
+    }
+    for (int32_t t = 0; t < n_steps; t++)
+        m->loss_sums[t] = 0;
+    if (dense_here(m, m->S - 1)) { /* each stage waited for its device at its end */
+        const double denom = (double)m->p.batch * (double)m->widths[m->L];
+        for (int64_t g = 0; g < (int64_t)n_steps * m->p.n_micro; g++)
+            m->loss_sums[g / m->p.n_micro] += m->loss_parts[g] / denom;
     }
     if (m->comm) /* the last stage computed the losses */
         SAGA_TRY(saga_comm_bcast(m->comm, m->loss_sums, (size_t)n_steps * sizeof *m->loss_sums,

@@ -323,4 +323,5 @@ const saga_kernels saga_cpu_kernels = {
     .dot_acc_f64 = cpu_dot_acc_f64,
     .l1_diff_acc_f64 = cpu_l1_diff_acc_f64,
     .add_scalar_dev_f64 = cpu_add_scalar_dev_f64,
+    .sumsq_pinned_f32 = saga_cpu_sumsq_f32, /* synchronous: at once */
 };

@@ -892,6 +892,7 @@ static const saga_kernels cuda_kernels = {
     /* dot_acc_f64 */ saga_cuda_dot_acc_f64,
     /* l1_diff_acc_f64 */ saga_cuda_l1_diff_acc_f64,
     /* add_scalar_dev_f64 */ saga_cuda_add_scalar_dev_f64,
+    /* sumsq_pinned_f32 */ saga_cuda_sumsq_pinned_f32,
 };
 
 // Entry point (see backend_impl.h): fills be's table, kernels, context, name and device_total. On

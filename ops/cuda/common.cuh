@@ -214,6 +214,9 @@ saga_status saga_cuda_sum_partials(saga_stream *s, const char *slot, int n_parti
 // The same sum added to acc[0] (device memory) in stream order, nothing waiting.
 saga_status saga_cuda_sum_partials_acc(saga_stream *s, const char *slot, int n_partials,
                                        double *acc);
+// The same sum copied to *out (pinned host memory) in stream order, nothing waiting.
+saga_status saga_cuda_sum_partials_pinned(saga_stream *s, const char *slot, int n_partials,
+                                          double *out);
 
 // ---- indices checked on the device -----------------------------------------------------------
 
@@ -402,6 +405,7 @@ saga_status saga_cuda_bce_logits_f32(saga_stream *s, int64_t n, const float *x, 
                                      float pos_weight, double *loss, float *dx);
 saga_status saga_cuda_sum_f32(saga_stream *s, int64_t n, const float *x, double *out);
 saga_status saga_cuda_sumsq_f32(saga_stream *s, int64_t n, const float *x, double *out);
+saga_status saga_cuda_sumsq_pinned_f32(saga_stream *s, int64_t n, const float *x, double *out);
 saga_status saga_cuda_copy_rows(saga_stream *s, const saga_host_rows *hr, void *dev, bool add);
 saga_status saga_cuda_gather_rows_f32(saga_stream *s, int64_t n_idx, int64_t cols,
                                       const int32_t *idx, int64_t n_rows_x, const float *x,

@@ -50,3 +50,17 @@ saga_status saga_cuda_sum_partials_acc(saga_stream *s, const char *slot, int n_p
     SAGA_CUDA_SLOT_LAUNCH(slot);
     return SAGA_OK;
 }
+
+saga_status saga_cuda_sum_partials_pinned(saga_stream *s, const char *slot, int n_partials,
+                                          double *out) {
+    cudaStream_t stream;
+    saga_cuda_scratch sc;
+    saga_status st = saga_cuda_slot_scratch(s, slot, 0, &stream, &sc);
+    if (st < 0)
+        return st;
+    sum_partials_kernel<<<1, SUM_PARTIALS_BLOCK, 0, stream>>>(sc.partials, n_partials, nullptr);
+    SAGA_CUDA_SLOT_LAUNCH(slot);
+    SAGA_CUDA_SLOT_RETURN(slot, cudaMemcpyAsync(out, sc.partials + n_partials, sizeof(double),
+                                                cudaMemcpyDeviceToHost, stream));
+    return SAGA_OK;
+}

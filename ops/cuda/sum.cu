@@ -1,5 +1,5 @@
 // sum.cu - sum x[i] and sum x[i]^2 of f32 arrays, accumulated in double, deterministic (see
-// common.cuh), returned to the host.
+// common.cuh), returned to the host, or copied to pinned host memory in stream order.
 #include "common.cuh"
 
 #define SUM_BLOCK SAGA_CUDA_REDUCE_BLOCK
@@ -18,9 +18,11 @@ static __global__ void __launch_bounds__(SUM_BLOCK)
         partials[blockIdx.x] = acc;
 }
 
+// The sum into *out, returned to the host (pinned false), or copied to *out, pinned host memory,
+// in stream order (pinned true).
 template <bool SQUARE>
-static saga_status sum_f32(saga_stream *s, const char *slot, int64_t n, const float *x,
-                           double *out) {
+static saga_status sum_f32(saga_stream *s, const char *slot, int64_t n, const float *x, double *out,
+                           bool pinned = false) {
     if (n <= 0) {
         *out = 0.0;
         return SAGA_OK;
@@ -33,7 +35,8 @@ static saga_status sum_f32(saga_stream *s, const char *slot, int64_t n, const fl
     const unsigned blocks = saga_cuda_reduce_blocks(n);
     sum_f32_kernel<SQUARE><<<blocks, SUM_BLOCK, 0, stream>>>(n, x, sc.partials);
     SAGA_CUDA_SLOT_LAUNCH(slot);
-    return saga_cuda_sum_partials(s, slot, (int)blocks, out);
+    return pinned ? saga_cuda_sum_partials_pinned(s, slot, (int)blocks, out)
+                  : saga_cuda_sum_partials(s, slot, (int)blocks, out);
 }
 
 saga_status saga_cuda_sum_f32(saga_stream *s, int64_t n, const float *x, double *out) {
@@ -42,4 +45,8 @@ saga_status saga_cuda_sum_f32(saga_stream *s, int64_t n, const float *x, double 
 
 saga_status saga_cuda_sumsq_f32(saga_stream *s, int64_t n, const float *x, double *out) {
     return sum_f32<true>(s, "sumsq_f32", n, x, out);
+}
+
+saga_status saga_cuda_sumsq_pinned_f32(saga_stream *s, int64_t n, const float *x, double *out) {
+    return sum_f32<true>(s, "sumsq_pinned_f32", n, x, out, true);
 }
