@@ -208,15 +208,18 @@ saga_status saga_cuda_slot_stream(saga_stream *s, const char *slot, cudaStream_t
 saga_status saga_cuda_slot_scratch(saga_stream *s, const char *slot, size_t work_bytes,
                                    cudaStream_t *stream, saga_cuda_scratch *out);
 
-// Adds partials[0..n_partials) on the stream in a fixed order and copies the sum to *out, waiting
-// for it (the second pass of the reductions that return a host scalar). Errors name slot.
+// Where the second pass of a reduction puts its sum.
+enum saga_cuda_sum_to {
+    SAGA_CUDA_SUM_HOST = 0, // copied to *out, waited for (a slot that returns a host scalar)
+    SAGA_CUDA_SUM_ACC,      // added to *out, device memory, in stream order; nothing waits
+    SAGA_CUDA_SUM_PINNED,   // copied to *out, pinned host memory, in stream order; nothing waits
+};
+// Adds partials[0..n_partials) (the stream's scratch) on the stream in a fixed order and puts the
+// sum where `to` says. Errors name slot.
+saga_status saga_cuda_sum_partials_to(saga_stream *s, const char *slot, int n_partials,
+                                      saga_cuda_sum_to to, double *out);
+// saga_cuda_sum_partials_to(..., SAGA_CUDA_SUM_HOST, out).
 saga_status saga_cuda_sum_partials(saga_stream *s, const char *slot, int n_partials, double *out);
-// The same sum added to acc[0] (device memory) in stream order, nothing waiting.
-saga_status saga_cuda_sum_partials_acc(saga_stream *s, const char *slot, int n_partials,
-                                       double *acc);
-// The same sum copied to *out (pinned host memory) in stream order, nothing waiting.
-saga_status saga_cuda_sum_partials_pinned(saga_stream *s, const char *slot, int n_partials,
-                                          double *out);
 
 // ---- indices checked on the device -----------------------------------------------------------
 

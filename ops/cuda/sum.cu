@@ -18,11 +18,11 @@ static __global__ void __launch_bounds__(SUM_BLOCK)
         partials[blockIdx.x] = acc;
 }
 
-// The sum into *out, returned to the host (pinned false), or copied to *out, pinned host memory,
-// in stream order (pinned true).
+// The sum into *out where `to` says (SAGA_CUDA_SUM_HOST or SAGA_CUDA_SUM_PINNED; n <= 0: 0 at
+// once).
 template <bool SQUARE>
 static saga_status sum_f32(saga_stream *s, const char *slot, int64_t n, const float *x, double *out,
-                           bool pinned = false) {
+                           saga_cuda_sum_to to = SAGA_CUDA_SUM_HOST) {
     if (n <= 0) {
         *out = 0.0;
         return SAGA_OK;
@@ -35,8 +35,7 @@ static saga_status sum_f32(saga_stream *s, const char *slot, int64_t n, const fl
     const unsigned blocks = saga_cuda_reduce_blocks(n);
     sum_f32_kernel<SQUARE><<<blocks, SUM_BLOCK, 0, stream>>>(n, x, sc.partials);
     SAGA_CUDA_SLOT_LAUNCH(slot);
-    return pinned ? saga_cuda_sum_partials_pinned(s, slot, (int)blocks, out)
-                  : saga_cuda_sum_partials(s, slot, (int)blocks, out);
+    return saga_cuda_sum_partials_to(s, slot, (int)blocks, to, out);
 }
 
 saga_status saga_cuda_sum_f32(saga_stream *s, int64_t n, const float *x, double *out) {
@@ -48,5 +47,5 @@ saga_status saga_cuda_sumsq_f32(saga_stream *s, int64_t n, const float *x, doubl
 }
 
 saga_status saga_cuda_sumsq_pinned_f32(saga_stream *s, int64_t n, const float *x, double *out) {
-    return sum_f32<true>(s, "sumsq_pinned_f32", n, x, out, true);
+    return sum_f32<true>(s, "sumsq_pinned_f32", n, x, out, SAGA_CUDA_SUM_PINNED);
 }
