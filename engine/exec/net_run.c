@@ -1183,14 +1183,20 @@ saga_status saga_net_forward_rows(saga_net *n, const int32_t *vertices, int64_t 
         goto fail;
     }
     /* the chain's outputs come back into pinned memory the net keeps (a copy into the caller's
-     * pageable memory would wait for the device), read after the pass's one wait */
+     * pageable memory would wait for the device), read after the pass's one wait: the rows
+     * asked for, in want's order, or every row in the net's order where the chain's last stage
+     * runs them all (its demand is nearly every row) */
+    const bool every = ch->n_out != R;
+    SAGA_CHECK(!every || ch->n_out == n->n, SAGA_ERR_INTERNAL,
+               "saga_net_forward_rows: the chain returns %d rows for %d asked", (int)ch->n_out,
+               (int)R);
     SAGA_TRY(pinned_room(n, (void **)&n->rows_out, &n->rows_out_bytes,
-                         (size_t)R * (size_t)C * sizeof(float) + 1));
+                         (size_t)ch->n_out * (size_t)C * sizeof(float) + 1));
     SAGA_TRY(run(n, false, ch, n->rows_out));
     for (int64_t i = 0; i < count; i++) {
         const int32_t r = inv ? inv[vertices[i]] : vertices[i];
-        const int32_t *at = bsearch(&r, want, (size_t)R, sizeof *want, net_cmp_i32);
-        memcpy(out + i * C, n->rows_out + (at - want) * C, (size_t)C * sizeof(float));
+        const int32_t *at = every ? NULL : bsearch(&r, want, (size_t)R, sizeof *want, net_cmp_i32);
+        memcpy(out + i * C, n->rows_out + (every ? r : at - want) * C, (size_t)C * sizeof(float));
     }
 fail:
     saga_free(want);
