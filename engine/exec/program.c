@@ -810,10 +810,10 @@ static saga_status batches_forward(saga_ctx *c, batch_run *r, saga_tensor *h_src
         if (b == 0) {
             if (!(y = saga_ctx_tensor(c, SAGA_F32, keep_edges ? r->v.m : r->v.n_dst, r->f_out)))
                 SAGA_TRY(ctx_error(c));
-            if (first_bytes) {
+            /* the scratch goes back to the context's cache, whose next user works on the same
+             * stream, after the copy */
+            if (first_bytes)
                 SAGA_TRY(saga_memcpy_d2d_async(s, y->data, first, first_bytes));
-                SAGA_TRY(saga_stream_synchronize(s));
-            }
             saga_ctx_buffer_free(c, first, first_bytes);
             first = NULL;
         }

@@ -22,8 +22,9 @@ typedef struct options {
     float lr, weight_decay, dropout;
     uint64_t seed;
     bool quiet;
-    size_t device_mem; /* bytes of device memory; 0: no limit */
-    bool stream;       /* stream part by part even when everything fits */
+    size_t device_mem;               /* bytes of device memory; 0: no limit */
+    bool stream;                     /* stream part by part even when everything fits */
+    int profile_first, profile_last; /* epochs inside a profiler's capture range; 0: none */
 } options;
 
 typedef struct model {
@@ -34,10 +35,10 @@ typedef struct model {
 } model;
 
 static void usage(void) {
-    fprintf(stderr,
-            "usage: gnn --data DIR [--model gat|sage] [--epochs N] [--hidden N] "
-            "[--heads N] [--lr X] [--weight-decay X] [--dropout X] [--seed N] "
-            "[--device cpu|cuda|cuda:N|auto] [--device-mem BYTES[K|M|G]] [--stream] [--quiet]\n");
+    fprintf(stderr, "usage: gnn --data DIR [--model gat|sage] [--epochs N] [--hidden N] "
+                    "[--heads N] [--lr X] [--weight-decay X] [--dropout X] [--seed N] "
+                    "[--device cpu|cuda|cuda:N|auto] [--device-mem BYTES[K|M|G]] [--stream] "
+                    "[--profile-epochs A:B] [--quiet]\n");
 }
 
 static int parse_args(options *o, int argc, char **argv) {
@@ -78,7 +79,13 @@ static int parse_args(options *o, int argc, char **argv) {
             o->weight_decay = strtof(v, NULL);
         else if (!strcmp(a, "--dropout"))
             o->dropout = strtof(v, NULL);
-        else if (!strcmp(a, "--seed"))
+        else if (!strcmp(a, "--profile-epochs")) {
+            if (sscanf(v, "%d:%d", &o->profile_first, &o->profile_last) != 2 ||
+                o->profile_first < 1 || o->profile_last < o->profile_first) {
+                usage();
+                return -1;
+            }
+        } else if (!strcmp(a, "--seed"))
             o->seed = strtoull(v, NULL, 10);
         else if (!strcmp(a, "--device-mem")) {
             char *end = NULL;
@@ -249,13 +256,28 @@ int main(int argc, char **argv) {
 
     double best_val = -1, test_at_best = 0;
     int best_epoch = 0;
+    bool profiling = false;
     for (int epoch = 1; epoch <= o.epochs; epoch++) {
         double t0 = saga_now(), loss = 0;
-        if (saga_net_train_step(net, &loss) < 0 || saga_optim_step(opt) < 0)
+        if (epoch == o.profile_first) {
+            if (saga_backend_profile_range(be, true) < 0)
+                goto done;
+            profiling = true;
+        }
+        /* the training pass and the optimizer are queued; the evaluation's wait for its rows
+         * ends them, and the loss is read after it: the host waits once an epoch */
+        if (saga_net_train_queue(net) < 0 || saga_optim_step(opt) < 0)
             goto done;
         /* inference: logits, whose arg-max is the log-softmax's */
-        if (evaluate(net, eval_rows, d.n_val + d.n_test, d.n_classes, eval_out, logp) < 0)
+        if (evaluate(net, eval_rows, d.n_val + d.n_test, d.n_classes, eval_out, logp) < 0 ||
+            saga_net_train_result(net, &loss, NULL) < 0)
             goto done;
+        if (profiling && (epoch == o.profile_last || epoch == o.epochs)) {
+            /* the range holds all of the epochs' work */
+            if (saga_backend_synchronize(be) < 0 || saga_backend_profile_range(be, false) < 0)
+                goto done;
+            profiling = false;
+        }
         double val = saga_accuracy(logp, d.n_classes, d.labels, d.val, d.n_val);
         double test = saga_accuracy(logp, d.n_classes, d.labels, d.test, d.n_test);
         if (val > best_val) {

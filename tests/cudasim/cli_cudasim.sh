@@ -118,6 +118,17 @@ for mode in memory streamed tight; do
             "$(grep '^{"window"' "$TMP/counts")" || fail "gcn $mode: nothing crossed host -> device"
     fi
 done
+# the GAT and GraphSAGE example (examples/gnn), in memory and streamed by parts: the same, one
+# wait an epoch (its training pass queued, its loss read after the evaluation's wait)
+if [ -n "${SAGA_EXAMPLE_GNN:-}" ]; then
+    for model in gat sage; do
+        for flags in "" --stream; do
+            counted "example $model on cuda${flags:+, streamed}, epochs 3-4" 3 0 \
+                "$SAGA_EXAMPLE_GNN" --model "$model" --data "$TMP/cit" --epochs 5 --quiet \
+                --device cuda --profile-epochs 3:4 $flags
+        done
+    done
+fi
 expect 2 "$SAGA_BIN" gcn --data "$TMP/cit" --epochs 5 --device cuda --profile-epochs 4:3
 expect 2 "$SAGA_BIN" gcn --data "$TMP/cit" --epochs 5 --device cuda --profile-epochs 3:x
 
