@@ -169,8 +169,8 @@ static saga_status cpu_dot_acc_f64(saga_stream *s, int64_t n, const double *x, c
     return SAGA_OK;
 }
 
-static saga_status cpu_l1_diff_acc_f64(saga_stream *s, int64_t n, const double *x,
-                                       const double *y, double *acc) {
+static saga_status cpu_l1_diff_acc_f64(saga_stream *s, int64_t n, const double *x, const double *y,
+                                       double *acc) {
     double r = 0;
     (void)cpu_l1_diff_f64(s, n, x, y, &r);
     if (n > 0)

@@ -218,6 +218,14 @@ enum saga_cuda_sum_to {
 // sum where `to` says. Errors name slot.
 saga_status saga_cuda_sum_partials_to(saga_stream *s, const char *slot, int n_partials,
                                       saga_cuda_sum_to to, double *out);
+// A reduction of two f64 vectors of n entries: partials_of launches the first pass (one partial
+// per block of SAGA_CUDA_REDUCE_BLOCK threads into partials), then the second pass puts the sum
+// where `to` says (n <= 0: 0, or nothing added).
+typedef saga_status (*saga_cuda_partials_fn)(cudaStream_t stream, int64_t n, const double *x,
+                                             const double *y, double *partials, unsigned blocks);
+saga_status saga_cuda_reduce2_f64(saga_stream *s, const char *slot, int64_t n, const double *x,
+                                  const double *y, saga_cuda_partials_fn partials_of,
+                                  saga_cuda_sum_to to, double *out);
 // saga_cuda_sum_partials_to(..., SAGA_CUDA_SUM_HOST, out).
 saga_status saga_cuda_sum_partials(saga_stream *s, const char *slot, int n_partials, double *out);
 

@@ -22,31 +22,12 @@ static saga_status dot_f64_launch(cudaStream_t stream, int64_t n, const double *
     return SAGA_OK;
 }
 
-// The sum into *out where `to` says (n <= 0: 0, or nothing added).
-static saga_status dot_f64(saga_stream *s, const char *slot, int64_t n, const double *x,
-                           const double *y, saga_cuda_sum_to to, double *out) {
-    if (n <= 0) {
-        if (to != SAGA_CUDA_SUM_ACC)
-            *out = 0.0;
-        return SAGA_OK;
-    }
-    cudaStream_t stream;
-    double *partials, *h_result;
-    saga_status st = saga_cuda_stream_get(s, &stream);
-    if (st >= 0)
-        st = saga_cuda_stream_scratch(s, &partials, &h_result);
-    const unsigned blocks = saga_cuda_reduce_blocks(n);
-    if (st >= 0)
-        st = dot_f64_launch(stream, n, x, y, partials, blocks);
-    return st < 0 ? st : saga_cuda_sum_partials_to(s, slot, (int)blocks, to, out);
-}
-
 saga_status saga_cuda_dot_f64(saga_stream *s, int64_t n, const double *x, const double *y,
                               double *out) {
-    return dot_f64(s, "dot_f64", n, x, y, SAGA_CUDA_SUM_HOST, out);
+    return saga_cuda_reduce2_f64(s, "dot_f64", n, x, y, dot_f64_launch, SAGA_CUDA_SUM_HOST, out);
 }
 
 saga_status saga_cuda_dot_acc_f64(saga_stream *s, int64_t n, const double *x, const double *y,
                                   double *acc) {
-    return dot_f64(s, "dot_acc_f64", n, x, y, SAGA_CUDA_SUM_ACC, acc);
+    return saga_cuda_reduce2_f64(s, "dot_acc_f64", n, x, y, dot_f64_launch, SAGA_CUDA_SUM_ACC, acc);
 }

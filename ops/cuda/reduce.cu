@@ -46,3 +46,22 @@ saga_status saga_cuda_sum_partials_to(saga_stream *s, const char *slot, int n_pa
 saga_status saga_cuda_sum_partials(saga_stream *s, const char *slot, int n_partials, double *out) {
     return saga_cuda_sum_partials_to(s, slot, n_partials, SAGA_CUDA_SUM_HOST, out);
 }
+
+saga_status saga_cuda_reduce2_f64(saga_stream *s, const char *slot, int64_t n, const double *x,
+                                  const double *y, saga_cuda_partials_fn partials_of,
+                                  saga_cuda_sum_to to, double *out) {
+    if (n <= 0) {
+        if (to != SAGA_CUDA_SUM_ACC)
+            *out = 0.0;
+        return SAGA_OK;
+    }
+    cudaStream_t stream;
+    double *partials, *h_result;
+    saga_status st = saga_cuda_stream_get(s, &stream);
+    if (st >= 0)
+        st = saga_cuda_stream_scratch(s, &partials, &h_result);
+    const unsigned blocks = saga_cuda_reduce_blocks(n);
+    if (st >= 0)
+        st = partials_of(stream, n, x, y, partials, blocks);
+    return st < 0 ? st : saga_cuda_sum_partials_to(s, slot, (int)blocks, to, out);
+}
