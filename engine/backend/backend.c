@@ -430,6 +430,18 @@ void saga_backend_host_free(saga_backend *be, void *ptr, size_t bytes) {
     be->iface->host_free(be, ptr, bytes);
 }
 
+saga_status saga_backend_host_room(saga_backend *be, void **p, size_t *have, size_t need) {
+    if (need <= *have)
+        return SAGA_OK;
+    saga_backend_host_free(be, *p, *have);
+    *p = NULL;
+    *have = 0;
+    saga_status st = saga_backend_host_alloc(be, p, need);
+    if (st == SAGA_OK)
+        *have = need;
+    return st;
+}
+
 void saga_backend_get_stats(const saga_backend *be, saga_backend_stats *out) {
     lock(be);
     *out = (saga_backend_stats){

@@ -425,6 +425,11 @@ extern const saga_kernels saga_cpu_kernels;
  * (ops/cpu/backend_cpu.c); the generic layer then creates the default stream. */
 saga_status saga_cpu_backend_init(saga_backend *be);
 
+/* Host memory from saga_backend_host_alloc of at least need bytes at *p (*have bytes now), grown
+ * when short; what it held is not kept. For buffers reused pass after pass (losses, rows read
+ * back), so that a pass allocates nothing once they have grown. */
+saga_status saga_backend_host_room(saga_backend *be, void **p, size_t *have, size_t need);
+
 /* Whether a copy stream should run its copies on the default stream, in order with the kernels,
  * rather than beside them: on the CPU (saga_backend_params.copies), where a copy is a memcpy that
  * takes a core, by default when the kernels' threads take every core (a copy stream's worker

@@ -7,6 +7,7 @@
 
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 enum {
@@ -122,6 +123,9 @@ struct saga_sched {
     int n_held;
     bool held;
     double held_seconds[3];
+    /* place_step's blocks to place, in order (cap_placing entries) */
+    struct placing *placing;
+    int cap_placing;
 };
 
 enum { TIMED_H2D, TIMED_D2H, TIMED_EXPOSED };
@@ -270,16 +274,17 @@ static void trace_flush(saga_sched *s) {
     s->trace_tail = last;
 }
 
-/* Adds the pairs the streams have passed to the figures (as timed_collect) and keeps the others,
- * in order, at the front; their events stay in the pool. Without waiting: a plan of many steps
- * between finishes (PageRank's iterations) reuses a pool of the pairs in flight. */
-static void timed_harvest(saga_sched *s) {
+/* Adds the timing pairs the streams have passed (all: every pair, after a finish) to the
+ * figures, the first n_held to the earlier pass's (held_seconds), and keeps the others, in order,
+ * at the front; their events stay in the pool. Without all it does not wait: a plan of many steps
+ * between finishes (PageRank's iterations) reuses the pairs in flight. */
+static void timed_read(saga_sched *s, bool all) {
     int w = 0, held = 0;
     const bool had_held = s->n_held > 0;
     for (int k = 0; k < s->n_tev; k++) {
         const bool early = k < s->n_held;
         double dt = 0;
-        if (saga_event_done(s->tev[2 * k + 1]) && saga_event_done(s->tev[2 * k])) {
+        if (all || (saga_event_done(s->tev[2 * k + 1]) && saga_event_done(s->tev[2 * k]))) {
             if (saga_event_elapsed(s->tev[2 * k], s->tev[2 * k + 1], &dt) == SAGA_OK && dt >= 0)
                 (early ? s->held_seconds : s->timed_seconds)[s->tev_what[k]] += dt;
             continue;
@@ -306,7 +311,7 @@ static saga_status timed_begin(saga_sched *s, saga_stream *stream, int what, int
         return SAGA_OK;
     bool full = s->n_tev == s->cap_tev;
     if (full && s->cap_tev > 0) { /* the pool grows when over half of it is still in flight */
-        timed_harvest(s);
+        timed_read(s, false);
         full = s->n_tev > s->cap_tev / 2;
     }
     if (full) {
@@ -333,19 +338,6 @@ fail:
 
 static saga_status timed_end(saga_sched *s, saga_stream *stream, int pair) {
     return pair < 0 ? SAGA_OK : saga_event_record(s->tev[2 * pair + 1], stream);
-}
-
-/* Adds the pairs recorded since the last call to the stats (the streams have passed them). */
-static void timed_collect(saga_sched *s) {
-    for (int k = 0; k < s->n_tev; k++) {
-        double dt = 0;
-        if (saga_event_elapsed(s->tev[2 * k], s->tev[2 * k + 1], &dt) != SAGA_OK || dt < 0)
-            continue;
-        (k < s->n_held ? s->held_seconds : s->timed_seconds)[s->tev_what[k]] += dt;
-    }
-    s->held = s->held || s->n_held > 0;
-    s->n_tev = 0;
-    s->n_held = 0;
 }
 
 /* The next staging buffer, of at least bytes, with a closure for the host function that fills or
@@ -490,6 +482,13 @@ static size_t step_cap(const saga_sched *s, int t) {
     return s->cap && s->steps[t].cap > s->cap ? s->steps[t].cap : s->cap;
 }
 
+/* An idle victim first, else one whose load may still be in flight (prefetched for a later step):
+ * the device's next user of its memory waits for the load, not the host (evict). */
+static saga_blk *any_victim(saga_sched *s, int limit) {
+    saga_blk *v = victim(s, limit, false);
+    return v ? v : victim(s, limit, true);
+}
+
 /* Device memory for b, a block of step limit, evicting blocks next used after it. *got false
  * (and SAGA_OK) when no room can be made that way and soft; an error otherwise. */
 static saga_status alloc_dev(saga_sched *s, saga_blk *b, int limit, bool soft, bool *got) {
@@ -521,11 +520,8 @@ static saga_status alloc_dev(saga_sched *s, saga_blk *b, int limit, bool soft, b
             trimmed = true;
             continue;
         }
-        /* an idle block first; then, as saga_sched_give_back does, one whose load may be in
-         * flight (its range may be the one that joins two free ones) */
-        saga_blk *v = victim(s, limit, false);
-        if (!v && !soft)
-            v = victim(s, limit, true);
+        /* not soft, also a block whose load may be in flight (its range may join two free ones) */
+        saga_blk *v = soft ? victim(s, limit, false) : any_victim(s, limit);
         if (!v) {
             if (soft)
                 return SAGA_OK;
@@ -656,6 +652,7 @@ void saga_sched_free(saga_sched **sp) {
         saga_event_free(&s->tev[i]);
     saga_free(s->tev);
     saga_free(s->tev_what);
+    saga_free(s->placing);
     for (int i = 0; i < s->n_blocks; i++) {
         saga_blk *b = s->blocks[i];
         release_dev(s, b);
@@ -871,6 +868,20 @@ int saga_sched_n_steps(const saga_sched *s) {
     return s->n_steps;
 }
 
+/* A step's block waiting for device memory and its place among the step's uses. */
+typedef struct placing {
+    saga_blk *b;
+    int i;
+} placing;
+
+/* The larger first, then the earlier use. */
+static int placing_cmp(const void *pa, const void *pb) {
+    const placing *a = pa, *b = pb;
+    if (a->b->bytes != b->b->bytes)
+        return a->b->bytes > b->b->bytes ? -1 : 1;
+    return (a->i > b->i) - (a->i < b->i);
+}
+
 /* Device memory for step t's blocks that have none, the largest first (the small ones then fill
  * what is left between others). When the memory is there but in pieces (a budget's arena), the
  * step's blocks whose content is on the host or not yet made let go of theirs and all are placed
@@ -878,29 +889,24 @@ int saga_sched_n_steps(const saga_sched *s) {
 static saga_status place_step(saga_sched *s, int t) {
     saga_status st = SAGA_OK;
     const step *sp = &s->steps[t];
-    for (int round = 0; round < 2; round++) {
+    if (sp->n > s->cap_placing) {
+        SAGA_TRY(saga_realloc_array((void **)&s->placing, (size_t)sp->n, sizeof *s->placing,
+                                    "the scheduler's placements"));
+        s->cap_placing = sp->n;
+    }
+    for (int round = 0;; round++) {
+        int k = 0;
+        for (int i = 0; i < sp->n; i++)
+            if (!s->uses[sp->first + i].b->dev)
+                s->placing[k++] = (placing){s->uses[sp->first + i].b, i};
+        qsort(s->placing, (size_t)k, sizeof *s->placing, placing_cmp);
         st = SAGA_OK;
-        /* the uses in order of bytes, then of index (a block of 0 bytes gets no memory) */
-        size_t at_bytes = SIZE_MAX;
-        int at = -1;
-        for (;;) {
-            int next = -1;
-            for (int i = 0; i < sp->n; i++) {
-                const size_t bytes = s->uses[sp->first + i].b->bytes;
-                const bool after = bytes < at_bytes || (bytes == at_bytes && i > at);
-                if (after && (next < 0 || bytes > s->uses[sp->first + next].b->bytes))
-                    next = i;
-            }
-            if (next < 0)
-                return SAGA_OK;
-            at = next, at_bytes = s->uses[sp->first + next].b->bytes;
-            saga_blk *b = s->uses[sp->first + next].b;
-            bool got = b->dev != NULL;
-            if (!got && (st = alloc_dev(s, b, t, false, &got)) < 0)
-                break;
+        for (int j = 0; j < k && st == SAGA_OK; j++) {
+            bool got = false;
+            st = alloc_dev(s, s->placing[j].b, t, false, &got);
         }
         if (st != SAGA_ERR_BUDGET || round == 1)
-            break;
+            return st;
         for (int i = 0; i < sp->n; i++) {
             saga_blk *b = s->uses[sp->first + i].b;
             if (b->dev && (!b->dev_valid || b->host_valid))
@@ -1009,11 +1015,7 @@ fail:
 bool saga_sched_give_back(saga_sched *s, size_t bytes) {
     size_t freed = 0;
     while (freed < bytes) {
-        /* idle blocks first, then loads in flight (prefetched for later steps): the device's
-         * next user of the memory waits for the load, not the host (evict) */
-        saga_blk *v = victim(s, -1, false);
-        if (!v)
-            v = victim(s, -1, true);
+        saga_blk *v = any_victim(s, -1);
         if (!v || evict(s, v, false) < 0)
             break;
         freed += v->bytes;
@@ -1033,7 +1035,7 @@ static void finished(saga_sched *s) {
     for (int i = 0; i < N_SLOTS; i++)
         s->slots[i].busy = false;
     if (s->n_tev)
-        timed_collect(s);
+        timed_read(s, true);
     trace_flush(s);
 }
 
@@ -1063,7 +1065,7 @@ saga_status saga_sched_set_timed(saga_sched *s, bool on) {
     saga_status st = SAGA_OK;
     if (s->n_tev) { /* pairs of a pass not finished: read what completed */
         SAGA_TRY(saga_backend_synchronize(s->be));
-        timed_collect(s);
+        timed_read(s, true);
     }
     s->timed = on;
 fail:
@@ -1074,14 +1076,19 @@ void saga_sched_set_trace(saga_sched *s, FILE *f) {
     s->trace = f;
 }
 
+/* The timed figures of out from seconds by TIMED_H2D, TIMED_D2H, TIMED_EXPOSED. */
+static void timed_figures(const double seconds[3], saga_sched_stats *out) {
+    out->h2d_seconds = seconds[TIMED_H2D];
+    out->copy_seconds = out->h2d_seconds + seconds[TIMED_D2H];
+    out->wait_seconds = seconds[TIMED_EXPOSED];
+}
+
 void saga_sched_get_stats(const saga_sched *s, saga_sched_stats *out) {
     *out = s->st;
     out->copies_inline = copies_inline(s);
     out->timed = s->timed;
     if (s->timed) {
-        out->h2d_seconds = s->timed_seconds[TIMED_H2D];
-        out->copy_seconds = out->h2d_seconds + s->timed_seconds[TIMED_D2H];
-        out->wait_seconds = s->timed_seconds[TIMED_EXPOSED];
+        timed_figures(s->timed_seconds, out);
     } else {
         saga_backend_stats bs;
         saga_backend_get_stats(s->be, &bs);
@@ -1092,7 +1099,7 @@ void saga_sched_get_stats(const saga_sched *s, saga_sched_stats *out) {
 
 void saga_sched_reset_stats(saga_sched *s) {
     memset(&s->st, 0, sizeof s->st);
-    /* a pass not finished: what was read of its pairs so far (timed_harvest) is its too */
+    /* a pass not finished: what was read of its pairs so far (timed_read) is its too */
     if (s->n_tev > 0)
         memcpy(s->held_seconds, s->timed_seconds, sizeof s->held_seconds);
     else
@@ -1109,8 +1116,6 @@ bool saga_sched_held_stats(const saga_sched *s, saga_sched_stats *out) {
     memset(out, 0, sizeof *out);
     out->timed = true;
     out->copies_inline = copies_inline(s);
-    out->h2d_seconds = s->held_seconds[TIMED_H2D];
-    out->copy_seconds = out->h2d_seconds + s->held_seconds[TIMED_D2H];
-    out->wait_seconds = s->held_seconds[TIMED_EXPOSED];
+    timed_figures(s->held_seconds, out);
     return true;
 }

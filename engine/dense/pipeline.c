@@ -416,16 +416,10 @@ static saga_status run_call(saga_mlp *m, int32_t n_steps, const float *const *xs
             st = saga_comm_agree(m->comm, st);
         SAGA_TRY(st);
     }
-    stage *last = &m->stages[m->S - 1];
-    const size_t parts = (size_t)n_steps * (size_t)m->p.n_micro * sizeof(double);
-    if (dense_here(m, m->S - 1) && parts > m->loss_parts_bytes) {
-        saga_backend_host_free(last->be, m->loss_parts, m->loss_parts_bytes);
-        m->loss_parts = NULL;
-        m->loss_parts_bytes = 0;
-        st = saga_backend_host_alloc(last->be, (void **)&m->loss_parts, parts);
-        if (st == SAGA_OK)
-            m->loss_parts_bytes = parts;
-    }
+    if (dense_here(m, m->S - 1))
+        st = saga_backend_host_room(m->stages[m->S - 1].be, (void **)&m->loss_parts,
+                                    &m->loss_parts_bytes,
+                                    (size_t)n_steps * (size_t)m->p.n_micro * sizeof(double));
     if (m->comm)
         st = saga_comm_agree(m->comm, st);
     SAGA_TRY(st);

@@ -405,19 +405,12 @@ fail:
     return st;
 }
 
-/* Pinned host memory of at least need bytes at *p (*have bytes now), grown when short; what it
- * held is not kept (the pass that read it has ended). */
-static saga_status pinned_room(saga_net *n, void **p, size_t *have, size_t need) {
-    saga_status st = SAGA_OK;
-    if (need <= *have)
-        return SAGA_OK;
-    saga_backend_host_free(n->be, *p, *have);
-    *p = NULL;
-    *have = 0;
-    SAGA_TRY(saga_backend_host_alloc(n->be, p, need));
-    *have = need;
-fail:
-    return st;
+/* The sum of the training pass's losses (keep_loss), once it has ended. */
+static double losses_sum(const saga_net *n) {
+    double loss = 0;
+    for (int32_t i = 0; i < n->loss_used; i++)
+        loss += n->loss_host[i];
+    return loss;
 }
 
 static saga_status check_width(const saga_tensor *out, const stage *sg, int s) {
@@ -949,7 +942,7 @@ static saga_status run(saga_net *n, bool train, net_chain *ch, float *out) {
     saga_status st = SAGA_OK;
     stepdesc *sd = NULL;
     int n_sd = 0;
-    double t0 = saga_now(), loss = 0;
+    double t0 = saga_now();
     bool queue = false;
     saga_ctx *c = n->c;
     saga_idle_tuner *tune = NULL;
@@ -968,7 +961,8 @@ static saga_status run(saga_net *n, bool train, net_chain *ch, float *out) {
         n->loss_used = 0;
         /* a loss per part this rank runs, and one for a chain */
         const size_t losses = (size_t)(n->plan.d_hi - n->plan.d_lo + 1);
-        SAGA_TRY(pinned_room(n, (void **)&n->loss_host, &n->loss_bytes, losses * sizeof(float)));
+        SAGA_TRY(saga_backend_host_room(n->be, (void **)&n->loss_host, &n->loss_bytes,
+                                        losses * sizeof(float)));
         SAGA_TRY(net_chain_for(n, true, NULL, 0, &ch));
     }
     saga_backend_reset_stats(n->be);
@@ -1071,8 +1065,7 @@ static saga_status run(saga_net *n, bool train, net_chain *ch, float *out) {
         saga_idle_tuner_end(tune, train ? "net: training passes" : "net: inference passes");
     SAGA_TRY(net_dist_wait(n));
     if (n->dist && train) {
-        for (int32_t i = 0; i < n->loss_used; i++)
-            loss += n->loss_host[i];
+        double loss = losses_sum(n);
         SAGA_TRY(reduce_train(n, &loss));
         n->train_loss = loss;
     }
@@ -1107,10 +1100,7 @@ saga_status net_settle(saga_net *n, bool waited) {
     } else if (saga_sched_held_stats(n->sched, &ss)) {
         net_stats_timed(&n->train_stats, &ss);
     }
-    double loss = 0;
-    for (int32_t i = 0; i < n->loss_used; i++)
-        loss += n->loss_host[i];
-    n->train_loss = loss;
+    n->train_loss = losses_sum(n);
     n->queued = false;
 fail:
     return st;
@@ -1190,8 +1180,8 @@ saga_status saga_net_forward_rows(saga_net *n, const int32_t *vertices, int64_t 
     SAGA_CHECK(!every || ch->n_out == n->n, SAGA_ERR_INTERNAL,
                "saga_net_forward_rows: the chain returns %d rows for %d asked", (int)ch->n_out,
                (int)R);
-    SAGA_TRY(pinned_room(n, (void **)&n->rows_out, &n->rows_out_bytes,
-                         (size_t)ch->n_out * (size_t)C * sizeof(float) + 1));
+    SAGA_TRY(saga_backend_host_room(n->be, (void **)&n->rows_out, &n->rows_out_bytes,
+                                    (size_t)ch->n_out * (size_t)C * sizeof(float) + 1));
     SAGA_TRY(run(n, false, ch, n->rows_out));
     for (int64_t i = 0; i < count; i++) {
         const int32_t r = inv ? inv[vertices[i]] : vertices[i];

@@ -2,7 +2,6 @@
  * and the communicators' counters, and its description. */
 #include "net_impl.h"
 
-/* The last call's figures from the backend's and the scheduler's counters. */
 void net_stats_timed(saga_net_stats *st, const saga_sched_stats *ss) {
     st->copy_seconds = ss->copy_seconds;
     st->h2d_seconds = ss->h2d_seconds;
@@ -13,6 +12,7 @@ void net_stats_timed(saga_net_stats *st, const saga_sched_stats *ss) {
     st->copies_inline = ss->copies_inline;
 }
 
+/* The last call's figures from the backend's and the scheduler's counters. */
 void net_collect_stats(saga_net *n, double t0) {
     saga_backend_stats bs;
     saga_backend_get_stats(n->be, &bs);

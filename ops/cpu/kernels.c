@@ -162,19 +162,17 @@ static saga_status cpu_l1_diff_f64(saga_stream *s, int64_t n, const double *x, c
 
 static saga_status cpu_dot_acc_f64(saga_stream *s, int64_t n, const double *x, const double *y,
                                    double *acc) {
-    double r = 0;
-    (void)cpu_dot_f64(s, n, x, y, &r);
+    saga_cpu_stream_drain(s);
     if (n > 0)
-        acc[0] += r;
+        acc[0] += reduce(s, n, x, y, dot_range);
     return SAGA_OK;
 }
 
 static saga_status cpu_l1_diff_acc_f64(saga_stream *s, int64_t n, const double *x, const double *y,
                                        double *acc) {
-    double r = 0;
-    (void)cpu_l1_diff_f64(s, n, x, y, &r);
+    saga_cpu_stream_drain(s);
     if (n > 0)
-        acc[0] += r;
+        acc[0] += reduce(s, n, x, y, l1_range);
     return SAGA_OK;
 }
 
@@ -255,8 +253,9 @@ static saga_status cpu_pagerank_pull_f64(saga_stream *s, const saga_csr_dev *A, 
     return SAGA_OK;
 }
 
-/* ---- 16-bit floats ------------------------------------------------------------------------- */
+/* ---- losses ------------------------------------------------------------------------------- */
 
+/* The CPU is synchronous: nll_f32's mean rounded to f32, written at once. */
 static saga_status cpu_nll_dev_f32(saga_stream *s, int64_t rows, int64_t cols, const float *logp,
                                    const int32_t *labels, const int32_t *rows_idx, int64_t n_idx,
                                    float *loss, float *dlogp) {
@@ -266,6 +265,8 @@ static saga_status cpu_nll_dev_f32(saga_stream *s, int64_t rows, int64_t cols, c
         *loss = (float)l;
     return st;
 }
+
+/* ---- 16-bit floats ------------------------------------------------------------------------- */
 
 static saga_status cpu_half_to_f32(saga_stream *s, int64_t n, const uint16_t *x, bool bf16,
                                    float *y) {

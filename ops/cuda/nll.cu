@@ -118,11 +118,16 @@ static saga_status nll_grad_launch(cudaStream_t stream, const char *slot, int64_
     return SAGA_OK;
 }
 
+// The positions the loss selects: the listed rows, or every row.
+static int64_t nll_count(int64_t rows, const int32_t *rows_idx, int64_t n_idx) {
+    return rows_idx ? (n_idx > 0 ? n_idx : 0) : (rows > 0 ? rows : 0);
+}
+
 saga_status saga_cuda_nll_f32(saga_stream *s, int64_t rows, int64_t cols, const float *logp,
                               const int32_t *labels, const int32_t *rows_idx, int64_t n_idx,
                               double *loss, float *dlogp) {
     static const char slot[] = "nll_f32";
-    const int64_t n = rows_idx ? (n_idx > 0 ? n_idx : 0) : (rows > 0 ? rows : 0);
+    const int64_t n = nll_count(rows, rows_idx, n_idx);
     cudaStream_t stream;
     saga_cuda_scratch sc;
     saga_status st = saga_cuda_slot_scratch(s, slot, 0, &stream, &sc);
@@ -202,7 +207,7 @@ saga_status saga_cuda_nll_dev_f32(saga_stream *s, int64_t rows, int64_t cols, co
                                   const int32_t *labels, const int32_t *rows_idx, int64_t n_idx,
                                   float *loss, float *dlogp) {
     static const char slot[] = "nll_f32";
-    const int64_t n = rows_idx ? (n_idx > 0 ? n_idx : 0) : (rows > 0 ? rows : 0);
+    const int64_t n = nll_count(rows, rows_idx, n_idx);
     cudaStream_t stream;
     saga_cuda_scratch sc;
     saga_status st = saga_cuda_slot_scratch(s, slot, 0, &stream, &sc);
