@@ -195,35 +195,49 @@ static void sleep_fn(void *arg) {
 
 /* A step writes a block whose write-back (asked for by the step before) is still queued on the
  * copy stream, as the dense pipeline's activation ring slots are: the host copy must get the
- * content the write-back was issued for, whole, and not the next step's. */
+ * content the write-back was issued for, whole, and not the next step's. The copy stream is held
+ * back by a load that waits for another stream's event (saga_blk_host_changed_after, as a
+ * pipeline stage's input waits for its neighbour's copy), itself behind a host function that
+ * sleeps there. */
 static void test_sched_write_waits_for_writeback(void **state) {
     (void)state;
     saga_backend *be = open_cpu();
     saga_stream *ds = saga_backend_default_stream(be);
+    saga_stream *other = NULL;
+    saga_event *ev = NULL;
     saga_sched *s = NULL;
     size_t bytes = N * sizeof(float);
+    assert_int_equal(saga_stream_new(&other, be), SAGA_OK);
+    assert_int_equal(saga_event_new(&ev, be), SAGA_OK);
     assert_int_equal(saga_sched_new(&s, be, 0, NULL, NULL), SAGA_OK);
-    float h[N];
-    for (int i = 0; i < N; i++)
+    float h[N], hb[N];
+    for (int i = 0; i < N; i++) {
         h[i] = -1.0f;
+        hb[i] = 0.0f;
+    }
     saga_blk *A = saga_sched_block(s, bytes, SAGA_BLK_TEMP, "ring slot");
+    saga_blk *B = saga_sched_block(s, bytes, SAGA_BLK_TEMP, "neighbour's content");
     assert_non_null(A);
+    assert_non_null(B);
     saga_blk_set_host(A, h);
+    saga_blk_set_host(B, hb);
 
     saga_sched_plan_begin(s);
     int t = saga_sched_step(s);
     saga_sched_use(s, t, A, SAGA_USE_WRITE, SAGA_USE_WRITEBACK);
     t = saga_sched_step(s);
     saga_sched_use(s, t, A, SAGA_USE_WRITE, 0);
+    saga_sched_use(s, t, B, SAGA_USE_READ, 0);
     assert_int_equal(saga_sched_plan_end(s), SAGA_OK);
 
+    /* B's content is there once the other stream passes a 100 ms sleep; B is step 1's, so its
+     * load is queued on the copy stream while step 0 runs, before step 0's write-back of A */
+    int ms = 100;
+    assert_int_equal(saga_stream_launch_host_fn(other, sleep_fn, &ms), SAGA_OK);
+    assert_int_equal(saga_event_record(ev, other), SAGA_OK);
+    saga_blk_host_changed_after(B, ev);
     assert_int_equal(saga_sched_begin(s, 0), SAGA_OK);
     assert_int_equal(be->kernels->fill_f32(ds, saga_blk_dev(A), N, 1.0f), SAGA_OK);
-    /* the copy stream runs its work in order: a host function that sleeps there holds back the
-     * write-back that step 0's end issues, so without a wait step 1 (whose kernels run on this
-     * thread) overwrites the device buffer long before the write-back reads it */
-    int ms = 100;
-    assert_int_equal(saga_sched_after_copies(s, sleep_fn, &ms), SAGA_OK);
     assert_int_equal(saga_sched_end(s, 0), SAGA_OK);
     assert_int_equal(saga_sched_begin(s, 1), SAGA_OK);
     assert_int_equal(be->kernels->fill_f32(ds, saga_blk_dev(A), N, 2.0f), SAGA_OK);
@@ -236,7 +250,60 @@ static void test_sched_write_waits_for_writeback(void **state) {
     saga_sched_stats st;
     saga_sched_get_stats(s, &st);
     assert_int_equal(st.writebacks, 1);
+    assert_int_equal(st.loads, 1);
     saga_sched_free(&s);
+    saga_event_free(&ev);
+    saga_stream_free(&other);
+    saga_backend_free_all(&be);
+}
+
+/* A block whose host content another stream writes (saga_blk_host_changed_after): its load waits
+ * for that stream's event, so it reads what the stream wrote, not what was there before. */
+static void write_ones(void *arg) {
+    float *h = arg;
+    struct timespec ts = {0, 50 * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+    for (int i = 0; i < N; i++)
+        h[i] = 1.0f;
+}
+
+static void test_sched_load_waits_for_event(void **state) {
+    (void)state;
+    saga_backend *be = open_cpu();
+    saga_stream *other = NULL;
+    saga_event *ev = NULL;
+    saga_sched *s = NULL;
+    size_t bytes = N * sizeof(float);
+    assert_int_equal(saga_stream_new(&other, be), SAGA_OK);
+    assert_int_equal(saga_event_new(&ev, be), SAGA_OK);
+    assert_int_equal(saga_sched_new(&s, be, 0, NULL, NULL), SAGA_OK);
+    float h[N], out[N];
+    for (int i = 0; i < N; i++)
+        h[i] = -1.0f;
+    saga_blk *X = saga_sched_block(s, bytes, SAGA_BLK_INPUT, "neighbour's content");
+    assert_non_null(X);
+    saga_blk_set_host(X, h);
+    saga_sched_plan_begin(s);
+    int t = saga_sched_step(s);
+    saga_sched_use(s, t, X, SAGA_USE_READ, 0);
+    assert_int_equal(saga_sched_plan_end(s), SAGA_OK);
+    assert_int_equal(saga_stream_launch_host_fn(other, write_ones, h), SAGA_OK);
+    assert_int_equal(saga_event_record(ev, other), SAGA_OK);
+    saga_blk_host_changed_after(X, ev);
+    assert_int_equal(saga_sched_begin(s, 0), SAGA_OK);
+    saga_stream *ds = saga_backend_default_stream(be);
+    assert_int_equal(saga_memcpy_d2h_async(ds, out, saga_blk_dev(X), bytes), SAGA_OK);
+    assert_int_equal(saga_stream_synchronize(ds), SAGA_OK);
+    assert_int_equal(saga_sched_end(s, 0), SAGA_OK);
+    assert_int_equal(saga_sched_finish(s), SAGA_OK);
+    for (int i = 0; i < N; i++)
+        if (out[i] != 1.0f)
+            fail_msg("device copy [%d] = %g: the load did not wait for the event", i,
+                     (double)out[i]);
+    saga_sched_free(&s);
+    saga_event_free(&ev);
+    saga_stream_free(&other);
     saga_backend_free_all(&be);
 }
 
@@ -472,6 +539,7 @@ int main(void) {
         cmocka_unit_test(test_sched_state_written_back_on_eviction),
         cmocka_unit_test(test_sched_state_stays_resident),
         cmocka_unit_test(test_sched_write_waits_for_writeback),
+        cmocka_unit_test(test_sched_load_waits_for_event),
         cmocka_unit_test(test_sched_trace_lines),
         cmocka_unit_test(test_sched_timed),
         cmocka_unit_test(test_sched_timed_held),

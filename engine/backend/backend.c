@@ -520,10 +520,23 @@ saga_status saga_stream_wait_event(saga_stream *s, saga_event *e) {
     if (!s || !e)
         return saga_error(SAGA_ERR_INVALID_ARG, "saga_stream_wait_event: %s is NULL",
                           s ? "event" : "stream");
-    if (s->be != e->be)
+    if (s->be == e->be)
+        return s->be->iface->stream_wait_event(s, e);
+    if (!saga_stream_can_wait(s, e))
         return saga_error(SAGA_ERR_INVALID_ARG,
-                          "saga_stream_wait_event: stream and event belong to different backends");
-    return s->be->iface->stream_wait_event(s, e);
+                          "saga_stream_wait_event: stream and event belong to different backends, "
+                          "and %s cannot order a stream after another device's event",
+                          s->be->name);
+    return s->be->iface->stream_wait_foreign(s, e);
+}
+
+bool saga_stream_can_wait(const saga_stream *s, const saga_event *e) {
+    if (!s || !e)
+        return false;
+    if (s->be == e->be)
+        return true;
+    const saga_backend_iface *f = s->be->iface;
+    return f == e->be->iface && f->version >= 7 && f->stream_wait_foreign;
 }
 
 saga_status saga_stream_launch_host_fn(saga_stream *s, void (*fn)(void *arg), void *arg) {

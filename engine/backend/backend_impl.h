@@ -340,6 +340,10 @@ typedef struct saga_backend_iface {
      * saga_add_rows_d2h_async (add true: dev holds the rows added into the host's), queued on s;
      * NULL means SAGA_ERR_UNSUPPORTED */
     saga_status (*copy_rows)(saga_stream *s, const saga_host_rows *hr, void *dev, bool add);
+    /* optional (version >= 7): stream_wait_event for an event of another backend with this
+     * table (another device of the process); NULL means such an event can only be waited for on
+     * the host (saga_stream_can_wait) */
+    saga_status (*stream_wait_foreign)(saga_stream *s, saga_event *e);
 } saga_backend_iface;
 
 struct saga_stream {

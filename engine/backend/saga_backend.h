@@ -158,10 +158,14 @@ void saga_stream_free(saga_stream **s);
  * outside its range that a gather or scatter of rows found on the device). */
 saga_status saga_stream_synchronize(saga_stream *s);
 /* Work issued on s after this call waits until the point e was last recorded at has completed
- * (a later record of e does not move it); e may belong to any stream of the same backend. A
- * never-recorded or complete event imposes no wait. On a synchronous stream (the CPU's default
- * one) the caller blocks until e completes. */
+ * (a later record of e does not move it); e may belong to any stream of the same backend, or of
+ * another backend where saga_stream_can_wait says so. A never-recorded or complete event imposes
+ * no wait. On a synchronous stream (the CPU's default one) the caller blocks until e completes. */
 saga_status saga_stream_wait_event(saga_stream *s, saga_event *e);
+/* Whether s can wait for e on the device (saga_stream_wait_event): e of s's backend, or of
+ * another device of the same kind that the backend can order its streams after (CUDA devices of
+ * one process). Otherwise e can only be waited for on the host (saga_event_synchronize). */
+bool saga_stream_can_wait(const saga_stream *s, const saga_event *e);
 
 /* Runs fn(arg) on a host thread once s reaches this point; work issued on s later waits until fn
  * has returned. As with cudaLaunchHostFunc, fn must not issue work on this backend's streams nor

@@ -36,8 +36,11 @@ struct saga_blk {
     bool loading;    /* a load was issued and not yet waited for */
     bool copying;    /* ev marks a copy still possibly in flight */
     saga_event *ev;  /* the last copy that touched the device buffer */
-    bool pinned;     /* used by the running step */
-    int *uses;       /* the steps of the plan that use the block, ascending */
+    /* saga_blk_host_changed_after: the host content is there once this event (another stream's,
+     * or another device's) completes; the next load waits for it first */
+    saga_event *host_ev;
+    bool pinned; /* used by the running step */
+    int *uses;   /* the steps of the plan that use the block, ascending */
     int n_uses, cap_uses;
     int cursor; /* first entry of uses not yet run */
 };
@@ -544,6 +547,10 @@ static saga_status issue_load(saga_sched *s, saga_blk *b, int t) {
                "block scheduler: a %s block is read before anything wrote it", b->kind);
     const double t0 = copies_inline(s) ? saga_now() : 0.0; /* inline_wait */
     SAGA_TRY(after_compute(s)); /* the buffer may have served a block the compute still reads */
+    if (b->host_ev) {           /* the host content's writer, on the device */
+        SAGA_TRY(saga_stream_wait_event(s->copy, b->host_ev));
+        b->host_ev = NULL;
+    }
     trace_rec *tr = NULL;
     SAGA_TRY(trace_begin(s, s->copy, "h2d", b, t, &tr));
     int tp = -1;
@@ -758,6 +765,12 @@ void saga_blk_set_pack(saga_blk *b, saga_blk_pack_fn pack, saga_blk_unpack_fn un
 void saga_blk_host_changed(saga_blk *b) {
     b->host_valid = true;
     b->dev_valid = false;
+    b->host_ev = NULL;
+}
+
+void saga_blk_host_changed_after(saga_blk *b, saga_event *ev) {
+    saga_blk_host_changed(b);
+    b->host_ev = ev;
 }
 
 void *saga_blk_dev(const saga_blk *b) {
@@ -1023,8 +1036,8 @@ bool saga_sched_give_back(saga_sched *s, size_t bytes) {
     return freed > 0;
 }
 
-saga_status saga_sched_after_copies(saga_sched *s, void (*fn)(void *user), void *user) {
-    return saga_stream_launch_host_fn(s->copy, fn, user);
+saga_status saga_sched_copies_event(saga_sched *s, saga_event *ev) {
+    return saga_event_record(ev, s->copy);
 }
 
 /* What the copies' completion lets go: the blocks' copy flags, the staging slots, the timing

@@ -121,6 +121,11 @@ saga_status saga_blk_set_rows(saga_blk *b, const saga_host_rows *hr, bool add);
 /* Marks the host copy as newer than the device one (the caller changed it): the next READ
  * loads again. */
 void saga_blk_host_changed(saga_blk *b);
+/* saga_blk_host_changed for content that is on the host once ev completes (a copy another device
+ * issued): the next load waits for ev on the copy stream, not the host. ev must be one the copy
+ * stream can wait for (saga_stream_can_wait) and stay recorded at that point until the load is
+ * issued. */
+void saga_blk_host_changed_after(saga_blk *b, saga_event *ev);
 /* The device buffer while a step that uses the block runs (between begin and end), else NULL. */
 void *saga_blk_dev(const saga_blk *b);
 size_t saga_blk_bytes(const saga_blk *b);
@@ -164,10 +169,10 @@ bool saga_sched_give_back(saga_sched *s, size_t bytes);
 /* After a plan was left before its end: makes b's host copy current (writing it back and waiting
  * when only the device has it). No step may be running. */
 saga_status saga_sched_download(saga_sched *s, saga_blk *b);
-/* Runs fn(user) on a host thread once the copies issued so far (write-backs included) have
- * completed, without waiting here: to tell another thread that content it reads from the host
- * has arrived. fn must not touch the backend. */
-saga_status saga_sched_after_copies(saga_sched *s, void (*fn)(void *user), void *user);
+/* Records ev on the copy stream after the copies issued so far (write-backs included), without
+ * waiting: ev completes once their content is on the host, for a reader on another stream or
+ * device to wait for (saga_blk_host_changed_after). */
+saga_status saga_sched_copies_event(saga_sched *s, saga_event *ev);
 /* Waits until the copies in flight (write-backs included) have completed: the host copies are
  * then current. */
 saga_status saga_sched_finish(saga_sched *s);

@@ -53,13 +53,6 @@ typedef struct op {
     int32_t g, l, j;
 } op;
 
-/* What crossed a stage boundary: activations (grad false) or their gradients. */
-typedef struct arrival {
-    saga_mlp *m;
-    int32_t b; /* between stages b and b + 1 */
-    bool grad;
-} arrival;
-
 /* Across ranks, one direction of one boundary at this rank's stage: a thread that moves the
  * call's micro-batches in order between the ring buffer and the neighbour's rank. */
 typedef struct xfer {
@@ -113,9 +106,13 @@ struct saga_mlp {
     /* boundary b (between stages b and b + 1), ring slot r: bx[b * R + r] the activations that
      * leave stage b, bg[b * R + r] their gradients coming back; pinned on stage b's backend */
     float **bx, **bg;
-    arrival *arrivals;  /* [2 * b + grad] */
-    int64_t *arrived;   /* [2 * b + grad]: micro-batches of the call across boundary b (across
-                         * ranks: in this rank's ring buffer, written back or received) */
+    /* [(2 * b + grad) * R + r]: recorded on the sending stage's copy stream after the copy of
+     * the micro-batch in ring slot r to the host (in one process; across ranks, for this rank's
+     * sends); NULL where this process does not send */
+    saga_event **sent;
+    int64_t *arrived;   /* [2 * b + grad]: micro-batches of the call across boundary b: sent, i.e.
+                         * their copy to the host issued and its event recorded; across ranks,
+                         * for the direction this rank receives, received into its ring buffer */
     pthread_mutex_t mu; /* guards arrived, failed and the transfer state below */
     pthread_cond_t cv;
     bool sync_made, failed;

@@ -66,6 +66,13 @@ static stage *boundary_stage(const saga_mlp *m, int32_t b) {
     return m->me == b || m->me == b + 1 ? &m->stages[m->me] : NULL;
 }
 
+/* The stage that sends across boundary b in direction grad (its copy stream records the events),
+ * when it runs in this process. */
+static stage *sender(const saga_mlp *m, int32_t b, bool grad) {
+    int32_t q = grad ? b + 1 : b;
+    return dense_here(m, q) ? &m->stages[q] : NULL;
+}
+
 saga_status dense_make_boundaries(saga_mlp *m) {
     saga_status st = SAGA_OK;
     int32_t nb = m->S - 1, R = m->R;
@@ -75,8 +82,8 @@ saga_status dense_make_boundaries(saga_mlp *m) {
                                "boundary buffers"));
     SAGA_TRY(saga_alloc_zeroed((void **)&m->bg, (size_t)nb * (size_t)R, sizeof *m->bg,
                                "boundary buffers"));
-    SAGA_TRY(saga_alloc_zeroed((void **)&m->arrivals, 2 * (size_t)nb, sizeof *m->arrivals,
-                               "boundary arrivals"));
+    SAGA_TRY(saga_alloc_zeroed((void **)&m->sent, 2 * (size_t)nb * (size_t)R, sizeof *m->sent,
+                               "boundary events"));
     SAGA_TRY(saga_alloc_zeroed((void **)&m->arrived, 2 * (size_t)nb, sizeof *m->arrived,
                                "boundary arrivals"));
     for (int32_t b = 0; b < nb; b++) {
@@ -87,8 +94,12 @@ saga_status dense_make_boundaries(saga_mlp *m) {
             SAGA_TRY(dense_host_array(sg, &m->bg[(size_t)b * (size_t)R + (size_t)r],
                                       dense_boundary_floats(m, b)));
         }
-        m->arrivals[2 * b] = (arrival){m, b, false};
-        m->arrivals[2 * b + 1] = (arrival){m, b, true};
+        for (int grad = 0; grad < 2; grad++) {
+            stage *from = sender(m, b, grad);
+            for (int32_t r = 0; r < R && from; r++)
+                SAGA_TRY(saga_event_new(&m->sent[(size_t)(2 * b + grad) * (size_t)R + (size_t)r],
+                                        from->be));
+        }
     }
 fail:
     return st;
@@ -105,29 +116,32 @@ void dense_free_boundaries(saga_mlp *m) {
                 saga_backend_host_free(sg->be, m->bg[i], bytes);
             }
         }
+    if (m->sent)
+        for (size_t i = 0; i < 2 * (size_t)(m->S - 1) * (size_t)m->R; i++)
+            saga_event_free(&m->sent[i]);
     saga_free(m->bx);
     saga_free(m->bg);
-    saga_free(m->arrivals);
+    saga_free(m->sent);
     saga_free(m->arrived);
 }
 
 /* ---- running a stage ---------------------------------------------------------------------- */
 
-/* Runs on the copy thread of the stage that sent the content, once its copy to the host is
- * complete. */
-static void post_arrival(void *user) {
-    arrival *a = user;
-    saga_mlp *m = a->m;
-    pthread_mutex_lock(&m->mu);
-    m->arrived[2 * a->b + (a->grad ? 1 : 0)]++;
-    pthread_cond_broadcast(&m->cv);
-    pthread_mutex_unlock(&m->mu);
+/* The event of micro-batch g's copy to the host across boundary b in direction grad (NULL across
+ * ranks for a direction this rank receives). */
+static saga_event *sent_event(const saga_mlp *m, int32_t b, bool grad, int64_t g) {
+    return m->sent[(size_t)(2 * b + (grad ? 1 : 0)) * (size_t)m->R + (size_t)(g % m->R)];
 }
 
-/* Whether micro-batch g has crossed boundary b (activations, or gradients when grad); with
- * wait, blocks until it has, or until something failed (an error; the caller reports what
- * failed first: another stage, or across ranks a transfer). */
-static saga_status arrived(stage *sg, int32_t b, bool grad, int32_t g, bool wait, bool *ok) {
+/* Whether micro-batch g has crossed boundary b (activations, or gradients when grad) into block
+ * x, which is then marked as changed on the host; with wait, blocks until it has, or until
+ * something failed (an error; the caller reports what failed first: another stage, or across
+ * ranks a transfer). The sender's copy to the host is only issued when it counts as crossed:
+ * where this stage's copy stream can wait for its event, the load of x waits on the device;
+ * otherwise (a CPU backend, which cannot order one device after another) the host checks or
+ * waits for the event here. */
+static saga_status arrived(stage *sg, int32_t b, bool grad, int32_t g, bool wait, saga_blk *x,
+                           bool *ok) {
     saga_status st = SAGA_OK;
     saga_mlp *m = sg->m;
     int64_t *count = &m->arrived[2 * b + (grad ? 1 : 0)];
@@ -141,11 +155,28 @@ static saga_status arrived(stage *sg, int32_t b, bool grad, int32_t g, bool wait
     *ok = *count > g;
     bool failed = m->failed && !*ok;
     pthread_mutex_unlock(&m->mu);
+    saga_event *ev = *ok ? sent_event(m, b, grad, g) : NULL;
+    if (ev && !saga_stream_can_wait(saga_backend_default_stream(sg->be), ev)) {
+        if (wait) {
+            if (t0 == 0)
+                t0 = saga_now();
+            st = saga_event_synchronize(ev);
+        } else {
+            *ok = saga_event_done(ev);
+        }
+        ev = NULL;
+    }
     if (t0 != 0)
         sg->idle_seconds += saga_now() - t0;
+    SAGA_TRY(st);
     if (failed && wait)
-        st = saga_error(SAGA_ERR_DEVICE, "dense: stage %d stopped: %s", (int)sg->idx,
-                        m->comm ? "a transfer failed" : "another stage failed");
+        SAGA_TRY(saga_error(SAGA_ERR_DEVICE, "dense: stage %d stopped: %s", (int)sg->idx,
+                            m->comm ? "a transfer failed" : "another stage failed"));
+    if (*ok && ev)
+        saga_blk_host_changed_after(x, ev);
+    else if (*ok)
+        saga_blk_host_changed(x);
+fail:
     return st;
 }
 
@@ -165,12 +196,12 @@ static saga_status acquire(stage *sg, const op *o, bool wait, bool *ok) {
         if (sg->idx == 0) {
             size_t off = (size_t)k * (size_t)m->mb * (size_t)m->widths[0];
             saga_blk_set_host(x, (void *)(m->xs[step] + off));
+            saga_blk_host_changed(x);
         } else {
-            SAGA_TRY(arrived(sg, sg->idx - 1, false, g, wait, ok));
+            SAGA_TRY(arrived(sg, sg->idx - 1, false, g, wait, x, ok));
             if (!*ok)
                 return SAGA_OK;
         }
-        saga_blk_host_changed(x);
         sg->marked_x++;
     }
     if (o->kind == OP_FWD && o->l == m->L - 1 && o->j == y->n_tiles - 1 && g == sg->marked_y) {
@@ -182,27 +213,40 @@ static saga_status acquire(stage *sg, const op *o, bool wait, bool *ok) {
     }
     if (o->kind == OP_BWD && o->l == sg->l1 - 1 && o->j == 0 && sg->idx < m->S - 1 &&
         g == sg->marked_dy) {
-        SAGA_TRY(arrived(sg, sg->idx, true, g, wait, ok));
+        SAGA_TRY(arrived(sg, sg->idx, true, g, wait, dense_d(sg, g, sg->l1), ok));
         if (!*ok)
             return SAGA_OK;
-        saga_blk_host_changed(dense_d(sg, g, sg->l1));
         sg->marked_dy++;
     }
 fail:
     return st;
 }
 
-/* After op o's step: tells the neighbour what it sent, once the copy to the host completes. */
+/* After op o's step: when it ended a micro-batch's activations or gradients for a neighbour,
+ * records the event of their copy to the host (which the step's end issued) and tells the
+ * neighbour, which orders its load after that event, without a wait here. */
 static saga_status send(stage *sg, const op *o) {
+    saga_status st = SAGA_OK;
     saga_mlp *m = sg->m;
     bool last = o->j == m->layers[o->l].n_tiles - 1;
-    if (!last)
+    int32_t b;
+    bool grad;
+    if (last && o->kind == OP_FWD && o->l == sg->l1 - 1 && sg->idx < m->S - 1) {
+        b = sg->idx;
+        grad = false;
+    } else if (last && o->kind == OP_BWD && o->l == sg->l0 && sg->idx > 0) {
+        b = sg->idx - 1;
+        grad = true;
+    } else {
         return SAGA_OK;
-    if (o->kind == OP_FWD && o->l == sg->l1 - 1 && sg->idx < m->S - 1)
-        return saga_sched_after_copies(sg->s, post_arrival, &m->arrivals[2 * sg->idx]);
-    if (o->kind == OP_BWD && o->l == sg->l0 && sg->idx > 0)
-        return saga_sched_after_copies(sg->s, post_arrival, &m->arrivals[2 * (sg->idx - 1) + 1]);
-    return SAGA_OK;
+    }
+    SAGA_TRY(saga_sched_copies_event(sg->s, sent_event(m, b, grad, o->g)));
+    pthread_mutex_lock(&m->mu);
+    m->arrived[2 * b + (grad ? 1 : 0)]++;
+    pthread_cond_broadcast(&m->cv);
+    pthread_mutex_unlock(&m->mu);
+fail:
+    return st;
 }
 
 static saga_status stage_run(stage *sg) {
@@ -282,10 +326,15 @@ static void *xfer_thread(void *arg) {
         pthread_mutex_lock(&m->mu);
         while (x->send && m->arrived[i] <= g && !(m->failed && m->halted))
             pthread_cond_wait(&m->cv, &m->mu);
+        bool issued = m->arrived[i] > g;
         pthread_mutex_unlock(&m->mu);
         saga_comm_block blk = {x->peer, ring[g % R], bytes};
-        saga_status st = x->send ? saga_comm_sendrecv(x->comm, &blk, 1, NULL, 0, NULL)
-                                 : saga_comm_sendrecv(x->comm, NULL, 0, &blk, 1, NULL);
+        saga_status st = SAGA_OK;
+        if (x->send && issued) /* the copy to the host, on this thread rather than the stage's */
+            st = saga_event_synchronize(sent_event(m, x->b, x->grad, g));
+        if (st == SAGA_OK)
+            st = x->send ? saga_comm_sendrecv(x->comm, &blk, 1, NULL, 0, NULL)
+                         : saga_comm_sendrecv(x->comm, NULL, 0, &blk, 1, NULL);
         pthread_mutex_lock(&m->mu);
         if (st < 0) {
             x->st = st;

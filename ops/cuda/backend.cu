@@ -527,6 +527,7 @@ static saga_status cuda_stream_sync(saga_stream *s) {
     return saga_cuda_index_fault_take(s->be);
 }
 
+// Also stream_wait_foreign: CUDA orders a stream after an event of another device of the process.
 static saga_status cuda_stream_wait_event(saga_stream *s, saga_event *e) {
     cudaStream_t stream;
     saga_status st = saga_cuda_stream_get(s, &stream);
@@ -823,7 +824,7 @@ static void cuda_destroy(saga_backend *be) {
 }
 
 static const saga_backend_iface cuda_iface = {
-    /* version */ 6,
+    /* version */ 7,
     /* destroy */ cuda_destroy,
     /* alloc */ cuda_alloc,
     /* free */ cuda_free,
@@ -847,6 +848,7 @@ static const saga_backend_iface cuda_iface = {
     /* alloc_size */ cuda_alloc_size,
     /* profile_range */ cuda_profile_range,
     /* copy_rows */ saga_cuda_copy_rows,
+    /* stream_wait_foreign */ cuda_stream_wait_event,
 };
 
 static const saga_kernels cuda_kernels = {

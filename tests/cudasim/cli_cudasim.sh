@@ -193,13 +193,14 @@ awk '$1 == "device" && $4 > 65536 { bad = 1 } END { exit bad }' "$TMP/stats" ||
 json_last >"$TMP/mlp.cuda"
 # steps 3 and 4 (counted as above): one stage waits once a step for its losses (the sums of
 # squares copied back as they are made), in memory and streamed at 64K; the pipeline's two stages
-# wait once a step each and their close, and tell each other of activations and gradients that
-# arrived through the host by host functions (two a step each way: what is left)
+# wait once a step each (the last for its losses, the first until it has read the caller's batch)
+# and at their close, and hand activations and gradients over through the host with no host
+# function: a stage's load waits on the device for its neighbour's copy to the host
 counted "mlp on cuda, in memory, steps 3-4" 3 0 "$SAGA_BIN" mlp "${small[@]}" --device cuda \
     --device-mem 64M --quiet --profile-steps 3:4
 counted "mlp on cuda, streamed, steps 3-4" 3 0 "$SAGA_BIN" mlp "${small[@]}" --device cuda \
     --device-mem 64K --quiet --profile-steps 3:4
-counted "mlp on cuda, two stages, steps 3-4" 6 8 "$SAGA_BIN" mlp "${small[@]}" --stages 2 \
+counted "mlp on cuda, two stages, steps 3-4" 6 0 "$SAGA_BIN" mlp "${small[@]}" --stages 2 \
     --device cuda --device-mem 64K --quiet --profile-steps 3:4
 expect 2 "$SAGA_BIN" mlp --profile-steps 2:1
 python3 - "$TMP/mlp.cuda" "$TMP/mlp.cpu" <<'PY' || fail "mlp cuda pipeline: losses differ from the cpu's"
