@@ -8,8 +8,20 @@
 
 namespace cudasim {
 
-// Queues fn on stream (NULL: the current device's default stream) after the work already there.
+// Queues fn on stream (NULL: the current device's default stream) after the work already there;
+// while stream captures, records it in the graph instead (the library operation then runs at each
+// launch of the graph). Returns the error CUDA's runtime gives a use of stream that capture
+// forbids.
 cudaError_t enqueue(cudaStream_t stream, std::function<void()> fn);
+
+// enqueue for an operation whose work depends on the order in which it is issued (an NCCL
+// communicator's sequence): make returns the work and is called once for each issue, at this call
+// when stream does not capture, else at each cudaGraphLaunch of a graph that holds it (on the
+// launching thread, in the graph's order).
+cudaError_t enqueue_issued(cudaStream_t stream, std::function<std::function<void()>()> make);
+
+// Whether stream (NULL: the current device's default stream) is being captured into a graph.
+bool capturing(cudaStream_t stream);
 
 // Whether [p, p + bytes) lies inside one device allocation (of any device).
 bool is_device_range(const void *p, size_t bytes);

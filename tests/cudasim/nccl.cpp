@@ -488,30 +488,13 @@ struct join {
     bool done = false;
 };
 
-// Queues one operation of a communicator, made of items (all of that communicator): it runs
-// after the operations issued on the communicator before it, and after the work queued before
-// it on every stream it uses.
-void issue(const std::shared_ptr<comm_state> &s, std::vector<item> items) {
-    std::vector<cudaStream_t> streams;
-    for (const item &it : items)
-        if (std::find(streams.begin(), streams.end(), it.stream) == streams.end())
-            streams.push_back(it.stream);
-    uint64_t ticket;
-    {
-        std::lock_guard<std::mutex> guard(s->m);
-        ticket = ++s->issued;
-    }
-    auto j = std::make_shared<join>();
-    const size_t others = streams.size() - 1;
-    for (size_t k = 1; k < streams.size(); k++)
-        cudasim::enqueue(streams[k], [j] {
-            std::unique_lock<std::mutex> lk(j->m);
-            j->arrived++;
-            j->cv.notify_all();
-            j->cv.wait(lk, [&] { return j->done; });
-        });
-    auto body = std::make_shared<std::vector<item>>(std::move(items));
-    cudasim::enqueue(streams[0], [s, j, body, ticket, others] {
+// The work of one operation of s, issued with ticket: it waits for the streams besides the first
+// to arrive (others of them) and for the operations issued before it, runs, and lets them go.
+std::function<void()> operation(const std::shared_ptr<comm_state> &s,
+                                const std::shared_ptr<join> &j,
+                                const std::shared_ptr<std::vector<item>> &body, uint64_t ticket,
+                                size_t others) {
+    return [s, j, body, ticket, others] {
         {
             std::unique_lock<std::mutex> lk(j->m);
             j->cv.wait(lk, [&] { return j->arrived == others; });
@@ -532,7 +515,50 @@ void issue(const std::shared_ptr<comm_state> &s, std::vector<item> items) {
         std::lock_guard<std::mutex> guard(j->m);
         j->done = true;
         j->cv.notify_all();
-    });
+    };
+}
+
+// Queues one operation of a communicator, made of items (all of that communicator): it runs
+// after the operations issued on the communicator before it, and after the work queued before
+// it on every stream it uses. Returns what the simulated runtime said to the queuing.
+cudaError_t issue(const std::shared_ptr<comm_state> &s, std::vector<item> items) {
+    std::vector<cudaStream_t> streams;
+    for (const item &it : items)
+        if (std::find(streams.begin(), streams.end(), it.stream) == streams.end())
+            streams.push_back(it.stream);
+    auto body = std::make_shared<std::vector<item>>(std::move(items));
+    if (streams.size() == 1) {
+        // On one stream the operation may be captured into a graph: it takes its place in the
+        // communicator's order each time it is issued, at the call or at each launch.
+        return cudasim::enqueue_issued(streams[0], [s, body] {
+            uint64_t ticket;
+            {
+                std::lock_guard<std::mutex> guard(s->m);
+                ticket = ++s->issued;
+            }
+            return operation(s, std::make_shared<join>(), body, ticket, 0);
+        });
+    }
+    for (cudaStream_t st : streams)
+        if (cudasim::capturing(st))
+            fatal("ncclGroupEnd: a group over %zu streams inside a stream capture is not modelled "
+                  "by the simulator",
+                  streams.size());
+    uint64_t ticket;
+    {
+        std::lock_guard<std::mutex> guard(s->m);
+        ticket = ++s->issued;
+    }
+    auto j = std::make_shared<join>();
+    const size_t others = streams.size() - 1;
+    for (size_t k = 1; k < streams.size(); k++)
+        cudasim::enqueue(streams[k], [j] {
+            std::unique_lock<std::mutex> lk(j->m);
+            j->arrived++;
+            j->cv.notify_all();
+            j->cv.wait(lk, [&] { return j->done; });
+        });
+    return cudasim::enqueue(streams[0], operation(s, j, body, ticket, others));
 }
 
 struct group_state {
@@ -591,8 +617,8 @@ ncclResult_t submit(ncclComm_t comm, item it) {
             }
             if (group.depth > 0)
                 group.items.emplace_back(comm->s, it);
-            else
-                issue(comm->s, {it});
+            else if (cudaError_t e = issue(comm->s, {it}))
+                r = fail(&s, ncclUnhandledCudaError, "%s: %s", name, cudaGetErrorString(e));
             cudaSetDevice(saved);
         }
     }
@@ -891,14 +917,16 @@ ncclResult_t ncclGroupEnd(void) {
             comms.push_back(p.first);
     int saved = 0;
     cudaGetDevice(&saved);
+    ncclResult_t res = ncclSuccess;
     for (auto &c : comms) {
         std::vector<item> mine;
         for (auto &p : items)
             if (p.first == c)
                 mine.push_back(p.second);
         cudaSetDevice(c->device);
-        issue(c, std::move(mine));
+        if (cudaError_t e = issue(c, std::move(mine)))
+            res = fail(c.get(), ncclUnhandledCudaError, "ncclGroupEnd: %s", cudaGetErrorString(e));
     }
     cudaSetDevice(saved);
-    return ncclSuccess;
+    return res;
 }

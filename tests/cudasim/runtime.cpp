@@ -1,5 +1,6 @@
 // runtime.cpp - the CUDA simulator's runtime: devices, memory, streams, events, host functions,
-// copies as CUDA documents them, and the fiber scheduler that runs a kernel's threads.
+// copies as CUDA documents them, graphs made by stream capture, and the fiber scheduler that runs
+// a kernel's threads.
 //
 // Configuration (read once, at the first call):
 //   SAGA_CUDASIM_DEVICES  number of simulated devices (default 1, at most 16)
@@ -27,6 +28,7 @@
 #include <string>
 #include <sys/mman.h>
 #include <thread>
+#include <typeinfo>
 #include <unistd.h>
 #include <vector>
 
@@ -157,6 +159,7 @@ void order_indices(std::vector<uint32_t> &v, uint64_t *rng, order_kind order) {
 // ---- global state (never destroyed: worker threads may still run at exit) ---------------------
 
 struct stream_impl;
+struct capture_state;
 
 struct device_state {
     size_t used = 0, peak = 0;
@@ -183,7 +186,15 @@ struct global_state {
         std::map<std::string, uint64_t> calls; // the program's own calls, per API entry
         uint64_t kernels = 0, library_ops = 0, sync_copies = 0;
         uint64_t bytes[4] = {}; // copied host->host, host->device, device->host, device->device
+        // cudaLaunchHostFunc calls on a capturing stream, host nodes run by graph launches
+        uint64_t captured_host_fns = 0, graph_host_fns = 0;
+        uint64_t graph_launches = 0, graph_nodes = 0;
     } w;
+    // the captures under way (cudaStreamBeginCapture .. cudaStreamEndCapture), with every
+    // stream's and event's capture state, under capture_lock
+    std::mutex capture_lock;
+    std::vector<std::shared_ptr<capture_state>> captures;
+    uint64_t capture_ids = 0;
 };
 
 global_state *g = nullptr;
@@ -208,15 +219,21 @@ void write_window(FILE *f) {
     uint64_t waits = w.sync_copies;
     for (const char *name : host_waits)
         waits += calls(name);
+    // a host function recorded by a capture runs, and counts, with each launch of its graph
+    const uint64_t fn_calls = calls("cudaLaunchHostFunc");
+    const uint64_t host_fns =
+        (fn_calls > w.captured_host_fns ? fn_calls - w.captured_host_fns : 0) + w.graph_host_fns;
     fprintf(f,
             "{\"window\":%d,\"host_waits\":%llu,\"host_fns\":%llu,\"device_allocs\":%llu,"
             "\"device_frees\":%llu,\"pinned_allocs\":%llu,\"pinned_frees\":%llu,"
-            "\"kernels\":%llu,\"library_ops\":%llu,\"h2d_bytes\":%llu,\"d2h_bytes\":%llu,"
-            "\"d2d_bytes\":%llu,\"h2h_bytes\":%llu,\"calls\":{",
-            g->windows, (unsigned long long)waits, (unsigned long long)calls("cudaLaunchHostFunc"),
+            "\"kernels\":%llu,\"library_ops\":%llu,\"graph_launches\":%llu,"
+            "\"graph_nodes\":%llu,\"h2d_bytes\":%llu,\"d2h_bytes\":%llu,\"d2d_bytes\":%llu,"
+            "\"h2h_bytes\":%llu,\"calls\":{",
+            g->windows, (unsigned long long)waits, (unsigned long long)host_fns,
             (unsigned long long)calls("cudaMalloc"), (unsigned long long)calls("cudaFree"),
             (unsigned long long)calls("cudaHostAlloc"), (unsigned long long)calls("cudaFreeHost"),
             (unsigned long long)w.kernels, (unsigned long long)w.library_ops,
+            (unsigned long long)w.graph_launches, (unsigned long long)w.graph_nodes,
             (unsigned long long)w.bytes[1], (unsigned long long)w.bytes[2],
             (unsigned long long)w.bytes[3], (unsigned long long)w.bytes[0]);
     bool first = true;
@@ -306,6 +323,14 @@ int classify(const void *p, size_t bytes) {
 struct stream_impl {
     int device;
     bool legacy;
+    bool blocking = true; // not created with cudaStreamNonBlocking
+    // the capture this stream records into, if any, and the nodes its next node depends on (in
+    // the order they were added); with the arrays cudaStreamGetCaptureInfo hands out. Under
+    // g->capture_lock.
+    std::shared_ptr<capture_state> cap;
+    std::vector<size_t> deps;
+    std::vector<cudaGraphNode_t> deps_out;
+    std::vector<cudaGraphEdgeData> edges_out;
     std::mutex m;
     std::condition_variable cv;
     std::deque<std::function<void()>> queue;
@@ -387,6 +412,11 @@ struct event_impl {
     std::condition_variable cv;
     uint64_t recorded = 0, completed = 0;
     std::chrono::steady_clock::time_point when;
+    // Last recorded in a capturing stream: the capture (expired once it ended) and the nodes the
+    // event stands for. Under g->capture_lock.
+    bool captured = false;
+    std::weak_ptr<capture_state> cap;
+    std::vector<size_t> cap_nodes;
 };
 
 struct event_handle {
@@ -801,6 +831,179 @@ void run_kernel(const kernel_job &job) {
         run_block(job, coords(i), splitmix64(&rng));
 }
 
+// ---- stream capture ---------------------------------------------------------------------------
+
+// cudaThreadExchangeStreamCaptureMode's mode of the calling thread
+thread_local cudaStreamCaptureMode thread_mode = cudaStreamCaptureModeGlobal;
+
+enum node_kind { NODE_KERNEL, NODE_MEMCPY, NODE_MEMSET, NODE_HOST, NODE_LIBRARY, NODE_EVENT_WAIT };
+
+// What one captured call does each time a launch of its graph runs it. Arguments were taken by
+// value at the call, as CUDA records them.
+struct graph_node {
+    node_kind kind = NODE_KERNEL;
+    std::vector<size_t> deps;  // earlier nodes of the graph, in the order capture added them
+    std::function<void()> run; // empty for an event wait and an issued library operation
+    std::function<std::function<void()>()> make; // an issued library operation's work, per launch
+    const void *func = nullptr;                  // a kernel's function
+    const std::type_info *op = nullptr;          // a library operation's kind (its closure's type)
+    int dir = 0;                                 // a copy's direction, as check_copy gives it
+    size_t bytes = 0;                            // a copy's or a memset's
+    int dst_dev = -1, src_dev = -1;    // what holds a copy's or memset's operands (classify)
+    std::shared_ptr<event_impl> event; // an external event wait's event
+};
+
+struct graph_impl {
+    int device = 0;
+    bool capturing = false;                         // a capture still adds to it
+    std::vector<std::unique_ptr<graph_node>> nodes; // a node's handle is its address
+};
+
+// A capture sequence: begun on its origin stream, joined by the streams that waited on events
+// recorded in it, ended on the origin, which takes every stream out of capture.
+struct capture_state {
+    uint64_t id = 0;
+    cudaStreamCaptureMode mode = cudaStreamCaptureModeGlobal;
+    std::thread::id thread; // the one that began it
+    stream_impl *origin = nullptr;
+    graph_impl *graph = nullptr; // owned until cudaStreamEndCapture hands it out
+    bool invalidated = false;
+    std::vector<stream_impl *> streams; // the origin first
+    ~capture_state() { delete graph; }
+};
+
+// Set when a launch of an executable graph has run, for the next launch of the same graph.
+struct launch_gate {
+    std::mutex m;
+    std::condition_variable cv;
+    bool done = false;
+};
+
+struct exec_impl {
+    int device = 0;
+    std::mutex m; // nodes, last
+    // Replaced whole by cudaGraphExecUpdate: launches already queued keep their parameters.
+    std::shared_ptr<const std::vector<graph_node>> nodes;
+    std::shared_ptr<launch_gate> last;
+};
+
+// The rest of this section: caller holds g->capture_lock, unless it says otherwise.
+
+// Whether a blocking stream of device captures. The legacy stream then may not be used, since its
+// work would depend on the capture's; with invalidate, the attempt invalidates those captures.
+bool legacy_blocked(int device, bool invalidate) {
+    bool blocked = false;
+    for (const auto &c : g->captures)
+        for (const stream_impl *s : c->streams)
+            if (s->blocking && s->device == device) {
+                blocked = true;
+                if (invalidate)
+                    c->invalidated = true;
+                break;
+            }
+    return blocked;
+}
+
+// Where work queued on s goes: into s's capture (*cap), onto s's queue (*cap null), or nowhere,
+// with the error CUDA returns.
+cudaError_t stream_use(stream_impl *s, capture_state **cap) {
+    *cap = nullptr;
+    if (s->legacy && legacy_blocked(s->device, true))
+        return cudaErrorStreamCaptureImplicit;
+    if (!s->cap)
+        return cudaSuccess;
+    if (s->cap->invalidated)
+        return cudaErrorStreamCaptureInvalidated;
+    *cap = s->cap.get();
+    return cudaSuccess;
+}
+
+// Appends n to the graph s captures into, after s's dependencies; s's next node follows n.
+void add_node(stream_impl *s, graph_node n) {
+    graph_impl &gr = *s->cap->graph;
+    n.deps = s->deps;
+    gr.nodes.push_back(std::make_unique<graph_node>(std::move(n)));
+    s->deps.assign(1, gr.nodes.size() - 1);
+}
+
+// Queues node's work on s, or records node when s captures (*captured: whether s was capturing,
+// even when the call fails). Takes g->capture_lock itself.
+cudaError_t queue_or_record(stream_impl *s, graph_node node, bool *captured = nullptr) {
+    {
+        std::lock_guard<std::mutex> guard(g->capture_lock);
+        if (captured)
+            *captured = s->cap != nullptr;
+        capture_state *cap;
+        if (cudaError_t e = stream_use(s, &cap))
+            return e;
+        if (cap) {
+            add_node(s, std::move(node));
+            return cudaSuccess;
+        }
+    }
+    s->push(node.make ? node.make() : std::move(node.run));
+    return cudaSuccess;
+}
+
+// CUDA's rule for potentially unsafe calls during capture (cudaThreadExchangeStreamCaptureMode):
+// such a call is refused, and the captures that forbid it are invalidated, when this thread began
+// a capture that is not relaxed, or when this thread's mode is global and another thread began a
+// global capture. Takes g->capture_lock itself.
+cudaError_t unsafe_call() {
+    std::lock_guard<std::mutex> guard(g->capture_lock);
+    if (thread_mode == cudaStreamCaptureModeRelaxed)
+        return cudaSuccess;
+    const std::thread::id self = std::this_thread::get_id();
+    bool refused = false;
+    for (const auto &c : g->captures) {
+        const bool forbids = c->thread == self ? c->mode != cudaStreamCaptureModeRelaxed
+                                               : thread_mode == cudaStreamCaptureModeGlobal &&
+                                                     c->mode == cudaStreamCaptureModeGlobal;
+        if (forbids) {
+            c->invalidated = true;
+            refused = true;
+        }
+    }
+    return refused ? cudaErrorStreamCaptureUnsupported : cudaSuccess;
+}
+
+// Whether e was last recorded in a capture. Such an event stands for nodes of a graph, not for
+// work queued, so the host may not query or wait for it; the attempt invalidates its capture if
+// that is still under way.
+bool captured_event(event_impl *e) {
+    if (!e->captured)
+        return false;
+    if (auto c = e->cap.lock())
+        c->invalidated = true;
+    return true;
+}
+
+// Whether every node of c's graph comes before the origin's next node: whatever was forked onto
+// other streams has been joined back.
+bool joined(const capture_state &c) {
+    const auto &nodes = c.graph->nodes;
+    std::vector<char> seen(nodes.size(), 0);
+    std::vector<size_t> todo = c.origin->deps;
+    while (!todo.empty()) {
+        const size_t i = todo.back();
+        todo.pop_back();
+        if (seen[i])
+            continue;
+        seen[i] = 1;
+        todo.insert(todo.end(), nodes[i]->deps.begin(), nodes[i]->deps.end());
+    }
+    return std::find(seen.begin(), seen.end(), 0) == seen.end();
+}
+
+// Takes every stream of c out of capture.
+void end_capture(std::shared_ptr<capture_state> c) {
+    for (stream_impl *s : c->streams) {
+        s->cap.reset();
+        s->deps.clear();
+    }
+    g->captures.erase(std::remove(g->captures.begin(), g->captures.end(), c), g->captures.end());
+}
+
 } // namespace
 
 // ---- device-side entries ----------------------------------------------------------------------
@@ -871,8 +1074,8 @@ uint64_t warp_collective(site at, collective_kind kind, unsigned mask, uint64_t 
 
 // ---- launches ---------------------------------------------------------------------------------
 
-void submit(const char *name, site at, dim3 grid, dim3 block, size_t shmem, cudaStream_t stream,
-            std::function<void()> body, const void *const *ptrs, int n_ptrs) {
+void submit(const char *name, site at, const void *func, dim3 grid, dim3 block, size_t shmem,
+            cudaStream_t stream, std::function<void()> body, const void *const *ptrs, int n_ptrs) {
     state();
     if (in_host_fn)
         fatal("kernel %s launched at %s:%d from a host function", name, at.file, at.line);
@@ -904,9 +1107,18 @@ void submit(const char *name, site at, dim3 grid, dim3 block, size_t shmem, cuda
     job->block = block;
     job->body = std::move(body);
     uint64_t seed = g->cfg.seed ^ (g->launches.fetch_add(1) * 0x9e3779b97f4a7c15ull);
-    count(g->w.kernels);
     job->seed = splitmix64(&seed);
-    s->push([job] { run_kernel(*job); });
+    graph_node n;
+    n.kind = NODE_KERNEL;
+    n.func = func;
+    n.run = [job] { run_kernel(*job); };
+    bool captured = false;
+    if (cudaError_t e = queue_or_record(s, std::move(n), &captured)) {
+        fail(e);
+        return;
+    }
+    if (!captured) // a captured kernel counts when a launch of its graph runs it
+        count(g->w.kernels);
 }
 
 void check_pointer(const char *who, const char *arg, const void *p, size_t bytes, int device,
@@ -963,9 +1175,39 @@ cudaError_t enqueue(cudaStream_t stream, std::function<void()> fn) {
     state();
     if (current_device >= g->cfg.devices)
         return cudaErrorNoDevice;
-    count(g->w.library_ops);
-    resolve(stream)->push(std::move(fn));
+    graph_node n;
+    n.kind = NODE_LIBRARY;
+    n.op = &fn.target_type();
+    n.run = std::move(fn);
+    bool captured = false;
+    if (cudaError_t e = queue_or_record(resolve(stream), std::move(n), &captured))
+        return e;
+    if (!captured)
+        count(g->w.library_ops);
     return cudaSuccess;
+}
+
+cudaError_t enqueue_issued(cudaStream_t stream, std::function<std::function<void()>()> make) {
+    state();
+    if (current_device >= g->cfg.devices)
+        return cudaErrorNoDevice;
+    graph_node n;
+    n.kind = NODE_LIBRARY;
+    n.op = &make.target_type();
+    n.make = std::move(make);
+    bool captured = false;
+    if (cudaError_t e = queue_or_record(resolve(stream), std::move(n), &captured))
+        return e;
+    if (!captured)
+        count(g->w.library_ops);
+    return cudaSuccess;
+}
+
+bool capturing(cudaStream_t stream) {
+    state();
+    stream_impl *s = resolve(stream);
+    std::lock_guard<std::mutex> guard(g->capture_lock);
+    return s->cap != nullptr;
 }
 
 bool is_device_range(const void *p, size_t bytes) {
@@ -1056,17 +1298,39 @@ static cudaError_t check_current_device() {
     return cudaSuccess;
 }
 
+// Waits for the work queued on every stream of device (a capturing stream's queue holds only what
+// came before its capture).
+static void drain_device(int device) {
+    std::vector<stream_impl *> streams;
+    {
+        std::lock_guard<std::mutex> guard(g->lock);
+        streams = g->devices[(size_t)device].streams;
+    }
+    for (stream_impl *s : streams)
+        s->drain();
+}
+
 cudaError_t cudaDeviceSynchronize(void) {
     API_ENTRY();
     if (cudaError_t e = check_current_device())
         return e;
-    std::vector<stream_impl *> streams;
+    if (cudaError_t e = unsafe_call())
+        return fail(e);
     {
-        std::lock_guard<std::mutex> guard(g->lock);
-        streams = g->devices[(size_t)current_device].streams;
+        // The device encompasses its capturing streams, which stand for no queued work: a
+        // synchronization of it conflicts with their capture in any mode.
+        std::lock_guard<std::mutex> guard(g->capture_lock);
+        bool refused = false;
+        for (const auto &c : g->captures)
+            for (const stream_impl *s : c->streams)
+                if (s->device == current_device) {
+                    c->invalidated = true;
+                    refused = true;
+                }
+        if (refused)
+            return fail(cudaErrorStreamCaptureUnsupported);
     }
-    for (stream_impl *s : streams)
-        s->drain();
+    drain_device(current_device);
     return cudaSuccess;
 }
 
@@ -1123,12 +1387,35 @@ static const struct {
     {cudaErrorNoDevice, "cudaErrorNoDevice", "no CUDA-capable device is detected"},
     {cudaErrorInvalidDevice, "cudaErrorInvalidDevice", "invalid device ordinal"},
     {cudaErrorInvalidResourceHandle, "cudaErrorInvalidResourceHandle", "invalid resource handle"},
+    {cudaErrorIllegalState, "cudaErrorIllegalState",
+     "the operation cannot be performed in the present state"},
     {cudaErrorNotReady, "cudaErrorNotReady", "device not ready"},
     {cudaErrorIllegalAddress, "cudaErrorIllegalAddress",
      "an illegal memory access was encountered"},
     {cudaErrorLaunchFailure, "cudaErrorLaunchFailure", "unspecified launch failure"},
     {cudaErrorNotPermitted, "cudaErrorNotPermitted", "operation not permitted"},
     {cudaErrorNotSupported, "cudaErrorNotSupported", "operation not supported"},
+    {cudaErrorStreamCaptureUnsupported, "cudaErrorStreamCaptureUnsupported",
+     "operation not permitted when stream is capturing"},
+    {cudaErrorStreamCaptureInvalidated, "cudaErrorStreamCaptureInvalidated",
+     "operation failed due to a previous error during capture"},
+    {cudaErrorStreamCaptureMerge, "cudaErrorStreamCaptureMerge",
+     "operation would result in a merge of separate capture sequences"},
+    {cudaErrorStreamCaptureUnmatched, "cudaErrorStreamCaptureUnmatched",
+     "capture was not ended in the same stream as it began"},
+    {cudaErrorStreamCaptureUnjoined, "cudaErrorStreamCaptureUnjoined",
+     "capturing stream has unjoined work"},
+    {cudaErrorStreamCaptureIsolation, "cudaErrorStreamCaptureIsolation",
+     "dependency created on uncaptured work in another stream"},
+    {cudaErrorStreamCaptureImplicit, "cudaErrorStreamCaptureImplicit",
+     "operation would make the legacy stream depend on a capturing blocking stream"},
+    {cudaErrorCapturedEvent, "cudaErrorCapturedEvent",
+     "operation not permitted on an event last recorded in a capturing stream"},
+    {cudaErrorStreamCaptureWrongThread, "cudaErrorStreamCaptureWrongThread",
+     "attempt to terminate a thread-local capture sequence from another thread"},
+    {cudaErrorGraphExecUpdateFailure, "cudaErrorGraphExecUpdateFailure",
+     "the graph update was not performed because it included changes which violated "
+     "constraints specific to instantiated graph update"},
     {cudaErrorUnknown, "cudaErrorUnknown", "unknown error"},
 };
 
@@ -1150,6 +1437,8 @@ const char *cudaGetErrorName(cudaError_t err) {
 
 cudaError_t cudaMalloc(void **ptr, size_t bytes) {
     API_ENTRY();
+    if (cudaError_t e = unsafe_call())
+        return fail(e);
     if (!ptr)
         return fail(cudaErrorInvalidValue);
     if (cudaError_t e = check_current_device())
@@ -1184,6 +1473,8 @@ cudaError_t cudaMalloc(void **ptr, size_t bytes) {
 
 cudaError_t cudaFree(void *ptr) {
     API_ENTRY();
+    if (cudaError_t e = unsafe_call())
+        return fail(e);
     if (!ptr)
         return cudaSuccess;
     int device;
@@ -1197,10 +1488,7 @@ cudaError_t cudaFree(void *ptr) {
         bytes = it->second.bytes;
     }
     // cudaFree synchronizes with the device: work queued before it that uses the memory ends first.
-    const int saved = current_device;
-    current_device = device;
-    cudaDeviceSynchronize();
-    current_device = saved;
+    drain_device(device);
     {
         std::lock_guard<std::mutex> guard(g->lock);
         g->allocations.erase((uintptr_t)ptr);
@@ -1213,6 +1501,8 @@ cudaError_t cudaFree(void *ptr) {
 
 cudaError_t cudaHostAlloc(void **ptr, size_t bytes, unsigned flags) {
     API_ENTRY();
+    if (cudaError_t e = unsafe_call())
+        return fail(e);
     if (!ptr || (flags & ~0x0fu))
         return fail(cudaErrorInvalidValue);
     void *p = nullptr;
@@ -1233,6 +1523,8 @@ cudaError_t cudaMallocHost(void **ptr, size_t bytes) {
 
 cudaError_t cudaFreeHost(void *ptr) {
     API_ENTRY();
+    if (cudaError_t e = unsafe_call())
+        return fail(e);
     if (!ptr)
         return cudaSuccess;
     {
@@ -1307,8 +1599,32 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, cudaMemcpy
         return fail(e);
     if (cudaError_t e = check_current_device())
         return e;
-    count(g->w.bytes[dir], bytes);
     stream_impl *s = resolve(stream);
+    const int dst_dev = classify(dst, bytes), src_dev = classify(src, bytes);
+    {
+        std::lock_guard<std::mutex> guard(g->capture_lock);
+        capture_state *cap;
+        if (cudaError_t e = stream_use(s, &cap))
+            return fail(e);
+        if (cap) {
+            // A copy with pageable memory is synchronous for the host, or takes its source at the
+            // call; neither can be replayed. Refused (see docs/cudasim.md).
+            if (pg_src || pg_dst) {
+                cap->invalidated = true;
+                return fail(cudaErrorStreamCaptureUnsupported);
+            }
+            graph_node n;
+            n.kind = NODE_MEMCPY;
+            n.run = [=] { memmove(dst, src, bytes); };
+            n.dir = dir;
+            n.bytes = bytes;
+            n.dst_dev = dst_dev;
+            n.src_dev = src_dev;
+            add_node(s, std::move(n));
+            return cudaSuccess;
+        }
+    }
+    count(g->w.bytes[dir], bytes);
     if (pg_dst) {
         if (api_depth == 1) // the program's own call (cudaMemcpy counts as a call of its own)
             count(g->w.sync_copies);
@@ -1331,6 +1647,8 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, cudaMemcpy
 
 cudaError_t cudaMemcpy(void *dst, const void *src, size_t bytes, cudaMemcpyKind kind) {
     API_ENTRY();
+    if (cudaError_t e = unsafe_call())
+        return fail(e);
     cudaError_t e = cudaMemcpyAsync(dst, src, bytes, kind, nullptr);
     if (e)
         return e;
@@ -1350,12 +1668,20 @@ cudaError_t cudaMemsetAsync(void *dst, int value, size_t bytes, cudaStream_t str
         return fail(cudaErrorInvalidValue);
     if (cudaError_t e = check_current_device())
         return e;
-    resolve(stream)->push([=] { memset(dst, value, bytes); });
+    graph_node n;
+    n.kind = NODE_MEMSET;
+    n.run = [=] { memset(dst, value, bytes); };
+    n.bytes = bytes;
+    n.dst_dev = c;
+    if (cudaError_t e = queue_or_record(resolve(stream), std::move(n)))
+        return fail(e);
     return cudaSuccess;
 }
 
 cudaError_t cudaMemset(void *dst, int value, size_t bytes) {
     API_ENTRY();
+    if (cudaError_t e = unsafe_call())
+        return fail(e);
     cudaError_t e = cudaMemsetAsync(dst, value, bytes, nullptr);
     if (e)
         return e;
@@ -1372,6 +1698,7 @@ cudaError_t cudaStreamCreateWithFlags(cudaStream_t *stream, unsigned flags) {
     if (cudaError_t e = check_current_device())
         return e;
     stream_impl *s = new_stream(current_device, false);
+    s->blocking = !(flags & cudaStreamNonBlocking);
     {
         std::lock_guard<std::mutex> guard(g->lock);
         g->devices[(size_t)current_device].streams.push_back(s);
@@ -1389,6 +1716,15 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream) {
     if (!stream)
         return fail(cudaErrorInvalidResourceHandle);
     stream_impl *s = reinterpret_cast<stream_impl *>(stream);
+    {
+        // A capture would be left with a stream it cannot end or join: refused, and the capture
+        // invalidated (see docs/cudasim.md).
+        std::lock_guard<std::mutex> guard(g->capture_lock);
+        if (s->cap) {
+            s->cap->invalidated = true;
+            return fail(cudaErrorStreamCaptureUnsupported);
+        }
+    }
     // CUDA lets the queued work finish before the stream's resources go.
     s->drain();
     {
@@ -1406,11 +1742,28 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream) {
     return cudaSuccess;
 }
 
+// A capturing stream stands for no queued work: waiting for it or asking about it is refused, and
+// invalidates its capture. So is any use of the legacy stream while a blocking stream of its
+// device captures.
+static cudaError_t host_looks_at(stream_impl *s) {
+    std::lock_guard<std::mutex> guard(g->capture_lock);
+    if (s->legacy && legacy_blocked(s->device, true))
+        return cudaErrorStreamCaptureImplicit;
+    if (s->cap) {
+        s->cap->invalidated = true;
+        return cudaErrorStreamCaptureUnsupported;
+    }
+    return cudaSuccess;
+}
+
 cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
     API_ENTRY();
     if (cudaError_t e = check_current_device())
         return e;
-    resolve(stream)->drain();
+    stream_impl *s = resolve(stream);
+    if (cudaError_t e = host_looks_at(s))
+        return fail(e);
+    s->drain();
     return cudaSuccess;
 }
 
@@ -1418,7 +1771,10 @@ cudaError_t cudaStreamQuery(cudaStream_t stream) {
     API_ENTRY();
     if (cudaError_t e = check_current_device())
         return e;
-    return resolve(stream)->idle() ? cudaSuccess : fail(cudaErrorNotReady);
+    stream_impl *s = resolve(stream);
+    if (cudaError_t e = host_looks_at(s))
+        return fail(e);
+    return s->idle() ? cudaSuccess : fail(cudaErrorNotReady);
 }
 
 cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void *user_data) {
@@ -1427,12 +1783,18 @@ cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void *user_
         return fail(cudaErrorInvalidValue);
     if (cudaError_t e = check_current_device())
         return e;
-    resolve(stream)->push([fn, user_data] {
+    graph_node n;
+    n.kind = NODE_HOST;
+    n.run = [fn, user_data] {
         in_host_fn = true;
         fn(user_data);
         in_host_fn = false;
-    });
-    return cudaSuccess;
+    };
+    bool captured = false;
+    const cudaError_t e = queue_or_record(resolve(stream), std::move(n), &captured);
+    if (captured) // not a host function run: its graph's launches run it
+        count(g->w.captured_host_fns);
+    return e ? fail(e) : cudaSuccess;
 }
 
 // ---- events -----------------------------------------------------------------------------------
@@ -1474,6 +1836,19 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
     stream_impl *s = resolve(stream);
     if (s->device != e->device)
         return fail(cudaErrorInvalidResourceHandle);
+    {
+        // In a capture the event comes to stand for the stream's capture point (its dependencies),
+        // which later waits in the same capture depend on; nothing is queued.
+        std::lock_guard<std::mutex> guard(g->capture_lock);
+        capture_state *cap;
+        if (cudaError_t err = stream_use(s, &cap))
+            return fail(err);
+        e->captured = cap != nullptr;
+        e->cap = s->cap;
+        e->cap_nodes = cap ? s->deps : std::vector<size_t>();
+        if (cap)
+            return cudaSuccess;
+    }
     uint64_t gen;
     {
         std::lock_guard<std::mutex> guard(e->m);
@@ -1495,6 +1870,11 @@ cudaError_t cudaEventQuery(cudaEvent_t event) {
     if (!event)
         return fail(cudaErrorInvalidResourceHandle);
     event_impl *e = ev(event);
+    {
+        std::lock_guard<std::mutex> guard(g->capture_lock);
+        if (captured_event(e))
+            return fail(cudaErrorCapturedEvent);
+    }
     std::lock_guard<std::mutex> guard(e->m);
     return e->completed >= e->recorded ? cudaSuccess : fail(cudaErrorNotReady);
 }
@@ -1504,9 +1884,74 @@ cudaError_t cudaEventSynchronize(cudaEvent_t event) {
     if (!event)
         return fail(cudaErrorInvalidResourceHandle);
     event_impl *e = ev(event);
+    {
+        std::lock_guard<std::mutex> guard(g->capture_lock);
+        if (captured_event(e))
+            return fail(cudaErrorCapturedEvent);
+    }
     std::unique_lock<std::mutex> lk(e->m);
     const uint64_t gen = e->recorded;
     e->cv.wait(lk, [&] { return e->completed >= gen; });
+    return cudaSuccess;
+}
+
+// A wait that involves a capture: the waiting stream s captures, or e was last recorded in a
+// capture. Returns cudaSuccess with *done false when it is an ordinary wait, to be queued.
+static cudaError_t capture_wait(stream_impl *s, const std::shared_ptr<event_impl> &e,
+                                unsigned flags, bool *done) {
+    std::lock_guard<std::mutex> guard(g->capture_lock);
+    *done = true;
+    if (s->legacy && legacy_blocked(s->device, true))
+        return cudaErrorStreamCaptureImplicit;
+    const std::shared_ptr<capture_state> mine = s->cap;
+    if (mine && mine->invalidated)
+        return cudaErrorStreamCaptureInvalidated;
+    if (flags & cudaEventWaitExternal) {
+        // An event wait node: each launch waits for the event's latest record at that launch.
+        if (!mine)
+            return cudaErrorInvalidValue; // the flag is for capture only
+        graph_node n;
+        n.kind = NODE_EVENT_WAIT;
+        n.event = e;
+        add_node(s, std::move(n));
+        return cudaSuccess;
+    }
+    const std::shared_ptr<capture_state> theirs = e->captured ? e->cap.lock() : nullptr;
+    if (mine) {
+        if (theirs == mine) { // within the capture: s's next node also follows the event's nodes
+            for (size_t i : e->cap_nodes)
+                if (std::find(s->deps.begin(), s->deps.end(), i) == s->deps.end())
+                    s->deps.push_back(i);
+            return cudaSuccess;
+        }
+        mine->invalidated = true;
+        if (theirs) {
+            theirs->invalidated = true;
+            return cudaErrorStreamCaptureMerge;
+        }
+        // work that was queued, or recorded by a capture that has ended: CUDA refuses a
+        // dependency of captured work on it (cudaEventWaitExternal asks for one explicitly)
+        return cudaErrorStreamCaptureIsolation;
+    }
+    if (e->captured) {
+        // The event stands for nodes of a graph: a stream that waits on it joins their capture,
+        // its next node depending on them.
+        if (!theirs || theirs->invalidated)
+            return cudaErrorInvalidValue; // a capture that ended, or that failed
+        if (s->device != theirs->origin->device)
+            fatal("cudaStreamWaitEvent: a stream of device %d joins a capture of device %d; a "
+                  "capture over several devices is not modelled",
+                  s->device, theirs->origin->device);
+        if (s->legacy) {
+            theirs->invalidated = true;
+            return cudaErrorStreamCaptureUnsupported; // the legacy stream may not capture
+        }
+        s->cap = theirs;
+        s->deps = e->cap_nodes;
+        theirs->streams.push_back(s);
+        return cudaSuccess;
+    }
+    *done = false;
     return cudaSuccess;
 }
 
@@ -1514,11 +1959,17 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned
     API_ENTRY();
     if (!event)
         return fail(cudaErrorInvalidResourceHandle);
-    if (flags != 0)
+    if (flags & ~(unsigned)cudaEventWaitExternal)
         return fail(cudaErrorInvalidValue);
     if (cudaError_t e = check_current_device())
         return e;
     std::shared_ptr<event_impl> e = reinterpret_cast<event_handle *>(event)->e;
+    stream_impl *s = resolve(stream);
+    bool done = false;
+    if (cudaError_t err = capture_wait(s, e, flags, &done))
+        return fail(err);
+    if (done)
+        return cudaSuccess;
     uint64_t gen;
     {
         std::lock_guard<std::mutex> guard(e->m);
@@ -1526,7 +1977,7 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned
     }
     if (gen == 0)
         return cudaSuccess;
-    resolve(stream)->push([e, gen] {
+    s->push([e, gen] {
         std::unique_lock<std::mutex> lk(e->m);
         e->cv.wait(lk, [&] { return e->completed >= gen; });
     });
@@ -1542,6 +1993,12 @@ cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end) 
     event_impl *a = ev(start), *b = ev(end);
     if ((a->flags | b->flags) & cudaEventDisableTiming)
         return fail(cudaErrorInvalidResourceHandle);
+    {
+        std::lock_guard<std::mutex> guard(g->capture_lock);
+        const bool ca = captured_event(a), cb = captured_event(b);
+        if (ca || cb)
+            return fail(cudaErrorCapturedEvent);
+    }
     std::chrono::steady_clock::time_point t[2];
     event_impl *both[2] = {a, b};
     for (int i = 0; i < 2; i++) {
@@ -1555,6 +2012,367 @@ cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end) 
     }
     const auto ta = t[0], tb = t[1];
     *ms = (float)std::chrono::duration<double, std::milli>(tb - ta).count();
+    return cudaSuccess;
+}
+
+// ---- graphs, made by stream capture -----------------------------------------------------------
+
+static graph_impl *graph_of(cudaGraph_t graph) {
+    return reinterpret_cast<graph_impl *>(graph);
+}
+
+static exec_impl *exec_of(cudaGraphExec_t exec) {
+    return reinterpret_cast<exec_impl *>(exec);
+}
+
+static cudaGraphNode_t handle_of(const graph_node *n) {
+    return reinterpret_cast<cudaGraphNode_t>(const_cast<graph_node *>(n));
+}
+
+cudaError_t cudaStreamBeginCapture(cudaStream_t stream, enum cudaStreamCaptureMode mode) {
+    API_ENTRY();
+    if (mode != cudaStreamCaptureModeGlobal && mode != cudaStreamCaptureModeThreadLocal &&
+        mode != cudaStreamCaptureModeRelaxed)
+        return fail(cudaErrorInvalidValue);
+    if (cudaError_t e = check_current_device())
+        return e;
+    if (!stream) // the legacy stream cannot capture (see docs/cudasim.md for the code)
+        return fail(cudaErrorStreamCaptureUnsupported);
+    stream_impl *s = resolve(stream);
+    std::lock_guard<std::mutex> guard(g->capture_lock);
+    if (s->cap)
+        return fail(cudaErrorIllegalState);
+    auto c = std::make_shared<capture_state>();
+    c->id = ++g->capture_ids;
+    c->mode = mode;
+    c->thread = std::this_thread::get_id();
+    c->origin = s;
+    c->graph = new graph_impl();
+    c->graph->device = s->device;
+    c->graph->capturing = true;
+    c->streams.push_back(s);
+    s->cap = c;
+    s->deps.clear();
+    g->captures.push_back(c);
+    return cudaSuccess;
+}
+
+cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *pGraph) {
+    API_ENTRY();
+    if (!pGraph)
+        return fail(cudaErrorInvalidValue);
+    *pGraph = nullptr;
+    if (cudaError_t e = check_current_device())
+        return e;
+    stream_impl *s = resolve(stream);
+    std::lock_guard<std::mutex> guard(g->capture_lock);
+    if (s->legacy && legacy_blocked(s->device, true))
+        return fail(cudaErrorStreamCaptureImplicit);
+    if (!s->cap)
+        return fail(cudaErrorIllegalState);
+    const std::shared_ptr<capture_state> c = s->cap;
+    if (c->origin != s) {
+        c->invalidated = true;
+        return fail(cudaErrorStreamCaptureUnmatched);
+    }
+    if (c->mode != cudaStreamCaptureModeRelaxed && c->thread != std::this_thread::get_id())
+        return fail(cudaErrorStreamCaptureWrongThread);
+    cudaError_t err = cudaSuccess;
+    if (c->invalidated)
+        err = cudaErrorStreamCaptureInvalidated;
+    else if (!joined(*c))
+        err = cudaErrorStreamCaptureUnjoined;
+    end_capture(c);
+    if (err)
+        return fail(err); // the graph goes with the capture
+    c->graph->capturing = false;
+    *pGraph = reinterpret_cast<cudaGraph_t>(c->graph);
+    c->graph = nullptr;
+    return cudaSuccess;
+}
+
+cudaError_t cudaStreamIsCapturing(cudaStream_t stream,
+                                  enum cudaStreamCaptureStatus *pCaptureStatus) {
+    API_ENTRY();
+    return cudaStreamGetCaptureInfo(stream, pCaptureStatus);
+}
+
+cudaError_t cudaStreamGetCaptureInfo(cudaStream_t stream,
+                                     enum cudaStreamCaptureStatus *captureStatus_out,
+                                     unsigned long long *id_out, cudaGraph_t *graph_out,
+                                     const cudaGraphNode_t **dependencies_out,
+                                     const cudaGraphEdgeData **edgeData_out,
+                                     size_t *numDependencies_out) {
+    API_ENTRY();
+    if (!captureStatus_out || (edgeData_out && !dependencies_out))
+        return fail(cudaErrorInvalidValue);
+    if (cudaError_t e = check_current_device())
+        return e;
+    stream_impl *s = resolve(stream);
+    std::lock_guard<std::mutex> guard(g->capture_lock);
+    // asking does not invalidate the blocking streams' captures, as CUDA documents
+    if (s->legacy && legacy_blocked(s->device, false))
+        return fail(cudaErrorStreamCaptureImplicit);
+    if (!s->cap) {
+        *captureStatus_out = cudaStreamCaptureStatusNone;
+        return cudaSuccess;
+    }
+    const capture_state &c = *s->cap;
+    *captureStatus_out =
+        c.invalidated ? cudaStreamCaptureStatusInvalidated : cudaStreamCaptureStatusActive;
+    if (c.invalidated)
+        return cudaSuccess;
+    if (id_out)
+        *id_out = c.id;
+    if (graph_out)
+        *graph_out = reinterpret_cast<cudaGraph_t>(c.graph);
+    // valid until the next call on the stream, as CUDA's arrays are
+    s->deps_out.clear();
+    for (size_t i : s->deps)
+        s->deps_out.push_back(handle_of(c.graph->nodes[i].get()));
+    s->edges_out.assign(s->deps.size(), cudaGraphEdgeData{});
+    if (dependencies_out)
+        *dependencies_out = s->deps_out.data();
+    if (edgeData_out)
+        *edgeData_out = s->edges_out.data();
+    if (numDependencies_out)
+        *numDependencies_out = s->deps.size();
+    return cudaSuccess;
+}
+
+cudaError_t cudaThreadExchangeStreamCaptureMode(enum cudaStreamCaptureMode *mode) {
+    API_ENTRY();
+    if (!mode ||
+        (*mode != cudaStreamCaptureModeGlobal && *mode != cudaStreamCaptureModeThreadLocal &&
+         *mode != cudaStreamCaptureModeRelaxed))
+        return fail(cudaErrorInvalidValue);
+    std::swap(*mode, thread_mode);
+    return cudaSuccess;
+}
+
+cudaError_t cudaGraphGetNodes(cudaGraph_t graph, cudaGraphNode_t *nodes, size_t *numNodes) {
+    API_ENTRY();
+    if (!graph || !numNodes)
+        return fail(cudaErrorInvalidValue);
+    std::lock_guard<std::mutex> guard(g->capture_lock); // a capture may still add to it
+    const auto &have = graph_of(graph)->nodes;
+    if (!nodes) {
+        *numNodes = have.size();
+        return cudaSuccess;
+    }
+    const size_t n = std::min(*numNodes, have.size());
+    for (size_t i = 0; i < *numNodes; i++)
+        nodes[i] = i < n ? handle_of(have[i].get()) : nullptr;
+    *numNodes = n;
+    return cudaSuccess;
+}
+
+cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
+    API_ENTRY();
+    if (!graph)
+        return fail(cudaErrorInvalidValue);
+    {
+        std::lock_guard<std::mutex> guard(g->capture_lock);
+        if (graph_of(graph)->capturing) // its capture owns it
+            return fail(cudaErrorInvalidValue);
+    }
+    // executable graphs made from it hold their own copies of its nodes
+    delete graph_of(graph);
+    return cudaSuccess;
+}
+
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t *pGraphExec, cudaGraph_t graph,
+                                 unsigned long long flags) {
+    API_ENTRY();
+    // Allocation nodes (auto-free) and node priorities do not occur in captured graphs here; a
+    // graph for device launch, or an upload at instantiation, is not modelled.
+    if (!pGraphExec || !graph ||
+        (flags & ~(unsigned long long)(cudaGraphInstantiateFlagAutoFreeOnLaunch |
+                                       cudaGraphInstantiateFlagUseNodePriority)))
+        return fail(cudaErrorInvalidValue);
+    auto nodes = std::make_shared<std::vector<graph_node>>();
+    const graph_impl &gr = *graph_of(graph);
+    {
+        std::lock_guard<std::mutex> guard(g->capture_lock);
+        if (gr.capturing)
+            return fail(cudaErrorInvalidValue);
+    }
+    for (const auto &n : gr.nodes)
+        nodes->push_back(*n);
+    exec_impl *x = new exec_impl();
+    x->device = gr.device;
+    x->nodes = std::move(nodes);
+    *pGraphExec = reinterpret_cast<cudaGraphExec_t>(x);
+    return cudaSuccess;
+}
+
+// Why hGraph's node i cannot take the place of its paired node in the executable graph, or
+// cudaGraphExecUpdateSuccess. *from: the dependency that does not match.
+static cudaGraphExecUpdateResult update_check(const graph_node &old, const graph_impl &gr, size_t i,
+                                              const graph_node **from) {
+    const graph_node &now = *gr.nodes[i];
+    if (old.deps.size() != now.deps.size())
+        return cudaGraphExecUpdateErrorTopologyChanged;
+    for (size_t j = 0; j < now.deps.size(); j++)
+        if (old.deps[j] != now.deps[j]) {
+            *from = gr.nodes[now.deps[j]].get();
+            return cudaGraphExecUpdateErrorTopologyChanged;
+        }
+    if (old.kind != now.kind)
+        return cudaGraphExecUpdateErrorNodeTypeChanged;
+    switch (now.kind) {
+    case NODE_KERNEL:
+        // stricter than CUDA 12, which lets a kernel node change its function within a context
+        return old.func == now.func ? cudaGraphExecUpdateSuccess
+                                    : cudaGraphExecUpdateErrorUnsupportedFunctionChange;
+    case NODE_LIBRARY: // another library operation: other kernels
+        return *old.op == *now.op ? cudaGraphExecUpdateSuccess
+                                  : cudaGraphExecUpdateErrorUnsupportedFunctionChange;
+    case NODE_MEMCPY: // the kind of transfer and the devices of the operands stay
+        return old.dir == now.dir && old.dst_dev == now.dst_dev && old.src_dev == now.src_dev
+                   ? cudaGraphExecUpdateSuccess
+                   : cudaGraphExecUpdateErrorParametersChanged;
+    case NODE_MEMSET:
+        return old.dst_dev == now.dst_dev ? cudaGraphExecUpdateSuccess
+                                          : cudaGraphExecUpdateErrorParametersChanged;
+    case NODE_HOST:
+    case NODE_EVENT_WAIT:
+        return cudaGraphExecUpdateSuccess;
+    }
+    return cudaGraphExecUpdateError;
+}
+
+cudaError_t cudaGraphExecUpdate(cudaGraphExec_t hGraphExec, cudaGraph_t hGraph,
+                                cudaGraphExecUpdateResultInfo *resultInfo) {
+    API_ENTRY();
+    if (resultInfo)
+        *resultInfo = cudaGraphExecUpdateResultInfo{cudaGraphExecUpdateError, nullptr, nullptr};
+    if (!hGraphExec || !hGraph || !resultInfo)
+        return fail(cudaErrorInvalidValue);
+    const graph_impl &gr = *graph_of(hGraph);
+    {
+        std::lock_guard<std::mutex> guard(g->capture_lock);
+        if (gr.capturing)
+            return fail(cudaErrorInvalidValue);
+    }
+    exec_impl &x = *exec_of(hGraphExec);
+    std::lock_guard<std::mutex> guard(x.m);
+    const std::vector<graph_node> &old = *x.nodes;
+    cudaGraphExecUpdateResult r = cudaGraphExecUpdateSuccess;
+    if (old.size() != gr.nodes.size())
+        r = cudaGraphExecUpdateErrorTopologyChanged;
+    for (size_t i = 0; r == cudaGraphExecUpdateSuccess && i < old.size(); i++) {
+        const graph_node *from = nullptr;
+        r = update_check(old[i], gr, i, &from);
+        if (r != cudaGraphExecUpdateSuccess) {
+            resultInfo->errorNode = handle_of(gr.nodes[i].get());
+            resultInfo->errorFromNode = from ? handle_of(from) : nullptr;
+        }
+    }
+    resultInfo->result = r;
+    if (r != cudaGraphExecUpdateSuccess)
+        return fail(cudaErrorGraphExecUpdateFailure); // the executable graph is unchanged
+    auto nodes = std::make_shared<std::vector<graph_node>>();
+    for (const auto &n : gr.nodes)
+        nodes->push_back(*n);
+    x.nodes = std::move(nodes);
+    return cudaSuccess;
+}
+
+cudaError_t cudaGraphLaunch(cudaGraphExec_t graphExec, cudaStream_t stream) {
+    API_ENTRY();
+    if (!graphExec)
+        return fail(cudaErrorInvalidValue);
+    if (cudaError_t e = check_current_device())
+        return e;
+    exec_impl &x = *exec_of(graphExec);
+    stream_impl *s = resolve(stream);
+    {
+        std::lock_guard<std::mutex> guard(g->capture_lock);
+        capture_state *cap;
+        if (cudaError_t e = stream_use(s, &cap))
+            return fail(e);
+        if (cap) { // a launch into a capture is refused (see docs/cudasim.md)
+            cap->invalidated = true;
+            return fail(cudaErrorStreamCaptureUnsupported);
+        }
+    }
+    if (s->device != x.device)
+        return fail(cudaErrorInvalidValue);
+    // The lock keeps launches of one executable graph, their issued operations and their places
+    // in the streams' queues in one order.
+    std::lock_guard<std::mutex> guard(x.m);
+    const std::shared_ptr<const std::vector<graph_node>> nodes = x.nodes;
+    std::vector<std::function<void()>> work;
+    uint64_t kernels = 0, host_fns = 0, library_ops = 0, bytes[4] = {};
+    for (const graph_node &n : *nodes) {
+        switch (n.kind) {
+        case NODE_KERNEL:
+            kernels++;
+            break;
+        case NODE_HOST:
+            host_fns++;
+            break;
+        case NODE_LIBRARY:
+            library_ops++;
+            break;
+        case NODE_MEMCPY:
+            bytes[n.dir] += n.bytes;
+            break;
+        default:
+            break;
+        }
+        if (n.kind == NODE_EVENT_WAIT) {
+            std::shared_ptr<event_impl> e = n.event;
+            uint64_t gen;
+            {
+                std::lock_guard<std::mutex> eg(e->m);
+                gen = e->recorded;
+            }
+            work.push_back([e, gen] {
+                std::unique_lock<std::mutex> lk(e->m);
+                e->cv.wait(lk, [&] { return e->completed >= gen; });
+            });
+        } else {
+            work.push_back(n.make ? n.make() : n.run);
+        }
+    }
+    {
+        std::lock_guard<std::mutex> cg(g->count_lock);
+        if (g->window) {
+            g->w.graph_launches++;
+            g->w.graph_nodes += nodes->size();
+            g->w.kernels += kernels;
+            g->w.graph_host_fns += host_fns;
+            g->w.library_ops += library_ops;
+            for (int d = 0; d < 4; d++)
+                g->w.bytes[d] += bytes[d];
+        }
+    }
+    // Nodes run one after another, in the order they were captured (an order the graph's edges
+    // allow), after the launch before and before the next.
+    auto gate = std::make_shared<launch_gate>();
+    s->push([prev = x.last, gate, work = std::move(work)] {
+        if (prev) {
+            std::unique_lock<std::mutex> lk(prev->m);
+            prev->cv.wait(lk, [&] { return prev->done; });
+        }
+        for (const auto &w : work)
+            w();
+        std::lock_guard<std::mutex> lk(gate->m);
+        gate->done = true;
+        gate->cv.notify_all();
+    });
+    x.last = gate;
+    return cudaSuccess;
+}
+
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t graphExec) {
+    API_ENTRY();
+    if (!graphExec)
+        return fail(cudaErrorInvalidValue);
+    // launches still queued hold what they run
+    delete exec_of(graphExec);
     return cudaSuccess;
 }
 

@@ -92,10 +92,11 @@ inline T shfl(site at, collective_kind kind, unsigned mask, T v, int param, int 
 
 // ---- launches ---------------------------------------------------------------------------------
 
-// Queues a kernel of grid x block threads on stream, each thread running body. Sets the calling
-// thread's last error (and queues nothing) for a bad configuration or stream.
-void submit(const char *name, site at, dim3 grid, dim3 block, size_t shmem, cudaStream_t stream,
-            std::function<void()> body, const void *const *ptrs, int n_ptrs);
+// Queues a kernel of grid x block threads on stream, each thread running body (or, while stream
+// captures, records it). Sets the calling thread's last error (and queues nothing) for a bad
+// configuration or stream. func is the kernel function: a graph's kernel node keeps it.
+void submit(const char *name, site at, const void *func, dim3 grid, dim3 block, size_t shmem,
+            cudaStream_t stream, std::function<void()> body, const void *const *ptrs, int n_ptrs);
 
 template <typename T> inline void collect_ptr(const T &, const void **, int &) {}
 template <typename T> inline void collect_ptr(T *const &p, const void **out, int &n) {
@@ -120,8 +121,8 @@ template <typename... P> struct launcher {
         std::apply([&](const auto &...v) { (collect_ptr(v, ptrs, n_ptrs), ...); }, *args);
         void (*k)(P...) = kernel;
         submit(
-            name, at, grid, block, shmem, stream, [k, args]() { std::apply(k, *args); }, ptrs,
-            n_ptrs);
+            name, at, reinterpret_cast<const void *>(k), grid, block, shmem, stream,
+            [k, args]() { std::apply(k, *args); }, ptrs, n_ptrs);
     }
 };
 
