@@ -1951,13 +1951,196 @@ static void random_csr(int64_t n_rows, int64_t n_cols, int64_t base, int64_t **o
     *val_out = val;
 }
 
-/* spmm_f32 on both of the backend's paths against the CPU: cuSPARSE where it applies (the
- * default backend: matrices with values), the own kernel everywhere on gpu_own (opened with
- * SAGA_CUDA_SPMM=own). The own kernel adds a row's terms in the CPU's order but may fuse the
- * multiply-adds; cuSPARSE adds them in its own order. Either way a term passes through at most
- * deg + 3 roundings (its product, alpha's on it or on the sum, deg - 1 additions, beta Y's product
- * and addition), so each side is within gamma_{deg+3} of the sum of the terms' magnitudes. */
+/* ---- SpMM -------------------------------------------------------------------------------------
+ *
+ * saga's own SpMM kernel and spmm_t_f32 fix the order of every sum from the shape and the offsets
+ * alone, with the multiply-adds written out (fmaf), so that their bits are the same in every thread
+ * and block order and on every GPU. The functions below redo that order on the host (the constants
+ * are spmm.cu's and spmm_t.cu's): the GPU's result must have their bits, which a sum whose order
+ * followed the threads would miss in some order the simulator runs (forward, reverse, random). The
+ * CPU twin adds in another order, so the GPU is held to it within the bound of the arithmetic. */
+
+/* lanes per row of a row-major matrix of cols columns: 1 << this (saga_cuda_group_shift) */
+static int lanes_shift(int64_t cols) {
+    int shift = 0;
+    while (shift < 5 && ((int64_t)1 << shift) < cols)
+        shift++;
+    return shift;
+}
+
+enum { OWN_SPMM_BLOCK = 256, OWN_SPMM_SPLIT = 128 };
+
+/* saga's own SpMM kernel's order: a row of at most OWN_SPMM_SPLIT entries sums them in increasing
+ * order; a longer one is cut into OWN_SPMM_BLOCK >> lanes_shift(F) pieces at len p / pieces, each
+ * summed in increasing order and the pieces added in order; a term is one fmaf (values) or an
+ * addition (ones), and Y = alpha sum (beta 0) or fmaf(alpha, sum, beta Y). A host CSR. */
+static void spmm_own_order(const saga_csr_dev *A, int64_t F, float alpha, const float *X,
+                           float beta, float *Y) {
+    const int64_t n_pieces = OWN_SPMM_BLOCK >> lanes_shift(F);
+    for (int64_t i = 0; i < A->n_rows; i++) {
+        const int64_t k0 = A->offsets[i], len = A->offsets[i + 1] - k0;
+        const int64_t n = len > OWN_SPMM_SPLIT ? n_pieces : 1;
+        for (int64_t j = 0; j < F; j++) {
+            float sum = 0.0f;
+            for (int64_t p = 0; p < n; p++) {
+                float s = 0.0f;
+                for (int64_t k = k0 + len * p / n; k < k0 + len * (p + 1) / n; k++) {
+                    const float x = X[(int64_t)A->indices[k] * F + j];
+                    s = A->values ? fmaf(A->values[k], x, s) : s + x;
+                }
+                sum = p == 0 ? s : sum + s;
+            }
+            float *y = Y + i * F + j;
+            *y = beta == 0.0f ? alpha * sum : fmaf(alpha, sum, beta * *y);
+        }
+    }
+}
+
+enum { SPMM_T_CHUNK_MIN = 256, SPMM_T_MAX_CHUNKS = 4096 };
+#define SPMM_T_WORK_FLOATS ((int64_t)8 << 20)
+
+/* spmm_t.cu's chunks of A's entries: their count and length. */
+static void spmm_t_chunks(int64_t nnz, int64_t n_cols, int64_t F, int64_t *n_chunks, int64_t *len) {
+    int64_t c = nnz / SPMM_T_CHUNK_MIN;
+    c = c < nnz / n_cols ? c : nnz / n_cols;
+    c = c < SPMM_T_MAX_CHUNKS ? c : SPMM_T_MAX_CHUNKS;
+    c = c < SPMM_T_WORK_FLOATS / n_cols / F ? c : SPMM_T_WORK_FLOATS / n_cols / F;
+    c = c < 1 ? 1 : c;
+    *len = (nnz + c - 1) / c;
+    *n_chunks = (nnz + *len - 1) / *len;
+}
+
+/* spmm_t_f32's order on CUDA: each chunk's partial P_c sums its entries' terms in increasing
+ * order, fmaf(alpha a_k, X[i][j], p) from 0, and Y = ((fmaf(beta, Y, P_0) + P_1) + ...), P_0 for
+ * beta 0; beta Y (0 for beta 0) without entries. A host CSR whose offsets start at 0. */
+static void spmm_t_order(const saga_csr_dev *A, int64_t F, float alpha, const float *X, float beta,
+                         float *Y) {
+    const int64_t n_y = A->n_cols * F;
+    if (A->n_rows <= 0 || A->nnz <= 0) {
+        for (int64_t e = 0; e < n_y; e++)
+            Y[e] = beta == 0.0f ? 0.0f : beta * Y[e];
+        return;
+    }
+    int64_t n_chunks, len, i = 0;
+    spmm_t_chunks(A->nnz, A->n_cols, F, &n_chunks, &len);
+    float *P = hf32(n_y);
+    for (int64_t c = 0; c < n_chunks; c++) {
+        for (int64_t e = 0; e < n_y; e++)
+            P[e] = 0.0f;
+        const int64_t k1 = A->nnz - c * len < len ? A->nnz : (c + 1) * len;
+        for (int64_t k = c * len; k < k1; k++) {
+            while (A->offsets[i + 1] <= k)
+                i++;
+            const float a = A->values ? alpha * A->values[k] : alpha;
+            float *p = P + (int64_t)A->indices[k] * F;
+            for (int64_t j = 0; j < F; j++)
+                p[j] = fmaf(a, X[i * F + j], p[j]);
+        }
+        for (int64_t e = 0; e < n_y; e++)
+            Y[e] = c > 0 ? Y[e] + P[e] : beta == 0.0f ? P[e] : fmaf(beta, Y[e], P[e]);
+    }
+}
+
+/* A CSR with power-law rows and columns: every 13th row empty, most rows short, every 50th of
+ * 200 to 400 entries, row hub of hub_len; a quarter of the entries in the first 8 columns (rows of
+ * A^T X with hundreds of terms). Host arrays. */
+static void skewed_csr(int64_t n_rows, int64_t n_cols, int64_t hub, int64_t hub_len,
+                       int64_t **off_out, int32_t **ind_out, float **val_out) {
+    int64_t *off = hi64(n_rows + 1);
+    off[0] = 0;
+    for (int64_t i = 0; i < n_rows; i++) {
+        const int64_t len = i == hub      ? hub_len
+                            : i % 13 == 0 ? 0
+                            : i % 50 == 3 ? 200 + irand(201)
+                                          : 1 + irand(12);
+        off[i + 1] = off[i] + len;
+    }
+    const int64_t nnz = off[n_rows];
+    int32_t *ind = hi32(nnz);
+    float *val = hf32(nnz);
+    for (int64_t k = 0; k < nnz; k++) {
+        ind[k] = (int32_t)(irand(4) == 0 ? irand(8) : irand(n_cols));
+        val[k] = frand(-1.0f, 1.0f);
+    }
+    *off_out = off;
+    *ind_out = ind;
+    *val_out = val;
+}
+
+/* A device copy of n floats, offset floats past a 256-byte aligned start. */
+static float *gput_at(const float *x, int64_t n, int offset) {
+    float *h = hf32(n + offset);
+    for (int i = 0; i < offset; i++)
+        h[i] = 0.0f;
+    memcpy(h + offset, x, (size_t)n * sizeof *h);
+    return (float *)gput(h, (size_t)(n + offset) * sizeof *h) + offset;
+}
+
+/* got against want in bits (NaN where want has NaN), for a result named by what. */
+static void expect_same_bits(const float *got, const float *want, int64_t n, const char *what) {
+    for (int64_t i = 0; i < n; i++)
+        if (memcmp(&got[i], &want[i], sizeof *got) != 0 && !(isnan(got[i]) && isnan(want[i])))
+            fail_msg("%s[%lld]: cuda %a, fixed order %a (bits differ)", what, (long long)i,
+                     (double)got[i], (double)want[i]);
+}
+
+/* spmm_f32 of host A (gA its device copy) with X (gX its device copy) on each backend of bes,
+ * Y offset floats into its allocation, runs times: within the bound of the CPU's result (a term
+ * passes through at most deg + 3 roundings: its product, alpha's on it or on the sum, deg - 1
+ * additions, beta Y's product and addition, in any order and fused or not, so each side is within
+ * gamma_{deg+3} of the sum of the terms' magnitudes) and, where the own kernel runs (gpu_own, or a
+ * product without values or with alpha 0), with the bits of its order, the same in every run. */
 static saga_backend *gpu_own;
+
+static void check_spmm(saga_backend *const *bes, int n_bes, int runs, const saga_csr_dev *cA,
+                       const saga_csr_dev *gA, int64_t F, float alpha, const float *X,
+                       const float *gX, float beta, int offset) {
+    const int64_t n_y = cA->n_rows * F;
+    float *Y0 = beta == 0.0f ? nan_f32(n_y) : rand_f32(n_y, -1.0f, 1.0f);
+    float *Y = hcopy(Y0, n_y), *want = hcopy(Y0, n_y), *got = hf32(2 * n_y);
+    double *mag = hf64(n_y);
+    for (int64_t i = 0; i < cA->n_rows; i++)
+        for (int64_t j = 0; j < F; j++) {
+            double m = 0.0;
+            for (int64_t k = cA->offsets[i]; k < cA->offsets[i + 1]; k++)
+                m += fabs((cA->values ? cA->values[k] : 1.0) * X[cA->indices[k] * F + j]);
+            mag[i * F + j] = fabs(alpha) * m + (beta != 0.0f ? fabs(beta * Y[i * F + j]) : 0.0);
+        }
+    assert_int_equal(CK()->spmm_f32(CS(), cA, F, alpha, X, beta, Y), SAGA_OK);
+    spmm_own_order(cA, F, alpha, X, beta, want);
+    for (int b = 0; b < n_bes; b++) {
+        saga_backend *be = bes[b];
+        char what[160];
+        snprintf(what, sizeof what, "spmm_f32 (%s, F %lld, %s, alpha %g, beta %g, Y at +%d)",
+                 be == gpu_own ? "own kernel" : "default", (long long)F,
+                 cA->values ? "values" : "ones", alpha, beta, offset);
+        for (int run = 0; run < runs; run++) {
+            float *gY = gput_at(Y0, n_y, offset);
+            assert_int_equal(
+                be->kernels->spmm_f32(saga_backend_default_stream(be), gA, F, alpha, gX, beta, gY),
+                SAGA_OK);
+            assert_int_equal(saga_backend_synchronize(be), SAGA_OK);
+            gget(got + (run > 0) * n_y, gY, sizeof(float) * n_y);
+            if (run > 0 && memcmp(got, got + n_y, sizeof(float) * n_y) != 0)
+                fail_msg("%s: two runs differ", what);
+        }
+        for (int64_t i = 0; i < cA->n_rows; i++)
+            for (int64_t j = 0; j < F; j++) {
+                const int64_t e = i * F + j;
+                const double tol = 2 * gam(cA->offsets[i + 1] - cA->offsets[i] + 3) * mag[e];
+                if (!close_within(got[e], Y[e], tol))
+                    fail_msg("%s[%lld][%lld]: cuda %.9g, cpu %.9g (tolerance %.3g)", what,
+                             (long long)i, (long long)j, (double)got[e], (double)Y[e], tol);
+            }
+        if (be == gpu_own || !cA->values || alpha == 0.0f)
+            expect_same_bits(got, want, n_y, what);
+    }
+}
+
+/* spmm_f32 on both of the backend's paths against the CPU: cuSPARSE where it applies (the
+ * default backend: matrices with values, alpha != 0), the own kernel everywhere on gpu_own (opened
+ * with SAGA_CUDA_SPMM=own) and in the fixed order's bits. Column counts with and without four-float
+ * vectors, rows past the split (random_csr's of 300 to 700 entries). */
 
 static void test_cuda_backend_f32_spmm(void **state) {
     (void)state;
@@ -1976,46 +2159,13 @@ static void test_cuda_backend_f32_spmm(void **state) {
     for (size_t fi = 0; fi < sizeof Fs / sizeof *Fs; fi++) {
         const int64_t F = Fs[fi];
         float *X = rand_f32(COLS * F, -1.0f, 1.0f), *gX = gput(X, sizeof(float) * COLS * F);
-        for (int withvals = 0; withvals < 2; withvals++) {
+        for (int withvals = 0; withvals < 2; withvals++)
             for (size_t ai = 0; ai < sizeof ab / sizeof *ab; ai++) {
                 const float alpha = ab[ai][0], beta = ab[ai][1];
-                saga_csr_dev gA = {ROWS, COLS, nnz, goff, gind, withvals ? gval : NULL};
-                saga_csr_dev cA = {ROWS, COLS, nnz, off, ind, withvals ? val : NULL};
-                float *Y0 = beta == 0.0f ? nan_f32(ROWS * F) : rand_f32(ROWS * F, -1.0f, 1.0f);
-                float *Y = hcopy(Y0, ROWS * F), *got = hf32(ROWS * F);
-                double *mag = halloc(sizeof(double) * (size_t)(ROWS * F));
-                for (int64_t i = 0; i < ROWS; i++)
-                    for (int64_t j = 0; j < F; j++) {
-                        double m = 0.0;
-                        for (int64_t k = off[i]; k < off[i + 1]; k++)
-                            m += fabs((withvals ? val[k] : 1.0) * X[ind[k] * F + j]);
-                        mag[i * F + j] =
-                            fabs(alpha) * m + (beta != 0.0f ? fabs(beta * Y[i * F + j]) : 0.0);
-                    }
-                assert_int_equal(CK()->spmm_f32(CS(), &cA, F, alpha, X, beta, Y), SAGA_OK);
-                for (int p = 0; p < 2; p++) {
-                    saga_backend *be = paths[p];
-                    float *gY = gput(Y0, sizeof(float) * ROWS * F);
-                    assert_int_equal(be->kernels->spmm_f32(saga_backend_default_stream(be), &gA, F,
-                                                           alpha, gX, beta, gY),
-                                     SAGA_OK);
-                    assert_int_equal(saga_backend_synchronize(be), SAGA_OK);
-                    gget(got, gY, sizeof(float) * ROWS * F);
-                    for (int64_t i = 0; i < ROWS; i++)
-                        for (int64_t j = 0; j < F; j++) {
-                            const int64_t e = i * F + j;
-                            const double tol = 2 * gam(off[i + 1] - off[i] + 3) * mag[e];
-                            if (!(fabs((double)got[e] - (double)Y[e]) <= tol))
-                                fail_msg(
-                                    "spmm_f32 (%s, F %lld, %s, alpha %g, beta %g)[%lld][%lld]: "
-                                    "cuda %.9g, cpu %.9g (tolerance %.3g)",
-                                    p ? "own kernel" : "default", (long long)F,
-                                    withvals ? "values" : "ones", alpha, beta, (long long)i,
-                                    (long long)j, (double)got[e], (double)Y[e], tol);
-                        }
-                }
+                const saga_csr_dev gA = {ROWS, COLS, nnz, goff, gind, withvals ? gval : NULL};
+                const saga_csr_dev cA = {ROWS, COLS, nnz, off, ind, withvals ? val : NULL};
+                check_spmm(paths, 2, 1, &cA, &gA, F, alpha, X, gX, beta, 0);
             }
-        }
     }
     saga_csr_dev empty = {0, COLS, 0, goff, gind, NULL};
     assert_int_equal(GK()->spmm_f32(GS(), &empty, 8, 1.0f, NULL, 0.0f, NULL), SAGA_OK);
@@ -2037,8 +2187,90 @@ static void test_cuda_backend_f32_spmm(void **state) {
     }
 }
 
+/* The own SpMM kernel on power-law rows (one of 5000 entries, dozens of 200 to 400, far past the
+ * split) and empty ones: with and without four-float vectors (F a multiple of 4 or not; X and Y
+ * aligned, or one float past it, which must give the same bits), alpha 0 with a NaN in X (it
+ * shows, as on the CPU), beta 0 over NaNs in Y. */
+static void test_cuda_backend_f32_spmm_split(void **state) {
+    (void)state;
+    enum { ROWS = 1500, COLS = 2000 };
+    int64_t *off;
+    int32_t *ind;
+    float *val;
+    skewed_csr(ROWS, COLS, 7, 5000, &off, &ind, &val);
+    const int64_t nnz = off[ROWS];
+    int64_t *goff = gput(off, sizeof(int64_t) * (ROWS + 1));
+    int32_t *gind = gput(ind, sizeof(int32_t) * nnz);
+    float *gval = gput(val, sizeof(float) * nnz);
+    static const int64_t Fs[] = {1, 3, 4, 16, 33, 64};
+    static const float ab[][2] = {{1.0f, 0.0f}, {0.5f, 1.0f}, {0.0f, 0.5f}};
+    for (size_t fi = 0; fi < sizeof Fs / sizeof *Fs; fi++) {
+        const int64_t F = Fs[fi];
+        float *X = rand_f32(COLS * F, -1.0f, 1.0f);
+        for (int offset = 0; offset < 2; offset++) {
+            const float *gX = gput_at(X, COLS * F, offset);
+            for (int withvals = 0; withvals < 2; withvals++)
+                for (size_t ai = 0; ai < sizeof ab / sizeof *ab; ai++) {
+                    const float alpha = ab[ai][0], beta = ab[ai][1];
+                    const saga_csr_dev gA = {ROWS, COLS, nnz, goff, gind, withvals ? gval : NULL};
+                    const saga_csr_dev cA = {ROWS, COLS, nnz, off, ind, withvals ? val : NULL};
+                    check_spmm(&gpu_own, 1, 2, &cA, &gA, F, alpha, X, gX, beta, offset);
+                }
+        }
+        /* alpha 0 multiplies: a NaN in a row of X reaches the rows of Y that name it */
+        float *Xn = hcopy(X, COLS * F);
+        Xn[3 * F] = NAN;
+        const saga_csr_dev gA = {ROWS, COLS, nnz, goff, gind, gval};
+        const saga_csr_dev cA = {ROWS, COLS, nnz, off, ind, val};
+        check_spmm(&gpu_own, 1, 2, &cA, &gA, F, 0.0f, Xn, gput_at(Xn, COLS * F, 0), 0.5f, 0);
+    }
+}
+
+/* spmm_t_f32 of host A (gA its device copy) with X, X and Y offset floats into their
+ * allocations, twice: within the bound of the CPU's result (beta Y, then alpha a_ik X[i] for each
+ * entry of the column, in any order: a term passes through at most count + 2 roundings), and with
+ * the bits of the fixed order, the same in both runs. */
+static void check_spmm_t(const saga_csr_dev *cA, const saga_csr_dev *gA, int64_t F, float alpha,
+                         const float *X, float beta, int offset) {
+    const int64_t n_y = cA->n_cols * F;
+    char what[160];
+    snprintf(what, sizeof what, "spmm_t_f32 (F %lld, %s, alpha %g, beta %g, X and Y at +%d)",
+             (long long)F, cA->values ? "values" : "ones", alpha, beta, offset);
+    float *Y0 = beta == 0.0f ? nan_f32(n_y) : rand_f32(n_y, -1.0f, 1.0f);
+    float *Y = hcopy(Y0, n_y), *want = hcopy(Y0, n_y), *got = hf32(2 * n_y);
+    int64_t *count = hi64(cA->n_cols); /* the entries of each column of A: a row of Y's terms */
+    double *err = hf64(n_y);
+    memset(count, 0, sizeof(int64_t) * (size_t)cA->n_cols);
+    for (int64_t e = 0; e < n_y; e++)
+        err[e] = beta != 0.0f ? fabs(beta * Y0[e]) : 0.0;
+    for (int64_t i = 0; i < cA->n_rows; i++)
+        for (int64_t k = cA->offsets[i]; k < cA->offsets[i + 1]; k++) {
+            count[cA->indices[k]]++;
+            const double a = (double)alpha * (cA->values ? cA->values[k] : 1.0);
+            for (int64_t j = 0; j < F; j++)
+                err[cA->indices[k] * F + j] += fabs(a * X[i * F + j]);
+        }
+    for (int64_t e = 0; e < n_y; e++)
+        err[e] *= 2 * gam(count[e / F] + 2);
+    assert_int_equal(CK()->spmm_t_f32(CS(), cA, F, alpha, X, beta, Y), SAGA_OK);
+    spmm_t_order(cA, F, alpha, X, beta, want);
+    const float *gX = gput_at(X, cA->n_rows * F, offset);
+    for (int run = 0; run < 2; run++) {
+        float *gY = gput_at(Y0, n_y, offset);
+        assert_int_equal(GK()->spmm_t_f32(GS(), gA, F, alpha, gX, beta, gY), SAGA_OK);
+        gget(got + run * n_y, gY, sizeof(float) * n_y);
+    }
+    if (memcmp(got, got + n_y, sizeof(float) * n_y) != 0)
+        fail_msg("%s: two runs differ", what);
+    for (int64_t e = 0; e < n_y; e++)
+        if (!close_within(got[e], Y[e], err[e]))
+            fail_msg("%s[%lld]: cuda %.9g, cpu %.9g (tolerance %.3g)", what, (long long)e,
+                     (double)got[e], (double)Y[e], err[e]);
+    expect_same_bits(got, want, n_y, what);
+}
+
 /* Sparse input features: dropout on a CSR's entries draws the CPU's bits (row ids or a row
- * base), and A^T X matches the CPU to f32 rounding (the GPU adds with atomics). */
+ * base), and A^T X matches the CPU within the bound and the fixed order in bits. */
 static void test_cuda_backend_f32_sparse_input(void **state) {
     (void)state;
     enum { ROWS = 3000, COLS = 700 };
@@ -2069,32 +2301,150 @@ static void test_cuda_backend_f32_sparse_input(void **state) {
     }
     static const int64_t Fs[] = {1, 16, 33};
     static const float ab[][2] = {{1.0f, 0.0f}, {0.5f, 1.0f}};
-    int64_t *count = hi64(COLS); /* the entries of each column of A: the terms of a row of Y */
-    memset(count, 0, sizeof(int64_t) * COLS);
-    for (int64_t k = 0; k < nnz; k++)
-        count[ind[k]]++;
+    for (size_t fi = 0; fi < sizeof Fs / sizeof *Fs; fi++) {
+        float *X = rand_f32(ROWS * Fs[fi], -1.0f, 1.0f);
+        for (size_t ai = 0; ai < sizeof ab / sizeof *ab; ai++)
+            check_spmm_t(&cA, &gA, Fs[fi], ab[ai][0], X, ab[ai][1], 0);
+    }
+}
+
+/* spmm_t_f32 on power-law rows and columns (a row of 3000 entries across several chunks, columns
+ * of hundreds of entries), X and Y aligned or one float past it, ones or values, beta 0 over NaNs,
+ * alpha 0 with a NaN in X (it shows, as on the CPU): partials in shared memory (Y of 300 x F),
+ * whole or in slices of Y's rows, and in the workspace (Y of 4200 x 128, past 64 slices of shared
+ * memory); no rows, no entries. */
+static void test_cuda_backend_f32_spmm_t(void **state) {
+    (void)state;
+    enum { ROWS = 2000, COLS = 300 };
+    int64_t *off;
+    int32_t *ind;
+    float *val;
+    skewed_csr(ROWS, COLS, 11, 3000, &off, &ind, &val);
+    const int64_t nnz = off[ROWS];
+    int64_t n_chunks, len;
+    spmm_t_chunks(nnz, COLS, 16, &n_chunks, &len);
+    assert_true(n_chunks > 10 && len < 3000 / 4); /* the hub row spans several chunks */
+    int64_t *goff = gput(off, sizeof(int64_t) * (ROWS + 1));
+    int32_t *gind = gput(ind, sizeof(int32_t) * nnz);
+    float *gval = gput(val, sizeof(float) * nnz);
+    static const int64_t Fs[] = {1, 4, 16, 33};
+    static const float ab[][2] = {{1.0f, 0.0f}, {0.5f, 1.0f}, {-2.0f, 0.25f}};
     for (size_t fi = 0; fi < sizeof Fs / sizeof *Fs; fi++) {
         const int64_t F = Fs[fi];
-        float *X = rand_f32(ROWS * F, -1.0f, 1.0f), *gX = gput(X, sizeof(float) * ROWS * F);
-        for (size_t ai = 0; ai < sizeof ab / sizeof *ab; ai++) {
-            const float alpha = ab[ai][0], beta = ab[ai][1];
-            float *Y0 = beta == 0.0f ? nan_f32(COLS * F) : rand_f32(COLS * F, -1.0f, 1.0f);
-            float *Y = hcopy(Y0, COLS * F), *gY = gput(Y0, sizeof(float) * COLS * F);
-            /* beta Y, then alpha a_ik X[i] added for each entry of the column (atomics on the
-             * GPU, in any order): a term passes through at most count + 2 roundings */
-            double *err = hf64(COLS * F);
-            for (int64_t e = 0; e < COLS * F; e++)
-                err[e] = beta != 0.0f ? fabs(beta * Y0[e]) : 0.0;
-            for (int64_t i = 0; i < ROWS; i++)
-                for (int64_t k = off[i]; k < off[i + 1]; k++)
-                    for (int64_t j = 0; j < F; j++)
-                        err[ind[k] * F + j] += fabs((double)alpha * val[k] * X[i * F + j]);
-            for (int64_t e = 0; e < COLS * F; e++)
-                err[e] *= 2 * gam(count[e / F] + 2);
-            assert_int_equal(CK()->spmm_t_f32(CS(), &cA, F, alpha, X, beta, Y), SAGA_OK);
-            assert_int_equal(GK()->spmm_t_f32(GS(), &gA, F, alpha, gX, beta, gY), SAGA_OK);
-            expect_within(gY, Y, err, COLS * F, "spmm_t_f32");
+        float *X = rand_f32(ROWS * F, -1.0f, 1.0f);
+        for (int withvals = 0; withvals < 2; withvals++) {
+            const saga_csr_dev gA = {ROWS, COLS, nnz, goff, gind, withvals ? gval : NULL};
+            const saga_csr_dev cA = {ROWS, COLS, nnz, off, ind, withvals ? val : NULL};
+            for (size_t ai = 0; ai < sizeof ab / sizeof *ab; ai++)
+                for (int offset = 0; offset < 2; offset++)
+                    check_spmm_t(&cA, &gA, F, ab[ai][0], X, ab[ai][1], offset);
+            float *Xn = hcopy(X, ROWS * F);
+            Xn[5 * F] = NAN;
+            check_spmm_t(&cA, &gA, F, 0.0f, Xn, 0.5f, 0);
         }
+    }
+    /* a Y of 4200 x 128: partials in the workspace, two chunks */
+    enum { WROWS = 500, WCOLS = 4200, WF = 128 };
+    int64_t *woff;
+    int32_t *wind;
+    float *wval;
+    skewed_csr(WROWS, WCOLS, 11, 3000, &woff, &wind, &wval);
+    const int64_t wnnz = woff[WROWS];
+    spmm_t_chunks(wnnz, WCOLS, WF, &n_chunks, &len);
+    assert_true(n_chunks >= 2);
+    const saga_csr_dev gW = {WROWS,
+                             WCOLS,
+                             wnnz,
+                             gput(woff, sizeof(int64_t) * (WROWS + 1)),
+                             gput(wind, sizeof(int32_t) * wnnz),
+                             gput(wval, sizeof(float) * wnnz)};
+    const saga_csr_dev cW = {WROWS, WCOLS, wnnz, woff, wind, wval};
+    float *WX = rand_f32(WROWS * WF, -1.0f, 1.0f);
+    check_spmm_t(&cW, &gW, WF, -2.0f, WX, 0.25f, 1);
+    /* no rows, and rows without entries: beta Y, zeros for beta 0 */
+    int64_t *zoff = hi64(ROWS + 1);
+    memset(zoff, 0, sizeof(int64_t) * (ROWS + 1));
+    int64_t *gzoff = gput(zoff, sizeof(int64_t) * (ROWS + 1));
+    float *X = rand_f32(ROWS * 4, -1.0f, 1.0f);
+    for (int rows = 0; rows < 2; rows++) {
+        const saga_csr_dev gA = {rows ? ROWS : 0, COLS, 0, gzoff, gind, gval};
+        const saga_csr_dev cA = {rows ? ROWS : 0, COLS, 0, zoff, ind, val};
+        check_spmm_t(&cA, &gA, 4, 1.0f, X, 0.0f, 0);
+        check_spmm_t(&cA, &gA, 4, 1.0f, X, 0.5f, 0);
+    }
+}
+
+/* spmm_t_f32 under a device memory budget: its partials take no more workspace than the budget
+ * keeps for a stream's work (work_reserve_bytes), in batches when they need more (16 MiB of
+ * budget: a 64 KiB share, three partials of 19200 bytes at a time), by tiles of Y without any
+ * (2 MiB of budget: no share; F 16: one tile, F 33: two, each reading every entry), and by tiles
+ * where the budget, filled, refuses the share; the fixed order's bits every way. */
+static void test_cuda_backend_f32_spmm_t_budget(void **state) {
+    (void)state;
+    enum { ROWS = 2000, COLS = 300, CHUNK = 4096, MAX_CHUNKS = 8192 };
+    const size_t MiB = (size_t)1 << 20;
+    int64_t *off;
+    int32_t *ind;
+    float *val;
+    skewed_csr(ROWS, COLS, 11, 3000, &off, &ind, &val);
+    const int64_t nnz = off[ROWS];
+    const saga_csr_dev cA = {ROWS, COLS, nnz, off, ind, val};
+    float *X = rand_f32(ROWS * 33, -1.0f, 1.0f);
+    static void *chunks[MAX_CHUNKS];
+    static const struct {
+        int64_t F;
+        size_t room_mib;
+        bool fill, batched;
+    } cases[] = {
+        {16, 16, false, true}, {16, 2, false, false}, {33, 2, false, false}, {16, 16, true, false}};
+    for (size_t ci = 0; ci < sizeof cases / sizeof *cases; ci++) {
+        const int64_t F = cases[ci].F, n_y = COLS * F;
+        float *Y0 = rand_f32(n_y, -1.0f, 1.0f), *want = hcopy(Y0, n_y), *got = hf32(n_y);
+        spmm_t_order(&cA, F, 0.5f, X, 0.75f, want);
+        size_t budget = 0;
+        saga_backend *be = open_with_room(cases[ci].room_mib * MiB, &budget);
+        saga_stream *s = saga_backend_default_stream(be);
+        saga_backend_stats st;
+        saga_backend_get_stats(be, &st);
+        const size_t scratch_open = st.reserved_bytes;
+        int64_t *goff = dev_upload(be, off, sizeof(int64_t) * (ROWS + 1));
+        int32_t *gind = dev_upload(be, ind, sizeof(int32_t) * nnz);
+        float *gval = dev_upload(be, val, sizeof(float) * nnz);
+        float *gX = dev_upload(be, X, sizeof(float) * ROWS * F);
+        float *gY = dev_upload(be, Y0, sizeof(float) * n_y);
+        const saga_csr_dev gA = {ROWS, COLS, nnz, goff, gind, gval};
+        int n = 0;
+        while (cases[ci].fill) {
+            saga_backend_get_stats(be, &st);
+            if (budget - st.in_use_bytes - st.reserved_bytes < 2 * CHUNK)
+                break;
+            assert_true(n < MAX_CHUNKS);
+            assert_int_equal(saga_backend_alloc(be, &chunks[n++], CHUNK), SAGA_OK);
+        }
+        assert_int_equal(be->kernels->spmm_t_f32(s, &gA, F, 0.5f, gX, 0.75f, gY), SAGA_OK);
+        dev_download(be, got, gY, sizeof(float) * n_y);
+        saga_backend_get_stats(be, &st);
+        const size_t area = st.reserved_bytes - scratch_open;
+        int64_t n_chunks, len;
+        spmm_t_chunks(nnz, COLS, F, &n_chunks, &len);
+        print_message("spmm_t_f32 under a %zu-byte budget: %zu bytes of workspace for %lld "
+                      "partials of %lld bytes\n",
+                      budget, area, (long long)n_chunks, (long long)n_y * 4);
+        assert_true(st.reserved_bytes <= st.work_reserve_bytes);
+        if (cases[ci].batched)
+            assert_true(area >= (size_t)n_y * 4 * 2 && area < (size_t)(n_chunks * n_y * 4));
+        else
+            assert_true(area < (size_t)n_y * 4);
+        expect_same_bits(got, want, n_y,
+                         cases[ci].batched ? "spmm_t_f32 in batches" : "spmm_t_f32 by tiles of Y");
+        for (int i = 0; i < n; i++)
+            saga_backend_free(be, chunks[i], CHUNK);
+        saga_backend_free(be, goff, sizeof(int64_t) * (ROWS + 1));
+        saga_backend_free(be, gind, sizeof(int32_t) * nnz);
+        saga_backend_free(be, gval, sizeof(float) * nnz);
+        saga_backend_free(be, gX, sizeof(float) * ROWS * F);
+        saga_backend_free(be, gY, sizeof(float) * n_y);
+        saga_backend_free_all(&be);
     }
 }
 
@@ -2657,7 +3007,10 @@ int main(void) {
         tracked_test(test_cuda_backend_f32_losses_and_sums),
         tracked_test(test_cuda_backend_f32_gather_scatter),
         tracked_test(test_cuda_backend_f32_spmm),
+        tracked_test(test_cuda_backend_f32_spmm_split),
         tracked_test(test_cuda_backend_f32_sparse_input),
+        tracked_test(test_cuda_backend_f32_spmm_t),
+        tracked_test(test_cuda_backend_f32_spmm_t_budget),
         cmocka_unit_test(test_cuda_backend_spmm_choice),
         tracked_test(test_cuda_backend_spmm_counts_cusparse),
         tracked_test(test_cuda_backend_f32_segment_reduce),

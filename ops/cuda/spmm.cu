@@ -15,10 +15,20 @@
 //   SAGA_CUDA_SPMM=own at open. A group of lanes owns a row of A (see saga_cuda_group_shift):
 //   its lanes read the X rows that the row's column indices name across consecutive columns
 //   (coalesced), each lane keeping up to SPMM_ACC accumulators, so a row's indices are read once
-//   per SPMM_ACC * width columns. Every output element adds its row's entries in increasing
-//   order, as on the CPU, so the result is deterministic (and differs from the CPU's only where
-//   the GPU fuses a multiply-add). Rows are not split: a row with many entries is walked by one
-//   group, a cost on power-law graphs that a merge-path split of the entries would remove.
+//   per SPMM_ACC * width columns. Where F % 4 == 0 and X and Y are 16-byte aligned, each lane
+//   reads and writes four consecutive columns at once (16-byte accesses, and up to four times
+//   the rows per block for narrow F); the sums are the same. A row of more than SPMM_SPLIT entries
+//   (power-law graphs' hubs), which one group would still walk long after the other rows are
+//   done, is left by its group and taken by the whole block next: its entries are cut at fixed
+//   points into SPMM_BLOCK / w pieces (w the lanes per row without vectors, so the cut depends on F
+//   alone), a group of w lanes sums each, and the pieces are added in order through shared memory.
+//   So an output element adds its row's entries in increasing order (in increasing order within
+//   each piece, then the pieces in order, for a split row), with each multiply-add written out
+//   (fmaf): the result has the same bits in every thread order, on every GPU, aligned or not, and
+//   differs from the CPU's by rounding alone. The price: a barrier per set of rows a block takes
+//   (to learn of their long rows) and two per SPMM_ACC * w columns of a split row, and 4 KiB of
+//   shared memory a block. A split row stays within one block (one SM); a row much longer than a
+//   block can absorb would need its pieces spread over blocks, with a second pass to add them.
 //
 // The backend's stats count the products that ran through cuSPARSE and those it refused, so a
 // run can tell which SpMM it measured. Any other cuSPARSE failure (an invalid value is a misuse
@@ -30,62 +40,222 @@
 #include <stdio.h>
 
 #define SPMM_BLOCK 256
-#define SPMM_ACC 4
+#define SPMM_ACC 4     // accumulators per lane in the scalar walks, columns width apart
+#define SPMM_VACC 2    // four-float vectors per lane in the vector walk
+#define SPMM_SPLIT 128 // rows with more entries are split across the block
 
+// Four consecutive floats of a row, one 16-byte access.
+struct alignas(16) spmm_f4 {
+    float x, y, z, w;
+};
+
+// acc plus a term: v x (one rounding) with values, x with ones.
+template <bool VALUES> __device__ __forceinline__ float spmm_mad(float v, float x, float acc) {
+    return VALUES ? fmaf(v, x, acc) : acc + x;
+}
+
+// An element of Y from its row's sum acc (Y unread without READ_Y).
+template <bool READ_Y>
+__device__ __forceinline__ float spmm_out(float alpha, float acc, float beta, const float *y) {
+    return READ_Y ? fmaf(alpha, acc, beta * *y) : alpha * acc;
+}
+
+// Row i of Y by a group of width lanes, columns across the lanes (lane, + width, ...).
 template <bool VALUES, bool READ_Y>
-static __global__ void __launch_bounds__(SPMM_BLOCK)
-    spmm_f32_kernel(int64_t n_rows, int64_t F, int shift, const int64_t *__restrict__ offsets,
-                    const int32_t *__restrict__ indices, const float *__restrict__ values,
-                    float alpha, const float *__restrict__ X, float beta, float *__restrict__ Y) {
-    const int width = 1 << shift, lane = threadIdx.x & (width - 1);
-    const int64_t stride = saga_cuda_group_stride(shift);
-    for (int64_t i = saga_cuda_group_row(shift); i < n_rows; i += stride) {
-        const int64_t k0 = offsets[i], k1 = offsets[i + 1];
-        float *yi = Y + i * F;
-        for (int64_t c0 = 0; c0 < F; c0 += (int64_t)SPMM_ACC * width) {
-            const int64_t c = c0 + lane;
-            float acc[SPMM_ACC];
+__device__ __forceinline__ void
+spmm_row(int64_t i, int64_t k0, int64_t k1, int64_t F, int width, int lane,
+         const int32_t *__restrict__ indices, const float *__restrict__ values, float alpha,
+         const float *__restrict__ X, float beta, float *__restrict__ Y) {
+    float *yi = Y + i * F;
+    for (int64_t c0 = 0; c0 < F; c0 += (int64_t)SPMM_ACC * width) {
+        const int64_t c = c0 + lane;
+        float acc[SPMM_ACC];
+#pragma unroll
+        for (int t = 0; t < SPMM_ACC; t++)
+            acc[t] = 0.0f;
+        for (int64_t k = k0; k < k1; k++) {
+            const float *xr = X + (int64_t)indices[k] * F + c;
+            const float v = VALUES ? values[k] : 1.0f;
 #pragma unroll
             for (int t = 0; t < SPMM_ACC; t++)
-                acc[t] = 0.0f;
-            for (int64_t k = k0; k < k1; k++) {
-                const float *xr = X + (int64_t)indices[k] * F + c;
-                const float v = VALUES ? values[k] : 1.0f;
+                if (c + t * width < F)
+                    acc[t] = spmm_mad<VALUES>(v, xr[t * width], acc[t]);
+        }
 #pragma unroll
-                for (int t = 0; t < SPMM_ACC; t++)
-                    if (c + t * width < F)
-                        acc[t] += VALUES ? v * xr[t * width] : xr[t * width];
-            }
-#pragma unroll
-            for (int t = 0; t < SPMM_ACC; t++) {
-                const int64_t j = c + t * width;
-                if (j < F)
-                    yi[j] = READ_Y ? alpha * acc[t] + beta * yi[j] : alpha * acc[t];
-            }
+        for (int t = 0; t < SPMM_ACC; t++) {
+            const int64_t j = c + t * width;
+            if (j < F)
+                yi[j] = spmm_out<READ_Y>(alpha, acc[t], beta, yi + j);
         }
     }
 }
 
+// spmm_row with 16-byte loads and stores: each lane four consecutive columns per vector (F % 4
+// == 0, X and Y 16-byte aligned). The same operations on each element as spmm_row.
 template <bool VALUES, bool READ_Y>
+__device__ __forceinline__ void
+spmm_row_vec(int64_t i, int64_t k0, int64_t k1, int64_t F, int width, int lane,
+             const int32_t *__restrict__ indices, const float *__restrict__ values, float alpha,
+             const float *__restrict__ X, float beta, float *__restrict__ Y) {
+    const int64_t V = F / 4;
+    const spmm_f4 *X4 = reinterpret_cast<const spmm_f4 *>(X);
+    spmm_f4 *yi = reinterpret_cast<spmm_f4 *>(Y + i * F);
+    for (int64_t q0 = 0; q0 < V; q0 += (int64_t)SPMM_VACC * width) {
+        const int64_t q = q0 + lane;
+        spmm_f4 acc[SPMM_VACC];
+#pragma unroll
+        for (int t = 0; t < SPMM_VACC; t++)
+            acc[t] = spmm_f4{0.0f, 0.0f, 0.0f, 0.0f};
+        for (int64_t k = k0; k < k1; k++) {
+            const spmm_f4 *xr = X4 + (int64_t)indices[k] * V + q;
+            const float v = VALUES ? values[k] : 1.0f;
+#pragma unroll
+            for (int t = 0; t < SPMM_VACC; t++)
+                if (q + t * width < V) {
+                    const spmm_f4 x = xr[t * width];
+                    acc[t].x = spmm_mad<VALUES>(v, x.x, acc[t].x);
+                    acc[t].y = spmm_mad<VALUES>(v, x.y, acc[t].y);
+                    acc[t].z = spmm_mad<VALUES>(v, x.z, acc[t].z);
+                    acc[t].w = spmm_mad<VALUES>(v, x.w, acc[t].w);
+                }
+        }
+#pragma unroll
+        for (int t = 0; t < SPMM_VACC; t++)
+            if (q + t * width < V) {
+                spmm_f4 *y = yi + q + t * width;
+                spmm_f4 o;
+                const spmm_f4 old = READ_Y ? *y : spmm_f4{0.0f, 0.0f, 0.0f, 0.0f};
+                o.x = spmm_out<READ_Y>(alpha, acc[t].x, beta, &old.x);
+                o.y = spmm_out<READ_Y>(alpha, acc[t].y, beta, &old.y);
+                o.z = spmm_out<READ_Y>(alpha, acc[t].z, beta, &old.z);
+                o.w = spmm_out<READ_Y>(alpha, acc[t].w, beta, &old.w);
+                *y = o;
+            }
+    }
+}
+
+// Row r, longer than SPMM_SPLIT, by the whole block: its entries in SPMM_BLOCK >> shift pieces
+// cut at fixed points (piece g from k0 + len g / pieces), a group of 1 << shift lanes each
+// (columns across the lanes, as spmm_row), whose sums the block adds in piece order through
+// shared memory. Every thread of the block calls it, at the same point (it holds barriers).
+template <bool VALUES, bool READ_Y>
+__device__ void spmm_long_row(int64_t r, int64_t F, int shift, const int64_t *__restrict__ offsets,
+                              const int32_t *__restrict__ indices, const float *__restrict__ values,
+                              float alpha, const float *__restrict__ X, float beta,
+                              float *__restrict__ Y, float *pieces) {
+    const int width = 1 << shift, lane = threadIdx.x & (width - 1), g = threadIdx.x >> shift;
+    const int n_pieces = SPMM_BLOCK >> shift, cols = SPMM_ACC * width;
+    const int64_t k0 = offsets[r], len = offsets[r + 1] - k0;
+    const int64_t kb = k0 + len * g / n_pieces, ke = k0 + len * (g + 1) / n_pieces;
+    float *yr = Y + r * F;
+    for (int64_t c0 = 0; c0 < F; c0 += cols) {
+        const int64_t c = c0 + lane;
+        float acc[SPMM_ACC];
+#pragma unroll
+        for (int t = 0; t < SPMM_ACC; t++)
+            acc[t] = 0.0f;
+        for (int64_t k = kb; k < ke; k++) {
+            const float *xr = X + (int64_t)indices[k] * F + c;
+            const float v = VALUES ? values[k] : 1.0f;
+#pragma unroll
+            for (int t = 0; t < SPMM_ACC; t++)
+                if (c + t * width < F)
+                    acc[t] = spmm_mad<VALUES>(v, xr[t * width], acc[t]);
+        }
+#pragma unroll
+        for (int t = 0; t < SPMM_ACC; t++)
+            pieces[g * cols + lane + t * width] = acc[t];
+        __syncthreads();
+        const int col = (int)threadIdx.x;
+        const int64_t j = c0 + col;
+        if (col < cols && j < F) {
+            float sum = pieces[col];
+            for (int p = 1; p < n_pieces; p++)
+                sum += pieces[p * cols + col];
+            yr[j] = spmm_out<READ_Y>(alpha, sum, beta, yr + j);
+        }
+        __syncthreads();
+    }
+}
+
+// A group of 1 << shift lanes per row (see saga_cuda_group_shift; of F / 4 vectors with VEC),
+// SPMM_BLOCK >> shift consecutive rows per block at a time. The rows longer than SPMM_SPLIT are
+// left out by their groups and done next by the whole block (spmm_long_row, its groups of
+// 1 << split_shift lanes, split_shift from F whatever VEC, so that the pieces, and so the bits,
+// do not depend on the alignment).
+template <bool VALUES, bool READ_Y, bool VEC>
+static __global__ void __launch_bounds__(SPMM_BLOCK)
+    spmm_f32_kernel(int64_t n_rows, int64_t F, int shift, int split_shift,
+                    const int64_t *__restrict__ offsets, const int32_t *__restrict__ indices,
+                    const float *__restrict__ values, float alpha, const float *__restrict__ X,
+                    float beta, float *__restrict__ Y) {
+    __shared__ float pieces[SPMM_ACC * SPMM_BLOCK];
+    // each warp's long rows, by the lane of their groups' first lane; two sets, so that a warp
+    // writing the next rows' cannot overwrite those that a slower warp still reads
+    __shared__ unsigned long_rows[2][SPMM_BLOCK / 32];
+    const int width = 1 << shift, lane = threadIdx.x & (width - 1);
+    const int rows = SPMM_BLOCK >> shift;
+    int set = 0;
+    for (int64_t base = blockIdx.x * (int64_t)rows; base < n_rows;
+         base += (int64_t)gridDim.x * rows, set ^= 1) {
+        const int64_t i = base + (threadIdx.x >> shift);
+        bool split = false;
+        if (i < n_rows) {
+            const int64_t k0 = offsets[i], k1 = offsets[i + 1];
+            split = k1 - k0 > SPMM_SPLIT;
+            if (!split && VEC)
+                spmm_row_vec<VALUES, READ_Y>(i, k0, k1, F, width, lane, indices, values, alpha, X,
+                                             beta, Y);
+            else if (!split)
+                spmm_row<VALUES, READ_Y>(i, k0, k1, F, width, lane, indices, values, alpha, X, beta,
+                                         Y);
+        }
+        const unsigned mine = __ballot_sync(0xffffffffu, split && lane == 0);
+        if ((threadIdx.x & 31) == 0)
+            long_rows[set][threadIdx.x >> 5] = mine;
+        __syncthreads();
+        for (int w = 0; w < SPMM_BLOCK / 32; w++)
+            for (unsigned m = long_rows[set][w]; m; m &= m - 1) {
+                const int64_t r = base + ((w * 32 + __ffs((int)m) - 1) >> shift);
+                spmm_long_row<VALUES, READ_Y>(r, F, split_shift, offsets, indices, values, alpha, X,
+                                              beta, Y, pieces);
+            }
+    }
+}
+
+template <bool VALUES, bool READ_Y, bool VEC>
 static void spmm_launch(cudaStream_t stream, const saga_csr_dev *A, int64_t F, int shift,
-                        float alpha, const float *X, float beta, float *Y) {
-    spmm_f32_kernel<VALUES, READ_Y>
+                        int split_shift, float alpha, const float *X, float beta, float *Y) {
+    spmm_f32_kernel<VALUES, READ_Y, VEC>
         <<<saga_cuda_group_blocks(A->n_rows, shift, SPMM_BLOCK), SPMM_BLOCK, 0, stream>>>(
-            A->n_rows, F, shift, A->offsets, A->indices, A->values, alpha, X, beta, Y);
+            A->n_rows, F, shift, split_shift, A->offsets, A->indices, A->values, alpha, X, beta, Y);
+}
+
+template <bool VALUES, bool READ_Y>
+static void spmm_launch_vec(cudaStream_t stream, const saga_csr_dev *A, int64_t F, float alpha,
+                            const float *X, float beta, float *Y) {
+    const int split_shift = saga_cuda_group_shift(F);
+    const bool vec =
+        F % 4 == 0 && (reinterpret_cast<uintptr_t>(X) | reinterpret_cast<uintptr_t>(Y)) % 16 == 0;
+    if (vec)
+        spmm_launch<VALUES, READ_Y, true>(stream, A, F, saga_cuda_group_shift(F / 4), split_shift,
+                                          alpha, X, beta, Y);
+    else
+        spmm_launch<VALUES, READ_Y, false>(stream, A, F, split_shift, split_shift, alpha, X, beta,
+                                           Y);
 }
 
 static saga_status spmm_own(cudaStream_t stream, const char *slot, const saga_csr_dev *A, int64_t F,
                             float alpha, const float *X, float beta, float *Y) {
-    const int shift = saga_cuda_group_shift(F);
     const bool vals = A->values != NULL, read_y = beta != 0.0f;
     if (vals && read_y)
-        spmm_launch<true, true>(stream, A, F, shift, alpha, X, beta, Y);
+        spmm_launch_vec<true, true>(stream, A, F, alpha, X, beta, Y);
     else if (vals)
-        spmm_launch<true, false>(stream, A, F, shift, alpha, X, beta, Y);
+        spmm_launch_vec<true, false>(stream, A, F, alpha, X, beta, Y);
     else if (read_y)
-        spmm_launch<false, true>(stream, A, F, shift, alpha, X, beta, Y);
+        spmm_launch_vec<false, true>(stream, A, F, alpha, X, beta, Y);
     else
-        spmm_launch<false, false>(stream, A, F, shift, alpha, X, beta, Y);
+        spmm_launch_vec<false, false>(stream, A, F, alpha, X, beta, Y);
     SAGA_CUDA_SLOT_LAUNCH(slot);
     return SAGA_OK;
 }
