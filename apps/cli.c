@@ -733,6 +733,7 @@ void cli_json_net_stats(json *j, const saga_net_stats *ns) {
     json_key(j, "wait_seconds"), json_num(j, ns->wait_seconds);
     json_key(j, "h2d_seconds"), json_num(j, ns->h2d_seconds);
     json_key(j, "copies_inline"), json_bool(j, ns->copies_inline);
+    json_key(j, "graph"), json_bool(j, ns->graph);
     json_key(j, "prepare_seconds"), json_num(j, ns->prepare_seconds);
     json_key(j, "resident_bytes"), json_int(j, (int64_t)ns->resident_bytes);
     json_key(j, "h2d_floor_bytes"), json_int(j, (int64_t)ns->h2d_floor_bytes);

@@ -34,6 +34,7 @@ enum {
     OPT_PROFILE_EPOCHS,
     OPT_SAVED,
     OPT_TRANSFER,
+    OPT_GRAPHS,
     OPT_EXEC, /* the CLI_EXEC_N_OPTS options of CLI_EXEC_OPTS */
 };
 static const cli_opt gcn_cli_opts[] = {
@@ -99,6 +100,10 @@ static const cli_opt gcn_cli_opts[] = {
     {"transfer-precision", 0, "P", "f32",
      "Streamed: the precision the feature rows and the edge weights cross to the device in: "
      "f32, bf16 or fp16 (half the bytes; the device widens them, compute stays f32)."},
+    {"graphs", 0, NULL, NULL,
+     "On a GPU, in memory: record each training pass and evaluation as a CUDA graph and launch "
+     "it as one unit, its arguments updated from epoch to epoch (the same results; off by "
+     "default until its gain is measured)."},
     CLI_EXEC_OPTS,
     {0}};
 
@@ -341,6 +346,9 @@ static int gcn_main(int argc, char **argv) {
                 go.saved = SAGA_SAVED_OFFLOAD;
             else
                 bad = cli_usage(&c, "--saved must be recompute or offload, got '%s'", arg);
+            break;
+        case OPT_GRAPHS:
+            go.graphs = true;
             break;
         case OPT_TRANSFER:
             if (strcmp(arg, "f32") == 0)

@@ -325,6 +325,7 @@ saga_status gcn_train(gcn_result *out, saga_backend *be, const gcn_data *d, cons
     no.partition = o->partition;
     no.saved = o->saved;
     no.host_halos = o->host_halos;
+    no.graphs = o->graphs;
     no.transfer = o->transfer;
     no.self_loops = SAGA_DGRAPH_SELF_LOOPS_ADD; /* A + I */
     no.comm = o->comm;

@@ -81,6 +81,7 @@ typedef struct gcn_opts {
     saga_partition_method partition; /* streamed: how the graph is cut (METIS) */
     saga_saved saved;       /* streamed: gathered values recomputed or offloaded for backward */
     bool host_halos;        /* streamed: saga_net_opts.host_halos */
+    bool graphs;            /* saga_net_opts.graphs */
     saga_transfer transfer; /* streamed: saga_net_opts.transfer */
     saga_comm *comm;        /* partition-parallel over these ranks (saga_net_opts.comm), or NULL for
                              * this process alone; every rank calls gcn_train with the same data and

@@ -2949,6 +2949,133 @@ static void test_cuda_backend_f32_mlp_matches_cpu(void **state) {
                                saga_test_mean_abs_f32(cp, N_PARAMS));
 }
 
+/* A replay (saga_backend_capture_begin .. saga_replay_launch) computes the bits the same work
+ * computes issued directly: a product (cuBLAS), a scaling and a copy on a second stream forked
+ * and joined by events. Nothing runs while it records; a launch reads the memory as it is then;
+ * a second recording with another argument updates the graph; an allocation while recording is
+ * refused, and the recording still ends. The CPU backend has none. */
+static void replay_work(saga_backend *be, saga_stream *side, saga_event *fork, saga_event *join,
+                        const float *A, const float *B, float *C, float *D, float alpha) {
+    saga_stream *ds = saga_backend_default_stream(be);
+    const saga_kernels *k = be->kernels;
+    enum { M = 24, N = 16, K = 40 };
+    assert_int_equal(k->gemm_f32(ds, false, false, M, N, K, alpha, A, K, B, N, 0.0f, C, N),
+                     SAGA_OK);
+    assert_int_equal(saga_event_record(fork, ds), SAGA_OK);
+    assert_int_equal(saga_stream_wait_event(side, fork), SAGA_OK);
+    assert_int_equal(saga_memcpy_d2d_async(side, D, C, (size_t)M * N * sizeof(float)), SAGA_OK);
+    assert_int_equal(k->scale_f32(side, (int64_t)M * N, 0.5f, D, 0.25f, D), SAGA_OK);
+    assert_int_equal(saga_event_record(join, side), SAGA_OK);
+    assert_int_equal(saga_stream_wait_event(ds, join), SAGA_OK);
+    assert_int_equal(k->scale_f32(ds, (int64_t)M * N, 2.0f, D, -1.0f, C), SAGA_OK);
+}
+
+static void test_cuda_backend_replay_same_bits(void **state) {
+    (void)state;
+    enum { M = 24, N = 16, K = 40 };
+    float hA[M * K], hB[K * N], want[M * N], got[M * N];
+    for (int i = 0; i < M * K; i++)
+        hA[i] = (float)rnd() - 0.5f;
+    for (int i = 0; i < K * N; i++)
+        hB[i] = (float)rnd() - 0.5f;
+    saga_stream *side = NULL;
+    saga_event *fork = NULL, *join = NULL;
+    assert_int_equal(saga_stream_new(&side, gpu), SAGA_OK);
+    assert_int_equal(saga_event_new(&fork, gpu), SAGA_OK);
+    assert_int_equal(saga_event_new(&join, gpu), SAGA_OK);
+    float *A = dev_upload(gpu, hA, sizeof hA), *B = dev_upload(gpu, hB, sizeof hB);
+    float *C = NULL, *D = NULL;
+    assert_int_equal(saga_backend_alloc(gpu, (void **)&C, sizeof want), SAGA_OK);
+    assert_int_equal(saga_backend_alloc(gpu, (void **)&D, sizeof want), SAGA_OK);
+    saga_stream *ds = saga_backend_default_stream(gpu);
+    const saga_kernels *k = gpu->kernels;
+
+    /* issued directly */
+    replay_work(gpu, side, fork, join, A, B, C, D, 1.0f);
+    dev_download(gpu, want, C, sizeof want);
+
+    /* recorded: nothing runs until the launch */
+    assert_true(saga_backend_can_capture(gpu));
+    assert_int_equal(k->fill_f32(ds, C, M * N, NAN), SAGA_OK);
+    assert_int_equal(saga_backend_synchronize(gpu), SAGA_OK);
+    saga_replay *r = NULL;
+    assert_int_equal(saga_backend_capture_begin(gpu), SAGA_OK);
+    replay_work(gpu, side, fork, join, A, B, C, D, 1.0f);
+    assert_int_equal(saga_backend_capture_end(gpu, &r), SAGA_OK);
+    assert_non_null(r);
+    dev_download(gpu, got, C, sizeof got);
+    for (int i = 0; i < M * N; i++)
+        if (!isnan(got[i]))
+            fail_msg("C[%d] = %g before the launch: the recorded work ran", i, (double)got[i]);
+    for (int rep = 0; rep < 2; rep++) {
+        assert_int_equal(k->fill_f32(ds, C, M * N, NAN), SAGA_OK);
+        assert_int_equal(saga_replay_launch(r), SAGA_OK);
+        dev_download(gpu, got, C, sizeof got);
+        assert_memory_equal(got, want, sizeof want);
+    }
+
+    /* a launch reads B as it is now: B doubled doubles the product, exactly */
+    assert_int_equal(k->scale_f32(ds, K * N, 2.0f, B, 0.0f, B), SAGA_OK);
+    replay_work(gpu, side, fork, join, A, B, C, D, 1.0f);
+    dev_download(gpu, want, C, sizeof want);
+    assert_int_equal(k->fill_f32(ds, C, M * N, NAN), SAGA_OK);
+    assert_int_equal(saga_replay_launch(r), SAGA_OK);
+    dev_download(gpu, got, C, sizeof got);
+    assert_memory_equal(got, want, sizeof want);
+
+    /* recorded again with another alpha: the graph takes the new argument */
+    replay_work(gpu, side, fork, join, A, B, C, D, -3.0f);
+    dev_download(gpu, want, C, sizeof want);
+    saga_replay *before = r;
+    assert_int_equal(saga_backend_capture_begin(gpu), SAGA_OK);
+    replay_work(gpu, side, fork, join, A, B, C, D, -3.0f);
+    assert_int_equal(saga_backend_capture_end(gpu, &r), SAGA_OK);
+    assert_ptr_equal(r, before);
+    assert_int_equal(k->fill_f32(ds, C, M * N, NAN), SAGA_OK);
+    assert_int_equal(saga_replay_launch(r), SAGA_OK);
+    dev_download(gpu, got, C, sizeof got);
+    assert_memory_equal(got, want, sizeof want);
+
+    /* an allocation while recording: a new block (no earlier work uses it), which the recorded
+     * work writes; a free while recording waits for the launch, whose work still reads it */
+    void *p = NULL;
+    replay_work(gpu, side, fork, join, A, B, C, D, 1.0f);
+    dev_download(gpu, want, C, sizeof want);
+    assert_int_equal(saga_backend_capture_begin(gpu), SAGA_OK);
+    assert_int_equal(saga_backend_alloc(gpu, &p, sizeof want), SAGA_OK);
+    replay_work(gpu, side, fork, join, A, B, C, p, 1.0f);
+    saga_backend_free(gpu, D, sizeof want);
+    D = p;
+    assert_int_equal(saga_backend_capture_end(gpu, &r), SAGA_OK);
+    assert_int_equal(k->fill_f32(ds, C, M * N, NAN), SAGA_OK);
+    assert_int_equal(saga_replay_launch(r), SAGA_OK);
+    dev_download(gpu, got, C, sizeof got);
+    assert_memory_equal(got, want, sizeof want);
+    saga_replay_free(&r);
+    assert_null(r);
+
+    /* a recording discarded (after a failure between begin and end) runs nothing */
+    assert_int_equal(k->fill_f32(ds, C, M * N, NAN), SAGA_OK);
+    assert_int_equal(saga_backend_synchronize(gpu), SAGA_OK);
+    assert_int_equal(saga_backend_capture_begin(gpu), SAGA_OK);
+    replay_work(gpu, side, fork, join, A, B, C, D, 1.0f);
+    assert_int_equal(saga_backend_capture_end(gpu, NULL), SAGA_OK);
+    dev_download(gpu, got, C, sizeof got);
+    assert_true(isnan(got[0]));
+
+    /* the CPU backend has no graphs */
+    assert_false(saga_backend_can_capture(cpu));
+    assert_int_equal(saga_backend_capture_begin(cpu), SAGA_ERR_UNSUPPORTED);
+
+    saga_backend_free(gpu, A, sizeof hA);
+    saga_backend_free(gpu, B, sizeof hB);
+    saga_backend_free(gpu, C, sizeof want);
+    saga_backend_free(gpu, D, sizeof want);
+    saga_event_free(&fork);
+    saga_event_free(&join);
+    saga_stream_free(&side);
+}
+
 /* a test whose buffers its teardown frees */
 #define tracked_test(f) cmocka_unit_test_setup_teardown(f, saga_test_setup, free_tracked)
 
@@ -2993,6 +3120,7 @@ int main(void) {
         cmocka_unit_test(test_cuda_backend_rows_copies),
         cmocka_unit_test(test_cuda_backend_host_fn_and_elapsed),
         cmocka_unit_test(test_cuda_backend_event_poll_then_launch),
+        cmocka_unit_test(test_cuda_backend_replay_same_bits),
         cmocka_unit_test(test_cuda_backend_f32_table_complete),
         tracked_test(test_cuda_backend_f32_fill_scale_binary),
         tracked_test(test_cuda_backend_half_to_f32),

@@ -639,6 +639,74 @@ saga_status saga_backend_profile_range(saga_backend *be, bool start) {
     return be->iface->profile_range(be, start);
 }
 
+/* ---- graphs ------------------------------------------------------------------------------ */
+
+struct saga_replay {
+    saga_backend *be;
+    void *exec;
+};
+
+bool saga_backend_can_capture(const saga_backend *be) {
+    return be && be->iface->version >= 8 && be->iface->capture_begin;
+}
+
+saga_status saga_backend_capture_begin(saga_backend *be) {
+    if (!saga_backend_can_capture(be))
+        return saga_error(SAGA_ERR_UNSUPPORTED, "saga_backend_capture_begin: %s has no graphs",
+                          be ? be->name : "(no backend)");
+    return be->iface->capture_begin(be);
+}
+
+saga_status saga_backend_capture_end(saga_backend *be, saga_replay **g) {
+    saga_status st = SAGA_OK;
+    saga_replay *made = NULL;
+    SAGA_CHECK(saga_backend_can_capture(be), SAGA_ERR_INVALID_ARG,
+               "saga_backend_capture_end: the backend has no graphs");
+    if (!g) { /* discarded */
+        void *none = NULL;
+        SAGA_TRY(be->iface->capture_end(be, &none));
+        if (none)
+            be->iface->graph_free(be, none);
+        goto fail;
+    }
+    SAGA_CHECK(!*g || (*g)->be == be, SAGA_ERR_INVALID_ARG,
+               "saga_backend_capture_end: the graph belongs to another backend");
+    if (!*g) {
+        st = saga_alloc_zeroed((void **)&made, 1, sizeof *made, "a graph");
+        if (st < 0) {
+            void *none = NULL; /* the capture still has to end */
+            if (be->iface->capture_end(be, &none) == SAGA_OK && none)
+                be->iface->graph_free(be, none);
+            goto fail;
+        }
+        made->be = be;
+    }
+    saga_replay *to = *g ? *g : made;
+    SAGA_TRY(be->iface->capture_end(be, &to->exec));
+    *g = to;
+    made = NULL;
+fail:
+    saga_free(made);
+    return st;
+}
+
+saga_status saga_replay_launch(saga_replay *g) {
+    if (!g || !g->exec)
+        return saga_error(SAGA_ERR_INVALID_ARG, "saga_replay_launch: %s",
+                          g ? "the graph has no work" : "graph is NULL");
+    return g->be->iface->graph_launch(g->be, g->exec);
+}
+
+void saga_replay_free(saga_replay **gp) {
+    if (!gp || !*gp)
+        return;
+    saga_replay *g = *gp;
+    if (g->exec)
+        g->be->iface->graph_free(g->be, g->exec);
+    saga_free(g);
+    *gp = NULL;
+}
+
 saga_backend *saga_stream_backend(const saga_stream *s) {
     return s->be;
 }

@@ -242,8 +242,9 @@ typedef struct saga_kernels {
     /* Y = alpha A^T X + beta Y with A sparse (A->n_rows x A->n_cols), X A->n_rows x F, Y
      * A->n_cols x F, without a stored transpose: the gradient of the right factor of a sparse x
      * dense product (dW = X^T dH). beta == 0 does not read Y. On the CPU every element of Y adds
-     * its terms in increasing row order, the same bits for any thread count; on CUDA with
-     * atomics, deterministic only up to f32 rounding order. */
+     * its terms in increasing row order, the same bits for any thread count; on CUDA without
+     * atomics, in a fixed order of its own (chunks of entries summed, then added in order: see
+     * spmm_t.cu), the same bits on any GPU and in any thread order. */
     saga_status (*spmm_t_f32)(saga_stream *s, const saga_csr_dev *A, int64_t F, float alpha,
                               const float *X, float beta, float *Y);
 
@@ -344,6 +345,13 @@ typedef struct saga_backend_iface {
      * table (another device of the process); NULL means such an event can only be waited for on
      * the host (saga_stream_can_wait) */
     saga_status (*stream_wait_foreign)(saga_stream *s, saga_event *e);
+    /* optional (version >= 8), all four or none: graphs (saga_backend_capture_begin). end gives
+     * the executable graph in *exec: made when *exec is NULL, else *exec updated in place (or
+     * replaced, when the work's shape changed) */
+    saga_status (*capture_begin)(saga_backend *be);
+    saga_status (*capture_end)(saga_backend *be, void **exec);
+    saga_status (*graph_launch)(saga_backend *be, void *exec);
+    void (*graph_free)(saga_backend *be, void *exec);
 } saga_backend_iface;
 
 struct saga_stream {
@@ -450,6 +458,35 @@ int saga_omp_idle_init(void);
  * threads. For passes of many short steps, whose regions follow each other closely
  * (saga_idle_tuner decides when). Thread-safe; nothing when the team is not in effect. */
 void saga_omp_idle_spin(bool spin);
+
+/* ---- graphs ---------------------------------------------------------------------------------
+ * Work captured once and launched as one unit (CUDA graphs): the kernels and copies a pass issues
+ * go to the device in one launch, and a pass whose work has the same shape as the last one only
+ * updates the graph's arguments.
+ *
+ *   SAGA_TRY(saga_backend_capture_begin(be));   // what this thread issues is recorded, not run
+ *   ... issue the pass on be's streams ...
+ *   SAGA_TRY(saga_backend_capture_end(be, &g)); // g made, or updated to the new arguments
+ *   SAGA_TRY(saga_replay_launch(g));             // runs on the default stream
+ *
+ * Between begin and end the caller must not allocate or free device memory, synchronize, query
+ * an event or read on the host what the device computes: nothing has run yet. */
+typedef struct saga_replay saga_replay;
+
+/* Whether be captures graphs (CUDA); without, capture_begin returns SAGA_ERR_UNSUPPORTED. */
+bool saga_backend_can_capture(const saga_backend *be);
+/* Starts recording the work issued on every stream of be (the calling thread's, on the default
+ * stream and the streams that the default stream's work orders itself with). */
+saga_status saga_backend_capture_begin(saga_backend *be);
+/* Ends the recording: *g is a new graph when NULL, else updated to the recorded work (its
+ * arguments, or the whole graph when the work changed shape); g NULL discards it (after a failure
+ * in between). On failure (a call that may not be recorded was made in between) nothing recorded
+ * runs, *g is left as it was, and the backend is no longer capturing. */
+saga_status saga_backend_capture_end(saga_backend *be, saga_replay **g);
+/* Queues g's work on its backend's default stream. */
+saga_status saga_replay_launch(saga_replay *g);
+/* Frees *g (NULL is fine) and sets it to NULL; a launch in flight completes first. */
+void saga_replay_free(saga_replay **g);
 
 #ifdef __cplusplus
 }

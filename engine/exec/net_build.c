@@ -392,6 +392,8 @@ void saga_net_free(saga_net **np) {
     unprepare(n);
     saga_backend_host_free(n->be, n->loss_host, n->loss_bytes);
     saga_backend_host_free(n->be, n->rows_out, n->rows_out_bytes);
+    saga_replay_free(&n->replay[0]);
+    saga_replay_free(&n->replay[1]);
     saga_comm_free(&n->dcomm);
     if (n->x)
         saga_backend_host_free(n->be, n->x, (size_t)n->n * (size_t)n->in_cols * sizeof(float) + 1);

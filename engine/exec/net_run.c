@@ -946,6 +946,8 @@ static saga_status run(saga_net *n, bool train, net_chain *ch, float *out) {
     bool queue = false;
     saga_ctx *c = n->c;
     saga_idle_tuner *tune = NULL;
+    bool rec = false, recording = false;
+    saga_backend_stats bs;
     SAGA_CHECK(!train || n->loss, SAGA_ERR_INVALID_ARG,
                "saga_net_train_step: no loss function (saga_net_set_loss)");
     /* a training pass reuses the queued one's loss memory and host gradients; other passes
@@ -1011,6 +1013,21 @@ static saga_status run(saga_net *n, bool train, net_chain *ch, float *out) {
                 memset(n->grad_host[s], 0,
                        (size_t)n->n * (size_t)n->stages[s - 1].out_cols * sizeof(float));
     saga_ctx_train(c, train);
+    /* a pass like the last of its kind, which allocated nothing, is recorded as a graph */
+    rec = n->o.graphs && n->steady[train] && n->steady_ch[train] == ch && !n->dist &&
+          !n->plan.streamed && saga_backend_can_capture(n->be);
+    saga_backend_get_stats(n->be, &bs);
+    n->allocs_at = bs.n_allocs;
+    n->staged_at = saga_ctx_staged_bytes(c);
+    if (rec) {
+        SAGA_TRY(saga_ctx_record_begin(c, 2 * n->staged[train] + 4096));
+        st = saga_backend_capture_begin(n->be);
+        if (st < 0) {
+            (void)saga_ctx_record_end(c, false);
+            goto fail;
+        }
+        recording = true;
+    }
     if (ch && !tc)
         SAGA_TRY(run_chain(n, ch, train, out));
     else
@@ -1054,6 +1071,14 @@ static saga_status run(saga_net *n, bool train, net_chain *ch, float *out) {
     }
     if (train)
         saga_ctx_set_rng_counter(c, rng_after);
+    if (recording) {
+        recording = false;
+        st = saga_backend_capture_end(n->be, &n->replay[train]);
+        if (st == SAGA_OK)
+            st = saga_replay_launch(n->replay[train]);
+        saga_status st2 = saga_ctx_record_end(c, st == SAGA_OK);
+        SAGA_TRY(st < 0 ? st : st2);
+    }
     /* A training pass on one rank is queued, its end waited for later (net_settle); any other
      * pass waits here, once, for the whole device, which ends a queued training pass too. */
     queue = train && !n->dist;
@@ -1070,12 +1095,25 @@ static saga_status run(saga_net *n, bool train, net_chain *ch, float *out) {
         n->train_loss = loss;
     }
 fail:
+    if (recording) { /* nothing of it ran */
+        (void)saga_backend_capture_end(n->be, NULL);
+        (void)saga_ctx_record_end(c, false);
+    }
     if (st < 0 && n->sched)
         (void)saga_sched_finish(n->sched);
     if (st < 0)
         (void)net_dist_wait(n);
     saga_free(sd);
+    if (st == SAGA_OK) { /* whether the next pass of this kind may be recorded */
+        saga_backend_get_stats(n->be, &bs);
+        n->steady[train] = bs.n_allocs == n->allocs_at;
+        n->steady_ch[train] = ch;
+        n->staged[train] = saga_ctx_staged_bytes(c) - n->staged_at;
+    } else {
+        n->steady[train] = false;
+    }
     net_collect_stats(n, t0);
+    n->stats.graph = rec && st == SAGA_OK;
     n->stats.h2d_floor_bytes = train ? n->plan.floor_train_bytes : n->plan.floor_pass_bytes;
     if (train && st == SAGA_OK) {
         n->queued = queue;

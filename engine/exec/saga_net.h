@@ -118,6 +118,11 @@ typedef struct saga_net_opts {
      * profiler's capture range (saga_backend_profile_range), closed after a wait for the device
      * at the last of them or at the last iteration run; 0 (the default): none. */
     int32_t profile_first, profile_last;
+    /* In memory on one rank, on a backend with graphs (CUDA): a pass like the one before it
+     * (which allocated nothing) is recorded as a graph and launched as one unit, its graph
+     * updated to the new arguments from pass to pass (saga_net_stats.graph). The same
+     * results as without; false (the default): every kernel launched on its own. */
+    bool graphs;
 } saga_net_opts;
 
 saga_net_opts saga_net_opts_defaults(void);
@@ -257,6 +262,8 @@ typedef struct saga_net_stats {
     /* of copy_seconds, the host -> device copies' on a GPU (timed by events; 0 on the CPU,
      * whose copy time is one sum): h2d_bytes / h2d_seconds is the bandwidth the copies had */
     double h2d_seconds;
+    /* the last call's work went to the device as one recorded graph (saga_net_opts.graphs) */
+    bool graph;
 } saga_net_stats;
 
 void saga_net_get_stats(const saga_net *n, saga_net_stats *s);

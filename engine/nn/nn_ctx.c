@@ -61,6 +61,8 @@ struct saga_ctx {
     unsigned char *stage;
     size_t stage_cap, stage_used;
     saga_event *stage_ev;
+    size_t staged;  /* bytes staged since the context was made */
+    bool recording; /* saga_ctx_record_begin .. end: the ring may not start over */
 };
 
 /* ---- buffers and tensors ------------------------------------------------------------------ */
@@ -190,6 +192,11 @@ static saga_status stage_room(saga_ctx *c, size_t n) {
     saga_status st = SAGA_OK;
     if (c->stage_used + n <= c->stage_cap)
         return SAGA_OK;
+    /* the recorded copies of what is in the ring have not run: it may not be overwritten, and
+     * their event may not be asked */
+    SAGA_CHECK(!c->recording, SAGA_ERR_UNSUPPORTED,
+               "a recorded pass staged more uploads than the %zu bytes room was made for",
+               c->stage_cap - c->stage_used);
     if (c->stage_ev && !saga_event_done(c->stage_ev))
         SAGA_TRY(saga_event_synchronize(c->stage_ev));
     c->stage_used = 0;
@@ -220,12 +227,34 @@ saga_tensor *saga_ctx_from_host(saga_ctx *c, saga_dtype dt, int64_t rows, int64_
     unsigned char *p = c->stage + c->stage_used;
     memcpy(p, host, n);
     SAGA_TRY(saga_memcpy_h2d_async(s, t->data, p, n));
-    SAGA_TRY(saga_event_record(c->stage_ev, s));
+    if (!c->recording)
+        SAGA_TRY(saga_event_record(c->stage_ev, s));
     c->stage_used += at;
+    c->staged += at;
     return t;
 fail:
     saga_ctx_fail(c, st);
     return NULL;
+}
+
+size_t saga_ctx_staged_bytes(const saga_ctx *c) {
+    return c->staged;
+}
+
+saga_status saga_ctx_record_begin(saga_ctx *c, size_t bytes) {
+    saga_status st = SAGA_OK;
+    SAGA_TRY(stage_room(c, bytes)); /* starts the ring over now, if it has to */
+    if (!c->stage_ev)
+        SAGA_TRY(saga_event_new(&c->stage_ev, c->be));
+    c->recording = true;
+fail:
+    return st;
+}
+
+saga_status saga_ctx_record_end(saga_ctx *c, bool launched) {
+    c->recording = false;
+    /* the launch's copies out of the ring are behind this point of the stream */
+    return launched ? saga_event_record(c->stage_ev, saga_ctx_stream(c)) : SAGA_OK;
 }
 
 saga_tensor *saga_ctx_wrap(saga_ctx *c, saga_dtype dt, int64_t rows, int64_t cols, void *data) {

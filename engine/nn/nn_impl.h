@@ -125,6 +125,15 @@ void saga_ctx_mark_leaf(saga_ctx *c, saga_tensor *t);
 /* Sets the sticky error (first one wins) and returns st; the message must already be set with
  * saga_error(). */
 saga_status saga_ctx_fail(saga_ctx *c, saga_status st);
+/* Recording a pass as a graph (saga_backend_capture_begin): the staging ring of
+ * saga_ctx_from_host keeps room for bytes of uploads (started over now if it has to be), and
+ * until saga_ctx_record_end a pass that stages more fails with SAGA_ERR_UNSUPPORTED rather than
+ * overwrite what the recorded copies will read. record_end after the graph's launch (launched)
+ * or after a failed recording. saga_ctx_staged_bytes: the bytes staged since the context was
+ * made, for the room a pass needs. */
+saga_status saga_ctx_record_begin(saga_ctx *c, size_t bytes);
+saga_status saga_ctx_record_end(saga_ctx *c, bool launched);
+size_t saga_ctx_staged_bytes(const saga_ctx *c);
 /* Device memory of exactly bytes from the context's cache or the backend (with the same
  * fallbacks as tensors: cache flush, pressure); give it back with saga_ctx_buffer_free. */
 saga_status saga_ctx_buffer(saga_ctx *c, void **out, size_t bytes);

@@ -121,6 +121,14 @@ struct cuda_ctx {
     saga_cuda_index_fault *fault_dev = nullptr; // as the device writes it
     bool spmm_cusparse = true;                  // SAGA_CUDA_SPMM at open: "own" turns it off
     std::atomic<bool> spmm_refusal_noted{false};
+    // a capture (cuda_capture_begin .. cuda_capture_end) on the default stream: the other streams
+    // are forked into it by cap_fork and joined back by their cap_join events; frees while it
+    // records wait in cap_frees for the launch of the recorded work (which may still read them)
+    bool capturing = false;
+    cudaEvent_t cap_fork = nullptr;
+    std::vector<cudaEvent_t> cap_join;
+    std::vector<cudaStream_t> cap_streams;
+    std::vector<std::pair<void *, size_t>> cap_frees;
 };
 
 cuda_ctx *ctx_of(saga_backend *be) {
@@ -264,12 +272,25 @@ static cudaEvent_t later_free(cuda_ctx *c, cudaEvent_t earlier, cudaEvent_t late
 // that holds them; the others (blocks, whole-graph tensors) at the front of the best-fitting range
 // (the lowest among equals). The two kinds then do not leave each other's holes behind. The range
 // is handed out once every stream is ordered after the free that made it.
+// Whether the free that made a range or a cached block has been reached on the device (no free:
+// yes). While a graph records, only such memory is handed out: ordering a recorded stream after a
+// free recorded outside the capture is not allowed, and nothing recorded has run.
+static bool free_passed(cudaEvent_t freed) {
+    if (!freed)
+        return true;
+    const cudaError_t q = cudaEventQuery(freed);
+    if (q != cudaSuccess)
+        cudaGetLastError();
+    return q == cudaSuccess;
+}
+
 static saga_status arena_alloc(saga_backend *be, cuda_ctx *c, size_t cls, void **out) {
     const bool small = cls <= (size_t(1) << 20) && cls <= c->arena_bytes / 64;
     auto best = c->arena_free.end();
     for (auto it = c->arena_free.begin(); it != c->arena_free.end(); ++it)
         if (it->second.bytes >= cls &&
-            (best == c->arena_free.end() || small || it->second.bytes < best->second.bytes))
+            (best == c->arena_free.end() || small || it->second.bytes < best->second.bytes) &&
+            (!c->capturing || free_passed(it->second.freed)))
             best = it;
     if (best == c->arena_free.end()) {
         size_t largest = 0;
@@ -278,8 +299,9 @@ static saga_status arena_alloc(saga_backend *be, cuda_ctx *c, size_t cls, void *
         return saga_cuda_host->error(
             SAGA_ERR_BUDGET,
             "%s: device memory budget: no free range of %zu bytes in the %zu-byte arena (%zu "
-            "bytes free in %zu ranges, the largest %zu)",
-            be->name, cls, c->arena_bytes, be->cached, c->arena_free.size(), largest);
+            "bytes free in %zu ranges, the largest %zu)%s",
+            be->name, cls, c->arena_bytes, be->cached, c->arena_free.size(), largest,
+            c->capturing ? " that no earlier work may still use while a graph records" : "");
     }
     const size_t off = best->first;
     const arena_range r = best->second;
@@ -340,6 +362,42 @@ static void arena_release(saga_backend *be, cuda_ctx *c, void *p, size_t cls, cu
     be->cached += cls;
 }
 
+// While a graph records: a cached block whose free has been reached, else a new one within the
+// budget (cudaMalloc, which a capture allows once the thread relaxes its mode: the block has no
+// earlier users); the cache is not trimmed (that waits for the device).
+static saga_status capture_alloc(saga_backend *be, cuda_ctx *c, size_t cls, void **out) {
+    auto it = c->cache.find(cls);
+    if (it != c->cache.end())
+        for (size_t i = 0; i < it->second.size(); i++)
+            if (free_passed(it->second[i].freed)) {
+                const cached_block b = it->second[i];
+                it->second.erase(it->second.begin() + (std::ptrdiff_t)i);
+                be->cached -= cls;
+                spare_event(c, b.freed);
+                *out = b.ptr;
+                return SAGA_OK;
+            }
+    const size_t budget = be->params.budget_bytes;
+    if (budget && be->in_use + be->reserved + be->cached + cls > budget)
+        return saga_cuda_host->error(SAGA_ERR_BUDGET,
+                                     "%s: device memory budget: no room for %zu bytes while a "
+                                     "graph records (the cache is not trimmed then)",
+                                     be->name, cls);
+    cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+    SAGA_CUDA_RETURN(cudaThreadExchangeStreamCaptureMode(&mode));
+    void *p = nullptr;
+    const cudaError_t err = cudaMalloc(&p, cls);
+    cudaThreadExchangeStreamCaptureMode(&mode);
+    if (err != cudaSuccess) {
+        cudaGetLastError();
+        return saga_cuda_host->error(
+            err == cudaErrorMemoryAllocation ? SAGA_ERR_OUT_OF_MEMORY : SAGA_ERR_DEVICE,
+            "%s: cudaMalloc of %zu bytes failed: %s", be->name, cls, cudaGetErrorString(err));
+    }
+    *out = p;
+    return SAGA_OK;
+}
+
 static saga_status cuda_alloc(saga_backend *be, void **out, size_t bytes) {
     cuda_ctx *c = ctx_of(be);
     const size_t cls = size_class(bytes);
@@ -357,6 +415,8 @@ static saga_status cuda_alloc(saga_backend *be, void **out, size_t bytes) {
                                          "%s: out of memory for the arena's free list", be->name);
         }
     }
+    if (c->capturing)
+        return capture_alloc(be, c, cls, out);
     auto it = c->cache.find(cls);
     if (it != c->cache.end() && !it->second.empty()) {
         std::vector<cached_block> &list = it->second;
@@ -400,6 +460,15 @@ static saga_status cuda_alloc(saga_backend *be, void **out, size_t bytes) {
 
 static void cuda_free(saga_backend *be, void *ptr, size_t bytes) {
     cuda_ctx *c = ctx_of(be);
+    if (c->capturing) {
+        try {
+            c->cap_frees.emplace_back(ptr, bytes);
+            return;
+        } catch (const std::bad_alloc &) {
+            // (a vector entry) the block is lost to the backend until it closes
+            return;
+        }
+    }
     const size_t cls = size_class(bytes);
     cudaSetDevice(c->device);
     const cudaEvent_t ev = free_event(be, c);
@@ -680,6 +749,132 @@ static saga_status cuda_synchronize(saga_backend *be) {
     return saga_cuda_index_fault_take(be);
 }
 
+// ---- graphs -----------------------------------------------------------------------------------
+
+// The frees made while a graph recorded, now that what the graph reads has run or been queued
+// ahead of them on the default stream (they are ordered after it as any free is).
+static void release_capture_frees(saga_backend *be, cuda_ctx *c) {
+    std::vector<std::pair<void *, size_t>> frees;
+    frees.swap(c->cap_frees);
+    for (const auto &f : frees)
+        cuda_free(be, f.first, f.second);
+}
+
+// Records what this thread issues on the default stream, and on every other stream of the
+// backend: they are forked into the capture by an event, so that work queued on them (the
+// scheduler's copies) is recorded too and ordered as issued.
+static saga_status cuda_capture_begin(saga_backend *be) {
+    cuda_ctx *c = ctx_of(be);
+    if (c->capturing)
+        return saga_cuda_host->error(SAGA_ERR_INVALID_ARG, "%s: a graph is recording already",
+                                     be->name);
+    cudaStream_t ds;
+    saga_status st = saga_cuda_stream_get(&be->default_stream, &ds);
+    if (st < 0)
+        return st;
+    try {
+        std::lock_guard<std::mutex> guard(c->streams_lock);
+        c->cap_streams.clear();
+        for (cudaStream_t s : c->streams)
+            if (s != ds)
+                c->cap_streams.push_back(s);
+        while (c->cap_join.size() < c->cap_streams.size()) {
+            cudaEvent_t ev = nullptr;
+            SAGA_CUDA_RETURN(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+            c->cap_join.push_back(ev);
+        }
+    } catch (const std::bad_alloc &) {
+        return saga_cuda_host->error(SAGA_ERR_OUT_OF_MEMORY, "%s: out of memory for a capture",
+                                     be->name);
+    }
+    if (!c->cap_fork)
+        SAGA_CUDA_RETURN(cudaEventCreateWithFlags(&c->cap_fork, cudaEventDisableTiming));
+    SAGA_CUDA_RETURN(cudaStreamBeginCapture(ds, cudaStreamCaptureModeThreadLocal));
+    c->capturing = true;
+    cudaError_t err = cudaEventRecord(c->cap_fork, ds);
+    for (size_t i = 0; err == cudaSuccess && i < c->cap_streams.size(); i++)
+        err = cudaStreamWaitEvent(c->cap_streams[i], c->cap_fork, 0);
+    if (err != cudaSuccess) {
+        cudaGraph_t none = nullptr;
+        cudaStreamEndCapture(ds, &none);
+        if (none)
+            cudaGraphDestroy(none);
+        cudaGetLastError();
+        c->capturing = false;
+        return saga_cuda_error(err, "forking the streams into a capture", __FILE__, __LINE__);
+    }
+    return SAGA_OK;
+}
+
+static saga_status cuda_capture_end(saga_backend *be, void **exec) {
+    cuda_ctx *c = ctx_of(be);
+    if (!c->capturing)
+        return saga_cuda_host->error(SAGA_ERR_INVALID_ARG, "%s: no graph is recording", be->name);
+    cudaStream_t ds;
+    saga_status st = saga_cuda_stream_get(&be->default_stream, &ds);
+    if (st < 0)
+        return st;
+    cudaError_t err = cudaSuccess;
+    for (size_t i = 0; err == cudaSuccess && i < c->cap_streams.size(); i++) {
+        err = cudaEventRecord(c->cap_join[i], c->cap_streams[i]);
+        if (err == cudaSuccess)
+            err = cudaStreamWaitEvent(ds, c->cap_join[i], 0);
+    }
+    cudaGraph_t graph = nullptr;
+    const cudaError_t end = cudaStreamEndCapture(ds, &graph);
+    c->capturing = false;
+    if (err == cudaSuccess)
+        err = end;
+    if (err != cudaSuccess) {
+        if (graph)
+            cudaGraphDestroy(graph);
+        cudaGetLastError();
+        release_capture_frees(be, c); // nothing recorded will run
+        return saga_cuda_error(err, "cudaStreamEndCapture", __FILE__, __LINE__);
+    }
+    cudaGraphExec_t e = static_cast<cudaGraphExec_t>(*exec);
+    if (e) {
+        cudaGraphExecUpdateResultInfo info;
+        if (cudaGraphExecUpdate(e, graph, &info) != cudaSuccess) {
+            cudaGetLastError(); // another shape of work: made anew below
+            cudaStreamSynchronize(ds); // the old graph's last launch may still run
+            cudaGraphExecDestroy(e);
+            e = nullptr;
+            *exec = nullptr;
+        }
+    }
+    if (!e) {
+        err = cudaGraphInstantiate(&e, graph, 0);
+        if (err != cudaSuccess) {
+            cudaGraphDestroy(graph);
+            cudaGetLastError();
+            release_capture_frees(be, c);
+            return saga_cuda_error(err, "cudaGraphInstantiate", __FILE__, __LINE__);
+        }
+    }
+    cudaGraphDestroy(graph);
+    *exec = e;
+    return SAGA_OK;
+}
+
+static saga_status cuda_graph_launch(saga_backend *be, void *exec) {
+    cudaStream_t ds;
+    saga_status st = saga_cuda_stream_get(&be->default_stream, &ds);
+    if (st < 0)
+        return st;
+    SAGA_CUDA_RETURN(cudaGraphLaunch(static_cast<cudaGraphExec_t>(exec), ds));
+    release_capture_frees(be, ctx_of(be));
+    return SAGA_OK;
+}
+
+static void cuda_graph_free(saga_backend *be, void *exec) {
+    cudaStream_t ds;
+    if (saga_cuda_stream_get(&be->default_stream, &ds) == SAGA_OK)
+        cudaStreamSynchronize(ds); // a launch in flight completes first
+    cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(exec));
+    cudaGetLastError();
+}
+
 // ---- bad indices found on the device ----------------------------------------------------------
 
 saga_cuda_index_fault *saga_cuda_index_fault_record(saga_backend *be) {
@@ -804,6 +999,13 @@ static void cuda_destroy(saga_backend *be) {
         return;
     cudaSetDevice(c->device);
     release_cache(be, c, 0);
+    for (const auto &f : c->cap_frees) // (a graph recorded and never launched)
+        if (!in_arena(c, f.first))
+            cudaFree(f.first);
+    if (c->cap_fork)
+        cudaEventDestroy(c->cap_fork);
+    for (cudaEvent_t ev : c->cap_join)
+        cudaEventDestroy(ev);
     if (c->arena) {
         cudaFree(c->arena); // (waits for the device)
         for (const auto &r : c->arena_free)
@@ -824,7 +1026,7 @@ static void cuda_destroy(saga_backend *be) {
 }
 
 static const saga_backend_iface cuda_iface = {
-    /* version */ 7,
+    /* version */ 8,
     /* destroy */ cuda_destroy,
     /* alloc */ cuda_alloc,
     /* free */ cuda_free,
@@ -849,6 +1051,10 @@ static const saga_backend_iface cuda_iface = {
     /* profile_range */ cuda_profile_range,
     /* copy_rows */ saga_cuda_copy_rows,
     /* stream_wait_foreign */ cuda_stream_wait_event,
+    /* capture_begin */ cuda_capture_begin,
+    /* capture_end */ cuda_capture_end,
+    /* graph_launch */ cuda_graph_launch,
+    /* graph_free */ cuda_graph_free,
 };
 
 static const saga_kernels cuda_kernels = {

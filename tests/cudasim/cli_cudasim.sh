@@ -118,6 +118,30 @@ for mode in memory streamed tight; do
             "$(grep '^{"window"' "$TMP/counts")" || fail "gcn $mode: nothing crossed host -> device"
     fi
 done
+# --graphs: in memory, each epoch's training pass and evaluation are recorded as graphs and
+# launched, one launch each in epochs 3 and 4 (every kernel of the window run by them), with the
+# one wait an epoch as before; the model they train is the one without, to the bit (its
+# checkpoint), as are the loss and accuracies
+for g in "" --graphs; do
+    counted "gcn on cuda, memory${g:+, graphs}, epochs 3-4" 3 0 "$SAGA_BIN" gcn --data "$TMP/cit" \
+        --epochs 5 --quiet --device cuda --profile-epochs 3:4 --json \
+        --checkpoint "$TMP/gcn${g}.ckpt" $g >"$TMP/graphs.window"
+    python3 - "$(grep '^{"window"' "$TMP/counts")" "${g:-none}" <<'PY' || fail "gcn --graphs: counts"
+import json, sys
+w, g = json.loads(sys.argv[1]), sys.argv[2]
+if g == "none":
+    assert w["graph_launches"] == 0, w
+else:
+    assert w["graph_launches"] == 4 and w["graph_nodes"] >= w["kernels"], w
+PY
+    json_last | python3 -c 'import json, sys; j = json.loads(sys.stdin.read())
+print(j["loss"], j["train_accuracy"], j["val_accuracy"], j["test_accuracy"], j["graph"])' \
+        >"$TMP/gcn${g}.result"
+done
+cmp -s "$TMP/gcn.ckpt" "$TMP/gcn--graphs.ckpt" || fail "gcn --graphs: another model than without"
+[ "$(cut -d' ' -f1-4 "$TMP/gcn.result")" = "$(cut -d' ' -f1-4 "$TMP/gcn--graphs.result")" ] ||
+    fail "gcn --graphs: $(cat "$TMP/gcn--graphs.result") against $(cat "$TMP/gcn.result")"
+[ "$(cut -d' ' -f5 "$TMP/gcn--graphs.result")" = True ] || fail "gcn --graphs: no graph launched"
 # the GAT and GraphSAGE example (examples/gnn), in memory and streamed by parts: the same, one
 # wait an epoch (its training pass queued, its loss read after the evaluation's wait)
 if [ -n "${SAGA_EXAMPLE_GNN:-}" ]; then
