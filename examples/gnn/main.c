@@ -24,6 +24,7 @@ typedef struct options {
     bool quiet;
     size_t device_mem;               /* bytes of device memory; 0: no limit */
     bool stream;                     /* stream part by part even when everything fits */
+    bool graphs;                     /* saga_net_opts.graphs: passes recorded as CUDA graphs */
     int profile_first, profile_last; /* epochs inside a profiler's capture range; 0: none */
 } options;
 
@@ -38,7 +39,7 @@ static void usage(void) {
     fprintf(stderr, "usage: gnn --data DIR [--model gat|sage] [--epochs N] [--hidden N] "
                     "[--heads N] [--lr X] [--weight-decay X] [--dropout X] [--seed N] "
                     "[--device cpu|cuda|cuda:N|auto] [--device-mem BYTES[K|M|G]] [--stream] "
-                    "[--profile-epochs A:B] [--quiet]\n");
+                    "[--profile-epochs A:B] [--graphs] [--quiet]\n");
 }
 
 static int parse_args(options *o, int argc, char **argv) {
@@ -50,6 +51,10 @@ static int parse_args(options *o, int argc, char **argv) {
         }
         if (!strcmp(a, "--stream")) {
             o->stream = true;
+            continue;
+        }
+        if (!strcmp(a, "--graphs")) {
+            o->graphs = true;
             continue;
         }
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -218,6 +223,7 @@ int main(int argc, char **argv) {
     int32_t n = saga_graph_n_vertices(d.graph);
     saga_net_opts no = saga_net_opts_defaults();
     no.exec = o.stream ? SAGA_EXEC_STREAM : SAGA_EXEC_AUTO;
+    no.graphs = o.graphs;
     /* GAT attends to the vertex itself too; SAGE keeps it apart (the [self | mean] concat). */
     no.self_loops = gat ? SAGA_DGRAPH_SELF_LOOPS_ADD : SAGA_DGRAPH_SELF_LOOPS_KEEP;
     no.comm = comm;
@@ -254,7 +260,7 @@ int main(int argc, char **argv) {
         saga_net_set_input(net, d.features.dense, n_features) < 0)
         goto done;
 
-    double best_val = -1, test_at_best = 0;
+    double best_val = -1, test_at_best = 0, last_loss = 0;
     int best_epoch = 0;
     bool profiling = false;
     for (int epoch = 1; epoch <= o.epochs; epoch++) {
@@ -272,6 +278,7 @@ int main(int argc, char **argv) {
         if (evaluate(net, eval_rows, d.n_val + d.n_test, d.n_classes, eval_out, logp) < 0 ||
             saga_net_train_result(net, &loss, NULL) < 0)
             goto done;
+        last_loss = loss;
         if (profiling && (epoch == o.profile_last || epoch == o.epochs)) {
             /* the range holds all of the epochs' work */
             if (saga_backend_synchronize(be) < 0 || saga_backend_profile_range(be, false) < 0)
@@ -292,10 +299,10 @@ int main(int argc, char **argv) {
     saga_net_stats ns;
     saga_net_get_stats(net, &ns);
     if (lead)
-        printf("model=%s best_epoch=%d val_accuracy=%.4f test_accuracy=%.4f memory=\"%s\" "
-               "peak_device_bytes=%zu\n",
-               o.model, best_epoch, best_val, test_at_best, saga_net_describe(net),
-               ns.peak_device_bytes);
+        printf("model=%s best_epoch=%d val_accuracy=%.4f test_accuracy=%.4f loss=%.9g "
+               "memory=\"%s\" peak_device_bytes=%zu graph=%d\n",
+               o.model, best_epoch, best_val, test_at_best, last_loss, saga_net_describe(net),
+               ns.peak_device_bytes, (int)ns.graph);
     rc = 0;
 
 done:

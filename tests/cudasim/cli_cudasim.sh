@@ -143,14 +143,25 @@ cmp -s "$TMP/gcn.ckpt" "$TMP/gcn--graphs.ckpt" || fail "gcn --graphs: another mo
     fail "gcn --graphs: $(cat "$TMP/gcn--graphs.result") against $(cat "$TMP/gcn.result")"
 [ "$(cut -d' ' -f5 "$TMP/gcn--graphs.result")" = True ] || fail "gcn --graphs: no graph launched"
 # the GAT and GraphSAGE example (examples/gnn), in memory and streamed by parts: the same, one
-# wait an epoch (its training pass queued, its loss read after the evaluation's wait)
+# wait an epoch (its training pass queued, its loss read after the evaluation's wait); in memory
+# with --graphs, each pass one launch, and the same last loss and accuracies to the bit
 if [ -n "${SAGA_EXAMPLE_GNN:-}" ]; then
     for model in gat sage; do
-        for flags in "" --stream; do
-            counted "example $model on cuda${flags:+, streamed}, epochs 3-4" 3 0 \
+        for flags in "" --stream --graphs; do
+            counted "example $model on cuda${flags:+, ${flags#--}}, epochs 3-4" 3 0 \
                 "$SAGA_EXAMPLE_GNN" --model "$model" --data "$TMP/cit" --epochs 5 --quiet \
-                --device cuda --profile-epochs 3:4 $flags
+                --device cuda --profile-epochs 3:4 $flags >"$TMP/example${flags}.window"
+            python3 -c 'import json, sys
+w = json.loads(sys.argv[1])
+assert w["graph_launches"] == (4 if sys.argv[2] == "--graphs" else 0), w' \
+                "$(grep '^{"window"' "$TMP/counts")" "$flags" ||
+                fail "example $model${flags:+ $flags}: graph launches"
+            sed -e 's/ graph=[01]$//' "$OUT" >"$TMP/example-$model${flags}.result"
         done
+        cmp -s "$TMP/example-$model.result" "$TMP/example-$model--graphs.result" ||
+            fail "example $model --graphs: $(cat "$TMP/example-$model--graphs.result") against" \
+                "$(cat "$TMP/example-$model.result")"
+        grep -q ' graph=1$' "$OUT" || fail "example $model --graphs: no graph launched"
     done
 fi
 expect 2 "$SAGA_BIN" gcn --data "$TMP/cit" --epochs 5 --device cuda --profile-epochs 4:3
