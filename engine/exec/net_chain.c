@@ -290,6 +290,7 @@ saga_status net_chain_build(saga_net *n, net_chain **out, const int32_t *rows, i
     const int S = n->n_stages;
     *out = NULL;
     SAGA_TRY(saga_alloc_zeroed((void **)&ch, 1, sizeof *ch, "a chain"));
+    ch->serial = ++n->chains;
     SAGA_TRY(saga_alloc_zeroed((void **)&ch->blk, (size_t)S, sizeof *ch->blk, "a chain"));
     SAGA_TRY(saga_alloc_array((void **)&kinds, (size_t)S, sizeof *kinds, "a chain"));
     for (int s = 0; s < S; s++)

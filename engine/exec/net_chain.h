@@ -63,6 +63,7 @@ typedef struct net_chain {
      * whole_below is resident, it writes the input rows at the first rows of its whole input
      * (in->b_xrows is saga_net.full[whole_below], b_gin its gfull: not the chain's to free) */
     bool use_head;
+    uint64_t serial; /* the net's count of chains built when this one was (saga_net.chains) */
 } net_chain;
 
 /* The chain (*out) of prepared net n (streamed or in memory) for the R output rows (increasing,

@@ -1014,8 +1014,8 @@ static saga_status run(saga_net *n, bool train, net_chain *ch, float *out) {
                        (size_t)n->n * (size_t)n->stages[s - 1].out_cols * sizeof(float));
     saga_ctx_train(c, train);
     /* a pass like the last of its kind, which allocated nothing, is recorded as a graph */
-    rec = n->o.graphs && n->steady[train] && n->steady_ch[train] == ch && !n->dist &&
-          !n->plan.streamed && saga_backend_can_capture(n->be);
+    rec = n->o.graphs && n->steady[train] && n->steady_ch[train] == (ch ? ch->serial : 0) &&
+          !n->dist && !n->plan.streamed && saga_backend_can_capture(n->be);
     saga_backend_get_stats(n->be, &bs);
     n->allocs_at = bs.n_allocs;
     n->staged_at = saga_ctx_staged_bytes(c);
@@ -1107,7 +1107,7 @@ fail:
     if (st == SAGA_OK) { /* whether the next pass of this kind may be recorded */
         saga_backend_get_stats(n->be, &bs);
         n->steady[train] = bs.n_allocs == n->allocs_at;
-        n->steady_ch[train] = ch;
+        n->steady_ch[train] = ch ? ch->serial : 0;
         n->staged[train] = saga_ctx_staged_bytes(c) - n->staged_at;
     } else {
         n->steady[train] = false;
