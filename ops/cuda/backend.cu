@@ -362,6 +362,19 @@ static void arena_release(saga_backend *be, cuda_ctx *c, void *p, size_t cls, cu
     be->cached += cls;
 }
 
+// cudaMalloc's block p of cls bytes into *out, or its error as the backend's status.
+static saga_status malloc_result(saga_backend *be, cudaError_t err, void *p, size_t cls,
+                                 void **out) {
+    if (err != cudaSuccess) {
+        cudaGetLastError();
+        return saga_cuda_host->error(
+            err == cudaErrorMemoryAllocation ? SAGA_ERR_OUT_OF_MEMORY : SAGA_ERR_DEVICE,
+            "%s: cudaMalloc of %zu bytes failed: %s", be->name, cls, cudaGetErrorString(err));
+    }
+    *out = p;
+    return SAGA_OK;
+}
+
 // While a graph records: a cached block whose free has been reached, else a new one within the
 // budget (cudaMalloc, which a capture allows once the thread relaxes its mode: the block has no
 // earlier users); the cache is not trimmed (that waits for the device).
@@ -388,14 +401,7 @@ static saga_status capture_alloc(saga_backend *be, cuda_ctx *c, size_t cls, void
     void *p = nullptr;
     const cudaError_t err = cudaMalloc(&p, cls);
     cudaThreadExchangeStreamCaptureMode(&mode);
-    if (err != cudaSuccess) {
-        cudaGetLastError();
-        return saga_cuda_host->error(
-            err == cudaErrorMemoryAllocation ? SAGA_ERR_OUT_OF_MEMORY : SAGA_ERR_DEVICE,
-            "%s: cudaMalloc of %zu bytes failed: %s", be->name, cls, cudaGetErrorString(err));
-    }
-    *out = p;
-    return SAGA_OK;
+    return malloc_result(be, err, p, cls, out);
 }
 
 static saga_status cuda_alloc(saga_backend *be, void **out, size_t bytes) {
@@ -448,14 +454,7 @@ static saga_status cuda_alloc(saga_backend *be, void **out, size_t bytes) {
         release_cache(be, c, 0);
         err = cudaMalloc(&p, cls);
     }
-    if (err != cudaSuccess) {
-        cudaGetLastError();
-        return saga_cuda_host->error(
-            err == cudaErrorMemoryAllocation ? SAGA_ERR_OUT_OF_MEMORY : SAGA_ERR_DEVICE,
-            "%s: cudaMalloc of %zu bytes failed: %s", be->name, cls, cudaGetErrorString(err));
-    }
-    *out = p;
-    return SAGA_OK;
+    return malloc_result(be, err, p, cls, out);
 }
 
 static void cuda_free(saga_backend *be, void *ptr, size_t bytes) {
@@ -836,7 +835,7 @@ static saga_status cuda_capture_end(saga_backend *be, void **exec) {
     if (e) {
         cudaGraphExecUpdateResultInfo info;
         if (cudaGraphExecUpdate(e, graph, &info) != cudaSuccess) {
-            cudaGetLastError(); // another shape of work: made anew below
+            cudaGetLastError();        // another shape of work: made anew below
             cudaStreamSynchronize(ds); // the old graph's last launch may still run
             cudaGraphExecDestroy(e);
             e = nullptr;

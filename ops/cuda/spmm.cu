@@ -54,6 +54,26 @@ template <bool VALUES> __device__ __forceinline__ float spmm_mad(float v, float 
     return VALUES ? fmaf(v, x, acc) : acc + x;
 }
 
+// acc[t] = the sum over entries k0 .. k1 - 1, in order, of their terms in column c + t width (a
+// column past F left at 0).
+template <bool VALUES>
+__device__ __forceinline__ void spmm_sums(float acc[SPMM_ACC], int64_t k0, int64_t k1, int64_t F,
+                                          int64_t c, int width, const int32_t *__restrict__ indices,
+                                          const float *__restrict__ values,
+                                          const float *__restrict__ X) {
+#pragma unroll
+    for (int t = 0; t < SPMM_ACC; t++)
+        acc[t] = 0.0f;
+    for (int64_t k = k0; k < k1; k++) {
+        const float *xr = X + (int64_t)indices[k] * F + c;
+        const float v = VALUES ? values[k] : 1.0f;
+#pragma unroll
+        for (int t = 0; t < SPMM_ACC; t++)
+            if (c + t * width < F)
+                acc[t] = spmm_mad<VALUES>(v, xr[t * width], acc[t]);
+    }
+}
+
 // An element of Y from its row's sum acc (Y unread without READ_Y).
 template <bool READ_Y>
 __device__ __forceinline__ float spmm_out(float alpha, float acc, float beta, const float *y) {
@@ -70,17 +90,7 @@ spmm_row(int64_t i, int64_t k0, int64_t k1, int64_t F, int width, int lane,
     for (int64_t c0 = 0; c0 < F; c0 += (int64_t)SPMM_ACC * width) {
         const int64_t c = c0 + lane;
         float acc[SPMM_ACC];
-#pragma unroll
-        for (int t = 0; t < SPMM_ACC; t++)
-            acc[t] = 0.0f;
-        for (int64_t k = k0; k < k1; k++) {
-            const float *xr = X + (int64_t)indices[k] * F + c;
-            const float v = VALUES ? values[k] : 1.0f;
-#pragma unroll
-            for (int t = 0; t < SPMM_ACC; t++)
-                if (c + t * width < F)
-                    acc[t] = spmm_mad<VALUES>(v, xr[t * width], acc[t]);
-        }
+        spmm_sums<VALUES>(acc, k0, k1, F, c, width, indices, values, X);
 #pragma unroll
         for (int t = 0; t < SPMM_ACC; t++) {
             const int64_t j = c + t * width;
@@ -151,17 +161,7 @@ __device__ void spmm_long_row(int64_t r, int64_t F, int shift, const int64_t *__
     for (int64_t c0 = 0; c0 < F; c0 += cols) {
         const int64_t c = c0 + lane;
         float acc[SPMM_ACC];
-#pragma unroll
-        for (int t = 0; t < SPMM_ACC; t++)
-            acc[t] = 0.0f;
-        for (int64_t k = kb; k < ke; k++) {
-            const float *xr = X + (int64_t)indices[k] * F + c;
-            const float v = VALUES ? values[k] : 1.0f;
-#pragma unroll
-            for (int t = 0; t < SPMM_ACC; t++)
-                if (c + t * width < F)
-                    acc[t] = spmm_mad<VALUES>(v, xr[t * width], acc[t]);
-        }
+        spmm_sums<VALUES>(acc, kb, ke, F, c, width, indices, values, X);
 #pragma unroll
         for (int t = 0; t < SPMM_ACC; t++)
             pieces[g * cols + lane + t * width] = acc[t];

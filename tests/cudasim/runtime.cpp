@@ -1171,6 +1171,16 @@ api_scope::~api_scope() {
     api_depth--;
 }
 
+// A library operation queued on stream, or recorded when it captures (counted when it runs).
+static cudaError_t enqueue_library(cudaStream_t stream, graph_node n) {
+    bool captured = false;
+    if (cudaError_t e = queue_or_record(resolve(stream), std::move(n), &captured))
+        return e;
+    if (!captured)
+        count(g->w.library_ops);
+    return cudaSuccess;
+}
+
 cudaError_t enqueue(cudaStream_t stream, std::function<void()> fn) {
     state();
     if (current_device >= g->cfg.devices)
@@ -1179,12 +1189,7 @@ cudaError_t enqueue(cudaStream_t stream, std::function<void()> fn) {
     n.kind = NODE_LIBRARY;
     n.op = &fn.target_type();
     n.run = std::move(fn);
-    bool captured = false;
-    if (cudaError_t e = queue_or_record(resolve(stream), std::move(n), &captured))
-        return e;
-    if (!captured)
-        count(g->w.library_ops);
-    return cudaSuccess;
+    return enqueue_library(stream, std::move(n));
 }
 
 cudaError_t enqueue_issued(cudaStream_t stream, std::function<std::function<void()>()> make) {
@@ -1195,12 +1200,7 @@ cudaError_t enqueue_issued(cudaStream_t stream, std::function<std::function<void
     n.kind = NODE_LIBRARY;
     n.op = &make.target_type();
     n.make = std::move(make);
-    bool captured = false;
-    if (cudaError_t e = queue_or_record(resolve(stream), std::move(n), &captured))
-        return e;
-    if (!captured)
-        count(g->w.library_ops);
-    return cudaSuccess;
+    return enqueue_library(stream, std::move(n));
 }
 
 bool capturing(cudaStream_t stream) {
