@@ -115,6 +115,7 @@ struct cuda_ctx {
     cublasHandle_t cublas = nullptr;
     std::mutex cusparse_lock; // held from saga_cuda_cusparse_acquire to saga_cuda_cusparse_release
     cusparseHandle_t cusparse = nullptr;
+    void *spmm_plans = nullptr;  // under cusparse_lock (saga_cuda_spmm_plans)
     size_t cublas_workspace = 0; // per stream (see saga_cuda_cublas_workspace_bytes)
     // the slots' bad indices found on the device (saga_cuda_index_fault_take): pinned, mapped
     saga_cuda_index_fault *fault = nullptr;     // as the host reads it
@@ -979,6 +980,10 @@ size_t saga_cuda_cublas_workspace_bytes(saga_backend *be) {
     return ctx_of(be)->cublas_workspace;
 }
 
+void **saga_cuda_spmm_plans(saga_backend *be) {
+    return &ctx_of(be)->spmm_plans;
+}
+
 bool saga_cuda_spmm_cusparse(saga_backend *be) {
     return ctx_of(be)->spmm_cusparse;
 }
@@ -1016,6 +1021,7 @@ static void cuda_destroy(saga_backend *be) {
         cudaEventDestroy(ev);
     if (c->cublas)
         cublasDestroy(c->cublas);
+    saga_cuda_spmm_plans_free(c->spmm_plans);
     if (c->cusparse)
         cusparseDestroy(c->cusparse);
     if (c->fault)

@@ -326,6 +326,11 @@ void saga_cuda_cusparse_release(saga_backend *be, cusparseHandle_t h);
 // SAGA_CUDA_SPMM was "own" when the backend was opened (see spmm.cu).
 bool saga_cuda_spmm_cusparse(saga_backend *be);
 
+// The backend's cache of cuSPARSE SpMM descriptors (spmm.cu), read and changed only while the
+// cuSPARSE handle is held (saga_cuda_cusparse_acquire); saga_cuda_spmm_plans_free frees it.
+void **saga_cuda_spmm_plans(saga_backend *be);
+void saga_cuda_spmm_plans_free(void *plans);
+
 // Says once per backend, at info level, that cuSPARSE refused a product (why names the call and
 // its status) and that spmm_f32 falls back to its own kernel for such products.
 void saga_cuda_spmm_note_refusal(saga_backend *be, const char *why);

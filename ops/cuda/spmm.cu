@@ -7,7 +7,10 @@
 //   whose sizes fit its 32-bit indices. cuSPARSE wants one index type for offsets and column
 //   indices, so the int64 offsets are first narrowed into the stream's workspace (rows + 1 words,
 //   against nnz x F multiply-adds for the product). With beta == 0, Y is cleared first, so NaNs
-//   in an unwritten Y never reach the result (BLAS's meaning, which the CPU twin keeps).
+//   in an unwritten Y never reach the result (BLAS's meaning, which the CPU twin keeps). The
+//   descriptors and the workspace cuSPARSE asks for are kept per backend for the last products'
+//   arrays and shapes (spmm_plan); the offsets are narrowed at every call, for the arrays may
+//   hold other content at the same address (a streamed part's tile in a reused buffer).
 // - A kernel of our own, for matrices of implicit ones (cuSPARSE has no such values, and an nnz
 //   array of ones would cost memory and bandwidth), past the 32-bit range, for alpha == 0, for
 //   products cuSPARSE refuses as not supported (said once per backend) or whose cuSPARSE
@@ -36,6 +39,7 @@
 #include "common.cuh"
 
 #include <limits.h>
+#include <new>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -281,19 +285,81 @@ static bool spmm_cusparse_fits(const saga_csr_dev *A, int64_t F, float alpha) {
            A->n_rows <= INT_MAX / F && A->n_cols <= INT_MAX / F;
 }
 
-// The descriptors of one product, destroyed together.
-struct spmm_descs {
-    cusparseSpMatDescr_t a = nullptr;
-    cusparseDnMatDescr_t x = nullptr, y = nullptr;
-    ~spmm_descs() {
-        if (a)
-            cusparseDestroySpMat(a);
-        if (x)
-            cusparseDestroyDnMat(x);
-        if (y)
-            cusparseDestroyDnMat(y);
-    }
+// The descriptors of a product and the workspace cuSPARSE asked for it, kept per backend for the
+// SPMM_PLANS products last made (the least recently used replaced): a product of the same arrays
+// and shape points them at this call's offsets, X and Y (cusparseCsrSetPointers,
+// cusparseDnMatSetValues) instead of making them and asking for the workspace again. They hold
+// pointers alone, set at each call, so a key whose arrays now hold other content is no harm.
+#define SPMM_PLANS 16
+
+struct spmm_plan {
+    const void *off, *idx, *val;
+    int64_t rows, cols, nnz, F;
+    bool beta0;
+    cusparseSpMatDescr_t a;
+    cusparseDnMatDescr_t x, y;
+    size_t work;
+    uint64_t used;
 };
+
+struct spmm_plans {
+    spmm_plan p[SPMM_PLANS];
+    int n;
+    uint64_t clock;
+};
+
+static void spmm_plan_destroy(spmm_plan *p) {
+    if (p->a)
+        cusparseDestroySpMat(p->a);
+    if (p->x)
+        cusparseDestroyDnMat(p->x);
+    if (p->y)
+        cusparseDestroyDnMat(p->y);
+    p->a = nullptr;
+    p->x = p->y = nullptr;
+}
+
+void saga_cuda_spmm_plans_free(void *plans) {
+    spmm_plans *ps = static_cast<spmm_plans *>(plans);
+    if (!ps)
+        return;
+    for (int i = 0; i < ps->n; i++)
+        spmm_plan_destroy(&ps->p[i]);
+    delete ps;
+}
+
+static bool spmm_plan_is(const spmm_plan *p, const spmm_plan *key) {
+    return p->off == key->off && p->idx == key->idx && p->val == key->val && p->rows == key->rows &&
+           p->cols == key->cols && p->nnz == key->nnz && p->F == key->F && p->beta0 == key->beta0;
+}
+
+// Makes key's descriptors (on the offsets' 64-bit array, a valid device address until the call
+// points them at the narrowed copy) and asks for its workspace; *err is cuSPARSE's status, the
+// plan destroyed unless it succeeded.
+static saga_status spmm_plan_make(cusparseHandle_t h, const char *slot, const saga_csr_dev *A,
+                                  spmm_plan *p, float alpha, float beta, cusparseStatus_t *err) {
+    const cusparseStatus_t made[3] = {
+        cusparseCreateCsr(&p->a, A->n_rows, A->n_cols, A->nnz, const_cast<int64_t *>(A->offsets),
+                          const_cast<int32_t *>(A->indices), const_cast<float *>(A->values),
+                          CUSPARSE_INDEX_32I, CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO,
+                          CUDA_R_32F),
+        cusparseCreateDnMat(&p->x, A->n_cols, p->F, p->F, const_cast<int64_t *>(A->offsets),
+                            CUDA_R_32F, CUSPARSE_ORDER_ROW),
+        cusparseCreateDnMat(&p->y, A->n_rows, p->F, p->F, const_cast<int64_t *>(A->offsets),
+                            CUDA_R_32F, CUSPARSE_ORDER_ROW)};
+    for (cusparseStatus_t m : made)
+        if (m != CUSPARSE_STATUS_SUCCESS) {
+            spmm_plan_destroy(p);
+            return saga_cuda_slot_error(slot, m, "cusparseCreateCsr / cusparseCreateDnMat",
+                                        __FILE__, __LINE__);
+        }
+    const cusparseOperation_t nt = CUSPARSE_OPERATION_NON_TRANSPOSE;
+    *err = cusparseSpMM_bufferSize(h, nt, nt, &alpha, p->a, p->x, &beta, p->y, CUDA_R_32F,
+                                   CUSPARSE_SPMM_CSR_ALG2, &p->work);
+    if (*err != CUSPARSE_STATUS_SUCCESS)
+        spmm_plan_destroy(p);
+    return SAGA_OK;
+}
 
 // Narrows A's offsets into the workspace's first off_bytes; the workspace is stream-ordered, so
 // the product queued after it reads them.
@@ -318,76 +384,94 @@ static bool cusparse_refused(cusparseStatus_t err) {
 // for its workspace (which comes out of the budget; the own kernel needs none).
 enum spmm_fallback { SPMM_NO_FALLBACK, SPMM_REFUSED, SPMM_NO_ROOM };
 
-// The product through cuSPARSE on the locked handle h. *fallback is set, with nothing queued but
-// (when cuSPARSE refuses the product itself) the offsets' narrowing and Y's clearing, which the
-// own kernel then overwrites, when cuSPARSE refuses the shape or the budget its workspace.
+// cuSPARSE refused the product: said once, and the own kernel takes it (*fallback).
+static void spmm_refused(saga_stream *s, const saga_csr_dev *A, int64_t F, cusparseStatus_t err,
+                         spmm_fallback *fallback) {
+    cudaGetLastError();
+    char why[160];
+    snprintf(why, sizeof why, "cuSPARSE refused a %lld x %lld product with %lld columns (%s)",
+             (long long)A->n_rows, (long long)A->n_cols, (long long)F, cusparseGetErrorName(err));
+    saga_cuda_spmm_note_refusal(s->be, why);
+    *fallback = SPMM_REFUSED;
+}
+
+// The product through cuSPARSE on the locked handle h, with the backend's plan for it (made now
+// when there is none). *fallback is set, with nothing queued but (when cuSPARSE refuses the
+// product itself) the offsets' narrowing and Y's clearing, which the own kernel then overwrites,
+// when cuSPARSE refuses the shape or the budget its workspace.
 static saga_status spmm_cusparse_locked(saga_stream *s, cusparseHandle_t h, cudaStream_t stream,
                                         const char *slot, const saga_csr_dev *A, int64_t F,
                                         float alpha, const float *X, float beta, float *Y,
                                         spmm_fallback *fallback) {
+    spmm_plans *&ps = *reinterpret_cast<spmm_plans **>(saga_cuda_spmm_plans(s->be));
+    if (!ps && !(ps = new (std::nothrow) spmm_plans()))
+        return saga_cuda_host->error(SAGA_ERR_OUT_OF_MEMORY, "%s: out of memory for a plan", slot);
+    const spmm_plan key = {A->offsets,   A->indices, A->values, A->n_rows, A->n_cols, A->nnz, F,
+                           beta == 0.0f, nullptr,    nullptr,   nullptr,   0,         0};
+    spmm_plan *p = nullptr;
+    for (int i = 0; i < ps->n && !p; i++)
+        if (spmm_plan_is(&ps->p[i], &key))
+            p = &ps->p[i];
+    SAGA_CUDA_SLOT_RETURN(slot, cusparseSetStream(h, stream));
+    if (!p) {
+        spmm_plan made = key;
+        cusparseStatus_t err = CUSPARSE_STATUS_SUCCESS;
+        saga_status st = spmm_plan_make(h, slot, A, &made, alpha, beta, &err);
+        if (st < 0)
+            return st;
+        if (cusparse_refused(err)) {
+            spmm_refused(s, A, F, err, fallback);
+            return SAGA_OK;
+        }
+        if (err != CUSPARSE_STATUS_SUCCESS)
+            return saga_cuda_slot_error(
+                slot, err, "cusparseSpMM_bufferSize(CUSPARSE_SPMM_CSR_ALG2)", __FILE__, __LINE__);
+        if (ps->n < SPMM_PLANS) {
+            p = &ps->p[ps->n++];
+        } else {
+            p = &ps->p[0];
+            for (int i = 1; i < SPMM_PLANS; i++)
+                if (ps->p[i].used < p->used)
+                    p = &ps->p[i];
+            spmm_plan_destroy(p);
+        }
+        *p = made;
+    }
+    p->used = ++ps->clock;
     const size_t off_bytes = ((size_t)(A->n_rows + 1) * sizeof(int32_t) + 255) / 256 * 256;
-    // The descriptors are made on a workspace of the offsets' size, for cuSPARSE to size its own
-    // buffer; the workspace may then move as it grows, so the offsets are narrowed into the final
-    // one and the descriptor pointed at it.
+    if (p->work > SIZE_MAX - off_bytes)
+        return saga_cuda_host->error(SAGA_ERR_OUT_OF_MEMORY,
+                                     "%s: cuSPARSE asks for a workspace of %zu bytes", slot,
+                                     p->work);
     saga_cuda_scratch sc;
-    saga_status st = saga_cuda_stream_workspace_try(s, slot, off_bytes, &sc);
+    saga_status st = saga_cuda_stream_workspace_try(s, slot, off_bytes + p->work, &sc);
     if (st == SAGA_ERR_BUDGET)
         *fallback = SPMM_NO_ROOM;
     if (st < 0)
         return st == SAGA_ERR_BUDGET ? SAGA_OK : st;
-    SAGA_CUDA_SLOT_RETURN(slot, cusparseSetStream(h, stream));
-    spmm_descs d;
-    SAGA_CUDA_SLOT_RETURN(slot, cusparseCreateCsr(&d.a, A->n_rows, A->n_cols, A->nnz, sc.work,
-                                                  const_cast<int32_t *>(A->indices),
-                                                  const_cast<float *>(A->values),
-                                                  CUSPARSE_INDEX_32I, CUSPARSE_INDEX_32I,
-                                                  CUSPARSE_INDEX_BASE_ZERO, CUDA_R_32F));
-    SAGA_CUDA_SLOT_RETURN(slot, cusparseCreateDnMat(&d.x, A->n_cols, F, F, const_cast<float *>(X),
-                                                    CUDA_R_32F, CUSPARSE_ORDER_ROW));
-    SAGA_CUDA_SLOT_RETURN(
-        slot, cusparseCreateDnMat(&d.y, A->n_rows, F, F, Y, CUDA_R_32F, CUSPARSE_ORDER_ROW));
-    const cusparseOperation_t nt = CUSPARSE_OPERATION_NON_TRANSPOSE;
-    size_t work_bytes = 0;
-    const char *call = "cusparseSpMM_bufferSize(CUSPARSE_SPMM_CSR_ALG2)";
-    cusparseStatus_t err = cusparseSpMM_bufferSize(h, nt, nt, &alpha, d.a, d.x, &beta, d.y,
-                                                   CUDA_R_32F, CUSPARSE_SPMM_CSR_ALG2, &work_bytes);
-    if (err == CUSPARSE_STATUS_SUCCESS) {
-        if (work_bytes > SIZE_MAX - off_bytes)
-            return saga_cuda_host->error(SAGA_ERR_OUT_OF_MEMORY,
-                                         "%s: cuSPARSE asks for a workspace of %zu bytes", slot,
-                                         work_bytes);
-        st = saga_cuda_stream_workspace_try(s, slot, off_bytes + work_bytes, &sc);
-        if (st == SAGA_ERR_BUDGET)
-            *fallback = SPMM_NO_ROOM;
-        if (st < 0)
-            return st == SAGA_ERR_BUDGET ? SAGA_OK : st;
-        int32_t *off32 = static_cast<int32_t *>(sc.work);
-        st = narrow_offsets(stream, slot, A, off32);
-        if (st < 0)
-            return st;
+    int32_t *off32 = static_cast<int32_t *>(sc.work);
+    st = narrow_offsets(stream, slot, A, off32);
+    if (st < 0)
+        return st;
+    SAGA_CUDA_SLOT_RETURN(slot,
+                          cusparseCsrSetPointers(p->a, off32, const_cast<int32_t *>(A->indices),
+                                                 const_cast<float *>(A->values)));
+    SAGA_CUDA_SLOT_RETURN(slot, cusparseDnMatSetValues(p->x, const_cast<float *>(X)));
+    SAGA_CUDA_SLOT_RETURN(slot, cusparseDnMatSetValues(p->y, Y));
+    if (beta == 0.0f)
         SAGA_CUDA_SLOT_RETURN(slot,
-                              cusparseCsrSetPointers(d.a, off32, const_cast<int32_t *>(A->indices),
-                                                     const_cast<float *>(A->values)));
-        if (beta == 0.0f)
-            SAGA_CUDA_SLOT_RETURN(
-                slot, cudaMemsetAsync(Y, 0, (size_t)A->n_rows * F * sizeof(float), stream));
-        call = "cusparseSpMM(CUSPARSE_SPMM_CSR_ALG2)";
-        err = cusparseSpMM(h, nt, nt, &alpha, d.a, d.x, &beta, d.y, CUDA_R_32F,
-                           CUSPARSE_SPMM_CSR_ALG2,
-                           work_bytes ? static_cast<char *>(sc.work) + off_bytes : nullptr);
-    }
+                              cudaMemsetAsync(Y, 0, (size_t)A->n_rows * F * sizeof(float), stream));
+    const cusparseOperation_t nt = CUSPARSE_OPERATION_NON_TRANSPOSE;
+    const cusparseStatus_t err =
+        cusparseSpMM(h, nt, nt, &alpha, p->a, p->x, &beta, p->y, CUDA_R_32F, CUSPARSE_SPMM_CSR_ALG2,
+                     p->work ? static_cast<char *>(sc.work) + off_bytes : nullptr);
     if (cusparse_refused(err)) {
-        cudaGetLastError();
-        char why[160];
-        snprintf(why, sizeof why, "cuSPARSE refused a %lld x %lld product with %lld columns (%s)",
-                 (long long)A->n_rows, (long long)A->n_cols, (long long)F,
-                 cusparseGetErrorName(err));
-        saga_cuda_spmm_note_refusal(s->be, why);
-        *fallback = SPMM_REFUSED;
+        spmm_refused(s, A, F, err, fallback);
         return SAGA_OK;
     }
     if (err != CUSPARSE_STATUS_SUCCESS)
-        return saga_cuda_slot_error(slot, err, call, __FILE__, __LINE__);
+        return saga_cuda_slot_error(slot, err, "cusparseSpMM(CUSPARSE_SPMM_CSR_ALG2)", __FILE__,
+                                    __LINE__);
     return SAGA_OK;
 }
 

@@ -272,6 +272,13 @@ cusparseStatus_t cusparseDestroyDnMat(cusparseDnMatDescr_t descr) {
     return CUSPARSE_STATUS_SUCCESS;
 }
 
+cusparseStatus_t cusparseDnMatSetValues(cusparseDnMatDescr_t descr, void *values) {
+    if (!descr || !values)
+        return CUSPARSE_STATUS_INVALID_VALUE;
+    descr->values = values;
+    return CUSPARSE_STATUS_SUCCESS;
+}
+
 // What the stand-in implements: C = alpha A B + beta C, A CSR with 32-bit indices from zero, f32
 // throughout, B and C row-major, no transposes. Shapes that do not agree are invalid values;
 // anything else is not supported.

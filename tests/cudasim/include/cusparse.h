@@ -73,6 +73,7 @@ cusparseStatus_t cusparseCreateDnMat(cusparseDnMatDescr_t *descr, int64_t rows, 
                                      int64_t ld, void *values, cudaDataType value_type,
                                      cusparseOrder_t order);
 cusparseStatus_t cusparseDestroyDnMat(cusparseDnMatDescr_t descr);
+cusparseStatus_t cusparseDnMatSetValues(cusparseDnMatDescr_t descr, void *values);
 cusparseStatus_t cusparseSpMM_bufferSize(cusparseHandle_t handle, cusparseOperation_t op_a,
                                          cusparseOperation_t op_b, const void *alpha,
                                          cusparseSpMatDescr_t A, cusparseDnMatDescr_t B,
