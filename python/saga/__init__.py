@@ -294,7 +294,8 @@ def gcn(data=None, *, graph=None, features=None, labels=None, train=None, val=No
         n_classes=None, normalize_features=True, dense_features=False, epochs=200, hidden=16,
         lr=0.01, dropout=0.5, weight_decay=5e-4, seed=1, device="auto", device_mem=None,
         stream=False, parts=0, partition="metis", saved="recompute", transfer_precision="f32",
-        host_halos=False, checkpoint=None, checkpoint_every=0, resume=None, sparse_below=0.25):
+        host_halos=False, checkpoint=None, checkpoint_every=0, resume=None, sparse_below=0.25,
+        graphs=False):
     """Trains Kipf & Welling's GCN as `saga gcn` does (same model, options, seed and results).
 
     Either data, a directory in the layout of the bundled Cora (edges, features, labels and the
@@ -306,6 +307,8 @@ def gcn(data=None, *, graph=None, features=None, labels=None, train=None, val=No
     (only their non-zeros move and are multiplied; 0 keeps them dense). Streams through the
     device under device_mem (bytes or '64M') when the model does not fit, or with stream=True.
     resume=FILE with epochs equal to the checkpoint's evaluates the saved model (inference).
+    graphs=True records each pass in memory as a CUDA graph (`saga gcn --graphs`; the same
+    results; nothing on the CPU).
     Returns a dict with the keys of `saga gcn --json` that describe the run (test_accuracy, ...)
     and "predictions": the final model's class of every vertex (an int32 NumPy array).
     """
@@ -320,7 +323,8 @@ def gcn(data=None, *, graph=None, features=None, labels=None, train=None, val=No
         host_halos=bool(host_halos),
         checkpoint=None if checkpoint is None else _os.fspath(checkpoint),
         checkpoint_every=int(checkpoint_every),
-        resume=None if resume is None else _os.fspath(resume), sparse_below=float(sparse_below))
+        resume=None if resume is None else _os.fspath(resume), sparse_below=float(sparse_below),
+        graphs=bool(graphs))
     if data is not None:
         if graph is not None or features is not None:
             raise ValueError("saga.gcn: give either a data directory or arrays, not both")

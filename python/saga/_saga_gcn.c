@@ -56,57 +56,41 @@ static Py_ssize_t buffer_items(PyObject *o, Py_ssize_t itemsize) {
     } while (0)
 
 PyObject *saga_py_gcn(PyObject *m, PyObject *args, PyObject *kw) {
-    static char *kwlist[] = {"data",
-                             "graph",
-                             "features",
-                             "labels",
-                             "n_classes",
-                             "train",
-                             "val",
-                             "test",
-                             "normalize",
-                             "dense_features",
-                             "epochs",
-                             "hidden",
-                             "lr",
-                             "dropout",
-                             "weight_decay",
-                             "seed",
-                             "device",
-                             "device_mem",
-                             "stream",
-                             "parts",
-                             "partition",
-                             "saved",
-                             "transfer",
-                             "host_halos",
-                             "checkpoint",
-                             "checkpoint_every",
-                             "resume",
-                             "x_offsets",
-                             "x_indices",
-                             "x_values",
-                             "n_features",
-                             "sparse_below",
-                             NULL};
+    static char *kwlist[] = {"data",         "graph",
+                             "features",     "labels",
+                             "n_classes",    "train",
+                             "val",          "test",
+                             "normalize",    "dense_features",
+                             "epochs",       "hidden",
+                             "lr",           "dropout",
+                             "weight_decay", "seed",
+                             "device",       "device_mem",
+                             "stream",       "parts",
+                             "partition",    "saved",
+                             "transfer",     "host_halos",
+                             "checkpoint",   "checkpoint_every",
+                             "resume",       "x_offsets",
+                             "x_indices",    "x_values",
+                             "n_features",   "sparse_below",
+                             "graphs",       NULL};
     PyObject *data_obj = Py_None, *graph_obj = Py_None, *feat_obj = Py_None, *lab_obj = Py_None;
     PyObject *train_obj = Py_None, *val_obj = Py_None, *test_obj = Py_None;
     PyObject *ckpt_obj = Py_None, *resume_obj = Py_None;
     PyObject *xo_obj = Py_None, *xi_obj = Py_None, *xv_obj = Py_None;
     long long n_features = 0;
-    int n_classes = 0, normalize = 1, dense_features = 0, stream = 0, host_halos = 0;
+    int n_classes = 0, normalize = 1, dense_features = 0, stream = 0, host_halos = 0, graphs = 0;
     int parts = 0, partition = 0, saved = 0, transfer = 0, checkpoint_every = 0;
     gcn_opts go = gcn_opts_defaults();
     const char *device = "auto";
     long long device_mem = 0;
     unsigned long long seed = go.seed;
     if (!PyArg_ParseTupleAndKeywords(
-            args, kw, "|OOOOiOOOppiifffKsLpiiiipOiOOOOLd", kwlist, &data_obj, &graph_obj, &feat_obj,
-            &lab_obj, &n_classes, &train_obj, &val_obj, &test_obj, &normalize, &dense_features,
-            &go.epochs, &go.hidden, &go.lr, &go.dropout, &go.weight_decay, &seed, &device,
-            &device_mem, &stream, &parts, &partition, &saved, &transfer, &host_halos, &ckpt_obj,
-            &checkpoint_every, &resume_obj, &xo_obj, &xi_obj, &xv_obj, &n_features,
-            &go.sparse_below))
+            args, kw, "|OOOOiOOOppiifffKsLpiiiipOiOOOOLdp", kwlist, &data_obj, &graph_obj,
+            &feat_obj, &lab_obj, &n_classes, &train_obj, &val_obj, &test_obj, &normalize,
+            &dense_features, &go.epochs, &go.hidden, &go.lr, &go.dropout, &go.weight_decay, &seed,
+            &device, &device_mem, &stream, &parts, &partition, &saved, &transfer, &host_halos,
+            &ckpt_obj, &checkpoint_every, &resume_obj, &xo_obj, &xi_obj, &xv_obj, &n_features,
+            &go.sparse_below, &graphs))
         return NULL;
     if (!(go.sparse_below >= 0 && go.sparse_below <= 1)) {
         PyErr_SetString(PyExc_ValueError, "saga.gcn: sparse_below must be in [0, 1]");
@@ -119,6 +103,7 @@ PyObject *saga_py_gcn(PyObject *m, PyObject *args, PyObject *kw) {
     go.saved = (saga_saved)saved;
     go.transfer = (saga_transfer)transfer;
     go.host_halos = host_halos;
+    go.graphs = graphs;
     go.checkpoint_every = checkpoint_every;
     go.checkpoint = ckpt_obj == Py_None ? NULL : PyUnicode_AsUTF8(ckpt_obj);
     go.resume = resume_obj == Py_None ? NULL : PyUnicode_AsUTF8(resume_obj);
@@ -270,6 +255,7 @@ PyObject *saga_py_gcn(PyObject *m, PyObject *args, PyObject *kw) {
     SET_ITEM("peak_device_bytes", PyLong_FromUnsignedLongLong(r.peak_device_bytes));
     SET_ITEM("memory", PyUnicode_FromString(r.stats.streamed ? "streamed" : "in-memory"));
     SET_ITEM("parts", PyLong_FromLong(r.stats.parts));
+    SET_ITEM("graph", PyBool_FromLong(r.stats.graph));
     SET_ITEM("input_layout", PyUnicode_FromString(r.stats.sparse_input ? "sparse" : "dense"));
     SET_ITEM("input_packed", PyBool_FromLong(r.stats.input_packed));
     SET_ITEM("rows_normalized", PyLong_FromLongLong(d.norm.n_normalized));

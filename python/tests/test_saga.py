@@ -286,6 +286,14 @@ def test_gcn_dense_features_kept_as_csr():
         saga.gcn(features=dense, sparse_below=1.5, **args)
 
 
+def test_gcn_graphs_changes_no_result():
+    # graphs=True reaches the executor (on the CPU there are none to record): the same model
+    plain = saga.gcn(CORA, epochs=5, device="cpu")
+    rec = saga.gcn(CORA, epochs=5, device="cpu", graphs=True)
+    assert rec["loss"] == plain["loss"] and not rec["graph"]
+    assert (rec["predictions"] == plain["predictions"]).all()
+
+
 def test_gcn_streamed_under_a_budget_matches(tmp_path):
     need(CORA)
     mem = saga.gcn(CORA, epochs=20, device="cpu")
