@@ -3059,12 +3059,20 @@ static void test_cuda_backend_replay_same_bits(void **state) {
     saga_replay_free(&r);
     assert_null(r);
 
-    /* a recording discarded (after a failure between begin and end) runs nothing */
+    /* a recording discarded (after a failure between begin and end) runs nothing, and a free
+     * made while it recorded is given back at its end (no launch will read the block) */
+    void *q = NULL;
+    assert_int_equal(saga_backend_alloc(gpu, &q, 4096), SAGA_OK);
     assert_int_equal(k->fill_f32(ds, C, M * N, NAN), SAGA_OK);
     assert_int_equal(saga_backend_synchronize(gpu), SAGA_OK);
+    saga_backend_stats s0, s1;
     assert_int_equal(saga_backend_capture_begin(gpu), SAGA_OK);
     replay_work(gpu, side, fork, join, A, B, C, D, 1.0f);
+    saga_backend_free(gpu, q, 4096);
+    saga_backend_get_stats(gpu, &s0);
     assert_int_equal(saga_backend_capture_end(gpu, NULL), SAGA_OK);
+    saga_backend_get_stats(gpu, &s1);
+    assert_true(s1.cached_bytes > s0.cached_bytes);
     dev_download(gpu, got, C, sizeof got);
     assert_true(isnan(got[0]));
 

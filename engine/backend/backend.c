@@ -663,10 +663,7 @@ saga_status saga_backend_capture_end(saga_backend *be, saga_replay **g) {
     SAGA_CHECK(saga_backend_can_capture(be), SAGA_ERR_INVALID_ARG,
                "saga_backend_capture_end: the backend has no graphs");
     if (!g) { /* discarded */
-        void *none = NULL;
-        SAGA_TRY(be->iface->capture_end(be, &none));
-        if (none)
-            be->iface->graph_free(be, none);
+        SAGA_TRY(be->iface->capture_end(be, NULL));
         goto fail;
     }
     SAGA_CHECK(!*g || (*g)->be == be, SAGA_ERR_INVALID_ARG,
@@ -674,9 +671,7 @@ saga_status saga_backend_capture_end(saga_backend *be, saga_replay **g) {
     if (!*g) {
         st = saga_alloc_zeroed((void **)&made, 1, sizeof *made, "a graph");
         if (st < 0) {
-            void *none = NULL; /* the capture still has to end */
-            if (be->iface->capture_end(be, &none) == SAGA_OK && none)
-                be->iface->graph_free(be, none);
+            (void)be->iface->capture_end(be, NULL); /* the capture still has to end */
             goto fail;
         }
         made->be = be;

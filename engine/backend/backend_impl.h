@@ -347,7 +347,7 @@ typedef struct saga_backend_iface {
     saga_status (*stream_wait_foreign)(saga_stream *s, saga_event *e);
     /* optional (version >= 8), all four or none: graphs (saga_backend_capture_begin). end gives
      * the executable graph in *exec: made when *exec is NULL, else *exec updated in place (or
-     * replaced, when the work's shape changed) */
+     * replaced, when the work's shape changed); exec NULL discards the recording */
     saga_status (*capture_begin)(saga_backend *be);
     saga_status (*capture_end)(saga_backend *be, void **exec);
     saga_status (*graph_launch)(saga_backend *be, void *exec);

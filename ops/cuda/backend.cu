@@ -806,6 +806,7 @@ static saga_status cuda_capture_begin(saga_backend *be) {
     return SAGA_OK;
 }
 
+// Ends the capture: *exec made or updated, or with exec NULL the recording discarded.
 static saga_status cuda_capture_end(saga_backend *be, void **exec) {
     cuda_ctx *c = ctx_of(be);
     if (!c->capturing)
@@ -825,6 +826,11 @@ static saga_status cuda_capture_end(saga_backend *be, void **exec) {
     c->capturing = false;
     if (err == cudaSuccess)
         err = end;
+    if (err == cudaSuccess && !exec) { // discarded: nothing recorded will run
+        cudaGraphDestroy(graph);
+        release_capture_frees(be, c);
+        return SAGA_OK;
+    }
     if (err != cudaSuccess) {
         if (graph)
             cudaGraphDestroy(graph);
