@@ -109,6 +109,9 @@ struct saga_cuda_stream {
     // found no room for in the budget, 0 if none: later such requests as large are refused at
     // once, rather than wait for the stream and reallocate on every call of a slot.
     size_t refused_bytes;
+    // Index checks issued on the stream (saga_cuda_check_indices): the parity picks which of two
+    // flag words a check uses; it resets the other for the next, which its consumer has read.
+    unsigned index_checks;
 };
 
 // Makes s's device current on the calling thread and gives its CUDA stream.

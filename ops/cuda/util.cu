@@ -49,6 +49,8 @@ static constexpr size_t align_up(size_t n, size_t a) {
 // Layout of d_scratch: partials, flags, workspace, each 256-byte aligned.
 static constexpr size_t FLAGS_AT = align_up((SAGA_CUDA_REDUCE_BLOCKS + 1) * sizeof(double), 256);
 static constexpr size_t WORK_AT = FLAGS_AT + align_up(SAGA_CUDA_FLAG_WORDS * 8, 256);
+// The flag words of the index checks: INDEX_FLAGS and the next (word 0 is the losses').
+static constexpr size_t INDEX_FLAGS = 2;
 
 size_t saga_cuda_scratch_bytes_for(size_t work_bytes) {
     const size_t work = align_up(work_bytes, 256);
@@ -105,6 +107,10 @@ static saga_status scratch_grow(saga_stream *s, saga_cuda_stream *cs, const char
     }
     cs->d_scratch = static_cast<double *>(p);
     cs->scratch_bytes = bytes;
+    // the index checks' two flag words start clear (saga_cuda_check_indices keeps them so)
+    SAGA_CUDA_SLOT_RETURN(slot, cudaMemsetAsync(reinterpret_cast<char *>(p) + FLAGS_AT +
+                                                    INDEX_FLAGS * sizeof(unsigned long long),
+                                                0xff, 2 * sizeof(unsigned long long), cs->stream));
     return SAGA_OK;
 }
 
@@ -176,11 +182,15 @@ saga_status saga_cuda_stream_scratch(saga_stream *s, double **d_scratch, double 
 
 #define CHECK_BLOCK 256
 
-// *first = min(*first, k) over the positions k whose index is outside [0, limit). One atomic per
-// thread that found something, none on valid input.
+// *first = min(*first, k) over the positions k whose index is outside [0, limit) (*first clear,
+// ~0, on entry). One atomic per thread that found something, none on valid input. *next is
+// cleared for the next check: the word the check before this one used, whose consumer has run.
 static __global__ void __launch_bounds__(CHECK_BLOCK)
     check_indices_kernel(int64_t n, const int32_t *__restrict__ idx, int64_t limit,
-                         unsigned long long *__restrict__ first) {
+                         unsigned long long *__restrict__ first,
+                         unsigned long long *__restrict__ next) {
+    if (blockIdx.x == 0 && threadIdx.x == 0)
+        *next = ~0ull;
     const int64_t stride = (int64_t)gridDim.x * CHECK_BLOCK;
     for (int64_t k = blockIdx.x * (int64_t)CHECK_BLOCK + threadIdx.x; k < n; k += stride) {
         const int64_t v = idx[k];
@@ -198,10 +208,12 @@ saga_status saga_cuda_check_indices(saga_stream *s, const char *slot, int64_t n,
     saga_status st = saga_cuda_slot_scratch(s, slot, 0, &stream, &sc);
     if (st < 0)
         return st;
-    unsigned long long *d_first = sc.flags;
-    SAGA_CUDA_SLOT_RETURN(slot, cudaMemsetAsync(d_first, 0xff, sizeof *d_first, stream));
+    // two words taken in turn, so that no memset clears one before each check
+    saga_cuda_stream *cs = static_cast<saga_cuda_stream *>(s->impl);
+    const unsigned k = cs->index_checks++ & 1;
+    unsigned long long *d_first = sc.flags + INDEX_FLAGS + k;
     check_indices_kernel<<<saga_cuda_blocks(n, CHECK_BLOCK), CHECK_BLOCK, 0, stream>>>(
-        n, idx, limit, d_first);
+        n, idx, limit, d_first, sc.flags + INDEX_FLAGS + (k ^ 1));
     SAGA_CUDA_SLOT_LAUNCH(slot);
     *first = d_first;
     return SAGA_OK;
