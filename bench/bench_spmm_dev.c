@@ -113,6 +113,18 @@ static int median_of(saga_backend *be, product_fn op, const saga_csr_dev *A, int
     return 0;
 }
 
+/* med[k] = the median over the ROUNDS rounds of column k of t (ROUNDS rows of stride doubles),
+ * for k < n. */
+static void medians(const double *t, int stride, int n, double *med) {
+    for (int k = 0; k < n; k++) {
+        double col[ROUNDS];
+        for (int r = 0; r < ROUNDS; r++)
+            col[r] = t[r * stride + k];
+        qsort(col, ROUNDS, sizeof *col, cmp_double);
+        med[k] = col[ROUNDS / 2];
+    }
+}
+
 /* The largest |a - b| over n floats of two device arrays, and the largest |a|. */
 static int max_diff(saga_backend *be, const float *a, const float *b, size_t n, double *diff,
                     double *scale) {
@@ -211,13 +223,7 @@ static int bench_graph(saga_backend **be, int n_be, const char *kind, const saga
                      ? fail("a product")
                      : max_diff(be[0], Y, Y2, (size_t)n * (size_t)F, &d_t, &s_t);
         if (!rc) {
-            for (int k = 0; k < 4; k++) {
-                double col[ROUNDS];
-                for (int r = 0; r < ROUNDS; r++)
-                    col[r] = t[r][k];
-                qsort(col, ROUNDS, sizeof *col, cmp_double);
-                med[k] = col[ROUNDS / 2];
-            }
+            medians(&t[0][0], 4, 4, med);
             const double flops = 2.0 * (double)nnz * (double)F * 1e-9;
             printf("%s F=%-4lld A X:   %s %8.3f ms (%6.1f GFLOP/s)", kind, (long long)F,
                    n_be > 1 ? "cuSPARSE" : "spmm_f32", med[0] * 1e3, flops / med[0]);
@@ -323,13 +329,7 @@ static int bench_features(saga_backend *be, int64_t n, int64_t C, int per_row, c
                      ? fail("a product")
                      : max_diff(be, Y, Y2, (size_t)C * (size_t)F, &d, &sc);
         if (!rc) {
-            for (int k = 0; k < 2; k++) {
-                double col[ROUNDS];
-                for (int r = 0; r < ROUNDS; r++)
-                    col[r] = t[r][k];
-                qsort(col, ROUNDS, sizeof *col, cmp_double);
-                med[k] = col[ROUNDS / 2];
-            }
+            medians(&t[0][0], 2, 2, med);
             const double flops = 2.0 * (double)nnz * (double)F * 1e-9;
             printf("features F=%-4lld X^T dH: spmm_t %8.3f ms (%6.1f GFLOP/s)  stored X^T %8.3f "
                    "ms (%6.1f GFLOP/s)  spmm_t/stored %.2f  |diff| %.2g of %.2g\n",
