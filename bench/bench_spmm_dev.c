@@ -53,6 +53,19 @@ static void *upload(saga_backend *be, const void *host, size_t bytes) {
     return d;
 }
 
+/* X, n x F values in [-0.5, 0.5), on be; NULL when there is no memory for it. */
+static float *x_upload(saga_backend *be, int64_t n, int64_t F) {
+    const size_t bytes = (size_t)n * (size_t)F * sizeof(float);
+    float *hx = malloc(bytes), *X = NULL;
+    if (!hx)
+        return NULL;
+    for (int64_t i = 0; i < n * F; i++)
+        hx[i] = (float)((uint64_t)i * 2654435761u % 1000) * 1e-3f - 0.5f;
+    X = upload(be, hx, bytes);
+    free(hx);
+    return X;
+}
+
 /* A rows x cols CSR of the host's arrays, uploaded. */
 static int csr_upload(saga_backend *be, int64_t rows, int64_t cols, int64_t nnz, const int64_t *off,
                       const int32_t *idx, const float *vals, dev_csr *out) {
@@ -180,15 +193,7 @@ static int bench_graph(saga_backend **be, int n_be, const char *kind, const saga
     for (int fi = 0; !rc && fi < n_F; fi++) {
         const int64_t F = Fs[fi];
         const size_t bytes = (size_t)n * (size_t)F * sizeof(float);
-        float *hx = malloc(bytes), *X = NULL, *Y = NULL, *Y2 = NULL;
-        if (!hx) {
-            rc = fail("host memory");
-            break;
-        }
-        for (int64_t i = 0; i < n * F; i++)
-            hx[i] = (float)((uint64_t)i * 2654435761u % 1000) * 1e-3f - 0.5f;
-        X = upload(be[0], hx, bytes);
-        free(hx);
+        float *X = x_upload(be[0], n, F), *Y = NULL, *Y2 = NULL;
         if (!X || saga_backend_alloc(be[0], (void **)&Y, bytes) < 0 ||
             saga_backend_alloc(be[0], (void **)&Y2, bytes) < 0) {
             rc = fail("device memory for X and Y");
@@ -306,15 +311,7 @@ static int bench_features(saga_backend *be, int64_t n, int64_t C, int per_row, c
         const int64_t F = Fs[fi];
         const size_t xbytes = (size_t)n * (size_t)F * sizeof(float),
                      ybytes = (size_t)C * (size_t)F * sizeof(float);
-        float *hx = malloc(xbytes), *X = NULL, *Y = NULL, *Y2 = NULL;
-        if (!hx) {
-            rc = fail("host memory");
-            break;
-        }
-        for (int64_t i = 0; i < n * F; i++)
-            hx[i] = (float)((uint64_t)i * 2654435761u % 1000) * 1e-3f - 0.5f;
-        X = upload(be, hx, xbytes);
-        free(hx);
+        float *X = x_upload(be, n, F), *Y = NULL, *Y2 = NULL;
         if (!X || saga_backend_alloc(be, (void **)&Y, ybytes) < 0 ||
             saga_backend_alloc(be, (void **)&Y2, ybytes) < 0)
             rc = fail("device memory for X and Y");

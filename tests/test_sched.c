@@ -193,6 +193,30 @@ static void sleep_fn(void *arg) {
     }
 }
 
+/* A CPU backend, a stream beside its default one with an event for it, and a scheduler without
+ * a cap: what the tests of content another stream makes start from. */
+typedef struct other_stream {
+    saga_backend *be;
+    saga_stream *other;
+    saga_event *ev;
+    saga_sched *s;
+} other_stream;
+
+static other_stream other_stream_open(void) {
+    other_stream f = {.be = open_cpu()};
+    assert_int_equal(saga_stream_new(&f.other, f.be), SAGA_OK);
+    assert_int_equal(saga_event_new(&f.ev, f.be), SAGA_OK);
+    assert_int_equal(saga_sched_new(&f.s, f.be, 0, NULL, NULL), SAGA_OK);
+    return f;
+}
+
+static void other_stream_close(other_stream *f) {
+    saga_sched_free(&f->s);
+    saga_event_free(&f->ev);
+    saga_stream_free(&f->other);
+    saga_backend_free_all(&f->be);
+}
+
 /* A step writes a block whose write-back (asked for by the step before) is still queued on the
  * copy stream, as the dense pipeline's activation ring slots are: the host copy must get the
  * content the write-back was issued for, whole, and not the next step's. The copy stream is held
@@ -201,15 +225,12 @@ static void sleep_fn(void *arg) {
  * sleeps there. */
 static void test_sched_write_waits_for_writeback(void **state) {
     (void)state;
-    saga_backend *be = open_cpu();
-    saga_stream *ds = saga_backend_default_stream(be);
-    saga_stream *other = NULL;
-    saga_event *ev = NULL;
-    saga_sched *s = NULL;
+    other_stream f = other_stream_open();
+    saga_backend *be = f.be;
+    saga_stream *ds = saga_backend_default_stream(be), *other = f.other;
+    saga_event *ev = f.ev;
+    saga_sched *s = f.s;
     size_t bytes = N * sizeof(float);
-    assert_int_equal(saga_stream_new(&other, be), SAGA_OK);
-    assert_int_equal(saga_event_new(&ev, be), SAGA_OK);
-    assert_int_equal(saga_sched_new(&s, be, 0, NULL, NULL), SAGA_OK);
     float h[N], hb[N];
     for (int i = 0; i < N; i++) {
         h[i] = -1.0f;
@@ -251,10 +272,7 @@ static void test_sched_write_waits_for_writeback(void **state) {
     saga_sched_get_stats(s, &st);
     assert_int_equal(st.writebacks, 1);
     assert_int_equal(st.loads, 1);
-    saga_sched_free(&s);
-    saga_event_free(&ev);
-    saga_stream_free(&other);
-    saga_backend_free_all(&be);
+    other_stream_close(&f);
 }
 
 /* A block whose host content another stream writes (saga_blk_host_changed_after): its load waits
@@ -270,14 +288,12 @@ static void write_ones(void *arg) {
 
 static void test_sched_load_waits_for_event(void **state) {
     (void)state;
-    saga_backend *be = open_cpu();
-    saga_stream *other = NULL;
-    saga_event *ev = NULL;
-    saga_sched *s = NULL;
+    other_stream f = other_stream_open();
+    saga_backend *be = f.be;
+    saga_stream *other = f.other;
+    saga_event *ev = f.ev;
+    saga_sched *s = f.s;
     size_t bytes = N * sizeof(float);
-    assert_int_equal(saga_stream_new(&other, be), SAGA_OK);
-    assert_int_equal(saga_event_new(&ev, be), SAGA_OK);
-    assert_int_equal(saga_sched_new(&s, be, 0, NULL, NULL), SAGA_OK);
     float h[N], out[N];
     for (int i = 0; i < N; i++)
         h[i] = -1.0f;
@@ -301,10 +317,7 @@ static void test_sched_load_waits_for_event(void **state) {
         if (out[i] != 1.0f)
             fail_msg("device copy [%d] = %g: the load did not wait for the event", i,
                      (double)out[i]);
-    saga_sched_free(&s);
-    saga_event_free(&ev);
-    saga_stream_free(&other);
-    saga_backend_free_all(&be);
+    other_stream_close(&f);
 }
 
 /* The trace: one line per load and write-back and one per step's compute, each interval stamped

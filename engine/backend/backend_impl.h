@@ -475,8 +475,9 @@ typedef struct saga_replay saga_replay;
 
 /* Whether be captures graphs (CUDA); without, capture_begin returns SAGA_ERR_UNSUPPORTED. */
 bool saga_backend_can_capture(const saga_backend *be);
-/* Starts recording the work issued on every stream of be (the calling thread's, on the default
- * stream and the streams that the default stream's work orders itself with). */
+/* Starts recording what the calling thread issues on be's default stream; the backend's other
+ * streams are forked into the recording by an event (and joined back at its end), so that work
+ * queued on them is recorded too, ordered as issued. */
 saga_status saga_backend_capture_begin(saga_backend *be);
 /* Ends the recording: *g is a new graph when NULL, else updated to the recorded work (its
  * arguments, or the whole graph when the work changed shape); g NULL discards it (after a failure

@@ -242,12 +242,10 @@ struct saga_net {
     /* saga_net_opts.graphs: per kind of pass (inference, training) its graph, and of the last
      * such pass the chain it ran (its serial: a chain rebuilt for other rows is another), the
      * bytes it staged for upload and whether it allocated nothing (steady: a pass on the same
-     * chain may be recorded); allocs_at and staged_at, the backend's allocations and the staged
-     * bytes when the pass began */
+     * chain may be recorded) */
     saga_replay *replay[2];
     uint64_t chains, steady_ch[2]; /* chains built; the serial of the last pass's (0: none) */
-    uint64_t allocs_at;
-    size_t staged_at, staged[2];
+    size_t staged[2];
     bool steady[2];
     /* saga_net_forward_rows: a chain's output rows, copied back into pinned memory */
     float *rows_out;

@@ -405,6 +405,13 @@ fail:
     return st;
 }
 
+/* The allocations the backend has made (a pass that made none can be recorded as a graph). */
+static uint64_t backend_allocs(const saga_backend *be) {
+    saga_backend_stats bs;
+    saga_backend_get_stats(be, &bs);
+    return bs.n_allocs;
+}
+
 /* The sum of the training pass's losses (keep_loss), once it has ended. */
 static double losses_sum(const saga_net *n) {
     double loss = 0;
@@ -947,7 +954,8 @@ static saga_status run(saga_net *n, bool train, net_chain *ch, float *out) {
     saga_ctx *c = n->c;
     saga_idle_tuner *tune = NULL;
     bool rec = false, recording = false;
-    saga_backend_stats bs;
+    uint64_t allocs_at = 0; /* the backend's allocations and the bytes staged before the issue */
+    size_t staged_at = 0;
     SAGA_CHECK(!train || n->loss, SAGA_ERR_INVALID_ARG,
                "saga_net_train_step: no loss function (saga_net_set_loss)");
     /* a training pass reuses the queued one's loss memory and host gradients; other passes
@@ -1016,9 +1024,10 @@ static saga_status run(saga_net *n, bool train, net_chain *ch, float *out) {
     /* a pass like the last of its kind, which allocated nothing, is recorded as a graph */
     rec = n->o.graphs && n->steady[train] && n->steady_ch[train] == (ch ? ch->serial : 0) &&
           !n->dist && !n->plan.streamed && saga_backend_can_capture(n->be);
-    saga_backend_get_stats(n->be, &bs);
-    n->allocs_at = bs.n_allocs;
-    n->staged_at = saga_ctx_staged_bytes(c);
+    if (n->o.graphs) {
+        allocs_at = backend_allocs(n->be);
+        staged_at = saga_ctx_staged_bytes(c);
+    }
     if (rec) {
         SAGA_TRY(saga_ctx_record_begin(c, 2 * n->staged[train] + 4096));
         st = saga_backend_capture_begin(n->be);
@@ -1104,13 +1113,10 @@ fail:
     if (st < 0)
         (void)net_dist_wait(n);
     saga_free(sd);
-    if (st == SAGA_OK) { /* whether the next pass of this kind may be recorded */
-        saga_backend_get_stats(n->be, &bs);
-        n->steady[train] = bs.n_allocs == n->allocs_at;
+    if (n->o.graphs) { /* whether the next pass of this kind may be recorded */
+        n->steady[train] = st == SAGA_OK && backend_allocs(n->be) == allocs_at;
         n->steady_ch[train] = ch ? ch->serial : 0;
-        n->staged[train] = saga_ctx_staged_bytes(c) - n->staged_at;
-    } else {
-        n->steady[train] = false;
+        n->staged[train] = saga_ctx_staged_bytes(c) - staged_at;
     }
     net_collect_stats(n, t0);
     n->stats.graph = rec && st == SAGA_OK;

@@ -146,34 +146,35 @@ static double reduce(const saga_stream *s, int64_t n, const double *x, const dou
     return sum;
 }
 
+/* The reduction of x and y by range into *out, or added to it (acc, the _acc slots); nothing is
+ * added for n == 0. */
+static saga_status reduce_into(saga_stream *s, int64_t n, const double *x, const double *y,
+                               double (*range)(const double *, const double *, int64_t, int64_t),
+                               double *out, bool acc) {
+    saga_cpu_stream_drain(s);
+    const double r = n > 0 ? reduce(s, n, x, y, range) : 0.0;
+    *out = acc ? *out + r : r;
+    return SAGA_OK;
+}
+
 static saga_status cpu_dot_f64(saga_stream *s, int64_t n, const double *x, const double *y,
                                double *out) {
-    saga_cpu_stream_drain(s);
-    *out = n > 0 ? reduce(s, n, x, y, dot_range) : 0.0;
-    return SAGA_OK;
+    return reduce_into(s, n, x, y, dot_range, out, false);
 }
 
 static saga_status cpu_l1_diff_f64(saga_stream *s, int64_t n, const double *x, const double *y,
                                    double *out) {
-    saga_cpu_stream_drain(s);
-    *out = n > 0 ? reduce(s, n, x, y, l1_range) : 0.0;
-    return SAGA_OK;
+    return reduce_into(s, n, x, y, l1_range, out, false);
 }
 
 static saga_status cpu_dot_acc_f64(saga_stream *s, int64_t n, const double *x, const double *y,
                                    double *acc) {
-    saga_cpu_stream_drain(s);
-    if (n > 0)
-        acc[0] += reduce(s, n, x, y, dot_range);
-    return SAGA_OK;
+    return reduce_into(s, n, x, y, dot_range, acc, true);
 }
 
 static saga_status cpu_l1_diff_acc_f64(saga_stream *s, int64_t n, const double *x, const double *y,
                                        double *acc) {
-    saga_cpu_stream_drain(s);
-    if (n > 0)
-        acc[0] += reduce(s, n, x, y, l1_range);
-    return SAGA_OK;
+    return reduce_into(s, n, x, y, l1_range, acc, true);
 }
 
 static saga_status cpu_add_scalar_dev_f64(saga_stream *s, int64_t n, double a, double b,
