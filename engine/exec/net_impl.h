@@ -397,14 +397,14 @@ saga_status net_prepare(saga_net *n, bool train);
 /* Copies the sparse input's rows into the blocks that keep them in the parts' order. */
 void net_sparse_fill(saga_net *n);
 
-/* ---- net_run.c ---------------------------------------------------------------------------- */
+/* ---- net_stats.c -------------------------------------------------------------------------- */
 
 /* The end of a training pass saga_net_train_queue left queued: waits for the device unless
  * waited (a later pass's wait covered it), then its loss and timed figures; nothing when none is
  * queued. Before anything changes host memory such a pass may still read or write. */
 saga_status net_settle(saga_net *n, bool waited);
-
-/* ---- net_stats.c -------------------------------------------------------------------------- */
+/* The sum of the last training pass's losses (their host copies). */
+double net_losses_sum(const saga_net *n);
 
 /* The last call's figures from the backend's and the scheduler's counters. */
 void net_collect_stats(saga_net *n, double t0);

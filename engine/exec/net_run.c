@@ -413,13 +413,6 @@ static uint64_t backend_allocs(const saga_backend *be) {
 }
 
 /* The sum of the training pass's losses (keep_loss), once it has ended. */
-static double losses_sum(const saga_net *n) {
-    double loss = 0;
-    for (int32_t i = 0; i < n->loss_used; i++)
-        loss += n->loss_host[i];
-    return loss;
-}
-
 static saga_status check_width(const saga_tensor *out, const stage *sg, int s) {
     if (out->cols != sg->out_cols)
         return saga_error(SAGA_ERR_INVALID_ARG,
@@ -1099,7 +1092,7 @@ static saga_status run(saga_net *n, bool train, net_chain *ch, float *out) {
         saga_idle_tuner_end(tune, train ? "net: training passes" : "net: inference passes");
     SAGA_TRY(net_dist_wait(n));
     if (n->dist && train) {
-        double loss = losses_sum(n);
+        double loss = net_losses_sum(n);
         SAGA_TRY(reduce_train(n, &loss));
         n->train_loss = loss;
     }
@@ -1126,27 +1119,6 @@ fail:
         n->queued_t0 = t0;
         n->train_stats = n->stats;
     }
-    return st;
-}
-
-/* The end of the queued training pass (saga_net_train_queue): waits for the device unless waited
- * (a later pass's wait covered it), then adds up its losses and completes its timed figures. */
-saga_status net_settle(saga_net *n, bool waited) {
-    saga_status st = SAGA_OK;
-    if (!n->queued)
-        return SAGA_OK;
-    saga_sched_stats ss;
-    if (!waited) {
-        /* nothing ran since: the pass's figures are the scheduler's and the backend's */
-        SAGA_TRY(saga_sched_finish_device(n->sched));
-        net_collect_stats(n, n->queued_t0);
-        n->train_stats = n->stats;
-    } else if (saga_sched_held_stats(n->sched, &ss)) {
-        net_stats_timed(&n->train_stats, &ss);
-    }
-    n->train_loss = losses_sum(n);
-    n->queued = false;
-fail:
     return st;
 }
 

@@ -1,5 +1,7 @@
 /* net_stats.c - a net's figures: the last call's statistics from the backend's, the scheduler's
- * and the communicators' counters, and its description. */
+ * and the communicators' counters, the end of a queued training pass (its losses and timed
+ * figures), and its description. Below both the builder (net_build.c) and the executor
+ * (net_run.c), which settle a queued pass before they change what it reads. */
 #include "net_impl.h"
 
 void net_stats_timed(saga_net_stats *st, const saga_sched_stats *ss) {
@@ -43,6 +45,34 @@ void net_collect_stats(saga_net *n, double t0) {
             n->stats.comm_recv_bytes += cs2.recv_bytes - n->dcomm_at.recv_bytes;
         }
     }
+}
+
+double net_losses_sum(const saga_net *n) {
+    double loss = 0;
+    for (int32_t i = 0; i < n->loss_used; i++)
+        loss += n->loss_host[i];
+    return loss;
+}
+
+/* The end of the queued training pass (saga_net_train_queue): waits for the device unless waited
+ * (a later pass's wait covered it), then adds up its losses and completes its timed figures. */
+saga_status net_settle(saga_net *n, bool waited) {
+    saga_status st = SAGA_OK;
+    if (!n->queued)
+        return SAGA_OK;
+    saga_sched_stats ss;
+    if (!waited) {
+        /* nothing ran since: the pass's figures are the scheduler's and the backend's */
+        SAGA_TRY(saga_sched_finish_device(n->sched));
+        net_collect_stats(n, n->queued_t0);
+        n->train_stats = n->stats;
+    } else if (saga_sched_held_stats(n->sched, &ss)) {
+        net_stats_timed(&n->train_stats, &ss);
+    }
+    n->train_loss = net_losses_sum(n);
+    n->queued = false;
+fail:
+    return st;
 }
 
 void saga_net_get_stats(const saga_net *n, saga_net_stats *s) {
