@@ -1,6 +1,7 @@
 /* test_cuda_backend.c - the CUDA backend against its CPU twin: every kernel on both (the f64
  * PageRank kernels and every f32 slot, edge cases and errors included), a small model trained
- * through saga_nn.h on both, the budget, the caching allocator, tensors, and asynchronous copies
+ * through saga_nn.h on both, the budget, the caching allocator and the block scheduler's placement
+ * in its arena, tensors, and asynchronous copies
  * ordered by events across two streams, host functions and event timing. Exits 77 (skipped) when
  * no CUDA backend can be opened. */
 #include <setjmp.h>
@@ -15,6 +16,7 @@
 #include "backend_impl.h"
 #include "saga_nn.h"
 #include "saga_tensor.h"
+#include "sched_impl.h"
 
 #include <dlfcn.h>
 #include <float.h>
@@ -542,6 +544,86 @@ static void test_cuda_backend_arena_ranges_merge(void **state) {
     saga_backend_free(be, big, 3 * MiB);
     saga_backend_free(be, blk[3], 2 * MiB);
     assert_int_equal(saga_backend_synchronize(be), SAGA_OK);
+    saga_backend_free_all(&be);
+}
+
+static int cmp_ptr(const void *a, const void *b) {
+    const char *x = *(char *const *)a, *y = *(char *const *)b;
+    return (x > y) - (x < y);
+}
+
+/* The scheduler places a step's blocks again when the arena has their bytes only in pieces
+ * (place_step). Four 2 MiB blocks fill an 8 MiB arena in step 0; the first and third die there
+ * (temporary, no later use), so step 1 finds 4 MiB free in two pieces for its new 3 MiB block
+ * beside the second and fourth, which it reads. Those two hold input loaded from the host: the
+ * scheduler lets go of their device copies, places the 3 MiB block first, the others after it,
+ * and loads them again, so the step runs and reads the host's values. */
+static void test_cuda_backend_sched_places_again(void **state) {
+    (void)state;
+    const size_t MiB = (size_t)1 << 20, nf = 2 * MiB / sizeof(float);
+    size_t budget = 0;
+    saga_backend *be = open_with_room(8 * MiB, &budget);
+    saga_stream *s0 = saga_backend_default_stream(be);
+    float *host[2] = {NULL, NULL}, *back = NULL;
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(saga_backend_host_alloc(be, (void **)&host[i], 2 * MiB), SAGA_OK);
+        for (size_t k = 0; k < nf; k++)
+            host[i][k] = (float)(i + 1) + (float)(k % 97);
+    }
+    assert_int_equal(saga_backend_host_alloc(be, (void **)&back, 2 * MiB), SAGA_OK);
+    saga_sched *s = NULL;
+    assert_int_equal(saga_sched_new(&s, be, 8 * MiB, NULL, NULL), SAGA_OK);
+    saga_blk *t0 = saga_sched_block(s, 2 * MiB, SAGA_BLK_TEMP, "first");
+    saga_blk *in1 = saga_sched_block(s, 2 * MiB, SAGA_BLK_INPUT, "second");
+    saga_blk *t2 = saga_sched_block(s, 2 * MiB, SAGA_BLK_TEMP, "third");
+    saga_blk *in3 = saga_sched_block(s, 2 * MiB, SAGA_BLK_INPUT, "fourth");
+    saga_blk *big = saga_sched_block(s, 3 * MiB, SAGA_BLK_TEMP, "big");
+    assert_true(t0 && in1 && t2 && in3 && big);
+    saga_blk_set_host(in1, host[0]);
+    saga_blk_set_host(in3, host[1]);
+    saga_sched_plan_begin(s);
+    const int a = saga_sched_step(s);
+    saga_sched_use(s, a, t0, SAGA_USE_WRITE, 0);
+    saga_sched_use(s, a, in1, SAGA_USE_READ, 0);
+    saga_sched_use(s, a, t2, SAGA_USE_WRITE, 0);
+    saga_sched_use(s, a, in3, SAGA_USE_READ, 0);
+    const int b = saga_sched_step(s);
+    saga_sched_use(s, b, in1, SAGA_USE_READ, 0);
+    saga_sched_use(s, b, big, SAGA_USE_WRITE, 0);
+    saga_sched_use(s, b, in3, SAGA_USE_READ, 0);
+    assert_int_equal(saga_sched_plan_end(s), SAGA_OK);
+
+    assert_int_equal(saga_sched_begin(s, a), SAGA_OK);
+    char *d[4] = {saga_blk_dev(t0), saga_blk_dev(in1), saga_blk_dev(t2), saga_blk_dev(in3)};
+    qsort(d, 4, sizeof d[0], cmp_ptr);
+    for (int i = 1; i < 4; i++)
+        assert_ptr_equal(d[i], d[0] + (size_t)i * 2 * MiB); /* the arena is full */
+    assert_int_equal(saga_sched_end(s, a), SAGA_OK);
+
+    /* placed again, the largest first: the big block at the bottom, the readers above it */
+    assert_int_equal(saga_sched_begin(s, b), SAGA_OK);
+    assert_ptr_equal(saga_blk_dev(big), d[0]);
+    char *r1 = saga_blk_dev(in1), *r3 = saga_blk_dev(in3);
+    assert_true((r1 == d[0] + 3 * MiB && r3 == d[0] + 5 * MiB) ||
+                (r3 == d[0] + 3 * MiB && r1 == d[0] + 5 * MiB));
+    assert_int_equal(
+        be->kernels->fill_f32(s0, saga_blk_dev(big), (int64_t)(3 * MiB / sizeof(float)), 7.0f),
+        SAGA_OK);
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(saga_memcpy_d2h_async(s0, back, saga_blk_dev(i ? in3 : in1), 2 * MiB),
+                         SAGA_OK);
+        assert_int_equal(saga_stream_synchronize(s0), SAGA_OK);
+        assert_memory_equal(back, host[i], 2 * MiB);
+    }
+    assert_int_equal(saga_sched_end(s, b), SAGA_OK);
+    assert_int_equal(saga_sched_finish(s), SAGA_OK);
+    saga_sched_stats st;
+    saga_sched_get_stats(s, &st);
+    assert_int_equal(st.loads, 4); /* the two inputs, each loaded twice */
+    saga_sched_free(&s);
+    for (int i = 0; i < 2; i++)
+        saga_backend_host_free(be, host[i], 2 * MiB);
+    saga_backend_host_free(be, back, 2 * MiB);
     saga_backend_free_all(&be);
 }
 
@@ -3138,6 +3220,7 @@ int main(void) {
         cmocka_unit_test(test_cuda_backend_arena_reuse_waits_on_device),
         cmocka_unit_test(test_cuda_backend_arena_ranges_merge),
         cmocka_unit_test(test_cuda_backend_budget_covers_cache_and_scratch),
+        cmocka_unit_test(test_cuda_backend_sched_places_again),
         cmocka_unit_test(test_cuda_backend_full_budget_keeps_scratch),
         cmocka_unit_test(test_cuda_backend_tensors),
         cmocka_unit_test(test_cuda_backend_async_copies_with_events),
