@@ -1,9 +1,8 @@
 /* test_cuda_backend.c - the CUDA backend against its CPU twin: every kernel on both (the f64
  * PageRank kernels and every f32 slot, edge cases and errors included), a small model trained
  * through saga_nn.h on both, the budget, the caching allocator and the block scheduler's placement
- * in its arena, tensors, and asynchronous copies
- * ordered by events across two streams, host functions and event timing. Exits 77 (skipped) when
- * no CUDA backend can be opened. */
+ * in its arena, tensors, and asynchronous copies ordered by events across two streams, host
+ * functions and event timing. Exits 77 (skipped) when no CUDA backend can be opened. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
