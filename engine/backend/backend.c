@@ -106,7 +106,7 @@ saga_status saga_backend_cpu_new(saga_backend **out, const saga_backend_params *
     SAGA_CHECK(out, SAGA_ERR_INVALID_ARG, "saga_backend_cpu_new: out is NULL");
     SAGA_TRY(backend_alloc(&be, p));
     be->kind = SAGA_BACKEND_CPU;
-    SAGA_TRY(saga_cpu_backend_init(be));
+    SAGA_TRY(saga_cpu_backend_init(be, &saga_cpu_kernels));
     table = true;
     SAGA_TRY(backend_finish(be));
     *out = be;

@@ -433,9 +433,10 @@ typedef saga_status (*saga_cuda_module_init_fn)(saga_backend *be, int device,
 /* The CPU kernel table (ops/cpu), used by the CPU backend. */
 extern const saga_kernels saga_cpu_kernels;
 
-/* Fills a freshly zeroed backend with the CPU table, kernels, context, name and device_total
- * (ops/cpu/backend_cpu.c); the generic layer then creates the default stream. */
-saga_status saga_cpu_backend_init(saga_backend *be);
+/* Fills a freshly zeroed backend with the CPU table (memory, streams, events: ops/cpu/
+ * backend_cpu.c), the kernels given (saga_cpu_kernels, whose kernels call into the streams), its
+ * context, name and device_total; the generic layer then creates the default stream. */
+saga_status saga_cpu_backend_init(saga_backend *be, const saga_kernels *kernels);
 
 /* Host memory from saga_backend_host_alloc of at least need bytes at *p (*have bytes now), grown
  * when short; what it held is not kept. For buffers reused pass after pass (losses, rows read

@@ -1,6 +1,7 @@
 /* backend_cpu.c - the CPU backend, which also plays the device on machines without a GPU:
- * aligned host memory as "device" memory, asynchronous streams with a worker thread each, and
- * the OpenMP kernels of kernels.c.
+ * aligned host memory as "device" memory and asynchronous streams with a worker thread each; the
+ * generic layer gives it the OpenMP kernels of kernels.c (saga_cpu_backend_init), which call back
+ * into nothing here but saga_cpu_stream_drain.
  *
  * Streams. The default stream is synchronous: a copy, memset, event record or host function
  * issued on it has run when the issuing call returns. Every stream made with saga_stream_new
@@ -898,11 +899,11 @@ static const saga_backend_iface cpu_iface = {
     .copy_rows = cpu_copy_rows,
 };
 
-saga_status saga_cpu_backend_init(saga_backend *be) {
+saga_status saga_cpu_backend_init(saga_backend *be, const saga_kernels *kernels) {
     long pages = sysconf(_SC_PHYS_PAGES);
     long page_size = sysconf(_SC_PAGESIZE);
     be->iface = &cpu_iface;
-    be->kernels = &saga_cpu_kernels;
+    be->kernels = kernels;
     be->ctx = NULL; /* made on first use: see "lazy state" */
     be->kind = SAGA_BACKEND_CPU;
     snprintf(be->name, sizeof be->name, "cpu");
