@@ -32,13 +32,6 @@ int saga_format_parse(const char *s) {
     return -1;
 }
 
-saga_load_opts saga_load_opts_defaults(void) {
-    return (saga_load_opts){.format = SAGA_FORMAT_AUTO,
-                            .weights = SAGA_WEIGHTS_AUTO,
-                            .graph = saga_graph_opts_defaults(),
-                            .self_loops_set = false};
-}
-
 static bool ends_with(const char *s, const char *suffix) {
     size_t n = strlen(s), k = strlen(suffix);
     return n >= k && strcasecmp(s + n - k, suffix) == 0;

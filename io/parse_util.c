@@ -1,10 +1,19 @@
-/* parse_util.c - line-located error messages, token diagnostics and a growable edge buffer for
- * the text parsers. */
+/* parse_util.c - what the readers share: the loading options' defaults, line-located error
+ * messages, token diagnostics and a growable edge buffer for the text parsers. Below the readers
+ * and the dispatcher (load.c), which calls them. */
 #include "parse_util.h"
+#include "saga_io.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+
+saga_load_opts saga_load_opts_defaults(void) {
+    return (saga_load_opts){.format = SAGA_FORMAT_AUTO,
+                            .weights = SAGA_WEIGHTS_AUTO,
+                            .graph = saga_graph_opts_defaults(),
+                            .self_loops_set = false};
+}
 
 saga_status saga_parse_error(saga_status code, const saga_lines *l, const char *fmt, ...) {
     char msg[768];
