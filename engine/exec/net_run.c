@@ -412,7 +412,6 @@ static uint64_t backend_allocs(const saga_backend *be) {
     return bs.n_allocs;
 }
 
-/* The sum of the training pass's losses (keep_loss), once it has ended. */
 static saga_status check_width(const saga_tensor *out, const stage *sg, int s) {
     if (out->cols != sg->out_cols)
         return saga_error(SAGA_ERR_INVALID_ARG,

@@ -47,6 +47,7 @@ void net_collect_stats(saga_net *n, double t0) {
     }
 }
 
+/* The sum of the training pass's losses (keep_loss in net_run.c), once it has ended. */
 double net_losses_sum(const saga_net *n) {
     double loss = 0;
     for (int32_t i = 0; i < n->loss_used; i++)
