@@ -268,6 +268,22 @@ void net_chain_free(saga_net *n, net_chain **chp) {
         net_block_free(n, &ch->head[d]);
     }
     saga_free(ch->head);
+    for (int32_t j = 0; j < ch->n_slices; j++) {
+        net_slice *sl = &ch->slices[j];
+        block_drop(n, &sl->blk);
+        block_drop(n, &sl->in);
+        if (n->sched) {
+            (void)saga_sched_block_free(n->sched, &sl->b_in);
+            (void)saga_sched_block_free(n->sched, &sl->b_out);
+        }
+    }
+    saga_free(ch->slices);
+    for (int s = 0; ch->out_host && s < S - 1; s++)
+        if (ch->out_host[s])
+            saga_backend_host_free(n->be, ch->out_host[s],
+                                   ((size_t)ch->d.n_rows[s] * (size_t)n->stages[s].out_cols + 1) *
+                                       sizeof(float));
+    saga_free(ch->out_host);
     for (int s = 0; ch->blk && s < S; s++)
         if (ch->in == ch->blk[s])
             ch->in = NULL; /* the same block */
@@ -279,6 +295,160 @@ void net_chain_free(saga_net *n, net_chain **chp) {
     saga_free(ch->want);
     saga_free(ch);
     *chp = NULL;
+}
+
+/* Appends slice [lo, hi) of stage s to ch->slices (*cap entries allocated). */
+static saga_status slice_add(net_chain *ch, int32_t *cap, int s, int32_t lo, int32_t hi) {
+    saga_status st = SAGA_OK;
+    if (ch->n_slices == *cap) {
+        int32_t c = *cap ? 2 * *cap : 64;
+        SAGA_TRY(saga_realloc_array((void **)&ch->slices, (size_t)c, sizeof *ch->slices,
+                                    "a chain's slices"));
+        *cap = c;
+    }
+    ch->slices[ch->n_slices++] = (net_slice){.s = s, .lo = lo, .hi = hi};
+fail:
+    return st;
+}
+
+/* The slices of the stages from w on (net_chain.slices): each stage's rows cut where the parts
+ * are, consecutive parts' rows joined while their in-edges and rows stay within the largest
+ * part's, so that a slice's step holds no more than a part's. */
+static saga_status slices_cut(saga_net *n, net_chain *ch, int w) {
+    saga_status st = SAGA_OK;
+    int64_t max_e = 1;
+    int32_t max_r = 1, cap = 0;
+    for (int32_t d = n->plan.d_lo; d < n->plan.d_hi; d++) {
+        const nblock *pb = &n->plan.blk[d];
+        max_e = pb->e1 - pb->e0 > max_e ? pb->e1 - pb->e0 : max_e;
+        max_r = pb->v1 - pb->v0 > max_r ? pb->v1 - pb->v0 : max_r;
+    }
+    for (int s = w; s < n->n_stages; s++) {
+        const int32_t *rows = ch->d.rows[s], R = ch->d.n_rows[s];
+        const bool program = n->stages[s].kind == STAGE_PROGRAM;
+        int32_t lo = 0, i = 0;
+        int64_t e = 0;
+        for (int32_t d = n->plan.d_lo; d < n->plan.d_hi; d++) {
+            /* the part's rows: from i to j */
+            int32_t j = i;
+            int64_t pe = 0;
+            while (j < R && rows[j] < n->plan.blk[d].v1) {
+                pe += program ? n->h_off[rows[j] + 1] - n->h_off[rows[j]] : 0;
+                j++;
+            }
+            if (j > lo && i > lo && (e + pe > max_e || j - lo > max_r)) {
+                SAGA_TRY(slice_add(ch, &cap, s, lo, i));
+                lo = i;
+                e = 0;
+            }
+            e += pe;
+            i = j;
+        }
+        if (R > lo)
+            SAGA_TRY(slice_add(ch, &cap, s, lo, R));
+    }
+fail:
+    return st;
+}
+
+/* Slice sl's blocks (net_slice): its rows' block, and its input rows from the net's input
+ * (stage 0), the stage's whole input on the device (resident, after the parts), or the host rows
+ * of the stage before (its output rows by position, or every row's by id); pos: n entries of
+ * room. */
+static saga_status slice_blocks(saga_net *n, net_chain *ch, net_slice *sl, int32_t *pos) {
+    saga_status st = SAGA_OK;
+    int32_t *idx = NULL;
+    const int s = sl->s, w = ch->whole_below, S = n->n_stages;
+    const stage *sg = &n->stages[s];
+    const int32_t *rows = ch->d.rows[s] + sl->lo, P = sl->hi - sl->lo;
+    const int32_t *in_ids;
+    int32_t count;
+    if (sg->kind == STAGE_PROGRAM) {
+        int64_t m;
+        int32_t NH;
+        net_rows_halo(n->h_off, n->h_src, n->n, rows, P, true, pos, &m, &NH);
+        SAGA_TRY(net_rows_block(n, &sl->blk, rows, P, true, true, pos, m, NH, sg));
+        in_ids = sl->blk->hids;
+        count = NH;
+    } else {
+        SAGA_TRY(saga_alloc_zeroed((void **)&sl->blk, 1, sizeof *sl->blk, "a slice"));
+        sl->blk->v1 = P;
+        SAGA_TRY(net_rows_ids(n, sl->blk, rows, P));
+        in_ids = rows;
+        count = P;
+    }
+    const int64_t cols = sg->in_cols, out_cols = sg->out_cols;
+    if (s == 0) {
+        SAGA_TRY(saga_alloc_zeroed((void **)&sl->in, 1, sizeof *sl->in, "a slice"));
+        sl->in->v1 = sl->in->n_halo = count;
+        SAGA_TRY(net_rows_input(n, sl->in, in_ids, count, 0));
+        if (n->sparse)
+            net_sparse_fill_block(n, sl->in);
+    } else if (s == w && resident(n, s)) {
+        sl->whole = true; /* by the halo's ids (net_rows_block's b_hids) */
+    } else {
+        /* the stage before ran by slices: its rows by position; else by parts: every row by id */
+        const int32_t *prev = s > w ? ch->d.rows[s - 1] : NULL, RP = ch->d.n_rows[s - 1];
+        SAGA_TRY(saga_alloc_array((void **)&idx, count ? (size_t)count : 1, sizeof *idx,
+                                  "a slice's rows"));
+        for (int32_t i = 0, k = 0; i < count; i++) {
+            if (!prev) {
+                idx[i] = in_ids[i];
+                continue;
+            }
+            while (k < RP && prev[k] < in_ids[i])
+                k++; /* in_ids increases: a merge walk */
+            SAGA_CHECK(k < RP && prev[k] == in_ids[i], SAGA_ERR_INTERNAL,
+                       "saga_net: a slice of stage %d reads row %d, which stage %d does not "
+                       "compute",
+                       s, (int)in_ids[i], s - 1);
+            idx[i] = k;
+        }
+        SAGA_CHECK(sl->b_in =
+                       saga_sched_block(n->sched, (size_t)count * (size_t)cols * sizeof(float),
+                                        SAGA_BLK_INPUT, "slice rows"),
+                   SAGA_ERR_OUT_OF_MEMORY, "out of memory for a slice of %d rows", (int)count);
+        SAGA_TRY(
+            saga_blk_set_rows(sl->b_in,
+                              &(saga_host_rows){.base = prev ? ch->out_host[s - 1] : n->act_host[s],
+                                                .row_bytes = (size_t)cols * sizeof(float),
+                                                .rows = idx,
+                                                .n = count},
+                              false));
+    }
+    SAGA_CHECK(sl->b_out = saga_sched_block(n->sched, (size_t)P * (size_t)out_cols * sizeof(float),
+                                            SAGA_BLK_TEMP, "slice rows"),
+               SAGA_ERR_OUT_OF_MEMORY, "out of memory for a slice of %d rows", (int)P);
+    if (s < S - 1) /* the last stage's go to the pass's output (net_run.c) */
+        saga_blk_set_host(sl->b_out, ch->out_host[s] + (int64_t)sl->lo * out_cols);
+fail:
+    saga_free(idx);
+    return st;
+}
+
+/* Streamed inference: the stages from w (every one of which needs fewer than every row) by
+ * slices (net_chain.slices). */
+static saga_status slices_build(saga_net *n, net_chain *ch, int w) {
+    saga_status st = SAGA_OK;
+    int32_t *pos = NULL;
+    const int S = n->n_stages;
+    ch->whole_below = w;
+    ch->use_head = false;
+    ch->bytes = 0;
+    SAGA_TRY(saga_alloc_zeroed((void **)&ch->out_host, (size_t)S, sizeof *ch->out_host,
+                               "a chain's rows"));
+    for (int s = w; s < S - 1; s++)
+        SAGA_TRY(net_host_array(n, (void **)&ch->out_host[s],
+                                (size_t)ch->d.n_rows[s] * (size_t)n->stages[s].out_cols + 1,
+                                sizeof(float), "a chain's rows"));
+    SAGA_TRY(slices_cut(n, ch, w));
+    SAGA_TRY(saga_alloc_array((void **)&pos, (size_t)n->n + 1, sizeof *pos, "a chain"));
+    for (int32_t j = 0; j < ch->n_slices; j++)
+        SAGA_TRY(slice_blocks(n, ch, &ch->slices[j], pos));
+    ch->n_out = ch->d.n_rows[S - 1];
+fail:
+    saga_free(pos);
+    return st;
 }
 
 saga_status net_chain_build(saga_net *n, net_chain **out, const int32_t *rows, int32_t R,
@@ -317,6 +487,17 @@ saga_status net_chain_build(saga_net *n, net_chain **out, const int32_t *rows, i
         ch->use_head = head_fits(n, ch, w, room, &hwork);
         if ((w == planned && ch->d.rows[w]) || !cannot_start(n, ch, w, room))
             break;
+    }
+    /* a streamed inference whose chain does not fit from the first stage that needs fewer than
+     * every row: that stage and those after it by slices, each computing its rows alone */
+    int w_fewer = 0;
+    while (w_fewer < S && !ch->d.rows[w_fewer])
+        w_fewer++;
+    if (streamed && !train && w_fewer < S && w > w_fewer) {
+        SAGA_TRY(slices_build(n, ch, w_fewer));
+        *out = ch;
+        ch = NULL;
+        goto fail;
     }
     ch->use_head = w < S && ch->use_head;
     ch->whole_below = w;
@@ -434,6 +615,13 @@ void net_chain_input_changed(saga_net *n, net_chain *ch) {
             net_sparse_fill_block(n, h);
         net_block_input_changed(h, h->b_xrows);
     }
+    for (int32_t j = 0; j < ch->n_slices; j++) {
+        nblock *in = ch->slices[j].in;
+        if (in && n->sparse && in->x_own)
+            net_sparse_fill_block(n, in);
+        if (in)
+            net_block_input_changed(in, in->b_xrows);
+    }
     nblock *b = ch->in;
     if (!b || ch->whole_below > 0)
         return; /* none, or a later stage's rows: reloaded by every pass */
@@ -447,6 +635,8 @@ bool net_chain_reads_whole(const saga_net *n, const net_chain *ch) {
 }
 
 int32_t net_chain_rows(const saga_net *n, const net_chain *ch, int s) {
+    if (ch->slices)
+        return s >= ch->whole_below ? ch->d.n_rows[s] : n->n;
     const nblock *b = ch->blk[s];
     return b ? b->v1 - b->v0 : n->n;
 }

@@ -12,7 +12,10 @@
  * parts' backward pass reads that. When only vertex stages lie below it and their blocks fit beside
  * its input rows, the parts run them on those rows alone (the head), into a block of the chain's
  * rows on the device (or the first rows of the resident stage's whole input), and the gradient
- * stays there too. Internal to saga.
+ * stays there too. A streamed inference whose chain does not fit from the first stage that needs
+ * fewer than every row runs the stages from that one by slices instead: each stage's rows cut where
+ * the parts are, a step per slice over its rows and their in-edges alone (net_slice). Internal to
+ * saga.
  *
  *   net_chain *ch;
  *   SAGA_TRY(net_chain_for(n, train, want, R, &ch)); // n prepared, one rank; NULL: no chain
@@ -34,6 +37,19 @@ extern "C" {
 #endif
 
 #pragma GCC visibility push(hidden)
+
+/* One step of a sliced chain (net_chain.slices): stage s over positions lo..hi-1 of the rows it
+ * computes (net_demand.rows[s]), the rows of consecutive parts. */
+typedef struct net_slice {
+    int s;
+    int32_t lo, hi;
+    nblock *blk;     /* a program stage's rows with their in-edges over the slice's own halo; a
+                      * vertex stage's rows (their graph ids) */
+    nblock *in;      /* stage 0: its input rows (the halo's, or the rows'), from the net's input */
+    saga_blk *b_in;  /* later stages: the same, gathered from the host rows of the stage before */
+    bool whole;      /* or gathered on the device from the stage's whole input (resident) */
+    saga_blk *b_out; /* its output rows, written back to the stage's rows on the host */
+} net_slice;
 
 typedef struct net_chain {
     bool streamed; /* a streamed net's: the stages below whole_below run by parts, and the
@@ -64,6 +80,14 @@ typedef struct net_chain {
      * (in->b_xrows is saga_net.full[whole_below], b_gin its gfull: not the chain's to free) */
     bool use_head;
     uint64_t serial; /* the net's count of chains built when this one was (saga_net.chains) */
+    /* a streamed inference whose chain does not fit from the first stage that needs fewer than
+     * every row: the stages from that one (whole_below) on run by slices, one step each, the slices
+     * of a stage in order and each stage after the one before; stage s's output rows (its demand's,
+     * in order) go to out_host[s] on the host (the last stage's to the pass's output), which the
+     * next stage's slices gather theirs from. NULL otherwise (blk then holds the stages) */
+    net_slice *slices;
+    int32_t n_slices;
+    float **out_host; /* [s], n_rows[s] x out_cols; NULL below whole_below and for the last */
 } net_chain;
 
 /* The chain (*out) of prepared net n (streamed or in memory) for the R output rows (increasing,

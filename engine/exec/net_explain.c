@@ -49,11 +49,11 @@ saga_status saga_net_explain(saga_net *n, FILE *f) {
     if (ec)
         fprintf(f, "  inference of chosen rows: %d rows (saga_net_forward_rows)\n",
                 (int)ec->n_want);
-    fprintf(f, "  %-5s %-18s %-14s %-22s %-12s %-12s %s\n", "stage", "kind", "columns",
+    fprintf(f, "  %-5s %-18s %-14s %-22s %-12s %-18s %s\n", "stage", "kind", "columns",
             "training rows", "edges read", "chosen rows", "input");
     for (int s = 0; s < n->n_stages; s++) {
         const stage *sg = &n->stages[s];
-        char cols[32], train[48], edges[24], chosen[24];
+        char cols[32], train[48], edges[24], chosen[40];
         const char *input = "on the device";
         snprintf(cols, sizeof cols, "%lld -> %lld", (long long)sg->in_cols,
                  (long long)sg->out_cols);
@@ -81,8 +81,15 @@ saga_status saga_net_explain(saga_net *n, FILE *f) {
             snprintf(edges, sizeof edges, "%lld", (long long)program_edges(n, tc, s));
         else
             snprintf(edges, sizeof edges, "-");
-        snprintf(chosen, sizeof chosen, "%d", ec ? (int)net_chain_rows(n, ec, s) : (int)n->n);
-        fprintf(f, "  %-5d %-18s %-14s %-22s %-12s %-12s %s\n", s, kind_name(sg), cols, train,
+        int32_t n_sl = 0; /* a sliced inference's steps of this stage */
+        for (int32_t j = 0; ec && j < ec->n_slices; j++)
+            n_sl += ec->slices[j].s == s;
+        if (n_sl)
+            snprintf(chosen, sizeof chosen, "%d (%d slices)", (int)net_chain_rows(n, ec, s),
+                     (int)n_sl);
+        else
+            snprintf(chosen, sizeof chosen, "%d", ec ? (int)net_chain_rows(n, ec, s) : (int)n->n);
+        fprintf(f, "  %-5d %-18s %-14s %-22s %-12s %-18s %s\n", s, kind_name(sg), cols, train,
                 edges, ec ? chosen : "-", input);
     }
     fprintf(f, "  (of %d rows; a stage demanded more than %d computes every row)\n", (int)n->n,

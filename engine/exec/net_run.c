@@ -13,8 +13,9 @@
 /* ---- running ------------------------------------------------------------------------------ */
 
 /* PH_CHAIN: a streamed chain's one step after the parts' forward steps (net_chain.h): its stages
- * forward and, training, the loss and their backward pass. */
-typedef enum phase { PH_FWD = 0, PH_LOSS, PH_BWD, PH_CHAIN } phase;
+ * forward and, training, the loss and their backward pass. PH_SLICE: one slice of a sliced
+ * chain's stage (net_slice; d its index). */
+typedef enum phase { PH_FWD = 0, PH_LOSS, PH_BWD, PH_CHAIN, PH_SLICE } phase;
 
 /* With several ranks, some steps begin with an exchange of host rows (net_dist.c): before the
  * first block of a program stage, the rows of its input that the rank reads from others; before
@@ -147,6 +148,30 @@ static void use_input(saga_net *n, int t, const nblock *b, int32_t d) {
 
 static void chain_uses(saga_net *n, const net_chain *ch, int t, bool train);
 
+/* The scheduler uses of slice sl's step t; the first of its stage waits for the steps before,
+ * whose write-backs it reads (the parts', or the slices' of the stage before). */
+static void slice_uses(saga_net *n, const net_slice *sl, int t, bool first) {
+    saga_sched *sc = n->sched;
+    nblock *b = sl->blk;
+    if (first)
+        saga_sched_step_barrier(sc, t);
+    if (n->stages[sl->s].kind == STAGE_PROGRAM)
+        use_graph(n, t, b, &n->stages[sl->s], false);
+    if (b->b_ids && b->b_ids != b->b_self)
+        saga_sched_use(sc, t, b->b_ids, SAGA_USE_READ, 0);
+    if (sl->in) {
+        use_input(n, t, sl->in, 0);
+        if (sl->in->b_ids)
+            saga_sched_use(sc, t, sl->in->b_ids, SAGA_USE_READ, 0);
+    } else if (sl->whole) {
+        saga_sched_use(sc, t, n->full[sl->s], SAGA_USE_READ, 0);
+        saga_sched_use(sc, t, b->b_hids, SAGA_USE_READ, 0);
+    } else {
+        saga_sched_use(sc, t, sl->b_in, SAGA_USE_READ, 0);
+    }
+    saga_sched_use(sc, t, sl->b_out, SAGA_USE_WRITE, SAGA_USE_WRITEBACK);
+}
+
 /* Records the plan of a forward pass (and, training, the loss and the backward pass). A streamed
  * chain from a later stage (tc, net_chain.h) runs as one step after the parts' forward steps of
  * the stages below it, which write its input back to the host or whole on the device; training,
@@ -155,7 +180,7 @@ static saga_status plan(saga_net *n, bool train, const net_chain *tc, stepdesc *
     saga_status st = SAGA_OK;
     int S = n->n_stages;
     int32_t k = n->plan.k, lo = n->plan.d_lo, hi = n->plan.d_hi;
-    int cap = (2 * S + 1) * (hi - lo) + 1, cnt = 0;
+    int cap = (2 * S + 1) * (hi - lo) + 1 + (tc ? tc->n_slices : 0), cnt = 0;
     stepdesc *sd = NULL;
     SAGA_TRY(saga_alloc_array((void **)&sd, (size_t)cap, sizeof *sd, "net steps"));
     saga_sched *sc = n->sched;
@@ -205,7 +230,13 @@ static saga_status plan(saga_net *n, bool train, const net_chain *tc, stepdesc *
             first = false;
         }
     }
-    if (tc) {
+    for (int32_t j = 0; tc && j < tc->n_slices; j++) {
+        const net_slice *sl = &tc->slices[j];
+        int t = saga_sched_step(sc);
+        slice_uses(n, sl, t, j == 0 || tc->slices[j - 1].s != sl->s);
+        sd[cnt++] = (stepdesc){PH_SLICE, sl->s, j, XCHG_NONE, false};
+    }
+    if (tc && !tc->slices) {
         /* it waits for the parts' steps: its input rows are packed from what they wrote back to
          * the host, and its blocks, larger than a part's, load once theirs have gone (without
          * the wait the device arena can be left in pieces too small for them); after a head
@@ -897,6 +928,39 @@ fail:
     return st;
 }
 
+/* Slice sl of a sliced chain (net_chain.slices): its stage on its rows, from its input rows (or
+ * its halo's), into its output block. */
+static saga_status slice_step(saga_net *n, const net_slice *sl) {
+    saga_status st = SAGA_OK;
+    saga_ctx *c = n->c;
+    const int s = sl->s;
+    nblock *b = sl->blk;
+    const bool program = n->stages[s].kind == STAGE_PROGRAM;
+    const int64_t cols = n->stages[s].in_cols, rows = program ? b->n_halo : b->v1 - b->v0;
+    saga_tape_pos mark = saga_tape_mark(c);
+    saga_sparse xs_, *xs = NULL;
+    saga_tensor *h = NULL;
+    if (sl->in) {
+        SAGA_TRY(stage_input(n, 0, 0, sl->in, &h, &xs_, &xs));
+    } else if (sl->whole) {
+        h = saga_ctx_tensor(c, SAGA_F32, rows, cols);
+        if (h)
+            SAGA_TRY(gather_whole(n, s, b, h->data));
+    } else {
+        h = wrap(n, sl->b_in, SAGA_F32, rows, cols);
+    }
+    if (h || xs)
+        h = stage_rows(n, s, b, h, xs, NULL, NULL, VIEW_FWD);
+    if (!h)
+        SAGA_TRY(ctx_status_or(n, "a stage"));
+    SAGA_TRY(check_width(h, &n->stages[s], s));
+    SAGA_TRY(to_block(n, sl->b_out, h));
+    rows_done(n, s, sl->hi - sl->lo);
+fail:
+    saga_tape_release(c, mark);
+    return st;
+}
+
 /* A pass in memory (one block), or a streamed chain from the first stage: the chain's step as a
  * plan of its own. */
 static saga_status run_chain(saga_net *n, net_chain *ch, bool train, float *out) {
@@ -996,10 +1060,18 @@ static saga_status run(saga_net *n, bool train, net_chain *ch, float *out) {
                 saga_blk_host_changed(n->grad[s][d]);
         }
     }
-    /* a streamed chain after the parts' stages reads the rows they write in this pass */
-    net_chain *tc = ch && ch->streamed && ch->whole_below > 0 ? ch : NULL;
-    if (tc && !tc->head && tc->in->b_xrows)
+    /* a streamed chain after the parts' stages reads the rows they write in this pass; a sliced
+     * one's stages read the rows of the stages before, and the last writes the pass's output */
+    net_chain *tc = ch && ch->streamed && (ch->whole_below > 0 || ch->slices) ? ch : NULL;
+    if (tc && !tc->slices && !tc->head && tc->in->b_xrows)
         saga_blk_host_changed(tc->in->b_xrows);
+    for (int32_t j = 0; tc && j < tc->n_slices; j++) {
+        net_slice *sl = &tc->slices[j];
+        if (sl->b_in)
+            saga_blk_host_changed(sl->b_in);
+        if (sl->s == S - 1)
+            saga_blk_set_host(sl->b_out, out + (int64_t)sl->lo * n->stages[S - 1].out_cols);
+    }
     if (n->x_changed) {
         if (n->plan.tchain)
             net_chain_input_changed(n, n->plan.tchain);
@@ -1064,6 +1136,8 @@ static saga_status run(saga_net *n, bool train, net_chain *ch, float *out) {
             SAGA_TRY(run_loss(n, sd[t].d));
         else if (sd[t].ph == PH_CHAIN)
             SAGA_TRY(chain_step(n, tc, train, out));
+        else if (sd[t].ph == PH_SLICE)
+            SAGA_TRY(slice_step(n, &tc->slices[sd[t].d]));
         else
             SAGA_TRY(run_bwd(n, sd[t].s, sd[t].d));
         SAGA_TRY(saga_sched_end(n->sched, t));
