@@ -1297,7 +1297,6 @@ static saga_status prep_blocks(saga_net *n, prep *p) {
         p->cap = p->avail > reserve ? p->avail - reserve : p->avail / 2;
     }
     SAGA_TRY(saga_sched_new(&n->sched, n->be, p->cap, trim_ctx, n->c));
-    n->plan.blocks_cap = p->cap;
     if (n->o.trace)
         saga_sched_set_trace(n->sched, n->o.trace);
     saga_ctx_set_pressure(n->c, give_back, n);

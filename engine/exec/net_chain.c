@@ -89,34 +89,6 @@ static size_t chain_bytes(const saga_net *n, const net_chain *ch, int w) {
     return total;
 }
 
-/* The tensors of a streamed chain's step from stage w (an inference, which holds one stage's at
- * a time: chain_step): the largest stage's, its rows' input and output with the function's
- * intermediates as a part's step is estimated (step_estimate in net_build.c) and a batched
- * stage's messages, and two stage outputs kept between stages, with the input rows gathered
- * from a resident stage's whole input. In memory the whole step's estimate, which holds more
- * rows, covers them. */
-static size_t chain_work(const saga_net *n, const net_chain *ch, int w) {
-    size_t work = 0, kept = 0, gathered = 0;
-    int32_t ri = 0;
-    if (whole_in(n, ch, w) && rows_of(n, ch, w - 1, w, &ri)) /* the input rows gathered */
-        gathered = (size_t)ri * (size_t)n->stages[w].in_cols * sizeof(float);
-    for (int s = w; s < n->n_stages; s++) {
-        const stage *sg = &n->stages[s];
-        int32_t r;
-        (void)rows_of(n, ch, s, w, &r);
-        const size_t fi = (size_t)sg->in_cols * 4, fo = (size_t)sg->out_cols * 4;
-        size_t one = 0;
-        if (sg->kind == STAGE_VERTEX) {
-            one = (size_t)r * (fi + fo) * 3;
-        } else {
-            one = (size_t)r * (fi + fo) * 4 + net_message_bytes(sg, ch->d.n_edges[s]);
-        }
-        work = one > work ? one : work;
-        kept = (size_t)r * fo > kept ? (size_t)r * fo : kept;
-    }
-    return work + 2 * kept + gathered;
-}
-
 /* The tensors of a streamed training chain's step from stage w: the tape keeps every stage's
  * until the backward pass, so their sum, each estimated as a part's step estimates a stage's
  * (step_estimate in net_build.c: its rows' input and output with the function's intermediates, a
@@ -190,10 +162,9 @@ static bool head_fits(const saga_net *n, const net_chain *ch, int w, size_t room
     return head_applies(n, ch, w) && head_need(n, ch, w, work) <= room;
 }
 
-/* Whether the chain cannot start at stage w: its blocks exceed the room, a vertex stage past the
- * start reads rows its predecessor did not compute, or (streamed) no stage from w on computes
- * fewer rows, its blocks exceed the scheduler's cap, or the blocks and the step's tensors exceed
- * the room. A streamed training chain holds every stage's tensors from its first on
+/* Whether the chain cannot start at stage w: in memory, its blocks exceed the room or a vertex
+ * stage past the start reads rows its predecessor did not compute; streamed, an inference runs
+ * by slices (slices_build) and a training chain holds every stage's tensors from its first on
  * (its blocks and tensors within the room, its step's cap set to match: net_chain.cap); it
  * starts at the first stage or at a program stage, whose input the parts write back to the host
  * (or whole on the device, whole_in) and whose input gradient they read summed from there. */
@@ -211,15 +182,8 @@ static bool cannot_start(const saga_net *n, const net_chain *ch, int w, size_t r
                 held += saga_blk_bytes(n->full[s]) + saga_blk_bytes(n->gfull[s]);
         return room != SIZE_MAX && chain_bytes(n, ch, w) + chain_train_work(n, ch, w) + held > room;
     }
-    /* streamed, its blocks are the scheduler's: within its cap as well */
-    const bool over_cap =
-        ch->streamed && n->plan.blocks_cap && chain_bytes(n, ch, w) > n->plan.blocks_cap;
-    if (ch->streamed) {
-        if (!ch->d.rows[w] || over_cap)
-            return true;
-        const size_t need = chain_bytes(n, ch, w) + chain_work(n, ch, w);
-        return room != SIZE_MAX && need > room;
-    }
+    if (ch->streamed) /* an inference runs by slices (slices_build) */
+        return true;
     return chain_bytes(n, ch, w) > room || (w > 0 && n->stages[w].kind == STAGE_VERTEX);
 }
 
@@ -312,42 +276,67 @@ fail:
 }
 
 /* The slices of the stages from w on (net_chain.slices): each stage's rows cut where the parts
- * are, consecutive parts' rows joined while their in-edges and rows stay within the largest
- * part's, so that a slice's step holds no more than a part's. */
-static saga_status slices_cut(saga_net *n, net_chain *ch, int w) {
+ * are, consecutive parts' rows joined while their in-edges, rows and halo (the rows and their
+ * sources) stay within the largest part's, so that a slice's step holds no more than a part's.
+ * stamp: n entries of room. */
+static saga_status slices_cut(saga_net *n, net_chain *ch, int w, int32_t *stamp) {
     saga_status st = SAGA_OK;
     int64_t max_e = 1;
-    int32_t max_r = 1, cap = 0;
+    int32_t max_r = 1, max_h = 1, cap = 0, *fresh = NULL, id = 0;
     for (int32_t d = n->plan.d_lo; d < n->plan.d_hi; d++) {
         const nblock *pb = &n->plan.blk[d];
         max_e = pb->e1 - pb->e0 > max_e ? pb->e1 - pb->e0 : max_e;
         max_r = pb->v1 - pb->v0 > max_r ? pb->v1 - pb->v0 : max_r;
+        max_h = pb->n_halo > max_h ? pb->n_halo : max_h;
     }
+    SAGA_TRY(saga_alloc_array((void **)&fresh, (size_t)n->n + 1, sizeof *fresh, "a chain"));
+    for (int32_t v = 0; v < n->n; v++)
+        stamp[v] = -1;
     for (int s = w; s < n->n_stages; s++) {
         const int32_t *rows = ch->d.rows[s], R = ch->d.n_rows[s];
         const bool program = n->stages[s].kind == STAGE_PROGRAM;
-        int32_t lo = 0, i = 0;
+        int32_t lo = 0, i = 0, h = 0;
         int64_t e = 0;
+        id++;
         for (int32_t d = n->plan.d_lo; d < n->plan.d_hi; d++) {
-            /* the part's rows: from i to j */
-            int32_t j = i;
-            int64_t pe = 0;
-            while (j < R && rows[j] < n->plan.blk[d].v1) {
-                pe += program ? n->h_off[rows[j] + 1] - n->h_off[rows[j]] : 0;
-                j++;
+            /* the part's rows, i to j: their in-edges, and the halo rows they add (fresh) */
+            for (int pass = 0; pass < 2; pass++) {
+                int32_t j = i, nf = 0;
+                int64_t pe = 0;
+                for (; j < R && rows[j] < n->plan.blk[d].v1; j++) {
+                    const int32_t v = rows[j];
+                    if (!program)
+                        continue;
+                    pe += n->h_off[v + 1] - n->h_off[v];
+                    if (stamp[v] != id)
+                        stamp[v] = id, fresh[nf++] = v;
+                    for (int64_t k = n->h_off[v]; k < n->h_off[v + 1]; k++)
+                        if (stamp[n->h_src[k]] != id)
+                            stamp[n->h_src[k]] = id, fresh[nf++] = n->h_src[k];
+                }
+                const bool over = e + pe > max_e || j - lo > max_r || h + nf > max_h;
+                if (pass == 0 && over && i > lo) {
+                    /* the slice so far is closed; the part starts the next (counted again) */
+                    for (int32_t f = 0; f < nf; f++)
+                        stamp[fresh[f]] = -1;
+                    SAGA_TRY(slice_add(ch, &cap, s, lo, i));
+                    lo = i;
+                    e = 0;
+                    h = 0;
+                    id++;
+                    continue;
+                }
+                e += pe;
+                h += nf;
+                i = j;
+                break;
             }
-            if (j > lo && i > lo && (e + pe > max_e || j - lo > max_r)) {
-                SAGA_TRY(slice_add(ch, &cap, s, lo, i));
-                lo = i;
-                e = 0;
-            }
-            e += pe;
-            i = j;
         }
         if (R > lo)
             SAGA_TRY(slice_add(ch, &cap, s, lo, R));
     }
 fail:
+    saga_free(fresh);
     return st;
 }
 
@@ -385,7 +374,12 @@ static saga_status slice_blocks(saga_net *n, net_chain *ch, net_slice *sl, int32
         if (n->sparse)
             net_sparse_fill_block(n, sl->in);
     } else if (s == w && resident(n, s)) {
-        sl->whole = true; /* by the halo's ids (net_rows_block's b_hids) */
+        /* by the halo's ids (net_rows_block's b_hids), into a block of the scheduler's */
+        sl->whole = true;
+        SAGA_CHECK(sl->b_in =
+                       saga_sched_block(n->sched, (size_t)count * (size_t)cols * sizeof(float),
+                                        SAGA_BLK_TEMP, "gathered halo"),
+                   SAGA_ERR_OUT_OF_MEMORY, "out of memory for a slice of %d rows", (int)count);
     } else {
         /* the stage before ran by slices: its rows by position; else by parts: every row by id */
         const int32_t *prev = s > w ? ch->d.rows[s - 1] : NULL, RP = ch->d.n_rows[s - 1];
@@ -441,8 +435,8 @@ static saga_status slices_build(saga_net *n, net_chain *ch, int w) {
         SAGA_TRY(net_host_array(n, (void **)&ch->out_host[s],
                                 (size_t)ch->d.n_rows[s] * (size_t)n->stages[s].out_cols + 1,
                                 sizeof(float), "a chain's rows"));
-    SAGA_TRY(slices_cut(n, ch, w));
     SAGA_TRY(saga_alloc_array((void **)&pos, (size_t)n->n + 1, sizeof *pos, "a chain"));
+    SAGA_TRY(slices_cut(n, ch, w, pos));
     for (int32_t j = 0; j < ch->n_slices; j++)
         SAGA_TRY(slice_blocks(n, ch, &ch->slices[j], pos));
     ch->n_out = ch->d.n_rows[S - 1];
@@ -477,6 +471,17 @@ saga_status net_chain_build(saga_net *n, net_chain **out, const int32_t *rows, i
      * only with the stage before it (it reads its own rows of that stage's output) */
     ch->streamed = streamed;
     ch->train = streamed && train;
+    /* a streamed inference: the stages from the first that needs fewer than every row by slices,
+     * each computing its rows alone, in steps no larger than a part's */
+    int w_fewer = 0;
+    while (w_fewer < S && !ch->d.rows[w_fewer])
+        w_fewer++;
+    if (streamed && !train && w_fewer < S) {
+        SAGA_TRY(slices_build(n, ch, w_fewer));
+        *out = ch;
+        ch = NULL;
+        goto fail;
+    }
     /* streamed, a training chain starts where the parts' steps were planned to leave the stages
      * to it (net_plan.parts_below), unless it fits from the first; with a head where its steps
      * fit the room beside the chain's input rows */
@@ -487,17 +492,6 @@ saga_status net_chain_build(saga_net *n, net_chain **out, const int32_t *rows, i
         ch->use_head = head_fits(n, ch, w, room, &hwork);
         if ((w == planned && ch->d.rows[w]) || !cannot_start(n, ch, w, room))
             break;
-    }
-    /* a streamed inference whose chain does not fit from the first stage that needs fewer than
-     * every row: that stage and those after it by slices, each computing its rows alone */
-    int w_fewer = 0;
-    while (w_fewer < S && !ch->d.rows[w_fewer])
-        w_fewer++;
-    if (streamed && !train && w_fewer < S && w > w_fewer) {
-        SAGA_TRY(slices_build(n, ch, w_fewer));
-        *out = ch;
-        ch = NULL;
-        goto fail;
     }
     ch->use_head = w < S && ch->use_head;
     ch->whole_below = w;

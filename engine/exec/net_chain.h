@@ -2,8 +2,9 @@
  * the demand pass (net_demand.h) gives it, chained so that a stage's output rows are the next
  * stage's input rows. In memory a training pass runs one from the loss rows and an inference of
  * chosen rows one from those; streamed, an inference of chosen rows runs the stages that need
- * every row by parts and the rest on a chain, which reads its first stage's input rows from the
- * host, or gathers them from a resident stage's whole input on the device; a training pass runs one
+ * every row by parts and the rest by slices: each stage's rows cut where the parts are, a step per
+ * slice over those rows and their in-edges alone (net_slice), reading the stage before's rows from
+ * the host, or from a resident stage's whole input on the device; a training pass runs one
  * from the loss rows, from the first stage when all of it fits the budget, else from the first
  * program stage at which it does or that the parts were planned to leave to it
  * (net_plan.parts_below): the parts run the stages below it over every row and write its input back
@@ -12,10 +13,7 @@
  * parts' backward pass reads that. When only vertex stages lie below it and their blocks fit beside
  * its input rows, the parts run them on those rows alone (the head), into a block of the chain's
  * rows on the device (or the first rows of the resident stage's whole input), and the gradient
- * stays there too. A streamed inference whose chain does not fit from the first stage that needs
- * fewer than every row runs the stages from that one by slices instead: each stage's rows cut where
- * the parts are, a step per slice over its rows and their in-edges alone (net_slice). Internal to
- * saga.
+ * stays there too. Internal to saga.
  *
  *   net_chain *ch;
  *   SAGA_TRY(net_chain_for(n, train, want, R, &ch)); // n prepared, one rank; NULL: no chain
@@ -47,7 +45,7 @@ typedef struct net_slice {
                       * vertex stage's rows (their graph ids) */
     nblock *in;      /* stage 0: its input rows (the halo's, or the rows'), from the net's input */
     saga_blk *b_in;  /* later stages: the same, gathered from the host rows of the stage before */
-    bool whole;      /* or gathered on the device from the stage's whole input (resident) */
+    bool whole;      /* or gathered into b_in on the device from the stage's whole input */
     saga_blk *b_out; /* its output rows, written back to the stage's rows on the host */
 } net_slice;
 
@@ -80,11 +78,11 @@ typedef struct net_chain {
      * (in->b_xrows is saga_net.full[whole_below], b_gin its gfull: not the chain's to free) */
     bool use_head;
     uint64_t serial; /* the net's count of chains built when this one was (saga_net.chains) */
-    /* a streamed inference whose chain does not fit from the first stage that needs fewer than
-     * every row: the stages from that one (whole_below) on run by slices, one step each, the slices
-     * of a stage in order and each stage after the one before; stage s's output rows (its demand's,
-     * in order) go to out_host[s] on the host (the last stage's to the pass's output), which the
-     * next stage's slices gather theirs from. NULL otherwise (blk then holds the stages) */
+    /* a streamed inference: the stages from the first that needs fewer than every row
+     * (whole_below) on run by slices, one step each, the slices of a stage in order and each
+     * stage after the one before; stage s's output rows (its demand's, in order) go to
+     * out_host[s] on the host (the last stage's to the pass's output), which the next stage's
+     * slices gather theirs from. NULL otherwise (blk then holds the stages) */
     net_slice *slices;
     int32_t n_slices;
     float **out_host; /* [s], n_rows[s] x out_cols; NULL below whole_below and for the last */

@@ -190,15 +190,13 @@ typedef struct net_plan {
     saga_transfer transfer;
     bool *resident;
     int parts_below;
-    /* what the scheduler's blocks may hold at once (streamed; 0: no cap), and the device bytes
-     * the chains' blocks and tensors may take (in memory what the budget leaves beside the whole
-     * block's step, streamed beside the resident stages, which a streamed training chain counts
-     * itself from step_room; SIZE_MAX without a budget) */
-    size_t blocks_cap;
+    /* the device bytes the chains' blocks and tensors may take (in memory what the budget leaves
+     * beside the whole block's step, streamed beside the resident stages, which a streamed
+     * training chain counts itself from step_room; SIZE_MAX without a budget) */
     size_t chain_room;
     /* what the budget leaves a step's blocks and tensors together (streamed; 0 without a
      * budget): a step whose tensors are fewer than the largest step's may hold more blocks than
-     * blocks_cap (saga_sched_step_cap) */
+     * the scheduler's cap (saga_sched_step_cap) */
     size_t step_room;
     /* pass 4, the steps and their blocks: one block per part (blk, k of them) */
     nblock *blk;

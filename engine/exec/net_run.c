@@ -1,7 +1,8 @@
 /* net_run.c - running a prepared graph network (saga_net.h): the plan of its steps (forward
  * passes, the loss, backward passes, block by block) for the block scheduler (sched.c), the
- * steps themselves, and the one step over a chain (net_chain.h) that a pass in memory runs, or a
- * streamed pass after the parts' forward steps of the stages below the chain. */
+ * steps themselves, the one step over a chain (net_chain.h) that a pass in memory runs, or a
+ * streamed training pass after the parts' forward steps of the stages below the chain, and the
+ * slices a streamed inference runs its later stages by. */
 #include "net_impl.h"
 
 #include "half_impl.h"
@@ -12,9 +13,9 @@
 
 /* ---- running ------------------------------------------------------------------------------ */
 
-/* PH_CHAIN: a streamed chain's one step after the parts' forward steps (net_chain.h): its stages
- * forward and, training, the loss and their backward pass. PH_SLICE: one slice of a sliced
- * chain's stage (net_slice; d its index). */
+/* PH_CHAIN: a streamed training chain's one step after the parts' forward steps (net_chain.h):
+ * its stages forward, the loss and their backward pass. PH_SLICE: one slice of a streamed
+ * inference's stage (net_slice; d its index). */
 typedef enum phase { PH_FWD = 0, PH_LOSS, PH_BWD, PH_CHAIN, PH_SLICE } phase;
 
 /* With several ranks, some steps begin with an exchange of host rows (net_dist.c): before the
@@ -166,6 +167,7 @@ static void slice_uses(saga_net *n, const net_slice *sl, int t, bool first) {
     } else if (sl->whole) {
         saga_sched_use(sc, t, n->full[sl->s], SAGA_USE_READ, 0);
         saga_sched_use(sc, t, b->b_hids, SAGA_USE_READ, 0);
+        saga_sched_use(sc, t, sl->b_in, SAGA_USE_WRITE, SAGA_USE_DISCARD);
     } else {
         saga_sched_use(sc, t, sl->b_in, SAGA_USE_READ, 0);
     }
@@ -836,8 +838,6 @@ static saga_status chain_step(saga_net *n, net_chain *ch, bool train, float *out
     const int S = n->n_stages;
     /* streamed, the parts ran the stages before the chain's first */
     const int s0 = ch->streamed ? ch->whole_below : 0;
-    void *keep[2] = {NULL, NULL}; /* a streamed inference's stage outputs, alternately */
-    size_t keep_bytes[2] = {0, 0};
     saga_tape_pos mark = saga_tape_mark(c);
     nblock *ib = ch->in ? ch->in : whole;
     saga_sparse xs_, *xs = NULL;
@@ -882,25 +882,6 @@ static saga_status chain_step(saga_net *n, net_chain *ch, bool train, float *out
         if (h)
             SAGA_TRY(check_width(h, &n->stages[s], s));
         rows_done(n, s, net_chain_rows(n, ch, s));
-        if (h && !train && ch->streamed && s + 1 < S && h->nbytes) {
-            /* an inference needs no tape: the stage's output goes to a buffer of its own and
-             * the stage's tensors are released, so that one stage's are live at a time */
-            const int k = s & 1;
-            if (keep[k] && keep_bytes[k] < h->nbytes) {
-                saga_backend_free(n->be, keep[k], keep_bytes[k]);
-                keep[k] = NULL;
-            }
-            if (!keep[k]) {
-                SAGA_TRY(saga_backend_alloc(n->be, &keep[k], h->nbytes));
-                keep_bytes[k] = h->nbytes;
-            }
-            SAGA_TRY(saga_memcpy_d2d_async(saga_backend_default_stream(n->be), keep[k], h->data,
-                                           h->nbytes));
-            const int64_t rows = h->rows, cols = h->cols;
-            saga_tape_release(c, mark);
-            mark = saga_tape_mark(c);
-            h = saga_ctx_wrap(c, SAGA_F32, rows, cols, keep[k]);
-        }
     }
     if (!h)
         SAGA_TRY(ctx_status_or(n, "a stage"));
@@ -917,14 +898,6 @@ static saga_status chain_step(saga_net *n, net_chain *ch, bool train, float *out
     }
 fail:
     saga_tape_release(c, mark);
-    if (keep[0] || keep[1]) {
-        /* the buffers go once the stream has done with them */
-        saga_status sy = saga_backend_synchronize(n->be);
-        st = st < 0 ? st : sy;
-        for (int k = 0; k < 2; k++)
-            if (keep[k])
-                saga_backend_free(n->be, keep[k], keep_bytes[k]);
-    }
     return st;
 }
 
@@ -942,11 +915,9 @@ static saga_status slice_step(saga_net *n, const net_slice *sl) {
     saga_tensor *h = NULL;
     if (sl->in) {
         SAGA_TRY(stage_input(n, 0, 0, sl->in, &h, &xs_, &xs));
-    } else if (sl->whole) {
-        h = saga_ctx_tensor(c, SAGA_F32, rows, cols);
-        if (h)
-            SAGA_TRY(gather_whole(n, s, b, h->data));
     } else {
+        if (sl->whole)
+            SAGA_TRY(gather_whole(n, s, b, saga_blk_dev(sl->b_in)));
         h = wrap(n, sl->b_in, SAGA_F32, rows, cols);
     }
     if (h || xs)
@@ -1067,7 +1038,7 @@ static saga_status run(saga_net *n, bool train, net_chain *ch, float *out) {
         saga_blk_host_changed(tc->in->b_xrows);
     for (int32_t j = 0; tc && j < tc->n_slices; j++) {
         net_slice *sl = &tc->slices[j];
-        if (sl->b_in)
+        if (sl->b_in && !sl->whole)
             saga_blk_host_changed(sl->b_in);
         if (sl->s == S - 1)
             saga_blk_set_host(sl->b_out, out + (int64_t)sl->lo * n->stages[S - 1].out_cols);
