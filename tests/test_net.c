@@ -157,6 +157,7 @@ typedef struct run_out {
      * computed in that call and in saga_net_forward's */
     float *rows_out;
     int64_t rows_computed, rows_computed_all;
+    uint64_t floor_all;     /* saga_net_forward's h2d_floor_bytes */
     saga_net_stats rows_st; /* that call's */
     char explain[4096];     /* with EXPLAIN: saga_net_explain after the steps */
 } run_out;
@@ -273,6 +274,7 @@ static void run_model(run_out *r, const saga_program *prog, size_t budget, saga_
         saga_net_stats fs;
         saga_net_get_stats(net, &fs);
         r->rows_computed_all = fs.rows_computed;
+        r->floor_all = fs.h2d_floor_bytes;
         r->rows_out = test_malloc((size_t)N_FWD_ROWS * (size_t)D.C * sizeof(float) + 4);
         for (int k = 0; k < 2; k++) /* the second call reuses the first's plan */
             assert_int_equal(saga_net_forward_rows(net, FWD_ROWS, N_FWD_ROWS, r->rows_out),
@@ -1007,8 +1009,12 @@ static void test_net_forward_rows(void **state) {
             }
             if (q < 3)
                 assert_true(mem_rows[0] < D.n); /* each stage needs fewer than every row */
-            if (streamed)
+            if (streamed) {
                 assert_true(r.peak <= peak / divs[t]);
+                /* the floor counts what the slices read, less than every row's */
+                assert_true(r.rows_st.h2d_floor_bytes > 0 &&
+                            r.rows_st.h2d_floor_bytes < r.floor_all);
+            }
             test_free(want);
             test_free(r.rows_out);
             test_free(r.out);

@@ -440,6 +440,20 @@ static saga_status slices_build(saga_net *n, net_chain *ch, int w) {
     for (int32_t j = 0; j < ch->n_slices; j++)
         SAGA_TRY(slice_blocks(n, ch, &ch->slices[j], pos));
     ch->n_out = ch->d.n_rows[S - 1];
+    /* the floor: the input and the tiles as the parts' and the slices' steps read them */
+    for (int32_t d = n->plan.d_lo; d < n->plan.d_hi && w > 0; d++) {
+        ch->floor_bytes += net_block_input_bytes(n, &n->plan.blk[d], n->act[0][d]);
+        for (int s = 0; s < w; s++)
+            if (n->stages[s].kind == STAGE_PROGRAM)
+                ch->floor_bytes += net_tile_bytes(&n->plan.blk[d], net_stage_key(&n->stages[s]));
+    }
+    for (int32_t j = 0; j < ch->n_slices; j++) {
+        const net_slice *sl = &ch->slices[j];
+        if (sl->in)
+            ch->floor_bytes += net_block_input_bytes(n, sl->in, sl->in->b_xrows);
+        if (n->stages[sl->s].kind == STAGE_PROGRAM)
+            ch->floor_bytes += net_tile_bytes(sl->blk, net_stage_key(&n->stages[sl->s]));
+    }
 fail:
     saga_free(pos);
     return st;

@@ -86,6 +86,10 @@ typedef struct net_chain {
     net_slice *slices;
     int32_t n_slices;
     float **out_host; /* [s], n_rows[s] x out_cols; NULL below whole_below and for the last */
+    /* its host-to-device floor (saga_net_stats.h2d_floor_bytes): the net's input as the parts
+     * below whole_below and the first stage's slices read it, and each program stage's tiles, by
+     * part below whole_below and by slice from it */
+    uint64_t floor_bytes;
 } net_chain;
 
 /* The chain (*out) of prepared net n (streamed or in memory) for the R output rows (increasing,

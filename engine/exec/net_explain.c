@@ -36,13 +36,16 @@ saga_status saga_net_explain(saga_net *n, FILE *f) {
                 n->plan.ids && n->plan.k == 1 ? ", rows by out-degree" : "");
         return SAGA_OK;
     }
-    if (n->plan.streamed)
+    if (n->plan.streamed) {
+        fprintf(f, "  streamed: host-to-device floor %llu bytes per inference pass",
+                (unsigned long long)n->plan.floor_pass_bytes);
+        if (ec && ec->slices)
+            fprintf(f, " (%llu for the chosen rows)", (unsigned long long)ec->floor_bytes);
         fprintf(f,
-                "  streamed: host-to-device floor %llu bytes per inference pass, %llu per "
-                "training pass; %llu bytes of stage inputs kept whole on the device\n",
-                (unsigned long long)n->plan.floor_pass_bytes,
+                ", %llu per training pass; %llu bytes of stage inputs kept whole on the device\n",
                 (unsigned long long)n->plan.floor_train_bytes,
                 (unsigned long long)n->stats.resident_bytes);
+    }
     if (n->loss_rows)
         fprintf(f, "  training: the loss reads %d rows (saga_net_set_loss_rows)\n",
                 (int)n->n_loss_rows);

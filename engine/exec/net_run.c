@@ -1157,7 +1157,9 @@ fail:
     }
     net_collect_stats(n, t0);
     n->stats.graph = rec && st == SAGA_OK;
-    n->stats.h2d_floor_bytes = train ? n->plan.floor_train_bytes : n->plan.floor_pass_bytes;
+    n->stats.h2d_floor_bytes = train              ? n->plan.floor_train_bytes
+                               : ch && ch->slices ? ch->floor_bytes
+                                                  : n->plan.floor_pass_bytes;
     if (train && st == SAGA_OK) {
         n->queued = queue;
         n->queued_t0 = t0;

@@ -245,9 +245,10 @@ typedef struct saga_net_stats {
      * graph tiles once per pass (forward; training, forward and backward), where a training
      * pass that runs its later stages on the rows the loss reads alone (saga_net_set_loss_rows)
      * counts those stages' tiles of those rows, and their input rows from the host, once instead
-     * (and the input of the rows the first stages then compute, where they compute fewer). A
-     * schedule whose blocks stay resident across passes (a budget near the footprint) moves
-     * less. */
+     * (and the input of the rows the first stages then compute, where they compute fewer); an
+     * inference of chosen rows (saga_net_forward_rows) counts the input and tiles that its parts
+     * and its slices of the stages needing fewer than every row read. A schedule whose blocks
+     * stay resident across passes (a budget near the footprint) moves less. */
     uint64_t h2d_floor_bytes;
     /* rows the stages computed in the last call (forward; this rank's), summed over the stages
      * (n times the stage count when every stage ran every row), and per stage for the first
