@@ -468,21 +468,14 @@ static int gcn_main(int argc, char **argv) {
             (long long)d.n_features, go.hidden, d.n_classes, dropout, lr, weight_decay, go.epochs,
             (unsigned long long)go.seed);
 
-    /* ---- train */
-    if (log_path && c.rank == 0) {
-        sink.log = fopen(log_path, "w");
-        if (!sink.log) {
-            st = saga_error(SAGA_ERR_IO, "cannot create '%s': %s", log_path, strerror(errno));
-            goto fail;
-        }
-    }
-    if (trace_path && c.rank == 0) {
-        go.trace = fopen(trace_path, "w");
-        if (!go.trace) {
-            st = saga_error(SAGA_ERR_IO, "cannot create '%s': %s", trace_path, strerror(errno));
-            goto fail;
-        }
-    }
+    /* ---- train (rank 0 alone writes the log and the trace; every rank learns whether it can,
+     * for the others would wait for it in the first collective) */
+    if (log_path && c.rank == 0 && !(sink.log = fopen(log_path, "w")))
+        st = saga_error(SAGA_ERR_IO, "cannot create '%s': %s", log_path, strerror(errno));
+    if (st == SAGA_OK && trace_path && c.rank == 0 && !(go.trace = fopen(trace_path, "w")))
+        st = saga_error(SAGA_ERR_IO, "cannot create '%s': %s", trace_path, strerror(errno));
+    if ((st = saga_comm_agree(comm, st)) < 0)
+        goto fail;
     sink.progress = !c.quiet && isatty(STDERR_FILENO);
     st = gcn_train(&r, be, &d, &go, on_epoch, &sink);
     progress_end(&sink);
@@ -490,22 +483,21 @@ static int gcn_main(int argc, char **argv) {
         agreed = false; /* the others may be waiting for this rank */
         goto fail;
     }
+    /* closing them can fail on rank 0 alone, before the collective that gathers the figures */
     if (sink.log) {
         int close_rc = fclose(sink.log);
         sink.log = NULL;
-        if (close_rc != 0) {
+        if (close_rc != 0)
             st = saga_error(SAGA_ERR_IO, "%s: write failed: %s", log_path, strerror(errno));
-            goto fail;
-        }
     }
     if (go.trace) {
         int close_rc = ferror(go.trace) | fclose(go.trace);
         go.trace = NULL;
-        if (close_rc != 0) {
+        if (close_rc != 0 && st == SAGA_OK)
             st = saga_error(SAGA_ERR_IO, "%s: write failed: %s", trace_path, strerror(errno));
-            goto fail;
-        }
     }
+    if ((st = saga_comm_agree(comm, st)) < 0)
+        goto fail;
     double total = saga_now() - t0;
     double med = gcn_median(r.epoch_ms, r.n_epoch_ms), mean = gcn_mean(r.epoch_ms, r.n_epoch_ms);
 

@@ -135,6 +135,15 @@ expect 1 timeout 300 "$MPIEXEC" -n 1 "$SAGA_BIN" gcn --data "$cora" --epochs 3 :
     -n 1 "$SAGA_BIN" gcn --data "$cora" --epochs 3 --device-mem 1K
 expect_err "rank 1 of 2: "
 expect_err "budget"
+# rank 0 alone writes --log and --trace: when it cannot create one, or a write fails when it is
+# closed after training, every rank stops with its message (both hung before: the other rank
+# waited in the next collective)
+expect 1 timeout 60 "$MPIEXEC" -n 2 --oversubscribe "$SAGA_BIN" gcn --data "$cora" --epochs 3 \
+    --log "$TMP/no/such/dir/gcn.log"
+expect_err "cannot create '$TMP/no/such/dir/gcn.log'"
+expect 1 timeout 60 "$MPIEXEC" -n 2 --oversubscribe "$SAGA_BIN" gcn --data "$cora" --epochs 3 \
+    --trace /dev/full --quiet
+expect_err "/dev/full: write failed"
 
 # ---- PageRank and connected components on ca-GrQc -------------------------------------------
 dataset grqc ca-GrQc/ca-GrQc.txt.gz
