@@ -411,7 +411,8 @@ static int gcn_main(int argc, char **argv) {
     if (normalize && !data_dir)
         gcn_data_normalize_features(&d);
     bool sparse_file = d.features == NULL;
-    if (dense_features && (st = gcn_data_densify(&d)) < 0)
+    /* a rank that cannot hold the dense rows stops every rank */
+    if (dense_features && (st = saga_comm_agree(comm, gcn_data_densify(&d))) < 0)
         goto fail;
     double t_load = saga_now() - t0;
     cli_say(&c,
