@@ -86,18 +86,47 @@ fail:
     return st;
 }
 
+/* FNV-1a over 8-byte words (then the bytes left), on from h. */
+static uint64_t fnv(uint64_t h, const void *p, size_t bytes) {
+    const unsigned char *b = p;
+    size_t i = 0;
+    for (; i + 8 <= bytes; i += 8) {
+        uint64_t w;
+        memcpy(&w, b + i, 8);
+        h = (h ^ w) * 1099511628211ull;
+    }
+    for (; i < bytes; i++)
+        h = (h ^ b[i]) * 1099511628211ull;
+    return h;
+}
+
 saga_status net_dist_agree_partition(saga_net *n) {
     saga_status st = SAGA_OK;
-    /* every rank partitions the same graph with the same options: METIS and the seeded shuffle
-     * are deterministic, but a rank that came to other parts would exchange the wrong rows, so
-     * the parts' fingerprints must agree */
-    uint64_t h = 1469598103934665603ull;
-    for (int32_t v = 0; v < n->n; v++)
-        h = (h ^ (uint64_t)(uint32_t)n->plan.part->perm[v]) * 1099511628211ull;
-    int64_t lo = (int64_t)(h >> 1), hi = lo;
-    SAGA_TRY(saga_comm_allreduce(n->o.comm, &lo, 1, SAGA_I64, SAGA_COMM_MIN, NULL));
-    SAGA_TRY(saga_comm_allreduce(n->o.comm, &hi, 1, SAGA_I64, SAGA_COMM_MAX, NULL));
-    SAGA_CHECK(lo == hi, SAGA_ERR_COMM,
+    /* every rank must hold the same graph and input and partition it the same way: METIS and
+     * the seeded shuffle are deterministic, but a rank that loaded other data, or came to other
+     * parts, would exchange the wrong rows. Two fingerprints, the data's (counts, the in-edges,
+     * the input rows) and the parts', must agree */
+    const uint64_t seed = 1469598103934665603ull;
+    const saga_csr in = saga_graph_in(n->g_user);
+    const int64_t counts[4] = {n->n, in.nnz, n->in_cols, n->sparse ? n->x_nnz : -1};
+    uint64_t hd = fnv(seed, counts, sizeof counts);
+    hd = fnv(hd, in.offsets, ((size_t)in.n_rows + 1) * sizeof *in.offsets);
+    hd = fnv(hd, in.indices, (size_t)in.nnz * sizeof *in.indices);
+    if (n->sparse) {
+        hd = fnv(hd, n->xs_off, ((size_t)n->n + 1) * sizeof *n->xs_off);
+        hd = fnv(hd, n->xs_idx, (size_t)n->x_nnz * sizeof *n->xs_idx);
+        hd = fnv(hd, n->xs_val, (size_t)n->x_nnz * sizeof *n->xs_val);
+    } else if (n->x) {
+        hd = fnv(hd, n->x, (size_t)n->n * (size_t)n->in_cols * sizeof *n->x);
+    }
+    const uint64_t hp = fnv(seed, n->plan.part->perm, (size_t)n->n * sizeof(int32_t));
+    int64_t lo[2] = {(int64_t)(hd >> 1), (int64_t)(hp >> 1)}, hi[2] = {lo[0], lo[1]};
+    SAGA_TRY(saga_comm_allreduce(n->o.comm, lo, 2, SAGA_I64, SAGA_COMM_MIN, NULL));
+    SAGA_TRY(saga_comm_allreduce(n->o.comm, hi, 2, SAGA_I64, SAGA_COMM_MAX, NULL));
+    SAGA_CHECK(lo[0] == hi[0], SAGA_ERR_COMM,
+               "saga_net: the ranks hold different graphs or input rows (their counts, in-edges "
+               "or values differ): every rank must load the same data");
+    SAGA_CHECK(lo[1] == hi[1], SAGA_ERR_COMM,
                "saga_net: the ranks partitioned the graph differently (a METIS of another build "
                "on some machine?)");
 fail:

@@ -414,7 +414,8 @@ void net_stats_timed(saga_net_stats *st, const saga_sched_stats *ss);
 /* n->dist for n->o.comm (called when it has more than one rank). */
 saga_status net_dist_new(saga_net *n);
 void net_dist_free(saga_net *n);
-/* SAGA_ERR_COMM unless every rank computed the same parts. */
+/* SAGA_ERR_COMM unless every rank holds the same graph and input rows and computed the same
+ * parts. */
 saga_status net_dist_agree_partition(saga_net *n);
 /* Deals the k parts (placed: n->h_off) to the ranks: n->plan.d_lo, n->plan.d_hi and dist->first,
  * row0. */
