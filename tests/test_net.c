@@ -968,11 +968,12 @@ static void test_net_forward_rows(void **state) {
         lists[1][n_lists[1]++] = v;
     const saga_program gat = gat_program(0);
     const saga_program *progs[] = {&GCN, &SAGE, &gat};
+    const size_t n_progs = sizeof progs / sizeof progs[0];
     const net_bounds nb = net_run_bounds(&D, 16, 0, 0);
-    for (size_t q = 0; q < 2 * sizeof progs / sizeof progs[0]; q++) {
-        const size_t p = q % 3;
-        const int32_t *list = lists[q / 3];
-        const int64_t n_list = n_lists[q / 3];
+    for (size_t q = 0; q < 2 * n_progs; q++) {
+        const size_t p = q % n_progs;
+        const int32_t *list = lists[q / n_progs];
+        const int64_t n_list = n_lists[q / n_progs];
         size_t peak = 0;
         int64_t mem_rows[4] = {0, 0, 0, 0};
         /* in memory, then streamed through a quarter and a half of its peak */
@@ -1007,7 +1008,7 @@ static void test_net_forward_rows(void **state) {
                     mem_rows[s] = r.rows_st.stage_rows[s];
                 assert_int_equal(r.rows_st.stage_rows[s], mem_rows[s]);
             }
-            if (q < 3)
+            if (q < n_progs)
                 assert_true(mem_rows[0] < D.n); /* each stage needs fewer than every row */
             if (streamed) {
                 assert_true(r.peak <= peak / divs[t]);
@@ -1027,7 +1028,7 @@ static void test_net_forward_rows(void **state) {
     for (int32_t v = D.n - 1; v >= 0; v--)
         if (v % 10)
             most[n_most++] = v;
-    for (size_t p = 0; p < sizeof progs / sizeof progs[0]; p++) {
+    for (size_t p = 0; p < n_progs; p++) {
         run_out r;
         FWD_ROWS = most;
         N_FWD_ROWS = n_most;

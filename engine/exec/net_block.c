@@ -84,6 +84,17 @@ uint64_t net_tile_bytes(const nblock *b, int key) {
            (b->b_vin[key] ? saga_blk_bytes(b->b_vin[key]) : 0);
 }
 
+uint64_t net_parts_floor(const saga_net *n, int s_end) {
+    uint64_t f = 0;
+    for (int32_t d = n->plan.d_lo; d < n->plan.d_hi; d++) {
+        f += net_block_input_bytes(n, &n->plan.blk[d], n->act[0][d]);
+        for (int s = 0; s < s_end; s++)
+            if (n->stages[s].kind == STAGE_PROGRAM)
+                f += net_tile_bytes(&n->plan.blk[d], net_stage_key(&n->stages[s]));
+    }
+    return f;
+}
+
 /* Block b's own copy of its rows of the sparse input (b->rows, or v0 .. v1 - 1, in the net's
  * order). */
 void net_sparse_fill_block(const saga_net *n, nblock *b) {

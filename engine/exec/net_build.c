@@ -1370,14 +1370,7 @@ static void prep_stats(saga_net *n, prep *p) {
     for (int32_t d = n->plan.d_lo; d < n->plan.d_hi && !n->pagerank; d++)
         n->stats.input_bytes += net_block_input_bytes(n, &n->plan.blk[d], n->act[0][d]);
     /* the input's blocks as they cross (dense in the transfer precision, or sparse) */
-    n->plan.floor_pass_bytes = n->stats.input_bytes;
-    for (int s = 0; s < n->n_stages; s++) {
-        const stage *sg = &n->stages[s];
-        if (sg->kind != STAGE_PROGRAM)
-            continue;
-        for (int32_t d = n->plan.d_lo; d < n->plan.d_hi; d++)
-            n->plan.floor_pass_bytes += net_tile_bytes(&n->plan.blk[d], net_stage_key(sg));
-    }
+    n->plan.floor_pass_bytes = n->pagerank ? 0 : net_parts_floor(n, n->n_stages);
     n->plan.floor_train_bytes = 2 * n->plan.floor_pass_bytes;
     n->stats.ranks = p->R;
     saga_log(SAGA_LOG_INFO,

@@ -275,6 +275,28 @@ fail:
     return st;
 }
 
+/* The rows of the demand list rows[i..R) that lie below v1 (a part's end): the index past them,
+ * their in-edges added to *e and, of a program stage, the halo rows (the rows and their sources)
+ * not yet stamped id, stamped and listed in fresh (*nf of them). */
+static int32_t part_rows(const saga_net *n, const int32_t *rows, int32_t R, int32_t i, int32_t v1,
+                         bool program, int32_t *stamp, int32_t id, int32_t *fresh, int64_t *e,
+                         int32_t *nf) {
+    *e = 0;
+    *nf = 0;
+    for (; i < R && rows[i] < v1; i++) {
+        const int32_t v = rows[i];
+        if (!program)
+            continue;
+        *e += n->h_off[v + 1] - n->h_off[v];
+        if (stamp[v] != id)
+            stamp[v] = id, fresh[(*nf)++] = v;
+        for (int64_t k = n->h_off[v]; k < n->h_off[v + 1]; k++)
+            if (stamp[n->h_src[k]] != id)
+                stamp[n->h_src[k]] = id, fresh[(*nf)++] = n->h_src[k];
+    }
+    return i;
+}
+
 /* The slices of the stages from w on (net_chain.slices): each stage's rows cut where the parts
  * are, consecutive parts' rows joined while their in-edges, rows and halo (the rows and their
  * sources) stay within the largest part's, so that a slice's step holds no more than a part's.
@@ -295,42 +317,24 @@ static saga_status slices_cut(saga_net *n, net_chain *ch, int w, int32_t *stamp)
     for (int s = w; s < n->n_stages; s++) {
         const int32_t *rows = ch->d.rows[s], R = ch->d.n_rows[s];
         const bool program = n->stages[s].kind == STAGE_PROGRAM;
-        int32_t lo = 0, i = 0, h = 0;
-        int64_t e = 0;
+        int32_t lo = 0, i = 0, h = 0, nf;
+        int64_t e = 0, pe;
         id++;
         for (int32_t d = n->plan.d_lo; d < n->plan.d_hi; d++) {
-            /* the part's rows, i to j: their in-edges, and the halo rows they add (fresh) */
-            for (int pass = 0; pass < 2; pass++) {
-                int32_t j = i, nf = 0;
-                int64_t pe = 0;
-                for (; j < R && rows[j] < n->plan.blk[d].v1; j++) {
-                    const int32_t v = rows[j];
-                    if (!program)
-                        continue;
-                    pe += n->h_off[v + 1] - n->h_off[v];
-                    if (stamp[v] != id)
-                        stamp[v] = id, fresh[nf++] = v;
-                    for (int64_t k = n->h_off[v]; k < n->h_off[v + 1]; k++)
-                        if (stamp[n->h_src[k]] != id)
-                            stamp[n->h_src[k]] = id, fresh[nf++] = n->h_src[k];
-                }
-                const bool over = e + pe > max_e || j - lo > max_r || h + nf > max_h;
-                if (pass == 0 && over && i > lo) {
-                    /* the slice so far is closed; the part starts the next (counted again) */
-                    for (int32_t f = 0; f < nf; f++)
-                        stamp[fresh[f]] = -1;
-                    SAGA_TRY(slice_add(ch, &cap, s, lo, i));
-                    lo = i;
-                    e = 0;
-                    h = 0;
-                    id++;
-                    continue;
-                }
-                e += pe;
-                h += nf;
-                i = j;
-                break;
+            const int32_t v1 = n->plan.blk[d].v1;
+            int32_t j = part_rows(n, rows, R, i, v1, program, stamp, id, fresh, &pe, &nf);
+            if (i > lo && (e + pe > max_e || j - lo > max_r || h + nf > max_h)) {
+                /* the slice so far is closed; the part starts the next, counted again */
+                for (int32_t f = 0; f < nf; f++)
+                    stamp[fresh[f]] = -1;
+                SAGA_TRY(slice_add(ch, &cap, s, lo, i));
+                lo = i;
+                e = h = 0;
+                j = part_rows(n, rows, R, i, v1, program, stamp, ++id, fresh, &pe, &nf);
             }
+            e += pe;
+            h += nf;
+            i = j;
         }
         if (R > lo)
             SAGA_TRY(slice_add(ch, &cap, s, lo, R));
@@ -441,12 +445,7 @@ static saga_status slices_build(saga_net *n, net_chain *ch, int w) {
         SAGA_TRY(slice_blocks(n, ch, &ch->slices[j], pos));
     ch->n_out = ch->d.n_rows[S - 1];
     /* the floor: the input and the tiles as the parts' and the slices' steps read them */
-    for (int32_t d = n->plan.d_lo; d < n->plan.d_hi && w > 0; d++) {
-        ch->floor_bytes += net_block_input_bytes(n, &n->plan.blk[d], n->act[0][d]);
-        for (int s = 0; s < w; s++)
-            if (n->stages[s].kind == STAGE_PROGRAM)
-                ch->floor_bytes += net_tile_bytes(&n->plan.blk[d], net_stage_key(&n->stages[s]));
-    }
+    ch->floor_bytes = w > 0 ? net_parts_floor(n, w) : 0;
     for (int32_t j = 0; j < ch->n_slices; j++) {
         const net_slice *sl = &ch->slices[j];
         if (sl->in)
@@ -616,26 +615,21 @@ fail:
     return st;
 }
 
-void net_chain_input_changed(saga_net *n, net_chain *ch) {
-    for (int32_t d = n->plan.d_lo; ch->head && d < n->plan.d_hi; d++) {
-        nblock *h = &ch->head[d];
-        if (n->sparse && h->x_own)
-            net_sparse_fill_block(n, h);
-        net_block_input_changed(h, h->b_xrows);
-    }
-    for (int32_t j = 0; j < ch->n_slices; j++) {
-        nblock *in = ch->slices[j].in;
-        if (in && n->sparse && in->x_own)
-            net_sparse_fill_block(n, in);
-        if (in)
-            net_block_input_changed(in, in->b_xrows);
-    }
-    nblock *b = ch->in;
-    if (!b || ch->whole_below > 0)
-        return; /* none, or a later stage's rows: reloaded by every pass */
+/* The input changed: a block of the chain's own input rows refilled (sparse) and reloaded. */
+static void own_input_changed(const saga_net *n, nblock *b) {
     if (n->sparse && b->x_own)
         net_sparse_fill_block(n, b);
     net_block_input_changed(b, b->b_xrows);
+}
+
+void net_chain_input_changed(saga_net *n, net_chain *ch) {
+    for (int32_t d = n->plan.d_lo; ch->head && d < n->plan.d_hi; d++)
+        own_input_changed(n, &ch->head[d]);
+    for (int32_t j = 0; j < ch->n_slices; j++)
+        if (ch->slices[j].in)
+            own_input_changed(n, ch->slices[j].in);
+    if (ch->in && ch->whole_below == 0) /* a later stage's rows are reloaded by every pass */
+        own_input_changed(n, ch->in);
 }
 
 bool net_chain_reads_whole(const saga_net *n, const net_chain *ch) {

@@ -379,6 +379,9 @@ size_t net_block_input_bytes(const saga_net *n, const nblock *b, const saga_blk 
 /* The bytes block b's graph tiles for a program stage with edge-value key `key` move once: its
  * offsets, sources and edge values. */
 uint64_t net_tile_bytes(const nblock *b, int key);
+/* What the parts' steps of stages 0 .. s_end - 1 move host -> device at least: their input rows
+ * and their program stages' graph tiles, once each. */
+uint64_t net_parts_floor(const saga_net *n, int s_end);
 /* The input changed: block b's packed copy of the net's input rows (if it has one) packed again,
  * and its device copies of the sparse input and of rows (its input rows' block, or NULL) reloaded
  * at their next use. */
