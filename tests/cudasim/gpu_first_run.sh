@@ -28,16 +28,16 @@ cat "$TMP/run.log"
 n=$(find "$TMP/out" -type f | wc -l)
 [ "$n" -le 8 ] || fail "gpu-first-run wrote $n files, more than 8"
 tail -n1 "$TMP/run.log" | grep -q '^summary: ' || fail "the summary is not printed last"
-for s in backend-test gcn-cora-cuda-vs-cpu gcn-cora-accuracy gcn-streamed-quarter \
-    pagerank-cuda-vs-cpu cc-cuda-vs-cpu models-cuda-vs-cpu gcn-streamed-vs-memory \
-    gcn-streamed-bound gcn-streamed-trace; do
+for s in backend-test gcn-cora-cuda-vs-cpu gcn-cora-accuracy gcn-streamed-h16 \
+    gcn-streamed-h16-losses gcn-streamed-h16-bound gcn-streamed-trace gcn-streamed-h256 \
+    gcn-streamed-h256-losses dense-8x pagerank-cuda-vs-cpu cc-cuda-vs-cpu models-cuda-vs-cpu; do
     awk -F'\t' -v s="$s" '$1 == s && $2 == "ok" { ok = 1 } END { exit !ok }' "$TMP/out/steps.tsv" ||
         fail "step $s did not pass: $(grep "^$s" "$TMP/out/steps.tsv")"
 done
 grep -q '^skip gcn-vs-pyg-800: needs 240 s, [0-9]* s left$' "$TMP/out/summary.txt" ||
     fail "the step the budget cannot hold was not skipped with its reason"
 [ -s "$TMP/out/trace.jsonl" ] || fail "no trace"
-grep -q '^bound: streamed .* ms per epoch, in memory .* bound .* overlap' "$TMP/out/summary.txt" ||
+grep -q '^bound: streamed h16 .* ms per epoch, in memory .* bound .* overlap' "$TMP/out/summary.txt" ||
     fail "no streamed epoch against its bound in the summary"
 echo "steps: $(awk -F'\t' 'NR > 1 { printf "%s %s %ss; ", $1, $2, $3 }' "$TMP/out/steps.tsv")"
 echo "gpu-first-run took $took s"
