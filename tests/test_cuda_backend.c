@@ -512,11 +512,11 @@ static saga_backend *open_with_room(size_t room, size_t *budget) {
     return be;
 }
 
-/* Under a budget, ranges of the arena: large requests from the bottom up, freed ones merged with
- * their free neighbours. Four 2 MiB blocks fill an 8 MiB arena; with the first and third freed,
- * 4 MiB are free in two pieces and a 3 MiB block, within the budget as counted, has no range
- * (SAGA_ERR_BUDGET, saying so); once the second is freed the three make one range, where it is
- * placed at the bottom. */
+/* Under a budget, ranges of the arena: a block scheduler's blocks from the bottom up, freed ones
+ * merged with their free neighbours. Four 2 MiB blocks fill an 8 MiB arena; with the first and
+ * third freed, 4 MiB are free in two pieces and a 3 MiB block, within the budget as counted, has
+ * no range (SAGA_ERR_BUDGET, saying so); once the second is freed the three make one range, where
+ * it is placed at the bottom. */
 static void test_cuda_backend_arena_ranges_merge(void **state) {
     (void)state;
     const size_t MiB = (size_t)1 << 20;
@@ -525,23 +525,63 @@ static void test_cuda_backend_arena_ranges_merge(void **state) {
     saga_backend_stats st;
     char *blk[4];
     for (int i = 0; i < 4; i++)
-        assert_int_equal(saga_backend_alloc(be, (void **)&blk[i], 2 * MiB), SAGA_OK);
+        assert_int_equal(saga_backend_alloc_block(be, (void **)&blk[i], 2 * MiB), SAGA_OK);
     for (int i = 1; i < 4; i++)
         assert_ptr_equal(blk[i], blk[0] + (size_t)i * 2 * MiB);
     saga_backend_free(be, blk[0], 2 * MiB);
     saga_backend_free(be, blk[2], 2 * MiB);
     char *big = NULL;
-    assert_int_equal(saga_backend_alloc(be, (void **)&big, 3 * MiB), SAGA_ERR_BUDGET);
+    assert_int_equal(saga_backend_alloc_block(be, (void **)&big, 3 * MiB), SAGA_ERR_BUDGET);
     saga_test_assert_error_contains("no free range of 3145728 bytes",
                                     "(4194304 bytes free in 2 ranges, the largest 2097152)", NULL);
     saga_backend_free(be, blk[1], 2 * MiB);
-    assert_int_equal(saga_backend_alloc(be, (void **)&big, 3 * MiB), SAGA_OK);
+    assert_int_equal(saga_backend_alloc_block(be, (void **)&big, 3 * MiB), SAGA_OK);
     assert_ptr_equal(big, blk[0]);
     saga_backend_get_stats(be, &st);
     assert_int_equal(st.in_use_bytes, 5 * MiB);
     assert_int_equal(st.in_use_bytes + st.reserved_bytes + st.cached_bytes, budget);
     saga_backend_free(be, big, 3 * MiB);
     saga_backend_free(be, blk[3], 2 * MiB);
+    assert_int_equal(saga_backend_synchronize(be), SAGA_OK);
+    saga_backend_free_all(&be);
+}
+
+/* Under a budget, a block scheduler's blocks and the other allocations grow from opposite ends of
+ * the arena, so that what a step allocates and frees leaves no hole between the blocks: in an
+ * 8 MiB arena, blocks of 2 and 1 MiB go to the bottom (the lowest range that holds them, not the
+ * best-fitting one), a step's tensors of 2 and 1 MiB to the top; once the tensors are freed, a
+ * 5 MiB block has one range beside the others. A freed block's hole is filled by the next block
+ * that fits it, before a better-fitting range above it. */
+static void test_cuda_backend_arena_blocks_and_rest_apart(void **state) {
+    (void)state;
+    const size_t MiB = (size_t)1 << 20;
+    size_t budget = 0;
+    saga_backend *be = open_with_room(8 * MiB, &budget);
+    char *b2 = NULL, *b1 = NULL, *t2 = NULL, *t1 = NULL, *b5 = NULL;
+    assert_int_equal(saga_backend_alloc_block(be, (void **)&b2, 2 * MiB), SAGA_OK);
+    assert_int_equal(saga_backend_alloc(be, (void **)&t2, 2 * MiB), SAGA_OK);
+    assert_int_equal(saga_backend_alloc_block(be, (void **)&b1, MiB), SAGA_OK);
+    assert_int_equal(saga_backend_alloc(be, (void **)&t1, MiB), SAGA_OK);
+    char *base = b2;
+    assert_ptr_equal(b1, base + 2 * MiB);
+    assert_ptr_equal(t2, base + 6 * MiB);
+    assert_ptr_equal(t1, base + 5 * MiB);
+    saga_backend_free(be, t1, MiB);
+    saga_backend_free(be, t2, 2 * MiB);
+    assert_int_equal(saga_backend_alloc_block(be, (void **)&b5, 5 * MiB), SAGA_OK);
+    assert_ptr_equal(b5, base + 3 * MiB);
+    /* a 4 MiB tensor where the 5 MiB block was leaves 1 MiB free above the 1 MiB block; with the
+     * 2 MiB block freed, a new 1 MiB block goes to the bottom, not into the better-fitting 1 MiB */
+    saga_backend_free(be, b5, 5 * MiB);
+    char *t4 = NULL, *again = NULL;
+    assert_int_equal(saga_backend_alloc(be, (void **)&t4, 4 * MiB), SAGA_OK);
+    assert_ptr_equal(t4, base + 4 * MiB);
+    saga_backend_free(be, b2, 2 * MiB);
+    assert_int_equal(saga_backend_alloc_block(be, (void **)&again, MiB), SAGA_OK);
+    assert_ptr_equal(again, base);
+    saga_backend_free(be, again, MiB);
+    saga_backend_free(be, b1, MiB);
+    saga_backend_free(be, t4, 4 * MiB);
     assert_int_equal(saga_backend_synchronize(be), SAGA_OK);
     saga_backend_free_all(&be);
 }
@@ -619,6 +659,81 @@ static void test_cuda_backend_sched_places_again(void **state) {
     saga_sched_stats st;
     saga_sched_get_stats(s, &st);
     assert_int_equal(st.loads, 4); /* the two inputs, each loaded twice */
+    saga_sched_free(&s);
+    for (int i = 0; i < 2; i++)
+        saga_backend_host_free(be, host[i], 2 * MiB);
+    saga_backend_host_free(be, back, 2 * MiB);
+    saga_backend_free_all(&be);
+}
+
+/* The scheduler's placing again goes further when the blocks in the way hold content only the
+ * device has: written back to their homes on the host, placed again with the new block, loaded
+ * again (place_step's last round). As in sched_places_again, but the second and fourth blocks are
+ * state (a weight tile) that step 0 changes on the device: step 1 places its 3 MiB block at the
+ * bottom and reads the values step 0 wrote, and the host holds them. */
+static void test_cuda_backend_sched_writes_back_to_place(void **state) {
+    (void)state;
+    const size_t MiB = (size_t)1 << 20, nf = 2 * MiB / sizeof(float);
+    size_t budget = 0;
+    saga_backend *be = open_with_room(8 * MiB, &budget);
+    saga_stream *s0 = saga_backend_default_stream(be);
+    float *host[2] = {NULL, NULL}, *back = NULL;
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(saga_backend_host_alloc(be, (void **)&host[i], 2 * MiB), SAGA_OK);
+        for (size_t k = 0; k < nf; k++)
+            host[i][k] = -1.0f;
+    }
+    assert_int_equal(saga_backend_host_alloc(be, (void **)&back, 2 * MiB), SAGA_OK);
+    saga_sched *s = NULL;
+    assert_int_equal(saga_sched_new(&s, be, 8 * MiB, NULL, NULL), SAGA_OK);
+    saga_blk *t0 = saga_sched_block(s, 2 * MiB, SAGA_BLK_TEMP, "first");
+    saga_blk *w1 = saga_sched_block(s, 2 * MiB, SAGA_BLK_STATE, "second");
+    saga_blk *t2 = saga_sched_block(s, 2 * MiB, SAGA_BLK_TEMP, "third");
+    saga_blk *w3 = saga_sched_block(s, 2 * MiB, SAGA_BLK_STATE, "fourth");
+    saga_blk *big = saga_sched_block(s, 3 * MiB, SAGA_BLK_TEMP, "big");
+    assert_true(t0 && w1 && t2 && w3 && big);
+    saga_blk_set_host(w1, host[0]);
+    saga_blk_set_host(w3, host[1]);
+    saga_sched_plan_begin(s);
+    const int a = saga_sched_step(s);
+    saga_sched_use(s, a, t0, SAGA_USE_WRITE, 0);
+    saga_sched_use(s, a, w1, SAGA_USE_RW, 0);
+    saga_sched_use(s, a, t2, SAGA_USE_WRITE, 0);
+    saga_sched_use(s, a, w3, SAGA_USE_RW, 0);
+    const int b = saga_sched_step(s);
+    saga_sched_use(s, b, w1, SAGA_USE_READ, 0);
+    saga_sched_use(s, b, big, SAGA_USE_WRITE, 0);
+    saga_sched_use(s, b, w3, SAGA_USE_READ, 0);
+    assert_int_equal(saga_sched_plan_end(s), SAGA_OK);
+
+    assert_int_equal(saga_sched_begin(s, a), SAGA_OK);
+    char *d[4] = {saga_blk_dev(t0), saga_blk_dev(w1), saga_blk_dev(t2), saga_blk_dev(w3)};
+    qsort(d, 4, sizeof d[0], cmp_ptr);
+    for (int i = 1; i < 4; i++)
+        assert_ptr_equal(d[i], d[0] + (size_t)i * 2 * MiB); /* the arena is full */
+    for (int i = 0; i < 2; i++) /* step 0 changes the state on the device */
+        assert_int_equal(
+            be->kernels->fill_f32(s0, saga_blk_dev(i ? w3 : w1), (int64_t)nf, (float)(5 + i)),
+            SAGA_OK);
+    assert_int_equal(saga_sched_end(s, a), SAGA_OK);
+
+    assert_int_equal(saga_sched_begin(s, b), SAGA_OK);
+    assert_ptr_equal(saga_blk_dev(big), d[0]);
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(saga_memcpy_d2h_async(s0, back, saga_blk_dev(i ? w3 : w1), 2 * MiB),
+                         SAGA_OK);
+        assert_int_equal(saga_stream_synchronize(s0), SAGA_OK);
+        for (size_t k = 0; k < nf; k += 4099)
+            assert_true(back[k] == (float)(5 + i));
+        assert_true(back[nf - 1] == (float)(5 + i));
+    }
+    assert_int_equal(saga_sched_end(s, b), SAGA_OK);
+    assert_int_equal(saga_sched_finish(s), SAGA_OK);
+    for (int i = 0; i < 2; i++) /* the write-backs reached the host */
+        assert_true(host[i][0] == (float)(5 + i) && host[i][nf - 1] == (float)(5 + i));
+    saga_sched_stats st;
+    saga_sched_get_stats(s, &st);
+    assert_int_equal(st.writebacks, 2);
     saga_sched_free(&s);
     for (int i = 0; i < 2; i++)
         saga_backend_host_free(be, host[i], 2 * MiB);
@@ -3218,8 +3333,10 @@ int main(void) {
         cmocka_unit_test(test_cuda_backend_cache_reuse_waits_on_device),
         cmocka_unit_test(test_cuda_backend_arena_reuse_waits_on_device),
         cmocka_unit_test(test_cuda_backend_arena_ranges_merge),
+        cmocka_unit_test(test_cuda_backend_arena_blocks_and_rest_apart),
         cmocka_unit_test(test_cuda_backend_budget_covers_cache_and_scratch),
         cmocka_unit_test(test_cuda_backend_sched_places_again),
+        cmocka_unit_test(test_cuda_backend_sched_writes_back_to_place),
         cmocka_unit_test(test_cuda_backend_full_budget_keeps_scratch),
         cmocka_unit_test(test_cuda_backend_tensors),
         cmocka_unit_test(test_cuda_backend_async_copies_with_events),

@@ -320,7 +320,8 @@ static saga_status charge_or_fail(saga_backend *be, size_t bytes, size_t *charge
     return SAGA_OK;
 }
 
-saga_status saga_backend_alloc(saga_backend *be, void **out, size_t bytes) {
+/* saga_backend_alloc, through the table's alloc_block for a scheduler's block when it has one. */
+static saga_status alloc_placed(saga_backend *be, void **out, size_t bytes, bool block) {
     if (!be || !out)
         return saga_error(SAGA_ERR_INVALID_ARG, "saga_backend_alloc: %s is NULL",
                           be ? "out" : "backend");
@@ -334,7 +335,10 @@ saga_status saga_backend_alloc(saga_backend *be, void **out, size_t bytes) {
     lock(be);
     SAGA_TRY(charge_or_fail(be, bytes, &charge));
     SAGA_TRY(check_budget(be, bytes, charge, NULL, false));
-    SAGA_TRY(be->iface->alloc(be, &p, bytes));
+    if (block && be->iface->version >= 9 && be->iface->alloc_block)
+        SAGA_TRY(be->iface->alloc_block(be, &p, bytes));
+    else
+        SAGA_TRY(be->iface->alloc(be, &p, bytes));
     be->in_use += charge;
     if (be->in_use > be->peak)
         be->peak = be->in_use;
@@ -344,6 +348,14 @@ saga_status saga_backend_alloc(saga_backend *be, void **out, size_t bytes) {
 fail:
     unlock(be);
     return st;
+}
+
+saga_status saga_backend_alloc(saga_backend *be, void **out, size_t bytes) {
+    return alloc_placed(be, out, bytes, false);
+}
+
+saga_status saga_backend_alloc_block(saga_backend *be, void **out, size_t bytes) {
+    return alloc_placed(be, out, bytes, true);
 }
 
 /* Takes bytes off *counter (in_use, reserved or host_pinned), logging an error, not underflowing,

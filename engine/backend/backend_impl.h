@@ -352,6 +352,12 @@ typedef struct saga_backend_iface {
     saga_status (*capture_end)(saga_backend *be, void **exec);
     saga_status (*graph_launch)(saga_backend *be, void *exec);
     void (*graph_free)(saga_backend *be, void *exec);
+    /* optional (version >= 9): alloc for a block that a block scheduler holds across its steps
+     * (saga_backend_alloc_block). Where the backend places memory itself (CUDA's arena under a
+     * budget), such blocks and the other allocations (the steps' own tensors, which come and go
+     * within a step) grow from opposite ends, so that the short-lived ones leave no holes between
+     * the blocks and the blocks none between them. NULL means alloc. */
+    saga_status (*alloc_block)(saga_backend *be, void **out, size_t bytes);
 } saga_backend_iface;
 
 struct saga_stream {
@@ -399,6 +405,10 @@ struct saga_backend {
      * the backend when it opens; 0 on the CPU): planners leave them out of what they plan with. */
     size_t work_reserve;
 };
+
+/* saga_backend_alloc for a block a block scheduler holds across its steps: placed apart from the
+ * other allocations where the backend places memory itself (see the table's alloc_block). */
+saga_status saga_backend_alloc_block(saga_backend *be, void **out, size_t bytes);
 
 /* Device memory for the backend's own work (a stream's scratch, a library's workspace), taken
  * with be->iface->alloc and charged against the budget as saga_backend_alloc charges, but counted

@@ -513,7 +513,7 @@ static saga_status alloc_dev(saga_sched *s, saga_blk *b, int limit, bool soft, b
             SAGA_TRY(evict(s, v, false));
             continue;
         }
-        st = saga_backend_alloc(s->be, &b->dev, b->bytes);
+        st = saga_backend_alloc_block(s->be, &b->dev, b->bytes);
         if (st == SAGA_OK)
             break;
         if (st != SAGA_ERR_BUDGET && st != SAGA_ERR_OUT_OF_MEMORY)
@@ -895,10 +895,18 @@ static int placing_cmp(const void *pa, const void *pb) {
     return (a->i > b->i) - (a->i < b->i);
 }
 
+/* Whether b's device content can be written back to the host (it has a home there). */
+static bool has_host_home(const saga_blk *b) {
+    return b->host || (b->rows.base && b->add_rows) || b->unpack;
+}
+
 /* Device memory for step t's blocks that have none, the largest first (the small ones then fill
  * what is left between others). When the memory is there but in pieces (a budget's arena), the
- * step's blocks whose content is on the host or not yet made let go of theirs and all are placed
- * again, the largest first, once. */
+ * step's blocks let go of theirs and all are placed again, the largest first: first those whose
+ * content is on the host or not yet made; then, when that is not enough, also those whose content
+ * is on the device alone and has a home on the host, written back first (read again when the step
+ * loads them). Only the blocks of memory nothing in the scheduler owns can then keep the step's
+ * blocks apart. */
 static saga_status place_step(saga_sched *s, int t) {
     saga_status st = SAGA_OK;
     const step *sp = &s->steps[t];
@@ -918,12 +926,14 @@ static saga_status place_step(saga_sched *s, int t) {
             bool got = false;
             st = alloc_dev(s, s->placing[j].b, t, false, &got);
         }
-        if (st != SAGA_ERR_BUDGET || round == 1)
+        if (st != SAGA_ERR_BUDGET || round == 2)
             return st;
         for (int i = 0; i < sp->n; i++) {
             saga_blk *b = s->uses[sp->first + i].b;
             if (b->dev && (!b->dev_valid || b->host_valid))
                 SAGA_TRY(evict(s, b, true));
+            else if (b->dev && round == 1 && has_host_home(b))
+                SAGA_TRY(evict(s, b, false)); /* written back, loaded again below */
         }
     }
 fail:

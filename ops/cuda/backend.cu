@@ -9,13 +9,13 @@
 // a synchronize).
 //
 // Under a budget the backend takes the whole budget from the device at its first allocation, as
-// one arena, and hands out ranges of it (arena_alloc: small requests from the top, the rest best
-// fit from the bottom; free ranges kept by address, merged with their neighbours when freed). An
-// epoch then neither allocates nor frees device memory nor waits for the device to do so, whatever
-// the mix of sizes. Without a budget, or where the device refuses the arena, freed blocks go back
-// to a cache of free lists by class; they go back to the driver when the backend is destroyed, when
-// cudaMalloc fails (to retry), and when a new block would take what the device has given the
-// backend past its budget.
+// one arena, and hands out ranges of it (arena_alloc: a block scheduler's blocks from the bottom
+// up, everything else from the top down; free ranges kept by address, merged with their
+// neighbours when freed). An epoch then neither allocates nor frees device memory nor waits for
+// the device to do so, whatever the mix of sizes. Without a budget, or where the device refuses
+// the arena, freed blocks go back to a cache of free lists by class; they go back to the driver
+// when the backend is destroyed, when cudaMalloc fails (to retry), and when a new block would take
+// what the device has given the backend past its budget.
 //
 // The budget covers every byte this module takes with cudaMalloc (see saga_backend_iface): the
 // generic layer charges each allocation at its size class (alloc_size) and refuses one that would
@@ -268,11 +268,14 @@ static cudaEvent_t later_free(cuda_ctx *c, cudaEvent_t earlier, cudaEvent_t late
     return later;
 }
 
-// A range of cls bytes. Small requests (at most 1 MiB and 1/64 of the arena: scratch, parameters,
-// per-row vectors) are placed from the top of the arena down, at the end of the highest free range
-// that holds them; the others (blocks, whole-graph tensors) at the front of the best-fitting range
-// (the lowest among equals). The two kinds then do not leave each other's holes behind. The range
-// is handed out once every stream is ordered after the free that made it.
+// A range of cls bytes. A block scheduler's blocks (block), which stay across steps, are placed at
+// the front of the lowest free range that holds them; everything else (a step's own tensors,
+// scratch, parameters) from the top of the arena down, at the end of the highest free range that
+// holds it. The two kinds then do not leave each other's holes behind: a step's tensors come and
+// go near the top, the blocks stay packed near the bottom (not in the best-fitting hole wherever
+// it lies, which scatters them), and the free room between them stays in one piece as far as the
+// blocks' lifetimes allow (a block the scheduler evicts leaves its hole until a block fills it).
+// The range is handed out once every stream is ordered after the free that made it.
 // Whether the free that made a range or a cached block has been reached on the device (no free:
 // yes). While a graph records, only such memory is handed out: ordering a recorded stream after a
 // free recorded outside the capture is not allowed, and nothing recorded has run.
@@ -285,14 +288,15 @@ static bool free_passed(cudaEvent_t freed) {
     return q == cudaSuccess;
 }
 
-static saga_status arena_alloc(saga_backend *be, cuda_ctx *c, size_t cls, void **out) {
-    const bool small = cls <= (size_t(1) << 20) && cls <= c->arena_bytes / 64;
+static saga_status arena_alloc(saga_backend *be, cuda_ctx *c, size_t cls, bool block, void **out) {
+    const bool top = !block;
     auto best = c->arena_free.end();
     for (auto it = c->arena_free.begin(); it != c->arena_free.end(); ++it)
-        if (it->second.bytes >= cls &&
-            (best == c->arena_free.end() || small || it->second.bytes < best->second.bytes) &&
-            (!c->capturing || free_passed(it->second.freed)))
+        if (it->second.bytes >= cls && (!c->capturing || free_passed(it->second.freed))) {
             best = it;
+            if (!top)
+                break;
+        }
     if (best == c->arena_free.end()) {
         size_t largest = 0;
         for (const auto &r : c->arena_free)
@@ -314,7 +318,7 @@ static saga_status arena_alloc(saga_backend *be, cuda_ctx *c, size_t cls, void *
     // the rest keeps the event (its memory was freed by the same call); the part handed out was
     // ordered after it just now
     const size_t rest = r.bytes - cls;
-    if (rest > 0 && small) {
+    if (rest > 0 && top) {
         best->second.bytes = rest; // the front stays free
     } else {
         c->arena_free.erase(best);
@@ -324,7 +328,7 @@ static saga_status arena_alloc(saga_backend *be, cuda_ctx *c, size_t cls, void *
             spare_event(c, r.freed);
     }
     be->cached -= cls;
-    *out = c->arena + (small ? off + rest : off);
+    *out = c->arena + (top ? off + rest : off);
     return SAGA_OK;
 }
 
@@ -405,7 +409,8 @@ static saga_status capture_alloc(saga_backend *be, cuda_ctx *c, size_t cls, void
     return malloc_result(be, err, p, cls, out);
 }
 
-static saga_status cuda_alloc(saga_backend *be, void **out, size_t bytes) {
+// block: a block scheduler's block (arena_alloc places it apart from the rest).
+static saga_status cuda_alloc_at(saga_backend *be, void **out, size_t bytes, bool block) {
     cuda_ctx *c = ctx_of(be);
     const size_t cls = size_class(bytes);
     if (cls == 0)
@@ -416,7 +421,7 @@ static saga_status cuda_alloc(saga_backend *be, void **out, size_t bytes) {
         arena_open(be, c);
     if (c->arena) {
         try {
-            return arena_alloc(be, c, cls, out);
+            return arena_alloc(be, c, cls, block, out);
         } catch (const std::bad_alloc &) {
             return saga_cuda_host->error(SAGA_ERR_OUT_OF_MEMORY,
                                          "%s: out of memory for the arena's free list", be->name);
@@ -456,6 +461,14 @@ static saga_status cuda_alloc(saga_backend *be, void **out, size_t bytes) {
         err = cudaMalloc(&p, cls);
     }
     return malloc_result(be, err, p, cls, out);
+}
+
+static saga_status cuda_alloc(saga_backend *be, void **out, size_t bytes) {
+    return cuda_alloc_at(be, out, bytes, false);
+}
+
+static saga_status cuda_alloc_block(saga_backend *be, void **out, size_t bytes) {
+    return cuda_alloc_at(be, out, bytes, true);
 }
 
 static void cuda_free(saga_backend *be, void *ptr, size_t bytes) {
@@ -1037,7 +1050,7 @@ static void cuda_destroy(saga_backend *be) {
 }
 
 static const saga_backend_iface cuda_iface = {
-    /* version */ 8,
+    /* version */ 9,
     /* destroy */ cuda_destroy,
     /* alloc */ cuda_alloc,
     /* free */ cuda_free,
@@ -1066,6 +1079,7 @@ static const saga_backend_iface cuda_iface = {
     /* capture_end */ cuda_capture_end,
     /* graph_launch */ cuda_graph_launch,
     /* graph_free */ cuda_graph_free,
+    /* alloc_block */ cuda_alloc_block,
 };
 
 static const saga_kernels cuda_kernels = {
