@@ -48,6 +48,7 @@
 
 #define SPMM_T_BLOCK 256
 #define SPMM_T_ACC 4              // columns per lane per walk over a chunk
+#define SPMM_T_AHEAD 8            // entries whose columns and values a lane reads at once
 #define SPMM_T_SHARED_FLOATS 8192 // 32 KiB of static shared memory per block
 #define SPMM_T_CHUNK_MIN 256      // entries per chunk, at least
 #define SPMM_T_MAX_CHUNKS 4096
@@ -109,6 +110,10 @@ __device__ __forceinline__ void spmm_t_load_x(const spmm_t_in &in, int64_t i, in
 // at P[(r - r0) * ldp + j - j0], for the columns j of [j0, j1) that are the calling lane's (j0 +
 // lane, + width, ...): entry by entry in increasing order, each element by this lane alone. X's
 // row is held in registers while the entries stay in it.
+// The entries' columns and values are read SPMM_T_AHEAD at a time before any of their terms is
+// added (the additions write P, which the compiler cannot tell apart from A's arrays), so that a
+// lane waits for one round of loads per SPMM_T_AHEAD entries rather than one per entry; the terms
+// are still added one by one in increasing order.
 template <bool VALUES>
 __device__ void spmm_t_add_chunk(const spmm_t_in &in, int64_t k0, int64_t k1, int64_t r0,
                                  int64_t r1, int64_t j0, int64_t j1, float *P, int64_t ldp,
@@ -118,22 +123,35 @@ __device__ void spmm_t_add_chunk(const spmm_t_in &in, int64_t k0, int64_t k1, in
         int64_t i = i0, next = in.offsets[i0 + 1];
         float x[SPMM_T_ACC];
         spmm_t_load_x(in, i, c, j1, width, x);
-        for (int64_t k = k0; k < k1; k++) {
-            if (k >= next) {
-                do
-                    next = in.offsets[++i + 1];
-                while (k >= next);
-                spmm_t_load_x(in, i, c, j1, width, x);
-            }
-            const int64_t r = in.indices[k];
-            if (r < r0 || r >= r1)
-                continue;
-            const float coef = VALUES ? in.sh.alpha * in.values[k] : in.sh.alpha;
-            float *p = P + (r - r0) * ldp + (c - j0);
+        for (int64_t kb = k0; kb < k1; kb += SPMM_T_AHEAD) {
+            int32_t rs[SPMM_T_AHEAD];
+            float vs[SPMM_T_AHEAD];
 #pragma unroll
-            for (int t = 0; t < SPMM_T_ACC; t++)
-                if (c + t * width < j1)
-                    p[t * width] = fmaf(coef, x[t], p[t * width]);
+            for (int u = 0; u < SPMM_T_AHEAD; u++) {
+                rs[u] = kb + u < k1 ? in.indices[kb + u] : -1;
+                vs[u] = VALUES && kb + u < k1 ? in.values[kb + u] : 1.0f;
+            }
+#pragma unroll
+            for (int u = 0; u < SPMM_T_AHEAD; u++) {
+                const int64_t k = kb + u;
+                if (k >= k1)
+                    break;
+                if (k >= next) {
+                    do
+                        next = in.offsets[++i + 1];
+                    while (k >= next);
+                    spmm_t_load_x(in, i, c, j1, width, x);
+                }
+                const int64_t r = rs[u];
+                if (r < r0 || r >= r1)
+                    continue;
+                const float coef = VALUES ? in.sh.alpha * vs[u] : in.sh.alpha;
+                float *p = P + (r - r0) * ldp + (c - j0);
+#pragma unroll
+                for (int t = 0; t < SPMM_T_ACC; t++)
+                    if (c + t * width < j1)
+                        p[t * width] = fmaf(coef, x[t], p[t * width]);
+            }
         }
     }
 }
@@ -196,6 +214,8 @@ static __global__ void __launch_bounds__(SPMM_T_BLOCK)
     for (int64_t e = blockIdx.x * (int64_t)SPMM_T_BLOCK + threadIdx.x; e < n_y;
          e += (int64_t)gridDim.x * SPMM_T_BLOCK) {
         float acc = spmm_t_fold(first, beta, Y + e, P[e]);
+        // the partials' loads are independent of the sum: several in flight at once
+#pragma unroll 8
         for (int64_t b = 1; b < n_batch; b++)
             acc += P[b * n_y + e];
         Y[e] = acc;
