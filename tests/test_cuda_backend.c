@@ -591,6 +591,59 @@ static int cmp_ptr(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
+/* A block room (saga_backend_set_block_room): blocks only within the first bytes of the arena, the
+ * rest for everything else. In an 8 MiB arena with a 4 MiB room, a 3 MiB block goes to the
+ * bottom and a 2 MiB one is refused though 5 MiB are free (the message says why), while a 4 MiB
+ * tensor takes the top; without the room the 2 MiB block fits. A scheduler with a cap sets its
+ * cap as the room and lifts it when freed; blocks whose size classes pass the room (two of 1.5
+ * MiB and a byte, 1.75 MiB each, under a cap of 3.25 MiB) are placed beyond it rather than fail. */
+static void test_cuda_backend_block_room(void **state) {
+    (void)state;
+    const size_t MiB = (size_t)1 << 20;
+    size_t budget = 0;
+    saga_backend *be = open_with_room(8 * MiB, &budget);
+    char *b3 = NULL, *b2 = NULL, *t4 = NULL;
+    saga_backend_set_block_room(be, 4 * MiB);
+    assert_int_equal(saga_backend_alloc_block(be, (void **)&b3, 3 * MiB), SAGA_OK);
+    assert_int_equal(saga_backend_alloc_block(be, (void **)&b2, 2 * MiB), SAGA_ERR_BUDGET);
+    saga_test_assert_error_contains("no free range of 2097152 bytes",
+                                    "within the first 4194304 bytes, the blocks' room", NULL);
+    assert_int_equal(saga_backend_alloc(be, (void **)&t4, 4 * MiB), SAGA_OK);
+    assert_ptr_equal(t4, b3 + 4 * MiB);
+    saga_backend_free(be, t4, 4 * MiB);
+    saga_backend_set_block_room(be, 0);
+    assert_int_equal(saga_backend_alloc_block(be, (void **)&b2, 2 * MiB), SAGA_OK);
+    assert_ptr_equal(b2, b3 + 3 * MiB);
+    saga_backend_free(be, b2, 2 * MiB);
+    char *base = b3;
+    saga_backend_free(be, b3, 3 * MiB);
+
+    const size_t cap = 3 * MiB + MiB / 4, bytes = 3 * MiB / 2 + 1;
+    saga_sched *s = NULL;
+    assert_int_equal(saga_sched_new(&s, be, cap, NULL, NULL), SAGA_OK);
+    assert_int_equal(saga_backend_block_room(be), cap);
+    saga_blk *x = saga_sched_block(s, bytes, SAGA_BLK_TEMP, "x");
+    saga_blk *y = saga_sched_block(s, bytes, SAGA_BLK_TEMP, "y");
+    assert_true(x && y);
+    saga_sched_plan_begin(s);
+    const int a = saga_sched_step(s);
+    saga_sched_use(s, a, x, SAGA_USE_WRITE, 0);
+    saga_sched_use(s, a, y, SAGA_USE_WRITE, 0);
+    assert_int_equal(saga_sched_plan_end(s), SAGA_OK);
+    assert_int_equal(saga_sched_begin(s, a), SAGA_OK);
+    char *d[2] = {saga_blk_dev(x), saga_blk_dev(y)};
+    qsort(d, 2, sizeof d[0], cmp_ptr);
+    assert_ptr_equal(d[0], base);
+    assert_ptr_equal(d[1], base + 7 * MiB / 4);         /* ends at 3.5 MiB, past the room */
+    assert_int_equal(saga_backend_block_room(be), cap); /* lifted for the step's placing alone */
+    assert_int_equal(saga_sched_end(s, a), SAGA_OK);
+    assert_int_equal(saga_sched_finish(s), SAGA_OK);
+    saga_sched_free(&s);
+    assert_int_equal(saga_backend_block_room(be), 0);
+    assert_int_equal(saga_backend_synchronize(be), SAGA_OK);
+    saga_backend_free_all(&be);
+}
+
 /* The scheduler places a step's blocks again when the arena has their bytes only in pieces
  * (place_step). Four 2 MiB blocks fill an 8 MiB arena in step 0; the first and third die there
  * (temporary, no later use), so step 1 finds 4 MiB free in two pieces for its new 3 MiB block
@@ -3334,6 +3387,7 @@ int main(void) {
         cmocka_unit_test(test_cuda_backend_arena_reuse_waits_on_device),
         cmocka_unit_test(test_cuda_backend_arena_ranges_merge),
         cmocka_unit_test(test_cuda_backend_arena_blocks_and_rest_apart),
+        cmocka_unit_test(test_cuda_backend_block_room),
         cmocka_unit_test(test_cuda_backend_budget_covers_cache_and_scratch),
         cmocka_unit_test(test_cuda_backend_sched_places_again),
         cmocka_unit_test(test_cuda_backend_sched_writes_back_to_place),

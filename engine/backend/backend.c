@@ -358,6 +358,19 @@ saga_status saga_backend_alloc_block(saga_backend *be, void **out, size_t bytes)
     return alloc_placed(be, out, bytes, true);
 }
 
+void saga_backend_set_block_room(saga_backend *be, size_t bytes) {
+    lock(be);
+    be->block_room = bytes;
+    unlock(be);
+}
+
+size_t saga_backend_block_room(saga_backend *be) {
+    lock(be);
+    const size_t bytes = be->block_room;
+    unlock(be);
+    return bytes;
+}
+
 /* Takes bytes off *counter (in_use, reserved or host_pinned), logging an error, not underflowing,
  * when the counter holds less. Under the lock. */
 static void uncount(saga_backend *be, size_t *counter, size_t bytes, const char *counter_name) {

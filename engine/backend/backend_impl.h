@@ -404,11 +404,20 @@ struct saga_backend {
     /* Bytes of the budget the backend expects to reserve for its own work during a run (set by
      * the backend when it opens; 0 on the CPU): planners leave them out of what they plan with. */
     size_t work_reserve;
+    /* Bytes from the bottom of a budget's arena that saga_backend_alloc_block may place blocks in
+     * (0: anywhere), under `lock` (saga_backend_set_block_room). */
+    size_t block_room;
 };
 
 /* saga_backend_alloc for a block a block scheduler holds across its steps: placed apart from the
  * other allocations where the backend places memory itself (see the table's alloc_block). */
 saga_status saga_backend_alloc_block(saga_backend *be, void **out, size_t bytes);
+/* Keeps the blocks of saga_backend_alloc_block within the first `bytes` of a budget's arena, where
+ * the backend places memory itself (CUDA): a block scheduler whose blocks may hold `bytes` at most
+ * (its cap) leaves the rest, at the top, to what its steps allocate themselves, in one piece.
+ * 0 lifts the limit. A block that finds no room there is refused (SAGA_ERR_BUDGET). */
+void saga_backend_set_block_room(saga_backend *be, size_t bytes);
+size_t saga_backend_block_room(saga_backend *be);
 
 /* Device memory for the backend's own work (a stream's scratch, a library's workspace), taken
  * with be->iface->alloc and charged against the budget as saga_backend_alloc charges, but counted

@@ -94,6 +94,7 @@ struct saga_sched {
     saga_stream *copy; /* the default stream when copies run inline (saga_backend_copies_inline) */
     saga_event *compute_ev;
     size_t cap, resident;
+    size_t room; /* the block room this scheduler set on the backend (0: none) */
     void (*trim)(void *);
     void *trim_user;
     saga_blk **blocks;
@@ -623,6 +624,12 @@ saga_status saga_sched_new(saga_sched **out, saga_backend *be, size_t cap, void 
     s->trim = trim;
     s->trim_user = trim_user;
     s->running = -1;
+    /* its blocks stay within the cap's bytes at the bottom of an arena: what the steps allocate
+     * themselves has the rest, at the top, in one piece */
+    if (cap) {
+        saga_backend_set_block_room(be, cap);
+        s->room = cap;
+    }
     if (saga_backend_copies_inline(be))
         s->copy = saga_backend_default_stream(be);
     else
@@ -647,6 +654,8 @@ void saga_sched_free(saga_sched **sp) {
     saga_sched *s = *sp;
     if (s->copy)
         (void)saga_stream_synchronize(s->copy);
+    if (s->room && saga_backend_block_room(s->be) == s->room)
+        saga_backend_set_block_room(s->be, 0);
     s->computing = NULL;
     trace_flush(s);
     while (s->trace_head) { /* never ended: the run failed */
@@ -905,8 +914,9 @@ static bool has_host_home(const saga_blk *b) {
  * step's blocks let go of theirs and all are placed again, the largest first: first those whose
  * content is on the host or not yet made; then, when that is not enough, also those whose content
  * is on the device alone and has a home on the host, written back first (read again when the step
- * loads them). Only the blocks of memory nothing in the scheduler owns can then keep the step's
- * blocks apart. */
+ * loads them); last, beyond the block room the scheduler keeps (its blocks' size classes may pass
+ * the cap's bytes), rather than fail. Only the blocks of memory nothing in the scheduler owns can
+ * then keep the step's blocks apart. */
 static saga_status place_step(saga_sched *s, int t) {
     saga_status st = SAGA_OK;
     const step *sp = &s->steps[t];
@@ -922,11 +932,15 @@ static saga_status place_step(saga_sched *s, int t) {
                 s->placing[k++] = (placing){s->uses[sp->first + i].b, i};
         qsort(s->placing, (size_t)k, sizeof *s->placing, placing_cmp);
         st = SAGA_OK;
+        if (round == 3)
+            saga_backend_set_block_room(s->be, 0);
         for (int j = 0; j < k && st == SAGA_OK; j++) {
             bool got = false;
             st = alloc_dev(s, s->placing[j].b, t, false, &got);
         }
-        if (st != SAGA_ERR_BUDGET || round == 2)
+        if (round == 3)
+            saga_backend_set_block_room(s->be, s->room);
+        if (st != SAGA_ERR_BUDGET || round == 3 || (round == 2 && !s->room))
             return st;
         for (int i = 0; i < sp->n; i++) {
             saga_blk *b = s->uses[sp->first + i].b;

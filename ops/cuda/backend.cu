@@ -290,9 +290,12 @@ static bool free_passed(cudaEvent_t freed) {
 
 static saga_status arena_alloc(saga_backend *be, cuda_ctx *c, size_t cls, bool block, void **out) {
     const bool top = !block;
+    // a block ends within the room a scheduler keeps its blocks in (saga_backend_set_block_room)
+    const size_t room = block && be->block_room ? be->block_room : c->arena_bytes;
     auto best = c->arena_free.end();
     for (auto it = c->arena_free.begin(); it != c->arena_free.end(); ++it)
-        if (it->second.bytes >= cls && (!c->capturing || free_passed(it->second.freed))) {
+        if (it->second.bytes >= cls && (top || it->first + cls <= room) &&
+            (!c->capturing || free_passed(it->second.freed))) {
             best = it;
             if (!top)
                 break;
@@ -301,11 +304,14 @@ static saga_status arena_alloc(saga_backend *be, cuda_ctx *c, size_t cls, bool b
         size_t largest = 0;
         for (const auto &r : c->arena_free)
             largest = std::max(largest, r.second.bytes);
+        char within[80] = "";
+        if (room < c->arena_bytes)
+            snprintf(within, sizeof within, " within the first %zu bytes, the blocks' room", room);
         return saga_cuda_host->error(
             SAGA_ERR_BUDGET,
-            "%s: device memory budget: no free range of %zu bytes in the %zu-byte arena (%zu "
+            "%s: device memory budget: no free range of %zu bytes in the %zu-byte arena%s (%zu "
             "bytes free in %zu ranges, the largest %zu)%s",
-            be->name, cls, c->arena_bytes, be->cached, c->arena_free.size(), largest,
+            be->name, cls, c->arena_bytes, within, be->cached, c->arena_free.size(), largest,
             c->capturing ? " that no earlier work may still use while a graph records" : "");
     }
     const size_t off = best->first;
