@@ -130,6 +130,28 @@ expect 0 mpi 2 "$SAGA_BIN" gcn --data "$cora" --epochs 30 --device-mem 2M --log 
 [ "$(json_get 'j["streamed"]')" = True ] || fail "gcn 2 ranks under 2M: not streamed: $(json_last)"
 [ "$(json_get 'max(j["rank_peak_device_bytes"]) <= 2 * 1024 * 1024')" = True ] || fail "gcn: a rank passed its budget: $(json_last)"
 losses_close "$TMP/gcn1.log" "$TMP/gcn2s.log" || fail "gcn 2 ranks streamed: losses differ from one process"
+# MPI below MPI_THREAD_MULTIPLE (SAGA_MPI_THREAD=funneled): the streamed ranks exchange their
+# halo chunks on the calling thread instead of a thread beside the compute, with the same losses
+# to the bit, and say so at info level; `saga mlp`'s stages over ranks, which move activations on
+# threads, are refused on every rank with a message; a level MPI does not know is refused
+expect 0 env SAGA_MPI_THREAD=funneled SAGA_LOG=info timeout 300 "$MPIEXEC" -n 2 --oversubscribe \
+    "$SAGA_BIN" gcn --data "$cora" --epochs 30 --device-mem 2M --log "$TMP/gcn2f.log" --json
+expect_err "MPI provides thread level funneled, not MPI_THREAD_MULTIPLE"
+[ "$(json_get 'j["streamed"] and j["parts"] >= 4')" = True ] ||
+    fail "gcn 2 ranks, funneled: not streamed in chunks: $(json_last)"
+[ "$(json_get 'j["comm_hidden"] == 0')" = True ] ||
+    fail "gcn 2 ranks, funneled: exchanges ran beside the compute: $(json_last)"
+python3 -c '
+import json, sys
+a, b = ([json.loads(l)["loss"] for l in open(f)] for f in sys.argv[1:3])
+sys.exit(0 if a == b and a else 1)' "$TMP/gcn2s.log" "$TMP/gcn2f.log" ||
+    fail "gcn 2 ranks streamed: the losses with MPI funneled differ from MULTIPLE's"
+expect 1 env SAGA_MPI_THREAD=funneled timeout 300 "$MPIEXEC" -n 2 --oversubscribe \
+    "$SAGA_BIN" mlp "${mlp_small[@]}" --stages 2
+expect_err "MPI does not provide MPI_THREAD_MULTIPLE"
+expect 1 env SAGA_MPI_THREAD=bogus timeout 300 "$MPIEXEC" -n 2 --oversubscribe \
+    "$SAGA_BIN" gcn --data "$cora" --epochs 1
+expect_err "SAGA_MPI_THREAD=bogus: single, funneled, serialized or multiple"
 # a rank that fails in its first epoch (a budget it cannot keep) stops every rank, never a hang
 expect 1 timeout 300 "$MPIEXEC" -n 1 "$SAGA_BIN" gcn --data "$cora" --epochs 3 : \
     -n 1 "$SAGA_BIN" gcn --data "$cora" --epochs 3 --device-mem 1K

@@ -221,6 +221,9 @@ const char *saga_comm_name(const saga_comm *c) {
 bool saga_comm_on_device(const saga_comm *c) {
     return c && c->on_device;
 }
+bool saga_comm_threads(const saga_comm *c) {
+    return !c || (!c->serial && saga_comm_threads(c->host));
+}
 
 void saga_comm_get_stats(const saga_comm *c, saga_comm_stats *s) {
     *s = c->stats;

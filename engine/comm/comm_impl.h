@@ -39,6 +39,7 @@ struct saga_comm {
     size_t stage_bytes;
     char name[64];
     saga_comm_stats stats;
+    bool serial; /* calls must not overlap (MPI below MPI_THREAD_MULTIPLE): saga_comm_threads */
 };
 
 /* The services a communicator module takes from libsaga. Fields are only appended. */

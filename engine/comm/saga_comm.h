@@ -87,6 +87,10 @@ int saga_comm_local_size(const saga_comm *c);
 const char *saga_comm_name(const saga_comm *c);
 /* true when the buffers of c's operations are device memory of its backend (NCCL, staging). */
 bool saga_comm_on_device(const saga_comm *c);
+/* true when c's operations may be called from several threads at once: false over MPI that
+ * provides less than MPI_THREAD_MULTIPLE (the program initialised it so, or SAGA_MPI_THREAD asked
+ * for less), where saga keeps its own calls on the calling thread. */
+bool saga_comm_threads(const saga_comm *c);
 
 /* In-place reduction of count elements of buf over all ranks: SAGA_F32, SAGA_F64, SAGA_I32 or
  * SAGA_I64 with SUM, MAX or MIN. Every rank ends with the result. */

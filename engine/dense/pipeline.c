@@ -616,6 +616,15 @@ saga_status dense_join_ranks(saga_mlp *m) {
     saga_status st = SAGA_OK;
     int32_t me = m->me, S = m->S, L = m->L;
     int64_t *v = NULL;
+    /* the transfers run on threads beside the compute, which MPI must allow */
+    st = saga_comm_threads(m->comm)
+             ? SAGA_OK
+             : saga_error(SAGA_ERR_UNSUPPORTED,
+                          "saga_mlp_new: the stages over ranks move activations and gradients on "
+                          "threads beside the compute, and MPI does not provide "
+                          "MPI_THREAD_MULTIPLE (the program started it with less, or "
+                          "SAGA_MPI_THREAD asked for less)");
+    SAGA_TRY(saga_comm_agree(m->comm, st));
     /* a communicator per direction and parity of the boundary, so that each of a rank's
      * transfer threads has one of its own and both ends of a transfer share it */
     int n_comms = S > 2 ? 4 : 2;

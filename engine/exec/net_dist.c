@@ -529,10 +529,12 @@ saga_status net_dist_rows_start(saga_net *n, int s, float *host, int64_t cols) {
     pthread_mutex_unlock(mu(x));
     SAGA_TRY(st);
     if (x->n_chunks > 1) {
+        /* the remaining chunks on a thread while the first ones' blocks compute; here, before
+         * any block computes, when MPI must not be called from two threads at once or no thread
+         * starts */
         pthread_t t;
-        int rc = pthread_create(&t, NULL, chunk_thread, x);
+        int rc = saga_comm_threads(x->comm) ? pthread_create(&t, NULL, chunk_thread, x) : -1;
         if (rc != 0) {
-            /* no thread: the remaining chunks here, before any block computes */
             for (int32_t j = 1; j < x->n_chunks && st == SAGA_OK; j++)
                 st = chunk_exchange(x, host, cols, j);
             pthread_mutex_lock(mu(x));

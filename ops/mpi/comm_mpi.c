@@ -167,15 +167,41 @@ saga_comm_mpi_init(saga_comm *c, const saga_comm_module_host *host) {
         return H->error(SAGA_ERR_UNSUPPORTED,
                         "MPI was finalised in this process; it cannot be started again");
     if (!init) {
-        /* threads: the NCCL stand-in and the copy streams may call MPI beside the caller */
+        /* threads: saga's exchanges may call MPI beside the caller (MPI_THREAD_MULTIPLE), unless
+         * SAGA_MPI_THREAD asks for less (where MULTIPLE is slow or missing) */
+        int want = MPI_THREAD_MULTIPLE;
+        const char *lv = getenv("SAGA_MPI_THREAD");
+        if (lv && *lv) {
+            static const char *const names[] = {"single", "funneled", "serialized", "multiple"};
+            static const int levels[] = {MPI_THREAD_SINGLE, MPI_THREAD_FUNNELED,
+                                         MPI_THREAD_SERIALIZED, MPI_THREAD_MULTIPLE};
+            int i = 0;
+            while (i < 4 && strcmp(lv, names[i]) != 0)
+                i++;
+            if (i == 4)
+                return H->error(SAGA_ERR_INVALID_ARG,
+                                "SAGA_MPI_THREAD=%s: single, funneled, serialized or multiple", lv);
+            want = levels[i];
+        }
         int provided = 0;
-        int rc = MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, &provided);
+        int rc = MPI_Init_thread(NULL, NULL, want, &provided);
         if (rc != MPI_SUCCESS)
             return mpi_fail(rc, "initialisation");
         we_initialised = 1;
-        if (provided < MPI_THREAD_MULTIPLE)
-            H->log(1, "MPI provides thread level %d, not MPI_THREAD_MULTIPLE", provided);
     }
+    /* the level MPI provides, whoever started it: below MULTIPLE saga's MPI calls stay on the
+     * calling thread (saga_comm_threads) */
+    int level = MPI_THREAD_MULTIPLE;
+    MPI_Query_thread(&level);
+    c->serial = level < MPI_THREAD_MULTIPLE;
+    if (c->serial)
+        H->log(2,
+               "MPI provides thread level %s, not MPI_THREAD_MULTIPLE: saga's MPI calls stay "
+               "on the calling thread",
+               level == MPI_THREAD_SINGLE       ? "single"
+               : level == MPI_THREAD_FUNNELED   ? "funneled"
+               : level == MPI_THREAD_SERIALIZED ? "serialized"
+                                                : "unknown");
     mpi_ctx *x = H->alloc(sizeof *x);
     if (!x)
         return H->error(SAGA_ERR_OUT_OF_MEMORY, "out of memory for an MPI communicator");
