@@ -644,6 +644,47 @@ static void test_cuda_backend_block_room(void **state) {
     saga_backend_free_all(&be);
 }
 
+/* The plan of the two tests below on an 8 MiB arena: in step a, four 2 MiB blocks fill it (the
+ * first and third temporary, dying there; the second and fourth of life `life` with host copies
+ * host[0] and host[1], used with `mode`); in step b the second and fourth are read beside a new
+ * 3 MiB block. Step a is begun and the arena checked full; *bottom is its lowest block. */
+typedef struct four_and_big {
+    saga_blk *t0, *m1, *t2, *m3, *big;
+    int a, b;
+    char *bottom;
+} four_and_big;
+
+static void four_and_big_begin(saga_sched *s, saga_blk_life life, saga_use_mode mode,
+                               float *const host[2], four_and_big *f) {
+    const size_t MiB = (size_t)1 << 20;
+    f->t0 = saga_sched_block(s, 2 * MiB, SAGA_BLK_TEMP, "first");
+    f->m1 = saga_sched_block(s, 2 * MiB, life, "second");
+    f->t2 = saga_sched_block(s, 2 * MiB, SAGA_BLK_TEMP, "third");
+    f->m3 = saga_sched_block(s, 2 * MiB, life, "fourth");
+    f->big = saga_sched_block(s, 3 * MiB, SAGA_BLK_TEMP, "big");
+    assert_true(f->t0 && f->m1 && f->t2 && f->m3 && f->big);
+    saga_blk_set_host(f->m1, host[0]);
+    saga_blk_set_host(f->m3, host[1]);
+    saga_sched_plan_begin(s);
+    f->a = saga_sched_step(s);
+    saga_sched_use(s, f->a, f->t0, SAGA_USE_WRITE, 0);
+    saga_sched_use(s, f->a, f->m1, mode, 0);
+    saga_sched_use(s, f->a, f->t2, SAGA_USE_WRITE, 0);
+    saga_sched_use(s, f->a, f->m3, mode, 0);
+    f->b = saga_sched_step(s);
+    saga_sched_use(s, f->b, f->m1, SAGA_USE_READ, 0);
+    saga_sched_use(s, f->b, f->big, SAGA_USE_WRITE, 0);
+    saga_sched_use(s, f->b, f->m3, SAGA_USE_READ, 0);
+    assert_int_equal(saga_sched_plan_end(s), SAGA_OK);
+    assert_int_equal(saga_sched_begin(s, f->a), SAGA_OK);
+    char *d[4] = {saga_blk_dev(f->t0), saga_blk_dev(f->m1), saga_blk_dev(f->t2),
+                  saga_blk_dev(f->m3)};
+    qsort(d, 4, sizeof d[0], cmp_ptr);
+    for (int i = 1; i < 4; i++)
+        assert_ptr_equal(d[i], d[0] + (size_t)i * 2 * MiB); /* the arena is full */
+    f->bottom = d[0];
+}
+
 /* The scheduler places a step's blocks again when the arena has their bytes only in pieces
  * (place_step). Four 2 MiB blocks fill an 8 MiB arena in step 0; the first and third die there
  * (temporary, no later use), so step 1 finds 4 MiB free in two pieces for its new 3 MiB block
@@ -665,32 +706,12 @@ static void test_cuda_backend_sched_places_again(void **state) {
     assert_int_equal(saga_backend_host_alloc(be, (void **)&back, 2 * MiB), SAGA_OK);
     saga_sched *s = NULL;
     assert_int_equal(saga_sched_new(&s, be, 8 * MiB, NULL, NULL), SAGA_OK);
-    saga_blk *t0 = saga_sched_block(s, 2 * MiB, SAGA_BLK_TEMP, "first");
-    saga_blk *in1 = saga_sched_block(s, 2 * MiB, SAGA_BLK_INPUT, "second");
-    saga_blk *t2 = saga_sched_block(s, 2 * MiB, SAGA_BLK_TEMP, "third");
-    saga_blk *in3 = saga_sched_block(s, 2 * MiB, SAGA_BLK_INPUT, "fourth");
-    saga_blk *big = saga_sched_block(s, 3 * MiB, SAGA_BLK_TEMP, "big");
-    assert_true(t0 && in1 && t2 && in3 && big);
-    saga_blk_set_host(in1, host[0]);
-    saga_blk_set_host(in3, host[1]);
-    saga_sched_plan_begin(s);
-    const int a = saga_sched_step(s);
-    saga_sched_use(s, a, t0, SAGA_USE_WRITE, 0);
-    saga_sched_use(s, a, in1, SAGA_USE_READ, 0);
-    saga_sched_use(s, a, t2, SAGA_USE_WRITE, 0);
-    saga_sched_use(s, a, in3, SAGA_USE_READ, 0);
-    const int b = saga_sched_step(s);
-    saga_sched_use(s, b, in1, SAGA_USE_READ, 0);
-    saga_sched_use(s, b, big, SAGA_USE_WRITE, 0);
-    saga_sched_use(s, b, in3, SAGA_USE_READ, 0);
-    assert_int_equal(saga_sched_plan_end(s), SAGA_OK);
-
-    assert_int_equal(saga_sched_begin(s, a), SAGA_OK);
-    char *d[4] = {saga_blk_dev(t0), saga_blk_dev(in1), saga_blk_dev(t2), saga_blk_dev(in3)};
-    qsort(d, 4, sizeof d[0], cmp_ptr);
-    for (int i = 1; i < 4; i++)
-        assert_ptr_equal(d[i], d[0] + (size_t)i * 2 * MiB); /* the arena is full */
-    assert_int_equal(saga_sched_end(s, a), SAGA_OK);
+    four_and_big f;
+    four_and_big_begin(s, SAGA_BLK_INPUT, SAGA_USE_READ, host, &f);
+    saga_blk *in1 = f.m1, *in3 = f.m3, *big = f.big;
+    char *d[1] = {f.bottom};
+    const int b = f.b;
+    assert_int_equal(saga_sched_end(s, f.a), SAGA_OK);
 
     /* placed again, the largest first: the big block at the bottom, the readers above it */
     assert_int_equal(saga_sched_begin(s, b), SAGA_OK);
@@ -739,31 +760,11 @@ static void test_cuda_backend_sched_writes_back_to_place(void **state) {
     assert_int_equal(saga_backend_host_alloc(be, (void **)&back, 2 * MiB), SAGA_OK);
     saga_sched *s = NULL;
     assert_int_equal(saga_sched_new(&s, be, 8 * MiB, NULL, NULL), SAGA_OK);
-    saga_blk *t0 = saga_sched_block(s, 2 * MiB, SAGA_BLK_TEMP, "first");
-    saga_blk *w1 = saga_sched_block(s, 2 * MiB, SAGA_BLK_STATE, "second");
-    saga_blk *t2 = saga_sched_block(s, 2 * MiB, SAGA_BLK_TEMP, "third");
-    saga_blk *w3 = saga_sched_block(s, 2 * MiB, SAGA_BLK_STATE, "fourth");
-    saga_blk *big = saga_sched_block(s, 3 * MiB, SAGA_BLK_TEMP, "big");
-    assert_true(t0 && w1 && t2 && w3 && big);
-    saga_blk_set_host(w1, host[0]);
-    saga_blk_set_host(w3, host[1]);
-    saga_sched_plan_begin(s);
-    const int a = saga_sched_step(s);
-    saga_sched_use(s, a, t0, SAGA_USE_WRITE, 0);
-    saga_sched_use(s, a, w1, SAGA_USE_RW, 0);
-    saga_sched_use(s, a, t2, SAGA_USE_WRITE, 0);
-    saga_sched_use(s, a, w3, SAGA_USE_RW, 0);
-    const int b = saga_sched_step(s);
-    saga_sched_use(s, b, w1, SAGA_USE_READ, 0);
-    saga_sched_use(s, b, big, SAGA_USE_WRITE, 0);
-    saga_sched_use(s, b, w3, SAGA_USE_READ, 0);
-    assert_int_equal(saga_sched_plan_end(s), SAGA_OK);
-
-    assert_int_equal(saga_sched_begin(s, a), SAGA_OK);
-    char *d[4] = {saga_blk_dev(t0), saga_blk_dev(w1), saga_blk_dev(t2), saga_blk_dev(w3)};
-    qsort(d, 4, sizeof d[0], cmp_ptr);
-    for (int i = 1; i < 4; i++)
-        assert_ptr_equal(d[i], d[0] + (size_t)i * 2 * MiB); /* the arena is full */
+    four_and_big f;
+    four_and_big_begin(s, SAGA_BLK_STATE, SAGA_USE_RW, host, &f);
+    saga_blk *w1 = f.m1, *w3 = f.m3, *big = f.big;
+    char *d[1] = {f.bottom};
+    const int a = f.a, b = f.b;
     for (int i = 0; i < 2; i++) /* step 0 changes the state on the device */
         assert_int_equal(
             be->kernels->fill_f32(s0, saga_blk_dev(i ? w3 : w1), (int64_t)nf, (float)(5 + i)),
