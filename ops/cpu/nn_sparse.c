@@ -345,6 +345,7 @@ static bool live_rows(const float *X, int64_t rows, int64_t F, live_set *L) {
     const int64_t words = (rows + 63) / 64;
     int64_t n_live = 0;
     L->rows = NULL;
+    L->bits = NULL; /* freed on the way out when its own allocation fails */
     if (saga_alloc_zeroed((void **)&L->bits, (size_t)words, sizeof(uint64_t) + sizeof(int32_t),
                           "live rows") < 0)
         goto fail;
