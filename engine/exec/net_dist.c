@@ -31,7 +31,7 @@ void net_dist_free(saga_net *n) {
     if (!x)
         return;
     (void)net_dist_wait(n);
-    if (x->lock) {
+    if (x->lock && x->cond) { /* both made, both initialised (net_dist_new) */
         pthread_mutex_destroy(mu(x));
         pthread_cond_destroy(cv(x));
     }
