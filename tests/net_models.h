@@ -165,7 +165,8 @@ static saga_tensor *nll_rows(saga_ctx *c, const saga_vertex_in *v, const int32_t
     /* a context tensor: it lives as long as the block's tape, which the backward pass needs */
     saga_tensor *t = saga_ctx_from_host(c, SAGA_I32, v->count, 1, lab);
     test_free(lab);
-    assert_non_null(t);
+    if (!t)
+        return NULL; /* the context's error (net_ranks_fail.sh fails its allocations) */
     saga_tensor *l = saga_nll_loss(c, saga_log_softmax(c, v->self), t, NULL);
     return saga_affine(c, l, (float)v->count / (float)lc->n, 0.0f);
 }

@@ -194,6 +194,68 @@ static void test_net_ranks_loss_rows(void **state) {
     assert_int_equal(unlisted, 0);
 }
 
+/* SAGA_TEST_FAIL_ALLOC_AT=N (net_ranks_fail.sh): rank 1 alone fails its N-th allocation from the
+ * first training step on, in memory (SAGA_TEST_FAIL_STREAMED unset) or streamed under 400 KiB.
+ * Every rank must come back with the failure (agreed), or the job must stop with rank 1's
+ * message; never wait in a collective rank 1 will not join (the script's timeout). */
+static long fail_count, fail_at;
+static void *failing_malloc(void *ud, size_t size) {
+    (void)ud;
+    return fail_at > 0 && ++fail_count >= fail_at ? NULL : malloc(size);
+}
+static void *failing_realloc(void *ud, void *ptr, size_t size) {
+    (void)ud;
+    return fail_at > 0 && ++fail_count >= fail_at ? NULL : realloc(ptr, size);
+}
+static void failing_free(void *ud, void *ptr) {
+    (void)ud;
+    free(ptr);
+}
+
+static int step_failing_at(long at, bool streamed) {
+    data_load();
+    saga_backend *be = backend(streamed ? 400u << 10 : 0);
+    saga_ctx *c = NULL;
+    saga_model *m = NULL;
+    saga_net *net = NULL;
+    layer l1, l2;
+    saga_net_opts no = saga_net_opts_defaults();
+    no.exec = streamed ? SAGA_EXEC_AUTO : SAGA_EXEC_MEMORY;
+    no.self_loops = SAGA_DGRAPH_SELF_LOOPS_ADD;
+    no.comm = comm;
+    loss_ctx lc = {D.labels, D.n};
+    if (saga_ctx_new(&c, be, 3) < 0 || saga_model_new(&m, be) < 0)
+        return 2;
+    net_model_params(m, &D, H, &l1, &l2);
+    if (saga_net_new(&net, c, D.g, &no) < 0)
+        return 2;
+    net_model_stages(net, &GCN, &D, H, &l1, &l2);
+    if (saga_net_set_loss(net, nll_rows, &lc) < 0 || saga_net_set_model(net, m) < 0 ||
+        saga_net_set_input(net, D.x, D.F) < 0)
+        return 2;
+    if (saga_comm_rank(comm) == 1) {
+        fail_at = at;
+        saga_allocator a = {failing_malloc, failing_realloc, failing_free, NULL};
+        saga_set_allocator(&a);
+    }
+    double loss = 0;
+    saga_status st = saga_net_train_step(net, &loss);
+    saga_set_allocator(NULL);
+    fail_at = 0;
+    fprintf(stderr, "rank %d: allocation %ld on rank 1: %s\n", saga_comm_rank(comm), at,
+            st < 0 ? saga_last_error() : "the step ran");
+    saga_net_free(&net);
+    saga_model_free(&m);
+    saga_ctx_free(&c);
+    saga_backend_free_all(&be);
+    /* 0: every rank failed (the failure was agreed); 3: none did (N is past the step's
+     * allocations); 1: some did and some did not */
+    int32_t bad[2] = {st < 0, -(st < 0)};
+    if (saga_comm_allreduce(comm, bad, 2, SAGA_I32, SAGA_COMM_MAX, NULL) < 0)
+        return 2;
+    return bad[0] != -bad[1] ? 1 : bad[0] ? 0 : 3;
+}
+
 static void pagerank(double *rank, saga_comm *cm, size_t budget, int *iters) {
     data_load();
     saga_backend *be = backend(budget);
@@ -247,6 +309,13 @@ int main(void) {
     }
     const char *dev = getenv("SAGA_TEST_DEVICE");
     on_cuda = dev && strcmp(dev, "cuda") == 0;
+    const char *at = getenv("SAGA_TEST_FAIL_ALLOC_AT");
+    if (at && *at) {
+        int rc = step_failing_at(atol(at), getenv("SAGA_TEST_FAIL_STREAMED") != NULL);
+        net_data_free(&D);
+        saga_comm_free(&comm);
+        return rc;
+    }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_net_ranks_gcn),
         cmocka_unit_test(test_net_ranks_gat),

@@ -221,6 +221,9 @@ const char *saga_comm_name(const saga_comm *c) {
 bool saga_comm_on_device(const saga_comm *c) {
     return c && c->on_device;
 }
+bool saga_comm_failure_agreed(const saga_comm *c) {
+    return c && (c->agreed || (c->host && c->host->agreed));
+}
 bool saga_comm_threads(const saga_comm *c) {
     return !c || (!c->serial && saga_comm_threads(c->host));
 }
@@ -272,12 +275,20 @@ static void account(saga_comm *c, uint64_t sent, uint64_t recv, double t0) {
     c->stats.seconds += saga_now() - t0;
 }
 
+/* A collective starts on c: the failure the last agreement reported is behind it. */
+static void began(saga_comm *c) {
+    c->agreed = false;
+    if (c->host)
+        c->host->agreed = false;
+}
+
 saga_status saga_comm_allreduce(saga_comm *c, void *buf, size_t count, saga_dtype dt,
                                 saga_comm_op op, saga_stream *s) {
     saga_status st = SAGA_OK;
     double t0 = saga_now();
     SAGA_CHECK(c && (buf || !count), SAGA_ERR_INVALID_ARG,
                "saga_comm_allreduce: communicator and buffer must be given");
+    began(c);
     SAGA_CHECK((unsigned)dt < SAGA_DTYPE_COUNT && (unsigned)op < SAGA_COMM_OP_COUNT,
                SAGA_ERR_INVALID_ARG, "saga_comm_allreduce: dtype %d or operation %d out of range",
                (int)dt, (int)op);
@@ -312,6 +323,7 @@ saga_status saga_comm_bcast(saga_comm *c, void *buf, size_t bytes, int root, sag
     double t0 = saga_now();
     SAGA_CHECK(c && (buf || !bytes), SAGA_ERR_INVALID_ARG,
                "saga_comm_bcast: communicator and buffer must be given");
+    began(c);
     SAGA_CHECK(root >= 0 && root < c->size, SAGA_ERR_INVALID_ARG,
                "saga_comm_bcast: root %d out of range (%d ranks)", root, c->size);
     if (c->size == 1 || !bytes)
@@ -440,6 +452,7 @@ saga_status saga_comm_sendrecv(saga_comm *c, const saga_comm_block *sends, int n
     uint64_t sent = 0, recv = 0;
     SAGA_CHECK(c && n_sends >= 0 && n_recvs >= 0 && (sends || !n_sends) && (recvs || !n_recvs),
                SAGA_ERR_INVALID_ARG, "saga_comm_sendrecv: bad arguments");
+    began(c);
     for (int i = 0; i < n_sends; i++) {
         SAGA_CHECK(sends[i].peer >= 0 && sends[i].peer < c->size &&
                        (sends[i].data || !sends[i].bytes),
@@ -481,6 +494,7 @@ saga_status saga_comm_alltoallv(saga_comm *c, const void *send, const size_t *se
     saga_comm_block *b = NULL;
     SAGA_CHECK(c && send_bytes && send_off && recv_bytes && recv_off, SAGA_ERR_INVALID_ARG,
                "saga_comm_alltoallv: communicator and size arrays must be given");
+    began(c);
     int p = c->size, ns = 0, nr = 0;
     SAGA_TRY(saga_alloc_array((void **)&b, 2 * (size_t)p, sizeof *b, "communication blocks"));
     saga_comm_block *sb = b, *rb = b + p;
@@ -499,6 +513,7 @@ fail:
 saga_status saga_comm_barrier(saga_comm *c) {
     if (!c)
         return saga_error(SAGA_ERR_INVALID_ARG, "saga_comm_barrier: communicator is NULL");
+    began(c);
     if (c->size == 1)
         return SAGA_OK;
     saga_comm *h = c->host ? c->host : c;
@@ -522,11 +537,13 @@ saga_status saga_comm_agree(saga_comm *c, saga_status mine) {
     char own[1024];
     snprintf(own, sizeof own, "%s", saga_last_error());
     saga_comm_stats keep = h->stats;
+    c->agreed = h->agreed = false;
     SAGA_TRY(h->iface->allreduce(h, &first, 1, SAGA_I32, SAGA_COMM_MIN, NULL));
     if (first == h->size) {
         h->stats = keep;
         return mine;
     }
+    c->agreed = h->agreed = true;
     struct {
         int32_t code;
         char msg[1000];

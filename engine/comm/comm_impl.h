@@ -40,6 +40,7 @@ struct saga_comm {
     char name[64];
     saga_comm_stats stats;
     bool serial; /* calls must not overlap (MPI below MPI_THREAD_MULTIPLE): saga_comm_threads */
+    bool agreed; /* the last call was a saga_comm_agree that failed (saga_comm_failure_agreed) */
 };
 
 /* The services a communicator module takes from libsaga. Fields are only appended. */

@@ -118,6 +118,10 @@ saga_status saga_comm_agree(saga_comm *c, saga_status st);
 /* Stops every rank of c's job with exit status code (MPI_Abort; exit with one rank). For a
  * failure in the middle of work the others cannot see; print the message first. */
 void saga_comm_abort(saga_comm *c, int code);
+/* true when the last operation on c was a saga_comm_agree that returned a failure: every rank
+ * knows of it. A caller that fails otherwise, where other ranks may already wait in c's next
+ * collective, stops them with saga_comm_abort. */
+bool saga_comm_failure_agreed(const saga_comm *c);
 
 /* Sums every gradient of m over the ranks, in place, as one all-reduce per parameter in the
  * model's order (a parameter without a gradient on this rank takes part with zeros), then

@@ -1399,5 +1399,5 @@ fail:
     saga_graph_free(&p.g);
     saga_partition_free(&p.ks.kept);
     unprepare(n);
-    return st;
+    return net_dist_failed(n, st);
 }

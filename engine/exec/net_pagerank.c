@@ -426,5 +426,5 @@ fail:
         (void)saga_sched_finish(n->sched);
         net_collect_stats(n, t0);
     }
-    return st;
+    return n ? net_dist_failed(n, st) : st;
 }

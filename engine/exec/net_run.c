@@ -1149,6 +1149,7 @@ fail:
         (void)saga_sched_finish(n->sched);
     if (st < 0)
         (void)net_dist_wait(n);
+    st = net_dist_failed(n, st);
     saga_free(sd);
     if (n->o.graphs) { /* whether the next pass of this kind may be recorded */
         n->steady[train] = st == SAGA_OK && backend_allocs(n->be) == allocs_at;
