@@ -1,8 +1,8 @@
 /* bench_spmm_dev.c - the sparse products on a device, timed by its events: what decides, per
  * shape, which SpMM a GPU should run.
  *
- *   bench_spmm_dev [SPEC [SCALE [EDGE_FACTOR]]]   SPEC as saga_backend_open takes (cuda, cuda:N,
- *                                                 cpu; default cuda); defaults 20 and 16
+ *   bench_spmm_dev [SPEC [SCALE [EDGE_FACTOR [BUDGET]]]]   SPEC as saga_backend_open takes
+ *                                         (cuda, cuda:N, cpu; default cuda); defaults 20 and 16
  *
  * Two graphs of 2^SCALE vertices and EDGE_FACTOR edges per vertex: R-MAT (power-law in-degrees,
  * a few rows with many entries) and R-MAT with equal quadrants (degrees near the mean). A is the
@@ -11,12 +11,13 @@
  *   - Y = A X through the backend's spmm_f32 (on CUDA: cuSPARSE's SpMM where it takes the shape)
  *     and, on CUDA, through saga's own kernel (a second backend opened with SAGA_CUDA_SPMM=own);
  *   - Y = A^T X by spmm_t_f32 (no stored transpose) and by spmm_f32 on the stored A^T.
- * Before them, the transposed product where it serves, the weight gradient X^T dH of sparse input
- * features (2^SCALE rows of 1433 columns, 20 words a row): spmm_t_f32 against SpMM on the stored
- * X^T.
- * Each line gives milliseconds (a product slower than 0.25 s a call: its first call of each
- * round), GFLOP/s (2 nnz F flops) and the ratios; the two ways of each product are compared (the
- * largest difference, which rounding alone explains). */
+ * With BUDGET (bytes), first a streamed part's X^T dH (2,048 rows of 128 features, 15 a row,
+ * F = 16) without a budget and under BUDGET, whose workspace holds fewer partials at once.
+ * Before the graphs, the transposed product where it serves, the weight gradient X^T dH of sparse
+ * input features (2^SCALE rows of 1433 columns, 20 words a row): spmm_t_f32 against SpMM on the
+ * stored X^T. Each line gives milliseconds (a product slower than 0.25 s a call: its first call of
+ * each round), GFLOP/s (2 nnz F flops) and the ratios; the two ways of each product are compared
+ * (the largest difference, which rounding alone explains). */
 #include "backend_impl.h"
 #include "saga_datasets.h"
 
@@ -366,8 +367,9 @@ int main(int argc, char **argv) {
     saga_rmat_params rp = saga_rmat_params_defaults();
     rp.scale = argc > 2 ? atoi(argv[2]) : 20;
     rp.edge_factor = argc > 3 ? atoi(argv[3]) : 16;
+    const size_t budget = argc > 4 ? (size_t)strtoull(argv[4], NULL, 10) : 0;
     if (rp.scale < 4 || rp.scale > 26 || rp.edge_factor < 1) {
-        fprintf(stderr, "usage: bench_spmm_dev [SPEC [SCALE (4..26) [EDGE_FACTOR]]]\n");
+        fprintf(stderr, "usage: bench_spmm_dev [SPEC [SCALE (4..26) [EDGE_FACTOR [BUDGET]]]]\n");
         return 2;
     }
     saga_backend *be[MAX_BE] = {NULL, NULL};
@@ -384,8 +386,26 @@ int main(int argc, char **argv) {
     printf("device %s\n", saga_backend_name(be[0]));
     static const int64_t Fs[] = {16, 64, 128, 256};
     const int n_F = rp.scale <= 12 ? 2 : 4; /* small: a rehearsal */
+    int rc = 0;
+    if (budget) {
+        /* a streamed part's X^T dH (2,048 rows of 128 features, 15 a row, H = 16), without and
+         * under the budget, whose workspace share holds fewer partials at once */
+        saga_backend_params bp = saga_backend_params_defaults();
+        bp.budget_bytes = budget;
+        saga_backend *bb = NULL;
+        printf("a part's shape, without a budget:\n");
+        rc = bench_features(be[0], 2048, 128, 15, Fs, 1);
+        if (!rc && saga_backend_open(&bb, spec, &bp) < 0)
+            rc = fail("a backend under the budget");
+        if (!rc) {
+            printf("a part's shape, under a budget of %zu bytes:\n", budget);
+            rc = bench_features(bb, 2048, 128, 15, Fs, 1);
+        }
+        saga_backend_free_all(&bb);
+    }
     /* Cora's vocabulary, a bag of about 20 words a row: the shape models ask for, first */
-    int rc = bench_features(be[0], (int64_t)1 << rp.scale, 1433, 20, Fs, n_F);
+    if (!rc)
+        rc = bench_features(be[0], (int64_t)1 << rp.scale, 1433, 20, Fs, n_F);
     if (!rc)
         rc = bench_graph(be, n_be, "rmat", &rp, Fs, n_F);
     if (!rc) {
