@@ -195,7 +195,8 @@ static void test_net_ranks_loss_rows(void **state) {
 }
 
 /* SAGA_TEST_FAIL_ALLOC_AT=N (net_ranks_fail.sh): rank 1 alone fails its N-th allocation from the
- * first training step on, in memory (SAGA_TEST_FAIL_STREAMED unset) or streamed under 400 KiB.
+ * first training step on (with SAGA_TEST_FAIL_FORWARD, from the forward pass after it), in memory
+ * (SAGA_TEST_FAIL_STREAMED unset) or streamed under 400 KiB.
  * Every rank must come back with the failure (agreed), or the job must stop with rank 1's
  * message; never wait in a collective rank 1 will not join (the script's timeout). */
 static long fail_count, fail_at;
@@ -239,7 +240,21 @@ static int step_failing_at(long at, bool streamed) {
         saga_set_allocator(&a);
     }
     double loss = 0;
-    saga_status st = saga_net_train_step(net, &loss);
+    saga_status st = SAGA_OK;
+    if (getenv("SAGA_TEST_FAIL_FORWARD")) {
+        saga_set_allocator(NULL);
+        st = saga_net_train_step(net, &loss);
+        float *y = malloc((size_t)D.n * (size_t)D.C * sizeof *y);
+        if (saga_comm_rank(comm) == 1) {
+            saga_allocator a = {failing_malloc, failing_realloc, failing_free, NULL};
+            saga_set_allocator(&a);
+        }
+        if (st == SAGA_OK)
+            st = saga_net_forward(net, y);
+        saga_set_allocator(NULL);
+        free(y);
+    } else
+        st = saga_net_train_step(net, &loss);
     saga_set_allocator(NULL);
     fail_at = 0;
     fprintf(stderr, "rank %d: allocation %ld on rank 1: %s\n", saga_comm_rank(comm), at,
