@@ -442,9 +442,9 @@ saga_status net_dist_wait(saga_net *n);
 saga_status net_dist_packs(saga_net *n);
 /* A new call: no stage's chunks have arrived. */
 void net_dist_reset(saga_net *n);
-/* st, from a call over ranks that failed; when the other ranks were not told (the failure did not
- * come out of saga_comm_agree) they may be waiting in a collective this rank will not join:
- * every rank stops (saga_comm_abort) with this rank's message instead. */
+/* st, from a call over ranks that failed (n may be NULL: st); when the other ranks were not told
+ * (the failure did not come out of saga_comm_agree) they may be waiting in a collective this rank
+ * will not join: every rank stops (saga_comm_abort) with this rank's message instead. */
 saga_status net_dist_failed(saga_net *n, saga_status st);
 
 #pragma GCC visibility pop

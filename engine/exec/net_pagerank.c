@@ -426,5 +426,5 @@ fail:
         (void)saga_sched_finish(n->sched);
         net_collect_stats(n, t0);
     }
-    return n ? net_dist_failed(n, st) : st;
+    return net_dist_failed(n, st);
 }

@@ -1196,7 +1196,7 @@ saga_status saga_net_forward(saga_net *n, float *out) {
             memcpy(out, y, (size_t)n->n * (size_t)C * sizeof(float));
     }
 fail:
-    return n ? net_dist_failed(n, st) : st;
+    return net_dist_failed(n, st);
 }
 
 saga_status saga_net_forward_rows(saga_net *n, const int32_t *vertices, int64_t count, float *out) {
@@ -1254,7 +1254,7 @@ saga_status saga_net_forward_rows(saga_net *n, const int32_t *vertices, int64_t 
 fail:
     saga_free(want);
     saga_free(y);
-    return n ? net_dist_failed(n, st) : st;
+    return net_dist_failed(n, st);
 }
 
 saga_status saga_net_train_queue(saga_net *n) {
@@ -1274,7 +1274,7 @@ saga_status saga_net_train_result(saga_net *n, double *loss, saga_net_stats *sta
     if (stats)
         *stats = n->train_stats;
 fail:
-    return n ? net_dist_failed(n, st) : st;
+    return net_dist_failed(n, st);
 }
 
 saga_status saga_net_train_step(saga_net *n, double *loss) {

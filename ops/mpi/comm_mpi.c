@@ -151,6 +151,15 @@ static void mpi_destroy(saga_comm *c) {
     }
 }
 
+/* MPI's thread levels by the names SAGA_MPI_THREAD takes */
+static const struct {
+    const char *name;
+    int level;
+} thread_levels[4] = {{"single", MPI_THREAD_SINGLE},
+                      {"funneled", MPI_THREAD_FUNNELED},
+                      {"serialized", MPI_THREAD_SERIALIZED},
+                      {"multiple", MPI_THREAD_MULTIPLE}};
+
 static const saga_comm_iface mpi_iface = {
     1, mpi_destroy, mpi_allreduce, mpi_bcast, mpi_sendrecv, mpi_barrier, mpi_abort};
 
@@ -172,16 +181,13 @@ saga_comm_mpi_init(saga_comm *c, const saga_comm_module_host *host) {
         int want = MPI_THREAD_MULTIPLE;
         const char *lv = getenv("SAGA_MPI_THREAD");
         if (lv && *lv) {
-            static const char *const names[] = {"single", "funneled", "serialized", "multiple"};
-            static const int levels[] = {MPI_THREAD_SINGLE, MPI_THREAD_FUNNELED,
-                                         MPI_THREAD_SERIALIZED, MPI_THREAD_MULTIPLE};
             int i = 0;
-            while (i < 4 && strcmp(lv, names[i]) != 0)
+            while (i < 4 && strcmp(lv, thread_levels[i].name) != 0)
                 i++;
             if (i == 4)
                 return H->error(SAGA_ERR_INVALID_ARG,
                                 "SAGA_MPI_THREAD=%s: single, funneled, serialized or multiple", lv);
-            want = levels[i];
+            want = thread_levels[i].level;
         }
         int provided = 0;
         int rc = MPI_Init_thread(NULL, NULL, want, &provided);
@@ -194,14 +200,16 @@ saga_comm_mpi_init(saga_comm *c, const saga_comm_module_host *host) {
     int level = MPI_THREAD_MULTIPLE;
     MPI_Query_thread(&level);
     c->serial = level < MPI_THREAD_MULTIPLE;
-    if (c->serial)
+    if (c->serial) {
+        const char *name = "unknown";
+        for (int i = 0; i < 4; i++)
+            if (thread_levels[i].level == level)
+                name = thread_levels[i].name;
         H->log(2,
                "MPI provides thread level %s, not MPI_THREAD_MULTIPLE: saga's MPI calls stay "
                "on the calling thread",
-               level == MPI_THREAD_SINGLE       ? "single"
-               : level == MPI_THREAD_FUNNELED   ? "funneled"
-               : level == MPI_THREAD_SERIALIZED ? "serialized"
-                                                : "unknown");
+               name);
+    }
     mpi_ctx *x = H->alloc(sizeof *x);
     if (!x)
         return H->error(SAGA_ERR_OUT_OF_MEMORY, "out of memory for an MPI communicator");
