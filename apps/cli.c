@@ -767,7 +767,8 @@ int cli_exec_opt(cli_ctx *c, int i, const char *arg, cli_exec *e) {
                 e->partition = (saga_partition_method)m;
                 return 0;
             }
-        return cli_usage(c, "--partition must be metis, contiguous or random, got '%s'", arg);
+        return cli_usage(c, "--partition must be metis, contiguous, random or fennel, got '%s'",
+                         arg);
     case 4:
         e->stats = true;
         return 0;

@@ -183,7 +183,8 @@ int cli_check_device(cli_ctx *c, const char *device);
         {"parts", 0, "K", NULL,                                                                    \
          "Streamed: cut the graph into K parts (default: the fewest that "                         \
          "fit)."},                                                                                 \
-        {"partition", 0, "METHOD", "metis", "Streamed: metis, contiguous or random parts."},       \
+        {"partition", 0, "METHOD", "metis",                                                        \
+         "Streamed: metis, contiguous, random or fennel parts."},                                  \
         {"stats", 0, NULL, NULL,                                                                   \
          "Report the bytes moved host->device and device->host, the peak device memory and "       \
          "the share of copy time hidden behind compute (on the CPU with every core computing, "    \

@@ -28,5 +28,6 @@
 #include "saga_nn.h"
 #include "saga_partition.h"
 #include "saga_program.h"
+#include "saga_shards.h"
 #include "saga_status.h"
 #include "saga_tensor.h"

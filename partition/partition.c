@@ -3,6 +3,7 @@
 #include "saga_log.h"
 #include "saga_partition.h"
 
+#include <math.h>
 #include <metis.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -21,6 +22,8 @@ const char *saga_partition_method_name(saga_partition_method m) {
         return "contiguous";
     case SAGA_PARTITION_RANDOM:
         return "random";
+    case SAGA_PARTITION_FENNEL:
+        return "fennel";
     default:
         return "?";
     }
@@ -79,6 +82,87 @@ static saga_status part_random(int32_t *part, int32_t n, int32_t k, uint64_t see
 fail:
     saga_free(order);
     saga_free(slot);
+    return st;
+}
+
+/* ---- Fennel: one pass, each vertex where its placed neighbours are, less a size penalty ----- */
+
+/* The smallest part (lowest index on ties) over a tournament tree of the k sizes: tree[1] is the
+ * root, leaves at k .. 2k-1 (part q at k + q). */
+static int32_t tour_pick(const int32_t *tree, const int64_t *size, int32_t a, int32_t b) {
+    return size[b] < size[a] || (size[b] == size[a] && b < a) ? b : a;
+}
+
+static void tour_update(int32_t *tree, const int64_t *size, int32_t k, int32_t q) {
+    for (int32_t i = (k + q) / 2; i >= 1; i /= 2)
+        tree[i] =
+            tour_pick(tree, size, tree[2 * i], 2 * i + 1 < 2 * k ? tree[2 * i + 1] : tree[2 * i]);
+}
+
+/* Fennel (Tsourakakis, Gkantsidis, Radunovic, Vojnovic, WSDM 2014) over the vertices in id
+ * order: vertex v goes to the part q maximising |N(v) in q| - alpha gamma |q|^(gamma - 1), with
+ * gamma = 1.5, alpha = sqrt(k) m / n^1.5 (m the undirected edges, taken as half the stored
+ * in- and out-entries) and no part past 1.1 n / k vertices. N(v) is v's in- and out-row, each
+ * entry counting (parallel edges weigh more); only parts holding a neighbour or the smallest
+ * part can win, so a vertex costs its degree plus log k. Ties go to the smaller part, then the
+ * lower index: the result depends on the graph alone. */
+static saga_status part_fennel(int32_t *part, const saga_graph *g, int32_t k) {
+    saga_status st = SAGA_OK;
+    int32_t n = saga_graph_n_vertices(g);
+    saga_csr in = saga_graph_in(g), out = saga_graph_out(g);
+    int64_t *size = NULL, *hits = NULL;
+    int32_t *touched = NULL, *tree = NULL;
+    SAGA_TRY(saga_alloc_zeroed((void **)&size, (size_t)k, sizeof *size, "Fennel part sizes"));
+    SAGA_TRY(saga_alloc_zeroed((void **)&hits, (size_t)k, sizeof *hits, "Fennel neighbour counts"));
+    SAGA_TRY(saga_alloc_array((void **)&touched, (size_t)k, sizeof *touched, "Fennel parts seen"));
+    SAGA_TRY(saga_alloc_array((void **)&tree, 2 * (size_t)k, sizeof *tree, "Fennel smallest part"));
+    for (int32_t q = 0; q < k; q++)
+        tree[k + q] = q;
+    for (int32_t i = k - 1; i >= 1; i--)
+        tree[i] =
+            tour_pick(tree, size, tree[2 * i], 2 * i + 1 < 2 * k ? tree[2 * i + 1] : tree[2 * i]);
+    const double gamma = 1.5, m = 0.5 * (double)(in.nnz + out.nnz);
+    const double alpha = sqrt((double)k) * m / pow((double)n, gamma);
+    const int64_t cap = (int64_t)ceil(1.1 * (double)n / k);
+    for (int32_t v = 0; v < n; v++)
+        part[v] = -1;
+    for (int32_t v = 0; v < n; v++) {
+        int32_t n_touched = 0;
+        for (int dir = 0; dir < 2; dir++) {
+            saga_csr e = dir ? out : in;
+            for (int64_t j = e.offsets[v]; j < e.offsets[v + 1]; j++) {
+                int32_t q = part[e.indices[j]];
+                if (q < 0)
+                    continue;
+                if (hits[q]++ == 0)
+                    touched[n_touched++] = q;
+            }
+        }
+        int32_t best = k == 1 ? 0 : tree[1];
+        double best_score = -alpha * gamma * sqrt((double)size[best]);
+        for (int32_t t = 0; t < n_touched; t++) {
+            int32_t q = touched[t];
+            if (size[q] < cap) {
+                double score = (double)hits[q] - alpha * gamma * sqrt((double)size[q]);
+                if (score > best_score ||
+                    (score == best_score &&
+                     (size[q] < size[best] || (size[q] == size[best] && q < best)))) {
+                    best = q;
+                    best_score = score;
+                }
+            }
+            hits[q] = 0;
+        }
+        part[v] = best;
+        size[best]++;
+        if (k > 1)
+            tour_update(tree, size, k, best);
+    }
+fail:
+    saga_free(size);
+    saga_free(hits);
+    saga_free(touched);
+    saga_free(tree);
     return st;
 }
 
@@ -157,7 +241,7 @@ static void capture_end(stdout_capture *c, int32_t n, int32_t k) {
  * neither self-loops nor repeated neighbours; saga's rows are sorted, so the union of a
  * vertex's in-row and out-row is a merge of two sorted lists. */
 static saga_status part_metis(int32_t *part, const saga_graph *g, int32_t k, uint64_t seed,
-                              bool balance_edges, int refine_iters) {
+                              bool balance_edges, int refine_iters, int64_t max_entries) {
     saga_status st = SAGA_OK;
     idx_t *xadj = NULL, *adjncy = NULL, *where = NULL, *vwgt = NULL;
     int32_t n = saga_graph_n_vertices(g);
@@ -193,6 +277,9 @@ static saga_status part_metis(int32_t *part, const saga_graph *g, int32_t k, uin
             SAGA_CHECK(total <= (int64_t)IDX_MAX, SAGA_ERR_UNSUPPORTED,
                        "METIS: %lld adjacency entries exceed this METIS build's %d-bit indices",
                        (long long)total, (int)IDXTYPEWIDTH);
+            SAGA_CHECK(!max_entries || total <= max_entries, SAGA_ERR_UNSUPPORTED,
+                       "METIS: %lld adjacency entries exceed the limit of %lld", (long long)total,
+                       (long long)max_entries);
             SAGA_TRY(saga_alloc_array((void **)&adjncy, total ? (size_t)total : 1, sizeof *adjncy,
                                       "METIS adjacency"));
         }
@@ -271,9 +358,13 @@ saga_status saga_partition_graph(saga_partition **out, const saga_graph *g, int3
                "partition: %d parts asked of a graph with %d vertices", (int)k, (int)n);
     SAGA_CHECK(o.refine_iters >= 0, SAGA_ERR_INVALID_ARG,
                "partition: %d refinement passes (0 is METIS's default)", o.refine_iters);
+    SAGA_CHECK(o.metis_max_entries >= 0, SAGA_ERR_INVALID_ARG,
+               "partition: a limit of %lld METIS adjacency entries (0: no limit of saga's)",
+               (long long)o.metis_max_entries);
 
     /* ---- initialize */
     SAGA_TRY(saga_alloc_zeroed((void **)&p, 1, sizeof *p, "partition"));
+    p->method = o.method;
     p->n_parts = k;
     p->n_vertices = n;
     SAGA_TRY(saga_alloc_zeroed((void **)&p->part, (size_t)n, sizeof *p->part, "vertex parts"));
@@ -289,7 +380,22 @@ saga_status saga_partition_graph(saga_partition **out, const saga_graph *g, int3
     if (k > 1) { /* k == 1: part[] is already all zeros */
         switch (o.method) {
         case SAGA_PARTITION_METIS:
-            SAGA_TRY(part_metis(p->part, g, k, o.seed, o.balance_edges, o.refine_iters));
+            st = part_metis(p->part, g, k, o.seed, o.balance_edges, o.refine_iters,
+                            o.metis_max_entries);
+            if (st == SAGA_ERR_UNSUPPORTED || st == SAGA_ERR_OUT_OF_MEMORY) {
+                saga_log(SAGA_LOG_WARN,
+                         "partition: %s; cutting %d vertices into %d parts with the one-pass "
+                         "streaming partitioner (fennel) instead, whose edge cut is larger",
+                         saga_last_error(), (int)n, (int)k);
+                saga_error_clear();
+                p->method = SAGA_PARTITION_FENNEL;
+                st = part_fennel(p->part, g, k);
+            }
+            if (st < 0)
+                goto fail;
+            break;
+        case SAGA_PARTITION_FENNEL:
+            SAGA_TRY(part_fennel(p->part, g, k));
             break;
         case SAGA_PARTITION_CONTIGUOUS:
             part_contiguous(p->part, n, k);
@@ -329,7 +435,7 @@ saga_status saga_partition_graph(saga_partition **out, const saga_graph *g, int3
             cut += p->part[u] != p->part[e.indices[j]];
     p->edge_cut = cut;
     saga_log(SAGA_LOG_DEBUG, "partition: %s, %d parts, cut %lld of %lld edges, balance %.3f",
-             saga_partition_method_name(o.method), (int)k, (long long)cut, (long long)e.nnz,
+             saga_partition_method_name(p->method), (int)k, (long long)cut, (long long)e.nnz,
              p->balance);
 
     saga_free(cursor);

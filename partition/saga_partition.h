@@ -24,6 +24,9 @@ typedef enum saga_partition_method {
     SAGA_PARTITION_METIS = 0,  /* METIS k-way on the symmetrized graph (no self-loops/duplicates) */
     SAGA_PARTITION_CONTIGUOUS, /* k equal ranges of vertex ids */
     SAGA_PARTITION_RANDOM,     /* a seeded shuffle cut into k equal ranges (a baseline) */
+    SAGA_PARTITION_FENNEL,     /* one pass over the vertices in id order, each placed where most
+                                * of its placed neighbours are, less a size penalty (Fennel,
+                                * Tsourakakis et al. 2014): O(n + k) memory beside the graph */
     SAGA_PARTITION_METHOD_COUNT
 } saga_partition_method;
 
@@ -34,6 +37,10 @@ typedef struct saga_partition_opts {
                          * parts' in-edges (a streamed block's size) are even on skewed graphs */
     int refine_iters;   /* METIS: refinement passes per uncoarsening level; 0 is METIS's own
                          * default (10). Fewer passes cost a little cut for much less time. */
+    /* METIS: the most symmetrized adjacency entries to give METIS; 0 is what this METIS build's
+     * index type holds. A graph with more, or one METIS runs out of memory on, is cut by
+     * FENNEL instead, with a warning, and the result's method says so. */
+    int64_t metis_max_entries;
 } saga_partition_opts;
 
 saga_partition_opts saga_partition_opts_defaults(void);
@@ -41,6 +48,7 @@ saga_partition_opts saga_partition_opts_defaults(void);
 /* The result. Allocated by saga_partition_graph, read-only for the caller, freed with
  * saga_partition_free. */
 typedef struct saga_partition {
+    saga_partition_method method; /* the method that cut it (FENNEL when METIS could not) */
     int32_t n_parts;
     int32_t n_vertices;
     int32_t *part;    /* n_vertices: the part of each (old) vertex, 0..n_parts-1 */
@@ -57,18 +65,18 @@ typedef struct saga_partition {
 
 /* Cuts g into k parts with opts (NULL: defaults) and stores the result in *out (the caller
  * frees it with saga_partition_free). k == 1 puts every vertex in part 0 without calling
- * METIS. METIS may leave a part empty on a graph with too little structure.
- * Errors: SAGA_ERR_INVALID_ARG for k < 1, k > n_vertices or a bad method;
- * SAGA_ERR_UNSUPPORTED when the symmetrized graph does not fit METIS's index type;
- * SAGA_ERR_OUT_OF_MEMORY (also when METIS runs out); SAGA_ERR_INTERNAL for other METIS
- * failures. */
+ * METIS. METIS may leave a part empty on a graph with too little structure. When METIS cannot
+ * take the graph (more adjacency entries than its indices or opts->metis_max_entries allow, or
+ * it runs out of memory), FENNEL cuts it instead (a warning; p->method says FENNEL).
+ * Errors: SAGA_ERR_INVALID_ARG for k < 1, k > n_vertices, a bad method or a negative limit;
+ * SAGA_ERR_OUT_OF_MEMORY; SAGA_ERR_INTERNAL for other METIS failures. */
 saga_status saga_partition_graph(saga_partition **out, const saga_graph *g, int32_t k,
                                  const saga_partition_opts *opts);
 
 /* Frees *p and sets it to NULL; accepts NULL. */
 void saga_partition_free(saga_partition **p);
 
-/* The method's name ("metis", "contiguous", "random"), or "?" */
+/* The method's name ("metis", "contiguous", "random", "fennel"), or "?" */
 const char *saga_partition_method_name(saga_partition_method m);
 
 /* ---- 2-D edge tiles over a renumbered graph ------------------------------------------------

@@ -98,7 +98,7 @@ done
 expect 2 "$SAGA_BIN" gcn --data "$TMP/cit" --device-mem lots
 expect_err "--device-mem must be a size"
 expect 2 "$SAGA_BIN" gcn --data "$TMP/cit" --partition spectral
-expect_err "--partition must be metis, contiguous or random"
+expect_err "--partition must be metis, contiguous, random or fennel"
 expect 1 "$SAGA_BIN" gcn --data "$TMP/cit" --device-mem 24K --epochs 1
 expect_err "budget at least"
 # a budget far too small stops at parts of about 8 vertices, one error line and no partitioner

@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # cli_partition.sh - `saga partition`: the parts written by --out checked against the edge list
 # (every vertex once, parts in range, the edge cut recounted here), METIS against random,
-# --json, and bad input.
+# --json, and bad input; --shards of a graph file and of a data directory, --check on them and
+# on damaged ones, the streaming partitioner under --metis-limit, and --shards' usage errors.
 set -euo pipefail
 source "$(dirname "$0")/cli_common.bash"
 
 dataset karate karate/edges.txt
 dataset grqc ca-GrQc/ca-GrQc.txt.gz
+dataset cora_labels cora/labels.txt
+cora=$(dirname "$cora_labels")
 
 # verify EDGES PARTS K: prints the cut counted over the edge list's lines (directed edges as
 # listed) after checking that PARTS names every vertex of EDGES once with a part in 0..K-1.
@@ -77,4 +80,61 @@ expect 1 "$SAGA_BIN" partition "$TMP/missing.txt" -k 2
 expect_err "missing.txt"
 expect 0 "$SAGA_BIN" partition --help
 expect_out "METIS"
+expect_out "--shards"
+
+# Shards of a graph file: every vertex owned once, the check passing, --json.
+expect 0 "$SAGA_BIN" partition "$grqc" --shards 3 -o "$TMP/grqc.shards" --json
+[ "$(json_get 'j["shards"]')" = 3 ] || fail "--shards --json: shards"
+[ "$(json_get 'j["method"]')" = metis ] || fail "--shards --json: method"
+grep -q '^source .*ca-GrQc.txt.gz$' "$TMP/grqc.shards/manifest.txt" || fail "manifest: no source"
+python3 - "$TMP/grqc.shards/manifest.txt" <<'PY' || fail "manifest: shard rows do not cover the graph"
+import sys
+rows = [l.split() for l in open(sys.argv[1]) if l.startswith("shard ")]
+n = int([l.split()[1] for l in open(sys.argv[1]) if l.startswith("vertices ")][0])
+at = 0
+for r in rows:
+    assert int(r[3]) == at and int(r[4]) > at, r
+    at = int(r[4])
+assert at == n and len(rows) == 3
+PY
+expect 0 "$SAGA_BIN" partition --check "$TMP/grqc.shards"
+expect_out "3 shards"
+expect_out "verified"
+
+# Of a data directory; damaged, then refused.
+expect 0 "$SAGA_BIN" partition --data "$cora" --shards 4 -o "$TMP/cora.shards"
+expect_out "wrote 4 shards"
+grep -q '^features 1433 ' "$TMP/cora.shards/manifest.txt" || fail "manifest: features"
+grep -q '^split 140 500 1000$' "$TMP/cora.shards/manifest.txt" || fail "manifest: split"
+expect 0 "$SAGA_BIN" partition --check "$TMP/cora.shards" --json
+[ "$(json_get 'j["ok"]')" = True ] || fail "--check --json"
+printf '\xff' | dd of="$TMP/cora.shards/shard-2.bin" bs=1 seek=8200 conv=notrunc status=none
+expect 1 "$SAGA_BIN" partition --check "$TMP/cora.shards"
+expect_err "shard-2.bin"
+expect_err "checksum mismatch"
+rm "$TMP/cora.shards/manifest.txt"
+expect 1 "$SAGA_BIN" partition --check "$TMP/cora.shards"
+expect_err "did not finish"
+
+# METIS over its limit: fennel, with a warning, recorded in the manifest.
+expect 0 "$SAGA_BIN" partition "$karate" --shards 2 -o "$TMP/k.shards" --metis-limit 10
+expect_err "fennel"
+grep -q '^method fennel$' "$TMP/k.shards/manifest.txt" || fail "manifest: not fennel"
+expect 0 "$SAGA_BIN" partition "$karate" -k 2 --partition fennel
+expect_out "partition: fennel, 2 parts"
+
+# Usage errors.
+expect 2 "$SAGA_BIN" partition "$karate" --shards 2
+expect_err "-o DIR"
+expect 2 "$SAGA_BIN" partition "$karate" --data "$cora" --shards 2 -o "$TMP/x"
+expect_err "one of them"
+expect 2 "$SAGA_BIN" partition --shards 2 -o "$TMP/x"
+expect 2 "$SAGA_BIN" partition "$karate" --shards 2 -k 4 -o "$TMP/x"
+expect_err "drop --parts"
+expect 2 "$SAGA_BIN" partition "$karate" --check "$TMP/k.shards"
+expect_err "--check DIR takes nothing else"
+expect 2 "$SAGA_BIN" partition "$karate" -k 2 --data "$cora"
+expect_err "go with --shards"
+expect 1 "$SAGA_BIN" partition "$karate" --shards 35 -o "$TMP/x"
+expect_err "35 shards"
 finish

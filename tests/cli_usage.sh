@@ -188,7 +188,7 @@ expect 0 "$SAGA_BIN" partition "$TMP/small.txt" --parts 2 --partition random --s
 expect 0 "$SAGA_BIN" partition "$TMP/small.txt" -k 2 --method random --seed 3 -o "$TMP/p2.txt" -q
 cmp -s "$TMP/p1.txt" "$TMP/p2.txt" || fail "--parts/--partition and -k/--method cut differently"
 expect 2 "$SAGA_BIN" partition "$TMP/small.txt" --parts 2 --partition spectral
-expect_err "--partition must be metis, contiguous or random"
+expect_err "--partition must be metis, contiguous, random or fennel"
 # --threads N: OpenMP's count, reported as "threads" in the JSON object
 for c in "info" "convert -o $TMP/t.sgr" "pagerank" "cc" "partition --parts 2"; do
     # shellcheck disable=SC2086

@@ -16,8 +16,8 @@
 #include <string.h>
 
 static const saga_partition_method methods[] = {SAGA_PARTITION_METIS, SAGA_PARTITION_CONTIGUOUS,
-                                                SAGA_PARTITION_RANDOM};
-enum { N_METHODS = 3 };
+                                                SAGA_PARTITION_RANDOM, SAGA_PARTITION_FENNEL};
+enum { N_METHODS = 4 };
 
 /* Every vertex in exactly one part, parts in range, offsets matching the part sizes, perm a
  * permutation listing the parts in order with each part in increasing old ids, inverse its
@@ -122,9 +122,13 @@ static void test_partition_every_method_valid(void **state) {
             assert_int_equal(p->edge_cut, reference_cut(g, p->part));
             if (ks[ki] == 1)
                 assert_int_equal(p->edge_cut, 0);
-            if (methods[mi] != SAGA_PARTITION_METIS) /* equal ranges: sizes differ by <= 1 */
+            if (methods[mi] == SAGA_PARTITION_CONTIGUOUS ||
+                methods[mi] == SAGA_PARTITION_RANDOM) /* equal ranges: sizes differ by <= 1 */
                 assert_true(p->balance <= (1 + saga_test_gamma(2, SAGA_TEST_U64)) *
                                               (double)(80 / ks[ki] + 1) * ks[ki] / 80);
+            if (methods[mi] == SAGA_PARTITION_FENNEL) /* no part past ceil(1.1 n / k) */
+                assert_true(p->balance <= (1 + saga_test_gamma(2, SAGA_TEST_U64)) *
+                                              ceil(1.1 * 80 / ks[ki]) * ks[ki] / 80);
             saga_partition_free(&p);
             assert_null(p);
         }
@@ -180,6 +184,33 @@ static void test_partition_metis_finds_the_cliques(void **state) {
     assert_true(pr->edge_cut > 400);
     saga_partition_free(&pm);
     saga_partition_free(&pr);
+    saga_graph_free(&g);
+}
+
+/* Fennel in one pass over the ids: the cliques are contiguous, so each fills a part; the METIS
+ * fallback takes the same path when the adjacency passes the limit. */
+static void test_partition_fennel_finds_the_cliques(void **state) {
+    (void)state;
+    saga_graph *g = ring_of_cliques(8, 10);
+    saga_partition *pf = NULL, *pm = NULL;
+    assert_int_equal(run(&pf, g, 8, SAGA_PARTITION_FENNEL, 1), SAGA_OK);
+    assert_int_equal(pf->method, SAGA_PARTITION_FENNEL);
+    print_message("ring of 8 cliques: cut fennel %lld\n", (long long)pf->edge_cut);
+    assert_true(pf->edge_cut >= 16);
+    assert_true(pf->edge_cut <= 64);
+    saga_partition_opts o = saga_partition_opts_defaults();
+    o.metis_max_entries = 735; /* the symmetrized adjacency has 736 entries */
+    assert_int_equal(saga_partition_graph(&pm, g, 8, &o), SAGA_OK);
+    assert_int_equal(pm->method, SAGA_PARTITION_FENNEL);
+    assert_memory_equal(pm->part, pf->part, 80 * sizeof *pm->part);
+    saga_partition_free(&pm);
+    o.metis_max_entries = 736;
+    assert_int_equal(saga_partition_graph(&pm, g, 8, &o), SAGA_OK);
+    assert_int_equal(pm->method, SAGA_PARTITION_METIS);
+    o.metis_max_entries = -1;
+    saga_partition_free(&pm);
+    assert_int_equal(saga_partition_graph(&pm, g, 8, &o), SAGA_ERR_INVALID_ARG);
+    saga_partition_free(&pf);
     saga_graph_free(&g);
 }
 
@@ -373,6 +404,7 @@ int main(void) {
         cmocka_unit_test(test_partition_contiguous_ranges),
         cmocka_unit_test(test_partition_seeded_repeatable),
         cmocka_unit_test(test_partition_metis_finds_the_cliques),
+        cmocka_unit_test(test_partition_fennel_finds_the_cliques),
         cmocka_unit_test(test_partition_metis_beats_random_on_ca_grqc),
         cmocka_unit_test(test_partition_permute_keeps_edges_and_ids),
         cmocka_unit_test(test_partition_invalid_arguments),

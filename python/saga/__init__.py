@@ -49,7 +49,7 @@ _FORMATS = {"auto": 0, "edgelist": 1, "mtx": 2, "metis": 3, "sgr": 4}
 _WEIGHTS = {"auto": 0, "ignore": 1, "require": 2}
 _SELF_LOOPS = {"keep": 0, "drop": 1}
 _DUPLICATES = {"auto": 0, "keep": 1, "drop": 2, "sum": 3}
-_PARTITION = {"metis": 0, "contiguous": 1, "random": 2}
+_PARTITION = {"metis": 0, "contiguous": 1, "random": 2, "fennel": 3}
 _SAVED = {"recompute": 0, "offload": 1}
 _TRANSFER = {"f32": 0, "bf16": 1, "fp16": 2}
 
