@@ -16,6 +16,7 @@
 
 #include "net_models.h"
 #include "saga_comm.h"
+#include "saga_shards.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -53,6 +54,9 @@ typedef struct run_out {
     saga_net_stats st;
 } run_out;
 
+/* When >= 0, run_model's layers drop with this probability instead of the model's 0.3. */
+static float DROPOUT = -1;
+
 /* When set, run_model gives the net every LOSS_EVERY-th vertex as its loss rows
  * (saga_net_set_loss_rows) and the loss counts in unlisted the rows it sees outside them. */
 static int32_t LOSS_EVERY;
@@ -75,6 +79,8 @@ static void run_model(run_out *r, const saga_program *prog, saga_comm *cm, size_
     assert_int_equal(saga_model_new(&m, be), SAGA_OK);
     layer l1, l2;
     net_model_params(m, &D, H, &l1, &l2);
+    if (DROPOUT >= 0)
+        l1.dropout = l2.dropout = DROPOUT;
     saga_optim *opt = NULL;
     saga_optim_opts oo = saga_optim_opts_defaults(SAGA_OPTIM_SGD);
     oo.lr = 0.5f;
@@ -271,6 +277,157 @@ static int step_failing_at(long at, bool streamed) {
     return bad[0] != -bad[1] ? 1 : bad[0] ? 0 : 3;
 }
 
+/* The loss over shards: the own rows' NLL (local labels), over the whole graph's n. */
+typedef struct shard_loss {
+    const int32_t *labels; /* local */
+    int32_t n;             /* the whole graph's vertices */
+} shard_loss;
+
+static saga_tensor *nll_own(saga_ctx *c, const saga_vertex_in *v, const int32_t *ids, void *u) {
+    shard_loss *sl = u;
+    int32_t *lab = test_malloc((size_t)v->count * sizeof *lab + 4);
+    for (int32_t i = 0; i < v->count; i++)
+        lab[i] = sl->labels[ids[i]];
+    saga_tensor *t = saga_ctx_from_host(c, SAGA_I32, v->count, 1, lab);
+    test_free(lab);
+    if (!t)
+        return NULL;
+    saga_tensor *l = saga_nll_loss(c, saga_log_softmax(c, v->self), t, NULL);
+    return saga_affine(c, l, (float)v->count / (float)sl->n, 0.0f);
+}
+
+/* Three SGD steps over shards written of D.g: each rank maps its own shard, makes its local graph
+ * (own rows with their in-edges, the halo without), input rows for its own rows alone (the
+ * halo's are zero: the exchanges must bring them), and trains the two-layer model without
+ * dropout; r->out gets the own rows' outputs at their vertices' places (the rest zero), summed
+ * over the ranks so that every rank holds every row. */
+static void run_shards(run_out *r, const saga_program *prog) {
+    data_load();
+    const int p = saga_comm_size(comm), rank = saga_comm_rank(comm);
+    /* every rank writes the same directory of its own (the partition is deterministic) */
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", saga_test_tmp("net.shards"));
+    saga_shards_input in = {.graph = D.g};
+    saga_shards_opts so = saga_shards_opts_defaults();
+    so.shards = p;
+    assert_int_equal(saga_shards_write(dir, &in, &so, NULL), SAGA_OK);
+    saga_shard *sh = NULL;
+    assert_int_equal(saga_shard_open(&sh, dir, rank, NULL), SAGA_OK);
+    const int32_t nl = (int32_t)sh->n_local, own = (int32_t)sh->n_own;
+    int32_t *src = test_malloc((size_t)sh->nnz * sizeof *src + 4);
+    int32_t *dst = test_malloc((size_t)sh->nnz * sizeof *dst + 4);
+    for (int32_t i = 0; i < own; i++)
+        for (int64_t e = sh->in_offsets[i]; e < sh->in_offsets[i + 1]; e++)
+            src[e] = sh->in_indices[e], dst[e] = i;
+    saga_graph_opts go = saga_graph_opts_defaults();
+    go.duplicates = SAGA_DUPLICATES_KEEP;
+    saga_graph *lg = NULL;
+    assert_int_equal(saga_graph_from_edges(&lg, nl, sh->nnz, src, dst, NULL, NULL, &go), SAGA_OK);
+    test_free(src);
+    test_free(dst);
+    float *x = test_calloc((size_t)nl * (size_t)D.F + 1, sizeof *x);
+    int32_t *labels = test_malloc((size_t)nl * sizeof *labels + 4);
+    for (int32_t l = 0; l < nl; l++) {
+        int32_t v = (int32_t)sh->orig_id[l];
+        labels[l] = D.labels[v];
+        if (l < own)
+            memcpy(x + (int64_t)l * D.F, D.x + (int64_t)v * D.F, (size_t)D.F * sizeof *x);
+    }
+    saga_net_halo hx = {.comm = comm,
+                        .n_own = own,
+                        .recv_offsets = sh->halo_offsets,
+                        .send_offsets = sh->send_offsets,
+                        .send_rows = sh->send_rows,
+                        .out_degree = sh->out_degree};
+
+    saga_backend *be = backend(0);
+    saga_ctx *c = NULL;
+    assert_int_equal(saga_ctx_new(&c, be, 3), SAGA_OK);
+    saga_model *m = NULL;
+    assert_int_equal(saga_model_new(&m, be), SAGA_OK);
+    layer l1, l2;
+    net_model_params(m, &D, H, &l1, &l2);
+    l1.dropout = l2.dropout = 0;
+    saga_optim *opt = NULL;
+    saga_optim_opts oo = saga_optim_opts_defaults(SAGA_OPTIM_SGD);
+    oo.lr = 0.5f;
+    assert_int_equal(saga_optim_new(&opt, m, &oo), SAGA_OK);
+    saga_net_opts no = saga_net_opts_defaults();
+    no.self_loops = SAGA_DGRAPH_SELF_LOOPS_ADD;
+    no.halo = &hx;
+    saga_net *net = NULL;
+    assert_int_equal(saga_net_new(&net, c, lg, &no), SAGA_OK);
+    net_model_stages(net, prog, &D, H, &l1, &l2);
+    shard_loss sl = {labels, D.n};
+    assert_int_equal(saga_net_set_loss(net, nll_own, &sl), SAGA_OK);
+    assert_int_equal(saga_net_set_model(net, m), SAGA_OK);
+    assert_int_equal(saga_net_set_input(net, x, D.F), SAGA_OK);
+    for (int i = 0; i < STEPS; i++) {
+        if (saga_net_train_step(net, &r->loss[i]) != SAGA_OK)
+            fail_msg("train step %d over shards: %s", i, saga_last_error());
+        assert_int_equal(saga_optim_step(opt), SAGA_OK);
+    }
+    saga_net_get_stats(net, &r->st);
+    float *y = test_malloc((size_t)nl * (size_t)D.C * sizeof *y + 4);
+    assert_int_equal(saga_net_forward(net, y), SAGA_OK);
+    for (int64_t k = (int64_t)own * D.C; k < (int64_t)nl * D.C; k++)
+        assert_true(y[k] == 0.0f); /* the halo's rows are their owners' */
+    /* forward_rows of some own rows gives the same rows */
+    int32_t pick[3] = {own - 1, 0, own / 2};
+    float yr[3 * 64];
+    assert_true(D.C <= 64);
+    assert_int_equal(saga_net_forward_rows(net, pick, 3, yr), SAGA_OK);
+    for (int k = 0; k < 3; k++)
+        assert_memory_equal(yr + k * D.C, y + (int64_t)pick[k] * D.C, (size_t)D.C * sizeof(float));
+    r->out = test_calloc((size_t)D.n * (size_t)D.C, sizeof(float));
+    for (int32_t l = 0; l < own; l++)
+        memcpy(r->out + sh->orig_id[l] * D.C, y + (int64_t)l * D.C, (size_t)D.C * sizeof(float));
+    assert_int_equal(
+        saga_comm_allreduce(comm, r->out, (size_t)D.n * (size_t)D.C, SAGA_F32, SAGA_COMM_SUM, NULL),
+        SAGA_OK);
+    if (rank == 0)
+        print_message("  shards: %d own rows, %lld halo rows received, comm %llu/%llu bytes, "
+                      "%.4f s\n",
+                      own, (long long)r->st.remote_rows, (unsigned long long)r->st.comm_sent_bytes,
+                      (unsigned long long)r->st.comm_recv_bytes, r->st.comm_seconds);
+    test_free(y);
+    saga_net_free(&net);
+    saga_optim_free(&opt);
+    saga_model_free(&m);
+    saga_ctx_free(&c);
+    saga_backend_free_all(&be);
+    saga_graph_free(&lg);
+    saga_shard_close(&sh);
+    test_free(x);
+    test_free(labels);
+}
+
+/* Over shards the ranks train the model one process trains on the whole graph: every step's
+ * loss and the outputs within net_run_bounds (the weight gradients add over the ranks in
+ * another order); the bytes between ranks are the halo rows the exchanges bring. */
+static void check_shards(const saga_program *prog) {
+    run_out one, all;
+    DROPOUT = 0;
+    run_model(&one, prog, NULL, 0, SAGA_EXEC_MEMORY, SAGA_PARTITION_METIS);
+    DROPOUT = -1;
+    run_shards(&all, prog);
+    const int p = saga_comm_size(comm);
+    assert_int_equal(all.st.ranks, p);
+    if (p > 1)
+        assert_true(all.st.remote_rows > 0 && all.st.comm_sent_bytes > 0);
+    assert_false(all.st.streamed);
+    net_assert_close_runs(&D, H, 0, one.loss, one.out, all.loss, all.out, "alone and over shards");
+    test_free(one.out);
+    test_free(all.out);
+}
+
+static void test_net_ranks_shards(void **state) {
+    (void)state;
+    data_load();
+    check_shards(&GCN);
+    check_shards(&GAT);
+}
+
 static void pagerank(double *rank, saga_comm *cm, size_t budget, int *iters) {
     data_load();
     saga_backend *be = backend(budget);
@@ -338,6 +495,7 @@ int main(void) {
         cmocka_unit_test(test_net_ranks_gat_streamed),
         cmocka_unit_test(test_net_ranks_random_and_contiguous),
         cmocka_unit_test(test_net_ranks_loss_rows),
+        cmocka_unit_test(test_net_ranks_shards),
         cmocka_unit_test(test_net_ranks_pagerank),
     };
     int failed = cmocka_run_group_tests(tests, NULL, teardown);

@@ -57,9 +57,13 @@ saga_status saga_net_new(saga_net **out, saga_ctx *c, const saga_graph *g, const
     n->g_user = g;
     n->o = *o;
     n->n = saga_graph_n_vertices(g);
+    if (o->halo)
+        SAGA_TRY(net_halo_new(n));
     *out = n;
     return SAGA_OK;
 fail:
+    if (n)
+        net_halo_free(n);
     saga_free(n);
     return st;
 }
@@ -395,6 +399,7 @@ void saga_net_free(saga_net **np) {
     saga_replay_free(&n->replay[0]);
     saga_replay_free(&n->replay[1]);
     saga_comm_free(&n->dcomm);
+    net_halo_free(n);
     if (n->x)
         saga_backend_host_free(n->be, n->x, (size_t)n->n * (size_t)n->in_cols * sizeof(float) + 1);
     sparse_input_free(n);
@@ -591,7 +596,9 @@ static saga_status place(saga_net *n, const saga_graph *g) {
         if ((sg->p.edge_weight == SAGA_WEIGHT_NONE && !mean) || n->vals[key])
             continue;
         SAGA_TRY(net_host_array(n, (void **)&n->vals[key], net_edge_bytes(n->m), 1, "edge values"));
-        saga_edge_values(n->n, n->h_off, n->h_src, n->h_w, n->out_off, sg->p.edge_weight, mean,
+        /* over shards, the sources' out-degrees are the whole graph's */
+        const int64_t *deg = n->hx && n->hx->deg_off ? n->hx->deg_off : n->out_off;
+        saga_edge_values(n->n, n->h_off, n->h_src, n->h_w, deg, sg->p.edge_weight, mean,
                          n->vals[key]);
     }
 fail:
@@ -1388,16 +1395,35 @@ saga_status net_prepare(saga_net *n, bool train) {
     SAGA_TRY(prep_budget(n, &p));
     SAGA_TRY(prep_parts(n, &p));
     SAGA_TRY(prep_fit(n, &p));
+    SAGA_CHECK(!n->hx || (n->plan.k == 1 && !n->pagerank), SAGA_ERR_UNSUPPORTED,
+               "saga_net: over shards a rank runs its local graph in memory; it needs %d parts "
+               "under its device budget (%s), which shards do not stream yet: give each rank more "
+               "device memory or more ranks",
+               (int)n->plan.k, n->pagerank ? "PageRank" : "its net");
+    SAGA_CHECK(!n->hx || !n->sparse || n->stages[0].kind != STAGE_PROGRAM, SAGA_ERR_UNSUPPORTED,
+               "saga_net: over shards a first program stage reads its input's halo rows from "
+               "their owners, which needs dense input rows");
     SAGA_TRY(prep_blocks(n, &p));
     n->ready = true;
     prep_stats(n, &p);
     saga_graph_free(&p.g);
     saga_partition_free(&p.ks.kept);
     n->stats.prepare_seconds = saga_now() - t_prep;
+    if (n->hx) {
+        n->stats.ranks = n->hx->size;
+        /* every rank goes on, or none: the next call exchanges */
+        st = saga_comm_agree(n->hx->comm, SAGA_OK);
+        if (st < 0) {
+            unprepare(n);
+            return st;
+        }
+    }
     return SAGA_OK;
 fail:
     saga_graph_free(&p.g);
     saga_partition_free(&p.ks.kept);
     unprepare(n);
+    if (n->hx)
+        st = saga_comm_agree(n->hx->comm, st);
     return net_dist_failed(n, st);
 }

@@ -690,12 +690,14 @@ saga_status net_chain_for(saga_net *n, bool train, const int32_t *want, int32_t 
                           net_chain **out) {
     saga_status st = SAGA_OK;
     *out = NULL;
-    if (!chain_applies(n, train) || (!train && !want))
+    /* over shards every stage computes every local row: the exchanges replace the halo's */
+    const bool every = n->hx != NULL;
+    if (!chain_applies(n, train) || (!train && !want && !every))
         return SAGA_OK;
     double t0 = saga_now();
     int32_t *rows = NULL;
     net_chain **ch = train ? &n->plan.tchain : &n->plan.echain;
-    if (!train && *ch &&
+    if (!train && *ch && !every &&
         ((*ch)->n_want != R || memcmp((*ch)->want, want, (size_t)R * sizeof *want) != 0))
         net_chain_free(n, ch);
     if (!*ch && !(train && n->plan.tchain_none)) {
@@ -715,9 +717,12 @@ saga_status net_chain_for(saga_net *n, bool train, const int32_t *want, int32_t 
                 rows[i] = n->plan.part->inverse[n->loss_rows[i]];
             qsort(rows, (size_t)n->n_loss_rows, sizeof *rows, net_cmp_i32);
         }
-        SAGA_TRY(train ? net_chain_build(n, ch, rows ? rows : n->loss_rows, n->n_loss_rows, room,
-                                         n->plan.streamed, true)
-                       : net_chain_build(n, ch, want, R, room, n->plan.streamed, false));
+        if (every)
+            SAGA_TRY(net_chain_build(n, ch, NULL, 0, room, false, train));
+        else
+            SAGA_TRY(train ? net_chain_build(n, ch, rows ? rows : n->loss_rows, n->n_loss_rows,
+                                             room, n->plan.streamed, true)
+                           : net_chain_build(n, ch, want, R, room, n->plan.streamed, false));
         if (train && n->plan.streamed && (*ch)->whole_below < n->n_stages)
             n->plan.floor_train_bytes = train_floor(n, *ch);
         if (train && n->plan.streamed && (*ch)->whole_below == n->n_stages) {

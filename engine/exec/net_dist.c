@@ -594,7 +594,7 @@ fail:
 }
 
 saga_status net_dist_failed(saga_net *n, saga_status st) {
-    saga_comm *c = n ? n->o.comm : NULL;
+    saga_comm *c = n ? net_ranks_comm(n) : NULL;
     if (st >= 0 || saga_comm_size(c) < 2 || saga_comm_failure_agreed(c))
         return st;
     saga_log(SAGA_LOG_ERROR,

@@ -112,6 +112,24 @@ typedef struct nblock {
 /* PageRank's state (net_pagerank.c). */
 struct pr_state;
 
+/* A net over several ranks' shards (net_halo.c, saga_net_opts.halo): the halo's layout, and
+ * what the exchanges of its rows need on the device. */
+typedef struct net_halo {
+    saga_comm *comm;  /* the ranks (the option's) */
+    saga_comm *dcomm; /* for device memory: NCCL on CUDA, comm itself on the CPU */
+    int rank, size;
+    int32_t n_own, n_local;
+    int64_t *recv_off, *send_off; /* size + 1 rows each */
+    int32_t *send_rows;           /* send_off[size], host */
+    int32_t *d_send_rows;         /* the same, device */
+    size_t d_bytes;
+    int32_t *d_own;      /* 0 .. n_own - 1, device: the rows the loss sees */
+    int64_t *deg_off;    /* n_local + 1: offsets whose steps are SYMNORM's out-degrees, or NULL */
+    size_t *cnt;         /* 4 x size: byte counts and offsets of one all-to-all */
+    uint64_t rows_moved; /* halo rows received in the current call (forward) */
+    double seconds;      /* in exchanges and the reductions, the current call */
+} net_halo;
+
 /* A net over several ranks (net_dist.c). */
 typedef struct net_dist {
     saga_comm *comm; /* the net's (o.comm) */
@@ -299,6 +317,7 @@ struct saga_net {
     saga_blk **full, **gfull;
 
     net_dist *dist; /* several ranks; NULL with one */
+    net_halo *hx;   /* several ranks over shards (o.halo); NULL otherwise */
     saga_model *model;
     saga_comm *dcomm; /* for the model's gradients on the device (NCCL on CUDA), made at the
                        * first training step */
@@ -417,6 +436,16 @@ void net_stats_timed(saga_net_stats *st, const saga_sched_stats *ss);
 /* n->dist for n->o.comm (called when it has more than one rank). */
 saga_status net_dist_new(saga_net *n);
 void net_dist_free(saga_net *n);
+
+/* net_halo.c: ranks over shards. net_halo_new copies o.halo (checked) into n->hx. */
+saga_status net_halo_new(saga_net *n);
+void net_halo_free(saga_net *n);
+/* x (every local row of a program stage's input) with its halo rows replaced by their owners',
+ * recorded on the tape when training (backward: the halo rows' gradients go back to their
+ * owners, added there rank by rank). NULL with the error in the context. */
+saga_tensor *net_halo_exchange(saga_net *n, saga_tensor *x);
+/* The communicator of the net's ranks (o.comm, or the shards'), NULL with one rank. */
+saga_comm *net_ranks_comm(const saga_net *n);
 /* SAGA_ERR_COMM unless every rank holds the same graph and input rows and computed the same
  * parts. */
 saga_status net_dist_agree_partition(saga_net *n);

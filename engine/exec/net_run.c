@@ -878,6 +878,8 @@ static saga_status chain_step(saga_net *n, net_chain *ch, bool train, float *out
     for (int s = s0; s < S && (h || (s == 0 && xs)); s++) {
         n->stages[s].rng = saga_ctx_rng_counter(c);
         nblock *b = ch->blk[s] ? ch->blk[s] : whole;
+        if (n->hx && n->stages[s].kind == STAGE_PROGRAM && !(h = net_halo_exchange(n, h)))
+            break;
         h = stage_rows(n, s, b, h, s == 0 ? xs : NULL, NULL, NULL, train ? VIEW_TAPED : VIEW_FWD);
         if (h)
             SAGA_TRY(check_width(h, &n->stages[s], s));
@@ -887,6 +889,13 @@ static saga_status chain_step(saga_net *n, net_chain *ch, bool train, float *out
         SAGA_TRY(ctx_status_or(n, "a stage"));
     if (train) {
         saga_vertex_in vin = {.first = 0, .count = ch->n_out, .self = h};
+        if (n->hx) { /* over shards the loss sees the own rows, the local graph's first */
+            vin.count = n->hx->n_own;
+            vin.self =
+                saga_gather_rows(c, h, saga_ctx_wrap(c, SAGA_I32, n->hx->n_own, 1, n->hx->d_own));
+            if (!vin.self)
+                SAGA_TRY(ctx_status_or(n, "the own rows"));
+        }
         saga_tensor *l = n->loss(c, &vin, ch->out_ids ? ch->out_ids : n->iota, n->loss_user);
         SAGA_TRY(keep_loss(n, l));
         SAGA_TRY(saga_tape_backward_range(c, mark, l, NULL));
@@ -955,16 +964,17 @@ fail:
 static saga_status reduce_train(saga_net *n, double *loss) {
     saga_status st = SAGA_OK;
     double t0 = saga_now();
-    SAGA_TRY(saga_comm_allreduce(n->o.comm, loss, 1, SAGA_F64, SAGA_COMM_SUM, NULL));
+    saga_comm *comm = net_ranks_comm(n);
+    SAGA_TRY(saga_comm_allreduce(comm, loss, 1, SAGA_F64, SAGA_COMM_SUM, NULL));
     if (n->model) {
-        if (!n->dcomm) {
-            SAGA_TRY(saga_comm_open_device(&n->dcomm, n->o.comm, n->be));
+        if (!n->dcomm && !n->hx) {
+            SAGA_TRY(saga_comm_open_device(&n->dcomm, comm, n->be));
             saga_comm_get_stats(n->dcomm, &n->dcomm_at);
         }
-        SAGA_TRY(saga_comm_allreduce_grads(n->dcomm, n->model, 1.0));
+        SAGA_TRY(saga_comm_allreduce_grads(n->hx ? n->hx->dcomm : n->dcomm, n->model, 1.0));
     }
 fail:
-    n->dist->seconds += saga_now() - t0;
+    *(n->hx ? &n->hx->seconds : &n->dist->seconds) += saga_now() - t0;
     return st;
 }
 
@@ -987,7 +997,7 @@ static saga_status run(saga_net *n, bool train, net_chain *ch, float *out) {
                "saga_net_train_step: no loss function (saga_net_set_loss)");
     /* a training pass reuses the queued one's loss memory and host gradients; other passes
      * queue behind it */
-    if (train || n->dist)
+    if (train || net_ranks_comm(n))
         SAGA_TRY(net_settle(n, false));
     SAGA_TRY(net_prepare(n, train));
     int S = n->n_stages;
@@ -1008,9 +1018,17 @@ static saga_status run(saga_net *n, bool train, net_chain *ch, float *out) {
         n->dist->seconds = 0;
         n->dist->rows_moved = 0;
         net_dist_reset(n);
-        saga_comm_get_stats(n->o.comm, &n->comm_at);
+    }
+    if (n->hx) {
+        n->hx->seconds = 0;
+        n->hx->rows_moved = 0;
+    }
+    if (net_ranks_comm(n)) {
+        saga_comm_get_stats(net_ranks_comm(n), &n->comm_at);
         if (n->dcomm)
             saga_comm_get_stats(n->dcomm, &n->dcomm_at);
+        if (n->hx)
+            saga_comm_get_stats(n->hx->dcomm, &n->dcomm_at);
     }
     /* host content that changed since the last call */
     if (n->x_changed && n->sparse)
@@ -1058,7 +1076,7 @@ static saga_status run(saga_net *n, bool train, net_chain *ch, float *out) {
     saga_ctx_train(c, train);
     /* a pass like the last of its kind, which allocated nothing, is recorded as a graph */
     rec = n->o.graphs && n->steady[train] && n->steady_ch[train] == (ch ? ch->serial : 0) &&
-          !n->dist && !n->plan.streamed && saga_backend_can_capture(n->be);
+          !net_ranks_comm(n) && !n->plan.streamed && saga_backend_can_capture(n->be);
     if (n->o.graphs) {
         allocs_at = backend_allocs(n->be);
         staged_at = saga_ctx_staged_bytes(c);
@@ -1127,7 +1145,7 @@ static saga_status run(saga_net *n, bool train, net_chain *ch, float *out) {
     }
     /* A training pass on one rank is queued, its end waited for later (net_settle); any other
      * pass waits here, once, for the whole device, which ends a queued training pass too. */
-    queue = train && !n->dist;
+    queue = train && !net_ranks_comm(n);
     if (!queue) {
         SAGA_TRY(saga_sched_finish_device(n->sched)); /* the pass's one wait */
         SAGA_TRY(net_settle(n, true));
@@ -1135,7 +1153,7 @@ static saga_status run(saga_net *n, bool train, net_chain *ch, float *out) {
     if (tune)
         saga_idle_tuner_end(tune, train ? "net: training passes" : "net: inference passes");
     SAGA_TRY(net_dist_wait(n));
-    if (n->dist && train) {
+    if (net_ranks_comm(n) && train) {
         double loss = net_losses_sum(n);
         SAGA_TRY(reduce_train(n, &loss));
         n->train_loss = loss;
@@ -1169,9 +1187,32 @@ fail:
     return st;
 }
 
+/* Over shards: every local row through the chain of every row, into out (n x C). */
+static saga_status forward_every(saga_net *n, float *out) {
+    saga_status st = SAGA_OK;
+    net_chain *ch = NULL;
+    const int64_t C = n->stages[n->n_stages - 1].out_cols;
+    SAGA_TRY(net_prepare(n, false));
+    SAGA_TRY(net_chain_for(n, false, NULL, 0, &ch));
+    SAGA_CHECK(ch && ch->n_out == n->n, SAGA_ERR_INTERNAL,
+               "saga_net: no chain of every row over shards");
+    SAGA_TRY(saga_backend_host_room(n->be, (void **)&n->rows_out, &n->rows_out_bytes,
+                                    (size_t)n->n * (size_t)C * sizeof(float) + 1));
+    SAGA_TRY(run(n, false, ch, n->rows_out));
+    if (out) { /* the own rows; the halo's are the owners' to compute */
+        const size_t own = (size_t)n->hx->n_own * (size_t)C;
+        memcpy(out, n->rows_out, own * sizeof(float));
+        memset(out + own, 0, ((size_t)n->n * (size_t)C - own) * sizeof(float));
+    }
+fail:
+    return st;
+}
+
 saga_status saga_net_forward(saga_net *n, float *out) {
     saga_status st = SAGA_OK;
     SAGA_CHECK(n, SAGA_ERR_INVALID_ARG, "saga_net_forward: net is NULL");
+    if (n->hx)
+        return forward_every(n, out);
     SAGA_TRY(run(n, false, NULL, NULL));
     if (n->dist) {
         /* every rank's rows to every rank */

@@ -45,6 +45,21 @@ void net_collect_stats(saga_net *n, double t0) {
             n->stats.comm_recv_bytes += cs2.recv_bytes - n->dcomm_at.recv_bytes;
         }
     }
+    if (n->hx) {
+        const net_halo *x = n->hx;
+        saga_comm_stats cs2;
+        saga_comm_get_stats(x->comm, &cs2);
+        n->stats.comm_sent_bytes = cs2.sent_bytes - n->comm_at.sent_bytes;
+        n->stats.comm_recv_bytes = cs2.recv_bytes - n->comm_at.recv_bytes;
+        if (x->dcomm != x->comm) {
+            saga_comm_get_stats(x->dcomm, &cs2);
+            n->stats.comm_sent_bytes += cs2.sent_bytes - n->dcomm_at.sent_bytes;
+            n->stats.comm_recv_bytes += cs2.recv_bytes - n->dcomm_at.recv_bytes;
+        }
+        n->stats.comm_seconds = x->seconds;
+        n->stats.comm_hidden = 0; /* every exchange runs inline */
+        n->stats.remote_rows = (int64_t)x->rows_moved;
+    }
 }
 
 /* The sum of the training pass's losses (keep_loss in net_run.c), once it has ended. */

@@ -82,6 +82,31 @@ typedef enum saga_transfer {
     SAGA_TRANSFER_COUNT
 } saga_transfer;
 
+/* One rank's share of a graph cut into shards (saga_shards.h, `saga partition --shards`): the
+ * net's graph is the rank's local graph, its own rows 0 .. n_own - 1 with their in-edges, then
+ * its halo, the other ranks' rows its own rows read, grouped by owner (rank q's at local rows
+ * n_own + recv_offsets[q] .. n_own + recv_offsets[q + 1] - 1), which have no in-edges of their
+ * own. Before each program stage the halo rows of the stage's input are received from their
+ * owners, which send their rows send_rows[send_offsets[q] .. send_offsets[q + 1] - 1] to rank q
+ * in the order q's halo lists them; in the backward pass the gradients of those rows go back and
+ * are added there, rank by rank in rank order. Losses and the model's gradients
+ * (saga_net_set_model) are summed over the ranks. Every rank makes the same stages, loss and
+ * model and the same calls in the same order. In memory on each rank (a net that must stream
+ * refuses: SAGA_ERR_UNSUPPORTED); every stage computes every local row, and the halo rows of a
+ * stage are replaced by the owners' before a program stage reads them. A first stage that is a
+ * program reads the input's halo rows from their owners too (dense input only). The arrays are
+ * copied when the net is made. */
+typedef struct saga_net_halo {
+    saga_comm *comm; /* the ranks (not owned; must outlive the net) */
+    int32_t n_own;
+    const int64_t *recv_offsets; /* size(comm) + 1, from 0 to the halo's rows */
+    const int64_t *send_offsets; /* size(comm) + 1 */
+    const int32_t *send_rows;    /* own rows, send_offsets[size] of them */
+    /* SYMNORM's out-degrees: each local row's out-edges in the whole graph (without self-loops,
+     * which self_loops ADD counts on top), or NULL: the local graph's */
+    const int64_t *out_degree;
+} saga_net_halo;
+
 typedef struct saga_net_opts {
     saga_exec exec;
     int32_t parts; /* streamed: parts; 0 = the fewest whose blocks fit, and a training pass
@@ -109,6 +134,8 @@ typedef struct saga_net_opts {
      * gathered on every rank. The parts must come out the same on every rank (METIS and the
      * seeded shuffle are deterministic): the net checks it. */
     saga_comm *comm;
+    /* Several ranks over shards (see saga_net_halo; comm must then be NULL), or NULL. */
+    const saga_net_halo *halo;
     /* When not NULL: the block scheduler writes one JSON line to trace per copy it issues and
      * per step it computes (stream, copy or compute, block kind, bytes, plan, step, start and
      * end seconds), for a timeline of copies against compute (`saga plot`). Not owned; must
