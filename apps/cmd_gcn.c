@@ -42,7 +42,9 @@ static const cli_opt gcn_cli_opts[] = {
      "A data set in the layout of the bundled Cora: edges.txt[.gz] (\"u v\", undirected), "
      "features.txt[.gz] (sparse \"vertex feature [value]\" lines or dense rows, one per vertex), "
      "labels.txt, classes.txt (optional: \"index name\"; labels are checked against it), "
-     "train_idx.txt, val_idx.txt, test_idx.txt."},
+     "train_idx.txt, val_idx.txt, test_idx.txt. Or a shard directory (`saga partition --data "
+     "DIR --shards R`), run over R ranks: each rank maps its own shard alone, trains on its "
+     "local graph in memory, and exchanges the halo rows of each layer with the others."},
     {"synthetic", 0, "N,DEG,F,C", NULL,
      "Instead of --data: a citation graph generated in memory (as `saga generate citation`) with "
      "N vertices, mean degree DEG, F features and C classes."},
@@ -385,7 +387,7 @@ static int gcn_main(int argc, char **argv) {
     cli_rank_stats rs = {0};
     saga_backend *be = NULL;
     epoch_sink sink = {.c = &c, .log_path = log_path, .stats = ex.stats};
-    char b1[32], b2[32], b3[32];
+    char b1[32], b2[32], b3[32], b4[32], b5[32];
 
     /* ---- ranks: partition-parallel over them when a launcher started several */
     double t0 = saga_now();
@@ -393,8 +395,11 @@ static int gcn_main(int argc, char **argv) {
     if (st < 0)
         goto fail;
 
-    /* ---- data (every rank reads it all) */
-    if (data_dir) {
+    /* ---- data: every rank reads it all, or (a shard directory) its own shard alone */
+    const bool shards = data_dir && gcn_data_is_shards(data_dir);
+    if (shards) {
+        st = gcn_data_load_shard(&d, data_dir, c.rank, c.ranks, normalize);
+    } else if (data_dir) {
         saga_dataset_opts dso = saga_dataset_opts_defaults();
         dso.normalize_features = normalize;
         st = gcn_data_load(&d, data_dir, &dso);
@@ -415,12 +420,23 @@ static int gcn_main(int argc, char **argv) {
     if (dense_features && (st = saga_comm_agree(comm, gcn_data_densify(&d))) < 0)
         goto fail;
     double t_load = saga_now() - t0;
-    cli_say(&c,
-            "data      %s: %s vertices, %s edges, %lld features, %d classes; split %lld / "
-            "%lld / %lld (%.2f s)\n",
-            data_dir ? data_dir : "synthetic", cli_count(b1, sizeof b1, d.n_vertices),
-            cli_count(b2, sizeof b2, d.n_edges), (long long)d.n_features, d.n_classes,
-            (long long)d.n_train, (long long)d.n_val, (long long)d.n_test, t_load);
+    if (shards)
+        cli_say(&c,
+                "data      %s: %d shards of %s vertices and %s edges, %lld features, %d classes; "
+                "split %lld / %lld / %lld; rank 0's shard %s own rows, %s halo rows, %s in-edges "
+                "(%.2f s)\n",
+                data_dir, c.ranks, cli_count(b1, sizeof b1, d.all_vertices),
+                cli_count(b2, sizeof b2, d.all_edges), (long long)d.n_features, d.n_classes,
+                (long long)d.all_train, (long long)d.all_val, (long long)d.all_test,
+                cli_count(b3, sizeof b3, d.shard->n_own), cli_count(b4, sizeof b4, d.shard->n_halo),
+                cli_count(b5, sizeof b5, d.n_edges), t_load);
+    else
+        cli_say(&c,
+                "data      %s: %s vertices, %s edges, %lld features, %d classes; split %lld / "
+                "%lld / %lld (%.2f s)\n",
+                data_dir ? data_dir : "synthetic", cli_count(b1, sizeof b1, d.n_vertices),
+                cli_count(b2, sizeof b2, d.n_edges), (long long)d.n_features, d.n_classes,
+                (long long)d.n_train, (long long)d.n_val, (long long)d.n_test, t_load);
 
     double dense_nz = 0; /* dense features: the share of non-zero entries */
     int64_t input_nnz = d.features ? 0 : d.x_nnz;
@@ -437,7 +453,9 @@ static int gcn_main(int argc, char **argv) {
                 cli_count(b1, sizeof b1, d.x_nnz),
                 100.0 * (double)d.x_nnz / ((double)d.n_vertices * (double)d.n_features),
                 cli_bytes(b2, sizeof b2, (int64_t)gcn_data_feature_bytes(&d)));
-    if (normalize)
+    if (normalize && shards)
+        cli_say(&c, "features  row-normalised when the shards were written\n");
+    else if (normalize)
         cli_say(&c,
                 "features  row-normalised: %s rows divided by their sum, %s with a negative entry "
                 "left as read, %s all zero\n",
@@ -538,7 +556,7 @@ static int gcn_main(int argc, char **argv) {
     if (c.ranks > 1)
         cli_say_rank_stats(&c, &rs, " in the last epoch");
     cli_say(&c, "test accuracy %.4f (final model, %lld test vertices)\n", r.test_acc,
-            (long long)d.n_test);
+            (long long)(shards ? d.all_test : d.n_test));
 
     if (c.json) {
         json j;
@@ -548,13 +566,18 @@ static int gcn_main(int argc, char **argv) {
         data_dir ? json_str(&j, data_dir) : json_null(&j);
         json_key(&j, "synthetic");
         synthetic ? json_str(&j, synthetic) : json_null(&j);
-        json_key(&j, "vertices"), json_int(&j, d.n_vertices);
-        json_key(&j, "edges"), json_int(&j, d.n_edges);
+        json_key(&j, "vertices"), json_int(&j, shards ? d.all_vertices : d.n_vertices);
+        json_key(&j, "edges"), json_int(&j, shards ? d.all_edges : d.n_edges);
         json_key(&j, "features"), json_int(&j, d.n_features);
         json_key(&j, "classes"), json_int(&j, d.n_classes);
-        json_key(&j, "train"), json_int(&j, d.n_train);
-        json_key(&j, "val"), json_int(&j, d.n_val);
-        json_key(&j, "test"), json_int(&j, d.n_test);
+        json_key(&j, "train"), json_int(&j, shards ? d.all_train : d.n_train);
+        json_key(&j, "val"), json_int(&j, shards ? d.all_val : d.n_val);
+        json_key(&j, "test"), json_int(&j, shards ? d.all_test : d.n_test);
+        json_key(&j, "shards"), json_bool(&j, shards);
+        if (shards) { /* this rank's (rank 0's) */
+            json_key(&j, "shard_own_rows"), json_int(&j, d.shard->n_own);
+            json_key(&j, "shard_halo_rows"), json_int(&j, d.shard->n_halo);
+        }
         cli_json_device(&j, be);
         json_key(&j, "epochs"), json_int(&j, r.epochs);
         json_key(&j, "start_epoch"), json_int(&j, r.start_epoch);

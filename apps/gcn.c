@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* ---- data --------------------------------------------------------------------------------- */
 
@@ -22,7 +23,97 @@ void gcn_data_free(gcn_data *d) {
     saga_free(d->train);
     saga_free(d->val);
     saga_free(d->test);
+    saga_shard_close(&d->shard);
     memset(d, 0, sizeof *d);
+}
+
+bool gcn_data_is_shards(const char *dir) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/manifest.txt", dir);
+    return access(path, F_OK) == 0;
+}
+
+/* A copy of n int32 (at least one slot). */
+static saga_status copy_i32(int32_t **out, const int32_t *src, int64_t n, const char *what) {
+    saga_status st = saga_alloc_array((void **)out, n ? (size_t)n : 1, sizeof **out, what);
+    if (st == SAGA_OK && n)
+        memcpy(*out, src, (size_t)n * sizeof **out);
+    return st;
+}
+
+saga_status gcn_data_load_shard(gcn_data *d, const char *dir, int rank, int ranks, bool normalize) {
+    saga_status st = SAGA_OK;
+    saga_shards_manifest m = {0};
+    int32_t *src = NULL, *dst = NULL;
+    SAGA_CHECK(d && dir, SAGA_ERR_INVALID_ARG, "gcn_data_load_shard: NULL argument");
+    memset(d, 0, sizeof *d);
+    SAGA_TRY(saga_shards_manifest_read(&m, dir));
+    SAGA_CHECK(m.n_shards == ranks, SAGA_ERR_INVALID_ARG,
+               "%s holds %d shards for %d ranks: run it with %d ranks (mpirun -np %d), or write "
+               "%d shards (saga partition --shards %d)",
+               dir, (int)m.n_shards, ranks, (int)m.n_shards, (int)m.n_shards, ranks, ranks);
+    SAGA_CHECK(m.feature_cols > 0 && m.n_classes > 0 && m.split_n[0] > 0, SAGA_ERR_INVALID_ARG,
+               "%s: its shards hold no features, labels or training rows (write them of a data "
+               "set: saga partition --data DIR --shards R)",
+               dir);
+    const bool normalized = strstr(m.build, "row-normalised") != NULL;
+    SAGA_CHECK(normalized == normalize, SAGA_ERR_INVALID_ARG,
+               "%s holds features %s; %s (the shards were written %s --no-normalize-features)", dir,
+               normalized ? "row-normalised" : "as read",
+               normalize ? "drop --no-normalize-features here or write them again without it"
+                         : "give --no-normalize-features to saga partition too",
+               normalized ? "without" : "with");
+    SAGA_TRY(saga_shard_open(&d->shard, dir, rank, NULL));
+    const saga_shard *s = d->shard;
+    const int32_t nl = (int32_t)s->n_local, own = (int32_t)s->n_own;
+    /* the local graph: the own rows' in-edges, as listed (the placed graph keeps their order) */
+    SAGA_TRY(saga_alloc_array((void **)&src, s->nnz ? (size_t)s->nnz : 1, sizeof *src, "edges"));
+    SAGA_TRY(saga_alloc_array((void **)&dst, s->nnz ? (size_t)s->nnz : 1, sizeof *dst, "edges"));
+    for (int32_t i = 0; i < own; i++)
+        for (int64_t e = s->in_offsets[i]; e < s->in_offsets[i + 1]; e++)
+            src[e] = s->in_indices[e], dst[e] = i;
+    saga_graph_opts go = saga_graph_opts_defaults();
+    go.duplicates = SAGA_DUPLICATES_KEEP;
+    SAGA_TRY(saga_graph_from_edges_take(&d->graph, nl, s->nnz, &src, &dst, NULL, NULL, &go));
+    d->n_vertices = nl;
+    d->n_edges = s->nnz;
+    d->n_features = s->feature_cols;
+    if (s->features) {
+        SAGA_TRY(saga_alloc_zeroed((void **)&d->features, (size_t)nl * (size_t)s->feature_cols + 1,
+                                   sizeof(float), "features"));
+        memcpy(d->features, s->features, (size_t)own * (size_t)s->feature_cols * sizeof(float));
+    } else {
+        SAGA_TRY(saga_alloc_array((void **)&d->x_offsets, (size_t)nl + 1, sizeof(int64_t),
+                                  "feature offsets"));
+        memcpy(d->x_offsets, s->feature_offsets, ((size_t)own + 1) * sizeof(int64_t));
+        for (int32_t l = own; l < nl; l++)
+            d->x_offsets[l + 1] = s->feature_nnz;
+        d->x_nnz = s->feature_nnz;
+        SAGA_TRY(copy_i32(&d->x_indices, s->feature_indices, d->x_nnz, "feature columns"));
+        SAGA_TRY(saga_alloc_array((void **)&d->x_values, d->x_nnz ? (size_t)d->x_nnz : 1,
+                                  sizeof(float), "feature values"));
+        if (d->x_nnz)
+            memcpy(d->x_values, s->feature_values, (size_t)d->x_nnz * sizeof(float));
+    }
+    SAGA_TRY(saga_alloc_array((void **)&d->labels, (size_t)nl + 1, sizeof(int32_t), "labels"));
+    memcpy(d->labels, s->labels, (size_t)own * sizeof(int32_t));
+    for (int32_t l = own; l < nl; l++)
+        d->labels[l] = -1;
+    d->n_classes = s->n_classes;
+    SAGA_TRY(copy_i32(&d->train, s->split[0], s->split_n[0], "training rows"));
+    SAGA_TRY(copy_i32(&d->val, s->split[1], s->split_n[1], "validation rows"));
+    SAGA_TRY(copy_i32(&d->test, s->split[2], s->split_n[2], "test rows"));
+    d->n_train = s->split_n[0], d->n_val = s->split_n[1], d->n_test = s->split_n[2];
+    d->all_vertices = m.n_vertices;
+    d->all_edges = m.n_edges;
+    d->all_train = m.split_n[0], d->all_val = m.split_n[1], d->all_test = m.split_n[2];
+fail:
+    saga_free(src);
+    saga_free(dst);
+    saga_shards_manifest_free(&m);
+    if (st < 0 && d)
+        gcn_data_free(d);
+    return st;
 }
 
 saga_status gcn_data_load(gcn_data *d, const char *dir, const saga_dataset_opts *opts) {
@@ -246,8 +337,8 @@ static saga_status check_opts(const gcn_data *d, const gcn_opts *o) {
                SAGA_ERR_INVALID_ARG, "GCN: lr must be > 0 and weight decay >= 0");
     SAGA_CHECK(o->checkpoint_every >= 0, SAGA_ERR_INVALID_ARG,
                "GCN: checkpoint interval must be >= 0");
-    SAGA_CHECK(d->graph && (d->features || d->x_offsets) && d->labels && d->n_train > 0 &&
-                   d->n_classes >= 1,
+    SAGA_CHECK(d->graph && (d->features || d->x_offsets) && d->labels &&
+                   (d->shard ? d->all_train : d->n_train) > 0 && d->n_classes >= 1,
                SAGA_ERR_INVALID_ARG, "GCN: the data set has no training vertices");
 fail:
     return st;
@@ -282,6 +373,8 @@ saga_status gcn_train(gcn_result *out, saga_backend *be, const gcn_data *d, cons
     int64_t n_train = 0; /* distinct: a vertex listed twice trains once */
     for (int64_t i = 0; i < d->n_train; i++)
         n_train += is_train[d->train[i]] == 0, is_train[d->train[i]] = 1;
+    if (d->shard) /* the loss is the mean over every rank's */
+        SAGA_TRY(saga_comm_allreduce(o->comm, &n_train, 1, SAGA_I64, SAGA_COMM_SUM, NULL));
     SAGA_TRY(saga_alloc_array((void **)&scratch, 2 * (size_t)n, sizeof *scratch, "loss rows"));
     gcn_loss_data ld = {host_labels, is_train, n_train, scratch, scratch + n};
     SAGA_TRY(
@@ -330,6 +423,17 @@ saga_status gcn_train(gcn_result *out, saga_backend *be, const gcn_data *d, cons
     no.self_loops = SAGA_DGRAPH_SELF_LOOPS_ADD; /* A + I */
     no.comm = o->comm;
     no.trace = o->trace;
+    saga_net_halo hx = {0};
+    if (d->shard) { /* ranks over shards: each its local graph */
+        hx = (saga_net_halo){.comm = o->comm,
+                             .n_own = (int32_t)d->shard->n_own,
+                             .recv_offsets = d->shard->halo_offsets,
+                             .send_offsets = d->shard->send_offsets,
+                             .send_rows = d->shard->send_rows,
+                             .out_degree = d->shard->out_degree};
+        no.halo = &hx;
+        no.comm = NULL;
+    }
     SAGA_TRY(saga_net_new(&net, c, d->graph, &no));
     SAGA_TRY(saga_net_set_model(net, m)); /* with ranks: gradients summed over them */
     SAGA_TRY(saga_net_add_vertex(net, gcn_rows, &l1, l1.project_first ? H : F));
@@ -405,9 +509,24 @@ saga_status gcn_train(gcn_result *out, saga_backend *be, const gcn_data *d, cons
             e.ms = (sec - e.stats.prepare_seconds) * 1e3;
             r.epoch_ms[r.n_epoch_ms++] = e.ms;
         }
-        e.train_acc = r.train_acc = saga_accuracy(logp, C, d->labels, d->train, d->n_train);
-        e.val_acc = r.val_acc = saga_accuracy(logp, C, d->labels, d->val, d->n_val);
-        e.test_acc = r.test_acc = saga_accuracy(logp, C, d->labels, d->test, d->n_test);
+        if (d->shard) { /* each rank's share of the right answers, over every rank's rows */
+            double right[6] = {saga_accuracy(logp, C, d->labels, d->train, d->n_train) * d->n_train,
+                               saga_accuracy(logp, C, d->labels, d->val, d->n_val) * d->n_val,
+                               saga_accuracy(logp, C, d->labels, d->test, d->n_test) * d->n_test,
+                               (double)d->n_train,
+                               (double)d->n_val,
+                               (double)d->n_test};
+            for (int k = 0; k < 3; k++)
+                right[k] = round(right[k]);
+            SAGA_TRY(saga_comm_allreduce(o->comm, right, 6, SAGA_F64, SAGA_COMM_SUM, NULL));
+            e.train_acc = r.train_acc = right[3] > 0 ? right[0] / right[3] : 0;
+            e.val_acc = r.val_acc = right[4] > 0 ? right[1] / right[4] : 0;
+            e.test_acc = r.test_acc = right[5] > 0 ? right[2] / right[5] : 0;
+        } else {
+            e.train_acc = r.train_acc = saga_accuracy(logp, C, d->labels, d->train, d->n_train);
+            e.val_acc = r.val_acc = saga_accuracy(logp, C, d->labels, d->val, d->n_val);
+            e.test_acc = r.test_acc = saga_accuracy(logp, C, d->labels, d->test, d->n_test);
+        }
         if (profiling && (epoch == o->profile_last || epoch == o->epochs)) {
             SAGA_TRY(saga_backend_synchronize(be)); /* the range holds all of the epochs' work */
             SAGA_TRY(saga_backend_profile_range(be, false));

@@ -44,6 +44,11 @@ typedef struct gcn_data {
     int32_t *train, *val, *test;
     int64_t n_train, n_val, n_test;
     saga_features_norm norm; /* what the row normalisation did (all 0 when it did not run) */
+    /* One rank's shard (gcn_data_load_shard), or NULL: the arrays above are then its local
+     * graph's (own rows first, then the halo, whose features are zero and labels -1) and the
+     * split its own rows; the whole graph's counts beside them. */
+    saga_shard *shard;
+    int64_t all_vertices, all_edges, all_train, all_val, all_test;
 } gcn_data;
 
 /* Loads a directory in the layout of the bundled Cora with saga_dataset_load (saga_dataset.h:
@@ -51,6 +56,11 @@ typedef struct gcn_data {
  * non-negative feature rows) and takes its arrays. d is zeroed first; on failure it holds
  * nothing. */
 saga_status gcn_data_load(gcn_data *d, const char *dir, const saga_dataset_opts *opts);
+/* Whether dir is a shard directory (saga partition --shards: it has a manifest.txt). */
+bool gcn_data_is_shards(const char *dir);
+/* Rank `rank` of `ranks`' shard of the directory dir as d (see gcn_data.shard); the shards must
+ * be as many as the ranks, and their features normalised as `normalize` says. */
+saga_status gcn_data_load_shard(gcn_data *d, const char *dir, int rank, int ranks, bool normalize);
 /* Generates a data set in memory with saga_citation_generate (sparse features). */
 saga_status gcn_data_synthetic(gcn_data *d, const saga_citation_params *p);
 /* Frees what d holds and zeroes it. */

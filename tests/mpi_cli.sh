@@ -125,6 +125,27 @@ for ranks in 2 4; do
     [ "$(json_get "abs(j['test_accuracy'] - $one_acc) <= 0.002 + 1e-12")" = True ] ||
         fail "gcn $ranks ranks: accuracy $(json_get 'j["test_accuracy"]'), one process $one_acc"
 done
+# over shards: each rank maps its own shard (saga partition --shards), trains its local graph and
+# exchanges halo rows; without dropout (whose masks a shard draws by its local rows) every
+# epoch's loss is one process's within the bound
+expect 0 "$SAGA_BIN" gcn --data "$cora" --epochs 30 --dropout 0 --log "$TMP/gcn1d.log" --json --quiet
+one_acc=$(json_get 'j["test_accuracy"]')
+for ranks in 2 4; do
+    expect 0 "$SAGA_BIN" partition --data "$cora" --shards $ranks -o "$TMP/cora$ranks.shards" --quiet
+    expect 0 mpi $ranks "$SAGA_BIN" gcn --data "$TMP/cora$ranks.shards" --epochs 30 --dropout 0 \
+        --log "$TMP/gcn${ranks}d.log" --json
+    [ "$(json_get 'j["ranks"] == '$ranks' and j["shards"] and j["vertices"] == 2708 and j["test"] == 1000')" = True ] ||
+        fail "gcn over $ranks shards: $(json_last)"
+    [ "$(json_get 'j["comm_bytes"]["sent"] > 0 and j["halo_rows"] > 0')" = True ] ||
+        fail "gcn over $ranks shards: communication figures: $(json_last)"
+    losses_close "$TMP/gcn1d.log" "$TMP/gcn${ranks}d.log" ||
+        fail "gcn over $ranks shards: losses differ from one process"
+    [ "$(json_get "abs(j['test_accuracy'] - $one_acc) <= 0.002 + 1e-12")" = True ] ||
+        fail "gcn over $ranks shards: accuracy $(json_get 'j["test_accuracy"]'), one process $one_acc"
+done
+# shards for another number of ranks are refused on every rank, naming both counts
+expect 1 mpi 2 "$SAGA_BIN" gcn --data "$TMP/cora4.shards" --epochs 1
+expect_err "holds 4 shards for 2 ranks"
 # each rank streams its share under a small budget
 expect 0 mpi 2 "$SAGA_BIN" gcn --data "$cora" --epochs 30 --device-mem 2M --log "$TMP/gcn2s.log" --json --quiet
 [ "$(json_get 'j["streamed"]')" = True ] || fail "gcn 2 ranks under 2M: not streamed: $(json_last)"
