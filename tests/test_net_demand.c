@@ -82,7 +82,7 @@ static void check(const graph *g, const stage_kind *kinds, int S, const int32_t 
         in[s] = test_calloc((size_t)g->n + 1, 1);
     brute(g, kinds, S, out, in);
     net_demand d;
-    assert_int_equal(net_demand_build(&d, kinds, S, g->off, g->src, g->n, rows, n_rows, g->n),
+    assert_int_equal(net_demand_build(&d, kinds, S, g->off, g->src, g->n, rows, n_rows, g->n, NULL),
                      SAGA_OK);
     assert_int_equal(d.n_stages, S);
     for (int s = 0; s < S; s++) {
@@ -184,7 +184,8 @@ static void test_net_demand_gcn(void **state) {
     for (int i = 0; i < 10; i++)
         rows[i] = g.n - 1 - 29 * i;
     net_demand d;
-    assert_int_equal(net_demand_build(&d, gcn, 4, gs.off, gs.src, gs.n, rows, 10, gs.n), SAGA_OK);
+    assert_int_equal(net_demand_build(&d, gcn, 4, gs.off, gs.src, gs.n, rows, 10, gs.n, NULL),
+                     SAGA_OK);
     /* one hop and two hops, counted here from the edges */
     uint8_t hop[2][300] = {{0}};
     for (int i = 0; i < 10; i++)
@@ -209,7 +210,8 @@ static void test_net_demand_gcn(void **state) {
     print_message("  10 loss rows of %d: the aggregations compute %d and %d rows, X W %d\n",
                   (int)g.n, (int)d.n_rows[1], (int)d.n_rows[3], (int)d.n_rows[0]);
     net_demand_free(&d);
-    assert_int_equal(net_demand_build(&d, gcn, 4, gs.off, gs.src, gs.n, rows, 0, gs.n), SAGA_OK);
+    assert_int_equal(net_demand_build(&d, gcn, 4, gs.off, gs.src, gs.n, rows, 0, gs.n, NULL),
+                     SAGA_OK);
     for (int s = 0; s < 4; s++)
         assert_int_equal(d.n_rows[s], 0);
     net_demand_free(&d);
@@ -236,10 +238,11 @@ static void test_net_demand_cap(void **state) {
         for (int i = 0; i < 16; i++)
             rows[i] = (int32_t)(saga_test_u64(&rng) % (uint64_t)g.n);
         net_demand exact, d;
-        assert_int_equal(net_demand_build(&exact, kinds, S, g.off, g.src, g.n, rows, 16, g.n),
+        assert_int_equal(net_demand_build(&exact, kinds, S, g.off, g.src, g.n, rows, 16, g.n, NULL),
                          SAGA_OK);
         const int32_t cap = (int32_t)(saga_test_u64(&rng) % (uint64_t)g.n);
-        assert_int_equal(net_demand_build(&d, kinds, S, g.off, g.src, g.n, rows, 16, cap), SAGA_OK);
+        assert_int_equal(net_demand_build(&d, kinds, S, g.off, g.src, g.n, rows, 16, cap, NULL),
+                         SAGA_OK);
         bool widened = false;
         for (int s = S; s >= 0; s--) { /* s == 0: the input */
             int32_t n_exact = s ? exact.n_rows[s - 1] : exact.n_in;
@@ -269,16 +272,16 @@ static void test_net_demand_refusals(void **state) {
     const stage_kind k[1] = {STAGE_PROGRAM};
     const int32_t bad[2] = {3, 10};
     net_demand d;
-    assert_int_equal(net_demand_build(&d, k, 1, g.off, g.src, g.n, bad, 2, g.n),
+    assert_int_equal(net_demand_build(&d, k, 1, g.off, g.src, g.n, bad, 2, g.n, NULL),
                      SAGA_ERR_INVALID_ARG);
     saga_test_assert_error_contains("row 10", "outside [0, 10)", NULL);
     assert_null(d.rows);
-    assert_int_equal(net_demand_build(&d, k, 0, g.off, g.src, g.n, NULL, 10, g.n),
+    assert_int_equal(net_demand_build(&d, k, 0, g.off, g.src, g.n, NULL, 10, g.n, NULL),
                      SAGA_ERR_INVALID_ARG);
     /* every allocation that fails is an error, with nothing left behind */
     for (long fail_at = 1;; fail_at++) {
         saga_test_fail_alloc_after(fail_at);
-        saga_status st = net_demand_build(&d, k, 1, g.off, g.src, g.n, bad, 1, g.n);
+        saga_status st = net_demand_build(&d, k, 1, g.off, g.src, g.n, bad, 1, g.n, NULL);
         saga_test_fail_alloc_after(0);
         if (st == SAGA_OK) {
             net_demand_free(&d);

@@ -360,6 +360,14 @@ static void run_shards(run_out *r, const saga_program *prog) {
     net_model_stages(net, prog, &D, H, &l1, &l2);
     shard_loss sl = {labels, D.n};
     assert_int_equal(saga_net_set_loss(net, nll_own, &sl), SAGA_OK);
+    if (LOSS_EVERY) { /* the own rows of the vertices one process's loss sees */
+        int32_t *list = test_malloc((size_t)own * sizeof *list + 4), k = 0;
+        for (int32_t l = 0; l < own; l++)
+            if (sh->orig_id[l] % LOSS_EVERY == 0)
+                list[k++] = l;
+        assert_int_equal(saga_net_set_loss_rows(net, list, k), SAGA_OK);
+        test_free(list);
+    }
     assert_int_equal(saga_net_set_model(net, m), SAGA_OK);
     assert_int_equal(saga_net_set_input(net, x, D.F), SAGA_OK);
     for (int i = 0; i < STEPS; i++) {
@@ -368,6 +376,8 @@ static void run_shards(run_out *r, const saga_program *prog) {
         assert_int_equal(saga_optim_step(opt), SAGA_OK);
     }
     saga_net_get_stats(net, &r->st);
+    if (LOSS_EVERY) /* the last stage computes the loss rows alone, the second fewer than all */
+        assert_true(r->st.stage_rows[3] <= own / 2 && r->st.stage_rows[1] < nl);
     float *y = test_malloc((size_t)nl * (size_t)D.C * sizeof *y + 4);
     assert_int_equal(saga_net_forward(net, y), SAGA_OK);
     for (int64_t k = (int64_t)own * D.C; k < (int64_t)nl * D.C; k++)
@@ -426,6 +436,19 @@ static void test_net_ranks_shards(void **state) {
     data_load();
     check_shards(&GCN);
     check_shards(&GAT);
+}
+
+/* With loss rows each rank computes the rows they need alone, and the exchanges move the halo
+ * rows those read: fewer than every halo row, with the same losses and outputs. */
+static void test_net_ranks_shards_loss_rows(void **state) {
+    (void)state;
+    data_load();
+    LOSS_EVERY = 5;
+    unlisted = 0;
+    check_shards(&GCN);
+    check_shards(&GAT);
+    LOSS_EVERY = 0;
+    assert_int_equal(unlisted, 0);
 }
 
 static void pagerank(double *rank, saga_comm *cm, size_t budget, int *iters) {
@@ -496,6 +519,7 @@ int main(void) {
         cmocka_unit_test(test_net_ranks_random_and_contiguous),
         cmocka_unit_test(test_net_ranks_loss_rows),
         cmocka_unit_test(test_net_ranks_shards),
+        cmocka_unit_test(test_net_ranks_shards_loss_rows),
         cmocka_unit_test(test_net_ranks_pagerank),
     };
     int failed = cmocka_run_group_tests(tests, NULL, teardown);

@@ -220,6 +220,9 @@ void net_chain_free(saga_net *n, net_chain **chp) {
     if (!ch)
         return;
     const int S = n->n_stages;
+    for (int s = 0; ch->xp && s < S; s++)
+        net_xplan_free(n, &ch->xp[s]);
+    saga_free(ch->xp);
     if (head_in_whole(n, ch, ch->whole_below)) { /* the resident stage's blocks, not the chain's */
         ch->b_gin = NULL;
         ch->in->b_xrows = NULL;
@@ -458,6 +461,16 @@ fail:
     return st;
 }
 
+typedef struct halo_hook {
+    saga_net *n;
+    net_chain *ch;
+} halo_hook;
+
+static saga_status halo_hook_fn(void *user, int s, const uint8_t *want, uint8_t *next) {
+    halo_hook *h = user;
+    return net_halo_demand(h->n, &h->ch->xp[s], s, want, next);
+}
+
 saga_status net_chain_build(saga_net *n, net_chain **out, const int32_t *rows, int32_t R,
                             size_t room, bool streamed, bool train) {
     saga_status st = SAGA_OK;
@@ -478,8 +491,14 @@ saga_status net_chain_build(saga_net *n, net_chain **out, const int32_t *rows, i
         memcpy(ch->want, rows, (size_t)R * sizeof(int32_t));
         ch->n_want = R;
     }
+    /* over shards, each program stage's exchange is planned with the demand, which it widens
+     * by the rows the other ranks read */
+    halo_hook hh = {n, ch};
+    const net_demand_hook hook = {halo_hook_fn, &hh};
+    if (n->hx)
+        SAGA_TRY(saga_alloc_zeroed((void **)&ch->xp, (size_t)S, sizeof *ch->xp, "a chain"));
     SAGA_TRY(net_demand_build(&ch->d, kinds, S, n->h_off, n->h_src, n->n, rows, rows ? R : 0,
-                              net_demand_cap(n->n)));
+                              net_demand_cap(n->n), n->hx ? &hook : NULL));
     /* what does not fit computes every row, from the first stage up; in memory a vertex stage
      * only with the stage before it (it reads its own rows of that stage's output) */
     ch->streamed = streamed;
@@ -602,6 +621,12 @@ saga_status net_chain_build(saga_net *n, net_chain **out, const int32_t *rows, i
     }
     if (head)
         SAGA_TRY(net_head_blocks(n, ch->in->rows, ch->in->v1, &ch->head));
+    for (int s = 0; ch->xp && s < S; s++) {
+        int32_t rp;
+        const int32_t *prev = rows_of(n, ch, s - 1, w, &rp);
+        if (ch->xp[s])
+            SAGA_TRY(net_xplan_place(n, ch->xp[s], prev, rp));
+    }
     const nblock *last = w < S ? ch->blk[S - 1] : NULL;
     ch->n_out = last ? last->v1 - last->v0 : n->n;
     ch->out_ids = !last ? NULL : last->uids ? last->uids : last->self_pos;
@@ -690,16 +715,23 @@ saga_status net_chain_for(saga_net *n, bool train, const int32_t *want, int32_t 
                           net_chain **out) {
     saga_status st = SAGA_OK;
     *out = NULL;
-    /* over shards every stage computes every local row: the exchanges replace the halo's */
-    const bool every = n->hx != NULL;
-    if (!chain_applies(n, train) || (!train && !want && !every))
+    /* over shards an inference of every row runs a chain too (want NULL): its exchanges */
+    const bool shards = n->hx != NULL;
+    if (!chain_applies(n, train) || (!train && !want && !shards))
         return SAGA_OK;
     double t0 = saga_now();
     int32_t *rows = NULL;
     net_chain **ch = train ? &n->plan.tchain : &n->plan.echain;
-    if (!train && *ch && !every &&
-        ((*ch)->n_want != R || memcmp((*ch)->want, want, (size_t)R * sizeof *want) != 0))
-        net_chain_free(n, ch);
+    if (!train) {
+        /* a chain of other rows is built anew; over shards when any rank's rows changed, for
+         * building plans the exchanges with every rank */
+        int32_t other = *ch && ((*ch)->n_want != R || (R && !(*ch)->want) || (!R && (*ch)->want) ||
+                                (R && memcmp((*ch)->want, want, (size_t)R * sizeof *want) != 0));
+        if (shards)
+            SAGA_TRY(saga_comm_allreduce(n->hx->comm, &other, 1, SAGA_I32, SAGA_COMM_MAX, NULL));
+        if (other)
+            net_chain_free(n, ch);
+    }
     if (!*ch && !(train && n->plan.tchain_none)) {
         /* streamed, training's room is the budget's (cannot_start counts the resident stages
          * its pass uses) */
@@ -717,12 +749,9 @@ saga_status net_chain_for(saga_net *n, bool train, const int32_t *want, int32_t 
                 rows[i] = n->plan.part->inverse[n->loss_rows[i]];
             qsort(rows, (size_t)n->n_loss_rows, sizeof *rows, net_cmp_i32);
         }
-        if (every)
-            SAGA_TRY(net_chain_build(n, ch, NULL, 0, room, false, train));
-        else
-            SAGA_TRY(train ? net_chain_build(n, ch, rows ? rows : n->loss_rows, n->n_loss_rows,
-                                             room, n->plan.streamed, true)
-                           : net_chain_build(n, ch, want, R, room, n->plan.streamed, false));
+        SAGA_TRY(train ? net_chain_build(n, ch, rows ? rows : n->loss_rows, n->n_loss_rows, room,
+                                         n->plan.streamed, true)
+                       : net_chain_build(n, ch, want, R, room, n->plan.streamed, false));
         if (train && n->plan.streamed && (*ch)->whole_below < n->n_stages)
             n->plan.floor_train_bytes = train_floor(n, *ch);
         if (train && n->plan.streamed && (*ch)->whole_below == n->n_stages) {

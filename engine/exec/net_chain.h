@@ -78,6 +78,8 @@ typedef struct net_chain {
      * (in->b_xrows is saga_net.full[whole_below], b_gin its gfull: not the chain's to free) */
     bool use_head;
     uint64_t serial; /* the net's count of chains built when this one was (saga_net.chains) */
+    /* over shards: [s] the exchange before program stage s (NULL for the others) */
+    net_xplan **xp;
     /* a streamed inference: the stages from the first that needs fewer than every row
      * (whole_below) on run by slices, one step each, the slices of a stage in order and each
      * stage after the one before; stage s's output rows (its demand's, in order) go to

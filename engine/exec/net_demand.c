@@ -17,7 +17,8 @@ void net_demand_free(net_demand *d) {
 
 saga_status net_demand_build(net_demand *d, const stage_kind *kinds, int n_stages,
                              const int64_t *off, const int32_t *src, int32_t n,
-                             const int32_t *out_rows, int64_t n_out, int32_t cap) {
+                             const int32_t *out_rows, int64_t n_out, int32_t cap,
+                             const net_demand_hook *hook) {
     saga_status st = SAGA_OK;
     uint8_t *want = NULL, *next = NULL;
     memset(d, 0, sizeof *d);
@@ -76,6 +77,8 @@ saga_status net_demand_build(net_demand *d, const stage_kind *kinds, int n_stage
                         next[src[k]] = 1;
                 }
             d->n_edges[s] = m;
+            if (hook)
+                SAGA_TRY(hook->fn(hook->user, s, want, next));
         }
         count = 0;
         for (int32_t v = 0; v < n; v++)

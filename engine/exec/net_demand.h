@@ -43,15 +43,24 @@ static inline int32_t net_demand_cap(int32_t n) {
     return n - n / 8;
 }
 
+/* Called at each program stage s once `next` holds the rows the stage reads of its input (want:
+ * the rows it computes); it may add rows to next (n + 1 bytes, 1 for a row). Over shards, the
+ * rows the other ranks read of this rank's (net_halo_demand). */
+typedef struct net_demand_hook {
+    saga_status (*fn)(void *user, int s, const uint8_t *want, uint8_t *next);
+    void *user;
+} net_demand_hook;
+
 /* Fills *d (overwritten; free with net_demand_free) for stages of these kinds over the in-edge
  * CSR (off: n + 1 offsets, src: each in-edge's source), from the out_rows read of the last stage
  * (n_out of them, in any order, repeats allowed; out_rows NULL: every row). A demand of more than
  * cap rows (at a stage or of the input) becomes every row: net_demand_cap(n) for a net, n for
- * the exact sets. Errors: SAGA_ERR_INVALID_ARG for a row outside [0, n) or no stage;
- * SAGA_ERR_OUT_OF_MEMORY. */
+ * the exact sets. hook: NULL, or called at each program stage. Errors: SAGA_ERR_INVALID_ARG for a
+ * row outside [0, n) or no stage; SAGA_ERR_OUT_OF_MEMORY; the hook's. */
 saga_status net_demand_build(net_demand *d, const stage_kind *kinds, int n_stages,
                              const int64_t *off, const int32_t *src, int32_t n,
-                             const int32_t *out_rows, int64_t n_out, int32_t cap);
+                             const int32_t *out_rows, int64_t n_out, int32_t cap,
+                             const net_demand_hook *hook);
 void net_demand_free(net_demand *d);
 
 #pragma GCC visibility pop

@@ -102,12 +102,12 @@ fail:
     return st;
 }
 
-/* Byte counts and offsets of one all-to-all of rows of cols floats: rows from[q] .. from[q+1] to
+/* Byte counts and offsets of one all-to-all of rows of `row` bytes: rows from[q] .. from[q+1] to
  * (or from) rank q, into (or out of) rows to[q] .. . */
-static void counts(net_halo *x, const int64_t *from, const int64_t *to, int64_t cols, size_t **fb,
+static void counts(net_halo *x, const int64_t *from, const int64_t *to, size_t row, size_t **fb,
                    size_t **fo, size_t **tb, size_t **to_o) {
     const int p = x->size;
-    size_t *c = x->cnt, row = (size_t)cols * sizeof(float);
+    size_t *c = x->cnt;
     for (int q = 0; q < p; q++) {
         c[q] = (size_t)(from[q + 1] - from[q]) * row;
         c[p + q] = (size_t)from[q] * row;
@@ -117,43 +117,184 @@ static void counts(net_halo *x, const int64_t *from, const int64_t *to, int64_t 
     *fb = c, *fo = c + p, *tb = c + 2 * p, *to_o = c + 3 * p;
 }
 
+void net_xplan_free(saga_net *n, net_xplan **xpp) {
+    net_xplan *xp = xpp ? *xpp : NULL;
+    if (!xp)
+        return;
+    if (xp->d_idx)
+        saga_backend_free(n->be, xp->d_idx, xp->d_bytes);
+    saga_free(xp->recv_off);
+    saga_free(xp->send_off);
+    saga_free(xp->recv_ids);
+    saga_free(xp->send_ids);
+    saga_free(xp);
+    *xpp = NULL;
+}
+
+saga_status net_halo_demand(saga_net *n, net_xplan **out, int s, const uint8_t *want,
+                            uint8_t *next) {
+    saga_status st = SAGA_OK;
+    net_halo *x = n->hx;
+    net_xplan *xp = NULL;
+    uint8_t *asked = NULL;
+    int64_t *cnt = NULL;
+    const int p = x->size;
+    (void)s;
+    SAGA_TRY(saga_alloc_zeroed((void **)&xp, 1, sizeof *xp, "an exchange"));
+    SAGA_TRY(saga_alloc_zeroed((void **)&xp->recv_off, (size_t)p + 1, sizeof(int64_t), "halo"));
+    SAGA_TRY(saga_alloc_zeroed((void **)&xp->send_off, (size_t)p + 1, sizeof(int64_t), "halo"));
+    SAGA_TRY(saga_alloc_zeroed((void **)&asked, (size_t)(x->n_local - x->n_own) + 1, 1, "halo"));
+    SAGA_TRY(saga_alloc_zeroed((void **)&cnt, 2 * (size_t)p, sizeof(int64_t), "halo"));
+    /* the halo rows the own rows computed here read */
+    int64_t n_recv = 0;
+    for (int32_t v = 0; v < x->n_own; v++)
+        if (want[v])
+            for (int64_t k = n->h_off[v]; k < n->h_off[v + 1]; k++) {
+                int32_t u = n->h_src[k];
+                if (u >= x->n_own && !asked[u - x->n_own])
+                    asked[u - x->n_own] = 1, n_recv++;
+            }
+    SAGA_TRY(saga_alloc_array((void **)&xp->recv_ids, n_recv ? (size_t)n_recv : 1, sizeof(int32_t),
+                              "halo rows asked"));
+    /* by owner (the halo's groups), each group in order: the j-th of a group is its owner's
+     * send_rows[send_off[this rank] + j] */
+    int32_t *pos = NULL;
+    int64_t k = 0;
+    for (int q = 0; q < p; q++) {
+        for (int64_t j = x->recv_off[q]; j < x->recv_off[q + 1]; j++)
+            if (asked[j])
+                xp->recv_ids[k++] = (int32_t)(x->n_own + j);
+        xp->recv_off[q + 1] = k;
+        cnt[q] = xp->recv_off[q + 1] - xp->recv_off[q];
+    }
+    /* how many each peer asks of this rank, then which (their positions in its send list) */
+    size_t *sb, *so, *rb, *ro;
+    for (int q = 0; q < p; q++) {
+        x->cnt[q] = sizeof(int64_t), x->cnt[p + q] = (size_t)q * sizeof(int64_t);
+        x->cnt[2 * p + q] = sizeof(int64_t), x->cnt[3 * p + q] = (size_t)q * sizeof(int64_t);
+    }
+    sb = x->cnt, so = x->cnt + p, rb = x->cnt + 2 * p, ro = x->cnt + 3 * p;
+    SAGA_TRY(saga_comm_alltoallv(x->comm, cnt, sb, so, cnt + p, rb, ro, NULL));
+    for (int q = 0; q < p; q++)
+        xp->send_off[q + 1] = xp->send_off[q] + cnt[p + q];
+    const int64_t n_send = xp->send_off[p];
+    for (int q = 0; q < p; q++)
+        SAGA_CHECK(cnt[p + q] <= x->send_off[q + 1] - x->send_off[q], SAGA_ERR_COMM,
+                   "saga_net: rank %d asks %lld rows of rank %d, which sends it %lld at most", q,
+                   (long long)cnt[p + q], x->rank,
+                   (long long)(x->send_off[q + 1] - x->send_off[q]));
+    SAGA_TRY(saga_alloc_array((void **)&xp->send_ids, n_send ? (size_t)n_send : 1, sizeof(int32_t),
+                              "rows asked for"));
+    SAGA_TRY(saga_alloc_array((void **)&pos, n_recv ? (size_t)n_recv : 1, sizeof(int32_t),
+                              "rows asked"));
+    for (int q = 0; q < p; q++)
+        for (int64_t i = xp->recv_off[q]; i < xp->recv_off[q + 1]; i++)
+            pos[i] = (int32_t)(xp->recv_ids[i] - x->n_own - x->recv_off[q]);
+    counts(x, xp->recv_off, xp->send_off, sizeof(int32_t), &sb, &so, &rb, &ro);
+    st = saga_comm_alltoallv(x->comm, pos, sb, so, xp->send_ids, rb, ro, NULL);
+    saga_free(pos);
+    SAGA_TRY(st);
+    for (int q = 0; q < p; q++)
+        for (int64_t i = xp->send_off[q]; i < xp->send_off[q + 1]; i++) {
+            int32_t j = xp->send_ids[i];
+            SAGA_CHECK(j >= 0 && j < x->send_off[q + 1] - x->send_off[q], SAGA_ERR_COMM,
+                       "saga_net: rank %d asks for row %d of the %lld rank %d sends it", q, (int)j,
+                       (long long)(x->send_off[q + 1] - x->send_off[q]), x->rank);
+            xp->send_ids[i] = x->send_rows[x->send_off[q] + j];
+            next[xp->send_ids[i]] = 1; /* computed here for the peers */
+        }
+    *out = xp;
+    xp = NULL;
+fail:
+    net_xplan_free(n, &xp);
+    saga_free(asked);
+    saga_free(cnt);
+    return st;
+}
+
+saga_status net_xplan_place(saga_net *n, net_xplan *xp, const int32_t *prev, int64_t n_prev) {
+    saga_status st = SAGA_OK;
+    net_halo *x = n->hx;
+    int32_t *at = NULL, *h = NULL;
+    const int64_t n_recv = xp->recv_off[x->size], n_send = xp->send_off[x->size];
+    xp->n_h = prev ? n_prev : x->n_local;
+    SAGA_TRY(saga_alloc_array((void **)&at, (size_t)x->n_local + 1, sizeof *at, "positions"));
+    for (int32_t v = 0; v < x->n_local; v++)
+        at[v] = prev ? -1 : v;
+    for (int64_t i = 0; prev && i < n_prev; i++)
+        at[prev[i]] = (int32_t)i;
+    const size_t count = (size_t)(n_send + n_recv + 2 * xp->n_h);
+    SAGA_TRY(saga_alloc_array((void **)&h, count + 1, sizeof *h, "positions"));
+    int32_t *sp = h, *rp = h + n_send, *fwd = rp + n_recv, *bwd = fwd + xp->n_h;
+    for (int64_t i = 0; i < n_send; i++)
+        sp[i] = at[xp->send_ids[i]];
+    for (int64_t k = 0; k < xp->n_h; k++)
+        fwd[k] = bwd[k] = (int32_t)k;
+    for (int64_t j = 0; j < n_recv; j++) {
+        rp[j] = at[xp->recv_ids[j]];
+        fwd[rp[j]] = (int32_t)(xp->n_h + j);
+        bwd[rp[j]] = (int32_t)xp->n_h;
+    }
+    for (size_t i = 0; i < (size_t)(n_send + n_recv); i++)
+        SAGA_CHECK(h[i] >= 0, SAGA_ERR_INTERNAL,
+                   "saga_net: a row of an exchange is not among its stage's input rows");
+    xp->d_bytes = (count + 1) * sizeof *h;
+    SAGA_TRY(saga_backend_alloc(n->be, (void **)&xp->d_idx, xp->d_bytes));
+    saga_stream *s0 = saga_backend_default_stream(n->be);
+    SAGA_TRY(saga_memcpy_h2d_async(s0, xp->d_idx, h, xp->d_bytes));
+    SAGA_TRY(saga_stream_synchronize(s0));
+fail:
+    saga_free(at);
+    saga_free(h);
+    return st;
+}
+
 typedef struct halo_node {
     saga_net *n;
+    const net_xplan *xp;
 } halo_node;
 
-/* The halo rows' gradients to their owners, who add them into their own rows' (rank by rank, in
- * rank order), and the own rows' gradients through. */
+/* The received rows' gradients to their owners, who add them into the rows they sent (rank by
+ * rank, in rank order), and every other row's gradient through. */
 static saga_status halo_bwd(saga_ctx *c, saga_node *node, saga_tensor *gy) {
     saga_status st = SAGA_OK;
     halo_node *hn = saga_node_state(node);
     saga_net *n = hn->n;
+    const net_xplan *xp = hn->xp;
     net_halo *x = n->hx;
     if (!saga_node_needs_grad(node, 0))
         return SAGA_OK;
     saga_ctx_flush(c);
     SAGA_TRY(saga_ctx_status(c));
-    const int64_t cols = gy->cols, n_send = x->send_off[x->size];
+    const int p = x->size;
+    const int64_t cols = gy->cols, n_h = xp->n_h, n_recv = xp->recv_off[p],
+                  n_send = xp->send_off[p];
     const size_t row = (size_t)cols * sizeof(float);
+    const int32_t *sp = xp->d_idx, *rp = sp + n_send, *bwd = rp + n_recv + n_h;
+    const saga_kernels *K = n->be->kernels;
     double t0 = saga_now();
     saga_stream *s0 = saga_backend_default_stream(n->be);
-    saga_tensor *g = saga_ctx_tensor(c, SAGA_F32, x->n_local, cols);
-    saga_tensor *rb = saga_ctx_tensor(c, SAGA_F32, n_send ? n_send : 1, cols);
-    if (!g || !rb)
+    saga_tensor *back = saga_ctx_tensor(c, SAGA_F32, n_recv ? n_recv : 1, cols);
+    saga_tensor *got = saga_ctx_tensor(c, SAGA_F32, n_send ? n_send : 1, cols);
+    saga_tensor *g1 = saga_ctx_tensor(c, SAGA_F32, n_h + 1, cols);
+    saga_tensor *g = saga_ctx_tensor(c, SAGA_F32, n_h, cols);
+    if (!back || !got || !g1 || !g)
         SAGA_TRY(saga_ctx_status(c));
-    size_t *sb, *so, *rbytes, *ro;
-    counts(x, x->recv_off, x->send_off, cols, &sb, &so, &rbytes, &ro);
-    SAGA_TRY(saga_comm_alltoallv(x->dcomm, (char *)gy->data + (size_t)x->n_own * row, sb, so,
-                                 rb->data, rbytes, ro, s0));
-    SAGA_TRY(saga_memcpy_d2d_async(s0, g->data, gy->data, (size_t)x->n_own * row));
-    if (x->n_local > x->n_own)
-        SAGA_TRY(n->be->iface->memset_async(s0, (char *)g->data + (size_t)x->n_own * row, 0,
-                                            (size_t)(x->n_local - x->n_own) * row));
-    for (int q = 0; q < x->size; q++) {
-        const int64_t k = x->send_off[q + 1] - x->send_off[q];
+    if (n_recv)
+        SAGA_TRY(K->gather_rows_f32(s0, n_recv, cols, rp, n_h, gy->data, back->data));
+    size_t *sb, *so, *rb, *ro;
+    counts(x, xp->recv_off, xp->send_off, row, &sb, &so, &rb, &ro);
+    SAGA_TRY(saga_comm_alltoallv(x->dcomm, back->data, sb, so, got->data, rb, ro, s0));
+    /* every row's gradient but the received rows' (zero: they are their owners') */
+    SAGA_TRY(saga_memcpy_d2d_async(s0, g1->data, gy->data, (size_t)n_h * row));
+    SAGA_TRY(n->be->iface->memset_async(s0, (char *)g1->data + (size_t)n_h * row, 0, row));
+    SAGA_TRY(K->gather_rows_f32(s0, n_h, cols, bwd, n_h + 1, g1->data, g->data));
+    for (int q = 0; q < p; q++) {
+        const int64_t k = xp->send_off[q + 1] - xp->send_off[q];
         if (k)
-            SAGA_TRY(n->be->kernels->scatter_add_rows_f32(
-                s0, k, cols, x->d_send_rows + x->send_off[q],
-                (const float *)rb->data + x->send_off[q] * cols, x->n_local, g->data));
+            SAGA_TRY(K->scatter_add_rows_f32(s0, k, cols, sp + xp->send_off[q],
+                                             (const float *)got->data + xp->send_off[q] * cols, n_h,
+                                             g->data));
     }
     x->seconds += saga_now() - t0;
     SAGA_TRY(saga_node_accumulate(c, node, 0, g));
@@ -161,7 +302,7 @@ fail:
     return st;
 }
 
-saga_tensor *net_halo_exchange(saga_net *n, saga_tensor *in) {
+saga_tensor *net_halo_exchange(saga_net *n, saga_tensor *in, const net_xplan *xp) {
     saga_status st = SAGA_OK;
     saga_ctx *c = n->c;
     net_halo *x = n->hx;
@@ -169,29 +310,36 @@ saga_tensor *net_halo_exchange(saga_net *n, saga_tensor *in) {
     halo_node *hn = NULL;
     saga_ctx_flush(c);
     SAGA_TRY(saga_ctx_status(c));
-    SAGA_CHECK(in->rows == x->n_local && in->dtype == SAGA_F32, SAGA_ERR_INTERNAL,
-               "saga_net: a halo exchange of %lld rows for %d local rows", (long long)in->rows,
-               (int)x->n_local);
-    const int64_t cols = in->cols, n_send = x->send_off[x->size];
+    SAGA_CHECK(xp && in->rows == xp->n_h && in->dtype == SAGA_F32, SAGA_ERR_INTERNAL,
+               "saga_net: a halo exchange over %lld rows for a plan of %lld", (long long)in->rows,
+               (long long)(xp ? xp->n_h : -1));
+    const int p = x->size;
+    const int64_t cols = in->cols, n_h = xp->n_h, n_recv = xp->recv_off[p],
+                  n_send = xp->send_off[p];
     const size_t row = (size_t)cols * sizeof(float);
+    const int32_t *sp = xp->d_idx, *fwd = sp + n_send + n_recv;
+    const saga_kernels *K = n->be->kernels;
     double t0 = saga_now();
     saga_stream *s0 = saga_backend_default_stream(n->be);
-    y = saga_ctx_tensor(c, SAGA_F32, x->n_local, cols);
+    /* the input's rows, then the received ones, gathered into place */
+    saga_tensor *cat = saga_ctx_tensor(c, SAGA_F32, n_h + n_recv, cols);
     saga_tensor *sbuf = saga_ctx_tensor(c, SAGA_F32, n_send ? n_send : 1, cols);
-    if (!y || !sbuf)
+    y = saga_ctx_tensor(c, SAGA_F32, n_h, cols);
+    if (!cat || !sbuf || !y)
         SAGA_TRY(saga_ctx_status(c));
-    SAGA_TRY(saga_memcpy_d2d_async(s0, y->data, in->data, (size_t)x->n_own * row));
+    SAGA_TRY(saga_memcpy_d2d_async(s0, cat->data, in->data, (size_t)n_h * row));
     if (n_send)
-        SAGA_TRY(n->be->kernels->gather_rows_f32(s0, n_send, cols, x->d_send_rows, x->n_local,
-                                                 in->data, sbuf->data));
+        SAGA_TRY(K->gather_rows_f32(s0, n_send, cols, sp, n_h, in->data, sbuf->data));
     size_t *sb, *so, *rb, *ro;
-    counts(x, x->send_off, x->recv_off, cols, &sb, &so, &rb, &ro);
-    SAGA_TRY(saga_comm_alltoallv(x->dcomm, sbuf->data, sb, so, (char *)y->data + x->n_own * row, rb,
+    counts(x, xp->send_off, xp->recv_off, row, &sb, &so, &rb, &ro);
+    SAGA_TRY(saga_comm_alltoallv(x->dcomm, sbuf->data, sb, so, (char *)cat->data + n_h * row, rb,
                                  ro, s0));
-    x->rows_moved += (uint64_t)(x->n_local - x->n_own);
+    SAGA_TRY(K->gather_rows_f32(s0, n_h, cols, fwd, n_h + n_recv, cat->data, y->data));
+    x->rows_moved += (uint64_t)n_recv;
     x->seconds += saga_now() - t0;
     SAGA_TRY(saga_alloc_zeroed((void **)&hn, 1, sizeof *hn, "a halo exchange"));
     hn->n = n;
+    hn->xp = xp;
     saga_tensor *inputs[1] = {in};
     st = saga_tape_record(c, y, inputs, 1, halo_bwd, hn, saga_free);
     hn = NULL;

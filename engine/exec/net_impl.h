@@ -130,6 +130,21 @@ typedef struct net_halo {
     double seconds;      /* in exchanges and the reductions, the current call */
 } net_halo;
 
+/* The exchange before one program stage of a chain over shards (net_halo.c): the halo rows its
+ * rows read, from their owners, and the own rows the other ranks' read, to them; each located in
+ * the stage's input, whose rows are the previous stage's (n_h of them). */
+typedef struct net_xplan {
+    int64_t *recv_off, *send_off; /* size + 1 rows each */
+    int32_t *recv_ids;            /* halo rows received (local ids, by owner, ascending) */
+    int32_t *send_ids;            /* own rows sent (local ids, per peer in the peer's order) */
+    int64_t n_h;
+    /* device, one allocation: the sent rows' positions (n_send), the received rows' (n_recv),
+     * then the forward gather (n_h: k, or n_h + j for the j-th received row) and the backward's
+     * (n_h: k, or n_h, a zero row, where a row was received) */
+    int32_t *d_idx;
+    size_t d_bytes;
+} net_xplan;
+
 /* A net over several ranks (net_dist.c). */
 typedef struct net_dist {
     saga_comm *comm; /* the net's (o.comm) */
@@ -440,10 +455,18 @@ void net_dist_free(saga_net *n);
 /* net_halo.c: ranks over shards. net_halo_new copies o.halo (checked) into n->hx. */
 saga_status net_halo_new(saga_net *n);
 void net_halo_free(saga_net *n);
-/* x (every local row of a program stage's input) with its halo rows replaced by their owners',
- * recorded on the tape when training (backward: the halo rows' gradients go back to their
+/* The demand hook over shards (net_demand_hook; collective over the ranks): at program stage s,
+ * the halo rows the own rows of want read are asked of their owners, and the own rows the others
+ * ask for are added to next; *xp (made) records both. */
+saga_status net_halo_demand(saga_net *n, net_xplan **xp, int s, const uint8_t *want, uint8_t *next);
+/* Locates xp's rows in a stage input of the rows prev (n_prev of them, increasing; NULL: every
+ * local row) and loads the positions on the device. */
+saga_status net_xplan_place(saga_net *n, net_xplan *xp, const int32_t *prev, int64_t n_prev);
+void net_xplan_free(saga_net *n, net_xplan **xp);
+/* x (a program stage's input: xp->n_h rows) with the halo rows xp receives replaced by their
+ * owners', recorded on the tape when training (backward: those rows' gradients go back to their
  * owners, added there rank by rank). NULL with the error in the context. */
-saga_tensor *net_halo_exchange(saga_net *n, saga_tensor *x);
+saga_tensor *net_halo_exchange(saga_net *n, saga_tensor *x, const net_xplan *xp);
 /* The communicator of the net's ranks (o.comm, or the shards'), NULL with one rank. */
 saga_comm *net_ranks_comm(const saga_net *n);
 /* SAGA_ERR_COMM unless every rank holds the same graph and input rows and computed the same

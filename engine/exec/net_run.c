@@ -878,7 +878,7 @@ static saga_status chain_step(saga_net *n, net_chain *ch, bool train, float *out
     for (int s = s0; s < S && (h || (s == 0 && xs)); s++) {
         n->stages[s].rng = saga_ctx_rng_counter(c);
         nblock *b = ch->blk[s] ? ch->blk[s] : whole;
-        if (n->hx && n->stages[s].kind == STAGE_PROGRAM && !(h = net_halo_exchange(n, h)))
+        if (ch->xp && ch->xp[s] && !(h = net_halo_exchange(n, h, ch->xp[s])))
             break;
         h = stage_rows(n, s, b, h, s == 0 ? xs : NULL, NULL, NULL, train ? VIEW_TAPED : VIEW_FWD);
         if (h)
@@ -889,7 +889,8 @@ static saga_status chain_step(saga_net *n, net_chain *ch, bool train, float *out
         SAGA_TRY(ctx_status_or(n, "a stage"));
     if (train) {
         saga_vertex_in vin = {.first = 0, .count = ch->n_out, .self = h};
-        if (n->hx) { /* over shards the loss sees the own rows, the local graph's first */
+        if (n->hx && ch->n_out == n->n) {
+            /* over shards the loss sees the own rows (the local graph's first), of every row */
             vin.count = n->hx->n_own;
             vin.self =
                 saga_gather_rows(c, h, saga_ctx_wrap(c, SAGA_I32, n->hx->n_own, 1, n->hx->d_own));
