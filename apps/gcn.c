@@ -430,7 +430,8 @@ saga_status gcn_train(gcn_result *out, saga_backend *be, const gcn_data *d, cons
                              .recv_offsets = d->shard->halo_offsets,
                              .send_offsets = d->shard->send_offsets,
                              .send_rows = d->shard->send_rows,
-                             .out_degree = d->shard->out_degree};
+                             .out_degree = d->shard->out_degree,
+                             .row_ids = d->shard->vertex};
         no.halo = &hx;
         no.comm = NULL;
     }

@@ -124,6 +124,8 @@ typedef struct saga_shard {
     const float *in_weights;        /* nnz, or NULL when the graph is unweighted */
     const int64_t *global_id;       /* n_local: the renumbered id (owner r's rows are row0[r]..) */
     const int64_t *orig_id;         /* n_local: the id of the input files */
+    const int32_t *vertex;          /* n_local: the vertex's index in the input graph (the
+                                     * row one process gives it: dropout's mask rows) */
     const int64_t *out_degree;      /* n_local: out-edges in the whole graph */
     const int64_t *halo_offsets;    /* n_shards + 1: owner q's halo rows are local ids
                                      * n_own + halo_offsets[q] .. n_own + halo_offsets[q+1] - 1 */

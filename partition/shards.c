@@ -24,6 +24,7 @@ enum {
     S_IN_W,
     S_GLOBAL,
     S_ORIG,
+    S_VERTEX,
     S_OUT_DEG,
     S_HALO_OFF,
     S_SEND_OFF,
@@ -324,10 +325,13 @@ static saga_status build_shard(writer *w, int32_t r, shard_build *b) {
 
     /* ---- per local row: original id, out-degree */
     SAGA_TRY(section_alloc(b, S_ORIG, n_local, sizeof(int64_t)));
+    SAGA_TRY(section_alloc(b, S_VERTEX, n_local, sizeof(int32_t)));
     SAGA_TRY(section_alloc(b, S_OUT_DEG, n_local, sizeof(int64_t)));
     int64_t *orig = b->owned[S_ORIG], *odeg = b->owned[S_OUT_DEG];
+    int32_t *vert = b->owned[S_VERTEX];
     for (int64_t l = 0; l < n_local; l++) {
         int32_t v = perm[gid[l]];
+        vert[l] = v;
         orig[l] = saga_graph_orig_id(g, v);
         odeg[l] = out.offsets[v + 1] - out.offsets[v];
     }
@@ -848,6 +852,8 @@ static uint64_t want_bytes(const shard_header *h, int s) {
         return (uint64_t)h->nnz * 4;
     case S_IN_W:
         return (h->flags & FLAG_WEIGHTED) ? (uint64_t)h->nnz * 4 : 0;
+    case S_VERTEX:
+        return (uint64_t)n_local * 4;
     case S_GLOBAL:
     case S_ORIG:
     case S_OUT_DEG:
@@ -1019,8 +1025,10 @@ static saga_status check_structure(const char *name, saga_shard *s, const saga_s
                        (long long)j, (long long)g, (int)q);
         }
     for (int64_t l = 0; l < n_local; l++)
-        SAGA_CHECK(s->out_degree[l] >= 0 && s->out_degree[l] <= s->n_edges, SAGA_ERR_CORRUPT,
-                   "%s: out-degree %lld", name, (long long)s->out_degree[l]);
+        SAGA_CHECK(s->out_degree[l] >= 0 && s->out_degree[l] <= s->n_edges && s->vertex[l] >= 0 &&
+                       s->vertex[l] < s->n_vertices,
+                   SAGA_ERR_CORRUPT, "%s: local row %lld: out-degree %lld, input vertex %d", name,
+                   (long long)l, (long long)s->out_degree[l], (int)s->vertex[l]);
     if (s->feature_offsets) {
         SAGA_CHECK(ascending(s->feature_offsets, n_own, 0, s->feature_nnz), SAGA_ERR_CORRUPT,
                    "%s: feature offsets not ascending", name);
@@ -1121,6 +1129,7 @@ static saga_status open_with(saga_shard **out, const char *dir, int32_t rank,
     s->in_weights = AT(S_IN_W);
     s->global_id = AT(S_GLOBAL);
     s->orig_id = AT(S_ORIG);
+    s->vertex = AT(S_VERTEX);
     s->out_degree = AT(S_OUT_DEG);
     s->halo_offsets = AT(S_HALO_OFF);
     s->send_offsets = AT(S_SEND_OFF);

@@ -298,10 +298,11 @@ static saga_tensor *nll_own(saga_ctx *c, const saga_vertex_in *v, const int32_t 
 
 /* Three SGD steps over shards written of D.g: each rank maps its own shard, makes its local graph
  * (own rows with their in-edges, the halo without), input rows for its own rows alone (the
- * halo's are zero: the exchanges must bring them), and trains the two-layer model without
- * dropout; r->out gets the own rows' outputs at their vertices' places (the rest zero), summed
+ * halo's are zero: the exchanges must bring them), and trains the two-layer model (with the
+ * model's dropout on rows, drawn by the rows' vertices as one process draws them, or none);
+ * r->out gets the own rows' outputs at their vertices' places (the rest zero), summed
  * over the ranks so that every rank holds every row. */
-static void run_shards(run_out *r, const saga_program *prog) {
+static void run_shards(run_out *r, const saga_program *prog, bool dropout) {
     data_load();
     const int p = saga_comm_size(comm), rank = saga_comm_rank(comm);
     /* every rank writes the same directory of its own (the partition is deterministic) */
@@ -338,7 +339,8 @@ static void run_shards(run_out *r, const saga_program *prog) {
                         .recv_offsets = sh->halo_offsets,
                         .send_offsets = sh->send_offsets,
                         .send_rows = sh->send_rows,
-                        .out_degree = sh->out_degree};
+                        .out_degree = sh->out_degree,
+                        .row_ids = sh->vertex};
 
     saga_backend *be = backend(0);
     saga_ctx *c = NULL;
@@ -347,7 +349,8 @@ static void run_shards(run_out *r, const saga_program *prog) {
     assert_int_equal(saga_model_new(&m, be), SAGA_OK);
     layer l1, l2;
     net_model_params(m, &D, H, &l1, &l2);
-    l1.dropout = l2.dropout = 0;
+    if (!dropout)
+        l1.dropout = l2.dropout = 0;
     saga_optim *opt = NULL;
     saga_optim_opts oo = saga_optim_opts_defaults(SAGA_OPTIM_SGD);
     oo.lr = 0.5f;
@@ -415,12 +418,12 @@ static void run_shards(run_out *r, const saga_program *prog) {
 /* Over shards the ranks train the model one process trains on the whole graph: every step's
  * loss and the outputs within net_run_bounds (the weight gradients add over the ranks in
  * another order); the bytes between ranks are the halo rows the exchanges bring. */
-static void check_shards(const saga_program *prog) {
+static void check_shards(const saga_program *prog, bool dropout) {
     run_out one, all;
-    DROPOUT = 0;
+    DROPOUT = dropout ? -1 : 0;
     run_model(&one, prog, NULL, 0, SAGA_EXEC_MEMORY, SAGA_PARTITION_METIS);
     DROPOUT = -1;
-    run_shards(&all, prog);
+    run_shards(&all, prog, dropout);
     const int p = saga_comm_size(comm);
     assert_int_equal(all.st.ranks, p);
     if (p > 1)
@@ -434,8 +437,11 @@ static void check_shards(const saga_program *prog) {
 static void test_net_ranks_shards(void **state) {
     (void)state;
     data_load();
-    check_shards(&GCN);
-    check_shards(&GAT);
+    check_shards(&GCN, false);
+    check_shards(&GAT, false);
+    /* the masks of dropout on rows are drawn by vertex (GAT's on its attention, by edge, are
+     * drawn by the shard's edges: not one process's) */
+    check_shards(&GCN, true);
 }
 
 /* With loss rows each rank computes the rows they need alone, and the exchanges move the halo
@@ -445,8 +451,8 @@ static void test_net_ranks_shards_loss_rows(void **state) {
     data_load();
     LOSS_EVERY = 5;
     unlisted = 0;
-    check_shards(&GCN);
-    check_shards(&GAT);
+    check_shards(&GCN, true);
+    check_shards(&GAT, false);
     LOSS_EVERY = 0;
     assert_int_equal(unlisted, 0);
 }

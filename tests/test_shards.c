@@ -112,6 +112,7 @@ static void check_against(const char *dir, const saga_shards_input *in, int32_t 
         for (int64_t i = 0; i < s[r]->n_own; i++) {
             int32_t v = -1;
             assert_int_equal(saga_graph_find_vertex(g, s[r]->orig_id[i], &v), SAGA_OK);
+            assert_int_equal(s[r]->vertex[i], v);
             assert_int_equal(owner[v], -1); /* every vertex in exactly one shard */
             owner[v] = r;
             local[v] = (int32_t)i;
@@ -185,6 +186,7 @@ static void check_against(const char *dir, const saga_shards_input *in, int32_t 
             assert_int_equal(saga_graph_find_vertex(g, h->orig_id[h->n_own + j], &u), SAGA_OK);
             assert_true(want[u]);
             assert_int_equal(h->global_id[h->n_own + j], s[owner[u]]->global_id[local[u]]);
+            assert_int_equal(h->vertex[h->n_own + j], u);
             assert_int_equal(h->out_degree[h->n_own + j], gout.offsets[u + 1] - gout.offsets[u]);
             assert_true(j >= h->halo_offsets[owner[u]] && j < h->halo_offsets[owner[u] + 1]);
         }

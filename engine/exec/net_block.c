@@ -367,6 +367,23 @@ size_t net_rows_block_bytes(int32_t R, int64_t m, int32_t NH, bool own, bool ids
  * destinations in increasing order with the whole graph's values (block_blocks), so a backward
  * pass over the block adds the same terms in the same order as over every row, less the zero
  * ones. */
+/* b_ids: the block of b's uids (P of them), or over shards with row ids of their keys (kids). */
+static saga_status ids_block(saga_net *n, nblock *b, int32_t P) {
+    saga_status st = SAGA_OK;
+    int32_t *ids = b->uids;
+    if (n->hx && n->hx->keys) {
+        SAGA_TRY(
+            net_host_array(n, (void **)&b->kids, P ? (size_t)P : 1, sizeof(int32_t), "row ids"));
+        for (int32_t i = 0; i < P; i++)
+            b->kids[i] = n->hx->keys[b->uids[i]];
+        ids = b->kids;
+    }
+    SAGA_CHECK(b->b_ids = net_input_block(n, ids, (size_t)P * sizeof(int32_t), "row ids"),
+               SAGA_ERR_OUT_OF_MEMORY, "out of memory for the ids of %d rows", (int)P);
+fail:
+    return st;
+}
+
 saga_status net_rows_block(saga_net *n, nblock **out, const int32_t *rows, int32_t R, bool own,
                            bool ids, const int32_t *pos, int64_t m, int32_t NH, const stage *sg) {
     saga_status st = SAGA_OK;
@@ -415,15 +432,14 @@ saga_status net_rows_block(saga_net *n, nblock **out, const int32_t *rows, int32
             !(b->b_hids = net_input_block(n, b->hids, (size_t)NH * sizeof(int32_t), "halo ids")))
             SAGA_TRY(blocks_oom(n, b));
     }
-    if (!ids) {
+    if (!ids && !(n->hx && n->hx->keys)) {
         b->b_ids = b->b_self; /* the rows' positions in the halo are their ids */
         return SAGA_OK;
     }
     SAGA_TRY(net_host_array(n, (void **)&b->uids, R ? (size_t)R : 1, sizeof(int32_t), "loss rows"));
     for (int32_t i = 0; i < R; i++)
         b->uids[i] = n->plan.ids ? n->plan.ids[rows[i]] : rows[i];
-    if (!(b->b_ids = net_input_block(n, b->uids, (size_t)R * sizeof(int32_t), "loss rows")))
-        SAGA_TRY(blocks_oom(n, b));
+    SAGA_TRY(ids_block(n, b, R));
 fail:
     return st;
 }
@@ -442,6 +458,7 @@ void net_block_free(saga_net *n, nblock *b) {
     saga_backend_host_free(n->be, b->tdst, m1);
     saga_backend_host_free(n->be, b->hids, ((size_t)b->n_halo + 1) * sizeof(int32_t));
     saga_backend_host_free(n->be, b->uids, (P ? P : 1) * sizeof(int32_t));
+    saga_backend_host_free(n->be, b->kids, (P ? P : 1) * sizeof(int32_t));
     saga_free(b->tperm);
     saga_free(b->epos);
     saga_free(b->lsel);
@@ -473,8 +490,7 @@ saga_status net_rows_ids(saga_net *n, nblock *b, const int32_t *rows, int32_t P)
         int32_t r = rows ? rows[i] : i;
         b->uids[i] = n->plan.ids ? n->plan.ids[r] : r;
     }
-    SAGA_CHECK(b->b_ids = net_input_block(n, b->uids, (size_t)P * sizeof(int32_t), "row ids"),
-               SAGA_ERR_OUT_OF_MEMORY, "out of memory for the ids of %d rows", (int)P);
+    SAGA_TRY(ids_block(n, b, P));
 fail:
     return st;
 }

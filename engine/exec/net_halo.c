@@ -15,6 +15,9 @@ void net_halo_free(saga_net *n) {
         saga_backend_free(n->be, x->d_send_rows, x->d_bytes);
     if (x->d_own)
         saga_backend_free(n->be, x->d_own, ((size_t)x->n_own + 1) * sizeof(int32_t));
+    if (x->d_keys)
+        saga_backend_free(n->be, x->d_keys, ((size_t)x->n_local + 1) * sizeof(int32_t));
+    saga_free(x->keys);
     saga_free(x->recv_off);
     saga_free(x->send_off);
     saga_free(x->send_rows);
@@ -95,6 +98,14 @@ saga_status net_halo_new(saga_net *n) {
         own[i] = i;
     SAGA_TRY(saga_backend_alloc(n->be, (void **)&x->d_own, ((size_t)x->n_own + 1) * sizeof *own));
     SAGA_TRY(saga_memcpy_h2d_async(s0, x->d_own, own, ((size_t)x->n_own + 1) * sizeof *own));
+    if (h->row_ids) {
+        const size_t kb = ((size_t)x->n_local + 1) * sizeof(int32_t);
+        SAGA_TRY(saga_alloc_array((void **)&x->keys, (size_t)x->n_local + 1, sizeof(int32_t),
+                                  "row ids"));
+        memcpy(x->keys, h->row_ids, (size_t)x->n_local * sizeof(int32_t));
+        SAGA_TRY(saga_backend_alloc(n->be, (void **)&x->d_keys, kb));
+        SAGA_TRY(saga_memcpy_h2d_async(s0, x->d_keys, x->keys, kb));
+    }
     SAGA_TRY(saga_stream_synchronize(s0));
     SAGA_TRY(saga_comm_open_device(&x->dcomm, x->comm, n->be));
 fail:

@@ -85,6 +85,8 @@ typedef struct nblock {
     int32_t n_lsel;
     int32_t *uids;    /* a block of chosen rows: the rows' graph ids (pinned, P; b_ids is their
                        * block) */
+    int32_t *kids;    /* over shards with row ids (net_halo.keys): the rows' keys, which b_ids
+                       * then holds instead (pinned, P) */
     int32_t *hids;    /* resident stages: the halo's ids (pinned, n_halo), and their block */
     saga_blk *b_hids; /* (NULL when no stage is resident) */
     bplan *plans;
@@ -124,6 +126,8 @@ typedef struct net_halo {
     int32_t *d_send_rows;         /* the same, device */
     size_t d_bytes;
     int32_t *d_own;      /* 0 .. n_own - 1, device: the rows the loss sees */
+    int32_t *keys;       /* n_local: the rows dropout draws masks by (o.halo->row_ids), or NULL */
+    int32_t *d_keys;     /* the same on the device */
     int64_t *deg_off;    /* n_local + 1: offsets whose steps are SYMNORM's out-degrees, or NULL */
     size_t *cnt;         /* 4 x size: byte counts and offsets of one all-to-all */
     uint64_t rows_moved; /* halo rows received in the current call (forward) */

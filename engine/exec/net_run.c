@@ -493,7 +493,8 @@ static saga_tensor *stage_rows_in(saga_net *n, int s, nblock *b, saga_tensor *H,
 
 /* Dropout inside the user's functions draws the mask rows of the graph's own vertex ids. */
 static void row_ids_on(saga_net *n, const nblock *b) {
-    saga_ctx_set_row_ids(n->c, b->b_ids ? saga_blk_dev(b->b_ids) : NULL, b->v1 - b->v0);
+    const int32_t *keys = n->hx && n->hx->d_keys ? n->hx->d_keys + b->v0 : NULL;
+    saga_ctx_set_row_ids(n->c, b->b_ids ? saga_blk_dev(b->b_ids) : keys, b->v1 - b->v0);
 }
 
 static saga_tensor *stage_rows(saga_net *n, int s, nblock *b, saga_tensor *H, const saga_sparse *xs,

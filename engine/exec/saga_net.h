@@ -105,6 +105,9 @@ typedef struct saga_net_halo {
     /* SYMNORM's out-degrees: each local row's out-edges in the whole graph (without self-loops,
      * which self_loops ADD counts on top), or NULL: the local graph's */
     const int64_t *out_degree;
+    /* The row each local row's dropout masks are drawn by: its vertex in the whole graph, so
+     * that the masks are one process's; or NULL: the local rows. */
+    const int32_t *row_ids;
 } saga_net_halo;
 
 typedef struct saga_net_opts {
