@@ -85,16 +85,17 @@ done
 
 echo
 echo "memory: peak resident set, 1 process against each of $mem_ranks ranks (3 epochs)"
-mem() { # NAME RANKS saga-args...
+mem() { # NAME RANKS saga-args...: each rank's peak into its own file, then one line each
     local name=$1 r=$2
     shift 2
+    rm -f "$out"/rss.*
     if [ "$r" = 1 ]; then
-        OMP_NUM_THREADS=1 /usr/bin/time -f "rss %M" "$saga" "$@" --quiet 2>&1 | grep '^rss' |
-            sed "s/^/$name /"
+        OMP_NUM_THREADS=1 /usr/bin/time -f "%M" -o "$out/rss.0" "$saga" "$@" --quiet >/dev/null
     else
-        OMP_NUM_THREADS=1 mpi "$r" /usr/bin/time -f "rss %M" "$saga" "$@" --quiet 2>&1 |
-            grep '^rss' | sed "s/^/$name /"
+        OMP_NUM_THREADS=1 mpi "$r" bash -c '/usr/bin/time -f "%M" -o "$0/rss.$OMPI_COMM_WORLD_RANK$PMIX_RANK" "$@" --quiet' \
+            "$out" "$saga" "$@" >/dev/null
     fi
+    for f in "$out"/rss.*; do echo "$name rss $(cat "$f")"; done
 }
 {
     mem one 1 gcn --data "$data" --epochs 3 --device cpu --threads 1

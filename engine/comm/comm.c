@@ -197,6 +197,10 @@ void saga_comm_free(saga_comm **cp) {
     saga_comm *c = *cp;
     if (c->stage)
         saga_backend_host_free(c->be, c->stage, c->stage_bytes);
+    if (c->bucket_be)
+        saga_backend_free(c->bucket_be, c->bucket, c->bucket_bytes);
+    else
+        saga_free(c->bucket);
     if (!c->view && !c->staged && c->iface)
         c->iface->destroy(c);
     saga_free(c);
@@ -574,64 +578,110 @@ void saga_comm_abort(saga_comm *c, int code) {
     exit(code); /* an abort slot returns only where it cannot stop the job */
 }
 
+/* c's bucket of at least bytes, device memory of be (NULL: host memory). */
+static saga_status bucket_of(saga_comm *c, saga_backend *be, size_t bytes, void **out) {
+    if (c->bucket && c->bucket_be == be && c->bucket_bytes >= bytes) {
+        *out = c->bucket;
+        return SAGA_OK;
+    }
+    if (c->bucket_be) {
+        /* the last call's reduction may still be queued: its stream ends before the memory goes */
+        saga_status st = saga_stream_synchronize(saga_backend_default_stream(c->bucket_be));
+        if (st < 0)
+            return st;
+        saga_backend_free(c->bucket_be, c->bucket, c->bucket_bytes);
+    } else {
+        saga_free(c->bucket);
+    }
+    c->bucket = NULL;
+    c->bucket_bytes = 0;
+    c->bucket_be = NULL;
+    saga_status st = be ? saga_backend_alloc(be, &c->bucket, bytes)
+                        : saga_alloc_array(&c->bucket, bytes, 1, "a gradient bucket");
+    if (st < 0)
+        return st;
+    c->bucket_bytes = bytes;
+    c->bucket_be = be;
+    *out = c->bucket;
+    return SAGA_OK;
+}
+
 saga_status saga_comm_allreduce_grads(saga_comm *c, saga_model *m, double scale) {
     saga_status st = SAGA_OK;
-    void *host = NULL;
-    size_t host_bytes = 0;
     SAGA_CHECK(m && scale > 0, SAGA_ERR_INVALID_ARG,
                "saga_comm_allreduce_grads: model and a positive scale must be given");
     int size = saga_comm_size(c);
     int np = saga_model_n_params(m);
+    size_t total = 0;
+    saga_backend *be = NULL;
     for (int i = 0; i < np; i++) {
-        saga_tensor *p = saga_model_param_at(m, i);
-        saga_tensor *g = p->grad;
+        saga_tensor *g = saga_model_param_at(m, i)->grad;
         SAGA_CHECK(g && g->dtype == SAGA_F32, SAGA_ERR_INTERNAL,
                    "saga_comm_allreduce_grads: parameter %s has no f32 gradient",
                    saga_model_param_name(m, i));
-        if (!g->nbytes)
-            continue;
-        size_t count = g->nbytes / sizeof(float);
-        saga_backend *be = g->be;
-        bool direct = size == 1 || be->kind == SAGA_BACKEND_CPU || (c->on_device && c->be == be);
-        if (direct) {
-            if (size > 1)
-                SAGA_TRY(saga_comm_allreduce(c, g->data, count, SAGA_F32, SAGA_COMM_SUM, NULL));
-            if (scale != 1.0) {
-                if (be->kind == SAGA_BACKEND_CPU) {
-                    SAGA_TRY(saga_backend_synchronize(be));
-                    float *x = g->data;
-                    float f = (float)(1.0 / scale);
-                    for (size_t k = 0; k < count; k++)
-                        x[k] *= f;
-                } else {
-                    SAGA_TRY(be->kernels->scale_f32(saga_backend_default_stream(be), (int64_t)count,
-                                                    (float)(1.0 / scale), g->data, 0.0f, g->data));
-                }
-            }
-            continue;
-        }
-        /* a host communicator over device gradients: through host memory */
-        if (g->nbytes > host_bytes) {
-            saga_free(host);
-            host = NULL;
-            host_bytes = 0;
-            SAGA_TRY(saga_alloc_array(&host, g->nbytes, 1, "gradient staging"));
-            host_bytes = g->nbytes;
-        }
+        SAGA_CHECK(!be || g->be == be, SAGA_ERR_INVALID_ARG,
+                   "saga_comm_allreduce_grads: the model's gradients lie on two backends");
+        be = g->be;
+        total += g->nbytes;
+    }
+    if (size > 1 && total) {
+        /* one all-reduce of every gradient side by side: on the device (NCCL), or in host
+         * memory (the CPU's own, or staged) */
+        const bool cpu = be->kind == SAGA_BACKEND_CPU, dev = !cpu && c->on_device && c->be == be;
         saga_stream *s = saga_backend_default_stream(be);
-        SAGA_TRY(saga_memcpy_d2h_async(s, host, g->data, g->nbytes));
-        SAGA_TRY(saga_stream_synchronize(s));
-        SAGA_TRY(saga_comm_allreduce(c, host, count, SAGA_F32, SAGA_COMM_SUM, NULL));
-        if (scale != 1.0) {
-            float *x = host;
+        void *buf = NULL;
+        SAGA_TRY(bucket_of(c, dev ? be : NULL, total, &buf));
+        if (cpu)
+            SAGA_TRY(saga_backend_synchronize(be)); /* the gradients' kernels have run */
+        size_t at = 0;
+        for (int i = 0; i < np; i++) {
+            saga_tensor *g = saga_model_param_at(m, i)->grad;
+            if (!g->nbytes)
+                continue;
+            if (cpu)
+                memcpy((char *)buf + at, g->data, g->nbytes);
+            else if (dev)
+                SAGA_TRY(saga_memcpy_d2d_async(s, (char *)buf + at, g->data, g->nbytes));
+            else
+                SAGA_TRY(saga_memcpy_d2h_async(s, (char *)buf + at, g->data, g->nbytes));
+            at += g->nbytes;
+        }
+        if (!cpu && !dev)
+            SAGA_TRY(saga_stream_synchronize(s));
+        SAGA_TRY(saga_comm_allreduce(c, buf, total / sizeof(float), SAGA_F32, SAGA_COMM_SUM,
+                                     dev ? s : NULL));
+        at = 0;
+        for (int i = 0; i < np; i++) {
+            saga_tensor *g = saga_model_param_at(m, i)->grad;
+            if (!g->nbytes)
+                continue;
+            if (cpu)
+                memcpy(g->data, (char *)buf + at, g->nbytes);
+            else if (dev)
+                SAGA_TRY(saga_memcpy_d2d_async(s, g->data, (char *)buf + at, g->nbytes));
+            else
+                SAGA_TRY(saga_memcpy_h2d_async(s, g->data, (char *)buf + at, g->nbytes));
+            at += g->nbytes;
+        }
+        if (!cpu && !dev) /* the host buffer is read by the copies */
+            SAGA_TRY(saga_stream_synchronize(s));
+    }
+    for (int i = 0; i < np && scale != 1.0; i++) {
+        saga_tensor *g = saga_model_param_at(m, i)->grad;
+        size_t count = g->nbytes / sizeof(float);
+        if (!count)
+            continue;
+        if (be->kind == SAGA_BACKEND_CPU) {
+            SAGA_TRY(saga_backend_synchronize(be));
+            float *x = g->data;
             float f = (float)(1.0 / scale);
             for (size_t k = 0; k < count; k++)
                 x[k] *= f;
+        } else {
+            SAGA_TRY(be->kernels->scale_f32(saga_backend_default_stream(be), (int64_t)count,
+                                            (float)(1.0 / scale), g->data, 0.0f, g->data));
         }
-        SAGA_TRY(saga_memcpy_h2d_async(s, g->data, host, g->nbytes));
-        SAGA_TRY(saga_stream_synchronize(s));
     }
 fail:
-    saga_free(host);
     return st;
 }

@@ -41,6 +41,11 @@ struct saga_comm {
     saga_comm_stats stats;
     bool serial; /* calls must not overlap (MPI below MPI_THREAD_MULTIPLE): saga_comm_threads */
     bool agreed; /* the last call was a saga_comm_agree that failed (saga_comm_failure_agreed) */
+    /* saga_comm_allreduce_grads' bucket: every gradient side by side, kept for the next call
+     * (device memory of bucket_be, or host memory when bucket_be is NULL) */
+    void *bucket;
+    size_t bucket_bytes;
+    saga_backend *bucket_be;
 };
 
 /* The services a communicator module takes from libsaga. Fields are only appended. */

@@ -123,11 +123,11 @@ void saga_comm_abort(saga_comm *c, int code);
  * collective, stops them with saga_comm_abort. */
 bool saga_comm_failure_agreed(const saga_comm *c);
 
-/* Sums every gradient of m over the ranks, in place, as one all-reduce per parameter in the
- * model's order (a parameter without a gradient on this rank takes part with zeros), then
- * divides by scale when scale != 1 (the mean over ranks: scale = size). On host comms over a
- * GPU backend the gradients are staged through host memory. c may be NULL: one rank (only the
- * division). */
+/* Sums every gradient of m over the ranks, in place, as one all-reduce of all of them side by
+ * side in the model's order (a buffer the communicator keeps for the next call), then divides by
+ * scale when scale != 1 (the mean over ranks: scale = size). Every parameter must have an f32
+ * gradient (SAGA_ERR_INTERNAL otherwise), all on one backend. On host comms over a GPU backend the
+ * gradients are staged through host memory. c may be NULL: one rank (only the division). */
 saga_status saga_comm_allreduce_grads(saga_comm *c, saga_model *m, double scale);
 
 void saga_comm_get_stats(const saga_comm *c, saga_comm_stats *s);
