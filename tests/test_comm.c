@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static saga_comm *comm;  /* host */
 static saga_comm *dcomm; /* device, over be */
@@ -295,12 +296,48 @@ static void test_comm_open_errors(void **state) {
     saga_comm_free(&c);
 }
 
+/* SAGA_TEST_STALL=sendrecv|allreduce (comm_watchdog.sh, with SAGA_COMM_TIMEOUT): rank 1 sleeps
+ * instead of taking part; every other rank's operation must fail naming what it waited for,
+ * whereupon it stops the job as a net would (saga_comm_abort). Returns the exit code. */
+static int stall(const char *mode) {
+    const int r = saga_comm_rank(comm), p = saga_comm_size(comm);
+    if (r == 1) {
+        sleep(60);
+        return 0;
+    }
+    saga_status st;
+    double t0 = saga_now();
+    if (strcmp(mode, "allreduce") == 0) {
+        double x = 1;
+        st = saga_comm_allreduce(comm, &x, 1, SAGA_F64, SAGA_COMM_SUM, NULL);
+    } else {
+        /* every rank sends every other one 8 bytes */
+        double *buf = calloc(2 * (size_t)p, sizeof *buf);
+        size_t *cnt = calloc(4 * (size_t)p, sizeof *cnt);
+        for (int q = 0; q < p; q++) {
+            cnt[q] = cnt[2 * p + q] = q == r ? 0 : sizeof(double);
+            cnt[p + q] = cnt[3 * p + q] = (size_t)q * sizeof(double);
+        }
+        st = saga_comm_alltoallv(comm, buf, cnt, cnt + p, buf + p, cnt + 2 * p, cnt + 3 * p, NULL);
+        free(buf);
+        free(cnt);
+    }
+    fprintf(stderr, "rank %d: %s after %.1f s: %s\n", r, mode, saga_now() - t0,
+            st < 0 ? saga_last_error() : "completed");
+    fflush(stderr);
+    saga_comm_abort(comm, 3);
+    return 3;
+}
+
 int main(void) {
     const char *dev = getenv("SAGA_TEST_DEVICE");
     if (saga_comm_open(&comm, "auto") < 0) {
         fprintf(stderr, "test_comm: %s\n", saga_last_error());
         return 1;
     }
+    const char *stall_mode = getenv("SAGA_TEST_STALL");
+    if (stall_mode && *stall_mode)
+        return stall(stall_mode);
     char spec[32] = "cpu";
     if (dev && strcmp(dev, "cuda") == 0)
         snprintf(spec, sizeof spec, "cuda:%d", saga_comm_local_rank(comm));

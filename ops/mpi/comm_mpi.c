@@ -1,13 +1,18 @@
 /* comm_mpi.c - the MPI communicator, built as the module libsaga_mpi.so: libsaga loads it only
  * when an MPI launcher started the process (or "mpi" is asked for), so saga builds and runs
  * without MPI. Host memory only; the generic layer (engine/comm/comm.c) stages device buffers. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* nanosleep */
+#endif
 #include "comm_impl.h"
 
 #include <limits.h>
 #include <mpi.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static const saga_comm_module_host *H;
 
@@ -19,7 +24,11 @@ static int finalised;
 
 typedef struct mpi_ctx {
     MPI_Comm comm;
+    double timeout; /* seconds without progress before an operation fails (SAGA_COMM_TIMEOUT) */
 } mpi_ctx;
+
+/* The watchdog's default: ten minutes in which no message of an operation completes. */
+#define DEFAULT_TIMEOUT 600.0
 
 static MPI_Comm comm_of(const saga_comm *c) {
     return ((const mpi_ctx *)c->ctx)->comm;
@@ -38,6 +47,62 @@ static saga_status mpi_fail(int rc, const char *what) {
         if (rc_ != MPI_SUCCESS)                                                                    \
             return mpi_fail(rc_, what);                                                            \
     } while (0)
+
+/* Waits for the k requests, failing when none completes for the communicator's timeout (0:
+ * never): the message names the ranks still waited on (peer[i] of each open request, receives
+ * first; every other rank for a collective's, peer NULL), and the requests are left to the
+ * MPI_Abort the caller's failure leads to. Spins a little after each completion, then sleeps
+ * between tests, which leaves the core to a rank that shares it. */
+static saga_status wait_all(saga_comm *c, int k, MPI_Request *req, const int *peer, int n_recv,
+                            const char *what) {
+    const double timeout = ((const mpi_ctx *)c->ctx)->timeout;
+    int *idx = H->alloc((size_t)(k ? k : 1) * sizeof *idx);
+    if (!idx)
+        return H->error(SAGA_ERR_OUT_OF_MEMORY, "MPI: %d requests", k);
+    saga_status st = SAGA_OK;
+    double last = MPI_Wtime();
+    int left = k, spins = 0;
+    while (left > 0) {
+        int got = 0;
+        int rc = MPI_Testsome(k, req, &got, idx, MPI_STATUSES_IGNORE);
+        if (rc != MPI_SUCCESS) {
+            st = mpi_fail(rc, what);
+            break;
+        }
+        if (got == MPI_UNDEFINED) /* every request done */
+            break;
+        double now = MPI_Wtime();
+        if (got > 0) {
+            left -= got, last = now, spins = 0;
+            continue;
+        }
+        if (timeout > 0 && now - last > timeout) {
+            char who[160] = "";
+            size_t at = 0;
+            for (int pass = 0; pass < 2 && !at && peer; pass++) /* receives, else sends */
+                for (int i = pass ? n_recv : 0; i < (pass ? k : n_recv); i++) {
+                    bool seen = false;
+                    for (int j = pass ? n_recv : 0; j < i; j++)
+                        seen = seen || (req[j] != MPI_REQUEST_NULL && peer[j] == peer[i]);
+                    if (req[i] != MPI_REQUEST_NULL && !seen && at + 16 < sizeof who)
+                        at += (size_t)snprintf(who + at, sizeof who - at, "%s%d", at ? ", " : "",
+                                               peer[i]);
+                }
+            st = H->error(SAGA_ERR_COMM,
+                          "MPI: %s on rank %d made no progress for %.0f s (SAGA_COMM_TIMEOUT): "
+                          "waiting for %s%s, which may have stopped or be waiting elsewhere",
+                          what, c->rank, now - last, at ? "rank " : "every other rank",
+                          at ? who : "");
+            break;
+        }
+        if (++spins > 2000) {
+            struct timespec ts = {0, 50000};
+            nanosleep(&ts, NULL);
+        }
+    }
+    H->free(idx);
+    return st;
+}
 
 static MPI_Datatype type_of(saga_dtype dt) {
     switch (dt) {
@@ -68,9 +133,13 @@ static saga_status mpi_allreduce(saga_comm *c, void *buf, size_t count, saga_dty
     char *p = buf;
     for (size_t done = 0; done < count;) {
         size_t n = count - done < PIECE ? count - done : PIECE;
-        MPI_TRY(MPI_Allreduce(MPI_IN_PLACE, p + done * size_of(dt), (int)n, type_of(dt), op_of(op),
-                              comm_of(c)),
+        MPI_Request r = MPI_REQUEST_NULL;
+        MPI_TRY(MPI_Iallreduce(MPI_IN_PLACE, p + done * size_of(dt), (int)n, type_of(dt), op_of(op),
+                               comm_of(c), &r),
                 "all-reduce");
+        saga_status st = wait_all(c, 1, &r, NULL, 0, "an all-reduce");
+        if (st < 0)
+            return st;
         done += n;
     }
     return SAGA_OK;
@@ -80,7 +149,11 @@ static saga_status mpi_bcast(saga_comm *c, void *buf, size_t bytes, int root, sa
     char *p = buf;
     for (size_t done = 0; done < bytes;) {
         size_t n = bytes - done < PIECE ? bytes - done : PIECE;
-        MPI_TRY(MPI_Bcast(p + done, (int)n, MPI_BYTE, root, comm_of(c)), "broadcast");
+        MPI_Request r = MPI_REQUEST_NULL;
+        MPI_TRY(MPI_Ibcast(p + done, (int)n, MPI_BYTE, root, comm_of(c), &r), "broadcast");
+        saga_status st = wait_all(c, 1, &r, NULL, 0, "a broadcast");
+        if (st < 0)
+            return st;
         done += n;
     }
     return SAGA_OK;
@@ -99,36 +172,41 @@ static saga_status mpi_sendrecv(saga_comm *c, const saga_comm_block *sends, int 
         n += pieces(recvs[i].bytes);
     if (!n)
         return SAGA_OK;
-    MPI_Request *req = H->alloc(n * sizeof *req);
+    MPI_Request *req = H->alloc(n * (sizeof *req + sizeof(int)));
     if (!req)
         return H->error(SAGA_ERR_OUT_OF_MEMORY, "MPI: %zu requests", n);
+    int *peer = (int *)(req + n);
     size_t k = 0;
     int rc = MPI_SUCCESS;
     /* receives first, so that sends find them posted; one tag: MPI keeps the order of messages
      * between two ranks, which is the order of the blocks */
+    int n_rpieces = 0;
+    for (int i = 0; i < n_recvs; i++)
+        n_rpieces += (int)pieces(recvs[i].bytes);
     for (int i = 0; i < n_recvs && rc == MPI_SUCCESS; i++)
         for (size_t off = 0; off < recvs[i].bytes && rc == MPI_SUCCESS; off += PIECE) {
             size_t len = recvs[i].bytes - off < PIECE ? recvs[i].bytes - off : PIECE;
+            peer[k] = recvs[i].peer;
             rc = MPI_Irecv((char *)recvs[i].data + off, (int)len, MPI_BYTE, recvs[i].peer, 0,
                            comm_of(c), &req[k++]);
         }
     for (int i = 0; i < n_sends && rc == MPI_SUCCESS; i++)
         for (size_t off = 0; off < sends[i].bytes && rc == MPI_SUCCESS; off += PIECE) {
             size_t len = sends[i].bytes - off < PIECE ? sends[i].bytes - off : PIECE;
+            peer[k] = sends[i].peer;
             rc = MPI_Isend((const char *)sends[i].data + off, (int)len, MPI_BYTE, sends[i].peer, 0,
                            comm_of(c), &req[k++]);
         }
-    if (rc == MPI_SUCCESS)
-        rc = MPI_Waitall((int)k, req, MPI_STATUSES_IGNORE);
+    saga_status st = rc == MPI_SUCCESS ? wait_all(c, (int)k, req, peer, n_rpieces, "a send/receive")
+                                       : mpi_fail(rc, "send/receive");
     H->free(req);
-    if (rc != MPI_SUCCESS)
-        return mpi_fail(rc, "send/receive");
-    return SAGA_OK;
+    return st;
 }
 
 static saga_status mpi_barrier(saga_comm *c) {
-    MPI_TRY(MPI_Barrier(comm_of(c)), "barrier");
-    return SAGA_OK;
+    MPI_Request r = MPI_REQUEST_NULL;
+    MPI_TRY(MPI_Ibarrier(comm_of(c), &r), "barrier");
+    return wait_all(c, 1, &r, NULL, 0, "a barrier");
 }
 
 static void mpi_abort(saga_comm *c, int code) {
@@ -210,9 +288,21 @@ saga_comm_mpi_init(saga_comm *c, const saga_comm_module_host *host) {
                "on the calling thread",
                name);
     }
+    double timeout = DEFAULT_TIMEOUT;
+    const char *to = getenv("SAGA_COMM_TIMEOUT");
+    if (to && *to) {
+        char *end = NULL;
+        timeout = strtod(to, &end);
+        if (end == to || *end || !(timeout >= 0) || timeout > 1e9)
+            return H->error(SAGA_ERR_INVALID_ARG,
+                            "SAGA_COMM_TIMEOUT=%s: seconds without progress before an exchange "
+                            "fails (0: never)",
+                            to);
+    }
     mpi_ctx *x = H->alloc(sizeof *x);
     if (!x)
         return H->error(SAGA_ERR_OUT_OF_MEMORY, "out of memory for an MPI communicator");
+    x->timeout = timeout;
     /* saga's own communicator, so that its messages never meet the program's */
     int rc = MPI_Comm_dup(MPI_COMM_WORLD, &x->comm);
     if (rc != MPI_SUCCESS) {
