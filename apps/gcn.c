@@ -33,29 +33,13 @@ bool gcn_data_is_shards(const char *dir) {
     return access(path, F_OK) == 0;
 }
 
-/* A copy of n int32 (at least one slot). */
-static saga_status copy_i32(int32_t **out, const int32_t *src, int64_t n, const char *what) {
-    saga_status st = saga_alloc_array((void **)out, n ? (size_t)n : 1, sizeof **out, what);
-    if (st == SAGA_OK && n)
-        memcpy(*out, src, (size_t)n * sizeof **out);
-    return st;
-}
-
 saga_status gcn_data_load_shard(gcn_data *d, const char *dir, int rank, int ranks, bool normalize) {
     saga_status st = SAGA_OK;
     saga_shards_manifest m = {0};
-    int32_t *src = NULL, *dst = NULL;
+    saga_dataset ds = {0};
     SAGA_CHECK(d && dir, SAGA_ERR_INVALID_ARG, "gcn_data_load_shard: NULL argument");
     memset(d, 0, sizeof *d);
     SAGA_TRY(saga_shards_manifest_read(&m, dir));
-    SAGA_CHECK(m.n_shards == ranks, SAGA_ERR_INVALID_ARG,
-               "%s holds %d shards for %d ranks: run it with %d ranks (mpirun -np %d), or write "
-               "%d shards (saga partition --shards %d)",
-               dir, (int)m.n_shards, ranks, (int)m.n_shards, (int)m.n_shards, ranks, ranks);
-    SAGA_CHECK(m.feature_cols > 0 && m.n_classes > 0 && m.split_n[0] > 0, SAGA_ERR_INVALID_ARG,
-               "%s: its shards hold no features, labels or training rows (write them of a data "
-               "set: saga partition --data DIR --shards R)",
-               dir);
     const bool normalized = strstr(m.build, "row-normalised") != NULL;
     SAGA_CHECK(normalized == normalize, SAGA_ERR_INVALID_ARG,
                "%s holds features %s; %s (the shards were written %s --no-normalize-features)", dir,
@@ -63,53 +47,25 @@ saga_status gcn_data_load_shard(gcn_data *d, const char *dir, int rank, int rank
                normalize ? "drop --no-normalize-features here or write them again without it"
                          : "give --no-normalize-features to saga partition too",
                normalized ? "without" : "with");
-    SAGA_TRY(saga_shard_open(&d->shard, dir, rank, NULL));
-    const saga_shard *s = d->shard;
-    const int32_t nl = (int32_t)s->n_local, own = (int32_t)s->n_own;
-    /* the local graph: the own rows' in-edges, as listed (the placed graph keeps their order) */
-    SAGA_TRY(saga_alloc_array((void **)&src, s->nnz ? (size_t)s->nnz : 1, sizeof *src, "edges"));
-    SAGA_TRY(saga_alloc_array((void **)&dst, s->nnz ? (size_t)s->nnz : 1, sizeof *dst, "edges"));
-    for (int32_t i = 0; i < own; i++)
-        for (int64_t e = s->in_offsets[i]; e < s->in_offsets[i + 1]; e++)
-            src[e] = s->in_indices[e], dst[e] = i;
-    saga_graph_opts go = saga_graph_opts_defaults();
-    go.duplicates = SAGA_DUPLICATES_KEEP;
-    SAGA_TRY(saga_graph_from_edges_take(&d->graph, nl, s->nnz, &src, &dst, NULL, NULL, &go));
-    d->n_vertices = nl;
-    d->n_edges = s->nnz;
-    d->n_features = s->feature_cols;
-    if (s->features) {
-        SAGA_TRY(saga_alloc_zeroed((void **)&d->features, (size_t)nl * (size_t)s->feature_cols + 1,
-                                   sizeof(float), "features"));
-        memcpy(d->features, s->features, (size_t)own * (size_t)s->feature_cols * sizeof(float));
-    } else {
-        SAGA_TRY(saga_alloc_array((void **)&d->x_offsets, (size_t)nl + 1, sizeof(int64_t),
-                                  "feature offsets"));
-        memcpy(d->x_offsets, s->feature_offsets, ((size_t)own + 1) * sizeof(int64_t));
-        for (int32_t l = own; l < nl; l++)
-            d->x_offsets[l + 1] = s->feature_nnz;
-        d->x_nnz = s->feature_nnz;
-        SAGA_TRY(copy_i32(&d->x_indices, s->feature_indices, d->x_nnz, "feature columns"));
-        SAGA_TRY(saga_alloc_array((void **)&d->x_values, d->x_nnz ? (size_t)d->x_nnz : 1,
-                                  sizeof(float), "feature values"));
-        if (d->x_nnz)
-            memcpy(d->x_values, s->feature_values, (size_t)d->x_nnz * sizeof(float));
-    }
-    SAGA_TRY(saga_alloc_array((void **)&d->labels, (size_t)nl + 1, sizeof(int32_t), "labels"));
-    memcpy(d->labels, s->labels, (size_t)own * sizeof(int32_t));
-    for (int32_t l = own; l < nl; l++)
-        d->labels[l] = -1;
-    d->n_classes = s->n_classes;
-    SAGA_TRY(copy_i32(&d->train, s->split[0], s->split_n[0], "training rows"));
-    SAGA_TRY(copy_i32(&d->val, s->split[1], s->split_n[1], "validation rows"));
-    SAGA_TRY(copy_i32(&d->test, s->split[2], s->split_n[2], "test rows"));
-    d->n_train = s->split_n[0], d->n_val = s->split_n[1], d->n_test = s->split_n[2];
+    SAGA_TRY(saga_shards_dataset(&ds, &d->shard, dir, rank, ranks));
+    /* the data set's arrays become d's */
+    d->graph = ds.graph;
+    d->n_vertices = (int32_t)ds.n_vertices;
+    d->n_edges = ds.n_edges;
+    d->features = ds.features.dense;
+    d->n_features = ds.features.n_cols;
+    d->x_offsets = ds.features.offsets;
+    d->x_indices = ds.features.indices;
+    d->x_values = ds.features.values;
+    d->x_nnz = ds.features.nnz;
+    d->labels = ds.labels;
+    d->n_classes = ds.n_classes;
+    d->train = ds.train, d->val = ds.val, d->test = ds.test;
+    d->n_train = ds.n_train, d->n_val = ds.n_val, d->n_test = ds.n_test;
     d->all_vertices = m.n_vertices;
     d->all_edges = m.n_edges;
     d->all_train = m.split_n[0], d->all_val = m.split_n[1], d->all_test = m.split_n[2];
 fail:
-    saga_free(src);
-    saga_free(dst);
     saga_shards_manifest_free(&m);
     if (st < 0 && d)
         gcn_data_free(d);

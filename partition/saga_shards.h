@@ -30,6 +30,7 @@
  */
 #pragma once
 
+#include "saga_dataset.h"
 #include "saga_io.h"
 #include "saga_partition.h"
 
@@ -161,6 +162,17 @@ saga_shard_open_opts saga_shard_open_opts_defaults(void);
 saga_status saga_shard_open(saga_shard **out, const char *dir, int32_t rank,
                             const saga_shard_open_opts *opts);
 void saga_shard_close(saga_shard **s);
+
+/* Rank `rank`'s shard of the directory dir (of as many shards as `ranks`, else
+ * SAGA_ERR_INVALID_ARG naming both counts) as the data set a rank trains on, in saga_dataset's
+ * terms: the local graph (own rows 0 .. n_own - 1 with their in-edges in the shard's order, then
+ * the halo without in-edges; n_vertices the local rows, n_edges the in-edges), the features (the
+ * halo's rows empty), the labels (the halo's -1), n_classes, and the split (own rows). *shard
+ * gets the mapped shard (saga_shard_close after the data set's last use): its halo layout is
+ * what a net over shards exchanges (saga_net_halo). Errors: saga_shard_open's,
+ * SAGA_ERR_INVALID_ARG for shards without features, labels or training rows. */
+saga_status saga_shards_dataset(saga_dataset *out, saga_shard **shard, const char *dir,
+                                int32_t rank, int32_t ranks);
 
 /* Checks a whole directory: the manifest, every shard as saga_shard_open does, the send lists
  * against the halos they fill, and every source file that still exists against its recorded

@@ -1212,3 +1212,85 @@ fail:
     saga_shards_manifest_free(&m);
     return st;
 }
+
+/* ---- a shard as a data set ------------------------------------------------------------------ */
+
+static saga_status copy_i32(int32_t **out, const int32_t *src, int64_t n, const char *what) {
+    saga_status st = saga_alloc_array((void **)out, n ? (size_t)n : 1, sizeof **out, what);
+    if (st == SAGA_OK && n)
+        memcpy(*out, src, (size_t)n * sizeof **out);
+    return st;
+}
+
+saga_status saga_shards_dataset(saga_dataset *d, saga_shard **shard, const char *dir, int32_t rank,
+                                int32_t ranks) {
+    saga_status st = SAGA_OK;
+    saga_shards_manifest m = {0};
+    saga_shard *s = NULL;
+    int32_t *src = NULL, *dst = NULL;
+    SAGA_CHECK(d && shard && dir, SAGA_ERR_INVALID_ARG, "saga_shards_dataset: NULL argument");
+    memset(d, 0, sizeof *d);
+    *shard = NULL;
+    SAGA_TRY(saga_shards_manifest_read(&m, dir));
+    SAGA_CHECK(m.n_shards == ranks, SAGA_ERR_INVALID_ARG,
+               "%s holds %d shards for %d ranks: run it with %d ranks (mpirun -np %d), or write "
+               "%d shards (saga partition --shards %d)",
+               dir, (int)m.n_shards, (int)ranks, (int)m.n_shards, (int)m.n_shards, (int)ranks,
+               (int)ranks);
+    SAGA_CHECK(m.feature_cols > 0 && m.n_classes > 0 && m.split_n[0] > 0, SAGA_ERR_INVALID_ARG,
+               "%s: its shards hold no features, labels or training rows (write them of a data "
+               "set: saga partition --data DIR --shards R)",
+               dir);
+    SAGA_TRY(saga_shard_open(&s, dir, rank, NULL));
+    const int32_t nl = (int32_t)s->n_local, own = (int32_t)s->n_own;
+    /* the local graph: the own rows' in-edges, in the shard's order (a placed graph keeps it) */
+    SAGA_TRY(saga_alloc_array((void **)&src, s->nnz ? (size_t)s->nnz : 1, sizeof *src, "edges"));
+    SAGA_TRY(saga_alloc_array((void **)&dst, s->nnz ? (size_t)s->nnz : 1, sizeof *dst, "edges"));
+    for (int32_t i = 0; i < own; i++)
+        for (int64_t e = s->in_offsets[i]; e < s->in_offsets[i + 1]; e++)
+            src[e] = s->in_indices[e], dst[e] = i;
+    saga_graph_opts go = saga_graph_opts_defaults();
+    go.duplicates = SAGA_DUPLICATES_KEEP;
+    SAGA_TRY(saga_graph_from_edges_take(&d->graph, nl, s->nnz, &src, &dst, NULL, NULL, &go));
+    d->n_vertices = nl;
+    d->n_edges = s->nnz;
+    saga_features *f = &d->features;
+    f->n_rows = nl;
+    f->n_cols = s->feature_cols;
+    if (s->features) {
+        SAGA_TRY(saga_alloc_zeroed((void **)&f->dense, (size_t)nl * (size_t)f->n_cols + 1,
+                                   sizeof(float), "features"));
+        memcpy(f->dense, s->features, (size_t)own * (size_t)f->n_cols * sizeof(float));
+    } else {
+        SAGA_TRY(saga_alloc_array((void **)&f->offsets, (size_t)nl + 1, sizeof(int64_t),
+                                  "feature offsets"));
+        memcpy(f->offsets, s->feature_offsets, ((size_t)own + 1) * sizeof(int64_t));
+        for (int32_t l = own; l < nl; l++)
+            f->offsets[l + 1] = s->feature_nnz;
+        f->nnz = s->feature_nnz;
+        SAGA_TRY(copy_i32(&f->indices, s->feature_indices, f->nnz, "feature columns"));
+        SAGA_TRY(saga_alloc_array((void **)&f->values, f->nnz ? (size_t)f->nnz : 1, sizeof(float),
+                                  "feature values"));
+        if (f->nnz)
+            memcpy(f->values, s->feature_values, (size_t)f->nnz * sizeof(float));
+    }
+    SAGA_TRY(saga_alloc_array((void **)&d->labels, (size_t)nl + 1, sizeof(int32_t), "labels"));
+    memcpy(d->labels, s->labels, (size_t)own * sizeof(int32_t));
+    for (int32_t l = own; l < nl; l++)
+        d->labels[l] = -1;
+    d->n_classes = s->n_classes;
+    SAGA_TRY(copy_i32(&d->train, s->split[0], s->split_n[0], "training rows"));
+    SAGA_TRY(copy_i32(&d->val, s->split[1], s->split_n[1], "validation rows"));
+    SAGA_TRY(copy_i32(&d->test, s->split[2], s->split_n[2], "test rows"));
+    d->n_train = s->split_n[0], d->n_val = s->split_n[1], d->n_test = s->split_n[2];
+    *shard = s;
+    s = NULL;
+fail:
+    saga_free(src);
+    saga_free(dst);
+    saga_shard_close(&s);
+    saga_shards_manifest_free(&m);
+    if (st < 0)
+        saga_dataset_free(d);
+    return st;
+}

@@ -143,6 +143,21 @@ for ranks in 2 4; do
     [ "$(json_get "abs(j['test_accuracy'] - $one_acc) <= 0.002 + 1e-12")" = True ] ||
         fail "gcn over $ranks shards: accuracy $(json_get 'j["test_accuracy"]'), one process $one_acc"
 done
+# the GAT and GraphSAGE example over the same shards: GraphSAGE with its dropout (drawn by
+# vertex), GAT without (its attention dropout is drawn by edge); the last loss within 1e-4 of one
+# process's (30 epochs of Adam on gradients summed in another order) and the same accuracies
+if [ -n "${GNN_BIN:-}" ]; then
+    for model in "sage" "gat --dropout 0"; do
+        expect 0 "$GNN_BIN" --model $model --data "$cora" --epochs 30 --quiet
+        one=$(grep -o 'loss=[^ ]*' "$OUT" | cut -d= -f2)
+        one_acc=$(grep -o 'test_accuracy=[^ ]*' "$OUT" | cut -d= -f2)
+        expect 0 mpi 2 "$GNN_BIN" --model $model --data "$TMP/cora2.shards" --epochs 30 --quiet
+        got=$(grep -o 'loss=[^ ]*' "$OUT" | cut -d= -f2)
+        close "$got" "$one" 1e-4 || fail "gnn $model over 2 shards: loss $got, one process $one"
+        grep -q "test_accuracy=$one_acc " "$OUT" ||
+            fail "gnn $model over 2 shards: $(cat "$OUT"), one process's accuracy $one_acc"
+    done
+fi
 # shards for another number of ranks are refused on every rank, naming both counts
 expect 1 mpi 2 "$SAGA_BIN" gcn --data "$TMP/cora4.shards" --epochs 1
 expect_err "holds 4 shards for 2 ranks"
