@@ -552,8 +552,14 @@ saga_status net_chain_build(saga_net *n, net_chain **out, const int32_t *rows, i
                 pos[v] = -1;
             for (int32_t i = 0; prev && i < rp; i++)
                 pos[prev[i]] = i;
+            /* over shards the rows received from the halo's owners follow the previous stage's
+             * (net_halo_exchange), where that stage computed chosen rows */
+            int32_t nh = prev ? rp : n->n;
+            const net_xplan *xp = ch->xp ? ch->xp[s] : NULL;
+            for (int64_t j = 0; xp && prev && j < xp->recv_off[n->hx->size]; j++)
+                pos[xp->recv_ids[j]] = nh++;
             SAGA_TRY(net_rows_block(n, &ch->blk[s], rs, r, prev != NULL, prev || n->plan.ids, pos,
-                                    ch->d.n_edges[s], prev ? rp : n->n, sg));
+                                    ch->d.n_edges[s], nh, sg));
         } else {
             SAGA_TRY(saga_alloc_zeroed((void **)&ch->blk[s], 1, sizeof *ch->blk[s], "a chain"));
             ch->blk[s]->v1 = r;
@@ -715,8 +721,13 @@ saga_status net_chain_for(saga_net *n, bool train, const int32_t *want, int32_t 
                           net_chain **out) {
     saga_status st = SAGA_OK;
     *out = NULL;
-    /* over shards an inference of every row runs a chain too (want NULL): its exchanges */
+    /* over shards an inference of every row runs a chain too (want NULL): its exchanges; and
+     * where a pass reads every row, it reads the own rows (the halo's are their owners') */
     const bool shards = n->hx != NULL;
+    if (shards && ((train && !n->loss_rows) || (!train && !want))) {
+        want = n->iota;
+        R = n->hx->n_own;
+    }
     if (!chain_applies(n, train) || (!train && !want && !shards))
         return SAGA_OK;
     double t0 = saga_now();
@@ -749,9 +760,10 @@ saga_status net_chain_for(saga_net *n, bool train, const int32_t *want, int32_t 
                 rows[i] = n->plan.part->inverse[n->loss_rows[i]];
             qsort(rows, (size_t)n->n_loss_rows, sizeof *rows, net_cmp_i32);
         }
-        SAGA_TRY(train ? net_chain_build(n, ch, rows ? rows : n->loss_rows, n->n_loss_rows, room,
-                                         n->plan.streamed, true)
-                       : net_chain_build(n, ch, want, R, room, n->plan.streamed, false));
+        SAGA_TRY(train && n->loss_rows
+                     ? net_chain_build(n, ch, rows ? rows : n->loss_rows, n->n_loss_rows, room,
+                                       n->plan.streamed, true)
+                     : net_chain_build(n, ch, want, R, room, n->plan.streamed, train));
         if (train && n->plan.streamed && (*ch)->whole_below < n->n_stages)
             n->plan.floor_train_bytes = train_floor(n, *ch);
         if (train && n->plan.streamed && (*ch)->whole_below == n->n_stages) {

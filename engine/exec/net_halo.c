@@ -214,6 +214,10 @@ saga_status net_halo_demand(saga_net *n, net_xplan **out, int s, const uint8_t *
             xp->send_ids[i] = x->send_rows[x->send_off[q] + j];
             next[xp->send_ids[i]] = 1; /* computed here for the peers */
         }
+    /* the halo's rows are received, not computed here: the stage's input takes them after the
+     * rows of the stage before (net_halo_exchange) */
+    for (int32_t u = x->n_own; u < x->n_local; u++)
+        next[u] = 0;
     *out = xp;
     xp = NULL;
 fail:
@@ -229,6 +233,7 @@ saga_status net_xplan_place(saga_net *n, net_xplan *xp, const int32_t *prev, int
     int32_t *at = NULL, *h = NULL;
     const int64_t n_recv = xp->recv_off[x->size], n_send = xp->send_off[x->size];
     xp->n_h = prev ? n_prev : x->n_local;
+    xp->append = prev != NULL;
     SAGA_TRY(saga_alloc_array((void **)&at, (size_t)x->n_local + 1, sizeof *at, "positions"));
     for (int32_t v = 0; v < x->n_local; v++)
         at[v] = prev ? -1 : v;
@@ -242,9 +247,12 @@ saga_status net_xplan_place(saga_net *n, net_xplan *xp, const int32_t *prev, int
     for (int64_t k = 0; k < xp->n_h; k++)
         fwd[k] = bwd[k] = (int32_t)k;
     for (int64_t j = 0; j < n_recv; j++) {
-        rp[j] = at[xp->recv_ids[j]];
-        fwd[rp[j]] = (int32_t)(xp->n_h + j);
-        bwd[rp[j]] = (int32_t)xp->n_h;
+        /* appended after the rows of the stage before, or in place of their copies there */
+        rp[j] = xp->append ? (int32_t)(xp->n_h + j) : at[xp->recv_ids[j]];
+        if (!xp->append) {
+            fwd[rp[j]] = (int32_t)(xp->n_h + j);
+            bwd[rp[j]] = (int32_t)xp->n_h;
+        }
     }
     for (size_t i = 0; i < (size_t)(n_send + n_recv); i++)
         SAGA_CHECK(h[i] >= 0, SAGA_ERR_INTERNAL,
@@ -285,21 +293,30 @@ static saga_status halo_bwd(saga_ctx *c, saga_node *node, saga_tensor *gy) {
     const saga_kernels *K = n->be->kernels;
     double t0 = saga_now();
     saga_stream *s0 = saga_backend_default_stream(n->be);
-    saga_tensor *back = saga_ctx_tensor(c, SAGA_F32, n_recv ? n_recv : 1, cols);
     saga_tensor *got = saga_ctx_tensor(c, SAGA_F32, n_send ? n_send : 1, cols);
-    saga_tensor *g1 = saga_ctx_tensor(c, SAGA_F32, n_h + 1, cols);
     saga_tensor *g = saga_ctx_tensor(c, SAGA_F32, n_h, cols);
-    if (!back || !got || !g1 || !g)
+    if (!got || !g)
         SAGA_TRY(saga_ctx_status(c));
-    if (n_recv)
-        SAGA_TRY(K->gather_rows_f32(s0, n_recv, cols, rp, n_h, gy->data, back->data));
     size_t *sb, *so, *rb, *ro;
     counts(x, xp->recv_off, xp->send_off, row, &sb, &so, &rb, &ro);
-    SAGA_TRY(saga_comm_alltoallv(x->dcomm, back->data, sb, so, got->data, rb, ro, s0));
-    /* every row's gradient but the received rows' (zero: they are their owners') */
-    SAGA_TRY(saga_memcpy_d2d_async(s0, g1->data, gy->data, (size_t)n_h * row));
-    SAGA_TRY(n->be->iface->memset_async(s0, (char *)g1->data + (size_t)n_h * row, 0, row));
-    SAGA_TRY(K->gather_rows_f32(s0, n_h, cols, bwd, n_h + 1, g1->data, g->data));
+    if (xp->append) {
+        /* the received rows' gradients follow the others': they go back as they lie */
+        SAGA_TRY(saga_comm_alltoallv(x->dcomm, (char *)gy->data + (size_t)n_h * row, sb, so,
+                                     got->data, rb, ro, s0));
+        SAGA_TRY(saga_memcpy_d2d_async(s0, g->data, gy->data, (size_t)n_h * row));
+    } else {
+        saga_tensor *back = saga_ctx_tensor(c, SAGA_F32, n_recv ? n_recv : 1, cols);
+        saga_tensor *g1 = saga_ctx_tensor(c, SAGA_F32, n_h + 1, cols);
+        if (!back || !g1)
+            SAGA_TRY(saga_ctx_status(c));
+        if (n_recv)
+            SAGA_TRY(K->gather_rows_f32(s0, n_recv, cols, rp, n_h, gy->data, back->data));
+        SAGA_TRY(saga_comm_alltoallv(x->dcomm, back->data, sb, so, got->data, rb, ro, s0));
+        /* every row's gradient but the received rows' (zero: they are their owners') */
+        SAGA_TRY(saga_memcpy_d2d_async(s0, g1->data, gy->data, (size_t)n_h * row));
+        SAGA_TRY(n->be->iface->memset_async(s0, (char *)g1->data + (size_t)n_h * row, 0, row));
+        SAGA_TRY(K->gather_rows_f32(s0, n_h, cols, bwd, n_h + 1, g1->data, g->data));
+    }
     for (int q = 0; q < p; q++) {
         const int64_t k = xp->send_off[q + 1] - xp->send_off[q];
         if (k)
@@ -335,7 +352,7 @@ saga_tensor *net_halo_exchange(saga_net *n, saga_tensor *in, const net_xplan *xp
     /* the input's rows, then the received ones, gathered into place */
     saga_tensor *cat = saga_ctx_tensor(c, SAGA_F32, n_h + n_recv, cols);
     saga_tensor *sbuf = saga_ctx_tensor(c, SAGA_F32, n_send ? n_send : 1, cols);
-    y = saga_ctx_tensor(c, SAGA_F32, n_h, cols);
+    y = xp->append ? cat : saga_ctx_tensor(c, SAGA_F32, n_h, cols);
     if (!cat || !sbuf || !y)
         SAGA_TRY(saga_ctx_status(c));
     SAGA_TRY(saga_memcpy_d2d_async(s0, cat->data, in->data, (size_t)n_h * row));
@@ -345,7 +362,10 @@ saga_tensor *net_halo_exchange(saga_net *n, saga_tensor *in, const net_xplan *xp
     counts(x, xp->send_off, xp->recv_off, row, &sb, &so, &rb, &ro);
     SAGA_TRY(saga_comm_alltoallv(x->dcomm, sbuf->data, sb, so, (char *)cat->data + n_h * row, rb,
                                  ro, s0));
-    SAGA_TRY(K->gather_rows_f32(s0, n_h, cols, fwd, n_h + n_recv, cat->data, y->data));
+    if (xp->append) /* the input's rows, then the received ones */
+        y = cat;
+    else
+        SAGA_TRY(K->gather_rows_f32(s0, n_h, cols, fwd, n_h + n_recv, cat->data, y->data));
     x->rows_moved += (uint64_t)n_recv;
     x->seconds += saga_now() - t0;
     SAGA_TRY(saga_alloc_zeroed((void **)&hn, 1, sizeof *hn, "a halo exchange"));

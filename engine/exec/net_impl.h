@@ -142,6 +142,9 @@ typedef struct net_xplan {
     int32_t *recv_ids;            /* halo rows received (local ids, by owner, ascending) */
     int32_t *send_ids;            /* own rows sent (local ids, per peer in the peer's order) */
     int64_t n_h;
+    /* the received rows follow the n_h of the input (the previous stage computed chosen rows,
+     * never the halo's), or take their places among them (it computed every local row) */
+    bool append;
     /* device, one allocation: the sent rows' positions (n_send), the received rows' (n_recv),
      * then the forward gather (n_h: k, or n_h + j for the j-th received row) and the backward's
      * (n_h: k, or n_h, a zero row, where a row was received) */
@@ -467,9 +470,10 @@ saga_status net_halo_demand(saga_net *n, net_xplan **xp, int s, const uint8_t *w
  * local row) and loads the positions on the device. */
 saga_status net_xplan_place(saga_net *n, net_xplan *xp, const int32_t *prev, int64_t n_prev);
 void net_xplan_free(saga_net *n, net_xplan **xp);
-/* x (a program stage's input: xp->n_h rows) with the halo rows xp receives replaced by their
- * owners', recorded on the tape when training (backward: those rows' gradients go back to their
- * owners, added there rank by rank). NULL with the error in the context. */
+/* x (a program stage's input: xp->n_h rows) with the halo rows xp receives after its rows
+ * (xp->append: n_h + received rows) or in their places, recorded on the tape when training
+ * (backward: those rows' gradients go back to their owners, added there rank by rank). NULL with
+ * the error in the context. */
 saga_tensor *net_halo_exchange(saga_net *n, saga_tensor *x, const net_xplan *xp);
 /* The communicator of the net's ranks (o.comm, or the shards'), NULL with one rank. */
 saga_comm *net_ranks_comm(const saga_net *n);

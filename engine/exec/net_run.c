@@ -1196,8 +1196,9 @@ static saga_status forward_every(saga_net *n, float *out) {
     const int64_t C = n->stages[n->n_stages - 1].out_cols;
     SAGA_TRY(net_prepare(n, false));
     SAGA_TRY(net_chain_for(n, false, NULL, 0, &ch));
-    SAGA_CHECK(ch && ch->n_out == n->n, SAGA_ERR_INTERNAL,
-               "saga_net: no chain of every row over shards");
+    /* the own rows (the local graph's first), or every local row where the demand widened */
+    SAGA_CHECK(ch && (ch->n_out == n->hx->n_own || ch->n_out == n->n), SAGA_ERR_INTERNAL,
+               "saga_net: no chain of the own rows over shards");
     SAGA_TRY(saga_backend_host_room(n->be, (void **)&n->rows_out, &n->rows_out_bytes,
                                     (size_t)n->n * (size_t)C * sizeof(float) + 1));
     SAGA_TRY(run(n, false, ch, n->rows_out));
