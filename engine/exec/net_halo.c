@@ -291,8 +291,11 @@ static saga_status halo_bwd(saga_ctx *c, saga_node *node, saga_tensor *gy) {
     const size_t row = (size_t)cols * sizeof(float);
     const int32_t *sp = xp->d_idx, *rp = sp + n_send, *bwd = rp + n_recv + n_h;
     const saga_kernels *K = n->be->kernels;
-    double t0 = saga_now();
     saga_stream *s0 = saga_backend_default_stream(n->be);
+    /* through the host, the exchange waits for the queued kernels: not its own time */
+    if (!saga_comm_on_device(x->dcomm))
+        SAGA_TRY(saga_stream_synchronize(s0));
+    double t0 = saga_now();
     saga_tensor *got = saga_ctx_tensor(c, SAGA_F32, n_send ? n_send : 1, cols);
     saga_tensor *g = saga_ctx_tensor(c, SAGA_F32, n_h, cols);
     if (!got || !g)
@@ -347,8 +350,11 @@ saga_tensor *net_halo_exchange(saga_net *n, saga_tensor *in, const net_xplan *xp
     const size_t row = (size_t)cols * sizeof(float);
     const int32_t *sp = xp->d_idx, *fwd = sp + n_send + n_recv;
     const saga_kernels *K = n->be->kernels;
-    double t0 = saga_now();
     saga_stream *s0 = saga_backend_default_stream(n->be);
+    /* through the host, the exchange waits for the queued kernels: not its own time */
+    if (!saga_comm_on_device(x->dcomm))
+        SAGA_TRY(saga_stream_synchronize(s0));
+    double t0 = saga_now();
     /* the input's rows, then the received ones, gathered into place */
     saga_tensor *cat = saga_ctx_tensor(c, SAGA_F32, n_h + n_recv, cols);
     saga_tensor *sbuf = saga_ctx_tensor(c, SAGA_F32, n_send ? n_send : 1, cols);
