@@ -33,6 +33,24 @@ bool gcn_data_is_shards(const char *dir) {
     return access(path, F_OK) == 0;
 }
 
+/* The data set's arrays become d's. */
+static void take_dataset(gcn_data *d, const saga_dataset *ds) {
+    d->graph = ds->graph;
+    d->n_vertices = (int32_t)ds->n_vertices;
+    d->n_edges = ds->n_edges;
+    d->features = ds->features.dense;
+    d->n_features = ds->features.n_cols;
+    d->x_offsets = ds->features.offsets;
+    d->x_indices = ds->features.indices;
+    d->x_values = ds->features.values;
+    d->x_nnz = ds->features.nnz;
+    d->labels = ds->labels;
+    d->n_classes = ds->n_classes;
+    d->train = ds->train, d->val = ds->val, d->test = ds->test;
+    d->n_train = ds->n_train, d->n_val = ds->n_val, d->n_test = ds->n_test;
+    d->norm = ds->norm;
+}
+
 saga_status gcn_data_load_shard(gcn_data *d, const char *dir, int rank, int ranks, bool normalize) {
     saga_status st = SAGA_OK;
     saga_shards_manifest m = {0};
@@ -48,20 +66,7 @@ saga_status gcn_data_load_shard(gcn_data *d, const char *dir, int rank, int rank
                          : "give --no-normalize-features to saga partition too",
                normalized ? "without" : "with");
     SAGA_TRY(saga_shards_dataset(&ds, &d->shard, dir, rank, ranks));
-    /* the data set's arrays become d's */
-    d->graph = ds.graph;
-    d->n_vertices = (int32_t)ds.n_vertices;
-    d->n_edges = ds.n_edges;
-    d->features = ds.features.dense;
-    d->n_features = ds.features.n_cols;
-    d->x_offsets = ds.features.offsets;
-    d->x_indices = ds.features.indices;
-    d->x_values = ds.features.values;
-    d->x_nnz = ds.features.nnz;
-    d->labels = ds.labels;
-    d->n_classes = ds.n_classes;
-    d->train = ds.train, d->val = ds.val, d->test = ds.test;
-    d->n_train = ds.n_train, d->n_val = ds.n_val, d->n_test = ds.n_test;
+    take_dataset(d, &ds);
     d->all_vertices = m.n_vertices;
     d->all_edges = m.n_edges;
     d->all_train = m.split_n[0], d->all_val = m.split_n[1], d->all_test = m.split_n[2];
@@ -78,21 +83,7 @@ saga_status gcn_data_load(gcn_data *d, const char *dir, const saga_dataset_opts 
     SAGA_CHECK(d && dir, SAGA_ERR_INVALID_ARG, "gcn_data_load: NULL argument");
     memset(d, 0, sizeof *d);
     SAGA_TRY(saga_dataset_load(&ds, dir, opts));
-    /* the data set's arrays become d's */
-    d->graph = ds.graph;
-    d->n_vertices = (int32_t)ds.n_vertices;
-    d->n_edges = ds.n_edges;
-    d->features = ds.features.dense;
-    d->n_features = ds.features.n_cols;
-    d->x_offsets = ds.features.offsets;
-    d->x_indices = ds.features.indices;
-    d->x_values = ds.features.values;
-    d->x_nnz = ds.features.nnz;
-    d->labels = ds.labels;
-    d->n_classes = ds.n_classes;
-    d->train = ds.train, d->val = ds.val, d->test = ds.test;
-    d->n_train = ds.n_train, d->n_val = ds.n_val, d->n_test = ds.n_test;
-    d->norm = ds.norm;
+    take_dataset(d, &ds);
 fail:
     return st;
 }

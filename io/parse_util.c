@@ -1,12 +1,13 @@
 /* parse_util.c - what the readers share: the loading options' defaults, line-located error
  * messages, token diagnostics and a growable edge buffer for the text parsers. Below the readers
- * and the dispatcher (load.c), which calls them. */
+ * and the dispatcher (load.c), which calls them; and the CRC-32 the binary formats check. */
 #include "parse_util.h"
 #include "saga_io.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <zlib.h>
 
 saga_load_opts saga_load_opts_defaults(void) {
     return (saga_load_opts){.format = SAGA_FORMAT_AUTO,
@@ -123,4 +124,16 @@ int64_t saga_parse_cap_hint(int64_t declared, uint64_t src_bytes, int64_t min_by
         return 0;
     uint64_t bound = 4096 + (src_bytes ? src_bytes / (uint64_t)min_bytes : 1u << 20);
     return (uint64_t)declared < bound ? declared : (int64_t)bound;
+}
+
+uint32_t saga_crc32(const void *data, uint64_t len) {
+    uLong c = crc32(0L, Z_NULL, 0);
+    const Bytef *b = data;
+    while (len > 0) {
+        uInt k = len > (1u << 30) ? (1u << 30) : (uInt)len;
+        c = crc32(c, b, k);
+        b += k;
+        len -= k;
+    }
+    return (uint32_t)c;
 }

@@ -72,3 +72,6 @@ static inline saga_status saga_edge_buf_push(saga_edge_buf *b, int32_t u, int32_
  * header's count is not trusted for a large allocation before the entries are seen, since each
  * entry takes at least min_bytes bytes of (uncompressed) text. */
 int64_t saga_parse_cap_hint(int64_t declared, uint64_t src_bytes, int64_t min_bytes);
+
+/* zlib's CRC-32 of len bytes (in pieces of 1 GiB: zlib's length is an unsigned int). */
+uint32_t saga_crc32(const void *data, uint64_t len);

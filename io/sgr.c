@@ -25,6 +25,7 @@
  * with its build unknown. The header fills 256 bytes: the offset and length pairs of seven arrays
  * alone take 112. */
 #include "graph_impl.h"
+#include "parse_util.h"
 #include "parsers.h"
 
 #include <errno.h>
@@ -105,15 +106,7 @@ static void put_u64(uint8_t *p, uint64_t v) {
 
 /* zlib's crc32 takes a uInt length, so long arrays go in chunks. */
 static uint32_t crc_of(const void *data, uint64_t len) {
-    uLong c = crc32(0L, Z_NULL, 0);
-    const Bytef *b = data;
-    while (len > 0) {
-        uInt k = len > (1u << 30) ? (1u << 30) : (uInt)len;
-        c = crc32(c, b, k);
-        b += k;
-        len -= k;
-    }
-    return (uint32_t)c;
+    return saga_crc32(data, len);
 }
 
 /* Which arrays a file with these flags holds, and how many bytes each must have. Returns false

@@ -1,5 +1,6 @@
 /* shards.c - a graph partitioned once into per-rank shard files (saga_shards.h): the writer,
  * the manifest, and the checked read-only mapping of one shard. */
+#include "parse_util.h"
 #include "saga_log.h"
 #include "saga_shards.h"
 
@@ -82,15 +83,7 @@ saga_shard_open_opts saga_shard_open_opts_defaults(void) {
 }
 
 static uint32_t crc_of(const void *data, uint64_t len) {
-    uLong c = crc32(0L, Z_NULL, 0);
-    const Bytef *b = data;
-    while (len > 0) {
-        uInt k = len > (1u << 30) ? (1u << 30) : (uInt)len;
-        c = crc32(c, b, k);
-        b += k;
-        len -= k;
-    }
-    return (uint32_t)c;
+    return saga_crc32(data, len);
 }
 
 static uint64_t n_chunks(uint64_t bytes) {
