@@ -277,25 +277,6 @@ static int step_failing_at(long at, bool streamed) {
     return bad[0] != -bad[1] ? 1 : bad[0] ? 0 : 3;
 }
 
-/* The loss over shards: the own rows' NLL (local labels), over the whole graph's n. */
-typedef struct shard_loss {
-    const int32_t *labels; /* local */
-    int32_t n;             /* the whole graph's vertices */
-} shard_loss;
-
-static saga_tensor *nll_own(saga_ctx *c, const saga_vertex_in *v, const int32_t *ids, void *u) {
-    shard_loss *sl = u;
-    int32_t *lab = test_malloc((size_t)v->count * sizeof *lab + 4);
-    for (int32_t i = 0; i < v->count; i++)
-        lab[i] = sl->labels[ids[i]];
-    saga_tensor *t = saga_ctx_from_host(c, SAGA_I32, v->count, 1, lab);
-    test_free(lab);
-    if (!t)
-        return NULL;
-    saga_tensor *l = saga_nll_loss(c, saga_log_softmax(c, v->self), t, NULL);
-    return saga_affine(c, l, (float)v->count / (float)sl->n, 0.0f);
-}
-
 /* Three SGD steps over shards written of D.g: each rank maps its own shard, makes its local graph
  * (own rows with their in-edges, the halo without), input rows for its own rows alone (the
  * halo's are zero: the exchanges must bring them), and trains the two-layer model (with the
@@ -361,8 +342,8 @@ static void run_shards(run_out *r, const saga_program *prog, bool dropout) {
     saga_net *net = NULL;
     assert_int_equal(saga_net_new(&net, c, lg, &no), SAGA_OK);
     net_model_stages(net, prog, &D, H, &l1, &l2);
-    shard_loss sl = {labels, D.n};
-    assert_int_equal(saga_net_set_loss(net, nll_own, &sl), SAGA_OK);
+    loss_ctx lc = {labels, D.n}; /* the local rows' labels; the mean over the whole graph's */
+    assert_int_equal(saga_net_set_loss(net, nll_rows, &lc), SAGA_OK);
     if (LOSS_EVERY) { /* the own rows of the vertices one process's loss sees */
         int32_t *list = test_malloc((size_t)own * sizeof *list + 4), k = 0;
         for (int32_t l = 0; l < own; l++)
