@@ -2,7 +2,8 @@
 # net_ranks_fail.sh MPIEXEC TEST_NET_RANKS - a rank that fails alone never leaves the others
 # waiting. Under 2 ranks, rank 1 fails its N-th allocation from the first training step of a GCN
 # on (test_net_ranks with SAGA_TEST_FAIL_ALLOC_AT=N), or from the forward pass after it
-# (SAGA_TEST_FAIL_FORWARD: the outputs gathered from every rank), in memory and streamed, for
+# (SAGA_TEST_FAIL_FORWARD: the outputs gathered from every rank), in memory, streamed and over
+# shards (SAGA_TEST_FAIL_SHARDS: each rank on its shard, exchanging halo rows), for
 # N = 1 to FIRST and then every STRIDE-th (default 12 and 13; ctest: 17, under the sanitizers
 # 61), for the forward pass's fewer allocations every FWD_STRIDE-th (default 3), until N is past
 # the call's allocations. Each run must end within 60 s: with every rank reporting the failure
@@ -11,14 +12,19 @@
 set -uo pipefail
 mpiexec=$1 prog=$2
 first=${FIRST:-12} stride=${STRIDE:-13} fwd_stride=${FWD_STRIDE:-3}
+# MODES: a colon-separated choice of the modes below (all by default)
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 out=$(mktemp)
-trap 'rm -f "$out"' EXIT
+export SAGA_TEST_FAIL_DIR
+SAGA_TEST_FAIL_DIR=$(mktemp -d) # the shards' runs write theirs here
+trap 'rm -rf "$out" "$SAGA_TEST_FAIL_DIR"' EXIT
 failed=0
-for mode in "in memory" streamed "in memory, forward" "streamed, forward"; do
+IFS=: read -r -a modes <<<"${MODES:-in memory:streamed:in memory, forward:streamed, forward:shards:shards, forward}"
+for mode in "${modes[@]}"; do
     runs=0 stopped=0 agreed=0 n=1
     while :; do
         case $mode in streamed*) export SAGA_TEST_FAIL_STREAMED=1 ;; *) unset SAGA_TEST_FAIL_STREAMED ;; esac
+        case $mode in shards*) export SAGA_TEST_FAIL_SHARDS=1 ;; *) unset SAGA_TEST_FAIL_SHARDS ;; esac
         case $mode in *forward) export SAGA_TEST_FAIL_FORWARD=1 ;; *) unset SAGA_TEST_FAIL_FORWARD ;; esac
         SAGA_TEST_FAIL_ALLOC_AT=$n timeout 60 "$mpiexec" -n 2 --oversubscribe "$prog" >"$out" 2>&1
         rc=$?

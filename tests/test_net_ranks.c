@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static saga_comm *comm;
 static bool on_cuda; /* SAGA_TEST_DEVICE=cuda: the CUDA backend (cuda:LOCAL_RANK), in memory */
@@ -200,6 +201,71 @@ static void test_net_ranks_loss_rows(void **state) {
     assert_int_equal(unlisted, 0);
 }
 
+/* A rank's shard of D.g as a net over shards takes it: written by every rank to a directory of
+ * its own (the partition is deterministic), mapped, its local graph, input rows for its own rows
+ * alone (the halo's zero: the exchanges must bring them) and local labels. Plain allocations:
+ * the failure sweep below makes it too. SAGA_OK or the first error. */
+typedef struct shard_net {
+    saga_shard *sh;
+    saga_graph *lg;
+    float *x;
+    int32_t *labels;
+    saga_net_halo hx;
+} shard_net;
+
+static void shard_net_free(shard_net *s) {
+    saga_shard_close(&s->sh);
+    saga_graph_free(&s->lg);
+    free(s->x);
+    free(s->labels);
+    memset(s, 0, sizeof *s);
+}
+
+static saga_status shard_net_make(shard_net *s, const char *dir) {
+    saga_status st = SAGA_OK;
+    memset(s, 0, sizeof *s);
+    data_load();
+    saga_shards_input in = {.graph = D.g};
+    saga_shards_opts so = saga_shards_opts_defaults();
+    so.shards = saga_comm_size(comm);
+    if ((st = saga_shards_write(dir, &in, &so, NULL)) < 0 ||
+        (st = saga_shard_open(&s->sh, dir, saga_comm_rank(comm), NULL)) < 0)
+        return st;
+    const saga_shard *sh = s->sh;
+    const int32_t nl = (int32_t)sh->n_local, own = (int32_t)sh->n_own;
+    int32_t *src = malloc((size_t)sh->nnz * sizeof *src + 4);
+    int32_t *dst = malloc((size_t)sh->nnz * sizeof *dst + 4);
+    s->x = calloc((size_t)nl * (size_t)D.F + 1, sizeof *s->x);
+    s->labels = malloc((size_t)nl * sizeof *s->labels + 4);
+    if (!src || !dst || !s->x || !s->labels) {
+        free(src);
+        free(dst);
+        return SAGA_ERR_OUT_OF_MEMORY;
+    }
+    for (int32_t i = 0; i < own; i++)
+        for (int64_t e = sh->in_offsets[i]; e < sh->in_offsets[i + 1]; e++)
+            src[e] = sh->in_indices[e], dst[e] = i;
+    saga_graph_opts go = saga_graph_opts_defaults();
+    go.duplicates = SAGA_DUPLICATES_KEEP;
+    st = saga_graph_from_edges(&s->lg, nl, sh->nnz, src, dst, NULL, NULL, &go);
+    free(src);
+    free(dst);
+    for (int32_t l = 0; l < nl; l++) {
+        int32_t v = (int32_t)sh->orig_id[l];
+        s->labels[l] = D.labels[v];
+        if (l < own)
+            memcpy(s->x + (int64_t)l * D.F, D.x + (int64_t)v * D.F, (size_t)D.F * sizeof *s->x);
+    }
+    s->hx = (saga_net_halo){.comm = comm,
+                            .n_own = own,
+                            .recv_offsets = sh->halo_offsets,
+                            .send_offsets = sh->send_offsets,
+                            .send_rows = sh->send_rows,
+                            .out_degree = sh->out_degree,
+                            .row_ids = sh->vertex};
+    return st;
+}
+
 /* SAGA_TEST_FAIL_ALLOC_AT=N (net_ranks_fail.sh): rank 1 alone fails its N-th allocation from the
  * first training step on (with SAGA_TEST_FAIL_FORWARD, from the forward pass after it), in memory
  * (SAGA_TEST_FAIL_STREAMED unset) or streamed under 400 KiB.
@@ -219,26 +285,38 @@ static void failing_free(void *ud, void *ptr) {
     free(ptr);
 }
 
-static int step_failing_at(long at, bool streamed) {
+static int step_failing_at(long at, bool streamed, bool shards) {
     data_load();
     saga_backend *be = backend(streamed ? 400u << 10 : 0);
     saga_ctx *c = NULL;
     saga_model *m = NULL;
     saga_net *net = NULL;
     layer l1, l2;
+    shard_net sn = {0};
     saga_net_opts no = saga_net_opts_defaults();
     no.exec = streamed ? SAGA_EXEC_AUTO : SAGA_EXEC_MEMORY;
     no.self_loops = SAGA_DGRAPH_SELF_LOOPS_ADD;
     no.comm = comm;
     loss_ctx lc = {D.labels, D.n};
+    if (shards) { /* each rank's shard, its local graph and the exchanges (SAGA_TEST_FAIL_SHARDS) */
+        char dir[4096];
+        const char *under = getenv("SAGA_TEST_FAIL_DIR");
+        snprintf(dir, sizeof dir, "%s/saga-fail-shards.%d", under && *under ? under : "/tmp",
+                 (int)getpid());
+        if (shard_net_make(&sn, dir) < 0)
+            return 2;
+        no.comm = NULL;
+        no.halo = &sn.hx;
+        lc.labels = sn.labels;
+    }
     if (saga_ctx_new(&c, be, 3) < 0 || saga_model_new(&m, be) < 0)
         return 2;
     net_model_params(m, &D, H, &l1, &l2);
-    if (saga_net_new(&net, c, D.g, &no) < 0)
+    if (saga_net_new(&net, c, shards ? sn.lg : D.g, &no) < 0)
         return 2;
     net_model_stages(net, &GCN, &D, H, &l1, &l2);
     if (saga_net_set_loss(net, nll_rows, &lc) < 0 || saga_net_set_model(net, m) < 0 ||
-        saga_net_set_input(net, D.x, D.F) < 0)
+        saga_net_set_input(net, shards ? sn.x : D.x, D.F) < 0)
         return 2;
     if (saga_comm_rank(comm) == 1) {
         fail_at = at;
@@ -269,6 +347,21 @@ static int step_failing_at(long at, bool streamed) {
     saga_model_free(&m);
     saga_ctx_free(&c);
     saga_backend_free_all(&be);
+    if (shards) { /* the rank's directory goes (a stopped job's: with the script's) */
+        const char *under = getenv("SAGA_TEST_FAIL_DIR");
+        char f[4200];
+        for (int r = 0; r <= saga_comm_size(comm); r++) {
+            snprintf(f, sizeof f,
+                     r < saga_comm_size(comm) ? "%s/saga-fail-shards.%d/shard-%d.bin"
+                                              : "%s/saga-fail-shards.%d/manifest.txt",
+                     under && *under ? under : "/tmp", (int)getpid(), r);
+            remove(f);
+        }
+        snprintf(f, sizeof f, "%s/saga-fail-shards.%d", under && *under ? under : "/tmp",
+                 (int)getpid());
+        remove(f);
+        shard_net_free(&sn);
+    }
     /* 0: every rank failed (the failure was agreed); 3: none did (N is past the step's
      * allocations); 1: some did and some did not */
     int32_t bad[2] = {st < 0, -(st < 0)};
@@ -284,44 +377,15 @@ static int step_failing_at(long at, bool streamed) {
  * r->out gets the own rows' outputs at their vertices' places (the rest zero), summed
  * over the ranks so that every rank holds every row. */
 static void run_shards(run_out *r, const saga_program *prog, bool dropout) {
-    data_load();
-    const int p = saga_comm_size(comm), rank = saga_comm_rank(comm);
-    /* every rank writes the same directory of its own (the partition is deterministic) */
-    char dir[4096];
-    snprintf(dir, sizeof dir, "%s", saga_test_tmp("net.shards"));
-    saga_shards_input in = {.graph = D.g};
-    saga_shards_opts so = saga_shards_opts_defaults();
-    so.shards = p;
-    assert_int_equal(saga_shards_write(dir, &in, &so, NULL), SAGA_OK);
-    saga_shard *sh = NULL;
-    assert_int_equal(saga_shard_open(&sh, dir, rank, NULL), SAGA_OK);
+    shard_net sn;
+    assert_int_equal(shard_net_make(&sn, saga_test_tmp("net.shards")), SAGA_OK);
+    const saga_shard *sh = sn.sh;
+    const int rank = saga_comm_rank(comm);
     const int32_t nl = (int32_t)sh->n_local, own = (int32_t)sh->n_own;
-    int32_t *src = test_malloc((size_t)sh->nnz * sizeof *src + 4);
-    int32_t *dst = test_malloc((size_t)sh->nnz * sizeof *dst + 4);
-    for (int32_t i = 0; i < own; i++)
-        for (int64_t e = sh->in_offsets[i]; e < sh->in_offsets[i + 1]; e++)
-            src[e] = sh->in_indices[e], dst[e] = i;
-    saga_graph_opts go = saga_graph_opts_defaults();
-    go.duplicates = SAGA_DUPLICATES_KEEP;
-    saga_graph *lg = NULL;
-    assert_int_equal(saga_graph_from_edges(&lg, nl, sh->nnz, src, dst, NULL, NULL, &go), SAGA_OK);
-    test_free(src);
-    test_free(dst);
-    float *x = test_calloc((size_t)nl * (size_t)D.F + 1, sizeof *x);
-    int32_t *labels = test_malloc((size_t)nl * sizeof *labels + 4);
-    for (int32_t l = 0; l < nl; l++) {
-        int32_t v = (int32_t)sh->orig_id[l];
-        labels[l] = D.labels[v];
-        if (l < own)
-            memcpy(x + (int64_t)l * D.F, D.x + (int64_t)v * D.F, (size_t)D.F * sizeof *x);
-    }
-    saga_net_halo hx = {.comm = comm,
-                        .n_own = own,
-                        .recv_offsets = sh->halo_offsets,
-                        .send_offsets = sh->send_offsets,
-                        .send_rows = sh->send_rows,
-                        .out_degree = sh->out_degree,
-                        .row_ids = sh->vertex};
+    saga_graph *lg = sn.lg;
+    float *x = sn.x;
+    int32_t *labels = sn.labels;
+    saga_net_halo hx = sn.hx;
 
     saga_backend *be = backend(0);
     saga_ctx *c = NULL;
@@ -394,10 +458,7 @@ static void run_shards(run_out *r, const saga_program *prog, bool dropout) {
     saga_model_free(&m);
     saga_ctx_free(&c);
     saga_backend_free_all(&be);
-    saga_graph_free(&lg);
-    saga_shard_close(&sh);
-    test_free(x);
-    test_free(labels);
+    shard_net_free(&sn);
 }
 
 /* Over shards the ranks train the model one process trains on the whole graph: every step's
@@ -497,7 +558,8 @@ int main(void) {
     on_cuda = dev && strcmp(dev, "cuda") == 0;
     const char *at = getenv("SAGA_TEST_FAIL_ALLOC_AT");
     if (at && *at) {
-        int rc = step_failing_at(atol(at), getenv("SAGA_TEST_FAIL_STREAMED") != NULL);
+        int rc = step_failing_at(atol(at), getenv("SAGA_TEST_FAIL_STREAMED") != NULL,
+                                 getenv("SAGA_TEST_FAIL_SHARDS") != NULL);
         net_data_free(&D);
         saga_comm_free(&comm);
         return rc;

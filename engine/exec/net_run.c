@@ -1215,7 +1215,7 @@ saga_status saga_net_forward(saga_net *n, float *out) {
     saga_status st = SAGA_OK;
     SAGA_CHECK(n, SAGA_ERR_INVALID_ARG, "saga_net_forward: net is NULL");
     if (n->hx)
-        return forward_every(n, out);
+        return net_dist_failed(n, forward_every(n, out));
     SAGA_TRY(run(n, false, NULL, NULL));
     if (n->dist) {
         /* every rank's rows to every rank */

@@ -56,9 +56,12 @@ static saga_status mpi_fail(int rc, const char *what) {
 static saga_status wait_all(saga_comm *c, int k, MPI_Request *req, const int *peer, int n_recv,
                             const char *what) {
     const double timeout = ((const mpi_ctx *)c->ctx)->timeout;
-    int *idx = H->alloc((size_t)(k ? k : 1) * sizeof *idx);
+    /* a few requests (every collective, most exchanges) need no allocation: a rank out of
+     * memory can still agree on its failure */
+    int small[64];
+    int *idx = k <= 64 ? small : H->alloc((size_t)k * sizeof *idx);
     if (!idx)
-        return H->error(SAGA_ERR_OUT_OF_MEMORY, "MPI: %d requests", k);
+        return H->error(SAGA_ERR_OUT_OF_MEMORY, "MPI: out of memory to wait for %d requests", k);
     saga_status st = SAGA_OK;
     double last = MPI_Wtime();
     int left = k, spins = 0;
@@ -100,7 +103,8 @@ static saga_status wait_all(saga_comm *c, int k, MPI_Request *req, const int *pe
             nanosleep(&ts, NULL);
         }
     }
-    H->free(idx);
+    if (idx != small)
+        H->free(idx);
     return st;
 }
 
