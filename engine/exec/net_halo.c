@@ -11,8 +11,6 @@ void net_halo_free(saga_net *n) {
         return;
     if (x->dcomm && x->dcomm != x->comm)
         saga_comm_free(&x->dcomm);
-    if (x->d_send_rows)
-        saga_backend_free(n->be, x->d_send_rows, x->d_bytes);
     if (x->d_own)
         saga_backend_free(n->be, x->d_own, ((size_t)x->n_own + 1) * sizeof(int32_t));
     if (x->d_keys)
@@ -89,10 +87,7 @@ saga_status net_halo_new(saga_net *n) {
             x->deg_off[v + 1] = x->deg_off[v] + h->out_degree[v] + loops;
         }
     }
-    x->d_bytes = (size_t)(n_send ? n_send : 1) * sizeof(int32_t);
-    SAGA_TRY(saga_backend_alloc(n->be, (void **)&x->d_send_rows, x->d_bytes));
     saga_stream *s0 = saga_backend_default_stream(n->be);
-    SAGA_TRY(saga_memcpy_h2d_async(s0, x->d_send_rows, x->send_rows, x->d_bytes));
     SAGA_TRY(saga_alloc_array((void **)&own, (size_t)x->n_own + 1, sizeof *own, "own rows"));
     for (int32_t i = 0; i < x->n_own; i++)
         own[i] = i;

@@ -122,10 +122,8 @@ typedef struct net_halo {
     int rank, size;
     int32_t n_own, n_local;
     int64_t *recv_off, *send_off; /* size + 1 rows each */
-    int32_t *send_rows;           /* send_off[size], host */
-    int32_t *d_send_rows;         /* the same, device */
-    size_t d_bytes;
-    int32_t *d_own;      /* 0 .. n_own - 1, device: the rows the loss sees */
+    int32_t *send_rows;           /* send_off[size] (the exchanges' plans pick from them) */
+    int32_t *d_own;               /* 0 .. n_own - 1, device: the rows the loss sees */
     int32_t *keys;       /* n_local: the rows dropout draws masks by (o.halo->row_ids), or NULL */
     int32_t *d_keys;     /* the same on the device */
     int64_t *deg_off;    /* n_local + 1: offsets whose steps are SYMNORM's out-degrees, or NULL */
