@@ -60,6 +60,8 @@ for policy in ${POLICIES:-passive active}; do
             # shellcheck disable=SC2086
             j=$(one ${args[$i]})
             t=$(echo "$j" | secs)
+            # each run as it ends, so that a run cut short still leaves what it measured
+            echo "  run: ${names[$i]}: $(python3 -c "print('%.1f ms/step' % (1e3 * $t))")"
             if [ -z "${bests[$i]:-}" ] || python3 -c "import sys; sys.exit(0 if $t < ${bests[$i]} else 1)"; then
                 bests[$i]=$t
                 bestj[$i]=$j
