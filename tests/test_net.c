@@ -1315,6 +1315,84 @@ static void test_net_streamed_chain_later(void **state) {
     check_streamed_chain_inputs("GAT", &GAT, false, 3000, 1024, 40, false);
 }
 
+/* Streamed with the parts saga chooses, at a budget where the loss rows' chain fits from the
+ * last program stage alone and no head applies below it, training runs every stage by slices on
+ * the rows it needs (the parts would compute every row of the stages below the chain): forward
+ * slice by slice, the last stage's slices each with the loss and its backward pass, then the
+ * stages below backward from the top, each slice adding its input rows' gradient into the stage
+ * before's on the host. On data_swap_in's graph of n vertices (degree words / 2, cols input
+ * columns) with every stride-th vertex the loss rows, for budgets from 1/2 of the peak of the net
+ * whose loss reads every row down to 1/64, the first that trains by slices: saga_net_explain
+ * says so, every stage computes the in-memory chain's rows (fewer than every row), the loss is
+ * called at least once per step, the results (in memory too) are those of the run over every row
+ * within the bounds of the arithmetic, and the peak stays in the budget; with dense input, and
+ * with sparse input set again between steps (sparse true). */
+static void check_streamed_sliced(const char *name, const saga_program *prog, int32_t n,
+                                  int32_t cols, int32_t words, bool sparse) {
+    net_data small;
+    data_swap_in(&small, n, cols, words);
+    for (int sp = 0; sp <= (int)sparse; sp++) {
+        sparse_input = sp;
+        change_input = sp;
+        chain_search r = {0};
+        size_t budget = 0;
+        for (int stride = 100; stride <= 300 && !budget; stride += 200) {
+            if (r.list) {
+                test_free(r.all.out);
+                test_free(r.a.out);
+                test_free(r.in);
+                test_free(r.list);
+            }
+            r.n_in = listed_every(stride, &r.in, &r.list);
+            listed_pair(r.in, r.n_in, r.list, r.n_in, &r.every, &r.sub);
+            LISTED = &r.every;
+            run_model(&r.all, prog, 0, SAGA_EXEC_MEMORY, 0, SAGA_PARTITION_METIS,
+                      SAGA_SAVED_RECOMPUTE);
+            LISTED = &r.sub;
+            run_model(&r.a, prog, 0, SAGA_EXEC_MEMORY, 0, SAGA_PARTITION_METIS,
+                      SAGA_SAVED_RECOMPUTE);
+            for (int div = 2; div <= 64 && !budget; div *= 2) {
+                r.sub.calls = 0;
+                EXPLAIN = true;
+                run_model(&r.t, prog, r.all.peak / (size_t)div, SAGA_EXEC_AUTO, 0,
+                          SAGA_PARTITION_METIS, SAGA_SAVED_RECOMPUTE);
+                EXPLAIN = false;
+                if (r.t.st[2].streamed && strstr(r.t.explain, "slices)"))
+                    budget = r.all.peak / (size_t)div;
+                else
+                    test_free(r.t.out);
+            }
+        }
+        LISTED = NULL;
+        if (!budget)
+            fail_msg("%s: no budget from 1/2 to 1/64 of the peak trained by slices", name);
+        print_message("  %s%s: streamed in %d parts at %zu bytes, every %d-th vertex, rows %lld "
+                      "(in memory %lld), %d calls of the loss in 3 steps\n",
+                      name, sp ? ", sparse input changed" : "", (int)r.t.st[2].parts, budget,
+                      D.n / r.n_in, (long long)r.t.st[2].rows_computed,
+                      (long long)r.a.st[2].rows_computed, r.sub.calls);
+        assert_true(r.t.st[2].parts > 1);
+        assert_true(r.sub.calls >= 3);
+        for (int s = 0; s < r.t.st[2].stages; s++) {
+            assert_int_equal(r.t.st[2].stage_rows[s], r.a.st[2].stage_rows[s]);
+            assert_true(r.t.st[2].stage_rows[s] < D.n);
+        }
+        assert_null(strstr(r.t.explain, "(parts)"));
+        assert_null(strstr(r.t.explain, "(one chain step)"));
+        assert_true(r.t.peak <= budget);
+        chain_runs_end(&r.all, &r.a, &r.t, &r.sub, r.in, r.list);
+    }
+    sparse_input = false;
+    change_input = false;
+    data_swap_back(&small);
+}
+
+static void test_net_streamed_sliced_training(void **state) {
+    (void)state;
+    check_streamed_sliced("GCN", &GCN, 20000, 128, 20, true);
+    check_streamed_sliced("GAT", &GAT, 20000, 128, 20, false);
+}
+
 static void test_net_loss_rows(void **state) {
     (void)state;
     check_loss_rows(&GCN, 7, false);
@@ -1913,6 +1991,7 @@ int main(void) {
         cmocka_unit_test(test_net_forward_rows),
         cmocka_unit_test(test_net_streamed_chain),
         cmocka_unit_test(test_net_streamed_chain_later),
+        cmocka_unit_test(test_net_streamed_sliced_training),
         cmocka_unit_test(test_net_streamed_chain_head),
         cmocka_unit_test(test_net_explain),
         cmocka_unit_test(test_net_loss_rows),

@@ -242,15 +242,21 @@ void net_chain_free(saga_net *n, net_chain **chp) {
         if (n->sched) {
             (void)saga_sched_block_free(n->sched, &sl->b_in);
             (void)saga_sched_block_free(n->sched, &sl->b_out);
+            (void)saga_sched_block_free(n->sched, &sl->b_gout);
+            (void)saga_sched_block_free(n->sched, &sl->b_gin);
         }
     }
     saga_free(ch->slices);
-    for (int s = 0; ch->out_host && s < S - 1; s++)
-        if (ch->out_host[s])
-            saga_backend_host_free(n->be, ch->out_host[s],
-                                   ((size_t)ch->d.n_rows[s] * (size_t)n->stages[s].out_cols + 1) *
-                                       sizeof(float));
+    for (int s = 0; (ch->out_host || ch->gout_host) && s < S - 1; s++) {
+        const size_t bytes =
+            ((size_t)ch->d.n_rows[s] * (size_t)n->stages[s].out_cols + 1) * sizeof(float);
+        if (ch->out_host && ch->out_host[s])
+            saga_backend_host_free(n->be, ch->out_host[s], bytes);
+        if (ch->gout_host && ch->gout_host[s])
+            saga_backend_host_free(n->be, ch->gout_host[s], bytes);
+    }
     saga_free(ch->out_host);
+    saga_free(ch->gout_host);
     for (int s = 0; ch->blk && s < S; s++)
         if (ch->in == ch->blk[s])
             ch->in = NULL; /* the same block */
@@ -422,13 +428,31 @@ static saga_status slice_blocks(saga_net *n, net_chain *ch, net_slice *sl, int32
                SAGA_ERR_OUT_OF_MEMORY, "out of memory for a slice of %d rows", (int)P);
     if (s < S - 1) /* the last stage's go to the pass's output (net_run.c) */
         saga_blk_set_host(sl->b_out, ch->out_host[s] + (int64_t)sl->lo * out_cols);
+    if (ch->train && s < S - 1) {
+        SAGA_CHECK(sl->b_gout = saga_sched_block(n->sched, (size_t)P * (size_t)out_cols * 4,
+                                                 SAGA_BLK_INPUT, "slice gradients"),
+                   SAGA_ERR_OUT_OF_MEMORY, "out of memory for a slice of %d rows", (int)P);
+        saga_blk_set_host(sl->b_gout, ch->gout_host[s] + (int64_t)sl->lo * out_cols);
+    }
+    if (ch->train && s > w) {
+        /* added into the stage before's gradient rows where its input rows are (idx) */
+        SAGA_CHECK(sl->b_gin = saga_sched_block(n->sched, (size_t)count * (size_t)cols * 4,
+                                                SAGA_BLK_TEMP, "slice gradients"),
+                   SAGA_ERR_OUT_OF_MEMORY, "out of memory for a slice of %d rows", (int)count);
+        SAGA_TRY(saga_blk_set_rows(sl->b_gin,
+                                   &(saga_host_rows){.base = ch->gout_host[s - 1],
+                                                     .row_bytes = (size_t)cols * sizeof(float),
+                                                     .rows = idx,
+                                                     .n = count},
+                                   true));
+    }
 fail:
     saga_free(idx);
     return st;
 }
 
-/* Streamed inference: the stages from w (every one of which needs fewer than every row) by
- * slices (net_chain.slices). */
+/* Streamed inference, or training from the first stage (w 0): the stages from w (every one of
+ * which needs fewer than every row) by slices (net_chain.slices). */
 static saga_status slices_build(saga_net *n, net_chain *ch, int w) {
     saga_status st = SAGA_OK;
     int32_t *pos = NULL;
@@ -438,10 +462,17 @@ static saga_status slices_build(saga_net *n, net_chain *ch, int w) {
     ch->bytes = 0;
     SAGA_TRY(saga_alloc_zeroed((void **)&ch->out_host, (size_t)S, sizeof *ch->out_host,
                                "a chain's rows"));
-    for (int s = w; s < S - 1; s++)
-        SAGA_TRY(net_host_array(n, (void **)&ch->out_host[s],
-                                (size_t)ch->d.n_rows[s] * (size_t)n->stages[s].out_cols + 1,
-                                sizeof(float), "a chain's rows"));
+    if (ch->train)
+        SAGA_TRY(saga_alloc_zeroed((void **)&ch->gout_host, (size_t)S, sizeof *ch->gout_host,
+                                   "a chain's gradients"));
+    for (int s = w; s < S - 1; s++) {
+        const size_t count = (size_t)ch->d.n_rows[s] * (size_t)n->stages[s].out_cols + 1;
+        SAGA_TRY(
+            net_host_array(n, (void **)&ch->out_host[s], count, sizeof(float), "a chain's rows"));
+        if (ch->train)
+            SAGA_TRY(net_host_array(n, (void **)&ch->gout_host[s], count, sizeof(float),
+                                    "a chain's gradients"));
+    }
     SAGA_TRY(saga_alloc_array((void **)&pos, (size_t)n->n + 1, sizeof *pos, "a chain"));
     SAGA_TRY(slices_cut(n, ch, w, pos));
     for (int32_t j = 0; j < ch->n_slices; j++)
@@ -526,6 +557,14 @@ saga_status net_chain_build(saga_net *n, net_chain **out, const int32_t *rows, i
             break;
     }
     ch->use_head = w < S && ch->use_head;
+    if (ch->train && w > 0 && !ch->use_head && ch->d.rows[0]) {
+        /* below the chain's start the parts would compute every row of some stage, though
+         * every stage needs fewer: the stages by slices instead, each on the rows it needs */
+        SAGA_TRY(slices_build(n, ch, 0));
+        *out = ch;
+        ch = NULL;
+        goto fail;
+    }
     ch->whole_below = w;
     ch->bytes = w < S ? chain_bytes(n, ch, w) : 0;
     if (ch->train && w < S && n->plan.step_room) {
@@ -682,6 +721,8 @@ int32_t net_chain_rows(const saga_net *n, const net_chain *ch, int s) {
 static uint64_t train_floor(const saga_net *n, const net_chain *ch) {
     const int S = n->n_stages, w = ch->whole_below;
     uint64_t f = 0;
+    if (ch->slices) /* by slices: the input and the tiles forward and again backward */
+        return 2 * ch->floor_bytes;
     for (int32_t d = n->plan.d_lo; d < n->plan.d_hi; d++) {
         const nblock *b = ch->head ? &ch->head[d] : &n->plan.blk[d];
         if (w > 0 && b->v1 > b->v0)

@@ -47,6 +47,11 @@ typedef struct net_slice {
     saga_blk *b_in;  /* later stages: the same, gathered from the host rows of the stage before */
     bool whole;      /* or gathered into b_in on the device from the stage's whole input */
     saga_blk *b_out; /* its output rows, written back to the stage's rows on the host */
+    /* a sliced training chain's: below the last stage, its output rows' gradient, loaded from
+     * the stage's gradient rows on the host (gout_host); above the first, its input rows'
+     * gradient, added on write-back into the gradient rows of the stage before, where the input
+     * rows are (each slice in turn, so the sums take one order) */
+    saga_blk *b_gout, *b_gin;
 } net_slice;
 
 typedef struct net_chain {
@@ -88,6 +93,13 @@ typedef struct net_chain {
     net_slice *slices;
     int32_t n_slices;
     float **out_host; /* [s], n_rows[s] x out_cols; NULL below whole_below and for the last */
+    /* a streamed training chain whose stages below its start would compute every row by parts
+     * (no head applies) runs by slices from the first stage instead (whole_below 0): each stage's
+     * slices forward, the last stage's each with the loss and its backward pass, then the other
+     * stages' backward passes by slices from the top, each slice computing its rows again on a
+     * tape of its own. gout_host[s]: the gradient of stage s's output rows (n_rows[s] x out_cols,
+     * zeroed at each pass's start), for the stages below the last; NULL otherwise */
+    float **gout_host;
     /* its host-to-device floor (saga_net_stats.h2d_floor_bytes): the net's input as the parts
      * below whole_below and the first stage's slices read it, and each program stage's tiles, by
      * part below whole_below and by slice from it */

@@ -10,8 +10,23 @@ static const char *kind_name(const stage *sg) {
 }
 
 static int64_t program_edges(const saga_net *n, const net_chain *ch, int s) {
+    if (ch && ch->slices) { /* by slices: theirs */
+        int64_t m = 0;
+        for (int32_t j = 0; j < ch->n_slices; j++)
+            if (ch->slices[j].s == s)
+                m += ch->slices[j].blk->e1 - ch->slices[j].blk->e0;
+        return m;
+    }
     const nblock *b = ch ? ch->blk[s] : NULL;
     return b ? b->e1 - b->e0 : n->m;
+}
+
+/* The steps of stage s in sliced chain ch (0 when ch is none or not sliced). */
+static int32_t slices_of(const net_chain *ch, int s) {
+    int32_t k = 0;
+    for (int32_t j = 0; ch && j < ch->n_slices; j++)
+        k += ch->slices[j].s == s;
+    return k;
 }
 
 saga_status saga_net_explain(saga_net *n, FILE *f) {
@@ -60,7 +75,15 @@ saga_status saga_net_explain(saga_net *n, FILE *f) {
         const char *input = "on the device";
         snprintf(cols, sizeof cols, "%lld -> %lld", (long long)sg->in_cols,
                  (long long)sg->out_cols);
-        if (n->plan.streamed && tc && tc->head && s < tc->whole_below) {
+        if (n->plan.streamed && tc && tc->slices) {
+            /* training runs each stage by slices on the rows it needs, forward and backward */
+            const int32_t k = slices_of(tc, s);
+            snprintf(train, sizeof train, "%d (%d slice%s)", (int)net_chain_rows(n, tc, s), (int)k,
+                     k == 1 ? "" : "s");
+            input = s == 0                      ? "rows by slice"
+                    : sg->kind == STAGE_PROGRAM ? "halos by slice, from the host"
+                                                : "rows by slice, from the host";
+        } else if (n->plan.streamed && tc && tc->head && s < tc->whole_below) {
             /* the parts run it on the rows the chain reads */
             snprintf(train, sizeof train, "%d (head, parts)", (int)tc->in->v1);
             input = "rows by part";
@@ -84,12 +107,10 @@ saga_status saga_net_explain(saga_net *n, FILE *f) {
             snprintf(edges, sizeof edges, "%lld", (long long)program_edges(n, tc, s));
         else
             snprintf(edges, sizeof edges, "-");
-        int32_t n_sl = 0; /* a sliced inference's steps of this stage */
-        for (int32_t j = 0; ec && j < ec->n_slices; j++)
-            n_sl += ec->slices[j].s == s;
+        const int32_t n_sl = slices_of(ec, s); /* a sliced inference's steps of this stage */
         if (n_sl)
-            snprintf(chosen, sizeof chosen, "%d (%d slices)", (int)net_chain_rows(n, ec, s),
-                     (int)n_sl);
+            snprintf(chosen, sizeof chosen, "%d (%d slice%s)", (int)net_chain_rows(n, ec, s),
+                     (int)n_sl, n_sl == 1 ? "" : "s");
         else
             snprintf(chosen, sizeof chosen, "%d", ec ? (int)net_chain_rows(n, ec, s) : (int)n->n);
         fprintf(f, "  %-5d %-18s %-14s %-22s %-12s %-18s %s\n", s, kind_name(sg), cols, train,

@@ -15,8 +15,10 @@
 
 /* PH_CHAIN: a streamed training chain's one step after the parts' forward steps (net_chain.h):
  * its stages forward, the loss and their backward pass. PH_SLICE: one slice of a streamed
- * inference's stage (net_slice; d its index). */
-typedef enum phase { PH_FWD = 0, PH_LOSS, PH_BWD, PH_CHAIN, PH_SLICE } phase;
+ * inference's stage, or of a sliced training chain's stage below the last, forward (net_slice;
+ * d its index). A sliced training chain's PH_SLAST: a slice of the last stage forward, the loss
+ * over its rows and its backward pass; PH_SBWD: a slice of a stage below, backward. */
+typedef enum phase { PH_FWD = 0, PH_LOSS, PH_BWD, PH_CHAIN, PH_SLICE, PH_SLAST, PH_SBWD } phase;
 
 /* With several ranks, some steps begin with an exchange of host rows (net_dist.c): before the
  * first block of a program stage, the rows of its input that the rank reads from others; before
@@ -149,6 +151,32 @@ static void use_input(saga_net *n, int t, const nblock *b, int32_t d) {
 
 static void chain_uses(saga_net *n, const net_chain *ch, int t, bool train);
 
+/* The scheduler uses of a sliced training chain's slice sl in step t, a PH_SLAST or PH_SBWD (see
+ * phase): its rows' blocks with the transposes, its input rows, the gradient of its output rows
+ * (below the last stage) and of its input rows, added on the host where the stage before keeps
+ * them; the first of its stage waits for the steps before, whose write-backs it reads. */
+static void slice_train_uses(saga_net *n, const net_slice *sl, int t, bool first) {
+    saga_sched *sc = n->sched;
+    nblock *b = sl->blk;
+    if (first)
+        saga_sched_step_barrier(sc, t);
+    if (n->stages[sl->s].kind == STAGE_PROGRAM)
+        use_graph_both(n, t, b, &n->stages[sl->s]);
+    if (b->b_ids && b->b_ids != b->b_self)
+        saga_sched_use(sc, t, b->b_ids, SAGA_USE_READ, 0);
+    if (sl->in) {
+        use_input(n, t, sl->in, 0);
+        if (sl->in->b_ids)
+            saga_sched_use(sc, t, sl->in->b_ids, SAGA_USE_READ, 0);
+    } else {
+        saga_sched_use(sc, t, sl->b_in, SAGA_USE_READ, 0);
+    }
+    if (sl->b_gout)
+        saga_sched_use(sc, t, sl->b_gout, SAGA_USE_READ, 0);
+    if (sl->b_gin)
+        saga_sched_use(sc, t, sl->b_gin, SAGA_USE_WRITE, SAGA_USE_WRITEBACK);
+}
+
 /* The scheduler uses of slice sl's step t; the first of its stage waits for the steps before,
  * whose write-backs it reads (the parts', or the slices' of the stage before). */
 static void slice_uses(saga_net *n, const net_slice *sl, int t, bool first) {
@@ -182,7 +210,7 @@ static saga_status plan(saga_net *n, bool train, const net_chain *tc, stepdesc *
     saga_status st = SAGA_OK;
     int S = n->n_stages;
     int32_t k = n->plan.k, lo = n->plan.d_lo, hi = n->plan.d_hi;
-    int cap = (2 * S + 1) * (hi - lo) + 1 + (tc ? tc->n_slices : 0), cnt = 0;
+    int cap = (2 * S + 1) * (hi - lo) + 1 + (tc ? 2 * tc->n_slices : 0), cnt = 0;
     stepdesc *sd = NULL;
     SAGA_TRY(saga_alloc_array((void **)&sd, (size_t)cap, sizeof *sd, "net steps"));
     saga_sched *sc = n->sched;
@@ -235,8 +263,27 @@ static saga_status plan(saga_net *n, bool train, const net_chain *tc, stepdesc *
     for (int32_t j = 0; tc && j < tc->n_slices; j++) {
         const net_slice *sl = &tc->slices[j];
         int t = saga_sched_step(sc);
-        slice_uses(n, sl, t, j == 0 || tc->slices[j - 1].s != sl->s);
-        sd[cnt++] = (stepdesc){PH_SLICE, sl->s, j, XCHG_NONE, false};
+        const bool first = j == 0 || tc->slices[j - 1].s != sl->s;
+        if (train && sl->s == S - 1) {
+            slice_train_uses(n, sl, t, first);
+            sd[cnt++] = (stepdesc){PH_SLAST, sl->s, j, XCHG_NONE, first};
+        } else {
+            slice_uses(n, sl, t, first);
+            sd[cnt++] = (stepdesc){PH_SLICE, sl->s, j, XCHG_NONE, first};
+        }
+    }
+    /* a sliced training chain's backward pass: the stages below the last from the top, each by
+     * its slices */
+    for (int s = S - 2; train && tc && tc->slices && s >= 0; s--) {
+        bool first = true;
+        for (int32_t j = 0; j < tc->n_slices; j++) {
+            if (tc->slices[j].s != s)
+                continue;
+            int t = saga_sched_step(sc);
+            slice_train_uses(n, &tc->slices[j], t, first);
+            sd[cnt++] = (stepdesc){PH_SBWD, s, j, XCHG_NONE, first};
+            first = false;
+        }
     }
     if (tc && !tc->slices) {
         /* it waits for the parts' steps: its input rows are packed from what they wrote back to
@@ -912,25 +959,49 @@ fail:
     return st;
 }
 
-/* Slice sl of a sliced chain (net_chain.slices): its stage on its rows, from its input rows (or
- * its halo's), into its output block. */
-static saga_status slice_step(saga_net *n, const net_slice *sl) {
-    saga_status st = SAGA_OK;
-    saga_ctx *c = n->c;
+/* Slice sl's input (net_slice): *xs for stage 0's sparse rows, else *h, its input rows or its
+ * halo's (gathered on the device first from a resident stage's whole input). */
+static saga_status slice_input(saga_net *n, const net_slice *sl, saga_tensor **h,
+                               saga_sparse *xs_buf, saga_sparse **xs) {
     const int s = sl->s;
     nblock *b = sl->blk;
     const bool program = n->stages[s].kind == STAGE_PROGRAM;
     const int64_t cols = n->stages[s].in_cols, rows = program ? b->n_halo : b->v1 - b->v0;
+    *h = NULL;
+    *xs = NULL;
+    if (sl->in)
+        return stage_input(n, 0, 0, sl->in, h, xs_buf, xs);
+    if (sl->whole) {
+        saga_status st = gather_whole(n, s, b, saga_blk_dev(sl->b_in));
+        if (st < 0)
+            return st;
+    }
+    *h = wrap(n, sl->b_in, SAGA_F32, rows, cols);
+    return SAGA_OK;
+}
+
+/* Every slice of a stage draws dropout's masks from the counter its first slice found (the rows'
+ * ids tell the masks apart), as the parts' steps do (run_fwd). */
+static void slice_rng(saga_net *n, int s, bool first) {
+    if (first)
+        n->stages[s].rng = saga_ctx_rng_counter(n->c);
+    else
+        saga_ctx_set_rng_counter(n->c, n->stages[s].rng);
+}
+
+/* Slice sl of a sliced chain (net_chain.slices): its stage on its rows, from its input rows (or
+ * its halo's), into its output block; training, first: the first slice of its stage. */
+static saga_status slice_step(saga_net *n, const net_slice *sl, bool train, bool first) {
+    saga_status st = SAGA_OK;
+    saga_ctx *c = n->c;
+    const int s = sl->s;
+    nblock *b = sl->blk;
+    if (train)
+        slice_rng(n, s, first);
     saga_tape_pos mark = saga_tape_mark(c);
     saga_sparse xs_, *xs = NULL;
     saga_tensor *h = NULL;
-    if (sl->in) {
-        SAGA_TRY(stage_input(n, 0, 0, sl->in, &h, &xs_, &xs));
-    } else {
-        if (sl->whole)
-            SAGA_TRY(gather_whole(n, s, b, saga_blk_dev(sl->b_in)));
-        h = wrap(n, sl->b_in, SAGA_F32, rows, cols);
-    }
+    SAGA_TRY(slice_input(n, sl, &h, &xs_, &xs));
     if (h || xs)
         h = stage_rows(n, s, b, h, xs, NULL, NULL, VIEW_FWD);
     if (!h)
@@ -938,6 +1009,56 @@ static saga_status slice_step(saga_net *n, const net_slice *sl) {
     SAGA_TRY(check_width(h, &n->stages[s], s));
     SAGA_TRY(to_block(n, sl->b_out, h));
     rows_done(n, s, sl->hi - sl->lo);
+fail:
+    saga_tape_release(c, mark);
+    return st;
+}
+
+/* A sliced training chain's slice sl of stage s, on a tape: PH_SLAST (last): the stage forward
+ * on the slice's rows, the loss over them and the backward pass; PH_SBWD: the stage again on its
+ * rows, backward from its output rows' gradient (b_gout). Either adds its input rows' gradient
+ * where the stage before keeps it (b_gin, above the first stage); the model's gradients add up
+ * over the steps. */
+static saga_status slice_train_step(saga_net *n, const net_slice *sl, bool last, bool first) {
+    saga_status st = SAGA_OK;
+    saga_ctx *c = n->c;
+    const int s = sl->s;
+    const stage *sg = &n->stages[s];
+    nblock *b = sl->blk;
+    const int32_t P = b->v1 - b->v0;
+    if (last)
+        slice_rng(n, s, first);
+    else
+        saga_ctx_set_rng_counter(c, sg->rng);
+    saga_tape_pos mark = saga_tape_mark(c);
+    saga_sparse xs_, *xs = NULL;
+    saga_tensor *h = NULL;
+    SAGA_TRY(slice_input(n, sl, &h, &xs_, &xs));
+    if (!h && !xs)
+        SAGA_TRY(ctx_status_or(n, "a slice's input"));
+    if (h)
+        saga_ctx_mark_leaf(c, h);
+    /* backward, the output's value is not needed, only its gradient */
+    saga_ctx_set_defer(c, !last);
+    saga_tensor *out = stage_rows(n, s, b, h, xs, NULL, NULL, VIEW_TAPED);
+    saga_ctx_set_defer(c, false);
+    if (!out)
+        SAGA_TRY(ctx_status_or(n, "a stage"));
+    SAGA_TRY(check_width(out, sg, s));
+    if (last) {
+        saga_vertex_in vin = {.first = 0, .count = P, .self = out};
+        saga_tensor *l = n->loss(c, &vin, b->uids ? b->uids : b->self_pos, n->loss_user);
+        SAGA_TRY(keep_loss(n, l));
+        SAGA_TRY(saga_tape_backward_range(c, mark, l, NULL));
+        rows_done(n, s, P);
+    } else {
+        saga_tensor *dout = wrap(n, sl->b_gout, SAGA_F32, P, sg->out_cols);
+        if (!dout)
+            SAGA_TRY(ctx_status_or(n, "a slice's gradient"));
+        SAGA_TRY(saga_tape_backward_range(c, mark, out, dout));
+    }
+    if (sl->b_gin)
+        SAGA_TRY(to_block(n, sl->b_gin, h ? h->grad : NULL));
 fail:
     saga_tape_release(c, mark);
     return st;
@@ -1060,9 +1181,15 @@ static saga_status run(saga_net *n, bool train, net_chain *ch, float *out) {
         net_slice *sl = &tc->slices[j];
         if (sl->b_in && !sl->whole)
             saga_blk_host_changed(sl->b_in);
-        if (sl->s == S - 1)
+        if (sl->b_gout)
+            saga_blk_host_changed(sl->b_gout);
+        if (sl->s == S - 1 && !train)
             saga_blk_set_host(sl->b_out, out + (int64_t)sl->lo * n->stages[S - 1].out_cols);
     }
+    for (int s = 0; train && tc && tc->gout_host && s < S - 1; s++)
+        if (tc->gout_host[s]) /* the slices above add into it (no copy reads it now) */
+            memset(tc->gout_host[s], 0,
+                   (size_t)tc->d.n_rows[s] * (size_t)n->stages[s].out_cols * sizeof(float));
     if (n->x_changed) {
         if (n->plan.tchain)
             net_chain_input_changed(n, n->plan.tchain);
@@ -1104,7 +1231,8 @@ static saga_status run(saga_net *n, bool train, net_chain *ch, float *out) {
     if (tune)
         saga_idle_tuner_begin(tune, n->be);
     for (int t = 0; t < n_sd; t++) {
-        if (sd[t].ph != PH_FWD && (t == 0 || sd[t - 1].ph == PH_FWD))
+        const bool fwd = sd[t].ph == PH_FWD || sd[t].ph == PH_SLICE;
+        if (!fwd && (t == 0 || sd[t - 1].ph == PH_FWD || sd[t - 1].ph == PH_SLICE))
             rng_after = saga_ctx_rng_counter(c); /* where the forward pass left the counter */
         if (sd[t].x != XCHG_NONE) {
             /* the write-backs (and the halo gradients added on the host) have landed */
@@ -1128,11 +1256,13 @@ static saga_status run(saga_net *n, bool train, net_chain *ch, float *out) {
         else if (sd[t].ph == PH_CHAIN)
             SAGA_TRY(chain_step(n, tc, train, out));
         else if (sd[t].ph == PH_SLICE)
-            SAGA_TRY(slice_step(n, &tc->slices[sd[t].d]));
+            SAGA_TRY(slice_step(n, &tc->slices[sd[t].d], train, sd[t].first));
+        else if (sd[t].ph == PH_SLAST || sd[t].ph == PH_SBWD)
+            SAGA_TRY(slice_train_step(n, &tc->slices[sd[t].d], sd[t].ph == PH_SLAST, sd[t].first));
         else
             SAGA_TRY(run_bwd(n, sd[t].s, sd[t].d));
         SAGA_TRY(saga_sched_end(n->sched, t));
-        if (sd[t].ph == PH_CHAIN)
+        if (sd[t].ph == PH_CHAIN || sd[t].ph == PH_SLAST)
             rng_after = saga_ctx_rng_counter(c); /* its stages end the forward pass */
     }
     if (train)

@@ -20,7 +20,8 @@ import bounds
 a = [json.loads(l)["loss"] for l in open(sys.argv[1])]
 b = [json.loads(l)["loss"] for l in open(sys.argv[2])]
 n, f, c = (int(x) for x in sys.argv[3:6])
-tol = bounds.gcn_losses(n, f, 16, c, len(b))
+h = int(sys.argv[6]) if len(sys.argv) > 6 else 16
+tol = bounds.gcn_losses(n, f, h, c, len(b))
 assert len(a) == len(b) > 0, (len(a), len(b))
 for i, (x, y, t) in enumerate(zip(a, b, tol)):
     assert abs(x - y) <= t * abs(y), ("epoch", i + 1, x, y, t)
@@ -182,6 +183,30 @@ expect 0 "$SAGA_BIN" gcn --data "$TMP/cit3" --epochs 15 --json --quiet --stats -
 json_get "j['streamed'] and all(r < j['vertices'] for r in j['stage_rows'])" | grep -qx True ||
     fail "gcn cuda --device-mem $head_budget (head): not streamed with the head"
 same_losses "$TMP/str3.jsonl" "$TMP/cpu3.jsonl" 4000 80 4 || fail "gcn cuda streamed (head): losses differ"
+# 64 hidden units under half the peak or less: the loss rows' chain fits from the last
+# stage alone and no head applies below it, so training runs every stage by slices on the rows
+# it needs, with the cpu's losses
+expect 0 "$SAGA_BIN" gcn --data "$TMP/cit3" --hidden 64 --epochs 4 --json --quiet --device cpu \
+    --log "$TMP/cpu64.jsonl"
+expect 0 "$SAGA_BIN" gcn --data "$TMP/cit3" --hidden 64 --epochs 1 --json --quiet --stats --device cuda
+peak64=$(json_get 'j["peak_device_bytes"]')
+sliced=""
+for div in 2 3 4; do
+    expect 0 "$SAGA_BIN" gcn --data "$TMP/cit3" --hidden 64 --epochs 4 --json --quiet --stats \
+        --device cuda --device-mem $((peak64 / div)) --stream --explain --log "$TMP/sl64.jsonl"
+    if grep -qE '^  0 .* \([0-9]+ slices\) ' "$ERR"; then
+        sliced=$div
+        break
+    fi
+done
+if [ -z "$sliced" ]; then
+    fail "gcn cuda, 64 hidden: no budget from 1/2 to 1/4 of the peak trained by slices"
+else
+    json_get "j['streamed'] and all(r < j['vertices'] for r in j['stage_rows'])" | grep -qx True ||
+        fail "gcn cuda at 1/$sliced (slices): not streamed on fewer rows in every stage"
+    same_losses "$TMP/sl64.jsonl" "$TMP/cpu64.jsonl" 4000 80 4 64 ||
+        fail "gcn cuda at 1/$sliced (slices): losses differ"
+fi
 
 # ---- PageRank, streamed -----------------------------------------------------------------------
 expect 0 "$SAGA_BIN" generate rmat --quiet --scale 11 --edge-factor 8 --seed 3 -o "$TMP/rmat.txt"
