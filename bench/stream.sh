@@ -6,7 +6,8 @@
 # bf16 and fp16; each against the floor (h2d_floor_bytes: the input rows and each aggregation's
 # tiles once per pass).
 #
-#   bench/stream.sh [BUILD_DIR]      (EPOCHS=20 RUNS=3 N=200000 DEG=20 F=128 C=8 OVER=4 DEVICE=cpu)
+#   bench/stream.sh [BUILD_DIR]      (EPOCHS=20 RUNS=3 N=200000 DEG=20 F=128 C=8 HIDDEN=16 OVER=4
+#                                     DEVICE=cpu)
 #
 # The in-memory run measures its own peak device bytes (graph, features, activations, the
 # compute's tensors); the streamed runs get --device-mem peak/OVER, so what they stream is OVER
@@ -21,12 +22,13 @@ here=$(cd "$(dirname "$0")" && pwd)
 saga=$build/bin/saga
 epochs=${EPOCHS:-20}
 n=${N:-200000} deg=${DEG:-20} f=${F:-128} c=${C:-8} over=${OVER:-4} device=${DEVICE:-cpu}
+hidden=${HIDDEN:-16}
 [ -x "$saga" ] || { echo "stream.sh: $saga not built" >&2; exit 1; }
 echo "machine: $(nproc --all) cores (${OMP_NUM_THREADS:-all} threads), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), load average $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "graph:   generated citation graph, $n vertices, mean degree $deg, $f features, $c classes; $epochs epochs, device $device"
+echo "graph:   generated citation graph, $n vertices, mean degree $deg, $f features, $c classes; GCN with $hidden hidden units, $epochs epochs, device $device"
 run() {
-    "$saga" gcn --synthetic "$n,$deg,$f,$c" --epochs "$epochs" --device "$device" --stats --json \
-        --quiet "$@" | tail -1
+    "$saga" gcn --synthetic "$n,$deg,$f,$c" --hidden "$hidden" --epochs "$epochs" --device "$device" \
+        --stats --json --quiet "$@" | tail -1
 }
 field() { python3 -c "import json,sys; print(json.loads(sys.stdin.read())['$1'])"; }
 median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
