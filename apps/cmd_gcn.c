@@ -610,7 +610,7 @@ static int gcn_main(int argc, char **argv) {
         cli_json_net_stats(&j, &ns);
         json_key(&j, "halo_rows"), json_int(&j, rs.halo_rows);
         cli_json_rank_stats(&j, &rs);
-        json_key(&j, "edge_cut"), json_int(&j, r.stats.edge_cut);
+        json_key(&j, "edge_cut"), json_int(&j, shards ? d.all_edge_cut : r.stats.edge_cut);
         const char *written[3] = {log_path, go.checkpoint, trace_path};
         cli_json_outputs(&j, written, 3);
         json_object_end(&j);

@@ -208,6 +208,7 @@ static int shards_main(cli_ctx *c, const char *file, const char *data_dir, const
         in.split[1] = d.val, in.split_n[1] = d.n_val;
         in.split[2] = d.test, in.split_n[2] = d.n_test;
         in.n_sources = data_sources(data_dir, src, 9);
+        in.data_edges = d.n_edges;
         snprintf(build, sizeof build, "data set; features %s",
                  normalize ? "row-normalised" : "as read");
     } else {

@@ -68,7 +68,9 @@ saga_status gcn_data_load_shard(gcn_data *d, const char *dir, int rank, int rank
     SAGA_TRY(saga_shards_dataset(&ds, &d->shard, dir, rank, ranks));
     take_dataset(d, &ds);
     d->all_vertices = m.n_vertices;
-    d->all_edges = m.n_edges;
+    /* counted as the whole data set counts them, where the manifest recorded it */
+    d->all_edges = m.data_edges ? m.data_edges : m.n_edges;
+    d->all_edge_cut = m.edge_cut;
     d->all_train = m.split_n[0], d->all_val = m.split_n[1], d->all_test = m.split_n[2];
 fail:
     saga_shards_manifest_free(&m);

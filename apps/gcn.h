@@ -49,6 +49,7 @@ typedef struct gcn_data {
      * split its own rows; the whole graph's counts beside them. */
     saga_shard *shard;
     int64_t all_vertices, all_edges, all_train, all_val, all_test;
+    int64_t all_edge_cut; /* the shards' partition's, over the stored directed edges */
 } gcn_data;
 
 /* Loads a directory in the layout of the bundled Cora with saga_dataset_load (saga_dataset.h:

@@ -55,6 +55,8 @@ typedef struct saga_shards_input {
     int32_t n_sources;          /* are recorded, so that a directory older than they is
                                  * refused (saga_shards_check) */
     const char *build;          /* one line: how the sources became this input (recorded) */
+    int64_t data_edges;         /* the edges as the data set's reader counts them (undirected,
+                                 * each once: saga_dataset.n_edges), recorded; 0: none */
 } saga_shards_input;
 
 typedef struct saga_shards_opts {
@@ -86,6 +88,7 @@ saga_status saga_shards_write(const char *dir, const saga_shards_input *in,
 typedef struct saga_shards_manifest {
     int32_t version;
     int64_t n_vertices, n_edges; /* the whole graph's */
+    int64_t data_edges;          /* saga_shards_input.data_edges, or 0 when not recorded */
     bool weighted;
     int32_t n_shards, parts_per_shard;
     saga_partition_method method;

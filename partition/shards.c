@@ -574,6 +574,8 @@ saga_status saga_shards_write(const char *dir, const saga_shards_input *in,
     fprintf(mf, "saga-shards %d\n", SAGA_SHARDS_VERSION);
     fprintf(mf, "vertices %d\nedges %lld\nweighted %d\n", (int)n,
             (long long)saga_graph_n_edges(in->graph), saga_graph_has_weights(in->graph) ? 1 : 0);
+    if (in->data_edges > 0)
+        fprintf(mf, "data_edges %lld\n", (long long)in->data_edges);
     fprintf(mf, "shards %d\nparts_per_shard %d\nmethod %s\nseed %" PRIu64 "\nedge_cut %lld\n",
             (int)R, (int)o.parts_per_shard, saga_partition_method_name(p->method), o.partition.seed,
             (long long)p->edge_cut);
@@ -729,6 +731,8 @@ saga_status saga_shards_manifest_read(saga_shards_manifest *m, const char *dir) 
                  m->n_vertices <= INT32_MAX;
         } else if (strcmp(word, "edges") == 0) {
             ok = sscanf(rest, "%" SCNd64, &m->n_edges) == 1 && m->n_edges >= 0;
+        } else if (strcmp(word, "data_edges") == 0) {
+            ok = sscanf(rest, "%" SCNd64, &m->data_edges) == 1 && m->data_edges > 0;
         } else if (strcmp(word, "weighted") == 0) {
             int v = 0;
             ok = sscanf(rest, "%d", &v) == 1 && (v == 0 || v == 1);

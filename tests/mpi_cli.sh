@@ -130,11 +130,14 @@ done
 # one process's within the bound
 expect 0 "$SAGA_BIN" gcn --data "$cora" --epochs 30 --log "$TMP/gcn1d.log" --json --quiet
 one_acc=$(json_get 'j["test_accuracy"]')
+one_edges=$(json_get 'j["edges"]')
 for ranks in 2 4; do
     expect 0 "$SAGA_BIN" partition --data "$cora" --shards $ranks -o "$TMP/cora$ranks.shards" --quiet
+    cut=$(awk '$1 == "edge_cut" { print $2 }' "$TMP/cora$ranks.shards/manifest.txt")
     expect 0 mpi $ranks "$SAGA_BIN" gcn --data "$TMP/cora$ranks.shards" --epochs 30 \
         --log "$TMP/gcn${ranks}d.log" --json
-    [ "$(json_get 'j["ranks"] == '$ranks' and j["shards"] and j["vertices"] == 2708 and j["test"] == 1000')" = True ] ||
+    # the counts of the whole data set, its edges as one process counts them, the shards' cut
+    [ "$(json_get 'j["ranks"] == '$ranks' and j["shards"] and j["vertices"] == 2708 and j["test"] == 1000 and j["edges"] == '"$one_edges"' and j["edge_cut"] == '"$cut"' > 0')" = True ] ||
         fail "gcn over $ranks shards: $(json_last)"
     [ "$(json_get 'j["comm_bytes"]["sent"] > 0 and j["halo_rows"] > 0')" = True ] ||
         fail "gcn over $ranks shards: communication figures: $(json_last)"
