@@ -166,6 +166,11 @@ saga_status saga_shard_open(saga_shard **out, const char *dir, int32_t rank,
                             const saga_shard_open_opts *opts);
 void saga_shard_close(saga_shard **s);
 
+/* Shard s's local graph: n_local vertices (the own rows, then the halo), the own rows' in-edges
+ * in the shard's order (duplicates kept; the halo has none), unweighted. Errors:
+ * SAGA_ERR_INVALID_ARG, SAGA_ERR_OUT_OF_MEMORY. */
+saga_status saga_shard_graph(const saga_shard *s, saga_graph **out);
+
 /* Rank `rank`'s shard of the directory dir (of as many shards as `ranks`, else
  * SAGA_ERR_INVALID_ARG naming both counts) as the data set a rank trains on, in saga_dataset's
  * terms: the local graph (own rows 0 .. n_own - 1 with their in-edges in the shard's order, then

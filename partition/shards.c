@@ -1219,12 +1219,32 @@ static saga_status copy_i32(int32_t **out, const int32_t *src, int64_t n, const 
     return st;
 }
 
+saga_status saga_shard_graph(const saga_shard *s, saga_graph **out) {
+    saga_status st = SAGA_OK;
+    int32_t *src = NULL, *dst = NULL;
+    SAGA_CHECK(s && out, SAGA_ERR_INVALID_ARG, "saga_shard_graph: NULL argument");
+    *out = NULL;
+    /* the own rows' in-edges, in the shard's order (a placed graph keeps it) */
+    SAGA_TRY(saga_alloc_array((void **)&src, s->nnz ? (size_t)s->nnz : 1, sizeof *src, "edges"));
+    SAGA_TRY(saga_alloc_array((void **)&dst, s->nnz ? (size_t)s->nnz : 1, sizeof *dst, "edges"));
+    for (int32_t i = 0; i < (int32_t)s->n_own; i++)
+        for (int64_t e = s->in_offsets[i]; e < s->in_offsets[i + 1]; e++)
+            src[e] = s->in_indices[e], dst[e] = i;
+    saga_graph_opts go = saga_graph_opts_defaults();
+    go.duplicates = SAGA_DUPLICATES_KEEP;
+    SAGA_TRY(
+        saga_graph_from_edges_take(out, (int32_t)s->n_local, s->nnz, &src, &dst, NULL, NULL, &go));
+fail:
+    saga_free(src);
+    saga_free(dst);
+    return st;
+}
+
 saga_status saga_shards_dataset(saga_dataset *d, saga_shard **shard, const char *dir, int32_t rank,
                                 int32_t ranks) {
     saga_status st = SAGA_OK;
     saga_shards_manifest m = {0};
     saga_shard *s = NULL;
-    int32_t *src = NULL, *dst = NULL;
     SAGA_CHECK(d && shard && dir, SAGA_ERR_INVALID_ARG, "saga_shards_dataset: NULL argument");
     memset(d, 0, sizeof *d);
     *shard = NULL;
@@ -1240,15 +1260,7 @@ saga_status saga_shards_dataset(saga_dataset *d, saga_shard **shard, const char 
                dir);
     SAGA_TRY(saga_shard_open(&s, dir, rank, NULL));
     const int32_t nl = (int32_t)s->n_local, own = (int32_t)s->n_own;
-    /* the local graph: the own rows' in-edges, in the shard's order (a placed graph keeps it) */
-    SAGA_TRY(saga_alloc_array((void **)&src, s->nnz ? (size_t)s->nnz : 1, sizeof *src, "edges"));
-    SAGA_TRY(saga_alloc_array((void **)&dst, s->nnz ? (size_t)s->nnz : 1, sizeof *dst, "edges"));
-    for (int32_t i = 0; i < own; i++)
-        for (int64_t e = s->in_offsets[i]; e < s->in_offsets[i + 1]; e++)
-            src[e] = s->in_indices[e], dst[e] = i;
-    saga_graph_opts go = saga_graph_opts_defaults();
-    go.duplicates = SAGA_DUPLICATES_KEEP;
-    SAGA_TRY(saga_graph_from_edges_take(&d->graph, nl, s->nnz, &src, &dst, NULL, NULL, &go));
+    SAGA_TRY(saga_shard_graph(s, &d->graph));
     d->n_vertices = nl;
     d->n_edges = s->nnz;
     saga_features *f = &d->features;
@@ -1283,8 +1295,6 @@ saga_status saga_shards_dataset(saga_dataset *d, saga_shard **shard, const char 
     *shard = s;
     s = NULL;
 fail:
-    saga_free(src);
-    saga_free(dst);
     saga_shard_close(&s);
     saga_shards_manifest_free(&m);
     if (st < 0)

@@ -1093,6 +1093,9 @@ static saga_status prep_budget(saga_net *n, prep *p) {
     SAGA_CHECK(n->o.transfer == SAGA_TRANSFER_F32 || saga_comm_size(n->o.comm) == 1,
                SAGA_ERR_UNSUPPORTED,
                "saga_net: input transfers in 16 bits are for one rank; several exchange f32 rows");
+    SAGA_CHECK(n->o.order != SAGA_ORDER_DEGREE || !n->hx, SAGA_ERR_UNSUPPORTED,
+               "saga_net: over shards a rank keeps its local order (its own rows, then the halo): "
+               "no degree order");
     SAGA_CHECK(n->o.order != SAGA_ORDER_DEGREE || n->pagerank, SAGA_ERR_UNSUPPORTED,
                "saga_net: the degree order is PageRank's; a net with stages keeps the graph's "
                "order");
@@ -1198,8 +1201,10 @@ static saga_status prep_parts(saga_net *n, prep *p) {
             SAGA_TRY(net_host_array(n, (void **)&n->plan.ids, (size_t)n->n, sizeof(int32_t),
                                     "vertex ids"));
             memcpy(n->plan.ids, n->plan.part->perm, (size_t)n->n * sizeof(int32_t));
-        } else if (p->R == 1 && (n->o.order == SAGA_ORDER_DEGREE ||
-                                 (n->o.order == SAGA_ORDER_AUTO && n->pagerank))) {
+        } else if (p->R == 1 && !n->hx &&
+                   (n->o.order == SAGA_ORDER_DEGREE ||
+                    (n->o.order == SAGA_ORDER_AUTO && n->pagerank))) {
+            /* (over shards a rank keeps its local order: its own rows, then the halo) */
             SAGA_TRY(degree_order(n));
         }
         if (p->R > 1)
@@ -1395,7 +1400,7 @@ saga_status net_prepare(saga_net *n, bool train) {
     SAGA_TRY(prep_budget(n, &p));
     SAGA_TRY(prep_parts(n, &p));
     SAGA_TRY(prep_fit(n, &p));
-    SAGA_CHECK(!n->hx || (n->plan.k == 1 && !n->pagerank), SAGA_ERR_UNSUPPORTED,
+    SAGA_CHECK(!n->hx || n->plan.k == 1, SAGA_ERR_UNSUPPORTED,
                "saga_net: over shards a rank runs its local graph in memory; it needs %d parts "
                "under its device budget (%s), which shards do not stream yet: give each rank more "
                "device memory or more ranks",

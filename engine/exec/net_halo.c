@@ -382,3 +382,29 @@ fail:
     saga_ctx_fail(c, st);
     return NULL;
 }
+
+saga_status net_halo_rows_f64(saga_net *n, double *v) {
+    saga_status st = SAGA_OK;
+    net_halo *x = n->hx;
+    const int p = x->size;
+    double *sb = NULL;
+    const int64_t n_send = x->send_off[p];
+    double t0 = saga_now();
+    SAGA_TRY(
+        saga_alloc_array((void **)&sb, n_send ? (size_t)n_send : 1, sizeof *sb, "halo values"));
+    for (int64_t j = 0; j < n_send; j++)
+        sb[j] = v[x->send_rows[j]];
+    size_t *sc = x->cnt, *so = x->cnt + p, *rc = x->cnt + 2 * p, *ro = x->cnt + 3 * p;
+    for (int q = 0; q < p; q++) {
+        sc[q] = (size_t)(x->send_off[q + 1] - x->send_off[q]) * sizeof(double);
+        so[q] = (size_t)x->send_off[q] * sizeof(double);
+        rc[q] = (size_t)(x->recv_off[q + 1] - x->recv_off[q]) * sizeof(double);
+        ro[q] = (size_t)x->recv_off[q] * sizeof(double);
+    }
+    SAGA_TRY(saga_comm_alltoallv(x->comm, sb, sc, so, v + x->n_own, rc, ro, NULL));
+    x->rows_moved += (uint64_t)x->recv_off[p];
+fail:
+    x->seconds += saga_now() - t0;
+    saga_free(sb);
+    return st;
+}

@@ -473,6 +473,9 @@ void net_xplan_free(saga_net *n, net_xplan **xp);
  * (backward: those rows' gradients go back to their owners, added there rank by rank). NULL with
  * the error in the context. */
 saga_tensor *net_halo_exchange(saga_net *n, saga_tensor *x, const net_xplan *xp);
+/* v (one value per local row, host): the halo rows' values from their owners, which get the own
+ * rows the others' halos list (collective over the ranks; PageRank's contributions). */
+saga_status net_halo_rows_f64(saga_net *n, double *v);
 /* The communicator of the net's ranks (o.comm, or the shards'), NULL with one rank. */
 saga_comm *net_ranks_comm(const saga_net *n);
 /* SAGA_ERR_COMM unless every rank holds the same graph and input rows and computed the same

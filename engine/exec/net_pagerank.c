@@ -1,6 +1,7 @@
 /* net_pagerank.c - PageRank on a graph network's placed graph (saga_net_pagerank): f64 vectors
  * per part, iterated in memory or streamed through the device under the budget like the stages
- * of a network. */
+ * of a network; over shards (saga_net_opts.halo), each rank's own rows in memory, the halo's
+ * contributions from their owners every iteration. */
 #include "net_impl.h"
 
 #include <math.h>
@@ -39,6 +40,10 @@ struct pr_state {
     pr_part *parts;
     double *h_inv, *h_dang, *h_x[2], *h_c, *h_c2;
     bool pull; /* in memory on one rank: an iteration is one pagerank_pull_f64 */
+    /* the whole graph's vertices (over shards every rank's own rows; else n->n), and the rows
+     * iterated (the own rows over shards, whose halo rows take their owners' contributions) */
+    double n_all;
+    int32_t n_iter;
     /* by parts: an iteration's two sums on the device, the rank of the vertices without
      * out-edges and the L1 change, which the parts add to (dot_acc_f64, l1_diff_acc_f64); h_sums
      * holds its host copy (0, 1) and the sums read back (2: the L1 change, 3: the sinks' rank) */
@@ -72,8 +77,10 @@ static saga_status pr_blocks(saga_net *n, pr_state *p) {
     double **hs[] = {&p->h_inv, &p->h_dang, &p->h_x[0], &p->h_x[1], &p->h_c};
     for (size_t i = 0; i < sizeof hs / sizeof hs[0]; i++)
         SAGA_TRY(saga_backend_host_alloc(n->be, (void **)hs[i], (nn + 1) * sizeof(double)));
+    /* over shards, the whole graph's out-degrees */
+    const int64_t *off = n->hx ? n->hx->deg_off : n->out_off;
     for (int32_t v = 0; v < n->n; v++) {
-        int64_t deg = n->out_off[v + 1] - n->out_off[v];
+        int64_t deg = off[v + 1] - off[v];
         p->h_inv[v] = deg ? 1.0 / (double)deg : 0.0;
         p->h_dang[v] = deg ? 0.0 : 1.0;
     }
@@ -242,11 +249,11 @@ static saga_status pr_parts(saga_net *n, pr_state *pp, double damping, double to
             saga_sched_use(sc, ts, q->x[xi], SAGA_USE_READ, 0);
             saga_sched_use(sc, ts, q->inv, SAGA_USE_READ, 0);
             saga_sched_use(sc, ts, q->dang, SAGA_USE_READ, 0);
-            saga_sched_use(sc, ts, q->c, SAGA_USE_WRITE, k > 1 ? SAGA_USE_WRITEBACK : 0);
+            saga_sched_use(sc, ts, q->c, SAGA_USE_WRITE, k > 1 || n->hx ? SAGA_USE_WRITEBACK : 0);
         }
         for (int32_t d = n->plan.d_lo; d < n->plan.d_hi; d++) {
             int ts = saga_sched_step(sc);
-            if (d == n->plan.d_lo && n->dist)
+            if (d == n->plan.d_lo && (n->dist || n->hx))
                 saga_sched_step_hold(sc, ts); /* the contributions of others arrive first */
             else if (d == n->plan.d_lo && k > 1)
                 saga_sched_step_barrier(sc, ts);
@@ -275,7 +282,7 @@ static saga_status pr_parts(saga_net *n, pr_state *pp, double damping, double to
         pr_part *q = &p.parts[d];
         int64_t P = n->plan.blk[d].v1 - n->plan.blk[d].v0;
         if (P)
-            SAGA_TRY(K->fill_f64(s, saga_blk_dev(q->x[0]), P, 1.0 / n->n));
+            SAGA_TRY(K->fill_f64(s, saga_blk_dev(q->x[0]), P, 1.0 / p.n_all));
         SAGA_TRY(saga_sched_end(sc, t));
     }
     SAGA_TRY(saga_sched_finish(sc));
@@ -290,7 +297,7 @@ static saga_status pr_parts(saga_net *n, pr_state *pp, double damping, double to
         for (int32_t d = n->plan.d_lo; d < n->plan.d_hi; d++, t++) {
             SAGA_TRY(saga_sched_begin(sc, t));
             pr_part *q = &p.parts[d];
-            int64_t P = n->plan.blk[d].v1 - n->plan.blk[d].v0;
+            int64_t P = n->hx ? p.n_iter : n->plan.blk[d].v1 - n->plan.blk[d].v0;
             double *sums = saga_blk_dev(p.sums);
             const double *x = saga_blk_dev(q->x[xi]);
             if (d == n->plan.d_lo)
@@ -299,7 +306,7 @@ static saga_status pr_parts(saga_net *n, pr_state *pp, double damping, double to
                 SAGA_TRY(K->dot_acc_f64(s, P, x, saga_blk_dev(q->dang), sums));
                 SAGA_TRY(K->mul_f64(s, P, x, saga_blk_dev(q->inv), saga_blk_dev(q->c)));
             }
-            if (n->dist && d == n->plan.d_hi - 1)
+            if ((n->dist || n->hx) && d == n->plan.d_hi - 1)
                 SAGA_TRY(saga_memcpy_d2h_async(s, p.h_sums + 3, sums, sizeof(double)));
             SAGA_TRY(saga_sched_end(sc, t));
         }
@@ -311,20 +318,31 @@ static saga_status pr_parts(saga_net *n, pr_state *pp, double damping, double to
             SAGA_TRY(net_dist_rows(n, (float *)p.h_c, 2));
             SAGA_TRY(
                 saga_comm_allreduce(n->o.comm, p.h_sums + 3, 1, SAGA_F64, SAGA_COMM_SUM, NULL));
+        } else if (n->hx) {
+            /* the halo rows' contributions from their owners (into the host's copy, loaded
+             * again), the global sum of the ranks without out-edges */
+            SAGA_TRY(saga_sched_finish(sc));
+            SAGA_TRY(saga_stream_synchronize(s));
+            SAGA_TRY(net_halo_rows_f64(n, p.h_c));
+            double t0 = saga_now();
+            SAGA_TRY(
+                saga_comm_allreduce(n->hx->comm, p.h_sums + 3, 1, SAGA_F64, SAGA_COMM_SUM, NULL));
+            n->hx->seconds += saga_now() - t0;
+            saga_blk_host_changed(p.parts[n->plan.d_lo].c);
         }
         /* each part adds base = (1 - d) / n + d / n * (the sinks' rank) on the device, and its
          * L1 change to the sum read back after the last */
-        const double teleport = (1.0 - damping) / n->n, spread = damping / n->n;
+        const double teleport = (1.0 - damping) / p.n_all, spread = damping / p.n_all;
         for (int32_t d = n->plan.d_lo; d < n->plan.d_hi; d++, t++) {
             SAGA_TRY(saga_sched_begin(sc, t));
             pr_part *q = &p.parts[d];
             nblock *b = &n->plan.blk[d];
-            int64_t P = b->v1 - b->v0;
+            int64_t P = n->hx ? p.n_iter : b->v1 - b->v0;
             double *sums = saga_blk_dev(p.sums);
             double *y = saga_blk_dev(q->x[1 - xi]);
             saga_csr_dev A = {
                 P, b->n_halo, b->e1 - b->e0, saga_blk_dev(b->b_off), saga_blk_dev(b->b_src), NULL};
-            if (n->dist && d == n->plan.d_lo)
+            if ((n->dist || n->hx) && d == n->plan.d_lo)
                 SAGA_TRY(saga_memcpy_h2d_async(s, sums, p.h_sums + 3, sizeof(double)));
             if (P) {
                 SAGA_TRY(K->spmv_f64(s, &A, damping, saga_blk_dev(q->halo), 0.0, y));
@@ -337,8 +355,8 @@ static saga_status pr_parts(saga_net *n, pr_state *pp, double damping, double to
         }
         SAGA_TRY(saga_stream_synchronize(s)); /* the iteration's one wait: its L1 change */
         l1 = p.h_sums[2];
-        if (n->dist)
-            SAGA_TRY(saga_comm_allreduce(n->o.comm, &l1, 1, SAGA_F64, SAGA_COMM_SUM, NULL));
+        if (n->dist || n->hx)
+            SAGA_TRY(saga_comm_allreduce(net_ranks_comm(n), &l1, 1, SAGA_F64, SAGA_COMM_SUM, NULL));
         it++;
         SAGA_TRY(pr_profile(n, it, false, l1 < tol || it == max_iter, &prof));
         if (l1 < tol)
@@ -376,12 +394,24 @@ saga_status saga_net_pagerank(saga_net *n, double damping, double tol, int max_i
                    K->add_scalar_dev_f64,
                SAGA_ERR_UNSUPPORTED, "saga_net_pagerank: backend %s lacks the f64 kernels",
                n->be->name);
+    SAGA_CHECK(!n->hx || n->hx->deg_off, SAGA_ERR_INVALID_ARG,
+               "saga_net_pagerank: over shards it needs the whole graph's out-degrees "
+               "(saga_net_halo.out_degree)");
     n->pagerank = true;
     SAGA_TRY(net_prepare(n, false));
     if (!n->pr) {
         SAGA_TRY(saga_alloc_zeroed((void **)&n->pr, 1, sizeof *n->pr, "PageRank state"));
         n->pr_free = pr_state_free;
-        n->pr->pull = n->plan.k == 1 && !n->dist && K->version >= 5 && K->pagerank_pull_f64;
+        n->pr->pull =
+            n->plan.k == 1 && !n->dist && !n->hx && K->version >= 5 && K->pagerank_pull_f64;
+        n->pr->n_all = n->n;
+        n->pr->n_iter = n->n;
+        if (n->hx) {
+            int64_t all = n->hx->n_own;
+            SAGA_TRY(saga_comm_allreduce(n->hx->comm, &all, 1, SAGA_I64, SAGA_COMM_SUM, NULL));
+            n->pr->n_all = (double)all;
+            n->pr->n_iter = n->hx->n_own;
+        }
         double t_blocks = saga_now();
         st = pr_blocks(n, n->pr);
         if (st < 0) {
@@ -398,6 +428,13 @@ saga_status saga_net_pagerank(saga_net *n, double damping, double tol, int max_i
         n->dist->rows_moved = 0;
         saga_comm_get_stats(n->o.comm, &n->comm_at);
     }
+    if (n->hx) {
+        n->hx->seconds = 0;
+        n->hx->rows_moved = 0;
+        saga_comm_get_stats(n->hx->comm, &n->comm_at);
+        if (n->hx->dcomm && n->hx->dcomm != n->hx->comm)
+            saga_comm_get_stats(n->hx->dcomm, &n->dcomm_at);
+    }
     double secs = 0;
     int it = 0;
     double l1 = INFINITY;
@@ -413,8 +450,8 @@ saga_status saga_net_pagerank(saga_net *n, double damping, double tol, int max_i
     if (n->dist)
         SAGA_TRY(net_dist_gather(n, p.h_x[it % 2], sizeof(double)));
     const double *res = p.h_x[it % 2];
-    for (int32_t v = 0; v < n->n; v++)
-        rank[n->plan.ids ? n->plan.ids[v] : v] = res[v];
+    for (int32_t v = 0; v < n->n; v++) /* over shards the halo's are its owners' to give */
+        rank[n->plan.ids ? n->plan.ids[v] : v] = v < p.n_iter ? res[v] : 0.0;
     if (iterations)
         *iterations = it;
     if (l1_out)
