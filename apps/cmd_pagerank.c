@@ -1,11 +1,15 @@
-/* cmd_pagerank.c - `saga pagerank FILE`: PageRank scores, the top K, optionally all of them. */
+/* cmd_pagerank.c - `saga pagerank FILE`: PageRank scores, the top K, optionally all of them; of a
+ * graph file, or under a launcher of a shard directory (saga partition --shards), each rank
+ * iterating its own rows. */
 #include "commands.h"
 #include "pagerank.h"
 #include "saga_net.h"
+#include "saga_shards.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 enum {
     OPT_DAMPING,
@@ -54,7 +58,7 @@ static int pagerank_main(int argc, char **argv);
 const cli_cmd cli_cmd_pagerank = {
     .name = "pagerank",
     .summary = "Rank the vertices of a graph with PageRank",
-    .args = "FILE",
+    .args = "FILE|SHARDS",
     .min_args = 1,
     .max_args = 1,
     .description =
@@ -67,11 +71,17 @@ const cli_cmd cli_cmd_pagerank = {
         "the same result for any thread count.\n"
         "Prints the iterations, the time per iteration and the top K vertices as \"rank id "
         "score\" with the ids used in the file, ties broken by the smaller id. For an "
-        "undirected edge list, add --undirected.",
+        "undirected edge list, add --undirected.\n"
+        "Under a launcher (mpirun -np R) every rank reads the graph, or, given a directory of R "
+        "shards (saga partition FILE --shards R), maps its own shard alone and iterates its own "
+        "rows, the halo's contributions from their owners each iteration; rank 0 writes every "
+        "score.",
     .opts = pagerank_opts,
     .flags = CLI_GRAPH_OPTS | CLI_THREADS,
     .example = "saga pagerank soc-Slashdot0902.txt.gz --top 20 -o scores.txt\n"
-               "saga pagerank --undirected karate/edges.txt --tol 1e-12 --json",
+               "saga pagerank --undirected karate/edges.txt --tol 1e-12 --json\n"
+               "saga partition web-Google.txt.gz --shards 4 -o google.shards && "
+               "mpirun -np 4 saga pagerank google.shards",
     .main = pagerank_main,
 };
 
@@ -124,7 +134,14 @@ static void top_k(int32_t *top, int64_t k, const double *x, int32_t n) {
     }
 }
 
-static saga_status write_scores(const char *path, const saga_graph *g, const double *x) {
+/* Vertex v's original id: the graph's, or (over shards) ids[v]. */
+static int64_t orig_of(const saga_graph *g, const int64_t *ids, int32_t v) {
+    return ids ? ids[v] : saga_graph_orig_id(g, v);
+}
+
+/* "id score" for each of the n vertices, in order (g's, or ids' over shards). */
+static saga_status write_scores(const char *path, const saga_graph *g, const int64_t *ids,
+                                int32_t n, const double *x) {
     saga_status st = SAGA_OK;
     enum { BUF = 1 << 16 };
     char *buf = NULL;
@@ -132,12 +149,11 @@ static saga_status write_scores(const char *path, const saga_graph *g, const dou
     SAGA_CHECK(f != NULL, SAGA_ERR_IO, "cannot create '%s': %s", path, strerror(errno));
     SAGA_TRY(saga_alloc_array((void **)&buf, BUF, 1, "score buffer"));
     size_t len = 0;
-    int32_t n = saga_graph_n_vertices(g);
     for (int32_t v = 0; v < n; v++) {
         char num[40];
         json_format_double(num, sizeof num, x[v]);
-        len += (size_t)snprintf(buf + len, BUF - len, "%lld %s\n",
-                                (long long)saga_graph_orig_id(g, v), num);
+        len +=
+            (size_t)snprintf(buf + len, BUF - len, "%lld %s\n", (long long)orig_of(g, ids, v), num);
         if (len > BUF - 128 || v == n - 1) {
             SAGA_CHECK(fwrite(buf, 1, len, f) == len, SAGA_ERR_IO, "%s: write failed: %s", path,
                        strerror(errno));
@@ -157,8 +173,9 @@ fail:
 /* PageRank through saga_net_pagerank on a backend: the same scores as pr_run, in memory or
  * streamed under --device-mem, over the ranks of comm. */
 static saga_status pagerank_exec(double **scores, pr_result *r, saga_net_stats *ns,
-                                 const saga_graph *g, const pr_opts *po, saga_backend *be,
-                                 const cli_exec *ea, saga_comm *comm, FILE *trace, bool explain) {
+                                 const saga_graph *g, const saga_net_halo *hx, const pr_opts *po,
+                                 saga_backend *be, const cli_exec *ea, saga_comm *comm, FILE *trace,
+                                 bool explain) {
     saga_status st = SAGA_OK;
     saga_ctx *c = NULL;
     saga_net *net = NULL;
@@ -169,6 +186,10 @@ static saga_status pagerank_exec(double **scores, pr_result *r, saga_net_stats *
     no.trace = trace;
     no.profile_first = po->profile_first;
     no.profile_last = po->profile_last;
+    if (hx) { /* over shards: the local graph, the halo's exchanges */
+        no.halo = hx;
+        no.comm = NULL;
+    }
     SAGA_TRY(saga_net_new(&net, c, g, &no));
     int32_t n = saga_graph_n_vertices(g);
     SAGA_TRY(saga_alloc_array((void **)&x, n ? (size_t)n : 1, sizeof *x, "pagerank scores"));
@@ -185,6 +206,87 @@ fail:
     saga_free(x);
     saga_net_free(&net);
     saga_ctx_free(&c);
+    return st;
+}
+
+/* Over shards: dir's manifest (*m) and this rank's shard (*sh), its local graph (*lg) and what
+ * the net exchanges (*hx); SAGA_ERR_INVALID_ARG when dir holds another number of shards than
+ * there are ranks. */
+static saga_status shards_open(const char *dir, saga_comm *comm, saga_shards_manifest *m,
+                               saga_shard **sh, saga_graph **lg, saga_net_halo *hx) {
+    saga_status st = SAGA_OK;
+    const int R = saga_comm_size(comm);
+    SAGA_TRY(saga_shards_manifest_read(m, dir));
+    SAGA_CHECK(m->n_shards == R, SAGA_ERR_INVALID_ARG,
+               "%s holds %d shards for %d ranks: run it with %d ranks (mpirun -np %d), or write "
+               "%d shards (saga partition --shards %d)",
+               dir, (int)m->n_shards, R, (int)m->n_shards, (int)m->n_shards, R, R);
+    SAGA_TRY(saga_shard_open(sh, dir, saga_comm_rank(comm), NULL));
+    SAGA_TRY(saga_shard_graph(*sh, lg));
+    *hx = (saga_net_halo){.comm = comm,
+                          .n_own = (int32_t)(*sh)->n_own,
+                          .recv_offsets = (*sh)->halo_offsets,
+                          .send_offsets = (*sh)->send_offsets,
+                          .send_rows = (*sh)->send_rows,
+                          .out_degree = (*sh)->out_degree};
+fail:
+    return st;
+}
+
+/* One (original id, score) pair of the gather below. */
+typedef struct id_score {
+    int64_t id;
+    double score;
+} id_score;
+
+static int cmp_id_score(const void *a, const void *b) {
+    const int64_t x = ((const id_score *)a)->id, y = ((const id_score *)b)->id;
+    return (x > y) - (x < y);
+}
+
+/* Over shards: every rank's own rows' scores (local, their original ids those of sh) to rank 0,
+ * which gets them in original-id order in *ids and *x (*n of them; 0 on the other ranks). */
+static saga_status shards_gather(saga_comm *comm, const saga_shard *sh, const double *local,
+                                 int64_t **ids, double **x, int32_t *n) {
+    saga_status st = SAGA_OK;
+    const int R = saga_comm_size(comm), me = saga_comm_rank(comm);
+    int64_t *cnt = NULL;
+    size_t *sb = NULL;
+    id_score *send = NULL, *recv = NULL;
+    *ids = NULL, *x = NULL, *n = 0;
+    SAGA_TRY(saga_alloc_zeroed((void **)&cnt, (size_t)R, sizeof *cnt, "counts"));
+    SAGA_TRY(saga_alloc_zeroed((void **)&sb, 4 * (size_t)R, sizeof *sb, "counts"));
+    cnt[me] = sh->n_own;
+    SAGA_TRY(saga_comm_allreduce(comm, cnt, (size_t)R, SAGA_I64, SAGA_COMM_SUM, NULL));
+    int64_t all = 0;
+    for (int q = 0; q < R; q++)
+        all += cnt[q];
+    SAGA_TRY(saga_alloc_array((void **)&send, (size_t)sh->n_own + 1, sizeof *send, "scores"));
+    for (int64_t l = 0; l < sh->n_own; l++)
+        send[l] = (id_score){sh->orig_id[l], local[l]};
+    size_t *sc = sb, *so = sb + R, *rc = sb + 2 * R, *ro = sb + 3 * R;
+    sc[0] = (size_t)sh->n_own * sizeof *send;
+    for (int q = 0, at = 0; me == 0 && q < R; q++) {
+        rc[q] = (size_t)cnt[q] * sizeof *send;
+        ro[q] = (size_t)at * sizeof *send;
+        at += (int)cnt[q];
+    }
+    if (me == 0)
+        SAGA_TRY(saga_alloc_array((void **)&recv, (size_t)all + 1, sizeof *recv, "scores"));
+    SAGA_TRY(saga_comm_alltoallv(comm, send, sc, so, recv, rc, ro, NULL));
+    if (me == 0) {
+        qsort(recv, (size_t)all, sizeof *recv, cmp_id_score);
+        SAGA_TRY(saga_alloc_array((void **)ids, (size_t)all + 1, sizeof **ids, "ids"));
+        SAGA_TRY(saga_alloc_array((void **)x, (size_t)all + 1, sizeof **x, "scores"));
+        for (int64_t i = 0; i < all; i++)
+            (*ids)[i] = recv[i].id, (*x)[i] = recv[i].score;
+        *n = (int32_t)all;
+    }
+fail:
+    saga_free(cnt);
+    saga_free(sb);
+    saga_free(send);
+    saga_free(recv);
     return st;
 }
 
@@ -259,16 +361,45 @@ static int pagerank_main(int argc, char **argv) {
     bool agreed = true; /* a failure every rank knows of (cli_fail_ranks) */
     saga_comm *comm = NULL;
     cli_rank_stats rs = {0};
-    /* ranks: the executor over them when a launcher started several; each reads the graph */
+    /* over shards: the manifest, this rank's shard and its local graph; the scores by original id
+     * (rank 0's, gathered) */
+    saga_shards_manifest m = {0};
+    saga_shard *sh = NULL;
+    saga_graph *lg = NULL;
+    saga_net_halo hx = {0};
+    int64_t *ids = NULL;
+    double *local = NULL;
+    char mpath[4200];
+    snprintf(mpath, sizeof mpath, "%s/manifest.txt", path);
+    const bool shards = access(mpath, F_OK) == 0;
+    /* ranks: the executor over them when a launcher started several; each reads the graph, or
+     * its own shard of it */
     if (cli_comm_open(&c, &comm) < 0)
         goto fail;
-    if (saga_comm_agree(comm, cli_load_graph(&c, &g, path, &load_s)) < 0)
-        goto fail;
-    int32_t n = saga_graph_n_vertices(g);
+    int32_t n = 0;
+    int64_t n_edges = 0;
     char b1[32], b2[32];
-    cli_say(&c, "graph: %s vertices, %s edges%s (loaded in %.3f s)\n", cli_count(b1, sizeof b1, n),
-            cli_count(b2, sizeof b2, saga_graph_n_edges(g)),
-            saga_graph_has_weights(g) ? ", weights ignored" : "", load_s);
+    if (shards) {
+        double t0 = saga_now();
+        if (saga_comm_agree(comm, shards_open(path, comm, &m, &sh, &lg, &hx)) < 0)
+            goto fail;
+        load_s = saga_now() - t0;
+        n = (int32_t)m.n_vertices;
+        n_edges = m.data_edges ? m.data_edges : m.n_edges;
+        cli_say(&c,
+                "graph: %s vertices, %s edges in %d shard%s (rank 0: %lld own rows, %lld "
+                "halo rows; mapped in %.3f s)\n",
+                cli_count(b1, sizeof b1, n), cli_count(b2, sizeof b2, n_edges), (int)m.n_shards,
+                m.n_shards == 1 ? "" : "s", (long long)sh->n_own, (long long)sh->n_halo, load_s);
+    } else {
+        if (saga_comm_agree(comm, cli_load_graph(&c, &g, path, &load_s)) < 0)
+            goto fail;
+        n = saga_graph_n_vertices(g);
+        n_edges = saga_graph_n_edges(g);
+        cli_say(&c, "graph: %s vertices, %s edges%s (loaded in %.3f s)\n",
+                cli_count(b1, sizeof b1, n), cli_count(b2, sizeof b2, n_edges),
+                saga_graph_has_weights(g) ? ", weights ignored" : "", load_s);
+    }
     /* the executor, on the CPU as on a GPU */
     saga_backend_params bp = saga_backend_params_defaults();
     bp.budget_bytes = ea.device_mem;
@@ -280,9 +411,16 @@ static int pagerank_main(int argc, char **argv) {
         agreed = false;
         goto fail;
     }
-    if (pagerank_exec(&x, &r, &ns, g, &po, be, &ea, comm, trace, explain) < 0) {
+    if (pagerank_exec(shards ? &local : &x, &r, &ns, shards ? lg : g, shards ? &hx : NULL, &po, be,
+                      &ea, comm, trace, explain) < 0) {
         agreed = false;
         goto fail;
+    }
+    if (shards) { /* rank 0 gets every score, by original id; the others none */
+        int32_t got = 0;
+        if (saga_comm_agree(comm, shards_gather(comm, sh, local, &ids, &x, &got)) < 0)
+            goto fail;
+        n = got;
     }
     if (trace) {
         int close_rc = ferror(trace) | fclose(trace);
@@ -324,12 +462,12 @@ static int pagerank_main(int argc, char **argv) {
         for (int64_t i = 0; i < k; i++) {
             char num[40];
             json_format_double(num, sizeof num, x[top[i]]);
-            cli_say(&c, "%-6lld %-12lld %s\n", (long long)i + 1,
-                    (long long)saga_graph_orig_id(g, top[i]), num);
+            cli_say(&c, "%-6lld %-12lld %s\n", (long long)i + 1, (long long)orig_of(g, ids, top[i]),
+                    num);
         }
     }
     if (out_path && c.rank == 0) {
-        if (write_scores(out_path, g, x) < 0) {
+        if (write_scores(out_path, g, ids, n, x) < 0) {
             agreed = false;
             goto fail;
         }
@@ -342,7 +480,8 @@ static int pagerank_main(int argc, char **argv) {
         json_object_begin(&j);
         json_key(&j, "input"), json_str(&j, path);
         json_key(&j, "vertices"), json_int(&j, n);
-        json_key(&j, "edges"), json_int(&j, saga_graph_n_edges(g));
+        json_key(&j, "edges"), json_int(&j, n_edges);
+        json_key(&j, "shards"), json_bool(&j, shards);
         json_key(&j, "damping"), json_num(&j, po.damping);
         json_key(&j, "tol"), json_num(&j, po.tol);
         json_key(&j, "iterations"), json_int(&j, r.iterations);
@@ -362,7 +501,7 @@ static int pagerank_main(int argc, char **argv) {
         for (int64_t i = 0; i < k; i++) {
             json_object_begin(&j);
             json_key(&j, "rank"), json_int(&j, i + 1);
-            json_key(&j, "id"), json_int(&j, saga_graph_orig_id(g, top[i]));
+            json_key(&j, "id"), json_int(&j, orig_of(g, ids, top[i]));
             json_key(&j, "score"), json_num(&j, x[top[i]]);
             json_object_end(&j);
         }
@@ -379,7 +518,12 @@ fail:
     cli_rank_stats_free(&rs);
     saga_free(top);
     saga_free(x);
+    saga_free(local);
+    saga_free(ids);
     saga_graph_free(&g);
+    saga_graph_free(&lg);
+    saga_shard_close(&sh);
+    saga_shards_manifest_free(&m);
     saga_backend_free_all(&be);
     saga_comm_free(&comm);
     return rc;

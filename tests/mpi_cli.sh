@@ -233,25 +233,41 @@ fi
 dataset grqc ca-GrQc/ca-GrQc.txt.gz
 expect 0 "$SAGA_BIN" pagerank "$grqc" --tol 1e-12 --device cpu --out "$TMP/pr1.txt" --quiet
 expect 0 "$SAGA_BIN" cc "$grqc" --out "$TMP/cc1.txt" --quiet
-for ranks in 2 4; do
-    expect 0 mpi $ranks "$SAGA_BIN" pagerank "$grqc" --tol 1e-12 --out "$TMP/pr$ranks.txt" --json --quiet
-    [ "$(json_get 'j["ranks"] == '$ranks' and j["comm_bytes"]["sent"] > 0')" = True ] ||
-        fail "pagerank $ranks ranks: $(json_last)"
-    python3 - "$TMP/pr1.txt" "$TMP/pr$ranks.txt" <<'PY' || fail "pagerank $ranks ranks: scores differ from one process by more than rounding"
+# pr_close A B: the scores of two --out files, of the same ids in the same order, within rounding
+# (tests/bounds.py) and the convergence tolerance both ran with (--tol 1e-12)
+pr_close() {
+    python3 - "$1" "$2" <<'PY'
 import os, sys
 sys.path.insert(0, os.path.join(os.environ["SAGA_SRC_DIR"], "tests"))
 import bounds
 def read(p):
-    return {l.split()[0]: float(l.split()[1]) for l in open(p) if l.strip() and not l.startswith("#")}
+    return [(l.split()[0], float(l.split()[1])) for l in open(p) if l.strip() and not l.startswith("#")]
 a, b = read(sys.argv[1]), read(sys.argv[2])
-assert a.keys() == b.keys()
+assert [k for k, _ in a] == [k for k, _ in b], "other ids or another order"
 tol = bounds.pagerank(len(a))
-conv = bounds.pagerank_converged(1e-12)  # both ran with --tol 1e-12
-sys.exit(0 if all(abs(a[k] - b[k]) <= tol * a[k] + conv for k in a) else 1)
+conv = bounds.pagerank_converged(1e-12)
+sys.exit(0 if all(abs(x - y) <= tol * x + conv for (_, x), (_, y) in zip(a, b)) else 1)
 PY
+}
+for ranks in 2 4; do
+    expect 0 mpi $ranks "$SAGA_BIN" pagerank "$grqc" --tol 1e-12 --out "$TMP/pr$ranks.txt" --json --quiet
+    [ "$(json_get 'j["ranks"] == '$ranks' and j["comm_bytes"]["sent"] > 0')" = True ] ||
+        fail "pagerank $ranks ranks: $(json_last)"
+    pr_close "$TMP/pr1.txt" "$TMP/pr$ranks.txt" ||
+        fail "pagerank $ranks ranks: scores differ from one process by more than rounding"
+    # over shards: each rank maps its own and iterates its own rows; rank 0 writes every score
+    expect 0 "$SAGA_BIN" partition "$grqc" --shards $ranks -o "$TMP/grqc$ranks.shards" --quiet
+    expect 0 mpi $ranks "$SAGA_BIN" pagerank "$TMP/grqc$ranks.shards" --tol 1e-12 \
+        --out "$TMP/prs$ranks.txt" --json --quiet
+    [ "$(json_get 'j["ranks"] == '$ranks' and j["shards"] and j["vertices"] == 5242 and j["comm_bytes"]["sent"] > 0')" = True ] ||
+        fail "pagerank over $ranks shards: $(json_last)"
+    pr_close "$TMP/pr1.txt" "$TMP/prs$ranks.txt" ||
+        fail "pagerank over $ranks shards: scores differ from one process by more than rounding"
     expect 0 mpi $ranks "$SAGA_BIN" cc "$grqc" --out "$TMP/cc$ranks.txt" --quiet
     cmp -s "$TMP/cc1.txt" "$TMP/cc$ranks.txt" || fail "cc $ranks ranks: components differ from one process"
 done
+expect 1 mpi 2 "$SAGA_BIN" pagerank "$TMP/grqc4.shards" --quiet
+expect_err "holds 4 shards for 2 ranks"
 
 # ---- cc on a directed .sgr: every rank symmetrizes its copy alike -----------------------------
 dataset email email-Eu-core/email-Eu-core.txt.gz
