@@ -217,10 +217,7 @@ static saga_status shards_open(const char *dir, saga_comm *comm, saga_shards_man
     saga_status st = SAGA_OK;
     const int R = saga_comm_size(comm);
     SAGA_TRY(saga_shards_manifest_read(m, dir));
-    SAGA_CHECK(m->n_shards == R, SAGA_ERR_INVALID_ARG,
-               "%s holds %d shards for %d ranks: run it with %d ranks (mpirun -np %d), or write "
-               "%d shards (saga partition --shards %d)",
-               dir, (int)m->n_shards, R, (int)m->n_shards, (int)m->n_shards, R, R);
+    SAGA_TRY(saga_shards_for_ranks(m, dir, R));
     SAGA_TRY(saga_shard_open(sh, dir, saga_comm_rank(comm), NULL));
     SAGA_TRY(saga_shard_graph(*sh, lg));
     *hx = (saga_net_halo){.comm = comm,

@@ -114,6 +114,9 @@ typedef struct saga_shards_manifest {
  * or a version this build does not read), SAGA_ERR_OUT_OF_MEMORY. */
 saga_status saga_shards_manifest_read(saga_shards_manifest *m, const char *dir);
 void saga_shards_manifest_free(saga_shards_manifest *m);
+/* SAGA_OK when m (dir's) holds a shard for each of `ranks` ranks, else SAGA_ERR_INVALID_ARG
+ * naming both counts and how to match them. */
+saga_status saga_shards_for_ranks(const saga_shards_manifest *m, const char *dir, int32_t ranks);
 
 /* One rank's shard, mapped read-only. Local ids: own rows 0 .. n_own - 1 (the interior
  * 0 .. n_interior - 1), halo rows n_own .. n_own + n_halo - 1. */

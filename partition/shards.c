@@ -1219,6 +1219,17 @@ static saga_status copy_i32(int32_t **out, const int32_t *src, int64_t n, const 
     return st;
 }
 
+saga_status saga_shards_for_ranks(const saga_shards_manifest *m, const char *dir, int32_t ranks) {
+    saga_status st = SAGA_OK;
+    SAGA_CHECK(m->n_shards == ranks, SAGA_ERR_INVALID_ARG,
+               "%s holds %d shards for %d ranks: run it with %d ranks (mpirun -np %d), or write "
+               "%d shards (saga partition --shards %d)",
+               dir, (int)m->n_shards, (int)ranks, (int)m->n_shards, (int)m->n_shards, (int)ranks,
+               (int)ranks);
+fail:
+    return st;
+}
+
 saga_status saga_shard_graph(const saga_shard *s, saga_graph **out) {
     saga_status st = SAGA_OK;
     int32_t *src = NULL, *dst = NULL;
@@ -1249,11 +1260,7 @@ saga_status saga_shards_dataset(saga_dataset *d, saga_shard **shard, const char 
     memset(d, 0, sizeof *d);
     *shard = NULL;
     SAGA_TRY(saga_shards_manifest_read(&m, dir));
-    SAGA_CHECK(m.n_shards == ranks, SAGA_ERR_INVALID_ARG,
-               "%s holds %d shards for %d ranks: run it with %d ranks (mpirun -np %d), or write "
-               "%d shards (saga partition --shards %d)",
-               dir, (int)m.n_shards, (int)ranks, (int)m.n_shards, (int)m.n_shards, (int)ranks,
-               (int)ranks);
+    SAGA_TRY(saga_shards_for_ranks(&m, dir, ranks));
     SAGA_CHECK(m.feature_cols > 0 && m.n_classes > 0 && m.split_n[0] > 0, SAGA_ERR_INVALID_ARG,
                "%s: its shards hold no features, labels or training rows (write them of a data "
                "set: saga partition --data DIR --shards R)",

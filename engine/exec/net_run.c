@@ -151,41 +151,22 @@ static void use_input(saga_net *n, int t, const nblock *b, int32_t d) {
 
 static void chain_uses(saga_net *n, const net_chain *ch, int t, bool train);
 
-/* The scheduler uses of a sliced training chain's slice sl in step t, a PH_SLAST or PH_SBWD (see
- * phase): its rows' blocks with the transposes, its input rows, the gradient of its output rows
- * (below the last stage) and of its input rows, added on the host where the stage before keeps
- * them; the first of its stage waits for the steps before, whose write-backs it reads. */
-static void slice_train_uses(saga_net *n, const net_slice *sl, int t, bool first) {
-    saga_sched *sc = n->sched;
-    nblock *b = sl->blk;
-    if (first)
-        saga_sched_step_barrier(sc, t);
-    if (n->stages[sl->s].kind == STAGE_PROGRAM)
-        use_graph_both(n, t, b, &n->stages[sl->s]);
-    if (b->b_ids && b->b_ids != b->b_self)
-        saga_sched_use(sc, t, b->b_ids, SAGA_USE_READ, 0);
-    if (sl->in) {
-        use_input(n, t, sl->in, 0);
-        if (sl->in->b_ids)
-            saga_sched_use(sc, t, sl->in->b_ids, SAGA_USE_READ, 0);
-    } else {
-        saga_sched_use(sc, t, sl->b_in, SAGA_USE_READ, 0);
-    }
-    if (sl->b_gout)
-        saga_sched_use(sc, t, sl->b_gout, SAGA_USE_READ, 0);
-    if (sl->b_gin)
-        saga_sched_use(sc, t, sl->b_gin, SAGA_USE_WRITE, SAGA_USE_WRITEBACK);
-}
-
 /* The scheduler uses of slice sl's step t; the first of its stage waits for the steps before,
- * whose write-backs it reads (the parts', or the slices' of the stage before). */
-static void slice_uses(saga_net *n, const net_slice *sl, int t, bool first) {
+ * whose write-backs it reads (the parts', or the slices' of the stage before). taped: a sliced
+ * training chain's PH_SLAST or PH_SBWD (see phase), which reads the transposes too and, instead of
+ * writing its output rows, reads their gradient (below the last stage) and writes its input rows',
+ * added on the host where the stage before keeps them. */
+static void slice_uses(saga_net *n, const net_slice *sl, int t, bool first, bool taped) {
     saga_sched *sc = n->sched;
     nblock *b = sl->blk;
     if (first)
         saga_sched_step_barrier(sc, t);
-    if (n->stages[sl->s].kind == STAGE_PROGRAM)
-        use_graph(n, t, b, &n->stages[sl->s], false);
+    if (n->stages[sl->s].kind == STAGE_PROGRAM) {
+        if (taped)
+            use_graph_both(n, t, b, &n->stages[sl->s]);
+        else
+            use_graph(n, t, b, &n->stages[sl->s], false);
+    }
     if (b->b_ids && b->b_ids != b->b_self)
         saga_sched_use(sc, t, b->b_ids, SAGA_USE_READ, 0);
     if (sl->in) {
@@ -199,7 +180,14 @@ static void slice_uses(saga_net *n, const net_slice *sl, int t, bool first) {
     } else {
         saga_sched_use(sc, t, sl->b_in, SAGA_USE_READ, 0);
     }
-    saga_sched_use(sc, t, sl->b_out, SAGA_USE_WRITE, SAGA_USE_WRITEBACK);
+    if (!taped) {
+        saga_sched_use(sc, t, sl->b_out, SAGA_USE_WRITE, SAGA_USE_WRITEBACK);
+        return;
+    }
+    if (sl->b_gout)
+        saga_sched_use(sc, t, sl->b_gout, SAGA_USE_READ, 0);
+    if (sl->b_gin)
+        saga_sched_use(sc, t, sl->b_gin, SAGA_USE_WRITE, SAGA_USE_WRITEBACK);
 }
 
 /* Records the plan of a forward pass (and, training, the loss and the backward pass). A streamed
@@ -265,10 +253,10 @@ static saga_status plan(saga_net *n, bool train, const net_chain *tc, stepdesc *
         int t = saga_sched_step(sc);
         const bool first = j == 0 || tc->slices[j - 1].s != sl->s;
         if (train && sl->s == S - 1) {
-            slice_train_uses(n, sl, t, first);
+            slice_uses(n, sl, t, first, true);
             sd[cnt++] = (stepdesc){PH_SLAST, sl->s, j, XCHG_NONE, first};
         } else {
-            slice_uses(n, sl, t, first);
+            slice_uses(n, sl, t, first, false);
             sd[cnt++] = (stepdesc){PH_SLICE, sl->s, j, XCHG_NONE, first};
         }
     }
@@ -280,7 +268,7 @@ static saga_status plan(saga_net *n, bool train, const net_chain *tc, stepdesc *
             if (tc->slices[j].s != s)
                 continue;
             int t = saga_sched_step(sc);
-            slice_train_uses(n, &tc->slices[j], t, first);
+            slice_uses(n, &tc->slices[j], t, first, true);
             sd[cnt++] = (stepdesc){PH_SBWD, s, j, XCHG_NONE, first};
             first = false;
         }
