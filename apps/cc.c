@@ -2,6 +2,7 @@
 #include "cc.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 /* ApplyVertex: max(self, gathered), as self + relu(gathered - self); exact on integers below
  * 2^24, which is what the labels are. */
@@ -113,8 +114,8 @@ fail:
 }
 
 saga_status cc_run_net(int32_t **comp, cc_result *result, saga_backend *be, const saga_graph *g,
-                       const saga_net_opts *no, saga_net_stats *stats, cc_progress_fn progress,
-                       void *ud) {
+                       const saga_net_opts *no, const int32_t *vertex, int64_t n_all,
+                       saga_net_stats *stats, cc_progress_fn progress, void *ud) {
     saga_status st = SAGA_OK;
     saga_ctx *c = NULL;
     saga_net *net = NULL;
@@ -123,17 +124,28 @@ saga_status cc_run_net(int32_t **comp, cc_result *result, saga_backend *be, cons
     saga_graph *own = NULL;
     int32_t n = saga_graph_n_vertices(g);
     cc_result r = {0};
-    SAGA_CHECK(n <= (1 << 24), SAGA_ERR_UNSUPPORTED,
-               "cc: %d vertices; labels travel as f32, exact up to 2^24 = 16777216 vertices", n);
-    /* every rank symmetrizes its copy of the graph alike */
-    SAGA_TRY(undirected_of(&g, &own, &r, g));
+    const saga_net_halo *hx = no ? no->halo : NULL;
+    const int64_t n_lab = hx ? n_all : n;
+    SAGA_CHECK(n_lab <= (1 << 24), SAGA_ERR_UNSUPPORTED,
+               "cc: %lld vertices; labels travel as f32, exact up to 2^24 = 16777216 vertices",
+               (long long)n_lab);
+    SAGA_CHECK(!hx || vertex, SAGA_ERR_INVALID_ARG,
+               "cc: over shards the rows' vertices are needed");
+    /* every rank symmetrizes its copy of the graph alike; over shards the whole graph is
+     * symmetric (the caller's to check) and each rank holds its rows' in-edges, every edge */
+    if (hx)
+        r.n_edges = saga_graph_n_edges(g);
+    else
+        SAGA_TRY(undirected_of(&g, &own, &r, g));
     size_t n1 = n ? (size_t)n : 1;
     SAGA_TRY(saga_alloc_array((void **)&lab, n1, sizeof *lab, "cc labels"));
     SAGA_TRY(saga_alloc_array((void **)&next, n1, sizeof *next, "cc labels"));
     SAGA_TRY(saga_alloc_array((void **)&out, n1, sizeof *out, "cc components"));
     SAGA_TRY(saga_alloc_zeroed((void **)&size, n1, sizeof *size, "cc sizes"));
     for (int32_t v = 0; v < n; v++)
-        lab[v] = (float)(n - 1 - v);
+        lab[v] = (float)(n_lab - 1 - (hx ? vertex[v] : v));
+    /* the rows whose labels a round gives: every row, or over shards the own rows */
+    const int32_t rows = hx ? hx->n_own : n;
     SAGA_TRY(saga_ctx_new(&c, be, 0));
     SAGA_TRY(saga_net_new(&net, c, g, no));
     SAGA_TRY(saga_net_add_program(net, &cc_program, NULL, 1));
@@ -144,18 +156,23 @@ saga_status cc_run_net(int32_t **comp, cc_result *result, saga_backend *be, cons
         r.iterations++;
         if (progress)
             progress(ud, r.iterations);
-        bool changed = false;
-        for (int32_t v = 0; v < n; v++)
+        int32_t changed = 0;
+        for (int32_t v = 0; v < rows; v++)
             changed = changed || next[v] != lab[v];
-        float *t = lab;
-        lab = next, next = t;
+        if (hx) /* every rank goes on while one changed; the halo's labels come from the owners */
+            SAGA_TRY(saga_comm_allreduce(hx->comm, &changed, 1, SAGA_I32, SAGA_COMM_MAX, NULL));
+        memcpy(lab, next, (size_t)rows * sizeof *lab);
         if (!changed)
             break;
     }
     r.seconds = saga_now() - t0;
     if (stats)
         saga_net_get_stats(net, stats);
-    name_components(out, size, &r, lab, n);
+    if (hx) /* the label n_all-1-m names m */
+        for (int32_t v = 0; v < rows; v++)
+            out[v] = (int32_t)(n_lab - 1 - (int64_t)lab[v]);
+    else
+        name_components(out, size, &r, lab, n);
     *comp = out;
     out = NULL;
     *result = r;

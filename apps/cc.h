@@ -38,7 +38,11 @@ saga_status cc_run(int32_t **comp, cc_result *result, saga_backend *be, const sa
                    cc_progress_fn progress, void *ud);
 /* The same through the graph executor (saga_net.h) with options no (NULL: defaults), in memory or
  * streamed through be's budget; *stats (may be NULL) gets the moves of the last round. Each round
- * is one forward pass whose input and output cross the host. */
+ * is one forward pass whose input and output cross the host. Over shards (no->halo): g is a
+ * rank's local graph of a symmetric whole graph, vertex[l] each local row's vertex in it and n_all
+ * its vertices; the rounds go on while any rank's labels change, and *comp gets the own rows'
+ * components alone (their smallest vertex, as the whole graph numbers it), result none of the
+ * counts (the whole graph's, for the caller to make of every rank's rows). */
 saga_status cc_run_net(int32_t **comp, cc_result *result, saga_backend *be, const saga_graph *g,
-                       const saga_net_opts *no, saga_net_stats *stats, cc_progress_fn progress,
-                       void *ud);
+                       const saga_net_opts *no, const int32_t *vertex, int64_t n_all,
+                       saga_net_stats *stats, cc_progress_fn progress, void *ud);

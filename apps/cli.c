@@ -845,19 +845,80 @@ bool cli_ends_with(const char *s, const char *suffix) {
     return n >= k && strcmp(s + n - k, suffix) == 0;
 }
 
+int64_t cli_orig_id(const saga_graph *g, const int64_t *ids, int32_t v) {
+    return ids ? ids[v] : saga_graph_orig_id(g, v);
+}
+
 saga_status cli_write_vertex_values(const char *path, const saga_graph *g, const int32_t *value,
                                     bool as_vertex) {
+    return cli_write_vertex_values_of(path, g, NULL, saga_graph_n_vertices(g), value, as_vertex);
+}
+
+saga_status cli_write_vertex_values_of(const char *path, const saga_graph *g, const int64_t *ids,
+                                       int32_t n, const int32_t *value, bool as_vertex) {
     saga_status st = SAGA_OK;
     FILE *f = fopen(path, "w");
     SAGA_CHECK(f != NULL, SAGA_ERR_IO, "cannot create '%s': %s", path, strerror(errno));
-    int32_t n = saga_graph_n_vertices(g);
     for (int32_t v = 0; v < n; v++) {
-        long long x = as_vertex ? (long long)saga_graph_orig_id(g, value[v]) : (long long)value[v];
-        if (fprintf(f, "%lld %lld\n", (long long)saga_graph_orig_id(g, v), x) < 0)
+        long long x = as_vertex ? (long long)cli_orig_id(g, ids, value[v]) : (long long)value[v];
+        if (fprintf(f, "%lld %lld\n", (long long)cli_orig_id(g, ids, v), x) < 0)
             break;
     }
     int rc = ferror(f) | fclose(f);
     SAGA_CHECK(rc == 0, SAGA_ERR_IO, "%s: write failed: %s", path, strerror(errno));
 fail:
+    return st;
+}
+
+saga_status cli_shards_open(const char *dir, saga_comm *comm, saga_shards_manifest *m,
+                            saga_shard **sh, saga_graph **lg, saga_net_halo *hx) {
+    saga_status st = SAGA_OK;
+    SAGA_TRY(saga_shards_manifest_read(m, dir));
+    SAGA_TRY(saga_shards_for_ranks(m, dir, saga_comm_size(comm)));
+    SAGA_TRY(saga_shard_open(sh, dir, saga_comm_rank(comm), NULL));
+    SAGA_TRY(saga_shard_graph(*sh, lg));
+    *hx = (saga_net_halo){.comm = comm,
+                          .n_own = (int32_t)(*sh)->n_own,
+                          .recv_offsets = (*sh)->halo_offsets,
+                          .send_offsets = (*sh)->send_offsets,
+                          .send_rows = (*sh)->send_rows,
+                          .out_degree = (*sh)->out_degree};
+fail:
+    return st;
+}
+
+saga_status cli_shards_gather(saga_comm *comm, const void *rec, int64_t n, size_t bytes, void **out,
+                              int64_t *n_out) {
+    saga_status st = SAGA_OK;
+    const int R = saga_comm_size(comm), me = saga_comm_rank(comm);
+    int64_t *cnt = NULL, all = 0;
+    size_t *sb = NULL;
+    *out = NULL;
+    *n_out = 0;
+    SAGA_TRY(saga_alloc_zeroed((void **)&cnt, (size_t)R, sizeof *cnt, "counts"));
+    SAGA_TRY(saga_alloc_zeroed((void **)&sb, 4 * (size_t)R, sizeof *sb, "counts"));
+    cnt[me] = n;
+    SAGA_TRY(saga_comm_allreduce(comm, cnt, (size_t)R, SAGA_I64, SAGA_COMM_SUM, NULL));
+    size_t *sc = sb, *so = sb + R, *rc = sb + 2 * R, *ro = sb + 3 * R;
+    sc[0] = (size_t)n * bytes; /* to rank 0 alone */
+    for (int q = 0; q < R; q++) {
+        if (me == 0) {
+            rc[q] = (size_t)cnt[q] * bytes;
+            ro[q] = (size_t)all * bytes;
+        }
+        all += cnt[q];
+    }
+    if (me == 0)
+        SAGA_TRY(saga_alloc_array(out, (size_t)all + 1, bytes, "gathered rows"));
+    SAGA_TRY(saga_comm_alltoallv(comm, rec, sc, so, *out, rc, ro, NULL));
+    if (me == 0)
+        *n_out = all;
+fail:
+    if (st < 0) {
+        saga_free(*out);
+        *out = NULL;
+    }
+    saga_free(cnt);
+    saga_free(sb);
     return st;
 }

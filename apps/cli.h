@@ -38,6 +38,7 @@
 #include "saga_io.h"
 #include "saga_net.h"
 #include "saga_partition.h"
+#include "saga_shards.h"
 
 #include <getopt.h>
 #include <stdbool.h>
@@ -232,10 +233,26 @@ void cli_progress_end(cli_ctx *c);
 /* Loads a graph with the loading options, timing it. */
 saga_status cli_load_graph(cli_ctx *c, saga_graph **g, const char *path, double *seconds);
 
+/* Over shards (a directory of saga partition --shards, under a launcher): dir's manifest (*m),
+ * this rank's shard (*sh), its local graph (*lg) and what a net over it exchanges (*hx, without
+ * row ids); SAGA_ERR_INVALID_ARG when dir holds another number of shards than there are ranks. */
+saga_status cli_shards_open(const char *dir, saga_comm *comm, saga_shards_manifest *m,
+                            saga_shard **sh, saga_graph **lg, saga_net_halo *hx);
+/* Collective: each rank's n records of bytes each (rec) to rank 0, which gets them all in *out
+ * (saga_free), rank by rank, *n_out of them; the others get NULL and 0. */
+saga_status cli_shards_gather(saga_comm *comm, const void *rec, int64_t n, size_t bytes, void **out,
+                              int64_t *n_out);
+
 /* Writes "id value" for every vertex of g to path, ids as the file wrote them: value[v] itself,
  * or, when as_vertex, the original id of vertex value[v]. SAGA_ERR_IO naming the file. */
 saga_status cli_write_vertex_values(const char *path, const saga_graph *g, const int32_t *value,
                                     bool as_vertex);
+/* The same for n vertices whose original ids are ids[v] (over shards: no graph), or g's when ids
+ * is NULL (n then g's vertex count). */
+saga_status cli_write_vertex_values_of(const char *path, const saga_graph *g, const int64_t *ids,
+                                       int32_t n, const int32_t *value, bool as_vertex);
+/* Vertex v's original id: ids[v], or g's when ids is NULL. */
+int64_t cli_orig_id(const saga_graph *g, const int64_t *ids, int32_t v);
 
 /* Size of a file in bytes, or -1. */
 int64_t cli_file_size(const char *path);

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 enum {
     OPT_TOP,
@@ -27,7 +28,7 @@ static int cc_main(int argc, char **argv);
 const cli_cmd cli_cmd_cc = {
     .name = "cc",
     .summary = "Find the weakly connected components of a graph",
-    .args = "FILE",
+    .args = "FILE|SHARDS",
     .min_args = 1,
     .max_args = 1,
     .description =
@@ -37,7 +38,10 @@ const cli_cmd cli_cmd_cc = {
         "undirected (as with --undirected), and an .sgr that holds a directed graph is "
         "symmetrized after loading, so the components are the weakly connected ones whatever "
         "the input, and an .sgr gives the same as the file it was made from. A component is "
-        "named by the smallest vertex id in it, as written in the file. Up to 2^24 vertices.",
+        "named by the smallest vertex id in it, as written in the file. Up to 2^24 vertices.\n"
+        "Under a launcher (mpirun -np R) every rank reads the graph, or, given a directory of R "
+        "shards of an undirected graph (saga partition FILE --undirected --shards R), maps its "
+        "own shard alone; rank 0 writes every vertex's component.",
     .opts = cc_opts,
     .flags = CLI_GRAPH_OPTS | CLI_THREADS,
     .example = "saga cc email-Eu-core.txt.gz --top 5\n"
@@ -56,6 +60,38 @@ static int by_size(const void *a, const void *b) {
     if (sort_sizes[x] != sort_sizes[y])
         return sort_sizes[x] > sort_sizes[y] ? -1 : 1;
     return (x > y) - (x < y);
+}
+
+/* Over shards: rank 0's components of every vertex of the whole graph, gathered from each rank's
+ * own rows (comp, by local row) into *all (by the whole graph's vertex, its smallest vertex) and
+ * *ids (every vertex's original id); the others get NULL. */
+typedef struct cc_row {
+    int32_t vertex, comp;
+    int64_t id;
+} cc_row;
+
+static saga_status cc_gather(saga_comm *comm, const saga_shard *sh, const int32_t *comp,
+                             int64_t n_all, int32_t **all, int64_t **ids) {
+    saga_status st = SAGA_OK;
+    cc_row *send = NULL, *recv = NULL;
+    int64_t got = 0;
+    *all = NULL, *ids = NULL;
+    SAGA_TRY(saga_alloc_array((void **)&send, (size_t)sh->n_own + 1, sizeof *send, "components"));
+    for (int64_t l = 0; l < sh->n_own; l++)
+        send[l] = (cc_row){sh->vertex[l], comp[l], sh->orig_id[l]};
+    SAGA_TRY(cli_shards_gather(comm, send, sh->n_own, sizeof *send, (void **)&recv, &got));
+    if (saga_comm_rank(comm) == 0) {
+        SAGA_CHECK(got == n_all, SAGA_ERR_CORRUPT, "cc: the shards hold %lld own rows, not %lld",
+                   (long long)got, (long long)n_all);
+        SAGA_TRY(saga_alloc_array((void **)all, (size_t)n_all + 1, sizeof **all, "components"));
+        SAGA_TRY(saga_alloc_array((void **)ids, (size_t)n_all + 1, sizeof **ids, "ids"));
+        for (int64_t i = 0; i < got; i++)
+            (*all)[recv[i].vertex] = recv[i].comp, (*ids)[recv[i].vertex] = recv[i].id;
+    }
+fail:
+    saga_free(send);
+    saga_free(recv);
+    return st;
 }
 
 static int cc_main(int argc, char **argv) {
@@ -108,27 +144,81 @@ static int cc_main(int argc, char **argv) {
         fmt = SAGA_FORMAT_AUTO; /* the loader reports what is wrong with the file */
     if (fmt != SAGA_FORMAT_SGR)
         c.load.graph.undirected = true;
+    /* over shards: the manifest, this rank's shard and its local graph; every vertex's original
+     * id (rank 0's, gathered) */
+    saga_shards_manifest sm = {0};
+    saga_shard *sh = NULL;
+    saga_graph *lg = NULL;
+    saga_net_halo hx = {0};
+    int64_t *ids = NULL;
+    int32_t *local = NULL;
+    char mpath[4200];
+    snprintf(mpath, sizeof mpath, "%s/manifest.txt", path);
+    const bool shards = access(mpath, F_OK) == 0;
     /* ranks: the executor over them when a launcher started several; each reads the graph and
-     * symmetrizes it the same way */
+     * symmetrizes it the same way, or maps its own shard */
     if (cli_comm_open(&c, &comm) < 0)
         goto fail;
-    if (saga_comm_agree(comm, cli_load_graph(&c, &g, path, &load_s)) < 0)
-        goto fail;
-    int32_t n = saga_graph_n_vertices(g);
+    int32_t n = 0;
+    if (shards) {
+        double t0 = saga_now();
+        saga_status so = cli_shards_open(path, comm, &sm, &sh, &lg, &hx);
+        if (so >= 0 && sm.symmetric != 1)
+            so = saga_error(SAGA_ERR_UNSUPPORTED,
+                            "%s: cc over shards needs the shards of an undirected graph (every "
+                            "edge both ways), as each rank holds its rows' in-edges alone: write "
+                            "them of the file read with --undirected (saga partition FILE "
+                            "--undirected --shards R)",
+                            path);
+        if (saga_comm_agree(comm, so) < 0)
+            goto fail;
+        load_s = saga_now() - t0;
+        n = (int32_t)sm.n_vertices;
+    } else {
+        if (saga_comm_agree(comm, cli_load_graph(&c, &g, path, &load_s)) < 0)
+            goto fail;
+        n = saga_graph_n_vertices(g);
+    }
     char b1[32], b2[32];
     saga_backend_params bp = saga_backend_params_defaults();
     bp.budget_bytes = ex.device_mem;
-    bool exec = cli_exec_wanted(&ex) || c.ranks > 1;
+    bool exec = cli_exec_wanted(&ex) || c.ranks > 1 || shards;
     saga_net_opts no = cli_exec_net_opts(&ex);
     no.comm = comm;
+    if (shards) { /* a rank's local graph, the halo's labels from their owners */
+        no.halo = &hx;
+        no.comm = NULL;
+    }
     saga_net_stats ns = {0};
     if (saga_comm_agree(comm, cli_backend_open(&c, &be, device, comm, &bp)) < 0)
         goto fail;
-    if ((exec ? cc_run_net(&comp, &r, be, g, &no, &ns, progress, &c)
+    if ((exec ? cc_run_net(shards ? &local : &comp, &r, be, shards ? lg : g, &no,
+                           shards ? sh->vertex : NULL, n, &ns, progress, &c)
               : cc_run(&comp, &r, be, g, progress, &c)) < 0 ||
         (exec && cli_rank_stats_of(&rs, comm, &ns) < 0)) {
         agreed = false;
         goto fail;
+    }
+    if (shards) { /* rank 0 gets every vertex's component; the others count none */
+        int64_t e = saga_graph_n_edges(lg);
+        if (saga_comm_agree(comm, cc_gather(comm, sh, local, n, &comp, &ids)) < 0 ||
+            saga_comm_agree(comm, saga_comm_allreduce(comm, &e, 1, SAGA_I64, SAGA_COMM_SUM, NULL)) <
+                0)
+            goto fail;
+        r.n_edges = e; /* every edge both ways, each held by its destination's shard */
+        if (c.rank != 0)
+            n = 0;
+        /* the counts cc_run_net leaves to the caller: a component is named by its smallest
+         * vertex, which is its own */
+        int32_t *cnt = NULL;
+        if (saga_alloc_zeroed((void **)&cnt, n ? (size_t)n : 1, sizeof *cnt, "sizes") < 0)
+            goto fail;
+        for (int32_t v = 0; v < n; v++) {
+            r.n_components += comp[v] == v;
+            if (++cnt[comp[v]] > r.largest)
+                r.largest = cnt[comp[v]];
+        }
+        saga_free(cnt);
     }
     cli_progress_end(&c);
     /* weak connectivity: cc_run symmetrized a graph that did not hold both directions */
@@ -160,10 +250,10 @@ static int cc_main(int argc, char **argv) {
         cli_say(&c, "%-6s %-12s %s\n", "rank", "component", "vertices");
         for (int64_t i = 0; i < k; i++)
             cli_say(&c, "%-6lld %-12lld %d\n", (long long)i + 1,
-                    (long long)saga_graph_orig_id(g, names[i]), size[names[i]]);
+                    (long long)cli_orig_id(g, ids, names[i]), size[names[i]]);
     }
     if (out_path && c.rank == 0) {
-        if (cli_write_vertex_values(out_path, g, comp, true) < 0) {
+        if (cli_write_vertex_values_of(out_path, g, ids, n, comp, true) < 0) {
             agreed = false;
             goto fail;
         }
@@ -193,7 +283,7 @@ static int cc_main(int argc, char **argv) {
         json_array_begin(&j);
         for (int64_t i = 0; i < k; i++) {
             json_object_begin(&j);
-            json_key(&j, "component"), json_int(&j, saga_graph_orig_id(g, names[i]));
+            json_key(&j, "component"), json_int(&j, cli_orig_id(g, ids, names[i]));
             json_key(&j, "vertices"), json_int(&j, size[names[i]]);
             json_object_end(&j);
         }
@@ -206,6 +296,11 @@ fail:
     if (rc != CLI_OK)
         cli_fail_ranks(&c, comm, agreed);
     cli_rank_stats_free(&rs);
+    saga_free(ids);
+    saga_free(local);
+    saga_graph_free(&lg);
+    saga_shard_close(&sh);
+    saga_shards_manifest_free(&sm);
     saga_free(names);
     saga_free(size);
     saga_free(comp);

@@ -4,7 +4,6 @@
 #include "commands.h"
 #include "pagerank.h"
 #include "saga_net.h"
-#include "saga_shards.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -134,11 +133,6 @@ static void top_k(int32_t *top, int64_t k, const double *x, int32_t n) {
     }
 }
 
-/* Vertex v's original id: the graph's, or (over shards) ids[v]. */
-static int64_t orig_of(const saga_graph *g, const int64_t *ids, int32_t v) {
-    return ids ? ids[v] : saga_graph_orig_id(g, v);
-}
-
 /* "id score" for each of the n vertices, in order (g's, or ids' over shards). */
 static saga_status write_scores(const char *path, const saga_graph *g, const int64_t *ids,
                                 int32_t n, const double *x) {
@@ -152,8 +146,8 @@ static saga_status write_scores(const char *path, const saga_graph *g, const int
     for (int32_t v = 0; v < n; v++) {
         char num[40];
         json_format_double(num, sizeof num, x[v]);
-        len +=
-            (size_t)snprintf(buf + len, BUF - len, "%lld %s\n", (long long)orig_of(g, ids, v), num);
+        len += (size_t)snprintf(buf + len, BUF - len, "%lld %s\n",
+                                (long long)cli_orig_id(g, ids, v), num);
         if (len > BUF - 128 || v == n - 1) {
             SAGA_CHECK(fwrite(buf, 1, len, f) == len, SAGA_ERR_IO, "%s: write failed: %s", path,
                        strerror(errno));
@@ -209,27 +203,6 @@ fail:
     return st;
 }
 
-/* Over shards: dir's manifest (*m) and this rank's shard (*sh), its local graph (*lg) and what
- * the net exchanges (*hx); SAGA_ERR_INVALID_ARG when dir holds another number of shards than
- * there are ranks. */
-static saga_status shards_open(const char *dir, saga_comm *comm, saga_shards_manifest *m,
-                               saga_shard **sh, saga_graph **lg, saga_net_halo *hx) {
-    saga_status st = SAGA_OK;
-    const int R = saga_comm_size(comm);
-    SAGA_TRY(saga_shards_manifest_read(m, dir));
-    SAGA_TRY(saga_shards_for_ranks(m, dir, R));
-    SAGA_TRY(saga_shard_open(sh, dir, saga_comm_rank(comm), NULL));
-    SAGA_TRY(saga_shard_graph(*sh, lg));
-    *hx = (saga_net_halo){.comm = comm,
-                          .n_own = (int32_t)(*sh)->n_own,
-                          .recv_offsets = (*sh)->halo_offsets,
-                          .send_offsets = (*sh)->send_offsets,
-                          .send_rows = (*sh)->send_rows,
-                          .out_degree = (*sh)->out_degree};
-fail:
-    return st;
-}
-
 /* One (original id, score) pair of the gather below. */
 typedef struct id_score {
     int64_t id;
@@ -246,32 +219,14 @@ static int cmp_id_score(const void *a, const void *b) {
 static saga_status shards_gather(saga_comm *comm, const saga_shard *sh, const double *local,
                                  int64_t **ids, double **x, int32_t *n) {
     saga_status st = SAGA_OK;
-    const int R = saga_comm_size(comm), me = saga_comm_rank(comm);
-    int64_t *cnt = NULL;
-    size_t *sb = NULL;
     id_score *send = NULL, *recv = NULL;
-    *ids = NULL, *x = NULL, *n = 0;
-    SAGA_TRY(saga_alloc_zeroed((void **)&cnt, (size_t)R, sizeof *cnt, "counts"));
-    SAGA_TRY(saga_alloc_zeroed((void **)&sb, 4 * (size_t)R, sizeof *sb, "counts"));
-    cnt[me] = sh->n_own;
-    SAGA_TRY(saga_comm_allreduce(comm, cnt, (size_t)R, SAGA_I64, SAGA_COMM_SUM, NULL));
     int64_t all = 0;
-    for (int q = 0; q < R; q++)
-        all += cnt[q];
+    *ids = NULL, *x = NULL, *n = 0;
     SAGA_TRY(saga_alloc_array((void **)&send, (size_t)sh->n_own + 1, sizeof *send, "scores"));
     for (int64_t l = 0; l < sh->n_own; l++)
         send[l] = (id_score){sh->orig_id[l], local[l]};
-    size_t *sc = sb, *so = sb + R, *rc = sb + 2 * R, *ro = sb + 3 * R;
-    sc[0] = (size_t)sh->n_own * sizeof *send;
-    for (int q = 0, at = 0; me == 0 && q < R; q++) {
-        rc[q] = (size_t)cnt[q] * sizeof *send;
-        ro[q] = (size_t)at * sizeof *send;
-        at += (int)cnt[q];
-    }
-    if (me == 0)
-        SAGA_TRY(saga_alloc_array((void **)&recv, (size_t)all + 1, sizeof *recv, "scores"));
-    SAGA_TRY(saga_comm_alltoallv(comm, send, sc, so, recv, rc, ro, NULL));
-    if (me == 0) {
+    SAGA_TRY(cli_shards_gather(comm, send, sh->n_own, sizeof *send, (void **)&recv, &all));
+    if (saga_comm_rank(comm) == 0) {
         qsort(recv, (size_t)all, sizeof *recv, cmp_id_score);
         SAGA_TRY(saga_alloc_array((void **)ids, (size_t)all + 1, sizeof **ids, "ids"));
         SAGA_TRY(saga_alloc_array((void **)x, (size_t)all + 1, sizeof **x, "scores"));
@@ -280,8 +235,6 @@ static saga_status shards_gather(saga_comm *comm, const saga_shard *sh, const do
         *n = (int32_t)all;
     }
 fail:
-    saga_free(cnt);
-    saga_free(sb);
     saga_free(send);
     saga_free(recv);
     return st;
@@ -378,7 +331,7 @@ static int pagerank_main(int argc, char **argv) {
     char b1[32], b2[32];
     if (shards) {
         double t0 = saga_now();
-        if (saga_comm_agree(comm, shards_open(path, comm, &m, &sh, &lg, &hx)) < 0)
+        if (saga_comm_agree(comm, cli_shards_open(path, comm, &m, &sh, &lg, &hx)) < 0)
             goto fail;
         load_s = saga_now() - t0;
         n = (int32_t)m.n_vertices;
@@ -459,8 +412,8 @@ static int pagerank_main(int argc, char **argv) {
         for (int64_t i = 0; i < k; i++) {
             char num[40];
             json_format_double(num, sizeof num, x[top[i]]);
-            cli_say(&c, "%-6lld %-12lld %s\n", (long long)i + 1, (long long)orig_of(g, ids, top[i]),
-                    num);
+            cli_say(&c, "%-6lld %-12lld %s\n", (long long)i + 1,
+                    (long long)cli_orig_id(g, ids, top[i]), num);
         }
     }
     if (out_path && c.rank == 0) {
@@ -498,7 +451,7 @@ static int pagerank_main(int argc, char **argv) {
         for (int64_t i = 0; i < k; i++) {
             json_object_begin(&j);
             json_key(&j, "rank"), json_int(&j, i + 1);
-            json_key(&j, "id"), json_int(&j, orig_of(g, ids, top[i]));
+            json_key(&j, "id"), json_int(&j, cli_orig_id(g, ids, top[i]));
             json_key(&j, "score"), json_num(&j, x[top[i]]);
             json_object_end(&j);
         }

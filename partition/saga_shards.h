@@ -89,6 +89,8 @@ typedef struct saga_shards_manifest {
     int32_t version;
     int64_t n_vertices, n_edges; /* the whole graph's */
     int64_t data_edges;          /* saga_shards_input.data_edges, or 0 when not recorded */
+    int32_t symmetric; /* 1: every edge's reverse is an edge too (saga_graph_is_symmetric), 0:
+                        * not, -1: not recorded */
     bool weighted;
     int32_t n_shards, parts_per_shard;
     saga_partition_method method;

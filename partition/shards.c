@@ -576,6 +576,7 @@ saga_status saga_shards_write(const char *dir, const saga_shards_input *in,
             (long long)saga_graph_n_edges(in->graph), saga_graph_has_weights(in->graph) ? 1 : 0);
     if (in->data_edges > 0)
         fprintf(mf, "data_edges %lld\n", (long long)in->data_edges);
+    fprintf(mf, "symmetric %d\n", saga_graph_is_symmetric(in->graph) ? 1 : 0);
     fprintf(mf, "shards %d\nparts_per_shard %d\nmethod %s\nseed %" PRIu64 "\nedge_cut %lld\n",
             (int)R, (int)o.parts_per_shard, saga_partition_method_name(p->method), o.partition.seed,
             (long long)p->edge_cut);
@@ -707,6 +708,7 @@ saga_status saga_shards_manifest_read(saga_shards_manifest *m, const char *dir) 
     int32_t shards_seen = 0;
     bool ended = false;
     m->n_shards = -1;
+    m->symmetric = -1;
     while (fgets(line, sizeof line, f)) {
         line_no++;
         size_t len = strlen(line);
@@ -731,6 +733,8 @@ saga_status saga_shards_manifest_read(saga_shards_manifest *m, const char *dir) 
                  m->n_vertices <= INT32_MAX;
         } else if (strcmp(word, "edges") == 0) {
             ok = sscanf(rest, "%" SCNd64, &m->n_edges) == 1 && m->n_edges >= 0;
+        } else if (strcmp(word, "symmetric") == 0) {
+            ok = sscanf(rest, "%d", &m->symmetric) == 1 && (m->symmetric == 0 || m->symmetric == 1);
         } else if (strcmp(word, "data_edges") == 0) {
             ok = sscanf(rest, "%" SCNd64, &m->data_edges) == 1 && m->data_edges > 0;
         } else if (strcmp(word, "weighted") == 0) {

@@ -265,6 +265,11 @@ for ranks in 2 4; do
         fail "pagerank over $ranks shards: scores differ from one process by more than rounding"
     expect 0 mpi $ranks "$SAGA_BIN" cc "$grqc" --out "$TMP/cc$ranks.txt" --quiet
     cmp -s "$TMP/cc1.txt" "$TMP/cc$ranks.txt" || fail "cc $ranks ranks: components differ from one process"
+    # cc over the same shards (ca-GrQc lists both directions of every edge: symmetric)
+    expect 0 mpi $ranks "$SAGA_BIN" cc "$TMP/grqc$ranks.shards" --out "$TMP/ccs$ranks.txt" --json --quiet
+    [ "$(json_get 'j["vertices"], j["components"], j["largest"]')" = "5242 355 4158" ] ||
+        fail "cc over $ranks shards: $(json_last)"
+    cmp -s "$TMP/cc1.txt" "$TMP/ccs$ranks.txt" || fail "cc over $ranks shards: components differ from one process"
 done
 expect 1 mpi 2 "$SAGA_BIN" pagerank "$TMP/grqc4.shards" --quiet
 expect_err "holds 4 shards for 2 ranks"
@@ -276,6 +281,15 @@ expect 0 "$SAGA_BIN" convert --quiet "$email" "$TMP/email.sgr"
 expect 0 mpi 2 "$SAGA_BIN" cc "$TMP/email.sgr" --out "$TMP/cc-email2.txt" --json --quiet
 [ "$(json_get 'j["ranks"], j["symmetrized"], j["components"], j["largest"]')" = "2 True 20 986" ] ||
     fail "cc 2 ranks email.sgr: $(json_last)"
+# over shards of the directed graph cc is refused (a rank holds its rows' in-edges alone); of the
+# graph read undirected it gives one process's components
+expect 0 "$SAGA_BIN" partition "$email" --shards 2 -o "$TMP/email.shards" --quiet
+expect 1 mpi 2 "$SAGA_BIN" cc "$TMP/email.shards" --quiet
+expect_err "needs the shards of an undirected graph"
+expect 0 "$SAGA_BIN" partition "$email" --undirected --shards 2 -o "$TMP/email-u.shards" --quiet
+expect 0 mpi 2 "$SAGA_BIN" cc "$TMP/email-u.shards" --out "$TMP/cc-email-s.txt" --quiet
+cmp -s "$TMP/cc-email1.txt" "$TMP/cc-email-s.txt" || fail "cc over 2 shards of email: components differ"
+
 cmp -s "$TMP/cc-email1.txt" "$TMP/cc-email2.txt" ||
     fail "cc 2 ranks email.sgr: components differ from one process on the text file"
 

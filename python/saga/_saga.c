@@ -457,7 +457,7 @@ static PyObject *py_connected_components(PyObject *m, PyObject *args) {
     saga_net_opts no = net_opts(stream, parts, partition);
     SAGA_TRY(backend_open(&be, device, device_mem));
     if (exec)
-        SAGA_TRY(cc_run_net(&comp, &r, be, g, &no, NULL, NULL, NULL));
+        SAGA_TRY(cc_run_net(&comp, &r, be, g, &no, NULL, 0, NULL, NULL, NULL));
     else
         SAGA_TRY(cc_run(&comp, &r, be, g, NULL, NULL));
 fail:
