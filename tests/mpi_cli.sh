@@ -161,6 +161,30 @@ if [ -n "${GNN_BIN:-}" ]; then
             fail "gnn $model over 2 shards: $(cat "$OUT"), one process's accuracy $one_acc"
     done
 fi
+# the Python package over the same shards: each process one rank (saga.gcn(data=SHARDS)), the
+# whole data set's counts and accuracy, one process's loss, and its own rows' predictions those of
+# one process at their ids (a prediction moves only where two logits lie within rounding). Not in
+# the sanitized build, whose module needs the sanitizer runtimes preloaded (python.sh)
+if [ -n "${SAGA_PYTHON:-}" ] && [ -d "${SAGA_PY_DIR:-}/saga" ] && [ "${SAGA_SANITIZE:-OFF}" != ON ] &&
+    "$SAGA_PYTHON" -c 'import numpy' 2>/dev/null; then
+    PYTHONPATH="$SAGA_PY_DIR" expect 0 mpi 2 -x PYTHONPATH "$SAGA_PYTHON" -c '
+import sys
+import numpy as np
+import saga
+one = saga.gcn(data=sys.argv[1], epochs=30)
+r = saga.gcn(data=sys.argv[2], epochs=30)
+moved = int(np.sum(r["predictions"] != one["predictions"][r["ids"]]))
+ok = (r["shards"] and r["ranks"] == 2 and r["vertices"] == one["vertices"] and
+      r["edges"] == one["edges"] and r["train"] == one["train"] and
+      abs(r["loss"] - one["loss"]) <= 1e-4 * abs(one["loss"]) and
+      abs(r["test_accuracy"] - one["test_accuracy"]) <= 0.002 + 1e-12 and moved <= 2)
+if r["rank"] == 0 or not ok:
+    print("rank", r["rank"], "loss", r["loss"], one["loss"], "moved", moved, "ok", ok, flush=True)
+sys.exit(0 if ok else 1)' "$cora" "$TMP/cora2.shards"
+    grep -q "rank 0 .* ok True" "$OUT" || fail "saga.gcn over 2 shards: $(cat "$OUT")"
+else
+    echo "skipping saga.gcn over shards: no Python module in this build"
+fi
 # shards for another number of ranks are refused on every rank, naming both counts
 expect 1 mpi 2 "$SAGA_BIN" gcn --data "$TMP/cora4.shards" --epochs 1
 expect_err "holds 4 shards for 2 ranks"

@@ -311,6 +311,10 @@ def gcn(data=None, *, graph=None, features=None, labels=None, train=None, val=No
     results; nothing on the CPU).
     Returns a dict with the keys of `saga gcn --json` that describe the run (test_accuracy, ...)
     and "predictions": the final model's class of every vertex (an int32 NumPy array).
+    data may also be a directory of shards (`saga partition --data DIR --shards R`): run under a
+    launcher (mpirun -np R python ...), each process trains as one rank on its own shard alone,
+    the accuracies and counts are the whole data set's, and "predictions" holds the process's own
+    rows, whose vertices (rows of the data set) are in "ids"; "rank" and "ranks" say which.
     """
     common = dict(
         normalize=bool(normalize_features), dense_features=bool(dense_features),
@@ -363,8 +367,11 @@ def gcn(data=None, *, graph=None, features=None, labels=None, train=None, val=No
 
 
 def _predictions(result):
-    """The C module's Array of predictions as a NumPy array (a view of the same buffer)."""
-    result["predictions"] = _np.asarray(result["predictions"])
+    """The C module's Arrays of predictions (and over shards their rows' ids) as NumPy arrays
+    (views of the same buffers)."""
+    for key in ("predictions", "ids"):
+        if key in result:
+            result[key] = _np.asarray(result[key])
     return result
 
 

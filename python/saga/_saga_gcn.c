@@ -116,6 +116,7 @@ PyObject *saga_py_gcn(PyObject *m, PyObject *args, PyObject *kw) {
     memset(&r, 0, sizeof r);
     saga_backend *be = NULL;
     saga_graph *borrowed = NULL; /* the caller's graph: not freed with d */
+    saga_comm *comm = NULL;      /* over shards: the ranks a launcher started */
     PyObject *res = NULL;
     saga_status st = SAGA_OK;
     if (data_obj != Py_None) {
@@ -124,12 +125,28 @@ PyObject *saga_py_gcn(PyObject *m, PyObject *args, PyObject *kw) {
             return NULL;
         saga_dataset_opts dso = saga_dataset_opts_defaults();
         dso.normalize_features = normalize;
+        const char *dir = PyBytes_AS_STRING(path);
         Py_BEGIN_ALLOW_THREADS;
-        st = gcn_data_load(&d, PyBytes_AS_STRING(path), &dso);
+        if (gcn_data_is_shards(dir)) {
+            /* a directory of shards: this process is one rank of the launcher's, training on
+             * its own shard (saga gcn --data SHARDS under mpirun) */
+            st = saga_comm_open(&comm, "auto");
+            if (st == SAGA_OK)
+                st = gcn_data_load_shard(&d, dir, saga_comm_rank(comm), saga_comm_size(comm),
+                                         normalize);
+            /* every rank goes on, or none */
+            if (comm)
+                st = saga_comm_agree(comm, st);
+            go.comm = comm;
+        } else {
+            st = gcn_data_load(&d, dir, &dso);
+        }
         Py_END_ALLOW_THREADS;
         Py_DECREF(path);
-        if (st < 0)
+        if (st < 0) {
+            saga_comm_free(&comm);
             return saga_py_raise(st);
+        }
     } else {
         borrowed = saga_py_graph(graph_obj);
         if (!borrowed)
@@ -229,13 +246,19 @@ PyObject *saga_py_gcn(PyObject *m, PyObject *args, PyObject *kw) {
     res = PyDict_New();
     if (!res)
         goto out;
-    SET_ITEM("vertices", PyLong_FromLong(d.n_vertices));
-    SET_ITEM("edges", PyLong_FromLongLong(d.n_edges));
+    /* over shards the whole data set's counts; the predictions of this rank's own rows, with
+     * their ids in the data set */
+    const bool shards = d.shard != NULL;
+    SET_ITEM("vertices", PyLong_FromLongLong(shards ? d.all_vertices : d.n_vertices));
+    SET_ITEM("edges", PyLong_FromLongLong(shards ? d.all_edges : d.n_edges));
     SET_ITEM("features", PyLong_FromLongLong(d.n_features));
     SET_ITEM("classes", PyLong_FromLong(d.n_classes));
-    SET_ITEM("train", PyLong_FromLongLong(d.n_train));
-    SET_ITEM("val", PyLong_FromLongLong(d.n_val));
-    SET_ITEM("test", PyLong_FromLongLong(d.n_test));
+    SET_ITEM("train", PyLong_FromLongLong(shards ? d.all_train : d.n_train));
+    SET_ITEM("val", PyLong_FromLongLong(shards ? d.all_val : d.n_val));
+    SET_ITEM("test", PyLong_FromLongLong(shards ? d.all_test : d.n_test));
+    SET_ITEM("shards", PyBool_FromLong(shards));
+    SET_ITEM("rank", PyLong_FromLong(comm ? saga_comm_rank(comm) : 0));
+    SET_ITEM("ranks", PyLong_FromLong(comm ? saga_comm_size(comm) : 1));
     SET_ITEM("device", PyUnicode_FromString(devname));
     SET_ITEM("epochs", PyLong_FromLong(r.epochs));
     SET_ITEM("start_epoch", PyLong_FromLong(r.start_epoch));
@@ -248,7 +271,18 @@ PyObject *saga_py_gcn(PyObject *m, PyObject *args, PyObject *kw) {
      * (and frees it when it cannot be made) */
     int32_t *pred = r.predictions;
     r.predictions = NULL;
-    SET_ITEM("predictions", saga_py_array(pred, (Py_ssize_t)d.n_vertices, sizeof *pred, "i"));
+    const Py_ssize_t n_pred = shards ? (Py_ssize_t)d.shard->n_own : (Py_ssize_t)d.n_vertices;
+    SET_ITEM("predictions", saga_py_array(pred, n_pred, sizeof *pred, "i"));
+    if (shards) { /* the own rows' vertices in the data set (its rows' order, from 0) */
+        int32_t *ids = saga_malloc((size_t)n_pred * sizeof *ids + 4);
+        if (!ids) {
+            PyErr_NoMemory();
+            Py_CLEAR(res);
+            goto out;
+        }
+        memcpy(ids, d.shard->vertex, (size_t)n_pred * sizeof *ids);
+        SET_ITEM("ids", saga_py_array(ids, n_pred, sizeof *ids, "i"));
+    }
     SET_ITEM("epoch_ms_median", PyFloat_FromDouble(gcn_median(r.epoch_ms, r.n_epoch_ms)));
     SET_ITEM("epoch_ms_mean", PyFloat_FromDouble(gcn_mean(r.epoch_ms, r.n_epoch_ms)));
     SET_ITEM("train_seconds", PyFloat_FromDouble(r.seconds));
@@ -265,5 +299,6 @@ out:
     if (borrowed)
         d.graph = NULL; /* the Graph object's */
     gcn_data_free(&d);
+    saga_comm_free(&comm);
     return res;
 }
