@@ -97,4 +97,16 @@ if command -v mpiexec >/dev/null 2>&1 && [[ "$flags" != *sanitize* ]]; then
                 "$(sed -n 's/.*\(best_epoch=[0-9]* val_accuracy=[0-9.]* test_accuracy=[0-9.]*\).*/\1/p' <<<"$one")" ]
         done
     done
+    # the GIN example over 2 shards of Cora (saga partition --shards), each rank reading its own:
+    # one process's accuracies and, within 1e-4, its last loss (gradients summed in another order)
+    "$work/prefix/bin/saga" partition --data "$data" --shards 2 -o "$work/cora2.shards" --quiet
+    one=$(OMP_NUM_THREADS=1 "$work/gin-build/gin" --data "$data" --epochs 10 --quiet 2>/dev/null)
+    many=$(OMP_NUM_THREADS=1 timeout 300 mpiexec -n 2 --oversubscribe "$work/gin-build/gin" \
+        --data "$work/cora2.shards" --epochs 10 --quiet)
+    echo "gin example, 2 shards: $many"
+    [ "$(wc -l <<<"$many")" = 1 ]
+    [ "$(sed -n 's/.*\(val_accuracy=[0-9.]* test_accuracy=[0-9.]*\).*/\1/p' <<<"$many")" = \
+        "$(sed -n 's/.*\(val_accuracy=[0-9.]* test_accuracy=[0-9.]*\).*/\1/p' <<<"$one")" ]
+    python3 -c 'import sys; a, b = map(float, sys.argv[1:]); sys.exit(abs(a - b) > 1e-4 * abs(b))' \
+        "$(sed -n 's/.*loss=\([^ ]*\).*/\1/p' <<<"$many")" "$(sed -n 's/.*loss=\([^ ]*\).*/\1/p' <<<"$one")"
 fi

@@ -149,6 +149,7 @@ done
 # the GAT and GraphSAGE example over the same shards: GraphSAGE with its dropout (drawn by
 # vertex), GAT without (its attention dropout is drawn by edge); the last loss within 1e-4 of one
 # process's (30 epochs of Adam on gradients summed in another order) and the same accuracies
+# (the GIN example over shards: install_consumer.sh)
 if [ -n "${GNN_BIN:-}" ]; then
     for model in "sage" "gat --dropout 0"; do
         expect 0 "$GNN_BIN" --model $model --data "$cora" --epochs 30 --quiet

@@ -376,6 +376,9 @@ static int step_failing_at(long at, bool streamed, bool shards) {
  * model's dropout on rows, drawn by the rows' vertices as one process draws them, or none);
  * r->out gets the own rows' outputs at their vertices' places (the rest zero), summed
  * over the ranks so that every rank holds every row. */
+/* run_shards without saga_net_set_model: over several ranks the first step must be refused */
+static bool NO_MODEL;
+
 static void run_shards(run_out *r, const saga_program *prog, bool dropout) {
     shard_net sn;
     assert_int_equal(shard_net_make(&sn, saga_test_tmp("net.shards")), SAGA_OK);
@@ -416,8 +419,21 @@ static void run_shards(run_out *r, const saga_program *prog, bool dropout) {
         assert_int_equal(saga_net_set_loss_rows(net, list, k), SAGA_OK);
         test_free(list);
     }
-    assert_int_equal(saga_net_set_model(net, m), SAGA_OK);
+    if (!NO_MODEL)
+        assert_int_equal(saga_net_set_model(net, m), SAGA_OK);
     assert_int_equal(saga_net_set_input(net, x, D.F), SAGA_OK);
+    if (NO_MODEL && saga_comm_size(comm) > 1) {
+        /* without the model the ranks' gradients would not be summed: refused on every rank */
+        assert_int_equal(saga_net_train_step(net, &r->loss[0]), SAGA_ERR_INVALID_ARG);
+        assert_non_null(strstr(saga_last_error(), "saga_net_set_model"));
+        saga_net_free(&net);
+        saga_optim_free(&opt);
+        saga_model_free(&m);
+        saga_ctx_free(&c);
+        saga_backend_free_all(&be);
+        shard_net_free(&sn);
+        return;
+    }
     for (int i = 0; i < STEPS; i++) {
         if (saga_net_train_step(net, &r->loss[i]) != SAGA_OK)
             fail_msg("train step %d over shards: %s", i, saga_last_error());
@@ -480,11 +496,26 @@ static void check_shards(const saga_program *prog, bool dropout) {
     test_free(all.out);
 }
 
+/* GCN's layers with plain sums (implicit ones, no normalisation), as GIN aggregates */
+static const saga_program SUMS = {
+    .scatter = SAGA_SCATTER_SRC,
+    .edge_weight = SAGA_WEIGHT_NONE,
+    .gather = SAGA_GATHER_SUM,
+    .apply_vertex = bias_act,
+};
+
 static void test_net_ranks_shards(void **state) {
     (void)state;
     data_load();
     check_shards(&GCN, false);
+    check_shards(&SUMS, false);
     check_shards(&GAT, false);
+    if (saga_comm_size(comm) > 1) { /* refused, every rank alike (no rank waits) */
+        run_out r;
+        NO_MODEL = true;
+        run_shards(&r, &GCN, false);
+        NO_MODEL = false;
+    }
     /* the masks of dropout on rows are drawn by vertex (GAT's on its attention, by edge, are
      * drawn by the shard's edges: not one process's) */
     check_shards(&GCN, true);

@@ -339,8 +339,9 @@ struct saga_net {
     net_dist *dist; /* several ranks; NULL with one */
     net_halo *hx;   /* several ranks over shards (o.halo); NULL otherwise */
     saga_model *model;
-    saga_comm *dcomm; /* for the model's gradients on the device (NCCL on CUDA), made at the
-                       * first training step */
+    bool model_agreed; /* over ranks: the first training pass found the model set on every rank */
+    saga_comm *dcomm;  /* for the model's gradients on the device (NCCL on CUDA), made at the
+                        * first training step */
     saga_comm_stats comm_at, dcomm_at; /* the communicators' counters when the call began */
 
     saga_net_stats stats;

@@ -1106,6 +1106,20 @@ static saga_status run(saga_net *n, bool train, net_chain *ch, float *out) {
     size_t staged_at = 0;
     SAGA_CHECK(!train || n->loss, SAGA_ERR_INVALID_ARG,
                "saga_net_train_step: no loss function (saga_net_set_loss)");
+    /* over ranks the model's gradients are summed: without it every rank would train a model of
+     * its own. Agreed at the first training pass, which every rank makes */
+    saga_comm *ranks = net_ranks_comm(n);
+    if (train && !n->model_agreed && ranks && saga_comm_size(ranks) > 1) {
+        saga_status ok = SAGA_OK;
+        if (!n->model)
+            ok = saga_error(SAGA_ERR_INVALID_ARG,
+                            "saga_net_train_step: over %d ranks each trains on its own rows, and "
+                            "the stages' gradients must be summed over them: name their model "
+                            "(saga_net_set_model), or every rank trains a model of its own",
+                            saga_comm_size(ranks));
+        SAGA_TRY(saga_comm_agree(ranks, ok));
+        n->model_agreed = true;
+    }
     /* a training pass reuses the queued one's loss memory and host gradients; other passes
      * queue behind it */
     if (train || net_ranks_comm(n))

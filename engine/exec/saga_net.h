@@ -179,7 +179,8 @@ saga_status saga_net_set_loss(saga_net *n, saga_net_loss_fn fn, void *user);
 saga_status saga_net_set_loss_rows(saga_net *n, const int32_t *vertices, int64_t count);
 /* The parameters the stages train (not owned): with several ranks, saga_net_train_step sums
  * their gradients over the ranks (saga_comm_allreduce_grads) before it returns, so every rank's
- * optimizer takes the same step. Not needed with one rank. */
+ * optimizer takes the same step; it refuses to train over several ranks without them
+ * (SAGA_ERR_INVALID_ARG). Not needed with one rank. */
 saga_status saga_net_set_model(saga_net *n, saga_model *m);
 /* The input rows (n x cols f32, row v for vertex v), copied. Call again when they change. */
 saga_status saga_net_set_input(saga_net *n, const float *x, int64_t cols);

@@ -10,12 +10,16 @@
  * scalar and MLP two linear layers with a relu between them. Two layers (the first followed by a
  * relu), dropout before each, log-softmax in the loss, Adam. Prints one line per epoch (unless
  * --quiet) and at the end the test accuracy at the epoch with the best validation accuracy, as
- * `test_accuracy=...`. */
+ * `test_accuracy=...`. Under mpirun DIR may be a shard directory (`saga partition --data DIR
+ * --shards R`): each rank then reads its own shard alone and trains on its local graph, the halo's
+ * rows coming from their owners before each aggregation. */
 #include <saga/saga.h>
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 typedef struct options {
     const char *data;
@@ -207,12 +211,14 @@ int main(int argc, char **argv) {
     if (parse_args(&o, argc, argv) < 0)
         return 2;
 
+    saga_comm *comm = NULL;
     saga_backend *be = NULL;
     saga_ctx *c = NULL;
     saga_model *params = NULL;
     saga_optim *opt = NULL;
     saga_net *net = NULL;
     saga_dataset d = {0};
+    saga_shard *shard = NULL;
     float *scores = NULL, *eval_out = NULL;
     int32_t *eval_rows = NULL;
     int32_t *scratch = NULL;
@@ -223,10 +229,18 @@ int main(int argc, char **argv) {
      * through it part by part, with the same results. */
     saga_backend_params bp = saga_backend_params_defaults();
     bp.budget_bytes = o.device_mem;
-    if (saga_backend_open(&be, o.device, &bp) < 0)
+    /* Under mpirun the processes are ranks; a shard directory (saga partition --data DIR
+     * --shards R) gives each its own shard alone: its rows, their in-edges and the halo */
+    if (saga_comm_open(&comm, "auto") < 0 || saga_backend_open(&be, o.device, &bp) < 0)
         goto done;
+    const bool lead = saga_comm_rank(comm) == 0;
+    char manifest[4096];
+    snprintf(manifest, sizeof manifest, "%s/manifest.txt", o.data);
+    const bool shards = access(manifest, F_OK) == 0;
     /* edges, features (row-normalised), labels and the split, checked */
-    if (saga_dataset_load(&d, o.data, NULL) < 0)
+    if ((shards
+             ? saga_shards_dataset(&d, &shard, o.data, saga_comm_rank(comm), saga_comm_size(comm))
+             : saga_dataset_load(&d, o.data, NULL)) < 0)
         goto done;
     if (saga_ctx_new(&c, be, o.seed) < 0 || saga_model_new(&params, be) < 0)
         goto done;
@@ -246,8 +260,20 @@ int main(int argc, char **argv) {
     saga_net_opts no = saga_net_opts_defaults();
     no.exec = o.stream ? SAGA_EXEC_STREAM : SAGA_EXEC_AUTO;
     no.self_loops = SAGA_DGRAPH_SELF_LOOPS_KEEP;
-    if (saga_net_new(&net, c, d.graph, &no) < 0 || !gin_layer_add(net, &l1) ||
-        !gin_layer_add(net, &l2))
+    saga_net_halo hx = {0};
+    if (shards) { /* the halo's rows come from their owners before each aggregation */
+        hx = (saga_net_halo){.comm = comm,
+                             .n_own = (int32_t)shard->n_own,
+                             .recv_offsets = shard->halo_offsets,
+                             .send_offsets = shard->send_offsets,
+                             .send_rows = shard->send_rows,
+                             .out_degree = shard->out_degree,
+                             .row_ids = shard->vertex};
+        no.halo = &hx;
+    }
+    /* with ranks, the model whose gradients they sum */
+    if (saga_net_new(&net, c, d.graph, &no) < 0 || saga_net_set_model(net, params) < 0 ||
+        !gin_layer_add(net, &l1) || !gin_layer_add(net, &l2))
         goto done;
     const int64_t n = d.n_vertices;
     scratch = malloc(2 * (size_t)n * sizeof *scratch);
@@ -267,6 +293,9 @@ int main(int argc, char **argv) {
     int64_t n_train = 0;
     for (int64_t i = 0; i < d.n_train; i++)
         n_train += !is_train[d.train[i]], is_train[d.train[i]] = 1;
+    /* over shards the loss is the mean over every rank's training rows */
+    if (shards && saga_comm_allreduce(comm, &n_train, 1, SAGA_I64, SAGA_COMM_SUM, NULL) < 0)
+        goto done;
     loss_data ld = {d.labels, is_train, n_train, scratch, scratch + n};
     saga_status st = saga_net_set_loss(net, loss_rows, &ld);
     if (st == SAGA_OK) /* the loss reads the training rows alone: the net computes what they read */
@@ -278,7 +307,7 @@ int main(int argc, char **argv) {
     if (st < 0)
         goto done;
 
-    double best_val = -1, test_at_best = 0;
+    double best_val = -1, test_at_best = 0, last_loss = 0;
     int best_epoch = 0;
     for (int epoch = 1; epoch <= o.epochs; epoch++) {
         double t0 = saga_now(), loss = 0;
@@ -287,22 +316,31 @@ int main(int argc, char **argv) {
         /* inference: logits, whose arg-max is the log-softmax's */
         if (evaluate(net, eval_rows, d.n_val + d.n_test, C, eval_out, scores) < 0)
             goto done;
-        double val = saga_accuracy(scores, C, d.labels, d.val, d.n_val);
-        double test = saga_accuracy(scores, C, d.labels, d.test, d.n_test);
+        /* over shards, the right answers of every rank's rows */
+        double right[4] = {round(saga_accuracy(scores, C, d.labels, d.val, d.n_val) * d.n_val),
+                           round(saga_accuracy(scores, C, d.labels, d.test, d.n_test) * d.n_test),
+                           (double)d.n_val, (double)d.n_test};
+        if (shards && saga_comm_allreduce(comm, right, 4, SAGA_F64, SAGA_COMM_SUM, NULL) < 0)
+            goto done;
+        double val = right[2] > 0 ? right[0] / right[2] : 0;
+        double test = right[3] > 0 ? right[1] / right[3] : 0;
+        last_loss = loss;
         if (val > best_val) {
             best_val = val;
             test_at_best = test;
             best_epoch = epoch;
         }
-        if (!o.quiet)
+        if (!o.quiet && lead)
             printf("epoch %3d  loss %.4f  val %.4f  test %.4f  eps %.3f %.3f  %.1f ms\n", epoch,
                    loss, val, test, saga_item(l1.eps), saga_item(l2.eps), (saga_now() - t0) * 1e3);
     }
     saga_net_stats ns;
     saga_net_get_stats(net, &ns);
-    printf("model=gin best_epoch=%d val_accuracy=%.4f test_accuracy=%.4f memory=\"%s\" "
-           "peak_device_bytes=%zu\n",
-           best_epoch, best_val, test_at_best, saga_net_describe(net), ns.peak_device_bytes);
+    if (lead)
+        printf("model=gin best_epoch=%d val_accuracy=%.4f test_accuracy=%.4f loss=%.9g "
+               "memory=\"%s\" peak_device_bytes=%zu\n",
+               best_epoch, best_val, test_at_best, last_loss, saga_net_describe(net),
+               ns.peak_device_bytes);
     rc = 0;
 
 done:
@@ -318,6 +356,8 @@ done:
     saga_model_free(&params);
     saga_ctx_free(&c);
     saga_dataset_free(&d);
+    saga_shard_close(&shard);
     saga_backend_free_all(&be);
+    saga_comm_free(&comm);
     return rc;
 }
