@@ -870,6 +870,12 @@ fail:
     return st;
 }
 
+bool cli_is_shards(const char *path) {
+    char manifest[4200];
+    snprintf(manifest, sizeof manifest, "%s/manifest.txt", path);
+    return access(manifest, F_OK) == 0;
+}
+
 saga_status cli_shards_open(const char *dir, saga_comm *comm, saga_shards_manifest *m,
                             saga_shard **sh, saga_graph **lg, saga_net_halo *hx) {
     saga_status st = SAGA_OK;

@@ -233,6 +233,8 @@ void cli_progress_end(cli_ctx *c);
 /* Loads a graph with the loading options, timing it. */
 saga_status cli_load_graph(cli_ctx *c, saga_graph **g, const char *path, double *seconds);
 
+/* Whether path is a directory of shards (saga partition --shards: it holds a manifest). */
+bool cli_is_shards(const char *path);
 /* Over shards (a directory of saga partition --shards, under a launcher): dir's manifest (*m),
  * this rank's shard (*sh), its local graph (*lg) and what a net over it exchanges (*hx, without
  * row ids); SAGA_ERR_INVALID_ARG when dir holds another number of shards than there are ranks. */

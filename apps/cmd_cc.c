@@ -5,7 +5,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 enum {
     OPT_TOP,
@@ -152,9 +151,7 @@ static int cc_main(int argc, char **argv) {
     saga_net_halo hx = {0};
     int64_t *ids = NULL;
     int32_t *local = NULL;
-    char mpath[4200];
-    snprintf(mpath, sizeof mpath, "%s/manifest.txt", path);
-    const bool shards = access(mpath, F_OK) == 0;
+    const bool shards = cli_is_shards(path);
     /* ranks: the executor over them when a launcher started several; each reads the graph and
      * symmetrizes it the same way, or maps its own shard */
     if (cli_comm_open(&c, &comm) < 0)

@@ -8,7 +8,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 enum {
     OPT_DAMPING,
@@ -319,9 +318,7 @@ static int pagerank_main(int argc, char **argv) {
     saga_net_halo hx = {0};
     int64_t *ids = NULL;
     double *local = NULL;
-    char mpath[4200];
-    snprintf(mpath, sizeof mpath, "%s/manifest.txt", path);
-    const bool shards = access(mpath, F_OK) == 0;
+    const bool shards = cli_is_shards(path);
     /* ranks: the executor over them when a launcher started several; each reads the graph, or
      * its own shard of it */
     if (cli_comm_open(&c, &comm) < 0)

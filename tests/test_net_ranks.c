@@ -422,17 +422,12 @@ static void run_shards(run_out *r, const saga_program *prog, bool dropout) {
     if (!NO_MODEL)
         assert_int_equal(saga_net_set_model(net, m), SAGA_OK);
     assert_int_equal(saga_net_set_input(net, x, D.F), SAGA_OK);
+    float *y = NULL;
     if (NO_MODEL && saga_comm_size(comm) > 1) {
         /* without the model the ranks' gradients would not be summed: refused on every rank */
         assert_int_equal(saga_net_train_step(net, &r->loss[0]), SAGA_ERR_INVALID_ARG);
         assert_non_null(strstr(saga_last_error(), "saga_net_set_model"));
-        saga_net_free(&net);
-        saga_optim_free(&opt);
-        saga_model_free(&m);
-        saga_ctx_free(&c);
-        saga_backend_free_all(&be);
-        shard_net_free(&sn);
-        return;
+        goto done;
     }
     for (int i = 0; i < STEPS; i++) {
         if (saga_net_train_step(net, &r->loss[i]) != SAGA_OK)
@@ -442,7 +437,7 @@ static void run_shards(run_out *r, const saga_program *prog, bool dropout) {
     saga_net_get_stats(net, &r->st);
     if (LOSS_EVERY) /* the last stage computes the loss rows alone, the second fewer than all */
         assert_true(r->st.stage_rows[3] <= own / 2 && r->st.stage_rows[1] < nl);
-    float *y = test_malloc((size_t)nl * (size_t)D.C * sizeof *y + 4);
+    y = test_malloc((size_t)nl * (size_t)D.C * sizeof *y + 4);
     assert_int_equal(saga_net_forward(net, y), SAGA_OK);
     for (int64_t k = (int64_t)own * D.C; k < (int64_t)nl * D.C; k++)
         assert_true(y[k] == 0.0f); /* the halo's rows are their owners' */
@@ -468,7 +463,9 @@ static void run_shards(run_out *r, const saga_program *prog, bool dropout) {
                       "%.4f s\n",
                       own, (long long)r->st.remote_rows, (unsigned long long)r->st.comm_sent_bytes,
                       (unsigned long long)r->st.comm_recv_bytes, r->st.comm_seconds);
-    test_free(y);
+done:
+    if (y)
+        test_free(y);
     saga_net_free(&net);
     saga_optim_free(&opt);
     saga_model_free(&m);
