@@ -499,7 +499,8 @@ static int gcn_main(int argc, char **argv) {
     st = gcn_train(&r, be, &d, &go, on_epoch, &sink);
     progress_end(&sink);
     if (st < 0) {
-        agreed = false; /* the others may be waiting for this rank */
+        /* the others may be waiting for this rank, unless every rank learnt of the failure */
+        agreed = saga_comm_failure_agreed(comm);
         goto fail;
     }
     /* closing them can fail on rank 0 alone, before the collective that gathers the figures */

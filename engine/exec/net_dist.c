@@ -123,12 +123,18 @@ saga_status net_dist_agree_partition(saga_net *n) {
     int64_t lo[2] = {(int64_t)(hd >> 1), (int64_t)(hp >> 1)}, hi[2] = {lo[0], lo[1]};
     SAGA_TRY(saga_comm_allreduce(n->o.comm, lo, 2, SAGA_I64, SAGA_COMM_MIN, NULL));
     SAGA_TRY(saga_comm_allreduce(n->o.comm, hi, 2, SAGA_I64, SAGA_COMM_MAX, NULL));
-    SAGA_CHECK(lo[0] == hi[0], SAGA_ERR_COMM,
-               "saga_net: the ranks hold different graphs or input rows (their counts, in-edges "
-               "or values differ): every rank must load the same data");
-    SAGA_CHECK(lo[1] == hi[1], SAGA_ERR_COMM,
-               "saga_net: the ranks partitioned the graph differently (a METIS of another build "
-               "on some machine?)");
+    if (lo[0] != hi[0])
+        st = saga_error(SAGA_ERR_COMM,
+                        "saga_net: the ranks hold different graphs or input rows (their counts, "
+                        "in-edges or values differ): every rank must load the same data");
+    else if (lo[1] != hi[1])
+        st = saga_error(SAGA_ERR_COMM,
+                        "saga_net: the ranks partitioned the graph differently (a METIS of another "
+                        "build on some machine?)");
+    /* every rank saw the same sums, so a failure is every rank's: agreed as such, each rank
+     * returns it with its own message instead of stopping the job (where one rank's stop could
+     * cut the others' messages short) */
+    return saga_comm_agree(n->o.comm, st);
 fail:
     return st;
 }
