@@ -21,6 +21,7 @@ void net_halo_free(saga_net *n) {
     saga_free(x->send_rows);
     saga_free(x->deg_off);
     saga_free(x->cnt);
+    saga_free(x->vals);
     saga_free(x);
     n->hx = NULL;
 }
@@ -387,11 +388,12 @@ saga_status net_halo_rows_f64(saga_net *n, double *v) {
     saga_status st = SAGA_OK;
     net_halo *x = n->hx;
     const int p = x->size;
-    double *sb = NULL;
     const int64_t n_send = x->send_off[p];
     double t0 = saga_now();
-    SAGA_TRY(
-        saga_alloc_array((void **)&sb, n_send ? (size_t)n_send : 1, sizeof *sb, "halo values"));
+    if (!x->vals) /* once: every call sends the same rows */
+        SAGA_TRY(saga_alloc_array((void **)&x->vals, n_send ? (size_t)n_send : 1, sizeof *x->vals,
+                                  "halo values"));
+    double *sb = x->vals;
     for (int64_t j = 0; j < n_send; j++)
         sb[j] = v[x->send_rows[j]];
     size_t *sc = x->cnt, *so = x->cnt + p, *rc = x->cnt + 2 * p, *ro = x->cnt + 3 * p;
@@ -405,6 +407,5 @@ saga_status net_halo_rows_f64(saga_net *n, double *v) {
     x->rows_moved += (uint64_t)x->recv_off[p];
 fail:
     x->seconds += saga_now() - t0;
-    saga_free(sb);
     return st;
 }

@@ -128,6 +128,7 @@ typedef struct net_halo {
     int32_t *d_keys;     /* the same on the device */
     int64_t *deg_off;    /* n_local + 1: offsets whose steps are SYMNORM's out-degrees, or NULL */
     size_t *cnt;         /* 4 x size: byte counts and offsets of one all-to-all */
+    double *vals;        /* send_off[size] values of net_halo_rows_f64, made at its first call */
     uint64_t rows_moved; /* halo rows received in the current call (forward) */
     double seconds;      /* in exchanges and the reductions, the current call */
 } net_halo;

@@ -632,15 +632,21 @@ static saga_status stage_input(saga_net *n, int s, int32_t d, const nblock *b, s
     return SAGA_OK;
 }
 
+/* Every step of stage s (a part's or a slice's) draws dropout's masks from the counter its first
+ * step found (the rows' ids tell the masks apart). */
+static void stage_rng(saga_net *n, int s, bool first) {
+    if (first)
+        n->stages[s].rng = saga_ctx_rng_counter(n->c);
+    else
+        saga_ctx_set_rng_counter(n->c, n->stages[s].rng);
+}
+
 static saga_status run_fwd(saga_net *n, int s, int32_t d, bool train, bool first) {
     saga_status st = SAGA_OK;
     saga_ctx *c = n->c;
     stage *sg = &n->stages[s];
     nblock *b = part_block(n, s, d, train);
-    if (first)
-        sg->rng = saga_ctx_rng_counter(c);
-    else
-        saga_ctx_set_rng_counter(c, sg->rng);
+    stage_rng(n, s, first);
     saga_tape_pos mark = saga_tape_mark(c);
     saga_sparse xs_, *xs = NULL;
     saga_tensor *H = NULL;
@@ -968,15 +974,6 @@ static saga_status slice_input(saga_net *n, const net_slice *sl, saga_tensor **h
     return SAGA_OK;
 }
 
-/* Every slice of a stage draws dropout's masks from the counter its first slice found (the rows'
- * ids tell the masks apart), as the parts' steps do (run_fwd). */
-static void slice_rng(saga_net *n, int s, bool first) {
-    if (first)
-        n->stages[s].rng = saga_ctx_rng_counter(n->c);
-    else
-        saga_ctx_set_rng_counter(n->c, n->stages[s].rng);
-}
-
 /* Slice sl of a sliced chain (net_chain.slices): its stage on its rows, from its input rows (or
  * its halo's), into its output block; training, first: the first slice of its stage. */
 static saga_status slice_step(saga_net *n, const net_slice *sl, bool train, bool first) {
@@ -985,7 +982,7 @@ static saga_status slice_step(saga_net *n, const net_slice *sl, bool train, bool
     const int s = sl->s;
     nblock *b = sl->blk;
     if (train)
-        slice_rng(n, s, first);
+        stage_rng(n, s, first);
     saga_tape_pos mark = saga_tape_mark(c);
     saga_sparse xs_, *xs = NULL;
     saga_tensor *h = NULL;
@@ -1015,7 +1012,7 @@ static saga_status slice_train_step(saga_net *n, const net_slice *sl, bool last,
     nblock *b = sl->blk;
     const int32_t P = b->v1 - b->v0;
     if (last)
-        slice_rng(n, s, first);
+        stage_rng(n, s, first);
     else
         saga_ctx_set_rng_counter(c, sg->rng);
     saga_tape_pos mark = saga_tape_mark(c);
