@@ -21,6 +21,7 @@ enum {
     OPT_EXPLAIN,
     OPT_PROFILE_ITERATIONS,
     OPT_DEVICE,
+    OPT_ORDER,
     OPT_EXEC, /* the CLI_EXEC_N_OPTS options of CLI_EXEC_OPTS */
 };
 static const cli_opt pagerank_opts[] = {
@@ -47,7 +48,12 @@ static const cli_opt pagerank_opts[] = {
      "SAGA_CUDASIM_STATS); nothing on the CPU."},
     {"device", 0, "DEV", NULL,
      CLI_DEVICE_HELP " PageRank runs through the graph executor on every device: in memory "
-                     "(rows in out-degree order, one kernel per iteration) or streamed."},
+                     "(rows in the order of --order, one kernel per iteration) or streamed."},
+    {"order", 0, "ORDER", "auto",
+     "The order of the rows in memory on one rank; the scores are the same in any (to rounding) "
+     "and stay in the file's ids. degree: rows grouped by in-degree, so that neighbouring rows "
+     "run the same loop, and by out-degree within a group, so that the sources most edges read "
+     "share the cache; out-degree: by out-degree alone; graph: the file's. auto is degree."},
     CLI_EXEC_OPTS,
     {0}};
 
@@ -167,8 +173,8 @@ fail:
  * streamed under --device-mem, over the ranks of comm. */
 static saga_status pagerank_exec(double **scores, pr_result *r, saga_net_stats *ns,
                                  const saga_graph *g, const saga_net_halo *hx, const pr_opts *po,
-                                 saga_backend *be, const cli_exec *ea, saga_comm *comm, FILE *trace,
-                                 bool explain) {
+                                 saga_vertex_order order, saga_backend *be, const cli_exec *ea,
+                                 saga_comm *comm, FILE *trace, bool explain) {
     saga_status st = SAGA_OK;
     saga_ctx *c = NULL;
     saga_net *net = NULL;
@@ -177,6 +183,7 @@ static saga_status pagerank_exec(double **scores, pr_result *r, saga_net_stats *
     saga_net_opts no = cli_exec_net_opts(ea);
     no.comm = comm;
     no.trace = trace;
+    no.order = order;
     no.profile_first = po->profile_first;
     no.profile_last = po->profile_last;
     if (hx) { /* over shards: the local graph, the halo's exchanges */
@@ -249,6 +256,7 @@ static int pagerank_main(int argc, char **argv) {
     int64_t v = 0, k = 10;
     cli_exec ea = cli_exec_defaults();
     const char *device = cli_default_device();
+    saga_vertex_order order = SAGA_ORDER_AUTO;
     int o;
     cli_begin(&c, &cli_cmd_pagerank, argc, argv);
     while ((o = cli_next(&c, &arg)) >= 0) {
@@ -286,6 +294,19 @@ static int pagerank_main(int argc, char **argv) {
             break;
         case OPT_DEVICE:
             device = arg;
+            break;
+        case OPT_ORDER:
+            if (strcmp(arg, "auto") == 0)
+                order = SAGA_ORDER_AUTO;
+            else if (strcmp(arg, "degree") == 0)
+                order = SAGA_ORDER_DEGREE;
+            else if (strcmp(arg, "out-degree") == 0)
+                order = SAGA_ORDER_OUT_DEGREE;
+            else if (strcmp(arg, "graph") == 0)
+                order = SAGA_ORDER_GRAPH;
+            else
+                bad = cli_usage(&c, "--order must be auto, degree, out-degree or graph, got '%s'",
+                                arg);
             break;
         default:
             bad = cli_exec_opt(&c, o - OPT_EXEC, arg, &ea);
@@ -358,8 +379,8 @@ static int pagerank_main(int argc, char **argv) {
         agreed = false;
         goto fail;
     }
-    if (pagerank_exec(shards ? &local : &x, &r, &ns, shards ? lg : g, shards ? &hx : NULL, &po, be,
-                      &ea, comm, trace, explain) < 0) {
+    if (pagerank_exec(shards ? &local : &x, &r, &ns, shards ? lg : g, shards ? &hx : NULL, &po,
+                      order, be, &ea, comm, trace, explain) < 0) {
         agreed = false;
         goto fail;
     }

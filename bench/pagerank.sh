@@ -3,9 +3,12 @@
 # with the floor the memory system sets beside each time.
 #
 #   bench/pagerank.sh [BUILD_DIR]   (SCALE=22 EDGE_FACTOR=16 ITERS=20 RUNS=5 DAMPING=0.85
-#                                    THREADS="1 2" GAP_DIR= LLC_BYTES= GRAPH=)
+#                                    THREADS="1 2" GAP_DIR= LLC_BYTES= GRAPH= ORDERS=degree)
 #
-# GRAPH names an edge list (a SNAP file, .gz or not) to run instead of the R-MAT graph.
+# GRAPH names an edge list (a SNAP file, .gz or not) to run instead of the R-MAT graph. ORDERS
+# lists saga's vertex orders to run (`saga pagerank --order`): the first is the "saga" column the
+# peers are compared with, each other one gets a column of its own with the first's time over
+# its time (ORDERS="degree out-degree graph" shows what each order buys).
 #
 # The peers:
 #   graphblas  bench/pagerank_graphblas.c: SuiteSparse:GraphBLAS as LAGraph's LAGr_PageRank uses it
@@ -38,6 +41,7 @@ iters=${ITERS:-20}
 runs=${RUNS:-5}
 damping=${DAMPING:-0.85}
 threads_list=${THREADS:-1 2}
+read -r -a orders <<<"${ORDERS:-degree}"
 saga=$build/bin/saga
 grb=$build/bin/pagerank_graphblas
 spmm=$build/bin/bench_spmm
@@ -118,12 +122,17 @@ for t in $threads_list; do
         rnd = f <= llc ? f : f + m * 64 * (1 - llc / f)
         printf "%.6f", (stream + rnd) / (bw * 1e9) }')
     s_all= g_all= p_all= v_all=
+    declare -A o_all=()
     for ((i = 1; i <= runs; i++)); do
-        j=$("$saga" pagerank "$graph" --damping "$damping" --tol $tiny --max-iters "$iters" \
-            --allow-unconverged --top 10 --out "$out/pagerank-saga.txt" --json --quiet --threads "$t")
-        spi=$(echo "$j" | sed 's/.*"seconds_per_iteration":\([0-9.e+-]*\).*/\1/')
-        echo "$t threads, round $i: saga $(ms "$spi") ms"
-        s_all="$s_all $spi"
+        for o in "${orders[@]}"; do
+            j=$("$saga" pagerank "$graph" --damping "$damping" --tol $tiny --max-iters "$iters" \
+                --allow-unconverged --top 10 --out "$out/pagerank-saga-$o.txt" --json --quiet \
+                --threads "$t" --order "$o")
+            spi=$(echo "$j" | sed 's/.*"seconds_per_iteration":\([0-9.e+-]*\).*/\1/')
+            echo "$t threads, round $i: saga --order $o $(ms "$spi") ms"
+            o_all[$o]="${o_all[$o]:-} $spi"
+        done
+        s_all=${o_all[${orders[0]}]}
         if [ $have_grb = 1 ]; then
             r=$("$grb" "$graph" --damping "$damping" --tol 0 --max-iters "$iters" --top 0 \
                 --out "$out/pagerank-graphblas.txt" 2>/dev/null | tail -n1)
@@ -153,10 +162,14 @@ for t in $threads_list; do
             table[$t]+=" | -"
         fi
     done
+    for o in "${orders[@]:1}"; do
+        x=$(median ${o_all[$o]})
+        table[$t]+=" | $(ms "$x") ($(ratio "$s" "$x"))"
+    done
 done
 
 if [ $have_grb = 1 ]; then
-    l1=$(paste -d' ' "$out/pagerank-saga.txt" "$out/pagerank-graphblas.txt" | awk '
+    l1=$(paste -d' ' "$out/pagerank-saga-${orders[0]}.txt" "$out/pagerank-graphblas.txt" | awk '
         $1 != $3 { print "id mismatch at line " NR > "/dev/stderr"; exit 1 }
         { d = $2 - $4; d = d < 0 ? -d : d; s += d; r = $2 > 0 ? d / $2 : 0; if (r > mr) mr = r }
         END { printf "L1 %.3g, largest relative difference %.3g", s, mr }')
@@ -164,7 +177,11 @@ if [ $have_grb = 1 ]; then
 fi
 echo
 echo "== ms per iteration, medians of $runs alternating rounds (saga / peer in brackets)"
-echo "threads | saga | floor (saga / floor) | triad GB/s | GraphBLAS (LAGraph) | GAP pr | GAP pr_spmv"
+head="threads | saga (--order ${orders[0]}) | floor (saga / floor) | triad GB/s | GraphBLAS (LAGraph) | GAP pr | GAP pr_spmv"
+for o in "${orders[@]:1}"; do
+    head+=" | saga --order $o"
+done
+echo "$head"
 for t in $threads_list; do
     echo "$t | ${table[$t]}"
 done

@@ -67,6 +67,21 @@ OMP_NUM_THREADS=3 expect 0 "$SAGA_BIN" pagerank --json --tol 1e-12 --top 20 "$sl
 json_get '[t["score"] for t in j["top"]]' >"$TMP/slashdot.three"
 cmp -s "$TMP/slashdot.default" "$TMP/slashdot.three" || fail "three threads give different scores"
 
+# Every --order ranks the same within the reference's bound, and --explain names the order.
+for order in out-degree graph; do
+    expect 0 "$SAGA_BIN" pagerank --json --tol 1e-12 --top 20 --order $order --explain "$slashdot"
+    compare "soc-Slashdot0902 --order $order" "$slashdot_ref"
+    if [ $order = graph ]; then
+        grep -q "rows by" "$ERR" && fail "--order graph: $(grep "rows by" "$ERR")"
+    else
+        expect_err "rows by out-degree"
+    fi
+done
+expect 0 "$SAGA_BIN" pagerank --top 0 --explain --device cpu "$karate"
+expect_err "rows by in-degree group, then out-degree"
+expect 2 "$SAGA_BIN" pagerank --order sideways "$karate"
+expect_err "--order must be auto, degree, out-degree or graph, got 'sideways'"
+
 # --undirected on a directed .sgr: the undirected graph of the text path, so the same scores bit
 # for bit (before, the .sgr stayed directed and another vertex came first: 1, not 160). Without
 # options the .sgr ranks as the directed text file does.

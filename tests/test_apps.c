@@ -218,7 +218,7 @@ static void test_apps_pagerank_thread_independent(void **state) {
     saga_graph_free(&g);
 }
 
-/* The executor's PageRank (in memory: rows in out-degree order, one pull kernel an iteration)
+/* The executor's PageRank (in memory: rows in degree order, one pull kernel an iteration)
  * against this reference loop, to convergence on an R-MAT graph: the same iteration count and
  * the same scores to rounding (saga_test_pagerank_bound: the two add in different orders), on 1
  * and 2 threads. */

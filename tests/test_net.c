@@ -14,6 +14,7 @@
 #include "test_util.h"
 
 #include "half_impl.h"
+#include "net_impl.h"
 #include "net_models.h"
 #include "nn_impl.h"
 
@@ -1882,17 +1883,19 @@ static size_t pagerank_net(size_t budget, saga_partition_method pm, double *rank
     return pagerank_net_with(budget, pm, SAGA_ORDER_AUTO, 0, rank, st);
 }
 
-/* In memory, rows in out-degree order (the default for PageRank) and in the graph's order give
- * the reference's ranks in the graph's ids; each is the same bits for 1 and 3 threads. */
+/* In memory, rows in degree order (the default for PageRank), in out-degree order and in the
+ * graph's order give the reference's ranks in the graph's ids; each is the same bits for 1 and 3
+ * threads. */
 static void test_net_pagerank_orders_and_threads(void **state) {
     (void)state;
     data_load();
     int32_t n = D.n;
-    double *ref = test_malloc((size_t)n * sizeof *ref), *r[2][2];
+    double *ref = test_malloc((size_t)n * sizeof *ref), *r[3][2];
     pagerank_ref(D.g, 0.85, 30, ref);
     const double bound = saga_test_pagerank_bound(D.g, 0.85);
-    static const saga_vertex_order orders[] = {SAGA_ORDER_DEGREE, SAGA_ORDER_GRAPH};
-    for (int o = 0; o < 2; o++)
+    static const saga_vertex_order orders[] = {SAGA_ORDER_DEGREE, SAGA_ORDER_OUT_DEGREE,
+                                               SAGA_ORDER_GRAPH};
+    for (int o = 0; o < 3; o++)
         for (int t = 0; t < 2; t++) {
             saga_net_stats st;
             r[o][t] = test_malloc((size_t)n * sizeof *r[o][t]);
@@ -1904,12 +1907,68 @@ static void test_net_pagerank_orders_and_threads(void **state) {
                      (int)orders[o], t ? 3 : 1);
             saga_test_assert_close_f64(what, r[o][t], ref, n, bound, 0);
         }
-    for (int o = 0; o < 2; o++) {
+    for (int o = 0; o < 3; o++) {
         assert_memory_equal(r[o][0], r[o][1], (size_t)n * sizeof(double));
         test_free(r[o][0]);
         test_free(r[o][1]);
     }
     test_free(ref);
+}
+
+/* PageRank's degree orders, checked against their definitions on a graph whose in-degrees span
+ * the exact groups (0 to 32) and the powers of two (hubs with up to 300 in-edges), with ties:
+ * each a permutation; by out-degree, highest first, ties by id; with the in-degree groups,
+ * groups the longest first and within a group the out-degree order. */
+static void test_net_degree_orders(void **state) {
+    (void)state;
+    enum { V = 700 };
+    int32_t *src = test_malloc(V * 320 * sizeof *src), *dst = test_malloc(V * 320 * sizeof *dst);
+    int64_t m = 0;
+    uint64_t r = 12345;
+    for (int32_t v = 0; v < V; v++) {
+        /* in-degree: v % 40 for most, 33..300 for every 50th */
+        int32_t din = v % 50 == 0 ? 33 + v * 267 / V : v % 40;
+        for (int32_t k = 0; k < din; k++) {
+            r = r * 6364136223846793005ULL + 1442695040888963407ULL;
+            src[m] = (int32_t)((r >> 33) % (V / 3)); /* out-degrees uneven, some zero */
+            dst[m++] = v;
+        }
+    }
+    saga_graph_opts go = saga_graph_opts_defaults();
+    go.duplicates = SAGA_DUPLICATES_KEEP;
+    saga_graph *g = NULL;
+    assert_int_equal(saga_graph_from_edges(&g, V, m, src, dst, NULL, NULL, &go), SAGA_OK);
+    const saga_csr in = saga_graph_in(g), out = saga_graph_out(g);
+    int32_t ids[V];
+    for (int mode = 0; mode < 2; mode++) {
+        assert_int_equal(net_degree_order(g, mode == 1, ids), SAGA_OK);
+        bool seen[V] = {false};
+        int64_t prev_group = INT64_MAX, prev_out = INT64_MAX;
+        int32_t prev_v = -1;
+        for (int32_t i = 0; i < V; i++) {
+            const int32_t v = ids[i];
+            assert_true(v >= 0 && v < V && !seen[v]);
+            seen[v] = true;
+            const int64_t d = in.offsets[v + 1] - in.offsets[v],
+                          o = out.offsets[v + 1] - out.offsets[v];
+            int64_t group = 0;
+            if (mode == 1) {
+                group = d;
+                if (d > 32) /* 33-63, 64-127, 128-255, ... */
+                    for (group = 33; (d >> (group - 28 + 1)) != 0; group++)
+                        ;
+                if (group < prev_group)
+                    prev_out = INT64_MAX, prev_v = -1;
+                assert_true(group <= prev_group);
+            }
+            assert_true(o <= prev_out);
+            assert_true(o < prev_out || v > prev_v);
+            prev_group = group, prev_out = o, prev_v = v;
+        }
+    }
+    saga_graph_free(&g);
+    test_free(src);
+    test_free(dst);
 }
 
 /* The degree order is PageRank's: a net with stages refuses it when it prepares, and says why. */
@@ -2007,6 +2066,7 @@ int main(void) {
         cmocka_unit_test(test_net_transfer_precision),
         cmocka_unit_test(test_net_pagerank_streamed_equals_memory),
         cmocka_unit_test(test_net_pagerank_orders_and_threads),
+        cmocka_unit_test(test_net_degree_orders),
         cmocka_unit_test(test_net_degree_order_refused_with_stages),
     };
     return cmocka_run_group_tests(tests, NULL, teardown);
