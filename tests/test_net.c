@@ -1941,7 +1941,7 @@ static void test_net_degree_orders(void **state) {
     const saga_csr in = saga_graph_in(g), out = saga_graph_out(g);
     int32_t ids[V];
     for (int mode = 0; mode < 2; mode++) {
-        assert_int_equal(net_degree_order(g, mode == 1, ids), SAGA_OK);
+        assert_int_equal(net_degree_order(g, mode == 1, V, ids), SAGA_OK);
         bool seen[V] = {false};
         int64_t prev_group = INT64_MAX, prev_out = INT64_MAX;
         int32_t prev_v = -1;

@@ -571,9 +571,10 @@ static void test_net_ranks_pagerank(void **state) {
     test_free(all);
 }
 
-/* Over shards each rank iterates its own rows, the halo's contributions from their owners: the
- * scores of one process on the whole graph within the bound (every rank's own rows put together
- * by a sum over the ranks), in as many iterations; a rank's halo rows are left 0. */
+/* Over shards each rank iterates its own rows, the halo's contributions from their owners, with
+ * its own rows in degree order (the default) and in the shard's order: the scores of one process
+ * on the whole graph within the bound (every rank's own rows put together by a sum over the
+ * ranks), in as many iterations; a rank's halo rows are left 0. */
 static void test_net_ranks_pagerank_shards(void **state) {
     (void)state;
     data_load();
@@ -581,38 +582,42 @@ static void test_net_ranks_pagerank_shards(void **state) {
     assert_int_equal(shard_net_make(&sn, saga_test_tmp("pr.shards")), SAGA_OK);
     const saga_shard *sh = sn.sh;
     double *one = test_malloc((size_t)D.n * sizeof(double));
-    double *all = test_calloc((size_t)D.n, sizeof(double));
+    double *all = test_malloc((size_t)D.n * sizeof(double));
     double *local = test_malloc((size_t)sh->n_local * sizeof(double) + 8);
     int i1 = 0, i2 = 0;
     pagerank(one, NULL, 0, &i1);
-    saga_backend *be = backend(0);
-    saga_ctx *c = NULL;
-    assert_int_equal(saga_ctx_new(&c, be, 1), SAGA_OK);
-    saga_net_opts no = saga_net_opts_defaults();
-    no.halo = &sn.hx;
-    saga_net *net = NULL;
-    assert_int_equal(saga_net_new(&net, c, sn.lg, &no), SAGA_OK);
-    double l1 = 0;
-    if (saga_net_pagerank(net, 0.85, 1e-10, 100, local, &i2, &l1) != SAGA_OK)
-        fail_msg("pagerank over shards: %s", saga_last_error());
-    saga_net_stats st;
-    saga_net_get_stats(net, &st);
-    for (int64_t l = 0; l < sh->n_local; l++) {
-        if (l < sh->n_own)
-            all[sh->orig_id[l]] = local[l];
-        else
-            assert_true(local[l] == 0.0);
+    for (int order = 0; order < 2; order++) {
+        memset(all, 0, (size_t)D.n * sizeof(double));
+        saga_backend *be = backend(0);
+        saga_ctx *c = NULL;
+        assert_int_equal(saga_ctx_new(&c, be, 1), SAGA_OK);
+        saga_net_opts no = saga_net_opts_defaults();
+        no.halo = &sn.hx;
+        no.order = order ? SAGA_ORDER_GRAPH : SAGA_ORDER_AUTO;
+        saga_net *net = NULL;
+        assert_int_equal(saga_net_new(&net, c, sn.lg, &no), SAGA_OK);
+        double l1 = 0;
+        if (saga_net_pagerank(net, 0.85, 1e-10, 100, local, &i2, &l1) != SAGA_OK)
+            fail_msg("pagerank over shards: %s", saga_last_error());
+        saga_net_stats st;
+        saga_net_get_stats(net, &st);
+        for (int64_t l = 0; l < sh->n_local; l++) {
+            if (l < sh->n_own)
+                all[sh->orig_id[l]] = local[l];
+            else
+                assert_true(local[l] == 0.0);
+        }
+        assert_int_equal(saga_comm_allreduce(comm, all, (size_t)D.n, SAGA_F64, SAGA_COMM_SUM, NULL),
+                         SAGA_OK);
+        assert_int_equal(i1, i2);
+        const double bound = saga_test_pagerank_bound(D.g, 0.85);
+        saga_test_assert_close_f64("PageRank alone and over shards", one, all, D.n, bound, 0);
+        if (saga_comm_size(comm) > 1)
+            assert_true(st.comm_sent_bytes > 0 && st.remote_rows > 0);
+        saga_net_free(&net);
+        saga_ctx_free(&c);
+        saga_backend_free_all(&be);
     }
-    assert_int_equal(saga_comm_allreduce(comm, all, (size_t)D.n, SAGA_F64, SAGA_COMM_SUM, NULL),
-                     SAGA_OK);
-    assert_int_equal(i1, i2);
-    const double bound = saga_test_pagerank_bound(D.g, 0.85);
-    saga_test_assert_close_f64("PageRank alone and over shards", one, all, D.n, bound, 0);
-    if (saga_comm_size(comm) > 1)
-        assert_true(st.comm_sent_bytes > 0 && st.remote_rows > 0);
-    saga_net_free(&net);
-    saga_ctx_free(&c);
-    saga_backend_free_all(&be);
     shard_net_free(&sn);
     test_free(one);
     test_free(all);

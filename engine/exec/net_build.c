@@ -479,11 +479,14 @@ static int in_degree_group(int64_t d) {
 
 enum { IN_GROUPS = 28 + 64 };
 
-saga_status net_degree_order(const saga_graph *g, bool by_in_group, int32_t *ids) {
+saga_status net_degree_order(const saga_graph *g, bool by_in_group, int32_t n_sorted,
+                             int32_t *ids) {
     saga_status st = SAGA_OK;
     int64_t *count = NULL;
     int32_t *tmp = NULL;
-    const int32_t N = saga_graph_n_vertices(g);
+    const int32_t N = n_sorted;
+    for (int32_t v = N; v < saga_graph_n_vertices(g); v++)
+        ids[v] = v;
     const saga_csr out = saga_graph_out(g), in = saga_graph_in(g);
     int64_t top = 0;
     for (int32_t v = 0; v < N; v++) {
@@ -1120,9 +1123,6 @@ static saga_status prep_budget(saga_net *n, prep *p) {
                SAGA_ERR_UNSUPPORTED,
                "saga_net: input transfers in 16 bits are for one rank; several exchange f32 rows");
     const bool by_degree = n->o.order == SAGA_ORDER_DEGREE || n->o.order == SAGA_ORDER_OUT_DEGREE;
-    SAGA_CHECK(!by_degree || !n->hx, SAGA_ERR_UNSUPPORTED,
-               "saga_net: over shards a rank keeps its local order (its own rows, then the halo): "
-               "no degree order");
     SAGA_CHECK(!by_degree || n->pagerank, SAGA_ERR_UNSUPPORTED,
                "saga_net: the degree order is PageRank's; a net with stages keeps the graph's "
                "order");
@@ -1228,13 +1228,16 @@ static saga_status prep_parts(saga_net *n, prep *p) {
             SAGA_TRY(net_host_array(n, (void **)&n->plan.ids, (size_t)n->n, sizeof(int32_t),
                                     "vertex ids"));
             memcpy(n->plan.ids, n->plan.part->perm, (size_t)n->n * sizeof(int32_t));
-        } else if (p->R == 1 && !n->hx &&
+        } else if (p->R == 1 &&
                    (n->o.order == SAGA_ORDER_DEGREE || n->o.order == SAGA_ORDER_OUT_DEGREE ||
                     (n->o.order == SAGA_ORDER_AUTO && n->pagerank))) {
-            /* (over shards a rank keeps its local order: its own rows, then the halo) */
+            /* over shards the own rows among themselves, the halo's after them as they are */
             SAGA_TRY(net_host_array(n, (void **)&n->plan.ids, (size_t)n->n, sizeof(int32_t),
                                     "vertex ids"));
-            SAGA_TRY(net_degree_order(n->g_user, n->o.order != SAGA_ORDER_OUT_DEGREE, n->plan.ids));
+            SAGA_TRY(net_degree_order(n->g_user, n->o.order != SAGA_ORDER_OUT_DEGREE,
+                                      n->hx ? n->hx->n_own : n->n, n->plan.ids));
+            if (n->hx)
+                SAGA_TRY(net_halo_reorder(n, n->plan.ids));
         }
         if (p->R > 1)
             SAGA_TRY(net_dist_new(n));

@@ -384,6 +384,26 @@ fail:
     return NULL;
 }
 
+saga_status net_halo_reorder(saga_net *n, const int32_t *ids) {
+    saga_status st = SAGA_OK;
+    const saga_net_halo *h = n->o.halo;
+    net_halo *x = n->hx;
+    int32_t *pos = NULL;
+    SAGA_TRY(saga_alloc_array((void **)&pos, (size_t)x->n_own + 1, sizeof *pos, "row positions"));
+    for (int32_t i = 0; i < x->n_own; i++)
+        pos[ids[i]] = i;
+    for (int64_t j = 0; j < x->send_off[x->size]; j++)
+        x->send_rows[j] = pos[h->send_rows[j]];
+    if (x->deg_off) {
+        const int64_t loops = n->o.self_loops == SAGA_DGRAPH_SELF_LOOPS_ADD;
+        for (int32_t v = 0; v < n->n; v++)
+            x->deg_off[v + 1] = x->deg_off[v] + h->out_degree[ids[v]] + loops;
+    }
+fail:
+    saga_free(pos);
+    return st;
+}
+
 saga_status net_halo_rows_f64(saga_net *n, double *v) {
     saga_status st = SAGA_OK;
     net_halo *x = n->hx;

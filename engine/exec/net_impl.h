@@ -362,10 +362,11 @@ static inline int net_cmp_i32(const void *a, const void *b) {
 saga_status net_host_array(saga_net *n, void **out, size_t count, size_t size, const char *what);
 
 /* PageRank's vertex orders in memory (SAGA_ORDER_DEGREE, SAGA_ORDER_OUT_DEGREE): ids[i] is the
- * vertex of g placed at row i (ids: n_vertices entries). By out-degree, highest first, ties in
+ * vertex of g placed at row i (ids: n_vertices entries), for the first n_sorted vertices (over
+ * shards a rank's own rows; the rest keep their places). By out-degree, highest first, ties in
  * g's order; with by_in_group, then grouped by in-degree, stably, the longest rows first: each
  * in-degree up to 32 a group, then one per power of two (33-63, 64-127, ...). */
-saga_status net_degree_order(const saga_graph *g, bool by_in_group, int32_t *ids);
+saga_status net_degree_order(const saga_graph *g, bool by_in_group, int32_t n_sorted, int32_t *ids);
 /* Bytes of a host array of one 4-byte value per edge (one more when there are none). */
 size_t net_edge_bytes(int64_t m);
 /* Device bytes a program stage's messages take over m edges: a batched stage's source and
@@ -484,6 +485,9 @@ saga_tensor *net_halo_exchange(saga_net *n, saga_tensor *x, const net_xplan *xp)
 /* v (one value per local row, host): the halo rows' values from their owners, which get the own
  * rows the others' halos list (collective over the ranks; PageRank's contributions). */
 saga_status net_halo_rows_f64(saga_net *n, double *v);
+/* The own rows renumbered (row i is the local graph's ids[i]; the halo rows stay): the rows sent
+ * to the others and the whole graph's out-degrees follow them, from saga_net_opts.halo. */
+saga_status net_halo_reorder(saga_net *n, const int32_t *ids);
 /* The communicator of the net's ranks (o.comm, or the shards'), NULL with one rank. */
 saga_comm *net_ranks_comm(const saga_net *n);
 /* SAGA_ERR_COMM unless every rank holds the same graph and input rows and computed the same

@@ -39,7 +39,7 @@ typedef struct pr_part {
 struct pr_state {
     pr_part *parts;
     double *h_inv, *h_dang, *h_x[2], *h_c, *h_c2;
-    bool pull; /* in memory on one rank: an iteration is one pagerank_pull_f64 */
+    bool pull; /* in memory, one part (one rank, or a rank's shard): one pagerank_pull_f64 */
     /* the whole graph's vertices (over shards every rank's own rows; else n->n), and the rows
      * iterated (the own rows over shards, whose halo rows take their owners' contributions) */
     double n_all;
@@ -141,10 +141,28 @@ fail:
     return st;
 }
 
-/* In memory on one rank: each iteration is one kernel (pagerank_pull_f64) that pulls the
- * contributions along the in-CSR, writes the new ranks and the next contributions, and returns
- * the L1 change and the rank of the vertices without out-edges. The contributions alternate
- * between c and c2 as the ranks between x[0] and x[1]. */
+/* The contributions c (host copy h) of the halo rows from their owners, over shards, once the
+ * step that wrote the own rows' has written them back; the sums of the own rows (count of them
+ * in sums) become the ranks' sums. The next step that reads c loads it again. */
+static saga_status pr_pull_exchange(saga_net *n, saga_blk *c, double *h, double *sums, int count) {
+    saga_status st = SAGA_OK;
+    SAGA_TRY(saga_sched_finish(n->sched));
+    SAGA_TRY(saga_stream_synchronize(saga_backend_default_stream(n->be)));
+    SAGA_TRY(net_halo_rows_f64(n, h));
+    double t0 = saga_now();
+    SAGA_TRY(saga_comm_allreduce(n->hx->comm, sums, count, SAGA_F64, SAGA_COMM_SUM, NULL));
+    n->hx->seconds += saga_now() - t0;
+    saga_blk_host_changed(c);
+fail:
+    return st;
+}
+
+/* In memory, one part (on one rank, or a rank's own rows over shards): each iteration is one
+ * kernel (pagerank_pull_f64) that pulls the contributions along the in-CSR, writes the new ranks
+ * and the next contributions, and returns the L1 change and the rank of the vertices without
+ * out-edges. The contributions alternate between c and c2 as the ranks between x[0] and x[1].
+ * Over shards the kernel takes the own rows (the first n_iter), reading the halo rows'
+ * contributions, which come from their owners between the iterations with the two sums. */
 static saga_status pr_pull(saga_net *n, pr_state *p, double damping, double tol, int max_iter,
                            int *itp, double *l1p, double *secs) {
     saga_status st = SAGA_OK;
@@ -154,8 +172,10 @@ static saga_status pr_pull(saga_net *n, pr_state *p, double damping, double tol,
     pr_part *q = &p->parts[0];
     nblock *b = &n->plan.blk[0];
     saga_blk *c[2] = {q->c, q->c2};
-    const int64_t N = n->n;
-    double dangling = 0, l1 = INFINITY;
+    double *h_c[2] = {p->h_c, p->h_c2};
+    const int64_t N = p->n_iter, cols = n->n;
+    const unsigned back = n->hx ? SAGA_USE_WRITEBACK : 0; /* the owners' rows for the others */
+    double sums[2] = {0, 0}, l1 = INFINITY;               /* the L1 change, the sinks' rank */
     int it = 0;
     bool prof = false; /* inside the profiler's range */
     saga_sched_plan_begin(sc);
@@ -163,19 +183,21 @@ static saga_status pr_pull(saga_net *n, pr_state *p, double damping, double tol,
     saga_sched_use(sc, t, q->x[0], SAGA_USE_WRITE, 0);
     saga_sched_use(sc, t, q->inv, SAGA_USE_READ, 0);
     saga_sched_use(sc, t, q->dang, SAGA_USE_READ, 0);
-    saga_sched_use(sc, t, c[0], SAGA_USE_WRITE, 0);
+    saga_sched_use(sc, t, c[0], SAGA_USE_WRITE, back);
     saga_sched_use(sc, t, b->b_off, SAGA_USE_READ, 0); /* loaded before the iterations */
     saga_sched_use(sc, t, b->b_src, SAGA_USE_READ, 0);
     for (int i = 0; i < max_iter; i++) {
         int xi = i % 2;
         t = saga_sched_step(sc);
+        if (n->hx)
+            saga_sched_step_hold(sc, t); /* the halo's contributions arrive first */
         saga_sched_use(sc, t, b->b_off, SAGA_USE_READ, 0);
         saga_sched_use(sc, t, b->b_src, SAGA_USE_READ, 0);
         saga_sched_use(sc, t, q->inv, SAGA_USE_READ, 0);
         saga_sched_use(sc, t, c[xi], SAGA_USE_READ, 0);
         saga_sched_use(sc, t, q->x[xi], SAGA_USE_READ, 0);
         saga_sched_use(sc, t, q->x[1 - xi], SAGA_USE_WRITE, 0);
-        saga_sched_use(sc, t, c[1 - xi], SAGA_USE_WRITE, 0);
+        saga_sched_use(sc, t, c[1 - xi], SAGA_USE_WRITE, back);
     }
     t = saga_sched_step(sc);
     saga_sched_use(sc, t, q->x[max_iter % 2], SAGA_USE_READ, 0);
@@ -183,25 +205,30 @@ static saga_status pr_pull(saga_net *n, pr_state *p, double damping, double tol,
 
     t = 0;
     SAGA_TRY(saga_sched_begin(sc, t));
-    SAGA_TRY(K->fill_f64(s, saga_blk_dev(q->x[0]), N, 1.0 / (double)N));
-    SAGA_TRY(K->mul_f64(s, N, saga_blk_dev(q->x[0]), saga_blk_dev(q->inv), saga_blk_dev(c[0])));
-    SAGA_TRY(K->dot_f64(s, N, saga_blk_dev(q->x[0]), saga_blk_dev(q->dang), &dangling));
+    if (N) {
+        SAGA_TRY(K->fill_f64(s, saga_blk_dev(q->x[0]), N, 1.0 / p->n_all));
+        SAGA_TRY(K->mul_f64(s, N, saga_blk_dev(q->x[0]), saga_blk_dev(q->inv), saga_blk_dev(c[0])));
+        SAGA_TRY(K->dot_f64(s, N, saga_blk_dev(q->x[0]), saga_blk_dev(q->dang), &sums[1]));
+    }
     SAGA_TRY(saga_sched_end(sc, t++));
+    if (n->hx)
+        SAGA_TRY(pr_pull_exchange(n, c[0], h_c[0], &sums[1], 1));
     double t_it = saga_now(); /* dot_f64 returned: the step is done */
     while (it < max_iter) {
         int xi = it % 2;
-        const double base = (1.0 - damping) / (double)N + damping * dangling / (double)N;
-        double out[2];
+        const double base = (1.0 - damping) / p->n_all + damping * sums[1] / p->n_all;
         SAGA_TRY(pr_profile(n, it + 1, true, false, &prof));
         SAGA_TRY(saga_sched_begin(sc, t));
-        saga_csr_dev A = {N,   N, b->e1 - b->e0, saga_blk_dev(b->b_off), saga_blk_dev(b->b_src),
-                          NULL};
-        SAGA_TRY(K->pagerank_pull_f64(s, &A, damping, base, saga_blk_dev(c[xi]),
-                                      saga_blk_dev(q->x[xi]), saga_blk_dev(q->inv),
-                                      saga_blk_dev(q->x[1 - xi]), saga_blk_dev(c[1 - xi]), out));
+        saga_csr_dev A = {N, cols, b->off[N], saga_blk_dev(b->b_off), saga_blk_dev(b->b_src), NULL};
+        sums[0] = sums[1] = 0.0;
+        if (N)
+            SAGA_TRY(K->pagerank_pull_f64(
+                s, &A, damping, base, saga_blk_dev(c[xi]), saga_blk_dev(q->x[xi]),
+                saga_blk_dev(q->inv), saga_blk_dev(q->x[1 - xi]), saga_blk_dev(c[1 - xi]), sums));
         SAGA_TRY(saga_sched_end(sc, t++));
-        l1 = out[0];
-        dangling = out[1];
+        if (n->hx)
+            SAGA_TRY(pr_pull_exchange(n, c[1 - xi], h_c[1 - xi], sums, 2));
+        l1 = sums[0];
         it++;
         SAGA_TRY(pr_profile(n, it, false, l1 < tol || it == max_iter, &prof));
         if (l1 < tol)
@@ -249,11 +276,11 @@ static saga_status pr_parts(saga_net *n, pr_state *pp, double damping, double to
             saga_sched_use(sc, ts, q->x[xi], SAGA_USE_READ, 0);
             saga_sched_use(sc, ts, q->inv, SAGA_USE_READ, 0);
             saga_sched_use(sc, ts, q->dang, SAGA_USE_READ, 0);
-            saga_sched_use(sc, ts, q->c, SAGA_USE_WRITE, k > 1 || n->hx ? SAGA_USE_WRITEBACK : 0);
+            saga_sched_use(sc, ts, q->c, SAGA_USE_WRITE, k > 1 ? SAGA_USE_WRITEBACK : 0);
         }
         for (int32_t d = n->plan.d_lo; d < n->plan.d_hi; d++) {
             int ts = saga_sched_step(sc);
-            if (d == n->plan.d_lo && (n->dist || n->hx))
+            if (d == n->plan.d_lo && n->dist)
                 saga_sched_step_hold(sc, ts); /* the contributions of others arrive first */
             else if (d == n->plan.d_lo && k > 1)
                 saga_sched_step_barrier(sc, ts);
@@ -297,7 +324,7 @@ static saga_status pr_parts(saga_net *n, pr_state *pp, double damping, double to
         for (int32_t d = n->plan.d_lo; d < n->plan.d_hi; d++, t++) {
             SAGA_TRY(saga_sched_begin(sc, t));
             pr_part *q = &p.parts[d];
-            int64_t P = n->hx ? p.n_iter : n->plan.blk[d].v1 - n->plan.blk[d].v0;
+            int64_t P = n->plan.blk[d].v1 - n->plan.blk[d].v0;
             double *sums = saga_blk_dev(p.sums);
             const double *x = saga_blk_dev(q->x[xi]);
             if (d == n->plan.d_lo)
@@ -306,7 +333,7 @@ static saga_status pr_parts(saga_net *n, pr_state *pp, double damping, double to
                 SAGA_TRY(K->dot_acc_f64(s, P, x, saga_blk_dev(q->dang), sums));
                 SAGA_TRY(K->mul_f64(s, P, x, saga_blk_dev(q->inv), saga_blk_dev(q->c)));
             }
-            if ((n->dist || n->hx) && d == n->plan.d_hi - 1)
+            if (n->dist && d == n->plan.d_hi - 1)
                 SAGA_TRY(saga_memcpy_d2h_async(s, p.h_sums + 3, sums, sizeof(double)));
             SAGA_TRY(saga_sched_end(sc, t));
         }
@@ -318,17 +345,6 @@ static saga_status pr_parts(saga_net *n, pr_state *pp, double damping, double to
             SAGA_TRY(net_dist_rows(n, (float *)p.h_c, 2));
             SAGA_TRY(
                 saga_comm_allreduce(n->o.comm, p.h_sums + 3, 1, SAGA_F64, SAGA_COMM_SUM, NULL));
-        } else if (n->hx) {
-            /* the halo rows' contributions from their owners (into the host's copy, loaded
-             * again), the global sum of the ranks without out-edges */
-            SAGA_TRY(saga_sched_finish(sc));
-            SAGA_TRY(saga_stream_synchronize(s));
-            SAGA_TRY(net_halo_rows_f64(n, p.h_c));
-            double t0 = saga_now();
-            SAGA_TRY(
-                saga_comm_allreduce(n->hx->comm, p.h_sums + 3, 1, SAGA_F64, SAGA_COMM_SUM, NULL));
-            n->hx->seconds += saga_now() - t0;
-            saga_blk_host_changed(p.parts[n->plan.d_lo].c);
         }
         /* each part adds base = (1 - d) / n + d / n * (the sinks' rank) on the device, and its
          * L1 change to the sum read back after the last */
@@ -337,12 +353,12 @@ static saga_status pr_parts(saga_net *n, pr_state *pp, double damping, double to
             SAGA_TRY(saga_sched_begin(sc, t));
             pr_part *q = &p.parts[d];
             nblock *b = &n->plan.blk[d];
-            int64_t P = n->hx ? p.n_iter : b->v1 - b->v0;
+            int64_t P = b->v1 - b->v0;
             double *sums = saga_blk_dev(p.sums);
             double *y = saga_blk_dev(q->x[1 - xi]);
             saga_csr_dev A = {
                 P, b->n_halo, b->e1 - b->e0, saga_blk_dev(b->b_off), saga_blk_dev(b->b_src), NULL};
-            if ((n->dist || n->hx) && d == n->plan.d_lo)
+            if (n->dist && d == n->plan.d_lo)
                 SAGA_TRY(saga_memcpy_h2d_async(s, sums, p.h_sums + 3, sizeof(double)));
             if (P) {
                 SAGA_TRY(K->spmv_f64(s, &A, damping, saga_blk_dev(q->halo), 0.0, y));
@@ -355,7 +371,7 @@ static saga_status pr_parts(saga_net *n, pr_state *pp, double damping, double to
         }
         SAGA_TRY(saga_stream_synchronize(s)); /* the iteration's one wait: its L1 change */
         l1 = p.h_sums[2];
-        if (n->dist || n->hx)
+        if (n->dist)
             SAGA_TRY(saga_comm_allreduce(net_ranks_comm(n), &l1, 1, SAGA_F64, SAGA_COMM_SUM, NULL));
         it++;
         SAGA_TRY(pr_profile(n, it, false, l1 < tol || it == max_iter, &prof));
@@ -402,8 +418,7 @@ saga_status saga_net_pagerank(saga_net *n, double damping, double tol, int max_i
     if (!n->pr) {
         SAGA_TRY(saga_alloc_zeroed((void **)&n->pr, 1, sizeof *n->pr, "PageRank state"));
         n->pr_free = pr_state_free;
-        n->pr->pull =
-            n->plan.k == 1 && !n->dist && !n->hx && K->version >= 5 && K->pagerank_pull_f64;
+        n->pr->pull = n->plan.k == 1 && !n->dist && K->version >= 5 && K->pagerank_pull_f64;
         n->pr->n_all = n->n;
         n->pr->n_iter = n->n;
         if (n->hx) {

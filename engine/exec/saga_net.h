@@ -64,13 +64,14 @@ typedef enum saga_saved {
 /* The order of the net's rows in memory. Users never see it: input, output and scores stay in
  * the graph's order. */
 typedef enum saga_vertex_order {
-    SAGA_ORDER_AUTO = 0,   /* DEGREE for PageRank in memory on one rank, else GRAPH */
+    SAGA_ORDER_AUTO = 0,   /* DEGREE for PageRank in memory, else GRAPH */
     SAGA_ORDER_GRAPH,      /* the graph's own order (or the parts', streamed) */
-    SAGA_ORDER_DEGREE,     /* in memory: rows grouped by in-degree (each length up to 32, then
-                            * powers of two; the longest first) so that consecutive rows run the
-                            * same loop, and by out-degree within a group, highest first (ties: the
-                            * graph's order), so that the sources most edges read share the cache;
-                            * PageRank only (a net with stages refuses it: SAGA_ERR_UNSUPPORTED) */
+    SAGA_ORDER_DEGREE,     /* in memory (on one rank, or a rank's own rows over shards): rows
+                            * grouped by in-degree (each length up to 32, then powers of two; the
+                            * longest first) so that consecutive rows run the same loop, and by
+                            * out-degree within a group, highest first (ties: the graph's order),
+                            * so that the sources most edges read share the cache; PageRank only
+                            * (a net with stages refuses it: SAGA_ERR_UNSUPPORTED) */
     SAGA_ORDER_OUT_DEGREE, /* in memory: by out-degree alone, as above; PageRank only */
     SAGA_ORDER_COUNT
 } saga_vertex_order;
