@@ -110,7 +110,7 @@ echo "run:     $iters iterations, damping $damping, threads: $threads_list, $run
 
 tiny=1e-300 # a tolerance no L1 change reaches: every program runs exactly $iters iterations
 median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-ms() { awk -v s="$1" 'BEGIN { printf "%.2f", 1e3 * s }'; }
+ms() { awk -v s="$1" 'BEGIN { printf (1e3 * s < 1 ? "%.4f" : "%.2f"), 1e3 * s }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a > 0 && b > 0) printf "%.2f", a / b; else printf "-" }'; }
 
 declare -A table
