@@ -50,7 +50,8 @@ static const cli_opt pagerank_opts[] = {
      CLI_DEVICE_HELP " PageRank runs through the graph executor on every device: in memory "
                      "(rows in the order of --order, one kernel per iteration) or streamed."},
     {"order", 0, "ORDER", "auto",
-     "The order of the rows in memory on one rank; the scores are the same in any (to rounding) "
+     "The order of the rows in memory (on one rank, or each rank's own rows over shards); the "
+     "scores are the same in any (to rounding) "
      "and stay in the file's ids. degree: rows grouped by in-degree, so that neighbouring rows "
      "run the same loop, and by out-degree within a group, so that the sources most edges read "
      "share the cache; out-degree: by out-degree alone; graph: the file's. auto is degree."},
