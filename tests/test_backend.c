@@ -847,7 +847,7 @@ static void test_backend_cpu_kernels_match_reference(void **state) {
     assert_int_equal(be->kernels->l1_diff_f64(s, 0, NULL, NULL, &r), SAGA_OK);
     assert_true(r == 0.0);
     assert_int_equal(be->kernels->fill_f64(s, NULL, 0, 1.0), SAGA_OK);
-    assert_int_equal(be->kernels->version, 9);
+    assert_int_equal(be->kernels->version, 10);
     saga_backend_free_all(&be);
 }
 
@@ -990,7 +990,8 @@ static void test_backend_cpu_spmv_random(void **state) {
 
 /* pagerank_pull_f64 against the same sums written plainly: the ranks and contributions match
  * to rounding, the L1 change and the sinks' rank too, and the results are the same bits for 1, 2
- * and 3 threads (rows of very uneven length, empty rows and sinks included). */
+ * and 3 threads (rows of very uneven length, empty rows and sinks included); so are
+ * pagerank_pull_acc_f64's, its sums added to acc. */
 static void test_backend_cpu_pagerank_pull(void **state) {
     (void)state;
     enum { N = 50000 };
@@ -1053,6 +1054,21 @@ static void test_backend_cpu_pagerank_pull(void **state) {
         assert_memory_equal(y[0], y[t], N * sizeof(double));
         assert_memory_equal(cn[0], cn[t], N * sizeof(double));
         assert_memory_equal(out[0], out[t], sizeof out[0]);
+    }
+    /* pagerank_pull_acc_f64: the base half on the host and half read (exact: base + base is 2 x
+     * base's half), the same rows and its sums added to what acc held */
+    {
+        saga_backend *be = cpu_backend(0, 2);
+        const double half = base * 0.5, base_in[2] = {-1.0, half};
+        double acc[2] = {1.0, 2.0};
+        assert_int_equal(be->kernels->pagerank_pull_acc_f64(saga_backend_default_stream(be), &A, d,
+                                                            half, 1.0, base_in, c, x, inv, y[1],
+                                                            cn[1], acc),
+                         SAGA_OK);
+        assert_memory_equal(y[0], y[1], N * sizeof(double));
+        assert_memory_equal(cn[0], cn[1], N * sizeof(double));
+        assert_true(acc[0] == 1.0 + out[0][0] && acc[1] == 2.0 + out[0][1]);
+        saga_backend_free_all(&be);
     }
     for (int t = 0; t < 3; t++) {
         free(y[t]);

@@ -1313,9 +1313,9 @@ static xf xf_sigmoid(float x) {
 static void test_cuda_backend_f32_table_complete(void **state) {
     (void)state;
     const saga_kernels *k = GK();
-    assert_int_equal(k->version, 9);
+    assert_int_equal(k->version, 10);
     assert_int_equal(k->version, CK()->version);
-    assert_non_null(k->pagerank_pull_f64);
+    assert_true(k->pagerank_pull_f64 && k->pagerank_pull_acc_f64);
     assert_true(k->dot_acc_f64 && k->l1_diff_acc_f64 && k->add_scalar_dev_f64);
     const void *slots[] = {
         (const void *)k->gemm_f32,
@@ -2175,6 +2175,18 @@ static void pagerank_pull_case(int64_t n, int mean, int64_t every, int64_t want_
     assert_close(out[0][1], cout[1], sinks_err, "pagerank_pull sinks", 0);
     assert_memory_equal(got, got + 2 * n, 2 * (size_t)n * sizeof *got);
     assert_memory_equal(out[0], out[1], sizeof out[0]);
+    /* pagerank_pull_acc_f64: half the base on the host, half read on the device (their sum is
+     * the base exactly); the same rows, and its sums added to what acc held, with no wait */
+    const double half = base * 0.5, hin[2] = {-1.0, half}, hacc[2] = {1.0, 2.0};
+    double *gin = gput(hin, sizeof hin), *gacc = gput(hacc, sizeof hacc), acc[2];
+    assert_int_equal(
+        GK()->pagerank_pull_acc_f64(GS(), &gA, d, half, 1.0, gin, gc, gx, ginv, gy, gcn, gacc),
+        SAGA_OK);
+    gget(got + 2 * n, gy, (size_t)n * sizeof *got);
+    gget(got + 3 * n, gcn, (size_t)n * sizeof *got);
+    gget(acc, gacc, sizeof acc);
+    assert_memory_equal(got, got + 2 * n, 2 * (size_t)n * sizeof *got);
+    assert_true(acc[0] == 1.0 + out[0][0] && acc[1] == 2.0 + out[0][1]);
 }
 
 static void test_cuda_backend_pagerank_pull_matches_cpu(void **state) {

@@ -279,6 +279,18 @@ typedef struct saga_kernels {
      * (saga_backend_host_alloc), in stream order: read after a synchronization (the CPU, and
      * n <= 0, write it at once). Nothing waits on CUDA. */
     saga_status (*sumsq_pinned_f32)(saga_stream *s, int64_t n, const float *x, double *out);
+
+    /* ---- version >= 10 --------------------------------------------------------------------- */
+    /* pagerank_pull_f64 with its base read and its sums added on the device, for iterations
+     * pulled part by part without the host waiting for each part: base = a + b * base_in[1]
+     * (base_in: two doubles on the device, an iteration's [L1 change, sinks' rank]); then
+     * acc[0] += sum |y - x| and acc[1] += sum of y[i] where inv[i] == 0, on the device in stream
+     * order (acc is not base_in). The same bits as pagerank_pull_f64 with that base, its out
+     * added into acc. */
+    saga_status (*pagerank_pull_acc_f64)(saga_stream *s, const saga_csr_dev *A, double d, double a,
+                                         double b, const double *base_in, const double *c,
+                                         const double *x, const double *inv, double *y,
+                                         double *c_next, double *acc);
 } saga_kernels;
 
 typedef enum saga_copy_kind {

@@ -29,25 +29,24 @@ fail:
 typedef struct pr_part {
     saga_blk *inv, *dang; /* 1 / out-degree (0 without out-edges); 1 where there are none */
     saga_blk *x[2];       /* ranks, alternating between iterations */
-    saga_blk *c;          /* contributions x / out-degree */
-    saga_blk *c2;         /* the next iteration's, when one kernel pulls (NULL otherwise) */
-    saga_blk *halo;       /* the contributions of the halo (the part's own c in memory) */
+    saga_blk *c[2];       /* contributions x / out-degree, alternating as the ranks do */
+    saga_blk *halo[2];    /* the contributions of the halo (the part's own c in memory) */
 } pr_part;
 
 /* The host vectors (n + 1 doubles each) come from saga_backend_host_alloc, for the reasons the
  * stages' host arrays do (struct saga_net). */
 struct pr_state {
     pr_part *parts;
-    double *h_inv, *h_dang, *h_x[2], *h_c, *h_c2;
+    double *h_inv, *h_dang, *h_x[2], *h_c[2];
     bool pull; /* in memory, one part (one rank, or a rank's shard): one pagerank_pull_f64 */
     /* the whole graph's vertices (over shards every rank's own rows; else n->n), and the rows
      * iterated (the own rows over shards, whose halo rows take their owners' contributions) */
     double n_all;
     int32_t n_iter;
-    /* by parts: an iteration's two sums on the device, the rank of the vertices without
-     * out-edges and the L1 change, which the parts add to (dot_acc_f64, l1_diff_acc_f64); h_sums
-     * holds its host copy (0, 1) and the sums read back (2: the L1 change, 3: the sinks' rank) */
-    saga_blk *sums;
+    /* by parts: each iteration's two sums on the device, [the L1 change, the sinks' rank], which
+     * the parts add to (pagerank_pull_acc_f64) and the next iteration's parts read their base
+     * from, alternating; h_sums: their host copies (0-1, 2-3) and the sums read back (4-5) */
+    saga_blk *sums[2];
     double *h_sums;
 };
 typedef struct pr_state pr_state;
@@ -63,9 +62,9 @@ static void pr_state_free(saga_net *n) {
     saga_backend_host_free(n->be, p->h_dang, bytes);
     saga_backend_host_free(n->be, p->h_x[0], bytes);
     saga_backend_host_free(n->be, p->h_x[1], bytes);
-    saga_backend_host_free(n->be, p->h_c, bytes);
-    saga_backend_host_free(n->be, p->h_c2, bytes);
-    saga_backend_host_free(n->be, p->h_sums, 4 * sizeof(double));
+    saga_backend_host_free(n->be, p->h_c[0], bytes);
+    saga_backend_host_free(n->be, p->h_c[1], bytes);
+    saga_backend_host_free(n->be, p->h_sums, 6 * sizeof(double));
     saga_free(p);
     n->pr = NULL;
 }
@@ -74,7 +73,7 @@ static saga_status pr_blocks(saga_net *n, pr_state *p) {
     saga_status st = SAGA_OK;
     size_t nn = (size_t)n->n;
     int32_t k = n->plan.k;
-    double **hs[] = {&p->h_inv, &p->h_dang, &p->h_x[0], &p->h_x[1], &p->h_c};
+    double **hs[] = {&p->h_inv, &p->h_dang, &p->h_x[0], &p->h_x[1], &p->h_c[0], &p->h_c[1]};
     for (size_t i = 0; i < sizeof hs / sizeof hs[0]; i++)
         SAGA_TRY(saga_backend_host_alloc(n->be, (void **)hs[i], (nn + 1) * sizeof(double)));
     /* over shards, the whole graph's out-degrees */
@@ -84,14 +83,15 @@ static saga_status pr_blocks(saga_net *n, pr_state *p) {
         p->h_inv[v] = deg ? 1.0 / (double)deg : 0.0;
         p->h_dang[v] = deg ? 0.0 : 1.0;
     }
-    if (p->pull) /* the next iteration's contributions (one part) */
-        SAGA_TRY(saga_backend_host_alloc(n->be, (void **)&p->h_c2, (nn + 1) * sizeof(double)));
     SAGA_TRY(saga_alloc_zeroed((void **)&p->parts, (size_t)k, sizeof *p->parts, "pagerank parts"));
     if (!p->pull) {
-        SAGA_TRY(saga_backend_host_alloc(n->be, (void **)&p->h_sums, 4 * sizeof(double)));
-        if (!(p->sums = saga_sched_block(n->sched, 2 * sizeof(double), SAGA_BLK_TEMP, "sums")))
-            goto oom;
-        saga_blk_set_host(p->sums, p->h_sums);
+        SAGA_TRY(saga_backend_host_alloc(n->be, (void **)&p->h_sums, 6 * sizeof(double)));
+        for (int i = 0; i < 2; i++) {
+            if (!(p->sums[i] =
+                      saga_sched_block(n->sched, 2 * sizeof(double), SAGA_BLK_TEMP, "sums")))
+                goto oom;
+            saga_blk_set_host(p->sums[i], p->h_sums + 2 * i);
+        }
     }
     for (int32_t d = n->plan.d_lo; d < n->plan.d_hi; d++) {
         nblock *b = &n->plan.blk[d];
@@ -101,30 +101,25 @@ static saga_status pr_blocks(saga_net *n, pr_state *p) {
             !(q->dang = net_input_block(n, p->h_dang + b->v0, P, "sinks")))
             goto oom;
         for (int i = 0; i < 2; i++) {
-            if (!(q->x[i] = saga_sched_block(n->sched, P, SAGA_BLK_TEMP, "ranks")))
+            if (!(q->x[i] = saga_sched_block(n->sched, P, SAGA_BLK_TEMP, "ranks")) ||
+                !(q->c[i] = saga_sched_block(n->sched, P, SAGA_BLK_TEMP, "contributions")))
                 goto oom;
             saga_blk_set_host(q->x[i], p->h_x[i] + b->v0);
-        }
-        if (!(q->c = saga_sched_block(n->sched, P, SAGA_BLK_TEMP, "contributions")))
-            goto oom;
-        saga_blk_set_host(q->c, p->h_c + b->v0);
-        if (p->pull) {
-            if (!(q->c2 = saga_sched_block(n->sched, P, SAGA_BLK_TEMP, "contributions")))
-                goto oom;
-            saga_blk_set_host(q->c2, p->h_c2 + b->v0);
-        }
-        if (k == 1) {
-            q->halo = q->c;
-        } else {
+            saga_blk_set_host(q->c[i], p->h_c[i] + b->v0);
+            if (k == 1) {
+                q->halo[i] = q->c[i];
+                continue;
+            }
             /* gathered from the host's contributions by the backend as they are loaded */
-            if (!(q->halo = saga_sched_block(n->sched, (size_t)b->n_halo * sizeof(double),
-                                             SAGA_BLK_INPUT, "halo contributions")))
+            if (!(q->halo[i] = saga_sched_block(n->sched, (size_t)b->n_halo * sizeof(double),
+                                                SAGA_BLK_INPUT, "halo contributions")))
                 goto oom;
-            SAGA_TRY(saga_blk_set_rows(
-                q->halo,
-                &(saga_host_rows){
-                    .base = p->h_c, .row_bytes = sizeof(double), .rows = b->halo, .n = b->n_halo},
-                false));
+            SAGA_TRY(saga_blk_set_rows(q->halo[i],
+                                       &(saga_host_rows){.base = p->h_c[i],
+                                                         .row_bytes = sizeof(double),
+                                                         .rows = b->halo,
+                                                         .n = b->n_halo},
+                                       false));
         }
         if (!b->b_off &&
             !(b->b_off = net_input_block(n, b->off, (rows + 1) * sizeof(int64_t), "tile offsets")))
@@ -160,7 +155,8 @@ fail:
 /* In memory, one part (on one rank, or a rank's own rows over shards): each iteration is one
  * kernel (pagerank_pull_f64) that pulls the contributions along the in-CSR, writes the new ranks
  * and the next contributions, and returns the L1 change and the rank of the vertices without
- * out-edges. The contributions alternate between c and c2 as the ranks between x[0] and x[1].
+ * out-edges. The contributions alternate between c[0] and c[1] as the ranks between x[0] and
+ * x[1].
  * Over shards the kernel takes the own rows (the first n_iter), reading the halo rows'
  * contributions, which come from their owners between the iterations with the two sums. */
 static saga_status pr_pull(saga_net *n, pr_state *p, double damping, double tol, int max_iter,
@@ -171,8 +167,8 @@ static saga_status pr_pull(saga_net *n, pr_state *p, double damping, double tol,
     saga_stream *s = saga_backend_default_stream(n->be);
     pr_part *q = &p->parts[0];
     nblock *b = &n->plan.blk[0];
-    saga_blk *c[2] = {q->c, q->c2};
-    double *h_c[2] = {p->h_c, p->h_c2};
+    saga_blk **c = q->c;
+    double **h_c = p->h_c;
     const int64_t N = p->n_iter, cols = n->n;
     const unsigned back = n->hx ? SAGA_USE_WRITEBACK : 0; /* the owners' rows for the others */
     double sums[2] = {0, 0}, l1 = INFINITY;               /* the L1 change, the sinks' rank */
@@ -243,146 +239,139 @@ fail:
     return st;
 }
 
-/* Streamed, or over several ranks: per iteration, each part's contributions x / out-degree and
- * sinks' rank (written back for the halos of others), then each part's pull over its halo, plus
- * the sums; the halos are exchanged between ranks in between. The sums stay on the device (the
- * sums block) until the host reads the L1 change once an iteration (with ranks, the sinks' rank
- * too, for the exchange waits anyway). */
+/* Streamed, or over several ranks that each read the whole graph: per iteration, each part pulls
+ * its rows over its halo's contributions (pagerank_pull_acc_f64), writing its next contributions
+ * back for the halos of others (exchanged between ranks after the iteration), its base read from
+ * the sums of the iteration before and its own sums added on the device. The host waits once an
+ * iteration, for the L1 change (with ranks, for the exchange too). */
 static saga_status pr_parts(saga_net *n, pr_state *pp, double damping, double tol, int max_iter,
                             int *itp, double *l1p, double *secs) {
     saga_status st = SAGA_OK;
     const saga_kernels *K = n->be->kernels;
     pr_state p = *pp;
-    int32_t k = n->plan.k;
+    const int32_t k = n->plan.k, lo = n->plan.d_lo, hi = n->plan.d_hi;
+    const bool shared = k > 1 || n->dist; /* the contributions of others cross the host */
+    const unsigned back = shared ? SAGA_USE_WRITEBACK : 0;
     saga_sched *sc = n->sched;
     saga_stream *s = saga_backend_default_stream(n->be);
     int t = 0, it = 0;
     double l1 = INFINITY;
     bool prof = false; /* inside the profiler's range */
 
-    /* the plan of max_iter iterations, left at convergence */
+    /* the plan of max_iter iterations, left at convergence; before them the first ranks, their
+     * contributions and the sinks' rank */
     saga_sched_plan_begin(sc);
-    for (int32_t d = n->plan.d_lo; d < n->plan.d_hi; d++) {
+    for (int32_t d = lo; d < hi; d++) {
         int ts = saga_sched_step(sc);
-        saga_sched_use(sc, ts, p.parts[d].x[0], SAGA_USE_WRITE, 0);
+        pr_part *q = &p.parts[d];
+        saga_sched_use(sc, ts, p.sums[0], d == lo ? SAGA_USE_WRITE : SAGA_USE_RW, 0);
+        saga_sched_use(sc, ts, q->x[0], SAGA_USE_WRITE, 0);
+        saga_sched_use(sc, ts, q->inv, SAGA_USE_READ, 0);
+        saga_sched_use(sc, ts, q->dang, SAGA_USE_READ, 0);
+        saga_sched_use(sc, ts, q->c[0], SAGA_USE_WRITE, back);
     }
     for (int i = 0; i < max_iter; i++) {
         int xi = i % 2;
-        for (int32_t d = n->plan.d_lo; d < n->plan.d_hi; d++) {
+        for (int32_t d = lo; d < hi; d++) {
             int ts = saga_sched_step(sc);
-            pr_part *q = &p.parts[d];
-            /* the iteration's first step zeroes the sums */
-            saga_sched_use(sc, ts, p.sums, d == n->plan.d_lo ? SAGA_USE_WRITE : SAGA_USE_RW, 0);
-            saga_sched_use(sc, ts, q->x[xi], SAGA_USE_READ, 0);
-            saga_sched_use(sc, ts, q->inv, SAGA_USE_READ, 0);
-            saga_sched_use(sc, ts, q->dang, SAGA_USE_READ, 0);
-            saga_sched_use(sc, ts, q->c, SAGA_USE_WRITE, k > 1 ? SAGA_USE_WRITEBACK : 0);
-        }
-        for (int32_t d = n->plan.d_lo; d < n->plan.d_hi; d++) {
-            int ts = saga_sched_step(sc);
-            if (d == n->plan.d_lo && n->dist)
+            if (d == lo && n->dist)
                 saga_sched_step_hold(sc, ts); /* the contributions of others arrive first */
-            else if (d == n->plan.d_lo && k > 1)
+            else if (d == lo && k > 1)
                 saga_sched_step_barrier(sc, ts);
             pr_part *q = &p.parts[d];
             nblock *b = &n->plan.blk[d];
-            saga_sched_use(sc, ts, p.sums, SAGA_USE_RW, 0);
-            if (q->halo != q->c)
-                saga_sched_use(sc, ts, q->halo, SAGA_USE_READ, 0);
+            saga_sched_use(sc, ts, p.sums[xi], SAGA_USE_READ, 0);
+            saga_sched_use(sc, ts, p.sums[1 - xi], d == lo ? SAGA_USE_WRITE : SAGA_USE_RW, 0);
+            saga_sched_use(sc, ts, q->halo[xi], SAGA_USE_READ, 0);
             saga_sched_use(sc, ts, b->b_off, SAGA_USE_READ, 0);
             saga_sched_use(sc, ts, b->b_src, SAGA_USE_READ, 0);
             saga_sched_use(sc, ts, q->x[xi], SAGA_USE_READ, 0);
-            if (q->halo == q->c)
-                saga_sched_use(sc, ts, q->c, SAGA_USE_READ, 0);
+            saga_sched_use(sc, ts, q->inv, SAGA_USE_READ, 0);
             saga_sched_use(sc, ts, q->x[1 - xi], SAGA_USE_WRITE, 0);
+            saga_sched_use(sc, ts, q->c[1 - xi], SAGA_USE_WRITE, back);
         }
     }
     /* the ranks of the last iteration are read after it: kept until downloaded */
-    for (int32_t d = n->plan.d_lo; d < n->plan.d_hi; d++) {
+    for (int32_t d = lo; d < hi; d++) {
         int ts = saga_sched_step(sc);
         saga_sched_use(sc, ts, p.parts[d].x[max_iter % 2], SAGA_USE_READ, 0);
     }
     SAGA_TRY(saga_sched_plan_end(sc));
 
-    for (int32_t d = n->plan.d_lo; d < n->plan.d_hi; d++, t++) {
+    for (int32_t d = lo; d < hi; d++, t++) {
         SAGA_TRY(saga_sched_begin(sc, t));
         pr_part *q = &p.parts[d];
         int64_t P = n->plan.blk[d].v1 - n->plan.blk[d].v0;
-        if (P)
-            SAGA_TRY(K->fill_f64(s, saga_blk_dev(q->x[0]), P, 1.0 / p.n_all));
+        double *sums = saga_blk_dev(p.sums[0]), *x = saga_blk_dev(q->x[0]);
+        if (d == lo)
+            SAGA_TRY(K->fill_f64(s, sums, 2, 0.0));
+        if (P) {
+            SAGA_TRY(K->fill_f64(s, x, P, 1.0 / p.n_all));
+            SAGA_TRY(K->mul_f64(s, P, x, saga_blk_dev(q->inv), saga_blk_dev(q->c[0])));
+            SAGA_TRY(K->dot_acc_f64(s, P, x, saga_blk_dev(q->dang), sums + 1));
+        }
+        if (n->dist && d == hi - 1)
+            SAGA_TRY(saga_memcpy_d2h_async(s, p.h_sums + 4, sums, 2 * sizeof(double)));
         SAGA_TRY(saga_sched_end(sc, t));
     }
     SAGA_TRY(saga_sched_finish(sc));
+    /* base = (1 - d) / n + d / n * (the sinks' rank), each part reading the rank on the device */
+    const double teleport = (1.0 - damping) / p.n_all, spread = damping / p.n_all;
     double t_it = saga_now(), t_said = t_it;
-    while (it < max_iter) {
-        int xi = it % 2;
-        SAGA_TRY(pr_profile(n, it + 1, true, false, &prof));
-        p.h_sums[2] = p.h_sums[3] = 0; /* the last iteration's copies have landed */
-        if (k > 1)
-            for (int32_t d = n->plan.d_lo; d < n->plan.d_hi; d++)
-                saga_blk_host_changed(p.parts[d].halo);
-        for (int32_t d = n->plan.d_lo; d < n->plan.d_hi; d++, t++) {
-            SAGA_TRY(saga_sched_begin(sc, t));
-            pr_part *q = &p.parts[d];
-            int64_t P = n->plan.blk[d].v1 - n->plan.blk[d].v0;
-            double *sums = saga_blk_dev(p.sums);
-            const double *x = saga_blk_dev(q->x[xi]);
-            if (d == n->plan.d_lo)
-                SAGA_TRY(K->fill_f64(s, sums, 2, 0.0));
-            if (P) {
-                SAGA_TRY(K->dot_acc_f64(s, P, x, saga_blk_dev(q->dang), sums));
-                SAGA_TRY(K->mul_f64(s, P, x, saga_blk_dev(q->inv), saga_blk_dev(q->c)));
-            }
-            if (n->dist && d == n->plan.d_hi - 1)
-                SAGA_TRY(saga_memcpy_d2h_async(s, p.h_sums + 3, sums, sizeof(double)));
-            SAGA_TRY(saga_sched_end(sc, t));
-        }
+    int xi = 0;
+    while (true) {
         if (n->dist) {
-            /* the contributions this rank's blocks read from the others, and the global sum of
-             * the ranks without out-edges, which the first part's step puts back on the device */
+            /* the contributions this rank's blocks read from the others, and the sums over the
+             * ranks, which the next iteration's first step puts back on the device */
             SAGA_TRY(saga_sched_finish(sc));
             SAGA_TRY(saga_stream_synchronize(s));
-            SAGA_TRY(net_dist_rows(n, (float *)p.h_c, 2));
+            SAGA_TRY(net_dist_rows(n, (float *)p.h_c[xi], 2));
             SAGA_TRY(
-                saga_comm_allreduce(n->o.comm, p.h_sums + 3, 1, SAGA_F64, SAGA_COMM_SUM, NULL));
+                saga_comm_allreduce(n->o.comm, p.h_sums + 4, 2, SAGA_F64, SAGA_COMM_SUM, NULL));
+        } else if (it > 0) {
+            SAGA_TRY(saga_stream_synchronize(s)); /* the iteration's one wait: its L1 change */
         }
-        /* each part adds base = (1 - d) / n + d / n * (the sinks' rank) on the device, and its
-         * L1 change to the sum read back after the last */
-        const double teleport = (1.0 - damping) / p.n_all, spread = damping / p.n_all;
-        for (int32_t d = n->plan.d_lo; d < n->plan.d_hi; d++, t++) {
+        if (it > 0) {
+            l1 = p.h_sums[4];
+            SAGA_TRY(pr_profile(n, it, false, l1 < tol || it == max_iter, &prof));
+            if (l1 < tol || it == max_iter)
+                break;
+            if (n->plan.many_parts && saga_now() - t_said >= 30.0) {
+                /* net_prepare warned that the budget asked for many parts: a word every 30 s */
+                t_said = saga_now();
+                saga_log(SAGA_LOG_WARN,
+                         "pagerank: iteration %d of at most %d, L1 change %.3g, %.0f s", it,
+                         max_iter, l1, t_said - t_it);
+            }
+        }
+        SAGA_TRY(pr_profile(n, it + 1, true, false, &prof));
+        if (shared) /* the others' contributions, written back (or received) since the last load */
+            for (int32_t d = lo; d < hi; d++)
+                saga_blk_host_changed(p.parts[d].halo[xi]);
+        for (int32_t d = lo; d < hi; d++, t++) {
             SAGA_TRY(saga_sched_begin(sc, t));
             pr_part *q = &p.parts[d];
             nblock *b = &n->plan.blk[d];
-            int64_t P = b->v1 - b->v0;
-            double *sums = saga_blk_dev(p.sums);
-            double *y = saga_blk_dev(q->x[1 - xi]);
+            const int64_t P = b->v1 - b->v0;
+            double *in = saga_blk_dev(p.sums[xi]), *acc = saga_blk_dev(p.sums[1 - xi]);
             saga_csr_dev A = {
                 P, b->n_halo, b->e1 - b->e0, saga_blk_dev(b->b_off), saga_blk_dev(b->b_src), NULL};
-            if (n->dist && d == n->plan.d_lo)
-                SAGA_TRY(saga_memcpy_h2d_async(s, sums, p.h_sums + 3, sizeof(double)));
-            if (P) {
-                SAGA_TRY(K->spmv_f64(s, &A, damping, saga_blk_dev(q->halo), 0.0, y));
-                SAGA_TRY(K->add_scalar_dev_f64(s, P, teleport, spread, sums, y));
-                SAGA_TRY(K->l1_diff_acc_f64(s, P, y, saga_blk_dev(q->x[xi]), sums + 1));
+            if (d == lo) {
+                if (n->dist) /* the sinks' rank over the ranks */
+                    SAGA_TRY(saga_memcpy_h2d_async(s, in + 1, p.h_sums + 5, sizeof(double)));
+                SAGA_TRY(K->fill_f64(s, acc, 2, 0.0));
             }
-            if (d == n->plan.d_hi - 1)
-                SAGA_TRY(saga_memcpy_d2h_async(s, p.h_sums + 2, sums + 1, sizeof(double)));
+            if (P)
+                SAGA_TRY(K->pagerank_pull_acc_f64(s, &A, damping, teleport, spread, in,
+                                                  saga_blk_dev(q->halo[xi]), saga_blk_dev(q->x[xi]),
+                                                  saga_blk_dev(q->inv), saga_blk_dev(q->x[1 - xi]),
+                                                  saga_blk_dev(q->c[1 - xi]), acc));
+            if (d == hi - 1)
+                SAGA_TRY(saga_memcpy_d2h_async(s, p.h_sums + 4, acc, 2 * sizeof(double)));
             SAGA_TRY(saga_sched_end(sc, t));
         }
-        SAGA_TRY(saga_stream_synchronize(s)); /* the iteration's one wait: its L1 change */
-        l1 = p.h_sums[2];
-        if (n->dist)
-            SAGA_TRY(saga_comm_allreduce(net_ranks_comm(n), &l1, 1, SAGA_F64, SAGA_COMM_SUM, NULL));
         it++;
-        SAGA_TRY(pr_profile(n, it, false, l1 < tol || it == max_iter, &prof));
-        if (l1 < tol)
-            break;
-        if (n->plan.many_parts && saga_now() - t_said >= 30.0) {
-            /* net_prepare warned that the budget asked for many parts: a word every 30 s */
-            t_said = saga_now();
-            saga_log(SAGA_LOG_WARN, "pagerank: iteration %d of at most %d, L1 change %.3g, %.0f s",
-                     it, max_iter, l1, t_said - t_it);
-        }
+        xi = it % 2;
     }
     *secs = saga_now() - t_it; /* its L1 change was read: the iteration is done */
 fail:
@@ -405,9 +394,8 @@ saga_status saga_net_pagerank(saga_net *n, double damping, double tol, int max_i
         damping, tol, max_iter);
     SAGA_CHECK(n->n > 0, SAGA_ERR_INVALID_ARG, "saga_net_pagerank: the graph has no vertices");
     const saga_kernels *K = n->be->kernels;
-    SAGA_CHECK(K->spmv_f64 && K->mul_f64 && K->dot_f64 && K->l1_diff_f64 && K->add_scalar_f64 &&
-                   K->fill_f64 && K->version >= 9 && K->dot_acc_f64 && K->l1_diff_acc_f64 &&
-                   K->add_scalar_dev_f64,
+    SAGA_CHECK(K->mul_f64 && K->dot_f64 && K->fill_f64 && K->version >= 10 && K->dot_acc_f64 &&
+                   K->pagerank_pull_f64 && K->pagerank_pull_acc_f64,
                SAGA_ERR_UNSUPPORTED, "saga_net_pagerank: backend %s lacks the f64 kernels",
                n->be->name);
     SAGA_CHECK(!n->hx || n->hx->deg_off, SAGA_ERR_INVALID_ARG,
@@ -418,7 +406,7 @@ saga_status saga_net_pagerank(saga_net *n, double damping, double tol, int max_i
     if (!n->pr) {
         SAGA_TRY(saga_alloc_zeroed((void **)&n->pr, 1, sizeof *n->pr, "PageRank state"));
         n->pr_free = pr_state_free;
-        n->pr->pull = n->plan.k == 1 && !n->dist && K->version >= 5 && K->pagerank_pull_f64;
+        n->pr->pull = n->plan.k == 1 && !n->dist;
         n->pr->n_all = n->n;
         n->pr->n_iter = n->n;
         if (n->hx) {

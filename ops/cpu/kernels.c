@@ -254,6 +254,21 @@ static saga_status cpu_pagerank_pull_f64(saga_stream *s, const saga_csr_dev *A, 
     return SAGA_OK;
 }
 
+/* The CPU is synchronous: the base read and the sums added at once. */
+static saga_status cpu_pagerank_pull_acc_f64(saga_stream *s, const saga_csr_dev *A, double d,
+                                             double a, double b, const double *base_in,
+                                             const double *c, const double *x, const double *inv,
+                                             double *y, double *c_next, double *acc) {
+    saga_cpu_stream_drain(s);
+    double out[2];
+    saga_status st = cpu_pagerank_pull_f64(s, A, d, a + b * base_in[1], c, x, inv, y, c_next, out);
+    if (st == SAGA_OK) {
+        acc[0] += out[0];
+        acc[1] += out[1];
+    }
+    return st;
+}
+
 /* ---- losses ------------------------------------------------------------------------------- */
 
 /* The CPU is synchronous: nll_f32's mean rounded to f32, written at once. */
@@ -283,7 +298,7 @@ static saga_status cpu_half_to_f32(saga_stream *s, int64_t n, const uint16_t *x,
 }
 
 const saga_kernels saga_cpu_kernels = {
-    .version = 9,
+    .version = 10,
     .fill_f64 = cpu_fill_f64,
     .axpby_f64 = cpu_axpby_f64,
     .mul_f64 = cpu_mul_f64,
@@ -326,4 +341,5 @@ const saga_kernels saga_cpu_kernels = {
     .l1_diff_acc_f64 = cpu_l1_diff_acc_f64,
     .add_scalar_dev_f64 = cpu_add_scalar_dev_f64,
     .sumsq_pinned_f32 = saga_cpu_sumsq_f32, /* synchronous: at once */
+    .pagerank_pull_acc_f64 = cpu_pagerank_pull_acc_f64,
 };

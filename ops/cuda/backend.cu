@@ -1089,7 +1089,7 @@ static const saga_backend_iface cuda_iface = {
 };
 
 static const saga_kernels cuda_kernels = {
-    /* version */ 9,
+    /* version */ 10,
     /* fill_f64 */ saga_cuda_fill_f64,
     /* axpby_f64 */ saga_cuda_axpby_f64,
     /* mul_f64 */ saga_cuda_mul_f64,
@@ -1132,6 +1132,7 @@ static const saga_kernels cuda_kernels = {
     /* l1_diff_acc_f64 */ saga_cuda_l1_diff_acc_f64,
     /* add_scalar_dev_f64 */ saga_cuda_add_scalar_dev_f64,
     /* sumsq_pinned_f32 */ saga_cuda_sumsq_pinned_f32,
+    /* pagerank_pull_acc_f64 */ saga_cuda_pagerank_pull_acc_f64,
 };
 
 // Entry point (see backend_impl.h): fills be's table, kernels, context, name and device_total. On

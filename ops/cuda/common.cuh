@@ -383,6 +383,10 @@ saga_status saga_cuda_add_scalar_dev_f64(saga_stream *s, int64_t n, double a, do
 saga_status saga_cuda_pagerank_pull_f64(saga_stream *s, const saga_csr_dev *A, double d,
                                         double base, const double *c, const double *x,
                                         const double *inv, double *y, double *c_next, double *out);
+saga_status saga_cuda_pagerank_pull_acc_f64(saga_stream *s, const saga_csr_dev *A, double d,
+                                            double a, double b, const double *base_in,
+                                            const double *c, const double *x, const double *inv,
+                                            double *y, double *c_next, double *acc);
 
 // f32 (neural networks), in the order of the kernel table
 saga_status saga_cuda_gemm_f32(saga_stream *s, bool trans_a, bool trans_b, int64_t M, int64_t N,

@@ -1,6 +1,7 @@
 // pagerank_pull.cu - one PageRank iteration pulled along the rows of the in-CSR (the
 // pagerank_pull_f64 slot): y[i] = base + d * (the sum of c over row i), c_next[i] = y[i] * inv[i],
-// and the L1 change and the sinks' rank returned to the host.
+// and the L1 change and the sinks' rank returned to the host; or (pagerank_pull_acc_f64) with the
+// base read on the device and the two sums added into device memory, without a host wait.
 //
 // In-degrees follow a power law, so the rows are taken in two kinds:
 // - short rows (at most pr_long_threshold entries): a group of 2^shift lanes per row, the
@@ -29,6 +30,11 @@ struct pr_work {
     double *part;              // l1 then sinks: nb1 + nb2 partials each, then the two sums
 };
 
+// The iteration's base: a, plus b times the sinks' rank on the device when base_in is given.
+static __device__ __forceinline__ double pr_base(double a, double b, const double *base_in) {
+    return base_in ? a + b * base_in[1] : a;
+}
+
 static int64_t pr_long_threshold(int shift) {
     const int64_t t = (int64_t)32 << shift; // 32 strides of the group
     return t < 512 ? 512 : t;
@@ -38,15 +44,16 @@ static int64_t pr_long_threshold(int shift) {
 // walks its rows in lockstep (the loop bound is the warp's), so every shuffle has the full warp.
 static __global__ void __launch_bounds__(PR_BLOCK)
     pr_short_kernel(int64_t n, const int64_t *__restrict__ off, const int32_t *__restrict__ idx,
-                    int shift, int64_t long_min, double d, double base,
-                    const double *__restrict__ c, const double *__restrict__ x,
-                    const double *__restrict__ inv, double *__restrict__ y,
-                    double *__restrict__ c_next, pr_work w, int n_parts) {
+                    int shift, int64_t long_min, double d, double a, double b,
+                    const double *__restrict__ base_in, const double *__restrict__ c,
+                    const double *__restrict__ x, const double *__restrict__ inv,
+                    double *__restrict__ y, double *__restrict__ c_next, pr_work w, int n_parts) {
     const int g = 1 << shift, glane = threadIdx.x & (g - 1);
     const int64_t t = blockIdx.x * (int64_t)PR_BLOCK + threadIdx.x;
     const int64_t warp_first = (t - (threadIdx.x & 31)) >> shift;
     const int64_t stride = ((int64_t)gridDim.x * PR_BLOCK) >> shift;
     const int64_t mine = (t >> shift) - warp_first;
+    const double base = pr_base(a, b, base_in);
     double l1 = 0.0, sinks = 0.0;
     for (int64_t first = warp_first; first < n; first += stride) {
         const int64_t row = first + mine;
@@ -105,10 +112,12 @@ static __global__ void __launch_bounds__(PR_BLOCK)
 }
 
 // The long rows' ranks: a thread per listed row adds its segments in order.
-static __global__ void pr_long_kernel(const int64_t *__restrict__ off, double d, double base,
+static __global__ void pr_long_kernel(const int64_t *__restrict__ off, double d, double a, double b,
+                                      const double *__restrict__ base_in,
                                       const double *__restrict__ inv, double *__restrict__ y,
                                       double *__restrict__ c_next, pr_work w) {
     const int64_t listed = (int64_t)w.count[0];
+    const double base = pr_base(a, b, base_in);
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < listed;
          i += (int64_t)gridDim.x * blockDim.x) {
         const int64_t row = w.long_row[i], first = w.long_seg[i];
@@ -144,8 +153,10 @@ static __global__ void __launch_bounds__(PR_BLOCK)
     }
 }
 
-// part[0..n_parts) and part[n_parts..2 n_parts) added in order into part[2 n_parts + 0, 1].
-static __global__ void __launch_bounds__(PR_BLOCK) pr_finish_kernel(double *part, int n_parts) {
+// part[0..n_parts) and part[n_parts..2 n_parts) added in order into part[2 n_parts + 0, 1], and
+// into acc[0, 1] when given.
+static __global__ void __launch_bounds__(PR_BLOCK)
+    pr_finish_kernel(double *part, int n_parts, double *acc) {
     double l1 = 0.0, sinks = 0.0;
     for (int i = threadIdx.x; i < n_parts; i += PR_BLOCK) {
         l1 += part[i];
@@ -156,6 +167,10 @@ static __global__ void __launch_bounds__(PR_BLOCK) pr_finish_kernel(double *part
     if (threadIdx.x == 0) {
         part[2 * n_parts] = l1;
         part[2 * n_parts + 1] = sinks;
+        if (acc) {
+            acc[0] += l1;
+            acc[1] += sinks;
+        }
     }
 }
 
@@ -163,12 +178,15 @@ static size_t pr_align(size_t bytes) {
     return (bytes + 255) & ~(size_t)255;
 }
 
-saga_status saga_cuda_pagerank_pull_f64(saga_stream *s, const saga_csr_dev *A, double d,
-                                        double base, const double *c, const double *x,
-                                        const double *inv, double *y, double *c_next, double *out) {
-    static const char slot[] = "pagerank_pull_f64";
+// Both slots: base a + b * base_in[1] (base_in on the device, or NULL: a); the sums to out on the
+// host after a wait, or added into acc on the device (out NULL).
+static saga_status pr_pull(saga_stream *s, const char *slot, const saga_csr_dev *A, double d,
+                           double a, double b, const double *base_in, const double *c,
+                           const double *x, const double *inv, double *y, double *c_next,
+                           double *out, double *acc) {
     const int64_t n = A->n_rows, nnz = A->nnz;
-    out[0] = out[1] = 0.0;
+    if (out)
+        out[0] = out[1] = 0.0;
     if (n <= 0)
         return SAGA_OK;
     const int64_t mean = (nnz + n - 1) / n;
@@ -206,21 +224,23 @@ saga_status saga_cuda_pagerank_pull_f64(saga_stream *s, const saga_csr_dev *A, d
 
     SAGA_CUDA_SLOT_RETURN(slot,
                           cudaMemsetAsync(w.count, 0, 2 * sizeof(unsigned long long), stream));
-    pr_short_kernel<<<nb1, PR_BLOCK, 0, stream>>>(n, A->offsets, A->indices, shift, long_min, d,
-                                                  base, c, x, inv, y, c_next, w, n_parts);
+    pr_short_kernel<<<nb1, PR_BLOCK, 0, stream>>>(n, A->offsets, A->indices, shift, long_min, d, a,
+                                                  b, base_in, c, x, inv, y, c_next, w, n_parts);
     SAGA_CUDA_SLOT_LAUNCH(slot);
     if (nnz >= long_min) { // else no row can be long
         pr_segment_kernel<<<PR_SEG_BLOCKS, PR_BLOCK, 0, stream>>>(A->offsets, A->indices, c, w);
         SAGA_CUDA_SLOT_LAUNCH(slot);
-        pr_long_kernel<<<saga_cuda_blocks(max_long, 128), 128, 0, stream>>>(A->offsets, d, base,
-                                                                            inv, y, c_next, w);
+        pr_long_kernel<<<saga_cuda_blocks(max_long, 128), 128, 0, stream>>>(
+            A->offsets, d, a, b, base_in, inv, y, c_next, w);
         SAGA_CUDA_SLOT_LAUNCH(slot);
     }
     pr_long_sums_kernel<<<nb2, PR_BLOCK, 0, stream>>>(n, A->offsets, long_min, x, inv, y, w.part,
                                                       n_parts, (int)nb1);
     SAGA_CUDA_SLOT_LAUNCH(slot);
-    pr_finish_kernel<<<1, PR_BLOCK, 0, stream>>>(w.part, n_parts);
+    pr_finish_kernel<<<1, PR_BLOCK, 0, stream>>>(w.part, n_parts, acc);
     SAGA_CUDA_SLOT_LAUNCH(slot);
+    if (!out)
+        return SAGA_OK;
     SAGA_CUDA_SLOT_RETURN(slot, cudaMemcpyAsync(sc.host, w.part + 2 * n_parts, 2 * sizeof(double),
                                                 cudaMemcpyDeviceToHost, stream));
     if ((st = saga_cuda_slot_sync(s, slot, stream)) < 0)
@@ -228,4 +248,19 @@ saga_status saga_cuda_pagerank_pull_f64(saga_stream *s, const saga_csr_dev *A, d
     out[0] = sc.host[0];
     out[1] = sc.host[1];
     return SAGA_OK;
+}
+
+saga_status saga_cuda_pagerank_pull_f64(saga_stream *s, const saga_csr_dev *A, double d,
+                                        double base, const double *c, const double *x,
+                                        const double *inv, double *y, double *c_next, double *out) {
+    return pr_pull(s, "pagerank_pull_f64", A, d, base, 0.0, nullptr, c, x, inv, y, c_next, out,
+                   nullptr);
+}
+
+saga_status saga_cuda_pagerank_pull_acc_f64(saga_stream *s, const saga_csr_dev *A, double d,
+                                            double a, double b, const double *base_in,
+                                            const double *c, const double *x, const double *inv,
+                                            double *y, double *c_next, double *acc) {
+    return pr_pull(s, "pagerank_pull_acc_f64", A, d, a, b, base_in, c, x, inv, y, c_next, nullptr,
+                   acc);
 }
