@@ -1916,9 +1916,10 @@ static void test_net_pagerank_orders_and_threads(void **state) {
 }
 
 /* PageRank's degree orders, checked against their definitions on a graph whose in-degrees span
- * the exact groups (0 to 32) and the powers of two (hubs with up to 300 in-edges), with ties:
- * each a permutation; by out-degree, highest first, ties by id; with the in-degree groups,
- * groups the longest first and within a group the out-degree order. */
+ * the exact groups (0 to 32) and the powers of two (hubs with up to 300 in-edges), with ties, for
+ * every vertex and for a subset ordered in place (a part's rows): each a permutation of its
+ * vertices; by out-degree, highest first, ties by id; with the in-degree groups, groups the
+ * longest first and within a group the out-degree order. */
 static void test_net_degree_orders(void **state) {
     (void)state;
     enum { V = 700 };
@@ -1939,15 +1940,20 @@ static void test_net_degree_orders(void **state) {
     saga_graph *g = NULL;
     assert_int_equal(saga_graph_from_edges(&g, V, m, src, dst, NULL, NULL, &go), SAGA_OK);
     const saga_csr in = saga_graph_in(g), out = saga_graph_out(g);
-    int32_t ids[V];
-    for (int mode = 0; mode < 2; mode++) {
-        assert_int_equal(net_degree_order(g, mode == 1, V, ids), SAGA_OK);
+    int32_t ids[V], odd[V / 2];
+    for (int run = 0; run < 4; run++) {
+        /* every vertex, then the odd ones alone (ordered in place), each by both keys */
+        const int mode = run % 2, count = run < 2 ? V : V / 2;
+        for (int32_t i = 0; i < V / 2; i++)
+            odd[i] = 2 * i + 1;
+        int32_t *got = run < 2 ? ids : odd;
+        assert_int_equal(net_degree_order(g, mode == 1, run < 2 ? NULL : odd, count, got), SAGA_OK);
         bool seen[V] = {false};
         int64_t prev_group = INT64_MAX, prev_out = INT64_MAX;
         int32_t prev_v = -1;
-        for (int32_t i = 0; i < V; i++) {
-            const int32_t v = ids[i];
-            assert_true(v >= 0 && v < V && !seen[v]);
+        for (int32_t i = 0; i < count; i++) {
+            const int32_t v = got[i];
+            assert_true(v >= 0 && v < V && !seen[v] && (run < 2 || v % 2 == 1));
             seen[v] = true;
             const int64_t d = in.offsets[v + 1] - in.offsets[v],
                           o = out.offsets[v + 1] - out.offsets[v];

@@ -479,45 +479,48 @@ static int in_degree_group(int64_t d) {
 
 enum { IN_GROUPS = 28 + 64 };
 
-saga_status net_degree_order(const saga_graph *g, bool by_in_group, int32_t n_sorted,
-                             int32_t *ids) {
+saga_status net_degree_order(const saga_graph *g, bool by_in_group, const int32_t *vs,
+                             int32_t count, int32_t *ids) {
     saga_status st = SAGA_OK;
-    int64_t *count = NULL;
+    int64_t *cnt = NULL;
     int32_t *tmp = NULL;
-    const int32_t N = n_sorted;
-    for (int32_t v = N; v < saga_graph_n_vertices(g); v++)
-        ids[v] = v;
+    const int32_t N = count;
     const saga_csr out = saga_graph_out(g), in = saga_graph_in(g);
+#define VTX(i) (vs ? vs[i] : (int32_t)(i))
+#define OUTDEG(v) (out.offsets[(v) + 1] - out.offsets[(v)])
     int64_t top = 0;
-    for (int32_t v = 0; v < N; v++) {
-        int64_t d = out.offsets[v + 1] - out.offsets[v];
-        top = d > top ? d : top;
-    }
+    for (int32_t i = 0; i < N; i++)
+        top = OUTDEG(VTX(i)) > top ? OUTDEG(VTX(i)) : top;
     top = top < IN_GROUPS ? IN_GROUPS : top;
-    SAGA_TRY(saga_alloc_zeroed((void **)&count, (size_t)top + 2, sizeof *count, "degree counts"));
-    for (int32_t v = 0; v < N; v++)
-        count[top - (out.offsets[v + 1] - out.offsets[v]) + 1]++;
+    SAGA_TRY(saga_alloc_zeroed((void **)&cnt, (size_t)top + 2, sizeof *cnt, "degree counts"));
+    SAGA_TRY(saga_alloc_array((void **)&tmp, N ? (size_t)N : 1, sizeof *tmp, "vertex ids"));
+    /* by out-degree, highest first, stable: into tmp (ids may be vs) */
+    for (int32_t i = 0; i < N; i++)
+        cnt[top - OUTDEG(VTX(i)) + 1]++;
     for (int64_t d = 0; d <= top; d++)
-        count[d + 1] += count[d];
-    for (int32_t v = 0; v < N; v++)
-        ids[count[top - (out.offsets[v + 1] - out.offsets[v])]++] = v;
-    if (by_in_group) {
-        SAGA_TRY(saga_alloc_array((void **)&tmp, N ? (size_t)N : 1, sizeof *tmp, "vertex ids"));
-        memcpy(tmp, ids, (size_t)N * sizeof *tmp);
-        memset(count, 0, (IN_GROUPS + 1) * sizeof *count);
-        for (int32_t i = 0; i < N; i++) {
-            const int32_t v = tmp[i];
-            count[IN_GROUPS - in_degree_group(in.offsets[v + 1] - in.offsets[v])]++;
-        }
-        for (int k = 0; k < IN_GROUPS; k++)
-            count[k + 1] += count[k];
-        for (int32_t i = 0; i < N; i++) {
-            const int32_t v = tmp[i];
-            ids[count[IN_GROUPS - 1 - in_degree_group(in.offsets[v + 1] - in.offsets[v])]++] = v;
-        }
+        cnt[d + 1] += cnt[d];
+    for (int32_t i = 0; i < N; i++) {
+        const int32_t v = VTX(i);
+        tmp[cnt[top - OUTDEG(v)]++] = v;
     }
+    if (!by_in_group) {
+        memcpy(ids, tmp, (size_t)N * sizeof *ids);
+        goto fail;
+    }
+    /* then by in-degree group, the longest rows first, stable */
+    memset(cnt, 0, (IN_GROUPS + 1) * sizeof *cnt);
+    for (int32_t i = 0; i < N; i++)
+        cnt[IN_GROUPS - in_degree_group(in.offsets[tmp[i] + 1] - in.offsets[tmp[i]])]++;
+    for (int k = 0; k < IN_GROUPS; k++)
+        cnt[k + 1] += cnt[k];
+    for (int32_t i = 0; i < N; i++) {
+        const int32_t v = tmp[i];
+        ids[cnt[IN_GROUPS - 1 - in_degree_group(in.offsets[v + 1] - in.offsets[v])]++] = v;
+    }
+#undef VTX
+#undef OUTDEG
 fail:
-    saga_free(count);
+    saga_free(cnt);
     saga_free(tmp);
     return st;
 }
@@ -1223,19 +1226,30 @@ static saga_status prep_parts(saga_net *n, prep *p) {
             }
             if (p->R > 1)
                 SAGA_TRY(net_dist_agree_partition(n));
-            SAGA_TRY(saga_graph_permute(&p->g, n->g_user, n->plan.part->perm));
-            /* a copy of the permutation the scheduler can load the ids from */
+            /* the permutation, which the scheduler can load the ids from: the parts', and for
+             * PageRank each part's rows in degree order among themselves */
             SAGA_TRY(net_host_array(n, (void **)&n->plan.ids, (size_t)n->n, sizeof(int32_t),
                                     "vertex ids"));
             memcpy(n->plan.ids, n->plan.part->perm, (size_t)n->n * sizeof(int32_t));
+            if (n->pagerank && n->o.order != SAGA_ORDER_GRAPH) {
+                const int64_t *at = n->plan.part->offsets;
+                for (int32_t q = 0; q < n->plan.part->n_parts; q++)
+                    SAGA_TRY(net_degree_order(n->g_user, n->o.order != SAGA_ORDER_OUT_DEGREE,
+                                              n->plan.ids + at[q], (int32_t)(at[q + 1] - at[q]),
+                                              n->plan.ids + at[q]));
+            }
+            SAGA_TRY(saga_graph_permute(&p->g, n->g_user, n->plan.ids));
         } else if (p->R == 1 &&
                    (n->o.order == SAGA_ORDER_DEGREE || n->o.order == SAGA_ORDER_OUT_DEGREE ||
                     (n->o.order == SAGA_ORDER_AUTO && n->pagerank))) {
             /* over shards the own rows among themselves, the halo's after them as they are */
             SAGA_TRY(net_host_array(n, (void **)&n->plan.ids, (size_t)n->n, sizeof(int32_t),
                                     "vertex ids"));
-            SAGA_TRY(net_degree_order(n->g_user, n->o.order != SAGA_ORDER_OUT_DEGREE,
-                                      n->hx ? n->hx->n_own : n->n, n->plan.ids));
+            const int32_t sorted = n->hx ? n->hx->n_own : n->n;
+            SAGA_TRY(net_degree_order(n->g_user, n->o.order != SAGA_ORDER_OUT_DEGREE, NULL, sorted,
+                                      n->plan.ids));
+            for (int32_t v = sorted; v < n->n; v++)
+                n->plan.ids[v] = v;
             if (n->hx)
                 SAGA_TRY(net_halo_reorder(n, n->plan.ids));
         }

@@ -361,12 +361,13 @@ static inline int net_cmp_i32(const void *a, const void *b) {
  * the host side of a scheduler block, which its copy stream reads asynchronously. */
 saga_status net_host_array(saga_net *n, void **out, size_t count, size_t size, const char *what);
 
-/* PageRank's vertex orders in memory (SAGA_ORDER_DEGREE, SAGA_ORDER_OUT_DEGREE): ids[i] is the
- * vertex of g placed at row i (ids: n_vertices entries), for the first n_sorted vertices (over
- * shards a rank's own rows; the rest keep their places). By out-degree, highest first, ties in
- * g's order; with by_in_group, then grouped by in-degree, stably, the longest rows first: each
- * in-degree up to 32 a group, then one per power of two (33-63, 64-127, ...). */
-saga_status net_degree_order(const saga_graph *g, bool by_in_group, int32_t n_sorted, int32_t *ids);
+/* PageRank's vertex orders (SAGA_ORDER_DEGREE, SAGA_ORDER_OUT_DEGREE): the count vertices vs
+ * (NULL: 0 .. count - 1; in increasing order) into ids (which may be vs), by out-degree, highest
+ * first, ties in g's order; with by_in_group, then grouped by in-degree, stably, the longest rows
+ * first: each in-degree up to 32 a group, then one per power of two (33-63, 64-127, ...). In
+ * memory every row is ordered, over shards a rank's own rows, streamed each part's. */
+saga_status net_degree_order(const saga_graph *g, bool by_in_group, const int32_t *vs,
+                             int32_t count, int32_t *ids);
 /* Bytes of a host array of one 4-byte value per edge (one more when there are none). */
 size_t net_edge_bytes(int64_t m);
 /* Device bytes a program stage's messages take over m edges: a batched stage's source and
