@@ -48,10 +48,11 @@ saga_status saga_net_explain(saga_net *n, FILE *f) {
     if (n->pagerank) {
         fprintf(f, "  PageRank in f64 over %d part%s, %lld halo rows read per iteration%s\n",
                 (int)n->plan.k, n->plan.k == 1 ? "" : "s", (long long)n->stats.halo_rows,
-                !n->plan.ids || n->plan.k != 1 ? ""
+                !n->plan.ids || n->o.order == SAGA_ORDER_GRAPH ? ""
                 : n->o.order == SAGA_ORDER_OUT_DEGREE
-                    ? ", rows by out-degree"
-                    : ", rows by in-degree group, then out-degree");
+                    ? (n->plan.k == 1 ? ", rows by out-degree" : ", each part's rows by out-degree")
+                : n->plan.k == 1 ? ", rows by in-degree group, then out-degree"
+                                 : ", each part's rows by in-degree group, then out-degree");
         return SAGA_OK;
     }
     if (n->plan.streamed) {
