@@ -883,12 +883,7 @@ saga_status cli_shards_open(const char *dir, saga_comm *comm, saga_shards_manife
     SAGA_TRY(saga_shards_for_ranks(m, dir, saga_comm_size(comm)));
     SAGA_TRY(saga_shard_open(sh, dir, saga_comm_rank(comm), NULL));
     SAGA_TRY(saga_shard_graph(*sh, lg));
-    *hx = (saga_net_halo){.comm = comm,
-                          .n_own = (int32_t)(*sh)->n_own,
-                          .recv_offsets = (*sh)->halo_offsets,
-                          .send_offsets = (*sh)->send_offsets,
-                          .send_rows = (*sh)->send_rows,
-                          .out_degree = (*sh)->out_degree};
+    *hx = saga_net_halo_of_shard(*sh, comm);
 fail:
     return st;
 }

@@ -374,13 +374,7 @@ saga_status gcn_train(gcn_result *out, saga_backend *be, const gcn_data *d, cons
     no.trace = o->trace;
     saga_net_halo hx = {0};
     if (d->shard) { /* ranks over shards: each its local graph */
-        hx = (saga_net_halo){.comm = o->comm,
-                             .n_own = (int32_t)d->shard->n_own,
-                             .recv_offsets = d->shard->halo_offsets,
-                             .send_offsets = d->shard->send_offsets,
-                             .send_rows = d->shard->send_rows,
-                             .out_degree = d->shard->out_degree,
-                             .row_ids = d->shard->vertex};
+        hx = saga_net_halo_of_shard(d->shard, o->comm);
         no.halo = &hx;
         no.comm = NULL;
     }

@@ -256,13 +256,7 @@ static saga_status shard_net_make(shard_net *s, const char *dir) {
         if (l < own)
             memcpy(s->x + (int64_t)l * D.F, D.x + (int64_t)v * D.F, (size_t)D.F * sizeof *s->x);
     }
-    s->hx = (saga_net_halo){.comm = comm,
-                            .n_own = own,
-                            .recv_offsets = sh->halo_offsets,
-                            .send_offsets = sh->send_offsets,
-                            .send_rows = sh->send_rows,
-                            .out_degree = sh->out_degree,
-                            .row_ids = sh->vertex};
+    s->hx = saga_net_halo_of_shard(sh, comm);
     return st;
 }
 

@@ -46,13 +46,13 @@ saga_status saga_net_explain(saga_net *n, FILE *f) {
         fprintf(f, "; device budget %zu bytes", bs.budget_bytes);
     fprintf(f, "\n");
     if (n->pagerank) {
-        fprintf(f, "  PageRank in f64 over %d part%s, %lld halo rows read per iteration%s\n",
-                (int)n->plan.k, n->plan.k == 1 ? "" : "s", (long long)n->stats.halo_rows,
-                !n->plan.ids || n->o.order == SAGA_ORDER_GRAPH ? ""
-                : n->o.order == SAGA_ORDER_OUT_DEGREE
-                    ? (n->plan.k == 1 ? ", rows by out-degree" : ", each part's rows by out-degree")
-                : n->plan.k == 1 ? ", rows by in-degree group, then out-degree"
-                                 : ", each part's rows by in-degree group, then out-degree");
+        fprintf(f, "  PageRank in f64 over %d part%s, %lld halo rows read per iteration",
+                (int)n->plan.k, n->plan.k == 1 ? "" : "s", (long long)n->stats.halo_rows);
+        if (n->plan.ids && n->o.order != SAGA_ORDER_GRAPH)
+            fprintf(f, ", %s by %s", n->plan.k == 1 ? "rows" : "each part's rows",
+                    n->o.order == SAGA_ORDER_OUT_DEGREE ? "out-degree"
+                                                        : "in-degree group, then out-degree");
+        fprintf(f, "\n");
         return SAGA_OK;
     }
     if (n->plan.streamed) {

@@ -2,6 +2,7 @@
  * exchange of a program stage's halo rows as a node of the tape (forward: the owners' rows in
  * place of the local ones; backward: the halo rows' gradients to their owners, added there). */
 #include "net_impl.h"
+#include "saga_shards.h"
 
 #include <string.h>
 
@@ -37,6 +38,16 @@ static bool ascending(const int64_t *a, int p, int64_t last) {
         if (a[q + 1] < a[q])
             return false;
     return true;
+}
+
+saga_net_halo saga_net_halo_of_shard(const saga_shard *s, saga_comm *comm) {
+    return (saga_net_halo){.comm = comm,
+                           .n_own = (int32_t)s->n_own,
+                           .recv_offsets = s->halo_offsets,
+                           .send_offsets = s->send_offsets,
+                           .send_rows = s->send_rows,
+                           .out_degree = s->out_degree,
+                           .row_ids = s->vertex};
 }
 
 saga_status net_halo_new(saga_net *n) {

@@ -114,6 +114,12 @@ typedef struct saga_net_halo {
     const int32_t *row_ids;
 } saga_net_halo;
 
+struct saga_shard;
+/* The halo of shard s (saga_shard_open) over comm: its own rows, halo offsets, send lists, the
+ * whole graph's out-degrees and its rows' vertex ids, pointing into s (which must outlive the
+ * net). */
+saga_net_halo saga_net_halo_of_shard(const struct saga_shard *s, saga_comm *comm);
+
 typedef struct saga_net_opts {
     saga_exec exec;
     int32_t parts; /* streamed: parts; 0 = the fewest whose blocks fit, and a training pass

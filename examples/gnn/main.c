@@ -241,13 +241,7 @@ int main(int argc, char **argv) {
     no.comm = comm;
     saga_net_halo hx = {0};
     if (shards) { /* the halo's rows come from their owners before each aggregation */
-        hx = (saga_net_halo){.comm = comm,
-                             .n_own = (int32_t)shard->n_own,
-                             .recv_offsets = shard->halo_offsets,
-                             .send_offsets = shard->send_offsets,
-                             .send_rows = shard->send_rows,
-                             .out_degree = shard->out_degree,
-                             .row_ids = shard->vertex};
+        hx = saga_net_halo_of_shard(shard, comm);
         no.halo = &hx;
         no.comm = NULL;
     }

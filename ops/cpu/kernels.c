@@ -259,7 +259,6 @@ static saga_status cpu_pagerank_pull_acc_f64(saga_stream *s, const saga_csr_dev 
                                              double a, double b, const double *base_in,
                                              const double *c, const double *x, const double *inv,
                                              double *y, double *c_next, double *acc) {
-    saga_cpu_stream_drain(s);
     double out[2];
     saga_status st = cpu_pagerank_pull_f64(s, A, d, a + b * base_in[1], c, x, inv, y, c_next, out);
     if (st == SAGA_OK) {
