@@ -33,18 +33,18 @@ typedef struct saga_rmat_params {
 } saga_rmat_params;
 
 /* scale 16, edge factor 16, a=0.57 b=0.19 c=0.19, seed 1, scrambled. */
-saga_rmat_params saga_rmat_params_defaults(void);
+SAGA_API saga_rmat_params saga_rmat_params_defaults(void);
 
 /* Generates the edge arrays (saga_malloc'd; the caller owns them). Self-loops and duplicate edges
  * are kept as drawn. */
-saga_status saga_rmat_edges(int32_t **src, int32_t **dst, int64_t *n_edges, int32_t *n_vertices,
-                            const saga_rmat_params *p);
+SAGA_API saga_status saga_rmat_edges(int32_t **src, int32_t **dst, int64_t *n_edges,
+                                     int32_t *n_vertices, const saga_rmat_params *p);
 /* Generates a graph; opts as for saga_graph_from_edges (NULL = defaults). */
-saga_status saga_rmat_graph(saga_graph **out, const saga_rmat_params *p,
-                            const saga_graph_opts *opts);
+SAGA_API saga_status saga_rmat_graph(saga_graph **out, const saga_rmat_params *p,
+                                     const saga_graph_opts *opts);
 /* Writes the edges as a text edge list ("src dst" per line, a '#' header naming the parameters),
  * gzip-compressed when path ends in ".gz". */
-saga_status saga_rmat_write(const char *path, const saga_rmat_params *p);
+SAGA_API saga_status saga_rmat_write(const char *path, const saga_rmat_params *p);
 
 /* ---- citation graph ----------------------------------------------------------------------- *
  * A degree-corrected stochastic block model with bag-of-words features, shaped like the
@@ -78,7 +78,7 @@ typedef struct saga_citation_params {
 
 /* Cora's shape: 2708 vertices, 7 classes, mean degree 3.9, 1433 words; homophily 0.8, degree
  * exponent 2.5, 20 words per vertex, topic share 0.15, split 20 per class / 500 / 1000, seed 1. */
-saga_citation_params saga_citation_params_defaults(void);
+SAGA_API saga_citation_params saga_citation_params_defaults(void);
 
 /* A generated data set. Plain data, every array saga_malloc'd and owned by the struct. */
 typedef struct saga_citation {
@@ -96,22 +96,22 @@ typedef struct saga_citation {
 /* Generates a data set; the caller owns *out (saga_citation_free). Errors: SAGA_ERR_INVALID_ARG
  * for parameters out of range (naming the parameter) or more edges than half of all vertex
  * pairs; SAGA_ERR_OUT_OF_MEMORY. */
-saga_status saga_citation_generate(saga_citation **out, const saga_citation_params *p);
+SAGA_API saga_status saga_citation_generate(saga_citation **out, const saga_citation_params *p);
 /* Frees the arrays and *c; *c becomes NULL. Accepts NULL. */
-void saga_citation_free(saga_citation **c);
+SAGA_API void saga_citation_free(saga_citation **c);
 /* The undirected graph (both directions of every edge), vertices 0..n-1; opts' undirected flag
  * is forced on (NULL = defaults). The caller owns *out. */
-saga_status saga_citation_graph(saga_graph **out, const saga_citation *c,
-                                const saga_graph_opts *opts);
+SAGA_API saga_status saga_citation_graph(saga_graph **out, const saga_citation *c,
+                                         const saga_graph_opts *opts);
 /* The features as a dense row-major n_vertices x n_features f32 array of 0/1 (saga_malloc'd,
  * owned by the caller). */
-saga_status saga_citation_features(float **out, const saga_citation *c);
+SAGA_API saga_status saga_citation_features(float **out, const saga_citation *c);
 /* Writes the data set to dir (created when missing; existing files are replaced) in the layout
  * of the bundled Cora: edges.txt.gz ("u v", u < v, sorted), features.txt.gz ("vertex feature"),
  * labels.txt (line i = class of vertex i), classes.txt, train_idx.txt, val_idx.txt,
  * test_idx.txt, and README.md naming the parameters. Each file is written to NAME.tmp and
  * renamed. Same data set, same bytes. Errors: SAGA_ERR_IO naming the file. */
-saga_status saga_citation_write(const saga_citation *c, const char *dir);
+SAGA_API saga_status saga_citation_write(const saga_citation *c, const char *dir);
 
 /* ---- collision events in the layout of the TrackML challenge ----------------------------- *
  * A barrel detector of ten cylindrical layers around the beam line in a solenoid field along z:
@@ -144,7 +144,7 @@ typedef struct saga_trackml_params {
     uint64_t seed;                        /* 1 */
 } saga_trackml_params;
 
-saga_trackml_params saga_trackml_params_defaults(void);
+SAGA_API saga_trackml_params saga_trackml_params_defaults(void);
 
 /* One event: the hits, their truth and the particles, as the three TrackML files hold them.
  * Plain data; every array saga_malloc'd and owned by the struct. Columns a file read did not
@@ -168,16 +168,16 @@ typedef struct saga_trackml_event {
 
 /* Generates event event_id; the caller owns *out (saga_trackml_event_free). Errors:
  * SAGA_ERR_INVALID_ARG naming a parameter out of range; SAGA_ERR_OUT_OF_MEMORY. */
-saga_status saga_trackml_generate(saga_trackml_event **out, const saga_trackml_params *p,
-                                  int64_t event_id);
+SAGA_API saga_status saga_trackml_generate(saga_trackml_event **out, const saga_trackml_params *p,
+                                           int64_t event_id);
 /* Frees the arrays and *e; *e becomes NULL. Accepts NULL. */
-void saga_trackml_event_free(saga_trackml_event **e);
+SAGA_API void saga_trackml_event_free(saga_trackml_event **e);
 /* Writes DIR/eventNNNNNNNNN-hits.csv.gz (hit_id,x,y,z,volume_id,layer_id,module_id),
  * -truth.csv.gz (hit_id,particle_id,tx,ty,tz,tpx,tpy,tpz,weight) and -particles.csv.gz
  * (particle_id,vx,vy,vz,px,py,pz,q,nhits), each through NAME.tmp and a rename; DIR must exist.
  * Same event, same bytes. The event needs every column. Errors: SAGA_ERR_IO naming the file,
  * SAGA_ERR_INVALID_ARG for an event without the truth or particle columns. */
-saga_status saga_trackml_write(const saga_trackml_event *e, const char *dir);
+SAGA_API saga_status saga_trackml_write(const saga_trackml_event *e, const char *dir);
 /* Reads PREFIX-hits.csv[.gz], PREFIX-truth.csv[.gz] and PREFIX-particles.csv[.gz] (PREFIX e.g.
  * "dir/event000000010"; plain or gzip, told apart by content): columns are found by their
  * header names, extra columns are ignored, so the files of the TrackML challenge read as they
@@ -187,26 +187,26 @@ saga_status saga_trackml_write(const saga_trackml_event *e, const char *dir);
  * naming a missing file; SAGA_ERR_PARSE as "FILE:LINE: expected ..., found ..." for a missing
  * column, a bad number, a wrong field count, an unknown or repeated hit_id; SAGA_ERR_CORRUPT
  * for a truncated or corrupt gzip stream. */
-saga_status saga_trackml_read(saga_trackml_event **out, const char *prefix);
+SAGA_API saga_status saga_trackml_read(saga_trackml_event **out, const char *prefix);
 /* The event prefixes in dir ("dir/eventNNN" for every eventNNN-hits.csv[.gz]), sorted by name;
  * *prefixes is an array of n strings, all freed by saga_trackml_list_free. No event is not an
  * error (n = 0). Errors: SAGA_ERR_IO naming dir. */
-saga_status saga_trackml_list(char ***prefixes, int64_t *n, const char *dir);
-void saga_trackml_list_free(char ***prefixes, int64_t n);
+SAGA_API saga_status saga_trackml_list(char ***prefixes, int64_t *n, const char *dir);
+SAGA_API void saga_trackml_list_free(char ***prefixes, int64_t n);
 
 /* The barrel layer (0 .. SAGA_TRACKML_N_LAYERS-1, innermost first) of a TrackML (volume_id,
  * layer_id): volume 8 layers 2/4/6/8, volume 13 layers 2/4/6/8, volume 17 layers 2/4; -1 for
  * any other pair (the end caps, which the generator does not simulate, among them). */
-int saga_trackml_layer_index(int32_t volume_id, int32_t layer_id);
+SAGA_API int saga_trackml_layer_index(int32_t volume_id, int32_t layer_id);
 /* Whether volume_id is one of TrackML's end-caps: 7/9 (pixel), 12/14 (short strips), 16/18
  * (long strips), negative / positive z. */
-bool saga_trackml_is_endcap(int32_t volume_id);
+SAGA_API bool saga_trackml_is_endcap(int32_t volume_id);
 /* The radius and half-length in z (mm) of barrel layer i. */
-double saga_trackml_layer_radius(int i);
-double saga_trackml_layer_half_length(int i);
+SAGA_API double saga_trackml_layer_radius(int i);
+SAGA_API double saga_trackml_layer_half_length(int i);
 /* Hit smearing of layer i (mm): in r-phi and in z. */
-double saga_trackml_layer_sigma_rphi(int i);
-double saga_trackml_layer_sigma_z(int i);
+SAGA_API double saga_trackml_layer_sigma_rphi(int i);
+SAGA_API double saga_trackml_layer_sigma_z(int i);
 
 #ifdef __cplusplus
 }

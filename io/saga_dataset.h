@@ -65,17 +65,18 @@ typedef struct saga_dataset_opts {
     bool normalize_features; /* divide each non-negative feature row by its sum (true) */
 } saga_dataset_opts;
 
-saga_dataset_opts saga_dataset_opts_defaults(void);
+SAGA_API saga_dataset_opts saga_dataset_opts_defaults(void);
 
 /* Reads and checks the data set in dir (see the top of this file); opts NULL means the
  * defaults. On success *out holds the data set (saga_dataset_free); on failure *out is zeroed
  * and holds nothing. Errors: SAGA_ERR_IO for a missing directory or file (naming it),
  * SAGA_ERR_PARSE for malformed content, ids out of range, too few dense feature rows or a label
  * beyond classes.txt, SAGA_ERR_OUT_OF_MEMORY, SAGA_ERR_INVALID_ARG for NULL arguments. */
-saga_status saga_dataset_load(saga_dataset *out, const char *dir, const saga_dataset_opts *opts);
+SAGA_API saga_status saga_dataset_load(saga_dataset *out, const char *dir,
+                                       const saga_dataset_opts *opts);
 
 /* Frees what d holds and zeroes it; accepts NULL. */
-void saga_dataset_free(saga_dataset *d);
+SAGA_API void saga_dataset_free(saga_dataset *d);
 
 #ifdef __cplusplus
 }

@@ -30,8 +30,8 @@ typedef enum saga_format {
 } saga_format;
 
 /* Lower-case name ("edgelist", "mtx", "metis", "sgr", "auto"); parse returns -1 if unknown. */
-const char *saga_format_name(saga_format f);
-int saga_format_parse(const char *s);
+SAGA_API const char *saga_format_name(saga_format f);
+SAGA_API int saga_format_parse(const char *s);
 
 typedef enum saga_weights {
     SAGA_WEIGHTS_AUTO = 0, /* use a weight column when the file has one */
@@ -49,7 +49,7 @@ typedef struct saga_load_opts {
     bool self_loops_set;
 } saga_load_opts;
 
-saga_load_opts saga_load_opts_defaults(void);
+SAGA_API saga_load_opts saga_load_opts_defaults(void);
 
 /* Loads a graph from path in any supported format. opts may be NULL. The caller owns *out.
  * saga_graph_build_opts(*out) then tells how the graph was built.
@@ -59,10 +59,11 @@ saga_load_opts saga_load_opts_defaults(void);
  * is what loading the original source with these options would give, or the load is refused with
  * SAGA_ERR_UNSUPPORTED and a message naming the file, what it holds and what was asked. An
  * option is never ignored. */
-saga_status saga_graph_load(saga_graph **out, const char *path, const saga_load_opts *opts);
+SAGA_API saga_status saga_graph_load(saga_graph **out, const char *path,
+                                     const saga_load_opts *opts);
 
 /* Detects the format of path (reads at most its first few KiB). */
-saga_status saga_format_detect(const char *path, saga_format *out);
+SAGA_API saga_status saga_format_detect(const char *path, saga_format *out);
 
 /* Per-format readers; gzip input is recognised by its magic bytes for the text formats.
  *  - edge list: one edge per line "src dst [weight]", separated by spaces or tabs; lines that
@@ -72,9 +73,11 @@ saga_status saga_format_detect(const char *path, saga_format *out);
  *    entry (i, j) becomes the edge i -> j (1-based in the file); symmetric adds j -> i.
  *  - METIS: header "n m [fmt [ncon]]", then one line of 1-based neighbours per vertex; fmt
  *    001 adds edge weights; the graph is undirected, as METIS defines it (2m arcs). */
-saga_status saga_edgelist_read(saga_graph **out, const char *path, const saga_load_opts *opts);
-saga_status saga_mtx_read(saga_graph **out, const char *path, const saga_load_opts *opts);
-saga_status saga_metis_read(saga_graph **out, const char *path, const saga_load_opts *opts);
+SAGA_API saga_status saga_edgelist_read(saga_graph **out, const char *path,
+                                        const saga_load_opts *opts);
+SAGA_API saga_status saga_mtx_read(saga_graph **out, const char *path, const saga_load_opts *opts);
+SAGA_API saga_status saga_metis_read(saga_graph **out, const char *path,
+                                     const saga_load_opts *opts);
 
 /* ---- .sgr binary cache ------------------------------------------------------------------ *
  * Layout (little endian): a 256-byte header (magic "SAGAGRPH", version, flags, counts, the
@@ -88,10 +91,10 @@ saga_status saga_metis_read(saga_graph **out, const char *path, const saga_load_
 /* Writes g to path (a temporary file renamed into place), with g's build record
  * (saga_graph_build_opts; "not recorded" when g's is unknown). SAGA_ERR_UNSUPPORTED for a
  * renumbered graph (saga_graph_permute), SAGA_ERR_IO. */
-saga_status saga_sgr_write(const saga_graph *g, const char *path);
+SAGA_API saga_status saga_sgr_write(const saga_graph *g, const char *path);
 /* Maps path and returns the graph as stored, with its recorded build. SAGA_ERR_CORRUPT for a
  * file that is damaged or inconsistent, SAGA_ERR_IO. */
-saga_status saga_sgr_read(saga_graph **out, const char *path);
+SAGA_API saga_status saga_sgr_read(saga_graph **out, const char *path);
 /* saga_sgr_read, then the loading options applied (opts may be NULL: the graph as stored). An
  * option left at its default keeps what the file holds (graph.self_loops KEEP only counts as
  * asked for with self_loops_set). Asked-for options are applied as building the file's source
@@ -104,7 +107,7 @@ saga_status saga_sgr_read(saga_graph **out, const char *path);
  * reverse on a weighted graph), weights REQUIRE on a file without them, and undirected, an
  * explicit self-loops KEEP or any duplicates policy on a version 1 file (its build unknown).
  * Untouched, the graph stays mapped; applied options make a copy in memory. */
-saga_status saga_sgr_load(saga_graph **out, const char *path, const saga_load_opts *opts);
+SAGA_API saga_status saga_sgr_load(saga_graph **out, const char *path, const saga_load_opts *opts);
 
 /* ---- vertex data -------------------------------------------------------------------------- */
 
@@ -123,13 +126,13 @@ typedef struct saga_features_opts {
     int64_t n_cols; /* expected feature count; 0 = infer (max feature index + 1, or row width) */
 } saga_features_opts;
 
-saga_features_opts saga_features_opts_defaults(void);
+SAGA_API saga_features_opts saga_features_opts_defaults(void);
 
 /* Reads a features file into a new row-major float array (*out, n_rows x n_cols, saga_malloc'd,
  * owned by the caller). With a graph, n_rows is its vertex count and rows not mentioned by a
  * sparse file are zero. Text or gzip; '#' and '%' lines are comments. */
-saga_status saga_features_read(float **out, int64_t *n_rows, int64_t *n_cols, const char *path,
-                               const saga_features_opts *opts);
+SAGA_API saga_status saga_features_read(float **out, int64_t *n_rows, int64_t *n_cols,
+                                        const char *path, const saga_features_opts *opts);
 
 /* A feature matrix as its file has it: dense rows, or, for a sparse file, CSR (row v's entries
  * are indices[offsets[v] .. offsets[v + 1]), columns increasing, values beside them). */
@@ -146,13 +149,13 @@ typedef struct saga_features {
  * CSR, n_rows + 1 offsets even when n_rows is 0), so that a 1% dense matrix costs 1% of the
  * memory. The arrays are saga_malloc'd and owned by *out (saga_features_free). Errors as
  * saga_features_read's; *out is written only on success. */
-saga_status saga_features_load(saga_features *out, const char *path,
-                               const saga_features_opts *opts);
+SAGA_API saga_status saga_features_load(saga_features *out, const char *path,
+                                        const saga_features_opts *opts);
 /* Frees f's arrays and zeroes it; accepts NULL. */
-void saga_features_free(saga_features *f);
+SAGA_API void saga_features_free(saga_features *f);
 /* Makes f dense (rows x cols, zeros where the CSR has no entry); nothing when it is dense.
  * SAGA_ERR_OUT_OF_MEMORY leaves f as it was. */
-saga_status saga_features_densify(saga_features *f);
+SAGA_API saga_status saga_features_densify(saga_features *f);
 /* What saga_features_normalize_rows did: every row is counted once. */
 typedef struct saga_features_norm {
     int64_t n_normalized; /* rows divided by their sum: no negative entry, sum > 0 */
@@ -165,16 +168,18 @@ typedef struct saga_features_norm {
  * a sparse matrix and its dense copy give the same bits. A row with a negative entry is left as
  * it is (dividing signed values by their sum, which may be near 0 or negative, destroys them),
  * and so is a row of zeros. Returns how many rows went which way. */
-saga_features_norm saga_features_normalize_rows(saga_features *f);
+SAGA_API saga_features_norm saga_features_normalize_rows(saga_features *f);
 
 /* Reads labels: either one integer per line (line i is vertex i; -1 or a blank value means no
  * label) or "vertex label" pairs (vertices named by original id when graph is given). Vertices
  * without a label get -1. *out has *n entries (the graph's vertex count when graph != NULL). */
-saga_status saga_labels_read(int32_t **out, int64_t *n, const char *path, const saga_graph *graph);
+SAGA_API saga_status saga_labels_read(int32_t **out, int64_t *n, const char *path,
+                                      const saga_graph *graph);
 
 /* Reads a list of vertex ids, one per line (e.g. a train/val/test split), mapped through the
  * graph's original ids when graph != NULL and checked to be in range. */
-saga_status saga_index_read(int32_t **out, int64_t *n, const char *path, const saga_graph *graph);
+SAGA_API saga_status saga_index_read(int32_t **out, int64_t *n, const char *path,
+                                     const saga_graph *graph);
 
 #ifdef __cplusplus
 }

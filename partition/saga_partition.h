@@ -43,7 +43,7 @@ typedef struct saga_partition_opts {
     int64_t metis_max_entries;
 } saga_partition_opts;
 
-saga_partition_opts saga_partition_opts_defaults(void);
+SAGA_API saga_partition_opts saga_partition_opts_defaults(void);
 
 /* The result. Allocated by saga_partition_graph, read-only for the caller, freed with
  * saga_partition_free. */
@@ -70,14 +70,14 @@ typedef struct saga_partition {
  * it runs out of memory), FENNEL cuts it instead (a warning; p->method says FENNEL).
  * Errors: SAGA_ERR_INVALID_ARG for k < 1, k > n_vertices, a bad method or a negative limit;
  * SAGA_ERR_OUT_OF_MEMORY; SAGA_ERR_INTERNAL for other METIS failures. */
-saga_status saga_partition_graph(saga_partition **out, const saga_graph *g, int32_t k,
-                                 const saga_partition_opts *opts);
+SAGA_API saga_status saga_partition_graph(saga_partition **out, const saga_graph *g, int32_t k,
+                                          const saga_partition_opts *opts);
 
 /* Frees *p and sets it to NULL; accepts NULL. */
-void saga_partition_free(saga_partition **p);
+SAGA_API void saga_partition_free(saga_partition **p);
 
 /* The method's name ("metis", "contiguous", "random", "fennel"), or "?" */
-const char *saga_partition_method_name(saga_partition_method m);
+SAGA_API const char *saga_partition_method_name(saga_partition_method m);
 
 /* ---- 2-D edge tiles over a renumbered graph ------------------------------------------------
  *
@@ -123,11 +123,11 @@ typedef struct saga_tiles {
  * saga_tiles_free). Parts may be empty. Errors: SAGA_ERR_INVALID_ARG when n_parts < 1 or the
  * offsets do not start at 0, decrease, or end elsewhere than n_vertices;
  * SAGA_ERR_OUT_OF_MEMORY. */
-saga_status saga_tiles_build(saga_tiles **out, const saga_graph *g, const int64_t *part_offsets,
-                             int32_t n_parts);
+SAGA_API saga_status saga_tiles_build(saga_tiles **out, const saga_graph *g,
+                                      const int64_t *part_offsets, int32_t n_parts);
 
 /* Frees *t and its tiles and sets it to NULL; accepts NULL. */
-void saga_tiles_free(saga_tiles **t);
+SAGA_API void saga_tiles_free(saga_tiles **t);
 
 /* The device memory a streamed pass over g cut into k parts is expected to need, for
  * feature_bytes_per_vertex bytes of vertex data per vertex. With P = ceil(n / k) the rows of
@@ -139,15 +139,16 @@ void saga_tiles_free(saga_tiles **t);
  *                + 2 (P F + tile(k))      one source part's rows and one tile, double-buffered
  * It does not increase with k. Returns 0 for k < 1 or a negative feature size; saturates at
  * SIZE_MAX. */
-size_t saga_tiles_footprint(const saga_graph *g, int32_t k, int64_t feature_bytes_per_vertex);
+SAGA_API size_t saga_tiles_footprint(const saga_graph *g, int32_t k,
+                                     int64_t feature_bytes_per_vertex);
 
 /* The smallest k among 1, 2, 4, ... (below n_vertices) and finally n_vertices whose
  * saga_tiles_footprint fits in budget_bytes, into *k. Since the footprint does not increase
  * with k, footprint(k / 2) exceeds the budget unless k == 1. Errors: SAGA_ERR_INVALID_ARG for a
  * negative feature size; SAGA_ERR_BUDGET, naming the footprint at k = n_vertices (the smallest
  * budget that works), when even that does not fit. */
-saga_status saga_tiles_choose_parts(int32_t *k, const saga_graph *g,
-                                    int64_t feature_bytes_per_vertex, size_t budget_bytes);
+SAGA_API saga_status saga_tiles_choose_parts(int32_t *k, const saga_graph *g,
+                                             int64_t feature_bytes_per_vertex, size_t budget_bytes);
 
 #ifdef __cplusplus
 }

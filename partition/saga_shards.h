@@ -66,7 +66,7 @@ typedef struct saga_shards_opts {
     saga_partition_opts partition;
 } saga_shards_opts;
 
-saga_shards_opts saga_shards_opts_defaults(void);
+SAGA_API saga_shards_opts saga_shards_opts_defaults(void);
 
 /* What saga_shards_write did. */
 typedef struct saga_shards_info {
@@ -81,8 +81,8 @@ typedef struct saga_shards_info {
  * files replaced). info may be NULL. Errors: SAGA_ERR_INVALID_ARG (no graph, R < 1 or above the
  * vertex count, a feature, label or split array that does not match the graph), SAGA_ERR_IO
  * (naming the file), SAGA_ERR_OUT_OF_MEMORY. */
-saga_status saga_shards_write(const char *dir, const saga_shards_input *in,
-                              const saga_shards_opts *o, saga_shards_info *info);
+SAGA_API saga_status saga_shards_write(const char *dir, const saga_shards_input *in,
+                                       const saga_shards_opts *o, saga_shards_info *info);
 
 /* The manifest: what every rank reads before its shard. */
 typedef struct saga_shards_manifest {
@@ -114,11 +114,12 @@ typedef struct saga_shards_manifest {
 /* Reads dir/manifest.txt into *m (saga_shards_manifest_free). Errors: SAGA_ERR_IO (no manifest:
  * not a shard directory, or one whose writing did not finish), SAGA_ERR_PARSE (naming the line,
  * or a version this build does not read), SAGA_ERR_OUT_OF_MEMORY. */
-saga_status saga_shards_manifest_read(saga_shards_manifest *m, const char *dir);
-void saga_shards_manifest_free(saga_shards_manifest *m);
+SAGA_API saga_status saga_shards_manifest_read(saga_shards_manifest *m, const char *dir);
+SAGA_API void saga_shards_manifest_free(saga_shards_manifest *m);
 /* SAGA_OK when m (dir's) holds a shard for each of `ranks` ranks, else SAGA_ERR_INVALID_ARG
  * naming both counts and how to match them. */
-saga_status saga_shards_for_ranks(const saga_shards_manifest *m, const char *dir, int32_t ranks);
+SAGA_API saga_status saga_shards_for_ranks(const saga_shards_manifest *m, const char *dir,
+                                           int32_t ranks);
 
 /* One rank's shard, mapped read-only. Local ids: own rows 0 .. n_own - 1 (the interior
  * 0 .. n_interior - 1), halo rows n_own .. n_own + n_halo - 1. */
@@ -159,7 +160,7 @@ typedef struct saga_shard_open_opts {
     bool verify; /* every chunk's CRC-32 read and compared (true) */
 } saga_shard_open_opts;
 
-saga_shard_open_opts saga_shard_open_opts_defaults(void);
+SAGA_API saga_shard_open_opts saga_shard_open_opts_defaults(void);
 
 /* Maps shard `rank` of dir and checks it against the manifest (its size and header), its header,
  * every chunk's CRC-32 (unless opts->verify is false) and its structure (offsets, ids, owners,
@@ -167,14 +168,14 @@ saga_shard_open_opts saga_shard_open_opts_defaults(void);
  * is wrong. A source file of the manifest that still exists with another size makes the
  * directory stale: refused. Errors: SAGA_ERR_IO, SAGA_ERR_PARSE, SAGA_ERR_INVALID_ARG (rank out
  * of range), SAGA_ERR_OUT_OF_MEMORY. */
-saga_status saga_shard_open(saga_shard **out, const char *dir, int32_t rank,
-                            const saga_shard_open_opts *opts);
-void saga_shard_close(saga_shard **s);
+SAGA_API saga_status saga_shard_open(saga_shard **out, const char *dir, int32_t rank,
+                                     const saga_shard_open_opts *opts);
+SAGA_API void saga_shard_close(saga_shard **s);
 
 /* Shard s's local graph: n_local vertices (the own rows, then the halo), the own rows' in-edges
  * in the shard's order (duplicates kept; the halo has none), unweighted. Errors:
  * SAGA_ERR_INVALID_ARG, SAGA_ERR_OUT_OF_MEMORY. */
-saga_status saga_shard_graph(const saga_shard *s, saga_graph **out);
+SAGA_API saga_status saga_shard_graph(const saga_shard *s, saga_graph **out);
 
 /* Rank `rank`'s shard of the directory dir (of as many shards as `ranks`, else
  * SAGA_ERR_INVALID_ARG naming both counts) as the data set a rank trains on, in saga_dataset's
@@ -184,13 +185,13 @@ saga_status saga_shard_graph(const saga_shard *s, saga_graph **out);
  * gets the mapped shard (saga_shard_close after the data set's last use): its halo layout is
  * what a net over shards exchanges (saga_net_halo). Errors: saga_shard_open's,
  * SAGA_ERR_INVALID_ARG for shards without features, labels or training rows. */
-saga_status saga_shards_dataset(saga_dataset *out, saga_shard **shard, const char *dir,
-                                int32_t rank, int32_t ranks);
+SAGA_API saga_status saga_shards_dataset(saga_dataset *out, saga_shard **shard, const char *dir,
+                                         int32_t rank, int32_t ranks);
 
 /* Checks a whole directory: the manifest, every shard as saga_shard_open does, the send lists
  * against the halos they fill, and every source file that still exists against its recorded
  * size and CRC-32 (a missing one is skipped and counted). */
-saga_status saga_shards_check(const char *dir, int32_t *sources_missing);
+SAGA_API saga_status saga_shards_check(const char *dir, int32_t *sources_missing);
 
 #ifdef __cplusplus
 }

@@ -59,27 +59,29 @@ typedef struct saga_backend_params {
     saga_copies copies;  /* CPU: where a scheduler's copies run (GPUs copy with their engines) */
 } saga_backend_params;
 
-saga_backend_params saga_backend_params_defaults(void);
+SAGA_API saga_backend_params saga_backend_params_defaults(void);
 
 /* Opens a backend from a spec: "cpu", "cuda", "cuda:N" or "auto". "auto" tries CUDA device 0
  * and falls back to the CPU after logging one line saying why (at warn level). An explicit
  * "cuda" that cannot be opened returns SAGA_ERR_DEVICE (no GPU, no driver) or
  * SAGA_ERR_UNSUPPORTED (built without CUDA). p may be NULL for defaults. */
-saga_status saga_backend_open(saga_backend **out, const char *spec, const saga_backend_params *p);
+SAGA_API saga_status saga_backend_open(saga_backend **out, const char *spec,
+                                       const saga_backend_params *p);
 
-saga_status saga_backend_cpu_new(saga_backend **out, const saga_backend_params *p);
+SAGA_API saga_status saga_backend_cpu_new(saga_backend **out, const saga_backend_params *p);
 /* Loads the CUDA backend module (libsaga_cuda.so, found next to libsaga or the executable, then
  * on the library path) and opens device `device`. Once loaded, the module stays loaded until the
  * process exits. */
-saga_status saga_backend_cuda_new(saga_backend **out, int device, const saga_backend_params *p);
+SAGA_API saga_status saga_backend_cuda_new(saga_backend **out, int device,
+                                           const saga_backend_params *p);
 
 /* Frees the backend and everything it still caches; *be becomes NULL. Accepts NULL. Memory
  * still allocated from it is a caller bug and is reported at warn level. */
-void saga_backend_free_all(saga_backend **be);
+SAGA_API void saga_backend_free_all(saga_backend **be);
 
-saga_backend_kind saga_backend_get_kind(const saga_backend *be);
+SAGA_API saga_backend_kind saga_backend_get_kind(const saga_backend *be);
 /* "cpu", or "cuda:0 (NVIDIA H100 80GB HBM3)". */
-const char *saga_backend_name(const saga_backend *be);
+SAGA_API const char *saga_backend_name(const saga_backend *be);
 
 /* ---- device memory, accounted against the budget -------------------------------------- */
 
@@ -89,14 +91,14 @@ const char *saga_backend_name(const saga_backend *be);
  * and what the backend holds (in use, and reserved for its own work: see saga_backend_stats)
  * would pass the budget (the message names them), SAGA_ERR_OUT_OF_MEMORY/DEVICE when the device
  * itself refuses. bytes == 0 gives NULL and succeeds. */
-saga_status saga_backend_alloc(saga_backend *be, void **out, size_t bytes);
+SAGA_API saga_status saga_backend_alloc(saga_backend *be, void **out, size_t bytes);
 /* Frees memory from saga_backend_alloc; bytes must be the size it was allocated with. */
-void saga_backend_free(saga_backend *be, void *ptr, size_t bytes);
+SAGA_API void saga_backend_free(saga_backend *be, void *ptr, size_t bytes);
 
 /* Host memory for staging transfers: pinned on CUDA, plain (aligned) on the CPU. Not counted
  * against the device budget. */
-saga_status saga_backend_host_alloc(saga_backend *be, void **out, size_t bytes);
-void saga_backend_host_free(saga_backend *be, void *ptr, size_t bytes);
+SAGA_API saga_status saga_backend_host_alloc(saga_backend *be, void **out, size_t bytes);
+SAGA_API void saga_backend_host_free(saga_backend *be, void *ptr, size_t bytes);
 
 typedef struct saga_backend_stats {
     size_t budget_bytes; /* 0 = unlimited */
@@ -137,78 +139,81 @@ typedef struct saga_backend_stats {
     size_t work_reserve_bytes;
 } saga_backend_stats;
 
-void saga_backend_get_stats(const saga_backend *be, saga_backend_stats *out);
+SAGA_API void saga_backend_get_stats(const saga_backend *be, saga_backend_stats *out);
 /* Resets peak to the current in-use bytes (held_peak to what is held now) and zeroes the copy
  * counters and copy_seconds. */
-void saga_backend_reset_stats(saga_backend *be);
+SAGA_API void saga_backend_reset_stats(saga_backend *be);
 
 /* ---- streams and events ---------------------------------------------------------------- */
 
 /* The stream kernels run on unless told otherwise; owned by the backend. */
-saga_stream *saga_backend_default_stream(saga_backend *be);
+SAGA_API saga_stream *saga_backend_default_stream(saga_backend *be);
 /* A new stream of be, owned by the caller (free it with saga_stream_free before the backend).
  * SAGA_ERR_OUT_OF_MEMORY. On the CPU its queue and worker thread are made by the first operation
  * issued on it, which fails with SAGA_ERR_OUT_OF_MEMORY (nothing queued) when memory or threads
  * run out. */
-saga_status saga_stream_new(saga_stream **out, saga_backend *be);
+SAGA_API saga_status saga_stream_new(saga_stream **out, saga_backend *be);
 /* Waits until the work queued on *s has run, then frees it; *s becomes NULL. Accepts NULL. */
-void saga_stream_free(saga_stream **s);
+SAGA_API void saga_stream_free(saga_stream **s);
 /* Blocks until every operation issued on s so far has run. Returns an error that an operation
  * met while it ran on the stream (kept there until this call reports it; on a GPU, an index
  * outside its range that a gather or scatter of rows found on the device). */
-saga_status saga_stream_synchronize(saga_stream *s);
+SAGA_API saga_status saga_stream_synchronize(saga_stream *s);
 /* Work issued on s after this call waits until the point e was last recorded at has completed
  * (a later record of e does not move it); e may belong to any stream of the same backend, or of
  * another backend where saga_stream_can_wait says so. A never-recorded or complete event imposes
  * no wait. On a synchronous stream (the CPU's default one) the caller blocks until e completes. */
-saga_status saga_stream_wait_event(saga_stream *s, saga_event *e);
+SAGA_API saga_status saga_stream_wait_event(saga_stream *s, saga_event *e);
 /* Whether s can wait for e on the device (saga_stream_wait_event): e of s's backend, or of
  * another device of the same kind that the backend can order its streams after (CUDA devices of
  * one process). Otherwise e can only be waited for on the host (saga_event_synchronize). */
-bool saga_stream_can_wait(const saga_stream *s, const saga_event *e);
+SAGA_API bool saga_stream_can_wait(const saga_stream *s, const saga_event *e);
 
 /* Runs fn(arg) on a host thread once s reaches this point; work issued on s later waits until fn
  * has returned. As with cudaLaunchHostFunc, fn must not issue work on this backend's streams nor
  * synchronize them or their events (it could wait for itself). Without support in the backend,
  * the caller synchronizes s and calls fn itself. SAGA_ERR_OUT_OF_MEMORY (fn is then not called)
  * when the operation cannot be queued. */
-saga_status saga_stream_launch_host_fn(saga_stream *s, void (*fn)(void *arg), void *arg);
+SAGA_API saga_status saga_stream_launch_host_fn(saga_stream *s, void (*fn)(void *arg), void *arg);
 
-saga_status saga_event_new(saga_event **out, saga_backend *be);
-void saga_event_free(saga_event **e);
+SAGA_API saga_status saga_event_new(saga_event **out, saga_backend *be);
+SAGA_API void saga_event_free(saga_event **e);
 /* Marks the point in s's queue that e stands for: e completes when s reaches it, at once on a
  * synchronous stream. Recording again replaces the previous point, as cudaEventRecord. */
-saga_status saga_event_record(saga_event *e, saga_stream *s);
+SAGA_API saga_status saga_event_record(saga_event *e, saga_stream *s);
 /* Blocks until e has completed (returns at once for a never-recorded event). */
-saga_status saga_event_synchronize(saga_event *e);
+SAGA_API saga_status saga_event_synchronize(saga_event *e);
 /* true when the work before the recorded point has completed (or e was never recorded). Does
  * not block. */
-bool saga_event_done(saga_event *e);
+SAGA_API bool saga_event_done(saga_event *e);
 /* *seconds = the time from the completion of start to the completion of end (negative when end
  * completed first). Both must have been recorded and have completed: SAGA_ERR_INVALID_ARG names
  * the one that was not. SAGA_ERR_UNSUPPORTED on a backend that does not time events. */
-saga_status saga_event_elapsed(saga_event *start, saga_event *end, double *seconds);
+SAGA_API saga_status saga_event_elapsed(saga_event *start, saga_event *end, double *seconds);
 
 /* Waits for all work on all of the backend's streams. Returns the first error kept on one of
  * them (see saga_stream_synchronize). */
-saga_status saga_backend_synchronize(saga_backend *be);
+SAGA_API saga_status saga_backend_synchronize(saga_backend *be);
 
 /* Makes be's device the current one of the calling thread (cudaSetDevice on CUDA; nothing on
  * the CPU). A thread that issues work on a backend other than the one it started with (one
  * thread per GPU of a pipeline) calls it first. */
-saga_status saga_backend_bind_thread(saga_backend *be);
+SAGA_API saga_status saga_backend_bind_thread(saga_backend *be);
 
 /* Opens (start) or closes a profiler's capture range around the work issued in between: on CUDA
  * cudaProfilerStart / cudaProfilerStop, which `nsys profile --capture-range=cudaProfilerApi` and
  * the CUDA simulator's counts (SAGA_CUDASIM_STATS) follow; nothing on the CPU. Close it after
  * the work is synchronized so that all of it falls inside. */
-saga_status saga_backend_profile_range(saga_backend *be, bool start);
+SAGA_API saga_status saga_backend_profile_range(saga_backend *be, bool start);
 
 /* Asynchronous copies. The host side must stay valid until the stream reaches the copy; with
  * pinned host memory (saga_backend_host_alloc) CUDA copies overlap with compute. */
-saga_status saga_memcpy_h2d_async(saga_stream *s, void *dst_dev, const void *src_host, size_t n);
-saga_status saga_memcpy_d2h_async(saga_stream *s, void *dst_host, const void *src_dev, size_t n);
-saga_status saga_memcpy_d2d_async(saga_stream *s, void *dst_dev, const void *src_dev, size_t n);
+SAGA_API saga_status saga_memcpy_h2d_async(saga_stream *s, void *dst_dev, const void *src_host,
+                                           size_t n);
+SAGA_API saga_status saga_memcpy_d2h_async(saga_stream *s, void *dst_host, const void *src_dev,
+                                           size_t n);
+SAGA_API saga_status saga_memcpy_d2d_async(saga_stream *s, void *dst_dev, const void *src_dev,
+                                           size_t n);
 
 /* Rows of a host array: rows[i] (or first + i when rows is NULL) for i < n, each of row_bytes
  * at base. base and rows are host memory from saga_backend_host_alloc, which a CUDA device reads
@@ -225,14 +230,16 @@ typedef struct saga_host_rows {
 /* Gathers the host rows hr into hr->n consecutive rows at dst_dev, in s's order and without the
  * host: on CUDA a kernel reads them where they lie. Both arrays, and the rows they name, must
  * stay valid and unchanged until s reaches the copy. */
-saga_status saga_memcpy_rows_h2d_async(saga_stream *s, void *dst_dev, const saga_host_rows *hr);
+SAGA_API saga_status saga_memcpy_rows_h2d_async(saga_stream *s, void *dst_dev,
+                                                const saga_host_rows *hr);
 /* Adds hr->n consecutive rows of floats at src_dev into the host rows hr (row_bytes a multiple
  * of 4, the rows distinct), in s's order and without the host: on CUDA a kernel writes them where
  * they lie. The host must not touch those rows until s reaches the end of the addition. */
-saga_status saga_add_rows_d2h_async(saga_stream *s, const saga_host_rows *hr, const float *src_dev);
+SAGA_API saga_status saga_add_rows_d2h_async(saga_stream *s, const saga_host_rows *hr,
+                                             const float *src_dev);
 
 /* The backend a stream belongs to. */
-saga_backend *saga_stream_backend(const saga_stream *s);
+SAGA_API saga_backend *saga_stream_backend(const saga_stream *s);
 
 /* ---- OpenMP's idle threads in a loop of repeated work ---------------------------------- */
 
@@ -259,12 +266,12 @@ typedef struct saga_idle_tuner {
 } saga_idle_tuner;
 
 /* Before a repetition: sets the idle policy it runs under (nothing unless be is a CPU backend). */
-void saga_idle_tuner_begin(saga_idle_tuner *t, saga_backend *be);
+SAGA_API void saga_idle_tuner_begin(saga_idle_tuner *t, saga_backend *be);
 /* After it (its device work done): records its time. what names the work in the line logged
  * (SAGA_LOG_INFO) when the choice is first made. */
-void saga_idle_tuner_end(saga_idle_tuner *t, const char *what);
+SAGA_API void saga_idle_tuner_end(saga_idle_tuner *t, const char *what);
 /* The loop is over: the threads sleep again when some repetition spun. */
-void saga_idle_tuner_finish(saga_idle_tuner *t);
+SAGA_API void saga_idle_tuner_finish(saga_idle_tuner *t);
 
 #ifdef __cplusplus
 }

@@ -7,6 +7,8 @@
  */
 #pragma once
 
+#include "saga_api.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -19,12 +21,12 @@ typedef enum saga_log_level {
     SAGA_LOG_COUNT
 } saga_log_level;
 
-void saga_log_set_level(saga_log_level level);
-saga_log_level saga_log_get_level(void);
+SAGA_API void saga_log_set_level(saga_log_level level);
+SAGA_API saga_log_level saga_log_get_level(void);
 /* Parses "error", "warn", "info", "debug"; returns -1 for anything else. */
-int saga_log_level_parse(const char *s);
+SAGA_API int saga_log_level_parse(const char *s);
 
-void saga_log(saga_log_level level, const char *fmt, ...)
+SAGA_API void saga_log(saga_log_level level, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
 #endif

@@ -14,6 +14,8 @@
  */
 #pragma once
 
+#include "saga_api.h"
+
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -41,39 +43,39 @@ typedef enum saga_status {
 } saga_status;
 
 /* Short constant name of a status ("SAGA_ERR_PARSE"). Never NULL. */
-const char *saga_status_name(saga_status st);
+SAGA_API const char *saga_status_name(saga_status st);
 
 /* The calling thread's last error message, or "" when none was set. The pointer stays valid
  * until the next saga call on this thread that sets or clears the message. */
-const char *saga_last_error(void);
+SAGA_API const char *saga_last_error(void);
 /* The status that came with the calling thread's last error message (saga_error and the like),
  * or SAGA_OK when none was set or it was cleared. */
-saga_status saga_last_status(void);
+SAGA_API saga_status saga_last_status(void);
 
 /* Sets the thread's error message (printf-style) and returns st, so that
  * `return saga_error(SAGA_ERR_PARSE, "%s:%lld: ...", ...)` reads naturally. */
-saga_status saga_error(saga_status st, const char *fmt, ...)
+SAGA_API saga_status saga_error(saga_status st, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
-saga_status saga_error_v(saga_status st, const char *fmt, va_list ap);
+SAGA_API saga_status saga_error_v(saga_status st, const char *fmt, va_list ap);
 
 /* Prepends context to the current message ("loading x.sgr: " + old message). Returns st. */
-saga_status saga_error_prefix(saga_status st, const char *fmt, ...)
+SAGA_API saga_status saga_error_prefix(saga_status st, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
 
 /* Appends to the current message ("... failed" + " (try --device cpu)"). Returns st. */
-saga_status saga_error_append(saga_status st, const char *fmt, ...)
+SAGA_API saga_status saga_error_append(saga_status st, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
 
-void saga_error_clear(void);
+SAGA_API void saga_error_clear(void);
 
 /* Jumps to the function's `fail:` label when expr returns an error; needs `saga_status st`. */
 #define SAGA_TRY(expr)                                                                             \
@@ -105,27 +107,27 @@ typedef struct saga_allocator {
 
 /* Installs a (copied) allocator; NULL restores the C library's. Not thread-safe: call it
  * before other saga calls. */
-void saga_set_allocator(const saga_allocator *a);
+SAGA_API void saga_set_allocator(const saga_allocator *a);
 
-void *saga_malloc(size_t size);
-void *saga_calloc(size_t count, size_t size);
-void *saga_realloc(void *ptr, size_t size);
-void saga_free(void *ptr);
+SAGA_API void *saga_malloc(size_t size);
+SAGA_API void *saga_calloc(size_t count, size_t size);
+SAGA_API void *saga_realloc(void *ptr, size_t size);
+SAGA_API void saga_free(void *ptr);
 
 /* Allocates count*size bytes into *out (checked for overflow). On failure *out is untouched
  * and SAGA_ERR_OUT_OF_MEMORY is returned with a message naming `what`. zero: clear memory. */
-saga_status saga_alloc_array(void **out, size_t count, size_t size, const char *what);
-saga_status saga_alloc_zeroed(void **out, size_t count, size_t size, const char *what);
+SAGA_API saga_status saga_alloc_array(void **out, size_t count, size_t size, const char *what);
+SAGA_API saga_status saga_alloc_zeroed(void **out, size_t count, size_t size, const char *what);
 /* Grows *ptr to count*size bytes; on failure *ptr is left valid and unchanged. */
-saga_status saga_realloc_array(void **ptr, size_t count, size_t size, const char *what);
+SAGA_API saga_status saga_realloc_array(void **ptr, size_t count, size_t size, const char *what);
 
 /* ---- misc ------------------------------------------------------------------------------ */
 
 /* Version of the library, "MAJOR.MINOR.PATCH". */
-const char *saga_version(void);
+SAGA_API const char *saga_version(void);
 
 /* Monotonic wall clock in seconds. */
-double saga_now(void);
+SAGA_API double saga_now(void);
 
 #ifdef __cplusplus
 }

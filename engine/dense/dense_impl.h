@@ -17,10 +17,6 @@
 extern "C" {
 #endif
 
-/* The functions below are shared by the dense files only: kept out of libsaga's exported symbols
- * (they lack the saga_ prefix every exported name has). */
-#pragma GCC visibility push(hidden)
-
 /* A tile: rows or columns [off, off + n) of W, with its bias share. Its parameters, gradient and
  * moments are laid out alike: the W part (row-major, n_w floats) then the bias part (n_b), at
  * float offset pos of the layer's host arrays. */
@@ -199,8 +195,6 @@ void dense_free_boundaries(saga_mlp *m);
 saga_status dense_join_ranks(saga_mlp *m);
 /* Frees the transfer threads' communicators. */
 void dense_leave_ranks(saga_mlp *m);
-
-#pragma GCC visibility pop
 
 #ifdef __cplusplus
 }

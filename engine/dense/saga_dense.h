@@ -134,7 +134,7 @@ typedef struct saga_mlp_params {
 /* 1 layer, batch 1, 1 micro-batch, column tiles, Adam lr 1e-3, betas 0.9 / 0.999, eps 1e-8,
  * no cap, planner's tiles, seed 1, one stage, synchronous, no communicator; widths NULL (the
  * caller sets them). */
-saga_mlp_params saga_mlp_params_defaults(void);
+SAGA_API saga_mlp_params saga_mlp_params_defaults(void);
 
 /* Builds the network on be (which must outlive it; with stage_backends, be is NULL or the first
  * of them; across ranks, this rank's stage's), initializes its parameters from the seed
@@ -144,9 +144,9 @@ saga_mlp_params saga_mlp_params_defaults(void);
  * SAGA_ERR_INVALID_ARG for inconsistent parameters; SAGA_ERR_BUDGET when the cap cannot hold
  * one step with tiles of a single row or column (the message names the smallest cap that
  * works); SAGA_ERR_OUT_OF_MEMORY. */
-saga_status saga_mlp_new(saga_mlp **out, saga_backend *be, const saga_mlp_params *p);
+SAGA_API saga_status saga_mlp_new(saga_mlp **out, saga_backend *be, const saga_mlp_params *p);
 /* Frees the network, its host arrays and its device blocks; *m becomes NULL. Accepts NULL. */
-void saga_mlp_free(saga_mlp **m);
+SAGA_API void saga_mlp_free(saga_mlp **m);
 
 /* One training step on a batch: x (batch x widths[0]) and targets y (batch x widths[n_layers]),
  * row-major host arrays read until the call returns. Runs forward and backward micro-batch by
@@ -154,19 +154,19 @@ void saga_mlp_free(saga_mlp **m);
  * touches it; *loss (may be NULL) gets the batch's mean squared error before the update.
  * Errors of the backend and the scheduler (SAGA_ERR_BUDGET when another user of the backend
  * took the room the plan counted on). After an error the parameters are undefined. */
-saga_status saga_mlp_train_step(saga_mlp *m, const float *x, const float *y, double *loss);
+SAGA_API saga_status saga_mlp_train_step(saga_mlp *m, const float *x, const float *y, double *loss);
 
 /* n_steps training steps, step t on xs[t] and ys[t] (shaped as above, read until the call
  * returns); losses[t] (may be NULL) gets step t's loss. Synchronous pipelines (and one stage)
  * run them as n_steps calls of saga_mlp_train_step; PipeDream-2BW streams them through the
  * pipeline without a flush. The statistics cover the whole call. */
-saga_status saga_mlp_train_steps(saga_mlp *m, int32_t n_steps, const float *const *xs,
-                                 const float *const *ys, double *losses);
+SAGA_API saga_status saga_mlp_train_steps(saga_mlp *m, int32_t n_steps, const float *const *xs,
+                                          const float *const *ys, double *losses);
 
 /* Copies layer l's weights (in x out, row-major) and bias (out) to the host arrays W and b
  * (either may be NULL), bringing the device copies of its tiles back first. Across ranks it is
  * collective: the rank of the layer's stage sends them to every rank. */
-saga_status saga_mlp_get_layer(saga_mlp *m, int32_t l, float *W, float *b);
+SAGA_API saga_status saga_mlp_get_layer(saga_mlp *m, int32_t l, float *W, float *b);
 
 typedef struct saga_mlp_stats {
     /* the plan */
@@ -202,12 +202,12 @@ typedef struct saga_mlp_stats {
     uint64_t sent_bytes; /* activations and gradients the ranks sent each other in the last call */
 } saga_mlp_stats;
 
-void saga_mlp_get_stats(const saga_mlp *m, saga_mlp_stats *s);
+SAGA_API void saga_mlp_get_stats(const saga_mlp *m, saga_mlp_stats *s);
 /* One line for messages: "in memory: 3 layers, 1 tile each, 50.3 MB resident" or
  * "streamed: column tiles 9/17/1 of <= 1.05 MB, steps of 4.3 MB under a 10.0 MB cap", after
  * "2 stages (layers 0-1 | 2-3), 1F1B with a flush each step; " for a pipeline ("2 stages on
  * 2 ranks (...)" across ranks). */
-const char *saga_mlp_describe(const saga_mlp *m);
+SAGA_API const char *saga_mlp_describe(const saga_mlp *m);
 
 #ifdef __cplusplus
 }

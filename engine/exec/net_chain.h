@@ -34,8 +34,6 @@
 extern "C" {
 #endif
 
-#pragma GCC visibility push(hidden)
-
 /* One step of a sliced chain (net_chain.slices): stage s over positions lo..hi-1 of the rows it
  * computes (net_demand.rows[s]), the rows of consecutive parts. */
 typedef struct net_slice {
@@ -132,8 +130,6 @@ saga_status net_chain_for(saga_net *n, bool train, const int32_t *want, int32_t 
 bool net_chain_reads_whole(const saga_net *n, const net_chain *ch);
 /* Rows stage s computes. */
 int32_t net_chain_rows(const saga_net *n, const net_chain *ch, int s);
-
-#pragma GCC visibility pop
 
 #ifdef __cplusplus
 }

@@ -26,8 +26,6 @@
 extern "C" {
 #endif
 
-#pragma GCC visibility push(hidden)
-
 typedef struct net_demand {
     int n_stages;
     int32_t n;        /* vertices */
@@ -62,8 +60,6 @@ saga_status net_demand_build(net_demand *d, const stage_kind *kinds, int n_stage
                              const int32_t *out_rows, int64_t n_out, int32_t cap,
                              const net_demand_hook *hook);
 void net_demand_free(net_demand *d);
-
-#pragma GCC visibility pop
 
 #ifdef __cplusplus
 }

@@ -14,10 +14,6 @@
 extern "C" {
 #endif
 
-/* The functions below are shared by the executor's files only: kept out of libsaga's exported
- * symbols (they lack the saga_ prefix every exported name has). */
-#pragma GCC visibility push(hidden)
-
 typedef enum stage_kind { STAGE_VERTEX = 0, STAGE_PROGRAM } stage_kind;
 
 typedef struct stage {
@@ -520,8 +516,6 @@ void net_dist_reset(saga_net *n);
  * (the failure did not come out of saga_comm_agree) they may be waiting in a collective this rank
  * will not join: every rank stops (saga_comm_abort) with this rank's message instead. */
 saga_status net_dist_failed(saga_net *n, saga_status st);
-
-#pragma GCC visibility pop
 
 #ifdef __cplusplus
 }

@@ -118,7 +118,7 @@ struct saga_shard;
 /* The halo of shard s (saga_shard_open) over comm: its own rows, halo offsets, send lists, the
  * whole graph's out-degrees and its rows' vertex ids, pointing into s (which must outlive the
  * net). */
-saga_net_halo saga_net_halo_of_shard(const struct saga_shard *s, saga_comm *comm);
+SAGA_API saga_net_halo saga_net_halo_of_shard(const struct saga_shard *s, saga_comm *comm);
 
 typedef struct saga_net_opts {
     saga_exec exec;
@@ -165,7 +165,7 @@ typedef struct saga_net_opts {
     bool graphs;
 } saga_net_opts;
 
-saga_net_opts saga_net_opts_defaults(void);
+SAGA_API saga_net_opts saga_net_opts_defaults(void);
 
 /* The block of rows a loss function sees: v->first .. v->first + v->count - 1 in the net's own
  * order, v->self the last stage's output for them, ids[i] the graph's id of row i (host). */
@@ -174,34 +174,37 @@ typedef saga_tensor *(*saga_net_loss_fn)(saga_ctx *c, const saga_vertex_in *v, c
 
 /* A net over g (not owned; must outlive the net) whose ops run in c (not owned) on c's backend;
  * the budget is the backend's. Errors: SAGA_ERR_INVALID_ARG for options out of range. */
-saga_status saga_net_new(saga_net **out, saga_ctx *c, const saga_graph *g, const saga_net_opts *o);
-void saga_net_free(saga_net **n);
+SAGA_API saga_status saga_net_new(saga_net **out, saga_ctx *c, const saga_graph *g,
+                                  const saga_net_opts *o);
+SAGA_API void saga_net_free(saga_net **n);
 
 /* Appends a stage; out_cols is its output width (checked when it runs). fn/p and layer must
  * stay valid while the net is used. */
-saga_status saga_net_add_vertex(saga_net *n, saga_apply_vertex_fn fn, void *layer,
-                                int64_t out_cols);
-saga_status saga_net_add_program(saga_net *n, const saga_program *p, void *layer, int64_t out_cols);
-saga_status saga_net_set_loss(saga_net *n, saga_net_loss_fn fn, void *user);
+SAGA_API saga_status saga_net_add_vertex(saga_net *n, saga_apply_vertex_fn fn, void *layer,
+                                         int64_t out_cols);
+SAGA_API saga_status saga_net_add_program(saga_net *n, const saga_program *p, void *layer,
+                                          int64_t out_cols);
+SAGA_API saga_status saga_net_set_loss(saga_net *n, saga_net_loss_fn fn, void *user);
 /* The vertices (graph ids, any order, copied) whose rows alone the loss sees (ids[i] names its
  * row i; the others' gradients are zero); a pass computes only what those read. NULL or 0: every
  * row. Before the first run; SAGA_ERR_INVALID_ARG for an id outside 0..n-1. */
-saga_status saga_net_set_loss_rows(saga_net *n, const int32_t *vertices, int64_t count);
+SAGA_API saga_status saga_net_set_loss_rows(saga_net *n, const int32_t *vertices, int64_t count);
 /* The parameters the stages train (not owned): with several ranks, saga_net_train_step sums
  * their gradients over the ranks (saga_comm_allreduce_grads) before it returns, so every rank's
  * optimizer takes the same step; it refuses to train over several ranks without them
  * (SAGA_ERR_INVALID_ARG). Not needed with one rank. */
-saga_status saga_net_set_model(saga_net *n, saga_model *m);
+SAGA_API saga_status saga_net_set_model(saga_net *n, saga_model *m);
 /* The input rows (n x cols f32, row v for vertex v), copied. Call again when they change. */
-saga_status saga_net_set_input(saga_net *n, const float *x, int64_t cols);
+SAGA_API saga_status saga_net_set_input(saga_net *n, const float *x, int64_t cols);
 /* Sparse input rows instead: an n x cols CSR (offsets: n + 1 from 0 to nnz; indices: columns in
  * [0, cols); values), copied and kept sparse on the device (each block's rows move as their
  * offsets, indices and values). The first stage must be a vertex stage: its function sees the
  * block's rows as v->sparse (v->self is NULL), e.g. saga_spmm(c, v->sparse, W). Call again when
  * the values change; once the net has run, the offsets must stay the same. A net takes dense or
  * sparse input, not both. Errors: SAGA_ERR_INVALID_ARG for offsets or indices out of range. */
-saga_status saga_net_set_input_csr(saga_net *n, const int64_t *offsets, const int32_t *indices,
-                                   const float *values, int64_t cols);
+SAGA_API saga_status saga_net_set_input_csr(saga_net *n, const int64_t *offsets,
+                                            const int32_t *indices, const float *values,
+                                            int64_t cols);
 /* Dense rows (as saga_net_set_input) that the net keeps as a CSR (as saga_net_set_input_csr)
  * when at most max_density of their entries are non-zero and the first stage, added before this
  * call, is a vertex stage, whose function must then take v->sparse: bag-of-words features handed
@@ -211,22 +214,24 @@ saga_status saga_net_set_input_csr(saga_net *n, const int64_t *offsets, const in
  * non-zero count unchanged. max_density 0 keeps the rows dense unless they are all zero. Errors:
  * those of the call it becomes, SAGA_ERR_INVALID_ARG for max_density outside [0, 1], a net
  * given a CSR, or changed counts. */
-saga_status saga_net_set_input_auto(saga_net *n, const float *x, int64_t cols, double max_density);
+SAGA_API saga_status saga_net_set_input_auto(saga_net *n, const float *x, int64_t cols,
+                                             double max_density);
 
 /* Inference (the context is put out of training mode): the last stage's output into out (n x
  * its width, row v for vertex v), or nowhere when out is NULL. */
-saga_status saga_net_forward(saga_net *n, float *out);
+SAGA_API saga_status saga_net_forward(saga_net *n, float *out);
 /* Inference of chosen rows: the last stage's output of vertices[i] into row i of out (count x
  * its width; ids may repeat). On one rank the stages compute only the rows these read (their
  * in-neighbours, as deep as the stages go; the plan is kept while the rows stay the same): in
  * memory all of them; streamed, the stages that need (nearly) every row run by parts and the
  * rest in one step over the rows read. Over several ranks every row runs and these are picked.
  * Errors: SAGA_ERR_INVALID_ARG for an id outside 0..n-1. */
-saga_status saga_net_forward_rows(saga_net *n, const int32_t *vertices, int64_t count, float *out);
+SAGA_API saga_status saga_net_forward_rows(saga_net *n, const int32_t *vertices, int64_t count,
+                                           float *out);
 /* One training pass: forward with dropout, the loss, backward; the parameters' gradients are
  * added to (the caller's optimizer steps them). *loss = the sum of the blocks' losses. It waits
  * for the device; saga_net_train_queue (below) does not. */
-saga_status saga_net_train_step(saga_net *n, double *loss);
+SAGA_API saga_status saga_net_train_step(saga_net *n, double *loss);
 
 /* PageRank of the net's graph in f64 through the same blocks (in memory or streamed): damping
  * d in [0, 1), teleport and the rank of vertices without out-edges spread uniformly, from 1/n,
@@ -234,14 +239,14 @@ saga_status saga_net_train_step(saga_net *n, double *loss);
  * by the graph's ids) gets the ranks; *iterations and *l1 (may be NULL) what ran. A net used for
  * PageRank has no stages. Errors: SAGA_ERR_INVALID_ARG for arguments out of range, those of the
  * budget as for the other runs. */
-saga_status saga_net_pagerank(saga_net *n, double damping, double tol, int max_iter, double *rank,
-                              int *iterations, double *l1);
+SAGA_API saga_status saga_net_pagerank(saga_net *n, double damping, double tol, int max_iter,
+                                       double *rank, int *iterations, double *l1);
 
 /* What the net runs, as a table: how it is placed (in memory, or streamed in parts with the
  * host-to-device floor of a pass), and per stage its kind, widths, the rows a training pass and the
  * last saga_net_forward_rows compute (of n), the edges a training pass reads, and where its input
  * lives. Prepares the net (and its training plan) when it is not yet. */
-saga_status saga_net_explain(saga_net *n, FILE *f);
+SAGA_API saga_status saga_net_explain(saga_net *n, FILE *f);
 
 /* The stages whose rows saga_net_stats lists one by one. */
 enum { SAGA_NET_STAGE_ROWS = 16 };
@@ -308,7 +313,7 @@ typedef struct saga_net_stats {
     bool graph;
 } saga_net_stats;
 
-void saga_net_get_stats(const saga_net *n, saga_net_stats *s);
+SAGA_API void saga_net_get_stats(const saga_net *n, saga_net_stats *s);
 /* saga_net_train_step without its wait for the device: the pass is queued (on one rank; with
  * several it waits as saga_net_train_step does, for their exchanges do), the optimizer's step and
  * further passes queue behind it, and saga_net_train_result reads its loss and figures. A pass
@@ -322,13 +327,13 @@ void saga_net_get_stats(const saga_net *n, saga_net_stats *s);
  *
  * An error the device finds in the queued pass (a label out of range in a loss) is reported by
  * the call that waits for it. */
-saga_status saga_net_train_queue(saga_net *n);
+SAGA_API saga_status saga_net_train_queue(saga_net *n);
 /* The loss and figures (may be NULL) of the last training pass, waiting for the device when it is
  * queued and no pass has waited since (a queued pass's seconds are the time it took to queue). */
-saga_status saga_net_train_result(saga_net *n, double *loss, saga_net_stats *stats);
+SAGA_API saga_status saga_net_train_result(saga_net *n, double *loss, saga_net_stats *stats);
 /* For messages: "in memory", "streamed, 16 parts (metis)", or with ranks "rank 0 of 4, parts
  * 0-1 of 8 (metis), in memory". */
-const char *saga_net_describe(const saga_net *n);
+SAGA_API const char *saga_net_describe(const saga_net *n);
 
 #ifdef __cplusplus
 }

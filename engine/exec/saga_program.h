@@ -52,27 +52,27 @@ typedef struct saga_dgraph_opts {
     saga_dgraph_self_loops self_loops;
 } saga_dgraph_opts;
 
-saga_dgraph_opts saga_dgraph_opts_defaults(void);
+SAGA_API saga_dgraph_opts saga_dgraph_opts_defaults(void);
 /* Copies g's in-edges (and what the programs need: out-edges, degrees, edge weights) to be,
  * adding self-loops when o asks (NULL: defaults). g may be freed afterwards. The device memory
  * is accounted against be's budget; edge values for each weight mode and the batch plans are
  * computed on first use and kept until saga_dgraph_free. A placed graph is used by one context
  * at a time and must outlive the tapes of the runs that used it (until saga_ctx_clear).
  * Errors: SAGA_ERR_BUDGET / OUT_OF_MEMORY, SAGA_ERR_INVALID_ARG. */
-saga_status saga_dgraph_new(saga_dgraph **out, saga_backend *be, const saga_graph *g,
-                            const saga_dgraph_opts *o);
+SAGA_API saga_status saga_dgraph_new(saga_dgraph **out, saga_backend *be, const saga_graph *g,
+                                     const saga_dgraph_opts *o);
 /* Frees *g (host and device memory) and sets it to NULL; accepts NULL. */
-void saga_dgraph_free(saga_dgraph **g);
-int32_t saga_dgraph_n_vertices(const saga_dgraph *g);
+SAGA_API void saga_dgraph_free(saga_dgraph **g);
+SAGA_API int32_t saga_dgraph_n_vertices(const saga_dgraph *g);
 /* Edges of the placed graph (with the added self-loops). */
-int64_t saga_dgraph_n_edges(const saga_dgraph *g);
+SAGA_API int64_t saga_dgraph_n_edges(const saga_dgraph *g);
 /* The edge order of the placed graph, on the host: its in-CSR (rows = destinations, sources
  * ascending within a row), with the graph's weights (NULL when it has none). Edge k of this
  * view is row k of a run's edata and of the edges apply_edge sees (a batch is a consecutive
  * range of it). With SELF_LOOPS_KEEP it is saga_graph_in of the original graph; with
  * SELF_LOOPS_ADD each row holds exactly one self-loop, in its sorted place (an existing
  * self-loop keeps its first copy's weight, added ones weigh 1). Valid while g lives. */
-saga_csr saga_dgraph_edge_order(const saga_dgraph *g);
+SAGA_API saga_csr saga_dgraph_edge_order(const saga_dgraph *g);
 
 /* ---- the program -------------------------------------------------------------------------- */
 
@@ -144,8 +144,8 @@ typedef struct saga_program {
  * must compute the same function when called again on the same batch, and p and layer must
  * stay valid until the backward pass has run (a pointer to a caller's local variable that has
  * gone out of scope by then is a bug). */
-saga_tensor *saga_program_run(saga_ctx *c, const saga_program *p, const saga_dgraph *g,
-                              saga_tensor *h, saga_tensor *edata, void *layer);
+SAGA_API saga_tensor *saga_program_run(saga_ctx *c, const saga_program *p, const saga_dgraph *g,
+                                       saga_tensor *h, saga_tensor *edata, void *layer);
 
 /* saga_program_run, and the messages too: *edges_out (not NULL) receives a context-owned
  * n_edges x F' tensor with apply_edge's output for every edge, in the placed graph's edge
@@ -156,13 +156,14 @@ saga_tensor *saga_program_run(saga_ctx *c, const saga_program *p, const saga_dgr
  * both ends of an edge) can reach them through layer. The batches' messages are kept (n_edges x
  * F' floats for the whole run) instead of being recomputed for the gather; the backward pass
  * still recomputes each batch to reach apply_edge's inputs. */
-saga_tensor *saga_program_run_edges(saga_ctx *c, const saga_program *p, const saga_dgraph *g,
-                                    saga_tensor *h, saga_tensor *edata, void *layer,
-                                    saga_tensor **edges_out);
+SAGA_API saga_tensor *saga_program_run_edges(saga_ctx *c, const saga_program *p,
+                                             const saga_dgraph *g, saga_tensor *h,
+                                             saga_tensor *edata, void *layer,
+                                             saga_tensor **edges_out);
 
 /* Softmax of scores (n_edges x H) over the in-edges of each destination, per column: GAT's
  * attention. Only inside apply_edge, on the batch it was given. */
-saga_tensor *saga_edge_softmax(saga_ctx *c, const saga_edge_in *e, saga_tensor *scores);
+SAGA_API saga_tensor *saga_edge_softmax(saga_ctx *c, const saga_edge_in *e, saga_tensor *scores);
 
 #ifdef __cplusplus
 }

@@ -40,90 +40,93 @@ extern "C" {
 typedef struct saga_ctx saga_ctx;
 
 /* New context on be (not owned; must outlive the context). seed drives dropout masks. */
-saga_status saga_ctx_new(saga_ctx **out, saga_backend *be, uint64_t seed);
+SAGA_API saga_status saga_ctx_new(saga_ctx **out, saga_backend *be, uint64_t seed);
 /* Frees every tensor the context owns, the tape, and *c; *c becomes NULL. Accepts NULL. */
-void saga_ctx_free(saga_ctx **c);
-saga_backend *saga_ctx_backend(const saga_ctx *c);
+SAGA_API void saga_ctx_free(saga_ctx **c);
+SAGA_API saga_backend *saga_ctx_backend(const saga_ctx *c);
 /* Training mode: ops are recorded for saga_backward and dropout is active. Off: inference, no
  * tape, dropout is the identity. Off by default. */
-void saga_ctx_train(saga_ctx *c, bool training);
-bool saga_ctx_training(const saga_ctx *c);
+SAGA_API void saga_ctx_train(saga_ctx *c, bool training);
+SAGA_API bool saga_ctx_training(const saga_ctx *c);
 /* The first error since the last clear (0 when none). */
-saga_status saga_ctx_status(const saga_ctx *c);
+SAGA_API saga_status saga_ctx_status(const saga_ctx *c);
 /* Frees the tensors made by ops and the tape, and forgets the sticky error. Parameters and the
  * user's tensors are untouched. Dropout masks keep advancing: each dropout call draws a fresh
  * mask from (seed, a counter the context keeps). */
-void saga_ctx_clear(saga_ctx *c);
+SAGA_API void saga_ctx_clear(saga_ctx *c);
 /* Frees the device buffers the context keeps for reuse (released tensors' buffers), e.g. before
  * measuring peak device memory or after a step much larger than the next ones. */
-void saga_ctx_trim(saga_ctx *c);
+SAGA_API void saga_ctx_trim(saga_ctx *c);
 /* Sets the dropout counter (checkpoints save and restore it so that a resumed run draws the
  * same masks as the uninterrupted one). */
-uint64_t saga_ctx_rng_counter(const saga_ctx *c);
-void saga_ctx_set_rng_counter(saga_ctx *c, uint64_t counter);
+SAGA_API uint64_t saga_ctx_rng_counter(const saga_ctx *c);
+SAGA_API void saga_ctx_set_rng_counter(saga_ctx *c, uint64_t counter);
 
 /* ---- ops (f32 unless stated). Shapes: a is n x k, b is k x m, ... ------------------------- */
 
 /* a b (n x k times k x m). */
-saga_tensor *saga_matmul(saga_ctx *c, saga_tensor *a, saga_tensor *b);
+SAGA_API saga_tensor *saga_matmul(saga_ctx *c, saga_tensor *a, saga_tensor *b);
 /* x + b, b a 1 x cols row broadcast over the rows of x. */
-saga_tensor *saga_add_bias(saga_ctx *c, saga_tensor *x, saga_tensor *b);
-saga_tensor *saga_relu(saga_ctx *c, saga_tensor *x);
-saga_tensor *saga_leaky_relu(saga_ctx *c, saga_tensor *x, float slope);
-saga_tensor *saga_elu(saga_ctx *c, saga_tensor *x, float alpha);
-saga_tensor *saga_sigmoid(saga_ctx *c, saga_tensor *x);
-saga_tensor *saga_tanh(saga_ctx *c, saga_tensor *x);
+SAGA_API saga_tensor *saga_add_bias(saga_ctx *c, saga_tensor *x, saga_tensor *b);
+SAGA_API saga_tensor *saga_relu(saga_ctx *c, saga_tensor *x);
+SAGA_API saga_tensor *saga_leaky_relu(saga_ctx *c, saga_tensor *x, float slope);
+SAGA_API saga_tensor *saga_elu(saga_ctx *c, saga_tensor *x, float alpha);
+SAGA_API saga_tensor *saga_sigmoid(saga_ctx *c, saga_tensor *x);
+SAGA_API saga_tensor *saga_tanh(saga_ctx *c, saga_tensor *x);
 /* Inverted dropout with drop probability p in [0, 1): identity when not training. */
-saga_tensor *saga_dropout(saga_ctx *c, saga_tensor *x, float p);
+SAGA_API saga_tensor *saga_dropout(saga_ctx *c, saga_tensor *x, float p);
 /* Element-wise, same shapes. */
-saga_tensor *saga_add(saga_ctx *c, saga_tensor *a, saga_tensor *b);
-saga_tensor *saga_sub(saga_ctx *c, saga_tensor *a, saga_tensor *b);
-saga_tensor *saga_mul(saga_ctx *c, saga_tensor *a, saga_tensor *b);
-saga_tensor *saga_div(saga_ctx *c, saga_tensor *a, saga_tensor *b);
+SAGA_API saga_tensor *saga_add(saga_ctx *c, saga_tensor *a, saga_tensor *b);
+SAGA_API saga_tensor *saga_sub(saga_ctx *c, saga_tensor *a, saga_tensor *b);
+SAGA_API saga_tensor *saga_mul(saga_ctx *c, saga_tensor *a, saga_tensor *b);
+SAGA_API saga_tensor *saga_div(saga_ctx *c, saga_tensor *a, saga_tensor *b);
 /* a x + b (scalars). */
-saga_tensor *saga_affine(saga_ctx *c, saga_tensor *x, float a, float b);
+SAGA_API saga_tensor *saga_affine(saga_ctx *c, saga_tensor *x, float a, float b);
 /* [a | b]: the columns of a, then those of b (same number of rows). */
-saga_tensor *saga_concat(saga_ctx *c, saga_tensor *a, saga_tensor *b);
+SAGA_API saga_tensor *saga_concat(saga_ctx *c, saga_tensor *a, saga_tensor *b);
 /* Columns [first, first + count) of x. */
-saga_tensor *saga_slice_cols(saga_ctx *c, saga_tensor *x, int64_t first, int64_t count);
+SAGA_API saga_tensor *saga_slice_cols(saga_ctx *c, saga_tensor *x, int64_t first, int64_t count);
 /* Row-wise softmax and log-softmax. */
-saga_tensor *saga_softmax(saga_ctx *c, saga_tensor *x);
-saga_tensor *saga_log_softmax(saga_ctx *c, saga_tensor *x);
+SAGA_API saga_tensor *saga_softmax(saga_ctx *c, saga_tensor *x);
+SAGA_API saga_tensor *saga_log_softmax(saga_ctx *c, saga_tensor *x);
 /* Mean negative log-likelihood (1 x 1) of log-probabilities logp (n x classes) against labels
  * (i32, n x 1), over the rows listed in rows (i32, r x 1), or every row when rows is NULL. */
-saga_tensor *saga_nll_loss(saga_ctx *c, saga_tensor *logp, saga_tensor *labels, saga_tensor *rows);
+SAGA_API saga_tensor *saga_nll_loss(saga_ctx *c, saga_tensor *logp, saga_tensor *labels,
+                                    saga_tensor *rows);
 /* Masked cross-entropy: the mean negative log-likelihood of log_softmax(logits) (logits
  * n x classes) against labels (i32, n x 1) over the rows listed in rows (i32, r x 1), or every
  * row when rows is NULL; 1 x 1, with its backward (saga_nll_loss of saga_log_softmax). Every
  * listed row's label must be a class (0..classes-1): a -1 there is an error naming the row. */
-saga_tensor *saga_cross_entropy(saga_ctx *c, saga_tensor *logits, saga_tensor *labels,
-                                saga_tensor *rows);
+SAGA_API saga_tensor *saga_cross_entropy(saga_ctx *c, saga_tensor *logits, saga_tensor *labels,
+                                         saga_tensor *rows);
 /* Fraction of the listed rows whose arg-max over scores (n x n_classes, host, row-major; the
  * first of equal maxima wins) equals the row's label: rows holds n_rows row ids, or is NULL for
  * rows 0..n_rows-1. A row labelled -1 counts as wrong; 0 when n_rows is 0. Host arrays only
  * (e.g. what saga_net_forward or saga_tensor_to_host wrote); nothing is checked beyond that. */
-double saga_accuracy(const float *scores, int64_t n_classes, const int32_t *labels,
-                     const int32_t *rows, int64_t n_rows);
+SAGA_API double saga_accuracy(const float *scores, int64_t n_classes, const int32_t *labels,
+                              const int32_t *rows, int64_t n_rows);
 /* Mean binary cross-entropy with logits (1 x 1), as PyTorch's BCEWithLogitsLoss(pos_weight):
  * target has x's shape, values in [0, 1]. */
-saga_tensor *saga_bce_logits(saga_ctx *c, saga_tensor *x, saga_tensor *target, float pos_weight);
+SAGA_API saga_tensor *saga_bce_logits(saga_ctx *c, saga_tensor *x, saga_tensor *target,
+                                      float pos_weight);
 /* Sum and mean of all entries (1 x 1). */
-saga_tensor *saga_sum(saga_ctx *c, saga_tensor *x);
-saga_tensor *saga_mean(saga_ctx *c, saga_tensor *x);
+SAGA_API saga_tensor *saga_sum(saga_ctx *c, saga_tensor *x);
+SAGA_API saga_tensor *saga_mean(saga_ctx *c, saga_tensor *x);
 /* Sum of the squares of all entries (1 x 1): an explicit L2 penalty. */
-saga_tensor *saga_sumsq(saga_ctx *c, saga_tensor *x);
+SAGA_API saga_tensor *saga_sumsq(saga_ctx *c, saga_tensor *x);
 /* Row sums (n x 1). */
-saga_tensor *saga_row_sum(saga_ctx *c, saga_tensor *x);
+SAGA_API saga_tensor *saga_row_sum(saga_ctx *c, saga_tensor *x);
 /* x s[0]: every entry of x times the 1 x 1 s, e.g. a learnable scalar such as GIN's epsilon,
  * (1 + eps) h = saga_add(c, h, saga_scale(c, h, eps)). Gradients: dy s[0] to x, the sum of
  * dy .* x to s. */
-saga_tensor *saga_scale(saga_ctx *c, saga_tensor *x, saga_tensor *s);
+SAGA_API saga_tensor *saga_scale(saga_ctx *c, saga_tensor *x, saga_tensor *s);
 /* x * s where s is n x 1, broadcast across the columns of x (n x m). */
-saga_tensor *saga_scale_rows(saga_ctx *c, saga_tensor *x, saga_tensor *s);
+SAGA_API saga_tensor *saga_scale_rows(saga_ctx *c, saga_tensor *x, saga_tensor *s);
 /* Rows idx[k] of x (idx i32, r x 1): r x cols. An index outside [0, rows) is an error. */
-saga_tensor *saga_gather_rows(saga_ctx *c, saga_tensor *x, saga_tensor *idx);
+SAGA_API saga_tensor *saga_gather_rows(saga_ctx *c, saga_tensor *x, saga_tensor *idx);
 /* An n_rows x cols tensor whose row idx[k] accumulates row k of x (idx i32, x->rows x 1). */
-saga_tensor *saga_scatter_add_rows(saga_ctx *c, saga_tensor *x, saga_tensor *idx, int64_t n_rows);
+SAGA_API saga_tensor *saga_scatter_add_rows(saga_ctx *c, saga_tensor *x, saga_tensor *idx,
+                                            int64_t n_rows);
 
 /* A sparse matrix in CSR on the context's backend, rows x cols with nnz stored entries: row i's
  * are indices[offsets[i] .. offsets[i + 1]) with values beside them, offsets from 0. A view of
@@ -141,30 +144,30 @@ typedef struct saga_sparse {
  * seed from the context's counter, the same row ids or row base), so a model gives the same
  * masks, and up to float rounding the same results, with sparse or dense input. x itself when
  * not training or p == 0; on error a saga_sparse with NULL tensors (the error is in c). */
-saga_sparse saga_sparse_dropout(saga_ctx *c, const saga_sparse *x, float p);
+SAGA_API saga_sparse saga_sparse_dropout(saga_ctx *c, const saga_sparse *x, float p);
 /* x w (x sparse rows x k, w k x m): rows x m. Backward: w's gradient x^T dy (none for x). */
-saga_tensor *saga_spmm(saga_ctx *c, const saga_sparse *x, saga_tensor *w);
+SAGA_API saga_tensor *saga_spmm(saga_ctx *c, const saga_sparse *x, saga_tensor *w);
 
 /* A context-owned tensor holding a copy of rows x cols values read from host memory (labels, row
  * lists): freed with the context's other tensors (saga_ctx_clear, or the end of the block a
  * saga_net loss function runs in). The values are read at the call (host may change after it
  * returns); the host does not wait for the device's copy. NULL with the error in c. */
-saga_tensor *saga_ctx_from_host(saga_ctx *c, saga_dtype dt, int64_t rows, int64_t cols,
-                                const void *host);
+SAGA_API saga_tensor *saga_ctx_from_host(saga_ctx *c, saga_dtype dt, int64_t rows, int64_t cols,
+                                         const void *host);
 
 /* The value of a 1 x 1 (or any) f32 tensor's first entry, read synchronously; NAN when t is
  * NULL. For losses and metrics. */
-float saga_item(const saga_tensor *t);
+SAGA_API float saga_item(const saga_tensor *t);
 
 /* ---- autograd ----------------------------------------------------------------------------- */
 
 /* Back-propagates from loss (1 x 1) through the tape: every parameter reached gets d loss / d
  * parameter added to its gradient. The tape is consumed (run saga_ctx_clear before the next
  * step). SAGA_ERR_INVALID_ARG when the context was not training or loss is not 1 x 1. */
-saga_status saga_backward(saga_ctx *c, saga_tensor *loss);
+SAGA_API saga_status saga_backward(saga_ctx *c, saga_tensor *loss);
 /* The gradient accumulated for a parameter (same shape; zero before any backward), or NULL
  * for a tensor that is not a parameter. Owned by the parameter. */
-saga_tensor *saga_grad(saga_tensor *param);
+SAGA_API saga_tensor *saga_grad(saga_tensor *param);
 
 /* ---- parameters --------------------------------------------------------------------------- */
 
@@ -178,20 +181,20 @@ typedef enum saga_init {
 } saga_init;
 
 /* A set of named parameters on be (not owned). */
-saga_status saga_model_new(saga_model **out, saga_backend *be);
+SAGA_API saga_status saga_model_new(saga_model **out, saga_backend *be);
 /* Frees the parameters and *m; *m becomes NULL. Accepts NULL. */
-void saga_model_free(saga_model **m);
+SAGA_API void saga_model_free(saga_model **m);
 /* Adds a rows x cols f32 parameter initialised from (init, seed); owned by the model. Returns
  * NULL on error (a duplicate name, no memory; see saga_last_error()). */
-saga_tensor *saga_model_param(saga_model *m, const char *name, int64_t rows, int64_t cols,
-                              saga_init init, uint64_t seed);
-int saga_model_n_params(const saga_model *m);
-saga_tensor *saga_model_param_at(const saga_model *m, int i);
-const char *saga_model_param_name(const saga_model *m, int i);
+SAGA_API saga_tensor *saga_model_param(saga_model *m, const char *name, int64_t rows, int64_t cols,
+                                       saga_init init, uint64_t seed);
+SAGA_API int saga_model_n_params(const saga_model *m);
+SAGA_API saga_tensor *saga_model_param_at(const saga_model *m, int i);
+SAGA_API const char *saga_model_param_name(const saga_model *m, int i);
 /* Number of scalars over all parameters. */
-int64_t saga_model_n_scalars(const saga_model *m);
+SAGA_API int64_t saga_model_n_scalars(const saga_model *m);
 /* Zeroes every parameter's gradient. */
-saga_status saga_model_zero_grad(saga_model *m);
+SAGA_API saga_status saga_model_zero_grad(saga_model *m);
 
 /* ---- optimizers --------------------------------------------------------------------------- */
 
@@ -214,32 +217,33 @@ typedef struct saga_optim_opts {
 } saga_optim_opts;
 
 /* lr 0.01, no weight decay, momentum 0, betas (0.9, 0.999), eps 1e-8; AdamW decay 0.01. */
-saga_optim_opts saga_optim_opts_defaults(saga_optim_kind kind);
+SAGA_API saga_optim_opts saga_optim_opts_defaults(saga_optim_kind kind);
 /* An optimizer over every parameter of m (m must outlive it; parameters added later are not
  * seen). */
-saga_status saga_optim_new(saga_optim **out, saga_model *m, const saga_optim_opts *o);
-void saga_optim_free(saga_optim **o);
+SAGA_API saga_status saga_optim_new(saga_optim **out, saga_model *m, const saga_optim_opts *o);
+SAGA_API void saga_optim_free(saga_optim **o);
 /* Weight decay for one parameter (e.g. only the first layer, as in GCN). */
-saga_status saga_optim_set_weight_decay(saga_optim *o, const saga_tensor *param, float wd);
+SAGA_API saga_status saga_optim_set_weight_decay(saga_optim *o, const saga_tensor *param, float wd);
 /* The learning rate of the next steps (a schedule sets it before each step or epoch; the state,
  * Adam's moments and step count, is kept). SAGA_ERR_INVALID_ARG for lr < 0 or not finite. */
-saga_status saga_optim_set_lr(saga_optim *o, float lr);
-float saga_optim_lr(const saga_optim *o);
+SAGA_API saga_status saga_optim_set_lr(saga_optim *o, float lr);
+SAGA_API float saga_optim_lr(const saga_optim *o);
 /* One update of every parameter from its gradient, then zeroes the gradients. */
-saga_status saga_optim_step(saga_optim *o);
-int64_t saga_optim_steps(const saga_optim *o);
+SAGA_API saga_status saga_optim_step(saga_optim *o);
+SAGA_API int64_t saga_optim_steps(const saga_optim *o);
 
 /* ---- checkpoints -------------------------------------------------------------------------- */
 
 /* Writes the parameters, the optimizer state (may be NULL) and user_step / rng_counter to path
  * (binary, CRC32-checked; written to path.tmp and renamed). */
-saga_status saga_checkpoint_save(const char *path, const saga_model *m, const saga_optim *o,
-                                 int64_t user_step, uint64_t rng_counter);
+SAGA_API saga_status saga_checkpoint_save(const char *path, const saga_model *m,
+                                          const saga_optim *o, int64_t user_step,
+                                          uint64_t rng_counter);
 /* Reads a checkpoint into an existing model (and optimizer) with the same parameter names and
  * shapes. SAGA_ERR_PARSE naming the file for a bad magic, version, size or checksum, or a
  * parameter that does not match; nothing is changed then. */
-saga_status saga_checkpoint_load(const char *path, saga_model *m, saga_optim *o, int64_t *user_step,
-                                 uint64_t *rng_counter);
+SAGA_API saga_status saga_checkpoint_load(const char *path, saga_model *m, saga_optim *o,
+                                          int64_t *user_step, uint64_t *rng_counter);
 
 #ifdef __cplusplus
 }
