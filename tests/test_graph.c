@@ -1,4 +1,5 @@
 /* test_graph.c - building graphs from edge arrays: CSR layout, options, errors, summaries. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -129,6 +130,14 @@ static void test_graph_invalid_arguments(void **state) {
     assert_int_equal(saga_graph_from_edges(&g, 5, 3, src, dst, NULL, orig, NULL),
                      SAGA_ERR_INVALID_ARG);
     saga_test_assert_error_contains("strictly increasing", "vertex 2", NULL);
+    /* a weight a weighted edge-list file could not give: NaN or infinite */
+    const float bad_w[2][3] = {{1.0f, NAN, 2.0f}, {1.0f, 2.0f, -INFINITY}};
+    for (int t = 0; t < 2; t++) {
+        assert_int_equal(saga_graph_from_edges(&g, 5, 3, src, dst, bad_w[t], NULL, NULL),
+                         SAGA_ERR_INVALID_ARG);
+        assert_null(g);
+        saga_test_assert_error_contains(t ? "edge 2" : "edge 1", "not finite", NULL);
+    }
     assert_int_equal(saga_graph_from_edges(&g, -1, 0, NULL, NULL, NULL, NULL, NULL),
                      SAGA_ERR_INVALID_ARG);
     assert_int_equal(saga_graph_from_edges(&g, 3, 2, NULL, NULL, NULL, NULL, NULL),

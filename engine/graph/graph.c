@@ -3,6 +3,7 @@
 #include "mem_impl.h"
 #include "saga_log.h"
 
+#include <math.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -565,6 +566,12 @@ saga_status saga_graph_from_edges_take(saga_graph **out, int32_t n_vertices, int
             SAGA_CHECK(orig[v - 1] < orig[v], SAGA_ERR_INVALID_ARG,
                        "original ids not strictly increasing at vertex %d (%lld after %lld)",
                        (int)v, (long long)orig[v], (long long)orig[v - 1]);
+    if (w)
+        for (int64_t k = 0; k < m; k++)
+            SAGA_CHECK(isfinite(w[k]), SAGA_ERR_INVALID_ARG,
+                       "edge %lld: weight %g is not finite (a weighted edge list with it is "
+                       "refused too)",
+                       (long long)k, (double)w[k]);
     saga_duplicates dup = o.duplicates;
     if (dup == SAGA_DUPLICATES_AUTO)
         dup = o.undirected ? SAGA_DUPLICATES_DROP : SAGA_DUPLICATES_KEEP;

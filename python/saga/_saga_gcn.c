@@ -6,6 +6,7 @@
 #include "gcn.h"
 #include "saga.h"
 
+#include <math.h>
 #include <string.h>
 
 PyObject *saga_py_raise(saga_status st);
@@ -194,6 +195,19 @@ PyObject *saga_py_gcn(PyObject *m, PyObject *args, PyObject *kw) {
                 goto out;
             }
         }
+        /* the check a features file gets (saga_dataset_load): finite values */
+        const float *fv = d.features ? d.features : d.x_values;
+        int64_t n_fv = d.features ? (int64_t)d.n_vertices * d.n_features : d.x_nnz;
+        for (int64_t k = 0; k < n_fv; k++)
+            if (!isfinite(fv[k])) {
+                PyErr_Format(PyExc_ValueError,
+                             "saga.gcn: %s value %lld is %s: expected a finite number",
+                             d.features ? "features" : "sparse features", (long long)k,
+                             isnan(fv[k]) ? "nan"
+                             : fv[k] > 0  ? "inf"
+                                          : "-inf");
+                goto out;
+            }
         if (!(d.labels = copy_buffer(lab_obj, 4, d.n_vertices, "labels")))
             goto out;
         Py_ssize_t nt = buffer_items(train_obj, 4), nv = buffer_items(val_obj, 4),

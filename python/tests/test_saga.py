@@ -141,6 +141,10 @@ def test_missing_file_and_bad_arguments(tmp_path):
         saga.Graph.from_edge_index([[0, 1], [1, 2]], num_nodes=2)
     with pytest.raises(ValueError, match="format"):
         saga.load(tmp_path / "x", format="csv")
+    # arrays get the checks a file gets: a weighted edge list refuses a weight that is not finite
+    for bad in (np.nan, np.inf):
+        with pytest.raises(saga.InvalidArgError, match="edge 1: weight .* not finite"):
+            saga.Graph.from_edges([0, 1], [1, 0], num_nodes=2, weights=[1.0, bad])
 
 
 # ---- algorithms against the command line ----------------------------------------------------
@@ -314,6 +318,14 @@ def test_gcn_errors(tmp_path):
     g = saga.Graph.from_edge_index([[0, 1], [1, 0]], num_nodes=2)
     with pytest.raises(ValueError, match="labels"):
         saga.gcn(graph=g, features=np.ones((2, 3)), labels=[0, 5], train=[0], n_classes=2)
+    # as a features file would be refused: values that are not finite, dense or sparse
+    x = np.ones((2, 3))
+    x[1, 2] = np.nan
+    with pytest.raises(ValueError, match="features value 5 is nan"):
+        saga.gcn(graph=g, features=x, labels=[0, 1], train=[0], n_classes=2)
+    sp = (np.array([0, 1, 2]), np.array([0, 1]), np.array([1.0, -np.inf]), 3)
+    with pytest.raises(ValueError, match="sparse features value 1 is -inf"):
+        saga.gcn(graph=g, features=sp, labels=[0, 1], train=[0], n_classes=2)
 
 
 # ---- HEP ------------------------------------------------------------------------------------
