@@ -241,10 +241,15 @@ static void test_backend_cuda_module_reports_no_device(void **state) {
 
     saga_backend be;
     memset(&be, 0, sizeof be);
-    const saga_module_host host = {2, module_test_error, module_test_log, saga_backend_reserve,
-                                   saga_backend_unreserve};
-    /* a host without the services of version 2 (the budgeted scratch) is refused */
-    const saga_module_host old = {1, module_test_error, module_test_log, NULL, NULL};
+    const saga_module_host host = {.size = sizeof(saga_module_host),
+                                   .error = module_test_error,
+                                   .log = module_test_log,
+                                   .reserve = saga_backend_reserve,
+                                   .unreserve = saga_backend_unreserve};
+    /* a host built before the budgeted scratch's services were appended is refused */
+    const saga_module_host old = {.size = offsetof(saga_module_host, reserve),
+                                  .error = module_test_error,
+                                  .log = module_test_log};
     assert_int_equal(init(&be, 0, &old), SAGA_ERR_INTERNAL);
     assert_null(be.iface);
     saga_error_clear();
@@ -398,12 +403,53 @@ static size_t kib_classes(const saga_backend *be, size_t bytes) {
     return bytes > SIZE_MAX - 1023 ? 0 : (bytes + 1023) / 1024 * 1024;
 }
 
+/* A backend's tables are taken by their size: a table built before a slot was appended (its size
+ * stops short of the slot) reads NULL there, whatever the bytes past it hold, while the slots it
+ * reaches are kept; a table short of the required slots is refused. */
+static void test_backend_takes_tables_by_size(void **state) {
+    (void)state;
+    saga_backend *cpu = cpu_backend(0, 0);
+    assert_non_null(cpu->iface->copy_rows);
+    saga_kernels old_k = *cpu->kernels;
+    old_k.size = offsetof(saga_kernels, nll_dev_f32); /* built before nll_dev_f32 was appended */
+    saga_backend_iface old_f = *cpu->iface;
+    old_f.size = offsetof(saga_backend_iface, copy_rows);
+
+    saga_backend fake;
+    memset(&fake, 0xa5, sizeof fake); /* what a copy must not keep past a table's size */
+    strcpy(fake.name, "fake");
+    fake.iface = &old_f;
+    fake.kernels = &old_k;
+    assert_int_equal(saga_backend_take_tables(&fake), SAGA_OK);
+    assert_ptr_equal(fake.kernels, &fake.kernels_copy);
+    assert_ptr_equal(fake.iface, &fake.iface_copy);
+    assert_true(fake.kernels->spmm_t_f32 == cpu->kernels->spmm_t_f32);
+    assert_true(fake.kernels->half_to_f32 == cpu->kernels->half_to_f32);
+    assert_null(fake.kernels->nll_dev_f32);
+    assert_null(fake.kernels->pagerank_pull_acc_f64);
+    assert_true(fake.iface->stream_wait_event == cpu->iface->stream_wait_event);
+    assert_null(fake.iface->copy_rows);
+    assert_null(fake.iface->alloc_block);
+    assert_int_equal(fake.kernels->size, offsetof(saga_kernels, nll_dev_f32));
+
+    /* short of the required slots: refused, nothing taken */
+    old_k.size = offsetof(saga_kernels, gemm_f32);
+    fake.iface = &old_f;
+    fake.kernels = &old_k;
+    assert_int_equal(saga_backend_take_tables(&fake), SAGA_ERR_INTERNAL);
+    saga_test_assert_error_contains("fake", "incomplete function table", NULL);
+    assert_ptr_equal(fake.kernels, &old_k);
+    old_k.size = sizeof old_k;
+    old_f.size = offsetof(saga_backend_iface, synchronize);
+    assert_int_equal(saga_backend_take_tables(&fake), SAGA_ERR_INTERNAL);
+    saga_backend_free_all(&cpu);
+}
+
 static void test_backend_charges_the_allocators_size(void **state) {
     (void)state;
     saga_backend *be = cpu_backend(4096, 0);
     const saga_backend_iface *plain = be->iface;
     saga_backend_iface classes = *plain;
-    classes.version = 4;
     classes.alloc_size = kib_classes;
     be->iface = &classes;
 
@@ -847,7 +893,7 @@ static void test_backend_cpu_kernels_match_reference(void **state) {
     assert_int_equal(be->kernels->l1_diff_f64(s, 0, NULL, NULL, &r), SAGA_OK);
     assert_true(r == 0.0);
     assert_int_equal(be->kernels->fill_f64(s, NULL, 0, 1.0), SAGA_OK);
-    assert_int_equal(be->kernels->version, 10);
+    assert_int_equal(be->kernels->size, sizeof(saga_kernels));
     saga_backend_free_all(&be);
 }
 
@@ -1199,6 +1245,7 @@ int main(void) {
         cmocka_unit_test(test_backend_create_fails_cleanly_on_alloc_failure),
         cmocka_unit_test(test_backend_budget_enforced),
         cmocka_unit_test(test_backend_peak_and_reset),
+        cmocka_unit_test(test_backend_takes_tables_by_size),
         cmocka_unit_test(test_backend_charges_the_allocators_size),
         cmocka_unit_test(test_backend_alignment_and_host_memory),
         cmocka_unit_test(test_backend_cpu_keeps_freed_blocks),

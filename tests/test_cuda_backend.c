@@ -1313,8 +1313,7 @@ static xf xf_sigmoid(float x) {
 static void test_cuda_backend_f32_table_complete(void **state) {
     (void)state;
     const saga_kernels *k = GK();
-    assert_int_equal(k->version, 10);
-    assert_int_equal(k->version, CK()->version);
+    assert_int_equal(k->size, sizeof(saga_kernels));
     assert_true(k->pagerank_pull_f64 && k->pagerank_pull_acc_f64);
     assert_true(k->dot_acc_f64 && k->l1_diff_acc_f64 && k->add_scalar_dev_f64);
     const void *slots[] = {
@@ -3449,10 +3448,12 @@ int main(void) {
         printf("cuda backend: %zu bytes still allocated after the tests\n", s.in_use_bytes);
         failed++;
     }
-    /* the module's file, named by an address inside it (its function table) */
+    /* the module's file, named by an address inside it (a function of its table) */
     char module[PATH_MAX] = "";
     Dl_info info;
-    if (dladdr(gpu->iface, &info) && info.dli_fname)
+    void *inside = NULL;
+    memcpy(&inside, &gpu->iface->destroy, sizeof inside);
+    if (dladdr(inside, &info) && info.dli_fname)
         snprintf(module, sizeof module, "%s", info.dli_fname);
     saga_backend_free_all(&gpu_own);
     saga_backend_free_all(&gpu);

@@ -87,11 +87,30 @@ static void backend_release(saga_backend *be) {
     saga_free(be);
 }
 
-/* Once the table is in place: check it and create the default stream. On failure the caller
+/* A table of `size` bytes as its backend was built, copied into `full` bytes at dst: the slots
+ * it does not reach (appended after the backend was built) stay NULL. */
+static void copy_table(void *dst, size_t full, const void *src, size_t size) {
+    memset(dst, 0, full);
+    memcpy(dst, src, size < full ? size : full);
+}
+
+saga_status saga_backend_take_tables(saga_backend *be) {
+    if (!be->iface || be->iface->size < offsetof(saga_backend_iface, memset_async) ||
+        !be->kernels || be->kernels->size < offsetof(saga_kernels, pagerank_pull_f64))
+        return saga_error(SAGA_ERR_INTERNAL, "backend %s: incomplete function table", be->name);
+    copy_table(&be->iface_copy, sizeof be->iface_copy, be->iface, be->iface->size);
+    copy_table(&be->kernels_copy, sizeof be->kernels_copy, be->kernels, be->kernels->size);
+    be->iface = &be->iface_copy;
+    be->kernels = &be->kernels_copy;
+    return SAGA_OK;
+}
+
+/* Once the tables are in place: take them and create the default stream. On failure the caller
  * destroys the table. */
 static saga_status backend_finish(saga_backend *be) {
-    if (!be->iface || be->iface->version < 1 || !be->kernels)
-        return saga_error(SAGA_ERR_INTERNAL, "backend %s: incomplete function table", be->name);
+    saga_status st = saga_backend_take_tables(be);
+    if (st < 0)
+        return st;
     be->default_stream.be = be;
     be->default_stream.impl = NULL;
     return be->iface->stream_new(be, &be->default_stream);
@@ -121,8 +140,11 @@ fail:
 }
 
 /* The services the CUDA module takes from libsaga. */
-static const saga_module_host module_host = {2, saga_module_error, saga_module_log,
-                                             saga_backend_reserve, saga_backend_unreserve};
+static const saga_module_host module_host = {.size = sizeof(saga_module_host),
+                                             .error = saga_module_error,
+                                             .log = saga_module_log,
+                                             .reserve = saga_backend_reserve,
+                                             .unreserve = saga_backend_unreserve};
 
 /* Checks for the NVIDIA driver before loading the module: without it the module could only
  * report "no device", after the loader spent a long while mapping cuBLAS and friends. The handle
@@ -278,7 +300,7 @@ const char *saga_backend_name(const saga_backend *be) {
 
 /* What a request of bytes is charged: the backend's size class, or bytes; 0 when impossible. */
 static size_t charge_of(const saga_backend *be, size_t bytes) {
-    if (be->iface->version >= 4 && be->iface->alloc_size)
+    if (be->iface->alloc_size)
         return be->iface->alloc_size(be, bytes);
     return bytes;
 }
@@ -335,7 +357,7 @@ static saga_status alloc_placed(saga_backend *be, void **out, size_t bytes, bool
     lock(be);
     SAGA_TRY(charge_or_fail(be, bytes, &charge));
     SAGA_TRY(check_budget(be, bytes, charge, NULL, false));
-    if (block && be->iface->version >= 9 && be->iface->alloc_block)
+    if (block && be->iface->alloc_block)
         SAGA_TRY(be->iface->alloc_block(be, &p, bytes));
     else
         SAGA_TRY(be->iface->alloc(be, &p, bytes));
@@ -561,7 +583,7 @@ bool saga_stream_can_wait(const saga_stream *s, const saga_event *e) {
     if (s->be == e->be)
         return true;
     const saga_backend_iface *f = s->be->iface;
-    return f == e->be->iface && f->version >= 7 && f->stream_wait_foreign;
+    return f->stream_wait_foreign && f->stream_wait_foreign == e->be->iface->stream_wait_foreign;
 }
 
 saga_status saga_stream_launch_host_fn(saga_stream *s, void (*fn)(void *arg), void *arg) {
@@ -651,7 +673,7 @@ saga_status saga_backend_synchronize(saga_backend *be) {
 saga_status saga_backend_bind_thread(saga_backend *be) {
     if (!be)
         return saga_error(SAGA_ERR_INVALID_ARG, "saga_backend_bind_thread: backend is NULL");
-    if (be->iface->version < 3 || !be->iface->bind_thread)
+    if (!be->iface->bind_thread)
         return SAGA_OK;
     return be->iface->bind_thread(be);
 }
@@ -659,7 +681,7 @@ saga_status saga_backend_bind_thread(saga_backend *be) {
 saga_status saga_backend_profile_range(saga_backend *be, bool start) {
     if (!be)
         return saga_error(SAGA_ERR_INVALID_ARG, "saga_backend_profile_range: backend is NULL");
-    if (be->iface->version < 5 || !be->iface->profile_range)
+    if (!be->iface->profile_range)
         return SAGA_OK;
     return be->iface->profile_range(be, start);
 }
@@ -672,7 +694,7 @@ struct saga_replay {
 };
 
 bool saga_backend_can_capture(const saga_backend *be) {
-    return be && be->iface->version >= 8 && be->iface->capture_begin;
+    return be && be->iface->capture_begin;
 }
 
 saga_status saga_backend_capture_begin(saga_backend *be) {
@@ -783,7 +805,7 @@ static saga_status copy_rows(saga_stream *s, const saga_host_rows *hr, void *dev
         return saga_error(SAGA_ERR_INVALID_ARG,
                           "%s: %lld rows of %zu bytes from row %lld of %p are not a valid request",
                           what, (long long)hr->n, hr->row_bytes, (long long)hr->first, hr->base);
-    if (s->be->iface->version < 6 || !s->be->iface->copy_rows)
+    if (!s->be->iface->copy_rows)
         return saga_error(SAGA_ERR_UNSUPPORTED, "%s: the %s backend cannot copy rows", what,
                           s->be->name);
     saga_status st = s->be->iface->copy_rows(s, hr, dev, add);

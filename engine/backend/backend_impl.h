@@ -48,9 +48,14 @@ typedef enum saga_reduce {
 
 /* Kernels, all asynchronous on a stream unless they return a host scalar. Pointers are the
  * backend's memory. Shape checks happen in the callers (ops layer), once for every backend.
- * The table only grows: new slots are appended and `version` goes up. */
+ *
+ * Slots are named, never positional: a backend fills its table with designated initializers,
+ * `size` = sizeof(saga_kernels) as it was built, and leaves NULL what it lacks. The generic layer
+ * copies the table into the backend's own (saga_backend.kernels), so a slot appended after the
+ * backend was built reads NULL there too: whether a backend has a kernel is one test anywhere,
+ * the slot being non-NULL (saga_has_kernel). The table only grows: new slots are appended. */
 typedef struct saga_kernels {
-    int version;
+    size_t size;
     /* x[0..n) = v */
     saga_status (*fill_f64)(saga_stream *s, double *x, int64_t n, double v);
     /* y = a*x + b*y (x may be y; b == 0 does not read y) */
@@ -217,7 +222,6 @@ typedef struct saga_kernels {
                                     uint64_t seed, const int32_t *row_ids, const float *x,
                                     float *y);
 
-    /* ---- version >= 5 ---------------------------------------------------------------------- */
     /* optional: one PageRank iteration pulled over the rows of A (A->values ignored; c has
      * A->n_cols entries, the others A->n_rows):
      *   y[i] = base + d * sum of c[j] over row i's entries
@@ -229,7 +233,6 @@ typedef struct saga_kernels {
                                      const double *c, const double *x, const double *inv, double *y,
                                      double *c_next, double *out);
 
-    /* ---- version >= 6 ---------------------------------------------------------------------- */
     /* Dropout on the stored entries of a CSR matrix (rows of a larger A->n_cols wide matrix):
      * y[k] = keep(seed, r * A->n_cols + A->indices[k]) ? A->values[k] / (1 - p) : 0 for entry k
      * of row i, where r = row_ids[i] when row_ids is given, else row_base + i; keep is the mask
@@ -248,12 +251,10 @@ typedef struct saga_kernels {
     saga_status (*spmm_t_f32)(saga_stream *s, const saga_csr_dev *A, int64_t F, float alpha,
                               const float *X, float beta, float *Y);
 
-    /* ---- version >= 7 ---------------------------------------------------------------------- */
     /* y[i] = x[i] widened to f32, for i < n: x holds 16-bit floats, bfloat16 (bf16 true: the
      * top half of an f32) or IEEE binary16 (false). Exact. */
     saga_status (*half_to_f32)(saga_stream *s, int64_t n, const uint16_t *x, bool bf16, float *y);
 
-    /* ---- version >= 8 ---------------------------------------------------------------------- */
     /* nll_f32 with the mean written as one float to *loss (the backend's memory) in stream order:
      * nothing waits on CUDA, where a bad listed row or label writes nothing (neither loss nor
      * dlogp) and surfaces as SAGA_ERR_INVALID_ARG at the next synchronization, as a bad index of
@@ -263,7 +264,6 @@ typedef struct saga_kernels {
                                const int32_t *labels, const int32_t *rows_idx, int64_t n_idx,
                                float *loss, float *dlogp);
 
-    /* ---- version >= 9 ---------------------------------------------------------------------- */
     /* acc[0] += dot_f64's sum of x .* y (dot_acc_f64) or l1_diff_f64's sum |x - y|
      * (l1_diff_acc_f64), the same bits, with acc in the backend's memory: in stream order, and
      * nothing waits on CUDA (n <= 0 adds nothing). Sums that stay on the device until the host
@@ -280,7 +280,6 @@ typedef struct saga_kernels {
      * n <= 0, write it at once). Nothing waits on CUDA. */
     saga_status (*sumsq_pinned_f32)(saga_stream *s, int64_t n, const float *x, double *out);
 
-    /* ---- version >= 10 --------------------------------------------------------------------- */
     /* pagerank_pull_f64 with its base read and its sums added on the device, for iterations
      * pulled part by part without the host waiting for each part: base = a + b * base_in[1]
      * (base_in: two doubles on the device, an iteration's [L1 change, sinks' rank]); then
@@ -300,7 +299,8 @@ typedef enum saga_copy_kind {
     SAGA_COPY_KIND_COUNT
 } saga_copy_kind;
 
-/* The function table. Slots marked optional may be NULL. The generic layer calls alloc, free and
+/* The function table, filled and copied as the kernel table is (saga_kernels). Slots marked
+ * optional may be NULL. The generic layer calls alloc, free and
  * alloc_size with the backend's accounting lock held, so they need no locking of their own.
  *
  * The budget. What the generic layer charges against params.budget_bytes is what the device
@@ -313,7 +313,7 @@ typedef enum saga_copy_kind {
  * cached + the new block would pass it. So in_use + reserved + cached, what the device has given
  * the backend, never passes the budget. */
 typedef struct saga_backend_iface {
-    int version;
+    size_t size; /* sizeof(saga_backend_iface) as the backend was built: see saga_kernels */
     void (*destroy)(saga_backend *be); /* frees be->ctx and whatever it holds */
     saga_status (*alloc)(saga_backend *be, void **out, size_t bytes);
     void (*free)(saga_backend *be, void *ptr, size_t bytes);
@@ -340,31 +340,31 @@ typedef struct saga_backend_iface {
     /* optional: seconds from start's completion to end's; both recorded and complete, else
      * SAGA_ERR_INVALID_ARG. NULL means SAGA_ERR_UNSUPPORTED. */
     saga_status (*event_elapsed)(saga_event *start, saga_event *end, double *seconds);
-    /* optional (version >= 3): make the device current on the calling thread */
+    /* optional: make the device current on the calling thread */
     saga_status (*bind_thread)(saga_backend *be);
-    /* optional (version >= 4): the bytes alloc takes from the device for a request of `bytes`
+    /* optional: the bytes alloc takes from the device for a request of `bytes`
      * (its size class), which is what the generic layer charges; 0 when no such block can exist.
      * NULL means exactly `bytes`. alloc and free are still given the bytes requested. */
     size_t (*alloc_size)(const saga_backend *be, size_t bytes);
-    /* optional (version >= 5): open (start) or close a profiler's capture range
+    /* optional: open (start) or close a profiler's capture range
      * (cudaProfilerStart / cudaProfilerStop on CUDA); NULL means there is none to tell */
     saga_status (*profile_range)(saga_backend *be, bool start);
-    /* optional (version >= 6): saga_memcpy_rows_h2d_async (add false: dev is the destination) or
+    /* optional: saga_memcpy_rows_h2d_async (add false: dev is the destination) or
      * saga_add_rows_d2h_async (add true: dev holds the rows added into the host's), queued on s;
      * NULL means SAGA_ERR_UNSUPPORTED */
     saga_status (*copy_rows)(saga_stream *s, const saga_host_rows *hr, void *dev, bool add);
-    /* optional (version >= 7): stream_wait_event for an event of another backend with this
-     * table (another device of the process); NULL means such an event can only be waited for on
-     * the host (saga_stream_can_wait) */
+    /* optional: stream_wait_event for an event of another backend with the same implementation
+     * (this function: another device of the process); NULL means such an event can only be waited
+     * for on the host (saga_stream_can_wait) */
     saga_status (*stream_wait_foreign)(saga_stream *s, saga_event *e);
-    /* optional (version >= 8), all four or none: graphs (saga_backend_capture_begin). end gives
+    /* optional, all four or none: graphs (saga_backend_capture_begin). end gives
      * the executable graph in *exec: made when *exec is NULL, else *exec updated in place (or
      * replaced, when the work's shape changed); exec NULL discards the recording */
     saga_status (*capture_begin)(saga_backend *be);
     saga_status (*capture_end)(saga_backend *be, void **exec);
     saga_status (*graph_launch)(saga_backend *be, void *exec);
     void (*graph_free)(saga_backend *be, void *exec);
-    /* optional (version >= 9): alloc for a block that a block scheduler holds across its steps
+    /* optional: alloc for a block that a block scheduler holds across its steps
      * (saga_backend_alloc_block). Where the backend places memory itself (CUDA's arena under a
      * budget), such blocks and the other allocations (the steps' own tensors, which come and go
      * within a step) grow from opposite ends, so that the short-lived ones leave no holes between
@@ -383,8 +383,12 @@ struct saga_event {
 };
 
 struct saga_backend {
+    /* The tables: the backend's own while it opens, then the generic layer's copies below
+     * (saga_kernels), for as long as the backend lives. */
     const saga_backend_iface *iface;
     const saga_kernels *kernels;
+    saga_backend_iface iface_copy;
+    saga_kernels kernels_copy;
     void *ctx;
     saga_backend_kind kind;
     saga_backend_params params;
@@ -421,6 +425,11 @@ struct saga_backend {
     size_t block_room;
 };
 
+/* Checks the tables a backend's init filled (be->iface, be->kernels: each must have every slot
+ * up to its first optional one) and takes the generic layer's copies of them (saga_kernels).
+ * SAGA_ERR_INTERNAL, with nothing copied, for a missing or short table. */
+saga_status saga_backend_take_tables(saga_backend *be);
+
 /* saga_backend_alloc for a block a block scheduler holds across its steps: placed apart from the
  * other allocations where the backend places memory itself (see the table's alloc_block). */
 saga_status saga_backend_alloc_block(saga_backend *be, void **out, size_t bytes);
@@ -445,12 +454,12 @@ void saga_backend_unreserve(saga_backend *be, void *ptr, size_t bytes);
 
 /* The few services the CUDA module takes from libsaga, passed in explicitly so the module need
  * not link libsaga (and so the thread-local error message is the caller's one). Fields are only
- * appended; version counts them. */
+ * appended; size is sizeof(saga_module_host) as libsaga was built. */
 typedef struct saga_module_host {
-    int version; /* 2 */
+    size_t size;
     saga_status (*error)(saga_status st, const char *fmt, ...);
     void (*log)(int level, const char *fmt, ...);
-    /* version >= 2: saga_backend_reserve and saga_backend_unreserve */
+    /* saga_backend_reserve and saga_backend_unreserve */
     saga_status (*reserve)(saga_backend *be, void **out, size_t bytes, const char *what);
     void (*unreserve)(saga_backend *be, void *ptr, size_t bytes);
 } saga_module_host;

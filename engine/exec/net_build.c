@@ -1118,8 +1118,7 @@ static saga_status prep_budget(saga_net *n, prep *p) {
     p->avail = p->budget > p->held ? p->budget - p->held : 0;
     for (int s = 0; s < n->n_stages; s++)
         n->stages[s].in_cols = s == 0 ? n->in_cols : n->stages[s - 1].out_cols;
-    SAGA_CHECK(n->o.transfer == SAGA_TRANSFER_F32 ||
-                   (n->be->kernels->version >= 6 && n->be->kernels->half_to_f32),
+    SAGA_CHECK(n->o.transfer == SAGA_TRANSFER_F32 || n->be->kernels->half_to_f32 != NULL,
                SAGA_ERR_UNSUPPORTED, "saga_net: backend %s cannot widen 16-bit input rows",
                n->be->name);
     SAGA_CHECK(n->o.transfer == SAGA_TRANSFER_F32 || saga_comm_size(n->o.comm) == 1,

@@ -902,7 +902,7 @@ saga_tensor *saga_nll_loss(saga_ctx *c, saga_tensor *logp, saga_tensor *labels, 
     static const char op[] = "saga_nll_loss";
     if (!live(c) || !arg(c, op, "logp", logp, SAGA_F32) ||
         !arg(c, op, "labels", labels, SAGA_I32) || (rows && !arg(c, op, "rows", rows, SAGA_I32)) ||
-        !has(c, op, K->version >= 8 && K->nll_dev_f32 && K->gemm_f32, "nll_dev_f32"))
+        !has(c, op, K->nll_dev_f32 && K->gemm_f32, "nll_dev_f32"))
         return NULL;
     if (labels->rows != logp->rows || labels->cols != 1)
         return op_err(c, SAGA_ERR_INVALID_ARG,

@@ -876,7 +876,7 @@ static saga_status cpu_synchronize(saga_backend *be) {
 }
 
 static const saga_backend_iface cpu_iface = {
-    .version = 6,
+    .size = sizeof(saga_backend_iface),
     .destroy = cpu_destroy,
     .alloc = cpu_alloc,
     .free = cpu_free,

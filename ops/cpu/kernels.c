@@ -297,7 +297,7 @@ static saga_status cpu_half_to_f32(saga_stream *s, int64_t n, const uint16_t *x,
 }
 
 const saga_kernels saga_cpu_kernels = {
-    .version = 10,
+    .size = sizeof(saga_kernels),
     .fill_f64 = cpu_fill_f64,
     .axpby_f64 = cpu_axpby_f64,
     .mul_f64 = cpu_mul_f64,
