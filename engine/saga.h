@@ -23,6 +23,7 @@
 #include "saga_dense.h"
 #include "saga_graph.h"
 #include "saga_io.h"
+#include "saga_layers.h"
 #include "saga_log.h"
 #include "saga_net.h"
 #include "saga_nn.h"

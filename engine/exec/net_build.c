@@ -386,6 +386,21 @@ static void unprepare(saga_net *n) {
     n->ready = false;
 }
 
+saga_status net_keep(saga_net *n, void *p) {
+    if (n->n_kept == n->cap_kept) {
+        int cap = n->cap_kept ? 2 * n->cap_kept : 8;
+        void **k = saga_realloc(n->kept, (size_t)cap * sizeof *k);
+        if (!k) {
+            saga_free(p);
+            return saga_error(SAGA_ERR_OUT_OF_MEMORY, "saga_net: no memory to keep a layer");
+        }
+        n->kept = k;
+        n->cap_kept = cap;
+    }
+    n->kept[n->n_kept++] = p;
+    return SAGA_OK;
+}
+
 void saga_net_free(saga_net **np) {
     if (!np || !*np)
         return;
@@ -405,6 +420,9 @@ void saga_net_free(saga_net **np) {
     sparse_input_free(n);
     saga_free(n->loss_rows);
     saga_free(n->stages);
+    for (int i = 0; i < n->n_kept; i++)
+        saga_free(n->kept[i]);
+    saga_free(n->kept);
     saga_free(n);
     *np = NULL;
 }

@@ -251,6 +251,9 @@ typedef struct net_plan {
 struct saga_net {
     saga_ctx *c;
     saga_backend *be;
+    /* what the net owns for its stages (the library's layers: net_keep), freed with it */
+    void **kept;
+    int n_kept, cap_kept;
     const saga_graph *g_user;
     saga_net_opts o;
     int32_t n;
@@ -516,6 +519,10 @@ void net_dist_reset(saga_net *n);
  * (the failure did not come out of saga_comm_agree) they may be waiting in a collective this rank
  * will not join: every rank stops (saga_comm_abort) with this rank's message instead. */
 saga_status net_dist_failed(saga_net *n, saga_status st);
+
+/* Hands p (saga_malloc'd) to the net, which frees it in saga_net_free; on failure p is freed at
+ * once. */
+saga_status net_keep(saga_net *n, void *p);
 
 #ifdef __cplusplus
 }

@@ -105,6 +105,13 @@ const char *saga_model_param_name(const saga_model *m, int i) {
     return m && i >= 0 && i < m->n ? m->names[i] : NULL;
 }
 
+saga_tensor *saga_model_find(const saga_model *m, const char *name) {
+    for (int i = 0; m && name && i < m->n; i++)
+        if (strcmp(m->names[i], name) == 0)
+            return m->params[i];
+    return NULL;
+}
+
 int64_t saga_model_n_scalars(const saga_model *m) {
     int64_t n = 0;
     for (int i = 0; m && i < m->n; i++)

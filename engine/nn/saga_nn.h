@@ -191,6 +191,8 @@ SAGA_API saga_tensor *saga_model_param(saga_model *m, const char *name, int64_t 
 SAGA_API int saga_model_n_params(const saga_model *m);
 SAGA_API saga_tensor *saga_model_param_at(const saga_model *m, int i);
 SAGA_API const char *saga_model_param_name(const saga_model *m, int i);
+/* The parameter named name (saga_model_param), or NULL when m has none. */
+SAGA_API saga_tensor *saga_model_find(const saga_model *m, const char *name);
 /* Number of scalars over all parameters. */
 SAGA_API int64_t saga_model_n_scalars(const saga_model *m);
 /* Zeroes every parameter's gradient. */
