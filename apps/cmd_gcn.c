@@ -14,6 +14,9 @@
 enum {
     OPT_DATA,
     OPT_SYNTHETIC,
+    OPT_MODEL,
+    OPT_HEADS,
+    OPT_AGGR,
     OPT_DATA_SEED,
     OPT_EPOCHS,
     OPT_HIDDEN,
@@ -48,12 +51,25 @@ static const cli_opt gcn_cli_opts[] = {
     {"synthetic", 0, "N,DEG,F,C", NULL,
      "Instead of --data: a citation graph generated in memory (as `saga generate citation`) with "
      "N vertices, mean degree DEG, F features and C classes."},
+    {"model", 0, "M", "gcn",
+     "The model: gcn (Kipf & Welling), gat (Velickovic et al.: attention heads concatenated, "
+     "elu, then one head), sage (Hamilton et al.: the vertex and an aggregation of its "
+     "neighbours, each through its own weights) or gin (Xu et al.: a two-layer MLP over the "
+     "vertex and the sum of its neighbours, eps learnt). Each is two layers of the library "
+     "(saga_layers.h); the defaults below are GCN's unless a model's own are named."},
+    {"heads", 0, "K", "8", "GAT: attention heads of the first layer."},
+    {"aggr", 0, "A", "mean", "GraphSAGE: how the neighbours aggregate: mean, max or sum."},
     {"data-seed", 0, "S", "1", "The seed of the --synthetic data set."},
     {"epochs", 0, "N", "200", "Training epochs (full-batch: one optimizer step each)."},
-    {"hidden", 0, "H", "16", "Width of the hidden layer."},
-    {"lr", 0, "R", "0.01", "Adam's learning rate."},
-    {"dropout", 0, "P", "0.5", "Drop probability of the input and hidden features, in [0, 1)."},
-    {"weight-decay", 0, "W", "5e-4", "L2 weight decay on the first layer's weights."},
+    {"hidden", 0, "H", "16",
+     "Width of the hidden layer (GAT: per head, 8 by default; GIN: 64 by default)."},
+    {"lr", 0, "R", "0.01", "Adam's learning rate (GAT and GIN: 0.005 by default)."},
+    {"dropout", 0, "P", "0.5",
+     "Drop probability of the input and hidden features, in [0, 1) (GAT: 0.6 by default, on the "
+     "attention coefficients too)."},
+    {"weight-decay", 0, "W", "5e-4",
+     "L2 weight decay: on the first layer's weights for GCN, on every parameter for the other "
+     "models (GIN: 5e-3 by default)."},
     {"seed", 0, "S", "1", "Seed of the weight initialisation and the dropout masks."},
     {"device", 0, "DEV", NULL, CLI_DEVICE_HELP},
     {"no-normalize-features", 0, NULL, NULL,
@@ -113,7 +129,7 @@ static int gcn_main(int argc, char **argv);
 
 const cli_cmd cli_cmd_gcn = {
     .name = "gcn",
-    .summary = "Train a graph convolutional network (Kipf & Welling) for node classification",
+    .summary = "Train a GCN, GAT, GraphSAGE or GIN for node classification",
     .args = NULL,
     .min_args = 0,
     .max_args = 0,
@@ -126,10 +142,18 @@ const cli_cmd cli_cmd_gcn = {
         "units, learning rate 0.01, dropout 0.5, weight decay 5e-4 on the first layer, "
         "row-normalised features: each row without a negative entry divided by its sum, signed "
         "rows left as read), without early stopping.\n"
+        "--model gat, sage or gin trains the same way two layers of GAT (Velickovic et al., ICLR "
+        "2018: 8 heads of 8 units, elu, then one head; learning rate 0.005, dropout 0.6 on the "
+        "features and the attention), GraphSAGE (Hamilton et al., NeurIPS 2017: --aggr mean, max "
+        "or sum; relu between the layers) or GIN (Xu et al., ICLR 2019: a two-layer MLP of 64 "
+        "units per layer; learning rate 0.005, weight decay 5e-3), with the weight decay on "
+        "every parameter: the library's layers (saga_layers.h).\n"
         "After every epoch the model is evaluated in inference mode (no dropout) on the training, "
         "validation and test vertices. The reported test accuracy is that of the final model, "
         "after the last epoch, as in the paper; the validation accuracy is reported beside it "
-        "and nothing is selected on the test set.\n"
+        "and nothing is selected on the test set. The epoch of the best validation accuracy and "
+        "that epoch's test accuracy are reported too (model selection on the validation set, as "
+        "the GAT paper does).\n"
         "Each layer is one saga vertex program (scatter the source's value, weight it by the "
         "symmetric normalisation, sum at the destination: one sparse-dense product). A layer "
         "that narrows multiplies by W before aggregating, so the sparse product runs on the "
@@ -146,6 +170,8 @@ const cli_cmd cli_cmd_gcn = {
     .example = "saga generate citation --vertices 20000 --classes 8 --features 500 -o cit20k\n"
                "saga gcn --data cit20k\n"
                "saga gcn --data cora --seed 3 --epochs 300 --log cora.jsonl --json\n"
+               "saga gcn --data cora --model gat\n"
+               "saga gcn --data cora --model sage --aggr max --hidden 32\n"
                "saga gcn --synthetic 100000,20,128,8 --device cpu --threads 2\n"
                "saga gcn --data cora --epochs 100 --checkpoint cora.ckpt\n"
                "saga gcn --data cora --resume cora.ckpt      # epochs 101..200\n"
@@ -257,6 +283,13 @@ static int parse_synthetic(cli_ctx *c, const char *arg, saga_citation_params *p)
     return 0;
 }
 
+/* A float default as a user would have written it (0.005, not 0.004999999888), for the report. */
+static double as_given(float x) {
+    char buf[32];
+    snprintf(buf, sizeof buf, "%.7g", (double)x);
+    return strtod(buf, NULL);
+}
+
 static int gcn_main(int argc, char **argv) {
     cli_ctx c;
     const char *arg = NULL, *data_dir = NULL, *synthetic = NULL, *device = cli_default_device();
@@ -268,6 +301,9 @@ static int gcn_main(int argc, char **argv) {
     int64_t v = 0;
     /* The values as given, for the report: the model uses them as floats. */
     double lr = 0.01, dropout = 0.5, weight_decay = 5e-4;
+    /* a model's own defaults, for what was not given */
+    bool given_hidden = false, given_lr = false, given_dropout = false, given_decay = false;
+    int model = GCN_MODEL_GCN;
     int o;
     cli_begin(&c, &cli_cmd_gcn, argc, argv);
     while ((o = cli_next(&c, &arg)) >= 0) {
@@ -280,6 +316,24 @@ static int gcn_main(int argc, char **argv) {
             synthetic = arg;
             bad = parse_synthetic(&c, arg, &cp);
             break;
+        case OPT_MODEL:
+            if ((model = gcn_model_parse(arg)) < 0)
+                bad = cli_usage(&c, "--model must be gcn, gat, sage or gin, got '%s'", arg);
+            break;
+        case OPT_HEADS:
+            if (!(bad = cli_int(&c, "--heads", arg, 1, 1 << 10, &v)))
+                go.heads = (int)v;
+            break;
+        case OPT_AGGR:
+            if (strcmp(arg, "mean") == 0)
+                go.aggr = SAGA_GATHER_MEAN;
+            else if (strcmp(arg, "max") == 0)
+                go.aggr = SAGA_GATHER_MAX;
+            else if (strcmp(arg, "sum") == 0)
+                go.aggr = SAGA_GATHER_SUM;
+            else
+                bad = cli_usage(&c, "--aggr must be mean, max or sum, got '%s'", arg);
+            break;
         case OPT_DATA_SEED:
             bad = cli_u64(&c, "--data-seed", arg, &cp.seed);
             break;
@@ -289,19 +343,19 @@ static int gcn_main(int argc, char **argv) {
             break;
         case OPT_HIDDEN:
             if (!(bad = cli_int(&c, "--hidden", arg, 1, 1 << 20, &v)))
-                go.hidden = (int)v;
+                go.hidden = (int)v, given_hidden = true;
             break;
         case OPT_LR:
             if (!(bad = cli_double(&c, "--lr", arg, 1e-12, 1e6, false, &lr)))
-                go.lr = (float)lr;
+                go.lr = (float)lr, given_lr = true;
             break;
         case OPT_DROPOUT:
             if (!(bad = cli_double(&c, "--dropout", arg, 0, 1, true, &dropout)))
-                go.dropout = (float)dropout;
+                go.dropout = (float)dropout, given_dropout = true;
             break;
         case OPT_WEIGHT_DECAY:
             if (!(bad = cli_double(&c, "--weight-decay", arg, 0, 1e6, false, &weight_decay)))
-                go.weight_decay = (float)weight_decay;
+                go.weight_decay = (float)weight_decay, given_decay = true;
             break;
         case OPT_SEED:
             bad = cli_u64(&c, "--seed", arg, &go.seed);
@@ -372,6 +426,16 @@ static int gcn_main(int argc, char **argv) {
     }
     if (o == CLI_EXIT)
         return c.exit_code;
+    go.model = (gcn_model)model;
+    const gcn_opts md = gcn_opts_model(go.model);
+    if (!given_hidden)
+        go.hidden = md.hidden;
+    if (!given_lr)
+        go.lr = md.lr, lr = as_given(md.lr);
+    if (!given_dropout)
+        go.dropout = md.dropout, dropout = as_given(md.dropout);
+    if (!given_decay)
+        go.weight_decay = md.weight_decay, weight_decay = as_given(md.weight_decay);
     if (!data_dir == !synthetic)
         return cli_usage(&c, "give exactly one of --data DIR and --synthetic N,DEG,F,C");
     if (go.checkpoint_every && !go.checkpoint)
@@ -481,11 +545,23 @@ static int gcn_main(int argc, char **argv) {
         cli_say(&c, "device    %s, %d threads\n", saga_backend_name(be), n_threads);
     else
         cli_say(&c, "device    %s\n", saga_backend_name(be));
-    cli_say(&c,
-            "model     GCN %lld -> %d -> %d, dropout %g, Adam lr %g, weight decay %g on layer 1, "
-            "%d epochs, seed %llu\n",
-            (long long)d.n_features, go.hidden, d.n_classes, dropout, lr, weight_decay, go.epochs,
-            (unsigned long long)go.seed);
+    static const char *const aggr_names[SAGA_GATHER_COUNT] = {"sum", "mean", "max"};
+    char desc[128];
+    if (go.model == GCN_MODEL_GAT)
+        snprintf(desc, sizeof desc, "GAT %lld -> %dx%d -> %d", (long long)d.n_features, go.heads,
+                 go.hidden, d.n_classes);
+    else
+        snprintf(desc, sizeof desc, "%s%s%s %lld -> %d -> %d",
+                 go.model == GCN_MODEL_SAGE  ? "GraphSAGE"
+                 : go.model == GCN_MODEL_GIN ? "GIN"
+                                             : "GCN",
+                 go.model == GCN_MODEL_SAGE ? "-" : "",
+                 go.model == GCN_MODEL_SAGE ? aggr_names[go.aggr] : "", (long long)d.n_features,
+                 go.hidden, d.n_classes);
+    cli_say(
+        &c, "model     %s, dropout %g, Adam lr %g, weight decay %g on %s, %d epochs, seed %llu\n",
+        desc, dropout, lr, weight_decay, go.model == GCN_MODEL_GCN ? "layer 1" : "every parameter",
+        go.epochs, (unsigned long long)go.seed);
 
     /* ---- train (rank 0 alone writes the log and the trace; every rank learns whether it can,
      * for the others would wait for it in the first collective) */
@@ -556,6 +632,8 @@ static int gcn_main(int argc, char **argv) {
     }
     if (c.ranks > 1)
         cli_say_rank_stats(&c, &rs, " in the last epoch");
+    cli_say(&c, "selected  epoch %d by validation accuracy %.4f: test accuracy %.4f\n",
+            r.best_epoch, r.best_val_acc, r.test_at_best_val);
     cli_say(&c, "test accuracy %.4f (final model, %lld test vertices)\n", r.test_acc,
             (long long)(shards ? d.all_test : d.n_test));
 
@@ -582,6 +660,11 @@ static int gcn_main(int argc, char **argv) {
         cli_json_device(&j, be);
         json_key(&j, "epochs"), json_int(&j, r.epochs);
         json_key(&j, "start_epoch"), json_int(&j, r.start_epoch);
+        json_key(&j, "model"), json_str(&j, gcn_model_name(go.model));
+        if (go.model == GCN_MODEL_GAT)
+            json_key(&j, "heads"), json_int(&j, go.heads);
+        if (go.model == GCN_MODEL_SAGE)
+            json_key(&j, "aggr"), json_str(&j, aggr_names[go.aggr]);
         json_key(&j, "hidden"), json_int(&j, go.hidden);
         json_key(&j, "lr"), json_num(&j, lr);
         json_key(&j, "dropout"), json_num(&j, dropout);
@@ -600,6 +683,9 @@ static int gcn_main(int argc, char **argv) {
         json_key(&j, "train_accuracy"), json_num(&j, r.train_acc);
         json_key(&j, "val_accuracy"), json_num(&j, r.val_acc);
         json_key(&j, "test_accuracy"), json_num(&j, r.test_acc);
+        json_key(&j, "best_epoch"), json_int(&j, r.best_epoch);
+        json_key(&j, "best_val_accuracy"), json_num(&j, r.best_val_acc);
+        json_key(&j, "test_accuracy_at_best_val"), json_num(&j, r.test_at_best_val);
         json_key(&j, "epoch_ms_median"), json_num(&j, med);
         json_key(&j, "epoch_ms_mean"), json_num(&j, mean);
         json_key(&j, "load_seconds"), json_num(&j, t_load);

@@ -163,7 +163,10 @@ size_t gcn_data_feature_bytes(const gcn_data *d) {
 /* ---- the model ---------------------------------------------------------------------------- */
 
 gcn_opts gcn_opts_defaults(void) {
-    return (gcn_opts){.epochs = 200,
+    return (gcn_opts){.model = GCN_MODEL_GCN,
+                      .heads = 8,
+                      .aggr = SAGA_GATHER_MEAN,
+                      .epochs = 200,
                       .hidden = 16,
                       .lr = 0.01f,
                       .dropout = 0.5f,
@@ -180,41 +183,83 @@ gcn_opts gcn_opts_defaults(void) {
                       .sparse_below = 0.25};
 }
 
-typedef struct gcn_layer {
-    saga_tensor *W, *b;
-    bool project_first; /* aggregate H W rather than H: F_out < F_in */
-    bool relu;
-    float dropout;
-} gcn_layer;
+const char *gcn_model_name(gcn_model m) {
+    static const char *const names[GCN_MODEL_COUNT] = {"gcn", "gat", "sage", "gin"};
+    return (unsigned)m < GCN_MODEL_COUNT ? names[m] : "?";
+}
 
-/* The vertex stage before a layer's aggregation: dropout, then W when it narrows. Sparse input
- * rows (the first layer's, from a sparse features file) are dropped on their non-zeros and
- * multiplied sparse x dense, always before the aggregation (the product is the same). */
-static saga_tensor *gcn_rows(saga_ctx *c, const saga_vertex_in *v, void *layer) {
-    gcn_layer *l = layer;
-    if (v->sparse) {
-        saga_sparse x = saga_sparse_dropout(c, v->sparse, l->dropout);
-        return x.values ? saga_spmm(c, &x, l->W) : NULL;
+int gcn_model_parse(const char *s) {
+    for (int m = 0; s && m < GCN_MODEL_COUNT; m++)
+        if (strcmp(s, gcn_model_name((gcn_model)m)) == 0)
+            return m;
+    return -1;
+}
+
+gcn_opts gcn_opts_model(gcn_model model) {
+    gcn_opts o = gcn_opts_defaults();
+    o.model = model;
+    switch (model) {
+    case GCN_MODEL_GAT: /* Velickovic et al.'s Cora setting */
+        o.hidden = 8;
+        o.heads = 8;
+        o.lr = 0.005f;
+        o.dropout = 0.6f;
+        break;
+    case GCN_MODEL_GIN: /* its sums over many neighbours overfit Cora without more decay */
+        o.hidden = 64;
+        o.lr = 0.005f;
+        o.weight_decay = 5e-3f;
+        break;
+    default:
+        break;
     }
-    saga_tensor *h = saga_dropout(c, v->self, l->dropout);
-    return l->project_first ? saga_matmul(c, h, l->W) : h;
+    return o;
 }
 
-/* ApplyVertex: (gathered W) + b, or gathered + b when W was applied before the aggregation. */
-static saga_tensor *gcn_vertex(saga_ctx *c, const saga_vertex_in *v, void *layer) {
-    gcn_layer *l = layer;
-    saga_tensor *h = l->project_first ? v->gathered : saga_matmul(c, v->gathered, l->W);
-    h = saga_add_bias(c, h, l->b);
-    return l->relu ? saga_relu(c, h) : h;
+/* The two layers of o->model from F input columns to C classes (saga_layers.h), their
+ * parameters in m; *decay: the parameter weight decay applies to alone (GCN's first layer, as
+ * Kipf's code), or NULL for every parameter. */
+static saga_status add_layers(saga_net *net, saga_model *m, const gcn_opts *o, int64_t F, int64_t C,
+                              bool sparse, saga_tensor **decay) {
+    saga_status st = SAGA_OK;
+    const int64_t H = o->hidden;
+    saga_layer_opts l1 = saga_layer_opts_defaults(), l2 = saga_layer_opts_defaults();
+    l1.dropout = l2.dropout = o->dropout;
+    l1.act = SAGA_LAYER_RELU;
+    l1.seed = o->seed * 2 + 1;
+    l2.seed = o->seed * 2 + 2;
+    *decay = NULL;
+    switch (o->model) {
+    case GCN_MODEL_GCN: /* a narrowing layer, or sparse rows, multiply by W first */
+        l1.project_first = H < F || sparse;
+        SAGA_TRY(saga_gcn_add(net, m, "conv1", F, H, &l1));
+        SAGA_TRY(saga_gcn_add(net, m, "conv2", H, C, &l2));
+        *decay = saga_model_find(m, "conv1.weight");
+        break;
+    case GCN_MODEL_GAT: /* heads concatenated and elu, then one head for the classes */
+        l1.act = SAGA_LAYER_ELU;
+        l1.heads = o->heads;
+        l1.attn_dropout = l2.attn_dropout = o->dropout;
+        SAGA_TRY(saga_gat_add(net, m, "gat1", F, H, &l1));
+        SAGA_TRY(saga_gat_add(net, m, "gat2", H * o->heads, C, &l2));
+        break;
+    case GCN_MODEL_SAGE: /* sparse rows (with the mean or the sum): multiplied first */
+        l1.aggr = l2.aggr = o->aggr;
+        l1.project_first = sparse ? 1 : -1;
+        SAGA_TRY(saga_sage_add(net, m, "sage1", F, H, &l1));
+        SAGA_TRY(saga_sage_add(net, m, "sage2", H, C, &l2));
+        break;
+    case GCN_MODEL_GIN:
+        l1.mlp_hidden = l2.mlp_hidden = H;
+        SAGA_TRY(saga_gin_add(net, m, "gin1", F, H, &l1));
+        SAGA_TRY(saga_gin_add(net, m, "gin2", H, C, &l2));
+        break;
+    default:
+        SAGA_CHECK(false, SAGA_ERR_INVALID_ARG, "GCN: unknown model %d", (int)o->model);
+    }
+fail:
+    return st;
 }
-
-static const saga_program GCN_PROGRAM = {
-    .scatter = SAGA_SCATTER_SRC,
-    .edge_weight = SAGA_WEIGHT_SYMNORM,
-    .apply_edge = NULL, /* fused: one SpMM with D^-1/2 (A + I) D^-1/2 */
-    .gather = SAGA_GATHER_SUM,
-    .apply_vertex = gcn_vertex,
-};
 
 /* What the loss sees: labels and the training rows, by the graph's vertex ids. */
 typedef struct gcn_loss_data {
@@ -286,11 +331,29 @@ static saga_status check_opts(const gcn_data *d, const gcn_opts *o) {
                SAGA_ERR_INVALID_ARG, "GCN: lr must be > 0 and weight decay >= 0");
     SAGA_CHECK(o->checkpoint_every >= 0, SAGA_ERR_INVALID_ARG,
                "GCN: checkpoint interval must be >= 0");
+    SAGA_CHECK((unsigned)o->model < GCN_MODEL_COUNT && o->heads >= 1 &&
+                   (int64_t)o->heads * o->hidden <= (1 << 24) &&
+                   (unsigned)o->aggr < SAGA_GATHER_COUNT,
+               SAGA_ERR_INVALID_ARG, "GCN: invalid model options (model %d, heads %d, aggr %d)",
+               (int)o->model, o->heads, (int)o->aggr);
     SAGA_CHECK(d->graph && (d->features || d->x_offsets) && d->labels &&
                    (d->shard ? d->all_train : d->n_train) > 0 && d->n_classes >= 1,
                SAGA_ERR_INVALID_ARG, "GCN: the data set has no training vertices");
 fail:
     return st;
+}
+
+/* Whether the first layer multiplies its input rows before the aggregation, so that they may be
+ * kept as a CSR (saga_net_set_input_auto). */
+static bool input_csr_ok(const gcn_opts *o, int64_t F) {
+    switch (o->model) {
+    case GCN_MODEL_GCN:
+        return o->hidden < F;
+    case GCN_MODEL_SAGE:
+        return o->aggr != SAGA_GATHER_MAX && o->hidden < F;
+    default:
+        return true;
+    }
 }
 
 saga_status gcn_train(gcn_result *out, saga_backend *be, const gcn_data *d, const gcn_opts *o,
@@ -303,7 +366,7 @@ saga_status gcn_train(gcn_result *out, saga_backend *be, const gcn_data *d, cons
     saga_optim *opt = NULL;
     int32_t *host_labels = NULL, *scratch = NULL;
     uint8_t *is_train = NULL;
-    float *logp = NULL, *eval_out = NULL;
+    float *logp = NULL, *eval_out = NULL, *dense_x = NULL;
     int32_t *eval_rows = NULL;
     saga_event *ev[2] = {NULL, NULL}; /* an epoch's training: its start and its end */
     gcn_result r = {0};
@@ -311,7 +374,7 @@ saga_status gcn_train(gcn_result *out, saga_backend *be, const gcn_data *d, cons
     SAGA_CHECK(out && be && d && o, SAGA_ERR_INVALID_ARG, "gcn_train: NULL argument");
     SAGA_TRY(check_opts(d, o));
     int32_t n = d->n_vertices, C = d->n_classes;
-    int64_t F = d->n_features, H = o->hidden;
+    int64_t F = d->n_features;
 
     /* ---- labels and the training rows, for the loss */
     /* Unlabelled vertices are never in the training rows; 0 keeps every entry a valid class. */
@@ -338,29 +401,22 @@ saga_status gcn_train(gcn_result *out, saga_backend *be, const gcn_data *d, cons
     SAGA_TRY(saga_alloc_array((void **)&eval_out, (size_t)(n_eval ? n_eval : 1) * (size_t)C,
                               sizeof *eval_out, "evaluated rows"));
 
-    /* ---- the model: Glorot weights and zero biases, as Kipf's code */
+    /* ---- the network: two layers of the model, in memory or streamed; Glorot weights and zero
+     * biases */
     SAGA_TRY(saga_ctx_new(&c, be, o->seed));
     SAGA_TRY(saga_model_new(&m, be));
+    /* GraphSAGE's maximum aggregates the input rows themselves: sparse ones are made dense */
     bool sparse = d->features == NULL;
-    gcn_layer l1 = {.project_first = H < F || sparse, .relu = true, .dropout = o->dropout};
-    gcn_layer l2 = {.project_first = C < H, .relu = false, .dropout = o->dropout};
-    l1.W = saga_model_param(m, "conv1.weight", F, H, SAGA_INIT_GLOROT, o->seed * 2 + 1);
-    l1.b = saga_model_param(m, "conv1.bias", 1, H, SAGA_INIT_ZEROS, 0);
-    l2.W = saga_model_param(m, "conv2.weight", H, C, SAGA_INIT_GLOROT, o->seed * 2 + 2);
-    l2.b = saga_model_param(m, "conv2.bias", 1, C, SAGA_INIT_ZEROS, 0);
-    if (!(l1.W && l1.b && l2.W && l2.b)) {
-        /* saga_model_param left the reason; the code is the likeliest one. */
-        st = saga_error_prefix(SAGA_ERR_OUT_OF_MEMORY, "GCN parameters: ");
-        goto fail;
+    const float *x = d->features;
+    if (sparse && o->model == GCN_MODEL_SAGE && o->aggr == SAGA_GATHER_MAX) {
+        SAGA_TRY(saga_alloc_zeroed((void **)&dense_x, (size_t)n * (size_t)F, sizeof *dense_x,
+                                   "dense input rows"));
+        for (int32_t v = 0; v < n; v++)
+            for (int64_t k = d->x_offsets[v]; k < d->x_offsets[v + 1]; k++)
+                dense_x[(int64_t)v * F + d->x_indices[k]] = d->x_values[k];
+        x = dense_x;
+        sparse = false;
     }
-    r.n_params = saga_model_n_scalars(m);
-    saga_optim_opts oo = saga_optim_opts_defaults(SAGA_OPTIM_ADAM);
-    oo.lr = o->lr;
-    oo.weight_decay = 0;
-    SAGA_TRY(saga_optim_new(&opt, m, &oo));
-    SAGA_TRY(saga_optim_set_weight_decay(opt, l1.W, o->weight_decay));
-
-    /* ---- the network: two (rows, aggregation) stage pairs, in memory or streamed */
     saga_net_opts no = saga_net_opts_defaults();
     no.exec = o->exec;
     no.parts = o->parts;
@@ -369,7 +425,10 @@ saga_status gcn_train(gcn_result *out, saga_backend *be, const gcn_data *d, cons
     no.host_halos = o->host_halos;
     no.graphs = o->graphs;
     no.transfer = o->transfer;
-    no.self_loops = SAGA_DGRAPH_SELF_LOOPS_ADD; /* A + I */
+    /* GCN and GAT aggregate over A + I; GraphSAGE and GIN keep the vertex apart */
+    no.self_loops = o->model == GCN_MODEL_GCN || o->model == GCN_MODEL_GAT
+                        ? SAGA_DGRAPH_SELF_LOOPS_ADD
+                        : SAGA_DGRAPH_SELF_LOOPS_KEEP;
     no.comm = o->comm;
     no.trace = o->trace;
     saga_net_halo hx = {0};
@@ -380,19 +439,24 @@ saga_status gcn_train(gcn_result *out, saga_backend *be, const gcn_data *d, cons
     }
     SAGA_TRY(saga_net_new(&net, c, d->graph, &no));
     SAGA_TRY(saga_net_set_model(net, m)); /* with ranks: gradients summed over them */
-    SAGA_TRY(saga_net_add_vertex(net, gcn_rows, &l1, l1.project_first ? H : F));
-    SAGA_TRY(saga_net_add_program(net, &GCN_PROGRAM, &l1, H));
-    SAGA_TRY(saga_net_add_vertex(net, gcn_rows, &l2, l2.project_first ? C : H));
-    SAGA_TRY(saga_net_add_program(net, &GCN_PROGRAM, &l2, C));
+    saga_tensor *decay = NULL;
+    SAGA_TRY(add_layers(net, m, o, F, C, sparse, &decay));
+    r.n_params = saga_model_n_scalars(m);
+    saga_optim_opts oo = saga_optim_opts_defaults(SAGA_OPTIM_ADAM);
+    oo.lr = o->lr;
+    oo.weight_decay = decay ? 0 : o->weight_decay;
+    SAGA_TRY(saga_optim_new(&opt, m, &oo));
+    if (decay)
+        SAGA_TRY(saga_optim_set_weight_decay(opt, decay, o->weight_decay));
     SAGA_TRY(saga_net_set_loss(net, gcn_loss, &ld));
     /* the loss reads the training rows alone: in memory the last layer runs on those */
     SAGA_TRY(saga_net_set_loss_rows(net, d->train, d->n_train));
     if (sparse)
         SAGA_TRY(saga_net_set_input_csr(net, d->x_offsets, d->x_indices, d->x_values, F));
-    else if (l1.project_first) /* gcn_rows multiplies a CSR before the aggregation */
-        SAGA_TRY(saga_net_set_input_auto(net, d->features, F, o->sparse_below));
+    else if (input_csr_ok(o, F)) /* the first layer multiplies a CSR before the aggregation */
+        SAGA_TRY(saga_net_set_input_auto(net, x, F, o->sparse_below));
     else
-        SAGA_TRY(saga_net_set_input(net, d->features, F));
+        SAGA_TRY(saga_net_set_input(net, x, F));
 
     int64_t done = 0;
     if (o->resume) {
@@ -471,6 +535,11 @@ saga_status gcn_train(gcn_result *out, saga_backend *be, const gcn_data *d, cons
             e.val_acc = r.val_acc = saga_accuracy(logp, C, d->labels, d->val, d->n_val);
             e.test_acc = r.test_acc = saga_accuracy(logp, C, d->labels, d->test, d->n_test);
         }
+        if (r.best_epoch == 0 || e.val_acc > r.best_val_acc) {
+            r.best_epoch = epoch <= o->epochs ? epoch : (int)done;
+            r.best_val_acc = e.val_acc;
+            r.test_at_best_val = e.test_acc;
+        }
         if (profiling && (epoch == o->profile_last || epoch == o->epochs)) {
             SAGA_TRY(saga_backend_synchronize(be)); /* the range holds all of the epochs' work */
             SAGA_TRY(saga_backend_profile_range(be, false));
@@ -519,6 +588,7 @@ fail:
     saga_free(logp);
     saga_free(eval_rows);
     saga_free(eval_out);
+    saga_free(dense_x);
     saga_event_free(&ev[0]);
     saga_event_free(&ev[1]);
     return st;

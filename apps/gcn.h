@@ -77,12 +77,29 @@ saga_status gcn_data_densify(gcn_data *d);
 /* Bytes of the features on the host: n x F floats, or the CSR's offsets, indices and values. */
 size_t gcn_data_feature_bytes(const gcn_data *d);
 
+/* The model gcn_train builds: two layers of saga_layers.h. */
+typedef enum gcn_model {
+    GCN_MODEL_GCN = 0, /* Kipf & Welling */
+    GCN_MODEL_GAT,     /* Velickovic et al.: heads concatenated, elu, then one head */
+    GCN_MODEL_SAGE,    /* Hamilton et al.: aggr over the in-neighbours */
+    GCN_MODEL_GIN,     /* Xu et al.: a two-layer MLP per layer, eps learnt */
+    GCN_MODEL_COUNT
+} gcn_model;
+
+/* "gcn", "gat", "sage", "gin"; gcn_model_parse gives -1 for anything else. */
+const char *gcn_model_name(gcn_model m);
+int gcn_model_parse(const char *s);
+
 typedef struct gcn_opts {
+    gcn_model model;        /* GCN */
+    int heads;              /* GAT: the first layer's heads (8) */
+    saga_gather aggr;       /* GraphSAGE: mean (default), max or sum */
     int epochs;             /* train until this many epochs are done in total (200) */
     int hidden;             /* width of the hidden layer (16) */
     float lr;               /* Adam's learning rate (0.01) */
     float dropout;          /* drop probability before each layer (0.5) */
-    float weight_decay;     /* L2 on the first layer's weights (5e-4) */
+    float weight_decay;     /* L2 on GCN's first layer's weights, other models' every
+                             * parameter (5e-4) */
     uint64_t seed;          /* weights' initialisation and dropout masks (1) */
     const char *checkpoint; /* save here at the end and every checkpoint_every epochs, or NULL */
     int checkpoint_every;   /* 0: only at the end */
@@ -108,6 +125,10 @@ typedef struct gcn_opts {
 } gcn_opts;
 
 gcn_opts gcn_opts_defaults(void);
+/* gcn_opts_defaults with the model's own hyper-parameters: GAT 8 hidden units per head, 8 heads,
+ * learning rate 0.005, dropout 0.6 (features and attention); GIN 64 hidden units, learning rate
+ * 0.005, weight decay 5e-3; GCN and GraphSAGE the defaults. */
+gcn_opts gcn_opts_model(gcn_model model);
 
 /* What one epoch reports (accuracies of the model after the epoch's update, in inference mode:
  * no dropout). */
@@ -129,6 +150,10 @@ typedef struct gcn_result {
     int epochs;      /* epochs done in total */
     float loss;      /* the last epoch's training loss (NAN when no epoch ran) */
     double train_acc, val_acc, test_acc; /* of the final model */
+    /* model selection on the validation set: the first epoch of the best validation accuracy
+     * (0 when no epoch was evaluated), and the test accuracy of that epoch's model */
+    int best_epoch;
+    double best_val_acc, test_at_best_val;
     int32_t *predictions; /* n_vertices: the final model's class for each vertex, the arg-max of
                              its scores, ties to the first class (saga_malloc'd) */
     double *epoch_ms;     /* the epochs run here: epochs - start_epoch entries (saga_malloc'd) */

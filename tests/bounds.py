@@ -52,6 +52,27 @@ def gcn_losses(vertices, features, hidden, classes, epochs, max_degree=None):
     return [k * step + chain(fwd) + loss for k in range(epochs)]
 
 
+def gnn_forward_loss(model, vertices, features, hidden, classes, max_degree=None, heads=1):
+    """The bound on a two-layer model's training loss before any update (the first epoch's: the
+    same parameters, the forward pass's sums in other orders), relative to the loss, for the
+    models of `saga gcn --model`. Per layer: GCN its product and aggregation (with the weights'
+    square root and division); GAT its product, the scores' dot products, the edge softmax over
+    the in-edges (the exponentials, their sum and the division) and the weighted sum; GraphSAGE
+    its two products and the aggregation (the mean's division); GIN its first product, the sum
+    with (1 + eps) times the vertex's own row, and its second product. Then the log-softmax and
+    the mean over the vertices."""
+    deg = (max_degree if max_degree is not None else vertices) + 1
+
+    def layer(i, o):
+        return {"gcn": [(i, 1), (deg, 4)],
+                "gat": [(i, 1), (o, 1), (deg, 8), (deg, 1)],
+                "sage": [(2 * i, 1), (deg, 2)],
+                "gin": [(i, 1), (deg + 2, 1), (hidden, 1)]}[model]
+
+    fwd = layer(features, hidden) + layer(hidden * heads, classes)
+    return chain(fwd) + chain([(classes, 2), (vertices, 1)])
+
+
 def pagerank(vertices, damping=0.85, max_in_degree=None):
     """saga_test_pagerank_bound: two orders of PageRank in f64, relative to each score."""
     deg = (max_in_degree if max_in_degree is not None else vertices) + 1

@@ -101,6 +101,39 @@ expect 2 "$SAGA_BIN" gcn --data "$TMP/cit" --partition spectral
 expect_err "--partition must be metis, contiguous, random or fennel"
 expect 1 "$SAGA_BIN" gcn --data "$TMP/cit" --device-mem 24K --epochs 1
 expect_err "budget at least"
+# The library's other layers (--model): each learns, names itself in the JSON, and streams through
+# a quarter of its in-memory peak with the same first loss (the same parameters, sums in other
+# orders) within the bound of its forward pass.
+for m in "gat --heads 2" "sage" "sage --aggr max" "gin"; do
+    set -- $m
+    expect 0 "$SAGA_BIN" gcn --data "$TMP/cit" --epochs 30 --json --quiet --stats --model "$@" \
+        --log "$TMP/mem.jsonl"
+    [ "$(json_get 'j["model"], j["test_accuracy"] > 0.5, j["best_epoch"] >= 1')" = "$1 True True" ] ||
+        fail "gcn --model $m: $(json_last)"
+    budget=$(($(json_get 'j["peak_device_bytes"]') / 4))
+    expect 0 "$SAGA_BIN" gcn --data "$TMP/cit" --epochs 3 --json --quiet --stats --model "$@" \
+        --device-mem "$budget" --log "$TMP/str.jsonl"
+    json_get "j['streamed'] and j['parts'] > 1 and j['peak_device_bytes'] <= $budget" |
+        grep -qx True || fail "gcn --model $m --device-mem $budget: not streamed within the budget"
+    heads=$([ "$1" = gat ] && echo 2 || echo 1)
+    hidden=$([ "$1" = gin ] && echo 64 || ([ "$1" = gat ] && echo 8 || echo 16))
+    python3 - "$TMP/mem.jsonl" "$TMP/str.jsonl" "$1" "$heads" "$hidden" <<'PY' ||
+import json, os, sys
+sys.path.insert(0, os.path.join(os.environ["SAGA_SRC_DIR"], "tests"))
+import bounds
+a = json.loads(open(sys.argv[1]).readline())
+b = json.loads(open(sys.argv[2]).readline())
+tol = bounds.gnn_forward_loss(sys.argv[3], 800, 80, int(sys.argv[5]), 4, heads=int(sys.argv[4]))
+assert a["epoch"] == b["epoch"] == 1
+assert abs(a["loss"] - b["loss"]) <= tol * abs(a["loss"]), (a["loss"], b["loss"], tol)
+PY
+        fail "gcn --model $m streamed: the first loss differs"
+done
+expect 2 "$SAGA_BIN" gcn --data "$TMP/cit" --model gnn
+expect_err "--model must be gcn, gat, sage or gin"
+expect 2 "$SAGA_BIN" gcn --data "$TMP/cit" --model sage --aggr median
+expect_err "--aggr must be mean, max or sum"
+
 # a budget far too small stops at parts of about 8 vertices, one error line and no partitioner
 # chatter
 expect 1 "$SAGA_BIN" gcn --synthetic 2000,10,64,4 --device cpu --device-mem 20K --epochs 1

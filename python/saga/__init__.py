@@ -290,13 +290,26 @@ def _indices(x, n, what):
     return _np.ascontiguousarray(a, dtype=_np.int32)
 
 
+_MODELS = {"gcn": 0, "gat": 1, "sage": 2, "gin": 3}
+_AGGRS = {"sum": 0, "mean": 1, "max": 2}
+
+
+def _or_model(v, convert):
+    """A hyper-parameter as given, or -1: the model's own default."""
+    return -1 if v is None else convert(v)
+
+
 def gcn(data=None, *, graph=None, features=None, labels=None, train=None, val=None, test=None,
-        n_classes=None, normalize_features=True, dense_features=False, epochs=200, hidden=16,
-        lr=0.01, dropout=0.5, weight_decay=5e-4, seed=1, device="auto", device_mem=None,
+        n_classes=None, normalize_features=True, dense_features=False, epochs=200, hidden=None,
+        lr=None, dropout=None, weight_decay=None, seed=1, device="auto", device_mem=None,
         stream=False, parts=0, partition="metis", saved="recompute", transfer_precision="f32",
         host_halos=False, checkpoint=None, checkpoint_every=0, resume=None, sparse_below=0.25,
-        graphs=False):
-    """Trains Kipf & Welling's GCN as `saga gcn` does (same model, options, seed and results).
+        graphs=False, model="gcn", heads=8, aggr="mean"):
+    """Trains a two-layer GNN for node classification as `saga gcn` does (same models, options,
+    seed and results): model "gcn" (Kipf & Welling, the default), "gat" (heads attention heads),
+    "sage" (GraphSAGE, aggr "mean", "max" or "sum") or "gin", layers of the library
+    (saga_layers.h). hidden, lr, dropout and weight_decay left as None take the model's defaults,
+    those of `saga gcn --model` (GCN: 16, 0.01, 0.5, 5e-4 on the first layer's weights).
 
     Either data, a directory in the layout of the bundled Cora (edges, features, labels and the
     split; saga_dataset.h), or arrays: graph (a saga.Graph, undirected), features (n x F), labels
@@ -318,8 +331,10 @@ def gcn(data=None, *, graph=None, features=None, labels=None, train=None, val=No
     """
     common = dict(
         normalize=bool(normalize_features), dense_features=bool(dense_features),
-        epochs=int(epochs), hidden=int(hidden), lr=float(lr), dropout=float(dropout),
-        weight_decay=float(weight_decay), seed=int(seed), device=device,
+        epochs=int(epochs), hidden=_or_model(hidden, int), lr=_or_model(lr, float),
+        dropout=_or_model(dropout, float), weight_decay=_or_model(weight_decay, float),
+        model=_choice(_MODELS, model, "model"), heads=int(heads),
+        aggr=_choice(_AGGRS, aggr, "aggr"), seed=int(seed), device=device,
         device_mem=_bytes(device_mem), stream=bool(stream), parts=int(parts),
         partition=_choice(_PARTITION, partition, "partition"),
         saved=_choice(_SAVED, saved, "saved"),

@@ -73,7 +73,9 @@ PyObject *saga_py_gcn(PyObject *m, PyObject *args, PyObject *kw) {
                              "resume",       "x_offsets",
                              "x_indices",    "x_values",
                              "n_features",   "sparse_below",
-                             "graphs",       NULL};
+                             "graphs",       "model",
+                             "heads",        "aggr",
+                             NULL};
     PyObject *data_obj = Py_None, *graph_obj = Py_None, *feat_obj = Py_None, *lab_obj = Py_None;
     PyObject *train_obj = Py_None, *val_obj = Py_None, *test_obj = Py_None;
     PyObject *ckpt_obj = Py_None, *resume_obj = Py_None;
@@ -85,14 +87,32 @@ PyObject *saga_py_gcn(PyObject *m, PyObject *args, PyObject *kw) {
     const char *device = "auto";
     long long device_mem = 0;
     unsigned long long seed = go.seed;
+    int model = GCN_MODEL_GCN, aggr = SAGA_GATHER_MEAN;
+    /* hidden, lr, dropout and weight_decay below 0: the model's own (gcn_opts_model) */
     if (!PyArg_ParseTupleAndKeywords(
-            args, kw, "|OOOOiOOOppiifffKsLpiiiipOiOOOOLdp", kwlist, &data_obj, &graph_obj,
+            args, kw, "|OOOOiOOOppiifffKsLpiiiipOiOOOOLdpiii", kwlist, &data_obj, &graph_obj,
             &feat_obj, &lab_obj, &n_classes, &train_obj, &val_obj, &test_obj, &normalize,
             &dense_features, &go.epochs, &go.hidden, &go.lr, &go.dropout, &go.weight_decay, &seed,
             &device, &device_mem, &stream, &parts, &partition, &saved, &transfer, &host_halos,
             &ckpt_obj, &checkpoint_every, &resume_obj, &xo_obj, &xi_obj, &xv_obj, &n_features,
-            &go.sparse_below, &graphs))
+            &go.sparse_below, &graphs, &model, &go.heads, &aggr))
         return NULL;
+    if (model < 0 || model >= GCN_MODEL_COUNT || aggr < 0 || aggr >= SAGA_GATHER_COUNT ||
+        go.heads < 1) {
+        PyErr_SetString(PyExc_ValueError, "saga.gcn: invalid model, heads or aggr");
+        return NULL;
+    }
+    go.model = (gcn_model)model;
+    go.aggr = (saga_gather)aggr;
+    const gcn_opts md = gcn_opts_model(go.model);
+    if (go.hidden < 0)
+        go.hidden = md.hidden;
+    if (go.lr < 0)
+        go.lr = md.lr;
+    if (go.dropout < 0)
+        go.dropout = md.dropout;
+    if (go.weight_decay < 0)
+        go.weight_decay = md.weight_decay;
     if (!(go.sparse_below >= 0 && go.sparse_below <= 1)) {
         PyErr_SetString(PyExc_ValueError, "saga.gcn: sparse_below must be in [0, 1]");
         return NULL;
@@ -281,6 +301,11 @@ PyObject *saga_py_gcn(PyObject *m, PyObject *args, PyObject *kw) {
     SET_ITEM("train_accuracy", PyFloat_FromDouble(r.train_acc));
     SET_ITEM("val_accuracy", PyFloat_FromDouble(r.val_acc));
     SET_ITEM("test_accuracy", PyFloat_FromDouble(r.test_acc));
+    SET_ITEM("model", PyUnicode_FromString(gcn_model_name(go.model)));
+    SET_ITEM("hidden", PyLong_FromLong(go.hidden));
+    SET_ITEM("best_epoch", PyLong_FromLong(r.best_epoch));
+    SET_ITEM("best_val_accuracy", PyFloat_FromDouble(r.best_val_acc));
+    SET_ITEM("test_accuracy_at_best_val", PyFloat_FromDouble(r.test_at_best_val));
     /* the final model's class of every vertex: an int32 Array that owns the buffer from here on
      * (and frees it when it cannot be made) */
     int32_t *pred = r.predictions;

@@ -268,6 +268,28 @@ def test_gcn_on_cora_reaches_the_cli_accuracy():
     assert np.array_equal(a["predictions"], pred)
 
 
+def test_gnn_models_equal_the_cli():
+    """GAT, GraphSAGE and GIN (the library's layers) as saga gcn --model trains them: the same
+    bits, the model's own defaults, options passed through."""
+    need(CORA)
+    for model, extra, kw in [("gat", ["--heads", "2"], {"heads": 2}),
+                             ("sage", ["--aggr", "max"], {"aggr": "max"}),
+                             ("gin", [], {})]:
+        j = cli("gcn", "--data", CORA, "--model", model, "--epochs", "15", "--device", "cpu",
+                *extra)
+        r = saga.gcn(CORA, model=model, epochs=15, device="cpu", **kw)
+        assert r["model"] == j["model"] == model
+        assert (r["loss"], r["test_accuracy"], r["hidden"]) == (j["loss"], j["test_accuracy"],
+                                                                  j["hidden"])
+        assert r["best_epoch"] == j["best_epoch"] >= 1
+        assert r["test_accuracy_at_best_val"] == j["test_accuracy_at_best_val"]
+    assert j["hidden"] == 64 and j["lr"] == 0.005  # GIN's own defaults
+    with pytest.raises(ValueError, match="model must be one of"):
+        saga.gcn(CORA, model="gnn")
+    with pytest.raises(ValueError, match="aggr must be one of"):
+        saga.gcn(CORA, model="sage", aggr="median")
+
+
 def test_gcn_dense_features_kept_as_csr():
     need(CORA)
     g, (indptr, cols, vals, nf), y, (train, val, test), c = _cora_arrays()
