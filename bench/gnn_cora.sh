@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# gnn_cora.sh - test accuracy of the GAT / GraphSAGE example (examples/gnn) on Cora over seeds.
+# gnn_cora.sh - test accuracy of the GNN example (examples/gnn: the library's GAT, GraphSAGE,
+# GIN or GCN) on Cora over seeds.
 #
 #   bench/gnn_cora.sh [BUILD_DIR [DATA_DIR]]      (MODEL=gat SEEDS=10 EPOCHS=300)
 #

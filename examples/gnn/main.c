@@ -1,7 +1,9 @@
-/* main.c - trains GAT or GraphSAGE node classification on a citation graph laid out as
+/* main.c - trains GAT, GraphSAGE, GIN or GCN node classification with the library's layers
+ * (saga_layers.h) on a citation graph laid out as
  *   DIR/edges.txt[.gz]  DIR/features.txt[.gz]  DIR/labels.txt  DIR/{train,val,test}_idx.txt
  * (the layout of saga's Cora files and of `saga generate citation`, read and checked by
- * saga_dataset_load), with saga_cross_entropy as the loss and saga_accuracy for evaluation.
+ * saga_dataset_load), with saga_cross_entropy as the loss and saga_accuracy for evaluation: a
+ * user's own training program, built against an installed saga.
  *
  *   gnn --model gat --data DIR [--epochs 300] [--seed 1] [--quiet]
  *
@@ -9,8 +11,9 @@
  * with the best validation accuracy (model selection on the validation set, as in the GAT
  * paper) as `test_accuracy=...`. Under mpirun DIR may be a shard directory (`saga partition --data
  * DIR --shards R`): each rank then reads its own shard and trains on its local graph, exchanging
- * halo rows before each aggregation (GAT's attention dropout is drawn by the shard's edges). */
-#include "gnn.h"
+ * halo rows before each aggregation (GAT's attention dropout is drawn by the shard's edges). How a
+ * layer is written as a vertex program: examples/gin and docs/writing-a-vertex-program.md. */
+#include <saga/saga.h>
 
 #include <math.h>
 #include <stdio.h>
@@ -31,15 +34,8 @@ typedef struct options {
     int profile_first, profile_last; /* epochs inside a profiler's capture range; 0: none */
 } options;
 
-typedef struct model {
-    bool gat;
-    gat_layer g1, g2;
-    sage_layer s1, s2;
-    float dropout;
-} model;
-
 static void usage(void) {
-    fprintf(stderr, "usage: gnn --data DIR [--model gat|sage] [--epochs N] [--hidden N] "
+    fprintf(stderr, "usage: gnn --data DIR [--model gat|sage|gin|gcn] [--epochs N] [--hidden N] "
                     "[--heads N] [--lr X] [--weight-decay X] [--dropout X] [--seed N] "
                     "[--device cpu|cuda|cuda:N|auto] [--device-mem BYTES[K|M|G]] [--stream] "
                     "[--profile-epochs A:B] [--graphs] [--quiet]\n");
@@ -108,14 +104,20 @@ static int parse_args(options *o, int argc, char **argv) {
             return -1;
         }
     }
-    bool gat = o->model && !strcmp(o->model, "gat");
-    if (!o->data || !(gat || (o->model && !strcmp(o->model, "sage"))) || o->epochs < 1 ||
-        o->hidden < 1 || o->heads < 1) {
+    const char *const models[] = {"gat", "sage", "gin", "gcn"};
+    bool known = false;
+    for (int k = 0; k < 4; k++)
+        known |= o->model && !strcmp(o->model, models[k]);
+    if (!o->data || !known || o->epochs < 1 || o->hidden < 1 || o->heads < 1) {
         usage();
         return -1;
     }
     return 0;
 }
+
+/* saga_gcn_add, saga_sage_add and saga_gin_add have one shape. */
+typedef saga_status (*add_fn)(saga_net *, saga_model *, const char *, int64_t, int64_t,
+                              const saga_layer_opts *);
 
 /* What the loss sees: the labels and which vertices train. */
 typedef struct loss_data {
@@ -217,27 +219,14 @@ int main(int argc, char **argv) {
     if (saga_ctx_new(&c, be, o.seed) < 0 || saga_model_new(&params, be) < 0)
         goto done;
 
-    model m = {.gat = gat, .dropout = o.dropout};
-    bool ok = gat ? gat_layer_init(&m.g1, params, "gat1", n_features, o.heads, o.hidden, o.dropout,
-                                   o.seed * 1000) &&
-                        gat_layer_init(&m.g2, params, "gat2", (int64_t)o.heads * o.hidden, 1,
-                                       d.n_classes, o.dropout, o.seed * 1000 + 100)
-                  : sage_layer_init(&m.s1, params, "sage1", n_features, o.hidden, o.seed * 1000) &&
-                        sage_layer_init(&m.s2, params, "sage2", o.hidden, d.n_classes,
-                                        o.seed * 1000 + 100);
-    saga_optim_opts oo = saga_optim_opts_defaults(SAGA_OPTIM_ADAM);
-    oo.lr = o.lr;
-    oo.weight_decay = o.weight_decay;
-    if (!ok || saga_optim_new(&opt, params, &oo) < 0)
-        goto done;
-
     /* The network: dropout -> layer -> act -> dropout -> layer, then log-softmax in the loss. */
     int32_t n = saga_graph_n_vertices(d.graph);
     saga_net_opts no = saga_net_opts_defaults();
     no.exec = o.stream ? SAGA_EXEC_STREAM : SAGA_EXEC_AUTO;
     no.graphs = o.graphs;
-    /* GAT attends to the vertex itself too; SAGE keeps it apart (the [self | mean] concat). */
-    no.self_loops = gat ? SAGA_DGRAPH_SELF_LOOPS_ADD : SAGA_DGRAPH_SELF_LOOPS_KEEP;
+    /* GAT and GCN attend to the vertex itself too; SAGE and GIN keep it apart */
+    no.self_loops =
+        gat || !strcmp(o.model, "gcn") ? SAGA_DGRAPH_SELF_LOOPS_ADD : SAGA_DGRAPH_SELF_LOOPS_KEEP;
     no.comm = comm;
     saga_net_halo hx = {0};
     if (shards) { /* the halo's rows come from their owners before each aggregation */
@@ -247,15 +236,30 @@ int main(int argc, char **argv) {
     }
     if (saga_net_new(&net, c, d.graph, &no) < 0 || saga_net_set_model(net, params) < 0)
         goto done;
+    /* two layers of the library: the first with dropout on its input and an activation, the
+     * second to the classes; parameters in `params`, the layers owned by the net */
+    saga_layer_opts l1 = saga_layer_opts_defaults(), l2 = saga_layer_opts_defaults();
+    l1.dropout = l2.dropout = o.dropout;
+    l1.seed = o.seed * 1000;
+    l2.seed = o.seed * 1000 + 100;
+    l1.act = gat ? SAGA_LAYER_ELU : SAGA_LAYER_RELU;
+    saga_status st = SAGA_OK;
     if (gat) {
-        m.g1.in_dropout = m.g2.in_dropout = o.dropout;
-        m.g1.elu = true;
-        ok = gat_layer_add(net, &m.g1) && gat_layer_add(net, &m.g2);
+        l1.heads = o.heads;
+        l1.attn_dropout = l2.attn_dropout = o.dropout;
+        if ((st = saga_gat_add(net, params, "gat1", n_features, o.hidden, &l1)) == SAGA_OK)
+            st = saga_gat_add(net, params, "gat2", (int64_t)o.heads * o.hidden, d.n_classes, &l2);
     } else {
-        m.s1.in_dropout = m.s2.in_dropout = o.dropout;
-        m.s1.relu = true;
-        ok = sage_layer_add(net, &m.s1) && sage_layer_add(net, &m.s2);
+        add_fn add = !strcmp(o.model, "sage")  ? saga_sage_add
+                     : !strcmp(o.model, "gin") ? saga_gin_add
+                                               : saga_gcn_add;
+        if ((st = add(net, params, "layer1", n_features, o.hidden, &l1)) == SAGA_OK)
+            st = add(net, params, "layer2", o.hidden, d.n_classes, &l2);
     }
+    saga_optim_opts oo = saga_optim_opts_defaults(SAGA_OPTIM_ADAM);
+    oo.lr = o.lr;
+    oo.weight_decay = o.weight_decay;
+    bool ok = st == SAGA_OK && saga_optim_new(&opt, params, &oo) == SAGA_OK;
     scratch = malloc(2 * (size_t)n * sizeof *scratch);
     is_train = calloc((size_t)n, 1);
     logp = malloc((size_t)n * (size_t)d.n_classes * sizeof *logp);
