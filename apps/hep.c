@@ -668,28 +668,6 @@ fail:
 
 /* ---- the model ---------------------------------------------------------------------------- */
 
-static saga_status mlp_new(hep_mlp *l, saga_model *m, const char *name, int64_t in, int64_t hidden,
-                           int64_t out, uint64_t seed) {
-    char buf[64];
-    snprintf(buf, sizeof buf, "%s.W1", name);
-    l->W1 = saga_model_param(m, buf, in, hidden, SAGA_INIT_KAIMING, seed * 4 + 1);
-    snprintf(buf, sizeof buf, "%s.b1", name);
-    l->b1 = saga_model_param(m, buf, 1, hidden, SAGA_INIT_ZEROS, 0);
-    snprintf(buf, sizeof buf, "%s.W2", name);
-    l->W2 = saga_model_param(m, buf, hidden, out, SAGA_INIT_GLOROT, seed * 4 + 2);
-    snprintf(buf, sizeof buf, "%s.b2", name);
-    l->b2 = saga_model_param(m, buf, 1, out, SAGA_INIT_ZEROS, 0);
-    if (!(l->W1 && l->b1 && l->W2 && l->b2))
-        return saga_error_prefix(SAGA_ERR_OUT_OF_MEMORY, "hep parameters: ");
-    return SAGA_OK;
-}
-
-/* W2 relu(W1 x + b1) + b2 */
-static saga_tensor *mlp(saga_ctx *c, const hep_mlp *l, saga_tensor *x) {
-    saga_tensor *h = saga_relu(c, saga_add_bias(c, saga_matmul(c, x, l->W1), l->b1));
-    return saga_add_bias(c, saga_matmul(c, h, l->W2), l->b2);
-}
-
 saga_status hep_net_new(hep_net *net, saga_backend *be, int hidden, int iterations, uint64_t seed) {
     saga_status st = SAGA_OK;
     memset(net, 0, sizeof *net);
@@ -700,11 +678,12 @@ saga_status hep_net_new(hep_net *net, saga_backend *be, int hidden, int iteratio
     net->iterations = iterations;
     SAGA_TRY(saga_model_new(&net->m, be));
     int64_t H = hidden;
-    SAGA_TRY(mlp_new(&net->node_enc, net->m, "node_encoder", HEP_HIT_FEATURES, H, H, seed + 1));
-    SAGA_TRY(mlp_new(&net->edge_enc, net->m, "edge_encoder", HEP_EDGE_FEATURES, H, H, seed + 2));
-    SAGA_TRY(mlp_new(&net->edge_up, net->m, "edge_update", 3 * H, H, H, seed + 3));
-    SAGA_TRY(mlp_new(&net->node_up, net->m, "node_update", 3 * H, H, H, seed + 4));
-    SAGA_TRY(mlp_new(&net->score, net->m, "edge_score", 3 * H, H, 1, seed + 5));
+    SAGA_TRY(
+        saga_ffn_init(&net->node_enc, net->m, "node_encoder", HEP_HIT_FEATURES, H, H, seed + 1));
+    SAGA_TRY(
+        saga_ffn_init(&net->edge_enc, net->m, "edge_encoder", HEP_EDGE_FEATURES, H, H, seed + 2));
+    SAGA_TRY(saga_interaction_new(&net->in, net->m, "edge_update", "node_update", H, seed + 3));
+    SAGA_TRY(saga_ffn_init(&net->score, net->m, "edge_score", 3 * H, H, 1, seed + 5));
     return SAGA_OK;
 fail:
     hep_net_free(net);
@@ -714,53 +693,20 @@ fail:
 void hep_net_free(hep_net *net) {
     if (!net)
         return;
+    saga_interaction_free(&net->in);
     saga_model_free(&net->m);
     memset(net, 0, sizeof *net);
 }
 
-/* ApplyEdge: the new edge state tanh(MLP([h_src, h_dst, e])). (Residual rounds, e + tanh(...),
- * trained worse here: without a normalisation the states grow round after round.) */
-static saga_tensor *in_edge(saga_ctx *c, const saga_edge_in *e, void *layer) {
-    hep_net *net = layer;
-    saga_tensor *in = saga_concat(c, saga_concat(c, e->src, e->dst), e->data);
-    return saga_tanh(c, mlp(c, &net->edge_up, in));
-}
-
-/* ApplyVertex: tanh(MLP([h, messages in, messages out])). The messages out of each hit are the
- * round's edge tensor (saga_program_run_edges has set it) summed by source. */
-static saga_tensor *in_vertex(saga_ctx *c, const saga_vertex_in *v, void *layer) {
-    hep_net *net = layer;
-    saga_tensor *out_sum = saga_scatter_add_rows(c, net->edges, net->src_idx, net->n_vertices);
-    saga_tensor *in = saga_concat(c, saga_concat(c, v->self, v->gathered), out_sum);
-    return saga_tanh(c, mlp(c, &net->node_up, in));
-}
-
-static const saga_program IN_PROGRAM = {
-    .scatter = SAGA_SCATTER_BOTH,
-    .edge_weight = SAGA_WEIGHT_NONE,
-    .apply_edge = in_edge,
-    .gather = SAGA_GATHER_SUM,
-    .apply_vertex = in_vertex,
-    /* bounds the transient memory of apply_edge's MLP; the kept edge states grow with the
-     * graph anyway */
-    .max_batch_edges = 1 << 16,
-};
-
 saga_tensor *hep_net_forward(saga_ctx *c, hep_net *net, const hep_batch *b) {
-    net->src_idx = b->src_idx;
-    net->dst_idx = b->dst_idx;
-    net->n_vertices = b->n_vertices;
-    net->edges = NULL;
-    saga_tensor *h = saga_tanh(c, mlp(c, &net->node_enc, b->x));
-    saga_tensor *e = saga_tanh(c, mlp(c, &net->edge_enc, b->edata));
-    for (int k = 0; k < net->iterations && h; k++) {
-        h = saga_program_run_edges(c, &IN_PROGRAM, b->dg, h, e, net, &net->edges);
-        e = net->edges;
-    }
+    saga_tensor *h = saga_tanh(c, saga_ffn_forward(c, &net->node_enc, b->x));
+    saga_tensor *e = saga_tanh(c, saga_ffn_forward(c, &net->edge_enc, b->edata));
+    for (int k = 0; k < net->iterations && h; k++)
+        h = saga_interaction_forward(c, net->in, b->dg, h, e, b->src_idx, &e);
     saga_tensor *in = saga_concat(
         c, saga_concat(c, saga_gather_rows(c, h, b->src_idx), saga_gather_rows(c, h, b->dst_idx)),
         e);
-    return mlp(c, &net->score, in);
+    return saga_ffn_forward(c, &net->score, in);
 }
 
 /* ---- micro-batches ------------------------------------------------------------------------ */

@@ -153,18 +153,14 @@ void hep_plan_free(hep_plan *p);
 
 /* ---- the model ---------------------------------------------------------------------------- */
 
-typedef struct hep_mlp {
-    saga_tensor *W1, *b1, *W2, *b2;
-} hep_mlp;
-
+/* Encoders of the hits and segments, `iterations` rounds of one Interaction Network
+ * (saga_layers.h: its edge and node blocks), and a scoring network over each edge's ends and
+ * state. */
 typedef struct hep_net {
     saga_model *m;
     int hidden, iterations;
-    hep_mlp node_enc, edge_enc, edge_up, node_up, score;
-    /* per run: the graph's edge ends and the edge tensor of the current round */
-    saga_tensor *src_idx, *dst_idx;
-    saga_tensor *edges;
-    int32_t n_vertices;
+    saga_ffn node_enc, edge_enc, score;
+    saga_interaction *in;
 } hep_net;
 
 /* A network with Kaiming-initialised weights from seed (model owned by net; hep_net_free). */

@@ -444,6 +444,149 @@ static void test_layers_gin(void **state) {
     }
 }
 
+/* ---- the Interaction Network ---------------------------------------------------------------- */
+
+/* y = x W + b (in -> out) in double, with ey bounding |computed - y| in f32 to first order: the
+ * errors ex of x carried through |W|, and the rounding of the sum of in + 1 terms. */
+static void lin(const double *x, const double *ex, const double *W, const double *b, int in,
+                int out, double *y, double *ey) {
+    for (int j = 0; j < out; j++) {
+        double s = b[j], a = fabs(b[j]), e = 0;
+        for (int i = 0; i < in; i++) {
+            s += x[i] * W[i * out + j];
+            a += fabs(x[i] * W[i * out + j]);
+            e += ex[i] * fabs(W[i * out + j]);
+        }
+        y[j] = s;
+        ey[j] = e + gam(in + 1) * a;
+    }
+}
+
+/* FFN_name(x) then tanh, as saga_ffn_forward and saga_tanh compute it (width Hd in and out of
+ * the hidden layer; in columns in), with its error bound: relu and tanh pass an error on no
+ * larger, tanh adds its own rounding (2 ulps). */
+static void ffn_tanh(const saga_model *m, const char *name, const double *x, const double *ex,
+                     int in, int Hd, double *y, double *ey) {
+    char n[64];
+    double *W[4];
+    const char *part[4] = {"W1", "b1", "W2", "b2"};
+    for (int k = 0; k < 4; k++) {
+        snprintf(n, sizeof n, "%s.%s", name, part[k]);
+        W[k] = param(m, n);
+    }
+    double h[64], eh[64];
+    assert_true(Hd <= 64);
+    lin(x, ex, W[0], W[1], in, Hd, h, eh);
+    for (int j = 0; j < Hd; j++)
+        h[j] = h[j] > 0 ? h[j] : 0;
+    lin(h, eh, W[2], W[3], Hd, Hd, y, ey);
+    for (int j = 0; j < Hd; j++) {
+        y[j] = tanh(y[j]);
+        ey[j] += 2 * U32 * fabs(y[j]);
+    }
+    for (int k = 0; k < 4; k++)
+        free(W[k]);
+}
+
+static void test_layers_interaction_round(void **state) {
+    (void)state;
+    fixture_make();
+    enum { Hd = 4 };
+    saga_backend *be = cpu();
+    saga_ctx *c = NULL;
+    saga_model *m = NULL;
+    saga_dgraph *g = NULL;
+    saga_interaction *l = NULL;
+    assert_int_equal(saga_ctx_new(&c, be, 3), SAGA_OK);
+    assert_int_equal(saga_model_new(&m, be), SAGA_OK);
+    assert_int_equal(saga_interaction_new(&l, m, "eb", "nb", Hd, 11), SAGA_OK);
+    saga_dgraph_opts go = saga_dgraph_opts_defaults();
+    go.self_loops = SAGA_DGRAPH_SELF_LOOPS_KEEP;
+    assert_int_equal(saga_dgraph_new(&g, be, fx.g, &go), SAGA_OK);
+    saga_csr ord = saga_dgraph_edge_order(g);
+    const int64_t M = ord.nnz;
+    /* vertex and edge rows from the fixture's inputs; each edge's source and destination */
+    float *hv = malloc((size_t)N * Hd * sizeof *hv), *ev = malloc((size_t)M * Hd * sizeof *ev);
+    int32_t *src = malloc((size_t)M * sizeof *src), *dst = malloc((size_t)M * sizeof *dst);
+    assert_true(hv && ev && src && dst);
+    for (int i = 0; i < N * Hd; i++)
+        hv[i] = fx.x[i % (N * F)];
+    for (int64_t i = 0; i < M * Hd; i++)
+        ev[i] = fx.x[(i * 7) % (N * F)] * 0.5f;
+    for (int v = 0; v < N; v++)
+        for (int64_t k = ord.offsets[v]; k < ord.offsets[v + 1]; k++)
+            src[k] = ord.indices[k], dst[k] = v;
+    saga_tensor *h = NULL, *e = NULL, *s = NULL;
+    assert_int_equal(saga_tensor_from_host(&h, be, SAGA_F32, N, Hd, hv), SAGA_OK);
+    assert_int_equal(saga_tensor_from_host(&e, be, SAGA_F32, M, Hd, ev), SAGA_OK);
+    assert_int_equal(saga_tensor_from_host(&s, be, SAGA_I32, M, 1, src), SAGA_OK);
+    saga_tensor *e_out = NULL;
+    saga_tensor *h_out = saga_interaction_forward(c, l, g, h, e, s, &e_out);
+    assert_non_null(h_out);
+    assert_non_null(e_out);
+    float *got_h = malloc((size_t)N * Hd * sizeof *got_h);
+    float *got_e = malloc((size_t)M * Hd * sizeof *got_e);
+    assert_true(got_h && got_e);
+    assert_int_equal(saga_tensor_to_host(h_out, got_h), SAGA_OK);
+    assert_int_equal(saga_tensor_to_host(e_out, got_e), SAGA_OK);
+
+    /* the edge block, then the node block, in double with their bounds */
+    double *re = malloc((size_t)M * Hd * sizeof *re), *be_ = malloc((size_t)M * Hd * sizeof *be_);
+    double rh[N * Hd], bh[N * Hd], zero[3 * Hd] = {0};
+    assert_true(re && be_);
+    for (int64_t k = 0; k < M; k++) {
+        double x[3 * Hd];
+        for (int j = 0; j < Hd; j++) {
+            x[j] = hv[src[k] * Hd + j];
+            x[Hd + j] = hv[dst[k] * Hd + j];
+            x[2 * Hd + j] = ev[k * Hd + j];
+        }
+        ffn_tanh(m, "eb", x, zero, 3 * Hd, Hd, re + k * Hd, be_ + k * Hd);
+    }
+    for (int v = 0; v < N; v++) {
+        double x[3 * Hd], ex[3 * Hd];
+        int64_t deg_in = 0, deg_out = 0;
+        for (int j = 0; j < Hd; j++) {
+            x[j] = hv[v * Hd + j], ex[j] = 0;
+            x[Hd + j] = x[2 * Hd + j] = ex[Hd + j] = ex[2 * Hd + j] = 0;
+        }
+        double a_in[Hd] = {0}, a_out[Hd] = {0};
+        for (int64_t k = 0; k < M; k++)
+            for (int j = 0; j < Hd; j++) {
+                if (dst[k] == v) {
+                    x[Hd + j] += re[k * Hd + j], ex[Hd + j] += be_[k * Hd + j];
+                    a_in[j] += fabs(re[k * Hd + j]), deg_in += j == 0;
+                }
+                if (src[k] == v) {
+                    x[2 * Hd + j] += re[k * Hd + j], ex[2 * Hd + j] += be_[k * Hd + j];
+                    a_out[j] += fabs(re[k * Hd + j]), deg_out += j == 0;
+                }
+            }
+        for (int j = 0; j < Hd; j++) { /* the two sums' own rounding */
+            ex[Hd + j] += gam(deg_in) * a_in[j];
+            ex[2 * Hd + j] += gam(deg_out) * a_out[j];
+        }
+        ffn_tanh(m, "nb", x, ex, 3 * Hd, Hd, rh + v * Hd, bh + v * Hd);
+    }
+    for (int64_t i = 0; i < M * Hd; i++)
+        be_[i] = 2 * be_[i] + 1e-30; /* two orders */
+    for (int i = 0; i < N * Hd; i++)
+        bh[i] = 2 * bh[i] + 1e-30;
+    assert_within("interaction round, edge block", got_e, re, be_, M * Hd);
+    assert_within("interaction round, node block", got_h, rh, bh, (int64_t)N * Hd);
+    assert_non_null(saga_model_find(m, "eb.W1"));
+    assert_non_null(saga_model_find(m, "nb.b2"));
+    free(hv), free(ev), free(src), free(dst), free(got_h), free(got_e), free(re), free(be_);
+    saga_tensor_free(&h);
+    saga_tensor_free(&e);
+    saga_tensor_free(&s);
+    saga_interaction_free(&l);
+    saga_dgraph_free(&g);
+    saga_model_free(&m);
+    saga_ctx_free(&c);
+    saga_backend_free_all(&be);
+}
+
 /* ---- errors --------------------------------------------------------------------------------- */
 
 /* Input the layer cannot take from a CSR: the pass fails, naming the layer and the way out. */
@@ -525,6 +668,7 @@ int main(void) {
         cmocka_unit_test(test_layers_gat),
         cmocka_unit_test(test_layers_sage),
         cmocka_unit_test(test_layers_gin),
+        cmocka_unit_test(test_layers_interaction_round),
         cmocka_unit_test(test_layers_sparse_input_refused),
         cmocka_unit_test(test_layers_bad_arguments),
     };

@@ -86,6 +86,40 @@ SAGA_API saga_status saga_sage_add(saga_net *net, saga_model *m, const char *nam
 SAGA_API saga_status saga_gin_add(saga_net *net, saga_model *m, const char *name, int64_t in,
                                   int64_t out, const saga_layer_opts *o);
 
+/* ---- the Interaction Network's blocks (tensor level) -------------------------------------- */
+
+/* A two-layer feed-forward network, x -> relu(x W1 + b1) W2 + b2. */
+typedef struct saga_ffn {
+    saga_tensor *W1, *b1, *W2, *b2;
+} saga_ffn;
+
+/* Adds NAME.W1 (in x hidden, Kaiming from seed * 4 + 1), NAME.b1, NAME.W2 (hidden x out, Glorot
+ * from seed * 4 + 2) and NAME.b2 (zeros) to m. */
+SAGA_API saga_status saga_ffn_init(saga_ffn *f, saga_model *m, const char *name, int64_t in,
+                                   int64_t hidden, int64_t out, uint64_t seed);
+SAGA_API saga_tensor *saga_ffn_forward(saga_ctx *c, const saga_ffn *f, saga_tensor *x);
+
+/* One round of an Interaction Network (Battaglia et al., NeurIPS 2016, in the form particle
+ * tracking uses): an edge block, then a node block, on a placed graph g (saga_program.h) whose
+ * vertex rows h and edge rows e (in g's edge order) both have `hidden` columns:
+ *   e'(u -> v) = tanh( FFN_e([ h_u | h_v | e(u -> v) ]) )
+ *   h'_v = tanh( FFN_n([ h_v | sum over u -> v of e'(u -> v) | sum over v -> w of e'(v -> w) ]) )
+ * FFN_e and FFN_n are saga_ffn of widths 3 hidden -> hidden -> hidden, named edge_name and
+ * node_name, seeded by seed and seed + 1. The edge block is the program's ApplyEdge, the node
+ * block its ApplyVertex; the messages are kept (saga_program_run_edges) so that the node block
+ * sums them at both ends. */
+typedef struct saga_interaction saga_interaction;
+
+SAGA_API saga_status saga_interaction_new(saga_interaction **out, saga_model *m,
+                                          const char *edge_name, const char *node_name,
+                                          int64_t hidden, uint64_t seed);
+SAGA_API void saga_interaction_free(saga_interaction **l);
+/* A round: h' (g's vertices x hidden), and *e_out = e' (g's edges x hidden), owned by c; src
+ * (g's edges x 1, i32) is each edge's source in g's edge order. NULL after an error (in c). */
+SAGA_API saga_tensor *saga_interaction_forward(saga_ctx *c, saga_interaction *l,
+                                               const saga_dgraph *g, saga_tensor *h, saga_tensor *e,
+                                               saga_tensor *src, saga_tensor **e_out);
+
 #ifdef __cplusplus
 }
 #endif

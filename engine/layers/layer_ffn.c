@@ -1,0 +1,22 @@
+/* layer_ffn.c - the two-layer feed-forward network of the Interaction Network's blocks
+ * (saga_layers.h). */
+#include "layers_impl.h"
+
+saga_status saga_ffn_init(saga_ffn *f, saga_model *m, const char *name, int64_t in, int64_t hidden,
+                          int64_t out, uint64_t seed) {
+    saga_status st = SAGA_OK;
+    SAGA_CHECK(f && m && name && in >= 1 && hidden >= 1 && out >= 1, SAGA_ERR_INVALID_ARG,
+               "saga_ffn_init: ffn, model and name must be given, widths >= 1");
+    if (!(f->W1 = layer_param(m, name, "W1", in, hidden, SAGA_INIT_KAIMING, seed * 4 + 1)) ||
+        !(f->b1 = layer_param(m, name, "b1", 1, hidden, SAGA_INIT_ZEROS, 0)) ||
+        !(f->W2 = layer_param(m, name, "W2", hidden, out, SAGA_INIT_GLOROT, seed * 4 + 2)) ||
+        !(f->b2 = layer_param(m, name, "b2", 1, out, SAGA_INIT_ZEROS, 0)))
+        return layer_param_failed();
+fail:
+    return st;
+}
+
+saga_tensor *saga_ffn_forward(saga_ctx *c, const saga_ffn *f, saga_tensor *x) {
+    saga_tensor *h = saga_relu(c, saga_add_bias(c, saga_matmul(c, x, f->W1), f->b1));
+    return saga_add_bias(c, saga_matmul(c, h, f->W2), f->b2);
+}

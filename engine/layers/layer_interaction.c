@@ -1,0 +1,76 @@
+/* layer_interaction.c - a round of the Interaction Network (saga_layers.h): the edge block as
+ * the program's ApplyEdge, the node block as its ApplyVertex, which also sums each vertex's
+ * outgoing messages (the round's edge tensor, kept by saga_program_run_edges). */
+#include "layers_impl.h"
+
+struct saga_interaction {
+    saga_ffn edge, node;
+    /* the round running (saga_interaction_forward): its edge tensor, sources and vertex count */
+    saga_tensor *edges, *src;
+    int64_t n_vertices;
+};
+
+/* ApplyEdge: e' = tanh(FFN_e([h_src | h_dst | e])). */
+static saga_tensor *edge_block(saga_ctx *c, const saga_edge_in *e, void *layer) {
+    const saga_interaction *l = layer;
+    saga_tensor *in = saga_concat(c, saga_concat(c, e->src, e->dst), e->data);
+    return saga_tanh(c, saga_ffn_forward(c, &l->edge, in));
+}
+
+/* ApplyVertex: h' = tanh(FFN_n([h | messages in | messages out])). */
+static saga_tensor *node_block(saga_ctx *c, const saga_vertex_in *v, void *layer) {
+    const saga_interaction *l = layer;
+    saga_tensor *out_sum = saga_scatter_add_rows(c, l->edges, l->src, l->n_vertices);
+    saga_tensor *in = saga_concat(c, saga_concat(c, v->self, v->gathered), out_sum);
+    return saga_tanh(c, saga_ffn_forward(c, &l->node, in));
+}
+
+static const saga_program IN_PROGRAM = {
+    .scatter = SAGA_SCATTER_BOTH,
+    .edge_weight = SAGA_WEIGHT_NONE,
+    .apply_edge = edge_block,
+    .gather = SAGA_GATHER_SUM,
+    .apply_vertex = node_block,
+    /* bounds the transient memory of the edge block's network; the kept edge states grow with
+     * the graph anyway */
+    .max_batch_edges = 1 << 16,
+};
+
+saga_status saga_interaction_new(saga_interaction **out, saga_model *m, const char *edge_name,
+                                 const char *node_name, int64_t hidden, uint64_t seed) {
+    saga_status st = SAGA_OK;
+    saga_interaction *l = NULL;
+    SAGA_CHECK(out && m && edge_name && node_name && hidden >= 1 && hidden <= INT32_MAX / 3,
+               SAGA_ERR_INVALID_ARG,
+               "saga_interaction_new: model and names must be given, hidden in 1..%d",
+               INT32_MAX / 3);
+    SAGA_CHECK((l = saga_calloc(1, sizeof *l)), SAGA_ERR_OUT_OF_MEMORY,
+               "saga_interaction_new: no memory for the layer");
+    SAGA_TRY(saga_ffn_init(&l->edge, m, edge_name, 3 * hidden, hidden, hidden, seed));
+    SAGA_TRY(saga_ffn_init(&l->node, m, node_name, 3 * hidden, hidden, hidden, seed + 1));
+    *out = l;
+    return SAGA_OK;
+fail:
+    saga_free(l);
+    return st;
+}
+
+void saga_interaction_free(saga_interaction **l) {
+    if (l) {
+        saga_free(*l);
+        *l = NULL;
+    }
+}
+
+saga_tensor *saga_interaction_forward(saga_ctx *c, saga_interaction *l, const saga_dgraph *g,
+                                      saga_tensor *h, saga_tensor *e, saga_tensor *src,
+                                      saga_tensor **e_out) {
+    if (!l || !h || !e_out)
+        return layer_fail(c, "saga_interaction_forward: layer, rows and e_out must be given");
+    l->edges = NULL;
+    l->src = src;
+    l->n_vertices = saga_tensor_rows(h);
+    saga_tensor *out = saga_program_run_edges(c, &IN_PROGRAM, g, h, e, l, &l->edges);
+    *e_out = l->edges;
+    return out;
+}
