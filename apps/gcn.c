@@ -261,33 +261,6 @@ fail:
     return st;
 }
 
-/* What the loss sees: labels and the training rows, by the graph's vertex ids. */
-typedef struct gcn_loss_data {
-    const int32_t *labels; /* n, every entry a valid class */
-    const uint8_t *train;  /* n: 1 for a training vertex */
-    int64_t n_train;
-    int32_t *rows, *lab; /* scratch, n */
-} gcn_loss_data;
-
-/* The block's share of the mean negative log-likelihood over the training vertices. Only their
- * rows enter: they are gathered before the log-softmax (row by row, so the same values as over
- * the whole block), and the gradient of every other row is zero. */
-static saga_tensor *gcn_loss(saga_ctx *c, const saga_vertex_in *v, const int32_t *ids, void *user) {
-    gcn_loss_data *L = user;
-    int64_t k = 0;
-    for (int32_t i = 0; i < v->count; i++)
-        if (L->train[ids[i]]) {
-            L->lab[k] = L->labels[ids[i]];
-            L->rows[k++] = i;
-        }
-    if (k == 0)
-        return saga_affine(c, saga_sum(c, v->self), 0.0f, 0.0f);
-    saga_tensor *rows = saga_ctx_from_host(c, SAGA_I32, k, 1, L->rows);
-    saga_tensor *lab = saga_ctx_from_host(c, SAGA_I32, k, 1, L->lab);
-    saga_tensor *logp = saga_log_softmax(c, saga_gather_rows(c, v->self, rows));
-    return saga_affine(c, saga_nll_loss(c, logp, lab, NULL), (float)k / (float)L->n_train, 0.0f);
-}
-
 void gcn_result_free(gcn_result *r) {
     if (!r)
         return;
@@ -364,8 +337,6 @@ saga_status gcn_train(gcn_result *out, saga_backend *be, const gcn_data *d, cons
     saga_ctx *c = NULL;
     saga_model *m = NULL;
     saga_optim *opt = NULL;
-    int32_t *host_labels = NULL, *scratch = NULL;
-    uint8_t *is_train = NULL;
     float *logp = NULL, *eval_out = NULL, *dense_x = NULL;
     int32_t *eval_rows = NULL;
     saga_event *ev[2] = {NULL, NULL}; /* an epoch's training: its start and its end */
@@ -376,19 +347,6 @@ saga_status gcn_train(gcn_result *out, saga_backend *be, const gcn_data *d, cons
     int32_t n = d->n_vertices, C = d->n_classes;
     int64_t F = d->n_features;
 
-    /* ---- labels and the training rows, for the loss */
-    /* Unlabelled vertices are never in the training rows; 0 keeps every entry a valid class. */
-    SAGA_TRY(saga_alloc_array((void **)&host_labels, (size_t)n, sizeof *host_labels, "labels"));
-    for (int32_t v = 0; v < n; v++)
-        host_labels[v] = d->labels[v] >= 0 ? d->labels[v] : 0;
-    SAGA_TRY(saga_alloc_zeroed((void **)&is_train, (size_t)n, 1, "training rows"));
-    int64_t n_train = 0; /* distinct: a vertex listed twice trains once */
-    for (int64_t i = 0; i < d->n_train; i++)
-        n_train += is_train[d->train[i]] == 0, is_train[d->train[i]] = 1;
-    if (d->shard) /* the loss is the mean over every rank's */
-        SAGA_TRY(saga_comm_allreduce(o->comm, &n_train, 1, SAGA_I64, SAGA_COMM_SUM, NULL));
-    SAGA_TRY(saga_alloc_array((void **)&scratch, 2 * (size_t)n, sizeof *scratch, "loss rows"));
-    gcn_loss_data ld = {host_labels, is_train, n_train, scratch, scratch + n};
     SAGA_TRY(
         saga_alloc_array((void **)&logp, (size_t)n * (size_t)C, sizeof *logp, "log-probabilities"));
     /* the rows evaluated after each epoch: the training, validation and test vertices */
@@ -448,9 +406,9 @@ saga_status gcn_train(gcn_result *out, saga_backend *be, const gcn_data *d, cons
     SAGA_TRY(saga_optim_new(&opt, m, &oo));
     if (decay)
         SAGA_TRY(saga_optim_set_weight_decay(opt, decay, o->weight_decay));
-    SAGA_TRY(saga_net_set_loss(net, gcn_loss, &ld));
-    /* the loss reads the training rows alone: in memory the last layer runs on those */
-    SAGA_TRY(saga_net_set_loss_rows(net, d->train, d->n_train));
+    /* the mean NLL over the training rows; the loss reads those alone, so the last layer runs on
+     * them (and over shards each rank lists its own) */
+    SAGA_TRY(saga_net_set_loss_cross_entropy(net, d->labels, d->train, d->n_train));
     if (sparse)
         SAGA_TRY(saga_net_set_input_csr(net, d->x_offsets, d->x_indices, d->x_values, F));
     else if (input_csr_ok(o, F)) /* the first layer multiplies a CSR before the aggregation */
@@ -582,9 +540,6 @@ fail:
     saga_optim_free(&opt);
     saga_ctx_free(&c);
     saga_model_free(&m);
-    saga_free(host_labels);
-    saga_free(is_train);
-    saga_free(scratch);
     saga_free(logp);
     saga_free(eval_rows);
     saga_free(eval_out);

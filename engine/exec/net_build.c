@@ -386,18 +386,20 @@ static void unprepare(saga_net *n) {
     n->ready = false;
 }
 
-saga_status net_keep(saga_net *n, void *p) {
+saga_status net_keep(saga_net *n, void *p, void (*free_fn)(void *p)) {
     if (n->n_kept == n->cap_kept) {
         int cap = n->cap_kept ? 2 * n->cap_kept : 8;
-        void **k = saga_realloc(n->kept, (size_t)cap * sizeof *k);
+        net_kept *k = saga_realloc(n->kept, (size_t)cap * sizeof *k);
         if (!k) {
+            if (free_fn)
+                free_fn(p);
             saga_free(p);
             return saga_error(SAGA_ERR_OUT_OF_MEMORY, "saga_net: no memory to keep a layer");
         }
         n->kept = k;
         n->cap_kept = cap;
     }
-    n->kept[n->n_kept++] = p;
+    n->kept[n->n_kept++] = (net_kept){p, free_fn};
     return SAGA_OK;
 }
 
@@ -420,8 +422,11 @@ void saga_net_free(saga_net **np) {
     sparse_input_free(n);
     saga_free(n->loss_rows);
     saga_free(n->stages);
-    for (int i = 0; i < n->n_kept; i++)
-        saga_free(n->kept[i]);
+    for (int i = 0; i < n->n_kept; i++) {
+        if (n->kept[i].free_fn)
+            n->kept[i].free_fn(n->kept[i].p);
+        saga_free(n->kept[i].p);
+    }
     saga_free(n->kept);
     saga_free(n);
     *np = NULL;

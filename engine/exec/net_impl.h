@@ -251,8 +251,8 @@ typedef struct net_plan {
 struct saga_net {
     saga_ctx *c;
     saga_backend *be;
-    /* what the net owns for its stages (the library's layers: net_keep), freed with it */
-    void **kept;
+    /* what the net owns for its stages and loss (net_keep), freed with it */
+    struct net_kept *kept;
     int n_kept, cap_kept;
     const saga_graph *g_user;
     saga_net_opts o;
@@ -520,9 +520,13 @@ void net_dist_reset(saga_net *n);
  * will not join: every rank stops (saga_comm_abort) with this rank's message instead. */
 saga_status net_dist_failed(saga_net *n, saga_status st);
 
-/* Hands p (saga_malloc'd) to the net, which frees it in saga_net_free; on failure p is freed at
- * once. */
-saga_status net_keep(saga_net *n, void *p);
+/* Hands p (saga_malloc'd) to the net, which frees it in saga_net_free, after free_fn(p) when
+ * given (what p holds); on failure both happen at once. */
+typedef struct net_kept {
+    void *p;
+    void (*free_fn)(void *p);
+} net_kept;
+saga_status net_keep(saga_net *n, void *p, void (*free_fn)(void *p));
 
 #ifdef __cplusplus
 }

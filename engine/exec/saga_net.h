@@ -189,6 +189,16 @@ SAGA_API saga_status saga_net_set_loss(saga_net *n, saga_net_loss_fn fn, void *u
  * row i; the others' gradients are zero); a pass computes only what those read. NULL or 0: every
  * row. Before the first run; SAGA_ERR_INVALID_ARG for an id outside 0..n-1. */
 SAGA_API saga_status saga_net_set_loss_rows(saga_net *n, const int32_t *vertices, int64_t count);
+/* The masked cross-entropy as the loss, for node classification: the mean over the listed
+ * vertices (graph ids, copied; a vertex listed twice counts once) of -log softmax(logits)[label],
+ * the last stage's output rows taken as logits and labels[v] (n entries, copied; -1 for a vertex
+ * without a class, which must not be listed) as the classes. Sets the loss rows to the listed
+ * vertices (saga_net_set_loss_rows), so a pass computes only what those read. With a halo
+ * (saga_net_opts.halo: ranks over shards, each listing its own rows) the mean is over every
+ * rank's, and every rank calls it. SAGA_ERR_INVALID_ARG for a listed vertex outside 0..n-1 or
+ * without a class, or when no vertex is listed on any rank. */
+SAGA_API saga_status saga_net_set_loss_cross_entropy(saga_net *n, const int32_t *labels,
+                                                     const int32_t *rows, int64_t n_rows);
 /* The parameters the stages train (not owned): with several ranks, saga_net_train_step sums
  * their gradients over the ranks (saga_comm_allreduce_grads) before it returns, so every rank's
  * optimizer takes the same step; it refuses to train over several ranks without them

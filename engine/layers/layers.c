@@ -38,7 +38,7 @@ saga_status layer_begin(saga_net *net, saga_model *m, const char *what, const ch
                name, (int)lo->act, lo->project_first);
     void *p = saga_calloc(1, size);
     SAGA_CHECK(p, SAGA_ERR_OUT_OF_MEMORY, "%s %s: no memory for the layer", what, name);
-    SAGA_TRY(net_keep(net, p));
+    SAGA_TRY(net_keep(net, p, NULL));
     *state = p;
 fail:
     return st;

@@ -8,9 +8,9 @@
  *
  * A GIN layer is h'_v = MLP((1 + eps) h_v + sum over in-neighbours u of h_u), eps a learnable
  * scalar and MLP two linear layers with a relu between them. Two layers (the first followed by a
- * relu), dropout before each, log-softmax in the loss, Adam. Prints one line per epoch (unless
- * --quiet) and at the end the test accuracy at the epoch with the best validation accuracy, as
- * `test_accuracy=...`. Under mpirun DIR may be a shard directory (`saga partition --data DIR
+ * relu), dropout before each, the net's cross-entropy loss (saga_net_set_loss_cross_entropy),
+ * Adam. Prints one line per epoch (unless --quiet) and at the end the test accuracy at the epoch
+ * with the best validation accuracy, as `test_accuracy=...`. Under mpirun DIR may be a shard directory (`saga partition --data DIR
  * --shards R`): each rank then reads its own shard alone and trains on its local graph, the halo's
  * rows coming from their owners before each aggregation. */
 #include <saga/saga.h>
@@ -95,35 +95,6 @@ static bool gin_layer_init(gin_layer *l, saga_model *m, const char *name, int64_
 static bool gin_layer_add(saga_net *net, gin_layer *l) {
     return saga_net_add_vertex(net, gin_project, l, saga_tensor_cols(l->W1)) == SAGA_OK &&
            saga_net_add_program(net, &gin_program, l, saga_tensor_cols(l->W2)) == SAGA_OK;
-}
-
-/* ---- the loss ----------------------------------------------------------------------------- */
-
-/* What the loss sees: the labels and which vertices train. */
-typedef struct loss_data {
-    const int32_t *labels;
-    const unsigned char *train; /* n: 1 for a training vertex */
-    int64_t n_train;
-    int32_t *rows, *lab; /* scratch, n each */
-} loss_data;
-
-/* The block's share of the mean cross-entropy over the training vertices: the net hands the loss
- * blocks of rows (all of them in memory) with their vertex ids, and adds up what it returns. */
-static saga_tensor *loss_rows(saga_ctx *c, const saga_vertex_in *v, const int32_t *ids,
-                              void *user) {
-    loss_data *L = user;
-    int64_t k = 0;
-    for (int32_t i = 0; i < v->count; i++) {
-        L->lab[i] = L->labels[ids[i]];
-        if (L->train[ids[i]])
-            L->rows[k++] = i;
-    }
-    if (k == 0) /* no training vertex here: a zero that keeps the block's rows on the tape */
-        return saga_affine(c, saga_sum(c, v->self), 0.0f, 0.0f);
-    saga_tensor *lab = saga_ctx_from_host(c, SAGA_I32, v->count, 1, L->lab);
-    saga_tensor *rows = saga_ctx_from_host(c, SAGA_I32, k, 1, L->rows);
-    return saga_affine(c, saga_cross_entropy(c, v->self, lab, rows), (float)k / (float)L->n_train,
-                       0.0f);
 }
 
 /* ---- the driver --------------------------------------------------------------------------- */
@@ -221,8 +192,6 @@ int main(int argc, char **argv) {
     saga_shard *shard = NULL;
     float *scores = NULL, *eval_out = NULL;
     int32_t *eval_rows = NULL;
-    int32_t *scratch = NULL;
-    unsigned char *is_train = NULL;
     int rc = 1;
 
     /* The budget, when given, bounds the device memory: a graph that does not fit is streamed
@@ -270,8 +239,6 @@ int main(int argc, char **argv) {
         !gin_layer_add(net, &l1) || !gin_layer_add(net, &l2))
         goto done;
     const int64_t n = d.n_vertices;
-    scratch = malloc(2 * (size_t)n * sizeof *scratch);
-    is_train = calloc((size_t)n, 1);
     scores = malloc((size_t)n * (size_t)C * sizeof *scores);
     /* evaluated after each epoch: the validation and test vertices */
     eval_rows = malloc(((size_t)(d.n_val + d.n_test) + 1) * sizeof *eval_rows);
@@ -280,20 +247,13 @@ int main(int argc, char **argv) {
         goto done;
     memcpy(eval_rows, d.val, (size_t)d.n_val * sizeof *eval_rows);
     memcpy(eval_rows + d.n_val, d.test, (size_t)d.n_test * sizeof *eval_rows);
-    if (!scratch || !is_train || !scores) {
+    if (!scores) {
         saga_error(SAGA_ERR_OUT_OF_MEMORY, "gin: %lld vertices", (long long)n);
         goto done;
     }
-    int64_t n_train = 0;
-    for (int64_t i = 0; i < d.n_train; i++)
-        n_train += !is_train[d.train[i]], is_train[d.train[i]] = 1;
-    /* over shards the loss is the mean over every rank's training rows */
-    if (shards && saga_comm_allreduce(comm, &n_train, 1, SAGA_I64, SAGA_COMM_SUM, NULL) < 0)
-        goto done;
-    loss_data ld = {d.labels, is_train, n_train, scratch, scratch + n};
-    saga_status st = saga_net_set_loss(net, loss_rows, &ld);
-    if (st == SAGA_OK) /* the loss reads the training rows alone: the net computes what they read */
-        st = saga_net_set_loss_rows(net, d.train, d.n_train);
+    /* the loss: the mean cross-entropy over the training rows (over shards, every rank's); it
+     * reads those rows alone, so the net computes only what they read */
+    saga_status st = saga_net_set_loss_cross_entropy(net, d.labels, d.train, d.n_train);
     if (st == SAGA_OK)
         st = d.features.dense ? saga_net_set_input(net, d.features.dense, F)
                               : saga_net_set_input_csr(net, d.features.offsets, d.features.indices,
@@ -343,8 +303,6 @@ done:
     free(scores);
     free(eval_rows);
     free(eval_out);
-    free(scratch);
-    free(is_train);
     saga_net_free(&net);
     saga_optim_free(&opt);
     saga_model_free(&params);

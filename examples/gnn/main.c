@@ -2,7 +2,7 @@
  * (saga_layers.h) on a citation graph laid out as
  *   DIR/edges.txt[.gz]  DIR/features.txt[.gz]  DIR/labels.txt  DIR/{train,val,test}_idx.txt
  * (the layout of saga's Cora files and of `saga generate citation`, read and checked by
- * saga_dataset_load), with saga_cross_entropy as the loss and saga_accuracy for evaluation: a
+ * saga_dataset_load), with the net's cross-entropy loss and saga_accuracy for evaluation: a
  * user's own training program, built against an installed saga.
  *
  *   gnn --model gat --data DIR [--epochs 300] [--seed 1] [--quiet]
@@ -119,33 +119,6 @@ static int parse_args(options *o, int argc, char **argv) {
 typedef saga_status (*add_fn)(saga_net *, saga_model *, const char *, int64_t, int64_t,
                               const saga_layer_opts *);
 
-/* What the loss sees: the labels and which vertices train. */
-typedef struct loss_data {
-    const int32_t *labels;
-    const unsigned char *train; /* n: 1 for a training vertex */
-    int64_t n_train;
-    int32_t *rows, *lab; /* scratch, n each */
-} loss_data;
-
-/* The block's share of the mean negative log-likelihood over the training vertices: the net
- * hands the loss blocks of rows (all of them in memory) with their vertex ids. */
-static saga_tensor *loss_rows(saga_ctx *c, const saga_vertex_in *v, const int32_t *ids,
-                              void *user) {
-    loss_data *L = user;
-    int64_t k = 0;
-    for (int32_t i = 0; i < v->count; i++) {
-        L->lab[i] = L->labels[ids[i]];
-        if (L->train[ids[i]])
-            L->rows[k++] = i;
-    }
-    if (k == 0) /* no training vertex in this block: a zero that still reaches the logits */
-        return saga_affine(c, saga_sum(c, v->self), 0.0f, 0.0f);
-    saga_tensor *lab = saga_ctx_from_host(c, SAGA_I32, v->count, 1, L->lab);
-    saga_tensor *rows = saga_ctx_from_host(c, SAGA_I32, k, 1, L->rows);
-    return saga_affine(c, saga_cross_entropy(c, v->self, lab, rows), (float)k / (float)L->n_train,
-                       0.0f);
-}
-
 /* The logits of the rows listed alone (the net computes only the rows those read) into their
  * rows of all (n x C), through buf (count x C). */
 static saga_status evaluate(saga_net *net, const int32_t *rows, int64_t count, int64_t C,
@@ -184,8 +157,6 @@ int main(int argc, char **argv) {
     saga_shard *shard = NULL;
     float *logp = NULL, *eval_out = NULL;
     int32_t *eval_rows = NULL;
-    int32_t *scratch = NULL;
-    unsigned char *is_train = NULL;
     int rc = 1;
 
     /* The budget, when given, bounds the device memory: a graph that does not fit is streamed
@@ -260,8 +231,6 @@ int main(int argc, char **argv) {
     oo.lr = o.lr;
     oo.weight_decay = o.weight_decay;
     bool ok = st == SAGA_OK && saga_optim_new(&opt, params, &oo) == SAGA_OK;
-    scratch = malloc(2 * (size_t)n * sizeof *scratch);
-    is_train = calloc((size_t)n, 1);
     logp = malloc((size_t)n * (size_t)d.n_classes * sizeof *logp);
     /* evaluated after each epoch: the validation and test vertices */
     eval_rows = malloc(((size_t)(d.n_val + d.n_test) + 1) * sizeof *eval_rows);
@@ -270,18 +239,11 @@ int main(int argc, char **argv) {
         goto done;
     memcpy(eval_rows, d.val, (size_t)d.n_val * sizeof *eval_rows);
     memcpy(eval_rows + d.n_val, d.test, (size_t)d.n_test * sizeof *eval_rows);
-    if (!ok || !scratch || !is_train || !logp)
+    if (!ok || !logp)
         goto done;
-    int64_t n_train = 0;
-    for (int64_t i = 0; i < d.n_train; i++)
-        n_train += !is_train[d.train[i]], is_train[d.train[i]] = 1;
-    /* over shards the loss is the mean over every rank's training rows */
-    if (shards && saga_comm_allreduce(comm, &n_train, 1, SAGA_I64, SAGA_COMM_SUM, NULL) < 0)
-        goto done;
-    loss_data ld = {d.labels, is_train, n_train, scratch, scratch + n};
-    /* the loss reads the training rows alone: the net computes only what those read */
-    if (saga_net_set_loss(net, loss_rows, &ld) < 0 ||
-        saga_net_set_loss_rows(net, d.train, d.n_train) < 0 ||
+    /* the loss: the mean cross-entropy over the training rows (over shards, every rank's); it
+     * reads those rows alone, so the net computes only what they read */
+    if (saga_net_set_loss_cross_entropy(net, d.labels, d.train, d.n_train) < 0 ||
         saga_net_set_input(net, d.features.dense, n_features) < 0)
         goto done;
 
@@ -348,8 +310,6 @@ done:
     free(logp);
     free(eval_rows);
     free(eval_out);
-    free(scratch);
-    free(is_train);
     saga_net_free(&net);
     saga_optim_free(&opt);
     saga_model_free(&params);
