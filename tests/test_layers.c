@@ -587,6 +587,68 @@ static void test_layers_interaction_round(void **state) {
     saga_backend_free_all(&be);
 }
 
+/* ---- the net's cross-entropy loss ------------------------------------------------------------ */
+
+/* saga_net_set_loss_cross_entropy: a training pass's loss is the mean of -log softmax over the
+ * listed rows (a row listed twice counts once) of the logits the net's forward pass gives. */
+static void test_layers_cross_entropy_loss(void **state) {
+    (void)state;
+    fixture_make();
+    enum { C = 4 };
+    saga_backend *be = cpu();
+    saga_ctx *c = NULL;
+    saga_model *m = NULL;
+    saga_net *net = NULL;
+    assert_int_equal(saga_ctx_new(&c, be, 5), SAGA_OK);
+    assert_int_equal(saga_model_new(&m, be), SAGA_OK);
+    saga_net_opts no = saga_net_opts_defaults();
+    no.self_loops = SAGA_DGRAPH_SELF_LOOPS_ADD;
+    assert_int_equal(saga_net_new(&net, c, fx.g, &no), SAGA_OK);
+    assert_int_equal(saga_net_set_model(net, m), SAGA_OK);
+    assert_int_equal(saga_gcn_add(net, m, "l", F, C, NULL), SAGA_OK);
+    int32_t labels[N];
+    for (int v = 0; v < N; v++)
+        labels[v] = v % 5 == 4 ? -1 : v % C;
+    const int32_t rows[] = {3, 0, 7, 3, 12, 21, 38};
+    /* refused: a vertex outside the graph, a listed vertex without a class, no row at all */
+    const int32_t outside[] = {1, N};
+    assert_int_equal(saga_net_set_loss_cross_entropy(net, labels, outside, 2),
+                     SAGA_ERR_INVALID_ARG);
+    saga_test_assert_error_contains("vertex 40", "outside 0..39", NULL);
+    const int32_t unlabelled[] = {1, 9};
+    assert_int_equal(saga_net_set_loss_cross_entropy(net, labels, unlabelled, 2),
+                     SAGA_ERR_INVALID_ARG);
+    saga_test_assert_error_contains("vertex 9", "no class", NULL);
+    assert_int_equal(saga_net_set_loss_cross_entropy(net, labels, rows, 0), SAGA_ERR_INVALID_ARG);
+    saga_test_assert_error_contains("no row is listed", NULL);
+    assert_int_equal(saga_net_set_loss_cross_entropy(net, labels, rows, 7), SAGA_OK);
+    assert_int_equal(saga_net_set_input(net, fx.x, F), SAGA_OK);
+    float logits[N * C];
+    assert_int_equal(saga_net_forward(net, logits), SAGA_OK);
+    double loss = 0;
+    assert_int_equal(saga_net_train_step(net, &loss), SAGA_OK);
+    /* the mean over the six distinct rows, from the forward pass's logits (no dropout: the same
+     * logits); log-softmax over C, the mean over 6 */
+    double ref = 0, mag = 0;
+    const int32_t distinct[] = {0, 3, 7, 12, 21, 38};
+    for (int i = 0; i < 6; i++) {
+        const float *z = logits + distinct[i] * C;
+        double mx = z[0], sum = 0;
+        for (int k = 1; k < C; k++)
+            mx = z[k] > mx ? z[k] : mx;
+        for (int k = 0; k < C; k++)
+            sum += exp(z[k] - mx);
+        double nll = -(z[labels[distinct[i]]] - mx - log(sum));
+        ref += nll / 6;
+        mag += (fabs(z[labels[distinct[i]]] - mx) + fabs(log(sum))) / 6;
+    }
+    assert_true(fabs(loss - ref) <= 2 * gam(C + 6 + 8) * mag);
+    saga_net_free(&net);
+    saga_model_free(&m);
+    saga_ctx_free(&c);
+    saga_backend_free_all(&be);
+}
+
 /* ---- errors --------------------------------------------------------------------------------- */
 
 /* Input the layer cannot take from a CSR: the pass fails, naming the layer and the way out. */
@@ -669,6 +731,7 @@ int main(void) {
         cmocka_unit_test(test_layers_sage),
         cmocka_unit_test(test_layers_gin),
         cmocka_unit_test(test_layers_interaction_round),
+        cmocka_unit_test(test_layers_cross_entropy_loss),
         cmocka_unit_test(test_layers_sparse_input_refused),
         cmocka_unit_test(test_layers_bad_arguments),
     };
