@@ -36,7 +36,7 @@ from ._saga import (  # noqa: F401  (the exceptions are part of the API)
 )
 
 __all__ = [
-    "Graph", "load", "pagerank", "connected_components", "partition", "gcn", "hep_build",
+    "Graph", "load", "pagerank", "connected_components", "partition", "gcn", "train", "hep_build",
     "hep_train", "hep_eval", "Error",
     "ParseError", "FileIOError", "CorruptError", "InvalidArgError", "UnsupportedError",
     "NotConvergedError", "BudgetError", "DeviceError", "OutOfMemoryError", "InternalError",
@@ -379,6 +379,12 @@ def gcn(data=None, *, graph=None, features=None, labels=None, train=None, val=No
                   train=_indices(train, n, "train"),
                   val=empty if val is None else _indices(val, n, "val"),
                   test=empty if test is None else _indices(test, n, "test"), **common))
+
+
+def train(data=None, *, model="gcn", **kw):
+    """Trains a two-layer GNN of the library for node classification: model "gcn", "gat",
+    "sage" or "gin". saga.gcn under its general name: the same options, defaults and result."""
+    return gcn(data, model=model, **kw)
 
 
 def _predictions(result):

@@ -284,6 +284,8 @@ def test_gnn_models_equal_the_cli():
         assert r["best_epoch"] == j["best_epoch"] >= 1
         assert r["test_accuracy_at_best_val"] == j["test_accuracy_at_best_val"]
     assert j["hidden"] == 64 and j["lr"] == 0.005  # GIN's own defaults
+    t = saga.train(CORA, model="gin", epochs=15, device="cpu")
+    assert (t["model"], t["loss"]) == ("gin", j["loss"])
     with pytest.raises(ValueError, match="model must be one of"):
         saga.gcn(CORA, model="gnn")
     with pytest.raises(ValueError, match="aggr must be one of"):
