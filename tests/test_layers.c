@@ -706,6 +706,17 @@ static void test_layers_bad_arguments(void **state) {
     saga_test_assert_error_contains("GIN layer d", "widths", NULL);
     assert_int_equal(saga_gcn_add(net, m, NULL, F, 4, NULL), SAGA_ERR_INVALID_ARG);
     assert_int_equal(saga_gcn_add(NULL, m, "e", F, 4, NULL), SAGA_ERR_INVALID_ARG);
+    /* input rows get the check a features file gets: finite values */
+    float x[N * F];
+    memcpy(x, fx.x, sizeof x);
+    x[2 * F + 3] = NAN;
+    assert_int_equal(saga_net_set_input(net, x, F), SAGA_ERR_INVALID_ARG);
+    saga_test_assert_error_contains("row 2, column 3", "finite", NULL);
+    float v[N * F];
+    memcpy(v, fx.xv, (size_t)fx.xo[N] * sizeof *v);
+    v[5] = -INFINITY;
+    assert_int_equal(saga_net_set_input_csr(net, fx.xo, fx.xi, v, F), SAGA_ERR_INVALID_ARG);
+    saga_test_assert_error_contains("entry 5", "finite", NULL);
     /* one name, two layers: the model refuses the second's parameters */
     assert_int_equal(saga_gcn_add(net, m, "f", F, 4, NULL), SAGA_OK);
     assert_int_equal(saga_gcn_add(net, m, "f", 4, 4, NULL), SAGA_ERR_INVALID_ARG);

@@ -8,6 +8,7 @@
 
 #include "half_impl.h"
 
+#include <math.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -158,6 +159,15 @@ fail:
     return st;
 }
 
+/* The first of x[0..count) that is not finite, or -1: input rows get the check a features file
+ * gets. */
+static int64_t first_nonfinite(const float *x, int64_t count) {
+    for (int64_t k = 0; k < count; k++)
+        if (!isfinite(x[k]))
+            return k;
+    return -1;
+}
+
 saga_status saga_net_set_input(saga_net *n, const float *x, int64_t cols) {
     saga_status st = SAGA_OK;
     SAGA_CHECK(n && x && cols >= 1, SAGA_ERR_INVALID_ARG,
@@ -167,6 +177,10 @@ saga_status saga_net_set_input(saga_net *n, const float *x, int64_t cols) {
     SAGA_CHECK(!n->ready || cols == n->in_cols, SAGA_ERR_INVALID_ARG,
                "saga_net_set_input: %lld columns, the net was prepared for %lld", (long long)cols,
                (long long)n->in_cols);
+    int64_t bad = first_nonfinite(x, (int64_t)n->n * cols);
+    SAGA_CHECK(bad < 0, SAGA_ERR_INVALID_ARG,
+               "saga_net_set_input: row %lld, column %lld is %g: input rows must be finite",
+               (long long)(bad / cols), (long long)(bad % cols), bad < 0 ? 0.0 : (double)x[bad]);
     SAGA_TRY(net_settle(n, false)); /* a queued pass may read the rows */
     if (!n->x) {
         SAGA_TRY(saga_backend_host_alloc(n->be, (void **)&n->x,
@@ -212,6 +226,10 @@ saga_status saga_net_set_input_csr(saga_net *n, const int64_t *offsets, const in
     for (int32_t v = 0; v < n->n; v++)
         SAGA_CHECK(offsets[v + 1] >= offsets[v], SAGA_ERR_INVALID_ARG,
                    "saga_net_set_input_csr: offsets decrease at row %d", (int)v);
+    int64_t bad = first_nonfinite(values, nnz);
+    SAGA_CHECK(bad < 0, SAGA_ERR_INVALID_ARG,
+               "saga_net_set_input_csr: entry %lld is %g: input values must be finite",
+               (long long)bad, bad < 0 ? 0.0 : (double)values[bad]);
     for (int64_t k = 0; k < nnz; k++)
         SAGA_CHECK(indices[k] >= 0 && indices[k] < cols, SAGA_ERR_INVALID_ARG,
                    "saga_net_set_input_csr: column %d of entry %lld is outside [0, %lld)",

@@ -204,7 +204,8 @@ SAGA_API saga_status saga_net_set_loss_cross_entropy(saga_net *n, const int32_t 
  * optimizer takes the same step; it refuses to train over several ranks without them
  * (SAGA_ERR_INVALID_ARG). Not needed with one rank. */
 SAGA_API saga_status saga_net_set_model(saga_net *n, saga_model *m);
-/* The input rows (n x cols f32, row v for vertex v), copied. Call again when they change. */
+/* The input rows (n x cols f32, row v for vertex v, finite: SAGA_ERR_INVALID_ARG naming the first
+ * that is not), copied. Call again when they change. */
 SAGA_API saga_status saga_net_set_input(saga_net *n, const float *x, int64_t cols);
 /* Sparse input rows instead: an n x cols CSR (offsets: n + 1 from 0 to nnz; indices: columns in
  * [0, cols); values), copied and kept sparse on the device (each block's rows move as their
