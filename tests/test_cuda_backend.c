@@ -1325,6 +1325,7 @@ static void test_cuda_backend_f32_table_complete(void **state) {
         (const void *)k->dropout_f32,
         (const void *)k->binary_f32,
         (const void *)k->scale_f32,
+        (const void *)k->scale_heads_f32,
         (const void *)k->fill_f32,
         (const void *)k->copy2d_f32,
         (const void *)k->softmax_rows_f32,
@@ -1377,6 +1378,24 @@ static void test_cuda_backend_f32_fill_scale_binary(void **state) {
         assert_int_equal(GK()->scale_f32(GS(), n, 3.0f, gx, 0.0f, g), SAGA_OK);
         assert_int_equal(CK()->scale_f32(CS(), n, 3.0f, x, 0.0f, c), SAGA_OK);
         expect_bits(g, c, n, "scale_f32(b=0)"); /* one multiplication: the same bits */
+        /* each head's block of columns by its coefficient: n = rows x 4 heads x F */
+        if (n % 8 == 0) {
+            const int64_t heads = 4, F = 2, rows = n / (heads * F);
+            float *gs = gput(y, (size_t)(rows * heads) * sizeof(float));
+            c = nan_f32(n);
+            g = gput(c, bytes);
+            assert_int_equal(GK()->scale_heads_f32(GS(), rows, heads, F, gs, gx, 0.0f, g), SAGA_OK);
+            assert_int_equal(CK()->scale_heads_f32(CS(), rows, heads, F, y, x, 0.0f, c), SAGA_OK);
+            expect_bits(g, c, n, "scale_heads_f32(beta=0)");
+            c = hcopy(y, n);
+            g = gput(y, bytes);
+            assert_int_equal(GK()->scale_heads_f32(GS(), rows, heads, F, gs, gx, 1.0f, g), SAGA_OK);
+            assert_int_equal(CK()->scale_heads_f32(CS(), rows, heads, F, y, x, 1.0f, c), SAGA_OK);
+            double *e2 = hf64(n);
+            for (int64_t i = 0; i < n; i++) /* sc x + y: a fused add may round once less */
+                e2[i] = 2 * gam(2) * (fabs(y[i / F] * x[i]) + fabs(y[i]));
+            expect_within(g, c, e2, n, "scale_heads_f32(beta=1)");
+        }
         c = hcopy(y, n);
         g = gput(y, bytes);
         assert_int_equal(GK()->scale_f32(GS(), n, 0.75f, gx, -1.5f, g), SAGA_OK);

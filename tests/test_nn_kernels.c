@@ -169,6 +169,7 @@ static void test_nn_kernels_table_complete(void **state) {
         (void *)k->dropout_f32,
         (void *)k->binary_f32,
         (void *)k->scale_f32,
+        (void *)k->scale_heads_f32,
         (void *)k->fill_f32,
         (void *)k->copy2d_f32,
         (void *)k->softmax_rows_f32,

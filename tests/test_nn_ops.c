@@ -283,6 +283,10 @@ static void test_nn_ops_gradients(void **state) {
     CHECK("sumsq", b_sumsq, NULL, X);
     CHECK("row_sum", b_row_sum, NULL, X);
     CHECK("scale_rows", b_scale_rows, NULL, X, s);
+    /* two heads of three columns, each scaled by its column of s2 */
+    saga_tensor *X6 = param(m, "X6", 4, 6, -1, 1, 0.05, 31);
+    saga_tensor *s2 = param(m, "s2", 4, 2, -2, 2, 0.0, 32);
+    CHECK("scale_rows(heads)", b_scale_rows, NULL, X6, s2);
     saga_tensor *eps = param(m, "eps", 1, 1, -1, 1, 0.1, 12);
     CHECK("scale", b_scale, NULL, X, eps);
 
@@ -464,11 +468,16 @@ static void test_nn_ops_forward_values(void **state) {
         err[i] = gam(M + 2) * (fabs(x[i * M]) + fabs(x[i * M + 1]) + fabs(x[i * M + 2]));
     }
     expect_within(saga_row_sum(c, tx), ref, err, N);
-    for (int i = 0; i < N * M; i++) { /* an SpMM by diag(s): one term, gamma_{1+2} */
+    for (int i = 0; i < N * M; i++) { /* one product (within gamma_3, as before) */
         ref[i] = (double)x[i] * s[i / M];
         err[i] = gam(3) * fabs(ref[i]);
     }
     expect_within(saga_scale_rows(c, tx, ts), ref, err, N * M);
+    for (int i = 0; i < N * M; i++) { /* M heads of one column each: y scales x, one product */
+        ref[i] = (double)x[i] * y[i];
+        err[i] = U * fabs(ref[i]);
+    }
+    expect_within(saga_scale_rows(c, tx, ty), ref, err, N * M);
     saga_tensor *ts1 = host_f32(s + 2, 1, 1);
     for (int i = 0; i < N * M; i++) { /* a GEMM over K = 1 term */
         ref[i] = (double)x[i] * s[2];

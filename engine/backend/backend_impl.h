@@ -290,6 +290,13 @@ typedef struct saga_kernels {
                                          double b, const double *base_in, const double *c,
                                          const double *x, const double *inv, double *y,
                                          double *c_next, double *acc);
+    /* y[i, k F + j] = sc[i, k] x[i, k F + j] (+ beta y[i, k F + j]) for i < rows, k < heads,
+     * j < F: each head's block of F columns scaled by its column of sc (rows x heads); with
+     * heads 1, every row by its scalar. beta == 0 does not read y; x and y must not overlap.
+     * Bitwise on the CPU; on CUDA the same unless the compiler fuses the product and the
+     * addition (beta != 0). */
+    saga_status (*scale_heads_f32)(saga_stream *s, int64_t rows, int64_t heads, int64_t F,
+                                   const float *sc, const float *x, float beta, float *y);
 } saga_kernels;
 
 typedef enum saga_copy_kind {

@@ -47,13 +47,8 @@ static saga_tensor *gat_edge(saga_ctx *c, const saga_edge_in *e, void *layer) {
         saga_add(c, saga_slice_cols(c, e->src, H * F, H), saga_slice_cols(c, e->dst, H * F + H, H));
     saga_tensor *alpha = saga_edge_softmax(c, e, saga_leaky_relu(c, score, l->slope));
     alpha = saga_dropout(c, alpha, l->attn_dropout);
-    saga_tensor *msg = NULL;
-    for (int64_t k = 0; k < H; k++) {
-        saga_tensor *head = saga_scale_rows(c, saga_slice_cols(c, e->src, k * F, F),
-                                            saga_slice_cols(c, alpha, k, 1));
-        msg = msg ? saga_concat(c, msg, head) : head;
-    }
-    return msg;
+    /* each head's columns of z scaled by its coefficient, all heads in one op */
+    return saga_scale_rows(c, saga_slice_cols(c, e->src, 0, H * F), alpha);
 }
 
 static saga_tensor *gat_vertex(saga_ctx *c, const saga_vertex_in *v, void *layer) {

@@ -51,10 +51,6 @@ struct saga_ctx {
     _Alignas(8) unsigned char lazy_args[SAGA_LAZY_ARGS];
     size_t lazy_at;
 
-    int64_t *iota_off; /* 0..iota_n (device) */
-    int32_t *iota_idx; /* 0..iota_n-1 (device) */
-    int64_t iota_n;
-
     /* saga_ctx_from_host's pinned staging, used as a ring: the host values are copied in at the
      * call and the device copies them from there in stream order; stage_ev, recorded after the
      * last copy, is waited for only when the ring wraps before that copy ran */
@@ -455,8 +451,6 @@ void saga_ctx_free(saga_ctx **cp) {
         c->spare = t->grad;
         saga_free(t);
     }
-    saga_backend_free(c->be, c->iota_off, (size_t)(c->iota_n + 1) * sizeof(int64_t));
-    saga_backend_free(c->be, c->iota_idx, (size_t)c->iota_n * sizeof(int32_t));
     if (c->stage_ev)
         (void)saga_event_synchronize(c->stage_ev);
     saga_event_free(&c->stage_ev);
@@ -572,46 +566,6 @@ bool saga_ctx_kernel(saga_ctx *c, bool present, const char *slot_name) {
     saga_error(SAGA_ERR_UNSUPPORTED, "backend %s has no %s kernel", c->be->name, slot_name);
     saga_ctx_fail(c, SAGA_ERR_UNSUPPORTED);
     return false;
-}
-
-saga_status saga_ctx_iota(saga_ctx *c, int64_t n, const int64_t **offsets,
-                          const int32_t **indices) {
-    saga_status st = SAGA_OK;
-    int64_t *hoff = NULL, *doff = NULL;
-    int32_t *hidx = NULL, *didx = NULL;
-    if (n > c->iota_n) {
-        SAGA_CHECK(n < INT32_MAX, SAGA_ERR_UNSUPPORTED, "row scaling: %lld rows pass the i32 range",
-                   (long long)n);
-        SAGA_TRY(saga_alloc_array((void **)&hoff, (size_t)n + 1, sizeof *hoff, "iota offsets"));
-        SAGA_TRY(saga_alloc_array((void **)&hidx, (size_t)n, sizeof *hidx, "iota indices"));
-        for (int64_t i = 0; i <= n; i++)
-            hoff[i] = i;
-        for (int64_t i = 0; i < n; i++)
-            hidx[i] = (int32_t)i;
-        /* through the cache and the pressure callback like a tensor's buffer: under a streamed
-         * net's budget the scheduler makes room for them */
-        SAGA_TRY(buf_get(c, (size_t)(n + 1) * sizeof *doff, (void **)&doff));
-        SAGA_TRY(buf_get(c, (size_t)n * sizeof *didx, (void **)&didx));
-        saga_stream *s = saga_ctx_stream(c);
-        SAGA_TRY(saga_memcpy_h2d_async(s, doff, hoff, (size_t)(n + 1) * sizeof *doff));
-        SAGA_TRY(saga_memcpy_h2d_async(s, didx, hidx, (size_t)n * sizeof *didx));
-        SAGA_TRY(saga_stream_synchronize(s)); /* the host arrays go now */
-        saga_backend_free(c->be, c->iota_off, (size_t)(c->iota_n + 1) * sizeof(int64_t));
-        saga_backend_free(c->be, c->iota_idx, (size_t)c->iota_n * sizeof(int32_t));
-        c->iota_off = doff;
-        c->iota_idx = didx;
-        c->iota_n = n;
-        doff = NULL;
-        didx = NULL;
-    }
-    *offsets = c->iota_off;
-    *indices = c->iota_idx;
-fail:
-    saga_backend_free(c->be, doff, (size_t)(n + 1) * sizeof *doff);
-    saga_backend_free(c->be, didx, (size_t)n * sizeof *didx);
-    saga_free(hoff);
-    saga_free(hidx);
-    return st;
 }
 
 /* ---- the tape ----------------------------------------------------------------------------- */

@@ -57,10 +57,6 @@ bool saga_ctx_failed(const saga_ctx *c);
 /* Seed of the next dropout mask (advances the counter). */
 uint64_t saga_ctx_next_dropout_seed(saga_ctx *c);
 
-/* Device arrays offsets = 0..n (i64) and indices = 0..n-1 (i32), kept by the context and grown
- * as needed: the CSR structure of a diagonal matrix (row scaling by SpMM). */
-saga_status saga_ctx_iota(saga_ctx *c, int64_t n, const int64_t **offsets, const int32_t **indices);
-
 /* splitmix64: the generator behind parameter initialisation. */
 static inline uint64_t saga_splitmix64(uint64_t *state) {
     uint64_t z = (*state += 0x9E3779B97F4A7C15ull);

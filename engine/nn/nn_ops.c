@@ -1103,49 +1103,35 @@ saga_tensor *saga_row_sum(saga_ctx *c, saga_tensor *x) {
 
 /* ---- rows --------------------------------------------------------------------------------- */
 
-/* diag(s) as a CSR matrix on the context's shared index arrays: SpMM scales rows. */
-static saga_status diag_csr(saga_ctx *c, const saga_tensor *s, saga_csr_dev *A) {
-    const int64_t *off = NULL;
-    const int32_t *idx = NULL;
-    saga_status st = saga_ctx_iota(c, s->rows, &off, &idx);
-    if (st < 0)
-        return st;
-    *A = (saga_csr_dev){.n_rows = s->rows,
-                        .n_cols = s->rows,
-                        .nnz = s->rows,
-                        .offsets = off,
-                        .indices = idx,
-                        .values = s->data};
-    return SAGA_OK;
-}
-
-/* dx += diag(s) dy; ds += rowsum(dy .* x). */
+/* With H = s->cols heads of F = x->cols / H columns: dx += dy scaled head by head by s
+ * (scale_heads_f32); ds[:, k] += the row sums of (dy .* x) over head k's columns. */
 static saga_status scale_rows_bwd(saga_ctx *c, saga_node *n, saga_tensor *dy) {
     saga_status st = SAGA_OK;
     saga_tensor *x = saga_node_input(n, 0), *s = saga_node_input(n, 1);
     saga_tensor *tmp = NULL, *ones = NULL;
+    const int64_t H = s->cols, F = x->cols / H;
     float beta = 0.0f;
     if (!numel(x))
         return SAGA_OK;
     if (saga_node_needs_grad(n, 0)) {
-        saga_csr_dev A;
-        SAGA_TRY(diag_csr(c, s, &A));
         float *dx = saga_grad_target(c, x, &beta);
         if (!dx)
             return saga_ctx_status(c);
-        SAGA_TRY(K->spmm_f32(S, &A, x->cols, 1.0f, dy->data, beta, dx));
+        SAGA_TRY(K->scale_heads_f32(S, x->rows, H, F, s->data, dy->data, beta, dx));
     }
     if (saga_node_needs_grad(n, 1)) {
         tmp = saga_ctx_temp(c, SAGA_F32, x->rows, x->cols);
-        ones = ones_temp(c, x->cols);
+        ones = ones_temp(c, F);
         float *ds = tmp && ones ? saga_grad_target(c, s, &beta) : NULL;
         if (!ds) {
             st = saga_ctx_status(c);
             goto fail;
         }
         SAGA_TRY(K->binary_f32(S, SAGA_BINOP_MUL, numel(x), dy->data, x->data, tmp->data));
-        SAGA_TRY(K->gemm_f32(S, false, false, x->rows, 1, x->cols, 1.0f, tmp->data, x->cols,
-                             ones->data, 1, beta, ds, 1));
+        for (int64_t k = 0; k < H; k++) /* head k's columns of tmp times ones: column k of ds */
+            SAGA_TRY(K->gemm_f32(S, false, false, x->rows, 1, F, 1.0f,
+                                 (const float *)tmp->data + k * F, x->cols, ones->data, 1, beta,
+                                 ds + k, H));
     }
 fail:
     saga_ctx_temp_free(c, &tmp);
@@ -1156,23 +1142,22 @@ fail:
 saga_tensor *saga_scale_rows(saga_ctx *c, saga_tensor *x, saga_tensor *s) {
     static const char op[] = "saga_scale_rows";
     if (!live(c) || !arg(c, op, "x", x, SAGA_F32) || !arg(c, op, "s", s, SAGA_F32) ||
-        !has(c, op, K->spmm_f32 && K->binary_f32 && K->gemm_f32 && K->fill_f32,
-             "spmm_f32/binary_f32/gemm_f32"))
+        !has(c, op, K->scale_heads_f32 && K->binary_f32 && K->gemm_f32 && K->fill_f32,
+             "scale_heads_f32/binary_f32/gemm_f32"))
         return NULL;
-    if (s->rows != x->rows || s->cols != 1)
+    if (s->rows != x->rows || s->cols < 1 || x->cols % s->cols)
         return op_err(c, SAGA_ERR_INVALID_ARG,
-                      "saga_scale_rows: s must be %lld x 1 for x of %lld x %lld, got %lld x %lld",
-                      (long long)x->rows, (long long)x->rows, (long long)x->cols,
-                      (long long)s->rows, (long long)s->cols);
+                      "saga_scale_rows: s must be %lld x H, H dividing the %lld columns of x, got "
+                      "%lld x %lld",
+                      (long long)x->rows, (long long)x->cols, (long long)s->rows,
+                      (long long)s->cols);
     saga_tensor *y = saga_ctx_tensor(c, SAGA_F32, x->rows, x->cols);
     if (!y)
         return NULL;
-    if (numel(y)) {
-        saga_csr_dev A;
-        if (kfail(c, op, diag_csr(c, s, &A)) ||
-            kfail(c, op, K->spmm_f32(S, &A, x->cols, 1.0f, x->data, 0.0f, y->data)))
-            return NULL;
-    }
+    if (numel(y) && kfail(c, op,
+                          K->scale_heads_f32(S, x->rows, s->cols, x->cols / s->cols, s->data,
+                                             x->data, 0.0f, y->data)))
+        return NULL;
     return rec(c, y, x, s, scale_rows_bwd, NULL);
 }
 

@@ -120,7 +120,9 @@ SAGA_API saga_tensor *saga_row_sum(saga_ctx *c, saga_tensor *x);
  * (1 + eps) h = saga_add(c, h, saga_scale(c, h, eps)). Gradients: dy s[0] to x, the sum of
  * dy .* x to s. */
 SAGA_API saga_tensor *saga_scale(saga_ctx *c, saga_tensor *x, saga_tensor *s);
-/* x * s where s is n x 1, broadcast across the columns of x (n x m). */
+/* x * s where s is n x H and H divides the m columns of x (n x m): column k of s scales the
+ * columns k m/H .. (k + 1) m/H - 1 of x (with H = 1, each row by its scalar; with heads side by
+ * side, each head's block by its own coefficient). */
 SAGA_API saga_tensor *saga_scale_rows(saga_ctx *c, saga_tensor *x, saga_tensor *s);
 /* Rows idx[k] of x (idx i32, r x 1): r x cols. An index outside [0, rows) is an error. */
 SAGA_API saga_tensor *saga_gather_rows(saga_ctx *c, saga_tensor *x, saga_tensor *idx);

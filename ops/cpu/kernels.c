@@ -341,4 +341,5 @@ const saga_kernels saga_cpu_kernels = {
     .add_scalar_dev_f64 = cpu_add_scalar_dev_f64,
     .sumsq_pinned_f32 = saga_cpu_sumsq_f32, /* synchronous: at once */
     .pagerank_pull_acc_f64 = cpu_pagerank_pull_acc_f64,
+    .scale_heads_f32 = saga_cpu_scale_heads_f32,
 };

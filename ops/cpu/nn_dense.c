@@ -644,6 +644,26 @@ saga_status saga_cpu_scale_f32(saga_stream *s, int64_t n, float a, const float *
     return SAGA_OK;
 }
 
+saga_status saga_cpu_scale_heads_f32(saga_stream *s, int64_t rows, int64_t heads, int64_t F,
+                                     const float *sc, const float *x, float beta, float *y) {
+    saga_cpu_stream_drain(s);
+    const int64_t cols = heads * F;
+#pragma omp parallel for schedule(static) num_threads(saga_cpu_nn_threads(s, rows *cols))
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t k = 0; k < heads; k++) {
+            const float a = sc[i * heads + k];
+            const float *xr = x + i * cols + k * F;
+            float *yr = y + i * cols + k * F;
+            if (beta == 0.0f)
+                for (int64_t j = 0; j < F; j++)
+                    yr[j] = a * xr[j];
+            else
+                for (int64_t j = 0; j < F; j++)
+                    yr[j] = a * xr[j] + beta * yr[j];
+        }
+    return SAGA_OK;
+}
+
 saga_status saga_cpu_fill_f32(saga_stream *s, float *x, int64_t n, float v) {
     saga_cpu_stream_drain(s);
 #pragma omp parallel for schedule(static) num_threads(saga_cpu_nn_threads(s, n))

@@ -49,6 +49,8 @@ saga_status saga_cpu_dropout_f32(saga_stream *s, int64_t n, float p, uint64_t se
                                  const float *x, float *y);
 saga_status saga_cpu_binary_f32(saga_stream *s, saga_binop op, int64_t n, const float *x,
                                 const float *y, float *z);
+saga_status saga_cpu_scale_heads_f32(saga_stream *s, int64_t rows, int64_t heads, int64_t F,
+                                     const float *sc, const float *x, float beta, float *y);
 saga_status saga_cpu_scale_f32(saga_stream *s, int64_t n, float a, const float *x, float b,
                                float *y);
 saga_status saga_cpu_fill_f32(saga_stream *s, float *x, int64_t n, float v);

@@ -1133,6 +1133,7 @@ static const saga_kernels cuda_kernels = {
     .add_scalar_dev_f64 = saga_cuda_add_scalar_dev_f64,
     .sumsq_pinned_f32 = saga_cuda_sumsq_pinned_f32,
     .pagerank_pull_acc_f64 = saga_cuda_pagerank_pull_acc_f64,
+    .scale_heads_f32 = saga_cuda_scale_heads_f32,
 };
 
 // Entry point (see backend_impl.h): fills be's table, kernels, context, name and device_total. On

@@ -409,6 +409,8 @@ saga_status saga_cuda_binary_f32(saga_stream *s, saga_binop op, int64_t n, const
                                  const float *y, float *z);
 saga_status saga_cuda_half_to_f32(saga_stream *s, int64_t n, const uint16_t *x, bool bf16,
                                   float *y);
+saga_status saga_cuda_scale_heads_f32(saga_stream *s, int64_t rows, int64_t heads, int64_t F,
+                                      const float *sc, const float *x, float beta, float *y);
 saga_status saga_cuda_scale_f32(saga_stream *s, int64_t n, float a, const float *x, float b,
                                 float *y);
 saga_status saga_cuda_fill_f32(saga_stream *s, float *x, int64_t n, float v);
