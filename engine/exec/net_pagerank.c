@@ -394,8 +394,8 @@ saga_status saga_net_pagerank(saga_net *n, double damping, double tol, int max_i
         damping, tol, max_iter);
     SAGA_CHECK(n->n > 0, SAGA_ERR_INVALID_ARG, "saga_net_pagerank: the graph has no vertices");
     const saga_kernels *K = n->be->kernels;
-    SAGA_CHECK(K->mul_f64 && K->dot_f64 && K->fill_f64 && K->dot_acc_f64 &&
-                   K->pagerank_pull_f64 && K->pagerank_pull_acc_f64,
+    SAGA_CHECK(K->mul_f64 && K->dot_f64 && K->fill_f64 && K->dot_acc_f64 && K->pagerank_pull_f64 &&
+                   K->pagerank_pull_acc_f64,
                SAGA_ERR_UNSUPPORTED, "saga_net_pagerank: backend %s lacks the f64 kernels",
                n->be->name);
     SAGA_CHECK(!n->hx || n->hx->deg_off, SAGA_ERR_INVALID_ARG,
