@@ -10,9 +10,9 @@
  * scalar and MLP two linear layers with a relu between them. Two layers (the first followed by a
  * relu), dropout before each, the net's cross-entropy loss (saga_net_set_loss_cross_entropy),
  * Adam. Prints one line per epoch (unless --quiet) and at the end the test accuracy at the epoch
- * with the best validation accuracy, as `test_accuracy=...`. Under mpirun DIR may be a shard directory (`saga partition --data DIR
- * --shards R`): each rank then reads its own shard alone and trains on its local graph, the halo's
- * rows coming from their owners before each aggregation. */
+ * with the best validation accuracy, as `test_accuracy=...`. Under mpirun DIR may be a shard
+ * directory (`saga partition --data DIR --shards R`): each rank then reads its own shard alone and
+ * trains on its local graph, the halo's rows coming from their owners before each aggregation. */
 #include <saga/saga.h>
 
 #include <math.h>
