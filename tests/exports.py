@@ -22,7 +22,7 @@ def declared(prefix, work):
     aux = os.path.join(work, "api.aux")
     with open(src, "w") as f:
         f.write("#include <saga/saga.h>\n")
-    cc = os.environ.get("CC", "cc")
+    cc = shutil.which("gcc") or "cc"  # -aux-info is GCC's
     subprocess.run([cc, "-std=c11", "-I", os.path.join(prefix, "include"), "-aux-info", aux,
                     "-S", "-o", os.devnull, src], check=True)
     names = {}
