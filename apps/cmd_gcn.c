@@ -303,6 +303,7 @@ static int gcn_main(int argc, char **argv) {
     double lr = 0.01, dropout = 0.5, weight_decay = 5e-4;
     /* a model's own defaults, for what was not given */
     bool given_hidden = false, given_lr = false, given_dropout = false, given_decay = false;
+    bool given_heads = false, given_aggr = false;
     int model = GCN_MODEL_GCN;
     int o;
     cli_begin(&c, &cli_cmd_gcn, argc, argv);
@@ -322,9 +323,10 @@ static int gcn_main(int argc, char **argv) {
             break;
         case OPT_HEADS:
             if (!(bad = cli_int(&c, "--heads", arg, 1, 1 << 10, &v)))
-                go.heads = (int)v;
+                go.heads = (int)v, given_heads = true;
             break;
         case OPT_AGGR:
+            given_aggr = true;
             if (strcmp(arg, "mean") == 0)
                 go.aggr = SAGA_GATHER_MEAN;
             else if (strcmp(arg, "max") == 0)
@@ -427,6 +429,10 @@ static int gcn_main(int argc, char **argv) {
     if (o == CLI_EXIT)
         return c.exit_code;
     go.model = (gcn_model)model;
+    if (given_heads && go.model != GCN_MODEL_GAT)
+        return cli_usage(&c, "--heads applies to --model gat");
+    if (given_aggr && go.model != GCN_MODEL_SAGE)
+        return cli_usage(&c, "--aggr applies to --model sage");
     const gcn_opts md = gcn_opts_model(go.model);
     if (!given_hidden)
         go.hidden = md.hidden;

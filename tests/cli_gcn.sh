@@ -133,6 +133,10 @@ expect 2 "$SAGA_BIN" gcn --data "$TMP/cit" --model gnn
 expect_err "--model must be gcn, gat, sage or gin"
 expect 2 "$SAGA_BIN" gcn --data "$TMP/cit" --model sage --aggr median
 expect_err "--aggr must be mean, max or sum"
+expect 2 "$SAGA_BIN" gcn --data "$TMP/cit" --heads 4
+expect_err "--heads applies to --model gat"
+expect 2 "$SAGA_BIN" gcn --data "$TMP/cit" --model gin --aggr max
+expect_err "--aggr applies to --model sage"
 
 # a budget far too small stops at parts of about 8 vertices, one error line and no partitioner
 # chatter
