@@ -38,12 +38,12 @@ static void ce_free(void *p) {
     saga_free(L->rows);
 }
 
-saga_status saga_net_set_loss_cross_entropy(saga_net *n, const int32_t *labels, const int32_t *rows,
-                                            int64_t n_rows) {
+/* The loss's state on this rank alone: the listed rows checked, counted and marked, the labels
+ * copied (only the listed rows' are read). */
+static saga_status ce_new(const saga_net *n, const int32_t *labels, const int32_t *rows,
+                          int64_t n_rows, ce_loss **out) {
     saga_status st = SAGA_OK;
     ce_loss *L = NULL;
-    SAGA_CHECK(n && labels && (rows || n_rows == 0) && n_rows >= 0, SAGA_ERR_INVALID_ARG,
-               "saga_net_set_loss_cross_entropy: net, labels and rows must be given");
     const int32_t nv = n->n;
     SAGA_CHECK((L = saga_calloc(1, sizeof *L)), SAGA_ERR_OUT_OF_MEMORY,
                "saga_net_set_loss_cross_entropy: no memory");
@@ -61,11 +61,31 @@ saga_status saga_net_set_loss_cross_entropy(saga_net *n, const int32_t *labels, 
         L->n_listed += !L->listed[rows[i]];
         L->listed[rows[i]] = 1;
     }
-    /* unlisted vertices are never read; 0 keeps every entry a class */
-    for (int32_t v = 0; v < nv; v++)
-        L->labels[v] = labels[v] >= 0 ? labels[v] : 0;
-    if (n->hx) /* over shards each rank lists its own rows: the mean is over all of them */
-        SAGA_TRY(saga_comm_allreduce(n->hx->comm, &L->n_listed, 1, SAGA_I64, SAGA_COMM_SUM, NULL));
+    memcpy(L->labels, labels, (size_t)nv * sizeof *labels);
+    *out = L;
+    return SAGA_OK;
+fail:
+    if (L) {
+        ce_free(L);
+        saga_free(L);
+    }
+    return st;
+}
+
+saga_status saga_net_set_loss_cross_entropy(saga_net *n, const int32_t *labels, const int32_t *rows,
+                                            int64_t n_rows) {
+    saga_status st = SAGA_OK;
+    ce_loss *L = NULL;
+    SAGA_CHECK(n && labels && (rows || n_rows == 0) && n_rows >= 0, SAGA_ERR_INVALID_ARG,
+               "saga_net_set_loss_cross_entropy: net, labels and rows must be given");
+    st = ce_new(n, labels, rows, n_rows, &L);
+    if (n->hx) { /* over shards each rank lists its own rows: the mean is over all of them */
+        st = saga_comm_agree(n->hx->comm, st); /* no rank waits below for one that failed */
+        if (st == SAGA_OK)
+            st = saga_comm_allreduce(n->hx->comm, &L->n_listed, 1, SAGA_I64, SAGA_COMM_SUM, NULL);
+    }
+    if (st < 0)
+        goto fail;
     SAGA_CHECK(L->n_listed > 0, SAGA_ERR_INVALID_ARG,
                "saga_net_set_loss_cross_entropy: no row is listed");
     SAGA_TRY(saga_net_set_loss_rows(n, rows, n_rows));

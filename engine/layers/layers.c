@@ -5,7 +5,6 @@
 #include "nn_impl.h"
 
 #include <stdio.h>
-#include <string.h>
 
 saga_layer_opts saga_layer_opts_defaults(void) {
     return (saga_layer_opts){.dropout = 0.0f,
