@@ -397,8 +397,11 @@ static void print_opts(FILE *f, const cli_opt *opts) {
 }
 
 void cli_print_help(const cli_cmd *cmd, FILE *f) {
-    fprintf(f, "usage: saga %s [options]%s%s\n\n", cmd->name, cmd->args ? " " : "",
+    fprintf(f, "usage: saga %s [options]%s%s\n", cmd->name, cmd->args ? " " : "",
             cmd->args ? cmd->args : "");
+    if (cmd->alias)
+        fprintf(f, "       saga %s: the same command\n", cmd->alias);
+    fputc('\n', f);
     wrap(f, cmd->description, 0, 0);
     fputs("\n\noptions:\n", f);
     if (cmd->opts && cmd->opts[0].name)

@@ -76,6 +76,7 @@ enum {
 
 typedef struct cli_cmd {
     const char *name;
+    const char *alias;       /* another name the command answers to, or NULL */
     const char *summary;     /* one line for `saga --help` */
     const char *args;        /* positional arguments for the usage line ("IN OUT.sgr") */
     int min_args, max_args;  /* how many positional arguments are allowed */

@@ -129,6 +129,7 @@ static int gcn_main(int argc, char **argv);
 
 const cli_cmd cli_cmd_gcn = {
     .name = "gcn",
+    .alias = "gnn",
     .summary = "Train a GCN, GAT, GraphSAGE or GIN for node classification",
     .args = NULL,
     .min_args = 0,

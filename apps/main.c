@@ -13,7 +13,8 @@ enum { N_COMMANDS = sizeof commands / sizeof commands[0] };
 
 static const cli_cmd *find(const char *name) {
     for (int i = 0; i < N_COMMANDS; i++)
-        if (strcmp(commands[i]->name, name) == 0)
+        if (strcmp(commands[i]->name, name) == 0 ||
+            (commands[i]->alias && strcmp(commands[i]->alias, name) == 0))
             return commands[i];
     return NULL;
 }
@@ -21,8 +22,12 @@ static const cli_cmd *find(const char *name) {
 static void print_main_help(FILE *f) {
     fprintf(f, "usage: saga [--help | --version] COMMAND [options] [ARGS]\n\n"
                "saga is a graph processing engine for graph neural networks. Commands:\n\n");
-    for (int i = 0; i < N_COMMANDS; i++)
-        fprintf(f, "  %-12s%s\n", commands[i]->name, commands[i]->summary);
+    for (int i = 0; i < N_COMMANDS; i++) {
+        char names[32];
+        snprintf(names, sizeof names, commands[i]->alias ? "%s, %s" : "%s", commands[i]->name,
+                 commands[i]->alias);
+        fprintf(f, "  %-12s%s\n", names, commands[i]->summary);
+    }
     fprintf(f,
             "\n"
             "Every command takes --help, --quiet and --json (the last line on stdout is then one\n"

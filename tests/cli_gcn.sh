@@ -129,6 +129,11 @@ assert abs(a["loss"] - b["loss"]) <= tol * abs(a["loss"]), (a["loss"], b["loss"]
 PY
         fail "gcn --model $m streamed: the first loss differs"
 done
+# `saga gnn` is the same command
+expect 0 "$SAGA_BIN" gcn --data "$TMP/cit" --epochs 3 --json --quiet --model gin
+gcn_loss=$(json_get 'j["loss"]')
+expect 0 "$SAGA_BIN" gnn --data "$TMP/cit" --epochs 3 --json --quiet --model gin
+[ "$(json_get 'j["loss"], j["model"]')" = "$gcn_loss gin" ] || fail "saga gnn: $(json_last)"
 expect 2 "$SAGA_BIN" gcn --data "$TMP/cit" --model gnn
 expect_err "--model must be gcn, gat, sage or gin"
 expect 2 "$SAGA_BIN" gcn --data "$TMP/cit" --model sage --aggr median
