@@ -316,19 +316,6 @@ fail:
     return st;
 }
 
-/* Whether the first layer multiplies its input rows before the aggregation, so that they may be
- * kept as a CSR (saga_net_set_input_auto). */
-static bool input_csr_ok(const gcn_opts *o, int64_t F) {
-    switch (o->model) {
-    case GCN_MODEL_GCN:
-        return o->hidden < F;
-    case GCN_MODEL_SAGE:
-        return o->aggr != SAGA_GATHER_MAX && o->hidden < F;
-    default:
-        return true;
-    }
-}
-
 saga_status gcn_train(gcn_result *out, saga_backend *be, const gcn_data *d, const gcn_opts *o,
                       gcn_epoch_fn on_epoch, void *user) {
     saga_status st = SAGA_OK;
@@ -411,10 +398,8 @@ saga_status gcn_train(gcn_result *out, saga_backend *be, const gcn_data *d, cons
     SAGA_TRY(saga_net_set_loss_cross_entropy(net, d->labels, d->train, d->n_train));
     if (sparse)
         SAGA_TRY(saga_net_set_input_csr(net, d->x_offsets, d->x_indices, d->x_values, F));
-    else if (input_csr_ok(o, F)) /* the first layer multiplies a CSR before the aggregation */
+    else /* a CSR when the first layer multiplies before it aggregates (saga_net_set_dense_rows) */
         SAGA_TRY(saga_net_set_input_auto(net, x, F, o->sparse_below));
-    else
-        SAGA_TRY(saga_net_set_input(net, x, F));
 
     int64_t done = 0;
     if (o->resume) {

@@ -651,7 +651,10 @@ static void test_layers_cross_entropy_loss(void **state) {
 
 /* ---- errors --------------------------------------------------------------------------------- */
 
-/* Input the layer cannot take from a CSR: the pass fails, naming the layer and the way out. */
+/* A layer that aggregates its input before multiplying marks its first stage as taking dense
+ * rows (saga_net_set_dense_rows): a CSR is refused when the net first runs, and dense rows
+ * through saga_net_set_input_auto stay dense, even at a density bound of 1; a layer that
+ * multiplies first gets them as a CSR. */
 static void test_layers_sparse_input_refused(void **state) {
     (void)state;
     fixture_make();
@@ -662,15 +665,34 @@ static void test_layers_sparse_input_refused(void **state) {
     saga_layer_opts lo = saga_layer_opts_defaults();
     lo.project_first = 0;
     assert_int_equal(run_layer(saga_gcn_add, &lo, 20, true, RUN_SPARSE, out, &m, be, NULL),
-                     SAGA_ERR_INVALID_ARG);
-    saga_test_assert_error_contains("GCN layer layer", "project_first to 1", NULL);
+                     SAGA_ERR_UNSUPPORTED);
+    saga_test_assert_error_contains("first stage needs dense rows", NULL);
     saga_model_free(&m);
     lo = saga_layer_opts_defaults();
     lo.aggr = SAGA_GATHER_MAX;
     assert_int_equal(run_layer(saga_sage_add, &lo, 5, false, RUN_SPARSE, out, &m, be, NULL),
-                     SAGA_ERR_INVALID_ARG);
-    saga_test_assert_error_contains("GraphSAGE layer layer", "sparse input rows", NULL);
+                     SAGA_ERR_UNSUPPORTED);
+    saga_test_assert_error_contains("first stage needs dense rows", NULL);
     saga_model_free(&m);
+    for (int first = 0; first <= 1; first++) {
+        saga_ctx *c = NULL;
+        saga_net *net = NULL;
+        assert_int_equal(saga_ctx_new(&c, be, 7), SAGA_OK);
+        assert_int_equal(saga_model_new(&m, be), SAGA_OK);
+        assert_int_equal(saga_net_new(&net, c, fx.g, NULL), SAGA_OK);
+        lo = saga_layer_opts_defaults();
+        lo.project_first = first;
+        assert_int_equal(saga_gcn_add(net, m, "layer", F, 5, &lo), SAGA_OK);
+        assert_int_equal(saga_net_set_input_auto(net, fx.x, F, 1.0), SAGA_OK);
+        assert_int_equal(saga_net_forward(net, out), SAGA_OK);
+        saga_net_stats st;
+        saga_net_get_stats(net, &st);
+        assert_int_equal(st.input_packed, first);
+        assert_int_equal(st.sparse_input, first);
+        saga_net_free(&net);
+        saga_model_free(&m);
+        saga_ctx_free(&c);
+    }
     free(out);
     saga_backend_free_all(&be);
 }

@@ -541,8 +541,9 @@ static void test_net_input_auto(void **state) {
 }
 
 /* saga_net_set_input_auto's refusals and later calls: a bound outside [0, 1], a net given a CSR;
- * a program first keeps the rows dense; after a run on the CSR new values with the same non-zero
- * counts are taken (and change the output), changed counts are refused. */
+ * a program first keeps the rows dense (and cannot be marked by saga_net_set_dense_rows); after a
+ * run on the CSR new values with the same non-zero counts are taken (and change the output),
+ * changed counts are refused. */
 static void test_net_input_auto_calls(void **state) {
     (void)state;
     data_load();
@@ -565,6 +566,10 @@ static void test_net_input_auto_calls(void **state) {
     assert_int_equal(saga_net_set_input_auto(net, D.x, D.F, 1.0), SAGA_OK);
     assert_int_equal(saga_net_set_input_csr(net, off, NULL, NULL, D.F),
                      SAGA_ERR_INVALID_ARG); /* the net's input is dense */
+    assert_int_equal(saga_net_set_dense_rows(net), SAGA_ERR_INVALID_ARG); /* not a vertex stage */
+    saga_net_free(&net);
+    assert_int_equal(saga_net_new(&net, c, D.g, &no), SAGA_OK);
+    assert_int_equal(saga_net_set_dense_rows(net), SAGA_ERR_INVALID_ARG); /* no stage */
     saga_net_free(&net);
 
     assert_int_equal(saga_net_new(&net, c, D.g, &no), SAGA_OK);

@@ -97,6 +97,19 @@ fail:
     return st;
 }
 
+saga_status saga_net_set_dense_rows(saga_net *n) {
+    saga_status st = SAGA_OK;
+    SAGA_CHECK(n && n->n_stages > 0 && n->stages[n->n_stages - 1].kind == STAGE_VERTEX,
+               SAGA_ERR_INVALID_ARG,
+               "saga_net_set_dense_rows: the last stage added must be a "
+               "vertex stage (saga_net_add_vertex)");
+    SAGA_CHECK(!n->ready, SAGA_ERR_INVALID_ARG,
+               "saga_net_set_dense_rows: stages must be marked before the first run");
+    n->stages[n->n_stages - 1].dense_rows = true;
+fail:
+    return st;
+}
+
 saga_status saga_net_add_program(saga_net *n, const saga_program *p, void *layer,
                                  int64_t out_cols) {
     saga_status st = SAGA_OK;
@@ -279,7 +292,8 @@ saga_status saga_net_set_input_auto(saga_net *n, const float *x, int64_t cols, d
                "saga_net_set_input_auto: max_density %g is outside [0, 1]", max_density);
     SAGA_CHECK(!n->sparse || n->packed, SAGA_ERR_INVALID_ARG,
                "saga_net_set_input_auto: the net's input is a CSR (saga_net_set_input_csr)");
-    if (n->x || n->n_stages == 0 || n->stages[0].kind != STAGE_VERTEX || cols > INT32_MAX)
+    if (n->x || n->n_stages == 0 || n->stages[0].kind != STAGE_VERTEX || n->stages[0].dense_rows ||
+        cols > INT32_MAX)
         return saga_net_set_input(n, x, cols);
     const int64_t total = (int64_t)n->n * cols;
     SAGA_TRY(saga_alloc_array((void **)&off, (size_t)n->n + 1, sizeof *off, "input offsets"));
@@ -1148,6 +1162,9 @@ static saga_status prep_budget(saga_net *n, prep *p) {
                "saga_net: needs stages and input rows (saga_net_set_input) before running");
     SAGA_CHECK(!n->sparse || n->stages[0].kind == STAGE_VERTEX, SAGA_ERR_UNSUPPORTED,
                "saga_net: sparse input needs a vertex stage first (a program gathers dense rows)");
+    SAGA_CHECK(!n->sparse || !n->stages[0].dense_rows, SAGA_ERR_UNSUPPORTED,
+               "saga_net: sparse input rows, but the first stage needs dense rows "
+               "(saga_net_set_dense_rows)");
 
     saga_backend_get_stats(n->be, &p->bs);
     p->budget = p->bs.budget_bytes;

@@ -22,7 +22,8 @@ typedef struct stage {
     saga_apply_vertex_fn fn;
     void *layer;
     int64_t in_cols, out_cols;
-    uint64_t rng; /* the dropout counter when the stage's forward pass began */
+    uint64_t rng;    /* the dropout counter when the stage's forward pass began */
+    bool dense_rows; /* STAGE_VERTEX: its function needs v->self (saga_net_set_dense_rows) */
 } stage;
 
 /* Rows that the host gathers from an array into a buffer (net_rows_pack): src[rows[i]]. */

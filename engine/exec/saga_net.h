@@ -184,6 +184,13 @@ SAGA_API saga_status saga_net_add_vertex(saga_net *n, saga_apply_vertex_fn fn, v
                                          int64_t out_cols);
 SAGA_API saga_status saga_net_add_program(saga_net *n, const saga_program *p, void *layer,
                                           int64_t out_cols);
+/* The last stage added, a vertex stage, needs dense rows (v->self): its function cannot take
+ * sparse input rows (v->sparse). saga_net_set_input_auto then keeps dense rows dense, and a net
+ * given a CSR whose first stage is so marked is refused when it first runs
+ * (SAGA_ERR_UNSUPPORTED). A layer that aggregates its input before multiplying marks its first
+ * stage so. Before the first run; SAGA_ERR_INVALID_ARG when the last stage is not a vertex
+ * stage. */
+SAGA_API saga_status saga_net_set_dense_rows(saga_net *n);
 SAGA_API saga_status saga_net_set_loss(saga_net *n, saga_net_loss_fn fn, void *user);
 /* The vertices (graph ids, any order, copied) whose rows alone the loss sees (ids[i] names its
  * row i; the others' gradients are zero); a pass computes only what those read. NULL or 0: every
@@ -218,7 +225,8 @@ SAGA_API saga_status saga_net_set_input_csr(saga_net *n, const int64_t *offsets,
                                             int64_t cols);
 /* Dense rows (as saga_net_set_input) that the net keeps as a CSR (as saga_net_set_input_csr)
  * when at most max_density of their entries are non-zero and the first stage, added before this
- * call, is a vertex stage, whose function must then take v->sparse: bag-of-words features handed
+ * call, is a vertex stage not marked by saga_net_set_dense_rows, whose function must then take
+ * v->sparse: bag-of-words features handed
  * over dense then move and multiply as their non-zeros alone, the CSR made once here. Otherwise
  * the rows stay dense; saga_net_stats.input_packed says which was chosen. Call again when the
  * values change: the first call's choice is kept, and a net that ran on the CSR needs each row's

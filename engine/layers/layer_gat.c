@@ -7,10 +7,8 @@
 #include "layers_impl.h"
 
 #include <math.h>
-#include <stdio.h>
 
 typedef struct gat_layer {
-    char name[64];
     int64_t heads, out; /* out: columns per head */
     saga_tensor *W, *att_src, *att_dst, *b;
     float dropout, attn_dropout, slope;
@@ -73,7 +71,6 @@ saga_status saga_gat_add(saga_net *net, saga_model *m, const char *name, int64_t
     SAGA_CHECK(lo.heads >= 1 && lo.heads * out <= INT32_MAX && isfinite(lo.leaky_slope),
                SAGA_ERR_INVALID_ARG, "GAT layer %s: heads must be >= 1, got %lld", name,
                (long long)lo.heads);
-    snprintf(l->name, sizeof l->name, "%s", name);
     l->heads = lo.heads;
     l->out = out;
     l->dropout = lo.dropout;

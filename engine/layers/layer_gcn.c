@@ -3,10 +3,7 @@
  * W when it did not go first, adds the bias and the activation. */
 #include "layers_impl.h"
 
-#include <stdio.h>
-
 typedef struct gcn_layer {
-    char name[64];
     saga_tensor *W, *b;
     bool project_first;
     float dropout;
@@ -17,12 +14,7 @@ typedef struct gcn_layer {
  * dropped on their non-zeros and multiplied sparse x dense. */
 static saga_tensor *gcn_rows(saga_ctx *c, const saga_vertex_in *v, void *layer) {
     const gcn_layer *l = layer;
-    if (v->sparse) {
-        if (!l->project_first)
-            return layer_fail(c,
-                              "GCN layer %s: sparse input rows are multiplied before the "
-                              "aggregation: set project_first to 1",
-                              l->name);
+    if (v->sparse) { /* project_first: a stage aggregating first takes dense rows alone */
         saga_sparse x = saga_sparse_dropout(c, v->sparse, l->dropout);
         return x.values ? saga_spmm(c, &x, l->W) : NULL;
     }
@@ -50,7 +42,6 @@ saga_status saga_gcn_add(saga_net *net, saga_model *m, const char *name, int64_t
     saga_layer_opts lo;
     gcn_layer *l = NULL;
     SAGA_TRY(layer_begin(net, m, "GCN layer", name, in, out, o, &lo, sizeof *l, (void **)&l));
-    snprintf(l->name, sizeof l->name, "%s", name);
     l->project_first = lo.project_first == 1 || (lo.project_first == -1 && out < in);
     l->dropout = lo.dropout;
     l->act = lo.act;
@@ -58,6 +49,8 @@ saga_status saga_gcn_add(saga_net *net, saga_model *m, const char *name, int64_t
         !(l->b = layer_param(m, name, "bias", 1, out, SAGA_INIT_ZEROS, 0)))
         return layer_param_failed();
     SAGA_TRY(saga_net_add_vertex(net, gcn_rows, l, l->project_first ? out : in));
+    if (!l->project_first)
+        SAGA_TRY(saga_net_set_dense_rows(net));
     SAGA_TRY(saga_net_add_program(net, &GCN_PROGRAM, l, out));
 fail:
     return st;

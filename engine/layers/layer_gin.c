@@ -5,8 +5,6 @@
  * then runs the rest of the MLP. */
 #include "layers_impl.h"
 
-#include <stdio.h>
-
 typedef struct gin_layer {
     saga_tensor *W1, *b1, *W2, *b2, *eps;
     float dropout;

@@ -5,10 +5,7 @@
  * batched path) and ApplyVertex multiplies both sides. */
 #include "layers_impl.h"
 
-#include <stdio.h>
-
 typedef struct sage_layer {
-    char name[64];
     int64_t out;
     saga_tensor *W_self, *W_neigh, *b;
     bool project_first;
@@ -18,12 +15,7 @@ typedef struct sage_layer {
 
 static saga_tensor *sage_rows(saga_ctx *c, const saga_vertex_in *v, void *layer) {
     const sage_layer *l = layer;
-    if (v->sparse) {
-        if (!l->project_first)
-            return layer_fail(c,
-                              "GraphSAGE layer %s: sparse input rows need the mean or the sum "
-                              "and the products before the aggregation (project_first 1)",
-                              l->name);
+    if (v->sparse) { /* project_first: a stage aggregating first takes dense rows alone */
         saga_sparse x = saga_sparse_dropout(c, v->sparse, l->dropout);
         if (!x.values)
             return NULL;
@@ -74,7 +66,6 @@ saga_status saga_sage_add(saga_net *net, saga_model *m, const char *name, int64_
                "GraphSAGE layer %s: the maximum does not commute with the weights "
                "(project_first 1)",
                name);
-    snprintf(l->name, sizeof l->name, "%s", name);
     l->out = out;
     l->project_first = lo.aggr != SAGA_GATHER_MAX &&
                        (lo.project_first == 1 || (lo.project_first == -1 && out < in));
@@ -87,6 +78,8 @@ saga_status saga_sage_add(saga_net *net, saga_model *m, const char *name, int64_
         return layer_param_failed();
     int64_t rows = l->project_first ? 2 * out : in;
     SAGA_TRY(saga_net_add_vertex(net, sage_rows, l, rows));
+    if (!l->project_first)
+        SAGA_TRY(saga_net_set_dense_rows(net));
     SAGA_TRY(saga_net_add_program(net, &SAGE_PROGRAMS[lo.aggr], l, out));
 fail:
     return st;
