@@ -29,6 +29,7 @@
 #include "saga_nn.h"
 #include "saga_partition.h"
 #include "saga_program.h"
+#include "saga_sample.h"
 #include "saga_shards.h"
 #include "saga_status.h"
 #include "saga_tensor.h"

@@ -1,0 +1,106 @@
+/* saga_sample.h - neighbour sampling for mini-batch training: from a batch of seed vertices, hop
+ * by hop, a uniform sample without replacement of each destination's in-neighbours, into one
+ * bipartite block per layer (the sampled in-edges of the layer's destination rows, its sources
+ * renumbered), as GraphSAGE, PyG's NeighborLoader and DGL's samplers draw them.
+ *
+ *   int32_t fanouts[2] = {15, 10}; // hop 1 from the seeds: 15 in-neighbours each; hop 2: 10
+ *   saga_sampler_opts so = saga_sampler_opts_defaults();
+ *   so.seed = 1;
+ *   so.self_loops = SAGA_DGRAPH_SELF_LOOPS_ADD; // GCN's A + I, normalised by the full graph's
+ *   so.weight = SAGA_WEIGHT_SYMNORM;            // degrees (so.degrees)
+ *   SAGA_TRY(saga_sampler_new(&s, g, fanouts, 2, &so));
+ *   for (uint64_t b = 0; b < n_batches; b++) {
+ *       SAGA_TRY(saga_sampler_sample(s, seeds + b * B, B, b, &smp));
+ *       // smp->ids: the graph ids of the input rows (seeds first); smp->blocks[0] the first
+ *       // layer, its sources those rows; smp->blocks[1] the last, its destinations the seeds
+ *       saga_sample_free(&smp);
+ *   }
+ *   saga_sampler_free(&s);
+ *
+ * A sample depends on the graph, the fan-outs, the options, the seed vertices and the batch index
+ * alone: the same bits on any thread count. A sampler is used by one thread at a time; threads
+ * that sample concurrently each use their own (on the same graph).
+ */
+#pragma once
+
+#include "saga_api.h"
+#include "saga_graph.h"
+#include "saga_program.h"
+#include "saga_status.h"
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The degrees of SAGA_WEIGHT_SYMNORM's 1 / sqrt(deg_in(v) deg_out(u)). */
+typedef enum saga_sample_degrees {
+    SAGA_SAMPLE_DEGREES_FULL = 0, /* the whole graph's, as a full-graph net places it (its
+                                   * self-loops as saga_sampler_opts.self_loops says) */
+    SAGA_SAMPLE_DEGREES_SAMPLED,  /* counted in the layer's block: the destination's sampled
+                                   * in-edges, the source's sampled out-edges */
+    SAGA_SAMPLE_DEGREES_COUNT
+} saga_sample_degrees;
+
+typedef struct saga_sampler_opts {
+    uint64_t seed; /* of every draw (1) */
+    /* KEEP (the default): a destination's in-edges are sampled as the graph has them, self-loops
+     * included. ADD: the graph's self-loops are not sampled, and each destination's block row
+     * holds one edge from itself beside its sampled in-neighbours (not counted in the fan-out). */
+    saga_dgraph_self_loops self_loops;
+    /* The blocks' edge values: NONE (the default: no values), GRAPH (the graph's weights, 1
+     * without; an added self-loop has the weight of the vertex's own loop, or 1), SYMNORM. */
+    saga_edge_weight weight;
+    saga_sample_degrees degrees; /* SYMNORM's degrees (FULL) */
+} saga_sampler_opts;
+
+SAGA_API saga_sampler_opts saga_sampler_opts_defaults(void);
+
+/* One layer's edges: destination rows 0 .. n_dst - 1 are source rows 0 .. n_dst - 1 (the rows of
+ * a layer's destinations come first among its sources), so a layer's output rows are the next
+ * layer's first input rows. */
+typedef struct saga_sample_block {
+    int32_t n_dst, n_src;
+    int64_t n_edges;
+    int64_t *offsets; /* n_dst + 1: destination i's edges are offsets[i] .. offsets[i + 1] - 1 */
+    int32_t *src;     /* n_edges source rows, each row's in the order of the graph's sources */
+    float *values;    /* n_edges edge values, or NULL (SAGA_WEIGHT_NONE) */
+} saga_sample_block;
+
+typedef struct saga_sample {
+    int32_t n_layers;
+    /* blocks[0]: the first layer, its sources the input rows (n_ids); blocks[n_layers - 1]: the
+     * last, its destinations the seeds; blocks[l].n_dst == blocks[l + 1].n_src. */
+    saga_sample_block *blocks;
+    int32_t n_ids;
+    /* n_ids graph ids of the rows: the seeds in the order given, then each hop's new sources in
+     * the order they first appear in its edges */
+    int32_t *ids;
+    int64_t n_edges; /* over every block */
+} saga_sample;
+
+typedef struct saga_sampler saga_sampler;
+
+/* A sampler of g's in-neighbours (g not owned; it must outlive the sampler): n_layers hops with
+ * fanouts[h] in-neighbours per destination at hop h + 1 from the seeds (fanouts[0]: the seeds'
+ * own, the last layer's block), -1 for all of them; a destination with fewer has them all. o: NULL
+ * for the defaults. SAGA_ERR_INVALID_ARG for n_layers outside 1..64, a fan-out that is neither
+ * -1 nor in 1..2^24, or options out of range. */
+SAGA_API saga_status saga_sampler_new(saga_sampler **out, const saga_graph *g,
+                                      const int32_t *fanouts, int32_t n_layers,
+                                      const saga_sampler_opts *o);
+SAGA_API void saga_sampler_free(saga_sampler **s);
+
+/* The sample of the batch whose seeds are seeds[0 .. n_seeds - 1] (distinct graph ids) and whose
+ * index is batch (it keys the draws: a vertex is sampled anew in each batch and hop). The caller
+ * owns *out (saga_sample_free). SAGA_ERR_INVALID_ARG for no seed, a seed outside 0..n-1 or given
+ * twice. */
+SAGA_API saga_status saga_sampler_sample(saga_sampler *s, const int32_t *seeds, int64_t n_seeds,
+                                         uint64_t batch, saga_sample **out);
+/* Frees *b and sets it to NULL; accepts NULL. */
+SAGA_API void saga_sample_free(saga_sample **b);
+
+#ifdef __cplusplus
+}
+#endif

@@ -1,0 +1,389 @@
+/* sample.c - neighbour sampling into bipartite blocks (saga_sample.h).
+ *
+ * Hop h builds block n_layers - 1 - h. Its destinations are every row the sample holds so far;
+ * each draws its in-neighbours on its own, from a random stream keyed by (seed, batch, hop,
+ * vertex), so threads may take destinations in any order. Floyd's algorithm picks k distinct
+ * positions of a row with k draws (a hash set of the picks in per-thread scratch); the picks are
+ * sorted, so a row's sources keep the graph's order. Then one pass in edge order gives each new
+ * source the next row, which makes the numbering, and the whole sample, independent of the thread
+ * count. */
+#include "saga_sample.h"
+
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { MAX_LAYERS = 64, MAX_FANOUT = 1 << 24 };
+
+struct saga_sampler {
+    const saga_graph *g;
+    saga_csr in, out;
+    int32_t n_layers;
+    int32_t fanouts[MAX_LAYERS];
+    saga_sampler_opts o;
+    int32_t *loc;    /* n: the vertex's row in the sample being built, or -1 */
+    int32_t *loops;  /* n self-loops in each vertex's in-row (self_loops ADD), or NULL */
+    int64_t set_cap; /* a thread's hash set of picks: a power of two >= 2 x the largest fan-out */
+    int64_t per_thread;
+    int n_threads;
+    int64_t *scratch; /* n_threads x per_thread: the set, then the picks */
+};
+
+saga_sampler_opts saga_sampler_opts_defaults(void) {
+    return (saga_sampler_opts){.seed = 1,
+                               .self_loops = SAGA_DGRAPH_SELF_LOOPS_KEEP,
+                               .weight = SAGA_WEIGHT_NONE,
+                               .degrees = SAGA_SAMPLE_DEGREES_FULL};
+}
+
+/* ---- random streams ------------------------------------------------------------------------ */
+
+static inline uint64_t mix64(uint64_t z) {
+    z += 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* splitmix64: the next draw of stream *s */
+static inline uint64_t next64(uint64_t *s) {
+    *s += 0x9e3779b97f4a7c15ull;
+    uint64_t z = *s;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* Uniform in 0 .. n - 1 (n >= 1), without bias: Lemire's multiply-shift with rejection. */
+static inline uint64_t below(uint64_t *s, uint64_t n) {
+    unsigned __int128 m = (unsigned __int128)next64(s) * n;
+    uint64_t low = (uint64_t)m;
+    if (low < n) {
+        uint64_t t = (0 - n) % n;
+        while (low < t) {
+            m = (unsigned __int128)next64(s) * n;
+            low = (uint64_t)m;
+        }
+    }
+    return (uint64_t)(m >> 64);
+}
+
+/* ---- the sampler ----------------------------------------------------------------------------- */
+
+saga_status saga_sampler_new(saga_sampler **out, const saga_graph *g, const int32_t *fanouts,
+                             int32_t n_layers, const saga_sampler_opts *o) {
+    saga_status st = SAGA_OK;
+    saga_sampler *s = NULL;
+    SAGA_CHECK(out && g && fanouts, SAGA_ERR_INVALID_ARG,
+               "saga_sampler_new: out, graph and fan-outs must be given");
+    *out = NULL;
+    SAGA_CHECK(n_layers >= 1 && n_layers <= MAX_LAYERS, SAGA_ERR_INVALID_ARG,
+               "saga_sampler_new: %d layers, expected 1..%d", (int)n_layers, MAX_LAYERS);
+    saga_sampler_opts opts = o ? *o : saga_sampler_opts_defaults();
+    SAGA_CHECK((unsigned)opts.self_loops < SAGA_DGRAPH_SELF_LOOPS_COUNT &&
+                   (unsigned)opts.weight < SAGA_WEIGHT_COUNT &&
+                   (unsigned)opts.degrees < SAGA_SAMPLE_DEGREES_COUNT,
+               SAGA_ERR_INVALID_ARG, "saga_sampler_new: options out of range");
+    int32_t widest = 0;
+    for (int32_t h = 0; h < n_layers; h++) {
+        SAGA_CHECK(fanouts[h] == -1 || (fanouts[h] >= 1 && fanouts[h] <= MAX_FANOUT),
+                   SAGA_ERR_INVALID_ARG,
+                   "saga_sampler_new: fan-out %d of hop %d: expected -1 (all) or 1..%d",
+                   (int)fanouts[h], (int)h + 1, MAX_FANOUT);
+        widest = fanouts[h] > widest ? fanouts[h] : widest;
+    }
+    SAGA_TRY(saga_alloc_zeroed((void **)&s, 1, sizeof *s, "sampler"));
+    s->g = g;
+    s->in = saga_graph_in(g);
+    s->out = saga_graph_out(g);
+    s->n_layers = n_layers;
+    memcpy(s->fanouts, fanouts, (size_t)n_layers * sizeof *fanouts);
+    s->o = opts;
+    const int32_t n = s->in.n_rows;
+    SAGA_TRY(saga_alloc_array((void **)&s->loc, (size_t)n + 1, sizeof *s->loc, "sample rows"));
+    for (int32_t v = 0; v < n; v++)
+        s->loc[v] = -1;
+    if (opts.self_loops == SAGA_DGRAPH_SELF_LOOPS_ADD) {
+        SAGA_TRY(
+            saga_alloc_zeroed((void **)&s->loops, (size_t)n + 1, sizeof *s->loops, "self-loops"));
+        for (int32_t v = 0; v < n; v++)
+            for (int64_t k = s->in.offsets[v]; k < s->in.offsets[v + 1]; k++)
+                s->loops[v] += s->in.indices[k] == v;
+    }
+    if (widest > 0) {
+        s->set_cap = 1;
+        while (s->set_cap < 2 * (int64_t)widest)
+            s->set_cap *= 2;
+        s->per_thread = s->set_cap + widest;
+        s->n_threads = omp_get_max_threads();
+        SAGA_TRY(saga_alloc_array((void **)&s->scratch, (size_t)s->n_threads * s->per_thread,
+                                  sizeof *s->scratch, "sampling scratch"));
+    }
+    *out = s;
+    return SAGA_OK;
+fail:
+    saga_sampler_free(&s);
+    return st;
+}
+
+void saga_sampler_free(saga_sampler **s) {
+    if (!s || !*s)
+        return;
+    saga_free((*s)->loc);
+    saga_free((*s)->loops);
+    saga_free((*s)->scratch);
+    saga_free(*s);
+    *s = NULL;
+}
+
+void saga_sample_free(saga_sample **b) {
+    if (!b || !*b)
+        return;
+    if ((*b)->blocks)
+        for (int32_t l = 0; l < (*b)->n_layers; l++) {
+            saga_free((*b)->blocks[l].offsets);
+            saga_free((*b)->blocks[l].src);
+            saga_free((*b)->blocks[l].values);
+        }
+    saga_free((*b)->blocks);
+    saga_free((*b)->ids);
+    saga_free(*b);
+    *b = NULL;
+}
+
+/* ---- one hop --------------------------------------------------------------------------------- */
+
+/* Adds t to the set (cap a power of two; keys stored + 1, 0 is empty); false when it was there. */
+static bool set_add(int64_t *set, int64_t cap, int64_t t) {
+    for (uint64_t i = mix64((uint64_t)t) & (uint64_t)(cap - 1);;
+         i = (i + 1) & (uint64_t)(cap - 1)) {
+        if (set[i] == t + 1)
+            return false;
+        if (set[i] == 0) {
+            set[i] = t + 1;
+            return true;
+        }
+    }
+}
+
+static int cmp_i64(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* k distinct positions of 0 .. d - 1 (k < d), each k-subset equally likely (Floyd's algorithm),
+ * into pick in ascending order. */
+static void choose(uint64_t *rs, int64_t d, int64_t k, int64_t *set, int64_t cap, int64_t *pick) {
+    memset(set, 0, (size_t)cap * sizeof *set);
+    for (int64_t j = d - k, c = 0; j < d; j++, c++) {
+        int64_t t = (int64_t)below(rs, (uint64_t)j + 1);
+        if (!set_add(set, cap, t)) {
+            set_add(set, cap, j);
+            t = j;
+        }
+        pick[c] = t;
+    }
+    if (k <= 32) {
+        for (int64_t i = 1; i < k; i++) {
+            int64_t x = pick[i], j = i;
+            for (; j > 0 && pick[j - 1] > x; j--)
+                pick[j] = pick[j - 1];
+            pick[j] = x;
+        }
+    } else {
+        qsort(pick, (size_t)k, sizeof *pick, cmp_i64);
+    }
+}
+
+/* The edges destination v keeps at hop h, its self-loop (ADD) counted. */
+static int64_t row_edges(const saga_sampler *s, int32_t v, int32_t fanout) {
+    const bool add = s->loops != NULL;
+    int64_t d = s->in.offsets[v + 1] - s->in.offsets[v] - (add ? s->loops[v] : 0);
+    return (fanout < 0 || fanout >= d ? d : fanout) + (add ? 1 : 0);
+}
+
+/* Destination v's edges at hop h into gsrc (graph ids) and, with GRAPH weights, w. */
+static void fill_row(const saga_sampler *s, int32_t v, int32_t hop, uint64_t batch, int64_t *scr,
+                     int32_t *gsrc, float *w) {
+    const saga_csr *in = &s->in;
+    const bool add = s->loops != NULL;
+    const int64_t r0 = in->offsets[v], d_all = in->offsets[v + 1] - r0;
+    const int64_t nl = add ? s->loops[v] : 0, d = d_all - nl;
+    int64_t lo = d_all; /* where the row's self-loops begin (ADD; sorted row) */
+    if (nl) {
+        int64_t a = 0, b = d_all;
+        while (a < b) {
+            int64_t m = a + (b - a) / 2;
+            if (in->indices[r0 + m] < v)
+                a = m + 1;
+            else
+                b = m;
+        }
+        lo = a;
+    }
+    const int32_t fan = s->fanouts[hop];
+    const bool all = fan < 0 || fan >= d;
+    const int64_t k = all ? d : fan;
+    int64_t *pick = NULL;
+    if (!all) {
+        pick = scr + s->set_cap;
+        uint64_t rs = mix64(mix64(mix64(s->o.seed) ^ batch) ^
+                            ((uint64_t)(uint32_t)hop << 32 | (uint64_t)(uint32_t)v));
+        choose(&rs, d, k, scr, s->set_cap, pick);
+    }
+    float loop_w = 1.0f;
+    if (nl && in->weights)
+        loop_w = in->weights[r0 + lo];
+    bool placed = !add;
+    int64_t e = 0;
+    for (int64_t i = 0; i < k; i++) {
+        int64_t p = all ? i : pick[i];
+        p = p < lo ? p : p + nl; /* past the self-loops */
+        int32_t u = in->indices[r0 + p];
+        if (!placed && u > v) {
+            gsrc[e] = v;
+            if (w)
+                w[e] = loop_w;
+            e++;
+            placed = true;
+        }
+        gsrc[e] = u;
+        if (w)
+            w[e] = in->weights ? in->weights[r0 + p] : 1.0f;
+        e++;
+    }
+    if (!placed) {
+        gsrc[e] = v;
+        if (w)
+            w[e] = loop_w;
+    }
+}
+
+/* The whole graph's degrees as a full-graph net places it (saga_place_in_csr). */
+static double full_in(const saga_sampler *s, int32_t v) {
+    int64_t d = s->in.offsets[v + 1] - s->in.offsets[v];
+    return (double)(s->loops ? d - s->loops[v] + 1 : d);
+}
+static double full_out(const saga_sampler *s, int32_t u) {
+    int64_t d = s->out.offsets[u + 1] - s->out.offsets[u];
+    return (double)(s->loops ? d - s->loops[u] + 1 : d);
+}
+
+/* Hop h: the block of the destinations smp->ids[0 .. n_ids - 1], its new sources appended to
+ * smp->ids. */
+static saga_status hop(saga_sampler *s, saga_sample *smp, int32_t h, uint64_t batch,
+                       int64_t *ids_cap) {
+    saga_status st = SAGA_OK;
+    saga_sample_block *b = &smp->blocks[s->n_layers - 1 - h];
+    int32_t *gsrc = NULL;
+    int64_t *outdeg = NULL;
+    const int32_t nd = smp->n_ids, fan = s->fanouts[h];
+    const bool graph_w = s->o.weight == SAGA_WEIGHT_GRAPH, sym = s->o.weight == SAGA_WEIGHT_SYMNORM;
+    b->n_dst = nd;
+    SAGA_TRY(saga_alloc_array((void **)&b->offsets, (size_t)nd + 1, sizeof *b->offsets,
+                              "sample block offsets"));
+    b->offsets[0] = 0;
+    for (int32_t i = 0; i < nd; i++)
+        b->offsets[i + 1] = b->offsets[i] + row_edges(s, smp->ids[i], fan);
+    const int64_t m = b->offsets[nd];
+    b->n_edges = m;
+    SAGA_TRY(saga_alloc_array((void **)&gsrc, (size_t)m + 1, sizeof *gsrc, "sampled sources"));
+    SAGA_TRY(saga_alloc_array((void **)&b->src, (size_t)m + 1, sizeof *b->src, "sample block"));
+    if (graph_w || sym)
+        SAGA_TRY(saga_alloc_array((void **)&b->values, (size_t)m + 1, sizeof *b->values,
+                                  "sample edge values"));
+
+    const int nt = s->scratch ? s->n_threads : 1;
+#pragma omp parallel for schedule(dynamic, 64) num_threads(nt) if (nt > 1 && nd > 256)
+    for (int32_t i = 0; i < nd; i++) {
+        int64_t *scr =
+            s->scratch ? s->scratch + (int64_t)omp_get_thread_num() * s->per_thread : NULL;
+        fill_row(s, smp->ids[i], h, batch, scr, gsrc + b->offsets[i],
+                 graph_w ? b->values + b->offsets[i] : NULL);
+    }
+
+    /* new sources take the next rows in the order of the edges (counted in smp->n_ids at once,
+     * so that a failure leaves every marked row listed) */
+    for (int64_t e = 0; e < m; e++) {
+        int32_t u = gsrc[e];
+        if (s->loc[u] < 0) {
+            if (smp->n_ids == *ids_cap) {
+                int64_t cap = *ids_cap * 2 < s->in.n_rows ? *ids_cap * 2 : s->in.n_rows;
+                SAGA_TRY(saga_realloc_array((void **)&smp->ids, (size_t)cap, sizeof(int32_t),
+                                            "sample rows"));
+                *ids_cap = cap;
+            }
+            s->loc[u] = smp->n_ids;
+            smp->ids[smp->n_ids++] = u;
+        }
+        b->src[e] = s->loc[u];
+    }
+    const int32_t n_src = smp->n_ids;
+    b->n_src = n_src;
+
+    if (sym) {
+        const bool full = s->o.degrees == SAGA_SAMPLE_DEGREES_FULL;
+        if (!full) {
+            SAGA_TRY(saga_alloc_zeroed((void **)&outdeg, (size_t)n_src, sizeof *outdeg,
+                                       "sampled out-degrees"));
+            for (int64_t e = 0; e < m; e++)
+                outdeg[b->src[e]]++;
+        }
+        for (int32_t i = 0; i < nd; i++) {
+            const int32_t v = smp->ids[i];
+            const double din = full ? full_in(s, v) : (double)(b->offsets[i + 1] - b->offsets[i]);
+            for (int64_t e = b->offsets[i]; e < b->offsets[i + 1]; e++) {
+                double dout = full ? full_out(s, gsrc[e]) : (double)outdeg[b->src[e]];
+                b->values[e] = (float)(1.0 / sqrt(din * dout));
+            }
+        }
+    }
+fail:
+    saga_free(gsrc);
+    saga_free(outdeg);
+    return st;
+}
+
+saga_status saga_sampler_sample(saga_sampler *s, const int32_t *seeds, int64_t n_seeds,
+                                uint64_t batch, saga_sample **out) {
+    saga_status st = SAGA_OK;
+    saga_sample *smp = NULL;
+    SAGA_CHECK(s && seeds && out, SAGA_ERR_INVALID_ARG,
+               "saga_sampler_sample: sampler, seeds and out must be given");
+    *out = NULL;
+    const int32_t n = s->in.n_rows;
+    SAGA_CHECK(n_seeds >= 1 && n_seeds <= n, SAGA_ERR_INVALID_ARG,
+               "saga_sampler_sample: %lld seeds for a graph of %d vertices", (long long)n_seeds,
+               (int)n);
+    SAGA_TRY(saga_alloc_zeroed((void **)&smp, 1, sizeof *smp, "sample"));
+    SAGA_TRY(saga_alloc_zeroed((void **)&smp->blocks, (size_t)s->n_layers, sizeof *smp->blocks,
+                               "sample blocks"));
+    smp->n_layers = s->n_layers;
+    int64_t cap = n_seeds * 4 < n ? n_seeds * 4 : n;
+    SAGA_TRY(saga_alloc_array((void **)&smp->ids, (size_t)cap, sizeof *smp->ids, "sample rows"));
+    for (int64_t i = 0; i < n_seeds; i++) {
+        int32_t v = seeds[i];
+        SAGA_CHECK(v >= 0 && v < n, SAGA_ERR_INVALID_ARG,
+                   "saga_sampler_sample: seed %lld is vertex %d, outside 0..%d", (long long)i,
+                   (int)v, (int)n - 1);
+        SAGA_CHECK(s->loc[v] < 0, SAGA_ERR_INVALID_ARG,
+                   "saga_sampler_sample: seed %lld is vertex %d, given before as seed %d",
+                   (long long)i, (int)v, (int)s->loc[v]);
+        s->loc[v] = (int32_t)i;
+        smp->ids[smp->n_ids++] = v;
+    }
+    for (int32_t h = 0; h < s->n_layers; h++) {
+        SAGA_TRY(hop(s, smp, h, batch, &cap));
+        smp->n_edges += smp->blocks[s->n_layers - 1 - h].n_edges;
+    }
+fail:
+    /* the rows' marks are cleared for the next sample */
+    for (int32_t i = 0; smp && i < smp->n_ids; i++)
+        s->loc[smp->ids[i]] = -1;
+    if (st == SAGA_OK)
+        *out = smp;
+    else
+        saga_sample_free(&smp);
+    return st;
+}
