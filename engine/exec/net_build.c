@@ -413,6 +413,8 @@ static void unprepare(saga_net *n) {
     saga_partition_free(&n->plan.part);
     saga_backend_host_free(n->be, n->plan.ids, (size_t)n->n * sizeof(int32_t));
     n->plan.ids = NULL;
+    saga_free(n->sample_pos);
+    n->sample_pos = NULL;
     saga_free(n->iota);
     n->iota = NULL;
     n->ready = false;

@@ -273,6 +273,9 @@ struct saga_net {
      * (net_settle), begun at queued_t0; the last training pass's loss, and its figures (the timed
      * ones complete once it has ended) */
     bool queued;
+    /* saga_net_train_sample is in its loss: the library's losses take the mean over the batch */
+    bool sampling;
+    int32_t *sample_pos; /* graph id -> the input's host row once plan.ids reorders it, or NULL */
     double queued_t0;
     double train_loss;
     saga_net_stats train_stats;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 typedef struct ce_loss {
+    const saga_net *net; /* its owner (saga_net.sampling) */
     int32_t *labels;     /* n: a class for every listed vertex */
     uint8_t *listed;     /* n: 1 for a vertex the loss reads */
     int64_t n_listed;    /* over every rank with a halo (each lists its own rows) */
@@ -14,7 +15,8 @@ typedef struct ce_loss {
 } ce_loss;
 
 /* A block's share of the mean: its listed rows gathered before the log-softmax (row by row, so
- * the same values as over the whole block), the others' gradients zero. */
+ * the same values as over the whole block), the others' gradients zero. On a sample
+ * (saga_net_train_sample) the mean is over the batch's listed rows. */
 static saga_tensor *ce_rows(saga_ctx *c, const saga_vertex_in *v, const int32_t *ids, void *user) {
     ce_loss *L = user;
     int64_t k = 0;
@@ -28,7 +30,8 @@ static saga_tensor *ce_rows(saga_ctx *c, const saga_vertex_in *v, const int32_t 
     saga_tensor *rows = saga_ctx_from_host(c, SAGA_I32, k, 1, L->rows);
     saga_tensor *lab = saga_ctx_from_host(c, SAGA_I32, k, 1, L->lab);
     saga_tensor *logp = saga_log_softmax(c, saga_gather_rows(c, v->self, rows));
-    return saga_affine(c, saga_nll_loss(c, logp, lab, NULL), (float)k / (float)L->n_listed, 0.0f);
+    const float share = L->net->sampling ? 1.0f : (float)k / (float)L->n_listed;
+    return saga_affine(c, saga_nll_loss(c, logp, lab, NULL), share, 0.0f);
 }
 
 static void ce_free(void *p) {
@@ -51,6 +54,7 @@ static saga_status ce_new(const saga_net *n, const int32_t *labels, const int32_
     SAGA_TRY(saga_alloc_zeroed((void **)&L->listed, (size_t)nv + 1, 1, "loss rows"));
     SAGA_TRY(saga_alloc_array((void **)&L->rows, 2 * (size_t)nv + 1, sizeof *L->rows, "loss rows"));
     L->lab = L->rows + nv;
+    L->net = n;
     for (int64_t i = 0; i < n_rows; i++) {
         SAGA_CHECK(rows[i] >= 0 && rows[i] < nv, SAGA_ERR_INVALID_ARG,
                    "saga_net_set_loss_cross_entropy: row %lld is vertex %d, outside 0..%d",

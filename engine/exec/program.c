@@ -32,8 +32,11 @@ typedef struct dgraph_plan {
 
 struct saga_dgraph {
     saga_backend *be;
-    int32_t n;
+    int32_t n;     /* destination rows */
+    int32_t n_src; /* source rows: n for a whole graph, more for a block (saga_dgraph_new_block) */
     int64_t m;
+    /* a block's degrees for SYMNORM (n and n_src entries), or NULL: counted in the placed graph */
+    double *h_deg_in, *h_deg_out;
     /* the placed in-CSR on the host (the edge order of edata), its weights, and the transpose */
     int64_t *h_in_off;  /* n + 1 */
     int32_t *h_in_src;  /* m */
@@ -154,7 +157,7 @@ fail:
 static saga_status dgraph_place(saga_dgraph *dg, const saga_graph *g, bool add_loops) {
     saga_status st = SAGA_OK;
     SAGA_TRY(saga_place_in_csr(g, add_loops, &dg->h_in_off, &dg->h_in_src, &dg->h_in_w, &dg->m));
-    dg->n = saga_graph_n_vertices(g);
+    dg->n = dg->n_src = saga_graph_n_vertices(g);
 fail:
     return st;
 }
@@ -163,9 +166,9 @@ fail:
  * edge orders so that edge values need computing once. */
 static saga_status dgraph_transpose(saga_dgraph *dg) {
     saga_status st = SAGA_OK;
-    int32_t n = dg->n;
+    int32_t n = dg->n, ns = dg->n_src;
     int64_t m = dg->m;
-    SAGA_TRY(saga_alloc_zeroed((void **)&dg->h_out_off, (size_t)n + 1, sizeof(int64_t),
+    SAGA_TRY(saga_alloc_zeroed((void **)&dg->h_out_off, (size_t)ns + 1, sizeof(int64_t),
                                "placed graph out-offsets"));
     SAGA_TRY(saga_alloc_array((void **)&dg->h_out_dst, m ? (size_t)m : 1, sizeof(int32_t),
                               "placed graph destinations"));
@@ -173,12 +176,12 @@ static saga_status dgraph_transpose(saga_dgraph *dg) {
                               "placed graph edge permutation"));
     for (int64_t k = 0; k < m; k++)
         dg->h_out_off[dg->h_in_src[k] + 1]++;
-    for (int32_t u = 0; u < n; u++)
+    for (int32_t u = 0; u < ns; u++)
         dg->h_out_off[u + 1] += dg->h_out_off[u];
     /* destinations in increasing order land in each out-row in increasing order */
     int64_t *fill = NULL;
-    SAGA_TRY(saga_alloc_array((void **)&fill, (size_t)n + 1, sizeof(int64_t), "transpose cursor"));
-    memcpy(fill, dg->h_out_off, ((size_t)n + 1) * sizeof(int64_t));
+    SAGA_TRY(saga_alloc_array((void **)&fill, (size_t)ns + 1, sizeof(int64_t), "transpose cursor"));
+    memcpy(fill, dg->h_out_off, ((size_t)ns + 1) * sizeof(int64_t));
     for (int32_t v = 0; v < n; v++)
         for (int64_t k = dg->h_in_off[v]; k < dg->h_in_off[v + 1]; k++) {
             int64_t pos = fill[dg->h_in_src[k]]++;
@@ -192,7 +195,7 @@ fail:
 
 static saga_status dgraph_upload(saga_dgraph *dg) {
     saga_status st = SAGA_OK;
-    size_t n1 = (size_t)dg->n + 1, m = (size_t)dg->m;
+    size_t n1 = (size_t)dg->n + 1, ns1 = (size_t)dg->n_src + 1, m = (size_t)dg->m;
     int32_t *dst = NULL;
     SAGA_TRY(saga_alloc_array((void **)&dst, m ? m : 1, sizeof(int32_t), "edge destinations"));
     for (int32_t v = 0; v < dg->n; v++)
@@ -201,7 +204,7 @@ static saga_status dgraph_upload(saga_dgraph *dg) {
     SAGA_TRY(dev_upload(dg->be, (void **)&dg->d_in_off, dg->h_in_off, n1 * sizeof(int64_t)));
     SAGA_TRY(dev_upload(dg->be, (void **)&dg->d_in_src, dg->h_in_src, m * sizeof(int32_t)));
     SAGA_TRY(dev_upload(dg->be, (void **)&dg->d_edge_dst, dst, m * sizeof(int32_t)));
-    SAGA_TRY(dev_upload(dg->be, (void **)&dg->d_out_off, dg->h_out_off, n1 * sizeof(int64_t)));
+    SAGA_TRY(dev_upload(dg->be, (void **)&dg->d_out_off, dg->h_out_off, ns1 * sizeof(int64_t)));
     SAGA_TRY(dev_upload(dg->be, (void **)&dg->d_out_dst, dg->h_out_dst, m * sizeof(int32_t)));
 fail:
     saga_free(dst);
@@ -236,10 +239,11 @@ void saga_dgraph_free(saga_dgraph **gp) {
         return;
     saga_dgraph *g = *gp;
     size_t n1 = g->h_in_off ? (size_t)g->n + 1 : 0, m = (size_t)g->m;
+    size_t ns1 = g->h_in_off ? (size_t)g->n_src + 1 : 0;
     saga_backend_free(g->be, g->d_in_off, n1 * sizeof(int64_t));
     saga_backend_free(g->be, g->d_in_src, m * sizeof(int32_t));
     saga_backend_free(g->be, g->d_edge_dst, m * sizeof(int32_t));
-    saga_backend_free(g->be, g->d_out_off, n1 * sizeof(int64_t));
+    saga_backend_free(g->be, g->d_out_off, ns1 * sizeof(int64_t));
     saga_backend_free(g->be, g->d_out_dst, m * sizeof(int32_t));
     for (int w = 0; w < SAGA_WEIGHT_COUNT; w++)
         for (int mean = 0; mean < 2; mean++) {
@@ -260,6 +264,8 @@ void saga_dgraph_free(saga_dgraph **gp) {
     saga_free(g->h_out_off);
     saga_free(g->h_out_dst);
     saga_free(g->h_perm);
+    saga_free(g->h_deg_in);
+    saga_free(g->h_deg_out);
     saga_free(g);
     *gp = NULL;
 }
@@ -301,6 +307,61 @@ void saga_edge_values(int32_t n, const int64_t *in_off, const int32_t *in_src, c
     }
 }
 
+/* SYMNORM over a block's given degrees: 1 / sqrt(deg_in(v) deg_out(u)) (mean: divided by the
+ * row's length). */
+static void block_symnorm(const saga_dgraph *g, bool mean, float *vals) {
+    for (int32_t v = 0; v < g->n; v++)
+        for (int64_t k = g->h_in_off[v]; k < g->h_in_off[v + 1]; k++) {
+            double x = 1.0 / sqrt(g->h_deg_in[v] * g->h_deg_out[g->h_in_src[k]]);
+            if (mean)
+                x /= (double)(g->h_in_off[v + 1] - g->h_in_off[v]);
+            vals[k] = (float)x;
+        }
+}
+
+saga_status saga_dgraph_new_block(saga_dgraph **out, saga_backend *be, int32_t n_dst, int32_t n_src,
+                                  const int64_t *off, const int32_t *src, const float *w,
+                                  const double *deg_in, const double *deg_out) {
+    saga_status st = SAGA_OK;
+    saga_dgraph *dg = NULL;
+    SAGA_CHECK(out && be && off && n_dst >= 0 && n_src >= n_dst && !deg_in == !deg_out,
+               SAGA_ERR_INVALID_ARG, "saga_dgraph_new_block: invalid arguments");
+    const int64_t m = off[n_dst];
+    SAGA_TRY(saga_alloc_zeroed((void **)&dg, 1, sizeof *dg, "a placed block"));
+    dg->be = be;
+    dg->n = n_dst;
+    dg->n_src = n_src;
+    dg->m = m;
+    SAGA_TRY(saga_alloc_array((void **)&dg->h_in_off, (size_t)n_dst + 1, sizeof(int64_t),
+                              "block offsets"));
+    SAGA_TRY(saga_alloc_array((void **)&dg->h_in_src, m ? (size_t)m : 1, sizeof(int32_t),
+                              "block sources"));
+    memcpy(dg->h_in_off, off, ((size_t)n_dst + 1) * sizeof(int64_t));
+    if (m)
+        memcpy(dg->h_in_src, src, (size_t)m * sizeof(int32_t));
+    if (w) {
+        SAGA_TRY(saga_alloc_array((void **)&dg->h_in_w, m ? (size_t)m : 1, sizeof(float),
+                                  "block weights"));
+        if (m)
+            memcpy(dg->h_in_w, w, (size_t)m * sizeof(float));
+    }
+    if (deg_in) {
+        SAGA_TRY(saga_alloc_array((void **)&dg->h_deg_in, (size_t)n_dst + 1, sizeof(double),
+                                  "block degrees"));
+        SAGA_TRY(saga_alloc_array((void **)&dg->h_deg_out, (size_t)n_src + 1, sizeof(double),
+                                  "block degrees"));
+        memcpy(dg->h_deg_in, deg_in, (size_t)n_dst * sizeof(double));
+        memcpy(dg->h_deg_out, deg_out, (size_t)n_src * sizeof(double));
+    }
+    SAGA_TRY(dgraph_transpose(dg));
+    SAGA_TRY(dgraph_upload(dg));
+    *out = dg;
+    return SAGA_OK;
+fail:
+    saga_dgraph_free(&dg);
+    return st;
+}
+
 /* The edge values for weight mode w (mean: divided by the destination's in-degree), in both
  * edge orders, computed on first use. in and out are NULL when every value is 1. */
 static saga_status dgraph_values_get(saga_dgraph *g, saga_edge_weight w, bool mean,
@@ -316,7 +377,11 @@ static saga_status dgraph_values_get(saga_dgraph *g, saga_edge_weight w, bool me
         size_t m = (size_t)g->m;
         SAGA_TRY(saga_alloc_array((void **)&h_in, m ? m : 1, sizeof(float), "edge values"));
         SAGA_TRY(saga_alloc_array((void **)&h_out, m ? m : 1, sizeof(float), "edge values"));
-        saga_edge_values(g->n, g->h_in_off, g->h_in_src, g->h_in_w, g->h_out_off, w, mean, h_in);
+        if (g->h_deg_in && w == SAGA_WEIGHT_SYMNORM)
+            block_symnorm(g, mean, h_in);
+        else
+            saga_edge_values(g->n, g->h_in_off, g->h_in_src, g->h_in_w, g->h_out_off, w, mean,
+                             h_in);
         for (size_t k = 0; k < m; k++)
             h_out[k] = h_in[g->h_perm[k]];
         SAGA_TRY(dev_upload(g->be, (void **)&dv->in, h_in, m * sizeof(float)));
@@ -904,7 +969,8 @@ fail:
 static saga_status dgraph_view(saga_dgraph *g, const saga_program *p, saga_prog_view *v) {
     saga_status st = SAGA_OK;
     memset(v, 0, sizeof *v);
-    v->n_dst = v->n_src = g->n;
+    v->n_dst = g->n;
+    v->n_src = g->n_src;
     v->m = g->m;
     v->h_in_off = g->h_in_off;
     v->d_in_off = g->d_in_off;
@@ -924,6 +990,10 @@ static saga_status dgraph_view(saga_dgraph *g, const saga_program *p, saga_prog_
     }
 fail:
     return st;
+}
+
+saga_status saga_dgraph_view(saga_dgraph *g, const saga_program *p, saga_prog_view *v) {
+    return dgraph_view(g, p, v);
 }
 
 /* ---- the entry ---------------------------------------------------------------------------- */

@@ -38,6 +38,7 @@
 #include "saga_nn.h"
 #include "saga_partition.h"
 #include "saga_program.h"
+#include "saga_sample.h"
 
 #include <stdio.h>
 
@@ -235,6 +236,22 @@ SAGA_API saga_status saga_net_set_input_csr(saga_net *n, const int64_t *offsets,
  * given a CSR, or changed counts. */
 SAGA_API saga_status saga_net_set_input_auto(saga_net *n, const float *x, int64_t cols,
                                              double max_density);
+
+/* Mini-batch training on a sample of the net's graph (saga_sample.h, from saga_sampler_sample on
+ * the same graph): the stages run over the sample's rows alone, program stage l over block l and
+ * a vertex stage over the rows the stage before gave (the last stages over the seeds), from the
+ * input rows of the sample's vertices, copied to the device for the step; the loss function sees
+ * the seeds' rows (saga_net_set_loss_cross_entropy's loss: the mean over the seeds it lists),
+ * and d loss / d parameter is added to each parameter's gradient (saga_optim_step applies it);
+ * *loss gets the loss (loss may be NULL). A program stage over a block divides SYMNORM by the
+ * degrees the sampler chose (saga_sampler_opts.degrees) and a mean by the sampled in-edges.
+ * In memory, on one rank; a pass waits for the device once. Errors: SAGA_ERR_INVALID_ARG when
+ * the net's program stages are not as many as the sample's layers or a row is outside the
+ * graph; SAGA_ERR_UNSUPPORTED over several ranks; the stages' own. */
+SAGA_API saga_status saga_net_train_sample(saga_net *n, const saga_sample *smp, double *loss);
+/* Inference over a sample (the context out of training mode): the last stage's output of the
+ * seeds into out (n_seeds x its width, row i for the sample's seed i). */
+SAGA_API saga_status saga_net_forward_sample(saga_net *n, const saga_sample *smp, float *out);
 
 /* Inference (the context is put out of training mode): the last stage's output into out (n x
  * its width, row v for vertex v), or nowhere when out is NULL. */

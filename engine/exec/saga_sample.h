@@ -66,6 +66,11 @@ typedef struct saga_sample_block {
     int64_t *offsets; /* n_dst + 1: destination i's edges are offsets[i] .. offsets[i + 1] - 1 */
     int32_t *src;     /* n_edges source rows, each row's in the order of the graph's sources */
     float *values;    /* n_edges edge values, or NULL (SAGA_WEIGHT_NONE) */
+    float *weights;   /* n_edges: the graph's weights of the edges (GRAPH's values), or NULL for a
+                       * graph without weights */
+    /* the degrees SYMNORM divides by, as saga_sampler_opts.degrees says: the destinations'
+     * in-degrees (n_dst) and the sources' out-degrees (n_src) */
+    double *deg_in, *deg_out;
 } saga_sample_block;
 
 typedef struct saga_sample {

@@ -145,6 +145,9 @@ void saga_sample_free(saga_sample **b) {
             saga_free((*b)->blocks[l].offsets);
             saga_free((*b)->blocks[l].src);
             saga_free((*b)->blocks[l].values);
+            saga_free((*b)->blocks[l].weights);
+            saga_free((*b)->blocks[l].deg_in);
+            saga_free((*b)->blocks[l].deg_out);
         }
     saga_free((*b)->blocks);
     saga_free((*b)->ids);
@@ -277,9 +280,8 @@ static saga_status hop(saga_sampler *s, saga_sample *smp, int32_t h, uint64_t ba
     saga_status st = SAGA_OK;
     saga_sample_block *b = &smp->blocks[s->n_layers - 1 - h];
     int32_t *gsrc = NULL;
-    int64_t *outdeg = NULL;
     const int32_t nd = smp->n_ids, fan = s->fanouts[h];
-    const bool graph_w = s->o.weight == SAGA_WEIGHT_GRAPH, sym = s->o.weight == SAGA_WEIGHT_SYMNORM;
+    const bool weighted = s->in.weights != NULL;
     b->n_dst = nd;
     SAGA_TRY(saga_alloc_array((void **)&b->offsets, (size_t)nd + 1, sizeof *b->offsets,
                               "sample block offsets"));
@@ -290,7 +292,10 @@ static saga_status hop(saga_sampler *s, saga_sample *smp, int32_t h, uint64_t ba
     b->n_edges = m;
     SAGA_TRY(saga_alloc_array((void **)&gsrc, (size_t)m + 1, sizeof *gsrc, "sampled sources"));
     SAGA_TRY(saga_alloc_array((void **)&b->src, (size_t)m + 1, sizeof *b->src, "sample block"));
-    if (graph_w || sym)
+    if (weighted)
+        SAGA_TRY(saga_alloc_array((void **)&b->weights, (size_t)m + 1, sizeof *b->weights,
+                                  "sampled edge weights"));
+    if (s->o.weight != SAGA_WEIGHT_NONE)
         SAGA_TRY(saga_alloc_array((void **)&b->values, (size_t)m + 1, sizeof *b->values,
                                   "sample edge values"));
 
@@ -300,7 +305,7 @@ static saga_status hop(saga_sampler *s, saga_sample *smp, int32_t h, uint64_t ba
         int64_t *scr =
             s->scratch ? s->scratch + (int64_t)omp_get_thread_num() * s->per_thread : NULL;
         fill_row(s, smp->ids[i], h, batch, scr, gsrc + b->offsets[i],
-                 graph_w ? b->values + b->offsets[i] : NULL);
+                 weighted ? b->weights + b->offsets[i] : NULL);
     }
 
     /* new sources take the next rows in the order of the edges (counted in smp->n_ids at once,
@@ -322,26 +327,29 @@ static saga_status hop(saga_sampler *s, saga_sample *smp, int32_t h, uint64_t ba
     const int32_t n_src = smp->n_ids;
     b->n_src = n_src;
 
-    if (sym) {
-        const bool full = s->o.degrees == SAGA_SAMPLE_DEGREES_FULL;
-        if (!full) {
-            SAGA_TRY(saga_alloc_zeroed((void **)&outdeg, (size_t)n_src, sizeof *outdeg,
-                                       "sampled out-degrees"));
-            for (int64_t e = 0; e < m; e++)
-                outdeg[b->src[e]]++;
-        }
-        for (int32_t i = 0; i < nd; i++) {
-            const int32_t v = smp->ids[i];
-            const double din = full ? full_in(s, v) : (double)(b->offsets[i + 1] - b->offsets[i]);
-            for (int64_t e = b->offsets[i]; e < b->offsets[i + 1]; e++) {
-                double dout = full ? full_out(s, gsrc[e]) : (double)outdeg[b->src[e]];
-                b->values[e] = (float)(1.0 / sqrt(din * dout));
-            }
-        }
+    /* SYMNORM's degrees, then the values */
+    SAGA_TRY(saga_alloc_array((void **)&b->deg_in, (size_t)nd + 1, sizeof *b->deg_in, "degrees"));
+    SAGA_TRY(
+        saga_alloc_zeroed((void **)&b->deg_out, (size_t)n_src + 1, sizeof *b->deg_out, "degrees"));
+    if (s->o.degrees == SAGA_SAMPLE_DEGREES_FULL) {
+        for (int32_t i = 0; i < nd; i++)
+            b->deg_in[i] = full_in(s, smp->ids[i]);
+        for (int32_t j = 0; j < n_src; j++)
+            b->deg_out[j] = full_out(s, smp->ids[j]);
+    } else {
+        for (int32_t i = 0; i < nd; i++)
+            b->deg_in[i] = (double)(b->offsets[i + 1] - b->offsets[i]);
+        for (int64_t e = 0; e < m; e++)
+            b->deg_out[b->src[e]] += 1.0;
     }
+    for (int32_t i = 0; i < nd && b->values; i++)
+        for (int64_t e = b->offsets[i]; e < b->offsets[i + 1]; e++)
+            b->values[e] = s->o.weight == SAGA_WEIGHT_SYMNORM
+                               ? (float)(1.0 / sqrt(b->deg_in[i] * b->deg_out[b->src[e]]))
+                           : weighted ? b->weights[e]
+                                      : 1.0f;
 fail:
     saga_free(gsrc);
-    saga_free(outdeg);
     return st;
 }
 

@@ -1,0 +1,233 @@
+/* net_sample.c - a net's stages over a sample (saga_net_train_sample, saga_net_forward_sample):
+ * mini-batch training and sampled inference on the blocks of saga_sample.h.
+ *
+ * The rows of a sample are a prefix at every depth: the input rows are the sample's ids, a
+ * program stage over block l reads its n_src rows and writes its n_dst rows, which are the first
+ * n_dst of them, and a vertex stage keeps the rows it is given. So each stage runs once, over
+ * exactly the rows the seeds depend on, on one tape: the forward pass, the loss over the seeds,
+ * and the backward walk of that tape. Each block is placed on the device for the step
+ * (saga_dgraph_new_block) with the degrees the sampler chose for SYMNORM, and freed after it. */
+#include "net_impl.h"
+
+#include "nn_impl.h"
+#include "program_impl.h"
+
+#include <string.h>
+
+/* The context's error, or an internal one when an op gave NULL without one. */
+static saga_status ctx_error(saga_ctx *c) {
+    return saga_ctx_status(c) < 0 ? saga_ctx_status(c) : SAGA_ERR_INTERNAL;
+}
+
+/* The host row of the net's input holding graph vertex v: the input is kept in the net's own
+ * row order once a pass has placed it (saga_net.plan.ids). */
+static saga_status input_pos(saga_net *n, const int32_t **pos) {
+    saga_status st = SAGA_OK;
+    *pos = NULL;
+    if (!n->plan.ids || n->sparse) /* a CSR input stays in the graph's order */
+        return SAGA_OK;
+    if (!n->sample_pos) {
+        SAGA_TRY(saga_alloc_array((void **)&n->sample_pos, (size_t)n->n + 1, sizeof *n->sample_pos,
+                                  "input rows of vertices"));
+        for (int32_t r = 0; r < n->n; r++)
+            n->sample_pos[n->plan.ids[r]] = r;
+    }
+    *pos = n->sample_pos;
+fail:
+    return st;
+}
+
+/* The sample's input rows on the device: dense rows (*x) or a CSR (*xs, its tensors set). */
+static saga_status sample_input(saga_net *n, const saga_sample *smp, saga_tensor **x,
+                                saga_sparse *xs) {
+    saga_status st = SAGA_OK;
+    saga_ctx *c = n->c;
+    const int32_t R = smp->n_ids;
+    const int64_t F = n->in_cols;
+    void *buf = NULL;
+    int64_t *off = NULL;
+    const int32_t *pos = NULL;
+    SAGA_TRY(input_pos(n, &pos));
+    if (!n->sparse) {
+        SAGA_TRY(saga_alloc_array(&buf, (size_t)R * (size_t)F + 1, sizeof(float), "sample rows"));
+        float *rows = buf;
+        for (int32_t i = 0; i < R; i++) {
+            int32_t r = pos ? pos[smp->ids[i]] : smp->ids[i];
+            memcpy(rows + (int64_t)i * F, n->x + (int64_t)r * F, (size_t)F * sizeof(float));
+        }
+        *x = saga_ctx_from_host(c, SAGA_F32, R, F, rows);
+        SAGA_CHECK(*x, ctx_error(c), "saga_net: the sample's input rows: %s", saga_last_error());
+        goto fail;
+    }
+    SAGA_TRY(saga_alloc_array((void **)&off, (size_t)R + 1, sizeof *off, "sample rows"));
+    off[0] = 0;
+    for (int32_t i = 0; i < R; i++)
+        off[i + 1] = off[i] + n->xs_off[smp->ids[i] + 1] - n->xs_off[smp->ids[i]];
+    const int64_t nnz = off[R];
+    SAGA_TRY(
+        saga_alloc_array(&buf, (size_t)nnz + 1, sizeof(int32_t) + sizeof(float), "sample rows"));
+    int32_t *idx = buf;
+    float *val = (float *)(idx + nnz + 1);
+    for (int32_t i = 0; i < R; i++) {
+        const int64_t a = n->xs_off[smp->ids[i]], k = off[i + 1] - off[i];
+        memcpy(idx + off[i], n->xs_idx + a, (size_t)k * sizeof *idx);
+        memcpy(val + off[i], n->xs_val + a, (size_t)k * sizeof *val);
+    }
+    xs->rows = R;
+    xs->cols = F;
+    xs->nnz = nnz;
+    xs->offsets = saga_ctx_from_host(c, SAGA_I64, R + 1, 1, off);
+    xs->indices = saga_ctx_from_host(c, SAGA_I32, nnz, 1, idx);
+    xs->values = saga_ctx_from_host(c, SAGA_F32, nnz, 1, val);
+    SAGA_CHECK(xs->offsets && xs->indices && xs->values, ctx_error(c),
+               "saga_net: the sample's input rows: %s", saga_last_error());
+fail:
+    saga_free(buf);
+    saga_free(off);
+    return st;
+}
+
+static saga_status sample_check(const saga_net *n, const saga_sample *smp, bool train,
+                                const char *who) {
+    saga_status st = SAGA_OK;
+    SAGA_CHECK(n && smp, SAGA_ERR_INVALID_ARG, "%s: net and sample must be given", who);
+    SAGA_CHECK(smp->n_layers >= 1 && smp->n_layers <= 64 && smp->blocks && smp->ids,
+               SAGA_ERR_INVALID_ARG, "%s: a sample of %d layers (expected 1..64)", who,
+               (int)smp->n_layers);
+    SAGA_CHECK(!n->dist && !n->hx, SAGA_ERR_UNSUPPORTED,
+               "%s: a net over several ranks does not train on samples yet", who);
+    SAGA_CHECK(n->n_stages > 0 && (n->x || n->sparse), SAGA_ERR_INVALID_ARG,
+               "%s: the net needs stages and input rows (saga_net_set_input) first", who);
+    SAGA_CHECK(!train || n->loss, SAGA_ERR_INVALID_ARG, "%s: no loss function (saga_net_set_loss)",
+               who);
+    SAGA_CHECK(!n->sparse || n->stages[0].kind == STAGE_VERTEX, SAGA_ERR_UNSUPPORTED,
+               "%s: sparse input needs a vertex stage first", who);
+    int programs = 0;
+    for (int s = 0; s < n->n_stages; s++)
+        programs += n->stages[s].kind == STAGE_PROGRAM;
+    SAGA_CHECK(programs == smp->n_layers, SAGA_ERR_INVALID_ARG,
+               "%s: the net has %d program stages, the sample %d layers", who, programs,
+               (int)smp->n_layers);
+    SAGA_CHECK(smp->n_ids >= 1 && smp->blocks[0].n_src == smp->n_ids, SAGA_ERR_INVALID_ARG,
+               "%s: the sample's rows do not match its first block", who);
+    for (int32_t i = 0; i < smp->n_ids; i++)
+        SAGA_CHECK(smp->ids[i] >= 0 && smp->ids[i] < n->n, SAGA_ERR_INVALID_ARG,
+                   "%s: the sample's row %d is vertex %d, outside the net's graph (0..%d)", who,
+                   (int)i, (int)smp->ids[i], (int)n->n - 1);
+    for (int l = 0; l + 1 < smp->n_layers; l++)
+        SAGA_CHECK(smp->blocks[l].n_dst == smp->blocks[l + 1].n_src, SAGA_ERR_INVALID_ARG,
+                   "%s: block %d's destinations (%d) are not block %d's sources (%d)", who, l,
+                   (int)smp->blocks[l].n_dst, l + 1, (int)smp->blocks[l + 1].n_src);
+fail:
+    return st;
+}
+
+/* The stages over the sample on the context's tape from mark; *out: the last stage's rows (the
+ * seeds'). dg[l] gets block l placed (freed by the caller after the tape). */
+static saga_status sample_forward(saga_net *n, const saga_sample *smp, saga_dgraph **dg,
+                                  const char *who, saga_tensor **out) {
+    saga_status st = SAGA_OK;
+    saga_ctx *c = n->c;
+    int32_t *iota = NULL;
+    saga_tensor *H = NULL;
+    saga_sparse xs = {0};
+    SAGA_TRY(sample_input(n, smp, &H, &xs));
+    saga_tensor *ids = saga_ctx_from_host(c, SAGA_I32, smp->n_ids, 1, smp->ids);
+    SAGA_CHECK(ids, ctx_error(c), "%s: %s", who, saga_last_error());
+    SAGA_TRY(saga_alloc_array((void **)&iota, (size_t)smp->n_ids, sizeof *iota, "row ids"));
+    for (int32_t i = 0; i < smp->n_ids; i++)
+        iota[i] = i;
+    int32_t R = smp->n_ids;
+    for (int s = 0, l = 0; s < n->n_stages; s++) {
+        const stage *sg = &n->stages[s];
+        saga_tensor *y = NULL;
+        /* dropout inside the functions draws by the rows' graph ids, a prefix of the sample's */
+        saga_ctx_set_row_ids(c, ids->data, R);
+        if (sg->kind == STAGE_VERTEX) {
+            saga_vertex_in v = {
+                .first = 0, .count = R, .self = H, .sparse = s == 0 && n->sparse ? &xs : NULL};
+            st = saga_prog_apply_vertex(c, sg->fn, &v, sg->layer, who, &y);
+        } else {
+            const saga_sample_block *b = &smp->blocks[l];
+            SAGA_TRY(saga_dgraph_new_block(&dg[l], n->be, b->n_dst, b->n_src, b->offsets, b->src,
+                                           b->weights, b->deg_in, b->deg_out));
+            saga_prog_view view;
+            SAGA_TRY(saga_dgraph_view(dg[l], &sg->p, &view));
+            /* the destinations' own rows: the first n_dst of the sources' */
+            saga_tensor *self = H;
+            if (b->n_dst < R)
+                self = saga_gather_rows(c, H, saga_ctx_from_host(c, SAGA_I32, b->n_dst, 1, iota));
+            saga_tensor *g =
+                self ? saga_prog_gather(c, &sg->p, &view, H, self, NULL, sg->layer) : NULL;
+            if (g && sg->fn) {
+                saga_vertex_in v = {.first = 0, .count = b->n_dst, .gathered = g, .self = self};
+                saga_ctx_set_row_ids(c, ids->data, b->n_dst);
+                st = saga_prog_apply_vertex(c, sg->fn, &v, sg->layer, who, &y);
+            } else {
+                y = g;
+            }
+            R = b->n_dst;
+            l++;
+        }
+        saga_ctx_set_row_ids(c, NULL, 0);
+        SAGA_TRY(st);
+        SAGA_CHECK(y, ctx_error(c), "%s: stage %d: %s", who, s, saga_last_error());
+        SAGA_CHECK(y->cols == sg->out_cols, SAGA_ERR_INVALID_ARG,
+                   "%s: stage %d returned %lld columns, it was added with %lld", who, s,
+                   (long long)y->cols, (long long)sg->out_cols);
+        H = y;
+    }
+    *out = H;
+fail:
+    saga_ctx_set_row_ids(c, NULL, 0);
+    saga_free(iota);
+    return st;
+}
+
+/* One pass over the sample: training (the loss and its gradients; *loss) or inference (out). */
+static saga_status sample_pass(saga_net *n, const saga_sample *smp, bool train, double *loss,
+                               float *out, const char *who) {
+    saga_status st = SAGA_OK;
+    SAGA_TRY(sample_check(n, smp, train, who));
+    SAGA_TRY(net_settle(n, false)); /* a queued training pass ends first */
+    saga_ctx *c = n->c;
+    saga_dgraph *dg[64] = {NULL};
+    saga_ctx_train(c, train);
+    saga_tape_pos mark = saga_tape_mark(c);
+    saga_tensor *y = NULL;
+    st = sample_forward(n, smp, dg, who, &y);
+    if (st == SAGA_OK && train) {
+        const int32_t seeds = smp->blocks[smp->n_layers - 1].n_dst;
+        saga_vertex_in v = {.first = 0, .count = seeds, .self = y};
+        n->sampling = true; /* the library's losses take the mean over this batch's rows */
+        saga_tensor *l = n->loss(c, &v, smp->ids, n->loss_user);
+        n->sampling = false;
+        if (!l)
+            st = saga_ctx_status(c) < 0
+                     ? saga_ctx_status(c)
+                     : saga_error(SAGA_ERR_INVALID_ARG, "%s: the loss function returned NULL", who);
+        else if (l->rows != 1 || l->cols != 1 || l->dtype != SAGA_F32)
+            st = saga_error(SAGA_ERR_INVALID_ARG,
+                            "%s: the loss function returned a %lld x %lld tensor (expected 1 x 1)",
+                            who, (long long)l->rows, (long long)l->cols);
+        if (st == SAGA_OK)
+            st = saga_tape_backward_range(c, mark, l, NULL);
+        if (st == SAGA_OK && loss)
+            *loss = saga_item(l);
+    } else if (st == SAGA_OK && out) {
+        st = saga_tensor_to_host(y, out);
+    }
+    saga_tape_release(c, mark);
+    for (int l = 0; l < smp->n_layers; l++)
+        saga_dgraph_free(&dg[l]);
+fail:
+    return st;
+}
+
+saga_status saga_net_train_sample(saga_net *n, const saga_sample *smp, double *loss) {
+    return sample_pass(n, smp, true, loss, NULL, "saga_net_train_sample");
+}
+
+saga_status saga_net_forward_sample(saga_net *n, const saga_sample *smp, float *out) {
+    return sample_pass(n, smp, false, NULL, out, "saga_net_forward_sample");
+}

@@ -1,0 +1,374 @@
+/* test_net_sample.c - a net's stages over samples (saga_net_train_sample, saga_net_forward_sample):
+ * with whole neighbourhoods a mini-batch of seeds trains what the full graph trains with the same
+ * loss rows (a GCN, a GraphSAGE-like mean and a GAT-like batched program; dense and sparse input;
+ * dropout drawn by the rows' graph ids), program stages over cut neighbourhoods aggregate exactly
+ * the sampled edges with the sampler's degrees, the library's cross-entropy is the mean over the
+ * batch, and what cannot run is refused. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include <cmocka.h>
+
+#include "test_util.h"
+
+#include "net_models.h"
+#include "saga_layers.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static net_data D;
+static saga_program GAT;
+
+static void data_load(void) {
+    net_data_load(&D, 1500, 5, 40, 8, 3);
+    GAT = gat_program(3000);
+}
+
+static saga_tensor *sage_vertex(saga_ctx *c, const saga_vertex_in *v, void *l_) {
+    layer *l = l_;
+    saga_tensor *h = saga_add_bias(c, saga_add(c, v->self, v->gathered), l->b);
+    return l->relu ? saga_relu(c, h) : h;
+}
+
+static const saga_program SAGE = {
+    .scatter = SAGA_SCATTER_SRC,
+    .edge_weight = SAGA_WEIGHT_NONE,
+    .gather = SAGA_GATHER_MEAN,
+    .apply_vertex = sage_vertex,
+};
+
+/* Every seventh vertex of a fixed shuffle: seeds in no particular order. */
+static int32_t *seed_list(int32_t *count) {
+    int32_t *perm = test_malloc((size_t)D.n * sizeof *perm);
+    for (int32_t v = 0; v < D.n; v++)
+        perm[v] = v;
+    uint64_t r = 99;
+    for (int32_t v = D.n - 1; v > 0; v--) {
+        r = r * 6364136223846793005ull + 1442695040888963407ull;
+        int32_t j = (int32_t)((r >> 33) % (uint64_t)(v + 1)), t = perm[v];
+        perm[v] = perm[j];
+        perm[j] = t;
+    }
+    int32_t k = 0;
+    for (int32_t i = 0; i < D.n; i += 7)
+        perm[k++] = perm[i];
+    *count = k;
+    return perm;
+}
+
+static void set_input(saga_net *net, bool sparse) {
+    if (!sparse) {
+        assert_int_equal(saga_net_set_input(net, D.x, D.F), SAGA_OK);
+        return;
+    }
+    int64_t *off = test_malloc(((size_t)D.n + 1) * sizeof *off), nnz = 0;
+    int32_t *idx = test_malloc((size_t)D.n * (size_t)D.F * sizeof *idx);
+    float *val = test_malloc((size_t)D.n * (size_t)D.F * sizeof *val);
+    off[0] = 0;
+    for (int32_t v = 0; v < D.n; v++) {
+        for (int32_t j = 0; j < D.F; j++)
+            if (D.x[(int64_t)v * D.F + j] != 0.0f) {
+                idx[nnz] = j;
+                val[nnz++] = D.x[(int64_t)v * D.F + j];
+            }
+        off[v + 1] = nnz;
+    }
+    assert_int_equal(saga_net_set_input_csr(net, off, idx, val, D.F), SAGA_OK);
+    test_free(off);
+    test_free(idx);
+    test_free(val);
+}
+
+typedef struct run_out {
+    double loss[3];
+    float *out; /* n x C after three SGD steps (saga_net_forward) */
+} run_out;
+
+/* Three SGD steps of the two-layer model with prog whose loss reads the seeds: on the full graph
+ * with the seeds as loss rows, or (sampled) on a sample of the seeds with every in-neighbour. */
+static void run(run_out *r, const saga_program *prog, float dropout, bool sparse, bool sampled) {
+    data_load();
+    saga_backend *be = NULL;
+    saga_ctx *c = NULL;
+    saga_model *m = NULL;
+    assert_int_equal(saga_backend_cpu_new(&be, NULL), SAGA_OK);
+    assert_int_equal(saga_ctx_new(&c, be, 3), SAGA_OK);
+    assert_int_equal(saga_model_new(&m, be), SAGA_OK);
+    const int H = 16;
+    layer l1, l2;
+    net_model_params(m, &D, H, &l1, &l2);
+    l1.dropout = l2.dropout = dropout;
+    saga_optim *opt = NULL;
+    saga_optim_opts oo = saga_optim_opts_defaults(SAGA_OPTIM_SGD);
+    oo.lr = 0.5f;
+    assert_int_equal(saga_optim_new(&opt, m, &oo), SAGA_OK);
+    saga_net_opts no = saga_net_opts_defaults();
+    no.exec = SAGA_EXEC_MEMORY;
+    no.self_loops = SAGA_DGRAPH_SELF_LOOPS_ADD;
+    saga_net *net = NULL;
+    assert_int_equal(saga_net_new(&net, c, D.g, &no), SAGA_OK);
+    net_model_stages(net, prog, &D, H, &l1, &l2);
+    loss_ctx lc = {D.labels, D.n};
+    assert_int_equal(saga_net_set_loss(net, nll_rows, &lc), SAGA_OK);
+    set_input(net, sparse);
+    int32_t ns = 0;
+    int32_t *seeds = seed_list(&ns);
+    saga_sampler *s = NULL;
+    if (sampled) {
+        const int32_t fan[2] = {-1, -1};
+        saga_sampler_opts so = saga_sampler_opts_defaults();
+        so.self_loops = SAGA_DGRAPH_SELF_LOOPS_ADD;
+        assert_int_equal(saga_sampler_new(&s, D.g, fan, 2, &so), SAGA_OK);
+    } else {
+        assert_int_equal(saga_net_set_loss_rows(net, seeds, ns), SAGA_OK);
+    }
+    for (int i = 0; i < 3; i++) {
+        saga_status st = SAGA_OK;
+        if (sampled) {
+            saga_sample *smp = NULL;
+            assert_int_equal(saga_sampler_sample(s, seeds, ns, (uint64_t)i, &smp), SAGA_OK);
+            st = saga_net_train_sample(net, smp, &r->loss[i]);
+            saga_sample_free(&smp);
+        } else {
+            st = saga_net_train_step(net, &r->loss[i]);
+        }
+        if (st != SAGA_OK)
+            fail_msg("step %d: %s", i, saga_last_error());
+        assert_int_equal(saga_optim_step(opt), SAGA_OK);
+    }
+    r->out = test_malloc((size_t)D.n * (size_t)D.C * sizeof(float));
+    assert_int_equal(saga_net_forward(net, r->out), SAGA_OK);
+    saga_sampler_free(&s);
+    test_free(seeds);
+    saga_net_free(&net);
+    saga_optim_free(&opt);
+    saga_model_free(&m);
+    saga_ctx_free(&c);
+    saga_backend_free_all(&be);
+}
+
+static void check_same_training(const saga_program *prog, float dropout, bool sparse,
+                                const char *what) {
+    run_out full, smp;
+    run(&full, prog, dropout, sparse, false);
+    run(&smp, prog, dropout, sparse, true);
+    net_assert_close_runs(&D, 16, 0, full.loss, full.out, smp.loss, smp.out, what);
+    print_message("  %s: losses %.9g %.9g %.9g\n", what, smp.loss[0], smp.loss[1], smp.loss[2]);
+    test_free(full.out);
+    test_free(smp.out);
+}
+
+/* Whole neighbourhoods: the sampled training is the full graph's with the seeds as loss rows. */
+static void test_net_sample_whole_neighbourhoods_train_as_the_graph(void **state) {
+    (void)state;
+    data_load();
+    check_same_training(&GCN, 0.3f, false, "GCN, dense rows");
+    check_same_training(&GCN, 0.3f, true, "GCN, a CSR");
+    check_same_training(&SAGE, 0.3f, false, "GraphSAGE-like mean");
+    /* the attention's dropout draws by edge, and a block's edges are not the graph's */
+    check_same_training(&GAT, 0.0f, false, "GAT-like, batched");
+}
+
+/* One program stage without ApplyVertex over fan-outs that cut: each seed's output is the mean of
+ * its sampled in-neighbours' rows (MEAN), or their sum weighted by 1 / sqrt(deg_in deg_out) with
+ * the sampler's degrees (SYMNORM, the full graph's and the block's), within the bound of a sum of
+ * that many terms. */
+static void test_net_sample_cut_neighbourhoods(void **state) {
+    (void)state;
+    data_load();
+    saga_backend *be = NULL;
+    saga_ctx *c = NULL;
+    assert_int_equal(saga_backend_cpu_new(&be, NULL), SAGA_OK);
+    assert_int_equal(saga_ctx_new(&c, be, 3), SAGA_OK);
+    const saga_program mean = {
+        .scatter = SAGA_SCATTER_SRC, .edge_weight = SAGA_WEIGHT_NONE, .gather = SAGA_GATHER_MEAN};
+    const saga_program sym = {
+        .scatter = SAGA_SCATTER_SRC, .edge_weight = SAGA_WEIGHT_SYMNORM, .gather = SAGA_GATHER_SUM};
+    const saga_program *progs[3] = {&mean, &sym, &sym};
+    int32_t ns = 0;
+    int32_t *seeds = seed_list(&ns);
+    float *out = test_malloc((size_t)ns * (size_t)D.F * sizeof *out);
+    for (int k = 0; k < 3; k++) {
+        saga_net *net = NULL;
+        saga_net_opts no = saga_net_opts_defaults();
+        no.self_loops = SAGA_DGRAPH_SELF_LOOPS_ADD;
+        assert_int_equal(saga_net_new(&net, c, D.g, &no), SAGA_OK);
+        assert_int_equal(saga_net_add_program(net, progs[k], NULL, D.F), SAGA_OK);
+        assert_int_equal(saga_net_set_input(net, D.x, D.F), SAGA_OK);
+        const int32_t fan = 3;
+        saga_sampler_opts so = saga_sampler_opts_defaults();
+        so.self_loops = SAGA_DGRAPH_SELF_LOOPS_ADD;
+        so.weight = SAGA_WEIGHT_SYMNORM;
+        so.degrees = k == 2 ? SAGA_SAMPLE_DEGREES_SAMPLED : SAGA_SAMPLE_DEGREES_FULL;
+        saga_sampler *s = NULL;
+        saga_sample *smp = NULL;
+        assert_int_equal(saga_sampler_new(&s, D.g, &fan, 1, &so), SAGA_OK);
+        assert_int_equal(saga_sampler_sample(s, seeds, ns, 4, &smp), SAGA_OK);
+        assert_int_equal(saga_net_forward_sample(net, smp, out), SAGA_OK);
+        const saga_sample_block *b = &smp->blocks[0];
+        int64_t cut = 0;
+        for (int32_t i = 0; i < ns; i++) {
+            const int64_t len = b->offsets[i + 1] - b->offsets[i];
+            assert_true(len >= 1 && len <= 4);
+            cut += len == 4;
+            for (int32_t j = 0; j < D.F; j++) {
+                double want = 0, mag = 0;
+                for (int64_t e = b->offsets[i]; e < b->offsets[i + 1]; e++) {
+                    double w = k == 0 ? 1.0 / (double)len : (double)b->values[e];
+                    double t = w * D.x[(int64_t)smp->ids[b->src[e]] * D.F + j];
+                    want += t;
+                    mag += fabs(t);
+                }
+                /* the values in f32 (1 unit each), a sum of len terms */
+                double bound = (len + 2) * SAGA_TEST_U32 * mag * 1.01;
+                double got = out[(int64_t)i * D.F + j];
+                if (!(fabs(got - want) <= bound))
+                    fail_msg("program %d, seed %d, column %d: %.9g, the sampled edges give %.9g "
+                             "(bound %.3g)",
+                             k, (int)i, (int)j, got, want, bound);
+            }
+        }
+        assert_true(cut > ns / 4); /* the fan-out did cut */
+        saga_sample_free(&smp);
+        saga_sampler_free(&s);
+        saga_net_free(&net);
+    }
+    test_free(out);
+    test_free(seeds);
+    saga_ctx_free(&c);
+    saga_backend_free_all(&be);
+}
+
+/* The library's cross-entropy on a sample: the mean over the batch's seeds, whatever the number
+ * of vertices it lists in all, from the outputs saga_net_forward_sample gives. */
+static void test_net_sample_cross_entropy_is_the_batch_mean(void **state) {
+    (void)state;
+    data_load();
+    saga_backend *be = NULL;
+    saga_ctx *c = NULL;
+    saga_model *m = NULL;
+    saga_net *net = NULL;
+    assert_int_equal(saga_backend_cpu_new(&be, NULL), SAGA_OK);
+    assert_int_equal(saga_ctx_new(&c, be, 3), SAGA_OK);
+    assert_int_equal(saga_model_new(&m, be), SAGA_OK);
+    saga_net_opts no = saga_net_opts_defaults();
+    no.self_loops = SAGA_DGRAPH_SELF_LOOPS_ADD;
+    assert_int_equal(saga_net_new(&net, c, D.g, &no), SAGA_OK);
+    saga_layer_opts lo = saga_layer_opts_defaults();
+    lo.dropout = 0;
+    assert_int_equal(saga_gcn_add(net, m, "gcn1", D.F, 8, &lo), SAGA_OK);
+    lo.act = SAGA_LAYER_NONE;
+    assert_int_equal(saga_gcn_add(net, m, "gcn2", 8, D.C, &lo), SAGA_OK);
+    int32_t ns = 0;
+    int32_t *train = seed_list(&ns); /* the listed vertices; the batch, its first 20 */
+    assert_int_equal(saga_net_set_loss_cross_entropy(net, D.labels, train, ns), SAGA_OK);
+    assert_int_equal(saga_net_set_input(net, D.x, D.F), SAGA_OK);
+    const int32_t fan[2] = {5, 5};
+    saga_sampler_opts so = saga_sampler_opts_defaults();
+    so.self_loops = SAGA_DGRAPH_SELF_LOOPS_ADD;
+    saga_sampler *s = NULL;
+    saga_sample *smp = NULL;
+    assert_int_equal(saga_sampler_new(&s, D.g, fan, 2, &so), SAGA_OK);
+    assert_int_equal(saga_sampler_sample(s, train, 20, 0, &smp), SAGA_OK);
+    float logits[20 * 8];
+    assert_true(D.C <= 8);
+    assert_int_equal(saga_net_forward_sample(net, smp, logits), SAGA_OK);
+    double loss = 0, want = 0, mag = 0;
+    assert_int_equal(saga_net_train_sample(net, smp, &loss), SAGA_OK);
+    for (int i = 0; i < 20; i++) {
+        const float *z = logits + i * D.C;
+        double mx = z[0], sum = 0;
+        for (int k = 1; k < D.C; k++)
+            mx = z[k] > mx ? z[k] : mx;
+        for (int k = 0; k < D.C; k++)
+            sum += exp(z[k] - mx);
+        want += (-(z[D.labels[train[i]]] - mx) + log(sum)) / 20;
+        mag += (fabs(z[D.labels[train[i]]] - mx) + fabs(log(sum))) / 20;
+    }
+    /* the log-softmax over C classes and the mean over 20 rows, in f32 */
+    assert_true(fabs(loss - want) <= 2 * (D.C + 20 + 8) * SAGA_TEST_U32 * mag);
+    /* gradients reached the first layer's weights */
+    saga_tensor *g = saga_grad(saga_model_find(m, "gcn1.weight"));
+    assert_non_null(g);
+    float *gh = test_malloc(saga_tensor_nbytes(g));
+    assert_int_equal(saga_tensor_to_host(g, gh), SAGA_OK);
+    double gsum = 0;
+    for (int64_t i = 0; i < saga_tensor_rows(g) * saga_tensor_cols(g); i++)
+        gsum += fabs(gh[i]);
+    assert_true(gsum > 0);
+    test_free(gh);
+    saga_sample_free(&smp);
+    saga_sampler_free(&s);
+    test_free(train);
+    saga_net_free(&net);
+    saga_model_free(&m);
+    saga_ctx_free(&c);
+    saga_backend_free_all(&be);
+}
+
+/* A sample of another depth, a row outside the graph, a net without a loss: refused, and the net
+ * trains on a right sample afterwards. */
+static void test_net_sample_refusals(void **state) {
+    (void)state;
+    data_load();
+    saga_backend *be = NULL;
+    saga_ctx *c = NULL;
+    saga_model *m = NULL;
+    assert_int_equal(saga_backend_cpu_new(&be, NULL), SAGA_OK);
+    assert_int_equal(saga_ctx_new(&c, be, 3), SAGA_OK);
+    assert_int_equal(saga_model_new(&m, be), SAGA_OK);
+    layer l1, l2;
+    net_model_params(m, &D, 16, &l1, &l2);
+    saga_net *net = NULL;
+    assert_int_equal(saga_net_new(&net, c, D.g, NULL), SAGA_OK);
+    net_model_stages(net, &GCN, &D, 16, &l1, &l2);
+    assert_int_equal(saga_net_set_input(net, D.x, D.F), SAGA_OK);
+    const int32_t fan[2] = {4, 4}, seeds[3] = {10, 20, 30};
+    saga_sampler *s1 = NULL, *s2 = NULL;
+    saga_sample *one = NULL, *two = NULL;
+    assert_int_equal(saga_sampler_new(&s1, D.g, fan, 1, NULL), SAGA_OK);
+    assert_int_equal(saga_sampler_new(&s2, D.g, fan, 2, NULL), SAGA_OK);
+    assert_int_equal(saga_sampler_sample(s1, seeds, 3, 0, &one), SAGA_OK);
+    assert_int_equal(saga_sampler_sample(s2, seeds, 3, 0, &two), SAGA_OK);
+    double loss = 0;
+    assert_int_equal(saga_net_train_sample(net, two, &loss), SAGA_ERR_INVALID_ARG);
+    saga_test_assert_error_contains("no loss function", NULL);
+    loss_ctx lc = {D.labels, D.n};
+    assert_int_equal(saga_net_set_loss(net, nll_rows, &lc), SAGA_OK);
+    assert_int_equal(saga_net_train_sample(net, one, &loss), SAGA_ERR_INVALID_ARG);
+    saga_test_assert_error_contains("2 program stages, the sample 1 layers", NULL);
+    const int32_t keep = two->ids[two->n_ids - 1];
+    two->ids[two->n_ids - 1] = D.n;
+    assert_int_equal(saga_net_train_sample(net, two, &loss), SAGA_ERR_INVALID_ARG);
+    saga_test_assert_error_contains("outside the net's graph", NULL);
+    two->ids[two->n_ids - 1] = keep;
+    assert_int_equal(saga_net_train_sample(net, two, &loss), SAGA_OK);
+    assert_true(loss > 0);
+    saga_sample_free(&one);
+    saga_sample_free(&two);
+    saga_sampler_free(&s1);
+    saga_sampler_free(&s2);
+    saga_net_free(&net);
+    saga_model_free(&m);
+    saga_ctx_free(&c);
+    saga_backend_free_all(&be);
+}
+
+static int teardown(void **state) {
+    (void)state;
+    net_data_free(&D);
+    return 0;
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_net_sample_whole_neighbourhoods_train_as_the_graph),
+        cmocka_unit_test(test_net_sample_cut_neighbourhoods),
+        cmocka_unit_test(test_net_sample_cross_entropy_is_the_batch_mean),
+        cmocka_unit_test(test_net_sample_refusals),
+    };
+    return cmocka_run_group_tests(tests, NULL, teardown);
+}
