@@ -38,6 +38,9 @@ enum {
     OPT_SAVED,
     OPT_TRANSFER,
     OPT_GRAPHS,
+    OPT_FANOUT,
+    OPT_BATCH_SIZE,
+    OPT_SAMPLE_DEGREES,
     OPT_EXEC, /* the CLI_EXEC_N_OPTS options of CLI_EXEC_OPTS */
 };
 static const cli_opt gcn_cli_opts[] = {
@@ -122,6 +125,17 @@ static const cli_opt gcn_cli_opts[] = {
      "On a GPU, in memory: record each training pass and evaluation as a CUDA graph and launch "
      "it as one unit, its arguments updated from epoch to epoch (the same results; off by "
      "default until its gain is measured)."},
+    {"fanout", 0, "A,B", NULL,
+     "Mini-batch training: each epoch cuts the training vertices, in an order drawn anew, into "
+     "batches of --batch-size; a batch samples A in-neighbours of each of its vertices "
+     "(uniformly, without replacement; -1: all of them), then B of each of those, and trains the "
+     "two layers on the sampled rows and edges alone (one optimizer step per batch). The draws "
+     "follow --seed, the epoch and the batch, the same on any thread count. Evaluation stays "
+     "exact, over the whole graph. Without it: full-graph training."},
+    {"batch-size", 0, "N", "512", "Mini-batch training: training vertices per batch."},
+    {"sample-degrees", 0, "D", "full",
+     "Mini-batch training: the degrees GCN's normalisation divides by on a sampled batch: full "
+     "(the whole graph's, as evaluation has them) or sampled (those of the batch's edges)."},
     CLI_EXEC_OPTS,
     {0}};
 
@@ -291,6 +305,31 @@ static double as_given(float x) {
     return strtod(buf, NULL);
 }
 
+/* --fanout A,B: one fan-out per layer, each -1 or >= 1. */
+static int parse_fanout(cli_ctx *c, const char *arg, gcn_opts *go) {
+    int n = 0;
+    const char *p = arg;
+    while (true) {
+        char *end = NULL;
+        long f = strtol(p, &end, 10);
+        if (end == p || (*end != ',' && *end != '\0') || n == GCN_MAX_LAYERS ||
+            !(f == -1 || (f >= 1 && f <= (1 << 24))))
+            return cli_usage(c,
+                             "--fanout: expected one count per layer, each -1 (all) or 1..%d, "
+                             "as 15,10; got '%s'",
+                             1 << 24, arg);
+        go->fanout[n++] = (int32_t)f;
+        if (*end == '\0')
+            break;
+        p = end + 1;
+    }
+    if (n != 2)
+        return cli_usage(c, "--fanout: the models have 2 layers, so 2 fan-outs, got %d in '%s'", n,
+                         arg);
+    go->n_fanout = n;
+    return 0;
+}
+
 static int gcn_main(int argc, char **argv) {
     cli_ctx c;
     const char *arg = NULL, *data_dir = NULL, *synthetic = NULL, *device = cli_default_device();
@@ -304,7 +343,7 @@ static int gcn_main(int argc, char **argv) {
     double lr = 0.01, dropout = 0.5, weight_decay = 5e-4;
     /* a model's own defaults, for what was not given */
     bool given_hidden = false, given_lr = false, given_dropout = false, given_decay = false;
-    bool given_heads = false, given_aggr = false;
+    bool given_heads = false, given_aggr = false, given_batch = false;
     int model = GCN_MODEL_GCN;
     int o;
     cli_begin(&c, &cli_cmd_gcn, argc, argv);
@@ -409,6 +448,23 @@ static int gcn_main(int argc, char **argv) {
         case OPT_GRAPHS:
             go.graphs = true;
             break;
+        case OPT_FANOUT:
+            bad = parse_fanout(&c, arg, &go);
+            break;
+        case OPT_BATCH_SIZE:
+            if (!(bad = cli_int(&c, "--batch-size", arg, 1, INT32_MAX, &v)))
+                go.batch_size = (int32_t)v;
+            given_batch = true;
+            break;
+        case OPT_SAMPLE_DEGREES:
+            if (strcmp(arg, "full") == 0)
+                go.sample_degrees = SAGA_SAMPLE_DEGREES_FULL;
+            else if (strcmp(arg, "sampled") == 0)
+                go.sample_degrees = SAGA_SAMPLE_DEGREES_SAMPLED;
+            else
+                bad = cli_usage(&c, "--sample-degrees must be full or sampled, got '%s'", arg);
+            given_batch = true;
+            break;
         case OPT_TRANSFER:
             if (strcmp(arg, "f32") == 0)
                 go.transfer = SAGA_TRANSFER_F32;
@@ -434,6 +490,8 @@ static int gcn_main(int argc, char **argv) {
         return cli_usage(&c, "--heads applies to --model gat");
     if (given_aggr && go.model != GCN_MODEL_SAGE)
         return cli_usage(&c, "--aggr applies to --model sage");
+    if (given_batch && !go.n_fanout)
+        return cli_usage(&c, "--batch-size and --sample-degrees apply to --fanout");
     const gcn_opts md = gcn_opts_model(go.model);
     if (!given_hidden)
         go.hidden = md.hidden;
@@ -569,6 +627,11 @@ static int gcn_main(int argc, char **argv) {
         &c, "model     %s, dropout %g, Adam lr %g, weight decay %g on %s, %d epochs, seed %llu\n",
         desc, dropout, lr, weight_decay, go.model == GCN_MODEL_GCN ? "layer 1" : "every parameter",
         go.epochs, (unsigned long long)go.seed);
+    if (go.n_fanout)
+        cli_say(&c, "batches   %d training vertices each, fan-outs %d,%d, %s degrees\n",
+                (int)go.batch_size, (int)go.fanout[0], (int)go.fanout[1],
+                go.sample_degrees == SAGA_SAMPLE_DEGREES_FULL ? "the whole graph's"
+                                                              : "the sampled edges'");
 
     /* ---- train (rank 0 alone writes the log and the trace; every rank learns whether it can,
      * for the others would wait for it in the first collective) */
@@ -612,6 +675,9 @@ static int gcn_main(int argc, char **argv) {
         cli_say(&c, "; %.1f s partitioning the graph and placing its blocks first",
                 r.prepare_seconds);
     cli_say(&c, "\n");
+    if (go.n_fanout)
+        cli_say(&c, "sampled   %d batches an epoch: %.0f rows and %.0f edges per batch (mean)\n",
+                r.batches, r.batch_rows, r.batch_edges);
     cli_say(&c, "final     loss %.4f  train %.4f  val %.4f  (%s parameters)\n", (double)r.loss,
             r.train_acc, r.val_acc, cli_count(b3, sizeof b3, r.n_params));
     if (r.stats.input_packed)
@@ -701,6 +767,21 @@ static int gcn_main(int argc, char **argv) {
         json_key(&j, "device_mem"), json_int(&j, (int64_t)ex.device_mem);
         static const char *const tp[] = {"f32", "bf16", "fp16"};
         json_key(&j, "transfer_precision"), json_str(&j, tp[go.transfer]);
+        json_key(&j, "fanout");
+        if (go.n_fanout) {
+            json_array_begin(&j);
+            for (int h = 0; h < go.n_fanout; h++)
+                json_int(&j, go.fanout[h]);
+            json_array_end(&j);
+            json_key(&j, "batch_size"), json_int(&j, go.batch_size);
+            json_key(&j, "sample_degrees"),
+                json_str(&j, go.sample_degrees == SAGA_SAMPLE_DEGREES_FULL ? "full" : "sampled");
+            json_key(&j, "batches"), json_int(&j, r.batches);
+            json_key(&j, "batch_rows"), json_num(&j, r.batch_rows);
+            json_key(&j, "batch_edges"), json_num(&j, r.batch_edges);
+        } else {
+            json_null(&j);
+        }
         cli_json_net_stats(&j, &ns);
         json_key(&j, "halo_rows"), json_int(&j, rs.halo_rows);
         cli_json_rank_stats(&j, &rs);

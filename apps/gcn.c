@@ -180,7 +180,10 @@ gcn_opts gcn_opts_defaults(void) {
                       .partition = SAGA_PARTITION_METIS,
                       .saved = SAGA_SAVED_RECOMPUTE,
                       .comm = NULL,
-                      .sparse_below = 0.25};
+                      .sparse_below = 0.25,
+                      .n_fanout = 0,
+                      .batch_size = 512,
+                      .sample_degrees = SAGA_SAMPLE_DEGREES_FULL};
 }
 
 const char *gcn_model_name(gcn_model m) {
@@ -309,10 +312,61 @@ static saga_status check_opts(const gcn_data *d, const gcn_opts *o) {
                    (unsigned)o->aggr < SAGA_GATHER_COUNT,
                SAGA_ERR_INVALID_ARG, "GCN: invalid model options (model %d, heads %d, aggr %d)",
                (int)o->model, o->heads, (int)o->aggr);
+    SAGA_CHECK(o->n_fanout == 0 || o->n_fanout == 2, SAGA_ERR_INVALID_ARG,
+               "GCN: %d fan-outs for a model of 2 layers", o->n_fanout);
+    for (int h = 0; h < o->n_fanout; h++)
+        SAGA_CHECK(o->fanout[h] == -1 || o->fanout[h] >= 1, SAGA_ERR_INVALID_ARG,
+                   "GCN: fan-out %d is neither -1 (all) nor >= 1", (int)o->fanout[h]);
+    const bool ranks = d->shard || (o->comm && saga_comm_size(o->comm) > 1);
+    SAGA_CHECK(!o->n_fanout || (o->batch_size >= 1 && !ranks), SAGA_ERR_INVALID_ARG,
+               "GCN: mini-batches need a batch size >= 1 and one process (got %d%s)",
+               (int)o->batch_size, ranks ? ", several ranks" : "");
     SAGA_CHECK(d->graph && (d->features || d->x_offsets) && d->labels &&
                    (d->shard ? d->all_train : d->n_train) > 0 && d->n_classes >= 1,
                SAGA_ERR_INVALID_ARG, "GCN: the data set has no training vertices");
 fail:
+    return st;
+}
+
+/* One epoch of mini-batches: the training vertices in an order drawn from the seed and the epoch,
+ * cut into batches of o->batch_size, each sampled (the batch's index keys its draws) and trained
+ * with an optimizer step. *loss: the mean over the batches, weighted by their seeds. */
+static saga_status train_batches(saga_net *net, saga_optim *opt, saga_sampler *s, const gcn_data *d,
+                                 const gcn_opts *o, int epoch, int32_t *order, double *loss,
+                                 gcn_result *r) {
+    saga_status st = SAGA_OK;
+    saga_sample *smp = NULL;
+    const int64_t nt = d->n_train;
+    memcpy(order, d->train, (size_t)nt * sizeof *order);
+    uint64_t z = o->seed * 0x9e3779b97f4a7c15ull ^ (uint64_t)epoch * 0xbf58476d1ce4e5b9ull;
+    for (int64_t i = nt - 1; i > 0; i--) {
+        z = z * 6364136223846793005ull + 1442695040888963407ull;
+        int64_t j = (int64_t)((z >> 17) % (uint64_t)(i + 1));
+        int32_t t = order[i];
+        order[i] = order[j];
+        order[j] = t;
+    }
+    const int64_t nb = (nt + o->batch_size - 1) / o->batch_size;
+    double sum = 0, edges = 0, rows = 0;
+    for (int64_t b = 0; b < nb; b++) {
+        const int64_t first = b * o->batch_size;
+        const int64_t count = nt - first < o->batch_size ? nt - first : o->batch_size;
+        double l = 0;
+        SAGA_TRY(
+            saga_sampler_sample(s, order + first, count, (uint64_t)(epoch - 1) * nb + b, &smp));
+        SAGA_TRY(saga_net_train_sample(net, smp, &l));
+        SAGA_TRY(saga_optim_step(opt));
+        sum += l * (double)count;
+        edges += (double)smp->n_edges;
+        rows += (double)smp->n_ids;
+        saga_sample_free(&smp);
+    }
+    *loss = sum / (double)nt;
+    r->batches = (int)nb;
+    r->batch_edges = edges / (double)nb;
+    r->batch_rows = rows / (double)nb;
+fail:
+    saga_sample_free(&smp);
     return st;
 }
 
@@ -327,6 +381,8 @@ saga_status gcn_train(gcn_result *out, saga_backend *be, const gcn_data *d, cons
     float *logp = NULL, *eval_out = NULL, *dense_x = NULL;
     int32_t *eval_rows = NULL;
     saga_event *ev[2] = {NULL, NULL}; /* an epoch's training: its start and its end */
+    saga_sampler *sampler = NULL;     /* mini-batch training */
+    int32_t *order = NULL;            /* its training vertices, shuffled each epoch */
     gcn_result r = {0};
     r.loss = NAN;
     SAGA_CHECK(out && be && d && o, SAGA_ERR_INVALID_ARG, "gcn_train: NULL argument");
@@ -401,6 +457,16 @@ saga_status gcn_train(gcn_result *out, saga_backend *be, const gcn_data *d, cons
     else /* a CSR when the first layer multiplies before it aggregates (saga_net_set_dense_rows) */
         SAGA_TRY(saga_net_set_input_auto(net, x, F, o->sparse_below));
 
+    if (o->n_fanout) {
+        saga_sampler_opts so = saga_sampler_opts_defaults();
+        so.seed = o->seed;
+        so.self_loops = no.self_loops;
+        so.degrees = o->sample_degrees;
+        SAGA_TRY(saga_sampler_new(&sampler, d->graph, o->fanout, o->n_fanout, &so));
+        SAGA_TRY(
+            saga_alloc_array((void **)&order, (size_t)d->n_train, sizeof *order, "training order"));
+    }
+
     int64_t done = 0;
     if (o->resume) {
         uint64_t counter = 0;
@@ -426,7 +492,15 @@ saga_status gcn_train(gcn_result *out, saga_backend *be, const gcn_data *d, cons
             SAGA_TRY(saga_backend_profile_range(be, true));
             profiling = true;
         }
-        if (epoch <= o->epochs) {
+        double batch_loss = 0;
+        if (epoch <= o->epochs && sampler) {
+            /* mini-batches: each waits for its loss, so the wall clock times them */
+            double tb = saga_now();
+            SAGA_TRY(train_batches(net, opt, sampler, d, o, epoch, order, &batch_loss, &r));
+            SAGA_TRY(saga_backend_synchronize(be));
+            e.ms = (saga_now() - tb) * 1e3;
+            r.epochs = epoch;
+        } else if (epoch <= o->epochs) {
             /* queued, and timed by events: the evaluation below waits for the device once for
              * both, and the training pass's loss and the events are read after it */
             SAGA_TRY(saga_event_record(ev[0], s0));
@@ -444,7 +518,15 @@ saga_status gcn_train(gcn_result *out, saga_backend *be, const gcn_data *d, cons
         for (int64_t i = 0; i < n_eval; i++) /* logits: their arg-max is the log-softmax's */
             memcpy(logp + (int64_t)eval_rows[i] * C, eval_out + i * C, (size_t)C * sizeof *logp);
         e.eval_ms = (saga_now() - te) * 1e3;
-        if (epoch <= o->epochs) {
+        if (epoch <= o->epochs && sampler) {
+            saga_backend_stats bs;
+            saga_backend_get_stats(be, &bs);
+            e.loss = r.loss = (float)batch_loss;
+            e.stats.peak_device_bytes = bs.held_peak_bytes;
+            if (e.stats.peak_device_bytes > r.peak_device_bytes)
+                r.peak_device_bytes = e.stats.peak_device_bytes;
+            r.epoch_ms[r.n_epoch_ms++] = e.ms;
+        } else if (epoch <= o->epochs) {
             double loss = 0;
             SAGA_TRY(saga_net_train_result(net, &loss, &e.stats));
             e.loss = (float)loss;
@@ -531,5 +613,7 @@ fail:
     saga_free(dense_x);
     saga_event_free(&ev[0]);
     saga_event_free(&ev[1]);
+    saga_sampler_free(&sampler);
+    saga_free(order);
     return st;
 }

@@ -90,6 +90,8 @@ typedef enum gcn_model {
 const char *gcn_model_name(gcn_model m);
 int gcn_model_parse(const char *s);
 
+enum { GCN_MAX_LAYERS = 8 };
+
 typedef struct gcn_opts {
     gcn_model model;        /* GCN */
     int heads;              /* GAT: the first layer's heads (8) */
@@ -122,6 +124,13 @@ typedef struct gcn_opts {
     int32_t profile_first, profile_last;
     double sparse_below; /* dense features with at most this share of non-zeros are kept as a
                           * CSR by the net (saga_net_set_input_auto; 0.25); 0: dense */
+    /* mini-batch training (saga_sampler, saga_net_train_sample) when n_fanout > 0: in-neighbours
+     * per hop from the seeds (one per layer: 2; -1 for all), training vertices per batch (512),
+     * the degrees SYMNORM divides by (the full graph's) */
+    int32_t fanout[GCN_MAX_LAYERS];
+    int n_fanout;
+    int32_t batch_size;
+    saga_sample_degrees sample_degrees;
 } gcn_opts;
 
 gcn_opts gcn_opts_defaults(void);
@@ -164,6 +173,10 @@ typedef struct gcn_result {
     double prepare_seconds;   /* partitioning and placing the graph's blocks, which the first
                                * training step does before its work: not in epoch_ms */
     saga_net_stats stats;     /* of the last training step */
+    /* mini-batch training: batches per epoch, sampled edges and rows per batch (the mean over
+     * the last epoch's) */
+    int batches;
+    double batch_edges, batch_rows;
 } gcn_result;
 
 /* Trains a GCN on d with backend be (not owned), calling on_epoch (may be NULL) after every

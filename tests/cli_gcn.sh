@@ -95,6 +95,35 @@ for x, y, t in zip(a, b, tol):
     assert "h2d_bytes" in y and "overlap" in y
 PY
 done
+# Mini-batches of whole neighbourhoods, one batch of every training vertex: the full-graph
+# training's losses (the same rows and edges, summed in other orders); cut neighbourhoods in
+# batches of 100: it learns, reports its batches and draws the same batches again.
+expect 0 "$SAGA_BIN" gcn --data "$TMP/cit" --epochs 15 --json --quiet --fanout -1,-1 \
+    --batch-size 100000 --log "$TMP/mb.jsonl"
+[ "$(json_get 'j["fanout"], j["batches"], j["batch_size"], j["sample_degrees"]')" = \
+    "[-1, -1] 1 100000 full" ] || fail "gcn --fanout -1,-1: $(json_last)"
+python3 - "$TMP/mem.jsonl" "$TMP/mb.jsonl" <<'PY' || fail "gcn --fanout -1,-1: losses differ"
+import json, os, sys
+sys.path.insert(0, os.path.join(os.environ["SAGA_SRC_DIR"], "tests"))
+import bounds
+a = [json.loads(l) for l in open(sys.argv[1])]
+b = [json.loads(l) for l in open(sys.argv[2])]
+tol = bounds.gcn_losses(800, 80, 16, 4, 15)
+for x, y, t in zip(a, b, tol):
+    assert abs(x["loss"] - y["loss"]) <= t * abs(x["loss"]), (x["epoch"], x["loss"], y["loss"], t)
+PY
+expect 0 "$SAGA_BIN" gcn --data "$TMP/cit" --epochs 40 --json --quiet --fanout 5,3 --batch-size 100
+first=$(json_get 'j["loss"], j["test_accuracy"]')
+[ "$(json_get 'j["test_accuracy"] > 0.5, j["batches"], 0 < j["batch_rows"] < 800')" = \
+    "True $(json_get '(j["train"] + 99) // 100') True" ] || fail "gcn --fanout 5,3: $(json_last)"
+expect 0 "$SAGA_BIN" gcn --data "$TMP/cit" --epochs 40 --json --quiet --fanout 5,3 --batch-size 100
+[ "$(json_get 'j["loss"], j["test_accuracy"]')" = "$first" ] || fail "gcn --fanout 5,3 again: $(json_last)"
+expect 2 "$SAGA_BIN" gcn --data "$TMP/cit" --fanout 5
+expect_err "2 fan-outs"
+expect 2 "$SAGA_BIN" gcn --data "$TMP/cit" --fanout 0,5
+expect_err "each -1 (all) or 1.."
+expect 2 "$SAGA_BIN" gcn --data "$TMP/cit" --batch-size 64
+expect_err "--batch-size and --sample-degrees apply to --fanout"
 expect 2 "$SAGA_BIN" gcn --data "$TMP/cit" --device-mem lots
 expect_err "--device-mem must be a size"
 expect 2 "$SAGA_BIN" gcn --data "$TMP/cit" --partition spectral
