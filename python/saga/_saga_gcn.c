@@ -93,10 +93,14 @@ PyObject *saga_py_gcn(PyObject *m, PyObject *args, PyObject *kw) {
                              "model",
                              "heads",
                              "aggr",
+                             "fanout",
+                             "batch_size",
+                             "sample_degrees",
                              NULL};
     PyObject *data_obj = Py_None, *graph_obj = Py_None, *feat_obj = Py_None, *lab_obj = Py_None;
     PyObject *train_obj = Py_None, *val_obj = Py_None, *test_obj = Py_None;
-    PyObject *ckpt_obj = Py_None, *resume_obj = Py_None;
+    PyObject *ckpt_obj = Py_None, *resume_obj = Py_None, *fanout_obj = Py_None;
+    int sample_degrees = SAGA_SAMPLE_DEGREES_FULL;
     PyObject *xo_obj = Py_None, *xi_obj = Py_None, *xv_obj = Py_None;
     long long n_features = 0;
     int n_classes = 0, normalize = 1, dense_features = 0, stream = 0, host_halos = 0, graphs = 0;
@@ -108,13 +112,46 @@ PyObject *saga_py_gcn(PyObject *m, PyObject *args, PyObject *kw) {
     int model = GCN_MODEL_GCN, aggr = SAGA_GATHER_MEAN;
     /* hidden, lr, dropout and weight_decay below 0: the model's own (gcn_opts_model) */
     if (!PyArg_ParseTupleAndKeywords(
-            args, kw, "|OOOOiOOOppiifffKsLpiiiipOiOOOOLdpiii", kwlist, &data_obj, &graph_obj,
+            args, kw, "|OOOOiOOOppiifffKsLpiiiipOiOOOOLdpiiiOii", kwlist, &data_obj, &graph_obj,
             &feat_obj, &lab_obj, &n_classes, &train_obj, &val_obj, &test_obj, &normalize,
             &dense_features, &go.epochs, &go.hidden, &go.lr, &go.dropout, &go.weight_decay, &seed,
             &device, &device_mem, &stream, &parts, &partition, &saved, &transfer, &host_halos,
             &ckpt_obj, &checkpoint_every, &resume_obj, &xo_obj, &xi_obj, &xv_obj, &n_features,
-            &go.sparse_below, &graphs, &model, &go.heads, &aggr))
+            &go.sparse_below, &graphs, &model, &go.heads, &aggr, &fanout_obj, &go.batch_size,
+            &sample_degrees))
         return NULL;
+    if (fanout_obj != Py_None) {
+        PyObject *seq = PySequence_Fast(fanout_obj, "saga.gcn: fanout must be a sequence of ints");
+        if (!seq)
+            return NULL;
+        Py_ssize_t k = PySequence_Fast_GET_SIZE(seq);
+        for (Py_ssize_t i = 0; i < k && i < GCN_MAX_LAYERS; i++) {
+            long f = PyLong_AsLong(PySequence_Fast_GET_ITEM(seq, i));
+            go.fanout[i] = (int32_t)f;
+            if ((f == -1 && PyErr_Occurred()) || f < -1 || f > (1 << 24) || f == 0) {
+                Py_DECREF(seq);
+                if (!PyErr_Occurred())
+                    PyErr_Format(PyExc_ValueError,
+                                 "saga.gcn: fanout %ld: each must be -1 (all) or 1..%d", f,
+                                 1 << 24);
+                return NULL;
+            }
+        }
+        Py_DECREF(seq);
+        if (k != 2) {
+            PyErr_Format(PyExc_ValueError,
+                         "saga.gcn: the models have 2 layers, so fanout needs 2 entries, got %zd",
+                         k);
+            return NULL;
+        }
+        go.n_fanout = (int)k;
+    }
+    if (go.batch_size < 1 || (unsigned)sample_degrees >= SAGA_SAMPLE_DEGREES_COUNT) {
+        PyErr_SetString(PyExc_ValueError,
+                        "saga.gcn: batch_size must be >= 1, sample_degrees full or sampled");
+        return NULL;
+    }
+    go.sample_degrees = (saga_sample_degrees)sample_degrees;
     if (model < 0 || model >= GCN_MODEL_COUNT || aggr < 0 || aggr >= SAGA_GATHER_COUNT ||
         go.heads < 1) {
         PyErr_SetString(PyExc_ValueError, "saga.gcn: invalid model, heads or aggr");
@@ -351,6 +388,11 @@ PyObject *saga_py_gcn(PyObject *m, PyObject *args, PyObject *kw) {
     SET_ITEM("input_packed", PyBool_FromLong(r.stats.input_packed));
     SET_ITEM("rows_normalized", PyLong_FromLongLong(d.norm.n_normalized));
     SET_ITEM("rows_signed", PyLong_FromLongLong(d.norm.n_signed));
+    if (go.n_fanout) {
+        SET_ITEM("batches", PyLong_FromLong(r.batches));
+        SET_ITEM("batch_rows", PyFloat_FromDouble(r.batch_rows));
+        SET_ITEM("batch_edges", PyFloat_FromDouble(r.batch_edges));
+    }
 out:
     gcn_result_free(&r);
     if (borrowed)

@@ -292,6 +292,28 @@ def test_gnn_models_equal_the_cli():
         saga.gcn(CORA, model="sage", aggr="median")
 
 
+def test_gcn_minibatches_equal_the_cli():
+    """Mini-batches (fanout): the CLI's training to the bit, whole neighbourhoods in one batch as
+    the full graph trains them (within the bound of sums in other orders), refusals."""
+    need(CORA)
+    j = cli("gcn", "--data", CORA, "--epochs", "10", "--device", "cpu", "--fanout", "5,3",
+            "--batch-size", "50", "--model", "sage")
+    r = saga.gcn(CORA, epochs=10, device="cpu", fanout=(5, 3), batch_size=50, model="sage")
+    assert (r["loss"], r["test_accuracy"], r["batches"]) == (j["loss"], j["test_accuracy"], 3)
+    assert r["batch_rows"] == j["batch_rows"] and r["batch_edges"] == j["batch_edges"]
+    full = saga.gcn(CORA, epochs=10, device="cpu")
+    whole = saga.gcn(CORA, epochs=10, device="cpu", fanout=[-1, -1], batch_size=140)
+    tol = bounds.gcn_losses(2708, 1433, 16, 7, 10, max_degree=168)[-1]
+    assert whole["loss"] == pytest.approx(full["loss"], rel=tol)
+    assert "batches" not in full
+    with pytest.raises(ValueError, match="2 entries"):
+        saga.gcn(CORA, fanout=[5])
+    with pytest.raises(ValueError, match="fanout 0"):
+        saga.gcn(CORA, fanout=[0, 5])
+    with pytest.raises(ValueError, match="sample_degrees must be one of"):
+        saga.gcn(CORA, fanout=[5, 5], sample_degrees="some")
+
+
 def test_gcn_dense_features_kept_as_csr():
     need(CORA)
     g, (indptr, cols, vals, nf), y, (train, val, test), c = _cora_arrays()
