@@ -296,7 +296,8 @@ static void test_sample_same_on_any_thread_count(void **state) {
     omp_set_num_threads(1);
     saga_sample *one = sample(g, fan, 3, &o, seeds, 512, 5);
     check_layout(one, seeds, 512, n);
-    assert_true(one->blocks[0].n_dst > 2000); /* the hops reach far */
+    /* the last hop has more destinations than a hop the sampler runs on one thread */
+    assert_true(one->blocks[0].n_dst > 4096);
     for (int t = 2; t <= 4; t += 2) {
         omp_set_num_threads(t);
         saga_sample *many = sample(g, fan, 3, &o, seeds, 512, 5);

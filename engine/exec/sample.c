@@ -299,8 +299,9 @@ static saga_status hop(saga_sampler *s, saga_sample *smp, int32_t h, uint64_t ba
         SAGA_TRY(saga_alloc_array((void **)&b->values, (size_t)m + 1, sizeof *b->values,
                                   "sample edge values"));
 
+    /* a hop of few destinations runs on this thread: waking the others costs more */
     const int nt = s->scratch ? s->n_threads : 1;
-#pragma omp parallel for schedule(dynamic, 64) num_threads(nt) if (nt > 1 && nd > 256)
+#pragma omp parallel for schedule(dynamic, 64) num_threads(nt) if (nt > 1 && nd > 4096)
     for (int32_t i = 0; i < nd; i++) {
         int64_t *scr =
             s->scratch ? s->scratch + (int64_t)omp_get_thread_num() * s->per_thread : NULL;
