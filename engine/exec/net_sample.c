@@ -220,6 +220,9 @@ static saga_status sample_pass(saga_net *n, const saga_sample *smp, bool train, 
     saga_tape_release(c, mark);
     for (int l = 0; l < smp->n_layers; l++)
         saga_dgraph_free(&dg[l]);
+    /* the context keeps released buffers by exact size, and each sample's shapes are its own:
+     * kept, they would pile up batch after batch (the backend keeps freed blocks, bounded) */
+    saga_ctx_trim(c);
 fail:
     return st;
 }
