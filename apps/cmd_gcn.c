@@ -41,6 +41,7 @@ enum {
     OPT_FANOUT,
     OPT_BATCH_SIZE,
     OPT_SAMPLE_DEGREES,
+    OPT_BATCH_BALANCE,
     OPT_EXEC, /* the CLI_EXEC_N_OPTS options of CLI_EXEC_OPTS */
 };
 static const cli_opt gcn_cli_opts[] = {
@@ -136,6 +137,13 @@ static const cli_opt gcn_cli_opts[] = {
     {"sample-degrees", 0, "D", "full",
      "Mini-batch training: the degrees GCN's normalisation divides by on a sampled batch: full "
      "(the whole graph's, as evaluation has them) or sampled (those of the batch's edges)."},
+    {"batch-balance", 0, "B", "memory",
+     "Mini-batch training: what the batches of an epoch even out, their number fixed by "
+     "--batch-size: memory (the device bytes of each batch's sampled rows and edges at the "
+     "model's widths), edges, rows, or none (equal seed counts; a batch of hubs then peaks far "
+     "above one of leaves). Each batch is measured as it is packed (its draws do not depend on "
+     "the other vertices), so a balanced batch holds what its peak needs, not a guess; the "
+     "summary reports the smallest and largest batch peak."},
     CLI_EXEC_OPTS,
     {0}};
 
@@ -456,6 +464,18 @@ static int gcn_main(int argc, char **argv) {
                 go.batch_size = (int32_t)v;
             given_batch = true;
             break;
+        case OPT_BATCH_BALANCE: {
+            static const char *const names[GCN_BALANCE_COUNT] = {"memory", "edges", "rows", "none"};
+            int k = 0;
+            while (k < GCN_BALANCE_COUNT && strcmp(arg, names[k]) != 0)
+                k++;
+            if (k == GCN_BALANCE_COUNT)
+                bad = cli_usage(&c, "--batch-balance must be memory, edges, rows or none, got '%s'",
+                                arg);
+            go.balance = (gcn_balance)k;
+            given_batch = true;
+            break;
+        }
         case OPT_SAMPLE_DEGREES:
             if (strcmp(arg, "full") == 0)
                 go.sample_degrees = SAGA_SAMPLE_DEGREES_FULL;
@@ -491,7 +511,8 @@ static int gcn_main(int argc, char **argv) {
     if (given_aggr && go.model != GCN_MODEL_SAGE)
         return cli_usage(&c, "--aggr applies to --model sage");
     if (given_batch && !go.n_fanout)
-        return cli_usage(&c, "--batch-size and --sample-degrees apply to --fanout");
+        return cli_usage(&c,
+                         "--batch-size, --batch-balance and --sample-degrees apply to --fanout");
     const gcn_opts md = gcn_opts_model(go.model);
     if (!given_hidden)
         go.hidden = md.hidden;
@@ -676,8 +697,13 @@ static int gcn_main(int argc, char **argv) {
                 r.prepare_seconds);
     cli_say(&c, "\n");
     if (go.n_fanout)
-        cli_say(&c, "sampled   %d batches an epoch: %.0f rows and %.0f edges per batch (mean)\n",
-                r.batches, r.batch_rows, r.batch_edges);
+        cli_say(&c,
+                "sampled   %d batches an epoch: %.0f rows and %.0f edges per batch (mean); device "
+                "peaks %s to %s (%.2fx)\n",
+                r.batches, r.batch_rows, r.batch_edges,
+                cli_bytes(b4, sizeof b4, (int64_t)r.batch_peak_min),
+                cli_bytes(b5, sizeof b5, (int64_t)r.batch_peak_max),
+                r.batch_peak_min ? (double)r.batch_peak_max / (double)r.batch_peak_min : 0.0);
     cli_say(&c, "final     loss %.4f  train %.4f  val %.4f  (%s parameters)\n", (double)r.loss,
             r.train_acc, r.val_acc, cli_count(b3, sizeof b3, r.n_params));
     if (r.stats.input_packed)
@@ -779,6 +805,10 @@ static int gcn_main(int argc, char **argv) {
             json_key(&j, "batches"), json_int(&j, r.batches);
             json_key(&j, "batch_rows"), json_num(&j, r.batch_rows);
             json_key(&j, "batch_edges"), json_num(&j, r.batch_edges);
+            static const char *const bal[GCN_BALANCE_COUNT] = {"memory", "edges", "rows", "none"};
+            json_key(&j, "batch_balance"), json_str(&j, bal[go.balance]);
+            json_key(&j, "batch_peak_min"), json_int(&j, (int64_t)r.batch_peak_min);
+            json_key(&j, "batch_peak_max"), json_int(&j, (int64_t)r.batch_peak_max);
         } else {
             json_null(&j);
         }

@@ -183,6 +183,7 @@ gcn_opts gcn_opts_defaults(void) {
                       .sparse_below = 0.25,
                       .n_fanout = 0,
                       .batch_size = 512,
+                      .balance = GCN_BALANCE_MEMORY,
                       .sample_degrees = SAGA_SAMPLE_DEGREES_FULL};
 }
 
@@ -312,6 +313,8 @@ static saga_status check_opts(const gcn_data *d, const gcn_opts *o) {
                    (unsigned)o->aggr < SAGA_GATHER_COUNT,
                SAGA_ERR_INVALID_ARG, "GCN: invalid model options (model %d, heads %d, aggr %d)",
                (int)o->model, o->heads, (int)o->aggr);
+    SAGA_CHECK((unsigned)o->balance < GCN_BALANCE_COUNT, SAGA_ERR_INVALID_ARG,
+               "GCN: invalid batch balance %d", (int)o->balance);
     SAGA_CHECK(o->n_fanout == 0 || o->n_fanout == 2, SAGA_ERR_INVALID_ARG,
                "GCN: %d fan-outs for a model of 2 layers", o->n_fanout);
     for (int h = 0; h < o->n_fanout; h++)
@@ -328,14 +331,40 @@ fail:
     return st;
 }
 
+/* The device bytes a sampled row and edge take, roughly, for o's model on F input columns (f32
+ * throughout): a row's input (its non-zeros' index and value when the input is a CSR of nnz_row
+ * entries a row), dropout mask and the activations and gradients of the layers' widths; an
+ * edge's source, destination, transposed position and values both ways, with GAT's attention
+ * per head on the tape. */
+static void balance_weights(const gcn_opts *o, int64_t F, int32_t C, double nnz_row,
+                            double *per_edge, double *per_row) {
+    const double in = nnz_row > 0 ? 2 * nnz_row : (double)F;
+    const double heads = o->model == GCN_MODEL_GAT ? o->heads : 1;
+    *per_row = 4 * (2 * in + 3 * heads * o->hidden + 3 * (double)C);
+    *per_edge = 28 + (o->model == GCN_MODEL_GAT ? 4 * 4 * heads : 0);
+    switch (o->balance) {
+    case GCN_BALANCE_EDGES:
+        *per_edge = 1, *per_row = 0;
+        break;
+    case GCN_BALANCE_ROWS:
+        *per_edge = 0, *per_row = 1;
+        break;
+    default:
+        break;
+    }
+}
+
 /* One epoch of mini-batches: the training vertices in an order drawn from the seed and the epoch,
- * cut into batches of o->batch_size, each sampled (the batch's index keys its draws) and trained
- * with an optimizer step. *loss: the mean over the batches, weighted by their seeds. */
-static saga_status train_batches(saga_net *net, saga_optim *opt, saga_sampler *s, const gcn_data *d,
-                                 const gcn_opts *o, int epoch, int32_t *order, double *loss,
-                                 gcn_result *r) {
+ * cut into as many batches as o->batch_size makes (of equal seed counts, or by o->balance even in
+ * their samples' memory, edges or rows: saga_sampler_pack), each sampled (the batch's index keys
+ * its draws) and trained with an optimizer step; each batch's device peak is measured. *loss:
+ * the mean over the batches, weighted by their seeds. */
+static saga_status train_batches(saga_net *net, saga_optim *opt, saga_sampler *s, saga_backend *be,
+                                 const gcn_data *d, const gcn_opts *o, int epoch, int32_t *order,
+                                 double per_edge, double per_row, double *loss, gcn_result *r) {
     saga_status st = SAGA_OK;
     saga_sample *smp = NULL;
+    int64_t *first = NULL;
     const int64_t nt = d->n_train;
     memcpy(order, d->train, (size_t)nt * sizeof *order);
     uint64_t z = o->seed * 0x9e3779b97f4a7c15ull ^ (uint64_t)epoch * 0xbf58476d1ce4e5b9ull;
@@ -347,14 +376,30 @@ static saga_status train_batches(saga_net *net, saga_optim *opt, saga_sampler *s
         order[j] = t;
     }
     const int64_t nb = (nt + o->batch_size - 1) / o->batch_size;
+    const uint64_t batch0 = (uint64_t)(epoch - 1) * (uint64_t)nb;
+    SAGA_TRY(saga_alloc_array((void **)&first, (size_t)nb + 1, sizeof *first, "batches"));
+    if (o->balance == GCN_BALANCE_NONE) {
+        for (int64_t b = 0; b <= nb; b++)
+            first[b] = b * o->batch_size < nt ? b * o->batch_size : nt;
+    } else {
+        SAGA_TRY(saga_sampler_pack(s, order, nt, nb, batch0, per_edge, per_row, first));
+    }
     double sum = 0, edges = 0, rows = 0;
+    r->batch_peak_min = SIZE_MAX;
+    r->batch_peak_max = 0;
     for (int64_t b = 0; b < nb; b++) {
-        const int64_t first = b * o->batch_size;
-        const int64_t count = nt - first < o->batch_size ? nt - first : o->batch_size;
+        const int64_t count = first[b + 1] - first[b];
         double l = 0;
-        SAGA_TRY(
-            saga_sampler_sample(s, order + first, count, (uint64_t)(epoch - 1) * nb + b, &smp));
+        SAGA_TRY(saga_sampler_sample(s, order + first[b], count, batch0 + (uint64_t)b, &smp));
+        saga_backend_stats bs;
+        saga_backend_get_stats(be, &bs);
+        const size_t base = bs.in_use_bytes;
+        saga_backend_reset_stats(be);
         SAGA_TRY(saga_net_train_sample(net, smp, &l));
+        saga_backend_get_stats(be, &bs);
+        const size_t peak = bs.peak_bytes > base ? bs.peak_bytes - base : 0;
+        r->batch_peak_min = peak < r->batch_peak_min ? peak : r->batch_peak_min;
+        r->batch_peak_max = peak > r->batch_peak_max ? peak : r->batch_peak_max;
         SAGA_TRY(saga_optim_step(opt));
         sum += l * (double)count;
         edges += (double)smp->n_edges;
@@ -367,6 +412,7 @@ static saga_status train_batches(saga_net *net, saga_optim *opt, saga_sampler *s
     r->batch_rows = rows / (double)nb;
 fail:
     saga_sample_free(&smp);
+    saga_free(first);
     return st;
 }
 
@@ -383,6 +429,7 @@ saga_status gcn_train(gcn_result *out, saga_backend *be, const gcn_data *d, cons
     saga_event *ev[2] = {NULL, NULL}; /* an epoch's training: its start and its end */
     saga_sampler *sampler = NULL;     /* mini-batch training */
     int32_t *order = NULL;            /* its training vertices, shuffled each epoch */
+    double per_edge = 0, per_row = 0; /* what a batch's sampled edge and row weigh */
     gcn_result r = {0};
     r.loss = NAN;
     SAGA_CHECK(out && be && d && o, SAGA_ERR_INVALID_ARG, "gcn_train: NULL argument");
@@ -465,6 +512,8 @@ saga_status gcn_train(gcn_result *out, saga_backend *be, const gcn_data *d, cons
         SAGA_TRY(saga_sampler_new(&sampler, d->graph, o->fanout, o->n_fanout, &so));
         SAGA_TRY(
             saga_alloc_array((void **)&order, (size_t)d->n_train, sizeof *order, "training order"));
+        const double nnz_row = sparse ? (double)d->x_offsets[n] / (double)(n ? n : 1) : 0.0;
+        balance_weights(o, F, C, nnz_row, &per_edge, &per_row);
     }
 
     int64_t done = 0;
@@ -496,7 +545,8 @@ saga_status gcn_train(gcn_result *out, saga_backend *be, const gcn_data *d, cons
         if (epoch <= o->epochs && sampler) {
             /* mini-batches: each waits for its loss, so the wall clock times them */
             double tb = saga_now();
-            SAGA_TRY(train_batches(net, opt, sampler, d, o, epoch, order, &batch_loss, &r));
+            SAGA_TRY(train_batches(net, opt, sampler, be, d, o, epoch, order, per_edge, per_row,
+                                   &batch_loss, &r));
             SAGA_TRY(saga_backend_synchronize(be));
             e.ms = (saga_now() - tb) * 1e3;
             r.epochs = epoch;

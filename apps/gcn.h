@@ -92,6 +92,16 @@ int gcn_model_parse(const char *s);
 
 enum { GCN_MAX_LAYERS = 8 };
 
+/* What mini-batches even out (saga_sampler_pack): the device bytes of their samples' rows and
+ * edges at the model's widths, their edges, their rows, or nothing (equal seed counts). */
+typedef enum gcn_balance {
+    GCN_BALANCE_MEMORY = 0,
+    GCN_BALANCE_EDGES,
+    GCN_BALANCE_ROWS,
+    GCN_BALANCE_NONE,
+    GCN_BALANCE_COUNT
+} gcn_balance;
+
 typedef struct gcn_opts {
     gcn_model model;        /* GCN */
     int heads;              /* GAT: the first layer's heads (8) */
@@ -131,6 +141,7 @@ typedef struct gcn_opts {
     int n_fanout;
     int32_t batch_size;
     saga_sample_degrees sample_degrees;
+    gcn_balance balance; /* what batches even out (memory) */
 } gcn_opts;
 
 gcn_opts gcn_opts_defaults(void);
@@ -177,6 +188,9 @@ typedef struct gcn_result {
      * the last epoch's) */
     int batches;
     double batch_edges, batch_rows;
+    /* the device bytes each batch of the last epoch peaked at beyond what the net holds between
+     * batches: the smallest and the largest */
+    size_t batch_peak_min, batch_peak_max;
 } gcn_result;
 
 /* Trains a GCN on d with backend be (not owned), calling on_epoch (may be NULL) after every

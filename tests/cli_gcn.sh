@@ -100,8 +100,8 @@ done
 # batches of 100: it learns, reports its batches and draws the same batches again.
 expect 0 "$SAGA_BIN" gcn --data "$TMP/cit" --epochs 15 --json --quiet --fanout -1,-1 \
     --batch-size 100000 --log "$TMP/mb.jsonl"
-[ "$(json_get 'j["fanout"], j["batches"], j["batch_size"], j["sample_degrees"]')" = \
-    "[-1, -1] 1 100000 full" ] || fail "gcn --fanout -1,-1: $(json_last)"
+[ "$(json_get 'j["fanout"], j["batches"], j["batch_size"], j["sample_degrees"], j["batch_balance"]')" = \
+    "[-1, -1] 1 100000 full memory" ] || fail "gcn --fanout -1,-1: $(json_last)"
 python3 - "$TMP/mem.jsonl" "$TMP/mb.jsonl" <<'PY' || fail "gcn --fanout -1,-1: losses differ"
 import json, os, sys
 sys.path.insert(0, os.path.join(os.environ["SAGA_SRC_DIR"], "tests"))
@@ -118,12 +118,18 @@ first=$(json_get 'j["loss"], j["test_accuracy"]')
     "True $(json_get '(j["train"] + 99) // 100') True" ] || fail "gcn --fanout 5,3: $(json_last)"
 expect 0 "$SAGA_BIN" gcn --data "$TMP/cit" --epochs 40 --json --quiet --fanout 5,3 --batch-size 100
 [ "$(json_get 'j["loss"], j["test_accuracy"]')" = "$first" ] || fail "gcn --fanout 5,3 again: $(json_last)"
+expect 0 "$SAGA_BIN" gcn --data "$TMP/cit" --epochs 3 --json --quiet --fanout 5,3 --batch-size 20 \
+    --batch-balance none
+[ "$(json_get 'j["batch_balance"], 0 < j["batch_peak_min"] <= j["batch_peak_max"]')" = "none True" ] ||
+    fail "gcn --batch-balance none: $(json_last)"
+expect 2 "$SAGA_BIN" gcn --data "$TMP/cit" --fanout 5,5 --batch-balance hubs
+expect_err "--batch-balance must be memory, edges, rows or none"
 expect 2 "$SAGA_BIN" gcn --data "$TMP/cit" --fanout 5
 expect_err "2 fan-outs"
 expect 2 "$SAGA_BIN" gcn --data "$TMP/cit" --fanout 0,5
 expect_err "each -1 (all) or 1.."
 expect 2 "$SAGA_BIN" gcn --data "$TMP/cit" --batch-size 64
-expect_err "--batch-size and --sample-degrees apply to --fanout"
+expect_err "--batch-size, --batch-balance and --sample-degrees apply to --fanout"
 expect 2 "$SAGA_BIN" gcn --data "$TMP/cit" --device-mem lots
 expect_err "--device-mem must be a size"
 expect 2 "$SAGA_BIN" gcn --data "$TMP/cit" --partition spectral

@@ -309,6 +309,129 @@ static void test_net_sample_cross_entropy_is_the_batch_mean(void **state) {
     saga_backend_free_all(&be);
 }
 
+/* The device bytes each batch of an epoch peaks at (beyond what the net holds between batches),
+ * the training vertices (all of them, shuffled) cut into n_batches by cost; their largest over
+ * their smallest. */
+static double peak_spread(const net_data *d, double per_edge, double per_row, int n_batches,
+                          const char *what) {
+    saga_backend *be = NULL;
+    saga_ctx *c = NULL;
+    saga_model *m = NULL;
+    assert_int_equal(saga_backend_cpu_new(&be, NULL), SAGA_OK);
+    assert_int_equal(saga_ctx_new(&c, be, 3), SAGA_OK);
+    assert_int_equal(saga_model_new(&m, be), SAGA_OK);
+    layer l1, l2;
+    net_model_params(m, d, 16, &l1, &l2);
+    saga_net_opts no = saga_net_opts_defaults();
+    no.self_loops = SAGA_DGRAPH_SELF_LOOPS_ADD;
+    saga_net *net = NULL;
+    assert_int_equal(saga_net_new(&net, c, d->g, &no), SAGA_OK);
+    net_model_stages(net, &GCN, d, 16, &l1, &l2);
+    loss_ctx lc = {d->labels, d->n};
+    assert_int_equal(saga_net_set_loss(net, nll_rows, &lc), SAGA_OK);
+    assert_int_equal(saga_net_set_input(net, d->x, d->F), SAGA_OK);
+    const int32_t fan[2] = {10, 5};
+    saga_sampler_opts so = saga_sampler_opts_defaults();
+    so.self_loops = SAGA_DGRAPH_SELF_LOOPS_ADD;
+    saga_sampler *s = NULL;
+    assert_int_equal(saga_sampler_new(&s, d->g, fan, 2, &so), SAGA_OK);
+    double *cost = test_malloc((size_t)d->n * sizeof *cost);
+    (void)cost;
+    int32_t *seeds = test_malloc((size_t)d->n * sizeof *seeds);
+    for (int32_t v = 0; v < d->n; v++)
+        seeds[v] = v;
+    uint64_t r = 5;
+    for (int32_t v = d->n - 1; v > 0; v--) {
+        r = r * 6364136223846793005ull + 1442695040888963407ull;
+        int32_t j = (int32_t)((r >> 33) % (uint64_t)(v + 1)), t = seeds[v];
+        seeds[v] = seeds[j];
+        seeds[j] = t;
+    }
+    int64_t first[257];
+    assert_true(n_batches <= 256);
+    if (per_edge + per_row > 0)
+        assert_int_equal(saga_sampler_pack(s, seeds, d->n, n_batches, 0, per_edge, per_row, first),
+                         SAGA_OK);
+    else
+        for (int b = 0; b <= n_batches; b++) /* equal seed counts */
+            first[b] = (int64_t)d->n * b / n_batches;
+    size_t lo = SIZE_MAX, hi = 0;
+    for (int b = 0; b < n_batches; b++) {
+        saga_sample *smp = NULL;
+        assert_true(first[b + 1] > first[b]);
+        assert_int_equal(
+            saga_sampler_sample(s, seeds + first[b], first[b + 1] - first[b], (uint64_t)b, &smp),
+            SAGA_OK);
+        saga_backend_stats bs;
+        saga_backend_get_stats(be, &bs);
+        const size_t base = bs.in_use_bytes;
+        saga_backend_reset_stats(be);
+        double loss = 0;
+        assert_int_equal(saga_net_train_sample(net, smp, &loss), SAGA_OK);
+        saga_backend_get_stats(be, &bs);
+        const size_t peak = bs.peak_bytes - base;
+        lo = peak < lo ? peak : lo;
+        hi = peak > hi ? peak : hi;
+        saga_sample_free(&smp);
+    }
+    print_message("  %s: %d batches, peaks %zu .. %zu bytes, spread %.3f\n", what, n_batches, lo,
+                  hi, (double)hi / (double)lo);
+    test_free(cost);
+    test_free(seeds);
+    saga_sampler_free(&s);
+    saga_net_free(&net);
+    saga_model_free(&m);
+    saga_ctx_free(&c);
+    saga_backend_free_all(&be);
+    return (double)hi / (double)lo;
+}
+
+/* An R-MAT graph (2^12 vertices, undirected, Graph500's skew: hubs beside many vertices of
+ * degree 0 to 2) with random rows and classes. */
+static void rmat_data(net_data *d) {
+    saga_rmat_params p = saga_rmat_params_defaults();
+    p.scale = 12;
+    p.edge_factor = 8;
+    saga_graph_opts go = saga_graph_opts_defaults();
+    go.undirected = true;
+    assert_int_equal(saga_rmat_graph(&d->g, &p, &go), SAGA_OK);
+    d->n = saga_graph_n_vertices(d->g);
+    d->F = 40;
+    d->C = 5;
+    d->x = saga_malloc((size_t)d->n * (size_t)d->F * sizeof *d->x);
+    d->labels = saga_malloc((size_t)d->n * sizeof *d->labels);
+    assert_true(d->x && d->labels);
+    uint64_t r = 17;
+    for (int64_t i = 0; i < (int64_t)d->n * d->F; i++) {
+        r = r * 6364136223846793005ull + 1442695040888963407ull;
+        d->x[i] = (float)((r >> 40) % 1000) / 1000.0f;
+    }
+    for (int32_t v = 0; v < d->n; v++)
+        d->labels[v] = v % d->C;
+}
+
+/* On a power-law graph, batches of equal seed counts peak unevenly (a batch of hubs against one
+ * of leaves); batches packed by their samples' memory (or rows) peak within 15% of each other,
+ * by their edges alone within 20%. */
+static void test_net_sample_balanced_batches_even_peaks(void **state) {
+    (void)state;
+    net_data R = {0};
+    rmat_data(&R);
+    /* 128 batches of 32 seeds; the memory's weights: an edge's indices and values on the device
+     * (source, destination, transposed, values both ways), a row's input, dropout mask and
+     * activations of the model's widths */
+    const double mem_edge = 28, mem_row = 4 * (40 + 40 + 16 * 3 + 5 * 3);
+    const double fixed = peak_spread(&R, 0, 0, 128, "equal seed counts");
+    const double edges = peak_spread(&R, 1, 0, 128, "balanced by edges");
+    const double rows = peak_spread(&R, 0, 1, 128, "balanced by rows");
+    const double mem = peak_spread(&R, mem_edge, mem_row, 128, "balanced by memory");
+    assert_true(fixed >= 1.5);
+    assert_true(mem <= 1.15);
+    assert_true(rows <= 1.15);
+    assert_true(edges <= 1.2);
+    net_data_free(&R);
+}
+
 /* A sample of another depth, a row outside the graph, a net without a loss: refused, and the net
  * trains on a right sample afterwards. */
 static void test_net_sample_refusals(void **state) {
@@ -368,6 +491,7 @@ int main(void) {
         cmocka_unit_test(test_net_sample_whole_neighbourhoods_train_as_the_graph),
         cmocka_unit_test(test_net_sample_cut_neighbourhoods),
         cmocka_unit_test(test_net_sample_cross_entropy_is_the_batch_mean),
+        cmocka_unit_test(test_net_sample_balanced_batches_even_peaks),
         cmocka_unit_test(test_net_sample_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, teardown);

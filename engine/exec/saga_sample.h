@@ -106,6 +106,29 @@ SAGA_API saga_status saga_sampler_sample(saga_sampler *s, const int32_t *seeds, 
 /* Frees *b and sets it to NULL; accepts NULL. */
 SAGA_API void saga_sample_free(saga_sample **b);
 
+/* What each vertex costs as a seed, in expectation over the draws, into cost (n entries):
+ * per_edge times the edges its hops add to a sample plus per_row times the rows, counting a vertex
+ * reached twice twice (a batch's sample shares what its seeds reach in common, so it holds at most
+ * the sum): (1, 0) evens out the sampled edges, (0, 1) the rows, the bytes a batch's edge and row
+ * take on the device its memory. Hop by hop from the last: a destination with d candidate
+ * in-edges and fan-out f keeps k = min(d, f) of them, each with probability k / d. O(hops x
+ * edges). SAGA_ERR_INVALID_ARG for a negative weight or both 0. */
+SAGA_API saga_status saga_sampler_cost(const saga_sampler *s, double per_edge, double per_row,
+                                       double *cost);
+/* Cuts seeds (n_seeds, in the order given) into n_batches consecutive runs, run b to be sampled
+ * as batch batch0 + b, whose samples hold even amounts of per_edge x edges + per_row x rows (the
+ * weights of saga_sampler_cost): run b is seeds[first[b] .. first[b + 1] - 1] (first: n_batches +
+ * 1 entries from 0 to n_seeds, no run empty). A vertex's draws in a batch do not depend on the
+ * batch's other vertices, so each run's sample is measured exactly as its seeds join it (the
+ * draws saga_sampler_sample will make); a run closes once it reaches its share of what the seeds
+ * left are expected to cost (saga_sampler_cost, scaled by how the runs so far measured against
+ * their expectation). The last run takes the seeds left. Sequential: about one epoch's sampling.
+ * SAGA_ERR_INVALID_ARG for n_batches outside 1..n_seeds, a seed outside the graph, or weights as
+ * saga_sampler_cost refuses. */
+SAGA_API saga_status saga_sampler_pack(saga_sampler *s, const int32_t *seeds, int64_t n_seeds,
+                                       int64_t n_batches, uint64_t batch0, double per_edge,
+                                       double per_row, int64_t *first);
+
 #ifdef __cplusplus
 }
 #endif

@@ -206,13 +206,19 @@ static int64_t row_edges(const saga_sampler *s, int32_t v, int32_t fanout) {
     return (fanout < 0 || fanout >= d ? d : fanout) + (add ? 1 : 0);
 }
 
-/* Destination v's edges at hop h into gsrc (graph ids) and, with GRAPH weights, w. */
-static void fill_row(const saga_sampler *s, int32_t v, int32_t hop, uint64_t batch, int64_t *scr,
-                     int32_t *gsrc, float *w) {
+/* One destination's draw at a hop: its row's first edge, where its self-loops begin and how
+ * many (ADD), how many it keeps, and which (pick, ascending positions among the candidates;
+ * NULL when it keeps them all). */
+typedef struct row_draw {
+    int64_t r0, lo, nl, k;
+    const int64_t *pick;
+} row_draw;
+
+static void draw_row(const saga_sampler *s, int32_t v, int32_t hop, uint64_t batch, int64_t *scr,
+                     row_draw *dr) {
     const saga_csr *in = &s->in;
-    const bool add = s->loops != NULL;
     const int64_t r0 = in->offsets[v], d_all = in->offsets[v + 1] - r0;
-    const int64_t nl = add ? s->loops[v] : 0, d = d_all - nl;
+    const int64_t nl = s->loops ? s->loops[v] : 0, d = d_all - nl;
     int64_t lo = d_all; /* where the row's self-loops begin (ADD; sorted row) */
     if (nl) {
         int64_t a = 0, b = d_all;
@@ -226,24 +232,34 @@ static void fill_row(const saga_sampler *s, int32_t v, int32_t hop, uint64_t bat
         lo = a;
     }
     const int32_t fan = s->fanouts[hop];
-    const bool all = fan < 0 || fan >= d;
-    const int64_t k = all ? d : fan;
-    int64_t *pick = NULL;
-    if (!all) {
-        pick = scr + s->set_cap;
+    *dr = (row_draw){.r0 = r0, .lo = lo, .nl = nl, .k = fan < 0 || fan >= d ? d : fan};
+    if (dr->k < d) {
+        int64_t *pick = scr + s->set_cap;
         uint64_t rs = mix64(mix64(mix64(s->o.seed) ^ batch) ^
                             ((uint64_t)(uint32_t)hop << 32 | (uint64_t)(uint32_t)v));
-        choose(&rs, d, k, scr, s->set_cap, pick);
+        choose(&rs, d, dr->k, scr, s->set_cap, pick);
+        dr->pick = pick;
     }
-    float loop_w = 1.0f;
-    if (nl && in->weights)
-        loop_w = in->weights[r0 + lo];
-    bool placed = !add;
+}
+
+/* The position in the graph's in-CSR of the i-th source a draw keeps. */
+static inline int64_t drawn_at(const row_draw *dr, int64_t i) {
+    int64_t p = dr->pick ? dr->pick[i] : i;
+    return dr->r0 + (p < dr->lo ? p : p + dr->nl); /* past the self-loops */
+}
+
+/* Destination v's edges at hop h into gsrc (graph ids) and, with GRAPH weights, w. */
+static void fill_row(const saga_sampler *s, int32_t v, int32_t hop, uint64_t batch, int64_t *scr,
+                     int32_t *gsrc, float *w) {
+    const saga_csr *in = &s->in;
+    row_draw dr;
+    draw_row(s, v, hop, batch, scr, &dr);
+    const float loop_w = dr.nl && in->weights ? in->weights[dr.r0 + dr.lo] : 1.0f;
+    bool placed = s->loops == NULL;
     int64_t e = 0;
-    for (int64_t i = 0; i < k; i++) {
-        int64_t p = all ? i : pick[i];
-        p = p < lo ? p : p + nl; /* past the self-loops */
-        int32_t u = in->indices[r0 + p];
+    for (int64_t i = 0; i < dr.k; i++) {
+        const int64_t p = drawn_at(&dr, i);
+        int32_t u = in->indices[p];
         if (!placed && u > v) {
             gsrc[e] = v;
             if (w)
@@ -253,7 +269,7 @@ static void fill_row(const saga_sampler *s, int32_t v, int32_t hop, uint64_t bat
         }
         gsrc[e] = u;
         if (w)
-            w[e] = in->weights ? in->weights[r0 + p] : 1.0f;
+            w[e] = in->weights ? in->weights[p] : 1.0f;
         e++;
     }
     if (!placed) {
@@ -394,5 +410,168 @@ fail:
         *out = smp;
     else
         saga_sample_free(&smp);
+    return st;
+}
+
+/* ---- balanced batches ------------------------------------------------------------------------ */
+
+saga_status saga_sampler_cost(const saga_sampler *s, double per_edge, double per_row,
+                              double *cost) {
+    saga_status st = SAGA_OK;
+    double *e_next = NULL, *r_next = NULL, *e_cur = NULL;
+    SAGA_CHECK(s && cost && per_edge >= 0 && per_row >= 0 && per_edge + per_row > 0,
+               SAGA_ERR_INVALID_ARG,
+               "saga_sampler_cost: sampler and output must be given, the weights >= 0, not both 0");
+    const int32_t n = s->in.n_rows;
+    const bool add = s->loops != NULL;
+    SAGA_TRY(saga_alloc_array((void **)&e_next, (size_t)n + 1, sizeof *e_next, "seed costs"));
+    SAGA_TRY(saga_alloc_array((void **)&r_next, (size_t)n + 1, sizeof *r_next, "seed costs"));
+    SAGA_TRY(saga_alloc_array((void **)&e_cur, (size_t)n + 1, sizeof *e_cur, "seed costs"));
+    /* past the last hop: a vertex is one row and adds no edge */
+    for (int32_t v = 0; v < n; v++) {
+        e_next[v] = 0.0;
+        r_next[v] = 1.0;
+    }
+    for (int32_t h = s->n_layers - 1; h >= 0; h--) {
+        const int32_t f = s->fanouts[h];
+        /* cost holds the rows of this hop while r_next holds the next hop's */
+#pragma omp parallel for schedule(dynamic, 1024)
+        for (int32_t v = 0; v < n; v++) {
+            const int64_t r0 = s->in.offsets[v], r1 = s->in.offsets[v + 1];
+            const int64_t d = r1 - r0 - (add ? s->loops[v] : 0);
+            const int64_t k = f < 0 || f >= d ? d : f;
+            double e_reach = 0, r_reach = 0; /* the candidates' costs from the next hop on */
+            for (int64_t e = r0; e < r1; e++)
+                if (!add || s->in.indices[e] != v) {
+                    e_reach += e_next[s->in.indices[e]];
+                    r_reach += r_next[s->in.indices[e]];
+                }
+            const double p = d > 0 ? (double)k / (double)d : 0.0;
+            /* edges: its own at this hop (and its self-loop), its own from the next hop on, and
+             * its sampled neighbours'; rows: itself once, then its sampled neighbours' */
+            e_cur[v] = (double)k + (add ? 1.0 : 0.0) + e_next[v] + p * e_reach;
+            cost[v] = 1.0 + p * r_reach;
+        }
+        memcpy(e_next, e_cur, (size_t)n * sizeof *e_next);
+        memcpy(r_next, cost, (size_t)n * sizeof *r_next);
+    }
+    for (int32_t v = 0; v < n; v++)
+        cost[v] = per_edge * e_next[v] + per_row * r_next[v];
+fail:
+    saga_free(e_next);
+    saga_free(r_next);
+    saga_free(e_cur);
+    return st;
+}
+
+/* A run's sample as seeds join it (saga_sampler_pack): depth[v], the hop that brought row v in
+ * (0 for a seed, 255 for none), the rows and edges so far, the rows to clear afterwards. */
+typedef struct pack_run {
+    uint8_t *depth;
+    int32_t *touched;
+    int64_t n_touched;
+    double edges, rows;
+    uint64_t batch;
+    int64_t *picks; /* a hop's kept positions, per hop (the draws nest) */
+    int32_t widest;
+} pack_run;
+
+/* Row v now comes in at hop d (or earlier already): it is a destination from hop d on, so the
+ * hops between d and the one that brought it before draw its in-neighbours, which come in a hop
+ * later. Each draw is the one saga_sampler_sample makes for v in this batch. */
+static void pack_raise(saga_sampler *s, pack_run *r, int32_t v, int d) {
+    const int old = r->depth[v];
+    if (old <= d)
+        return;
+    if (old == 255) {
+        r->rows += 1;
+        r->touched[r->n_touched++] = v;
+    }
+    r->depth[v] = (uint8_t)d;
+    const int hi = old < s->n_layers ? old : s->n_layers;
+    for (int h = d; h < hi; h++) {
+        row_draw dr;
+        draw_row(s, v, h, r->batch, s->scratch, &dr);
+        r->edges += (double)dr.k + (s->loops ? 1.0 : 0.0);
+        if (dr.pick) { /* the next draws reuse the scratch */
+            memcpy(r->picks + (int64_t)h * r->widest, dr.pick, (size_t)dr.k * sizeof *dr.pick);
+            dr.pick = r->picks + (int64_t)h * r->widest;
+        }
+        for (int64_t i = 0; i < dr.k; i++)
+            pack_raise(s, r, s->in.indices[drawn_at(&dr, i)], h + 1);
+    }
+}
+
+/* Clears the run's rows for the next one (its counts stay). */
+static void pack_clear(pack_run *r) {
+    for (int64_t t = 0; t < r->n_touched; t++)
+        r->depth[r->touched[t]] = 255;
+    r->n_touched = 0;
+}
+
+saga_status saga_sampler_pack(saga_sampler *s, const int32_t *seeds, int64_t n_seeds,
+                              int64_t n_batches, uint64_t batch0, double per_edge, double per_row,
+                              int64_t *first) {
+    saga_status st = SAGA_OK;
+    double *est = NULL;
+    pack_run r = {0};
+    SAGA_CHECK(s && seeds && first, SAGA_ERR_INVALID_ARG,
+               "saga_sampler_pack: sampler, seeds and output must be given");
+    SAGA_CHECK(n_batches >= 1 && n_batches <= n_seeds, SAGA_ERR_INVALID_ARG,
+               "saga_sampler_pack: %lld batches of %lld seeds", (long long)n_batches,
+               (long long)n_seeds);
+    const int32_t n = s->in.n_rows;
+    for (int64_t i = 0; i < n_seeds; i++)
+        SAGA_CHECK(seeds[i] >= 0 && seeds[i] < n, SAGA_ERR_INVALID_ARG,
+                   "saga_sampler_pack: seed %lld is vertex %d, outside 0..%d", (long long)i,
+                   (int)seeds[i], (int)n - 1);
+    SAGA_TRY(saga_alloc_array((void **)&est, (size_t)n + 1, sizeof *est, "seed costs"));
+    SAGA_TRY(saga_sampler_cost(s, per_edge, per_row, est));
+    SAGA_TRY(saga_alloc_array((void **)&r.depth, (size_t)n + 1, 1, "sample depths"));
+    memset(r.depth, 255, (size_t)n);
+    SAGA_TRY(saga_alloc_array((void **)&r.touched, (size_t)n + 1, sizeof *r.touched, "rows"));
+    r.widest = s->set_cap ? (int32_t)(s->per_thread - s->set_cap) : 0;
+    SAGA_TRY(saga_alloc_array((void **)&r.picks, (size_t)s->n_layers * (size_t)r.widest + 1,
+                              sizeof *r.picks, "draws"));
+    /* pass 1: runs of equal seed counts, measured: what a run holds on average, and how the
+     * measure compares with the expectation (which counts rows and edges that seeds share once
+     * per seed) */
+    double expected = 0;
+    for (int64_t b = 0; b < n_batches; b++) {
+        r.batch = batch0 + (uint64_t)b;
+        for (int64_t i = n_seeds * b / n_batches; i < n_seeds * (b + 1) / n_batches; i++) {
+            pack_raise(s, &r, seeds[i], 0);
+            expected += est[seeds[i]];
+        }
+        pack_clear(&r);
+    }
+    const double exact = per_edge * r.edges + per_row * r.rows;
+    const double ratio = expected > 0 ? exact / expected : 1.0;
+    /* pass 2: a run takes seeds while it stays under its share of what the seeds left are
+     * expected to cost (so a run that ends above or below it moves the later runs' shares), a
+     * seed's own share judged by its expectation; as many seeds are left as runs after it, and
+     * the last run takes the rest */
+    double left = expected;
+    first[0] = 0;
+    int64_t i = 0;
+    for (int64_t b = 0; b < n_batches; b++) {
+        const int64_t last = b + 1 == n_batches ? n_seeds : n_seeds - (n_batches - b - 1);
+        const double target = ratio * left / (double)(n_batches - b);
+        r.batch = batch0 + (uint64_t)b;
+        r.edges = r.rows = 0;
+        do {
+            left -= est[seeds[i]];
+            pack_raise(s, &r, seeds[i++], 0);
+        } while (i < last &&
+                 (b + 1 == n_batches ||
+                  per_edge * r.edges + per_row * r.rows + ratio * est[seeds[i]] / 2 < target));
+        pack_clear(&r);
+        first[b + 1] = i;
+    }
+fail:
+    saga_free(est);
+    saga_free(r.depth);
+    saga_free(r.touched);
+    saga_free(r.picks);
     return st;
 }

@@ -305,7 +305,7 @@ def gcn(data=None, *, graph=None, features=None, labels=None, train=None, val=No
         stream=False, parts=0, partition="metis", saved="recompute", transfer_precision="f32",
         host_halos=False, checkpoint=None, checkpoint_every=0, resume=None, sparse_below=0.25,
         graphs=False, model="gcn", heads=8, aggr="mean", fanout=None, batch_size=512,
-        sample_degrees="full"):
+        sample_degrees="full", batch_balance="memory"):
     """Trains a two-layer GNN for node classification as `saga gcn` does (same models, options,
     seed and results): model "gcn" (Kipf & Welling, the default), "gat" (heads attention heads),
     "sage" (GraphSAGE, aggr "mean", "max" or "sum") or "gin", layers of the library
@@ -325,8 +325,10 @@ def gcn(data=None, *, graph=None, features=None, labels=None, train=None, val=No
     results; nothing on the CPU).
     fanout=(A, B) trains on mini-batches of batch_size training vertices with A sampled
     in-neighbours per vertex, then B per vertex of those (-1: all), as `saga gcn --fanout`;
-    sample_degrees "full" or "sampled" says which degrees GCN's normalisation takes on a batch.
-    The result then also has "batches" (per epoch), "batch_rows" and "batch_edges" (means).
+    sample_degrees "full" or "sampled" says which degrees GCN's normalisation takes on a batch;
+    batch_balance "memory", "edges", "rows" or "none" what an epoch's batches even out. The result
+    then also has "batches" (per epoch), "batch_rows" and "batch_edges" (means), and
+    "batch_peak_min" / "batch_peak_max" (the last epoch's batches' device peaks).
     Returns a dict with the keys of `saga gcn --json` that describe the run (test_accuracy, ...)
     and "predictions": the final model's class of every vertex (an int32 NumPy array).
     data may also be a directory of shards (`saga partition --data DIR --shards R`): run under a
@@ -350,7 +352,9 @@ def gcn(data=None, *, graph=None, features=None, labels=None, train=None, val=No
         resume=None if resume is None else _os.fspath(resume), sparse_below=float(sparse_below),
         graphs=bool(graphs), fanout=None if fanout is None else [int(f) for f in fanout],
         batch_size=int(batch_size),
-        sample_degrees=_choice({"full": 0, "sampled": 1}, sample_degrees, "sample_degrees"))
+        sample_degrees=_choice({"full": 0, "sampled": 1}, sample_degrees, "sample_degrees"),
+        batch_balance=_choice({"memory": 0, "edges": 1, "rows": 2, "none": 3}, batch_balance,
+                              "batch_balance"))
     if data is not None:
         if graph is not None or features is not None:
             raise ValueError("saga.gcn: give either a data directory or arrays, not both")

@@ -96,11 +96,12 @@ PyObject *saga_py_gcn(PyObject *m, PyObject *args, PyObject *kw) {
                              "fanout",
                              "batch_size",
                              "sample_degrees",
+                             "batch_balance",
                              NULL};
     PyObject *data_obj = Py_None, *graph_obj = Py_None, *feat_obj = Py_None, *lab_obj = Py_None;
     PyObject *train_obj = Py_None, *val_obj = Py_None, *test_obj = Py_None;
     PyObject *ckpt_obj = Py_None, *resume_obj = Py_None, *fanout_obj = Py_None;
-    int sample_degrees = SAGA_SAMPLE_DEGREES_FULL;
+    int sample_degrees = SAGA_SAMPLE_DEGREES_FULL, balance = GCN_BALANCE_MEMORY;
     PyObject *xo_obj = Py_None, *xi_obj = Py_None, *xv_obj = Py_None;
     long long n_features = 0;
     int n_classes = 0, normalize = 1, dense_features = 0, stream = 0, host_halos = 0, graphs = 0;
@@ -112,13 +113,13 @@ PyObject *saga_py_gcn(PyObject *m, PyObject *args, PyObject *kw) {
     int model = GCN_MODEL_GCN, aggr = SAGA_GATHER_MEAN;
     /* hidden, lr, dropout and weight_decay below 0: the model's own (gcn_opts_model) */
     if (!PyArg_ParseTupleAndKeywords(
-            args, kw, "|OOOOiOOOppiifffKsLpiiiipOiOOOOLdpiiiOii", kwlist, &data_obj, &graph_obj,
+            args, kw, "|OOOOiOOOppiifffKsLpiiiipOiOOOOLdpiiiOiii", kwlist, &data_obj, &graph_obj,
             &feat_obj, &lab_obj, &n_classes, &train_obj, &val_obj, &test_obj, &normalize,
             &dense_features, &go.epochs, &go.hidden, &go.lr, &go.dropout, &go.weight_decay, &seed,
             &device, &device_mem, &stream, &parts, &partition, &saved, &transfer, &host_halos,
             &ckpt_obj, &checkpoint_every, &resume_obj, &xo_obj, &xi_obj, &xv_obj, &n_features,
             &go.sparse_below, &graphs, &model, &go.heads, &aggr, &fanout_obj, &go.batch_size,
-            &sample_degrees))
+            &sample_degrees, &balance))
         return NULL;
     if (fanout_obj != Py_None) {
         PyObject *seq = PySequence_Fast(fanout_obj, "saga.gcn: fanout must be a sequence of ints");
@@ -152,6 +153,11 @@ PyObject *saga_py_gcn(PyObject *m, PyObject *args, PyObject *kw) {
         return NULL;
     }
     go.sample_degrees = (saga_sample_degrees)sample_degrees;
+    if ((unsigned)balance >= GCN_BALANCE_COUNT) {
+        PyErr_SetString(PyExc_ValueError, "saga.gcn: invalid batch_balance");
+        return NULL;
+    }
+    go.balance = (gcn_balance)balance;
     if (model < 0 || model >= GCN_MODEL_COUNT || aggr < 0 || aggr >= SAGA_GATHER_COUNT ||
         go.heads < 1) {
         PyErr_SetString(PyExc_ValueError, "saga.gcn: invalid model, heads or aggr");
@@ -392,6 +398,8 @@ PyObject *saga_py_gcn(PyObject *m, PyObject *args, PyObject *kw) {
         SET_ITEM("batches", PyLong_FromLong(r.batches));
         SET_ITEM("batch_rows", PyFloat_FromDouble(r.batch_rows));
         SET_ITEM("batch_edges", PyFloat_FromDouble(r.batch_edges));
+        SET_ITEM("batch_peak_min", PyLong_FromSize_t(r.batch_peak_min));
+        SET_ITEM("batch_peak_max", PyLong_FromSize_t(r.batch_peak_max));
     }
 out:
     gcn_result_free(&r);

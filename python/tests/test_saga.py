@@ -301,6 +301,10 @@ def test_gcn_minibatches_equal_the_cli():
     r = saga.gcn(CORA, epochs=10, device="cpu", fanout=(5, 3), batch_size=50, model="sage")
     assert (r["loss"], r["test_accuracy"], r["batches"]) == (j["loss"], j["test_accuracy"], 3)
     assert r["batch_rows"] == j["batch_rows"] and r["batch_edges"] == j["batch_edges"]
+    assert (r["batch_peak_min"], r["batch_peak_max"]) == (j["batch_peak_min"], j["batch_peak_max"])
+    even = saga.gcn(CORA, epochs=2, device="cpu", fanout=(5, 3), batch_size=50, model="sage",
+                    batch_balance="none")
+    assert even["batches"] == 3 and even["batch_peak_min"] <= even["batch_peak_max"]
     full = saga.gcn(CORA, epochs=10, device="cpu")
     whole = saga.gcn(CORA, epochs=10, device="cpu", fanout=[-1, -1], batch_size=140)
     tol = bounds.gcn_losses(2708, 1433, 16, 7, 10, max_degree=168)[-1]
