@@ -42,6 +42,7 @@ enum {
     OPT_BATCH_SIZE,
     OPT_SAMPLE_DEGREES,
     OPT_BATCH_BALANCE,
+    OPT_PREFETCH,
     OPT_EXEC, /* the CLI_EXEC_N_OPTS options of CLI_EXEC_OPTS */
 };
 static const cli_opt gcn_cli_opts[] = {
@@ -144,6 +145,11 @@ static const cli_opt gcn_cli_opts[] = {
      "above one of leaves). Each batch is measured as it is packed (its draws do not depend on "
      "the other vertices), so a balanced batch holds what its peak needs, not a guess; the "
      "summary reports the smallest and largest batch peak."},
+    {"prefetch", 0, "N", "2",
+     "Mini-batch training: a thread of its own packs and samples batches, up to N ahead of the "
+     "training (the same batches: a batch's draws depend on its index alone); 0 samples each "
+     "batch when its turn comes. The summary says how much of the sampling the training waited "
+     "for."},
     CLI_EXEC_OPTS,
     {0}};
 
@@ -476,6 +482,11 @@ static int gcn_main(int argc, char **argv) {
             given_batch = true;
             break;
         }
+        case OPT_PREFETCH:
+            if (!(bad = cli_int(&c, "--prefetch", arg, 0, 64, &v)))
+                go.prefetch = (int)v;
+            given_batch = true;
+            break;
         case OPT_SAMPLE_DEGREES:
             if (strcmp(arg, "full") == 0)
                 go.sample_degrees = SAGA_SAMPLE_DEGREES_FULL;
@@ -511,8 +522,8 @@ static int gcn_main(int argc, char **argv) {
     if (given_aggr && go.model != GCN_MODEL_SAGE)
         return cli_usage(&c, "--aggr applies to --model sage");
     if (given_batch && !go.n_fanout)
-        return cli_usage(&c,
-                         "--batch-size, --batch-balance and --sample-degrees apply to --fanout");
+        return cli_usage(&c, "--batch-size, --batch-balance, --prefetch and --sample-degrees apply "
+                             "to --fanout");
     const gcn_opts md = gcn_opts_model(go.model);
     if (!given_hidden)
         go.hidden = md.hidden;
@@ -704,6 +715,14 @@ static int gcn_main(int argc, char **argv) {
                 cli_bytes(b4, sizeof b4, (int64_t)r.batch_peak_min),
                 cli_bytes(b5, sizeof b5, (int64_t)r.batch_peak_max),
                 r.batch_peak_min ? (double)r.batch_peak_max / (double)r.batch_peak_min : 0.0);
+    if (go.n_fanout && r.sample_seconds > 0)
+        cli_say(&c,
+                "sampling  %.2f s (%.1f M edges/s)%s; the training waited %.2f s for it (%.0f%% "
+                "hidden)\n",
+                r.sample_seconds, r.sampled_edges / r.sample_seconds / 1e6,
+                go.prefetch ? " on its own thread" : " on the training's path",
+                go.prefetch ? r.sample_wait_seconds : r.sample_seconds,
+                go.prefetch ? 100 * (1 - fmin(1, r.sample_wait_seconds / r.sample_seconds)) : 0.0);
     cli_say(&c, "final     loss %.4f  train %.4f  val %.4f  (%s parameters)\n", (double)r.loss,
             r.train_acc, r.val_acc, cli_count(b3, sizeof b3, r.n_params));
     if (r.stats.input_packed)
@@ -809,6 +828,11 @@ static int gcn_main(int argc, char **argv) {
             json_key(&j, "batch_balance"), json_str(&j, bal[go.balance]);
             json_key(&j, "batch_peak_min"), json_int(&j, (int64_t)r.batch_peak_min);
             json_key(&j, "batch_peak_max"), json_int(&j, (int64_t)r.batch_peak_max);
+            json_key(&j, "prefetch"), json_int(&j, go.prefetch);
+            json_key(&j, "sample_seconds"), json_num(&j, r.sample_seconds);
+            json_key(&j, "sample_wait_seconds"),
+                json_num(&j, go.prefetch ? r.sample_wait_seconds : r.sample_seconds);
+            json_key(&j, "sampled_edges"), json_num(&j, r.sampled_edges);
         } else {
             json_null(&j);
         }

@@ -4,6 +4,8 @@
 #include "gcn.h"
 
 #include <math.h>
+#include <omp.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -184,6 +186,7 @@ gcn_opts gcn_opts_defaults(void) {
                       .n_fanout = 0,
                       .batch_size = 512,
                       .balance = GCN_BALANCE_MEMORY,
+                      .prefetch = 2,
                       .sample_degrees = SAGA_SAMPLE_DEGREES_FULL};
 }
 
@@ -313,6 +316,8 @@ static saga_status check_opts(const gcn_data *d, const gcn_opts *o) {
                    (unsigned)o->aggr < SAGA_GATHER_COUNT,
                SAGA_ERR_INVALID_ARG, "GCN: invalid model options (model %d, heads %d, aggr %d)",
                (int)o->model, o->heads, (int)o->aggr);
+    SAGA_CHECK(o->prefetch >= 0 && o->prefetch <= 64, SAGA_ERR_INVALID_ARG,
+               "GCN: batches sampled ahead must be 0..64, got %d", o->prefetch);
     SAGA_CHECK((unsigned)o->balance < GCN_BALANCE_COUNT, SAGA_ERR_INVALID_ARG,
                "GCN: invalid batch balance %d", (int)o->balance);
     SAGA_CHECK(o->n_fanout == 0 || o->n_fanout == 2, SAGA_ERR_INVALID_ARG,
@@ -354,18 +359,13 @@ static void balance_weights(const gcn_opts *o, int64_t F, int32_t C, double nnz_
     }
 }
 
-/* One epoch of mini-batches: the training vertices in an order drawn from the seed and the epoch,
- * cut into as many batches as o->batch_size makes (of equal seed counts, or by o->balance even in
- * their samples' memory, edges or rows: saga_sampler_pack), each sampled (the batch's index keys
- * its draws) and trained with an optimizer step; each batch's device peak is measured. *loss:
- * the mean over the batches, weighted by their seeds. */
-static saga_status train_batches(saga_net *net, saga_optim *opt, saga_sampler *s, saga_backend *be,
-                                 const gcn_data *d, const gcn_opts *o, int epoch, int32_t *order,
-                                 double per_edge, double per_row, double *loss, gcn_result *r) {
-    saga_status st = SAGA_OK;
-    saga_sample *smp = NULL;
-    int64_t *first = NULL;
-    const int64_t nt = d->n_train;
+/* An epoch's batches: the training vertices in an order drawn from the seed and the epoch (into
+ * order), cut into as many batches as o->batch_size makes (into first, nb + 1 entries): of equal
+ * seed counts, or by o->balance even in their samples' memory, edges or rows (saga_sampler_pack).
+ * Batch b of epoch e is sampled as batch (e - 1) nb + b. */
+static saga_status epoch_batches(saga_sampler *s, const gcn_data *d, const gcn_opts *o, int epoch,
+                                 double per_edge, double per_row, int32_t *order, int64_t *first) {
+    const int64_t nt = d->n_train, nb = (nt + o->batch_size - 1) / o->batch_size;
     memcpy(order, d->train, (size_t)nt * sizeof *order);
     uint64_t z = o->seed * 0x9e3779b97f4a7c15ull ^ (uint64_t)epoch * 0xbf58476d1ce4e5b9ull;
     for (int64_t i = nt - 1; i > 0; i--) {
@@ -375,22 +375,190 @@ static saga_status train_batches(saga_net *net, saga_optim *opt, saga_sampler *s
         order[i] = order[j];
         order[j] = t;
     }
-    const int64_t nb = (nt + o->batch_size - 1) / o->batch_size;
-    const uint64_t batch0 = (uint64_t)(epoch - 1) * (uint64_t)nb;
+    if (o->balance != GCN_BALANCE_NONE)
+        return saga_sampler_pack(s, order, nt, nb, (uint64_t)(epoch - 1) * (uint64_t)nb, per_edge,
+                                 per_row, first);
+    for (int64_t b = 0; b <= nb; b++)
+        first[b] = b * o->batch_size < nt ? b * o->batch_size : nt;
+    return SAGA_OK;
+}
+
+/* Mini-batches prepared ahead: a thread of its own packs each epoch's batches and samples them,
+ * at most `ahead` samples before the training takes them, with a sampler of its own (on one
+ * OpenMP thread, beside the training's). The samples are those the training would draw itself:
+ * a batch's draws depend on its index alone. */
+typedef struct batch_feed {
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool started;
+    saga_sampler *s;
+    const gcn_data *d;
+    const gcn_opts *o;
+    double per_edge, per_row;
+    int epoch_first, epoch_last;
+    int ahead;
+    saga_sample **ring;  /* ahead slots */
+    int64_t *ring_count; /* the seeds of each */
+    int head, n;         /* the oldest slot and how many are filled */
+    bool stop;
+    saga_status st; /* the thread's failure, with its message */
+    char msg[512];
+    double busy_s, wait_s; /* the thread's packing and sampling; the training's waits for it */
+} batch_feed;
+
+static void *feed_main(void *arg) {
+    batch_feed *f = arg;
+    saga_status st = SAGA_OK;
+    int32_t *order = NULL;
+    int64_t *first = NULL;
+    saga_sample *smp = NULL;
+    const int64_t nt = f->d->n_train, nb = (nt + f->o->batch_size - 1) / f->o->batch_size;
+    omp_set_num_threads(1); /* this thread's OpenMP regions: the training has the cores */
+    SAGA_TRY(saga_alloc_array((void **)&order, (size_t)nt, sizeof *order, "training order"));
     SAGA_TRY(saga_alloc_array((void **)&first, (size_t)nb + 1, sizeof *first, "batches"));
-    if (o->balance == GCN_BALANCE_NONE) {
-        for (int64_t b = 0; b <= nb; b++)
-            first[b] = b * o->batch_size < nt ? b * o->batch_size : nt;
+    for (int e = f->epoch_first; e <= f->epoch_last; e++) {
+        double t0 = saga_now();
+        SAGA_TRY(epoch_batches(f->s, f->d, f->o, e, f->per_edge, f->per_row, order, first));
+        f->busy_s += saga_now() - t0;
+        for (int64_t b = 0; b < nb; b++) {
+            t0 = saga_now();
+            SAGA_TRY(saga_sampler_sample(f->s, order + first[b], first[b + 1] - first[b],
+                                         (uint64_t)(e - 1) * (uint64_t)nb + (uint64_t)b, &smp));
+            f->busy_s += saga_now() - t0;
+            pthread_mutex_lock(&f->mu);
+            while (f->n == f->ahead && !f->stop)
+                pthread_cond_wait(&f->cv, &f->mu);
+            bool stop = f->stop;
+            if (!stop) {
+                int slot = (f->head + f->n) % f->ahead;
+                f->ring[slot] = smp;
+                f->ring_count[slot] = first[b + 1] - first[b];
+                f->n++;
+                smp = NULL;
+                pthread_cond_broadcast(&f->cv);
+            }
+            pthread_mutex_unlock(&f->mu);
+            if (stop)
+                goto fail;
+        }
+    }
+fail:
+    saga_sample_free(&smp);
+    saga_free(order);
+    saga_free(first);
+    pthread_mutex_lock(&f->mu);
+    if (st < 0) {
+        f->st = st;
+        snprintf(f->msg, sizeof f->msg, "%s", saga_last_error());
+    }
+    f->stop = true; /* nothing more comes */
+    pthread_cond_broadcast(&f->cv);
+    pthread_mutex_unlock(&f->mu);
+    return NULL;
+}
+
+static saga_status feed_start(batch_feed *f, const gcn_data *d, const gcn_opts *o, double per_edge,
+                              double per_row, int epoch_first, int epoch_last,
+                              const saga_sampler_opts *so) {
+    saga_status st = SAGA_OK;
+    memset(f, 0, sizeof *f);
+    f->d = d;
+    f->o = o;
+    f->per_edge = per_edge;
+    f->per_row = per_row;
+    f->epoch_first = epoch_first;
+    f->epoch_last = epoch_last;
+    f->ahead = o->prefetch;
+    SAGA_TRY(saga_sampler_new(&f->s, d->graph, o->fanout, o->n_fanout, so));
+    SAGA_TRY(saga_alloc_zeroed((void **)&f->ring, (size_t)f->ahead, sizeof *f->ring, "batches"));
+    SAGA_TRY(saga_alloc_zeroed((void **)&f->ring_count, (size_t)f->ahead, sizeof *f->ring_count,
+                               "batches"));
+    pthread_mutex_init(&f->mu, NULL);
+    pthread_cond_init(&f->cv, NULL);
+    SAGA_CHECK(pthread_create(&f->thread, NULL, feed_main, f) == 0, SAGA_ERR_OUT_OF_MEMORY,
+               "GCN: cannot start the batch sampling thread");
+    f->started = true;
+fail:
+    return st;
+}
+
+/* The next batch's sample (the caller frees it), waiting for it when it is not ready. */
+static saga_status feed_take(batch_feed *f, saga_sample **out, int64_t *count) {
+    saga_status st = SAGA_OK;
+    double t0 = saga_now();
+    pthread_mutex_lock(&f->mu);
+    while (f->n == 0 && !f->stop)
+        pthread_cond_wait(&f->cv, &f->mu);
+    if (f->n > 0) {
+        *out = f->ring[f->head];
+        *count = f->ring_count[f->head];
+        f->ring[f->head] = NULL;
+        f->head = (f->head + 1) % f->ahead;
+        f->n--;
+        pthread_cond_broadcast(&f->cv);
     } else {
-        SAGA_TRY(saga_sampler_pack(s, order, nt, nb, batch0, per_edge, per_row, first));
+        st = f->st < 0 ? saga_error(f->st, "%s", f->msg)
+                       : saga_error(SAGA_ERR_INTERNAL, "GCN: the sampling thread ended early");
+    }
+    pthread_mutex_unlock(&f->mu);
+    f->wait_s += saga_now() - t0;
+    return st;
+}
+
+static void feed_stop(batch_feed *f) {
+    if (f->started) {
+        pthread_mutex_lock(&f->mu);
+        f->stop = true;
+        pthread_cond_broadcast(&f->cv);
+        pthread_mutex_unlock(&f->mu);
+        pthread_join(f->thread, NULL);
+        pthread_mutex_destroy(&f->mu);
+        pthread_cond_destroy(&f->cv);
+        f->started = false;
+    }
+    for (int i = 0; f->ring && i < f->n; i++)
+        saga_sample_free(&f->ring[(f->head + i) % f->ahead]);
+    f->n = 0;
+    saga_free(f->ring);
+    saga_free(f->ring_count);
+    f->ring = NULL;
+    f->ring_count = NULL;
+    saga_sampler_free(&f->s);
+}
+
+/* One epoch of mini-batches (epoch_batches), from the feed when there is one, else packed and
+ * sampled here; each trained with an optimizer step, its device peak measured. *loss: the mean
+ * over the batches, weighted by their seeds. */
+static saga_status train_batches(saga_net *net, saga_optim *opt, saga_sampler *s, batch_feed *feed,
+                                 saga_backend *be, const gcn_data *d, const gcn_opts *o, int epoch,
+                                 int32_t *order, double per_edge, double per_row, double *loss,
+                                 gcn_result *r) {
+    saga_status st = SAGA_OK;
+    saga_sample *smp = NULL;
+    int64_t *first = NULL;
+    const int64_t nt = d->n_train, nb = (nt + o->batch_size - 1) / o->batch_size;
+    const uint64_t batch0 = (uint64_t)(epoch - 1) * (uint64_t)nb;
+    if (!feed) {
+        SAGA_TRY(saga_alloc_array((void **)&first, (size_t)nb + 1, sizeof *first, "batches"));
+        double t0 = saga_now();
+        SAGA_TRY(epoch_batches(s, d, o, epoch, per_edge, per_row, order, first));
+        r->sample_seconds += saga_now() - t0;
     }
     double sum = 0, edges = 0, rows = 0;
     r->batch_peak_min = SIZE_MAX;
     r->batch_peak_max = 0;
     for (int64_t b = 0; b < nb; b++) {
-        const int64_t count = first[b + 1] - first[b];
+        int64_t count = 0;
         double l = 0;
-        SAGA_TRY(saga_sampler_sample(s, order + first[b], count, batch0 + (uint64_t)b, &smp));
+        if (feed) {
+            SAGA_TRY(feed_take(feed, &smp, &count));
+        } else {
+            count = first[b + 1] - first[b];
+            double t0 = saga_now();
+            SAGA_TRY(saga_sampler_sample(s, order + first[b], count, batch0 + (uint64_t)b, &smp));
+            r->sample_seconds += saga_now() - t0;
+        }
         saga_backend_stats bs;
         saga_backend_get_stats(be, &bs);
         const size_t base = bs.in_use_bytes;
@@ -404,6 +572,7 @@ static saga_status train_batches(saga_net *net, saga_optim *opt, saga_sampler *s
         sum += l * (double)count;
         edges += (double)smp->n_edges;
         rows += (double)smp->n_ids;
+        r->sampled_edges += (double)smp->n_edges;
         saga_sample_free(&smp);
     }
     *loss = sum / (double)nt;
@@ -430,6 +599,8 @@ saga_status gcn_train(gcn_result *out, saga_backend *be, const gcn_data *d, cons
     saga_sampler *sampler = NULL;     /* mini-batch training */
     int32_t *order = NULL;            /* its training vertices, shuffled each epoch */
     double per_edge = 0, per_row = 0; /* what a batch's sampled edge and row weigh */
+    saga_sampler_opts so = saga_sampler_opts_defaults();
+    batch_feed feed = {0}; /* batches sampled ahead (o->prefetch) */
     gcn_result r = {0};
     r.loss = NAN;
     SAGA_CHECK(out && be && d && o, SAGA_ERR_INVALID_ARG, "gcn_train: NULL argument");
@@ -505,7 +676,6 @@ saga_status gcn_train(gcn_result *out, saga_backend *be, const gcn_data *d, cons
         SAGA_TRY(saga_net_set_input_auto(net, x, F, o->sparse_below));
 
     if (o->n_fanout) {
-        saga_sampler_opts so = saga_sampler_opts_defaults();
         so.seed = o->seed;
         so.self_loops = no.self_loops;
         so.degrees = o->sample_degrees;
@@ -525,6 +695,8 @@ saga_status gcn_train(gcn_result *out, saga_backend *be, const gcn_data *d, cons
         saga_ctx_set_rng_counter(c, counter);
     }
     r.start_epoch = (int)done;
+    if (sampler && o->prefetch > 0 && o->epochs > done)
+        SAGA_TRY(feed_start(&feed, d, o, per_edge, per_row, (int)done + 1, o->epochs, &so));
     int to_run = o->epochs > done ? o->epochs - (int)done : 0;
     if (to_run > 0)
         SAGA_TRY(saga_alloc_array((void **)&r.epoch_ms, (size_t)to_run, sizeof *r.epoch_ms,
@@ -545,8 +717,8 @@ saga_status gcn_train(gcn_result *out, saga_backend *be, const gcn_data *d, cons
         if (epoch <= o->epochs && sampler) {
             /* mini-batches: each waits for its loss, so the wall clock times them */
             double tb = saga_now();
-            SAGA_TRY(train_batches(net, opt, sampler, be, d, o, epoch, order, per_edge, per_row,
-                                   &batch_loss, &r));
+            SAGA_TRY(train_batches(net, opt, sampler, feed.started ? &feed : NULL, be, d, o, epoch,
+                                   order, per_edge, per_row, &batch_loss, &r));
             SAGA_TRY(saga_backend_synchronize(be));
             e.ms = (saga_now() - tb) * 1e3;
             r.epochs = epoch;
@@ -632,6 +804,11 @@ saga_status gcn_train(gcn_result *out, saga_backend *be, const gcn_data *d, cons
         if (on_epoch)
             SAGA_TRY(on_epoch(&e, user));
     }
+    if (feed.started) { /* every batch was taken: the thread has ended */
+        feed_stop(&feed);
+        r.sample_seconds = feed.busy_s;
+        r.sample_wait_seconds = feed.wait_s;
+    }
     if (to_run == 0 && o->checkpoint && saga_comm_rank(o->comm) == 0)
         SAGA_TRY(saga_checkpoint_save(o->checkpoint, m, opt, done, saga_ctx_rng_counter(c)));
     /* the predictions of every vertex, from the model of the last evaluation */
@@ -663,6 +840,7 @@ fail:
     saga_free(dense_x);
     saga_event_free(&ev[0]);
     saga_event_free(&ev[1]);
+    feed_stop(&feed);
     saga_sampler_free(&sampler);
     saga_free(order);
     return st;

@@ -142,6 +142,7 @@ typedef struct gcn_opts {
     int32_t batch_size;
     saga_sample_degrees sample_degrees;
     gcn_balance balance; /* what batches even out (memory) */
+    int prefetch;        /* batches a sampling thread prepares ahead of the training (2; 0: none) */
 } gcn_opts;
 
 gcn_opts gcn_opts_defaults(void);
@@ -191,6 +192,9 @@ typedef struct gcn_result {
     /* the device bytes each batch of the last epoch peaked at beyond what the net holds between
      * batches: the smallest and the largest */
     size_t batch_peak_min, batch_peak_max;
+    /* packing and sampling: its time (on the sampling thread with prefetch), the training's waits
+     * for it (0 without prefetch: then it is all on the training's path), the edges sampled */
+    double sample_seconds, sample_wait_seconds, sampled_edges;
 } gcn_result;
 
 /* Trains a GCN on d with backend be (not owned), calling on_epoch (may be NULL) after every

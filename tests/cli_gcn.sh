@@ -118,6 +118,12 @@ first=$(json_get 'j["loss"], j["test_accuracy"]')
     "True $(json_get '(j["train"] + 99) // 100') True" ] || fail "gcn --fanout 5,3: $(json_last)"
 expect 0 "$SAGA_BIN" gcn --data "$TMP/cit" --epochs 40 --json --quiet --fanout 5,3 --batch-size 100
 [ "$(json_get 'j["loss"], j["test_accuracy"]')" = "$first" ] || fail "gcn --fanout 5,3 again: $(json_last)"
+# sampled on the training's path instead of a thread of its own: the same batches, the same model
+expect 0 "$SAGA_BIN" gcn --data "$TMP/cit" --epochs 40 --json --quiet --fanout 5,3 --batch-size 100 \
+    --prefetch 0
+[ "$(json_get 'j["loss"], j["test_accuracy"]')" = "$first" ] || fail "gcn --prefetch 0: $(json_last)"
+[ "$(json_get 'j["prefetch"], j["sample_wait_seconds"] == j["sample_seconds"] > 0')" = "0 True" ] ||
+    fail "gcn --prefetch 0 sampling figures: $(json_last)"
 expect 0 "$SAGA_BIN" gcn --data "$TMP/cit" --epochs 3 --json --quiet --fanout 5,3 --batch-size 20 \
     --batch-balance none
 [ "$(json_get 'j["batch_balance"], 0 < j["batch_peak_min"] <= j["batch_peak_max"]')" = "none True" ] ||
@@ -129,7 +135,7 @@ expect_err "2 fan-outs"
 expect 2 "$SAGA_BIN" gcn --data "$TMP/cit" --fanout 0,5
 expect_err "each -1 (all) or 1.."
 expect 2 "$SAGA_BIN" gcn --data "$TMP/cit" --batch-size 64
-expect_err "--batch-size, --batch-balance and --sample-degrees apply to --fanout"
+expect_err "--batch-size, --batch-balance, --prefetch and --sample-degrees apply to --fanout"
 expect 2 "$SAGA_BIN" gcn --data "$TMP/cit" --device-mem lots
 expect_err "--device-mem must be a size"
 expect 2 "$SAGA_BIN" gcn --data "$TMP/cit" --partition spectral

@@ -97,6 +97,7 @@ PyObject *saga_py_gcn(PyObject *m, PyObject *args, PyObject *kw) {
                              "batch_size",
                              "sample_degrees",
                              "batch_balance",
+                             "prefetch",
                              NULL};
     PyObject *data_obj = Py_None, *graph_obj = Py_None, *feat_obj = Py_None, *lab_obj = Py_None;
     PyObject *train_obj = Py_None, *val_obj = Py_None, *test_obj = Py_None;
@@ -113,13 +114,13 @@ PyObject *saga_py_gcn(PyObject *m, PyObject *args, PyObject *kw) {
     int model = GCN_MODEL_GCN, aggr = SAGA_GATHER_MEAN;
     /* hidden, lr, dropout and weight_decay below 0: the model's own (gcn_opts_model) */
     if (!PyArg_ParseTupleAndKeywords(
-            args, kw, "|OOOOiOOOppiifffKsLpiiiipOiOOOOLdpiiiOiii", kwlist, &data_obj, &graph_obj,
+            args, kw, "|OOOOiOOOppiifffKsLpiiiipOiOOOOLdpiiiOiiii", kwlist, &data_obj, &graph_obj,
             &feat_obj, &lab_obj, &n_classes, &train_obj, &val_obj, &test_obj, &normalize,
             &dense_features, &go.epochs, &go.hidden, &go.lr, &go.dropout, &go.weight_decay, &seed,
             &device, &device_mem, &stream, &parts, &partition, &saved, &transfer, &host_halos,
             &ckpt_obj, &checkpoint_every, &resume_obj, &xo_obj, &xi_obj, &xv_obj, &n_features,
             &go.sparse_below, &graphs, &model, &go.heads, &aggr, &fanout_obj, &go.batch_size,
-            &sample_degrees, &balance))
+            &sample_degrees, &balance, &go.prefetch))
         return NULL;
     if (fanout_obj != Py_None) {
         PyObject *seq = PySequence_Fast(fanout_obj, "saga.gcn: fanout must be a sequence of ints");
@@ -155,6 +156,10 @@ PyObject *saga_py_gcn(PyObject *m, PyObject *args, PyObject *kw) {
     go.sample_degrees = (saga_sample_degrees)sample_degrees;
     if ((unsigned)balance >= GCN_BALANCE_COUNT) {
         PyErr_SetString(PyExc_ValueError, "saga.gcn: invalid batch_balance");
+        return NULL;
+    }
+    if (go.prefetch < 0 || go.prefetch > 64) {
+        PyErr_SetString(PyExc_ValueError, "saga.gcn: prefetch must be in 0..64");
         return NULL;
     }
     go.balance = (gcn_balance)balance;

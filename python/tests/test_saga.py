@@ -305,6 +305,9 @@ def test_gcn_minibatches_equal_the_cli():
     even = saga.gcn(CORA, epochs=2, device="cpu", fanout=(5, 3), batch_size=50, model="sage",
                     batch_balance="none")
     assert even["batches"] == 3 and even["batch_peak_min"] <= even["batch_peak_max"]
+    inline = saga.gcn(CORA, epochs=10, device="cpu", fanout=(5, 3), batch_size=50, model="sage",
+                      prefetch=0)
+    assert inline["loss"] == r["loss"]  # the same batches, sampled on the training's path
     full = saga.gcn(CORA, epochs=10, device="cpu")
     whole = saga.gcn(CORA, epochs=10, device="cpu", fanout=[-1, -1], batch_size=140)
     tol = bounds.gcn_losses(2708, 1433, 16, 7, 10, max_degree=168)[-1]
