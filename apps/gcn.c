@@ -227,7 +227,7 @@ gcn_opts gcn_opts_model(gcn_model model) {
  * parameters in m; *decay: the parameter weight decay applies to alone (GCN's first layer, as
  * Kipf's code), or NULL for every parameter. */
 static saga_status add_layers(saga_net *net, saga_model *m, const gcn_opts *o, int64_t F, int64_t C,
-                              bool sparse, saga_tensor **decay) {
+                              bool sparse, bool agg_first, saga_tensor **decay) {
     saga_status st = SAGA_OK;
     const int64_t H = o->hidden;
     saga_layer_opts l1 = saga_layer_opts_defaults(), l2 = saga_layer_opts_defaults();
@@ -238,7 +238,8 @@ static saga_status add_layers(saga_net *net, saga_model *m, const gcn_opts *o, i
     *decay = NULL;
     switch (o->model) {
     case GCN_MODEL_GCN: /* a narrowing layer, or sparse rows, multiply by W first */
-        l1.project_first = H < F || sparse;
+        l1.project_first = agg_first ? 0 : H < F || sparse;
+        l2.project_first = agg_first ? 0 : -1;
         SAGA_TRY(saga_gcn_add(net, m, "conv1", F, H, &l1));
         SAGA_TRY(saga_gcn_add(net, m, "conv2", H, C, &l2));
         *decay = saga_model_find(m, "conv1.weight");
@@ -252,7 +253,8 @@ static saga_status add_layers(saga_net *net, saga_model *m, const gcn_opts *o, i
         break;
     case GCN_MODEL_SAGE: /* sparse rows (with the mean or the sum): multiplied first */
         l1.aggr = l2.aggr = o->aggr;
-        l1.project_first = sparse ? 1 : -1;
+        l1.project_first = agg_first ? 0 : sparse ? 1 : -1;
+        l2.project_first = agg_first ? 0 : -1;
         SAGA_TRY(saga_sage_add(net, m, "sage1", F, H, &l1));
         SAGA_TRY(saga_sage_add(net, m, "sage2", H, C, &l2));
         break;
@@ -624,10 +626,17 @@ saga_status gcn_train(gcn_result *out, saga_backend *be, const gcn_data *d, cons
      * biases */
     SAGA_TRY(saga_ctx_new(&c, be, o->seed));
     SAGA_TRY(saga_model_new(&m, be));
-    /* GraphSAGE's maximum aggregates the input rows themselves: sparse ones are made dense */
+    /* Where GCN and GraphSAGE aggregate before they multiply, the input rows must be dense: with
+     * GraphSAGE's maximum (which does not commute with the weights), and on sampled mini-batches,
+     * whose blocks read many more source rows than they write (a block of 16k destinations read
+     * 72k sources on a 200k-vertex graph at fan-outs 15,10): multiplying first would multiply
+     * every source row, aggregating first multiplies the destinations' alone. */
     bool sparse = d->features == NULL;
     const float *x = d->features;
-    if (sparse && o->model == GCN_MODEL_SAGE && o->aggr == SAGA_GATHER_MAX) {
+    const bool agg_first =
+        (o->model == GCN_MODEL_SAGE && o->aggr == SAGA_GATHER_MAX) ||
+        (o->n_fanout && (o->model == GCN_MODEL_GCN || o->model == GCN_MODEL_SAGE) && F <= 4096);
+    if (sparse && agg_first) {
         SAGA_TRY(saga_alloc_zeroed((void **)&dense_x, (size_t)n * (size_t)F, sizeof *dense_x,
                                    "dense input rows"));
         for (int32_t v = 0; v < n; v++)
@@ -659,7 +668,7 @@ saga_status gcn_train(gcn_result *out, saga_backend *be, const gcn_data *d, cons
     SAGA_TRY(saga_net_new(&net, c, d->graph, &no));
     SAGA_TRY(saga_net_set_model(net, m)); /* with ranks: gradients summed over them */
     saga_tensor *decay = NULL;
-    SAGA_TRY(add_layers(net, m, o, F, C, sparse, &decay));
+    SAGA_TRY(add_layers(net, m, o, F, C, sparse, agg_first, &decay));
     r.n_params = saga_model_n_scalars(m);
     saga_optim_opts oo = saga_optim_opts_defaults(SAGA_OPTIM_ADAM);
     oo.lr = o->lr;

@@ -446,6 +446,7 @@ void saga_net_free(saga_net **np) {
         saga_idle_tuner_finish(&n->tune[k]); /* idle threads sleep again after the passes */
     unprepare(n);
     saga_backend_host_free(n->be, n->loss_host, n->loss_bytes);
+    saga_backend_host_free(n->be, n->sample_stage, n->sample_stage_bytes);
     saga_backend_host_free(n->be, n->rows_out, n->rows_out_bytes);
     saga_replay_free(&n->replay[0]);
     saga_replay_free(&n->replay[1]);

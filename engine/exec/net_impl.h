@@ -276,6 +276,8 @@ struct saga_net {
     /* saga_net_train_sample is in its loss: the library's losses take the mean over the batch */
     bool sampling;
     int32_t *sample_pos; /* graph id -> the input's host row once plan.ids reorders it, or NULL */
+    void *sample_stage;  /* a sample's input rows gathered for the copy (host-allocated, kept) */
+    size_t sample_stage_bytes;
     double queued_t0;
     double train_loss;
     saga_net_stats train_stats;

@@ -37,7 +37,25 @@ fail:
     return st;
 }
 
-/* The sample's input rows on the device: dense rows (*x) or a CSR (*xs, its tensors set). */
+/* The net's staging buffer for a sample's input rows, grown to at least bytes: kept from sample
+ * to sample (no fresh pages each batch), from the backend's host allocator (pinned on CUDA). */
+static saga_status stage_room(saga_net *n, size_t bytes, void **out) {
+    saga_status st = SAGA_OK;
+    if (bytes > n->sample_stage_bytes) {
+        saga_backend_host_free(n->be, n->sample_stage, n->sample_stage_bytes);
+        n->sample_stage = NULL;
+        n->sample_stage_bytes = 0;
+        const size_t want = bytes + bytes / 4; /* room for the next samples, a little larger */
+        SAGA_TRY(saga_backend_host_alloc(n->be, &n->sample_stage, want));
+        n->sample_stage_bytes = want;
+    }
+    *out = n->sample_stage;
+fail:
+    return st;
+}
+
+/* The sample's input rows on the device: dense rows (*x) or a CSR (*xs, its tensors set),
+ * gathered into the staging buffer and copied from there. */
 static saga_status sample_input(saga_net *n, const saga_sample *smp, saga_tensor **x,
                                 saga_sparse *xs) {
     saga_status st = SAGA_OK;
@@ -45,11 +63,10 @@ static saga_status sample_input(saga_net *n, const saga_sample *smp, saga_tensor
     const int32_t R = smp->n_ids;
     const int64_t F = n->in_cols;
     void *buf = NULL;
-    int64_t *off = NULL;
     const int32_t *pos = NULL;
     SAGA_TRY(input_pos(n, &pos));
     if (!n->sparse) {
-        SAGA_TRY(saga_alloc_array(&buf, (size_t)R * (size_t)F + 1, sizeof(float), "sample rows"));
+        SAGA_TRY(stage_room(n, ((size_t)R * (size_t)F + 1) * sizeof(float), &buf));
         float *rows = buf;
         for (int32_t i = 0; i < R; i++) {
             int32_t r = pos ? pos[smp->ids[i]] : smp->ids[i];
@@ -57,21 +74,24 @@ static saga_status sample_input(saga_net *n, const saga_sample *smp, saga_tensor
         }
         *x = saga_ctx_from_host(c, SAGA_F32, R, F, rows);
         SAGA_CHECK(*x, ctx_error(c), "saga_net: the sample's input rows: %s", saga_last_error());
-        goto fail;
+        return SAGA_OK;
     }
-    SAGA_TRY(saga_alloc_array((void **)&off, (size_t)R + 1, sizeof *off, "sample rows"));
-    off[0] = 0;
+    int64_t nnz = 0;
     for (int32_t i = 0; i < R; i++)
-        off[i + 1] = off[i] + n->xs_off[smp->ids[i] + 1] - n->xs_off[smp->ids[i]];
-    const int64_t nnz = off[R];
-    SAGA_TRY(
-        saga_alloc_array(&buf, (size_t)nnz + 1, sizeof(int32_t) + sizeof(float), "sample rows"));
-    int32_t *idx = buf;
+        nnz += n->xs_off[smp->ids[i] + 1] - n->xs_off[smp->ids[i]];
+    SAGA_TRY(stage_room(n,
+                        ((size_t)R + 1) * sizeof(int64_t) +
+                            ((size_t)nnz + 1) * (sizeof(int32_t) + sizeof(float)),
+                        &buf));
+    int64_t *off = buf;
+    int32_t *idx = (int32_t *)(off + R + 1);
     float *val = (float *)(idx + nnz + 1);
+    off[0] = 0;
     for (int32_t i = 0; i < R; i++) {
-        const int64_t a = n->xs_off[smp->ids[i]], k = off[i + 1] - off[i];
+        const int64_t a = n->xs_off[smp->ids[i]], k = n->xs_off[smp->ids[i] + 1] - a;
         memcpy(idx + off[i], n->xs_idx + a, (size_t)k * sizeof *idx);
         memcpy(val + off[i], n->xs_val + a, (size_t)k * sizeof *val);
+        off[i + 1] = off[i] + k;
     }
     xs->rows = R;
     xs->cols = F;
@@ -82,8 +102,6 @@ static saga_status sample_input(saga_net *n, const saga_sample *smp, saga_tensor
     SAGA_CHECK(xs->offsets && xs->indices && xs->values, ctx_error(c),
                "saga_net: the sample's input rows: %s", saga_last_error());
 fail:
-    saga_free(buf);
-    saga_free(off);
     return st;
 }
 
