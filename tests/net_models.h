@@ -151,6 +151,28 @@ static saga_program gat_program(int64_t max_batch_edges) {
     };
 }
 
+/* GraphSAGE-like: the mean of the in-neighbours plus the vertex's own row (v->self), then bias
+ * and activation: the fused MEAN path, with gradients through self as well. */
+static saga_tensor *sage_vertex(saga_ctx *c, const saga_vertex_in *v, void *l_) {
+    layer *l = l_;
+    saga_tensor *h = saga_add_bias(c, saga_add(c, v->self, v->gathered), l->b);
+    return l->relu ? saga_relu(c, h) : h;
+}
+
+static const saga_program SAGE = {
+    .scatter = SAGA_SCATTER_SRC,
+    .edge_weight = SAGA_WEIGHT_NONE,
+    .gather = SAGA_GATHER_MEAN,
+    .apply_vertex = sage_vertex,
+};
+
+/* A CPU backend without a budget, a context (seed 3) on it and an empty model. */
+static inline void open_cpu_model(saga_backend **be, saga_ctx **c, saga_model **m) {
+    assert_int_equal(saga_backend_cpu_new(be, NULL), SAGA_OK);
+    assert_int_equal(saga_ctx_new(c, *be, 3), SAGA_OK);
+    assert_int_equal(saga_model_new(m, *be), SAGA_OK);
+}
+
 typedef struct loss_ctx {
     const int32_t *labels;
     int32_t n;

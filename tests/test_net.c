@@ -34,28 +34,6 @@ static void data_load(void) {
     GAT = gat_program(5000);
 }
 
-/* GraphSAGE-like: the mean of the in-neighbours plus the vertex's own row (v->self), then bias
- * and activation: the fused MEAN path, with gradients through self as well. */
-static saga_tensor *sage_vertex(saga_ctx *c, const saga_vertex_in *v, void *l_) {
-    layer *l = l_;
-    saga_tensor *h = saga_add_bias(c, saga_add(c, v->self, v->gathered), l->b);
-    return l->relu ? saga_relu(c, h) : h;
-}
-
-static const saga_program SAGE = {
-    .scatter = SAGA_SCATTER_SRC,
-    .edge_weight = SAGA_WEIGHT_NONE,
-    .gather = SAGA_GATHER_MEAN,
-    .apply_vertex = sage_vertex,
-};
-
-/* A CPU backend without a budget, a context (seed 3) on it and an empty model. */
-static void open_cpu_model(saga_backend **be, saga_ctx **c, saga_model **m) {
-    assert_int_equal(saga_backend_cpu_new(be, NULL), SAGA_OK);
-    assert_int_equal(saga_ctx_new(c, *be, 3), SAGA_OK);
-    assert_int_equal(saga_model_new(m, *be), SAGA_OK);
-}
-
 /* run_model gives the net its input as a CSR of D.x's non-zeros instead of dense rows */
 static bool sparse_input;
 /* when >= 0, run_model gives it dense rows through saga_net_set_input_auto at this density */

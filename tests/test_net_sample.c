@@ -27,19 +27,6 @@ static void data_load(void) {
     GAT = gat_program(3000);
 }
 
-static saga_tensor *sage_vertex(saga_ctx *c, const saga_vertex_in *v, void *l_) {
-    layer *l = l_;
-    saga_tensor *h = saga_add_bias(c, saga_add(c, v->self, v->gathered), l->b);
-    return l->relu ? saga_relu(c, h) : h;
-}
-
-static const saga_program SAGE = {
-    .scatter = SAGA_SCATTER_SRC,
-    .edge_weight = SAGA_WEIGHT_NONE,
-    .gather = SAGA_GATHER_MEAN,
-    .apply_vertex = sage_vertex,
-};
-
 /* Every seventh vertex of a fixed shuffle: seeds in no particular order. */
 static int32_t *seed_list(int32_t *count) {
     int32_t *perm = test_malloc((size_t)D.n * sizeof *perm);
@@ -94,9 +81,7 @@ static void run(run_out *r, const saga_program *prog, float dropout, bool sparse
     saga_backend *be = NULL;
     saga_ctx *c = NULL;
     saga_model *m = NULL;
-    assert_int_equal(saga_backend_cpu_new(&be, NULL), SAGA_OK);
-    assert_int_equal(saga_ctx_new(&c, be, 3), SAGA_OK);
-    assert_int_equal(saga_model_new(&m, be), SAGA_OK);
+    open_cpu_model(&be, &c, &m);
     const int H = 16;
     layer l1, l2;
     net_model_params(m, &D, H, &l1, &l2);
@@ -251,9 +236,7 @@ static void test_net_sample_cross_entropy_is_the_batch_mean(void **state) {
     saga_ctx *c = NULL;
     saga_model *m = NULL;
     saga_net *net = NULL;
-    assert_int_equal(saga_backend_cpu_new(&be, NULL), SAGA_OK);
-    assert_int_equal(saga_ctx_new(&c, be, 3), SAGA_OK);
-    assert_int_equal(saga_model_new(&m, be), SAGA_OK);
+    open_cpu_model(&be, &c, &m);
     saga_net_opts no = saga_net_opts_defaults();
     no.self_loops = SAGA_DGRAPH_SELF_LOOPS_ADD;
     assert_int_equal(saga_net_new(&net, c, D.g, &no), SAGA_OK);
@@ -317,9 +300,7 @@ static double peak_spread(const net_data *d, double per_edge, double per_row, in
     saga_backend *be = NULL;
     saga_ctx *c = NULL;
     saga_model *m = NULL;
-    assert_int_equal(saga_backend_cpu_new(&be, NULL), SAGA_OK);
-    assert_int_equal(saga_ctx_new(&c, be, 3), SAGA_OK);
-    assert_int_equal(saga_model_new(&m, be), SAGA_OK);
+    open_cpu_model(&be, &c, &m);
     layer l1, l2;
     net_model_params(m, d, 16, &l1, &l2);
     saga_net_opts no = saga_net_opts_defaults();
@@ -440,9 +421,7 @@ static void test_net_sample_refusals(void **state) {
     saga_backend *be = NULL;
     saga_ctx *c = NULL;
     saga_model *m = NULL;
-    assert_int_equal(saga_backend_cpu_new(&be, NULL), SAGA_OK);
-    assert_int_equal(saga_ctx_new(&c, be, 3), SAGA_OK);
-    assert_int_equal(saga_model_new(&m, be), SAGA_OK);
+    open_cpu_model(&be, &c, &m);
     layer l1, l2;
     net_model_params(m, &D, 16, &l1, &l2);
     saga_net *net = NULL;
