@@ -627,15 +627,18 @@ saga_status gcn_train(gcn_result *out, saga_backend *be, const gcn_data *d, cons
     SAGA_TRY(saga_ctx_new(&c, be, o->seed));
     SAGA_TRY(saga_model_new(&m, be));
     /* Where GCN and GraphSAGE aggregate before they multiply, the input rows must be dense: with
-     * GraphSAGE's maximum (which does not commute with the weights), and on sampled mini-batches,
-     * whose blocks read many more source rows than they write (a block of 16k destinations read
-     * 72k sources on a 200k-vertex graph at fan-outs 15,10): multiplying first would multiply
-     * every source row, aggregating first multiplies the destinations' alone. */
+     * GraphSAGE's maximum (which does not commute with the weights), and on sampled mini-batches
+     * of dense or narrow rows, whose blocks read many more source rows than they write (16k
+     * destinations read 72k sources on a 200k-vertex graph at fan-outs 15,10): multiplying first
+     * would multiply every source row, aggregating first multiplies the destinations' alone.
+     * Sparse rows of many columns (bag-of-words, as Cora's 1,433) stay a CSR and multiply first:
+     * their few non-zeros cost less than the destinations' dense rows. */
     bool sparse = d->features == NULL;
     const float *x = d->features;
     const bool agg_first =
         (o->model == GCN_MODEL_SAGE && o->aggr == SAGA_GATHER_MAX) ||
-        (o->n_fanout && (o->model == GCN_MODEL_GCN || o->model == GCN_MODEL_SAGE) && F <= 4096);
+        (o->n_fanout && (o->model == GCN_MODEL_GCN || o->model == GCN_MODEL_SAGE) &&
+         (!sparse || F <= 256));
     if (sparse && agg_first) {
         SAGA_TRY(saga_alloc_zeroed((void **)&dense_x, (size_t)n * (size_t)F, sizeof *dense_x,
                                    "dense input rows"));
