@@ -11,6 +11,7 @@
 #   bench/minibatch.sh                      Cora (Planetoid split), fan-outs 15,10, batches of 64
 #   DATA=DIR TARGET=0.95 BATCH=1024 EPOCHS=5 bench/minibatch.sh
 #   RUNS=3 FANOUT=15,10 HIDDEN=64 LR=0.01 DROPOUT=0.5 THREADS=2 PYTHON=~/venv-pyg/bin/python
+#   FULL_EPOCHS=200   the full-graph runs' epochs (default EPOCHS): one step an epoch needs more
 #
 # A generated graph with a larger training set (the Planetoid split has 20 vertices a class):
 #   saga generate citation --vertices 1000000 --degree 20 --features 128 --classes 8 -o DIR
@@ -30,6 +31,7 @@ LR=${LR:-0.01}
 DROPOUT=${DROPOUT:-0.5}
 DECAY=${DECAY:-5e-4}
 EPOCHS=${EPOCHS:-30}
+FULL_EPOCHS=${FULL_EPOCHS:-$EPOCHS}
 TARGET=${TARGET:-0.76}
 RUNS=${RUNS:-3}
 THREADS=${THREADS:-$(nproc)}
@@ -56,7 +58,8 @@ if ! "$PYTHON" -c 'import torch, torch_geometric' 2>/dev/null; then
     pyg=no
 fi
 echo "data $DATA; fan-outs $FANOUT, batches of $BATCH, hidden $HIDDEN, lr $LR, dropout $DROPOUT," \
-    "weight decay $DECAY, $EPOCHS epochs, target validation accuracy $TARGET, $THREADS threads;" \
+    "weight decay $DECAY, $EPOCHS epochs ($FULL_EPOCHS full-graph), target validation accuracy" \
+    "$TARGET, $THREADS threads;" \
     "load $(cut -d' ' -f1-3 /proc/loadavg)"
 
 # summary LOG: "median_epoch_ms ms_to_target epoch_of_target last_test last_val"
@@ -78,10 +81,10 @@ PY
 }
 
 common=(--data "$DATA" --model sage --hidden "$HIDDEN" --lr "$LR" --dropout "$DROPOUT"
-        --weight-decay "$DECAY" --epochs "$EPOCHS" --threads "$THREADS" --quiet)
+        --weight-decay "$DECAY" --threads "$THREADS" --quiet)
 for r in $(seq 1 "$RUNS"); do
-    OMP_NUM_THREADS=$THREADS "$SAGA" gcn "${common[@]}" --fanout "$FANOUT" --batch-size "$BATCH" \
-        --seed "$r" --log "$TMP/saga.jsonl" > /dev/null
+    OMP_NUM_THREADS=$THREADS "$SAGA" gcn "${common[@]}" --epochs "$EPOCHS" --fanout "$FANOUT" \
+        --batch-size "$BATCH" --seed "$r" --log "$TMP/saga.jsonl" > /dev/null
     echo "run $r saga-minibatch $(summary "$TMP/saga.jsonl")" | tee -a "$TMP/all"
     if [ $pyg = yes ]; then
         if OMP_NUM_THREADS=$THREADS "$PYTHON" bench/sage_pyg.py --data "$DATA" --fanout "$FANOUT" \
@@ -95,7 +98,8 @@ for r in $(seq 1 "$RUNS"); do
             pyg=no
         fi
     fi
-    OMP_NUM_THREADS=$THREADS "$SAGA" gcn "${common[@]}" --seed "$r" --log "$TMP/full.jsonl" > /dev/null
+    OMP_NUM_THREADS=$THREADS "$SAGA" gcn "${common[@]}" --epochs "$FULL_EPOCHS" --seed "$r" \
+        --log "$TMP/full.jsonl" > /dev/null
     echo "run $r saga-fullgraph $(summary "$TMP/full.jsonl")" | tee -a "$TMP/all"
 done
 python3 - "$TMP/all" <<'PY'
