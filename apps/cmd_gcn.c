@@ -43,6 +43,7 @@ enum {
     OPT_SAMPLE_DEGREES,
     OPT_BATCH_BALANCE,
     OPT_PREFETCH,
+    OPT_EVAL,
     OPT_EXEC, /* the CLI_EXEC_N_OPTS options of CLI_EXEC_OPTS */
 };
 static const cli_opt gcn_cli_opts[] = {
@@ -150,6 +151,10 @@ static const cli_opt gcn_cli_opts[] = {
      "training (the same batches: a batch's draws depend on its index alone); 0 samples each "
      "batch when its turn comes. The summary says how much of the sampling the training waited "
      "for."},
+    {"eval", 0, "E", "exact",
+     "Mini-batch training: how each epoch's model is evaluated: exact (every layer over the "
+     "whole graph, as full-graph training does) or sampled (the evaluated vertices in batches of "
+     "--batch-size, on samples with the same fan-outs: cheaper on a large graph, an estimate)."},
     CLI_EXEC_OPTS,
     {0}};
 
@@ -487,6 +492,13 @@ static int gcn_main(int argc, char **argv) {
                 go.prefetch = (int)v;
             given_batch = true;
             break;
+        case OPT_EVAL:
+            if (strcmp(arg, "exact") == 0 || strcmp(arg, "sampled") == 0)
+                go.eval_sampled = arg[0] == 's';
+            else
+                bad = cli_usage(&c, "--eval must be exact or sampled, got '%s'", arg);
+            given_batch = true;
+            break;
         case OPT_SAMPLE_DEGREES:
             if (strcmp(arg, "full") == 0)
                 go.sample_degrees = SAGA_SAMPLE_DEGREES_FULL;
@@ -522,8 +534,9 @@ static int gcn_main(int argc, char **argv) {
     if (given_aggr && go.model != GCN_MODEL_SAGE)
         return cli_usage(&c, "--aggr applies to --model sage");
     if (given_batch && !go.n_fanout)
-        return cli_usage(&c, "--batch-size, --batch-balance, --prefetch and --sample-degrees apply "
-                             "to --fanout");
+        return cli_usage(&c,
+                         "--batch-size, --batch-balance, --prefetch, --eval and --sample-degrees "
+                         "apply to --fanout");
     const gcn_opts md = gcn_opts_model(go.model);
     if (!given_hidden)
         go.hidden = md.hidden;
@@ -829,6 +842,7 @@ static int gcn_main(int argc, char **argv) {
             json_key(&j, "batch_peak_min"), json_int(&j, (int64_t)r.batch_peak_min);
             json_key(&j, "batch_peak_max"), json_int(&j, (int64_t)r.batch_peak_max);
             json_key(&j, "prefetch"), json_int(&j, go.prefetch);
+            json_key(&j, "eval"), json_str(&j, go.eval_sampled ? "sampled" : "exact");
             json_key(&j, "sample_seconds"), json_num(&j, r.sample_seconds);
             json_key(&j, "sample_wait_seconds"),
                 json_num(&j, go.prefetch ? r.sample_wait_seconds : r.sample_seconds);

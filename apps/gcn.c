@@ -529,6 +529,47 @@ static void feed_stop(batch_feed *f) {
     saga_sampler_free(&f->s);
 }
 
+/* The evaluated rows' outputs on samples (--eval sampled) into their rows of logp: the distinct
+ * rows in batches of `batch` in their order, batch b of epoch e drawn as batch 2^62 + e n + b (n
+ * batches an evaluation), apart from every training batch's draws. */
+static saga_status eval_samples(saga_net *net, saga_sampler *s, const int32_t *rows, int64_t n_rows,
+                                int32_t batch, int epoch, int32_t C, float *logp) {
+    saga_status st = SAGA_OK;
+    int32_t *uniq = NULL;
+    float *out = NULL;
+    saga_sample *smp = NULL;
+    int32_t n = 0;
+    for (int64_t i = 0; i < n_rows; i++)
+        n = rows[i] + 1 > n ? rows[i] + 1 : n;
+    SAGA_TRY(saga_alloc_array((void **)&uniq, (size_t)n_rows + 1, sizeof *uniq, "evaluated rows"));
+    SAGA_TRY(saga_alloc_array((void **)&out, (size_t)batch * (size_t)C + 1, sizeof *out,
+                              "evaluated outputs"));
+    int64_t k = 0;
+    for (int64_t i = 0; i < n_rows; i++) /* the first listing of each row (the splits may share) */
+        logp[(int64_t)rows[i] * C] = NAN;
+    for (int64_t i = 0; i < n_rows; i++)
+        if (isnan(logp[(int64_t)rows[i] * C])) {
+            logp[(int64_t)rows[i] * C] = 0.0f;
+            uniq[k++] = rows[i];
+        }
+    const int64_t nb = (k + batch - 1) / batch;
+    for (int64_t b = 0; b < nb; b++) {
+        const int64_t first = b * batch, count = k - first < batch ? k - first : batch;
+        SAGA_TRY(saga_sampler_sample(s, uniq + first, count,
+                                     (1ull << 62) + (uint64_t)epoch * (uint64_t)nb + (uint64_t)b,
+                                     &smp));
+        SAGA_TRY(saga_net_forward_sample(net, smp, out));
+        for (int64_t i = 0; i < count; i++)
+            memcpy(logp + (int64_t)uniq[first + i] * C, out + i * C, (size_t)C * sizeof *logp);
+        saga_sample_free(&smp);
+    }
+fail:
+    saga_sample_free(&smp);
+    saga_free(uniq);
+    saga_free(out);
+    return st;
+}
+
 /* One epoch of mini-batches (epoch_batches), from the feed when there is one, else packed and
  * sampled here; each trained with an optimizer step, its device peak measured. *loss: the mean
  * over the batches, weighted by their seeds. */
@@ -746,11 +787,16 @@ saga_status gcn_train(gcn_result *out, saga_backend *be, const gcn_data *d, cons
             r.epochs = (int)done; /* nothing to train: evaluate the resumed model */
         }
 
-        /* Inference of the rows evaluated alone: no dropout, no tape. */
+        /* Inference of the rows evaluated alone: no dropout, no tape; exact, or on samples */
         double te = saga_now();
-        SAGA_TRY(saga_net_forward_rows(net, eval_rows, n_eval, eval_out));
-        for (int64_t i = 0; i < n_eval; i++) /* logits: their arg-max is the log-softmax's */
-            memcpy(logp + (int64_t)eval_rows[i] * C, eval_out + i * C, (size_t)C * sizeof *logp);
+        if (o->eval_sampled && sampler) {
+            SAGA_TRY(eval_samples(net, sampler, eval_rows, n_eval, o->batch_size, epoch, C, logp));
+        } else {
+            SAGA_TRY(saga_net_forward_rows(net, eval_rows, n_eval, eval_out));
+            for (int64_t i = 0; i < n_eval; i++) /* logits: their arg-max is the log-softmax's */
+                memcpy(logp + (int64_t)eval_rows[i] * C, eval_out + i * C,
+                       (size_t)C * sizeof *logp);
+        }
         e.eval_ms = (saga_now() - te) * 1e3;
         if (epoch <= o->epochs && sampler) {
             saga_backend_stats bs;

@@ -143,6 +143,8 @@ typedef struct gcn_opts {
     saga_sample_degrees sample_degrees;
     gcn_balance balance; /* what batches even out (memory) */
     int prefetch;        /* batches a sampling thread prepares ahead of the training (2; 0: none) */
+    bool eval_sampled;   /* evaluate on samples of the evaluated rows with the same fan-outs, in
+                          * batches of batch_size (false: exact, over the whole graph) */
 } gcn_opts;
 
 gcn_opts gcn_opts_defaults(void);

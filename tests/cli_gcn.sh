@@ -128,6 +128,28 @@ expect 0 "$SAGA_BIN" gcn --data "$TMP/cit" --epochs 3 --json --quiet --fanout 5,
     --batch-balance none
 [ "$(json_get 'j["batch_balance"], 0 < j["batch_peak_min"] <= j["batch_peak_max"]')" = "none True" ] ||
     fail "gcn --batch-balance none: $(json_last)"
+# evaluated on samples of whole neighbourhoods: what the exact evaluation gives (the same model,
+# its outputs summed in other orders); on cut ones, an estimate that runs
+expect 0 "$SAGA_BIN" gcn --data "$TMP/cit" --epochs 3 --json --quiet --fanout 5,3 --batch-size 20 \
+    --batch-balance none --eval sampled
+[ "$(json_get 'j["eval"], 0 <= j["test_accuracy"] <= 1')" = "sampled True" ] ||
+    fail "gcn --eval sampled: $(json_last)"
+expect 0 "$SAGA_BIN" gcn --data "$TMP/cit" --epochs 3 --json --quiet --fanout -1,-1 --batch-size 20 \
+    --batch-balance none --eval sampled --log "$TMP/es.jsonl"
+expect 0 "$SAGA_BIN" gcn --data "$TMP/cit" --epochs 3 --json --quiet --fanout -1,-1 --batch-size 20 \
+    --batch-balance none --log "$TMP/ex.jsonl"
+python3 - "$TMP/ex.jsonl" "$TMP/es.jsonl" <<'PY' || fail "gcn --eval sampled of whole neighbourhoods differs"
+import json, sys
+a = [json.loads(l) for l in open(sys.argv[1])]
+b = [json.loads(l) for l in open(sys.argv[2])]
+assert len(a) == len(b) == 3
+for x, y in zip(a, b):
+    assert x["loss"] == y["loss"], (x, y)  # training does not depend on how it is evaluated
+    for k in ("train_accuracy", "val_accuracy", "test_accuracy"):
+        assert abs(x[k] - y[k]) <= 0.003, (k, x[k], y[k])
+PY
+expect 2 "$SAGA_BIN" gcn --data "$TMP/cit" --fanout 5,5 --eval approximate
+expect_err "--eval must be exact or sampled"
 expect 2 "$SAGA_BIN" gcn --data "$TMP/cit" --fanout 5,5 --batch-balance hubs
 expect_err "--batch-balance must be memory, edges, rows or none"
 expect 2 "$SAGA_BIN" gcn --data "$TMP/cit" --fanout 5
@@ -135,7 +157,7 @@ expect_err "2 fan-outs"
 expect 2 "$SAGA_BIN" gcn --data "$TMP/cit" --fanout 0,5
 expect_err "each -1 (all) or 1.."
 expect 2 "$SAGA_BIN" gcn --data "$TMP/cit" --batch-size 64
-expect_err "--batch-size, --batch-balance, --prefetch and --sample-degrees apply to --fanout"
+expect_err "--batch-size, --batch-balance, --prefetch, --eval and --sample-degrees apply to --fanout"
 expect 2 "$SAGA_BIN" gcn --data "$TMP/cit" --device-mem lots
 expect_err "--device-mem must be a size"
 expect 2 "$SAGA_BIN" gcn --data "$TMP/cit" --partition spectral

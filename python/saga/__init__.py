@@ -305,7 +305,7 @@ def gcn(data=None, *, graph=None, features=None, labels=None, train=None, val=No
         stream=False, parts=0, partition="metis", saved="recompute", transfer_precision="f32",
         host_halos=False, checkpoint=None, checkpoint_every=0, resume=None, sparse_below=0.25,
         graphs=False, model="gcn", heads=8, aggr="mean", fanout=None, batch_size=512,
-        sample_degrees="full", batch_balance="memory", prefetch=2):
+        sample_degrees="full", batch_balance="memory", prefetch=2, evaluation="exact"):
     """Trains a two-layer GNN for node classification as `saga gcn` does (same models, options,
     seed and results): model "gcn" (Kipf & Welling, the default), "gat" (heads attention heads),
     "sage" (GraphSAGE, aggr "mean", "max" or "sum") or "gin", layers of the library
@@ -327,7 +327,8 @@ def gcn(data=None, *, graph=None, features=None, labels=None, train=None, val=No
     in-neighbours per vertex, then B per vertex of those (-1: all), as `saga gcn --fanout`;
     sample_degrees "full" or "sampled" says which degrees GCN's normalisation takes on a batch;
     batch_balance "memory", "edges", "rows" or "none" what an epoch's batches even out; prefetch
-    how many batches a thread of its own samples ahead (0: none; the same batches). The result
+    how many batches a thread of its own samples ahead (0: none; the same batches); evaluation
+    "exact" (the whole graph) or "sampled" (as `saga gcn --eval sampled`). The result
     then also has "batches" (per epoch), "batch_rows" and "batch_edges" (means), and
     "batch_peak_min" / "batch_peak_max" (the last epoch's batches' device peaks).
     Returns a dict with the keys of `saga gcn --json` that describe the run (test_accuracy, ...)
@@ -355,7 +356,8 @@ def gcn(data=None, *, graph=None, features=None, labels=None, train=None, val=No
         batch_size=int(batch_size),
         sample_degrees=_choice({"full": 0, "sampled": 1}, sample_degrees, "sample_degrees"),
         batch_balance=_choice({"memory": 0, "edges": 1, "rows": 2, "none": 3}, batch_balance,
-                              "batch_balance"), prefetch=int(prefetch))
+                              "batch_balance"), prefetch=int(prefetch),
+        eval_sampled=bool(_choice({"exact": 0, "sampled": 1}, evaluation, "evaluation")))
     if data is not None:
         if graph is not None or features is not None:
             raise ValueError("saga.gcn: give either a data directory or arrays, not both")

@@ -98,11 +98,12 @@ PyObject *saga_py_gcn(PyObject *m, PyObject *args, PyObject *kw) {
                              "sample_degrees",
                              "batch_balance",
                              "prefetch",
+                             "eval_sampled",
                              NULL};
     PyObject *data_obj = Py_None, *graph_obj = Py_None, *feat_obj = Py_None, *lab_obj = Py_None;
     PyObject *train_obj = Py_None, *val_obj = Py_None, *test_obj = Py_None;
     PyObject *ckpt_obj = Py_None, *resume_obj = Py_None, *fanout_obj = Py_None;
-    int sample_degrees = SAGA_SAMPLE_DEGREES_FULL, balance = GCN_BALANCE_MEMORY;
+    int sample_degrees = SAGA_SAMPLE_DEGREES_FULL, balance = GCN_BALANCE_MEMORY, eval_sampled = 0;
     PyObject *xo_obj = Py_None, *xi_obj = Py_None, *xv_obj = Py_None;
     long long n_features = 0;
     int n_classes = 0, normalize = 1, dense_features = 0, stream = 0, host_halos = 0, graphs = 0;
@@ -114,13 +115,13 @@ PyObject *saga_py_gcn(PyObject *m, PyObject *args, PyObject *kw) {
     int model = GCN_MODEL_GCN, aggr = SAGA_GATHER_MEAN;
     /* hidden, lr, dropout and weight_decay below 0: the model's own (gcn_opts_model) */
     if (!PyArg_ParseTupleAndKeywords(
-            args, kw, "|OOOOiOOOppiifffKsLpiiiipOiOOOOLdpiiiOiiii", kwlist, &data_obj, &graph_obj,
+            args, kw, "|OOOOiOOOppiifffKsLpiiiipOiOOOOLdpiiiOiiiip", kwlist, &data_obj, &graph_obj,
             &feat_obj, &lab_obj, &n_classes, &train_obj, &val_obj, &test_obj, &normalize,
             &dense_features, &go.epochs, &go.hidden, &go.lr, &go.dropout, &go.weight_decay, &seed,
             &device, &device_mem, &stream, &parts, &partition, &saved, &transfer, &host_halos,
             &ckpt_obj, &checkpoint_every, &resume_obj, &xo_obj, &xi_obj, &xv_obj, &n_features,
             &go.sparse_below, &graphs, &model, &go.heads, &aggr, &fanout_obj, &go.batch_size,
-            &sample_degrees, &balance, &go.prefetch))
+            &sample_degrees, &balance, &go.prefetch, &eval_sampled))
         return NULL;
     if (fanout_obj != Py_None) {
         PyObject *seq = PySequence_Fast(fanout_obj, "saga.gcn: fanout must be a sequence of ints");
@@ -163,6 +164,7 @@ PyObject *saga_py_gcn(PyObject *m, PyObject *args, PyObject *kw) {
         return NULL;
     }
     go.balance = (gcn_balance)balance;
+    go.eval_sampled = eval_sampled;
     if (model < 0 || model >= GCN_MODEL_COUNT || aggr < 0 || aggr >= SAGA_GATHER_COUNT ||
         go.heads < 1) {
         PyErr_SetString(PyExc_ValueError, "saga.gcn: invalid model, heads or aggr");

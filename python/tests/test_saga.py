@@ -308,6 +308,10 @@ def test_gcn_minibatches_equal_the_cli():
     inline = saga.gcn(CORA, epochs=10, device="cpu", fanout=(5, 3), batch_size=50, model="sage",
                       prefetch=0)
     assert inline["loss"] == r["loss"]  # the same batches, sampled on the training's path
+    j = cli("gcn", "--data", CORA, "--epochs", "3", "--device", "cpu", "--fanout", "5,3",
+            "--batch-size", "50", "--eval", "sampled")
+    s = saga.gcn(CORA, epochs=3, device="cpu", fanout=(5, 3), batch_size=50, evaluation="sampled")
+    assert (s["loss"], s["test_accuracy"]) == (j["loss"], j["test_accuracy"])
     full = saga.gcn(CORA, epochs=10, device="cpu")
     whole = saga.gcn(CORA, epochs=10, device="cpu", fanout=[-1, -1], batch_size=140)
     tol = bounds.gcn_losses(2708, 1433, 16, 7, 10, max_degree=168)[-1]
