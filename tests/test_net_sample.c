@@ -459,6 +459,65 @@ static void test_net_sample_refusals(void **state) {
     saga_backend_free_all(&be);
 }
 
+/* Every allocation of a training step on a sample failing in turn: the step fails with
+ * SAGA_ERR_OUT_OF_MEMORY, nothing leaks, and the next step on the same net trains as a net that
+ * never failed does. */
+static void test_net_sample_failing_allocations(void **state) {
+    (void)state;
+    data_load();
+    const int32_t fan[2] = {4, 4}, seeds[5] = {10, 20, 30, 40, 50};
+    double want = 0;
+    int failures = 0;
+    bool ok = false;
+    for (long k = 0; k < 400 && !ok; k++) {
+        saga_backend *be = NULL;
+        saga_ctx *c = NULL;
+        saga_model *m = NULL;
+        open_cpu_model(&be, &c, &m);
+        layer l1, l2;
+        net_model_params(m, &D, 16, &l1, &l2);
+        l1.dropout = l2.dropout = 0;
+        saga_net_opts no = saga_net_opts_defaults();
+        no.self_loops = SAGA_DGRAPH_SELF_LOOPS_ADD;
+        saga_net *net = NULL;
+        assert_int_equal(saga_net_new(&net, c, D.g, &no), SAGA_OK);
+        net_model_stages(net, &GCN, &D, 16, &l1, &l2);
+        loss_ctx lc = {D.labels, D.n};
+        assert_int_equal(saga_net_set_loss(net, nll_rows, &lc), SAGA_OK);
+        assert_int_equal(saga_net_set_input(net, D.x, D.F), SAGA_OK);
+        saga_sampler *s = NULL;
+        saga_sample *smp = NULL;
+        assert_int_equal(saga_sampler_new(&s, D.g, fan, 2, NULL), SAGA_OK);
+        assert_int_equal(saga_sampler_sample(s, seeds, 5, 0, &smp), SAGA_OK);
+        double loss = 0;
+        if (k == 0) { /* the reference: no failure */
+            assert_int_equal(saga_net_train_sample(net, smp, &want), SAGA_OK);
+        } else {
+            saga_test_fail_alloc_after(k);
+            saga_status st = saga_net_train_sample(net, smp, &loss);
+            saga_test_fail_alloc_after(0);
+            if (st == SAGA_OK) {
+                ok = true;
+                assert_true(loss == want);
+            } else {
+                assert_int_equal(st, SAGA_ERR_OUT_OF_MEMORY);
+                failures++;
+                /* the same net recovers: a step after the failure gives the reference's loss */
+                assert_int_equal(saga_net_train_sample(net, smp, &loss), SAGA_OK);
+                assert_true(loss == want);
+            }
+        }
+        saga_sample_free(&smp);
+        saga_sampler_free(&s);
+        saga_net_free(&net);
+        saga_model_free(&m);
+        saga_ctx_free(&c);
+        saga_backend_free_all(&be);
+    }
+    assert_true(ok);
+    assert_true(failures >= 10);
+}
+
 static int teardown(void **state) {
     (void)state;
     net_data_free(&D);
@@ -472,6 +531,7 @@ int main(void) {
         cmocka_unit_test(test_net_sample_cross_entropy_is_the_batch_mean),
         cmocka_unit_test(test_net_sample_balanced_batches_even_peaks),
         cmocka_unit_test(test_net_sample_refusals),
+        cmocka_unit_test(test_net_sample_failing_allocations),
     };
     return cmocka_run_group_tests(tests, NULL, teardown);
 }

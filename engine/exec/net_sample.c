@@ -235,7 +235,11 @@ static saga_status sample_pass(saga_net *n, const saga_sample *smp, bool train, 
     } else if (st == SAGA_OK && out) {
         st = saga_tensor_to_host(y, out);
     }
-    saga_tape_release(c, mark);
+    /* a failed pass leaves nothing behind: the net takes the next sample afresh */
+    if (st < 0)
+        saga_tape_release_failed(c, mark);
+    else
+        saga_tape_release(c, mark);
     for (int l = 0; l < smp->n_layers; l++)
         saga_dgraph_free(&dg[l]);
     /* the context keeps released buffers by exact size, and each sample's shapes are its own:

@@ -245,7 +245,9 @@ SAGA_API saga_status saga_net_set_input_auto(saga_net *n, const float *x, int64_
  * and d loss / d parameter is added to each parameter's gradient (saga_optim_step applies it);
  * *loss gets the loss (loss may be NULL). A program stage over a block divides SYMNORM by the
  * degrees the sampler chose (saga_sampler_opts.degrees) and a mean by the sampled in-edges.
- * In memory, on one rank; a pass waits for the device once. Errors: SAGA_ERR_INVALID_ARG when
+ * In memory, on one rank; a pass waits for the device once. A pass that fails leaves the net
+ * ready for the next sample, but the gradients may hold part of its backward pass: zero them
+ * (saga_model_zero_grad) before training on. Errors: SAGA_ERR_INVALID_ARG when
  * the net's program stages are not as many as the sample's layers or a row is outside the
  * graph; SAGA_ERR_UNSUPPORTED over several ranks; the stages' own. */
 SAGA_API saga_status saga_net_train_sample(saga_net *n, const saga_sample *smp, double *loss);

@@ -432,6 +432,14 @@ void saga_tape_release(saga_ctx *c, saga_tape_pos m) {
         tensor_release(c, c->tensors[--c->n_tensors]);
 }
 
+void saga_tape_release_failed(saga_ctx *c, saga_tape_pos m) {
+    if (!c)
+        return;
+    saga_tape_release(c, m);
+    c->status = SAGA_OK;
+    c->msg[0] = '\0';
+}
+
 void saga_ctx_clear(saga_ctx *c) {
     if (!c)
         return;

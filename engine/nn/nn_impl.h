@@ -102,6 +102,9 @@ saga_status saga_tape_backward_range(saga_ctx *c, saga_tape_pos m, saga_tensor *
 /* Frees the nodes recorded and the tensors the context made after m (their buffers go back to
  * the context's cache). */
 void saga_tape_release(saga_ctx *c, saga_tape_pos m);
+/* saga_tape_release(c, m), and forgets the sticky error: the work that failed after m is gone, so
+ * a later step starts afresh (what saga_ctx_clear does for the whole tape). */
+void saga_tape_release_failed(saga_ctx *c, saga_tape_pos m);
 
 /* ---- context services --------------------------------------------------------------------- */
 
