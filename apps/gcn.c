@@ -416,7 +416,7 @@ static void *feed_main(void *arg) {
     int64_t *first = NULL;
     saga_sample *smp = NULL;
     const int64_t nt = f->d->n_train, nb = (nt + f->o->batch_size - 1) / f->o->batch_size;
-    omp_set_num_threads(1); /* this thread's OpenMP regions: the training has the cores */
+    omp_set_num_threads(1); /* this thread's other OpenMP regions (the packer's costs) too */
     SAGA_TRY(saga_alloc_array((void **)&order, (size_t)nt, sizeof *order, "training order"));
     SAGA_TRY(saga_alloc_array((void **)&first, (size_t)nb + 1, sizeof *first, "batches"));
     for (int e = f->epoch_first; e <= f->epoch_last; e++) {
@@ -472,7 +472,9 @@ static saga_status feed_start(batch_feed *f, const gcn_data *d, const gcn_opts *
     f->epoch_first = epoch_first;
     f->epoch_last = epoch_last;
     f->ahead = o->prefetch;
-    SAGA_TRY(saga_sampler_new(&f->s, d->graph, o->fanout, o->n_fanout, so));
+    saga_sampler_opts one = *so;
+    one.threads = 1; /* beside the training's kernels */
+    SAGA_TRY(saga_sampler_new(&f->s, d->graph, o->fanout, o->n_fanout, &one));
     SAGA_TRY(saga_alloc_zeroed((void **)&f->ring, (size_t)f->ahead, sizeof *f->ring, "batches"));
     SAGA_TRY(saga_alloc_zeroed((void **)&f->ring_count, (size_t)f->ahead, sizeof *f->ring_count,
                                "batches"));

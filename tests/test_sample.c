@@ -305,6 +305,11 @@ static void test_sample_same_on_any_thread_count(void **state) {
         saga_sample_free(&many);
     }
     omp_set_num_threads(before);
+    o.threads = 3; /* the option, not OpenMP's count */
+    saga_sample *three = sample(g, fan, 3, &o, seeds, 512, 5);
+    assert_same_sample(one, three);
+    saga_sample_free(&three);
+    o.threads = 0;
     saga_sampler *s = NULL;
     saga_sample *b = NULL;
     assert_int_equal(saga_sampler_new(&s, g, fan, 3, &o), SAGA_OK);
@@ -349,6 +354,9 @@ static void test_sample_refusals(void **state) {
     }
     saga_sampler_opts o = saga_sampler_opts_defaults();
     o.weight = SAGA_WEIGHT_COUNT;
+    assert_int_equal(saga_sampler_new(&s, g, fan, 2, &o), SAGA_ERR_INVALID_ARG);
+    o = saga_sampler_opts_defaults();
+    o.threads = -1;
     assert_int_equal(saga_sampler_new(&s, g, fan, 2, &o), SAGA_ERR_INVALID_ARG);
 
     assert_int_equal(saga_sampler_new(&s, g, fan, 2, NULL), SAGA_OK);

@@ -53,6 +53,10 @@ typedef struct saga_sampler_opts {
      * without; an added self-loop has the weight of the vertex's own loop, or 1), SYMNORM. */
     saga_edge_weight weight;
     saga_sample_degrees degrees; /* SYMNORM's degrees (FULL) */
+    /* the OpenMP threads a sample's hops run on: 0 (the default) OpenMP's count when the sampler
+     * is made; 1 for a sampler on a thread of its own beside other work. The samples are the same
+     * on any count. */
+    int threads;
 } saga_sampler_opts;
 
 SAGA_API saga_sampler_opts saga_sampler_opts_defaults(void);

@@ -83,7 +83,8 @@ saga_status saga_sampler_new(saga_sampler **out, const saga_graph *g, const int3
     saga_sampler_opts opts = o ? *o : saga_sampler_opts_defaults();
     SAGA_CHECK((unsigned)opts.self_loops < SAGA_DGRAPH_SELF_LOOPS_COUNT &&
                    (unsigned)opts.weight < SAGA_WEIGHT_COUNT &&
-                   (unsigned)opts.degrees < SAGA_SAMPLE_DEGREES_COUNT,
+                   (unsigned)opts.degrees < SAGA_SAMPLE_DEGREES_COUNT && opts.threads >= 0 &&
+                   opts.threads <= 4096,
                SAGA_ERR_INVALID_ARG, "saga_sampler_new: options out of range");
     int32_t widest = 0;
     for (int32_t h = 0; h < n_layers; h++) {
@@ -116,7 +117,7 @@ saga_status saga_sampler_new(saga_sampler **out, const saga_graph *g, const int3
         while (s->set_cap < 2 * (int64_t)widest)
             s->set_cap *= 2;
         s->per_thread = s->set_cap + widest;
-        s->n_threads = omp_get_max_threads();
+        s->n_threads = opts.threads > 0 ? opts.threads : omp_get_max_threads();
         SAGA_TRY(saga_alloc_array((void **)&s->scratch, (size_t)s->n_threads * s->per_thread,
                                   sizeof *s->scratch, "sampling scratch"));
     }
