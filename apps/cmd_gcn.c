@@ -476,14 +476,12 @@ static int gcn_main(int argc, char **argv) {
             given_batch = true;
             break;
         case OPT_BATCH_BALANCE: {
-            static const char *const names[GCN_BALANCE_COUNT] = {"memory", "edges", "rows", "none"};
-            int k = 0;
-            while (k < GCN_BALANCE_COUNT && strcmp(arg, names[k]) != 0)
-                k++;
-            if (k == GCN_BALANCE_COUNT)
+            const int k = gcn_balance_parse(arg);
+            if (k < 0)
                 bad = cli_usage(&c, "--batch-balance must be memory, edges, rows or none, got '%s'",
                                 arg);
-            go.balance = (gcn_balance)k;
+            else
+                go.balance = (gcn_balance)k;
             given_batch = true;
             break;
         }
@@ -837,8 +835,7 @@ static int gcn_main(int argc, char **argv) {
             json_key(&j, "batches"), json_int(&j, r.batches);
             json_key(&j, "batch_rows"), json_num(&j, r.batch_rows);
             json_key(&j, "batch_edges"), json_num(&j, r.batch_edges);
-            static const char *const bal[GCN_BALANCE_COUNT] = {"memory", "edges", "rows", "none"};
-            json_key(&j, "batch_balance"), json_str(&j, bal[go.balance]);
+            json_key(&j, "batch_balance"), json_str(&j, gcn_balance_name(go.balance));
             json_key(&j, "batch_peak_min"), json_int(&j, (int64_t)r.batch_peak_min);
             json_key(&j, "batch_peak_max"), json_int(&j, (int64_t)r.batch_peak_max);
             json_key(&j, "prefetch"), json_int(&j, go.prefetch);

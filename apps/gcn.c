@@ -190,6 +190,18 @@ gcn_opts gcn_opts_defaults(void) {
                       .sample_degrees = SAGA_SAMPLE_DEGREES_FULL};
 }
 
+const char *gcn_balance_name(gcn_balance b) {
+    static const char *const names[GCN_BALANCE_COUNT] = {"memory", "edges", "rows", "none"};
+    return (unsigned)b < GCN_BALANCE_COUNT ? names[b] : "?";
+}
+
+int gcn_balance_parse(const char *s) {
+    for (int b = 0; s && b < GCN_BALANCE_COUNT; b++)
+        if (strcmp(s, gcn_balance_name((gcn_balance)b)) == 0)
+            return b;
+    return -1;
+}
+
 const char *gcn_model_name(gcn_model m) {
     static const char *const names[GCN_MODEL_COUNT] = {"gcn", "gat", "sage", "gin"};
     return (unsigned)m < GCN_MODEL_COUNT ? names[m] : "?";
@@ -361,13 +373,18 @@ static void balance_weights(const gcn_opts *o, int64_t F, int32_t C, double nnz_
     }
 }
 
+/* The batches of an epoch: as many as o->batch_size makes of the training vertices. */
+static int64_t epoch_batch_count(const gcn_data *d, const gcn_opts *o) {
+    return (d->n_train + o->batch_size - 1) / o->batch_size;
+}
+
 /* An epoch's batches: the training vertices in an order drawn from the seed and the epoch (into
  * order), cut into as many batches as o->batch_size makes (into first, nb + 1 entries): of equal
  * seed counts, or by o->balance even in their samples' memory, edges or rows (saga_sampler_pack).
  * Batch b of epoch e is sampled as batch (e - 1) nb + b. */
 static saga_status epoch_batches(saga_sampler *s, const gcn_data *d, const gcn_opts *o, int epoch,
                                  double per_edge, double per_row, int32_t *order, int64_t *first) {
-    const int64_t nt = d->n_train, nb = (nt + o->batch_size - 1) / o->batch_size;
+    const int64_t nt = d->n_train, nb = epoch_batch_count(d, o);
     memcpy(order, d->train, (size_t)nt * sizeof *order);
     uint64_t z = o->seed * 0x9e3779b97f4a7c15ull ^ (uint64_t)epoch * 0xbf58476d1ce4e5b9ull;
     for (int64_t i = nt - 1; i > 0; i--) {
@@ -400,9 +417,8 @@ typedef struct batch_feed {
     double per_edge, per_row;
     int epoch_first, epoch_last;
     int ahead;
-    saga_sample **ring;  /* ahead slots */
-    int64_t *ring_count; /* the seeds of each */
-    int head, n;         /* the oldest slot and how many are filled */
+    saga_sample **ring; /* ahead slots */
+    int head, n;        /* the oldest slot and how many are filled */
     bool stop;
     saga_status st; /* the thread's failure, with its message */
     char msg[512];
@@ -415,7 +431,7 @@ static void *feed_main(void *arg) {
     int32_t *order = NULL;
     int64_t *first = NULL;
     saga_sample *smp = NULL;
-    const int64_t nt = f->d->n_train, nb = (nt + f->o->batch_size - 1) / f->o->batch_size;
+    const int64_t nt = f->d->n_train, nb = epoch_batch_count(f->d, f->o);
     omp_set_num_threads(1); /* this thread's other OpenMP regions (the packer's costs) too */
     SAGA_TRY(saga_alloc_array((void **)&order, (size_t)nt, sizeof *order, "training order"));
     SAGA_TRY(saga_alloc_array((void **)&first, (size_t)nb + 1, sizeof *first, "batches"));
@@ -435,7 +451,6 @@ static void *feed_main(void *arg) {
             if (!stop) {
                 int slot = (f->head + f->n) % f->ahead;
                 f->ring[slot] = smp;
-                f->ring_count[slot] = first[b + 1] - first[b];
                 f->n++;
                 smp = NULL;
                 pthread_cond_broadcast(&f->cv);
@@ -476,8 +491,6 @@ static saga_status feed_start(batch_feed *f, const gcn_data *d, const gcn_opts *
     one.threads = 1; /* beside the training's kernels */
     SAGA_TRY(saga_sampler_new(&f->s, d->graph, o->fanout, o->n_fanout, &one));
     SAGA_TRY(saga_alloc_zeroed((void **)&f->ring, (size_t)f->ahead, sizeof *f->ring, "batches"));
-    SAGA_TRY(saga_alloc_zeroed((void **)&f->ring_count, (size_t)f->ahead, sizeof *f->ring_count,
-                               "batches"));
     pthread_mutex_init(&f->mu, NULL);
     pthread_cond_init(&f->cv, NULL);
     SAGA_CHECK(pthread_create(&f->thread, NULL, feed_main, f) == 0, SAGA_ERR_OUT_OF_MEMORY,
@@ -488,7 +501,7 @@ fail:
 }
 
 /* The next batch's sample (the caller frees it), waiting for it when it is not ready. */
-static saga_status feed_take(batch_feed *f, saga_sample **out, int64_t *count) {
+static saga_status feed_take(batch_feed *f, saga_sample **out) {
     saga_status st = SAGA_OK;
     double t0 = saga_now();
     pthread_mutex_lock(&f->mu);
@@ -496,7 +509,6 @@ static saga_status feed_take(batch_feed *f, saga_sample **out, int64_t *count) {
         pthread_cond_wait(&f->cv, &f->mu);
     if (f->n > 0) {
         *out = f->ring[f->head];
-        *count = f->ring_count[f->head];
         f->ring[f->head] = NULL;
         f->head = (f->head + 1) % f->ahead;
         f->n--;
@@ -525,9 +537,7 @@ static void feed_stop(batch_feed *f) {
         saga_sample_free(&f->ring[(f->head + i) % f->ahead]);
     f->n = 0;
     saga_free(f->ring);
-    saga_free(f->ring_count);
     f->ring = NULL;
-    f->ring_count = NULL;
     saga_sampler_free(&f->s);
 }
 
@@ -540,9 +550,6 @@ static saga_status eval_samples(saga_net *net, saga_sampler *s, const int32_t *r
     int32_t *uniq = NULL;
     float *out = NULL;
     saga_sample *smp = NULL;
-    int32_t n = 0;
-    for (int64_t i = 0; i < n_rows; i++)
-        n = rows[i] + 1 > n ? rows[i] + 1 : n;
     SAGA_TRY(saga_alloc_array((void **)&uniq, (size_t)n_rows + 1, sizeof *uniq, "evaluated rows"));
     SAGA_TRY(saga_alloc_array((void **)&out, (size_t)batch * (size_t)C + 1, sizeof *out,
                               "evaluated outputs"));
@@ -582,7 +589,7 @@ static saga_status train_batches(saga_net *net, saga_optim *opt, saga_sampler *s
     saga_status st = SAGA_OK;
     saga_sample *smp = NULL;
     int64_t *first = NULL;
-    const int64_t nt = d->n_train, nb = (nt + o->batch_size - 1) / o->batch_size;
+    const int64_t nt = d->n_train, nb = epoch_batch_count(d, o);
     const uint64_t batch0 = (uint64_t)(epoch - 1) * (uint64_t)nb;
     if (!feed) {
         SAGA_TRY(saga_alloc_array((void **)&first, (size_t)nb + 1, sizeof *first, "batches"));
@@ -594,16 +601,16 @@ static saga_status train_batches(saga_net *net, saga_optim *opt, saga_sampler *s
     r->batch_peak_min = SIZE_MAX;
     r->batch_peak_max = 0;
     for (int64_t b = 0; b < nb; b++) {
-        int64_t count = 0;
         double l = 0;
         if (feed) {
-            SAGA_TRY(feed_take(feed, &smp, &count));
+            SAGA_TRY(feed_take(feed, &smp));
         } else {
-            count = first[b + 1] - first[b];
             double t0 = saga_now();
-            SAGA_TRY(saga_sampler_sample(s, order + first[b], count, batch0 + (uint64_t)b, &smp));
+            SAGA_TRY(saga_sampler_sample(s, order + first[b], first[b + 1] - first[b],
+                                         batch0 + (uint64_t)b, &smp));
             r->sample_seconds += saga_now() - t0;
         }
+        const int32_t count = smp->blocks[smp->n_layers - 1].n_dst; /* its seeds */
         saga_backend_stats bs;
         saga_backend_get_stats(be, &bs);
         const size_t base = bs.in_use_bytes;

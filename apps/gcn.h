@@ -102,6 +102,10 @@ typedef enum gcn_balance {
     GCN_BALANCE_COUNT
 } gcn_balance;
 
+/* "memory", "edges", "rows", "none"; gcn_balance_parse gives -1 for anything else. */
+const char *gcn_balance_name(gcn_balance b);
+int gcn_balance_parse(const char *s);
+
 typedef struct gcn_opts {
     gcn_model model;        /* GCN */
     int heads;              /* GAT: the first layer's heads (8) */

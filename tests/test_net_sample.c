@@ -27,18 +27,23 @@ static void data_load(void) {
     GAT = gat_program(3000);
 }
 
-/* Every seventh vertex of a fixed shuffle: seeds in no particular order. */
-static int32_t *seed_list(int32_t *count) {
-    int32_t *perm = test_malloc((size_t)D.n * sizeof *perm);
-    for (int32_t v = 0; v < D.n; v++)
+/* 0 .. n - 1 in an order drawn from seed (test_malloc'd). */
+static int32_t *shuffled(int32_t n, uint64_t seed) {
+    int32_t *perm = test_malloc((size_t)n * sizeof *perm);
+    for (int32_t v = 0; v < n; v++)
         perm[v] = v;
-    uint64_t r = 99;
-    for (int32_t v = D.n - 1; v > 0; v--) {
-        r = r * 6364136223846793005ull + 1442695040888963407ull;
-        int32_t j = (int32_t)((r >> 33) % (uint64_t)(v + 1)), t = perm[v];
+    for (int32_t v = n - 1; v > 0; v--) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        int32_t j = (int32_t)((seed >> 33) % (uint64_t)(v + 1)), t = perm[v];
         perm[v] = perm[j];
         perm[j] = t;
     }
+    return perm;
+}
+
+/* Every seventh vertex of a fixed shuffle: seeds in no particular order. */
+static int32_t *seed_list(int32_t *count) {
+    int32_t *perm = shuffled(D.n, 99);
     int32_t k = 0;
     for (int32_t i = 0; i < D.n; i += 7)
         perm[k++] = perm[i];
@@ -69,6 +74,39 @@ static void set_input(saga_net *net, bool sparse) {
     test_free(val);
 }
 
+/* A CPU backend, a context and the two-layer model of width 16 (net_models.h) with prog and
+ * dropout p before each layer, on d's graph with self-loops added, in memory; the loss nll_rows
+ * over every vertex; no input yet. */
+typedef struct gcn_net {
+    saga_backend *be;
+    saga_ctx *c;
+    saga_model *m;
+    saga_net *net;
+    layer l1, l2;
+    loss_ctx lc;
+} gcn_net;
+
+static void gcn_net_open(gcn_net *t, const net_data *d, const saga_program *prog, float p) {
+    memset(t, 0, sizeof *t);
+    open_cpu_model(&t->be, &t->c, &t->m);
+    net_model_params(t->m, d, 16, &t->l1, &t->l2);
+    t->l1.dropout = t->l2.dropout = p;
+    saga_net_opts no = saga_net_opts_defaults();
+    no.exec = SAGA_EXEC_MEMORY;
+    no.self_loops = SAGA_DGRAPH_SELF_LOOPS_ADD;
+    assert_int_equal(saga_net_new(&t->net, t->c, d->g, &no), SAGA_OK);
+    net_model_stages(t->net, prog, d, 16, &t->l1, &t->l2);
+    t->lc = (loss_ctx){d->labels, d->n};
+    assert_int_equal(saga_net_set_loss(t->net, nll_rows, &t->lc), SAGA_OK);
+}
+
+static void gcn_net_close(gcn_net *t) {
+    saga_net_free(&t->net);
+    saga_model_free(&t->m);
+    saga_ctx_free(&t->c);
+    saga_backend_free_all(&t->be);
+}
+
 typedef struct run_out {
     double loss[3];
     float *out; /* n x C after three SGD steps (saga_net_forward) */
@@ -78,26 +116,13 @@ typedef struct run_out {
  * with the seeds as loss rows, or (sampled) on a sample of the seeds with every in-neighbour. */
 static void run(run_out *r, const saga_program *prog, float dropout, bool sparse, bool sampled) {
     data_load();
-    saga_backend *be = NULL;
-    saga_ctx *c = NULL;
-    saga_model *m = NULL;
-    open_cpu_model(&be, &c, &m);
-    const int H = 16;
-    layer l1, l2;
-    net_model_params(m, &D, H, &l1, &l2);
-    l1.dropout = l2.dropout = dropout;
+    gcn_net t;
+    gcn_net_open(&t, &D, prog, dropout);
+    saga_net *net = t.net;
     saga_optim *opt = NULL;
     saga_optim_opts oo = saga_optim_opts_defaults(SAGA_OPTIM_SGD);
     oo.lr = 0.5f;
-    assert_int_equal(saga_optim_new(&opt, m, &oo), SAGA_OK);
-    saga_net_opts no = saga_net_opts_defaults();
-    no.exec = SAGA_EXEC_MEMORY;
-    no.self_loops = SAGA_DGRAPH_SELF_LOOPS_ADD;
-    saga_net *net = NULL;
-    assert_int_equal(saga_net_new(&net, c, D.g, &no), SAGA_OK);
-    net_model_stages(net, prog, &D, H, &l1, &l2);
-    loss_ctx lc = {D.labels, D.n};
-    assert_int_equal(saga_net_set_loss(net, nll_rows, &lc), SAGA_OK);
+    assert_int_equal(saga_optim_new(&opt, t.m, &oo), SAGA_OK);
     set_input(net, sparse);
     int32_t ns = 0;
     int32_t *seeds = seed_list(&ns);
@@ -128,11 +153,8 @@ static void run(run_out *r, const saga_program *prog, float dropout, bool sparse
     assert_int_equal(saga_net_forward(net, r->out), SAGA_OK);
     saga_sampler_free(&s);
     test_free(seeds);
-    saga_net_free(&net);
     saga_optim_free(&opt);
-    saga_model_free(&m);
-    saga_ctx_free(&c);
-    saga_backend_free_all(&be);
+    gcn_net_close(&t);
 }
 
 static void check_same_training(const saga_program *prog, float dropout, bool sparse,
@@ -297,37 +319,17 @@ static void test_net_sample_cross_entropy_is_the_batch_mean(void **state) {
  * their smallest. */
 static double peak_spread(const net_data *d, double per_edge, double per_row, int n_batches,
                           const char *what) {
-    saga_backend *be = NULL;
-    saga_ctx *c = NULL;
-    saga_model *m = NULL;
-    open_cpu_model(&be, &c, &m);
-    layer l1, l2;
-    net_model_params(m, d, 16, &l1, &l2);
-    saga_net_opts no = saga_net_opts_defaults();
-    no.self_loops = SAGA_DGRAPH_SELF_LOOPS_ADD;
-    saga_net *net = NULL;
-    assert_int_equal(saga_net_new(&net, c, d->g, &no), SAGA_OK);
-    net_model_stages(net, &GCN, d, 16, &l1, &l2);
-    loss_ctx lc = {d->labels, d->n};
-    assert_int_equal(saga_net_set_loss(net, nll_rows, &lc), SAGA_OK);
+    gcn_net t; /* dropout 0.3 */
+    gcn_net_open(&t, d, &GCN, 0.3f);
+    saga_net *net = t.net;
+    saga_backend *be = t.be;
     assert_int_equal(saga_net_set_input(net, d->x, d->F), SAGA_OK);
     const int32_t fan[2] = {10, 5};
     saga_sampler_opts so = saga_sampler_opts_defaults();
     so.self_loops = SAGA_DGRAPH_SELF_LOOPS_ADD;
     saga_sampler *s = NULL;
     assert_int_equal(saga_sampler_new(&s, d->g, fan, 2, &so), SAGA_OK);
-    double *cost = test_malloc((size_t)d->n * sizeof *cost);
-    (void)cost;
-    int32_t *seeds = test_malloc((size_t)d->n * sizeof *seeds);
-    for (int32_t v = 0; v < d->n; v++)
-        seeds[v] = v;
-    uint64_t r = 5;
-    for (int32_t v = d->n - 1; v > 0; v--) {
-        r = r * 6364136223846793005ull + 1442695040888963407ull;
-        int32_t j = (int32_t)((r >> 33) % (uint64_t)(v + 1)), t = seeds[v];
-        seeds[v] = seeds[j];
-        seeds[j] = t;
-    }
+    int32_t *seeds = shuffled(d->n, 5);
     int64_t first[257];
     assert_true(n_batches <= 256);
     if (per_edge + per_row > 0)
@@ -357,13 +359,9 @@ static double peak_spread(const net_data *d, double per_edge, double per_row, in
     }
     print_message("  %s: %d batches, peaks %zu .. %zu bytes, spread %.3f\n", what, n_batches, lo,
                   hi, (double)hi / (double)lo);
-    test_free(cost);
     test_free(seeds);
     saga_sampler_free(&s);
-    saga_net_free(&net);
-    saga_model_free(&m);
-    saga_ctx_free(&c);
-    saga_backend_free_all(&be);
+    gcn_net_close(&t);
     return (double)hi / (double)lo;
 }
 
@@ -470,20 +468,9 @@ static void test_net_sample_failing_allocations(void **state) {
     int failures = 0;
     bool ok = false;
     for (long k = 0; k < 400 && !ok; k++) {
-        saga_backend *be = NULL;
-        saga_ctx *c = NULL;
-        saga_model *m = NULL;
-        open_cpu_model(&be, &c, &m);
-        layer l1, l2;
-        net_model_params(m, &D, 16, &l1, &l2);
-        l1.dropout = l2.dropout = 0;
-        saga_net_opts no = saga_net_opts_defaults();
-        no.self_loops = SAGA_DGRAPH_SELF_LOOPS_ADD;
-        saga_net *net = NULL;
-        assert_int_equal(saga_net_new(&net, c, D.g, &no), SAGA_OK);
-        net_model_stages(net, &GCN, &D, 16, &l1, &l2);
-        loss_ctx lc = {D.labels, D.n};
-        assert_int_equal(saga_net_set_loss(net, nll_rows, &lc), SAGA_OK);
+        gcn_net t;
+        gcn_net_open(&t, &D, &GCN, 0);
+        saga_net *net = t.net;
         assert_int_equal(saga_net_set_input(net, D.x, D.F), SAGA_OK);
         saga_sampler *s = NULL;
         saga_sample *smp = NULL;
@@ -509,10 +496,7 @@ static void test_net_sample_failing_allocations(void **state) {
         }
         saga_sample_free(&smp);
         saga_sampler_free(&s);
-        saga_net_free(&net);
-        saga_model_free(&m);
-        saga_ctx_free(&c);
-        saga_backend_free_all(&be);
+        gcn_net_close(&t);
     }
     assert_true(ok);
     assert_true(failures >= 10);
