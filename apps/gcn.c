@@ -581,11 +581,11 @@ fail:
 
 /* One epoch of mini-batches (epoch_batches), from the feed when there is one, else packed and
  * sampled here; each trained with an optimizer step, its device peak measured. *loss: the mean
- * over the batches, weighted by their seeds. */
+ * over the batches, weighted by their seeds; *held_peak: the most device memory a batch held. */
 static saga_status train_batches(saga_net *net, saga_optim *opt, saga_sampler *s, batch_feed *feed,
                                  saga_backend *be, const gcn_data *d, const gcn_opts *o, int epoch,
                                  int32_t *order, double per_edge, double per_row, double *loss,
-                                 gcn_result *r) {
+                                 size_t *held_peak, gcn_result *r) {
     saga_status st = SAGA_OK;
     saga_sample *smp = NULL;
     int64_t *first = NULL;
@@ -620,6 +620,8 @@ static saga_status train_batches(saga_net *net, saga_optim *opt, saga_sampler *s
         const size_t peak = bs.peak_bytes > base ? bs.peak_bytes - base : 0;
         r->batch_peak_min = peak < r->batch_peak_min ? peak : r->batch_peak_min;
         r->batch_peak_max = peak > r->batch_peak_max ? peak : r->batch_peak_max;
+        if (bs.held_peak_bytes > *held_peak) /* held since the reset: this batch's */
+            *held_peak = bs.held_peak_bytes;
         SAGA_TRY(saga_optim_step(opt));
         sum += l * (double)count;
         edges += (double)smp->n_edges;
@@ -780,7 +782,8 @@ saga_status gcn_train(gcn_result *out, saga_backend *be, const gcn_data *d, cons
             /* mini-batches: each waits for its loss, so the wall clock times them */
             double tb = saga_now();
             SAGA_TRY(train_batches(net, opt, sampler, feed.started ? &feed : NULL, be, d, o, epoch,
-                                   order, per_edge, per_row, &batch_loss, &r));
+                                   order, per_edge, per_row, &batch_loss,
+                                   &e.stats.peak_device_bytes, &r));
             SAGA_TRY(saga_backend_synchronize(be));
             e.ms = (saga_now() - tb) * 1e3;
             r.epochs = epoch;
@@ -808,10 +811,8 @@ saga_status gcn_train(gcn_result *out, saga_backend *be, const gcn_data *d, cons
         }
         e.eval_ms = (saga_now() - te) * 1e3;
         if (epoch <= o->epochs && sampler) {
-            saga_backend_stats bs;
-            saga_backend_get_stats(be, &bs);
+            /* the peak over the batches (train_batches), not the evaluation's after them */
             e.loss = r.loss = (float)batch_loss;
-            e.stats.peak_device_bytes = bs.held_peak_bytes;
             if (e.stats.peak_device_bytes > r.peak_device_bytes)
                 r.peak_device_bytes = e.stats.peak_device_bytes;
             r.epoch_ms[r.n_epoch_ms++] = e.ms;
