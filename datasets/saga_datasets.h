@@ -114,24 +114,38 @@ SAGA_API saga_status saga_citation_features(float **out, const saga_citation *c)
 SAGA_API saga_status saga_citation_write(const saga_citation *c, const char *dir);
 
 /* ---- collision events in the layout of the TrackML challenge ----------------------------- *
- * A barrel detector of ten cylindrical layers around the beam line in a solenoid field along z:
- * four pixel layers (volume 8, layers 2/4/6/8: radii 32, 72, 116, 172 mm, half-length 500 mm,
- * smearing 0.05 mm in r-phi and z), four short-strip layers (volume 13: 260, 360, 500, 660 mm,
- * half-length 1100 mm, 0.08 mm in r-phi, 0.5 mm in z) and two long-strip layers (volume 17:
- * 820, 1020 mm, half-length 1100 mm, 0.08 mm / 1.0 mm), as the barrel volumes of TrackML.
+ * The detector of the TrackML challenge in a 2 T solenoid field along z, 48 sensitive layers:
+ * - barrel cylinders: four pixel layers (volume 8, layers 2/4/6/8: radii 32, 72, 116, 172 mm,
+ *   half-length 500 mm, smearing 0.05 mm in r-phi and z), four short-strip layers (volume 13:
+ *   260, 360, 500, 660 mm, half-length 1100 mm, 0.08 mm in r-phi, 0.5 mm in z) and two
+ *   long-strip layers (volume 17: 820, 1020 mm, half-length 1100 mm, 0.08 mm / 1.0 mm);
+ * - end-cap disks at negative / positive z: pixel volumes 7 / 9, seven disks each at |z| = 600,
+ *   700, 820, 960, 1100, 1300, 1500 mm for r in [30, 176] mm (0.05 mm in r-phi and r); short
+ *   strips 12 / 14, six disks at |z| = 1220, 1500, 1800, 2150, 2550, 2950 mm for r in [240, 700]
+ *   (0.08 mm in r-phi, 0.5 mm in r); long strips 16 / 18 at the same |z| for r in [750, 1020]
+ *   (0.08 mm, 1.0 mm). Disk layer ids are 2, 4, ... in order of increasing z, as in the
+ *   challenge's files (volume 7 layer 2 is the disk at z = -1500 mm, volume 9 layer 2 at +600).
+ * Material (silicon and its support, X0 = 95.7 mm) at normal incidence: 1.2% of a radiation
+ * length per pixel layer or disk, 1.6% per strip layer or disk.
+ *
  * An event draws log-uniformly between min_particles and max_particles charged particles
- * (charge +-1 with equal odds) from a beam spot (Gaussian: 0.015 mm in x and y, 55 mm in z) with
- * eta flat in |eta| < eta_max, phi flat, and pT from a falling spectrum: with probability
- * 1 - tail_fraction, pt_min plus an exponential of mean soft_pt_mean; otherwise a power law
- * dN/dpT ~ pT^-3 above 1 GeV, capped at 100 GeV. Each particle follows its helix (radius R[m] =
- * pT[GeV] / (0.3 B[T])) outwards for half a turn and leaves one hit on every layer it crosses
- * inside the layer's half-length; a particle whose helix does not reach a layer leaves no hit
- * there or further out (a low-pT looper). No material effects (scattering, energy loss). Noise
- * hits, noise_fraction times the particle hits, fall uniformly on random layers. Hits are
- * ordered by layer, module and phi and numbered from 1; noise hits have particle_id 0. The draws
- * of event k depend only on (seed, k). */
+ * (charge +-1 with equal odds, pion mass) from a beam spot (Gaussian: 0.015 mm in x and y, 55 mm
+ * in z) with eta flat in |eta| < eta_max, phi flat, and pT from a falling spectrum: with
+ * probability 1 - tail_fraction, pt_min plus an exponential of mean soft_pt_mean; otherwise a
+ * power law dN/dpT ~ pT^-3 above 1 GeV, capped at 100 GeV. Each particle follows its helix
+ * (radius R[m] = pT[GeV] / (0.3 B[T])) outwards from surface to surface for at most half a turn;
+ * where it crosses a layer inside the layer's bounds it leaves a hit (with probability
+ * hit_efficiency; with probability doubled_fraction a second one on the overlapping module,
+ * 2 mm further along its path) and, when material > 0, scatters: its direction turns by two
+ * independent Gaussian angles of width theta0 (Highland's formula for the layer's thickness along
+ * the path, times material) about two axes normal to it. No energy loss. Noise hits,
+ * noise_fraction times the particle hits, fall uniformly over the layers' areas (with endcaps
+ * false, on a layer drawn by count). With endcaps false only the barrel's ten layers exist, and
+ * with material 0, hit_efficiency 1 and doubled_fraction 0 as well the events are, to the byte,
+ * those of the barrel-only generator without these effects. Hits are ordered by layer, module and phi and numbered from 1; noise hits have
+ * particle_id 0. The draws of event k depend only on (seed, k). */
 
-enum { SAGA_TRACKML_N_LAYERS = 10 };
+enum { SAGA_TRACKML_N_BARREL = 10, SAGA_TRACKML_N_LAYERS = 48 };
 
 typedef struct saga_trackml_params {
     int32_t min_particles, max_particles; /* per event, drawn log-uniformly: 100, 3000 */
@@ -142,6 +156,10 @@ typedef struct saga_trackml_params {
     double tail_fraction;                 /* share of the power-law tail above 1 GeV: 0.15 */
     double noise_fraction;                /* noise hits per particle hit: 0.1 */
     uint64_t seed;                        /* 1 */
+    bool endcaps;                         /* the end-cap disks too (true) or the barrel alone */
+    double material;         /* scale of each layer's material for scattering (1; 0: none) */
+    double hit_efficiency;   /* chance that a crossing leaves a hit (0.98) */
+    double doubled_fraction; /* chance of a second hit on an overlapping module (0.1) */
 } saga_trackml_params;
 
 SAGA_API saga_trackml_params saga_trackml_params_defaults(void);
@@ -194,17 +212,31 @@ SAGA_API saga_status saga_trackml_read(saga_trackml_event **out, const char *pre
 SAGA_API saga_status saga_trackml_list(char ***prefixes, int64_t *n, const char *dir);
 SAGA_API void saga_trackml_list_free(char ***prefixes, int64_t n);
 
-/* The barrel layer (0 .. SAGA_TRACKML_N_LAYERS-1, innermost first) of a TrackML (volume_id,
- * layer_id): volume 8 layers 2/4/6/8, volume 13 layers 2/4/6/8, volume 17 layers 2/4; -1 for
- * any other pair (the end caps, which the generator does not simulate, among them). */
+/* One sensitive layer of the detector: a barrel cylinder at radius r_min = r_max for z in
+ * [z_min, z_max], or an end-cap disk at z_min = z_max for r in [r_min, r_max] (mm). */
+typedef struct saga_trackml_layer {
+    int32_t volume_id, layer_id; /* the challenge's ids */
+    bool disk;
+    double r_min, r_max, z_min, z_max;
+    double sigma_rphi; /* hit smearing in r-phi (mm) */
+    double sigma_long; /* and along the layer's length: z on a cylinder, r on a disk (mm) */
+    double x0_frac;    /* material at normal incidence, in radiation lengths */
+} saga_trackml_layer;
+
+/* The layer index (0 .. SAGA_TRACKML_N_LAYERS-1) of a TrackML (volume_id, layer_id): the barrel
+ * first, innermost first (volume 8 layers 2/4/6/8, 13 layers 2/4/6/8, 17 layers 2/4: 0 .. 9),
+ * then the disks of volumes 7, 9, 12, 14, 16, 18 in that order, each by layer id; -1 for any
+ * other pair. */
 SAGA_API int saga_trackml_layer_index(int32_t volume_id, int32_t layer_id);
+/* Layer i, or NULL when i is out of range. */
+SAGA_API const saga_trackml_layer *saga_trackml_layer_at(int i);
 /* Whether volume_id is one of TrackML's end-caps: 7/9 (pixel), 12/14 (short strips), 16/18
  * (long strips), negative / positive z. */
 SAGA_API bool saga_trackml_is_endcap(int32_t volume_id);
-/* The radius and half-length in z (mm) of barrel layer i. */
+/* Of barrel layer i (0 .. SAGA_TRACKML_N_BARREL-1; NAN for any other i): the radius and
+ * half-length in z (mm), the hit smearing in r-phi and in z (mm). */
 SAGA_API double saga_trackml_layer_radius(int i);
 SAGA_API double saga_trackml_layer_half_length(int i);
-/* Hit smearing of layer i (mm): in r-phi and in z. */
 SAGA_API double saga_trackml_layer_sigma_rphi(int i);
 SAGA_API double saga_trackml_layer_sigma_z(int i);
 

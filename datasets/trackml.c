@@ -1,6 +1,7 @@
-/* trackml.c - collision events in the layout of the TrackML challenge: a seeded generator of
- * helices through a barrel detector, the gzip CSV writer, and a reader that finds columns by
- * their header names (so real TrackML files read too). */
+/* trackml.c - collision events in the layout of the TrackML challenge: a seeded generator that
+ * follows charged particles from surface to surface through the barrel and end-cap layers, with
+ * multiple scattering, readout inefficiency and overlapping modules; the gzip CSV writer; and a
+ * reader that finds columns by their header names (so real TrackML files read too). */
 #include "saga_datasets.h"
 
 #include "parse_util.h"
@@ -20,26 +21,83 @@
 /* ---- geometry ----------------------------------------------------------------------------- */
 
 typedef struct layer_spec {
-    double r, half_z; /* mm */
-    double sigma_rphi, sigma_z;
-    int32_t volume, layer; /* TrackML ids */
-    double module_phi_mm;  /* module width in r-phi */
-    double module_z_mm;    /* module length in z */
+    saga_trackml_layer g;
+    double module_phi_mm; /* module width in r-phi */
+    double module_len_mm; /* module length along z (cylinder) or r (disk) */
 } layer_spec;
 
+#define PIXEL_X0 0.012
+#define STRIP_X0 0.016
+#define BARREL(v, l, r, hz, srphi, sz, x0, mw, ml)                                                 \
+    { {v, l, false, r, r, -(hz), hz, srphi, sz, x0}, mw, ml }
+#define DISK(v, l, z, r0, r1, srphi, sr, x0, mw, ml)                                               \
+    { {v, l, true, r0, r1, z, z, srphi, sr, x0}, mw, ml }
+#define PIXEL_DISK(v, l, z) DISK(v, l, z, 30, 176, 0.05, 0.05, PIXEL_X0, 16, 72)
+#define SS_DISK(v, l, z) DISK(v, l, z, 240, 700, 0.08, 0.5, STRIP_X0, 48, 156)
+#define LS_DISK(v, l, z) DISK(v, l, z, 750, 1020, 0.08, 1.0, STRIP_X0, 96, 156)
+
+/* The barrel (innermost first), then the disks of volumes 7, 9, 12, 14, 16, 18, each by layer id
+ * (increasing z). */
 static const layer_spec LAYERS[SAGA_TRACKML_N_LAYERS] = {
-    {32, 500, 0.05, 0.05, 8, 2, 16, 64},    {72, 500, 0.05, 0.05, 8, 4, 16, 64},
-    {116, 500, 0.05, 0.05, 8, 6, 16, 64},   {172, 500, 0.05, 0.05, 8, 8, 16, 64},
-    {260, 1100, 0.08, 0.5, 13, 2, 48, 110}, {360, 1100, 0.08, 0.5, 13, 4, 48, 110},
-    {500, 1100, 0.08, 0.5, 13, 6, 48, 110}, {660, 1100, 0.08, 0.5, 13, 8, 48, 110},
-    {820, 1100, 0.08, 1.0, 17, 2, 96, 220}, {1020, 1100, 0.08, 1.0, 17, 4, 96, 220},
+    BARREL(8, 2, 32, 500, 0.05, 0.05, PIXEL_X0, 16, 64),
+    BARREL(8, 4, 72, 500, 0.05, 0.05, PIXEL_X0, 16, 64),
+    BARREL(8, 6, 116, 500, 0.05, 0.05, PIXEL_X0, 16, 64),
+    BARREL(8, 8, 172, 500, 0.05, 0.05, PIXEL_X0, 16, 64),
+    BARREL(13, 2, 260, 1100, 0.08, 0.5, STRIP_X0, 48, 110),
+    BARREL(13, 4, 360, 1100, 0.08, 0.5, STRIP_X0, 48, 110),
+    BARREL(13, 6, 500, 1100, 0.08, 0.5, STRIP_X0, 48, 110),
+    BARREL(13, 8, 660, 1100, 0.08, 0.5, STRIP_X0, 48, 110),
+    BARREL(17, 2, 820, 1100, 0.08, 1.0, STRIP_X0, 96, 220),
+    BARREL(17, 4, 1020, 1100, 0.08, 1.0, STRIP_X0, 96, 220),
+    PIXEL_DISK(7, 2, -1500),
+    PIXEL_DISK(7, 4, -1300),
+    PIXEL_DISK(7, 6, -1100),
+    PIXEL_DISK(7, 8, -960),
+    PIXEL_DISK(7, 10, -820),
+    PIXEL_DISK(7, 12, -700),
+    PIXEL_DISK(7, 14, -600),
+    PIXEL_DISK(9, 2, 600),
+    PIXEL_DISK(9, 4, 700),
+    PIXEL_DISK(9, 6, 820),
+    PIXEL_DISK(9, 8, 960),
+    PIXEL_DISK(9, 10, 1100),
+    PIXEL_DISK(9, 12, 1300),
+    PIXEL_DISK(9, 14, 1500),
+    SS_DISK(12, 2, -2950),
+    SS_DISK(12, 4, -2550),
+    SS_DISK(12, 6, -2150),
+    SS_DISK(12, 8, -1800),
+    SS_DISK(12, 10, -1500),
+    SS_DISK(12, 12, -1220),
+    SS_DISK(14, 2, 1220),
+    SS_DISK(14, 4, 1500),
+    SS_DISK(14, 6, 1800),
+    SS_DISK(14, 8, 2150),
+    SS_DISK(14, 10, 2550),
+    SS_DISK(14, 12, 2950),
+    LS_DISK(16, 2, -2950),
+    LS_DISK(16, 4, -2550),
+    LS_DISK(16, 6, -2150),
+    LS_DISK(16, 8, -1800),
+    LS_DISK(16, 10, -1500),
+    LS_DISK(16, 12, -1220),
+    LS_DISK(18, 2, 1220),
+    LS_DISK(18, 4, 1500),
+    LS_DISK(18, 6, 1800),
+    LS_DISK(18, 8, 2150),
+    LS_DISK(18, 10, 2550),
+    LS_DISK(18, 12, 2950),
 };
 
 int saga_trackml_layer_index(int32_t volume_id, int32_t layer_id) {
     for (int i = 0; i < SAGA_TRACKML_N_LAYERS; i++)
-        if (LAYERS[i].volume == volume_id && LAYERS[i].layer == layer_id)
+        if (LAYERS[i].g.volume_id == volume_id && LAYERS[i].g.layer_id == layer_id)
             return i;
     return -1;
+}
+
+const saga_trackml_layer *saga_trackml_layer_at(int i) {
+    return i >= 0 && i < SAGA_TRACKML_N_LAYERS ? &LAYERS[i].g : NULL;
 }
 
 bool saga_trackml_is_endcap(int32_t volume_id) {
@@ -47,32 +105,37 @@ bool saga_trackml_is_endcap(int32_t volume_id) {
            volume_id == 16 || volume_id == 18;
 }
 
-static bool layer_ok(int i) {
-    return i >= 0 && i < SAGA_TRACKML_N_LAYERS;
+static bool barrel_ok(int i) {
+    return i >= 0 && i < SAGA_TRACKML_N_BARREL;
 }
 double saga_trackml_layer_radius(int i) {
-    return layer_ok(i) ? LAYERS[i].r : NAN;
+    return barrel_ok(i) ? LAYERS[i].g.r_min : NAN;
 }
 double saga_trackml_layer_half_length(int i) {
-    return layer_ok(i) ? LAYERS[i].half_z : NAN;
+    return barrel_ok(i) ? LAYERS[i].g.z_max : NAN;
 }
 double saga_trackml_layer_sigma_rphi(int i) {
-    return layer_ok(i) ? LAYERS[i].sigma_rphi : NAN;
+    return barrel_ok(i) ? LAYERS[i].g.sigma_rphi : NAN;
 }
 double saga_trackml_layer_sigma_z(int i) {
-    return layer_ok(i) ? LAYERS[i].sigma_z : NAN;
+    return barrel_ok(i) ? LAYERS[i].g.sigma_long : NAN;
 }
 
-/* Module of a position on layer i: phi sectors times z rows, numbered from 1. */
-static int32_t module_of(int i, double phi, double z) {
+/* Module of a position on layer i: phi sectors times rows along the layer's length (z on a
+ * cylinder, r on a disk), numbered from 1. */
+static int32_t module_of(int i, double phi, double r, double z) {
     const layer_spec *L = &LAYERS[i];
-    int n_phi = (int)(2 * M_PI * L->r / L->module_phi_mm);
-    int n_z = (int)ceil(2 * L->half_z / L->module_z_mm);
+    const saga_trackml_layer *g = &L->g;
+    double len0 = g->disk ? g->r_min : g->z_min, len1 = g->disk ? g->r_max : g->z_max;
+    double at = g->disk ? r : z, circ = 2 * M_PI * g->r_max;
+    int n_phi = (int)(circ / L->module_phi_mm);
+    n_phi = n_phi < 1 ? 1 : n_phi;
+    int n_len = (int)ceil((len1 - len0) / L->module_len_mm);
     int ip = (int)((phi + M_PI) / (2 * M_PI) * n_phi);
-    int iz = (int)((z + L->half_z) / (2 * L->half_z) * n_z);
+    int il = (int)((at - len0) / (len1 - len0) * n_len);
     ip = ip < 0 ? 0 : ip >= n_phi ? n_phi - 1 : ip;
-    iz = iz < 0 ? 0 : iz >= n_z ? n_z - 1 : iz;
-    return 1 + iz * n_phi + ip;
+    il = il < 0 ? 0 : il >= n_len ? n_len - 1 : il;
+    return 1 + il * n_phi + ip;
 }
 
 /* ---- the generator ------------------------------------------------------------------------ */
@@ -86,7 +149,11 @@ saga_trackml_params saga_trackml_params_defaults(void) {
                                  .soft_pt_mean = 0.35,
                                  .tail_fraction = 0.15,
                                  .noise_fraction = 0.1,
-                                 .seed = 1};
+                                 .seed = 1,
+                                 .endcaps = true,
+                                 .material = 1.0,
+                                 .hit_efficiency = 0.98,
+                                 .doubled_fraction = 0.1};
 }
 
 static uint64_t next_u64(uint64_t *s) {
@@ -130,31 +197,205 @@ typedef struct gen_hit {
     int64_t particle; /* 0: noise */
 } gen_hit;
 
-/* The turning angle (in [0, pi], along the motion) at which a helix of radius R around centre
- * (cx, cy), starting at angle theta0 about it and turning with sense s (+1 counter-clockwise),
- * first crosses the cylinder of radius r; false when it never does on its outward half turn. */
-static bool helix_cross(double cx, double cy, double R, double theta0, int s, double r,
-                        double *alpha) {
-    double d = hypot(cx, cy);
-    if (d + R < r || fabs(d - R) > r || d == 0)
-        return false;
-    double a = (r * r - R * R + d * d) / (2 * d), h2 = r * r - a * a;
-    double h = h2 > 0 ? sqrt(h2) : 0;
-    double ux = cx / d, uy = cy / d;
-    double best = INFINITY;
+#define PION_MASS 0.13957 /* GeV */
+
+/* A particle's helix from its base point (the vertex, or the last point where it scattered):
+ * centre (cx, cy) and radius R (mm), the base point's angle theta0 about the centre, sense s (+1
+ * counter-clockwise), the base point's z0, cot = pz / pT, pT (GeV) and the direction of motion
+ * phi_dir at the base point. Turning by alpha along the motion leads to the point at angle
+ * theta0 + s alpha about the centre and z0 + R alpha cot, moving along phi_dir + s alpha. */
+typedef struct helix {
+    double cx, cy, R, theta0, z0, cot, pt, phi_dir;
+    int s;
+} helix;
+
+/* The helix of a particle at (x, y, z) moving along phi_dir with pT pt, cot = pz / pT and sense
+ * s, in the field where a pT of 1 GeV turns on mm_per_gev mm. */
+static helix helix_at(double x, double y, double z, double pt, double phi_dir, double cot, int s,
+                      double mm_per_gev) {
+    helix h = {.R = pt * mm_per_gev, .z0 = z, .cot = cot, .pt = pt, .phi_dir = phi_dir, .s = s};
+    h.cx = x - h.R * s * sin(phi_dir);
+    h.cy = y + h.R * s * cos(phi_dir);
+    h.theta0 = atan2(y - h.cy, x - h.cx);
+    return h;
+}
+
+/* The turning angles in [0, 2 pi) at which helix h meets the cylinder of radius r (two, equal
+ * where it only touches it); 0 when it never does. */
+static int cylinder_meets(const helix *h, double r, double al[2]) {
+    double d = hypot(h->cx, h->cy);
+    if (d + h->R < r || fabs(d - h->R) > r || d == 0)
+        return 0;
+    double a = (r * r - h->R * h->R + d * d) / (2 * d), h2 = r * r - a * a;
+    double w = h2 > 0 ? sqrt(h2) : 0;
+    double ux = h->cx / d, uy = h->cy / d;
     for (int k = -1; k <= 1; k += 2) {
-        double px = a * ux - k * h * uy, py = a * uy + k * h * ux;
-        double th = atan2(py - cy, px - cx);
-        double al = fmod(s * (th - theta0), 2 * M_PI);
-        if (al < 0)
-            al += 2 * M_PI;
-        if (al < best)
-            best = al;
+        double px = a * ux - k * w * uy, py = a * uy + k * w * ux;
+        double th = atan2(py - h->cy, px - h->cx);
+        double t = fmod(h->s * (th - h->theta0), 2 * M_PI);
+        al[(k + 1) / 2] = t < 0 ? t + 2 * M_PI : t;
     }
-    if (best > M_PI)
-        return false;
+    return 2;
+}
+
+/* Whether disk i's sensors cover the point of helix h at turning angle al. */
+static bool inside_at(const helix *h, int i, double al) {
+    const saga_trackml_layer *g = &LAYERS[i].g;
+    double th = h->theta0 + h->s * al;
+    double r = hypot(h->cx + h->R * cos(th), h->cy + h->R * sin(th));
+    return r >= g->r_min && r <= g->r_max;
+}
+
+/* The first surface among layers 0 .. n_layers-1 that helix h crosses after the turning angle
+ * a_now: its layer in *layer and the turning angle in *alpha; false when none lies ahead. `last`
+ * is the surface the particle is on (-1: none): a disk it cannot meet again, and of a cylinder's
+ * two crossings the one nearer a_now is where it is, whatever the rounding says. */
+static bool next_surface(const helix *h, int n_layers, int last, double a_now, int *layer,
+                         double *alpha) {
+    /* at most 1e-9 rad, less on the nearly straight tracks of a weak field, where that is long */
+    double eps = fmin(1e-9, 1e-6 / h->R);
+    double best = INFINITY;
+    int which = -1;
+    for (int i = 0; i < n_layers; i++) {
+        const saga_trackml_layer *g = &LAYERS[i].g;
+        double al[2];
+        int n = 0;
+        if (g->disk) {
+            if (i != last && h->cot != 0) {
+                al[0] = (g->z_min - h->z0) / (h->R * h->cot);
+                n = 1;
+            }
+        } else {
+            n = cylinder_meets(h, g->r_min, al);
+            if (n == 2 && i == last) {
+                if (fabs(remainder(al[0] - a_now, 2 * M_PI)) <
+                    fabs(remainder(al[1] - a_now, 2 * M_PI)))
+                    al[0] = al[1];
+                n = 1;
+            }
+        }
+        for (int k = 0; k < n; k++) {
+            if (!(al[k] > a_now + eps) || al[k] > best)
+                continue;
+            /* disks of two subsystems share a plane (the short and long strips at each |z|):
+             * of two surfaces met at one point, the one whose sensors are there */
+            if (al[k] == best && !(g->disk && inside_at(h, i, al[k])))
+                continue;
+            best = al[k];
+            which = i;
+        }
+    }
+    *layer = which;
     *alpha = best;
+    return which >= 0;
+}
+
+/* Whether the point (x, y, z) of layer l's surface lies inside the layer's bounds. */
+static bool inside_layer(int l, double x, double y, double z) {
+    const saga_trackml_layer *g = &LAYERS[l].g;
+    if (!g->disk)
+        return z >= g->z_min && z <= g->z_max;
+    double r = hypot(x, y);
+    return r >= g->r_min && r <= g->r_max;
+}
+
+/* The hit that a particle crossing layer l at the true position (tx, ty, tz) with momentum tp
+ * leaves: smeared in r-phi by sigma_rphi and along the layer by sigma_long, which is z on a
+ * cylinder (the hit keeps to its radius) and r on a disk (the hit keeps to its z). */
+static gen_hit smear_hit(int l, double tx, double ty, double tz, const double tp[3],
+                         int64_t particle, uint64_t *rs) {
+    const saga_trackml_layer *g = &LAYERS[l].g;
+    double r, phi, z;
+    if (g->disk) {
+        double rt = hypot(tx, ty);
+        phi = wrap_angle(atan2(ty, tx) + g->sigma_rphi / rt * gauss(rs));
+        r = rt + g->sigma_long * gauss(rs);
+        z = g->z_min;
+    } else {
+        r = g->r_min;
+        phi = wrap_angle(atan2(ty, tx) + g->sigma_rphi / r * gauss(rs));
+        z = tz + g->sigma_long * gauss(rs);
+    }
+    return (gen_hit){.layer = l,
+                     .module = module_of(l, phi, r, z),
+                     .phi = phi,
+                     .x = (float)(r * cos(phi)),
+                     .y = (float)(r * sin(phi)),
+                     .z = (float)z,
+                     .tx = (float)tx,
+                     .ty = (float)ty,
+                     .tz = (float)tz,
+                     .tpx = (float)tp[0],
+                     .tpy = (float)tp[1],
+                     .tpz = (float)tp[2],
+                     .particle = particle};
+}
+
+/* Where the overlapping module of layer l sees a particle that crosses it at (*x, *y, *z) along
+ * tp: 2 mm further along its path (a straight step: the module is close), put back on the
+ * layer's surface and, at the layer's edge, inside its bounds. */
+static void overlap_point(int l, const double tp[3], double *x, double *y, double *z) {
+    const saga_trackml_layer *g = &LAYERS[l].g;
+    double step = 2.0 / sqrt(tp[0] * tp[0] + tp[1] * tp[1] + tp[2] * tp[2]);
+    double ox = *x + step * tp[0], oy = *y + step * tp[1], oz = *z + step * tp[2];
+    double r = hypot(ox, oy), to = g->r_min;
+    if (g->disk) {
+        to = r < g->r_min ? g->r_min : r > g->r_max ? g->r_max : r;
+        oz = g->z_min;
+    } else {
+        oz = oz < g->z_min ? g->z_min : oz > g->z_max ? g->z_max : oz;
+    }
+    *x = ox * (to / r);
+    *y = oy * (to / r);
+    *z = oz;
+}
+
+/* Multiple scattering of a particle that crosses layer g at (x, y) with transverse momentum *pt
+ * along (*phi_dir, *cot): the path through the layer is its thickness over the cosine of the
+ * incidence on its normal (radial on a cylinder, z on a disk), at most ten thicknesses where the
+ * particle grazes it, and times `material`; the width of the projected angle is Highland's
+ * theta0 = 13.6 MeV / (beta p) sqrt(t) (1 + 0.038 ln(t / beta^2)) (PDG, charge 1, t in radiation
+ * lengths). The direction turns by the space angle whose projections on two axes normal to it
+ * are two independent Gaussian draws of that width; |p| stays. False when the new direction
+ * runs along the beam, where no helix is left to follow. */
+static bool scatter(const saga_trackml_layer *g, double material, double x, double y, double *pt,
+                    double *phi_dir, double *cot, uint64_t *rs) {
+    double n = hypot(1.0, *cot), p = *pt * n, cp = cos(*phi_dir), sp = sin(*phi_dir);
+    double u[3] = {cp / n, sp / n, *cot / n};
+    double c = fabs(g->disk ? u[2] : (u[0] * x + u[1] * y) / hypot(x, y));
+    double t = material * (c > 0.1 ? g->x0_frac / c : 10 * g->x0_frac);
+    double beta = p / sqrt(p * p + PION_MASS * PION_MASS);
+    double width = 0.0136 / (beta * p) * sqrt(t) * (1 + 0.038 * log(t / (beta * beta)));
+    width = width > 0 ? width : 0; /* the log's correction turns it negative for t < 4e-12 */
+    double a = width * gauss(rs), b = width * gauss(rs), angle = hypot(a, b);
+    if (angle == 0)
+        return true;
+    /* e1 horizontal, e2 = u x e1: with u an orthonormal frame */
+    double e1[3] = {-sp, cp, 0}, e2[3] = {-u[2] * cp, -u[2] * sp, 1 / n};
+    double cs = cos(angle), sn = sin(angle) / angle, w[3];
+    for (int k = 0; k < 3; k++)
+        w[k] = cs * u[k] + sn * (a * e1[k] + b * e2[k]);
+    double wt = hypot(w[0], w[1]);
+    if (wt < 1e-12)
+        return false;
+    *pt = p * wt;
+    *cot = w[2] / wt;
+    *phi_dir = atan2(w[1], w[0]);
     return true;
+}
+
+/* Appends h to the hits, growing the buffer by half when it is full. */
+static saga_status push_hit(gen_hit **hits, int64_t *n, int64_t *cap, gen_hit h) {
+    if (*n == *cap) {
+        int64_t nc = *cap + *cap / 2;
+        saga_status st =
+            saga_realloc_array((void **)hits, (size_t)nc, sizeof **hits, "generated hits");
+        if (st < 0)
+            return st;
+        *cap = nc;
+    }
+    (*hits)[(*n)++] = h;
+    return SAGA_OK;
 }
 
 static int cmp_hit(const void *a, const void *b) {
@@ -187,6 +428,13 @@ static saga_status check_params(const saga_trackml_params *p) {
                "TrackML generator: tail_fraction must be in [0, 1], got %g", p->tail_fraction);
     SAGA_CHECK(p->noise_fraction >= 0 && p->noise_fraction <= 10, SAGA_ERR_INVALID_ARG,
                "TrackML generator: noise_fraction must be in [0, 10], got %g", p->noise_fraction);
+    SAGA_CHECK(p->material >= 0 && p->material <= 100, SAGA_ERR_INVALID_ARG,
+               "TrackML generator: material must be in [0, 100], got %g", p->material);
+    SAGA_CHECK(p->hit_efficiency > 0 && p->hit_efficiency <= 1, SAGA_ERR_INVALID_ARG,
+               "TrackML generator: hit_efficiency must be in (0, 1], got %g", p->hit_efficiency);
+    SAGA_CHECK(p->doubled_fraction >= 0 && p->doubled_fraction <= 1, SAGA_ERR_INVALID_ARG,
+               "TrackML generator: doubled_fraction must be in [0, 1], got %g",
+               p->doubled_fraction);
 fail:
     return st;
 }
@@ -257,9 +505,11 @@ saga_status saga_trackml_generate(saga_trackml_event **out, const saga_trackml_p
     SAGA_TRY(saga_alloc_zeroed((void **)&e, 1, sizeof *e, "an event"));
     e->event_id = event_id;
     SAGA_TRY(event_alloc_particles(e, n_part));
-    cap = 16 + n_part * SAGA_TRACKML_N_LAYERS;
+    /* a first guess, grown as needed: a particle may leave two hits on each layer */
+    cap = 16 + n_part * SAGA_TRACKML_N_BARREL;
     SAGA_TRY(saga_alloc_array((void **)&hits, (size_t)cap, sizeof *hits, "generated hits"));
     double mm_per_gev = 1000.0 / (0.3 * p->bfield); /* R[mm] = pT[GeV] * mm_per_gev */
+    int n_layers = p->endcaps ? SAGA_TRACKML_N_LAYERS : SAGA_TRACKML_N_BARREL;
     for (int64_t i = 0; i < n_part; i++) {
         int q = uniform(&rs) < 0.5 ? -1 : 1;
         double pt = draw_pt(&rs, p);
@@ -275,56 +525,84 @@ saga_status saga_trackml_generate(saga_trackml_event **out, const saga_trackml_p
         e->py[i] = (float)(pt * sin(phi0));
         e->pz[i] = (float)(pt * cot);
         e->q[i] = q;
-        /* the helix: sense s = -q (a positive charge turns clockwise in a field along +z) */
-        int s = -q;
-        double R = pt * mm_per_gev;
-        double cx = vx - R * s * sin(phi0), cy = vy + R * s * cos(phi0);
-        double theta0 = atan2(vy - cy, vx - cx);
-        for (int l = 0; l < SAGA_TRACKML_N_LAYERS; l++) {
-            double alpha;
-            if (!helix_cross(cx, cy, R, theta0, s, LAYERS[l].r, &alpha))
-                break; /* it never gets this far out, nor further */
-            double tz = vz + R * alpha * cot;
-            if (fabs(tz) > LAYERS[l].half_z)
-                continue;
-            double th = theta0 + s * alpha, dir = phi0 + s * alpha;
-            double tx = cx + R * cos(th), ty = cy + R * sin(th);
-            /* smeared along the cylinder (the hit stays on the layer) and in z */
-            double r = LAYERS[l].r;
-            double phi = wrap_angle(atan2(ty, tx) + LAYERS[l].sigma_rphi / r * gauss(&rs));
-            double z = tz + LAYERS[l].sigma_z * gauss(&rs);
-            if (n_hits == cap) {
-                cap += cap / 2;
-                SAGA_TRY(saga_realloc_array((void **)&hits, (size_t)cap, sizeof *hits,
-                                            "generated hits"));
+        /* the helix: sense s = -q (a positive charge turns clockwise in a field along +z). It is
+         * set up again only where the particle scatters: without material every crossing is
+         * computed from the vertex, so that the barrel alone without material, inefficiency or
+         * doubled hits gives the events of the barrel-only ideal generator to the last bit. */
+        helix h = helix_at(vx, vy, vz, pt, phi0, cot, -q, mm_per_gev);
+        double turned = 0, a_now = 0; /* turning angle up to the helix's base point, and since */
+        int last = -1;
+        for (;;) {
+            int l;
+            double al;
+            /* half a turn at most: loopers stop */
+            if (!next_surface(&h, n_layers, last, a_now, &l, &al) || turned + al > M_PI)
+                break;
+            a_now = al;
+            last = l;
+            const saga_trackml_layer *g = &LAYERS[l].g;
+            double tz = g->disk ? g->z_min : h.z0 + h.R * al * h.cot;
+            double th = h.theta0 + h.s * al, dir = h.phi_dir + h.s * al;
+            double tx = h.cx + h.R * cos(th), ty = h.cy + h.R * sin(th);
+            if (!inside_layer(l, tx, ty, tz))
+                continue; /* no sensor, no material: the particle passes */
+            double tp[3] = {h.pt * cos(dir), h.pt * sin(dir), h.pt * h.cot};
+            if (p->hit_efficiency >= 1 || uniform(&rs) < p->hit_efficiency) {
+                SAGA_TRY(push_hit(&hits, &n_hits, &cap, smear_hit(l, tx, ty, tz, tp, i + 1, &rs)));
+                e->nhits[i]++;
+                if (p->doubled_fraction > 0 && uniform(&rs) < p->doubled_fraction) {
+                    double ox = tx, oy = ty, oz = tz;
+                    overlap_point(l, tp, &ox, &oy, &oz);
+                    SAGA_TRY(
+                        push_hit(&hits, &n_hits, &cap, smear_hit(l, ox, oy, oz, tp, i + 1, &rs)));
+                    e->nhits[i]++;
+                }
             }
-            hits[n_hits++] = (gen_hit){.layer = l,
-                                       .module = module_of(l, phi, z),
-                                       .phi = phi,
-                                       .x = (float)(r * cos(phi)),
-                                       .y = (float)(r * sin(phi)),
-                                       .z = (float)z,
-                                       .tx = (float)tx,
-                                       .ty = (float)ty,
-                                       .tz = (float)tz,
-                                       .tpx = (float)(pt * cos(dir)),
-                                       .tpy = (float)(pt * sin(dir)),
-                                       .tpz = (float)(pt * cot),
-                                       .particle = i + 1};
-            e->nhits[i]++;
+            /* the material is there whether or not the readout saw the particle */
+            if (p->material > 0) {
+                double npt = h.pt, ncot = h.cot;
+                if (!scatter(g, p->material, tx, ty, &npt, &dir, &ncot, &rs))
+                    break;
+                h = helix_at(tx, ty, tz, npt, dir, ncot, h.s, mm_per_gev);
+                turned += al;
+                a_now = 0;
+            }
         }
     }
     int64_t n_signal = n_hits;
     int64_t n_noise = (int64_t)llround(p->noise_fraction * (double)n_signal);
     SAGA_TRY(saga_realloc_array((void **)&hits, (size_t)(n_hits + n_noise + 1), sizeof *hits,
                                 "generated hits"));
+    /* noise falls uniformly over the sensors' area: a layer by its share of it, a point on it */
+    double area[SAGA_TRACKML_N_LAYERS], total = 0;
+    for (int l = 0; l < n_layers; l++) {
+        const saga_trackml_layer *g = &LAYERS[l].g;
+        total += g->disk ? M_PI * (g->r_max * g->r_max - g->r_min * g->r_min)
+                         : 2 * M_PI * g->r_min * (g->z_max - g->z_min);
+        area[l] = total;
+    }
     for (int64_t k = 0; k < n_noise; k++) {
-        int l = (int)(uniform(&rs) * SAGA_TRACKML_N_LAYERS);
-        double r = LAYERS[l].r, phi = M_PI * (2 * uniform(&rs) - 1);
-        double z = LAYERS[l].half_z * (2 * uniform(&rs) - 1);
+        int l = 0;
+        if (p->endcaps) {
+            double u = uniform(&rs) * total;
+            while (l < n_layers - 1 && u >= area[l])
+                l++;
+        } else {
+            /* the barrel alone: a layer by count, as the barrel-only ideal generator drew it */
+            l = (int)(uniform(&rs) * SAGA_TRACKML_N_BARREL);
+        }
+        const saga_trackml_layer *g = &LAYERS[l].g;
+        double r = g->r_min, phi = M_PI * (2 * uniform(&rs) - 1), z;
+        if (g->disk) {
+            r = sqrt(g->r_min * g->r_min +
+                     (g->r_max * g->r_max - g->r_min * g->r_min) * uniform(&rs));
+            z = g->z_min;
+        } else {
+            z = g->z_max * (2 * uniform(&rs) - 1);
+        }
         float x = (float)(r * cos(phi)), y = (float)(r * sin(phi));
         hits[n_hits++] = (gen_hit){.layer = l,
-                                   .module = module_of(l, phi, z),
+                                   .module = module_of(l, phi, r, z),
                                    .phi = phi,
                                    .x = x,
                                    .y = y,
@@ -344,8 +622,8 @@ saga_status saga_trackml_generate(saga_trackml_event **out, const saga_trackml_p
         e->x[k] = h->x;
         e->y[k] = h->y;
         e->z[k] = h->z;
-        e->volume_id[k] = LAYERS[h->layer].volume;
-        e->layer_id[k] = LAYERS[h->layer].layer;
+        e->volume_id[k] = LAYERS[h->layer].g.volume_id;
+        e->layer_id[k] = LAYERS[h->layer].g.layer_id;
         e->module_id[k] = h->module;
         e->particle_id[k] = h->particle;
         e->tx[k] = h->tx;
