@@ -16,9 +16,18 @@ enum {
     OPT_MIN_PARTICLES,
     OPT_MAX_PARTICLES,
     OPT_NOISE,
+    OPT_DETECTOR,
+    OPT_MATERIAL,
+    OPT_HIT_EFFICIENCY,
+    OPT_DOUBLED,
+    OPT_IDEAL,
     OPT_DATA,
     OPT_EXPORT,
     OPT_PT_MIN,
+    OPT_PHI_SLOPE_MAX,
+    OPT_Z0_MAX,
+    OPT_MAX_MISSING,
+    OPT_BARREL_ONLY,
     OPT_EPOCHS,
     OPT_LR,
     OPT_LR_SCHEDULE,
@@ -48,9 +57,18 @@ static const unsigned OPT_FOR[OPT_COUNT_] = {
     [OPT_MIN_PARTICLES] = GEN,
     [OPT_MAX_PARTICLES] = GEN,
     [OPT_NOISE] = GEN,
+    [OPT_DETECTOR] = GEN,
+    [OPT_MATERIAL] = GEN,
+    [OPT_HIT_EFFICIENCY] = GEN,
+    [OPT_DOUBLED] = GEN,
+    [OPT_IDEAL] = GEN,
     [OPT_DATA] = BUILD | TRAIN | EVAL,
     [OPT_EXPORT] = BUILD,
     [OPT_PT_MIN] = BUILD | TRAIN | EVAL,
+    [OPT_PHI_SLOPE_MAX] = BUILD | TRAIN | EVAL,
+    [OPT_Z0_MAX] = BUILD | TRAIN | EVAL,
+    [OPT_MAX_MISSING] = BUILD | TRAIN | EVAL,
+    [OPT_BARREL_ONLY] = BUILD | TRAIN | EVAL,
     [OPT_EPOCHS] = TRAIN,
     [OPT_LR] = TRAIN,
     [OPT_LR_SCHEDULE] = TRAIN,
@@ -80,16 +98,36 @@ static const cli_opt hep_opts[] = {
     {"max-particles", 0, "N", "3000",
      "generate: most particles in an event (drawn log-uniformly in between)."},
     {"noise", 0, "F", "0.1", "generate: noise hits per particle hit."},
+    {"detector", 0, "D", "full",
+     "generate: full (the barrel's ten layers and the end-caps' 38 disks) or barrel (the ten "
+     "layers alone)."},
+    {"material", 0, "F", "1",
+     "generate: scale of each layer's material (1.2% of a radiation length per pixel layer, 1.6% "
+     "per strip layer); particles scatter by Highland's formula; 0: no scattering."},
+    {"hit-efficiency", 0, "F", "0.98", "generate: chance that a layer crossed leaves a hit."},
+    {"doubled", 0, "F", "0.1",
+     "generate: chance that a crossing leaves a second hit on the overlapping module."},
+    {"ideal", 0, NULL, NULL,
+     "generate: helices without material, every crossing one hit (--material 0 "
+     "--hit-efficiency 1 --doubled 0); with --detector barrel, the events of earlier releases."},
     {"data", 0, "DIR", NULL,
      "The events: eventNNN-hits.csv[.gz], -truth.csv[.gz] and -particles.csv[.gz] per event "
      "(generated, or a directory laid out like TrackML's train_sample: columns are found by "
-     "name, -cells.csv files are ignored, end-cap hits are read, counted and left out)."},
+     "name, -cells.csv files are ignored)."},
     {"export", 0, "DIR", NULL,
      "build: write each event's graph to DIR/eventNNNNNNNNN.npz (NumPy arrays x, edge_index, "
      "edge_attr, y, hit_particle, hit_pt, as PyTorch Geometric loads them) and DIR/meta.json "
      "(feature names, build parameters, the events in order); DIR is created when missing."},
     {"pt-min", 0, "GEV", "1",
      "Hits of particles below this pT are dropped from the graphs (noise hits stay)."},
+    {"phi-slope-max", 0, "R", "0.0006",
+     "Most bending of a segment, |dphi/dr| in rad/mm (0.0006: a track of about 0.5 GeV)."},
+    {"z0-max", 0, "MM", "350", "Farthest a segment's line may meet the beam line from z = 0 (mm)."},
+    {"max-missing", 0, "K", "1",
+     "A segment may cross up to K layers between its hits on which its particle left none (a "
+     "missed hit); 0 joins hits on consecutive layers only."},
+    {"barrel-only", 0, NULL, NULL,
+     "Leave the end-cap hits out of the graphs (they are counted): the barrel's graphs alone."},
     {"epochs", 0, "N", "40", "train: epochs (each covers every training event once)."},
     {"lr", 0, "R", "0.003", "train: Adam's learning rate (of the first epoch)."},
     {"lr-schedule", 0, "S", "cosine",
@@ -139,16 +177,19 @@ const cli_cmd cli_cmd_hep = {
     .max_args = 1,
     .description =
         "generate writes collision events in the layout of the TrackML challenge: charged "
-        "particles from the beam spot follow helices in a 2 T field through a barrel of ten "
-        "layers (four pixel, six strip) and leave smeared hits; noise hits are added. The number "
-        "of particles varies log-uniformly from event to event, so the graphs do too.\n"
-        "build turns every event into a graph (a vertex per barrel hit, an edge per segment "
-        "to the next barrel layer out, or past layers its line leaves, that passes a bending cut "
-        "and a beam-line cut) and "
-        "reports the hits read, those on the end-caps (left out of the graphs) and those of "
-        "particles below --pt-min (dropped), then the construction efficiency (true segments "
-        "kept / all true segments) and purity (true edges / edges); with --export DIR it writes "
-        "every graph as a NumPy .npz for PyTorch Geometric.\n"
+        "particles from the beam spot follow helices in a 2 T field through the challenge's "
+        "detector (a barrel of ten layers, four pixel and six strip, and 38 end-cap disks), "
+        "scatter in each layer's material, leave smeared hits (some missed, some doubled on "
+        "overlapping modules); noise hits are added. The number of particles varies "
+        "log-uniformly from event to event, so the graphs do too.\n"
+        "build turns every event into a graph (a vertex per hit, barrel and end-caps alike; an "
+        "edge per segment to a hit further out that passes a bending cut and a beam-line cut and "
+        "whose line crosses at most --max-missing layers on the way) and reports the hits read "
+        "on the barrel and the end-caps, those of particles below --pt-min (dropped), then the "
+        "construction efficiency (true segments kept / all true segments) and purity (true edges "
+        "/ edges), overall and for segments on the barrel, crossing from barrel to end-cap, and "
+        "on the end-caps; with --export DIR it writes every graph as a NumPy .npz for PyTorch "
+        "Geometric.\n"
         "train fits an Interaction Network that scores every edge (encoders, K rounds of edge "
         "and node updates as one saga vertex program with shared weights, an edge-score MLP; "
         "binary cross-entropy, Adam) over micro-batches of events, and reports the edge "
@@ -238,7 +279,10 @@ static void load_progress(void *ud, int32_t i, int32_t n) {
 
 typedef struct construction {
     int64_t hits, edges, true_edges, segments, min_edges, max_edges;
-    int64_t read, barrel, endcap, soft, noise; /* where the hits of the files went */
+    int64_t read, barrel, endcap, left_out, soft, noise; /* where the hits of the files went */
+    int64_t region_hits[HEP_N_HIT_REGIONS];
+    int64_t region_segments[HEP_N_SEG_REGIONS], region_true[HEP_N_SEG_REGIONS];
+    int64_t region_edges[HEP_N_SEG_REGIONS];
 } construction;
 
 static construction construction_of(const hep_data *d) {
@@ -249,7 +293,15 @@ static construction construction_of(const hep_data *d) {
         k.read += g->n_read;
         k.barrel += g->n_barrel;
         k.endcap += g->n_endcap;
+        k.left_out += g->n_left_out;
         k.soft += g->n_soft;
+        for (int r = 0; r < HEP_N_HIT_REGIONS; r++)
+            k.region_hits[r] += g->region_hits[r];
+        for (int r = 0; r < HEP_N_SEG_REGIONS; r++) {
+            k.region_segments[r] += g->region_segments[r];
+            k.region_true[r] += g->region_true[r];
+            k.region_edges[r] += g->region_edges[r];
+        }
         k.noise += g->n_noise;
         k.edges += g->n_edges;
         k.true_edges += g->n_true;
@@ -265,27 +317,40 @@ static double ratio(int64_t a, int64_t b) {
 }
 
 static void say_construction(cli_ctx *c, const hep_data *d, const construction *k) {
-    char b1[32], b2[32], b3[32], b4[32];
+    char b1[32], b2[32], b3[32], b4[32], b5[32], b6[32];
     cli_say(c,
-            "hits      %s read: %s on the barrel, %s on the end-caps left out (the graphs join "
-            "barrel layers only); %s of particles below %g GeV dropped\n",
+            "hits      %s read: %s on the barrel, %s on the end-caps%s; %s of particles below %g "
+            "GeV dropped\n",
             cli_count(b1, sizeof b1, k->read), cli_count(b2, sizeof b2, k->barrel),
-            cli_count(b3, sizeof b3, k->endcap), cli_count(b4, sizeof b4, k->soft),
-            d->graph.pt_min);
+            cli_count(b3, sizeof b3, k->endcap), k->left_out ? " (left out: --barrel-only)" : "",
+            cli_count(b4, sizeof b4, k->soft), d->graph.pt_min);
     cli_say(c,
-            "graphs    %d events, %s hits (%s noise), %s edges (%lld to %lld per event), pT > %g "
-            "GeV\n"
+            "graphs    %d events, %s hits (%s noise; %s barrel, %s end-cap), %s edges (%lld to "
+            "%lld per event), pT > %g GeV\n"
             "          construction efficiency %.4f (true segments kept), purity %.4f\n",
             (int)d->n_events, cli_count(b1, sizeof b1, k->hits), cli_count(b3, sizeof b3, k->noise),
+            cli_count(b4, sizeof b4, k->region_hits[HEP_REGION_BARREL]),
+            cli_count(b5, sizeof b5, k->region_hits[HEP_REGION_ENDCAP]),
             cli_count(b2, sizeof b2, k->edges), (long long)k->min_edges, (long long)k->max_edges,
             d->graph.pt_min, ratio(k->true_edges, k->segments), ratio(k->true_edges, k->edges));
+    for (int r = 0; r < HEP_N_SEG_REGIONS; r++)
+        if (k->region_segments[r] || k->region_edges[r])
+            cli_say(c,
+                    "          %-8s  %s true segments, %s kept (efficiency %.4f), %s edges (purity "
+                    "%.4f)\n",
+                    HEP_SEG_REGION_NAMES[r], cli_count(b1, sizeof b1, k->region_segments[r]),
+                    cli_count(b2, sizeof b2, k->region_true[r]),
+                    ratio(k->region_true[r], k->region_segments[r]),
+                    cli_count(b6, sizeof b6, k->region_edges[r]),
+                    ratio(k->region_true[r], k->region_edges[r]));
 }
 
 static void json_construction(json *j, const hep_data *d, const construction *k) {
     json_key(j, "events"), json_int(j, d->n_events);
     json_key(j, "hits_read"), json_int(j, k->read);
     json_key(j, "barrel_hits"), json_int(j, k->barrel);
-    json_key(j, "endcap_hits_left_out"), json_int(j, k->endcap);
+    json_key(j, "endcap_hits"), json_int(j, k->endcap);
+    json_key(j, "endcap_hits_left_out"), json_int(j, k->left_out);
     json_key(j, "soft_hits_dropped"), json_int(j, k->soft);
     json_key(j, "hits"), json_int(j, k->hits);
     json_key(j, "noise_hits"), json_int(j, k->noise);
@@ -295,8 +360,24 @@ static void json_construction(json *j, const hep_data *d, const construction *k)
     json_key(j, "min_event_edges"), json_int(j, k->min_edges);
     json_key(j, "max_event_edges"), json_int(j, k->max_edges);
     json_key(j, "pt_min"), json_num(j, d->graph.pt_min);
+    json_key(j, "max_missing"), json_int(j, d->graph.max_missing);
     json_key(j, "construction_efficiency"), json_num(j, ratio(k->true_edges, k->segments));
     json_key(j, "construction_purity"), json_num(j, ratio(k->true_edges, k->edges));
+    json_key(j, "regions"), json_object_begin(j);
+    for (int r = 0; r < HEP_N_SEG_REGIONS; r++) {
+        json_key(j, HEP_SEG_REGION_NAMES[r]), json_object_begin(j);
+        if (r != HEP_SEG_CROSSING)
+            json_key(j, "hits"),
+                json_int(
+                    j, k->region_hits[r == HEP_SEG_BARREL ? HEP_REGION_BARREL : HEP_REGION_ENDCAP]);
+        json_key(j, "true_segments"), json_int(j, k->region_segments[r]);
+        json_key(j, "true_edges"), json_int(j, k->region_true[r]);
+        json_key(j, "edges"), json_int(j, k->region_edges[r]);
+        json_key(j, "construction_efficiency"),
+            json_num(j, ratio(k->region_true[r], k->region_segments[r]));
+        json_object_end(j);
+    }
+    json_object_end(j);
 }
 
 static void say_metrics(cli_ctx *c, const char *what, const hep_metrics *m) {
@@ -305,6 +386,16 @@ static void say_metrics(cli_ctx *c, const char *what, const hep_metrics *m) {
             "efficiency %.4f (%lld tracks; %.4f as plain components)\n",
             what, m->edge_efficiency, m->edge_purity, m->threshold, m->auc, m->track_efficiency,
             (long long)m->n_tracks, m->track_efficiency_cc);
+    for (int r = 0; r < HEP_N_SEG_REGIONS; r++) {
+        char te[32] = "-";
+        if (!m->region_true[r] && !m->region_tracks[r])
+            continue;
+        if (m->region_tracks[r])
+            snprintf(te, sizeof te, "%.4f", m->region_track_efficiency[r]);
+        cli_say(c, "  %-8s  edge efficiency %.4f  purity %.4f  track efficiency %s (%lld tracks)\n",
+                HEP_SEG_REGION_NAMES[r], m->region_edge_efficiency[r], m->region_edge_purity[r], te,
+                (long long)m->region_tracks[r]);
+    }
 }
 
 static void json_metrics(json *j, const hep_metrics *m) {
@@ -316,6 +407,21 @@ static void json_metrics(json *j, const hep_metrics *m) {
     json_key(j, "tracks"), json_int(j, m->n_tracks);
     json_key(j, "threshold"), json_num(j, m->threshold);
     json_key(j, "eval_edges"), json_int(j, m->n_edges);
+    json_key(j, "regions"), json_object_begin(j);
+    for (int r = 0; r < HEP_N_SEG_REGIONS; r++) {
+        json_key(j, HEP_SEG_REGION_NAMES[r]), json_object_begin(j);
+        json_key(j, "true_edges"), json_int(j, m->region_true[r]);
+        json_key(j, "edge_efficiency"), json_num(j, m->region_edge_efficiency[r]);
+        json_key(j, "edge_purity"), json_num(j, m->region_edge_purity[r]);
+        json_key(j, "tracks"), json_int(j, m->region_tracks[r]);
+        json_key(j, "track_efficiency");
+        if (m->region_tracks[r])
+            json_num(j, m->region_track_efficiency[r]);
+        else
+            json_null(j);
+        json_object_end(j);
+    }
+    json_object_end(j);
 }
 
 /* ---- build --export ----------------------------------------------------------------------- */
@@ -352,6 +458,8 @@ static saga_status write_meta(const hep_data *d, const char *data, const char *d
     json_key(&j, "pt_min"), json_num(&j, d->graph.pt_min);
     json_key(&j, "phi_slope_max"), json_num(&j, d->graph.phi_slope_max);
     json_key(&j, "z0_max"), json_num(&j, d->graph.z0_max);
+    json_key(&j, "max_missing"), json_int(&j, d->graph.max_missing);
+    json_key(&j, "barrel_only"), json_bool(&j, d->graph.barrel_only);
     json_object_end(&j);
     json_key(&j, "hit_features"), json_array_begin(&j);
     for (int i = 0; i < HEP_HIT_FEATURES; i++)
@@ -500,6 +608,25 @@ static int hep_main(int argc, char **argv) {
         case OPT_NOISE:
             bad = cli_double(&c, "--noise", arg, 0, 10, false, &gp.noise_fraction);
             break;
+        case OPT_DETECTOR:
+            if (strcmp(arg, "full") == 0 || strcmp(arg, "barrel") == 0)
+                gp.endcaps = strcmp(arg, "full") == 0;
+            else
+                bad = cli_usage(&c, "--detector must be full or barrel, got '%s'", arg);
+            break;
+        case OPT_MATERIAL:
+            bad = cli_double(&c, "--material", arg, 0, 100, false, &gp.material);
+            break;
+        case OPT_HIT_EFFICIENCY:
+            if (!(bad = cli_double(&c, "--hit-efficiency", arg, 0, 1, false, &gp.hit_efficiency)) &&
+                gp.hit_efficiency <= 0)
+                bad = cli_usage(&c, "--hit-efficiency must be in (0, 1], got %s", arg);
+            break;
+        case OPT_DOUBLED:
+            bad = cli_double(&c, "--doubled", arg, 0, 1, false, &gp.doubled_fraction);
+            break;
+        case OPT_IDEAL:
+            break;
         case OPT_DATA:
             data = arg;
             break;
@@ -510,6 +637,19 @@ static int hep_main(int argc, char **argv) {
             break;
         case OPT_PT_MIN:
             bad = cli_double(&c, "--pt-min", arg, 0, 1000, false, &go.pt_min);
+            break;
+        case OPT_PHI_SLOPE_MAX:
+            bad = cli_double(&c, "--phi-slope-max", arg, 1e-9, 1, false, &go.phi_slope_max);
+            break;
+        case OPT_Z0_MAX:
+            bad = cli_double(&c, "--z0-max", arg, 1e-3, 1e5, false, &go.z0_max);
+            break;
+        case OPT_MAX_MISSING:
+            if (!(bad = cli_int(&c, "--max-missing", arg, 0, SAGA_TRACKML_N_LAYERS, &v)))
+                go.max_missing = (int)v;
+            break;
+        case OPT_BARREL_ONLY:
+            go.barrel_only = true;
             break;
         case OPT_EPOCHS:
             if (!(bad = cli_int(&c, "--epochs", arg, 0, 1000000, &v)))
@@ -594,6 +734,12 @@ static int hep_main(int argc, char **argv) {
     if (which == GEN) {
         if (!out)
             return cli_usage(&c, "generate needs -o DIR");
+        if (given[OPT_IDEAL]) {
+            if (given[OPT_MATERIAL] || given[OPT_HIT_EFFICIENCY] || given[OPT_DOUBLED])
+                return cli_usage(&c, "--ideal sets --material, --hit-efficiency and --doubled: "
+                                     "give one or the others");
+            gp.material = 0, gp.hit_efficiency = 1, gp.doubled_fraction = 0;
+        }
         if (gp.min_particles > gp.max_particles)
             return cli_usage(&c, "--min-particles %d is above --max-particles %d",
                              (int)gp.min_particles, (int)gp.max_particles);

@@ -17,7 +17,8 @@
 /* ---- graphs ------------------------------------------------------------------------------- */
 
 hep_graph_opts hep_graph_opts_defaults(void) {
-    return (hep_graph_opts){.pt_min = 1.0, .phi_slope_max = 0.0006, .z0_max = 350.0};
+    return (hep_graph_opts){
+        .pt_min = 1.0, .phi_slope_max = 0.0006, .z0_max = 350.0, .max_missing = 1};
 }
 
 void hep_graph_free(hep_event_graph *g) {
@@ -30,6 +31,7 @@ void hep_graph_free(hep_event_graph *g) {
     saga_free(g->dst);
     saga_free(g->edge_feat);
     saga_free(g->truth);
+    saga_free(g->hit_region);
     memset(g, 0, sizeof *g);
 }
 
@@ -96,14 +98,38 @@ fail:
     return st;
 }
 
-/* A segment that skips layers is kept only where the detector has no layer to cross: its line
- * in (r, z) passes every layer in between within this margin (mm) of the layer's end or beyond
- * it (the particle left that layer's length and hits the next one out, as one leaving the pixel
- * barrel for the strips does). The margin covers the hits' smearing in z. */
-#define HEP_SKIP_MARGIN_MM 5.0
+const char *const HEP_SEG_REGION_NAMES[HEP_N_SEG_REGIONS] = {"barrel", "crossing", "endcap"};
 
-/* The segment a -> b if it passes the cuts; b lies `skip` layers beyond the next one. */
-static saga_status try_segment(edge_buf *eb, const khit *h, int32_t a, int32_t b, int skip,
+static int hit_region_of(int layer) {
+    return layer < SAGA_TRACKML_N_BARREL ? HEP_REGION_BARREL : HEP_REGION_ENDCAP;
+}
+
+/* Of the first n_layers layers, those that the straight line in (r, z) from hit a to hit b
+ * (dr > 0) crosses strictly between them, more than HEP_EDGE_MARGIN_MM inside their bounds. */
+static int crossings(const khit *a, const khit *b, double dr, double dz, int n_layers) {
+    int n = 0;
+    for (int m = 0; m < n_layers; m++) {
+        if (m == a->layer || m == b->layer)
+            continue;
+        const saga_trackml_layer *L = saga_trackml_layer_at(m);
+        if (!L->disk) {
+            if (!(L->r_min > a->r && L->r_min < b->r))
+                continue;
+            double zm = a->z + (L->r_min - a->r) * dz / dr;
+            n += zm > L->z_min + HEP_EDGE_MARGIN_MM && zm < L->z_max - HEP_EDGE_MARGIN_MM;
+        } else {
+            double zc = L->z_min;
+            if (!((zc > a->z && zc < b->z) || (zc < a->z && zc > b->z)))
+                continue;
+            double rm = a->r + (zc - a->z) * dr / dz; /* dz != 0: zc lies strictly between */
+            n += rm > L->r_min + HEP_EDGE_MARGIN_MM && rm < L->r_max - HEP_EDGE_MARGIN_MM;
+        }
+    }
+    return n;
+}
+
+/* The segment a -> b if it passes the cuts (see hep.h). */
+static saga_status try_segment(edge_buf *eb, const khit *h, int32_t a, int32_t b,
                                const hep_graph_opts *o) {
     double dr = h[b].r - h[a].r;
     double dphi = h[b].phi - h[a].phi;
@@ -117,11 +143,9 @@ static saga_status try_segment(edge_buf *eb, const khit *h, int32_t a, int32_t b
     double z0 = h[a].z - h[a].r * dz / dr;
     if (fabs(z0) > o->z0_max)
         return SAGA_OK;
-    for (int m = h[a].layer + 1; m <= h[a].layer + skip; m++) {
-        double zm = h[a].z + (saga_trackml_layer_radius(m) - h[a].r) * dz / dr;
-        if (fabs(zm) < saga_trackml_layer_half_length(m) - HEP_SKIP_MARGIN_MM)
-            return SAGA_OK; /* it crosses layer m: its segment starts there */
-    }
+    int n_layers = o->barrel_only ? SAGA_TRACKML_N_BARREL : SAGA_TRACKML_N_LAYERS;
+    if (crossings(&h[a], &h[b], dr, dz, n_layers) > o->max_missing)
+        return SAGA_OK; /* it crosses layers where its particle would have left hits */
     double eta_a = asinh(h[a].z / h[a].r), eta_b = asinh(h[b].z / h[b].r);
     /* the curvature of the circle through the beam line and both hits (the chord between the
      * hits subtends dphi at the origin): the same on every segment of one particle's helix,
@@ -133,6 +157,41 @@ static saga_status try_segment(edge_buf *eb, const khit *h, int32_t a, int32_t b
                                   (float)(eta_b - eta_a),      (float)(dz / 100.0),
                                   (float)(curvature * 1000.0)}; /* the rest: neighbour_features */
     return edge_push(eb, a, b, f);
+}
+
+/* Where the straight lines in (r, z) from the beam line within |z0| <= z0_max through hit a meet
+ * layer L further out in r: false when none meets it within its bounds (with a margin for the
+ * hits' smearing and scattering); else *r_hi bounds the r of the meeting points (a cylinder's
+ * radius; on a disk possibly INFINITY). A prune only: the segments' cuts decide. */
+static bool reaches(const khit *a, const saga_trackml_layer *L, double z0_max, double *r_hi) {
+    const double margin = 4 * HEP_EDGE_MARGIN_MM;
+    if (!L->disk) {
+        double R = L->r_min;
+        if (R <= a->r)
+            return false;
+        /* z at R along the line from (0, z0) through a, at either end of the z0 range */
+        double z1 = -z0_max + (a->z + z0_max) * R / a->r, z2 = z0_max + (a->z - z0_max) * R / a->r;
+        *r_hi = R;
+        return fmax(z1, z2) >= L->z_min - margin && fmin(z1, z2) <= L->z_max + margin;
+    }
+    double Z = L->z_min, lo, hi;
+    /* r at Z is a->r (Z - z0) / (a->z - z0): growing without bound as z0 nears a->z from the
+     * side the line comes from, least at the far end of the z0 range */
+    if (Z > a->z) {
+        if (-z0_max >= a->z)
+            return false;
+        lo = a->r * (Z + z0_max) / (a->z + z0_max);
+        hi = a->z < z0_max ? INFINITY : a->r * (Z - z0_max) / (a->z - z0_max);
+    } else if (Z < a->z) {
+        if (z0_max <= a->z)
+            return false;
+        lo = a->r * (Z - z0_max) / (a->z - z0_max);
+        hi = a->z > -z0_max ? INFINITY : a->r * (Z + z0_max) / (a->z + z0_max);
+    } else {
+        return false;
+    }
+    *r_hi = fmin(hi, L->r_max + margin);
+    return hi >= L->r_min - margin && lo <= L->r_max + margin && *r_hi > a->r;
 }
 
 enum { FEAT_Z0 = 1, FEAT_CURVATURE = 6 }; /* columns of HEP_EDGE_FEATURE_NAMES */
@@ -165,7 +224,7 @@ static void best_continuation(float *f, const float *feat, int64_t k, const int6
 /* Scans the hits of [lo, hi) (one layer, sorted by phi) whose phi is in [p0, p1], p0 <= p1
  * possibly outside (-pi, pi]: the window wraps around. */
 static saga_status scan_window(edge_buf *eb, const khit *h, int32_t a, int32_t lo, int32_t hi,
-                               double p0, double p1, int skip, const hep_graph_opts *o) {
+                               double p0, double p1, const hep_graph_opts *o) {
     saga_status st = SAGA_OK;
     double ranges[2][2] = {{p0, p1}, {1, 0}}; /* the second empty unless the window wraps */
     if (p0 < -M_PI) {
@@ -180,7 +239,7 @@ static saga_status scan_window(edge_buf *eb, const khit *h, int32_t a, int32_t l
             continue;
         for (int32_t b = lower_phi(h, lo, hi, ranges[k][0]); b < hi && h[b].phi <= ranges[k][1];
              b++)
-            SAGA_TRY(try_segment(eb, h, a, b, skip, o));
+            SAGA_TRY(try_segment(eb, h, a, b, o));
     }
 fail:
     return st;
@@ -227,7 +286,7 @@ saga_status hep_graph_build(hep_event_graph *g, const saga_trackml_event *e,
     float *pt = NULL;
     int64_t *order = NULL, *out_off = NULL, *out_idx = NULL;
     id_row *by_particle = NULL;
-    uint32_t *layers = NULL;
+    int32_t *rank = NULL;
     edge_buf eb = {0};
     hep_event_graph r = {0};
     if (!o)
@@ -238,8 +297,10 @@ saga_status hep_graph_build(hep_event_graph *g, const saga_trackml_event *e,
                (long long)e->event_id, (long long)e->n_hits);
     r.event_id = e->event_id;
 
-    /* ---- the hits kept: on the barrel, of a fast enough particle or noise; by layer and phi.
-     * End-cap hits are left out: the graph joins barrel layers only. */
+    /* ---- the hits kept: of a fast enough particle or noise; by layer and phi */
+    SAGA_CHECK(o->max_missing >= 0 && o->z0_max > 0 && o->phi_slope_max > 0, SAGA_ERR_INVALID_ARG,
+               "hep: graph options out of range (max_missing %d, z0_max %g, phi_slope_max %g)",
+               o->max_missing, o->z0_max, o->phi_slope_max);
     SAGA_TRY(
         saga_alloc_array((void **)&pt, e->n_hits ? (size_t)e->n_hits : 1, sizeof *pt, "hit pT"));
     SAGA_TRY(hit_pts(pt, e));
@@ -248,17 +309,20 @@ saga_status hep_graph_build(hep_event_graph *g, const saga_trackml_event *e,
     r.n_read = e->n_hits;
     for (int64_t i = 0; i < e->n_hits; i++) {
         int l = saga_trackml_layer_index(e->volume_id[i], e->layer_id[i]);
-        if (l < 0) {
-            SAGA_CHECK(saga_trackml_is_endcap(e->volume_id[i]), SAGA_ERR_PARSE,
-                       "event %lld, hit_id %lld: expected a TrackML barrel layer (volume_id "
-                       "8 or 13 with layer_id 2, 4, 6, 8; 17 with 2, 4) or an end-cap volume (7, "
-                       "9, 12, 14, 16, 18), found volume_id %d layer_id %d",
-                       (long long)e->event_id, (long long)(e->hit_id ? e->hit_id[i] : i + 1),
-                       (int)e->volume_id[i], (int)e->layer_id[i]);
-            r.n_endcap++;
+        SAGA_CHECK(l >= 0, SAGA_ERR_PARSE,
+                   "event %lld, hit_id %lld: expected a layer of TrackML's detector (barrel "
+                   "volume_id 8 or 13 with layer_id 2, 4, 6, 8; 17 with 2, 4; end-cap volume_id 7 "
+                   "or 9 with 2 .. 14; 12, 14, 16 or 18 with 2 .. 12, even), found volume_id %d "
+                   "layer_id %d",
+                   (long long)e->event_id, (long long)(e->hit_id ? e->hit_id[i] : i + 1),
+                   (int)e->volume_id[i], (int)e->layer_id[i]);
+        bool endcap = hit_region_of(l) == HEP_REGION_ENDCAP;
+        r.n_endcap += endcap;
+        r.n_barrel += !endcap;
+        if (endcap && o->barrel_only) {
+            r.n_left_out++;
             continue;
         }
-        r.n_barrel++;
         if (e->particle_id[i] != 0 && pt[i] < o->pt_min) {
             r.n_soft++;
             continue;
@@ -268,11 +332,19 @@ saga_status hep_graph_build(hep_event_graph *g, const saga_trackml_event *e,
                         e->z[i], e->particle_id[i],       pt[i]};
     }
     qsort(h, (size_t)n, sizeof *h, cmp_khit);
-    int32_t first[SAGA_TRACKML_N_LAYERS + 1] = {0};
+    enum { NL = SAGA_TRACKML_N_LAYERS };
+    int32_t first[NL + 1] = {0};
     for (int32_t i = 0; i < n; i++)
         first[h[i].layer + 1]++;
-    for (int l = 0; l < SAGA_TRACKML_N_LAYERS; l++)
+    for (int l = 0; l < NL; l++)
         first[l + 1] += first[l];
+    /* each layer's hits' least and largest r (a disk's spread over its ring) */
+    double r_lo[NL], r_hi[NL];
+    for (int l = 0; l < NL; l++) {
+        r_lo[l] = INFINITY, r_hi[l] = -INFINITY;
+        for (int32_t i = first[l]; i < first[l + 1]; i++)
+            r_lo[l] = fmin(r_lo[l], h[i].r), r_hi[l] = fmax(r_hi[l], h[i].r);
+    }
 
     r.n_hits = n;
     size_t n1 = n ? (size_t)n : 1;
@@ -280,36 +352,41 @@ saga_status hep_graph_build(hep_event_graph *g, const saga_trackml_event *e,
                               "hit features"));
     SAGA_TRY(saga_alloc_array((void **)&r.hit_particle, n1, sizeof(int64_t), "hit particles"));
     SAGA_TRY(saga_alloc_array((void **)&r.hit_pt, n1, sizeof(float), "hit pT"));
+    SAGA_TRY(saga_alloc_array((void **)&r.hit_region, n1, sizeof(uint8_t), "hit regions"));
     for (int32_t i = 0; i < n; i++) {
         r.hit_feat[i * 3 + 0] = (float)(h[i].r / 1000.0);
         r.hit_feat[i * 3 + 1] = (float)(h[i].phi / M_PI);
         r.hit_feat[i * 3 + 2] = (float)(h[i].z / 1000.0);
         r.hit_particle[i] = h[i].particle;
         r.hit_pt[i] = h[i].particle ? h[i].pt : 0.0f;
+        r.hit_region[i] = (uint8_t)hit_region_of(h[i].layer);
+        r.region_hits[r.hit_region[i]]++;
     }
 
-    /* ---- segments to the next layer outwards, inner -> outer, in the phi window of the cut;
-     * and to the layers beyond it where the segment's line leaves the layers in between */
-    for (int l = 0; l + 1 < SAGA_TRACKML_N_LAYERS; l++) {
-        for (int t = l + 1; t < SAGA_TRACKML_N_LAYERS && t <= l + 1 + HEP_MAX_SKIP; t++) {
-            if (first[t] == first[t + 1])
-                continue; /* nothing on that layer */
-            /* the largest dr to layer t bounds the window: its outermost hit's r, found once */
-            double r_max = h[first[t + 1] - 1].r;
-            for (int32_t b = first[t]; b < first[t + 1]; b++)
-                r_max = fmax(r_max, h[b].r);
+    /* ---- segments inner -> outer: from each hit to every layer that the lines from the beam
+     * region through it reach, in the phi window of the bending cut */
+    for (int l = 0; l < NL; l++) {
+        for (int t = 0; t < NL; t++) {
+            if (t == l || first[t] == first[t + 1] || first[l] == first[l + 1] ||
+                r_hi[t] <= r_lo[l])
+                continue; /* no hit there, or none further out */
+            const saga_trackml_layer *T = saga_trackml_layer_at(t);
             for (int32_t a = first[l]; a < first[l + 1]; a++) {
-                double w = o->phi_slope_max * (r_max - h[a].r);
-                SAGA_TRY(scan_window(&eb, h, a, first[t], first[t + 1], h[a].phi - w, h[a].phi + w,
-                                     t - l - 1, o));
+                double reach;
+                if (!reaches(&h[a], T, o->z0_max, &reach))
+                    continue;
+                double w = o->phi_slope_max * (fmin(reach, r_hi[t]) - h[a].r);
+                if (w > 0)
+                    SAGA_TRY(scan_window(&eb, h, a, first[t], first[t + 1], h[a].phi - w,
+                                         h[a].phi + w, o));
             }
         }
     }
 
-    /* ---- every hit's particle's layers (hits of one particle in layer order, as h is sorted by
-     * layer), and its true segments: pairs of its hits on consecutive layers of its trajectory */
+    /* ---- every particle's trajectory: its layers ordered by r (the least r of its hits on
+     * each), each hit ranked by its layer's place; its true segments join consecutive layers */
     SAGA_TRY(saga_alloc_array((void **)&by_particle, n1, sizeof *by_particle, "particle hits"));
-    SAGA_TRY(saga_alloc_zeroed((void **)&layers, n1, sizeof *layers, "particle layers"));
+    SAGA_TRY(saga_alloc_zeroed((void **)&rank, n1, sizeof *rank, "particle layers"));
     int32_t np = 0;
     for (int32_t i = 0; i < n; i++)
         if (h[i].particle)
@@ -317,21 +394,32 @@ saga_status hep_graph_build(hep_event_graph *g, const saga_trackml_event *e,
     qsort(by_particle, (size_t)np, sizeof *by_particle, cmp_id_row);
     for (int32_t i = 0; i < np;) {
         int32_t j = i;
-        int64_t cnt[SAGA_TRACKML_N_LAYERS] = {0};
-        uint32_t mask = 0;
+        int64_t cnt[NL] = {0};
+        double at[NL];
         for (; j < np && by_particle[j].id == by_particle[i].id; j++) {
-            int l = h[by_particle[j].row].layer;
-            cnt[l]++;
-            mask |= 1u << l;
+            const khit *k = &h[by_particle[j].row];
+            at[k->layer] = cnt[k->layer]++ ? fmin(at[k->layer], k->r) : k->r;
+        }
+        int seq[NL], nl = 0;
+        for (int l = 0; l < NL; l++)
+            if (cnt[l]) { /* insertion by r: a particle crosses a few dozen layers at most */
+                int q = nl++;
+                for (; q > 0 && at[seq[q - 1]] > at[l]; q--)
+                    seq[q] = seq[q - 1];
+                seq[q] = l;
+            }
+        int place[NL];
+        for (int q = 0; q < nl; q++) {
+            place[seq[q]] = q;
+            if (q > 0) {
+                int64_t s = cnt[seq[q - 1]] * cnt[seq[q]];
+                int reg = hit_region_of(seq[q - 1]) + hit_region_of(seq[q]);
+                r.n_segments += s;
+                r.region_segments[reg] += s;
+            }
         }
         for (int32_t k = i; k < j; k++)
-            layers[by_particle[k].row] = mask;
-        for (int l = 0, prev = -1; l < SAGA_TRACKML_N_LAYERS; l++)
-            if (cnt[l]) {
-                if (prev >= 0)
-                    r.n_segments += cnt[prev] * cnt[l];
-                prev = l;
-            }
+            rank[by_particle[k].row] = place[h[by_particle[k].row].layer];
         i = j;
     }
 
@@ -356,11 +444,13 @@ saga_status hep_graph_build(hep_event_graph *g, const saga_trackml_event *e,
         memcpy(r.edge_feat + p * HEP_EDGE_FEATURES, eb.feat + k * HEP_EDGE_FEATURES,
                HEP_EDGE_FEATURES * sizeof(float));
         const khit *a = &h[eb.src[k]], *b = &h[eb.dst[k]];
-        /* the layers strictly between the two: the particle must have no hit there */
-        uint32_t between = ((1u << b->layer) - 1) & ~((2u << a->layer) - 1);
-        r.truth[p] =
-            a->particle != 0 && a->particle == b->particle && !(layers[eb.src[k]] & between);
+        /* consecutive hits: the outer one on the particle's next layer */
+        r.truth[p] = a->particle != 0 && a->particle == b->particle &&
+                     rank[eb.dst[k]] == rank[eb.src[k]] + 1;
+        int reg = hit_region_of(a->layer) + hit_region_of(b->layer);
         r.n_true += r.truth[p];
+        r.region_true[reg] += r.truth[p];
+        r.region_edges[reg]++;
     }
 
     /* ---- how well each edge continues: the best edge into its inner hit and out of its outer
@@ -396,7 +486,7 @@ fail:
     saga_free(out_off);
     saga_free(out_idx);
     saga_free(by_particle);
-    saga_free(layers);
+    saga_free(rank);
     saga_free(eb.src);
     saga_free(eb.dst);
     saga_free(eb.feat);
@@ -833,6 +923,7 @@ double hep_auc(const float *score, const uint8_t *label, int64_t n) {
 typedef struct hit_comp {
     int64_t particle;
     int32_t comp;
+    int32_t region; /* HEP_REGION_* of the hit */
 } hit_comp;
 
 static int cmp_hit_comp(const void *a, const void *b) {
@@ -845,21 +936,36 @@ static int cmp_hit_comp(const void *a, const void *b) {
 saga_status hep_track_efficiency(int64_t *found, int64_t *total, saga_backend *be,
                                  const hep_event_graph *g, const uint8_t *kept, const float *score,
                                  double track_pt) {
+    int64_t f[HEP_N_SEG_REGIONS], t[HEP_N_SEG_REGIONS];
+    saga_status st = hep_track_efficiency_regions(f, t, be, g, kept, score, track_pt);
+    *found = *total = 0;
+    for (int r = 0; r < HEP_N_SEG_REGIONS; r++)
+        *found += f[r], *total += t[r];
+    return st;
+}
+
+saga_status hep_track_efficiency_regions(int64_t found[HEP_N_SEG_REGIONS],
+                                         int64_t total[HEP_N_SEG_REGIONS], saga_backend *be,
+                                         const hep_event_graph *g, const uint8_t *kept,
+                                         const float *score, double track_pt) {
     saga_status st = SAGA_OK;
     int32_t *src = NULL, *dst = NULL, *comp = NULL, *size = NULL;
     int64_t *junction = NULL;
     hit_comp *hc = NULL;
     saga_graph *cg = NULL;
     int32_t n = g->n_hits;
-    int64_t nk = 0, f = 0, t = 0;
+    int64_t nk = 0;
     size_t n1 = n ? (size_t)n : 1;
+    for (int r = 0; r < HEP_N_SEG_REGIONS; r++)
+        found[r] = total[r] = 0;
     SAGA_TRY(saga_alloc_array((void **)&src, g->n_edges ? (size_t)g->n_edges : 1, sizeof *src,
                               "kept edges"));
     SAGA_TRY(saga_alloc_array((void **)&dst, g->n_edges ? (size_t)g->n_edges : 1, sizeof *dst,
                               "kept edges"));
     if (score) {
         /* junctions: junction[2v] is the highest-scoring kept edge out of hit v, junction[2v + 1]
-         * the highest into it (the first of equals); an edge stays when it is both */
+         * the highest into it (the first of equals); an edge stays when it scores within
+         * HEP_JUNCTION_TOLERANCE of both */
         SAGA_TRY(saga_alloc_array((void **)&junction, 2 * n1, sizeof *junction, "junctions"));
         for (size_t i = 0; i < 2 * n1; i++)
             junction[i] = -1;
@@ -875,8 +981,10 @@ saga_status hep_track_efficiency(int64_t *found, int64_t *total, saga_backend *b
         }
     }
     for (int64_t k = 0; k < g->n_edges; k++)
-        if (kept[k] && (!junction || (junction[2 * (size_t)g->src[k]] == k &&
-                                      junction[2 * (size_t)g->dst[k] + 1] == k))) {
+        if (kept[k] &&
+            (!junction ||
+             (score[k] >= score[junction[2 * (size_t)g->src[k]]] - HEP_JUNCTION_TOLERANCE &&
+              score[k] >= score[junction[2 * (size_t)g->dst[k] + 1]] - HEP_JUNCTION_TOLERANCE))) {
             src[nk] = g->src[k];
             dst[nk++] = g->dst[k];
         }
@@ -891,13 +999,18 @@ saga_status hep_track_efficiency(int64_t *found, int64_t *total, saga_backend *b
     for (int32_t v = 0; v < n; v++) {
         size[comp[v]]++;
         if (g->hit_particle[v] != 0 && g->hit_pt[v] > track_pt)
-            hc[nh++] = (hit_comp){g->hit_particle[v], comp[v]};
+            hc[nh++] = (hit_comp){g->hit_particle[v], comp[v],
+                                  g->hit_region ? g->hit_region[v] : HEP_REGION_BARREL};
     }
     qsort(hc, (size_t)nh, sizeof *hc, cmp_hit_comp);
     for (int32_t i = 0; i < nh;) {
         int32_t j = i, best = 0, best_comp = -1;
-        while (j < nh && hc[j].particle == hc[i].particle)
-            j++;
+        unsigned where = 0; /* bit HEP_REGION_*: the regions of its hits */
+        for (; j < nh && hc[j].particle == hc[i].particle; j++)
+            where |= 1u << hc[j].region;
+        int reg = where == (1u << HEP_REGION_BARREL)   ? HEP_SEG_BARREL
+                  : where == (1u << HEP_REGION_ENDCAP) ? HEP_SEG_ENDCAP
+                                                       : HEP_SEG_CROSSING;
         for (int32_t a = i; a < j;) { /* runs of one component inside the particle's run */
             int32_t b = a;
             while (b < j && hc[b].comp == hc[a].comp)
@@ -908,13 +1021,11 @@ saga_status hep_track_efficiency(int64_t *found, int64_t *total, saga_backend *b
         }
         int32_t nhits = j - i;
         if (nhits >= 3) {
-            t++;
-            f += best >= 0.75 * nhits && best >= 0.75 * size[best_comp];
+            total[reg]++;
+            found[reg] += best >= 0.75 * nhits && best >= 0.75 * size[best_comp];
         }
         i = j;
     }
-    *found = f;
-    *total = t;
 fail:
     saga_graph_free(&cg);
     saga_free(junction);
@@ -970,6 +1081,9 @@ saga_status hep_evaluate_curve(hep_metrics *out, hep_curve *curve, saga_backend 
     float *score = NULL;
     uint8_t *label = NULL, *kept = NULL;
     int64_t m = 0, max_m = 1, tp = 0, fp = 0, fn = 0, found = 0, found_cc = 0, tracks = 0;
+    int64_t rtp[HEP_N_SEG_REGIONS] = {0}, rfp[HEP_N_SEG_REGIONS] = {0},
+            rfn[HEP_N_SEG_REGIONS] = {0}, rfound[HEP_N_SEG_REGIONS] = {0},
+            rtracks[HEP_N_SEG_REGIONS] = {0};
     for (int32_t i = first; i < first + n; i++) {
         m += events[i].n_edges;
         if (events[i].n_edges > max_m)
@@ -995,13 +1109,19 @@ saga_status hep_evaluate_curve(hep_metrics *out, hep_curve *curve, saga_backend 
             tp += kept[k] && g->truth[k];
             fp += kept[k] && !g->truth[k];
             fn += !kept[k] && g->truth[k];
+            int reg = g->hit_region ? g->hit_region[g->src[k]] + g->hit_region[g->dst[k]] : 0;
+            rtp[reg] += kept[k] && g->truth[k];
+            rfp[reg] += kept[k] && !g->truth[k];
+            rfn[reg] += !kept[k] && g->truth[k];
         }
-        int64_t f = 0, t = 0, fc = 0;
-        SAGA_TRY(hep_track_efficiency(&f, &t, be, g, kept, score + e0, track_pt));
-        SAGA_TRY(hep_track_efficiency(&fc, &t, be, g, kept, NULL, track_pt));
-        found += f;
+        int64_t f[HEP_N_SEG_REGIONS], t[HEP_N_SEG_REGIONS], fc = 0, tc = 0;
+        SAGA_TRY(hep_track_efficiency_regions(f, t, be, g, kept, score + e0, track_pt));
+        SAGA_TRY(hep_track_efficiency(&fc, &tc, be, g, kept, NULL, track_pt));
+        for (int r = 0; r < HEP_N_SEG_REGIONS; r++) {
+            found += f[r], tracks += t[r];
+            rfound[r] += f[r], rtracks[r] += t[r];
+        }
         found_cc += fc;
-        tracks += t;
         e0 += g->n_edges;
     }
     hep_metrics r = {.n_edges = m, .n_true = tp + fn, .threshold = threshold};
@@ -1013,6 +1133,15 @@ saga_status hep_evaluate_curve(hep_metrics *out, hep_curve *curve, saga_backend 
     r.n_tracks = tracks;
     r.track_efficiency = tracks ? (double)found / (double)tracks : 0.0;
     r.track_efficiency_cc = tracks ? (double)found_cc / (double)tracks : 0.0;
+    for (int k = 0; k < HEP_N_SEG_REGIONS; k++) {
+        r.region_true[k] = rtp[k] + rfn[k];
+        r.region_edge_efficiency[k] =
+            rtp[k] + rfn[k] ? (double)rtp[k] / (double)(rtp[k] + rfn[k]) : 0.0;
+        r.region_edge_purity[k] =
+            rtp[k] + rfp[k] ? (double)rtp[k] / (double)(rtp[k] + rfp[k]) : 0.0;
+        r.region_tracks[k] = rtracks[k];
+        r.region_track_efficiency[k] = rtracks[k] ? (double)rfound[k] / (double)rtracks[k] : 0.0;
+    }
     *out = r;
 fail:
     hep_batch_free(&b);

@@ -10,17 +10,21 @@
  *   printf("edge efficiency %.4f purity %.4f\n", r.metrics.edge_efficiency, r.metrics.edge_purity);
  *   hep_data_free(&d);
  *
- * Graph: a vertex per hit on the barrel layers with features (r / 1000, phi / pi, z / 1000); an
- * edge from a hit to each hit on the next layer outwards whose segment passes two cuts: the
- * bending |dphi / dr| below phi_slope_max and the segment's intersection with the beam line
- * |z0| below z0_max (the hits of the next layer are sorted by phi, so each hit scans only the
- * phi window the first cut allows). A segment may also skip up to HEP_MAX_SKIP layers, where
- * its line in (r, z) passes each of them at or beyond the layer's end: a particle that leaves
- * the pixel barrel's length before its last layer goes on to the longer strip layers, and
- * that segment joins its two pieces. An edge is true when both hits belong to one particle and
- * that particle has no hit on the layers between them: they are consecutive hits of its
- * trajectory. Hits of particles below pt_min are dropped from the graph, as if the detector had
- * not seen them; noise hits stay.
+ * Graph: a vertex per hit, on the barrel's cylinders and the end-caps' disks alike, with
+ * features (r / 1000, phi / pi, z / 1000); an edge from a hit to each hit further out in r whose
+ * segment passes three cuts: the bending |dphi / dr| below phi_slope_max, the segment's
+ * intersection with the beam line |z0| below z0_max, and, of the detector's layers its straight
+ * line in (r, z) crosses between the two hits (inside the layer's bounds, more than
+ * HEP_EDGE_MARGIN_MM from its edges), at most max_missing (a layer the particle crossed without
+ * leaving a hit). A layer the line passes beyond the end of is not crossed: a particle that
+ * leaves the pixel barrel's length goes on to the strip layers or the disks, and that segment
+ * joins the pieces. The same rule serves cylinders (steps in r) and disks (steps in z): it asks
+ * only where the line meets each surface. Each hit scans, on each layer the line from the beam
+ * region through it can reach, only the phi window the first cut allows, the layer's hits being
+ * sorted by phi. An edge is true when both hits belong to one particle and the outer one is on
+ * the next layer of that particle's trajectory (its layers ordered by r, doubled hits on one
+ * layer sharing it): they are consecutive hits. Hits of particles below pt_min are dropped from
+ * the graph, as if the detector had not seen them; noise hits stay.
  *
  * Model (Interaction Network, Battaglia et al. 2016, as used for tracking by Exa.TrkX): node
  * and edge encoders (two-layer MLPs to `hidden`, tanh), then `iterations` rounds of one vertex
@@ -43,8 +47,15 @@
 
 /* An edge's features: HEP_SEGMENT_FEATURES of its own segment, then 4 of its neighbours'. */
 enum { HEP_HIT_FEATURES = 3, HEP_SEGMENT_FEATURES = 7, HEP_EDGE_FEATURES = 11 };
-/* Most layers a segment may skip: only where its line leaves them (see the graph above). */
-enum { HEP_MAX_SKIP = 2 };
+/* A segment's line crosses a layer when it meets the layer's surface more than this far (mm)
+ * inside its bounds; nearer the edge it may pass beside it (the hits' smearing). */
+#define HEP_EDGE_MARGIN_MM 5.0
+
+/* Where a hit is (barrel or end-cap), and where a segment is: both hits on the barrel, one on
+ * each, or both on the end-caps. */
+enum { HEP_REGION_BARREL = 0, HEP_REGION_ENDCAP = 1, HEP_N_HIT_REGIONS = 2 };
+enum { HEP_SEG_BARREL = 0, HEP_SEG_CROSSING = 1, HEP_SEG_ENDCAP = 2, HEP_N_SEG_REGIONS = 3 };
+extern const char *const HEP_SEG_REGION_NAMES[HEP_N_SEG_REGIONS]; /* "barrel", "crossing", ... */
 
 /* ---- graphs ------------------------------------------------------------------------------- */
 
@@ -52,6 +63,9 @@ typedef struct hep_graph_opts {
     double pt_min;        /* GeV: hits of slower particles are dropped (1.0) */
     double phi_slope_max; /* rad/mm: most bending of a segment (0.0006, about pT 0.5 GeV) */
     double z0_max;        /* mm: farthest beam-line intersection of a segment (350) */
+    int max_missing;      /* layers a segment may cross without a hit on them (1) */
+    bool barrel_only;     /* the barrel alone: end-cap hits left out (counted in n_left_out),
+                           * segments may pass the disks (false) */
 } hep_graph_opts;
 
 hep_graph_opts hep_graph_opts_defaults(void);
@@ -71,19 +85,25 @@ typedef struct hep_event_graph {
     int64_t n_true;     /* true edges built */
     int64_t n_segments; /* all true segments: pairs of one particle's hits on consecutive layers
                          * of its trajectory (no hit of it on the layers between) */
-    /* where the event's hits went: n_read = n_barrel + n_endcap; n_barrel = n_hits + n_soft */
-    int64_t n_read;   /* rows of the hits file */
-    int64_t n_barrel; /* on the barrel layers (volumes 8, 13, 17) */
-    int64_t n_endcap; /* on the end-caps (volumes 7/9, 12/14, 16/18): left out of the graph */
-    int64_t n_soft;   /* barrel hits of particles below pt_min: dropped */
-    int64_t n_noise;  /* noise hits (particle_id 0) in the graph */
+    /* where the event's hits went: n_read = n_barrel + n_endcap = n_hits + n_soft + n_left_out */
+    int64_t n_read;                         /* rows of the hits file */
+    int64_t n_barrel;                       /* read on the barrel layers (volumes 8, 13, 17) */
+    int64_t n_endcap;                       /* read on the end-caps (volumes 7/9, 12/14, 16/18) */
+    int64_t n_left_out;                     /* end-cap hits left out by barrel_only */
+    int64_t n_soft;                         /* hits of particles below pt_min: dropped */
+    int64_t n_noise;                        /* noise hits (particle_id 0) in the graph */
+    uint8_t *hit_region;                    /* HEP_REGION_* of each hit */
+    int64_t region_hits[HEP_N_HIT_REGIONS]; /* hits in the graph */
+    int64_t region_segments[HEP_N_SEG_REGIONS]; /* true segments (n_segments by region) */
+    int64_t region_true[HEP_N_SEG_REGIONS];     /* true edges built (n_true by region) */
+    int64_t region_edges[HEP_N_SEG_REGIONS];    /* edges built */
 } hep_event_graph;
 
 /* Builds e's graph with o (NULL: defaults) into *g (zeroed first; on failure it holds
- * nothing). Hits on the end-caps are left out (counted in n_endcap): the graph joins barrel
- * layers only. Errors: SAGA_ERR_OUT_OF_MEMORY; SAGA_ERR_INVALID_ARG for an event with
+ * nothing). Errors: SAGA_ERR_OUT_OF_MEMORY; SAGA_ERR_INVALID_ARG for an event with
  * more than 2^31 - 1 hits or without its truth; SAGA_ERR_PARSE naming the hit_id for a hit on a
- * (volume_id, layer_id) that is neither a barrel layer nor an end-cap volume of TrackML. */
+ * (volume_id, layer_id) that is not a layer of TrackML's detector; SAGA_ERR_INVALID_ARG for
+ * options out of range. */
 saga_status hep_graph_build(hep_event_graph *g, const saga_trackml_event *e,
                             const hep_graph_opts *o);
 void hep_graph_free(hep_event_graph *g);
@@ -194,6 +214,11 @@ typedef struct hep_metrics {
     int64_t n_tracks;           /* particles with pT > track_pt and >= 3 hits in the graphs */
     double track_efficiency;    /* share of them found, junctions cut (see hep_track_efficiency) */
     double track_efficiency_cc; /* the same with tracks as plain connected components */
+    /* by region (HEP_SEG_*): an edge by where its two hits are; a track by where its particle's
+     * hits are (all on the barrel, on both, all on the end-caps) */
+    double region_edge_efficiency[HEP_N_SEG_REGIONS], region_edge_purity[HEP_N_SEG_REGIONS];
+    int64_t region_true[HEP_N_SEG_REGIONS], region_tracks[HEP_N_SEG_REGIONS];
+    double region_track_efficiency[HEP_N_SEG_REGIONS];
 } hep_metrics;
 
 /* The metrics at thresholds 0, 0.01, ..., 1 (an edge kept when its score is above the
@@ -218,12 +243,20 @@ double hep_auc(const float *score, const uint8_t *label, int64_t n);
  * with pT > track_pt and at least 3 hits counts as found when >= 75% of its hits lie in one
  * component of which >= 75% are its hits. *found and *total are the counts for this event.
  * With score (the edges' scores; NULL: plain components) the junctions are cut first: of the
- * kept edges out of a hit only the highest-scoring one stays, and of those into a hit too (an
- * edge stays when it is both), so a track is a chain and a wrong edge that passed the threshold
- * can no longer merge two tracks where a better edge continues each. */
+ * kept edges out of a hit only those scoring within HEP_JUNCTION_TOLERANCE of the highest stay,
+ * and of those into a hit too (an edge stays when it is both), so a wrong edge that passed the
+ * threshold can no longer merge two tracks where a better edge continues each, while the two
+ * edges into (or out of) a doubled hit, both as good, stay. */
+#define HEP_JUNCTION_TOLERANCE 0.005
 saga_status hep_track_efficiency(int64_t *found, int64_t *total, saga_backend *be,
                                  const hep_event_graph *g, const uint8_t *kept, const float *score,
                                  double track_pt);
+/* hep_track_efficiency by where the particles' hits are (HEP_SEG_*: all on the barrel, on both,
+ * all on the end-caps; a graph without hit_region is all barrel): found[r] of total[r]. */
+saga_status hep_track_efficiency_regions(int64_t found[HEP_N_SEG_REGIONS],
+                                         int64_t total[HEP_N_SEG_REGIONS], saga_backend *be,
+                                         const hep_event_graph *g, const uint8_t *kept,
+                                         const float *score, double track_pt);
 
 /* Scores every event of events[first .. first + n) one at a time (inference) and measures. */
 saga_status hep_evaluate(hep_metrics *out, saga_backend *be, hep_net *net,

@@ -74,20 +74,36 @@ for ev in meta["events"]:
     assert set(y) <= {0.0, 1.0}
     ei, pid = a["edge_index"][1], a["hit_particle"][1]
     assert all(0 <= i < n for i in ei)
-    # a label is 1 exactly when both hits are of one particle that has no hit on a layer between
-    # them (the layer of a hit: the nearest barrel radius to its r)
-    radii = [32, 72, 116, 172, 260, 360, 500, 660, 820, 1020]
+    # a label is 1 exactly when both hits are of one particle and the outer one is on the next
+    # of its layers (its layers ordered by the least r of its hits on them). The layer of a hit:
+    # a barrel cylinder whose radius its r matches within its length, else the disk at its z.
+    barrel = [(32, 500), (72, 500), (116, 500), (172, 500), (260, 1100), (360, 1100),
+              (500, 1100), (660, 1100), (820, 1100), (1020, 1100)]
     xs = a["x"][1]
-    layer = [min(range(10), key=lambda l: abs(radii[l] - 1000 * xs[3 * i])) for i in range(n)]
-    on = {}
+    def layer_of(i):
+        r, z = 1000 * xs[3 * i], 1000 * xs[3 * i + 2]
+        for l, (rl, half) in enumerate(barrel):
+            if abs(r - rl) < 0.5 and abs(z) < half + 10:
+                return l
+        return ("disk", round(z))
+    layer = [layer_of(i) for i in range(n)]
+    first_r = {}
     for i in range(n):
-        on.setdefault(pid[i], set()).add(layer[i])
+        key = (pid[i], layer[i])
+        first_r[key] = min(first_r.get(key, xs[3 * i]), xs[3 * i])
+    place = {}
+    for p_ in set(pid):
+        mine = sorted((r, str(l), l) for (q, l), r in first_r.items() if q == p_)
+        for k, (_, _, l) in enumerate(mine):
+            place[(p_, l)] = k
     def consecutive(u, v):
-        return not any(l in on[pid[u]] for l in range(layer[u] + 1, layer[v]))
+        return place[(pid[v], layer[v])] == place[(pid[u], layer[u])] + 1
     assert all((y[k] == 1) == (pid[ei[k]] != 0 and pid[ei[k]] == pid[ei[m + k]] and
                                consecutive(ei[k], ei[m + k])) for k in range(m))
-    # an edge joins the next layer out, or skips layers its line leaves (at most 2)
-    assert all(1 <= layer[ei[m + k]] - layer[ei[k]] <= 3 for k in range(m))
+    # an edge runs outwards, between two layers
+    assert all(xs[3 * ei[k]] < xs[3 * ei[m + k]] and layer[ei[k]] != layer[ei[m + k]]
+               for k in range(m))
+    assert any(isinstance(l, tuple) for l in layer), "no end-cap hit in the graphs"
     assert (n, m, int(sum(y))) == (ev["hits"], ev["edges"], ev["true_edges"]), ev
     hits, edges, true = hits + n, edges + m, true + int(sum(y))
 assert (hits, edges, true) == (build["hits"], build["edges"], build["true_edges"]), build

@@ -5,9 +5,11 @@
 # with particle_id 0, 64-bit particle ids (two pairs of them equal in their low 32 bits or in a
 # double), a particle with hits on the end-caps only, a soft particle below the pT cut, and a
 # particle that left no hit. The counts the commands report are checked against what was
-# written: hits read, on the barrel, on the end-caps (left out), dropped below the pT cut, noise,
-# and the edges and true edges a brute-force pass over every pair of hits finds under the
-# builder's rules (the next barrel layer out, or up to two beyond where the line leaves them).
+# written: hits read, on the barrel, on the end-caps, dropped below the pT cut, noise, and the
+# edges and true edges (by region: barrel, crossing, end-cap) that a brute-force pass over every
+# pair of hits finds under the builder's rules (further out in r, the bending and beam-line cuts,
+# at most --max-missing layers crossed between the hits), for the whole detector and for
+# --barrel-only --max-missing 0.
 set -euo pipefail
 source "$(dirname "$0")/cli_common.bash"
 
@@ -23,9 +25,9 @@ BARREL = [(8, 2, 32, 500), (8, 4, 72, 500), (8, 6, 116, 500), (8, 8, 172, 500),
           (13, 2, 260, 1100), (13, 4, 360, 1100), (13, 6, 500, 1100), (13, 8, 660, 1100),
           (17, 2, 820, 1100), (17, 4, 1020, 1100)]
 # end-caps: (volume at negative z, at positive z, |z| of the disks from the barrel out, r range)
-ENDCAPS = [(7, 9, [600, 700, 820, 960, 1100, 1300, 1500], (30, 175)),
-           (12, 14, [1220, 1500, 1800, 2150, 2500, 2950], (260, 700)),
-           (16, 18, [1220, 1500, 1800, 2150, 2500, 2950], (700, 1020))]
+ENDCAPS = [(7, 9, [600, 700, 820, 960, 1100, 1300, 1500], (30, 176)),
+           (12, 14, [1220, 1500, 1800, 2150, 2550, 2950], (240, 700)),
+           (16, 18, [1220, 1500, 1800, 2150, 2550, 2950], (750, 1020))]
 ENDCAP_IDS = {7, 9, 12, 14, 16, 18}
 PT_MIN, PHI_SLOPE_MAX, Z0_MAX = 1.0, 0.0006, 350.0
 
@@ -48,8 +50,38 @@ DESIGN = [(10.0, 0.2, 1), (5.0, 0.8, -1), (4.0, 1.6, 1), (3.0, -2.0, -1), (2.0, 
 IDS = [4503668346847232, 4503668346847232 + (1 << 32), (1 << 60) + 12345, (1 << 60) + 12346,
        22525763437723648, 319933648109985792, 936748859932016651, 4503737066323968]
 
+MARGIN = 5.0  # mm: a line crosses a layer more than this far inside its bounds
+# every layer: (volume, layer_id, disk, r_min, r_max, z_min, z_max)
+LAYERS = [(v, l, False, r, r, -h, h) for v, l, r, h in BARREL]
+for neg, pos, zs, (rmin, rmax) in ENDCAPS:
+    for side in (-1, 1):
+        LAYERS += [(v, l, True, rmin, rmax, z, z) for v, l, z in disk_layers(neg, pos, zs, side)]
+LAYER_OF = {(L[0], L[1]): i for i, L in enumerate(LAYERS)}
+
+def crossed(a, b, n_layers):
+    """Of the first n_layers layers, those the line in (r, z) from hit a to hit b crosses
+    strictly between them."""
+    n = 0
+    for m, (v, l, disk, rmin, rmax, zmin, zmax) in enumerate(LAYERS[:n_layers]):
+        if m in (a[0], b[0]):
+            continue
+        if not disk:
+            if a[1] < rmin < b[1]:
+                zm = a[3] + (rmin - a[1]) * (b[3] - a[3]) / (b[1] - a[1])
+                n += zmin + MARGIN < zm < zmax - MARGIN
+        elif min(a[3], b[3]) < zmin < max(a[3], b[3]):
+            rm = a[1] + (zmin - a[3]) * (b[1] - a[1]) / (b[3] - a[3])
+            n += rmin + MARGIN < rm < rmax - MARGIN
+    return n
+
+def region(a, b):
+    return ('barrel', 'crossing', 'endcap')[(a[0] >= 10) + (b[0] >= 10)]
+
 expect = dict(events=0, read=0, barrel=0, endcap=0, soft=0, hits=0, noise=0, edges=0,
-              true_edges=0, tracks=0, particles_endcap_only=0)
+              true_edges=0, tracks=0, particles_endcap_only=0, b_hits=0, b_edges=0,
+              b_true_edges=0)
+for reg in ('barrel', 'crossing', 'endcap'):
+    expect['edges_' + reg] = expect['true_' + reg] = 0
 rng = random.Random(7)
 for ev in (1000, 1001):
     prefix = '%s/event%09d' % (out, ev)
@@ -127,39 +159,57 @@ for ev in (1000, 1001):
     expect['read'] += len(hits)
     kept = []
     for h in hits:
-        if h[3] in ENDCAP_IDS:
-            expect['endcap'] += 1
-            continue
-        expect['barrel'] += 1
+        expect['endcap' if h[3] in ENDCAP_IDS else 'barrel'] += 1
         if h[5] and pt_of[h[5]] < PT_MIN:
             expect['soft'] += 1
             continue
-        layer = [(v, l) for v, l, _, _ in BARREL].index((h[3], h[4]))
         x, y, z = f32(h[0]), f32(h[1]), f32(h[2])
-        kept.append((layer, math.hypot(x, y), math.atan2(y, x), z, h[5]))
+        kept.append((LAYER_OF[(h[3], h[4])], math.hypot(x, y), math.atan2(y, x), z, h[5]))
     expect['hits'] += len(kept)
     expect['noise'] += sum(1 for h in kept if h[4] == 0)
-    on = {}  # the layers of each particle's kept hits
-    for h in kept:
-        on.setdefault(h[4], set()).add(h[0])
-    for a in kept:  # every pair to the next layer out, or up to 2 beyond where the line leaves
-        for b in kept:  # the layers between (within 5 mm of their end), inner -> outer
-            if not 1 <= b[0] - a[0] <= 3:
-                continue
-            dr = b[1] - a[1]
-            dphi = b[2] - a[2]
-            dphi -= 2 * math.pi if dphi > math.pi else -2 * math.pi if dphi < -math.pi else 0
-            if dr <= 0 or abs(dphi / dr) > PHI_SLOPE_MAX:
-                continue
-            if abs(a[3] - a[1] * (b[3] - a[3]) / dr) > Z0_MAX:
-                continue
-            between = range(a[0] + 1, b[0])
-            if any(abs(a[3] + (BARREL[m][2] - a[1]) * (b[3] - a[3]) / dr) < BARREL[m][3] - 5
-                   for m in between):
-                continue
-            expect['edges'] += 1
-            expect['true_edges'] += (a[4] != 0 and a[4] == b[4] and
-                                     not any(m in on[a[4]] for m in between))
+
+    def pairs(hits_, max_missing, n_layers, count):
+        # each particle's layers in the order of the least r of its hits on them
+        first_r = {}
+        for h in hits_:
+            if h[4]:
+                key = (h[4], h[0])
+                first_r[key] = min(first_r.get(key, h[1]), h[1])
+        place = {}
+        for pid in {h[4] for h in hits_ if h[4]}:
+            mine = sorted((r, l) for (p, l), r in first_r.items() if p == pid)
+            for k, (_, l) in enumerate(mine):
+                place[(pid, l)] = k
+        for a in hits_:
+            for b in hits_:
+                if a[0] == b[0]:
+                    continue
+                dr = b[1] - a[1]
+                dphi = b[2] - a[2]
+                dphi -= 2 * math.pi if dphi > math.pi else -2 * math.pi if dphi < -math.pi else 0
+                if dr <= 0 or abs(dphi / dr) > PHI_SLOPE_MAX:
+                    continue
+                if abs(a[3] - a[1] * (b[3] - a[3]) / dr) > Z0_MAX:
+                    continue
+                if crossed(a, b, n_layers) > max_missing:
+                    continue
+                true = a[4] != 0 and a[4] == b[4] and place[(b[4], b[0])] == place[(a[4], a[0])] + 1
+                count(a, b, true)
+
+    def full(a, b, true):
+        expect['edges'] += 1
+        expect['true_edges'] += true
+        expect['edges_' + region(a, b)] += 1
+        expect['true_' + region(a, b)] += true
+
+    def barrel_only(a, b, true):
+        expect['b_edges'] += 1
+        expect['b_true_edges'] += true
+
+    pairs(kept, 1, len(LAYERS), full)
+    on_barrel = [h for h in kept if h[0] < 10]
+    expect['b_hits'] += len(on_barrel)
+    pairs(on_barrel, 0, len(BARREL), barrel_only)
     per = {}
     for h in kept:
         if h[4] and pt_of[h[4]] > 1.0:
@@ -183,25 +233,37 @@ python3 -c 'import json,sys; e=json.loads(sys.argv[1]); sys.exit(not (200 <= e["
 
 # ---- build: every count as written
 expect 0 "$SAGA_BIN" hep build --data "$DATA" --json
-got=$(json_get 'j["events"], j.get("hits_read"), j.get("barrel_hits"), j.get("endcap_hits_left_out"), j.get("soft_hits_dropped"), j["hits"], j.get("noise_hits"), j["edges"], j["true_edges"]')
+got=$(json_get 'j["events"], j.get("hits_read"), j.get("barrel_hits"), j.get("endcap_hits"), j.get("soft_hits_dropped"), j["hits"], j.get("noise_hits"), j["edges"], j["true_edges"]')
 want="$(x events) $(x read) $(x barrel) $(x endcap) $(x soft) $(x hits) $(x noise) $(x edges) $(x true_edges)"
 [ "$got" = "$want" ] || fail "build counts (events, read, barrel, end-cap, soft, hits, noise, edges, true edges): got $got, wrote $want"
+got=$(json_get '" ".join("%d %d" % (j["regions"][r]["edges"], j["regions"][r]["true_edges"]) for r in ("barrel", "crossing", "endcap"))')
+want="$(x edges_barrel) $(x true_barrel) $(x edges_crossing) $(x true_crossing) $(x edges_endcap) $(x true_endcap)"
+[ "$got" = "$want" ] || fail "build counts by region (edges, true edges: barrel, crossing, end-cap): got $got, brute force $want"
+# end-cap and crossing segments are in the graphs, not only barrel ones
+[ "$(x true_endcap)" -ge 10 ] && [ "$(x true_crossing)" -ge 4 ] || fail "too few end-cap segments to test: $X"
 # the true segments are all kept: the tracks are helices of pT >= 1.5 GeV from the beam line
 [ "$(json_get 'j["construction_efficiency"] == 1')" = True ] || fail "construction: $(json_last)"
-expect_err "hits      $(x read) read: $(x barrel) on the barrel, $(x endcap) on the end-caps left out (the graphs join barrel layers only); $(x soft) of particles below 1 GeV dropped"
+expect_err "hits      $(x read) read: $(x barrel) on the barrel, $(x endcap) on the end-caps; $(x soft) of particles below 1 GeV dropped"
+expect_err "crossing "
+# the barrel alone, consecutive layers only: the graphs of earlier releases
+expect 0 "$SAGA_BIN" hep build --data "$DATA" --barrel-only --max-missing 0 --json
+got=$(json_get 'j["endcap_hits_left_out"], j["hits"], j["edges"], j["true_edges"]')
+want="$(x endcap) $(x b_hits) $(x b_edges) $(x b_true_edges)"
+[ "$got" = "$want" ] || fail "--barrel-only counts (left out, hits, edges, true edges): got $got, brute force $want"
+expect_err "on the end-caps (left out: --barrel-only)"
 
 # ---- train two epochs (event 1000 trains, 1001 evaluates), then evaluate both events
 expect 0 "$SAGA_BIN" hep train --data "$DATA" --epochs 2 --hidden 8 --iterations 2 \
     --checkpoint "$TMP/trackml.ckpt" --json --quiet
-got=$(json_get 'j["train_events"], j["eval_events"], j["epochs"], j.get("endcap_hits_left_out"), j["edges"], j["tracks"], 0 <= j["auc"] <= 1, j["loss"] > 0')
+got=$(json_get 'j["train_events"], j["eval_events"], j["epochs"], j.get("endcap_hits"), j["edges"], j["tracks"], 0 <= j["auc"] <= 1, j["loss"] > 0')
 [ "$got" = "1 1 2 $(x endcap) $(x edges) $(x tracks_1001) True True" ] ||
     fail "train: $got: $(json_last)"
 expect 0 "$SAGA_BIN" hep eval --data "$DATA" --checkpoint "$TMP/trackml.ckpt" --hidden 8 \
     --iterations 2 --json
 # every particle above 1 GeV with 3 or more graph hits is a track: 64-bit ids stay apart
-got=$(json_get 'j["events"], j["checkpoint_epoch"], j.get("hits_read"), j.get("endcap_hits_left_out"), j["eval_edges"], j["tracks"]')
-[ "$got" = "2 2 $(x read) $(x endcap) $(x edges) $(x tracks)" ] || fail "eval: $got: $(json_last)"
-expect_err "$(x endcap) on the end-caps left out"
+got=$(json_get 'j["events"], j["checkpoint_epoch"], j.get("hits_read"), j.get("endcap_hits"), j["eval_edges"], j["tracks"], sum(j["regions"][r]["tracks"] for r in ("barrel", "crossing", "endcap"))')
+[ "$got" = "2 2 $(x read) $(x endcap) $(x edges) $(x tracks) $(x tracks)" ] || fail "eval: $got: $(json_last)"
+expect_err "$(x endcap) on the end-caps"
 
 # ---- the test_sample layout has no truth: an error naming the missing file
 mkdir -p "$TMP/test_sample"
@@ -214,7 +276,7 @@ mkdir -p "$TMP/bad"
 cp "$DATA"/event000001000-* "$TMP/bad/"
 sed -i '6s/^\(5,[^,]*,[^,]*,[^,]*\),[0-9]*,[0-9]*,/\1,5,2,/' "$TMP/bad/event000001000-hits.csv"
 expect 1 "$SAGA_BIN" hep build --data "$TMP/bad"
-expect_err "event000001000-hits.csv: event 1000, hit_id 5: expected a TrackML barrel layer"
+expect_err "event000001000-hits.csv: event 1000, hit_id 5: expected a layer of TrackML's detector"
 expect_err "found volume_id 5 layer_id 2"
 sed -i '6s/^\(5,[^,]*,[^,]*,[^,]*\),[0-9]*,[0-9]*,/\1,8,10,/' "$TMP/bad/event000001000-hits.csv"
 expect 1 "$SAGA_BIN" hep build --data "$TMP/bad"

@@ -100,7 +100,9 @@ static void test_hep_graph_construction_tiny_event(void **state) {
     (void)state;
     saga_trackml_event *e = tiny_event();
     hep_event_graph g;
-    assert_int_equal(hep_graph_build(&g, e, NULL), SAGA_OK);
+    hep_graph_opts o = hep_graph_opts_defaults();
+    o.max_missing = 0; /* the segments by hand join consecutive layers */
+    assert_int_equal(hep_graph_build(&g, e, &o), SAGA_OK);
     /* particle 3's three hits are dropped */
     assert_int_equal(g.n_hits, TINY_HITS + 1 - 3);
     /* by hand: the three straight particles give 2 true segments each; hit 9 (dphi 0.01 over 40
@@ -151,7 +153,6 @@ static void test_hep_graph_construction_tiny_event(void **state) {
     hep_graph_free(&g);
 
     /* a lower cut keeps particle 3: its two segments join the graph */
-    hep_graph_opts o = hep_graph_opts_defaults();
     o.pt_min = 0.4;
     assert_int_equal(hep_graph_build(&g, e, &o), SAGA_OK);
     assert_int_equal(g.n_hits, TINY_HITS + 1);
@@ -257,7 +258,10 @@ static void test_hep_graph_skips_layers_a_track_leaves(void **state) {
     for (int k = 0; k < 3; k++)
         e->px[k] = 2.0f, e->py[k] = 0.0f, e->pz[k] = 1.0f;
     hep_event_graph g;
-    assert_int_equal(hep_graph_build(&g, e, NULL), SAGA_OK);
+    hep_graph_opts o = hep_graph_opts_defaults();
+    o.max_missing = 0;    /* a segment may pass layers it leaves, but cross none */
+    o.barrel_only = true; /* the disks at 600 mm and on would be crossed: see ..._endcaps */
+    assert_int_equal(hep_graph_build(&g, e, &o), SAGA_OK);
     assert_int_equal(g.n_hits, GAP_HITS);
     /* (inner hit, outer hit, true) by hand */
     const int want[13][3] = {{0, 1, 1},   {1, 2, 1},   {2, 3, 1},  {2, 14, 0}, {4, 5, 1},
@@ -294,10 +298,13 @@ static void test_hep_graph_counts_endcap_hits_left_out(void **state) {
     (void)state;
     saga_trackml_event *e = trackml_event();
     hep_event_graph g;
-    assert_int_equal(hep_graph_build(&g, e, NULL), SAGA_OK);
+    hep_graph_opts o = hep_graph_opts_defaults();
+    o.barrel_only = true;
+    assert_int_equal(hep_graph_build(&g, e, &o), SAGA_OK);
     assert_int_equal(g.event_id, 1000);
     assert_int_equal(g.n_read, TML_HITS);
     assert_int_equal(g.n_endcap, 4); /* hits 2, 3, 4, 7 */
+    assert_int_equal(g.n_left_out, 4);
     assert_int_equal(g.n_barrel, 4);
     assert_int_equal(g.n_soft, 1);  /* particle 3 */
     assert_int_equal(g.n_hits, 3);  /* particle 1's two barrel hits and the strip noise */
@@ -322,6 +329,107 @@ static void test_hep_graph_counts_endcap_hits_left_out(void **state) {
     e->volume_id[5] = 17, e->layer_id[5] = 6;
     assert_int_equal(hep_graph_build(&g, e, NULL), SAGA_ERR_PARSE);
     saga_test_assert_error_contains("found volume_id 17 layer_id 6", NULL);
+    saga_trackml_event_free(&e);
+}
+
+/* One straight particle (pT 10 GeV, z = 4.2 r from the origin) through the whole detector, by
+ * hand: pixel barrel layers 0-2 (r 32, 72, 116 mm; at r 172 it is at z 722, beyond the barrel),
+ * pixel disks at z 600 and 700 (r 142.9, 166.7), the first short-strip barrel layer (r 260, z
+ * 1092), then the short-strip disks at z 1220 .. 2550 (r 290.5 .. 607.1), with a doubled hit on
+ * the disk at 1500 (r 358). No hit lies within HEP_EDGE_MARGIN_MM of its layer's edge, so every
+ * layer the line meets between two of its hits is crossed. Its 12 true segments: 2 on the barrel,
+ * 3 crossing (B2 -> D600, D700 -> B4, B4 -> D1220), 7 on the disks (the doubled hit adds one in
+ * and one out). With max_missing 1 each segment over one layer joins too (false): B0 -> B2
+ * (barrel); B1 -> D600, B2 -> D700, D600 -> B4, B4 -> D1500 and B4 -> D1500' (crossing); D700 ->
+ * D1220, D1220 -> D1800, D1500 -> D2150, D1500' -> D2150, D1800 -> D2550 (end-caps). */
+enum { EC_HITS = 12 };
+static const struct {
+    int32_t volume, layer;
+    double r, z;
+} EC[EC_HITS] = {
+    {8, 2, 32, 4.2 * 32},      {8, 4, 72, 4.2 * 72},      {8, 6, 116, 4.2 * 116},
+    {9, 2, 600 / 4.2, 600},    {9, 4, 700 / 4.2, 700},    {13, 2, 260, 4.2 * 260},
+    {14, 2, 1220 / 4.2, 1220}, {14, 4, 1500 / 4.2, 1500}, {14, 4, 358, 1500},
+    {14, 6, 1800 / 4.2, 1800}, {14, 8, 2150 / 4.2, 2150}, {14, 10, 2550 / 4.2, 2550},
+};
+
+static void test_hep_graph_endcaps(void **state) {
+    (void)state;
+    saga_trackml_event *e = event_new(EC_HITS, 1);
+    for (int64_t i = 0; i < EC_HITS; i++) {
+        e->x[i] = (float)(EC[i].r * cos(0.7));
+        e->y[i] = (float)(EC[i].r * sin(0.7));
+        e->z[i] = (float)EC[i].z;
+        e->volume_id[i] = EC[i].volume;
+        e->layer_id[i] = EC[i].layer;
+        e->particle_id[i] = 1;
+    }
+    e->px[0] = 10.0f, e->py[0] = 0.0f, e->pz[0] = 42.0f;
+    hep_event_graph g;
+    hep_graph_opts o = hep_graph_opts_defaults();
+    const struct {
+        int max_missing;
+        bool barrel_only;
+        int64_t hits, edges, region_edges[3], region_true[3];
+    } cases[] = {
+        {0, false, 12, 12, {2, 3, 7}, {2, 3, 7}},
+        {1, false, 12, 23, {3, 8, 12}, {2, 3, 7}},
+        {0, true, 4, 3, {3, 0, 0}, {3, 0, 0}}, /* B2 -> B4 passes the barrel layer it leaves */
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        o.max_missing = cases[c].max_missing;
+        o.barrel_only = cases[c].barrel_only;
+        assert_int_equal(hep_graph_build(&g, e, &o), SAGA_OK);
+        assert_int_equal(g.n_read, EC_HITS);
+        assert_int_equal(g.n_endcap, 8);
+        assert_int_equal(g.n_left_out, cases[c].barrel_only ? 8 : 0);
+        assert_int_equal(g.n_hits, cases[c].hits);
+        assert_int_equal(g.region_hits[HEP_REGION_ENDCAP], cases[c].barrel_only ? 0 : 8);
+        assert_int_equal(g.n_edges, cases[c].edges);
+        int64_t true_edges = 0;
+        for (int r = 0; r < HEP_N_SEG_REGIONS; r++) {
+            assert_int_equal(g.region_edges[r], cases[c].region_edges[r]);
+            assert_int_equal(g.region_true[r], cases[c].region_true[r]);
+            assert_int_equal(g.region_segments[r], cases[c].region_true[r]); /* all kept */
+            true_edges += cases[c].region_true[r];
+        }
+        assert_int_equal(g.n_true, true_edges);
+        assert_int_equal(g.n_segments, true_edges);
+        /* inner to outer */
+        for (int64_t k = 0; k < g.n_edges; k++)
+            assert_true(g.hit_feat[g.src[k] * HEP_HIT_FEATURES] <
+                        g.hit_feat[g.dst[k] * HEP_HIT_FEATURES]);
+        /* all of it one track, found when every true edge is kept */
+        saga_backend *be = NULL;
+        assert_int_equal(saga_backend_cpu_new(&be, NULL), SAGA_OK);
+        int64_t found[3], total[3];
+        assert_int_equal(hep_track_efficiency_regions(found, total, be, &g, g.truth, NULL, 1.0),
+                         SAGA_OK);
+        int reg = cases[c].barrel_only ? HEP_SEG_BARREL : HEP_SEG_CROSSING;
+        for (int r = 0; r < HEP_N_SEG_REGIONS; r++) {
+            assert_int_equal(total[r], r == reg);
+            assert_int_equal(found[r], r == reg);
+        }
+        if (c == 0) {
+            /* the doubled hit's two edges in and two out score within HEP_JUNCTION_TOLERANCE of
+             * each other, the better ones crosswise (in D1220 -> D1500, out D1500' -> D1800):
+             * the junction cut keeps all four. Cutting to the single best would split the track
+             * after D1500 (8 of its 12 hits on one side: not found). */
+            float score[32];
+            for (int64_t k = 0; k < g.n_edges; k++) {
+                double ra = g.hit_feat[g.src[k] * HEP_HIT_FEATURES] * 1000.0,
+                       rb = g.hit_feat[g.dst[k] * HEP_HIT_FEATURES] * 1000.0;
+                bool crosswise = (fabs(ra - 1220 / 4.2) < 0.1 && fabs(rb - 1500 / 4.2) < 0.1) ||
+                                 (fabs(ra - 358) < 0.1 && fabs(rb - 1800 / 4.2) < 0.1);
+                score[k] = crosswise ? 0.993f : 0.99f;
+            }
+            assert_int_equal(
+                hep_track_efficiency_regions(found, total, be, &g, g.truth, score, 1.0), SAGA_OK);
+            assert_int_equal(found[HEP_SEG_CROSSING], 1);
+        }
+        saga_backend_free_all(&be);
+        hep_graph_free(&g);
+    }
     saga_trackml_event_free(&e);
 }
 
@@ -485,7 +593,9 @@ static void test_hep_track_efficiency_by_hand(void **state) {
     (void)state;
     saga_trackml_event *e = tiny_event();
     hep_event_graph g;
-    assert_int_equal(hep_graph_build(&g, e, NULL), SAGA_OK);
+    hep_graph_opts o = hep_graph_opts_defaults();
+    o.max_missing = 0; /* the eight edges of test_hep_graph_construction_tiny_event */
+    assert_int_equal(hep_graph_build(&g, e, &o), SAGA_OK);
     saga_backend *be = NULL;
     assert_int_equal(saga_backend_cpu_new(&be, NULL), SAGA_OK);
     uint8_t kept[8];
@@ -572,7 +682,9 @@ static void test_hep_in_layer_gradients_match_finite_differences(void **state) {
     (void)state;
     saga_trackml_event *e = tiny_event();
     hep_event_graph g;
-    assert_int_equal(hep_graph_build(&g, e, NULL), SAGA_OK);
+    hep_graph_opts o = hep_graph_opts_defaults();
+    o.max_missing = 0; /* the eight edges of test_hep_graph_construction_tiny_event */
+    assert_int_equal(hep_graph_build(&g, e, &o), SAGA_OK);
     saga_backend *be = NULL;
     assert_int_equal(saga_backend_cpu_new(&be, NULL), SAGA_OK);
     hep_net net;
@@ -721,7 +833,9 @@ static void test_hep_export_tiny_event(void **state) {
     saga_trackml_event *e = tiny_event();
     e->event_id = 7;
     hep_event_graph g;
-    assert_int_equal(hep_graph_build(&g, e, NULL), SAGA_OK);
+    hep_graph_opts o = hep_graph_opts_defaults();
+    o.max_missing = 0; /* the eight edges of test_hep_graph_construction_tiny_event */
+    assert_int_equal(hep_graph_build(&g, e, &o), SAGA_OK);
     const char *path = saga_test_tmp("event7.npz");
     assert_int_equal(hep_graph_export(&g, path), SAGA_OK);
     FILE *f = fopen(path, "rb");
@@ -783,6 +897,7 @@ int main(void) {
         cmocka_unit_test(test_hep_graph_construction_tiny_event),
         cmocka_unit_test(test_hep_graph_skips_layers_a_track_leaves),
         cmocka_unit_test(test_hep_graph_counts_endcap_hits_left_out),
+        cmocka_unit_test(test_hep_graph_endcaps),
         cmocka_unit_test(test_hep_sampler_invariants),
         cmocka_unit_test(test_hep_auc_matches_pair_count),
         cmocka_unit_test(test_hep_curve_matches_direct_count),

@@ -414,13 +414,15 @@ _SAMPLERS = {"random": 0, "sorted": 1, "balanced": 2}
 _LR_SCHEDULES = {"constant": 0, "cosine": 1}
 
 
-def hep_build(data, pt_min=1.0, phi_slope_max=0.0006, z0_max=350.0):
+def hep_build(data, pt_min=1.0, phi_slope_max=0.0006, z0_max=350.0, max_missing=1,
+              barrel_only=False):
     """The graphs `saga hep build --data DIR` builds: a list with a dict per event (event_id;
-    hit_features n x 3; hit_particle, hit_pt; src, dst (inner hit, outer hit); edge_features E x
-    11; truth (1: consecutive hits of one particle); true_edges, true_segments), NumPy arrays over
-    the memory saga built them in."""
+    hit_features n x 3; hit_particle, hit_pt, hit_endcap (1: on an end-cap disk); src, dst
+    (inner hit, outer hit); edge_features E x 11; truth (1: consecutive hits of one particle);
+    true_edges, true_segments), NumPy arrays over the memory saga built them in. max_missing and
+    barrel_only are --max-missing and --barrel-only."""
     events = _saga.hep_build(_os.fspath(data), float(pt_min), float(phi_slope_max),
-                             float(z0_max))
+                             float(z0_max), int(max_missing), bool(barrel_only))
     for e in events:
         for k, v in e.items():
             if isinstance(v, _saga.Array):
@@ -433,7 +435,8 @@ def hep_build(data, pt_min=1.0, phi_slope_max=0.0006, z0_max=350.0):
 def hep_train(data, epochs=40, lr=0.003, hidden=32, iterations=4, sampler="random",
               batch_events=1, edge_budget=None, hit_weight=1.3, pos_weight=1.0, eval_fraction=0.2,
               threshold=0.5, seed=1, checkpoint=None, resume=None, accumulate=1, device="auto",
-              pt_min=1.0, phi_slope_max=0.0006, z0_max=350.0, lr_schedule="cosine"):
+              pt_min=1.0, phi_slope_max=0.0006, z0_max=350.0, lr_schedule="cosine",
+              max_missing=1, barrel_only=False):
     """Trains the Interaction Network on the events of data as `saga hep train` does, and
     evaluates it on the held-out events; returns a dict with the keys of its --json that describe
     the run (edge_efficiency, edge_purity, auc, track_efficiency, loss, ...). lr_schedule is
@@ -447,15 +450,16 @@ def hep_train(data, epochs=40, lr=0.003, hidden=32, iterations=4, sampler="rando
         checkpoint=None if checkpoint is None else _os.fspath(checkpoint),
         resume=None if resume is None else _os.fspath(resume), accumulate=int(accumulate),
         device=device, pt_min=float(pt_min), phi_slope_max=float(phi_slope_max),
-        z0_max=float(z0_max), lr_schedule=_choice(_LR_SCHEDULES, lr_schedule, "lr_schedule"))
+        z0_max=float(z0_max), lr_schedule=_choice(_LR_SCHEDULES, lr_schedule, "lr_schedule"),
+        max_missing=int(max_missing), barrel_only=bool(barrel_only))
 
 
 def hep_eval(data, checkpoint, hidden=32, iterations=4, threshold=0.5, device="auto", pt_min=1.0,
-             phi_slope_max=0.0006, z0_max=350.0):
+             phi_slope_max=0.0006, z0_max=350.0, max_missing=1, barrel_only=False):
     """Evaluates a checkpoint of hep_train on every event of data, as `saga hep eval`."""
     return _saga.hep_eval(_os.fspath(data), _os.fspath(checkpoint), int(hidden), int(iterations),
                           float(threshold), device, float(pt_min), float(phi_slope_max),
-                          float(z0_max))
+                          float(z0_max), int(max_missing), bool(barrel_only))
 
 
 # ---- the installed library, for C programs that share it ------------------------------------

@@ -61,28 +61,28 @@ static int metrics(PyObject *res, const hep_metrics *m) {
                : 0;
 }
 
-static saga_status load(hep_data *d, PyObject *dir, double pt_min, double phi_slope_max,
-                        double z0_max, double eval_fraction) {
-    hep_graph_opts go = hep_graph_opts_defaults();
-    go.pt_min = pt_min;
-    go.phi_slope_max = phi_slope_max;
-    go.z0_max = z0_max;
+static saga_status load(hep_data *d, PyObject *dir, const hep_graph_opts *go,
+                        double eval_fraction) {
     saga_status st;
     Py_BEGIN_ALLOW_THREADS;
-    st = hep_data_load(d, PyBytes_AS_STRING(dir), &go, eval_fraction, NULL, NULL);
+    st = hep_data_load(d, PyBytes_AS_STRING(dir), go, eval_fraction, NULL, NULL);
     Py_END_ALLOW_THREADS;
     return st;
 }
 
-/* hep_build(dir, pt_min, phi_slope_max, z0_max) -> [dict per event] (arrays moved, not copied) */
+/* hep_build(dir, pt_min, phi_slope_max, z0_max, max_missing, barrel_only) -> [dict per event]
+ * (arrays moved, not copied) */
 PyObject *saga_py_hep_build(PyObject *m, PyObject *args) {
     PyObject *dir = NULL;
-    double pt_min, slope, z0;
-    if (!PyArg_ParseTuple(args, "O&ddd", PyUnicode_FSConverter, &dir, &pt_min, &slope, &z0))
+    hep_graph_opts go = hep_graph_opts_defaults();
+    int barrel_only = 0;
+    if (!PyArg_ParseTuple(args, "O&dddip", PyUnicode_FSConverter, &dir, &go.pt_min,
+                          &go.phi_slope_max, &go.z0_max, &go.max_missing, &barrel_only))
         return NULL;
+    go.barrel_only = barrel_only;
     hep_data d;
     memset(&d, 0, sizeof d);
-    saga_status st = load(&d, dir, pt_min, slope, z0, 0.0);
+    saga_status st = load(&d, dir, &go, 0.0);
     Py_DECREF(dir);
     if (st < 0)
         return saga_py_raise(st);
@@ -97,6 +97,7 @@ PyObject *saga_py_hep_build(PyObject *m, PyObject *args) {
                 0 ||
             set(e, "hit_particle", take((void **)&g->hit_particle, g->n_hits, 8, "q")) < 0 ||
             set(e, "hit_pt", take((void **)&g->hit_pt, g->n_hits, 4, "f")) < 0 ||
+            set(e, "hit_endcap", take((void **)&g->hit_region, g->n_hits, 1, "B")) < 0 ||
             set(e, "src", take((void **)&g->src, (Py_ssize_t)g->n_edges, 4, "i")) < 0 ||
             set(e, "dst", take((void **)&g->dst, (Py_ssize_t)g->n_edges, 4, "i")) < 0 ||
             set(e, "edge_features",
@@ -119,10 +120,10 @@ PyObject *saga_py_hep_build(PyObject *m, PyObject *args) {
  */
 PyObject *saga_py_hep_train(PyObject *m, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {
-        "data",          "epochs",      "lr",          "hidden",     "iterations",    "sampler",
-        "batch_events",  "edge_budget", "hit_weight",  "pos_weight", "eval_fraction", "threshold",
-        "seed",          "checkpoint",  "resume",      "accumulate", "device",        "pt_min",
-        "phi_slope_max", "z0_max",      "lr_schedule", NULL};
+        "data",          "epochs",      "lr",          "hidden",      "iterations",    "sampler",
+        "batch_events",  "edge_budget", "hit_weight",  "pos_weight",  "eval_fraction", "threshold",
+        "seed",          "checkpoint",  "resume",      "accumulate",  "device",        "pt_min",
+        "phi_slope_max", "z0_max",      "lr_schedule", "max_missing", "barrel_only",   NULL};
     PyObject *dir = NULL, *ckpt = Py_None, *resume = Py_None;
     hep_train_opts to = hep_train_opts_defaults();
     hep_graph_opts go = hep_graph_opts_defaults();
@@ -132,12 +133,15 @@ PyObject *saga_py_hep_train(PyObject *m, PyObject *args, PyObject *kw) {
     unsigned long long seed = to.seed;
     double eval_fraction = 0.2;
     const char *device = "auto";
+    int barrel_only = 0;
     if (!PyArg_ParseTupleAndKeywords(
-            args, kw, "O&|ifiiiiLdfddKOOisdddi", kwlist, PyUnicode_FSConverter, &dir, &to.epochs,
+            args, kw, "O&|ifiiiiLdfddKOOisdddiip", kwlist, PyUnicode_FSConverter, &dir, &to.epochs,
             &to.lr, &to.hidden, &to.iterations, &sampler, &batch_events, &edge_budget,
             &to.hit_weight, &to.pos_weight, &eval_fraction, &to.threshold, &seed, &ckpt, &resume,
-            &accumulate, &device, &go.pt_min, &go.phi_slope_max, &go.z0_max, &lr_schedule))
+            &accumulate, &device, &go.pt_min, &go.phi_slope_max, &go.z0_max, &lr_schedule,
+            &go.max_missing, &barrel_only))
         return NULL;
+    go.barrel_only = barrel_only;
     if (lr_schedule < 0 || lr_schedule >= HEP_LR_SCHEDULE_COUNT) {
         Py_DECREF(dir);
         PyErr_Format(PyExc_ValueError, "hep_train: lr_schedule %d is not a schedule", lr_schedule);
@@ -157,7 +161,7 @@ PyObject *saga_py_hep_train(PyObject *m, PyObject *args, PyObject *kw) {
     }
     hep_data d;
     memset(&d, 0, sizeof d);
-    saga_status st = load(&d, dir, go.pt_min, go.phi_slope_max, go.z0_max, eval_fraction);
+    saga_status st = load(&d, dir, &go, eval_fraction);
     Py_DECREF(dir);
     if (st < 0)
         return saga_py_raise(st);
@@ -193,20 +197,24 @@ PyObject *saga_py_hep_train(PyObject *m, PyObject *args, PyObject *kw) {
 }
 
 /* hep_eval(dir, checkpoint, hidden, iterations, threshold, device, pt_min, phi_slope_max,
- *          z0_max) -> dict: construction and metrics of every event, as `saga hep eval` */
+ *          z0_max, max_missing, barrel_only) -> dict: construction and metrics of every event, as
+ * `saga hep eval` */
 PyObject *saga_py_hep_eval(PyObject *m, PyObject *args) {
     PyObject *dir = NULL, *ckpt = NULL;
-    int hidden, iterations;
-    double threshold, pt_min, slope, z0;
+    int hidden, iterations, barrel_only = 0;
+    double threshold;
+    hep_graph_opts go = hep_graph_opts_defaults();
     const char *device;
-    if (!PyArg_ParseTuple(args, "O&O&iidsddd", PyUnicode_FSConverter, &dir, PyUnicode_FSConverter,
-                          &ckpt, &hidden, &iterations, &threshold, &device, &pt_min, &slope, &z0)) {
+    if (!PyArg_ParseTuple(args, "O&O&iidsdddip", PyUnicode_FSConverter, &dir, PyUnicode_FSConverter,
+                          &ckpt, &hidden, &iterations, &threshold, &device, &go.pt_min,
+                          &go.phi_slope_max, &go.z0_max, &go.max_missing, &barrel_only)) {
         Py_XDECREF(dir);
         return NULL;
     }
+    go.barrel_only = barrel_only;
     hep_data d;
     memset(&d, 0, sizeof d);
-    saga_status st = load(&d, dir, pt_min, slope, z0, 0.0);
+    saga_status st = load(&d, dir, &go, 0.0);
     Py_DECREF(dir);
     if (st < 0) {
         Py_DECREF(ckpt);

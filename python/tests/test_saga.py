@@ -400,6 +400,11 @@ def test_hep_build_train_eval_equal_the_cli(tmp_path):
     assert sum(int(e["truth"].sum()) for e in built) == jb["true_edges"]
     assert all(e["hit_features"].shape == (len(e["hit_pt"]), 3) for e in built)
     assert all(e["edge_features"].shape == (len(e["src"]), 11) for e in built)
+    assert sum(int(e["hit_endcap"].sum()) for e in built) == jb["regions"]["endcap"]["hits"] > 0
+    barrel = saga.hep_build(events, max_missing=0, barrel_only=True)
+    jbb = cli("hep", "build", "--data", str(events), "--max-missing", "0", "--barrel-only")
+    assert sum(len(e["src"]) for e in barrel) == jbb["edges"] < jb["edges"]
+    assert not any(e["hit_endcap"].any() for e in barrel)
     ck, ck_cli = tmp_path / "py.ckpt", tmp_path / "cli.ckpt"
     r = saga.hep_train(events, epochs=3, device="cpu", checkpoint=ck)
     jt = cli("hep", "train", "--data", str(events), "--epochs", "3", "--device", "cpu",
