@@ -120,9 +120,10 @@ static const cli_opt hep_opts[] = {
      "(feature names, build parameters, the events in order); DIR is created when missing."},
     {"pt-min", 0, "GEV", "1",
      "Hits of particles below this pT are dropped from the graphs (noise hits stay)."},
-    {"phi-slope-max", 0, "R", "0.0006",
-     "Most bending of a segment, |dphi/dr| in rad/mm (0.0006: a track of about 0.5 GeV)."},
-    {"z0-max", 0, "MM", "350", "Farthest a segment's line may meet the beam line from z = 0 (mm)."},
+    {"phi-slope-max", 0, "R", "0.0005",
+     "Most bending of a segment, |dphi/dr| in rad/mm (0.0005: a track of about 0.6 GeV from the "
+     "beam line)."},
+    {"z0-max", 0, "MM", "250", "Farthest a segment's line may meet the beam line from z = 0 (mm)."},
     {"max-missing", 0, "K", "1",
      "A segment may cross up to K layers between its hits on which its particle left none (a "
      "missed hit); 0 joins hits on consecutive layers only."},

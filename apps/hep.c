@@ -18,7 +18,7 @@
 
 hep_graph_opts hep_graph_opts_defaults(void) {
     return (hep_graph_opts){
-        .pt_min = 1.0, .phi_slope_max = 0.0006, .z0_max = 350.0, .max_missing = 1};
+        .pt_min = 1.0, .phi_slope_max = 0.0005, .z0_max = 250.0, .max_missing = 1};
 }
 
 void hep_graph_free(hep_event_graph *g) {

@@ -61,8 +61,8 @@ extern const char *const HEP_SEG_REGION_NAMES[HEP_N_SEG_REGIONS]; /* "barrel", "
 
 typedef struct hep_graph_opts {
     double pt_min;        /* GeV: hits of slower particles are dropped (1.0) */
-    double phi_slope_max; /* rad/mm: most bending of a segment (0.0006, about pT 0.5 GeV) */
-    double z0_max;        /* mm: farthest beam-line intersection of a segment (350) */
+    double phi_slope_max; /* rad/mm: most bending of a segment (0.0005, about pT 0.6 GeV) */
+    double z0_max;        /* mm: farthest beam-line intersection of a segment (250) */
     int max_missing;      /* layers a segment may cross without a hit on them (1) */
     bool barrel_only;     /* the barrel alone: end-cap hits left out (counted in n_left_out),
                            * segments may pass the disks (false) */

@@ -177,20 +177,21 @@ def components(n, src, dst):
         label = new
 
 
+JUNCTION_TOLERANCE = 0.005  # saga's HEP_JUNCTION_TOLERANCE
+
+
 def cut_junctions(ev, kept, score):
-    """The kept edges that are both the highest-scoring kept edge out of their inner hit and into
-    their outer hit (the first of equals), as hep_track_efficiency with scores."""
+    """The kept edges that score within JUNCTION_TOLERANCE of the highest-scoring kept edge out of
+    their inner hit and of the highest into their outer hit, as hep_track_efficiency with
+    scores."""
     n = ev["x"].shape[0]
     ei = ev["edge_index"]
     idx = np.flatnonzero(kept)
     out = kept.copy()
     for side in (0, 1):
-        best = np.full(n, -1)
-        # the highest score per hit, ties to the first edge: visit by score ascending, then by
-        # edge descending, so the last write per hit wins
-        order = idx[np.lexsort((-idx, score[idx]))]
-        best[ei[side][order]] = order
-        out &= best[ei[side]] == np.arange(ei.shape[1])
+        best = np.full(n, -np.inf)
+        np.maximum.at(best, ei[side][idx], score[idx])
+        out &= score >= best[ei[side]] - JUNCTION_TOLERANCE
     return out
 
 

@@ -101,7 +101,8 @@ static void test_hep_graph_construction_tiny_event(void **state) {
     saga_trackml_event *e = tiny_event();
     hep_event_graph g;
     hep_graph_opts o = hep_graph_opts_defaults();
-    o.max_missing = 0; /* the segments by hand join consecutive layers */
+    o.phi_slope_max = 0.0006, o.z0_max = 350; /* the cuts the arithmetic below uses */
+    o.max_missing = 0;                        /* the segments by hand join consecutive layers */
     assert_int_equal(hep_graph_build(&g, e, &o), SAGA_OK);
     /* particle 3's three hits are dropped */
     assert_int_equal(g.n_hits, TINY_HITS + 1 - 3);
@@ -259,6 +260,7 @@ static void test_hep_graph_skips_layers_a_track_leaves(void **state) {
         e->px[k] = 2.0f, e->py[k] = 0.0f, e->pz[k] = 1.0f;
     hep_event_graph g;
     hep_graph_opts o = hep_graph_opts_defaults();
+    o.phi_slope_max = 0.0006, o.z0_max = 350; /* the cuts the arithmetic below uses */
     o.max_missing = 0;    /* a segment may pass layers it leaves, but cross none */
     o.barrel_only = true; /* the disks at 600 mm and on would be crossed: see ..._endcaps */
     assert_int_equal(hep_graph_build(&g, e, &o), SAGA_OK);
@@ -299,6 +301,7 @@ static void test_hep_graph_counts_endcap_hits_left_out(void **state) {
     saga_trackml_event *e = trackml_event();
     hep_event_graph g;
     hep_graph_opts o = hep_graph_opts_defaults();
+    o.phi_slope_max = 0.0006, o.z0_max = 350; /* the cuts the arithmetic below uses */
     o.barrel_only = true;
     assert_int_equal(hep_graph_build(&g, e, &o), SAGA_OK);
     assert_int_equal(g.event_id, 1000);
@@ -594,6 +597,7 @@ static void test_hep_track_efficiency_by_hand(void **state) {
     saga_trackml_event *e = tiny_event();
     hep_event_graph g;
     hep_graph_opts o = hep_graph_opts_defaults();
+    o.phi_slope_max = 0.0006, o.z0_max = 350; /* the cuts the arithmetic below uses */
     o.max_missing = 0; /* the eight edges of test_hep_graph_construction_tiny_event */
     assert_int_equal(hep_graph_build(&g, e, &o), SAGA_OK);
     saga_backend *be = NULL;
@@ -834,6 +838,7 @@ static void test_hep_export_tiny_event(void **state) {
     e->event_id = 7;
     hep_event_graph g;
     hep_graph_opts o = hep_graph_opts_defaults();
+    o.phi_slope_max = 0.0006, o.z0_max = 350; /* the cuts the arithmetic below uses */
     o.max_missing = 0; /* the eight edges of test_hep_graph_construction_tiny_event */
     assert_int_equal(hep_graph_build(&g, e, &o), SAGA_OK);
     const char *path = saga_test_tmp("event7.npz");

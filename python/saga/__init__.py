@@ -414,7 +414,7 @@ _SAMPLERS = {"random": 0, "sorted": 1, "balanced": 2}
 _LR_SCHEDULES = {"constant": 0, "cosine": 1}
 
 
-def hep_build(data, pt_min=1.0, phi_slope_max=0.0006, z0_max=350.0, max_missing=1,
+def hep_build(data, pt_min=1.0, phi_slope_max=0.0005, z0_max=250.0, max_missing=1,
               barrel_only=False):
     """The graphs `saga hep build --data DIR` builds: a list with a dict per event (event_id;
     hit_features n x 3; hit_particle, hit_pt, hit_endcap (1: on an end-cap disk); src, dst
@@ -435,7 +435,7 @@ def hep_build(data, pt_min=1.0, phi_slope_max=0.0006, z0_max=350.0, max_missing=
 def hep_train(data, epochs=40, lr=0.003, hidden=32, iterations=4, sampler="random",
               batch_events=1, edge_budget=None, hit_weight=1.3, pos_weight=1.0, eval_fraction=0.2,
               threshold=0.5, seed=1, checkpoint=None, resume=None, accumulate=1, device="auto",
-              pt_min=1.0, phi_slope_max=0.0006, z0_max=350.0, lr_schedule="cosine",
+              pt_min=1.0, phi_slope_max=0.0005, z0_max=250.0, lr_schedule="cosine",
               max_missing=1, barrel_only=False):
     """Trains the Interaction Network on the events of data as `saga hep train` does, and
     evaluates it on the held-out events; returns a dict with the keys of its --json that describe
@@ -455,7 +455,7 @@ def hep_train(data, epochs=40, lr=0.003, hidden=32, iterations=4, sampler="rando
 
 
 def hep_eval(data, checkpoint, hidden=32, iterations=4, threshold=0.5, device="auto", pt_min=1.0,
-             phi_slope_max=0.0006, z0_max=350.0, max_missing=1, barrel_only=False):
+             phi_slope_max=0.0005, z0_max=250.0, max_missing=1, barrel_only=False):
     """Evaluates a checkpoint of hep_train on every event of data, as `saga hep eval`."""
     return _saga.hep_eval(_os.fspath(data), _os.fspath(checkpoint), int(hidden), int(iterations),
                           float(threshold), device, float(pt_min), float(phi_slope_max),
