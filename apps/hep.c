@@ -793,10 +793,9 @@ saga_tensor *hep_net_forward(saga_ctx *c, hep_net *net, const hep_batch *b) {
     saga_tensor *e = saga_tanh(c, saga_ffn_forward(c, &net->edge_enc, b->edata));
     for (int k = 0; k < net->iterations && h; k++)
         h = saga_interaction_forward(c, net->in, b->dg, h, e, b->src_idx, &e);
-    saga_tensor *in = saga_concat(
-        c, saga_concat(c, saga_gather_rows(c, h, b->src_idx), saga_gather_rows(c, h, b->dst_idx)),
-        e);
-    return saga_ffn_forward(c, &net->score, in);
+    saga_tensor *in[3] = {saga_gather_rows(c, h, b->src_idx), saga_gather_rows(c, h, b->dst_idx),
+                          e};
+    return saga_ffn_forward_cat(c, &net->score, in, 3);
 }
 
 /* ---- micro-batches ------------------------------------------------------------------------ */

@@ -185,6 +185,14 @@ static saga_tensor *b_affine(saga_ctx *c, saga_tensor *const *p, void *ud) {
 static saga_tensor *b_concat(saga_ctx *c, saga_tensor *const *p, void *ud) {
     return saga_concat(c, p[0], p[1]);
 }
+static saga_tensor *b_matmul_cat(saga_ctx *c, saga_tensor *const *p, void *ud) {
+    return saga_matmul_cat(c, p, 3, p[3]);
+}
+/* the same part twice: its gradient gathers both blocks of rows */
+static saga_tensor *b_matmul_cat_twice(saga_ctx *c, saga_tensor *const *p, void *ud) {
+    saga_tensor *xs[2] = {p[0], p[0]};
+    return saga_matmul_cat(c, xs, 2, p[1]);
+}
 static saga_tensor *b_slice(saga_ctx *c, saga_tensor *const *p, void *ud) {
     return saga_slice_cols(c, p[0], 1, 2);
 }
@@ -275,6 +283,52 @@ static void test_nn_ops_gradients(void **state) {
     CHECK("div", b_div, NULL, X, Y);
     CHECK("affine", b_affine, NULL, X);
     CHECK("concat", b_concat, NULL, X, Z);
+    saga_tensor *W8 = param(m, "W8", 8, 5, -1, 1, 0.05, 33),
+                *W6 = param(m, "W6", 6, 5, -1, 1, 0.05, 34);
+    CHECK("matmul_cat", b_matmul_cat, NULL, X, Z, A, W8);
+    CHECK("matmul_cat(twice)", b_matmul_cat_twice, NULL, X, W6);
+    {
+        /* its value: within gamma_8 sum |x||w| of the product in double, as one product of the
+         * concatenation is */
+        saga_ctx *vc = NULL;
+        assert_int_equal(saga_ctx_new(&vc, be, 1), SAGA_OK);
+        saga_tensor *xs[3] = {X, Z, A};
+        saga_tensor *y = saga_matmul_cat(vc, xs, 3, W8);
+        assert_non_null(y);
+        const float *yv = saga_tensor_cdata(y), *wv = saga_tensor_cdata(W8);
+        const double u = ldexp(1.0, -24), gamma = 8 * u / (1 - 8 * u);
+        for (int i = 0; i < 4; i++)
+            for (int j = 0; j < 5; j++) {
+                double ref = 0, mag = 0;
+                int k = 0;
+                for (int part = 0; part < 3; part++) {
+                    const float *xv = saga_tensor_cdata(xs[part]);
+                    int64_t cols = saga_tensor_cols(xs[part]);
+                    for (int64_t q = 0; q < cols; q++, k++) {
+                        double t = (double)xv[i * cols + q] * wv[k * 5 + j];
+                        ref += t, mag += fabs(t);
+                    }
+                }
+                assert_true(fabs(yv[i * 5 + j] - ref) <= gamma * mag);
+            }
+        saga_ctx_free(&vc);
+        /* refusals, each on a fresh context (the error is sticky): no part, four parts, widths
+         * that do not add up to w's rows */
+        saga_tensor *four[4] = {X, Z, A, X};
+        const struct {
+            saga_tensor *const *xs;
+            int n;
+            const char *says;
+        } bad[] = {{xs, 0, "1 to 3 parts, got 0"},
+                   {four, 4, "1 to 3 parts, got 4"},
+                   {xs, 2, "the parts have 5 columns, w is 8 x 5"}};
+        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+            assert_int_equal(saga_ctx_new(&vc, be, 1), SAGA_OK);
+            assert_null(saga_matmul_cat(vc, bad[i].xs, bad[i].n, W8));
+            saga_test_assert_error_contains(bad[i].says, NULL);
+            saga_ctx_free(&vc);
+        }
+    }
     CHECK("slice_cols", b_slice, NULL, X);
     CHECK("softmax", b_softmax, NULL, X);
     CHECK("log_softmax", b_log_softmax, NULL, X);

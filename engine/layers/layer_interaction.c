@@ -13,16 +13,16 @@ struct saga_interaction {
 /* ApplyEdge: e' = tanh(FFN_e([h_src | h_dst | e])). */
 static saga_tensor *edge_block(saga_ctx *c, const saga_edge_in *e, void *layer) {
     const saga_interaction *l = layer;
-    saga_tensor *in = saga_concat(c, saga_concat(c, e->src, e->dst), e->data);
-    return saga_tanh(c, saga_ffn_forward(c, &l->edge, in));
+    saga_tensor *in[3] = {e->src, e->dst, e->data};
+    return saga_tanh(c, saga_ffn_forward_cat(c, &l->edge, in, 3));
 }
 
 /* ApplyVertex: h' = tanh(FFN_n([h | messages in | messages out])). */
 static saga_tensor *node_block(saga_ctx *c, const saga_vertex_in *v, void *layer) {
     const saga_interaction *l = layer;
     saga_tensor *out_sum = saga_scatter_add_rows(c, l->edges, l->src, l->n_vertices);
-    saga_tensor *in = saga_concat(c, saga_concat(c, v->self, v->gathered), out_sum);
-    return saga_tanh(c, saga_ffn_forward(c, &l->node, in));
+    saga_tensor *in[3] = {v->self, v->gathered, out_sum};
+    return saga_tanh(c, saga_ffn_forward_cat(c, &l->node, in, 3));
 }
 
 static const saga_program IN_PROGRAM = {

@@ -98,6 +98,10 @@ typedef struct saga_ffn {
 SAGA_API saga_status saga_ffn_init(saga_ffn *f, saga_model *m, const char *name, int64_t in,
                                    int64_t hidden, int64_t out, uint64_t seed);
 SAGA_API saga_tensor *saga_ffn_forward(saga_ctx *c, const saga_ffn *f, saga_tensor *x);
+/* saga_ffn_forward of [xs[0] | ... | xs[n-1]] (1 <= n <= 3) without forming it: the first
+ * product is saga_matmul_cat. */
+SAGA_API saga_tensor *saga_ffn_forward_cat(saga_ctx *c, const saga_ffn *f, saga_tensor *const *xs,
+                                           int n);
 
 /* One round of an Interaction Network (Battaglia et al., NeurIPS 2016, in the form particle
  * tracking uses): an edge block, then a node block, on a placed graph g (saga_program.h) whose

@@ -206,6 +206,98 @@ saga_tensor *saga_matmul(saga_ctx *c, saga_tensor *a, saga_tensor *b) {
     return rec(c, y, a, b, matmul_bwd, NULL);
 }
 
+/* ---- a product of concatenated columns ---------------------------------------------------- */
+
+enum { MATMUL_CAT_MAX = 3 };
+
+/* inputs 0 .. n-1 the parts, input n the weight */
+static saga_status matmul_cat_bwd(saga_ctx *c, saga_node *nd, saga_tensor *dy) {
+    saga_status st = SAGA_OK;
+    int n = *(const int *)saga_node_state(nd);
+    saga_tensor *w = saga_node_input(nd, n);
+    int64_t rows = dy->rows, M = w->cols, first = 0;
+    float *dw = NULL, beta_w = 0.0f;
+    if (saga_node_needs_grad(nd, n) && !(dw = saga_grad_target(c, w, &beta_w)))
+        return saga_ctx_status(c);
+    for (int i = 0; i < n; i++) {
+        saga_tensor *x = saga_node_input(nd, i);
+        int64_t k = x->cols;
+        const float *wi = (const float *)w->data + first * M;
+        /* dx_i = dy w_i^T; dw_i = x_i^T dy, into w's rows facing x_i */
+        if (saga_node_needs_grad(nd, i) && numel(x)) {
+            float beta = 0.0f;
+            float *dx = saga_grad_target(c, x, &beta);
+            if (!dx)
+                return saga_ctx_status(c);
+            SAGA_TRY(
+                K->gemm_f32(S, false, true, rows, k, M, 1.0f, dy->data, M, wi, M, beta, dx, k));
+        }
+        if (dw && k) {
+            if (rows)
+                SAGA_TRY(K->gemm_f32(S, true, false, k, M, rows, 1.0f, x->data, k, dy->data, M,
+                                     beta_w, dw + first * M, M));
+            else if (beta_w == 0.0f)
+                SAGA_TRY(K->fill_f32(S, dw + first * M, k * M, 0.0f));
+        }
+        first += k;
+    }
+fail:
+    return st;
+}
+
+saga_tensor *saga_matmul_cat(saga_ctx *c, saga_tensor *const *xs, int n, saga_tensor *w) {
+    static const char op[] = "saga_matmul_cat";
+    if (!live(c) || !arg(c, op, "w", w, SAGA_F32) || !has(c, op, K->gemm_f32, "gemm_f32"))
+        return NULL;
+    if (!xs || n < 1 || n > MATMUL_CAT_MAX)
+        return op_err(c, SAGA_ERR_INVALID_ARG, "saga_matmul_cat: 1 to %d parts, got %d",
+                      MATMUL_CAT_MAX, n);
+    int64_t cols = 0;
+    for (int i = 0; i < n; i++) {
+        if (!arg(c, op, "a part", xs[i], SAGA_F32))
+            return NULL;
+        if (xs[i]->rows != xs[0]->rows)
+            return op_err(c, SAGA_ERR_INVALID_ARG,
+                          "saga_matmul_cat: part %d has %lld rows, part 0 %lld", i,
+                          (long long)xs[i]->rows, (long long)xs[0]->rows);
+        cols += xs[i]->cols;
+    }
+    if (cols != w->rows)
+        return op_err(c, SAGA_ERR_INVALID_ARG,
+                      "saga_matmul_cat: the parts have %lld columns, w is %lld x %lld",
+                      (long long)cols, (long long)w->rows, (long long)w->cols);
+    int64_t rows = xs[0]->rows, M = w->cols, first = 0;
+    saga_tensor *y = saga_ctx_tensor(c, SAGA_F32, rows, M);
+    if (!y)
+        return NULL;
+    bool written = false;
+    for (int i = 0; i < n && numel(y); i++) {
+        int64_t k = xs[i]->cols;
+        if (k && kfail(c, op,
+                       K->gemm_f32(S, false, false, rows, M, k, 1.0f, xs[i]->data, k,
+                                   (const float *)w->data + first * M, M, written ? 1.0f : 0.0f,
+                                   y->data, M)))
+            return NULL;
+        written |= k > 0;
+        first += k;
+    }
+    if (numel(y) && !written && kfail(c, op, K->fill_f32(S, y->data, numel(y), 0.0f)))
+        return NULL;
+    if (!saga_ctx_training(c))
+        return y;
+    saga_tensor *in[MATMUL_CAT_MAX + 1];
+    for (int i = 0; i < n; i++)
+        in[i] = xs[i];
+    in[n] = w;
+    int *state = state_new(c, sizeof *state);
+    if (!state)
+        return NULL;
+    *state = n;
+    if (saga_tape_record(c, y, in, n + 1, matmul_cat_bwd, state, saga_free) < 0)
+        return NULL;
+    return y;
+}
+
 /* ---- learnable scalar --------------------------------------------------------------------- */
 
 /* x s[0] is the product of x's entries as a column (numel x 1) with the 1 x 1 s: a GEMM with

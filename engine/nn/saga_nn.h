@@ -66,6 +66,11 @@ SAGA_API void saga_ctx_set_rng_counter(saga_ctx *c, uint64_t counter);
 
 /* a b (n x k times k x m). */
 SAGA_API saga_tensor *saga_matmul(saga_ctx *c, saga_tensor *a, saga_tensor *b);
+/* [xs[0] | ... | xs[n-1]] w, 1 <= n <= 3, without forming the concatenation: the sum over i of
+ * xs[i] times the rows of w facing xs[i]'s columns (the xs share a row count; their column
+ * counts add up to w's rows). The same value and gradients as saga_matmul(saga_concat(...), w)
+ * up to the order of the sums: the k-th column block is added after the ones before it. */
+SAGA_API saga_tensor *saga_matmul_cat(saga_ctx *c, saga_tensor *const *xs, int n, saga_tensor *w);
 /* x + b, b a 1 x cols row broadcast over the rows of x. */
 SAGA_API saga_tensor *saga_add_bias(saga_ctx *c, saga_tensor *x, saga_tensor *b);
 SAGA_API saga_tensor *saga_relu(saga_ctx *c, saga_tensor *x);
