@@ -618,13 +618,21 @@ static saga_tensor *batch_slice(saga_ctx *c, const float *x, int64_t r0, int64_t
     return t;
 }
 
+/* The rows idx[0 .. n) of x as a recorded op (saga_gather_rows over the borrowed indices). */
+static saga_tensor *taped_gather(saga_ctx *c, saga_tensor *x, const int32_t *idx, int64_t n) {
+    saga_tensor *ix = saga_ctx_wrap(c, SAGA_I32, n, 1, (void *)idx);
+    return ix ? saga_gather_rows(c, x, ix) : NULL;
+}
+
 /* Scatters batch b onto its edges and runs apply_edge: the messages (n_edges x f_out), owned by
  * c, or NULL with the sticky error set. leaf_h / leaf_e make the scattered rows leaves so that
- * the region's backward gives their gradients. Dropout inside apply_edge draws the rows of the
- * whole graph's edge mask that the batch's edges stand for. */
-static saga_tensor *batch_messages(saga_ctx *c, batch_run *r, int64_t b, saga_tensor *h_src,
-                                   saga_tensor *h_dst, saga_tensor *edata, bool leaf_h, bool leaf_e,
-                                   saga_edge_in *e, saga_edge_batch *eb) {
+ * the region's backward gives their gradients; taped instead records the gathers of h as ops
+ * (and takes edata as it is: the batch must span every edge of edata). Dropout inside apply_edge
+ * draws the rows of the whole graph's edge mask that the batch's edges stand for. */
+static saga_tensor *batch_messages_ex(saga_ctx *c, batch_run *r, int64_t b, saga_tensor *h_src,
+                                      saga_tensor *h_dst, saga_tensor *edata, bool leaf_h,
+                                      bool leaf_e, bool taped, saga_edge_in *e,
+                                      saga_edge_batch *eb) {
     int32_t v0, v1;
     int64_t e0, e1;
     batch_range(r, b, &v0, &v1, &e0, &e1);
@@ -635,12 +643,20 @@ static saga_tensor *batch_messages(saga_ctx *c, batch_run *r, int64_t b, saga_te
     e->n_edges = ne;
     e->batch = eb;
     bool want_src = r->p.scatter != SAGA_SCATTER_DST, want_dst = r->p.scatter != SAGA_SCATTER_SRC;
-    if (want_src && !(e->src = batch_gather(c, h_src, r->v.d_in_src + e0, ne, leaf_h)))
-        return NULL;
-    if (want_dst && !(e->dst = batch_gather(c, h_dst, r->v.d_edge_dst + e0, ne, leaf_h)))
-        return NULL;
-    if (edata && !(e->data = batch_slice(c, edata->data, e0, ne, edata->cols, leaf_e)))
-        return NULL;
+    if (taped) {
+        if (want_src && !(e->src = taped_gather(c, h_src, r->v.d_in_src + e0, ne)))
+            return NULL;
+        if (want_dst && !(e->dst = taped_gather(c, h_dst, r->v.d_edge_dst + e0, ne)))
+            return NULL;
+        e->data = edata;
+    } else {
+        if (want_src && !(e->src = batch_gather(c, h_src, r->v.d_in_src + e0, ne, leaf_h)))
+            return NULL;
+        if (want_dst && !(e->dst = batch_gather(c, h_dst, r->v.d_edge_dst + e0, ne, leaf_h)))
+            return NULL;
+        if (edata && !(e->data = batch_slice(c, edata->data, e0, ne, edata->cols, leaf_e)))
+            return NULL;
+    }
     if (r->v.weights && !(e->weight = batch_slice(c, r->v.weights, e0, ne, 1, false)))
         return NULL;
     saga_apply_edge_fn fn = r->p.apply_edge ? r->p.apply_edge : default_apply_edge;
@@ -670,6 +686,12 @@ static saga_tensor *batch_messages(saga_ctx *c, batch_run *r, int64_t b, saga_te
         return NULL;
     }
     return msg;
+}
+
+static saga_tensor *batch_messages(saga_ctx *c, batch_run *r, int64_t b, saga_tensor *h_src,
+                                   saga_tensor *h_dst, saga_tensor *edata, bool leaf_h, bool leaf_e,
+                                   saga_edge_in *e, saga_edge_batch *eb) {
+    return batch_messages_ex(c, r, b, h_src, h_dst, edata, leaf_h, leaf_e, false, e, eb);
 }
 
 static saga_reduce reduce_of(saga_gather g) {
@@ -893,6 +915,32 @@ fail:
     return st;
 }
 
+static saga_tensor *gather_edges(saga_ctx *c, const saga_program *p, const saga_prog_view *v,
+                                 saga_tensor *E);
+
+/* Whether a run keeps its forward pass on the tape (saga_program.keep_forward): training, one
+ * batch, and the edge rows (if any) exactly the batch's. */
+static bool keeps_forward(saga_ctx *c, const saga_program *p, const saga_prog_view *v,
+                          const saga_tensor *edata) {
+    return p->keep_forward && saga_ctx_training(c) && v->plan.n_batches == 1 &&
+           (!edata || edata->rows == v->m);
+}
+
+/* The messages of a run of one batch, recorded op by op (keeps_forward): the gathers of h and
+ * apply_edge's ops stay on the tape and the backward pass differentiates them as they are. */
+static saga_tensor *messages_kept(saga_ctx *c, const saga_program *p, const saga_prog_view *v,
+                                  saga_tensor *h_src, saga_tensor *h_dst, saga_tensor *edata,
+                                  void *layer) {
+    batch_run *r = NULL;
+    if (!batch_run_new(c, p, v, layer, false, &r))
+        return NULL;
+    saga_edge_in e;
+    saga_edge_batch eb;
+    saga_tensor *msg = batch_messages_ex(c, r, 0, h_src, h_dst, edata, false, false, true, &e, &eb);
+    batch_run_free(r);
+    return msg;
+}
+
 static saga_tensor *run_batched(saga_ctx *c, const saga_program *p, const saga_prog_view *v,
                                 saga_tensor *h_src, saga_tensor *h_dst, saga_tensor *edata,
                                 void *layer) {
@@ -900,6 +948,10 @@ static saga_tensor *run_batched(saga_ctx *c, const saga_program *p, const saga_p
     batch_run *r = NULL;
     saga_tensor *out = NULL;
     bool msg_grad = false;
+    if (keeps_forward(c, p, v, edata)) {
+        saga_tensor *msg = messages_kept(c, p, v, h_src, h_dst, edata, layer);
+        return msg ? gather_edges(c, p, v, msg) : NULL;
+    }
     if (!batch_run_new(c, p, v, layer, false, &r))
         return NULL;
     SAGA_TRY(batches_forward(c, r, h_src, h_dst, edata, &out, &msg_grad));
@@ -1141,29 +1193,12 @@ fail:
     return st;
 }
 
-/* The run's messages, kept: every batch's apply_edge output in one n_edges x F' tensor E (rows in
- * the placed graph's edge order), recorded as one node over (h, edata) whose backward is the
- * batched path's with keep_edges; *gathered its reduction by destination. */
-static saga_tensor *run_edges_batched(saga_ctx *c, const saga_program *p, const saga_prog_view *v,
-                                      saga_tensor *h, saga_tensor *edata, void *layer,
-                                      saga_tensor **gathered) {
+/* The gather over the messages E (v's n_edges x F'), recorded: y (n_dst x F'), or NULL with the
+ * error. */
+static saga_tensor *gather_edges(saga_ctx *c, const saga_program *p, const saga_prog_view *v,
+                                 saga_tensor *E) {
     saga_status st = SAGA_OK;
     const saga_kernels *k = saga_ctx_kernels(c);
-    saga_stream *s = saga_ctx_stream(c);
-    batch_run *r = NULL;
-    saga_tensor *E = NULL;
-    bool msg_grad = false;
-    if (!batch_run_new(c, p, v, layer, true, &r))
-        return NULL;
-    SAGA_TRY(batches_forward(c, r, h, h, edata, &E, &msg_grad));
-
-    saga_tensor *inputs[2] = {h, edata};
-    batch_run *state = r;
-    r = NULL;
-    if (saga_tape_record_ex(c, E, inputs, 2, msg_grad, batched_backward, state, batch_run_free) < 0)
-        return NULL;
-
-    /* ---- the gather over E */
     saga_reduce op = reduce_of(p->gather);
     saga_tensor *y = saga_ctx_tensor(c, SAGA_F32, v->n_dst, E->cols);
     saga_tensor *am =
@@ -1171,14 +1206,45 @@ static saga_tensor *run_edges_batched(saga_ctx *c, const saga_program *p, const 
     if (!y || (op == SAGA_REDUCE_MAX && !am))
         return NULL;
     if (y->nbytes)
-        SAGA_TRY(k->segment_reduce_f32(s, v->d_in_off, v->n_dst, E->cols, op, E->data, y->data,
-                                       am ? am->data : NULL));
+        SAGA_TRY(k->segment_reduce_f32(saga_ctx_stream(c), v->d_in_off, v->n_dst, E->cols, op,
+                                       E->data, y->data, am ? am->data : NULL));
     edges_gather_state *gs = NULL;
     SAGA_TRY(saga_alloc_array((void **)&gs, 1, sizeof *gs, "a gather node"));
     *gs = (edges_gather_state){v->d_in_off, v->n_dst, op, am ? am->data : NULL};
     if (saga_tape_record(c, y, &E, 1, edges_gather_backward, gs, saga_free) < 0)
         return NULL;
-    *gathered = y;
+    return y;
+fail:
+    return ctx_fail_null(c, st);
+}
+
+/* The run's messages, kept: every batch's apply_edge output in one n_edges x F' tensor E (rows in
+ * the placed graph's edge order), recorded as one node over (h, edata) whose backward is the
+ * batched path's with keep_edges (or op by op, keeps_forward); *gathered its reduction by
+ * destination. */
+static saga_tensor *run_edges_batched(saga_ctx *c, const saga_program *p, const saga_prog_view *v,
+                                      saga_tensor *h, saga_tensor *edata, void *layer,
+                                      saga_tensor **gathered) {
+    saga_status st = SAGA_OK;
+    batch_run *r = NULL;
+    saga_tensor *E = NULL;
+    bool msg_grad = false;
+    if (keeps_forward(c, p, v, edata)) {
+        if (!(E = messages_kept(c, p, v, h, h, edata, layer)))
+            return NULL;
+    } else {
+        if (!batch_run_new(c, p, v, layer, true, &r))
+            return NULL;
+        SAGA_TRY(batches_forward(c, r, h, h, edata, &E, &msg_grad));
+        saga_tensor *inputs[2] = {h, edata};
+        batch_run *state = r;
+        r = NULL;
+        if (saga_tape_record_ex(c, E, inputs, 2, msg_grad, batched_backward, state,
+                                batch_run_free) < 0)
+            return NULL;
+    }
+    if (!(*gathered = gather_edges(c, p, v, E)))
+        return NULL;
     return E;
 fail:
     batch_run_free(r);

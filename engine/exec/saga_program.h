@@ -133,6 +133,10 @@ typedef struct saga_program {
     saga_gather gather;
     saga_apply_vertex_fn apply_vertex; /* NULL: the result is the gathered value */
     int64_t max_batch_edges;           /* 0: the engine's default (1 << 20) */
+    /* A run that fits in one batch keeps apply_edge's forward pass on the tape, to be
+     * differentiated as any ops are, instead of recomputing it in the backward pass: faster, and
+     * the batch's intermediates stay in memory until the backward pass. false: recompute. */
+    bool keep_forward;
 } saga_program;
 
 /* Runs one layer: h is f32 n x F (n = the graph's vertices), edata f32 n_edges x D in the
@@ -140,7 +144,8 @@ typedef struct saga_program {
  * the new vertex values, owned by c, or NULL with the error in c (sticky; SAGA_ERR_INVALID_ARG
  * for shapes, dtypes or backends that do not match, naming them). Recorded on the tape like
  * any op: the fused path as one SpMM node; the batched path as one node whose backward
- * recomputes every batch (with the dropout counter it had in the forward pass), so apply_edge
+ * recomputes every batch (with the dropout counter it had in the forward pass; a run of one batch
+ * with keep_forward is recorded op by op instead, the gathers of h included), so apply_edge
  * must compute the same function when called again on the same batch, and p and layer must
  * stay valid until the backward pass has run (a pointer to a caller's local variable that has
  * gone out of scope by then is a bug). */
