@@ -42,9 +42,9 @@ have_pyg=0
 ev=$here/out/hep-$events-$maxp
 npz=$ev-npz
 mkdir -p "$here/out"
-if [ ! -d "$ev" ]; then
-    "$saga" hep generate -o "$ev" --events "$events" --max-particles "$maxp" --seed 1 --quiet
-fi
+# written each time (seconds): events of another release's generator must not linger
+rm -rf "$ev" "$npz"
+"$saga" hep generate -o "$ev" --events "$events" --max-particles "$maxp" --seed 1 --quiet
 build_line=$("$saga" hep build --data "$ev" --export "$npz" --json --quiet | tail -1)
 
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), load average $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -65,6 +65,20 @@ field() { echo "$1" | python3 -c 'import json, sys; v = json.loads(sys.stdin.rea
 median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "-"; else print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 ratio() { if [ "$1" = - ] || [ "$2" = - ]; then echo -; else echo "$1 / $2" | bc -l | xargs printf '%.2f'; fi; }
 f4() { if [ "$1" = - ]; then echo -; else printf '%.4f' "$1"; fi; }
+
+gemm=$build/bin/bench_gemm
+# the mean edges of an event: the rows of the edge MLP's products in a step
+mean_edges=$(echo "$build_line" | python3 -c 'import json, sys; j = json.loads(sys.stdin.read()); print(max(1, j["edges"] // j["events"]))')
+# peak JSON-less: the best GFLOP/s bench_gemm reaches at the step's shapes on T threads
+gemm_peak() {
+    if [ -x "$gemm" ]; then
+        "$gemm" "$hidden" "$mean_edges" "$1" 2>/dev/null | awk '/edge MLP/ { v = $(NF - 1); if (v > m) m = v } END { print m ? m : "-" }'
+    else
+        echo -
+    fi
+}
+gf() { if [ "$1" = - ] || [ "$2" = - ]; then echo -; else echo "$1 / $2" | bc -l | xargs printf '%.1f'; fi; }
+pct() { if [ "$1" = - ] || [ "$2" = - ]; then echo -; else echo "100 * $1 / $2" | bc -l | xargs printf '%.0f%%'; fi; }
 
 printf '\n%-7s %-5s %10s %10s %9s %9s %9s %9s %9s\n' threads side "epoch s" "PyG/saga" \
     "edge eff" purity AUC "track eff" loss
@@ -98,5 +112,11 @@ for t in $threads; do
         printf '%-7s %-5s %10s\n' "$t" PyG skipped
     fi
     echo "  runs (epoch s): saga$s_all | PyG${p_all:- -}; held-out tracks: saga $(field "$sj" tracks), PyG $(if [ -n "$pj" ]; then field "$pj" tracks; else echo -; fi)"
+    # the epoch's matrix products (hep_step_flops: both sides multiply the same matrices) against
+    # OpenBLAS's SGEMM at the edge MLP's shapes, measured now on the same threads
+    flop=$(echo "$sj" | python3 -c 'import json, sys; print(json.loads(sys.stdin.read())["samplers"][0]["epoch_gflop"])')
+    peak=$(gemm_peak "$t")
+    s_gf=$(gf "$flop" "$s") p_gf=$(gf "$flop" "$p")
+    echo "  products: $flop GFLOP an epoch; saga $s_gf GFLOP/s ($(pct "$s_gf" "$peak") of SGEMM's $peak GFLOP/s at the step's shapes, $mean_edges rows, $t threads), PyG $p_gf ($(pct "$p_gf" "$peak"))"
 done
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -28,6 +28,17 @@ done
 expect_err "construction efficiency"
 tail -n 1 "$OUT" >"$TMP/build.json"
 
+# the barrel alone and ideal helices (the events of earlier releases), built as the barrel alone
+# (no disk to cross): no end-cap hit, and every true segment built; the default events reach the
+# end-caps and cross from the barrel to them
+expect 0 "$SAGA_BIN" hep generate -o "$TMP/ev-ideal" --events 3 --seed 4 --min-particles 100 \
+    --max-particles 300 --detector barrel --ideal --quiet
+expect 0 "$SAGA_BIN" hep build --data "$TMP/ev-ideal" --barrel-only --json
+[ "$(json_get 'j["endcap_hits"], j["construction_efficiency"] == 1, j["regions"]["endcap"]["true_segments"]')" = "0 True 0" ] ||
+    fail "barrel-only ideal events: $(json_last)"
+[ "$(python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); r=j["regions"]; print(j["endcap_hits"] > 0 and r["endcap"]["true_edges"] > 0 and r["crossing"]["true_edges"] > 0)' "$TMP/build.json")" = True ] ||
+    fail "default events: no end-cap or crossing segment: $(cat "$TMP/build.json")"
+
 # ---- build --export: one .npz per event and meta.json, as numpy.load and PyG read them -----
 expect 0 "$SAGA_BIN" hep build --data "$TMP/ev" --export "$TMP/npz" --json --quiet
 [ "$(json_get 'j["export"], len(j["outputs"]), j["outputs"][0].endswith("/event000000001.npz")')" = "$TMP/npz 7 True" ] ||
@@ -201,6 +212,16 @@ expect 2 "$SAGA_BIN" hep build --data "$TMP/ev" --epochs 3
 expect_err "--epochs does not apply to 'hep build'"
 expect 2 "$SAGA_BIN" hep generate --events 2
 expect_err "needs -o DIR"
+expect 2 "$SAGA_BIN" hep generate -o "$TMP/evx" --detector cone
+expect_err "--detector must be full or barrel, got 'cone'"
+expect 2 "$SAGA_BIN" hep generate -o "$TMP/evx" --ideal --material 1
+expect_err "--ideal sets --material, --hit-efficiency and --doubled"
+expect 2 "$SAGA_BIN" hep generate -o "$TMP/evx" --hit-efficiency 0
+expect_err "--hit-efficiency must be in (0, 1]"
+expect 2 "$SAGA_BIN" hep build --data "$TMP/ev" --max-missing -1
+expect_err "--max-missing"
+expect 2 "$SAGA_BIN" hep generate -o "$TMP/evx" --max-missing 1
+expect_err "--max-missing does not apply to 'hep generate'"
 expect 2 "$SAGA_BIN" hep train --data "$TMP/ev" --export "$TMP/npz"
 expect_err "--export does not apply to 'hep train'"
 expect 2 "$SAGA_BIN" hep build --data "$TMP/ev" --export "$TMP/a" -o "$TMP/b"
