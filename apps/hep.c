@@ -78,6 +78,11 @@ typedef struct edge_buf {
     int32_t *src, *dst;
     float *feat;
     int64_t n, cap;
+    /* the detector's layers, copied once per graph: the crossing count reads them for every
+     * candidate segment */
+    saga_trackml_layer geo[SAGA_TRACKML_N_LAYERS];
+    /* of them, those a segment between the layer pair being scanned may cross (a superset) */
+    int between[SAGA_TRACKML_N_LAYERS], n_between;
 } edge_buf;
 
 static saga_status edge_push(edge_buf *b, int32_t u, int32_t v, const float *f) {
@@ -104,14 +109,13 @@ static int hit_region_of(int layer) {
     return layer < SAGA_TRACKML_N_BARREL ? HEP_REGION_BARREL : HEP_REGION_ENDCAP;
 }
 
-/* Of the first n_layers layers, those that the straight line in (r, z) from hit a to hit b
- * (dr > 0) crosses strictly between them, more than HEP_EDGE_MARGIN_MM inside their bounds. */
-static int crossings(const khit *a, const khit *b, double dr, double dz, int n_layers) {
+/* Of the layers eb->between, those that the straight line in (r, z) from hit a to hit b (dr > 0)
+ * crosses strictly between them, more than HEP_EDGE_MARGIN_MM inside their bounds. */
+static int crossings(const edge_buf *eb, const khit *a, const khit *b, double dr, double dz) {
     int n = 0;
-    for (int m = 0; m < n_layers; m++) {
-        if (m == a->layer || m == b->layer)
-            continue;
-        const saga_trackml_layer *L = saga_trackml_layer_at(m);
+    for (int q = 0; q < eb->n_between; q++) {
+        int m = eb->between[q];
+        const saga_trackml_layer *L = &eb->geo[m];
         if (!L->disk) {
             if (!(L->r_min > a->r && L->r_min < b->r))
                 continue;
@@ -143,8 +147,7 @@ static saga_status try_segment(edge_buf *eb, const khit *h, int32_t a, int32_t b
     double z0 = h[a].z - h[a].r * dz / dr;
     if (fabs(z0) > o->z0_max)
         return SAGA_OK;
-    int n_layers = o->barrel_only ? SAGA_TRACKML_N_BARREL : SAGA_TRACKML_N_LAYERS;
-    if (crossings(&h[a], &h[b], dr, dz, n_layers) > o->max_missing)
+    if (crossings(eb, &h[a], &h[b], dr, dz) > o->max_missing)
         return SAGA_OK; /* it crosses layers where its particle would have left hits */
     double eta_a = asinh(h[a].z / h[a].r), eta_b = asinh(h[b].z / h[b].r);
     /* the curvature of the circle through the beam line and both hits (the chord between the
@@ -157,6 +160,24 @@ static saga_status try_segment(edge_buf *eb, const khit *h, int32_t a, int32_t b
                                   (float)(eta_b - eta_a),      (float)(dz / 100.0),
                                   (float)(curvature * 1000.0)}; /* the rest: neighbour_features */
     return edge_push(eb, a, b, f);
+}
+
+/* eb->between: of the first n_layers layers but l and t, those a segment from a hit of layer l
+ * (its hits' r from r_a, z in [za0, za1]) to a hit of layer t further out (r up to r_b, z in
+ * [zb0, zb1]) may cross: a cylinder whose radius lies in (r_a, r_b), a disk whose z lies within
+ * the hull of the two z ranges. A superset: crossings() decides each segment. */
+static void between_of(edge_buf *eb, int l, int t, double r_a, double r_b, double za0, double za1,
+                       double zb0, double zb1, int n_layers) {
+    double z0 = fmin(za0, zb0), z1 = fmax(za1, zb1);
+    eb->n_between = 0;
+    for (int m = 0; m < n_layers; m++) {
+        const saga_trackml_layer *L = &eb->geo[m];
+        if (m == l || m == t)
+            continue;
+        bool maybe = L->disk ? L->z_min > z0 && L->z_min < z1 : L->r_min > r_a && L->r_min < r_b;
+        if (maybe)
+            eb->between[eb->n_between++] = m;
+    }
 }
 
 /* Where the straight lines in (r, z) from the beam line within |z0| <= z0_max through hit a meet
@@ -296,6 +317,8 @@ saga_status hep_graph_build(hep_event_graph *g, const saga_trackml_event *e,
     SAGA_CHECK(e->n_hits < INT32_MAX, SAGA_ERR_INVALID_ARG, "hep: event %lld has %lld hits",
                (long long)e->event_id, (long long)e->n_hits);
     r.event_id = e->event_id;
+    for (int l = 0; l < SAGA_TRACKML_N_LAYERS; l++)
+        eb.geo[l] = *saga_trackml_layer_at(l);
 
     /* ---- the hits kept: of a fast enough particle or noise; by layer and phi */
     SAGA_CHECK(o->max_missing >= 0 && o->z0_max > 0 && o->phi_slope_max > 0, SAGA_ERR_INVALID_ARG,
@@ -339,11 +362,13 @@ saga_status hep_graph_build(hep_event_graph *g, const saga_trackml_event *e,
     for (int l = 0; l < NL; l++)
         first[l + 1] += first[l];
     /* each layer's hits' least and largest r (a disk's spread over its ring) */
-    double r_lo[NL], r_hi[NL];
+    double r_lo[NL], r_hi[NL], z_lo[NL], z_hi[NL];
     for (int l = 0; l < NL; l++) {
-        r_lo[l] = INFINITY, r_hi[l] = -INFINITY;
-        for (int32_t i = first[l]; i < first[l + 1]; i++)
+        r_lo[l] = z_lo[l] = INFINITY, r_hi[l] = z_hi[l] = -INFINITY;
+        for (int32_t i = first[l]; i < first[l + 1]; i++) {
             r_lo[l] = fmin(r_lo[l], h[i].r), r_hi[l] = fmax(r_hi[l], h[i].r);
+            z_lo[l] = fmin(z_lo[l], h[i].z), z_hi[l] = fmax(z_hi[l], h[i].z);
+        }
     }
 
     r.n_hits = n;
@@ -371,6 +396,8 @@ saga_status hep_graph_build(hep_event_graph *g, const saga_trackml_event *e,
                 r_hi[t] <= r_lo[l])
                 continue; /* no hit there, or none further out */
             const saga_trackml_layer *T = saga_trackml_layer_at(t);
+            between_of(&eb, l, t, r_lo[l], r_hi[t], z_lo[l], z_hi[l], z_lo[t], z_hi[t],
+                       o->barrel_only ? SAGA_TRACKML_N_BARREL : SAGA_TRACKML_N_LAYERS);
             for (int32_t a = first[l]; a < first[l + 1]; a++) {
                 double reach;
                 if (!reaches(&h[a], T, o->z0_max, &reach))
