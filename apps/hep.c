@@ -361,7 +361,8 @@ saga_status hep_graph_build(hep_event_graph *g, const saga_trackml_event *e,
         first[h[i].layer + 1]++;
     for (int l = 0; l < NL; l++)
         first[l + 1] += first[l];
-    /* each layer's hits' least and largest r (a disk's spread over its ring) */
+    /* each layer's hits' least and largest r and z (a disk's spread over its ring, a cylinder's
+     * along its length) */
     double r_lo[NL], r_hi[NL], z_lo[NL], z_hi[NL];
     for (int l = 0; l < NL; l++) {
         r_lo[l] = z_lo[l] = INFINITY, r_hi[l] = z_hi[l] = -INFINITY;
@@ -395,7 +396,7 @@ saga_status hep_graph_build(hep_event_graph *g, const saga_trackml_event *e,
             if (t == l || first[t] == first[t + 1] || first[l] == first[l + 1] ||
                 r_hi[t] <= r_lo[l])
                 continue; /* no hit there, or none further out */
-            const saga_trackml_layer *T = saga_trackml_layer_at(t);
+            const saga_trackml_layer *T = &eb.geo[t];
             between_of(&eb, l, t, r_lo[l], r_hi[t], z_lo[l], z_hi[l], z_lo[t], z_hi[t],
                        o->barrel_only ? SAGA_TRACKML_N_BARREL : SAGA_TRACKML_N_LAYERS);
             for (int32_t a = first[l]; a < first[l + 1]; a++) {
@@ -1098,6 +1099,11 @@ void hep_curve_of(hep_curve *out, const float *score, const uint8_t *label, int6
     }
 }
 
+/* a / b, 0 when b is 0 */
+static double share(int64_t a, int64_t b) {
+    return b ? (double)a / (double)b : 0.0;
+}
+
 saga_status hep_evaluate_curve(hep_metrics *out, hep_curve *curve, saga_backend *be, hep_net *net,
                                const hep_event_graph *events, int32_t first, int32_t n,
                                double threshold, double track_pt) {
@@ -1106,10 +1112,11 @@ saga_status hep_evaluate_curve(hep_metrics *out, hep_curve *curve, saga_backend 
     hep_batch b = {0};
     float *score = NULL;
     uint8_t *label = NULL, *kept = NULL;
-    int64_t m = 0, max_m = 1, tp = 0, fp = 0, fn = 0, found = 0, found_cc = 0, tracks = 0;
-    int64_t rtp[HEP_N_SEG_REGIONS] = {0}, rfp[HEP_N_SEG_REGIONS] = {0},
-            rfn[HEP_N_SEG_REGIONS] = {0}, rfound[HEP_N_SEG_REGIONS] = {0},
-            rtracks[HEP_N_SEG_REGIONS] = {0};
+    /* counts per region (HEP_SEG_*), the last entry all of them */
+    enum { ALL = HEP_N_SEG_REGIONS };
+    int64_t m = 0, max_m = 1, found_cc = 0;
+    int64_t tp[ALL + 1] = {0}, fp[ALL + 1] = {0}, fn[ALL + 1] = {0}, found[ALL + 1] = {0},
+                     tracks[ALL + 1] = {0};
     for (int32_t i = first; i < first + n; i++) {
         m += events[i].n_edges;
         if (events[i].n_edges > max_m)
@@ -1132,41 +1139,39 @@ saga_status hep_evaluate_curve(hep_metrics *out, hep_curve *curve, saga_backend 
         for (int64_t k = 0; k < g->n_edges; k++) {
             label[e0 + k] = g->truth[k];
             kept[k] = score[e0 + k] > threshold;
-            tp += kept[k] && g->truth[k];
-            fp += kept[k] && !g->truth[k];
-            fn += !kept[k] && g->truth[k];
             int reg = g->hit_region ? g->hit_region[g->src[k]] + g->hit_region[g->dst[k]] : 0;
-            rtp[reg] += kept[k] && g->truth[k];
-            rfp[reg] += kept[k] && !g->truth[k];
-            rfn[reg] += !kept[k] && g->truth[k];
+            for (int q = 0; q < 2; q++) {
+                int at = q ? ALL : reg;
+                tp[at] += kept[k] && g->truth[k];
+                fp[at] += kept[k] && !g->truth[k];
+                fn[at] += !kept[k] && g->truth[k];
+            }
         }
         int64_t f[HEP_N_SEG_REGIONS], t[HEP_N_SEG_REGIONS], fc = 0, tc = 0;
         SAGA_TRY(hep_track_efficiency_regions(f, t, be, g, kept, score + e0, track_pt));
         SAGA_TRY(hep_track_efficiency(&fc, &tc, be, g, kept, NULL, track_pt));
-        for (int r = 0; r < HEP_N_SEG_REGIONS; r++) {
-            found += f[r], tracks += t[r];
-            rfound[r] += f[r], rtracks[r] += t[r];
+        for (int q = 0; q < HEP_N_SEG_REGIONS; q++) {
+            found[q] += f[q], tracks[q] += t[q];
+            found[ALL] += f[q], tracks[ALL] += t[q];
         }
         found_cc += fc;
         e0 += g->n_edges;
     }
-    hep_metrics r = {.n_edges = m, .n_true = tp + fn, .threshold = threshold};
-    r.edge_efficiency = tp + fn ? (double)tp / (double)(tp + fn) : 0.0;
-    r.edge_purity = tp + fp ? (double)tp / (double)(tp + fp) : 0.0;
+    hep_metrics r = {.n_edges = m, .n_true = tp[ALL] + fn[ALL], .threshold = threshold};
+    r.edge_efficiency = share(tp[ALL], tp[ALL] + fn[ALL]);
+    r.edge_purity = share(tp[ALL], tp[ALL] + fp[ALL]);
     r.auc = hep_auc(score, label, m);
     if (curve)
         hep_curve_of(curve, score, label, m);
-    r.n_tracks = tracks;
-    r.track_efficiency = tracks ? (double)found / (double)tracks : 0.0;
-    r.track_efficiency_cc = tracks ? (double)found_cc / (double)tracks : 0.0;
+    r.n_tracks = tracks[ALL];
+    r.track_efficiency = share(found[ALL], tracks[ALL]);
+    r.track_efficiency_cc = share(found_cc, tracks[ALL]);
     for (int k = 0; k < HEP_N_SEG_REGIONS; k++) {
-        r.region_true[k] = rtp[k] + rfn[k];
-        r.region_edge_efficiency[k] =
-            rtp[k] + rfn[k] ? (double)rtp[k] / (double)(rtp[k] + rfn[k]) : 0.0;
-        r.region_edge_purity[k] =
-            rtp[k] + rfp[k] ? (double)rtp[k] / (double)(rtp[k] + rfp[k]) : 0.0;
-        r.region_tracks[k] = rtracks[k];
-        r.region_track_efficiency[k] = rtracks[k] ? (double)rfound[k] / (double)rtracks[k] : 0.0;
+        r.region_true[k] = tp[k] + fn[k];
+        r.region_edge_efficiency[k] = share(tp[k], tp[k] + fn[k]);
+        r.region_edge_purity[k] = share(tp[k], tp[k] + fp[k]);
+        r.region_tracks[k] = tracks[k];
+        r.region_track_efficiency[k] = share(found[k], tracks[k]);
     }
     *out = r;
 fail:

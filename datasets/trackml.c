@@ -238,12 +238,19 @@ static int cylinder_meets(const helix *h, double r, double al[2]) {
     return 2;
 }
 
+/* Whether the point (x, y, z) of layer l's surface lies inside the layer's bounds. */
+static bool inside_layer(int l, double x, double y, double z) {
+    const saga_trackml_layer *g = &LAYERS[l].g;
+    if (!g->disk)
+        return z >= g->z_min && z <= g->z_max;
+    double r = hypot(x, y);
+    return r >= g->r_min && r <= g->r_max;
+}
+
 /* Whether disk i's sensors cover the point of helix h at turning angle al. */
 static bool inside_at(const helix *h, int i, double al) {
-    const saga_trackml_layer *g = &LAYERS[i].g;
     double th = h->theta0 + h->s * al;
-    double r = hypot(h->cx + h->R * cos(th), h->cy + h->R * sin(th));
-    return r >= g->r_min && r <= g->r_max;
+    return inside_layer(i, h->cx + h->R * cos(th), h->cy + h->R * sin(th), LAYERS[i].g.z_min);
 }
 
 /* The first surface among layers 0 .. n_layers-1 that helix h crosses after the turning angle
@@ -288,15 +295,6 @@ static bool next_surface(const helix *h, int n_layers, int last, double a_now, i
     *layer = which;
     *alpha = best;
     return which >= 0;
-}
-
-/* Whether the point (x, y, z) of layer l's surface lies inside the layer's bounds. */
-static bool inside_layer(int l, double x, double y, double z) {
-    const saga_trackml_layer *g = &LAYERS[l].g;
-    if (!g->disk)
-        return z >= g->z_min && z <= g->z_max;
-    double r = hypot(x, y);
-    return r >= g->r_min && r <= g->r_max;
 }
 
 /* The hit that a particle crossing layer l at the true position (tx, ty, tz) with momentum tp

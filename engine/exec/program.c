@@ -629,10 +629,9 @@ static saga_tensor *taped_gather(saga_ctx *c, saga_tensor *x, const int32_t *idx
  * the region's backward gives their gradients; taped instead records the gathers of h as ops
  * (and takes edata as it is: the batch must span every edge of edata). Dropout inside apply_edge
  * draws the rows of the whole graph's edge mask that the batch's edges stand for. */
-static saga_tensor *batch_messages_ex(saga_ctx *c, batch_run *r, int64_t b, saga_tensor *h_src,
-                                      saga_tensor *h_dst, saga_tensor *edata, bool leaf_h,
-                                      bool leaf_e, bool taped, saga_edge_in *e,
-                                      saga_edge_batch *eb) {
+static saga_tensor *batch_messages(saga_ctx *c, batch_run *r, int64_t b, saga_tensor *h_src,
+                                   saga_tensor *h_dst, saga_tensor *edata, bool leaf_h, bool leaf_e,
+                                   bool taped, saga_edge_in *e, saga_edge_batch *eb) {
     int32_t v0, v1;
     int64_t e0, e1;
     batch_range(r, b, &v0, &v1, &e0, &e1);
@@ -686,12 +685,6 @@ static saga_tensor *batch_messages_ex(saga_ctx *c, batch_run *r, int64_t b, saga
         return NULL;
     }
     return msg;
-}
-
-static saga_tensor *batch_messages(saga_ctx *c, batch_run *r, int64_t b, saga_tensor *h_src,
-                                   saga_tensor *h_dst, saga_tensor *edata, bool leaf_h, bool leaf_e,
-                                   saga_edge_in *e, saga_edge_batch *eb) {
-    return batch_messages_ex(c, r, b, h_src, h_dst, edata, leaf_h, leaf_e, false, e, eb);
 }
 
 static saga_reduce reduce_of(saga_gather g) {
@@ -765,7 +758,7 @@ static saga_status batched_backward(saga_ctx *c, saga_node *n, saga_tensor *grad
         saga_edge_in e;
         saga_edge_batch eb;
         saga_tensor *msg =
-            batch_messages(c, r, b, hs, hd, edata, need_s || need_d, need_e, &e, &eb);
+            batch_messages(c, r, b, hs, hd, edata, need_s || need_d, need_e, false, &e, &eb);
         if (!msg)
             SAGA_TRY(ctx_error(c));
         if (saga_tensor_needs_grad(msg) && e.n_edges > 0 && r->f_out > 0) {
@@ -870,7 +863,8 @@ static saga_status batches_forward(saga_ctx *c, batch_run *r, saga_tensor *h_src
         in_region = true;
         saga_edge_in e;
         saga_edge_batch eb;
-        saga_tensor *msg = batch_messages(c, r, b, h_src, h_dst, edata, false, false, &e, &eb);
+        saga_tensor *msg =
+            batch_messages(c, r, b, h_src, h_dst, edata, false, false, false, &e, &eb);
         if (!msg)
             SAGA_TRY(ctx_error(c));
         if (saga_ctx_rng_counter(c) > r->rng_end)
@@ -936,7 +930,7 @@ static saga_tensor *messages_kept(saga_ctx *c, const saga_program *p, const saga
         return NULL;
     saga_edge_in e;
     saga_edge_batch eb;
-    saga_tensor *msg = batch_messages_ex(c, r, 0, h_src, h_dst, edata, false, false, true, &e, &eb);
+    saga_tensor *msg = batch_messages(c, r, 0, h_src, h_dst, edata, false, false, true, &e, &eb);
     batch_run_free(r);
     return msg;
 }

@@ -252,6 +252,8 @@ saga_tensor *saga_matmul_cat(saga_ctx *c, saga_tensor *const *xs, int n, saga_te
     if (!xs || n < 1 || n > MATMUL_CAT_MAX)
         return op_err(c, SAGA_ERR_INVALID_ARG, "saga_matmul_cat: 1 to %d parts, got %d",
                       MATMUL_CAT_MAX, n);
+    if (n == 1)
+        return saga_matmul(c, xs[0], w); /* one part: the product itself (deferred as it is) */
     int64_t cols = 0;
     for (int i = 0; i < n; i++) {
         if (!arg(c, op, "a part", xs[i], SAGA_F32))
