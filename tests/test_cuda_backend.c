@@ -2130,11 +2130,15 @@ static void test_cuda_backend_f32_gather_scatter(void **state) {
     }
 }
 
-/* pagerank_pull_f64 against the CPU's: rows of every kind the kernel tells apart (empty, short,
- * just below and above the long-row threshold, long rows of many segments, one every `every`
- * rows), sinks, and mean degrees that give groups of 1, 8 and 32 lanes (the group covers the
- * mean degree, want_group). The ranks, contributions and sums agree to rounding, and two runs
- * give the same bits. */
+/* pagerank_pull_f64 against the CPU's, on both ways of taking the short rows (tiles of 32 rows on
+ * gpu, groups of lanes on gpu_groups, opened with SAGA_CUDA_PULL=groups): rows of every kind the
+ * kernels tell apart (empty, short, just below and above the long-row thresholds of both ways,
+ * long rows of many segments, one every `every` rows), sinks, tiles whose runs span many chunks,
+ * and mean degrees that give groups of 1, 8 and 32 lanes (the group covers the mean degree,
+ * want_group). The ranks, contributions and sums agree to rounding, and two runs give the same
+ * bits; with 32 lanes a row the two ways add in other orders, and some ranks differ in their bits
+ * (each backend runs the way it was opened with). */
+static saga_backend *gpu_groups;
 static void pagerank_pull_case(int64_t n, int mean, int64_t every, int64_t want_group) {
     int64_t *off = hi64(n + 1);
     off[0] = 0;
@@ -2171,44 +2175,61 @@ static void pagerank_pull_case(int64_t n, int mean, int64_t every, int64_t want_
     double *gy = gput(cy, (size_t)n * sizeof *cy), *gcn = gput(cy, (size_t)n * sizeof *cy);
     double *got = halloc(4 * (size_t)n * sizeof *got), out[2][2];
     saga_csr_dev gA = {n, n, nnz, goff, gidx, NULL};
-    for (int run = 0; run < 2; run++) {
+    saga_backend *ways[] = {gpu, gpu_groups};
+    double *tiles_y = halloc((size_t)n * sizeof *tiles_y);
+    for (int way = 0; way < 2; way++) {
+        const saga_kernels *k = ways[way]->kernels;
+        saga_stream *s = saga_backend_default_stream(ways[way]);
+        for (int run = 0; run < 2; run++) {
+            assert_int_equal(k->pagerank_pull_f64(s, &gA, d, base, gc, gx, ginv, gy, gcn, out[run]),
+                             SAGA_OK);
+            gget(got + 2 * run * n, gy, (size_t)n * sizeof *got);
+            gget(got + (2 * run + 1) * n, gcn, (size_t)n * sizeof *got);
+        }
+        /* Every term is non-negative, so the magnitude of y's terms is y: base + d times a row's
+         * sum of deg contributions is within gamma_{deg+2} of y on each side; c_next one product
+         * more. The L1 change and the sinks sum n such values (each off by its y's bound) in two
+         * orders. */
+        double l1_err = 2 * gam64(n + 1) * cout[0], sinks_err = 2 * gam64(n) * cout[1];
+        for (int64_t i = 0; i < n; i++) {
+            const double yb = 2 * gam64(off[i + 1] - off[i] + 2) * cy[i];
+            assert_close(got[i], cy[i], yb, "pagerank_pull y", i);
+            assert_close(got[n + i], ccn[i], 2 * gam64(off[i + 1] - off[i] + 3) * ccn[i],
+                         "pagerank_pull c_next", i);
+            l1_err += yb;
+            sinks_err += inv[i] == 0.0 ? yb : 0.0;
+        }
+        assert_close(out[0][0], cout[0], l1_err, "pagerank_pull l1", 0);
+        assert_close(out[0][1], cout[1], sinks_err, "pagerank_pull sinks", 0);
+        assert_memory_equal(got, got + 2 * n, 2 * (size_t)n * sizeof *got);
+        assert_memory_equal(out[0], out[1], sizeof out[0]);
+        if (way == 0)
+            memcpy(tiles_y, got, (size_t)n * sizeof *got);
+        else if (want_group == 32)
+            assert_true(memcmp(tiles_y, got, (size_t)n * sizeof *got) != 0);
+        /* pagerank_pull_acc_f64: half the base on the host, half read on the device (their sum
+         * is the base exactly); the same rows, and its sums added to what acc held, with no
+         * wait */
+        const double half = base * 0.5, hin[2] = {-1.0, half}, hacc[2] = {1.0, 2.0};
+        double *gin = gput(hin, sizeof hin), *gacc = gput(hacc, sizeof hacc), acc[2];
         assert_int_equal(
-            GK()->pagerank_pull_f64(GS(), &gA, d, base, gc, gx, ginv, gy, gcn, out[run]), SAGA_OK);
-        gget(got + 2 * run * n, gy, (size_t)n * sizeof *got);
-        gget(got + (2 * run + 1) * n, gcn, (size_t)n * sizeof *got);
+            k->pagerank_pull_acc_f64(s, &gA, d, half, 1.0, gin, gc, gx, ginv, gy, gcn, gacc),
+            SAGA_OK);
+        assert_int_equal(saga_stream_synchronize(s), SAGA_OK);
+        gget(got + 2 * n, gy, (size_t)n * sizeof *got);
+        gget(got + 3 * n, gcn, (size_t)n * sizeof *got);
+        gget(acc, gacc, sizeof acc);
+        assert_memory_equal(got, got + 2 * n, 2 * (size_t)n * sizeof *got);
+        assert_true(acc[0] == 1.0 + out[0][0] && acc[1] == 2.0 + out[0][1]);
     }
-    /* Every term is non-negative, so the magnitude of y's terms is y: base + d times a row's sum
-     * of deg contributions is within gamma_{deg+2} of y on each side; c_next one product more.
-     * The L1 change and the sinks sum n such values (each off by its y's bound) in two orders. */
-    double l1_err = 2 * gam64(n + 1) * cout[0], sinks_err = 2 * gam64(n) * cout[1];
-    for (int64_t i = 0; i < n; i++) {
-        const double yb = 2 * gam64(off[i + 1] - off[i] + 2) * cy[i];
-        assert_close(got[i], cy[i], yb, "pagerank_pull y", i);
-        assert_close(got[n + i], ccn[i], 2 * gam64(off[i + 1] - off[i] + 3) * ccn[i],
-                     "pagerank_pull c_next", i);
-        l1_err += yb;
-        sinks_err += inv[i] == 0.0 ? yb : 0.0;
-    }
-    assert_close(out[0][0], cout[0], l1_err, "pagerank_pull l1", 0);
-    assert_close(out[0][1], cout[1], sinks_err, "pagerank_pull sinks", 0);
-    assert_memory_equal(got, got + 2 * n, 2 * (size_t)n * sizeof *got);
-    assert_memory_equal(out[0], out[1], sizeof out[0]);
-    /* pagerank_pull_acc_f64: half the base on the host, half read on the device (their sum is
-     * the base exactly); the same rows, and its sums added to what acc held, with no wait */
-    const double half = base * 0.5, hin[2] = {-1.0, half}, hacc[2] = {1.0, 2.0};
-    double *gin = gput(hin, sizeof hin), *gacc = gput(hacc, sizeof hacc), acc[2];
-    assert_int_equal(
-        GK()->pagerank_pull_acc_f64(GS(), &gA, d, half, 1.0, gin, gc, gx, ginv, gy, gcn, gacc),
-        SAGA_OK);
-    gget(got + 2 * n, gy, (size_t)n * sizeof *got);
-    gget(got + 3 * n, gcn, (size_t)n * sizeof *got);
-    gget(acc, gacc, sizeof acc);
-    assert_memory_equal(got, got + 2 * n, 2 * (size_t)n * sizeof *got);
-    assert_true(acc[0] == 1.0 + out[0][0] && acc[1] == 2.0 + out[0][1]);
 }
 
 static void test_cuda_backend_pagerank_pull_matches_cpu(void **state) {
     (void)state;
+    assert_int_equal(setenv("SAGA_CUDA_PULL", "groups", 1), 0);
+    const saga_status st = saga_backend_cuda_new(&gpu_groups, 0, NULL);
+    unsetenv("SAGA_CUDA_PULL");
+    assert_int_equal(st, SAGA_OK);
     pagerank_pull_case(200003, 1, 20011, 1);
     pagerank_pull_case(50000, 6, 4001, 8);
     pagerank_pull_case(20000, 32, 211, 32);
@@ -2218,6 +2239,7 @@ static void test_cuda_backend_pagerank_pull_matches_cpu(void **state) {
     assert_int_equal(
         GK()->pagerank_pull_f64(GS(), &A, 0.85, 0.0, NULL, NULL, NULL, NULL, NULL, out), SAGA_OK);
     assert_true(out[0] == 0.0 && out[1] == 0.0);
+    saga_backend_free_all(&gpu_groups);
 }
 
 /* A random CSR over n_rows rows, starting at entry base (offsets[0] = base), with empty rows and
@@ -2757,6 +2779,15 @@ static void test_cuda_backend_spmm_choice(void **state) {
     assert_int_equal(saga_backend_cuda_new(&be, 0, NULL), SAGA_OK);
     saga_backend_free_all(&be);
     assert_int_equal(unsetenv("SAGA_CUDA_SPMM"), 0);
+    /* SAGA_CUDA_PULL the same way: "tiles" or "groups" */
+    assert_int_equal(setenv("SAGA_CUDA_PULL", "bins", 1), 0);
+    assert_int_equal(saga_backend_cuda_new(&be, 0, NULL), SAGA_ERR_INVALID_ARG);
+    assert_null(be);
+    assert_non_null(strstr(saga_last_error(), "SAGA_CUDA_PULL"));
+    assert_int_equal(setenv("SAGA_CUDA_PULL", "tiles", 1), 0);
+    assert_int_equal(saga_backend_cuda_new(&be, 0, NULL), SAGA_OK);
+    saga_backend_free_all(&be);
+    assert_int_equal(unsetenv("SAGA_CUDA_PULL"), 0);
 }
 
 /* Which SpMM ran is counted: a product with values and alpha != 0 goes through cuSPARSE on the

@@ -121,6 +121,7 @@ struct cuda_ctx {
     saga_cuda_index_fault *fault = nullptr;     // as the host reads it
     saga_cuda_index_fault *fault_dev = nullptr; // as the device writes it
     bool spmm_cusparse = true;                  // SAGA_CUDA_SPMM at open: "own" turns it off
+    bool pull_tiles = true;                     // SAGA_CUDA_PULL at open: "groups" turns it off
     std::atomic<bool> spmm_refusal_noted{false};
     // a capture (cuda_capture_begin .. cuda_capture_end) on the default stream: the other streams
     // are forked into it by cap_fork and joined back by their cap_join events; frees while it
@@ -1013,6 +1014,10 @@ bool saga_cuda_spmm_cusparse(saga_backend *be) {
     return ctx_of(be)->spmm_cusparse;
 }
 
+bool saga_cuda_pull_tiles(saga_backend *be) {
+    return ctx_of(be)->pull_tiles;
+}
+
 void saga_cuda_spmm_note_refusal(saga_backend *be, const char *why) {
     if (!ctx_of(be)->spmm_refusal_noted.exchange(true))
         saga_cuda_host->log(SAGA_LOG_INFO,
@@ -1167,6 +1172,12 @@ saga_cuda_module_init(saga_backend *be, int device, const saga_module_host *host
     if (spmm && *spmm && strcmp(spmm, "cusparse") != 0 && strcmp(spmm, "own") != 0)
         return host->error(SAGA_ERR_INVALID_ARG,
                            "SAGA_CUDA_SPMM is '%.40s'; it must be 'cusparse' or 'own'", spmm);
+    // How PageRank's pull takes its short rows (pagerank_pull.cu): tiles of 32 rows (the
+    // default), or groups of lanes sized by the mean degree.
+    const char *pull = getenv("SAGA_CUDA_PULL");
+    if (pull && *pull && strcmp(pull, "tiles") != 0 && strcmp(pull, "groups") != 0)
+        return host->error(SAGA_ERR_INVALID_ARG,
+                           "SAGA_CUDA_PULL is '%.40s'; it must be 'tiles' or 'groups'", pull);
 
     cuda_ctx *c = new (std::nothrow) cuda_ctx();
     if (!c)
@@ -1189,6 +1200,7 @@ saga_cuda_module_init(saga_backend *be, int device, const saga_module_host *host
         be->work_reserve = saga_cuda_scratch_bytes_for(c->cublas_workspace) + ((size_t)4 << 10);
     }
     c->spmm_cusparse = !(spmm && strcmp(spmm, "own") == 0);
+    c->pull_tiles = !(pull && strcmp(pull, "groups") == 0);
     // the record of bad indices, which kernels write and the host reads after a synchronization
     void *fault = nullptr, *fault_dev = nullptr;
     cudaError_t ferr =

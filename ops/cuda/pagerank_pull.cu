@@ -3,16 +3,21 @@
 // and the L1 change and the sinks' rank returned to the host; or (pagerank_pull_acc_f64) with the
 // base read on the device and the two sums added into device memory, without a host wait.
 //
-// In-degrees follow a power law, so the rows are taken in two kinds:
-// - short rows (at most pr_long_threshold entries): a group of 2^shift lanes per row, the
-//   smallest power of two that covers the mean degree (at most a warp), lanes striding over the
-//   row's entries, a shuffle tree in a fixed order;
-// - long rows: the short-row pass lists them and hands each a run of segments of PR_SEG entries;
-//   any block may take any segment (a block reduction in a fixed order), and a row's segments are
-//   then added in order.
-// A row's sum depends on its entries alone, never on which lane, block or list position took it.
-// The L1 change and the sinks' rank are summed over fixed grids (see common.cuh), so the outputs
-// are the same bits on every run.
+// In-degrees follow a power law, so the rows are taken in two kinds, short and long. Short rows
+// go one of two ways (SAGA_CUDA_PULL at the backend's open):
+// - tiles (the default): a warp takes 32 consecutive rows and walks their entries as one run, in
+//   chunks of 32 (lane j the chunk's j-th entry, whichever row it is in), so every lane has an
+//   entry whatever the rows' degrees; each chunk's terms are summed per row across the lanes (a
+//   segmented scan in a fixed order) and added to the row's sum by the lane that owns the row;
+// - groups: a group of 2^shift lanes per row, the smallest power of two that covers the mean
+//   degree (at most a warp), lanes striding over the row's entries, a shuffle tree in a fixed
+//   order; rows far below the mean leave most of their group idle.
+// Long rows: the short-row pass lists them and hands each a run of segments of PR_SEG entries;
+// any block may take any segment (a block reduction in a fixed order), and a row's segments are
+// then added in order.
+// A row's sum depends on its entries and on where it stands in the graph, never on which lane,
+// block or list position took it. The L1 change and the sinks' rank are summed over fixed grids
+// (see common.cuh), so the outputs are the same bits on every run.
 #include "common.cuh"
 
 #define PR_BLOCK SAGA_CUDA_REDUCE_BLOCK // the block sums need it
@@ -78,6 +83,105 @@ static __global__ void __launch_bounds__(PR_BLOCK)
         for (int o = g >> 1; o > 0; o >>= 1)
             acc += __shfl_down_sync(0xffffffffu, acc, o, g);
         if (done && glane == 0) {
+            const double yi = base + d * acc;
+            y[row] = yi;
+            c_next[row] = yi * inv[row];
+            l1 += fabs(yi - x[row]);
+            sinks += inv[row] == 0.0 ? yi : 0.0;
+        }
+    }
+    l1 = saga_cuda_block_sum(l1);
+    sinks = saga_cuda_block_sum(sinks);
+    if (threadIdx.x == 0) {
+        w.part[blockIdx.x] = l1;
+        w.part[n_parts + blockIdx.x] = sinks;
+    }
+}
+
+// Short rows by tiles: a warp per 32 consecutive rows (see the top). The tile's short rows' entries
+// are numbered 0.. in row order (a long row counts as empty here); lane j's row holds positions
+// [start, end). Chunk by chunk, lane j takes position c0 + j, finds the row it falls in (the first
+// lane whose end passes it, by a binary search over the lanes), loads its term, and the lanes of
+// one row add their terms in a segmented scan; the row's lane adds the chunk's share to its sum.
+// PR_TILE_UNROLL chunks' loads are issued before their sums (the sums' order is the chunks').
+#define PR_TILE_UNROLL 2
+static __global__ void __launch_bounds__(PR_BLOCK)
+    pr_tile_kernel(int64_t n, const int64_t *__restrict__ off, const int32_t *__restrict__ idx,
+                   int64_t long_min, double d, double a, double b,
+                   const double *__restrict__ base_in, const double *__restrict__ c,
+                   const double *__restrict__ x, const double *__restrict__ inv,
+                   double *__restrict__ y, double *__restrict__ c_next, pr_work w, int n_parts) {
+    const unsigned full = 0xffffffffu;
+    const int lane = threadIdx.x & 31;
+    const int64_t warp = (blockIdx.x * (int64_t)PR_BLOCK + threadIdx.x) >> 5;
+    const int64_t n_warps = ((int64_t)gridDim.x * PR_BLOCK) >> 5;
+    const double base = pr_base(a, b, base_in);
+    double l1 = 0.0, sinks = 0.0;
+    for (int64_t tile = warp; tile * 32 < n; tile += n_warps) {
+        const int64_t row = tile * 32 + lane;
+        int64_t first = 0;
+        int len = 0; // a short row has fewer than long_min (at most 2^16) entries
+        bool listed = false;
+        if (row < n) {
+            first = off[row];
+            const int64_t e = off[row + 1] - first;
+            if (e < long_min) {
+                len = (int)e;
+            } else {
+                listed = true;
+                const unsigned long long segs = (unsigned long long)((e + PR_SEG - 1) / PR_SEG);
+                const unsigned long long pos = atomicAdd(&w.count[0], 1ull);
+                const unsigned long long seg = atomicAdd(&w.count[1], segs);
+                w.long_row[pos] = row;
+                w.long_seg[pos] = (int64_t)seg;
+                for (unsigned long long s = 0; s < segs; s++)
+                    w.seg_owner[seg + s] = (int64_t)pos;
+            }
+        }
+        int end = len; // the inclusive prefix of the lanes' lengths
+        for (int o = 1; o < 32; o <<= 1) {
+            const int t = __shfl_up_sync(full, end, o);
+            if (lane >= o)
+                end += t;
+        }
+        const int start = end - len, total = __shfl_sync(full, end, 31);
+        const int64_t at = first - start; // position p of this lane's row is entry at + p
+        double acc = 0.0;
+        for (int c0 = 0; c0 < total; c0 += 32 * PR_TILE_UNROLL) {
+            int from[PR_TILE_UNROLL], col[PR_TILE_UNROLL];
+            double v[PR_TILE_UNROLL];
+#pragma unroll
+            for (int u = 0; u < PR_TILE_UNROLL; u++) {
+                const int p = c0 + 32 * u + lane;
+                int o = 0; // the first lane whose end passes p (31 past the run's end)
+                for (int s = 16; s > 0; s >>= 1)
+                    if (__shfl_sync(full, end, o + s - 1) <= p)
+                        o += s;
+                const int64_t k = __shfl_sync(full, at, o) + p;
+                // the first lane of the chunk in the owner's row
+                const int st = __shfl_sync(full, start, o) - (c0 + 32 * u);
+                from[u] = st > 0 ? st : 0;
+                col[u] = p < total ? idx[k] : -1;
+            }
+#pragma unroll
+            for (int u = 0; u < PR_TILE_UNROLL; u++)
+                v[u] = col[u] >= 0 ? c[col[u]] : 0.0;
+#pragma unroll
+            for (int u = 0; u < PR_TILE_UNROLL; u++) {
+                const int cu = c0 + 32 * u;
+                for (int s = 1; s < 32; s <<= 1) {
+                    const double t = __shfl_up_sync(full, v[u], s);
+                    if (lane - s >= from[u])
+                        v[u] += t;
+                }
+                // this lane's row's share of the chunk: at the last lane of its run there
+                const int lo = start > cu ? start : cu, hi = end < cu + 32 ? end : cu + 32;
+                const double share = __shfl_sync(full, v[u], hi > lo ? hi - 1 - cu : 0);
+                if (hi > lo)
+                    acc += share;
+            }
+        }
+        if (row < n && !listed) {
             const double yi = base + d * acc;
             y[row] = yi;
             c_next[row] = yi * inv[row];
@@ -189,8 +293,9 @@ static saga_status pr_pull(saga_stream *s, const char *slot, const saga_csr_dev 
         out[0] = out[1] = 0.0;
     if (n <= 0)
         return SAGA_OK;
+    const bool tiles = saga_cuda_pull_tiles(s->be);
     const int64_t mean = (nnz + n - 1) / n;
-    const int shift = saga_cuda_group_shift(mean);
+    const int shift = tiles ? 5 : saga_cuda_group_shift(mean); // tiles: a warp per 32 rows
     const int64_t long_min = pr_long_threshold(shift) + 1;
     const int64_t want = ((n << shift) + PR_BLOCK - 1) / PR_BLOCK;
     const unsigned nb1 = (unsigned)(want < PR_SHORT_BLOCKS ? want : PR_SHORT_BLOCKS);
@@ -224,8 +329,13 @@ static saga_status pr_pull(saga_stream *s, const char *slot, const saga_csr_dev 
 
     SAGA_CUDA_SLOT_RETURN(slot,
                           cudaMemsetAsync(w.count, 0, 2 * sizeof(unsigned long long), stream));
-    pr_short_kernel<<<nb1, PR_BLOCK, 0, stream>>>(n, A->offsets, A->indices, shift, long_min, d, a,
-                                                  b, base_in, c, x, inv, y, c_next, w, n_parts);
+    if (tiles)
+        pr_tile_kernel<<<nb1, PR_BLOCK, 0, stream>>>(n, A->offsets, A->indices, long_min, d, a, b,
+                                                     base_in, c, x, inv, y, c_next, w, n_parts);
+    else
+        pr_short_kernel<<<nb1, PR_BLOCK, 0, stream>>>(n, A->offsets, A->indices, shift, long_min, d,
+                                                      a, b, base_in, c, x, inv, y, c_next, w,
+                                                      n_parts);
     SAGA_CUDA_SLOT_LAUNCH(slot);
     if (nnz >= long_min) { // else no row can be long
         pr_segment_kernel<<<PR_SEG_BLOCKS, PR_BLOCK, 0, stream>>>(A->offsets, A->indices, c, w);

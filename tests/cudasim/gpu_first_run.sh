@@ -3,7 +3,9 @@
 # sizes, a short budget, the build of this tree as the carried one. It must finish inside its
 # budget with its correctness steps passed, report the streamed epoch against its bound, skip the
 # step whose cap the budget cannot hold (the big graph's comparison with PyG, 240 s) with a line
-# saying so, write at most 8 files, and print its summary last.
+# saying so, write at most 8 files, and print its summary last. Then --only: a run of the PageRank
+# steps alone runs them (both ways of the pull and the cuSPARSE loop) and lists the rest as not
+# selected, without waiting for data they alone need.
 set -euo pipefail
 source "$(dirname "$0")/../cli_common.bash"
 : "${SAGA_CUDA_MODULE:?SAGA_CUDA_MODULE must name the simulator module}"
@@ -42,4 +44,25 @@ grep -q '^bound: streamed h16 .* ms per epoch, in memory .* bound .* overlap' "$
     fail "no streamed epoch against its bound in the summary"
 echo "steps: $(awk -F'\t' 'NR > 1 { printf "%s %s %ss; ", $1, $2, $3 }' "$TMP/out/steps.tsv")"
 echo "gpu-first-run took $took s"
+
+start=$(date +%s)
+rc=0
+(cd "$SAGA_SRC_DIR" && bash scripts/gpu-first-run --small --budget 120 --only 'pagerank-*' \
+    --out "$TMP/only") >"$TMP/only.log" 2>&1 || rc=$?
+cat "$TMP/only.log"
+[ $rc = 0 ] || fail "gpu-first-run --only exited $rc"
+# (the cuSPARSE loop skips itself on the simulator, which has no SpMV)
+awk -F'\t' '$1 == "pagerank-cusparse-1" && ($2 == "ok" || $2 == "skipped") { ok = 1 } END { exit !ok }' \
+    "$TMP/only/steps.tsv" || fail "--only: the cuSPARSE loop did not run"
+for s in pagerank-cuda-vs-cpu pagerank-saga-tiles-1 pagerank-saga-groups-1 pagerank-saga-tiles-2; do
+    awk -F'\t' -v s="$s" '$1 == s && $2 == "ok" { ok = 1 } END { exit !ok }' "$TMP/only/steps.tsv" ||
+        fail "--only: step $s did not pass: $(grep "^$s" "$TMP/only/steps.tsv")"
+done
+for s in backend-test gcn-cora-determinism models-cuda-vs-cpu; do
+    awk -F'\t' -v s="$s" '$1 == s && $2 == "not selected" { ok = 1 } END { exit !ok }' \
+        "$TMP/only/steps.tsv" || fail "--only: step $s was not left out"
+done
+! grep -q 'gcn-streamed\|gcn-vs-pyg' "$TMP/only/steps.tsv" || fail "--only: a GCN step ran"
+grep -q '"iterations"' "$TMP/only/timings.log" || fail "--only: no PageRank figures"
+echo "gpu-first-run --only took $(($(date +%s) - start)) s"
 finish
