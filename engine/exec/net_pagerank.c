@@ -38,14 +38,15 @@ typedef struct pr_part {
 struct pr_state {
     pr_part *parts;
     double *h_inv, *h_dang, *h_x[2], *h_c[2];
-    bool pull; /* in memory, one part (one rank, or a rank's shard): one pagerank_pull_f64 */
+    bool pull; /* a rank's shard in memory: one pagerank_pull_f64 an iteration, then the exchange */
     /* the whole graph's vertices (over shards every rank's own rows; else n->n), and the rows
      * iterated (the own rows over shards, whose halo rows take their owners' contributions) */
     double n_all;
     int32_t n_iter;
     /* by parts: each iteration's two sums on the device, [the L1 change, the sinks' rank], which
      * the parts add to (pagerank_pull_acc_f64) and the next iteration's parts read their base
-     * from, alternating; h_sums: their host copies (0-1, 2-3) and the sums read back (4-5) */
+     * from, alternating; h_sums: their host copies (0-1, 2-3) and the sums read back (4-5, and
+     * 6-7: an iteration's, read while the next one runs, alternate between 4-5 and 6-7) */
     saga_blk *sums[2];
     double *h_sums;
 };
@@ -64,7 +65,7 @@ static void pr_state_free(saga_net *n) {
     saga_backend_host_free(n->be, p->h_x[1], bytes);
     saga_backend_host_free(n->be, p->h_c[0], bytes);
     saga_backend_host_free(n->be, p->h_c[1], bytes);
-    saga_backend_host_free(n->be, p->h_sums, 6 * sizeof(double));
+    saga_backend_host_free(n->be, p->h_sums, 8 * sizeof(double));
     saga_free(p);
     n->pr = NULL;
 }
@@ -85,7 +86,7 @@ static saga_status pr_blocks(saga_net *n, pr_state *p) {
     }
     SAGA_TRY(saga_alloc_zeroed((void **)&p->parts, (size_t)k, sizeof *p->parts, "pagerank parts"));
     if (!p->pull) {
-        SAGA_TRY(saga_backend_host_alloc(n->be, (void **)&p->h_sums, 6 * sizeof(double)));
+        SAGA_TRY(saga_backend_host_alloc(n->be, (void **)&p->h_sums, 8 * sizeof(double)));
         for (int i = 0; i < 2; i++) {
             if (!(p->sums[i] =
                       saga_sched_block(n->sched, 2 * sizeof(double), SAGA_BLK_TEMP, "sums")))
@@ -152,13 +153,11 @@ fail:
     return st;
 }
 
-/* In memory, one part (on one rank, or a rank's own rows over shards): each iteration is one
- * kernel (pagerank_pull_f64) that pulls the contributions along the in-CSR, writes the new ranks
- * and the next contributions, and returns the L1 change and the rank of the vertices without
- * out-edges. The contributions alternate between c[0] and c[1] as the ranks between x[0] and
- * x[1].
- * Over shards the kernel takes the own rows (the first n_iter), reading the halo rows'
- * contributions, which come from their owners between the iterations with the two sums. */
+/* A rank's own rows over shards, in memory: each iteration is one kernel (pagerank_pull_f64)
+ * that pulls the contributions along the in-CSR, writes the new ranks and the next contributions,
+ * and returns the L1 change and the rank of the vertices without out-edges; the halo rows'
+ * contributions come from their owners between the iterations with the two sums. The
+ * contributions alternate between c[0] and c[1] as the ranks between x[0] and x[1]. */
 static saga_status pr_pull(saga_net *n, pr_state *p, double damping, double tol, int max_iter,
                            int *itp, double *l1p, double *secs) {
     saga_status st = SAGA_OK;
@@ -239,11 +238,60 @@ fail:
     return st;
 }
 
-/* Streamed, or over several ranks that each read the whole graph: per iteration, each part pulls
- * its rows over its halo's contributions (pagerank_pull_acc_f64), writing its next contributions
- * back for the halos of others (exchanged between ranks after the iteration), its base read from
- * the sums of the iteration before and its own sums added on the device. The host waits once an
- * iteration, for the L1 change (with ranks, for the exchange too). */
+/* One iteration of pr_parts: each part pulls its rows over its halo's contributions
+ * (pagerank_pull_acc_f64) from the ranks and contributions of iteration it (xi = it % 2), its base
+ * read from the sums of iteration it - 1 on the device, its own sums added into the other pair,
+ * which is then copied to the host (h_sums + at). Steps t onwards. */
+static saga_status pr_queue(saga_net *n, pr_state *p, double damping, int it, int *t, int at) {
+    saga_status st = SAGA_OK;
+    const saga_kernels *K = n->be->kernels;
+    saga_sched *sc = n->sched;
+    saga_stream *s = saga_backend_default_stream(n->be);
+    const int32_t lo = n->plan.d_lo, hi = n->plan.d_hi;
+    const bool shared = n->plan.k > 1 || n->dist;
+    const int xi = it % 2;
+    /* base = (1 - d) / n + d / n * (the sinks' rank), each part reading the rank on the device */
+    const double teleport = (1.0 - damping) / p->n_all, spread = damping / p->n_all;
+    if (shared) /* the others' contributions, written back (or received) since the last load */
+        for (int32_t d = lo; d < hi; d++)
+            saga_blk_host_changed(p->parts[d].halo[xi]);
+    for (int32_t d = lo; d < hi; d++, (*t)++) {
+        SAGA_TRY(saga_sched_begin(sc, *t));
+        pr_part *q = &p->parts[d];
+        nblock *b = &n->plan.blk[d];
+        const int64_t P = b->v1 - b->v0;
+        double *in = saga_blk_dev(p->sums[xi]), *acc = saga_blk_dev(p->sums[1 - xi]);
+        saga_csr_dev A = {
+            P, b->n_halo, b->e1 - b->e0, saga_blk_dev(b->b_off), saga_blk_dev(b->b_src), NULL};
+        if (d == lo) {
+            if (n->dist) /* the sinks' rank over the ranks */
+                SAGA_TRY(saga_memcpy_h2d_async(s, in + 1, p->h_sums + 5, sizeof(double)));
+            SAGA_TRY(K->fill_f64(s, acc, 2, 0.0));
+        }
+        if (P)
+            SAGA_TRY(K->pagerank_pull_acc_f64(s, &A, damping, teleport, spread, in,
+                                              saga_blk_dev(q->halo[xi]), saga_blk_dev(q->x[xi]),
+                                              saga_blk_dev(q->inv), saga_blk_dev(q->x[1 - xi]),
+                                              saga_blk_dev(q->c[1 - xi]), acc));
+        if (d == hi - 1)
+            SAGA_TRY(saga_memcpy_d2h_async(s, p->h_sums + at, acc, 2 * sizeof(double)));
+        SAGA_TRY(saga_sched_end(sc, *t));
+    }
+fail:
+    return st;
+}
+
+/* Streamed, or over several ranks that each read the whole graph, or in memory on one rank: per
+ * iteration, each part pulls its rows over its halo's contributions (pr_queue), writing its next
+ * contributions back for the halos of others (exchanged between ranks after the iteration), its
+ * base read from the sums of the iteration before and its own sums added on the device.
+ * In memory on one rank nothing waits on the host inside an iteration: iteration i + 1 is queued
+ * before the host reads iteration i's L1 change (an event after its copy), so the device never
+ * idles for the host, and at convergence one iteration more has run, whose results are not taken
+ * (the ranks and contributions alternate between two copies, so iteration i's are intact).
+ * Streamed, the host waits once an iteration for the L1 change (one part more would be one
+ * iteration's loads ahead of the plan's use of the ranks); over ranks, for the exchange and the
+ * L1 change over the ranks. */
 static saga_status pr_parts(saga_net *n, pr_state *pp, double damping, double tol, int max_iter,
                             int *itp, double *l1p, double *secs) {
     saga_status st = SAGA_OK;
@@ -254,6 +302,7 @@ static saga_status pr_parts(saga_net *n, pr_state *pp, double damping, double to
     const unsigned back = shared ? SAGA_USE_WRITEBACK : 0;
     saga_sched *sc = n->sched;
     saga_stream *s = saga_backend_default_stream(n->be);
+    saga_event *done_ev[2] = {NULL, NULL}; /* iteration i's sums on the host: done_ev[i % 2] */
     int t = 0, it = 0;
     double l1 = INFINITY;
     bool prof = false; /* inside the profiler's range */
@@ -315,17 +364,35 @@ static saga_status pr_parts(saga_net *n, pr_state *pp, double damping, double to
         SAGA_TRY(saga_sched_end(sc, t));
     }
     SAGA_TRY(saga_sched_finish(sc));
-    /* base = (1 - d) / n + d / n * (the sinks' rank), each part reading the rank on the device */
-    const double teleport = (1.0 - damping) / p.n_all, spread = damping / p.n_all;
     double t_it = saga_now(), t_said = t_it;
-    int xi = 0;
+    if (!n->dist && k == 1) {
+        /* in memory on one rank: one iteration ahead of the host (see above) */
+        for (int i = 0; i < 2; i++)
+            SAGA_TRY(saga_event_new(&done_ev[i], n->be));
+        int queued = 0;
+        while (true) {
+            while (queued < max_iter && queued <= it + 1) {
+                SAGA_TRY(pr_profile(n, queued + 1, true, false, &prof));
+                SAGA_TRY(pr_queue(n, &p, damping, queued, &t, 4 + 2 * (queued % 2)));
+                SAGA_TRY(saga_event_record(done_ev[queued % 2], s));
+                queued++;
+            }
+            SAGA_TRY(saga_event_synchronize(done_ev[it % 2])); /* iteration it's L1 change */
+            l1 = p.h_sums[4 + 2 * (it % 2)];
+            it++;
+            SAGA_TRY(pr_profile(n, it, false, l1 < tol || it == max_iter, &prof));
+            if (l1 < tol || it == max_iter)
+                break;
+        }
+        goto done;
+    }
     while (true) {
         if (n->dist) {
             /* the contributions this rank's blocks read from the others, and the sums over the
              * ranks, which the next iteration's first step puts back on the device */
             SAGA_TRY(saga_sched_finish(sc));
             SAGA_TRY(saga_stream_synchronize(s));
-            SAGA_TRY(net_dist_rows(n, (float *)p.h_c[xi], 2));
+            SAGA_TRY(net_dist_rows(n, (float *)p.h_c[it % 2], 2));
             SAGA_TRY(
                 saga_comm_allreduce(n->o.comm, p.h_sums + 4, 2, SAGA_F64, SAGA_COMM_SUM, NULL));
         } else if (it > 0) {
@@ -345,38 +412,17 @@ static saga_status pr_parts(saga_net *n, pr_state *pp, double damping, double to
             }
         }
         SAGA_TRY(pr_profile(n, it + 1, true, false, &prof));
-        if (shared) /* the others' contributions, written back (or received) since the last load */
-            for (int32_t d = lo; d < hi; d++)
-                saga_blk_host_changed(p.parts[d].halo[xi]);
-        for (int32_t d = lo; d < hi; d++, t++) {
-            SAGA_TRY(saga_sched_begin(sc, t));
-            pr_part *q = &p.parts[d];
-            nblock *b = &n->plan.blk[d];
-            const int64_t P = b->v1 - b->v0;
-            double *in = saga_blk_dev(p.sums[xi]), *acc = saga_blk_dev(p.sums[1 - xi]);
-            saga_csr_dev A = {
-                P, b->n_halo, b->e1 - b->e0, saga_blk_dev(b->b_off), saga_blk_dev(b->b_src), NULL};
-            if (d == lo) {
-                if (n->dist) /* the sinks' rank over the ranks */
-                    SAGA_TRY(saga_memcpy_h2d_async(s, in + 1, p.h_sums + 5, sizeof(double)));
-                SAGA_TRY(K->fill_f64(s, acc, 2, 0.0));
-            }
-            if (P)
-                SAGA_TRY(K->pagerank_pull_acc_f64(s, &A, damping, teleport, spread, in,
-                                                  saga_blk_dev(q->halo[xi]), saga_blk_dev(q->x[xi]),
-                                                  saga_blk_dev(q->inv), saga_blk_dev(q->x[1 - xi]),
-                                                  saga_blk_dev(q->c[1 - xi]), acc));
-            if (d == hi - 1)
-                SAGA_TRY(saga_memcpy_d2h_async(s, p.h_sums + 4, acc, 2 * sizeof(double)));
-            SAGA_TRY(saga_sched_end(sc, t));
-        }
+        SAGA_TRY(pr_queue(n, &p, damping, it, &t, 4));
         it++;
-        xi = it % 2;
     }
-    *secs = saga_now() - t_it; /* its L1 change was read: the iteration is done */
+done:
+    /* the last iteration whose L1 change was read is done; one more may still run (in memory) */
+    *secs = saga_now() - t_it;
 fail:
     if (prof) /* an error inside the range: it closes */
         (void)saga_backend_profile_range(n->be, false);
+    for (int i = 0; i < 2; i++)
+        saga_event_free(&done_ev[i]);
     *itp = it;
     *l1p = l1;
     return st;
@@ -406,7 +452,8 @@ saga_status saga_net_pagerank(saga_net *n, double damping, double tol, int max_i
     if (!n->pr) {
         SAGA_TRY(saga_alloc_zeroed((void **)&n->pr, 1, sizeof *n->pr, "PageRank state"));
         n->pr_free = pr_state_free;
-        n->pr->pull = n->plan.k == 1 && !n->dist;
+        /* over shards; in memory on one rank, pr_parts runs its one part a step ahead */
+        n->pr->pull = n->plan.k == 1 && !n->dist && n->hx;
         n->pr->n_all = n->n;
         n->pr->n_iter = n->n;
         if (n->hx) {

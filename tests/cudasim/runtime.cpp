@@ -185,6 +185,8 @@ struct global_state {
     struct counts {
         std::map<std::string, uint64_t> calls; // the program's own calls, per API entry
         uint64_t kernels = 0, library_ops = 0, sync_copies = 0;
+        // cudaEventSynchronize calls whose event's stream had nothing queued after the event
+        uint64_t dry_event_waits = 0;
         uint64_t bytes[4] = {}; // copied host->host, host->device, device->host, device->device
         // cudaLaunchHostFunc calls on a capturing stream, host nodes run by graph launches
         uint64_t captured_host_fns = 0, graph_host_fns = 0;
@@ -209,6 +211,13 @@ const char *const host_waits[] = {"cudaDeviceSynchronize",
                                   "cudaMemset",
                                   "cudaFree"};
 
+// The waits after which the device has nothing the host queued before them left to run on the
+// stream waited for ("drain_waits"): all of the above but cudaEventSynchronize, which counts only
+// when nothing was queued on its event's stream after the event (a host one step ahead of the
+// device waits for the step before the last it queued, and the device keeps running).
+const char *const drain_waits[] = {"cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaMemcpy",
+                                   "cudaMemset", "cudaFree"};
+
 // Appends the open window's counts to f as one JSON line. Caller holds g->count_lock.
 void write_window(FILE *f) {
     const global_state::counts &w = g->w;
@@ -216,26 +225,30 @@ void write_window(FILE *f) {
         auto it = w.calls.find(name);
         return it == w.calls.end() ? (uint64_t)0 : it->second;
     };
-    uint64_t waits = w.sync_copies;
+    uint64_t waits = w.sync_copies, drains = w.sync_copies + w.dry_event_waits;
     for (const char *name : host_waits)
         waits += calls(name);
+    for (const char *name : drain_waits)
+        drains += calls(name);
     // a host function recorded by a capture runs, and counts, with each launch of its graph
     const uint64_t fn_calls = calls("cudaLaunchHostFunc");
     const uint64_t host_fns =
         (fn_calls > w.captured_host_fns ? fn_calls - w.captured_host_fns : 0) + w.graph_host_fns;
     fprintf(f,
-            "{\"window\":%d,\"host_waits\":%llu,\"host_fns\":%llu,\"device_allocs\":%llu,"
+            "{\"window\":%d,\"host_waits\":%llu,\"drain_waits\":%llu,\"host_fns\":%llu,"
+            "\"device_allocs\":%llu,"
             "\"device_frees\":%llu,\"pinned_allocs\":%llu,\"pinned_frees\":%llu,"
             "\"kernels\":%llu,\"library_ops\":%llu,\"graph_launches\":%llu,"
             "\"graph_nodes\":%llu,\"h2d_bytes\":%llu,\"d2h_bytes\":%llu,\"d2d_bytes\":%llu,"
             "\"h2h_bytes\":%llu,\"calls\":{",
-            g->windows, (unsigned long long)waits, (unsigned long long)host_fns,
-            (unsigned long long)calls("cudaMalloc"), (unsigned long long)calls("cudaFree"),
-            (unsigned long long)calls("cudaHostAlloc"), (unsigned long long)calls("cudaFreeHost"),
-            (unsigned long long)w.kernels, (unsigned long long)w.library_ops,
-            (unsigned long long)w.graph_launches, (unsigned long long)w.graph_nodes,
-            (unsigned long long)w.bytes[1], (unsigned long long)w.bytes[2],
-            (unsigned long long)w.bytes[3], (unsigned long long)w.bytes[0]);
+            g->windows, (unsigned long long)waits, (unsigned long long)drains,
+            (unsigned long long)host_fns, (unsigned long long)calls("cudaMalloc"),
+            (unsigned long long)calls("cudaFree"), (unsigned long long)calls("cudaHostAlloc"),
+            (unsigned long long)calls("cudaFreeHost"), (unsigned long long)w.kernels,
+            (unsigned long long)w.library_ops, (unsigned long long)w.graph_launches,
+            (unsigned long long)w.graph_nodes, (unsigned long long)w.bytes[1],
+            (unsigned long long)w.bytes[2], (unsigned long long)w.bytes[3],
+            (unsigned long long)w.bytes[0]);
     bool first = true;
     for (const auto &c : w.calls) {
         fprintf(f, "%s\"%s\":%llu", first ? "" : ",", c.first.c_str(),
@@ -412,6 +425,9 @@ struct event_impl {
     std::condition_variable cv;
     uint64_t recorded = 0, completed = 0;
     std::chrono::steady_clock::time_point when;
+    // the stream of its last record outside a capture, and that record's place in its queue
+    stream_impl *last_stream = nullptr;
+    uint64_t last_ticket = 0;
     // Last recorded in a capturing stream: the capture (expired once it ended) and the nodes the
     // event stands for. Under g->capture_lock.
     bool captured = false;
@@ -1854,7 +1870,7 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
         std::lock_guard<std::mutex> guard(e->m);
         gen = ++e->recorded;
     }
-    s->push([e, gen] {
+    const uint64_t ticket = s->push([e, gen] {
         std::lock_guard<std::mutex> guard(e->m);
         if (gen > e->completed) {
             e->completed = gen;
@@ -1862,6 +1878,9 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
         }
         e->cv.notify_all();
     });
+    std::lock_guard<std::mutex> guard(e->m);
+    e->last_stream = s;
+    e->last_ticket = ticket;
     return cudaSuccess;
 }
 
@@ -1890,6 +1909,15 @@ cudaError_t cudaEventSynchronize(cudaEvent_t event) {
             return fail(cudaErrorCapturedEvent);
     }
     std::unique_lock<std::mutex> lk(e->m);
+    if (stream_impl *s = e->last_stream) { // a wait that leaves its stream with nothing to run
+        bool dry;
+        {
+            std::lock_guard<std::mutex> guard(s->m);
+            dry = s->submitted == e->last_ticket;
+        }
+        if (dry)
+            count(g->w.dry_event_waits);
+    }
     const uint64_t gen = e->recorded;
     e->cv.wait(lk, [&] { return e->completed >= gen; });
     return cudaSuccess;
