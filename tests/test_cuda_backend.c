@@ -2775,9 +2775,16 @@ static void test_cuda_backend_spmm_choice(void **state) {
     assert_int_equal(saga_backend_cuda_new(&be, 0, NULL), SAGA_ERR_INVALID_ARG);
     assert_null(be);
     assert_non_null(strstr(saga_last_error(), "SAGA_CUDA_SPMM"));
-    assert_int_equal(setenv("SAGA_CUDA_SPMM", "cusparse", 1), 0);
-    assert_int_equal(saga_backend_cuda_new(&be, 0, NULL), SAGA_OK);
-    saga_backend_free_all(&be);
+    assert_int_equal(setenv("SAGA_CUDA_SPMM", "cusparse-alg4", 1), 0);
+    assert_int_equal(saga_backend_cuda_new(&be, 0, NULL), SAGA_ERR_INVALID_ARG);
+    assert_null(be);
+    static const char *const good[] = {"cusparse", "own", "cusparse-alg1", "cusparse-alg2",
+                                       "cusparse-alg3"};
+    for (size_t i = 0; i < sizeof good / sizeof *good; i++) {
+        assert_int_equal(setenv("SAGA_CUDA_SPMM", good[i], 1), 0);
+        assert_int_equal(saga_backend_cuda_new(&be, 0, NULL), SAGA_OK);
+        saga_backend_free_all(&be);
+    }
     assert_int_equal(unsetenv("SAGA_CUDA_SPMM"), 0);
     /* SAGA_CUDA_PULL the same way: "tiles" or "groups" */
     assert_int_equal(setenv("SAGA_CUDA_PULL", "bins", 1), 0);

@@ -121,6 +121,7 @@ struct cuda_ctx {
     saga_cuda_index_fault *fault = nullptr;     // as the host reads it
     saga_cuda_index_fault *fault_dev = nullptr; // as the device writes it
     bool spmm_cusparse = true;                  // SAGA_CUDA_SPMM at open: "own" turns it off
+    int spmm_alg = 2;                           // and which of cuSPARSE's CSR algorithms: 1, 2, 3
     bool pull_tiles = true;                     // SAGA_CUDA_PULL at open: "groups" turns it off
     std::atomic<bool> spmm_refusal_noted{false};
     // a capture (cuda_capture_begin .. cuda_capture_end) on the default stream: the other streams
@@ -1014,6 +1015,10 @@ bool saga_cuda_spmm_cusparse(saga_backend *be) {
     return ctx_of(be)->spmm_cusparse;
 }
 
+int saga_cuda_spmm_alg(saga_backend *be) {
+    return ctx_of(be)->spmm_alg;
+}
+
 bool saga_cuda_pull_tiles(saga_backend *be) {
     return ctx_of(be)->pull_tiles;
 }
@@ -1168,10 +1173,18 @@ saga_cuda_module_init(saga_backend *be, int device, const saga_module_host *host
 
     // Which SpMM spmm_f32 runs: cuSPARSE's where it applies (the default), or saga's own kernel
     // for every product (to compare the two, or to step around a cuSPARSE problem).
+    // "cusparse" is its CSR_ALG2; "cusparse-alg1" and "cusparse-alg3" pick the others, to compare
+    // them (their speed, and whether a run repeats its bits).
     const char *spmm = getenv("SAGA_CUDA_SPMM");
-    if (spmm && *spmm && strcmp(spmm, "cusparse") != 0 && strcmp(spmm, "own") != 0)
+    int spmm_alg = 2;
+    if (spmm && (strcmp(spmm, "cusparse-alg1") == 0 || strcmp(spmm, "cusparse-alg2") == 0 ||
+                 strcmp(spmm, "cusparse-alg3") == 0))
+        spmm_alg = spmm[12] - '0';
+    else if (spmm && *spmm && strcmp(spmm, "cusparse") != 0 && strcmp(spmm, "own") != 0)
         return host->error(SAGA_ERR_INVALID_ARG,
-                           "SAGA_CUDA_SPMM is '%.40s'; it must be 'cusparse' or 'own'", spmm);
+                           "SAGA_CUDA_SPMM is '%.40s'; it must be 'cusparse', 'own' or "
+                           "'cusparse-alg1', -alg2, -alg3",
+                           spmm);
     // How PageRank's pull takes its short rows (pagerank_pull.cu): tiles of 32 rows (the
     // default), or groups of lanes sized by the mean degree.
     const char *pull = getenv("SAGA_CUDA_PULL");
@@ -1200,6 +1213,7 @@ saga_cuda_module_init(saga_backend *be, int device, const saga_module_host *host
         be->work_reserve = saga_cuda_scratch_bytes_for(c->cublas_workspace) + ((size_t)4 << 10);
     }
     c->spmm_cusparse = !(spmm && strcmp(spmm, "own") == 0);
+    c->spmm_alg = spmm_alg;
     c->pull_tiles = !(pull && strcmp(pull, "groups") == 0);
     // the record of bad indices, which kernels write and the host reads after a synchronization
     void *fault = nullptr, *fault_dev = nullptr;

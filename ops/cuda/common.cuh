@@ -328,6 +328,8 @@ void saga_cuda_cusparse_release(saga_backend *be, cusparseHandle_t h);
 // Whether spmm_f32 may use cuSPARSE's SpMM on this backend: true unless the environment variable
 // SAGA_CUDA_SPMM was "own" when the backend was opened (see spmm.cu).
 bool saga_cuda_spmm_cusparse(saga_backend *be);
+// Which of cuSPARSE's CSR algorithms the SpMM asks for: 1, 2 (the default) or 3 (SAGA_CUDA_SPMM).
+int saga_cuda_spmm_alg(saga_backend *be);
 // Whether PageRank's pull takes short rows by tiles of 32 (SAGA_CUDA_PULL at open: "tiles", the
 // default) or by groups sized by the mean degree ("groups"); see pagerank_pull.cu.
 bool saga_cuda_pull_tiles(saga_backend *be);

@@ -337,7 +337,8 @@ static bool spmm_plan_is(const spmm_plan *p, const spmm_plan *key) {
 // points them at the narrowed copy) and asks for its workspace; *err is cuSPARSE's status, the
 // plan destroyed unless it succeeded.
 static saga_status spmm_plan_make(cusparseHandle_t h, const char *slot, const saga_csr_dev *A,
-                                  spmm_plan *p, float alpha, float beta, cusparseStatus_t *err) {
+                                  spmm_plan *p, float alpha, float beta, cusparseSpMMAlg_t alg,
+                                  cusparseStatus_t *err) {
     const cusparseStatus_t made[3] = {
         cusparseCreateCsr(&p->a, A->n_rows, A->n_cols, A->nnz, const_cast<int64_t *>(A->offsets),
                           const_cast<int32_t *>(A->indices), const_cast<float *>(A->values),
@@ -354,8 +355,8 @@ static saga_status spmm_plan_make(cusparseHandle_t h, const char *slot, const sa
                                         __FILE__, __LINE__);
         }
     const cusparseOperation_t nt = CUSPARSE_OPERATION_NON_TRANSPOSE;
-    *err = cusparseSpMM_bufferSize(h, nt, nt, &alpha, p->a, p->x, &beta, p->y, CUDA_R_32F,
-                                   CUSPARSE_SPMM_CSR_ALG2, &p->work);
+    *err = cusparseSpMM_bufferSize(h, nt, nt, &alpha, p->a, p->x, &beta, p->y, CUDA_R_32F, alg,
+                                   &p->work);
     if (*err != CUSPARSE_STATUS_SUCCESS)
         spmm_plan_destroy(p);
     return SAGA_OK;
@@ -412,11 +413,15 @@ static saga_status spmm_cusparse_locked(saga_stream *s, cusparseHandle_t h, cuda
     for (int i = 0; i < ps->n && !p; i++)
         if (spmm_plan_is(&ps->p[i], &key))
             p = &ps->p[i];
+    const int which = saga_cuda_spmm_alg(s->be);
+    const cusparseSpMMAlg_t alg = which == 1   ? CUSPARSE_SPMM_CSR_ALG1
+                                  : which == 3 ? CUSPARSE_SPMM_CSR_ALG3
+                                               : CUSPARSE_SPMM_CSR_ALG2;
     SAGA_CUDA_SLOT_RETURN(slot, cusparseSetStream(h, stream));
     if (!p) {
         spmm_plan made = key;
         cusparseStatus_t err = CUSPARSE_STATUS_SUCCESS;
-        saga_status st = spmm_plan_make(h, slot, A, &made, alpha, beta, &err);
+        saga_status st = spmm_plan_make(h, slot, A, &made, alpha, beta, alg, &err);
         if (st < 0)
             return st;
         if (cusparse_refused(err)) {
@@ -424,8 +429,7 @@ static saga_status spmm_cusparse_locked(saga_stream *s, cusparseHandle_t h, cuda
             return SAGA_OK;
         }
         if (err != CUSPARSE_STATUS_SUCCESS)
-            return saga_cuda_slot_error(
-                slot, err, "cusparseSpMM_bufferSize(CUSPARSE_SPMM_CSR_ALG2)", __FILE__, __LINE__);
+            return saga_cuda_slot_error(slot, err, "cusparseSpMM_bufferSize", __FILE__, __LINE__);
         if (ps->n < SPMM_PLANS) {
             p = &ps->p[ps->n++];
         } else {
@@ -463,15 +467,14 @@ static saga_status spmm_cusparse_locked(saga_stream *s, cusparseHandle_t h, cuda
                               cudaMemsetAsync(Y, 0, (size_t)A->n_rows * F * sizeof(float), stream));
     const cusparseOperation_t nt = CUSPARSE_OPERATION_NON_TRANSPOSE;
     const cusparseStatus_t err =
-        cusparseSpMM(h, nt, nt, &alpha, p->a, p->x, &beta, p->y, CUDA_R_32F, CUSPARSE_SPMM_CSR_ALG2,
+        cusparseSpMM(h, nt, nt, &alpha, p->a, p->x, &beta, p->y, CUDA_R_32F, alg,
                      p->work ? static_cast<char *>(sc.work) + off_bytes : nullptr);
     if (cusparse_refused(err)) {
         spmm_refused(s, A, F, err, fallback);
         return SAGA_OK;
     }
     if (err != CUSPARSE_STATUS_SUCCESS)
-        return saga_cuda_slot_error(slot, err, "cusparseSpMM(CUSPARSE_SPMM_CSR_ALG2)", __FILE__,
-                                    __LINE__);
+        return saga_cuda_slot_error(slot, err, "cusparseSpMM", __FILE__, __LINE__);
     return SAGA_OK;
 }
 

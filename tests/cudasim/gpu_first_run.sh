@@ -4,8 +4,8 @@
 # budget with its correctness steps passed, report the streamed epoch against its bound, skip the
 # step whose cap the budget cannot hold (the big graph's comparison with PyG, 240 s) with a line
 # saying so, write at most 8 files, and print its summary last. Then --only: a run of the PageRank
-# steps alone runs them (both ways of the pull and the cuSPARSE loop) and lists the rest as not
-# selected, without waiting for data they alone need.
+# steps and the SpMM choice alone runs them (both ways of the pull, the cuSPARSE loop, GCN with
+# each SpMM) and lists the rest as not selected, without waiting for data they alone need.
 set -euo pipefail
 source "$(dirname "$0")/../cli_common.bash"
 : "${SAGA_CUDA_MODULE:?SAGA_CUDA_MODULE must name the simulator module}"
@@ -47,14 +47,15 @@ echo "gpu-first-run took $took s"
 
 start=$(date +%s)
 rc=0
-(cd "$SAGA_SRC_DIR" && bash scripts/gpu-first-run --small --budget 120 --only 'pagerank-*' \
+(cd "$SAGA_SRC_DIR" && bash scripts/gpu-first-run --small --budget 150 --only 'pagerank-*,spmm-choice' \
     --out "$TMP/only") >"$TMP/only.log" 2>&1 || rc=$?
 cat "$TMP/only.log"
 [ $rc = 0 ] || fail "gpu-first-run --only exited $rc"
 # (the cuSPARSE loop skips itself on the simulator, which has no SpMV)
 awk -F'\t' '$1 == "pagerank-cusparse-1" && ($2 == "ok" || $2 == "skipped") { ok = 1 } END { exit !ok }' \
     "$TMP/only/steps.tsv" || fail "--only: the cuSPARSE loop did not run"
-for s in pagerank-cuda-vs-cpu pagerank-saga-tiles-1 pagerank-saga-groups-1 pagerank-saga-tiles-2; do
+for s in pagerank-cuda-vs-cpu pagerank-saga-tiles-1 pagerank-saga-groups-1 pagerank-saga-tiles-2 \
+    spmm-choice; do
     awk -F'\t' -v s="$s" '$1 == s && $2 == "ok" { ok = 1 } END { exit !ok }' "$TMP/only/steps.tsv" ||
         fail "--only: step $s did not pass: $(grep "^$s" "$TMP/only/steps.tsv")"
 done
@@ -63,6 +64,7 @@ for s in backend-test gcn-cora-determinism models-cuda-vs-cpu; do
         "$TMP/only/steps.tsv" || fail "--only: step $s was not left out"
 done
 ! grep -q 'gcn-streamed\|gcn-vs-pyg' "$TMP/only/steps.tsv" || fail "--only: a GCN step ran"
+grep -q '^spmm own round 2: epoch' "$TMP/only/timings.log" || fail "--only: no SpMM choice figures"
 grep -q '"iterations"' "$TMP/only/timings.log" || fail "--only: no PageRank figures"
 echo "gpu-first-run --only took $(($(date +%s) - start)) s"
 finish
