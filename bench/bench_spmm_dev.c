@@ -374,15 +374,19 @@ int main(int argc, char **argv) {
     }
     saga_backend *be[MAX_BE] = {NULL, NULL};
     int n_be = 1;
-    if (saga_backend_open(&be[0], spec, NULL) < 0)
+    /* on CUDA, be[0] takes cuSPARSE's SpMM (SAGA_CUDA_SPMM=cusparse, unless set otherwise) */
+    const bool chosen = getenv("SAGA_CUDA_SPMM") != NULL;
+    if ((!chosen && setenv("SAGA_CUDA_SPMM", "cusparse", 1) != 0) ||
+        saga_backend_open(&be[0], spec, NULL) < 0)
         return fail(spec);
     if (saga_backend_get_kind(be[0]) == SAGA_BACKEND_CUDA) {
         /* the same device with every product through saga's own kernel */
         if (setenv("SAGA_CUDA_SPMM", "own", 1) != 0 || saga_backend_open(&be[1], spec, NULL) < 0)
             return fail("a second backend (SAGA_CUDA_SPMM=own)");
-        unsetenv("SAGA_CUDA_SPMM");
         n_be = 2;
     }
+    if (!chosen)
+        unsetenv("SAGA_CUDA_SPMM");
     printf("device %s\n", saga_backend_name(be[0]));
     static const int64_t Fs[] = {16, 64, 128, 256};
     const int n_F = rp.scale <= 12 ? 2 : 4; /* small: a rehearsal */

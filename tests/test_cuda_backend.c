@@ -2797,11 +2797,12 @@ static void test_cuda_backend_spmm_choice(void **state) {
     assert_int_equal(unsetenv("SAGA_CUDA_PULL"), 0);
 }
 
-/* Which SpMM ran is counted: a product with values and alpha != 0 goes through cuSPARSE on the
- * default backend (spmm_cusparse + 1, nothing refused: this shape is one CSR_ALG2 takes), while
- * the products the own kernel takes (no values, alpha == 0) and every product on gpu_own
- * (SAGA_CUDA_SPMM=own) count in neither counter. Values and X are small integers, so that every
- * order of the sums gives the CPU's bits. */
+/* Which SpMM ran is counted: a product with values and alpha != 0 goes through cuSPARSE on gpu
+ * (opened with SAGA_CUDA_SPMM=cusparse: spmm_cusparse + 1, nothing refused: this shape is one
+ * CSR_ALG2 takes), while the products the own kernel takes (no values, alpha == 0) and every
+ * product on gpu_own (SAGA_CUDA_SPMM=own) and on a backend opened without SAGA_CUDA_SPMM (the
+ * own kernel is the default) count in neither counter. Values and X are small integers, so that
+ * every order of the sums gives the CPU's bits. */
 static void test_cuda_backend_spmm_counts_cusparse(void **state) {
     (void)state;
     enum { ROWS = 300, COLS = 200, F = 32 };
@@ -2827,8 +2828,11 @@ static void test_cuda_backend_spmm_counts_cusparse(void **state) {
     float *Y = nan_f32(ROWS * F);
     assert_int_equal(CK()->spmm_f32(CS(), &cA, F, 1.0f, X, 0.0f, Y), SAGA_OK);
 
-    saga_backend *paths[] = {gpu, gpu_own};
-    for (int p = 0; p < 2; p++) {
+    saga_backend *dflt = NULL;
+    assert_int_equal(unsetenv("SAGA_CUDA_SPMM"), 0);
+    assert_int_equal(saga_backend_cuda_new(&dflt, 0, NULL), SAGA_OK);
+    saga_backend *paths[] = {gpu, gpu_own, dflt};
+    for (int p = 0; p < 3; p++) {
         saga_backend *be = paths[p];
         saga_stream *s = saga_backend_default_stream(be);
         saga_backend_stats s0, s1;
@@ -2847,9 +2851,10 @@ static void test_cuda_backend_spmm_counts_cusparse(void **state) {
         saga_backend_get_stats(be, &s0);
         assert_int_equal(s0.spmm_cusparse, s1.spmm_cusparse);
         assert_int_equal(s0.spmm_cusparse_refused, s1.spmm_cusparse_refused);
-        if (p == 1)
+        if (p >= 1)
             assert_true(s0.spmm_cusparse == 0 && s0.spmm_cusparse_refused == 0);
     }
+    saga_backend_free_all(&dflt);
 }
 
 /* Segment sum, mean and max (ties: the first row wins) over segments starting at a nonzero row,
@@ -3427,6 +3432,10 @@ int main(void) {
         cmocka_unit_test(test_cuda_backend_assert_close),
     };
     const int host_failed = cmocka_run_group_tests_name("host", host_tests, NULL, NULL);
+    /* gpu: cuSPARSE's SpMM where it applies (SAGA_CUDA_SPMM=cusparse; saga's own is the
+     * default, which gpu_own has) */
+    if (setenv("SAGA_CUDA_SPMM", "cusparse", 1) != 0)
+        return 1;
     saga_status st = saga_backend_cuda_new(&gpu, 0, NULL);
     if (st != SAGA_OK) {
         printf("skipping: no CUDA backend: %s: %s\n", saga_status_name(st), saga_last_error());

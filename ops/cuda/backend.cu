@@ -120,7 +120,7 @@ struct cuda_ctx {
     // the slots' bad indices found on the device (saga_cuda_index_fault_take): pinned, mapped
     saga_cuda_index_fault *fault = nullptr;     // as the host reads it
     saga_cuda_index_fault *fault_dev = nullptr; // as the device writes it
-    bool spmm_cusparse = true;                  // SAGA_CUDA_SPMM at open: "own" turns it off
+    bool spmm_cusparse = false;                 // SAGA_CUDA_SPMM at open: "cusparse*" turns it on
     int spmm_alg = 2;                           // and which of cuSPARSE's CSR algorithms: 1, 2, 3
     bool pull_tiles = true;                     // SAGA_CUDA_PULL at open: "groups" turns it off
     std::atomic<bool> spmm_refusal_noted{false};
@@ -1171,10 +1171,10 @@ saga_cuda_module_init(saga_backend *be, int device, const saga_module_host *host
     cudaDeviceProp prop;
     SAGA_CUDA_RETURN(cudaGetDeviceProperties(&prop, device));
 
-    // Which SpMM spmm_f32 runs: cuSPARSE's where it applies (the default), or saga's own kernel
-    // for every product (to compare the two, or to step around a cuSPARSE problem).
-    // "cusparse" is its CSR_ALG2; "cusparse-alg1" and "cusparse-alg3" pick the others, to compare
-    // them (their speed, and whether a run repeats its bits).
+    // Which SpMM spmm_f32 runs: saga's own kernel (the default: the same bits every run, and on
+    // an H200 as fast as cuSPARSE's on GCN's products), or cuSPARSE's where it applies: "cusparse"
+    // is its CSR_ALG2, "cusparse-alg1" and "cusparse-alg3" the others. On an H200 CSR_ALG2 and
+    // CSR_ALG1 gave other bits from run to run (bench/README.md), and are faster on power-law rows.
     const char *spmm = getenv("SAGA_CUDA_SPMM");
     int spmm_alg = 2;
     if (spmm && (strcmp(spmm, "cusparse-alg1") == 0 || strcmp(spmm, "cusparse-alg2") == 0 ||
@@ -1212,7 +1212,7 @@ saga_cuda_module_init(saga_backend *be, int device, const saga_module_host *host
             c->cublas_workspace = share;
         be->work_reserve = saga_cuda_scratch_bytes_for(c->cublas_workspace) + ((size_t)4 << 10);
     }
-    c->spmm_cusparse = !(spmm && strcmp(spmm, "own") == 0);
+    c->spmm_cusparse = spmm && strncmp(spmm, "cusparse", 8) == 0;
     c->spmm_alg = spmm_alg;
     c->pull_tiles = !(pull && strcmp(pull, "groups") == 0);
     // the record of bad indices, which kernels write and the host reads after a synchronization

@@ -104,7 +104,7 @@ static __global__ void __launch_bounds__(PR_BLOCK)
 // lane whose end passes it, by a binary search over the lanes), loads its term, and the lanes of
 // one row add their terms in a segmented scan; the row's lane adds the chunk's share to its sum.
 // PR_TILE_UNROLL chunks' loads are issued before their sums (the sums' order is the chunks').
-#define PR_TILE_UNROLL 2
+#define PR_TILE_UNROLL 4
 static __global__ void __launch_bounds__(PR_BLOCK)
     pr_tile_kernel(int64_t n, const int64_t *__restrict__ off, const int32_t *__restrict__ idx,
                    int64_t long_min, double d, double a, double b,

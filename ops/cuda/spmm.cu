@@ -3,19 +3,21 @@
 // backward (the transpose, stored as its own CSR, so both directions are non-transposed products).
 //
 // Two implementations:
-// - cuSPARSE's SpMM (CSR_ALG2, row-major dense matrices, deterministic) for matrices with values
-//   whose sizes fit its 32-bit indices. cuSPARSE wants one index type for offsets and column
-//   indices, so the int64 offsets are first narrowed into the stream's workspace (rows + 1 words,
-//   against nnz x F multiply-adds for the product). With beta == 0, Y is cleared first, so NaNs
-//   in an unwritten Y never reach the result (BLAS's meaning, which the CPU twin keeps). The
-//   descriptors and the workspace cuSPARSE asks for are kept per backend for the last products'
-//   arrays and shapes (spmm_plan); the offsets are narrowed at every call, for the arrays may
-//   hold other content at the same address (a streamed part's tile in a reused buffer).
-// - A kernel of our own, for matrices of implicit ones (cuSPARSE has no such values, and an nnz
-//   array of ones would cost memory and bandwidth), past the 32-bit range, for alpha == 0, for
-//   products cuSPARSE refuses as not supported (said once per backend) or whose cuSPARSE
-//   workspace the device memory budget has no room for, and for every product when
-//   SAGA_CUDA_SPMM=own at open. A group of lanes owns a row of A (see saga_cuda_group_shift):
+// - cuSPARSE's SpMM, when the backend was opened with SAGA_CUDA_SPMM=cusparse (CSR_ALG2, or
+//   cusparse-alg1 / -alg3; row-major dense matrices), for matrices with values whose sizes fit
+//   its 32-bit indices. On an H200 (bench/README.md) CSR_ALG2 and CSR_ALG1 gave results that
+//   differ from run to run in the last bits, so it is not the default. cuSPARSE wants one index
+//   type for offsets and column indices, so the int64 offsets are first narrowed into the stream's
+//   workspace (rows + 1 words, against nnz x F multiply-adds for the product). With beta == 0, Y is
+//   cleared first, so NaNs in an unwritten Y never reach the result (BLAS's meaning, which the CPU
+//   twin keeps). The descriptors and the workspace cuSPARSE asks for are kept per backend for the
+//   last products' arrays and shapes (spmm_plan); the offsets are narrowed at every call, for the
+//   arrays may hold other content at the same address (a streamed part's tile in a reused buffer).
+// - A kernel of our own: the default for every product, and with cuSPARSE chosen, for matrices
+//   of implicit ones (cuSPARSE has no such values, and an nnz array of ones would cost memory and
+//   bandwidth), past the 32-bit range, for alpha == 0, for products cuSPARSE refuses as not
+//   supported (said once per backend) or whose cuSPARSE workspace the device memory budget has
+//   no room for. A group of lanes owns a row of A (see saga_cuda_group_shift):
 //   its lanes read the X rows that the row's column indices name across consecutive columns
 //   (coalesced), each lane keeping up to SPMM_ACC accumulators, so a row's indices are read once
 //   per SPMM_ACC * width columns. Where F % 4 == 0 and X and Y are 16-byte aligned, each lane
