@@ -103,8 +103,16 @@ static __global__ void __launch_bounds__(PR_BLOCK)
 // [start, end). Chunk by chunk, lane j takes position c0 + j, finds the row it falls in (the first
 // lane whose end passes it, by a binary search over the lanes), loads its term, and the lanes of
 // one row add their terms in a segmented scan; the row's lane adds the chunk's share to its sum.
-// PR_TILE_UNROLL chunks' loads are issued before their sums (the sums' order is the chunks').
-#define PR_TILE_UNROLL 4
+// PR_TILE_UNROLL chunks' loads are issued before their sums (the sums' order is the chunks'). On an
+// H200, R-MAT scale 22 (bench/README.md): 2, 4, 8 and 16 chunks took 0.74, 0.64, 0.58 and 0.62 ms
+// an iteration; long rows from 257 entries 0.56 ms (from 129, 513 and 4,097: 0.67, 0.59, 1.10).
+#ifndef PR_TILE_UNROLL
+#define PR_TILE_UNROLL 8
+#endif
+// A short row has fewer entries than this by tiles (the groups' threshold is pr_long_threshold's).
+#ifndef PR_TILE_LONG
+#define PR_TILE_LONG 257
+#endif
 static __global__ void __launch_bounds__(PR_BLOCK)
     pr_tile_kernel(int64_t n, const int64_t *__restrict__ off, const int32_t *__restrict__ idx,
                    int64_t long_min, double d, double a, double b,
@@ -296,7 +304,7 @@ static saga_status pr_pull(saga_stream *s, const char *slot, const saga_csr_dev 
     const bool tiles = saga_cuda_pull_tiles(s->be);
     const int64_t mean = (nnz + n - 1) / n;
     const int shift = tiles ? 5 : saga_cuda_group_shift(mean); // tiles: a warp per 32 rows
-    const int64_t long_min = pr_long_threshold(shift) + 1;
+    const int64_t long_min = tiles ? PR_TILE_LONG : pr_long_threshold(shift) + 1;
     const int64_t want = ((n << shift) + PR_BLOCK - 1) / PR_BLOCK;
     const unsigned nb1 = (unsigned)(want < PR_SHORT_BLOCKS ? want : PR_SHORT_BLOCKS);
     const unsigned nb2 = saga_cuda_reduce_blocks(n);

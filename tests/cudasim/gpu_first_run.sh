@@ -47,19 +47,19 @@ echo "gpu-first-run took $took s"
 
 start=$(date +%s)
 rc=0
-(cd "$SAGA_SRC_DIR" && bash scripts/gpu-first-run --small --budget 150 --only 'pagerank-*,spmm-choice' \
+(cd "$SAGA_SRC_DIR" && bash scripts/gpu-first-run --small --budget 200 \
+    --only 'pagerank-saga-*,pagerank-cusparse-*,spmm-choice' \
     --out "$TMP/only") >"$TMP/only.log" 2>&1 || rc=$?
 cat "$TMP/only.log"
 [ $rc = 0 ] || fail "gpu-first-run --only exited $rc"
 # (the cuSPARSE loop skips itself on the simulator, which has no SpMV)
 awk -F'\t' '$1 == "pagerank-cusparse-1" && ($2 == "ok" || $2 == "skipped") { ok = 1 } END { exit !ok }' \
     "$TMP/only/steps.tsv" || fail "--only: the cuSPARSE loop did not run"
-for s in pagerank-cuda-vs-cpu pagerank-saga-tiles-1 pagerank-saga-groups-1 pagerank-saga-tiles-2 \
-    spmm-choice; do
+for s in pagerank-saga-tiles-1 pagerank-saga-groups-1 pagerank-saga-tiles-2 spmm-choice; do
     awk -F'\t' -v s="$s" '$1 == s && $2 == "ok" { ok = 1 } END { exit !ok }' "$TMP/only/steps.tsv" ||
         fail "--only: step $s did not pass: $(grep "^$s" "$TMP/only/steps.tsv")"
 done
-for s in backend-test gcn-cora-determinism models-cuda-vs-cpu; do
+for s in backend-test gcn-cora-determinism models-cuda-vs-cpu pagerank-cuda-vs-cpu; do
     awk -F'\t' -v s="$s" '$1 == s && $2 == "not selected" { ok = 1 } END { exit !ok }' \
         "$TMP/only/steps.tsv" || fail "--only: step $s was not left out"
 done
