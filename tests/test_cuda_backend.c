@@ -2142,7 +2142,8 @@ static saga_backend *gpu_groups;
 static void pagerank_pull_case(int64_t n, int mean, int64_t every, int64_t want_group) {
     int64_t *off = hi64(n + 1);
     off[0] = 0;
-    static const int64_t edges[] = {255, 256, 257, 511, 512, 513, 1024, 1025, 2048, 2049, 4097, 40000};
+    static const int64_t edges[] = {255,  256,  257,  511,  512,  513,
+                                    1024, 1025, 2048, 2049, 4097, 40000};
     for (int64_t i = 0; i < n; i++) {
         int64_t len = i % 17 == 0 ? 0 : irand(2 * mean);
         if (i % every == 3)
