@@ -40,6 +40,39 @@ static __device__ __forceinline__ double pr_base(double a, double b, const doubl
     return base_in ? a + b * base_in[1] : a;
 }
 
+// A long row of e entries on the list, with its run of segments (one lane per row).
+static __device__ __forceinline__ void pr_list_long(pr_work w, int64_t row, int64_t e) {
+    const unsigned long long segs = (unsigned long long)((e + PR_SEG - 1) / PR_SEG);
+    const unsigned long long pos = atomicAdd(&w.count[0], 1ull);
+    const unsigned long long seg = atomicAdd(&w.count[1], segs);
+    w.long_row[pos] = row;
+    w.long_seg[pos] = (int64_t)seg;
+    for (unsigned long long s = 0; s < segs; s++)
+        w.seg_owner[seg + s] = (int64_t)pos;
+}
+
+// A short row's rank yi: written with its next contribution, its share of the L1 change and,
+// for a sink, of the sinks' rank added to the thread's sums.
+static __device__ __forceinline__ void pr_row_done(int64_t row, double yi, const double *x,
+                                                   const double *inv, double *y, double *c_next,
+                                                   double *l1, double *sinks) {
+    y[row] = yi;
+    c_next[row] = yi * inv[row];
+    *l1 += fabs(yi - x[row]);
+    *sinks += inv[row] == 0.0 ? yi : 0.0;
+}
+
+// The block's sums of the threads' L1 changes and sinks' ranks into its two partials.
+static __device__ __forceinline__ void pr_block_out(pr_work w, double l1, double sinks,
+                                                    int n_parts) {
+    l1 = saga_cuda_block_sum(l1);
+    sinks = saga_cuda_block_sum(sinks);
+    if (threadIdx.x == 0) {
+        w.part[blockIdx.x] = l1;
+        w.part[n_parts + blockIdx.x] = sinks;
+    }
+}
+
 static int64_t pr_long_threshold(int shift) {
     const int64_t t = (int64_t)32 << shift; // 32 strides of the group
     return t < 512 ? 512 : t;
@@ -71,31 +104,15 @@ static __global__ void __launch_bounds__(PR_BLOCK)
                     acc += c[idx[k]];
                 done = true;
             } else if (glane == 0) {
-                const unsigned long long segs = (unsigned long long)((e - b + PR_SEG - 1) / PR_SEG);
-                const unsigned long long pos = atomicAdd(&w.count[0], 1ull);
-                const unsigned long long seg = atomicAdd(&w.count[1], segs);
-                w.long_row[pos] = row;
-                w.long_seg[pos] = (int64_t)seg;
-                for (unsigned long long s = 0; s < segs; s++)
-                    w.seg_owner[seg + s] = (int64_t)pos;
+                pr_list_long(w, row, e - b);
             }
         }
         for (int o = g >> 1; o > 0; o >>= 1)
             acc += __shfl_down_sync(0xffffffffu, acc, o, g);
-        if (done && glane == 0) {
-            const double yi = base + d * acc;
-            y[row] = yi;
-            c_next[row] = yi * inv[row];
-            l1 += fabs(yi - x[row]);
-            sinks += inv[row] == 0.0 ? yi : 0.0;
-        }
+        if (done && glane == 0)
+            pr_row_done(row, base + d * acc, x, inv, y, c_next, &l1, &sinks);
     }
-    l1 = saga_cuda_block_sum(l1);
-    sinks = saga_cuda_block_sum(sinks);
-    if (threadIdx.x == 0) {
-        w.part[blockIdx.x] = l1;
-        w.part[n_parts + blockIdx.x] = sinks;
-    }
+    pr_block_out(w, l1, sinks, n_parts);
 }
 
 // Short rows by tiles: a warp per 32 consecutive rows (see the top). The tile's short rows' entries
@@ -137,13 +154,7 @@ static __global__ void __launch_bounds__(PR_BLOCK)
                 len = (int)e;
             } else {
                 listed = true;
-                const unsigned long long segs = (unsigned long long)((e + PR_SEG - 1) / PR_SEG);
-                const unsigned long long pos = atomicAdd(&w.count[0], 1ull);
-                const unsigned long long seg = atomicAdd(&w.count[1], segs);
-                w.long_row[pos] = row;
-                w.long_seg[pos] = (int64_t)seg;
-                for (unsigned long long s = 0; s < segs; s++)
-                    w.seg_owner[seg + s] = (int64_t)pos;
+                pr_list_long(w, row, e);
             }
         }
         int end = len; // the inclusive prefix of the lanes' lengths
@@ -189,20 +200,10 @@ static __global__ void __launch_bounds__(PR_BLOCK)
                     acc += share;
             }
         }
-        if (row < n && !listed) {
-            const double yi = base + d * acc;
-            y[row] = yi;
-            c_next[row] = yi * inv[row];
-            l1 += fabs(yi - x[row]);
-            sinks += inv[row] == 0.0 ? yi : 0.0;
-        }
+        if (row < n && !listed)
+            pr_row_done(row, base + d * acc, x, inv, y, c_next, &l1, &sinks);
     }
-    l1 = saga_cuda_block_sum(l1);
-    sinks = saga_cuda_block_sum(sinks);
-    if (threadIdx.x == 0) {
-        w.part[blockIdx.x] = l1;
-        w.part[n_parts + blockIdx.x] = sinks;
-    }
+    pr_block_out(w, l1, sinks, n_parts);
 }
 
 // The long rows' segments: a block per segment, in turn.
