@@ -120,7 +120,8 @@ static __global__ void __launch_bounds__(PR_BLOCK)
 // [start, end). Chunk by chunk, lane j takes position c0 + j, finds the row it falls in (the first
 // lane whose end passes it, by a binary search over the lanes), loads its term, and the lanes of
 // one row add their terms in a segmented scan; the row's lane adds the chunk's share to its sum.
-// PR_TILE_UNROLL chunks' loads are issued before their sums (the sums' order is the chunks'). On an
+// PR_TILE_UNROLL chunks' loads are issued before their sums (the sums' order is the chunks'); the
+// chunks past the run's end are skipped, the whole warp alike. On an
 // H200, R-MAT scale 22 (bench/README.md): 2, 4, 8 and 16 chunks took 0.74, 0.64, 0.58 and 0.62 ms
 // an iteration; long rows from 257 entries 0.56 ms (from 129, 513 and 4,097: 0.67, 0.59, 1.10).
 #ifndef PR_TILE_UNROLL
@@ -169,8 +170,14 @@ static __global__ void __launch_bounds__(PR_BLOCK)
         for (int c0 = 0; c0 < total; c0 += 32 * PR_TILE_UNROLL) {
             int from[PR_TILE_UNROLL], col[PR_TILE_UNROLL];
             double v[PR_TILE_UNROLL];
+            const int live =
+                (total - c0 + 31) / 32; // chunks of this round with entries (warp-wide)
 #pragma unroll
             for (int u = 0; u < PR_TILE_UNROLL; u++) {
+                from[u] = 0;
+                col[u] = -1;
+                if (u >= live)
+                    continue;
                 const int p = c0 + 32 * u + lane;
                 int o = 0; // the first lane whose end passes p (31 past the run's end)
                 for (int s = 16; s > 0; s >>= 1)
@@ -187,6 +194,8 @@ static __global__ void __launch_bounds__(PR_BLOCK)
                 v[u] = col[u] >= 0 ? c[col[u]] : 0.0;
 #pragma unroll
             for (int u = 0; u < PR_TILE_UNROLL; u++) {
+                if (u >= live)
+                    continue;
                 const int cu = c0 + 32 * u;
                 for (int s = 1; s < 32; s <<= 1) {
                     const double t = __shfl_up_sync(full, v[u], s);
