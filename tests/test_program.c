@@ -1019,13 +1019,7 @@ static saga_tensor *in_vertex(saga_ctx *c, const saga_vertex_in *v, void *layer)
  * whose forward pass stays on the tape (keep_forward). */
 enum { EDGES_BATCHED, EDGES_KEPT, EDGES_MODES };
 
-static void edges_fixture_init_mode(edges_fixture *fx, saga_gather op, int mode);
-
-static void edges_fixture_init(edges_fixture *fx, saga_gather op) {
-    edges_fixture_init_mode(fx, op, EDGES_BATCHED);
-}
-
-static void edges_fixture_init_mode(edges_fixture *fx, saga_gather op, int mode) {
+static void edges_fixture_init(edges_fixture *fx, saga_gather op, int mode) {
     memset(fx, 0, sizeof *fx);
     fx->be = cpu_backend(0);
     edge e[M_MAX];
@@ -1138,102 +1132,108 @@ static double edges_loss(saga_ctx *c, edges_fixture *fx, const float *R1, const 
     return l;
 }
 
-static void test_program_run_edges_matches_reference(void **state) {
-    (void)state;
+/* Runs body on a fresh fixture and context for each way of running the program (EDGES_MODES)
+ * and each gather (sum, mean, max). */
+static void each_edges_case(void (*body)(edges_fixture *fx, saga_ctx *c, int mode)) {
     const saga_gather ops[] = {SAGA_GATHER_SUM, SAGA_GATHER_MEAN, SAGA_GATHER_MAX};
     for (int mode = 0; mode < EDGES_MODES; mode++)
         for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
             edges_fixture fx;
-            edges_fixture_init_mode(&fx, ops[i], mode);
+            edges_fixture_init(&fx, ops[i], mode);
             saga_ctx *c = NULL;
             assert_int_equal(saga_ctx_new(&c, fx.be, 1), SAGA_OK);
-            int64_t m = saga_dgraph_n_edges(fx.dg);
-            double Eref[M_MAX * RE_FE], oref[N * RE_FV], Eerr[M_MAX * RE_FE], oerr[N * RE_FV];
-            float Egot[M_MAX * RE_FE], ogot[N * RE_FV];
-            edges_reference(&fx, Eref, oref, Eerr, oerr);
-            for (int train = 0; train < 2; train++) {
-                saga_ctx_train(c, train);
-                saga_tensor *E = NULL;
-                saga_tensor *out = saga_program_run_edges(c, &fx.p, fx.dg, fx.x, fx.edata, &fx, &E);
-                assert_non_null(out);
-                assert_int_equal(saga_tensor_rows(E), m);
-                assert_int_equal(saga_tensor_cols(E), RE_FE);
-                download(E, Egot);
-                download(out, ogot);
-                assert_close(Eref, Eerr, Egot, m * RE_FE, "edge states");
-                assert_close(oref, oerr, ogot, N * RE_FV, "vertex outputs");
-                /* the same program through saga_program_run gives the same vertex outputs */
-                download(saga_program_run(c, &fx.p, fx.dg, fx.x, fx.edata, &fx), ogot);
-                assert_close(oref, oerr, ogot, N * RE_FV, "saga_program_run");
-                saga_ctx_clear(c);
-            }
+            body(&fx, c, mode);
             saga_ctx_free(&c);
             edges_fixture_free(&fx);
         }
 }
 
+static void edges_matches_reference(edges_fixture *fx, saga_ctx *c, int mode) {
+    (void)mode;
+    int64_t m = saga_dgraph_n_edges(fx->dg);
+    double Eref[M_MAX * RE_FE], oref[N * RE_FV], Eerr[M_MAX * RE_FE], oerr[N * RE_FV];
+    float Egot[M_MAX * RE_FE], ogot[N * RE_FV];
+    edges_reference(fx, Eref, oref, Eerr, oerr);
+    for (int train = 0; train < 2; train++) {
+        saga_ctx_train(c, train);
+        saga_tensor *E = NULL;
+        saga_tensor *out = saga_program_run_edges(c, &fx->p, fx->dg, fx->x, fx->edata, fx, &E);
+        assert_non_null(out);
+        assert_int_equal(saga_tensor_rows(E), m);
+        assert_int_equal(saga_tensor_cols(E), RE_FE);
+        download(E, Egot);
+        download(out, ogot);
+        assert_close(Eref, Eerr, Egot, m * RE_FE, "edge states");
+        assert_close(oref, oerr, ogot, N * RE_FV, "vertex outputs");
+        /* the same program through saga_program_run gives the same vertex outputs */
+        download(saga_program_run(c, &fx->p, fx->dg, fx->x, fx->edata, fx), ogot);
+        assert_close(oref, oerr, ogot, N * RE_FV, "saga_program_run");
+        saga_ctx_clear(c);
+    }
+}
+
+static void test_program_run_edges_matches_reference(void **state) {
+    (void)state;
+    each_edges_case(edges_matches_reference);
+}
+
 /* Backward through both uses of the edge tensor (a loss on the edges and the gather) against
  * central differences, for every parameter: x (scattered both ways), edata, We, Wv. */
+static void edges_gradients_match(edges_fixture *fx, saga_ctx *c, int mode) {
+    const saga_gather op = fx->p.gather;
+    int64_t m = saga_dgraph_n_edges(fx->dg);
+    float R1[M_MAX * RE_FE], R2[N * RE_FV];
+    fill_random(R1, m * RE_FE, -1, 1);
+    fill_random(R2, N * RE_FV, -1, 1);
+    saga_tensor *R1t = upload(fx->be, m, RE_FE, R1), *R2t = upload(fx->be, N, RE_FV, R2);
+
+    assert_int_equal(saga_model_zero_grad(fx->m), SAGA_OK);
+    saga_ctx_train(c, true);
+    saga_tensor *E = NULL;
+    saga_tensor *out = saga_program_run_edges(c, &fx->p, fx->dg, fx->x, fx->edata, fx, &E);
+    saga_tensor *loss =
+        saga_add(c, saga_sum(c, saga_mul(c, E, R1t)), saga_sum(c, saga_mul(c, out, R2t)));
+    assert_non_null(loss);
+    assert_int_equal(saga_backward(c, loss), SAGA_OK);
+    saga_ctx_clear(c);
+
+    /* MAX has kinks where two messages tie: a small step stays on one side */
+    double eps = op == SAGA_GATHER_MAX ? 1e-3 : 1e-2, tol = 5e-3;
+    for (int pi = 0; pi < saga_model_n_params(fx->m); pi++) {
+        saga_tensor *p = saga_model_param_at(fx->m, pi);
+        const float *g = host(saga_grad(p));
+        float *v = saga_tensor_data(p);
+        int64_t np = saga_tensor_rows(p) * saga_tensor_cols(p);
+        for (int64_t j = 0; j < np; j++) {
+            float keep = v[j];
+            v[j] = keep + (float)eps;
+            double lp = edges_loss(c, fx, R1, R2);
+            v[j] = keep - (float)eps;
+            double lm = edges_loss(c, fx, R1, R2);
+            v[j] = keep;
+            double fd = (lp - lm) / (2 * eps);
+            if (fabs(fd - g[j]) > tol * (1 + fabs(fd))) {
+                print_message("mode %d, gather %d, d/d %s[%lld]: backward %.6g, finite "
+                              "difference %.6g\n",
+                              mode, (int)op, saga_model_param_name(fx->m, pi), (long long)j,
+                              (double)g[j], fd);
+                fail();
+            }
+        }
+    }
+    saga_tensor_free(&R1t);
+    saga_tensor_free(&R2t);
+}
+
 static void test_program_run_edges_gradients_match_finite_differences(void **state) {
     (void)state;
-    const saga_gather ops[] = {SAGA_GATHER_SUM, SAGA_GATHER_MEAN, SAGA_GATHER_MAX};
-    for (int mode = 0; mode < EDGES_MODES; mode++)
-        for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
-            edges_fixture fx;
-            edges_fixture_init_mode(&fx, ops[i], mode);
-            saga_ctx *c = NULL;
-            assert_int_equal(saga_ctx_new(&c, fx.be, 1), SAGA_OK);
-            int64_t m = saga_dgraph_n_edges(fx.dg);
-            float R1[M_MAX * RE_FE], R2[N * RE_FV];
-            fill_random(R1, m * RE_FE, -1, 1);
-            fill_random(R2, N * RE_FV, -1, 1);
-            saga_tensor *R1t = upload(fx.be, m, RE_FE, R1), *R2t = upload(fx.be, N, RE_FV, R2);
-
-            assert_int_equal(saga_model_zero_grad(fx.m), SAGA_OK);
-            saga_ctx_train(c, true);
-            saga_tensor *E = NULL;
-            saga_tensor *out = saga_program_run_edges(c, &fx.p, fx.dg, fx.x, fx.edata, &fx, &E);
-            saga_tensor *loss =
-                saga_add(c, saga_sum(c, saga_mul(c, E, R1t)), saga_sum(c, saga_mul(c, out, R2t)));
-            assert_non_null(loss);
-            assert_int_equal(saga_backward(c, loss), SAGA_OK);
-            saga_ctx_clear(c);
-
-            /* MAX has kinks where two messages tie: a small step stays on one side */
-            double eps = ops[i] == SAGA_GATHER_MAX ? 1e-3 : 1e-2, tol = 5e-3;
-            for (int pi = 0; pi < saga_model_n_params(fx.m); pi++) {
-                saga_tensor *p = saga_model_param_at(fx.m, pi);
-                const float *g = host(saga_grad(p));
-                float *v = saga_tensor_data(p);
-                int64_t np = saga_tensor_rows(p) * saga_tensor_cols(p);
-                for (int64_t j = 0; j < np; j++) {
-                    float keep = v[j];
-                    v[j] = keep + (float)eps;
-                    double lp = edges_loss(c, &fx, R1, R2);
-                    v[j] = keep - (float)eps;
-                    double lm = edges_loss(c, &fx, R1, R2);
-                    v[j] = keep;
-                    double fd = (lp - lm) / (2 * eps);
-                    if (fabs(fd - g[j]) > tol * (1 + fabs(fd))) {
-                        print_message("mode %d, gather %d, d/d %s[%lld]: backward %.6g, finite "
-                                      "difference %.6g\n",
-                                      mode, (int)ops[i], saga_model_param_name(fx.m, pi),
-                                      (long long)j, (double)g[j], fd);
-                        fail();
-                    }
-                }
-            }
-            saga_tensor_free(&R1t);
-            saga_tensor_free(&R2t);
-            saga_ctx_free(&c);
-            edges_fixture_free(&fx);
-        }
+    each_edges_case(edges_gradients_match);
 }
 
 static void test_program_run_edges_errors(void **state) {
     (void)state;
     edges_fixture fx;
-    edges_fixture_init(&fx, SAGA_GATHER_SUM);
+    edges_fixture_init(&fx, SAGA_GATHER_SUM, EDGES_BATCHED);
     saga_ctx *c = NULL;
     assert_int_equal(saga_ctx_new(&c, fx.be, 1), SAGA_OK);
     saga_tensor *E = NULL;
