@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# gpu_first_run.sh - scripts/gpu-first-run rehearsed on the CUDA simulator (label cudasim): small
-# sizes, a short budget, the build of this tree as the carried one. It must finish inside its
-# budget with its correctness steps passed, report the streamed epoch against its bound, skip the
-# step whose cap the budget cannot hold (the big graph's comparison with PyG, 240 s) with a line
-# saying so, write at most 8 files, and print its summary last. Then --only: a run of the PageRank
-# steps and the SpMM choice alone runs them (both ways of the pull, the cuSPARSE loop, GCN with
-# each SpMM) and lists the rest as not selected, without waiting for data they alone need.
+# gpu_first_run.sh whole|only - scripts/gpu-first-run rehearsed on the CUDA simulator (label
+# cudasim): small sizes, a short budget, the build of this tree as the carried one.
+# - whole: it must finish inside its budget with its correctness steps passed, report the
+#   streamed epoch against its bound, skip the step whose cap the budget cannot hold (the big
+#   graph's comparison with PyG, 400 s in the rehearsal) with a line saying so, write at most 8
+#   files, and print its summary last.
+# - only: a run of the PageRank steps and the SpMM choice alone (--only) runs them (both ways of
+#   the pull, the cuSPARSE loop, GCN with each SpMM) and lists the rest as not selected, without
+#   waiting for data they alone need.
 set -euo pipefail
 source "$(dirname "$0")/../cli_common.bash"
 : "${SAGA_CUDA_MODULE:?SAGA_CUDA_MODULE must name the simulator module}"
@@ -16,9 +18,12 @@ export SAGA_DATA_DIR=${SAGA_DATA_DIR:-${SAGA_DEFAULT_DATA_DIR:-}}
     echo "skipping: no Cora under $SAGA_DATA_DIR"
     exit 77
 }
-# the budget holds the steps checked below with room for a machine twice as slow as a quiet one
-# (about 90 s there), and never the 240 s step that must be skipped
-budget=230
+part=${1:?which part: whole or only}
+if [ "$part" = whole ]; then
+# the budget holds the steps checked below with room for a machine (or a parallel suite) about
+# three times as slow as a quiet one (about 100 s there), and never the 400 s step that must be
+# skipped
+budget=300
 start=$(date +%s)
 rc=0
 (cd "$SAGA_SRC_DIR" && bash scripts/gpu-first-run --small --budget $budget --out "$TMP/out") \
@@ -37,13 +42,16 @@ for s in backend-test gcn-cora-cuda-vs-cpu gcn-cora-accuracy gcn-streamed-h16 \
     awk -F'\t' -v s="$s" '$1 == s && $2 == "ok" { ok = 1 } END { exit !ok }' "$TMP/out/steps.tsv" ||
         fail "step $s did not pass: $(grep "^$s" "$TMP/out/steps.tsv")"
 done
-grep -q '^skip gcn-vs-pyg-800: needs 240 s, [0-9]* s left$' "$TMP/out/summary.txt" ||
+grep -q '^skip gcn-vs-pyg-800: needs 400 s, [0-9]* s left$' "$TMP/out/summary.txt" ||
     fail "the step the budget cannot hold was not skipped with its reason"
 [ -s "$TMP/out/trace.jsonl" ] || fail "no trace"
 grep -q '^bound: streamed h16 .* ms per epoch, in memory .* bound .* overlap' "$TMP/out/summary.txt" ||
     fail "no streamed epoch against its bound in the summary"
 echo "steps: $(awk -F'\t' 'NR > 1 { printf "%s %s %ss; ", $1, $2, $3 }' "$TMP/out/steps.tsv")"
 echo "gpu-first-run took $took s"
+finish
+exit 0
+fi
 
 start=$(date +%s)
 rc=0
