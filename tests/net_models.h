@@ -103,6 +103,7 @@ static void net_assert_close_runs(const net_data *d, int H, double u16, const do
 
 typedef struct layer {
     saga_tensor *W, *b, *a; /* a: GAT attention vector (2 x 1 heads of width out) */
+    saga_tensor *M1, *M2;   /* GIN-like: the MLP of apply_vertex (width out -> 4 out -> out) */
     bool relu;
     float dropout;
 } layer;

@@ -1655,9 +1655,29 @@ static void test_net_budget_too_small(void **state) {
  * narrow input of the last program stage, which may then stay whole on the device. */
 static net_data WIDE;
 
+/* GIN-like: an MLP over the vertex's row plus the sum of its in-neighbours' (width out, then 4
+ * out, then out): apply_vertex keeps four times the stage's width on the tape, which the
+ * planner's estimate of a stage's work does not know */
+static saga_tensor *gin_vertex(saga_ctx *c, const saga_vertex_in *v, void *l_) {
+    layer *l = l_;
+    saga_tensor *h = saga_relu(c, saga_matmul(c, saga_add(c, v->self, v->gathered), l->M1));
+    h = saga_add_bias(c, saga_matmul(c, h, l->M2), l->b);
+    return l->relu ? saga_relu(c, h) : h;
+}
+
+static const saga_program GIN = {
+    .scatter = SAGA_SCATTER_SRC,
+    .edge_weight = SAGA_WEIGHT_NONE,
+    .gather = SAGA_GATHER_SUM,
+    .apply_vertex = gin_vertex,
+};
+
+/* The losses of the last try_model_parts's training steps. */
+static double try_losses[2];
+
 /* Builds the two-layer model over d on a fresh backend with budget, trains two SGD steps and
  * runs inference: SAGA_OK or the first error (its message in saga_last_error()); *st gets the
- * last call's figures. */
+ * last call's figures, try_losses the steps' losses. */
 static saga_status try_model_parts(const net_data *d, const saga_program *prog, size_t budget,
                                    int32_t parts, saga_net_stats *st) {
     saga_backend_params bp = saga_backend_params_defaults();
@@ -1670,6 +1690,13 @@ static saga_status try_model_parts(const net_data *d, const saga_program *prog, 
     assert_int_equal(saga_model_new(&m, be), SAGA_OK);
     layer l1, l2;
     net_model_params(m, d, 16, &l1, &l2);
+    if (prog == &GIN) {
+        l1.M1 = saga_model_param(m, "M1a", 16, 64, SAGA_INIT_GLOROT, 15);
+        l1.M2 = saga_model_param(m, "M2a", 64, 16, SAGA_INIT_GLOROT, 16);
+        l2.M1 = saga_model_param(m, "M1b", d->C, 4 * d->C, SAGA_INIT_GLOROT, 17);
+        l2.M2 = saga_model_param(m, "M2b", 4 * d->C, d->C, SAGA_INIT_GLOROT, 18);
+        assert_non_null(l2.M2);
+    }
     saga_optim *opt = NULL;
     saga_optim_opts oo = saga_optim_opts_defaults(SAGA_OPTIM_SGD);
     assert_int_equal(saga_optim_new(&opt, m, &oo), SAGA_OK);
@@ -1679,6 +1706,8 @@ static saga_status try_model_parts(const net_data *d, const saga_program *prog, 
     saga_net *net = NULL;
     assert_int_equal(saga_net_new(&net, c, d->g, &no), SAGA_OK);
     net_model_stages(net, prog, d, 16, &l1, &l2);
+    /* named, its gradients are put back when a pass runs again (net_replan) */
+    assert_int_equal(saga_net_set_model(net, m), SAGA_OK);
     loss_ctx lc = {d->labels, d->n};
     assert_int_equal(saga_net_set_loss(net, nll_rows, &lc), SAGA_OK);
     assert_int_equal(saga_net_set_input(net, d->x, d->F), SAGA_OK);
@@ -1686,6 +1715,7 @@ static saga_status try_model_parts(const net_data *d, const saga_program *prog, 
     double loss = 0;
     for (int i = 0; i < 2 && s == SAGA_OK; i++) {
         s = saga_net_train_step(net, &loss);
+        try_losses[i] = loss;
         if (s == SAGA_OK)
             s = saga_optim_step(opt);
     }
@@ -1781,6 +1811,113 @@ static void test_net_budgets_down_to_named_run(void **state) {
         assert_true(st.peak_device_bytes <= b);
     }
     print_message("  %d budgets from %zu down to %zu ran\n", runs, peak, named);
+}
+
+/* Every budget from the in-memory peak down to the smallest one a too-small budget names runs a
+ * GIN-like net, whose apply_vertex holds more than the planner estimates: a pass that a step's
+ * tensors take over the budget is planned again with more room for them and run again, from
+ * where it began (its dropout masks, the model's gradients), so each budget trains the losses
+ * of in memory within the bound on adding in another order (net_run_bounds, with the MLP's
+ * products). */
+static void test_net_gin_budgets_down_to_named_run(void **state) {
+    (void)state;
+    data_load();
+    saga_net_stats st;
+    assert_int_equal(try_model(&D, &GIN, 0, &st), SAGA_OK);
+    const size_t peak = st.peak_device_bytes;
+    const double want[2] = {try_losses[0], try_losses[1]};
+    assert_int_equal(try_model(&D, &GIN, 64 * 1024, &st), SAGA_ERR_BUDGET);
+    const char *at = strstr(saga_last_error(), "budget at least ");
+    assert_non_null(at);
+    const size_t named = (size_t)strtoull(at + strlen("budget at least "), NULL, 10);
+    /* net_run_bounds' chain of sums, with the MLP's two products in each layer */
+    net_bounds nb = net_run_bounds(&D, 16, 2, 0);
+    saga_test_chain mlp = {0, 0};
+    saga_test_chain_add(&mlp, 16, 2);
+    saga_test_chain_add(&mlp, 64, 2);
+    saga_test_chain_add(&mlp, D.C, 2);
+    saga_test_chain_add(&mlp, 4 * D.C, 2);
+    const double bound[2] = {nb.loss[0] + mlp.rel, nb.loss[1] + 2 * mlp.rel};
+    int runs = 0;
+    for (size_t b = peak; b >= named; b = b / 8 * 7, runs++) {
+        saga_status s = try_model(&D, &GIN, b, &st);
+        if (s != SAGA_OK)
+            fail_msg("budget %zu (in memory %zu, named %zu): %s", b, peak, named,
+                     saga_last_error());
+        if (st.peak_device_bytes > b)
+            fail_msg("budget %zu: peak %zu", b, st.peak_device_bytes);
+        char what[64];
+        snprintf(what, sizeof what, "losses at budget %zu (%d parts)", b, (int)st.parts);
+        for (int i = 0; i < 2; i++)
+            saga_test_assert_close_f64(what, &want[i], &try_losses[i], 1, bound[i], 0);
+    }
+    print_message("  %d budgets from %zu down to %zu ran\n", runs, peak, named);
+}
+
+/* A small graph for tests that build many nets. */
+static net_data SMALL;
+
+/* Every allocation of a training step failing in turn, in memory and streamed by 3 parts: the
+ * step fails with SAGA_ERR_OUT_OF_MEMORY, and the next step on the same net gives the loss of a
+ * net that never failed, to the bit (the failed pass left neither its tape, nor the context's
+ * error, nor part of its plan behind). */
+static void test_net_failing_allocations(void **state) {
+    (void)state;
+    net_data_load(&SMALL, 240, 4, 24, 6, 9);
+    for (int streamed = 0; streamed < 2; streamed++) {
+        double want = 0;
+        int failures = 0;
+        bool ok = false;
+        for (long k = 0; k < 4000 && !ok; k++) {
+            saga_backend *be = NULL;
+            saga_ctx *c = NULL;
+            saga_model *m = NULL;
+            open_cpu_model(&be, &c, &m);
+            layer l1, l2;
+            net_model_params(m, &SMALL, 8, &l1, &l2);
+            saga_net_opts no = saga_net_opts_defaults();
+            no.self_loops = SAGA_DGRAPH_SELF_LOOPS_ADD;
+            no.exec = streamed ? SAGA_EXEC_STREAM : SAGA_EXEC_MEMORY;
+            no.parts = streamed ? 3 : 0;
+            saga_net *net = NULL;
+            assert_int_equal(saga_net_new(&net, c, SMALL.g, &no), SAGA_OK);
+            net_model_stages(net, &GCN, &SMALL, 8, &l1, &l2);
+            assert_int_equal(saga_net_set_model(net, m), SAGA_OK);
+            loss_ctx lc = {SMALL.labels, SMALL.n};
+            assert_int_equal(saga_net_set_loss(net, nll_rows, &lc), SAGA_OK);
+            assert_int_equal(saga_net_set_input(net, SMALL.x, SMALL.F), SAGA_OK);
+            double loss = 0;
+            if (k == 0) { /* the reference: no failure */
+                assert_int_equal(saga_net_train_step(net, &want), SAGA_OK);
+            } else {
+                saga_test_fail_alloc_after(k);
+                saga_status st = saga_net_train_step(net, &loss);
+                saga_test_fail_alloc_after(0);
+                if (st == SAGA_OK) {
+                    ok = true;
+                    assert_true(loss == want);
+                } else {
+                    if (st != SAGA_ERR_OUT_OF_MEMORY)
+                        fail_msg("allocation %ld failing: %s", k, saga_last_error());
+                    failures++;
+                    assert_int_equal(saga_model_zero_grad(m), SAGA_OK);
+                    st = saga_net_train_step(net, &loss);
+                    if (st != SAGA_OK)
+                        fail_msg("after allocation %ld failed: %s", k, saga_last_error());
+                    if (loss != want)
+                        fail_msg("after allocation %ld failed: loss %.9g, not %.9g", k, loss, want);
+                }
+            }
+            saga_net_free(&net);
+            saga_model_free(&m);
+            saga_ctx_free(&c);
+            saga_backend_free_all(&be);
+        }
+        print_message("  %s: %d allocations failed in turn\n", streamed ? "streamed" : "in memory",
+                      failures);
+        assert_true(ok);
+        assert_true(failures >= 10);
+    }
 }
 
 static void test_net_budget_named_works(void **state) {
@@ -2003,6 +2140,7 @@ static void test_net_pagerank_streamed_equals_memory(void **state) {
 static int teardown(void **state) {
     (void)state;
     net_data_free(&D);
+    net_data_free(&SMALL);
     net_data_free(&WIDE);
     return 0;
 }
@@ -2050,6 +2188,8 @@ int main(void) {
         cmocka_unit_test(test_net_budget_named_works),
         cmocka_unit_test(test_net_parts_search_fewest),
         cmocka_unit_test(test_net_budgets_down_to_named_run),
+        cmocka_unit_test(test_net_gin_budgets_down_to_named_run),
+        cmocka_unit_test(test_net_failing_allocations),
         cmocka_unit_test(test_net_resident_halos),
         cmocka_unit_test(test_net_copies_inline_or_worker),
         cmocka_unit_test(test_net_transfer_precision),

@@ -58,6 +58,7 @@ saga_status saga_net_new(saga_net **out, saga_ctx *c, const saga_graph *g, const
     n->g_user = g;
     n->o = *o;
     n->n = saga_graph_n_vertices(g);
+    n->work_scale = 1;
     if (o->halo)
         SAGA_TRY(net_halo_new(n));
     *out = n;
@@ -354,6 +355,33 @@ static int64_t sparse_rows_nnz(const saga_net *n, int32_t v0, int32_t v1) {
 }
 
 /* Frees what net_prepare made (the scheduler's blocks go with it). */
+/* Puts the input rows back in the graph's order (x_placed): row v of the parts' order goes to
+ * row plan.ids[v], cycle by cycle, each cycle's rows marked done in plan.ids (which goes with the
+ * plan), through the two rows of x_room; a pass that reads x has ended (net_settle). */
+static void input_unplace(saga_net *n) {
+    const size_t row = (size_t)n->in_cols * sizeof(float);
+    int32_t *ids = n->plan.ids;
+    float *carry = n->x_room, *swap = n->x_room + n->in_cols;
+    for (int32_t s = 0; s < n->n; s++) {
+        if (ids[s] < 0)
+            continue;
+        memcpy(carry, n->x + (int64_t)s * n->in_cols, row);
+        int32_t j = s;
+        do {
+            const int32_t to = ids[j];
+            ids[j] = ~to; /* done */
+            float *at = n->x + (int64_t)to * n->in_cols;
+            memcpy(swap, at, row);
+            memcpy(at, carry, row);
+            float *t = carry;
+            carry = swap;
+            swap = t;
+            j = to;
+        } while (j != s);
+    }
+    n->x_placed = false;
+}
+
 static void unprepare(saga_net *n) {
     int S = n->n_stages;
     if (n->pr_free)
@@ -363,7 +391,10 @@ static void unprepare(saga_net *n) {
     n->plan.tchain_none = false;
     if (n->sched)
         saga_ctx_set_pressure(n->c, NULL, NULL);
-    saga_sched_free(&n->sched);
+    saga_sched_free(&n->sched); /* no copy reads the input rows after it */
+    if (n->x_placed)
+        input_unplace(n);
+    n->x_changed = true; /* the next plan's blocks and 16-bit copy load it afresh */
     if (n->plan.blk)
         for (int32_t d = n->plan.d_lo; d < n->plan.d_hi; d++)
             net_block_free(n, &n->plan.blk[d]);
@@ -417,7 +448,12 @@ static void unprepare(saga_net *n) {
     n->sample_pos = NULL;
     saga_free(n->iota);
     n->iota = NULL;
+    n->proven = false;
     n->ready = false;
+}
+
+void net_unprepare(saga_net *n) {
+    unprepare(n);
 }
 
 saga_status net_keep(saga_net *n, void *p, void (*free_fn)(void *p)) {
@@ -445,6 +481,8 @@ void saga_net_free(saga_net **np) {
     for (int k = 0; k < 2; k++)
         saga_idle_tuner_finish(&n->tune[k]); /* idle threads sleep again after the passes */
     unprepare(n);
+    saga_free(n->x_room);
+    saga_backend_host_free(n->be, n->grad_keep, n->grad_keep_bytes);
     saga_backend_host_free(n->be, n->loss_host, n->loss_bytes);
     saga_backend_host_free(n->be, n->sample_stage, n->sample_stage_bytes);
     saga_backend_host_free(n->be, n->rows_out, n->rows_out_bytes);
@@ -740,6 +778,8 @@ static size_t step_estimate(const saga_net *n, bool train_pass, int train_below,
                 work = P * (fi + fo) * 4 + H * fi * (train ? 2 : 0) +
                        net_message_bytes(sg, (int64_t)mb);
             }
+            /* the stages' functions may hold more than estimated: net_replan's correction */
+            work = (size_t)((double)work * n->work_scale);
             size_t need = 2 * blocks + once + work;
             worst = need > worst ? need : worst;
             wmax = work > wmax ? work : wmax;
@@ -765,7 +805,7 @@ static size_t memory_estimate(const saga_net *n, bool train) {
         act += w * (train ? 3 : 1);
         widest = w > widest ? w : widest;
     }
-    return total + act + 4 * widest;
+    return total + (size_t)((double)(act + 4 * widest) * n->work_scale);
 }
 
 static saga_status build_blocks(saga_net *n, const saga_graph *g, int32_t k) {
@@ -1422,12 +1462,16 @@ static saga_status prep_blocks(saga_net *n, prep *p) {
         /* the input was copied in the graph's order: put it in the parts' order */
         float *tmp = NULL;
         size_t bytes = (size_t)n->n * (size_t)n->in_cols * sizeof(float);
+        if (!n->x_room)
+            SAGA_TRY(saga_alloc_array((void **)&n->x_room, 2 * (size_t)n->in_cols, sizeof(float),
+                                      "input rows"));
         SAGA_TRY(saga_alloc_array((void **)&tmp, bytes / 4 + 1, sizeof(float), "input rows"));
         memcpy(tmp, n->x, bytes);
         for (int32_t v = 0; v < n->n; v++)
             memcpy(n->x + (int64_t)v * n->in_cols, tmp + (int64_t)n->plan.ids[v] * n->in_cols,
                    (size_t)n->in_cols * sizeof(float));
         saga_free(tmp);
+        n->x_placed = true;
     }
     bool batched = false;
     for (int s = 0; s < n->n_stages; s++)

@@ -279,6 +279,16 @@ struct saga_net {
     void *sample_stage;  /* a sample's input rows gathered for the copy (host-allocated, kept) */
     size_t sample_stage_bytes;
     double queued_t0;
+    /* A pass that takes a step over the budget on a plan the net chose itself (one rank, the
+     * parts left to it, a budget; net_run.c: net_replan) runs again on a plan made for
+     * work_scale (from 1, doubled each time) times the tensors the stages' estimated work
+     * (step_estimate); replan says the last pass failed so, after putting back what it changed.
+     * Until a training pass has run on a plan (proven), a training pass keeps the model's
+     * gradients as they were when it began in host memory (grad_keep, grads_kept). */
+    double work_scale;
+    bool replan, proven, grads_kept;
+    void *grad_keep;
+    size_t grad_keep_bytes;
     double train_loss;
     saga_net_stats train_stats;
     /* saga_net_opts.graphs: per kind of pass (inference, training) its graph, and of the last
@@ -300,6 +310,10 @@ struct saga_net {
     float *x; /* user input in the net's order (n x in_cols) */
     int64_t in_cols;
     bool x_changed;
+    /* x is in the parts' order (prep_blocks moved its rows by plan.ids), which dropping the plan
+     * undoes (unprepare) through two rows of room kept for it (x_room, 2 in_cols floats) */
+    bool x_placed;
+    float *x_room;
     /* sparse input (saga_net_set_input_csr): a CSR in the graph's order, host-allocated with one
      * entry more than needed so that no array is empty; the blocks hold it in the net's order */
     bool sparse;
@@ -448,6 +462,8 @@ void net_block_free(saga_net *n, nblock *b);
 /* Places the graph, in memory or cut into parts under the budget, and makes the scheduler and
  * its blocks; nothing once prepared. */
 saga_status net_prepare(saga_net *n, bool train);
+/* Drops the plan (parts, blocks, scheduler): the next pass prepares again. */
+void net_unprepare(saga_net *n);
 
 /* Copies the sparse input's rows into the blocks that keep them in the parts' order. */
 void net_sparse_fill(saga_net *n);

@@ -1086,6 +1086,69 @@ fail:
     return st;
 }
 
+/* Whether a pass that takes a step over the budget may be planned again (net_replan): the net
+ * chose the plan itself, on one rank, under a budget. */
+static bool replannable(const saga_net *n) {
+    saga_backend_stats bs;
+    saga_backend_get_stats(n->be, &bs);
+    return !net_ranks_comm(n) && !n->pagerank && n->o.parts == 0 && n->o.exec != SAGA_EXEC_MEMORY &&
+           bs.budget_bytes > 0;
+}
+
+/* The model's gradients as a training pass begins, copied into host memory the net keeps
+ * (grad_keep: the device's budget is the plan's), to be put back if the pass fails. */
+static saga_status keep_grads(saga_net *n) {
+    saga_status st = SAGA_OK;
+    const int np = saga_model_n_params(n->model);
+    saga_stream *s = saga_backend_default_stream(n->be);
+    size_t bytes = 0;
+    for (int i = 0; i < np; i++)
+        bytes += saga_grad(saga_model_param_at(n->model, i))->nbytes;
+    SAGA_TRY(saga_backend_host_room(n->be, &n->grad_keep, &n->grad_keep_bytes, bytes + 1));
+    for (int i = 0, at = 0; i < np; i++) {
+        const saga_tensor *g = saga_grad(saga_model_param_at(n->model, i));
+        if (g->nbytes)
+            SAGA_TRY(saga_memcpy_d2h_async(s, (char *)n->grad_keep + at, g->data, g->nbytes));
+        at += (int)g->nbytes;
+    }
+    n->grads_kept = true;
+fail:
+    return st;
+}
+
+/* Puts the gradients back (a failed pass may have added part of its own). */
+static saga_status unkeep_grads(saga_net *n) {
+    saga_status st = SAGA_OK;
+    saga_stream *s = saga_backend_default_stream(n->be);
+    size_t at = 0;
+    for (int i = 0; i < saga_model_n_params(n->model); i++) {
+        saga_tensor *g = saga_grad(saga_model_param_at(n->model, i));
+        if (g->nbytes)
+            SAGA_TRY(saga_memcpy_h2d_async(s, g->data, (char *)n->grad_keep + at, g->nbytes));
+        at += g->nbytes;
+    }
+    SAGA_TRY(saga_stream_synchronize(s)); /* a failed pass: the next call starts afresh */
+fail:
+    return st;
+}
+
+/* After a pass failed with st: whether to run it again (at most NET_REPLANS times a call) on a
+ * plan made for twice the stages' estimated work, because a step took more of the budget than
+ * the plan gave it. run() has put back what the pass changed and dropped the plan. */
+enum { NET_REPLANS = 8 };
+static bool net_replan(saga_net *n, saga_status st, int *tries) {
+    if (st != SAGA_ERR_BUDGET || !n->replan || *tries >= NET_REPLANS)
+        return false;
+    (*tries)++;
+    n->replan = false;
+    n->work_scale *= 2;
+    saga_log(SAGA_LOG_WARN,
+             "saga_net: a step took more device memory than planned (%s); planning again for %g "
+             "times the stages' estimated work",
+             saga_last_error(), n->work_scale);
+    return true;
+}
+
 /* A call: invalidations, the plan, its steps, statistics. Training in memory runs on the loss
  * rows' chain, streamed on it from the stage net_chain_for chose (the parts' steps around it
  * below); an inference of chosen rows on theirs (ch, from net_chain_for), their outputs into out;
@@ -1101,6 +1164,9 @@ static saga_status run(saga_net *n, bool train, net_chain *ch, float *out) {
     bool rec = false, recording = false;
     uint64_t allocs_at = 0; /* the backend's allocations and the bytes staged before the issue */
     size_t staged_at = 0;
+    bool again = false, stepping = false;
+    saga_tape_pos mark = saga_tape_mark(c);
+    uint64_t rng_at = saga_ctx_rng_counter(c);
     SAGA_CHECK(!train || n->loss, SAGA_ERR_INVALID_ARG,
                "saga_net_train_step: no loss function (saga_net_set_loss)");
     /* over ranks the model's gradients are summed: without it every rank would train a model of
@@ -1121,6 +1187,14 @@ static saga_status run(saga_net *n, bool train, net_chain *ch, float *out) {
      * queue behind it */
     if (train || net_ranks_comm(n))
         SAGA_TRY(net_settle(n, false));
+    /* what a failed pass puts back before it may run again (net_replan) */
+    again = replannable(n);
+    mark = saga_tape_mark(c);
+    rng_at = saga_ctx_rng_counter(c);
+    n->replan = false;
+    n->grads_kept = false;
+    if (train && again && n->model && (!n->ready || !n->proven))
+        SAGA_TRY(keep_grads(n));
     SAGA_TRY(net_prepare(n, train));
     int S = n->n_stages;
     n->stats.rows_computed = 0;
@@ -1218,6 +1292,7 @@ static saga_status run(saga_net *n, bool train, net_chain *ch, float *out) {
         }
         recording = true;
     }
+    stepping = true;
     if (ch && !tc)
         SAGA_TRY(run_chain(n, ch, train, out));
     else
@@ -1298,6 +1373,16 @@ fail:
         (void)saga_sched_finish(n->sched);
     if (st < 0)
         (void)net_dist_wait(n);
+    if (st < 0 && !net_ranks_comm(n)) {
+        /* on one rank the net is left as before the pass: its tape, the context's error, the
+         * dropout counter and the gradients put back, the plan dropped (the next pass prepares
+         * again); a step over the budget on a plan the net chose may then run again */
+        saga_tape_release_failed(c, mark);
+        saga_ctx_set_rng_counter(c, rng_at);
+        const bool restored = n->grads_kept && unkeep_grads(n) == SAGA_OK;
+        n->replan = st == SAGA_ERR_BUDGET && stepping && again && (!train || restored);
+        net_unprepare(n);
+    }
     st = net_dist_failed(n, st);
     saga_free(sd);
     if (n->o.graphs) { /* whether the next pass of this kind may be recorded */
@@ -1314,6 +1399,7 @@ fail:
         n->queued = queue;
         n->queued_t0 = t0;
         n->train_stats = n->stats;
+        n->proven = true; /* the next passes take the same steps */
     }
     return st;
 }
@@ -1342,10 +1428,14 @@ fail:
 
 saga_status saga_net_forward(saga_net *n, float *out) {
     saga_status st = SAGA_OK;
+    int tries = 0;
     SAGA_CHECK(n, SAGA_ERR_INVALID_ARG, "saga_net_forward: net is NULL");
     if (n->hx)
         return net_dist_failed(n, forward_every(n, out));
-    SAGA_TRY(run(n, false, NULL, NULL));
+    do
+        st = run(n, false, NULL, NULL);
+    while (net_replan(n, st, &tries));
+    SAGA_TRY(st);
     if (n->dist) {
         /* every rank's rows to every rank */
         double t0 = saga_now();
@@ -1376,6 +1466,7 @@ saga_status saga_net_forward_rows(saga_net *n, const int32_t *vertices, int64_t 
     saga_status st = SAGA_OK;
     int32_t *want = NULL;
     float *y = NULL;
+    int tries = 0;
     SAGA_CHECK(n && count >= 0 && (vertices || count == 0) && (out || count == 0),
                SAGA_ERR_INVALID_ARG, "saga_net_forward_rows: net, vertices and out must be given");
     SAGA_CHECK(n->n_stages > 0, SAGA_ERR_INVALID_ARG,
@@ -1385,6 +1476,9 @@ saga_status saga_net_forward_rows(saga_net *n, const int32_t *vertices, int64_t 
                    "saga_net_forward_rows: vertex %d (entry %lld) is outside 0..%d",
                    (int)vertices[i], (long long)i, (int)n->n - 1);
     const int64_t C = n->stages[n->n_stages - 1].out_cols;
+again: /* a pass planned again (net_replan) has new parts */
+    saga_free(want);
+    want = NULL;
     SAGA_TRY(net_prepare(n, false));
     /* the rows in the net's order (the parts renumber a streamed net's), distinct, increasing */
     const int32_t *inv = n->plan.part ? n->plan.part->inverse : NULL;
@@ -1401,8 +1495,9 @@ saga_status saga_net_forward_rows(saga_net *n, const int32_t *vertices, int64_t 
     SAGA_TRY(net_chain_for(n, false, want, R, &ch));
     if (!ch || ch->whole_below == n->n_stages) {
         /* every row runs; the rows asked for are picked */
-        SAGA_TRY(saga_alloc_array((void **)&y, (size_t)n->n * (size_t)C + 1, sizeof(float),
-                                  "saga_net_forward_rows"));
+        if (!y)
+            SAGA_TRY(saga_alloc_array((void **)&y, (size_t)n->n * (size_t)C + 1, sizeof(float),
+                                      "saga_net_forward_rows"));
         SAGA_TRY(saga_net_forward(n, y));
         for (int64_t i = 0; i < count; i++)
             memcpy(out + i * C, y + (int64_t)vertices[i] * C, (size_t)C * sizeof(float));
@@ -1418,7 +1513,10 @@ saga_status saga_net_forward_rows(saga_net *n, const int32_t *vertices, int64_t 
                (int)R);
     SAGA_TRY(saga_backend_host_room(n->be, (void **)&n->rows_out, &n->rows_out_bytes,
                                     (size_t)ch->n_out * (size_t)C * sizeof(float) + 1));
-    SAGA_TRY(run(n, false, ch, n->rows_out));
+    st = run(n, false, ch, n->rows_out);
+    if (net_replan(n, st, &tries))
+        goto again;
+    SAGA_TRY(st);
     for (int64_t i = 0; i < count; i++) {
         const int32_t r = inv ? inv[vertices[i]] : vertices[i];
         const int32_t *at = every ? NULL : bsearch(&r, want, (size_t)R, sizeof *want, net_cmp_i32);
@@ -1432,8 +1530,11 @@ fail:
 
 saga_status saga_net_train_queue(saga_net *n) {
     saga_status st = SAGA_OK;
+    int tries = 0;
     SAGA_CHECK(n, SAGA_ERR_INVALID_ARG, "saga_net_train_queue: net is NULL");
-    SAGA_TRY(run(n, true, NULL, NULL));
+    do
+        st = run(n, true, NULL, NULL);
+    while (net_replan(n, st, &tries));
 fail:
     return st;
 }
@@ -1453,7 +1554,7 @@ fail:
 saga_status saga_net_train_step(saga_net *n, double *loss) {
     saga_status st = SAGA_OK;
     SAGA_CHECK(n, SAGA_ERR_INVALID_ARG, "saga_net_train_step: net is NULL");
-    SAGA_TRY(run(n, true, NULL, NULL));
+    SAGA_TRY(saga_net_train_queue(n));
     SAGA_TRY(saga_net_train_result(n, loss, NULL));
 fail:
     return st;

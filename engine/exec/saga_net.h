@@ -31,6 +31,16 @@
  * rows, output rows and the ids given to the loss function are in the graph's vertex order. In
  * memory the same code runs with one block and nothing moves after the first load. Results agree
  * to float rounding (the sums over blocks run in another order); dropout masks are the same.
+ *
+ * A pass that fails on one rank leaves the net as it was before it (its tape, the context's error,
+ * the dropout counter put back; the plan is made again by the next call). When the net chose the
+ * plan itself (exec not MEMORY, parts 0) under a budget and a step's tensors took more device
+ * memory than the plan estimated (a stage function holding more than its widths suggest, such as
+ * an MLP inside apply_vertex), the pass runs again on a plan for twice the stages' estimated work,
+ * up to 8 times a call, with a warning; a training pass does so when its model is named
+ * (saga_net_set_model): its gradients are put back first (kept in host memory as the first
+ * training pass on a plan begins). Its results are then those of a net planned so from the
+ * start.
  */
 #pragma once
 
