@@ -45,6 +45,8 @@ enum {
     OPT_DEVICE,
     OPT_ACCUMULATE,
     OPT_LOG,
+    OPT_DEVICE_MEM,
+    OPT_STREAM,
     OPT_COUNT_
 };
 
@@ -86,6 +88,8 @@ static const unsigned OPT_FOR[OPT_COUNT_] = {
     [OPT_DEVICE] = TRAIN | EVAL,
     [OPT_ACCUMULATE] = TRAIN,
     [OPT_LOG] = EVAL,
+    [OPT_DEVICE_MEM] = TRAIN,
+    [OPT_STREAM] = TRAIN,
 };
 
 static const cli_opt hep_opts[] = {
@@ -165,6 +169,14 @@ static const cli_opt hep_opts[] = {
      "threshold, edge_efficiency (the true positive rate), edge_purity (null when no edge is "
      "kept) and false_positive_rate: efficiency and purity against the threshold, and the ROC "
      "curve (`saga plot` draws them)."},
+    {"device-mem", 0, "SIZE", NULL,
+     "train: the device's memory budget (e.g. 512M, 2G). A micro-batch whose step does not fit "
+     "in it, and every larger one after it, is streamed: its rows stay in host memory and each "
+     "phase of the step runs by chunks of edges and hits sized to the budget, with the same "
+     "loss and gradients up to float rounding."},
+    {"stream", 0, NULL, NULL,
+     "train: stream every micro-batch (as --device-mem does those too "
+     "large), with or without a budget."},
     {0}};
 
 static int hep_main(int argc, char **argv);
@@ -576,6 +588,7 @@ static int hep_main(int argc, char **argv) {
     hep_train_opts to = hep_train_opts_defaults();
     bool given[OPT_COUNT_] = {false};
     int64_t v = 0, n_events = 10;
+    size_t device_mem = 0;
     double lr = 0.003, pos_weight = 1, eval_fraction = 0.2;
     int o;
     cli_begin(&c, &cli_cmd_hep, argc, argv);
@@ -714,6 +727,12 @@ static int hep_main(int argc, char **argv) {
             if (!(bad = cli_int(&c, "--accumulate", arg, 1, 1000000, &v)))
                 to.accumulate = (int32_t)v;
             break;
+        case OPT_DEVICE_MEM:
+            bad = cli_size(&c, "--device-mem", arg, &device_mem);
+            break;
+        case OPT_STREAM:
+            to.stream = true;
+            break;
         }
         if (bad)
             return bad;
@@ -847,6 +866,7 @@ static int hep_main(int argc, char **argv) {
     /* ---- backend */
     saga_backend_params bp = saga_backend_params_defaults();
     bp.n_threads = c.threads;
+    bp.budget_bytes = device_mem;
     st = cli_backend_open(&c, &be, device, comm, &bp);
     if (train_comm)
         st = saga_comm_agree(train_comm, st);
@@ -929,6 +949,11 @@ static int hep_main(int argc, char **argv) {
                 cli_bytes(b1, sizeof b1, (int64_t)r->peak_bytes), r->epoch_seconds,
                 r->epoch_seconds_min, r->epoch_flops / 1e9,
                 r->epoch_seconds > 0 ? r->epoch_flops / r->epoch_seconds / 1e9 : 0.0, r->loss);
+        if (r->streamed)
+            cli_say(&c,
+                    "%-9s %d of them streamed through the device budget, by chunks of %lld "
+                    "rows\n",
+                    "", (int)r->streamed, (long long)r->chunk);
         say_metrics(&c, "", &r->metrics);
         if (c.ranks > 1) {
             size_t lo = SIZE_MAX, hi = 0;
@@ -984,6 +1009,8 @@ static int hep_main(int argc, char **argv) {
             if (samplers[s] == HEP_SAMPLER_BALANCED)
                 json_key(&j, "edge_budget"), json_int(&j, r->budget);
             json_key(&j, "peak_device_bytes"), json_uint(&j, r->peak_bytes);
+            json_key(&j, "streamed_batches"), json_int(&j, r->streamed);
+            json_key(&j, "chunk_rows"), json_int(&j, r->chunk);
             json_key(&j, "rank_peak_device_bytes"), json_array_begin(&j);
             for (int q = 0; q < c.ranks; q++)
                 json_uint(&j, rank_peak[(size_t)s * (size_t)c.ranks + (size_t)q]);

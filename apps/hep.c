@@ -840,14 +840,22 @@ void hep_batch_free(hep_batch *b) {
     memset(b, 0, sizeof *b);
 }
 
-saga_status hep_batch_new(hep_batch *b, saga_backend *be, const hep_event_graph *events,
-                          const int32_t *ids, int32_t n) {
+void hep_rows_free(hep_rows *r) {
+    if (!r)
+        return;
+    saga_free(r->x);
+    saga_free(r->edata);
+    saga_free(r->target);
+    saga_free(r->src);
+    saga_free(r->dst);
+    memset(r, 0, sizeof *r);
+}
+
+saga_status hep_rows_new(hep_rows *out, const hep_event_graph *events, const int32_t *ids,
+                         int32_t n) {
     saga_status st = SAGA_OK;
-    hep_batch r = {0};
-    saga_graph *g = NULL;
-    float *x = NULL, *ef = NULL, *y = NULL;
-    int32_t *src = NULL, *dst = NULL;
-    memset(b, 0, sizeof *b);
+    hep_rows r = {0};
+    memset(out, 0, sizeof *out);
     int64_t nv = 0, m = 0;
     for (int32_t i = 0; i < n; i++) {
         nv += events[ids[i]].n_hits;
@@ -856,29 +864,50 @@ saga_status hep_batch_new(hep_batch *b, saga_backend *be, const hep_event_graph 
     SAGA_CHECK(nv < INT32_MAX, SAGA_ERR_INVALID_ARG, "hep: a micro-batch of %lld hits",
                (long long)nv);
     size_t nv1 = nv ? (size_t)nv : 1, m1 = m ? (size_t)m : 1;
-    SAGA_TRY(saga_alloc_array((void **)&x, nv1 * HEP_HIT_FEATURES, sizeof *x, "batch hits"));
-    SAGA_TRY(saga_alloc_array((void **)&ef, m1 * HEP_EDGE_FEATURES, sizeof *ef, "batch edges"));
-    SAGA_TRY(saga_alloc_array((void **)&y, m1, sizeof *y, "batch targets"));
-    SAGA_TRY(saga_alloc_array((void **)&src, m1, sizeof *src, "batch edges"));
-    SAGA_TRY(saga_alloc_array((void **)&dst, m1, sizeof *dst, "batch edges"));
+    SAGA_TRY(saga_alloc_array((void **)&r.x, nv1 * HEP_HIT_FEATURES, sizeof *r.x, "batch hits"));
+    SAGA_TRY(saga_alloc_array((void **)&r.edata, m1 * HEP_EDGE_FEATURES, sizeof *r.edata,
+                              "batch edges"));
+    SAGA_TRY(saga_alloc_array((void **)&r.target, m1, sizeof *r.target, "batch targets"));
+    SAGA_TRY(saga_alloc_array((void **)&r.src, m1, sizeof *r.src, "batch edges"));
+    SAGA_TRY(saga_alloc_array((void **)&r.dst, m1, sizeof *r.dst, "batch edges"));
     int64_t v0 = 0, e0 = 0;
     for (int32_t i = 0; i < n; i++) {
         const hep_event_graph *ev = &events[ids[i]];
-        memcpy(x + v0 * HEP_HIT_FEATURES, ev->hit_feat,
-               (size_t)ev->n_hits * HEP_HIT_FEATURES * sizeof *x);
-        memcpy(ef + e0 * HEP_EDGE_FEATURES, ev->edge_feat,
-               (size_t)ev->n_edges * HEP_EDGE_FEATURES * sizeof *ef);
+        memcpy(r.x + v0 * HEP_HIT_FEATURES, ev->hit_feat,
+               (size_t)ev->n_hits * HEP_HIT_FEATURES * sizeof *r.x);
+        memcpy(r.edata + e0 * HEP_EDGE_FEATURES, ev->edge_feat,
+               (size_t)ev->n_edges * HEP_EDGE_FEATURES * sizeof *r.edata);
         for (int64_t k = 0; k < ev->n_edges; k++) {
-            src[e0 + k] = (int32_t)(ev->src[k] + v0);
-            dst[e0 + k] = (int32_t)(ev->dst[k] + v0);
-            y[e0 + k] = ev->truth[k];
+            r.src[e0 + k] = (int32_t)(ev->src[k] + v0);
+            r.dst[e0 + k] = (int32_t)(ev->dst[k] + v0);
+            r.target[e0 + k] = ev->truth[k];
         }
         v0 += ev->n_hits;
         e0 += ev->n_edges;
     }
     r.n_vertices = (int32_t)nv;
     r.n_edges = m;
-    SAGA_TRY(saga_graph_from_edges(&g, (int32_t)nv, m, src, dst, NULL, NULL, NULL));
+    *out = r;
+    return SAGA_OK;
+fail:
+    hep_rows_free(&r);
+    return st;
+}
+
+saga_status hep_batch_new(hep_batch *b, saga_backend *be, const hep_event_graph *events,
+                          const int32_t *ids, int32_t n) {
+    saga_status st = SAGA_OK;
+    hep_batch r = {0};
+    hep_rows h = {0};
+    saga_graph *g = NULL;
+    memset(b, 0, sizeof *b);
+    SAGA_TRY(hep_rows_new(&h, events, ids, n));
+    const int32_t nv = h.n_vertices;
+    const int64_t m = h.n_edges;
+    const int32_t *src = h.src, *dst = h.dst;
+    r.n_vertices = nv;
+    r.n_edges = m;
+    SAGA_TRY(saga_graph_from_edges(&g, nv, m, src, dst, NULL, NULL, NULL));
     SAGA_TRY(saga_dgraph_new(&r.dg, be, g, NULL));
     /* every event's edges are sorted by (outer, inner) and the events' ids increase, so the
      * placed order is the concatenation: the edge features need no permutation */
@@ -889,21 +918,17 @@ saga_status hep_batch_new(hep_batch *b, saga_backend *be, const hep_event_graph 
         SAGA_CHECK(
             ord.indices[k] == src[k] && ord.offsets[dst[k]] <= k && k < ord.offsets[dst[k] + 1],
             SAGA_ERR_INTERNAL, "hep: edge %lld is out of the placed graph's order", (long long)k);
-    SAGA_TRY(saga_tensor_from_host(&r.x, be, SAGA_F32, nv, HEP_HIT_FEATURES, x));
-    SAGA_TRY(saga_tensor_from_host(&r.edata, be, SAGA_F32, m, HEP_EDGE_FEATURES, ef));
-    SAGA_TRY(saga_tensor_from_host(&r.target, be, SAGA_F32, m, 1, y));
+    SAGA_TRY(saga_tensor_from_host(&r.x, be, SAGA_F32, nv, HEP_HIT_FEATURES, h.x));
+    SAGA_TRY(saga_tensor_from_host(&r.edata, be, SAGA_F32, m, HEP_EDGE_FEATURES, h.edata));
+    SAGA_TRY(saga_tensor_from_host(&r.target, be, SAGA_F32, m, 1, h.target));
     SAGA_TRY(saga_tensor_from_host(&r.src_idx, be, SAGA_I32, m, 1, src));
     SAGA_TRY(saga_tensor_from_host(&r.dst_idx, be, SAGA_I32, m, 1, dst));
     *b = r;
     memset(&r, 0, sizeof r);
 fail:
     hep_batch_free(&r);
+    hep_rows_free(&h);
     saga_graph_free(&g);
-    saga_free(x);
-    saga_free(ef);
-    saga_free(y);
-    saga_free(src);
-    saga_free(dst);
     return st;
 }
 
@@ -1104,12 +1129,27 @@ static double share(int64_t a, int64_t b) {
     return b ? (double)a / (double)b : 0.0;
 }
 
+/* Event i's scores in memory (uploaded into *b, which the caller frees). */
+static saga_status score_memory(saga_ctx *c, hep_net *net, saga_backend *be,
+                                const hep_event_graph *events, int32_t i, hep_batch *b,
+                                float *score) {
+    saga_status st = SAGA_OK;
+    SAGA_TRY(hep_batch_new(b, be, events, &i, 1));
+    saga_tensor *p = saga_sigmoid(c, hep_net_forward(c, net, b));
+    SAGA_TRY(saga_ctx_status(c));
+    SAGA_TRY(saga_tensor_to_host(p, score));
+fail:
+    return st;
+}
+
 saga_status hep_evaluate_curve(hep_metrics *out, hep_curve *curve, saga_backend *be, hep_net *net,
                                const hep_event_graph *events, int32_t first, int32_t n,
                                double threshold, double track_pt) {
     saga_status st = SAGA_OK;
     saga_ctx *c = NULL;
     hep_batch b = {0};
+    hep_rows rows = {0};
+    hep_stream hs = {0};
     float *score = NULL;
     uint8_t *label = NULL, *kept = NULL;
     /* counts per region (HEP_SEG_*), the last entry all of them */
@@ -1127,15 +1167,26 @@ saga_status hep_evaluate_curve(hep_metrics *out, hep_curve *curve, saga_backend 
     SAGA_TRY(saga_alloc_array((void **)&kept, (size_t)max_m, sizeof *kept, "kept edges"));
     SAGA_TRY(saga_ctx_new(&c, be, 0));
     saga_ctx_train(c, false);
-    int64_t e0 = 0;
+    saga_backend_stats bs;
+    saga_backend_get_stats(be, &bs);
+    const size_t budget = bs.budget_bytes;
+    int64_t e0 = 0, stream_from = INT64_MAX;
     for (int32_t i = first; i < first + n; i++) {
         const hep_event_graph *g = &events[i];
-        SAGA_TRY(hep_batch_new(&b, be, events, &i, 1));
-        saga_tensor *p = saga_sigmoid(c, hep_net_forward(c, net, &b));
-        SAGA_TRY(saga_ctx_status(c));
-        SAGA_TRY(saga_tensor_to_host(p, score + e0));
+        /* in memory, or streamed when the event does not fit the budget */
+        st = g->n_edges < stream_from ? score_memory(c, net, be, events, i, &b, score + e0)
+                                      : SAGA_ERR_BUDGET;
         saga_ctx_clear(c);
         hep_batch_free(&b);
+        if (st == SAGA_ERR_BUDGET && budget) {
+            st = SAGA_OK;
+            stream_from = g->n_edges < stream_from ? g->n_edges : stream_from;
+            saga_ctx_trim(c);
+            SAGA_TRY(hep_rows_new(&rows, events, &i, 1));
+            SAGA_TRY(hep_stream_scores(&hs, c, net, &rows, score + e0));
+            hep_rows_free(&rows);
+        }
+        SAGA_TRY(st);
         for (int64_t k = 0; k < g->n_edges; k++) {
             label[e0 + k] = g->truth[k];
             kept[k] = score[e0 + k] > threshold;
@@ -1176,6 +1227,8 @@ saga_status hep_evaluate_curve(hep_metrics *out, hep_curve *curve, saga_backend 
     *out = r;
 fail:
     hep_batch_free(&b);
+    hep_rows_free(&rows);
+    hep_stream_free(&hs);
     saga_ctx_free(&c);
     saga_free(score);
     saga_free(label);
@@ -1232,6 +1285,23 @@ static int cmp_double(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
+/* A training step in memory on the micro-batch of events ids[0 .. n) (uploaded into *b, which
+ * the caller frees with the context's tensors): the loss into *loss, the gradients added. */
+static saga_status step_memory(saga_ctx *c, hep_net *net, saga_backend *be, const hep_data *d,
+                               const int32_t *ids, int32_t n, float pos_weight, hep_batch *b,
+                               double *loss) {
+    saga_status st = SAGA_OK;
+    SAGA_TRY(hep_batch_new(b, be, d->events, ids, n));
+    saga_ctx_train(c, true);
+    saga_tensor *logits = hep_net_forward(c, net, b);
+    saga_tensor *l = saga_bce_logits(c, logits, b->target, pos_weight);
+    SAGA_TRY(saga_ctx_status(c));
+    SAGA_TRY(saga_backward(c, l)); /* adds into the parameters' gradients */
+    *loss = saga_item(l);
+fail:
+    return st;
+}
+
 saga_status hep_train(hep_run *out, saga_backend *be, const hep_data *d, const hep_train_opts *o,
                       hep_epoch_fn on_epoch, void *user) {
     saga_status st = SAGA_OK;
@@ -1241,9 +1311,16 @@ saga_status hep_train(hep_run *out, saga_backend *be, const hep_data *d, const h
     saga_optim *opt = NULL;
     hep_plan plan = {0};
     hep_batch b = {0};
+    hep_rows rows = {0};
+    hep_stream hs = {0};
     int64_t *edges = NULL;
     double *secs = NULL;
     hep_run r = {0};
+    /* micro-batches of this many edges or more are streamed (the smallest that did not fit) */
+    int64_t stream_from = INT64_MAX;
+    saga_backend_stats bs0;
+    saga_backend_get_stats(be, &bs0);
+    const size_t budget = bs0.budget_bytes;
     saga_idle_tuner idle = {0}; /* epochs of many short kernels: sleeping or spinning threads */
     SAGA_CHECK(out && be && d && o, SAGA_ERR_INVALID_ARG, "hep_train: NULL argument");
     SAGA_CHECK(o->epochs >= 0 && isfinite(o->lr) && o->lr > 0 && o->pos_weight > 0 &&
@@ -1304,18 +1381,43 @@ saga_status hep_train(hep_run *out, saga_backend *be, const hep_data *d, const h
                 if (k >= plan.n_batches)
                     break;
                 int32_t cnt = plan.offsets[k + 1] - plan.offsets[k];
-                SAGA_TRY(hep_batch_new(&b, be, d->events, plan.events + plan.offsets[k], cnt));
-                if (b.n_edges > e.max_batch_edges)
-                    e.max_batch_edges = b.n_edges;
-                saga_ctx_train(c, true);
-                saga_tensor *logits = hep_net_forward(c, &net, &b);
-                saga_tensor *loss = saga_bce_logits(c, logits, b.target, o->pos_weight);
-                SAGA_TRY(saga_ctx_status(c));
-                SAGA_TRY(saga_backward(c, loss)); /* adds into the parameters' gradients */
-                sums[0] += saga_item(loss);
+                const int32_t *ids = plan.events + plan.offsets[k];
+                int64_t m = 0;
+                for (int32_t i = 0; i < cnt; i++)
+                    m += d->events[ids[i]].n_edges;
+                if (m > e.max_batch_edges)
+                    e.max_batch_edges = m;
+                double loss = 0;
+                saga_status ran = SAGA_ERR_BUDGET;
+                if (!o->stream && m < stream_from) {
+                    /* in memory; under a budget, with the gradients kept to go back to should
+                     * the step not fit */
+                    if (budget)
+                        SAGA_TRY(hep_grads_keep(&hs, net.m, be, true));
+                    ran = step_memory(c, &net, be, d, ids, cnt, o->pos_weight, &b, &loss);
+                    saga_ctx_clear(c);
+                    hep_batch_free(&b);
+                    if (ran == SAGA_ERR_BUDGET && budget) {
+                        saga_log(SAGA_LOG_WARN,
+                                 "hep: a micro-batch of %lld edges does not fit the device budget "
+                                 "(%s); streaming it and every one as large",
+                                 (long long)m, saga_last_error());
+                        SAGA_TRY(hep_grads_keep(&hs, net.m, be, false));
+                        stream_from = m;
+                    } else {
+                        SAGA_TRY(ran);
+                    }
+                }
+                if (ran == SAGA_ERR_BUDGET) {
+                    SAGA_TRY(hep_rows_new(&rows, d->events, ids, cnt));
+                    saga_ctx_trim(c); /* the budget's room is the chunks' */
+                    SAGA_TRY(hep_stream_step(&hs, c, &net, &rows, o->pos_weight, &loss));
+                    hep_rows_free(&rows);
+                    e.streamed++;
+                    e.chunk = hs.chunk;
+                }
+                sums[0] += loss;
                 sums[1] += 1;
-                saga_ctx_clear(c);
-                hep_batch_free(&b);
                 /* micro-batches differ in size: buffers cached for one rarely fit the next */
                 saga_ctx_trim(c);
             }
@@ -1336,6 +1438,8 @@ saga_status hep_train(hep_run *out, saga_backend *be, const hep_data *d, const h
         r.epochs = epoch;
         r.n_batches = plan.n_batches;
         r.budget = plan.budget;
+        r.streamed = e.streamed;
+        r.chunk = e.chunk;
         if (e.peak_bytes > r.peak_bytes)
             r.peak_bytes = e.peak_bytes;
         if (e.max_batch_edges > r.max_batch_edges)
@@ -1369,6 +1473,8 @@ saga_status hep_train(hep_run *out, saga_backend *be, const hep_data *d, const h
 fail:
     saga_idle_tuner_finish(&idle);
     hep_batch_free(&b);
+    hep_rows_free(&rows);
+    hep_stream_free(&hs);
     hep_plan_free(&plan);
     saga_optim_free(&opt);
     saga_ctx_free(&c);

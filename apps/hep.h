@@ -200,6 +200,60 @@ saga_status hep_batch_new(hep_batch *b, saga_backend *be, const hep_event_graph 
                           const int32_t *ids, int32_t n);
 void hep_batch_free(hep_batch *b);
 
+/* The same micro-batch's rows in host memory: hit features (n_vertices x HEP_HIT_FEATURES),
+ * edge features (n_edges x HEP_EDGE_FEATURES), targets, and each edge's source and destination
+ * (hep_batch_new's edge order: by destination, the placed graph's). */
+typedef struct hep_rows {
+    float *x, *edata, *target;
+    int32_t *src, *dst;
+    int32_t n_vertices;
+    int64_t n_edges;
+} hep_rows;
+
+saga_status hep_rows_new(hep_rows *r, const hep_event_graph *events, const int32_t *ids, int32_t n);
+void hep_rows_free(hep_rows *r);
+
+/* ---- a micro-batch streamed through the device budget (hep_stream.c) ---------------------- */
+
+/* A training step over a micro-batch whose graph and activations do not fit on the device: the
+ * rows stay in host memory (each round's hit and edge rows, the sums of its messages at both
+ * ends, and their gradients), and every phase runs over chunks of at most `chunk` edges or hits,
+ * each copied to the device with the rows it reads, computed and copied back:
+ *   forward, without a tape: the encoders; each round's edge block by chunks of edges (the rows
+ *   of their sources and destinations gathered on the host) with its messages summed into the
+ *   hits' incoming and outgoing sums, then its node block by chunks of hits; then the score and
+ *   the loss by chunks of edges, each differentiated at once;
+ *   backward, from the last round down: the node block recomputed by chunks of hits and
+ *   differentiated with its output's gradient given (saga_backward_from), then the edge block
+ *   with its output's gradient plus those of the two sums at the edge's ends; the encoders last.
+ * The device holds the model, the optimizer's state and one chunk's tensors; the parameters'
+ * gradients add up over the chunks to the in-memory step's (the sums in another order). */
+typedef struct hep_stream {
+    int64_t chunk;    /* rows a chunk holds: 0 picks them from the device budget at the first
+                       * step; halved (and the step run again) when a chunk takes more */
+    int64_t chunks;   /* the last step's chunks, over its phases */
+    double h2d_bytes; /* the last step's bytes to the device and back */
+    double d2h_bytes;
+    bool proven; /* a step ran at this chunk size */
+    float *keep; /* the gradients at a step's start while not proven */
+    size_t keep_bytes;
+} hep_stream;
+
+/* One training step of net on the rows r, streamed as above with c (training or not; left
+ * training): d loss / d parameter added to the parameters' gradients, *loss the loss
+ * (saga_bce_logits's mean over the edges, with pos_weight). Errors: the ops'; SAGA_ERR_BUDGET
+ * when not even a chunk of 64 rows fits. */
+saga_status hep_stream_step(hep_stream *s, saga_ctx *c, hep_net *net, const hep_rows *r,
+                            float pos_weight, double *loss);
+/* The forward pass streamed as in hep_stream_step (c left out of training) and each edge's
+ * score, the sigmoid of its logit, into score (n_edges). */
+saga_status hep_stream_scores(hep_stream *s, saga_ctx *c, hep_net *net, const hep_rows *r,
+                              float *score);
+void hep_stream_free(hep_stream *s);
+/* The model m's gradients into s->keep (put), or back from it onto the device (!put): what a
+ * step that did not fit in the budget had added is taken back before it runs again. */
+saga_status hep_grads_keep(hep_stream *s, saga_model *m, saga_backend *be, bool put);
+
 /* One logit per edge (n_edges x 1, owned by c), or NULL with the error in c. */
 saga_tensor *hep_net_forward(saga_ctx *c, hep_net *net, const hep_batch *b);
 
@@ -301,6 +355,10 @@ typedef struct hep_train_opts {
     hep_lr_schedule lr_schedule; /* COSINE over `epochs` (a resumed run follows the schedule
                                   * of its own `epochs`) */
     saga_comm *comm;             /* data-parallel ranks, or NULL for one (not owned) */
+    /* Micro-batches streamed through the device budget (hep_stream_step): every one (true), or
+     * (false) those whose step fails in memory for the budget, and every one with as many
+     * edges or more after the first such */
+    bool stream;
 } hep_train_opts;
 
 hep_train_opts hep_train_opts_defaults(void);
@@ -321,6 +379,8 @@ typedef struct hep_epoch {
     double loss;       /* mean over the epoch's micro-batches */
     double seconds;    /* the epoch's micro-batches: build, upload, step */
     size_t peak_bytes; /* the backend's peak during the epoch (after a trim and reset) */
+    int32_t streamed;  /* micro-batches streamed (hep_stream_step), by chunks of chunk rows */
+    int64_t chunk;
     int64_t max_batch_edges;
 } hep_epoch;
 
@@ -336,6 +396,8 @@ typedef struct hep_run {
     int32_t n_batches;        /* micro-batches per epoch */
     int64_t budget;           /* BALANCED's edge budget */
     int64_t n_params;
+    int32_t streamed; /* micro-batches streamed in the last epoch, by chunks of chunk rows */
+    int64_t chunk;
     double epoch_flops;  /* hep_step_flops over every training event */
     hep_metrics metrics; /* on the evaluation events (on the training events when none) */
     double seconds;

@@ -73,6 +73,20 @@ def gnn_forward_loss(model, vertices, features, hidden, classes, max_degree=None
     return chain(fwd) + chain([(classes, 2), (vertices, 1)])
 
 
+def hep_loss(hidden, iterations, edges, max_degree, edge_features=4):
+    """The bound on the loss of a training step of `saga hep train`'s model computed in two
+    orders (in memory, and streamed by chunks with the messages summed on the host), relative to
+    the loss: the edge encoder's two products, per round the edge block's two products (K = 3
+    hidden, hidden), the sums of messages over the largest degree and the node block's two
+    products, the score's two products and the mean over the edges; test_hep.c's
+    hep_step_bound."""
+    links = [(edge_features, 2), (hidden, 2)]
+    for _ in range(iterations):
+        links += [(3 * hidden, 4), (hidden, 4), (max_degree, 4)]
+    links += [(3 * hidden, 2), (hidden, 2), (edges, 2)]
+    return chain(links)
+
+
 def pagerank(vertices, damping=0.85, max_in_degree=None):
     """saga_test_pagerank_bound: two orders of PageRank in f64, relative to each score."""
     deg = (max_in_degree if max_in_degree is not None else vertices) + 1

@@ -194,6 +194,36 @@ expect 0 "$SAGA_BIN" hep train --data "$TMP/ev" --epochs 1 --hidden 8 --iteratio
 [ "$(json_get 'j["hit_weight"], j["samplers"][0]["sampler"], j["samplers"][0]["edge_budget"] > j["samplers"][0]["max_batch_edges"]')" = "1.3 balanced True" ] ||
     fail "--hit-weight: $(json_last)"
 
+# ---- through a device budget ----------------------------------------------------------------
+# one step over all five training events (--batch-events 5), so that the epoch's loss is that of
+# the step's first weights: under a quarter of the in-memory peak the micro-batch does not fit,
+# and is streamed by chunks of edges and hits within the budget, to the in-memory loss within
+# the bound on adding in other orders; --stream streams it without a budget too
+hep_small=(--data "$TMP/ev" --epochs 1 --hidden 8 --iterations 2 --batch-events 5 --json)
+expect 0 "$SAGA_BIN" hep train "${hep_small[@]}" --quiet
+mem_loss=$(json_get 'j["loss"]')
+quarter=$(($(json_get 'j["samplers"][0]["peak_device_bytes"]') / 4))
+edges=$(json_get 'j["samplers"][0]["max_batch_edges"]')
+for flags in "--device-mem $quarter" "--stream"; do
+    expect 0 "$SAGA_BIN" hep train "${hep_small[@]}" $flags
+    python3 - "$(json_last)" "$mem_loss" "$quarter" "$edges" "$flags" <<'PY' ||
+import json, os, sys
+sys.path.insert(0, os.path.join(os.environ["SAGA_SRC_DIR"], "tests"))
+import bounds
+j, mem, quarter, edges = json.loads(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+s = j["samplers"][0]
+assert s["streamed_batches"] == 1 and s["chunk_rows"] > 0, s
+if sys.argv[5] != "--stream":
+    assert s["peak_device_bytes"] <= quarter, (s["peak_device_bytes"], quarter)
+tol = bounds.hep_loss(8, 2, edges, edges)
+assert abs(j["loss"] - mem) <= tol * mem, (j["loss"], mem, tol)
+assert 0 <= j["auc"] <= 1, j
+PY
+        fail "hep train $flags: $(json_last)"
+done
+expect 2 "$SAGA_BIN" hep build --data "$TMP/ev" --device-mem 1M
+expect_err "--device-mem does not apply to 'hep build'"
+
 # ---- eval ---------------------------------------------------------------------------------
 expect 0 "$SAGA_BIN" hep eval --data "$TMP/ev2" --checkpoint "$TMP/hep3.ckpt" --hidden 8 \
     --iterations 2 --json

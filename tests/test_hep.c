@@ -13,6 +13,7 @@
 /* The app's sources are not in the library; they are compiled into this test. */
 #include "../apps/cc.c"
 #include "../apps/hep.c"
+#include "../apps/hep_stream.c"
 #include "../apps/npz.c"
 
 #include <math.h>
@@ -810,6 +811,181 @@ static void test_hep_training_learns(void **state) {
     hep_data_free(&d);
 }
 
+/* ---- streamed through the device budget ---------------------------------------------------- */
+
+/* A training step's loss and every parameter's gradient (host, in the model's order). */
+typedef struct step_out {
+    double loss;
+    float *grads, *scores; /* the parameters' gradients; the edges' scores after the step */
+    int64_t n, m;
+    size_t peak;
+} step_out;
+
+static void step_grads(hep_net *net, step_out *o) {
+    o->n = 0;
+    for (int i = 0; i < saga_model_n_params(net->m); i++)
+        o->n += saga_tensor_rows(saga_model_param_at(net->m, i)) *
+                saga_tensor_cols(saga_model_param_at(net->m, i));
+    o->grads = test_malloc((size_t)o->n * sizeof(float));
+    int64_t at = 0;
+    for (int i = 0; i < saga_model_n_params(net->m); i++) {
+        saga_tensor *g = saga_grad(saga_model_param_at(net->m, i));
+        assert_int_equal(saga_tensor_to_host(g, o->grads + at), SAGA_OK);
+        at += saga_tensor_rows(g) * saga_tensor_cols(g);
+    }
+}
+
+/* One step of the model (hidden 8, 3 rounds, seed 5) on the events' micro-batch on a CPU
+ * backend with budget (0: none), in memory (s NULL) or streamed by s: SAGA_OK or the error. */
+static saga_status hep_step_on(const hep_data *d, const int32_t *ids, int32_t n, size_t budget,
+                               hep_stream *s, step_out *o) {
+    saga_backend_params bp = saga_backend_params_defaults();
+    bp.budget_bytes = budget;
+    saga_backend *be = NULL;
+    assert_int_equal(saga_backend_cpu_new(&be, &bp), SAGA_OK);
+    hep_net net;
+    assert_int_equal(hep_net_new(&net, be, 8, 3, 5), SAGA_OK);
+    saga_ctx *c = NULL;
+    assert_int_equal(saga_ctx_new(&c, be, 1), SAGA_OK);
+    saga_backend_reset_stats(be);
+    saga_status st = SAGA_OK;
+    if (s) {
+        hep_rows r;
+        assert_int_equal(hep_rows_new(&r, d->events, ids, n), SAGA_OK);
+        st = hep_stream_step(s, c, &net, &r, 1.5f, &o->loss);
+        hep_rows_free(&r);
+    } else {
+        hep_batch b;
+        assert_int_equal(hep_batch_new(&b, be, d->events, ids, n), SAGA_OK);
+        saga_ctx_train(c, true);
+        saga_tensor *l = saga_bce_logits(c, hep_net_forward(c, &net, &b), b.target, 1.5f);
+        st = saga_ctx_status(c);
+        if (st == SAGA_OK) {
+            o->loss = saga_item(l);
+            st = saga_backward(c, l);
+        }
+        saga_ctx_clear(c);
+        hep_batch_free(&b);
+    }
+    saga_backend_stats bs;
+    saga_backend_get_stats(be, &bs);
+    o->peak = bs.peak_bytes;
+    if (st == SAGA_OK) {
+        step_grads(&net, o);
+        /* the scores of inference (the same weights), streamed or in memory */
+        hep_rows r;
+        assert_int_equal(hep_rows_new(&r, d->events, ids, n), SAGA_OK);
+        o->m = r.n_edges;
+        o->scores = test_malloc((size_t)r.n_edges * sizeof(float));
+        if (s) {
+            st = hep_stream_scores(s, c, &net, &r, o->scores);
+        } else {
+            hep_batch b;
+            assert_int_equal(hep_batch_new(&b, be, d->events, ids, n), SAGA_OK);
+            saga_ctx_train(c, false);
+            saga_tensor *p = saga_sigmoid(c, hep_net_forward(c, &net, &b));
+            st = saga_ctx_status(c);
+            if (st == SAGA_OK)
+                st = saga_tensor_to_host(p, o->scores);
+            saga_ctx_clear(c);
+            hep_batch_free(&b);
+        }
+        hep_rows_free(&r);
+    }
+    saga_ctx_free(&c);
+    hep_net_free(&net);
+    saga_backend_free_all(&be);
+    return st;
+}
+
+/* The bound on two training steps of that model that add in different orders (the chunks' sums
+ * of the messages on the host, the parameters' gradients summed chunk by chunk): a chain of sums
+ * (test_util.h) through the encoders, three rounds (each edge block's two products, the sums of
+ * messages over the largest degree, the node block's two products), the score and the mean over
+ * the m edges, forward and back, and the gradients' sums over the m edges. */
+static double hep_step_bound(int64_t m, int64_t degree) {
+    saga_test_chain ch = {0, 0};
+    saga_test_chain_add(&ch, HEP_EDGE_FEATURES, 2);
+    saga_test_chain_add(&ch, 8, 2);
+    for (int k = 0; k < 3; k++) {
+        saga_test_chain_add(&ch, 24, 4);
+        saga_test_chain_add(&ch, 8, 4);
+        saga_test_chain_add(&ch, degree, 4);
+    }
+    saga_test_chain_add(&ch, 24, 2);
+    saga_test_chain_add(&ch, 8, 2);
+    saga_test_chain_add(&ch, m, 2);
+    return ch.rel;
+}
+
+/* A training step streamed by chunks of edges and hits gives the in-memory step's loss and every
+ * parameter's gradient within the bound on adding in other orders: by chunks of 97 rows (the
+ * last ones short), and under a budget of a quarter of the in-memory step's peak, where the
+ * chunk is chosen from the budget, the peak stays under it, and the step in memory fails. */
+static void test_hep_streamed_step_equals_memory(void **state) {
+    (void)state;
+    saga_trackml_params gp = saga_trackml_params_defaults();
+    gp.min_particles = 150;
+    gp.max_particles = 300;
+    gp.seed = 7;
+    hep_data d = {.graph = hep_graph_opts_defaults()};
+    d.n_events = d.n_train = 2;
+    d.events = saga_calloc(2, sizeof *d.events);
+    int64_t m = 0, degree = 1;
+    for (int i = 0; i < 2; i++) {
+        saga_trackml_event *e = NULL;
+        assert_int_equal(saga_trackml_generate(&e, &gp, i + 1), SAGA_OK);
+        assert_int_equal(hep_graph_build(&d.events[i], e, &d.graph), SAGA_OK);
+        saga_trackml_event_free(&e);
+        m += d.events[i].n_edges;
+        int32_t *deg = test_calloc((size_t)d.events[i].n_hits * 2 + 1, sizeof *deg);
+        for (int64_t k = 0; k < d.events[i].n_edges; k++) {
+            int32_t a = ++deg[2 * d.events[i].src[k]], b = ++deg[2 * d.events[i].dst[k] + 1];
+            degree = a > degree ? a : degree;
+            degree = b > degree ? b : degree;
+        }
+        test_free(deg);
+    }
+    const int32_t ids[2] = {0, 1};
+    step_out mem = {0}, str = {0}, tight = {0};
+    assert_int_equal(hep_step_on(&d, ids, 2, 0, NULL, &mem), SAGA_OK);
+    const double bound = hep_step_bound(m, degree);
+    double scale = saga_test_mean_abs_f32(mem.grads, mem.n);
+
+    hep_stream s = {.chunk = 97};
+    assert_int_equal(hep_step_on(&d, ids, 2, 0, &s, &str), SAGA_OK);
+    print_message("  %lld edges: loss %.7f in memory, %.7f by %lld chunks of 97 (bound %.2g)\n",
+                  (long long)m, mem.loss, str.loss, (long long)s.chunks, bound);
+    assert_true(s.chunks > 100);
+    saga_test_assert_close_f64("streamed loss", &mem.loss, &str.loss, 1, bound, 0);
+    saga_test_assert_close_f32("streamed gradients", mem.grads, str.grads, mem.n, bound, scale);
+    saga_test_assert_close_f32("streamed scores", mem.scores, str.scores, mem.m, bound, 0);
+    hep_stream_free(&s);
+
+    const size_t budget = mem.peak / 4;
+    step_out fail_out = {0};
+    assert_int_equal(hep_step_on(&d, ids, 2, budget, NULL, &fail_out), SAGA_ERR_BUDGET);
+    hep_stream t = {0};
+    saga_status st = hep_step_on(&d, ids, 2, budget, &t, &tight);
+    if (st != SAGA_OK)
+        fail_msg("streamed under %zu bytes: %s", budget, saga_last_error());
+    print_message("  in memory peak %zu; under a quarter, %zu: chunks of %lld, peak %zu\n",
+                  mem.peak, budget, (long long)t.chunk, tight.peak);
+    assert_true(tight.peak <= budget);
+    saga_test_assert_close_f64("loss under the budget", &mem.loss, &tight.loss, 1, bound, 0);
+    saga_test_assert_close_f32("gradients under the budget", mem.grads, tight.grads, mem.n, bound,
+                               scale);
+    saga_test_assert_close_f32("scores under the budget", mem.scores, tight.scores, mem.m, bound,
+                               0);
+    hep_stream_free(&t);
+    step_out *outs[3] = {&mem, &str, &tight};
+    for (int i = 0; i < 3; i++) {
+        test_free(outs[i]->grads);
+        test_free(outs[i]->scores);
+    }
+    hep_data_free(&d);
+}
+
 /* ---- export ------------------------------------------------------------------------------- */
 
 /* The .npy entry `name` of the archive b[0 .. len): its header dict in *dict and its data. */
@@ -910,6 +1086,7 @@ int main(void) {
         cmocka_unit_test(test_hep_lr_schedule_and_flops),
         cmocka_unit_test(test_hep_in_layer_gradients_match_finite_differences),
         cmocka_unit_test(test_hep_training_learns),
+        cmocka_unit_test(test_hep_streamed_step_equals_memory),
         cmocka_unit_test(test_hep_export_tiny_event),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -10,19 +10,32 @@ struct saga_interaction {
     int64_t n_vertices;
 };
 
-/* ApplyEdge: e' = tanh(FFN_e([h_src | h_dst | e])). */
-static saga_tensor *edge_block(saga_ctx *c, const saga_edge_in *e, void *layer) {
-    const saga_interaction *l = layer;
-    saga_tensor *in[3] = {e->src, e->dst, e->data};
+saga_tensor *saga_interaction_edges(saga_ctx *c, const saga_interaction *l, saga_tensor *hs,
+                                    saga_tensor *hd, saga_tensor *e) {
+    if (!l)
+        return layer_fail(c, "saga_interaction_edges: the layer must be given");
+    saga_tensor *in[3] = {hs, hd, e};
     return saga_tanh(c, saga_ffn_forward_cat(c, &l->edge, in, 3));
 }
 
-/* ApplyVertex: h' = tanh(FFN_n([h | messages in | messages out])). */
+saga_tensor *saga_interaction_nodes(saga_ctx *c, const saga_interaction *l, saga_tensor *h,
+                                    saga_tensor *in_sum, saga_tensor *out_sum) {
+    if (!l)
+        return layer_fail(c, "saga_interaction_nodes: the layer must be given");
+    saga_tensor *in[3] = {h, in_sum, out_sum};
+    return saga_tanh(c, saga_ffn_forward_cat(c, &l->node, in, 3));
+}
+
+/* ApplyEdge: the edge block. */
+static saga_tensor *edge_block(saga_ctx *c, const saga_edge_in *e, void *layer) {
+    return saga_interaction_edges(c, layer, e->src, e->dst, e->data);
+}
+
+/* ApplyVertex: the node block, the messages out summed from the round's edge tensor. */
 static saga_tensor *node_block(saga_ctx *c, const saga_vertex_in *v, void *layer) {
     const saga_interaction *l = layer;
     saga_tensor *out_sum = saga_scatter_add_rows(c, l->edges, l->src, l->n_vertices);
-    saga_tensor *in[3] = {v->self, v->gathered, out_sum};
-    return saga_tanh(c, saga_ffn_forward_cat(c, &l->node, in, 3));
+    return saga_interaction_nodes(c, l, v->self, v->gathered, out_sum);
 }
 
 static const saga_program IN_PROGRAM = {

@@ -123,6 +123,15 @@ SAGA_API void saga_interaction_free(saga_interaction **l);
 SAGA_API saga_tensor *saga_interaction_forward(saga_ctx *c, saga_interaction *l,
                                                const saga_dgraph *g, saga_tensor *h, saga_tensor *e,
                                                saga_tensor *src, saga_tensor **e_out);
+/* The round's two blocks on rows the caller gathered (a round run by chunks of edges and of
+ * vertices, as `saga hep train --device-mem` streams an event): the edge block of rows of sources
+ * hs, destinations hd and edges e (each k x hidden), tanh(FFN_e([hs | hd | e])), and the node
+ * block of rows h with their sums in_sum of incoming and out_sum of outgoing e', tanh(FFN_n([h |
+ * in_sum | out_sum])). saga_interaction_forward runs these same ops. NULL after an error (in c). */
+SAGA_API saga_tensor *saga_interaction_edges(saga_ctx *c, const saga_interaction *l,
+                                             saga_tensor *hs, saga_tensor *hd, saga_tensor *e);
+SAGA_API saga_tensor *saga_interaction_nodes(saga_ctx *c, const saga_interaction *l, saga_tensor *h,
+                                             saga_tensor *in_sum, saga_tensor *out_sum);
 
 #ifdef __cplusplus
 }

@@ -774,6 +774,36 @@ fail:
     return saga_ctx_status(c);
 }
 
+saga_status saga_backward_from(saga_ctx *c, saga_tensor *out, const saga_tensor *grad) {
+    saga_status st = SAGA_OK;
+    SAGA_CHECK(c, SAGA_ERR_INVALID_ARG, "saga_backward_from: context is NULL");
+    if (c->status < 0)
+        return saga_ctx_status(c);
+    SAGA_CHECK(out && grad, SAGA_ERR_INVALID_ARG, "saga_backward_from: %s is NULL",
+               out ? "the gradient" : "the output");
+    SAGA_CHECK(c->training, SAGA_ERR_INVALID_ARG,
+               "saga_backward_from: the context is not training (saga_ctx_train(c, true) before "
+               "the forward pass)");
+    SAGA_CHECK(out->dtype == SAGA_F32 && grad->dtype == SAGA_F32 && grad->rows == out->rows &&
+                   grad->cols == out->cols,
+               SAGA_ERR_INVALID_ARG,
+               "saga_backward_from: the gradient is %lld x %lld %s, the output %lld x %lld %s",
+               (long long)grad->rows, (long long)grad->cols, saga_dtype_name(grad->dtype),
+               (long long)out->rows, (long long)out->cols, saga_dtype_name(out->dtype));
+    SAGA_TRY(saga_tape_backward_range(c, (saga_tape_pos){0, 0}, out, grad));
+    while (c->n_nodes > 0)
+        free_node(c->nodes[--c->n_nodes]);
+fail:
+    return st;
+}
+
+saga_tensor *saga_ctx_input(saga_ctx *c, int64_t rows, int64_t cols, const float *host) {
+    saga_tensor *t = saga_ctx_from_host(c, SAGA_F32, rows, cols, host);
+    if (t)
+        saga_ctx_mark_leaf(c, t);
+    return t;
+}
+
 saga_status saga_backward(saga_ctx *c, saga_tensor *loss) {
     saga_status st = SAGA_OK;
     SAGA_CHECK(c, SAGA_ERR_INVALID_ARG, "saga_backward: context is NULL");

@@ -1343,5 +1343,5 @@ float saga_item(const saga_tensor *t) {
 }
 
 saga_tensor *saga_grad(saga_tensor *param) {
-    return param && param->is_param ? param->grad : NULL;
+    return param && (param->is_param || param->is_leaf) ? param->grad : NULL;
 }

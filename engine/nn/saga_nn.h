@@ -172,8 +172,18 @@ SAGA_API float saga_item(const saga_tensor *t);
  * parameter added to its gradient. The tape is consumed (run saga_ctx_clear before the next
  * step). SAGA_ERR_INVALID_ARG when the context was not training or loss is not 1 x 1. */
 SAGA_API saga_status saga_backward(saga_ctx *c, saga_tensor *loss);
-/* The gradient accumulated for a parameter (same shape; zero before any backward), or NULL
- * for a tensor that is not a parameter. Owned by the parameter. */
+/* saga_backward from an output of any shape with its gradient given (f32, out's shape): every
+ * parameter reached gets d sum(out * grad) / d parameter added to its gradient, and every input
+ * made by saga_ctx_input its own. For a network the caller runs in pieces, carrying gradients
+ * between them. The tape is consumed as by saga_backward. */
+SAGA_API saga_status saga_backward_from(saga_ctx *c, saga_tensor *out, const saga_tensor *grad);
+/* A context-owned copy of rows x cols f32 host values, as saga_ctx_from_host, whose gradient a
+ * backward pass keeps (saga_grad reads it until the context is cleared). NULL with the error in
+ * c. */
+SAGA_API saga_tensor *saga_ctx_input(saga_ctx *c, int64_t rows, int64_t cols, const float *host);
+/* The gradient accumulated for a parameter (same shape; zero before any backward), or for an
+ * input made by saga_ctx_input (NULL before a backward pass reaches it), or NULL for any other
+ * tensor. Owned by the parameter (the context, for an input). */
 SAGA_API saga_tensor *saga_grad(saga_tensor *param);
 
 /* ---- parameters --------------------------------------------------------------------------- */

@@ -436,11 +436,14 @@ def hep_train(data, epochs=40, lr=0.003, hidden=32, iterations=4, sampler="rando
               batch_events=1, edge_budget=None, hit_weight=1.3, pos_weight=1.0, eval_fraction=0.2,
               threshold=0.5, seed=1, checkpoint=None, resume=None, accumulate=1, device="auto",
               pt_min=1.0, phi_slope_max=0.0005, z0_max=250.0, lr_schedule="cosine",
-              max_missing=1, barrel_only=False):
+              max_missing=1, barrel_only=False, device_mem=None, stream=False):
     """Trains the Interaction Network on the events of data as `saga hep train` does, and
     evaluates it on the held-out events; returns a dict with the keys of its --json that describe
     the run (edge_efficiency, edge_purity, auc, track_efficiency, loss, ...). lr_schedule is
-    "cosine" (from lr down to lr / 100 over the epochs) or "constant", as --lr-schedule."""
+    "cosine" (from lr down to lr / 100 over the epochs) or "constant", as --lr-schedule.
+    device_mem (bytes) is the device's budget: micro-batches that do not fit are streamed
+    through it by chunks (streamed_batches, chunk_rows), as --device-mem; stream=True streams
+    every one, as --stream."""
     return _saga.hep_train(
         _os.fspath(data), epochs=int(epochs), lr=float(lr), hidden=int(hidden),
         iterations=int(iterations), sampler=_choice(_SAMPLERS, sampler, "sampler"),
@@ -451,7 +454,8 @@ def hep_train(data, epochs=40, lr=0.003, hidden=32, iterations=4, sampler="rando
         resume=None if resume is None else _os.fspath(resume), accumulate=int(accumulate),
         device=device, pt_min=float(pt_min), phi_slope_max=float(phi_slope_max),
         z0_max=float(z0_max), lr_schedule=_choice(_LR_SCHEDULES, lr_schedule, "lr_schedule"),
-        max_missing=int(max_missing), barrel_only=bool(barrel_only))
+        max_missing=int(max_missing), barrel_only=bool(barrel_only),
+        device_mem=int(device_mem or 0), stream=bool(stream))
 
 
 def hep_eval(data, checkpoint, hidden=32, iterations=4, threshold=0.5, device="auto", pt_min=1.0,

@@ -123,7 +123,8 @@ PyObject *saga_py_hep_train(PyObject *m, PyObject *args, PyObject *kw) {
         "data",          "epochs",      "lr",          "hidden",      "iterations",    "sampler",
         "batch_events",  "edge_budget", "hit_weight",  "pos_weight",  "eval_fraction", "threshold",
         "seed",          "checkpoint",  "resume",      "accumulate",  "device",        "pt_min",
-        "phi_slope_max", "z0_max",      "lr_schedule", "max_missing", "barrel_only",   NULL};
+        "phi_slope_max", "z0_max",      "lr_schedule", "max_missing", "barrel_only",   "device_mem",
+        "stream",        NULL};
     PyObject *dir = NULL, *ckpt = Py_None, *resume = Py_None;
     hep_train_opts to = hep_train_opts_defaults();
     hep_graph_opts go = hep_graph_opts_defaults();
@@ -133,15 +134,17 @@ PyObject *saga_py_hep_train(PyObject *m, PyObject *args, PyObject *kw) {
     unsigned long long seed = to.seed;
     double eval_fraction = 0.2;
     const char *device = "auto";
-    int barrel_only = 0;
+    int barrel_only = 0, stream = 0;
+    unsigned long long device_mem = 0;
     if (!PyArg_ParseTupleAndKeywords(
-            args, kw, "O&|ifiiiiLdfddKOOisdddiip", kwlist, PyUnicode_FSConverter, &dir, &to.epochs,
-            &to.lr, &to.hidden, &to.iterations, &sampler, &batch_events, &edge_budget,
+            args, kw, "O&|ifiiiiLdfddKOOisdddiipKp", kwlist, PyUnicode_FSConverter, &dir,
+            &to.epochs, &to.lr, &to.hidden, &to.iterations, &sampler, &batch_events, &edge_budget,
             &to.hit_weight, &to.pos_weight, &eval_fraction, &to.threshold, &seed, &ckpt, &resume,
             &accumulate, &device, &go.pt_min, &go.phi_slope_max, &go.z0_max, &lr_schedule,
-            &go.max_missing, &barrel_only))
+            &go.max_missing, &barrel_only, &device_mem, &stream))
         return NULL;
     go.barrel_only = barrel_only;
+    to.stream = stream;
     if (lr_schedule < 0 || lr_schedule >= HEP_LR_SCHEDULE_COUNT) {
         Py_DECREF(dir);
         PyErr_Format(PyExc_ValueError, "hep_train: lr_schedule %d is not a schedule", lr_schedule);
@@ -169,7 +172,7 @@ PyObject *saga_py_hep_train(PyObject *m, PyObject *args, PyObject *kw) {
     hep_run r;
     memset(&r, 0, sizeof r);
     Py_BEGIN_ALLOW_THREADS;
-    st = saga_py_backend_open(&be, device, 0);
+    st = saga_py_backend_open(&be, device, (long long)device_mem);
     if (st == SAGA_OK)
         st = hep_train(&r, be, &d, &to, NULL, NULL);
     saga_backend_free_all(&be);
@@ -187,6 +190,8 @@ PyObject *saga_py_hep_train(PyObject *m, PyObject *args, PyObject *kw) {
                 set(res, "batches", PyLong_FromLong(r.n_batches)) < 0 ||
                 set(res, "epoch_seconds", PyFloat_FromDouble(r.epoch_seconds)) < 0 ||
                 set(res, "peak_bytes", PyLong_FromSize_t(r.peak_bytes)) < 0 ||
+                set(res, "streamed_batches", PyLong_FromLong(r.streamed)) < 0 ||
+                set(res, "chunk_rows", PyLong_FromLongLong(r.chunk)) < 0 ||
                 set(res, "sampler", PyUnicode_FromString(hep_sampler_name(to.sampler))) < 0 ||
                 set(res, "lr_schedule",
                     PyUnicode_FromString(hep_lr_schedule_name(to.lr_schedule))) < 0)) {

@@ -422,6 +422,12 @@ def test_hep_build_train_eval_equal_the_cli(tmp_path):
              "--lr-schedule", "constant")
     assert rc["lr_schedule"] == jc["lr_schedule"] == "constant"
     assert rc["loss"] == jc["loss"] and rc["loss"] != r["loss"]
+    # streamed by chunks: the same bits as the command with --stream
+    rs = saga.hep_train(events, epochs=2, device="cpu", stream=True, device_mem=64 << 20)
+    js = cli("hep", "train", "--data", str(events), "--epochs", "2", "--device", "cpu",
+             "--stream", "--device-mem", str(64 << 20))
+    assert rs["streamed_batches"] == js["samplers"][0]["streamed_batches"] > 0
+    assert rs["loss"] == js["loss"] and rs["chunk_rows"] == js["samplers"][0]["chunk_rows"]
     with pytest.raises(ValueError, match="lr_schedule"):
         saga.hep_train(events, epochs=1, lr_schedule="step")
     with pytest.raises(saga.FileIOError, match="nope"):
