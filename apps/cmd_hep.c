@@ -88,7 +88,7 @@ static const unsigned OPT_FOR[OPT_COUNT_] = {
     [OPT_DEVICE] = TRAIN | EVAL,
     [OPT_ACCUMULATE] = TRAIN,
     [OPT_LOG] = EVAL,
-    [OPT_DEVICE_MEM] = TRAIN,
+    [OPT_DEVICE_MEM] = TRAIN | EVAL,
     [OPT_STREAM] = TRAIN,
 };
 
@@ -170,10 +170,11 @@ static const cli_opt hep_opts[] = {
      "kept) and false_positive_rate: efficiency and purity against the threshold, and the ROC "
      "curve (`saga plot` draws them)."},
     {"device-mem", 0, "SIZE", NULL,
-     "train: the device's memory budget (e.g. 512M, 2G). A micro-batch whose step does not fit "
-     "in it, and every larger one after it, is streamed: its rows stay in host memory and each "
-     "phase of the step runs by chunks of edges and hits sized to the budget, with the same "
-     "loss and gradients up to float rounding."},
+     "train, eval: the device's memory budget (e.g. 512M, 2G). A micro-batch whose step does "
+     "not fit in it, and every larger one after it, is streamed: its rows stay in host memory "
+     "and each phase of the step runs by chunks of edges and hits sized to the budget, with the "
+     "same loss and gradients up to float rounding; so is the scoring of an event that does not "
+     "fit."},
     {"stream", 0, NULL, NULL,
      "train: stream every micro-batch (as --device-mem does those too "
      "large), with or without a budget."},
@@ -210,7 +211,9 @@ const cli_cmd cli_cmd_hep = {
         "as connected components of the kept edges; a particle above 1 GeV with 3 or more hits "
         "is found when 75% of its hits are in one component that is 75% its own) on the held-out "
         "events. Each epoch's peak device memory (the allocator's accounting, reset at the "
-        "epoch's start) and time are reported per sampler.\n"
+        "epoch's start) and time are reported per sampler. With --device-mem, a micro-batch "
+        "whose step does not fit the budget (an event bigger than the device) is streamed "
+        "through it by chunks of edges and hits, its rows kept in host memory.\n"
         "eval scores every event of --data with a checkpoint and reports the same metrics.",
     .opts = hep_opts,
     .flags = CLI_THREADS,
@@ -218,6 +221,7 @@ const cli_cmd cli_cmd_hep = {
                "saga hep build --data events --export events-npz\n"
                "saga hep train --data events --epochs 20 --checkpoint hep.ckpt\n"
                "saga hep train --data events --epochs 3 --sampler all --json\n"
+               "saga hep train --data big-events --epochs 5 --device-mem 2G\n"
                "saga hep generate -o test-events --events 10 --seed 2\n"
                "saga hep eval --data test-events --checkpoint hep.ckpt",
     .main = hep_main,

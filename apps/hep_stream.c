@@ -111,26 +111,37 @@ static void chunk_done(saga_ctx *c, hep_stream *s) {
     s->chunks++;
 }
 
+/* An encoder (tanh of ffn) over count rows of cols features by chunks: without g, its output
+ * into out; with g (the output's gradient), its backward pass into the parameters. */
+static saga_status encode(hep_stream *s, saga_ctx *c, const saga_ffn *ffn, const float *x,
+                          int64_t cols, int64_t count, int64_t C, int64_t H, float *out,
+                          const float *g) {
+    saga_status st = SAGA_OK;
+    for (int64_t a = 0; a < count; a += C) {
+        const int64_t n = count - a < C ? count - a : C;
+        saga_tensor *y =
+            saga_tanh(c, saga_ffn_forward(c, ffn, up(c, s, x + a * cols, n, cols, false)));
+        if (g) {
+            saga_tensor *gt = up(c, s, g + a * H, n, H, false);
+            SAGA_TRY(saga_ctx_status(c));
+            SAGA_TRY(saga_backward_from(c, y, gt));
+        } else {
+            SAGA_TRY(down(c, s, y, out + a * H));
+        }
+        chunk_done(c, s);
+    }
+fail:
+    return st;
+}
+
 /* The forward pass: the encoders and the K rounds, without a tape. */
 static saga_status forward(hep_stream *s, saga_ctx *c, hep_net *net, const hep_rows *r,
                            step_rows *w) {
     saga_status st = SAGA_OK;
     const int64_t H = w->H, K = w->K, nv = w->nv, m = w->m, C = w->chunk;
     saga_ctx_train(c, false);
-    for (int64_t a = 0; a < nv; a += C) {
-        const int64_t n = nv - a < C ? nv - a : C;
-        saga_tensor *x = up(c, s, r->x + a * HEP_HIT_FEATURES, n, HEP_HIT_FEATURES, false);
-        SAGA_TRY(
-            down(c, s, saga_tanh(c, saga_ffn_forward(c, &net->node_enc, x)), hs_at(w, 0) + a * H));
-        chunk_done(c, s);
-    }
-    for (int64_t a = 0; a < m; a += C) {
-        const int64_t n = m - a < C ? m - a : C;
-        saga_tensor *x = up(c, s, r->edata + a * HEP_EDGE_FEATURES, n, HEP_EDGE_FEATURES, false);
-        SAGA_TRY(
-            down(c, s, saga_tanh(c, saga_ffn_forward(c, &net->edge_enc, x)), es_at(w, 0) + a * H));
-        chunk_done(c, s);
-    }
+    SAGA_TRY(encode(s, c, &net->node_enc, r->x, HEP_HIT_FEATURES, nv, C, H, hs_at(w, 0), NULL));
+    SAGA_TRY(encode(s, c, &net->edge_enc, r->edata, HEP_EDGE_FEATURES, m, C, H, es_at(w, 0), NULL));
     for (int64_t k = 1; k <= K; k++) {
         memset(ain_at(w, k), 0, (size_t)(nv * H) * sizeof(float));
         memset(aout_at(w, k), 0, (size_t)(nv * H) * sizeof(float));
@@ -250,33 +261,6 @@ fail:
     return st;
 }
 
-/* The encoders' backward, from the gradients of round 0's rows. */
-static saga_status encoders_back(hep_stream *s, saga_ctx *c, hep_net *net, const hep_rows *r,
-                                 step_rows *w) {
-    saga_status st = SAGA_OK;
-    const int64_t H = w->H, nv = w->nv, m = w->m, C = w->chunk;
-    for (int64_t a = 0; a < nv; a += C) {
-        const int64_t n = nv - a < C ? nv - a : C;
-        saga_tensor *x = up(c, s, r->x + a * HEP_HIT_FEATURES, n, HEP_HIT_FEATURES, false);
-        saga_tensor *y = saga_tanh(c, saga_ffn_forward(c, &net->node_enc, x));
-        saga_tensor *g = up(c, s, w->dh + a * H, n, H, false);
-        SAGA_TRY(saga_ctx_status(c));
-        SAGA_TRY(saga_backward_from(c, y, g));
-        chunk_done(c, s);
-    }
-    for (int64_t a = 0; a < m; a += C) {
-        const int64_t n = m - a < C ? m - a : C;
-        saga_tensor *x = up(c, s, r->edata + a * HEP_EDGE_FEATURES, n, HEP_EDGE_FEATURES, false);
-        saga_tensor *y = saga_tanh(c, saga_ffn_forward(c, &net->edge_enc, x));
-        saga_tensor *g = up(c, s, w->de + a * H, n, H, false);
-        SAGA_TRY(saga_ctx_status(c));
-        SAGA_TRY(saga_backward_from(c, y, g));
-        chunk_done(c, s);
-    }
-fail:
-    return st;
-}
-
 saga_status hep_grads_keep(hep_stream *s, saga_model *m, saga_backend *be, bool put) {
     saga_status st = SAGA_OK;
     size_t bytes = 0;
@@ -347,8 +331,12 @@ saga_status hep_stream_step(hep_stream *s, saga_ctx *c, hep_net *net, const hep_
             st = score(s, c, net, r, &w, pos_weight, loss);
         for (int64_t k = net->iterations; k >= 1 && st == SAGA_OK; k--)
             st = round_back(s, c, net, r, &w, k);
+        if (st == SAGA_OK) /* the encoders last, from the gradients of round 0's rows */
+            st = encode(s, c, &net->node_enc, r->x, HEP_HIT_FEATURES, r->n_vertices, s->chunk,
+                        net->hidden, NULL, w.dh);
         if (st == SAGA_OK)
-            st = encoders_back(s, c, net, r, &w);
+            st = encode(s, c, &net->edge_enc, r->edata, HEP_EDGE_FEATURES, r->n_edges, s->chunk,
+                        net->hidden, NULL, w.de);
         rows_free(&w);
         saga_ctx_clear(c);
         saga_ctx_trim(c); /* the last chunks' buffers, of other sizes than the next step's */

@@ -978,6 +978,39 @@ static void test_hep_streamed_step_equals_memory(void **state) {
     saga_test_assert_close_f32("scores under the budget", mem.scores, tight.scores, mem.m, bound,
                                0);
     hep_stream_free(&t);
+    /* the evaluation under that budget scores each event streamed where it does not fit: the
+     * same edges, and an AUC that only near-ties of scores (equal within the bound) could move */
+    hep_metrics em[2];
+    size_t eval_budget[2] = {0, budget / 4};
+    for (int i = 0; i < 2; i++) {
+        saga_backend_params bp = saga_backend_params_defaults();
+        bp.budget_bytes = eval_budget[i];
+        saga_backend *be = NULL;
+        assert_int_equal(saga_backend_cpu_new(&be, &bp), SAGA_OK);
+        hep_net net;
+        assert_int_equal(hep_net_new(&net, be, 8, 3, 5), SAGA_OK);
+        if (eval_budget[i]) { /* an event's scores do not fit in memory there */
+            saga_ctx *c = NULL;
+            assert_int_equal(saga_ctx_new(&c, be, 0), SAGA_OK);
+            hep_batch b = {0};
+            float *sc = test_malloc((size_t)d.events[0].n_edges * sizeof *sc);
+            assert_int_equal(score_memory(c, &net, be, d.events, 0, &b, sc), SAGA_ERR_BUDGET);
+            test_free(sc);
+            hep_batch_free(&b);
+            saga_ctx_free(&c);
+        }
+        if (hep_evaluate(&em[i], be, &net, d.events, 0, 2, 0.5, 1.0) != SAGA_OK)
+            fail_msg("evaluation under %zu bytes: %s", eval_budget[i], saga_last_error());
+        saga_backend_stats bs;
+        saga_backend_get_stats(be, &bs);
+        assert_true(!eval_budget[i] || bs.peak_bytes <= eval_budget[i]);
+        hep_net_free(&net);
+        saga_backend_free_all(&be);
+    }
+    print_message("  evaluation: AUC %.6f in memory, %.6f under %zu bytes\n", em[0].auc, em[1].auc,
+                  budget / 4);
+    assert_int_equal(em[0].n_edges, em[1].n_edges);
+    assert_true(fabs(em[0].auc - em[1].auc) <= 1e-3);
     step_out *outs[3] = {&mem, &str, &tight};
     for (int i = 0; i < 3; i++) {
         test_free(outs[i]->grads);

@@ -291,7 +291,14 @@ for dev in cpu cuda; do
         --batch-events 2 --device "$dev" --json --quiet
     json_last >"$TMP/hep.$dev"
 done
-python3 - "$TMP/hep.cuda" "$TMP/hep.cpu" <<'PY' || fail "hep cuda: results differ from the cpu's"
+# and streamed by chunks through the simulated device (hep_stream_step)
+expect 0 "$SAGA_BIN" hep train --data "$TMP/ev" --epochs 1 --hidden 8 --iterations 1 \
+    --batch-events 2 --device cuda --stream --device-mem 4M --json --quiet
+json_last >"$TMP/hep.stream"
+[ "$(json_get 'j["samplers"][0]["streamed_batches"] >= 1')" = True ] ||
+    fail "hep --stream on cuda: nothing streamed"
+for run in cuda stream; do
+    python3 - "$TMP/hep.$run" "$TMP/hep.cpu" <<'PY' || fail "hep $run: results differ from the cpu's"
 import json, sys
 a, b = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
 assert a["device"].startswith("cuda") and b["device"] == "cpu", (a["device"], b["device"])
@@ -299,5 +306,6 @@ for k in ("loss", "auc", "edge_efficiency", "edge_purity"):
     if k in b:
         assert abs(a[k] - b[k]) <= 1e-4 * max(1.0, abs(b[k])), (k, a[k], b[k])
 PY
+done
 
 finish
