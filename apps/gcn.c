@@ -639,6 +639,62 @@ fail:
     return st;
 }
 
+/* The end of epoch e's report: its evaluation taken where it was queued (take: the rows, in
+ * eval_rows' order, into logp by vertex; else logp holds them), its training time from the
+ * events of its start and end (te; NULL: e->ms is set), the accuracies, the epoch of the best
+ * validation accuracy, the net explained after the first epoch, and on_epoch. */
+static saga_status finish_epoch(gcn_epoch *e, gcn_result *r, saga_net *net, const gcn_data *d,
+                                const gcn_opts *o, const int32_t *eval_rows, int64_t n_eval,
+                                float *eval_out, float *logp, bool take, saga_event *const *te,
+                                int done, gcn_epoch_fn on_epoch, void *user) {
+    saga_status st = SAGA_OK;
+    const int32_t C = d->n_classes;
+    if (take) {
+        double t0 = saga_now();
+        SAGA_TRY(saga_net_forward_rows_take(net, eval_out));
+        e->eval_ms += (saga_now() - t0) * 1e3;
+        for (int64_t i = 0; i < n_eval; i++) /* logits: their arg-max is the log-softmax's */
+            memcpy(logp + (int64_t)eval_rows[i] * C, eval_out + i * C, (size_t)C * sizeof *logp);
+    }
+    if (te) {
+        double sec = 0;
+        if (!saga_event_done(te[1]))
+            SAGA_TRY(saga_event_synchronize(te[1]));
+        SAGA_TRY(saga_event_elapsed(te[0], te[1], &sec));
+        e->ms = (sec - e->stats.prepare_seconds) * 1e3;
+        r->epoch_ms[r->n_epoch_ms++] = e->ms;
+    }
+    if (d->shard) { /* each rank's share of the right answers, over every rank's rows */
+        double right[6] = {saga_accuracy(logp, C, d->labels, d->train, d->n_train) * d->n_train,
+                           saga_accuracy(logp, C, d->labels, d->val, d->n_val) * d->n_val,
+                           saga_accuracy(logp, C, d->labels, d->test, d->n_test) * d->n_test,
+                           (double)d->n_train,
+                           (double)d->n_val,
+                           (double)d->n_test};
+        for (int k = 0; k < 3; k++)
+            right[k] = round(right[k]);
+        SAGA_TRY(saga_comm_allreduce(o->comm, right, 6, SAGA_F64, SAGA_COMM_SUM, NULL));
+        e->train_acc = r->train_acc = right[3] > 0 ? right[0] / right[3] : 0;
+        e->val_acc = r->val_acc = right[4] > 0 ? right[1] / right[4] : 0;
+        e->test_acc = r->test_acc = right[5] > 0 ? right[2] / right[5] : 0;
+    } else {
+        e->train_acc = r->train_acc = saga_accuracy(logp, C, d->labels, d->train, d->n_train);
+        e->val_acc = r->val_acc = saga_accuracy(logp, C, d->labels, d->val, d->n_val);
+        e->test_acc = r->test_acc = saga_accuracy(logp, C, d->labels, d->test, d->n_test);
+    }
+    if (r->best_epoch == 0 || e->val_acc > r->best_val_acc) {
+        r->best_epoch = e->epoch <= o->epochs ? e->epoch : done;
+        r->best_val_acc = e->val_acc;
+        r->test_at_best_val = e->test_acc;
+    }
+    if (o->explain && e->epoch == done + 1 && saga_comm_rank(o->comm) == 0)
+        SAGA_TRY(saga_net_explain(net, stderr));
+    if (on_epoch && e->epoch <= o->epochs)
+        SAGA_TRY(on_epoch(e, user));
+fail:
+    return st;
+}
+
 saga_status gcn_train(gcn_result *out, saga_backend *be, const gcn_data *d, const gcn_opts *o,
                       gcn_epoch_fn on_epoch, void *user) {
     saga_status st = SAGA_OK;
@@ -649,7 +705,7 @@ saga_status gcn_train(gcn_result *out, saga_backend *be, const gcn_data *d, cons
     saga_optim *opt = NULL;
     float *logp = NULL, *eval_out = NULL, *dense_x = NULL;
     int32_t *eval_rows = NULL;
-    saga_event *ev[2] = {NULL, NULL}; /* an epoch's training: its start and its end */
+    saga_event *ev[4] = {NULL};       /* two epochs' training: their starts and ends */
     saga_sampler *sampler = NULL;     /* mini-batch training */
     int32_t *order = NULL;            /* its training vertices, shuffled each epoch */
     double per_edge = 0, per_row = 0; /* what a batch's sampled edge and row weigh */
@@ -767,10 +823,17 @@ saga_status gcn_train(gcn_result *out, saga_backend *be, const gcn_data *d, cons
                                   "epoch times"));
 
     /* ---- train */
-    SAGA_TRY(saga_event_new(&ev[0], be));
-    SAGA_TRY(saga_event_new(&ev[1], be));
+    for (int k = 0; k < 4; k++)
+        SAGA_TRY(saga_event_new(&ev[k], be));
     saga_stream *s0 = saga_backend_default_stream(be);
     bool profiling = false; /* inside the profiler's range (o->profile_first .. profile_last) */
+    /* Full-batch epochs run one behind on the host: epoch e's training pass, optimizer step and
+     * evaluation are queued, then the host reads epoch e - 1's evaluation (its pass ended before
+     * epoch e's began, which keeps the device busy) and e's loss (whose pass ended before e's
+     * step and evaluation): the device never drains between epochs. pend is the epoch whose
+     * evaluation is still to be read, its training timed by ev[2 (pend.epoch % 2)] and the next. */
+    gcn_epoch pend = {0};
+    bool pending = false;
     for (int epoch = (int)done + 1; epoch <= o->epochs || epoch == (int)done + 1; epoch++) {
         gcn_epoch e = {.epoch = epoch, .epochs = o->epochs, .loss = NAN};
         if (o->profile_first > 0 && epoch == o->profile_first && epoch <= o->epochs) {
@@ -778,45 +841,21 @@ saga_status gcn_train(gcn_result *out, saga_backend *be, const gcn_data *d, cons
             profiling = true;
         }
         double batch_loss = 0;
-        if (epoch <= o->epochs && sampler) {
-            /* mini-batches: each waits for its loss, so the wall clock times them */
-            double tb = saga_now();
-            SAGA_TRY(train_batches(net, opt, sampler, feed.started ? &feed : NULL, be, d, o, epoch,
-                                   order, per_edge, per_row, &batch_loss,
-                                   &e.stats.peak_device_bytes, &r));
-            SAGA_TRY(saga_backend_synchronize(be));
-            e.ms = (saga_now() - tb) * 1e3;
-            r.epochs = epoch;
-        } else if (epoch <= o->epochs) {
-            /* queued, and timed by events: the evaluation below waits for the device once for
-             * both, and the training pass's loss and the events are read after it */
-            SAGA_TRY(saga_event_record(ev[0], s0));
+        if (epoch <= o->epochs && !sampler) {
+            saga_event **te = &ev[2 * (epoch % 2)];
+            SAGA_TRY(saga_event_record(te[0], s0));
             SAGA_TRY(saga_net_train_queue(net));
             SAGA_TRY(saga_optim_step(opt));
-            SAGA_TRY(saga_event_record(ev[1], s0));
+            SAGA_TRY(saga_event_record(te[1], s0));
             r.epochs = epoch;
-        } else {
-            r.epochs = (int)done; /* nothing to train: evaluate the resumed model */
-        }
-
-        /* Inference of the rows evaluated alone: no dropout, no tape; exact, or on samples */
-        double te = saga_now();
-        if (o->eval_sampled && sampler) {
-            SAGA_TRY(eval_samples(net, sampler, eval_rows, n_eval, o->batch_size, epoch, C, logp));
-        } else {
-            SAGA_TRY(saga_net_forward_rows(net, eval_rows, n_eval, eval_out));
-            for (int64_t i = 0; i < n_eval; i++) /* logits: their arg-max is the log-softmax's */
-                memcpy(logp + (int64_t)eval_rows[i] * C, eval_out + i * C,
-                       (size_t)C * sizeof *logp);
-        }
-        e.eval_ms = (saga_now() - te) * 1e3;
-        if (epoch <= o->epochs && sampler) {
-            /* the peak over the batches (train_batches), not the evaluation's after them */
-            e.loss = r.loss = (float)batch_loss;
-            if (e.stats.peak_device_bytes > r.peak_device_bytes)
-                r.peak_device_bytes = e.stats.peak_device_bytes;
-            r.epoch_ms[r.n_epoch_ms++] = e.ms;
-        } else if (epoch <= o->epochs) {
+            if (pending) {
+                SAGA_TRY(finish_epoch(&pend, &r, net, d, o, eval_rows, n_eval, eval_out, logp, true,
+                                      &ev[2 * (pend.epoch % 2)], (int)done, on_epoch, user));
+                pending = false;
+            }
+            double te0 = saga_now();
+            SAGA_TRY(saga_net_forward_rows_queue(net, eval_rows, n_eval));
+            e.eval_ms = (saga_now() - te0) * 1e3;
             double loss = 0;
             SAGA_TRY(saga_net_train_result(net, &loss, &e.stats));
             e.loss = (float)loss;
@@ -825,53 +864,52 @@ saga_status gcn_train(gcn_result *out, saga_backend *be, const gcn_data *d, cons
                 r.peak_device_bytes = e.stats.peak_device_bytes;
             r.stats = e.stats;
             r.loss = e.loss;
-            if (!saga_event_done(ev[1]))
-                SAGA_TRY(saga_event_synchronize(ev[1]));
-            double sec = 0;
-            SAGA_TRY(saga_event_elapsed(ev[0], ev[1], &sec));
-            e.ms = (sec - e.stats.prepare_seconds) * 1e3;
+            pend = e;
+            pending = true;
+        } else if (epoch <= o->epochs) {
+            /* mini-batches: each waits for its loss, so the wall clock times them */
+            double tb = saga_now();
+            SAGA_TRY(train_batches(net, opt, sampler, feed.started ? &feed : NULL, be, d, o, epoch,
+                                   order, per_edge, per_row, &batch_loss,
+                                   &e.stats.peak_device_bytes, &r));
+            SAGA_TRY(saga_backend_synchronize(be));
+            e.ms = (saga_now() - tb) * 1e3;
+            r.epochs = epoch;
+            /* the peak over the batches (train_batches), not the evaluation's after them */
+            e.loss = r.loss = (float)batch_loss;
+            if (e.stats.peak_device_bytes > r.peak_device_bytes)
+                r.peak_device_bytes = e.stats.peak_device_bytes;
             r.epoch_ms[r.n_epoch_ms++] = e.ms;
-        }
-        if (d->shard) { /* each rank's share of the right answers, over every rank's rows */
-            double right[6] = {saga_accuracy(logp, C, d->labels, d->train, d->n_train) * d->n_train,
-                               saga_accuracy(logp, C, d->labels, d->val, d->n_val) * d->n_val,
-                               saga_accuracy(logp, C, d->labels, d->test, d->n_test) * d->n_test,
-                               (double)d->n_train,
-                               (double)d->n_val,
-                               (double)d->n_test};
-            for (int k = 0; k < 3; k++)
-                right[k] = round(right[k]);
-            SAGA_TRY(saga_comm_allreduce(o->comm, right, 6, SAGA_F64, SAGA_COMM_SUM, NULL));
-            e.train_acc = r.train_acc = right[3] > 0 ? right[0] / right[3] : 0;
-            e.val_acc = r.val_acc = right[4] > 0 ? right[1] / right[4] : 0;
-            e.test_acc = r.test_acc = right[5] > 0 ? right[2] / right[5] : 0;
         } else {
-            e.train_acc = r.train_acc = saga_accuracy(logp, C, d->labels, d->train, d->n_train);
-            e.val_acc = r.val_acc = saga_accuracy(logp, C, d->labels, d->val, d->n_val);
-            e.test_acc = r.test_acc = saga_accuracy(logp, C, d->labels, d->test, d->n_test);
+            r.epochs = (int)done; /* nothing to train: evaluate the resumed model */
         }
-        if (r.best_epoch == 0 || e.val_acc > r.best_val_acc) {
-            r.best_epoch = epoch <= o->epochs ? epoch : (int)done;
-            r.best_val_acc = e.val_acc;
-            r.test_at_best_val = e.test_acc;
+        if (!pending) {
+            /* Inference of the rows evaluated alone: no dropout, no tape; exact, or on samples */
+            double te = saga_now();
+            if (o->eval_sampled && sampler)
+                SAGA_TRY(
+                    eval_samples(net, sampler, eval_rows, n_eval, o->batch_size, epoch, C, logp));
+            else
+                SAGA_TRY(saga_net_forward_rows_queue(net, eval_rows, n_eval));
+            e.eval_ms = (saga_now() - te) * 1e3;
+            SAGA_TRY(finish_epoch(&e, &r, net, d, o, eval_rows, n_eval, eval_out, logp,
+                                  !(o->eval_sampled && sampler), NULL, (int)done, on_epoch, user));
         }
         if (profiling && (epoch == o->profile_last || epoch == o->epochs)) {
             SAGA_TRY(saga_backend_synchronize(be)); /* the range holds all of the epochs' work */
             SAGA_TRY(saga_backend_profile_range(be, false));
             profiling = false;
         }
-        if (o->explain && epoch == (int)done + 1 && saga_comm_rank(o->comm) == 0)
-            SAGA_TRY(saga_net_explain(net, stderr));
         if (epoch > o->epochs)
             break;
-
         bool last = epoch == o->epochs;
         if (o->checkpoint && saga_comm_rank(o->comm) == 0 &&
             (last || (o->checkpoint_every && epoch % o->checkpoint_every == 0)))
             SAGA_TRY(saga_checkpoint_save(o->checkpoint, m, opt, epoch, saga_ctx_rng_counter(c)));
-        if (on_epoch)
-            SAGA_TRY(on_epoch(&e, user));
     }
+    if (pending) /* the last epoch's evaluation */
+        SAGA_TRY(finish_epoch(&pend, &r, net, d, o, eval_rows, n_eval, eval_out, logp, true,
+                              &ev[2 * (pend.epoch % 2)], (int)done, on_epoch, user));
     if (feed.started) { /* every batch was taken: the thread has ended */
         feed_stop(&feed);
         r.sample_seconds = feed.busy_s;
@@ -906,8 +944,8 @@ fail:
     saga_free(eval_rows);
     saga_free(eval_out);
     saga_free(dense_x);
-    saga_event_free(&ev[0]);
-    saga_event_free(&ev[1]);
+    for (int k = 0; k < 4; k++)
+        saga_event_free(&ev[k]);
     feed_stop(&feed);
     saga_sampler_free(&sampler);
     saga_free(order);

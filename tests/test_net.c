@@ -139,6 +139,7 @@ typedef struct run_out {
     uint64_t floor_all;     /* saga_net_forward's h2d_floor_bytes */
     saga_net_stats rows_st; /* that call's */
     char explain[4096];     /* with EXPLAIN: saga_net_explain after the steps */
+    float evals[3][80];     /* with EVAL_ROWS: the inference of the first 10 rows after step i */
 } run_out;
 
 /* Of a training step's stats: how many stages after the first computed fewer than every row, and
@@ -169,8 +170,10 @@ static int64_t N_FWD_ROWS;
  * steps; QUEUED: the
  * steps by saga_net_train_queue, their losses and figures read by saga_net_train_result: the
  * first's after the input was set again (no inference after it), the second's at once (it
- * waits), the third's after its inference (whose wait covers it) */
-static bool EVAL_ROWS, QUEUED;
+ * waits), the third's after its inference (whose wait covers it); LAGGED (with EVAL_ROWS): as an
+ * epoch of `saga gcn`, each step queued with its optimizer step, then the inference after the
+ * step before taken (saga_net_forward_rows_take), this step's queued, its loss read */
+static bool EVAL_ROWS, QUEUED, LAGGED;
 
 /* Builds the two-layer model on a fresh backend with the given budget and trains 3 SGD steps. */
 static void run_model(run_out *r, const saga_program *prog, size_t budget, saga_exec exec,
@@ -215,9 +218,21 @@ static void run_model(run_out *r, const saga_program *prog, size_t budget, saga_
     }
     set_rows(net, 1.0f);
     r->peak = 0;
+    const int32_t rows[10] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9};
+    assert_true(D.C <= 8);
     for (int i = 0; i < 3; i++) {
         if (i == 1 && change_input)
             set_rows(net, 2.0f);
+        if (LAGGED) {
+            assert_int_equal(saga_net_train_queue(net), SAGA_OK);
+            assert_int_equal(saga_optim_step(opt), SAGA_OK);
+            if (i > 1)
+                assert_int_equal(saga_net_forward_rows_take(net, r->evals[i - 1]), SAGA_OK);
+            if (i > 0)
+                assert_int_equal(saga_net_forward_rows_queue(net, rows, 10), SAGA_OK);
+            assert_int_equal(saga_net_train_result(net, &r->loss[i], &r->st[i]), SAGA_OK);
+            continue;
+        }
         if (QUEUED && i == 1) /* the first pass, queued through the input's change (which waits) */
             assert_int_equal(saga_net_train_result(net, &r->loss[0], &r->st[0]), SAGA_OK);
         saga_status st = QUEUED ? saga_net_train_queue(net) : saga_net_train_step(net, &r->loss[i]);
@@ -228,14 +243,14 @@ static void run_model(run_out *r, const saga_program *prog, size_t budget, saga_
         assert_int_equal(saga_optim_step(opt), SAGA_OK);
         if (QUEUED && i == 1) /* waits */
             assert_int_equal(saga_net_train_result(net, &r->loss[i], &r->st[i]), SAGA_OK);
-        if (EVAL_ROWS && i > 0) {
-            const int32_t rows[10] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9};
-            float y[10 * 8];
-            assert_true(D.C <= 8);
-            assert_int_equal(saga_net_forward_rows(net, rows, 10, y), SAGA_OK);
-        }
+        if (EVAL_ROWS && i > 0)
+            assert_int_equal(saga_net_forward_rows(net, rows, 10, r->evals[i]), SAGA_OK);
         if (QUEUED && i == 2) /* the inference's wait covered the pass */
             assert_int_equal(saga_net_train_result(net, &r->loss[i], &r->st[i]), SAGA_OK);
+    }
+    if (LAGGED) { /* the last step's inference */
+        assert_int_equal(saga_net_forward_rows_take(net, r->evals[2]), SAGA_OK);
+        assert_int_equal(saga_net_forward_rows_take(net, r->evals[2]), SAGA_ERR_INVALID_ARG);
     }
     for (int i = 0; i < 3; i++)
         r->peak = r->st[i].peak_device_bytes > r->peak ? r->st[i].peak_device_bytes : r->peak;
@@ -629,6 +644,38 @@ static void test_net_train_queued(void **state) {
     EVAL_ROWS = false;
     change_input = false;
     COPIES = SAGA_COPIES_AUTO;
+}
+
+/* Inferences of chosen rows queued behind the next step and taken after it
+ * (saga_net_forward_rows_queue, _take), as `saga gcn` evaluates an epoch, give the bits of
+ * saga_net_forward_rows after each step, and the steps their losses, outputs and figures, in
+ * memory and streamed (a quarter of the peak, where the inference waits when queued). */
+static void test_net_rows_queued(void **state) {
+    (void)state;
+    EVAL_ROWS = true;
+    run_out a, b, m;
+    run_model(&m, &GCN, 0, SAGA_EXEC_MEMORY, 0, SAGA_PARTITION_METIS, SAGA_SAVED_RECOMPUTE);
+    for (int k = 0; k < 2; k++) {
+        const size_t budget = k ? m.peak / 4 : 0;
+        const saga_exec ex = k ? SAGA_EXEC_AUTO : SAGA_EXEC_MEMORY;
+        run_model(&a, &GCN, budget, ex, 0, SAGA_PARTITION_METIS, SAGA_SAVED_RECOMPUTE);
+        LAGGED = true;
+        run_model(&b, &GCN, budget, ex, 0, SAGA_PARTITION_METIS, SAGA_SAVED_RECOMPUTE);
+        LAGGED = false;
+        assert_same_bits(&a, &b);
+        for (int i = 1; i < 3; i++)
+            saga_test_assert_close_f32("rows", a.evals[i], b.evals[i], 10 * D.C, 0, 0);
+        for (int i = 0; i < 3; i++) {
+            assert_int_equal(b.st[i].streamed, k == 1);
+            assert_int_equal(a.st[i].h2d_bytes, b.st[i].h2d_bytes);
+            assert_int_equal(a.st[i].rows_computed, b.st[i].rows_computed);
+            assert_int_equal(a.st[i].peak_device_bytes, b.st[i].peak_device_bytes);
+        }
+        test_free(a.out);
+        test_free(b.out);
+    }
+    test_free(m.out);
+    EVAL_ROWS = false;
 }
 
 static void test_net_gcn_streamed_equals_memory(void **state) {
@@ -2148,6 +2195,7 @@ static int teardown(void **state) {
 /* Each test starts from run_model's defaults, whatever a failed test before it left set. */
 static int net_setup(void **state) {
     HOST_HALOS = false;
+    LAGGED = false;
     TRANSFER = SAGA_TRANSFER_F32;
     COPIES = SAGA_COPIES_AUTO;
     sparse_input = false;
@@ -2164,6 +2212,7 @@ static int net_setup(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_net_train_queued),
+        cmocka_unit_test(test_net_rows_queued),
         cmocka_unit_test(test_net_gcn_streamed_equals_memory),
         cmocka_unit_test(test_net_bounds_catch_mutants),
         cmocka_unit_test(test_net_sparse_input_equals_dense),

@@ -196,6 +196,7 @@ saga_status saga_net_set_input(saga_net *n, const float *x, int64_t cols) {
                "saga_net_set_input: row %lld, column %lld is %g: input rows must be finite",
                (long long)(bad / cols), (long long)(bad % cols), bad < 0 ? 0.0 : (double)x[bad]);
     SAGA_TRY(net_settle(n, false)); /* a queued pass may read the rows */
+    SAGA_TRY(net_rows_settle(n));
     if (!n->x) {
         SAGA_TRY(saga_backend_host_alloc(n->be, (void **)&n->x,
                                          (size_t)n->n * (size_t)cols * sizeof(float) + 1));
@@ -254,6 +255,7 @@ saga_status saga_net_set_input_csr(saga_net *n, const int64_t *offsets, const in
                    SAGA_ERR_INVALID_ARG,
                    "saga_net_set_input_csr: the rows' entry counts changed after the net ran");
     SAGA_TRY(net_settle(n, false)); /* a queued pass may read the rows */
+    SAGA_TRY(net_rows_settle(n));
     if (n->xs_off && nnz != n->x_nnz)
         sparse_input_free(n);
     if (!n->xs_off) {
@@ -478,11 +480,15 @@ void saga_net_free(saga_net **np) {
         return;
     saga_net *n = *np;
     (void)net_settle(n, false); /* its error was the queued pass's to report */
+    (void)net_rows_settle(n);
     for (int k = 0; k < 2; k++)
         saga_idle_tuner_finish(&n->tune[k]); /* idle threads sleep again after the passes */
     unprepare(n);
     saga_free(n->x_room);
     saga_backend_host_free(n->be, n->grad_keep, n->grad_keep_bytes);
+    saga_event_free(&n->train_ev);
+    saga_event_free(&n->rows_ev);
+    saga_free(n->rows_pos);
     saga_backend_host_free(n->be, n->loss_host, n->loss_bytes);
     saga_backend_host_free(n->be, n->sample_stage, n->sample_stage_bytes);
     saga_backend_host_free(n->be, n->rows_out, n->rows_out_bytes);

@@ -287,6 +287,16 @@ struct saga_net {
      * gradients as they were when it began in host memory (grad_keep, grads_kept). */
     double work_scale;
     bool replan, proven, grads_kept;
+    /* A pass queued in memory on one rank ends at an event recorded on the default stream after
+     * it (its losses and outputs are copied back on that stream): the training pass's (train_ev,
+     * when train_ev_ok; issued_since: a pass was issued after it, whose run reset the backend's
+     * figures) and an inference of chosen rows's (rows_ev, rows_queued; run queues one when
+     * rows_queue_req). The rows asked for by the last inference of chosen rows, rows_count of
+     * them, are rows rows_pos[i] of rows_out once it has ended (rows_ready until taken). */
+    saga_event *train_ev, *rows_ev;
+    bool train_ev_ok, issued_since, rows_queue_req, rows_queued, rows_ready;
+    int64_t *rows_pos;
+    int64_t rows_count;
     void *grad_keep;
     size_t grad_keep_bytes;
     double train_loss;
@@ -473,6 +483,9 @@ void net_sparse_fill(saga_net *n);
 /* The end of a training pass saga_net_train_queue left queued: waits for the device unless
  * waited (a later pass's wait covered it), then its loss and timed figures; nothing when none is
  * queued. Before anything changes host memory such a pass may still read or write. */
+/* The end of a queued inference of chosen rows (its rows stay to be taken): before the host
+ * changes memory it may read or write. */
+saga_status net_rows_settle(saga_net *n);
 saga_status net_settle(saga_net *n, bool waited);
 /* The sum of the last training pass's losses (their host copies). */
 double net_losses_sum(const saga_net *n);

@@ -1349,9 +1349,23 @@ static saga_status run(saga_net *n, bool train, net_chain *ch, float *out) {
         saga_status st2 = saga_ctx_record_end(c, st == SAGA_OK);
         SAGA_TRY(st < 0 ? st : st2);
     }
-    /* A training pass on one rank is queued, its end waited for later (net_settle); any other
-     * pass waits here, once, for the whole device, which ends a queued training pass too. */
-    queue = train && !net_ranks_comm(n);
+    /* A training pass on one rank is queued, its end waited for later (net_settle); so is an
+     * inference of chosen rows in memory on one rank that saga_net_forward_rows_queue asked for
+     * (its end waited for by saga_net_forward_rows_take). In memory their ends are events after
+     * them, so that a wait for one leaves the passes queued after it running. Any other pass
+     * waits here, once, for the whole device, which ends a queued training pass too. */
+    const bool rows_later = !train && n->rows_queue_req && !n->plan.streamed && !net_ranks_comm(n);
+    queue = (train && !net_ranks_comm(n)) || rows_later;
+    if (queue && (rows_later || !n->plan.streamed)) {
+        saga_event **ev = train ? &n->train_ev : &n->rows_ev;
+        if (!*ev)
+            SAGA_TRY(saga_event_new(ev, n->be));
+        SAGA_TRY(saga_event_record(*ev, saga_backend_default_stream(n->be)));
+    }
+    if (rows_later) {
+        n->rows_queued = true;
+        n->issued_since = n->queued; /* the training pass before it keeps its own figures */
+    }
     if (!queue) {
         SAGA_TRY(saga_sched_finish_device(n->sched)); /* the pass's one wait */
         SAGA_TRY(net_settle(n, true));
@@ -1398,6 +1412,8 @@ fail:
     if (train && st == SAGA_OK) {
         n->queued = queue;
         n->queued_t0 = t0;
+        n->train_ev_ok = queue && !n->plan.streamed;
+        n->issued_since = false;
         n->train_stats = n->stats;
         n->proven = true; /* the next passes take the same steps */
     }
@@ -1462,19 +1478,30 @@ fail:
     return net_dist_failed(n, st);
 }
 
-saga_status saga_net_forward_rows(saga_net *n, const int32_t *vertices, int64_t count, float *out) {
+/* The pass of an inference of chosen rows (saga_net_forward_rows), queued when asked (queue) and
+ * the net can, else waited for; vertices[i]'s output is then row rows_pos[i] of rows_out. */
+static saga_status rows_pass(saga_net *n, const int32_t *vertices, int64_t count, bool queue,
+                             const char *who) {
     saga_status st = SAGA_OK;
     int32_t *want = NULL;
     float *y = NULL;
     int tries = 0;
-    SAGA_CHECK(n && count >= 0 && (vertices || count == 0) && (out || count == 0),
-               SAGA_ERR_INVALID_ARG, "saga_net_forward_rows: net, vertices and out must be given");
-    SAGA_CHECK(n->n_stages > 0, SAGA_ERR_INVALID_ARG,
-               "saga_net_forward_rows: the net has no stages");
+    SAGA_CHECK(n && count >= 0 && (vertices || count == 0), SAGA_ERR_INVALID_ARG,
+               "%s: net and vertices must be given", who);
+    SAGA_CHECK(n->n_stages > 0, SAGA_ERR_INVALID_ARG, "%s: the net has no stages", who);
     for (int64_t i = 0; i < count; i++)
         SAGA_CHECK(vertices[i] >= 0 && vertices[i] < n->n, SAGA_ERR_INVALID_ARG,
-                   "saga_net_forward_rows: vertex %d (entry %lld) is outside 0..%d",
-                   (int)vertices[i], (long long)i, (int)n->n - 1);
+                   "%s: vertex %d (entry %lld) is outside 0..%d", who, (int)vertices[i],
+                   (long long)i, (int)n->n - 1);
+    /* an earlier queued pass ends first (the memory its rows come back into is reused); its rows
+     * are dropped */
+    SAGA_TRY(net_rows_settle(n));
+    n->rows_ready = false;
+    saga_free(n->rows_pos);
+    n->rows_pos = NULL;
+    SAGA_TRY(saga_alloc_array((void **)&n->rows_pos, count ? (size_t)count : 1, sizeof *n->rows_pos,
+                              who));
+    n->rows_count = count;
     const int64_t C = n->stages[n->n_stages - 1].out_cols;
 again: /* a pass planned again (net_replan) has new parts */
     saga_free(want);
@@ -1482,8 +1509,7 @@ again: /* a pass planned again (net_replan) has new parts */
     SAGA_TRY(net_prepare(n, false));
     /* the rows in the net's order (the parts renumber a streamed net's), distinct, increasing */
     const int32_t *inv = n->plan.part ? n->plan.part->inverse : NULL;
-    SAGA_TRY(saga_alloc_array((void **)&want, count ? (size_t)count : 1, sizeof *want,
-                              "saga_net_forward_rows"));
+    SAGA_TRY(saga_alloc_array((void **)&want, count ? (size_t)count : 1, sizeof *want, who));
     for (int64_t i = 0; i < count; i++)
         want[i] = inv ? inv[vertices[i]] : vertices[i];
     qsort(want, (size_t)count, sizeof *want, net_cmp_i32);
@@ -1494,37 +1520,71 @@ again: /* a pass planned again (net_replan) has new parts */
     net_chain *ch = NULL;
     SAGA_TRY(net_chain_for(n, false, want, R, &ch));
     if (!ch || ch->whole_below == n->n_stages) {
-        /* every row runs; the rows asked for are picked */
-        if (!y)
-            SAGA_TRY(saga_alloc_array((void **)&y, (size_t)n->n * (size_t)C + 1, sizeof(float),
-                                      "saga_net_forward_rows"));
+        /* every row runs (and is waited for); the rows asked for are picked */
+        SAGA_TRY(saga_alloc_array((void **)&y, (size_t)n->n * (size_t)C + 1, sizeof(float), who));
         SAGA_TRY(saga_net_forward(n, y));
-        for (int64_t i = 0; i < count; i++)
-            memcpy(out + i * C, y + (int64_t)vertices[i] * C, (size_t)C * sizeof(float));
+        SAGA_TRY(saga_backend_host_room(n->be, (void **)&n->rows_out, &n->rows_out_bytes,
+                                        (size_t)count * (size_t)C * sizeof(float) + 1));
+        for (int64_t i = 0; i < count; i++) {
+            memcpy(n->rows_out + i * C, y + (int64_t)vertices[i] * C, (size_t)C * sizeof(float));
+            n->rows_pos[i] = i;
+        }
+        n->rows_ready = true;
         goto fail;
     }
     /* the chain's outputs come back into pinned memory the net keeps (a copy into the caller's
-     * pageable memory would wait for the device), read after the pass's one wait: the rows
-     * asked for, in want's order, or every row in the net's order where the chain's last stage
-     * runs them all (its demand is nearly every row) */
+     * pageable memory would wait for the device), read after the pass's wait: the rows asked
+     * for, in want's order, or every row in the net's order where the chain's last stage runs
+     * them all (its demand is nearly every row) */
     const bool every = ch->n_out != R;
     SAGA_CHECK(!every || ch->n_out == n->n, SAGA_ERR_INTERNAL,
-               "saga_net_forward_rows: the chain returns %d rows for %d asked", (int)ch->n_out,
-               (int)R);
+               "%s: the chain returns %d rows for %d asked", who, (int)ch->n_out, (int)R);
     SAGA_TRY(saga_backend_host_room(n->be, (void **)&n->rows_out, &n->rows_out_bytes,
                                     (size_t)ch->n_out * (size_t)C * sizeof(float) + 1));
+    n->rows_queue_req = queue;
     st = run(n, false, ch, n->rows_out);
+    n->rows_queue_req = false;
     if (net_replan(n, st, &tries))
         goto again;
     SAGA_TRY(st);
     for (int64_t i = 0; i < count; i++) {
         const int32_t r = inv ? inv[vertices[i]] : vertices[i];
         const int32_t *at = every ? NULL : bsearch(&r, want, (size_t)R, sizeof *want, net_cmp_i32);
-        memcpy(out + i * C, n->rows_out + (every ? r : at - want) * C, (size_t)C * sizeof(float));
+        n->rows_pos[i] = every ? r : at - want;
     }
+    n->rows_ready = true;
 fail:
     saga_free(want);
     saga_free(y);
+    return st;
+}
+
+saga_status saga_net_forward_rows_take(saga_net *n, float *out) {
+    saga_status st = SAGA_OK;
+    SAGA_CHECK(n && n->rows_ready, SAGA_ERR_INVALID_ARG,
+               "saga_net_forward_rows_take: no rows queued (saga_net_forward_rows_queue)");
+    SAGA_CHECK(out || n->rows_count == 0, SAGA_ERR_INVALID_ARG,
+               "saga_net_forward_rows_take: out must be given");
+    SAGA_TRY(net_rows_settle(n));
+    const int64_t C = n->stages[n->n_stages - 1].out_cols;
+    for (int64_t i = 0; i < n->rows_count; i++)
+        memcpy(out + i * C, n->rows_out + n->rows_pos[i] * C, (size_t)C * sizeof(float));
+    n->rows_ready = false;
+fail:
+    return st;
+}
+
+saga_status saga_net_forward_rows_queue(saga_net *n, const int32_t *vertices, int64_t count) {
+    return net_dist_failed(n, rows_pass(n, vertices, count, true, "saga_net_forward_rows_queue"));
+}
+
+saga_status saga_net_forward_rows(saga_net *n, const int32_t *vertices, int64_t count, float *out) {
+    saga_status st = SAGA_OK;
+    SAGA_CHECK(out || count == 0, SAGA_ERR_INVALID_ARG,
+               "saga_net_forward_rows: net, vertices and out must be given");
+    SAGA_TRY(rows_pass(n, vertices, count, false, "saga_net_forward_rows"));
+    SAGA_TRY(saga_net_forward_rows_take(n, out));
+fail:
     return net_dist_failed(n, st);
 }
 

@@ -77,7 +77,15 @@ saga_status net_settle(saga_net *n, bool waited) {
     if (!n->queued)
         return SAGA_OK;
     saga_sched_stats ss;
-    if (!waited) {
+    if (!waited && n->train_ev_ok) {
+        /* in memory: its end, not the device's (passes queued after it keep it busy); its
+         * figures, unless a pass issued since reset the backend's (then those of its issue) */
+        SAGA_TRY(saga_event_synchronize(n->train_ev));
+        if (!n->issued_since) {
+            net_collect_stats(n, n->queued_t0);
+            n->train_stats = n->stats;
+        }
+    } else if (!waited) {
         /* nothing ran since: the pass's figures are the scheduler's and the backend's */
         SAGA_TRY(saga_sched_finish_device(n->sched));
         net_collect_stats(n, n->queued_t0);
@@ -88,6 +96,14 @@ saga_status net_settle(saga_net *n, bool waited) {
     n->train_loss = net_losses_sum(n);
     n->queued = false;
 fail:
+    return st;
+}
+
+saga_status net_rows_settle(saga_net *n) {
+    saga_status st = SAGA_OK;
+    if (n->rows_queued)
+        st = saga_event_synchronize(n->rows_ev);
+    n->rows_queued = false;
     return st;
 }
 

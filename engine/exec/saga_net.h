@@ -276,6 +276,25 @@ SAGA_API saga_status saga_net_forward(saga_net *n, float *out);
  * Errors: SAGA_ERR_INVALID_ARG for an id outside 0..n-1. */
 SAGA_API saga_status saga_net_forward_rows(saga_net *n, const int32_t *vertices, int64_t count,
                                            float *out);
+/* saga_net_forward_rows in two calls, so that the host need not wait for the device between
+ * epochs: the inference is queued behind what is queued (in memory on one rank; elsewhere it
+ * runs and is waited for here), and saga_net_forward_rows_take waits for its end alone and
+ * writes the rows into out (count x the last stage's width, as saga_net_forward_rows). Between
+ * the two a training pass and the optimizer's step may be queued, and the take then leaves them
+ * running:
+ *
+ *   SAGA_TRY(saga_net_train_queue(net));                           // epoch e
+ *   SAGA_TRY(saga_optim_step(opt));
+ *   if (e > 1)
+ *       SAGA_TRY(saga_net_forward_rows_take(net, out));            // epoch e - 1's rows
+ *   SAGA_TRY(saga_net_forward_rows_queue(net, rows, count));       // epoch e's
+ *   SAGA_TRY(saga_net_train_result(net, &loss, NULL));             // epoch e's loss
+ *
+ * Another inference of chosen rows drops rows not yet taken. Errors: those of
+ * saga_net_forward_rows; the take's SAGA_ERR_INVALID_ARG when nothing is queued. */
+SAGA_API saga_status saga_net_forward_rows_queue(saga_net *n, const int32_t *vertices,
+                                                 int64_t count);
+SAGA_API saga_status saga_net_forward_rows_take(saga_net *n, float *out);
 /* One training pass: forward with dropout, the loss, backward; the parameters' gradients are
  * added to (the caller's optimizer steps them). *loss = the sum of the blocks' losses. It waits
  * for the device; saga_net_train_queue (below) does not. */
@@ -376,8 +395,10 @@ SAGA_API void saga_net_get_stats(const saga_net *n, saga_net_stats *s);
  * An error the device finds in the queued pass (a label out of range in a loss) is reported by
  * the call that waits for it. */
 SAGA_API saga_status saga_net_train_queue(saga_net *n);
-/* The loss and figures (may be NULL) of the last training pass, waiting for the device when it is
- * queued and no pass has waited since (a queued pass's seconds are the time it took to queue). */
+/* The loss and figures (may be NULL) of the last training pass, waiting for it when it is queued
+ * and no pass has waited since (a queued pass's seconds are the time it took to queue; in memory
+ * the wait is for the pass's end, not the device's, and when an inference was queued after it
+ * its figures are those known when it was queued). */
 SAGA_API saga_status saga_net_train_result(saga_net *n, double *loss, saga_net_stats *stats);
 /* For messages: "in memory", "streamed, 16 parts (metis)", or with ranks "rank 0 of 4, parts
  * 0-1 of 8 (metis), in memory". */

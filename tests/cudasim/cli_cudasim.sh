@@ -105,18 +105,24 @@ gcn_streamed resident $((budget * 2)) "j['resident_bytes'] > 0"
 gcn_streamed tail $((budget * 3)) "all(r < j['vertices'] for r in j['stage_rows'][1:])" --stream
 # what epochs 3 and 4 ask of the device (--profile-epochs: cudaProfilerStart/Stop), counted by
 # the simulator in one window: kernels ran, and neither in memory (the caching allocator) nor
-# streamed under a budget (its arena) did a device allocation or free, nor a pinned one. The host
-# waited once an epoch, at the end of the evaluation (its rows), which covers the training pass
-# queued before it (saga_net_train_queue: its loss, and the events that time the epoch, are read
-# then), and once to close the window, and no host function ran: streamed, the backend gathers
-# and adds the host rows of halos with kernels, and memory wanted while loads are in flight is
-# taken from them without waiting. Also at seven eighths of the quarter, where the budget's
-# pressure takes blocks back
+# streamed under a budget (its arena) did a device allocation or free, nor a pinned one. In
+# memory the host waits twice an epoch and never drains the device: after queueing epoch e's
+# training pass and optimizer step it reads epoch e - 1's evaluation (its rows, queued by
+# saga_net_forward_rows_queue before them), then queues e's evaluation and reads e's loss (an
+# event after its training pass, before the step and the evaluation), and drains it once, to close
+# the window. Streamed, it waits once an epoch, at the end of the evaluation, which covers the
+# training pass queued before it (its loss, and the events that time the epoch, are read then),
+# and once to close the window. No host function ran: streamed, the backend gathers and adds the
+# host rows of halos with kernels, and memory wanted while loads are in flight is taken from them
+# without waiting. Also at seven eighths of the quarter, where the budget's pressure takes blocks
+# back
 for mode in memory streamed tight; do
     flags=()
+    waits=3
+    [ "$mode" = memory ] && waits=5/1
     [ "$mode" = streamed ] && flags=(--device-mem "$budget" --stream)
     [ "$mode" = tight ] && flags=(--device-mem $((budget * 7 / 8)) --stream)
-    counted "gcn on cuda, $mode, epochs 3-4" 3 0 "$SAGA_BIN" gcn --data "$TMP/cit" --epochs 5 \
+    counted "gcn on cuda, $mode, epochs 3-4" $waits 0 "$SAGA_BIN" gcn --data "$TMP/cit" --epochs 5 \
         --quiet --device cuda --profile-epochs 3:4 "${flags[@]}"
     if [ "$mode" != memory ]; then
         python3 -c 'import json, sys; assert json.loads(sys.argv[1])["h2d_bytes"] > 0' \
@@ -125,10 +131,10 @@ for mode in memory streamed tight; do
 done
 # --graphs: in memory, each epoch's training pass and evaluation are recorded as graphs and
 # launched, one launch each in epochs 3 and 4 (every kernel of the window run by them), with the
-# one wait an epoch as before; the model they train is the one without, to the bit (its
-# checkpoint), as are the loss and accuracies
+# waits as before; the model they train is the one without, to the bit (its checkpoint), as are
+# the loss and accuracies
 for g in "" --graphs; do
-    counted "gcn on cuda, memory${g:+, graphs}, epochs 3-4" 3 0 "$SAGA_BIN" gcn --data "$TMP/cit" \
+    counted "gcn on cuda, memory${g:+, graphs}, epochs 3-4" 5/1 0 "$SAGA_BIN" gcn --data "$TMP/cit" \
         --epochs 5 --quiet --device cuda --profile-epochs 3:4 --json \
         --checkpoint "$TMP/gcn${g}.ckpt" $g >"$TMP/graphs.window"
     python3 - "$(grep '^{"window"' "$TMP/counts")" "${g:-none}" <<'PY' || fail "gcn --graphs: counts"
