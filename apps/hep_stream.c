@@ -171,21 +171,31 @@ fail:
     return st;
 }
 
+/* The score's inputs of edges a .. a + n - 1: the last round's rows of their sources and
+ * destinations, and their own (inputs whose gradients a backward pass keeps, or plain). */
+static void score_inputs(hep_stream *s, saga_ctx *c, const hep_rows *r, step_rows *w, int64_t a,
+                         int64_t n, bool input, saga_tensor *in[3]) {
+    const int64_t H = w->H;
+    gather(w->g1, hs_at(w, w->K), r->src + a, n, H);
+    gather(w->g2, hs_at(w, w->K), r->dst + a, n, H);
+    in[0] = up(c, s, w->g1, n, H, input);
+    in[1] = up(c, s, w->g2, n, H, input);
+    in[2] = up(c, s, es_at(w, w->K) + a * H, n, H, input);
+}
+
 /* The score and the loss by chunks of edges, each differentiated at once: *loss, the gradients
  * of the last round's hit rows (w->dh) and edge rows (w->de). */
 static saga_status score(hep_stream *s, saga_ctx *c, hep_net *net, const hep_rows *r, step_rows *w,
                          float pos_weight, double *loss) {
     saga_status st = SAGA_OK;
-    const int64_t H = w->H, K = w->K, m = w->m, C = w->chunk;
+    const int64_t H = w->H, m = w->m, C = w->chunk;
     saga_ctx_train(c, true);
     memset(w->dh, 0, (size_t)(w->nv * H) * sizeof(float));
     *loss = 0;
     for (int64_t a = 0; a < m; a += C) {
         const int64_t n = m - a < C ? m - a : C;
-        gather(w->g1, hs_at(w, K), r->src + a, n, H);
-        gather(w->g2, hs_at(w, K), r->dst + a, n, H);
-        saga_tensor *in[3] = {up(c, s, w->g1, n, H, true), up(c, s, w->g2, n, H, true),
-                              up(c, s, es_at(w, K) + a * H, n, H, true)};
+        saga_tensor *in[3];
+        score_inputs(s, c, r, w, a, n, true, in);
         saga_tensor *y = up(c, s, r->target + a, n, 1, false);
         /* the mean over all edges: this chunk's mean weighted by its share */
         saga_tensor *l = saga_affine(
@@ -363,13 +373,11 @@ fail:
 static saga_status scores(hep_stream *s, saga_ctx *c, hep_net *net, const hep_rows *r, step_rows *w,
                           float *out) {
     saga_status st = SAGA_OK;
-    const int64_t H = w->H, K = w->K, m = w->m, C = w->chunk;
+    const int64_t m = w->m, C = w->chunk;
     for (int64_t a = 0; a < m; a += C) {
         const int64_t n = m - a < C ? m - a : C;
-        gather(w->g1, hs_at(w, K), r->src + a, n, H);
-        gather(w->g2, hs_at(w, K), r->dst + a, n, H);
-        saga_tensor *in[3] = {up(c, s, w->g1, n, H, false), up(c, s, w->g2, n, H, false),
-                              up(c, s, es_at(w, K) + a * H, n, H, false)};
+        saga_tensor *in[3];
+        score_inputs(s, c, r, w, a, n, false, in);
         SAGA_TRY(down(c, s, saga_sigmoid(c, saga_ffn_forward_cat(c, &net->score, in, 3)), out + a));
         chunk_done(c, s);
     }

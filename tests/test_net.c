@@ -608,12 +608,11 @@ static void test_net_input_auto_calls(void **state) {
     saga_backend_free_all(&be);
 }
 
-/* Training passes queued (saga_net_train_queue) and read after an inference or alone
- * (saga_net_train_result) give the bits, the bytes moved and the rows computed of
- * saga_net_train_step's, in memory and streamed (a quarter of the peak, the copies on a worker),
- * with the input set again between two steps (which waits for the queued pass first). */
-static void test_net_train_queued(void **state) {
-    (void)state;
+/* Runs of the model in memory and streamed (a quarter of the peak, the copies on a worker, the
+ * input set again between two steps, which waits for a queued pass first), with an inference of
+ * 10 rows after the later steps, plain and with *mode set: the same bits (losses, outputs, the
+ * inferences), and the same bytes moved and rows computed. */
+static void check_queued(bool *mode) {
     EVAL_ROWS = true;
     change_input = true;
     COPIES = SAGA_COPIES_WORKER;
@@ -623,10 +622,12 @@ static void test_net_train_queued(void **state) {
         const size_t budget = k ? m.peak / 4 : 0;
         const saga_exec ex = k ? SAGA_EXEC_AUTO : SAGA_EXEC_MEMORY;
         run_model(&a, &GCN, budget, ex, 0, SAGA_PARTITION_METIS, SAGA_SAVED_RECOMPUTE);
-        QUEUED = true;
+        *mode = true;
         run_model(&b, &GCN, budget, ex, 0, SAGA_PARTITION_METIS, SAGA_SAVED_RECOMPUTE);
-        QUEUED = false;
+        *mode = false;
         assert_same_bits(&a, &b);
+        for (int i = 1; i < 3; i++)
+            saga_test_assert_close_f32("rows", a.evals[i], b.evals[i], 10 * D.C, 0, 0);
         for (int i = 0; i < 3; i++) {
             assert_int_equal(a.st[i].streamed, k == 1);
             assert_int_equal(b.st[i].streamed, k == 1);
@@ -646,36 +647,19 @@ static void test_net_train_queued(void **state) {
     COPIES = SAGA_COPIES_AUTO;
 }
 
+/* Training passes queued (saga_net_train_queue) and read after an inference or alone
+ * (saga_net_train_result) give saga_net_train_step's. */
+static void test_net_train_queued(void **state) {
+    (void)state;
+    check_queued(&QUEUED);
+}
+
 /* Inferences of chosen rows queued behind the next step and taken after it
- * (saga_net_forward_rows_queue, _take), as `saga gcn` evaluates an epoch, give the bits of
- * saga_net_forward_rows after each step, and the steps their losses, outputs and figures, in
- * memory and streamed (a quarter of the peak, where the inference waits when queued). */
+ * (saga_net_forward_rows_queue, _take), as `saga gcn` evaluates an epoch, give
+ * saga_net_forward_rows's after each step (streamed, the queued inference waits at once). */
 static void test_net_rows_queued(void **state) {
     (void)state;
-    EVAL_ROWS = true;
-    run_out a, b, m;
-    run_model(&m, &GCN, 0, SAGA_EXEC_MEMORY, 0, SAGA_PARTITION_METIS, SAGA_SAVED_RECOMPUTE);
-    for (int k = 0; k < 2; k++) {
-        const size_t budget = k ? m.peak / 4 : 0;
-        const saga_exec ex = k ? SAGA_EXEC_AUTO : SAGA_EXEC_MEMORY;
-        run_model(&a, &GCN, budget, ex, 0, SAGA_PARTITION_METIS, SAGA_SAVED_RECOMPUTE);
-        LAGGED = true;
-        run_model(&b, &GCN, budget, ex, 0, SAGA_PARTITION_METIS, SAGA_SAVED_RECOMPUTE);
-        LAGGED = false;
-        assert_same_bits(&a, &b);
-        for (int i = 1; i < 3; i++)
-            saga_test_assert_close_f32("rows", a.evals[i], b.evals[i], 10 * D.C, 0, 0);
-        for (int i = 0; i < 3; i++) {
-            assert_int_equal(b.st[i].streamed, k == 1);
-            assert_int_equal(a.st[i].h2d_bytes, b.st[i].h2d_bytes);
-            assert_int_equal(a.st[i].rows_computed, b.st[i].rows_computed);
-            assert_int_equal(a.st[i].peak_device_bytes, b.st[i].peak_device_bytes);
-        }
-        test_free(a.out);
-        test_free(b.out);
-    }
-    test_free(m.out);
-    EVAL_ROWS = false;
+    check_queued(&LAGGED);
 }
 
 static void test_net_gcn_streamed_equals_memory(void **state) {
