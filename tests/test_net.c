@@ -1951,6 +1951,70 @@ static void test_net_failing_allocations(void **state) {
     }
 }
 
+/* The model's gradients, all of them, into g (host). */
+static void grads_of(saga_model *m, float *g) {
+    int64_t at = 0;
+    for (int i = 0; i < saga_model_n_params(m); i++) {
+        saga_tensor *t = saga_grad(saga_model_param_at(m, i));
+        assert_int_equal(saga_tensor_to_host(t, g + at), SAGA_OK);
+        at += saga_tensor_rows(t) * saga_tensor_cols(t);
+    }
+}
+
+/* A failed pass puts back what it changed alone: an inference failing at each of its allocations
+ * in turn after a training pass leaves that pass's gradients as they were (a net under a budget
+ * keeps the gradients as its first training pass begins, to put them back should it fail). */
+static void test_net_failed_inference_keeps_gradients(void **state) {
+    (void)state;
+    net_data_load(&SMALL, 240, 4, 24, 6, 9);
+    saga_backend_params bp = saga_backend_params_defaults();
+    bp.budget_bytes = (size_t)1 << 30;
+    saga_backend *be = NULL;
+    assert_int_equal(saga_backend_cpu_new(&be, &bp), SAGA_OK);
+    saga_ctx *c = NULL;
+    assert_int_equal(saga_ctx_new(&c, be, 3), SAGA_OK);
+    saga_model *m = NULL;
+    assert_int_equal(saga_model_new(&m, be), SAGA_OK);
+    layer l1, l2;
+    net_model_params(m, &SMALL, 8, &l1, &l2);
+    saga_net_opts no = saga_net_opts_defaults();
+    no.self_loops = SAGA_DGRAPH_SELF_LOOPS_ADD;
+    saga_net *net = NULL;
+    assert_int_equal(saga_net_new(&net, c, SMALL.g, &no), SAGA_OK);
+    net_model_stages(net, &GCN, &SMALL, 8, &l1, &l2);
+    assert_int_equal(saga_net_set_model(net, m), SAGA_OK);
+    loss_ctx lc = {SMALL.labels, SMALL.n};
+    assert_int_equal(saga_net_set_loss(net, nll_rows, &lc), SAGA_OK);
+    assert_int_equal(saga_net_set_input(net, SMALL.x, SMALL.F), SAGA_OK);
+    double loss = 0;
+    assert_int_equal(saga_net_train_step(net, &loss), SAGA_OK);
+    const int64_t ng = saga_model_n_scalars(m);
+    float *want = test_malloc((size_t)ng * sizeof(float)),
+          *got = test_malloc((size_t)ng * sizeof(float));
+    float *out = test_malloc((size_t)SMALL.n * (size_t)SMALL.C * sizeof(float));
+    grads_of(m, want);
+    int failures = 0;
+    for (long k = 1; k < 1000; k++) {
+        saga_test_fail_alloc_after(k);
+        saga_status st = saga_net_forward(net, out);
+        saga_test_fail_alloc_after(0);
+        grads_of(m, got);
+        saga_test_assert_close_f32("gradients after a failed inference", want, got, ng, 0, 0);
+        if (st == SAGA_OK)
+            break;
+        failures++;
+    }
+    print_message("  %d allocations of an inference failed in turn\n", failures);
+    assert_true(failures >= 1);
+    test_free(want);
+    test_free(got);
+    test_free(out);
+    saga_net_free(&net);
+    saga_model_free(&m);
+    saga_ctx_free(&c);
+    saga_backend_free_all(&be);
+}
+
 static void test_net_budget_named_works(void **state) {
     (void)state;
     data_load();
@@ -2223,6 +2287,7 @@ int main(void) {
         cmocka_unit_test(test_net_budgets_down_to_named_run),
         cmocka_unit_test(test_net_gin_budgets_down_to_named_run),
         cmocka_unit_test(test_net_failing_allocations),
+        cmocka_unit_test(test_net_failed_inference_keeps_gradients),
         cmocka_unit_test(test_net_resident_halos),
         cmocka_unit_test(test_net_copies_inline_or_worker),
         cmocka_unit_test(test_net_transfer_precision),

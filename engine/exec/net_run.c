@@ -1167,6 +1167,8 @@ static saga_status run(saga_net *n, bool train, net_chain *ch, float *out) {
     bool again = false, stepping = false;
     saga_tape_pos mark = saga_tape_mark(c);
     uint64_t rng_at = saga_ctx_rng_counter(c);
+    n->replan = false;
+    n->grads_kept = false; /* this pass's, if it keeps them (a failure puts them back) */
     SAGA_CHECK(!train || n->loss, SAGA_ERR_INVALID_ARG,
                "saga_net_train_step: no loss function (saga_net_set_loss)");
     /* over ranks the model's gradients are summed: without it every rank would train a model of
@@ -1191,8 +1193,6 @@ static saga_status run(saga_net *n, bool train, net_chain *ch, float *out) {
     again = replannable(n);
     mark = saga_tape_mark(c);
     rng_at = saga_ctx_rng_counter(c);
-    n->replan = false;
-    n->grads_kept = false;
     if (train && again && n->model && (!n->ready || !n->proven))
         SAGA_TRY(keep_grads(n));
     SAGA_TRY(net_prepare(n, train));
