@@ -273,9 +273,7 @@ fail:
 
 saga_status hep_grads_keep(hep_stream *s, saga_model *m, saga_backend *be, bool put) {
     saga_status st = SAGA_OK;
-    size_t bytes = 0;
-    for (int i = 0; i < saga_model_n_params(m); i++)
-        bytes += saga_tensor_nbytes(saga_grad(saga_model_param_at(m, i)));
+    const size_t bytes = (size_t)saga_model_n_scalars(m) * sizeof(float);
     if (put && bytes > s->keep_bytes) {
         saga_free(s->keep);
         s->keep = NULL;
@@ -284,19 +282,8 @@ saga_status hep_grads_keep(hep_stream *s, saga_model *m, saga_backend *be, bool 
                                   "hep: gradients kept"));
         s->keep_bytes = bytes;
     }
-    saga_stream *q = saga_backend_default_stream(be);
-    size_t at = 0;
-    for (int i = 0; i < saga_model_n_params(m); i++) {
-        saga_tensor *g = saga_grad(saga_model_param_at(m, i));
-        if (put)
-            SAGA_TRY(saga_tensor_to_host(g, (char *)s->keep + at));
-        else if (saga_tensor_nbytes(g))
-            SAGA_TRY(saga_memcpy_h2d_async(q, saga_tensor_data(g), (char *)s->keep + at,
-                                           saga_tensor_nbytes(g)));
-        at += saga_tensor_nbytes(g);
-    }
-    if (!put)
-        SAGA_TRY(saga_stream_synchronize(q));
+    SAGA_TRY(saga_model_copy_grads(m, s->keep, !put));
+    SAGA_TRY(saga_stream_synchronize(saga_backend_default_stream(be)));
 fail:
     return st;
 }
@@ -318,57 +305,6 @@ static int64_t chunk_rows(saga_backend *be, int64_t H) {
     return n > (1 << 20) ? 1 << 20 : n;
 }
 
-saga_status hep_stream_step(hep_stream *s, saga_ctx *c, hep_net *net, const hep_rows *r,
-                            float pos_weight, double *loss) {
-    saga_status st = SAGA_OK;
-    step_rows w = {0};
-    saga_backend *be = saga_ctx_backend(c);
-    if (s->chunk == 0)
-        s->chunk = chunk_rows(be, net->hidden);
-    for (int tries = 0;; tries++) {
-        SAGA_CHECK(s->chunk >= 64, SAGA_ERR_BUDGET,
-                   "hep: the device budget leaves room for chunks of %lld rows at hidden %d; a "
-                   "streamed step needs 64 at least: give it more device memory",
-                   (long long)s->chunk, net->hidden);
-        if (!s->proven)
-            SAGA_TRY(hep_grads_keep(s, net->m, be, true));
-        s->chunks = 0;
-        s->h2d_bytes = s->d2h_bytes = 0;
-        st = rows_new(&w, r, net->hidden, net->iterations, s->chunk);
-        if (st == SAGA_OK)
-            st = forward(s, c, net, r, &w);
-        if (st == SAGA_OK)
-            st = score(s, c, net, r, &w, pos_weight, loss);
-        for (int64_t k = net->iterations; k >= 1 && st == SAGA_OK; k--)
-            st = round_back(s, c, net, r, &w, k);
-        if (st == SAGA_OK) /* the encoders last, from the gradients of round 0's rows */
-            st = encode(s, c, &net->node_enc, r->x, HEP_HIT_FEATURES, r->n_vertices, s->chunk,
-                        net->hidden, NULL, w.dh);
-        if (st == SAGA_OK)
-            st = encode(s, c, &net->edge_enc, r->edata, HEP_EDGE_FEATURES, r->n_edges, s->chunk,
-                        net->hidden, NULL, w.de);
-        rows_free(&w);
-        saga_ctx_clear(c);
-        saga_ctx_trim(c); /* the last chunks' buffers, of other sizes than the next step's */
-        if (st == SAGA_OK) {
-            s->proven = true;
-            return SAGA_OK;
-        }
-        if (st != SAGA_ERR_BUDGET || s->proven || tries >= 8)
-            return st;
-        /* a chunk took more than its estimate: its gradients back, and half the rows */
-        saga_log(SAGA_LOG_WARN,
-                 "hep: a chunk of %lld rows took more device memory than planned "
-                 "(%s); streaming by %lld",
-                 (long long)s->chunk, saga_last_error(), (long long)(s->chunk / 2));
-        SAGA_TRY(hep_grads_keep(s, net->m, be, false));
-        s->chunk /= 2;
-    }
-fail:
-    rows_free(&w);
-    return st;
-}
-
 /* The edges' scores (sigmoid of the logit) after the forward pass, by chunks of edges. */
 static saga_status scores(hep_stream *s, saga_ctx *c, hep_net *net, const hep_rows *r, step_rows *w,
                           float *out) {
@@ -385,37 +321,76 @@ fail:
     return st;
 }
 
-saga_status hep_stream_scores(hep_stream *s, saga_ctx *c, hep_net *net, const hep_rows *r,
-                              float *score) {
+/* After the forward pass, the loss and the backward pass: the score, the rounds from the last
+ * down, the encoders last (from the gradients of round 0's rows). */
+static saga_status train_phases(hep_stream *s, saga_ctx *c, hep_net *net, const hep_rows *r,
+                                step_rows *w, float pos_weight, double *loss) {
+    saga_status st = SAGA_OK;
+    SAGA_TRY(score(s, c, net, r, w, pos_weight, loss));
+    for (int64_t k = net->iterations; k >= 1; k--)
+        SAGA_TRY(round_back(s, c, net, r, w, k));
+    SAGA_TRY(encode(s, c, &net->node_enc, r->x, HEP_HIT_FEATURES, r->n_vertices, w->chunk,
+                    net->hidden, NULL, w->dh));
+    SAGA_TRY(encode(s, c, &net->edge_enc, r->edata, HEP_EDGE_FEATURES, r->n_edges, w->chunk,
+                    net->hidden, NULL, w->de));
+fail:
+    return st;
+}
+
+/* A streamed pass: training (out NULL: *loss, the gradients added) or the scores into out. A
+ * chunk that takes more than its estimate halves the chunks and the pass runs again, a training
+ * pass with the gradients it had added put back (kept until a training pass ran at this size). */
+static saga_status stream_pass(hep_stream *s, saga_ctx *c, hep_net *net, const hep_rows *r,
+                               float pos_weight, double *loss, float *out) {
     saga_status st = SAGA_OK;
     step_rows w = {0};
+    saga_backend *be = saga_ctx_backend(c);
+    const bool train = out == NULL;
     if (s->chunk == 0)
-        s->chunk = chunk_rows(saga_ctx_backend(c), net->hidden);
+        s->chunk = chunk_rows(be, net->hidden);
     for (int tries = 0;; tries++) {
         SAGA_CHECK(s->chunk >= 64, SAGA_ERR_BUDGET,
                    "hep: the device budget leaves room for chunks of %lld rows at hidden %d; a "
                    "streamed pass needs 64 at least: give it more device memory",
                    (long long)s->chunk, net->hidden);
+        if (train && !s->proven)
+            SAGA_TRY(hep_grads_keep(s, net->m, be, true));
         s->chunks = 0;
         s->h2d_bytes = s->d2h_bytes = 0;
         st = rows_new(&w, r, net->hidden, net->iterations, s->chunk);
         if (st == SAGA_OK)
             st = forward(s, c, net, r, &w);
         if (st == SAGA_OK)
-            st = scores(s, c, net, r, &w, score);
+            st = train ? train_phases(s, c, net, r, &w, pos_weight, loss)
+                       : scores(s, c, net, r, &w, out);
         rows_free(&w);
         saga_ctx_clear(c);
-        saga_ctx_trim(c);
-        if (st != SAGA_ERR_BUDGET || tries >= 8)
+        saga_ctx_trim(c); /* the last chunks' buffers, of other sizes than the next pass's */
+        if (st == SAGA_OK && train)
+            s->proven = true;
+        if (st != SAGA_ERR_BUDGET || (train && s->proven) || tries >= 8)
             return st;
         saga_log(SAGA_LOG_WARN,
-                 "hep: a chunk of %lld rows took more device memory than planned "
-                 "(%s); streaming by %lld",
+                 "hep: a chunk of %lld rows took more device memory than planned (%s); streaming "
+                 "by %lld",
                  (long long)s->chunk, saga_last_error(), (long long)(s->chunk / 2));
+        if (train)
+            SAGA_TRY(hep_grads_keep(s, net->m, be, false));
         s->chunk /= 2;
     }
 fail:
+    rows_free(&w);
     return st;
+}
+
+saga_status hep_stream_step(hep_stream *s, saga_ctx *c, hep_net *net, const hep_rows *r,
+                            float pos_weight, double *loss) {
+    return stream_pass(s, c, net, r, pos_weight, loss, NULL);
+}
+
+saga_status hep_stream_scores(hep_stream *s, saga_ctx *c, hep_net *net, const hep_rows *r,
+                              float *score) {
+    return stream_pass(s, c, net, r, 0, NULL, score);
 }
 
 void hep_stream_free(hep_stream *s) {

@@ -770,25 +770,31 @@ static saga_status record_loss(const hep_epoch *e, void *user) {
     return SAGA_OK;
 }
 
+/* n generated events (min .. max particles, from seed) built with the default cuts, the first
+ * n_train for training; every one has true edges. */
+static void generated_events(hep_data *d, int32_t n, int32_t n_train, int32_t min, int32_t max,
+                             uint64_t seed) {
+    saga_trackml_params gp = saga_trackml_params_defaults();
+    gp.min_particles = min;
+    gp.max_particles = max;
+    gp.seed = seed;
+    *d = (hep_data){.graph = hep_graph_opts_defaults(), .n_events = n, .n_train = n_train};
+    d->events = saga_calloc((size_t)n, sizeof *d->events);
+    assert_non_null(d->events);
+    for (int32_t i = 0; i < n; i++) {
+        saga_trackml_event *e = NULL;
+        assert_int_equal(saga_trackml_generate(&e, &gp, i + 1), SAGA_OK);
+        assert_int_equal(hep_graph_build(&d->events[i], e, &d->graph), SAGA_OK);
+        assert_true(d->events[i].n_true > 0);
+        saga_trackml_event_free(&e);
+    }
+}
+
 /* A few small generated events, trained briefly: the loss falls and the held-out AUC is high. */
 static void test_hep_training_learns(void **state) {
     (void)state;
-    saga_trackml_params gp = saga_trackml_params_defaults();
-    gp.min_particles = 120;
-    gp.max_particles = 400;
-    gp.seed = 3;
-    hep_data d = {.graph = hep_graph_opts_defaults()};
-    d.n_events = 10;
-    d.n_train = 8;
-    d.events = saga_calloc((size_t)d.n_events, sizeof *d.events);
-    assert_non_null(d.events);
-    for (int i = 0; i < d.n_events; i++) {
-        saga_trackml_event *e = NULL;
-        assert_int_equal(saga_trackml_generate(&e, &gp, i + 1), SAGA_OK);
-        assert_int_equal(hep_graph_build(&d.events[i], e, &d.graph), SAGA_OK);
-        assert_true(d.events[i].n_true > 0);
-        saga_trackml_event_free(&e);
-    }
+    hep_data d;
+    generated_events(&d, 10, 8, 120, 400, 3);
     saga_backend *be = NULL;
     assert_int_equal(saga_backend_cpu_new(&be, NULL), SAGA_OK);
     hep_train_opts o = hep_train_opts_defaults();
@@ -822,17 +828,11 @@ typedef struct step_out {
 } step_out;
 
 static void step_grads(hep_net *net, step_out *o) {
-    o->n = 0;
-    for (int i = 0; i < saga_model_n_params(net->m); i++)
-        o->n += saga_tensor_rows(saga_model_param_at(net->m, i)) *
-                saga_tensor_cols(saga_model_param_at(net->m, i));
+    o->n = saga_model_n_scalars(net->m);
     o->grads = test_malloc((size_t)o->n * sizeof(float));
-    int64_t at = 0;
-    for (int i = 0; i < saga_model_n_params(net->m); i++) {
-        saga_tensor *g = saga_grad(saga_model_param_at(net->m, i));
-        assert_int_equal(saga_tensor_to_host(g, o->grads + at), SAGA_OK);
-        at += saga_tensor_rows(g) * saga_tensor_cols(g);
-    }
+    assert_int_equal(saga_model_copy_grads(net->m, o->grads, false), SAGA_OK);
+    assert_int_equal(saga_backend_synchronize(saga_tensor_backend(saga_model_param_at(net->m, 0))),
+                     SAGA_OK);
 }
 
 /* One step of the model (hidden 8, 3 rounds, seed 5) on the events' micro-batch on a CPU
@@ -924,19 +924,10 @@ static double hep_step_bound(int64_t m, int64_t degree) {
  * chunk is chosen from the budget, the peak stays under it, and the step in memory fails. */
 static void test_hep_streamed_step_equals_memory(void **state) {
     (void)state;
-    saga_trackml_params gp = saga_trackml_params_defaults();
-    gp.min_particles = 150;
-    gp.max_particles = 300;
-    gp.seed = 7;
-    hep_data d = {.graph = hep_graph_opts_defaults()};
-    d.n_events = d.n_train = 2;
-    d.events = saga_calloc(2, sizeof *d.events);
+    hep_data d;
+    generated_events(&d, 2, 2, 150, 300, 7);
     int64_t m = 0, degree = 1;
     for (int i = 0; i < 2; i++) {
-        saga_trackml_event *e = NULL;
-        assert_int_equal(saga_trackml_generate(&e, &gp, i + 1), SAGA_OK);
-        assert_int_equal(hep_graph_build(&d.events[i], e, &d.graph), SAGA_OK);
-        saga_trackml_event_free(&e);
         m += d.events[i].n_edges;
         int32_t *deg = test_calloc((size_t)d.events[i].n_hits * 2 + 1, sizeof *deg);
         for (int64_t k = 0; k < d.events[i].n_edges; k++) {

@@ -806,26 +806,33 @@ static void test_net_memory_equals_program_run(void **state) {
 
 /* With the same number of parts, METIS's halos are smaller than a random partition's, so a
  * streamed epoch moves fewer bytes. */
-/* A two-layer GCN net over D on a fresh CPU backend, with the input set, not yet run
- * (small_net_free frees it all). */
+/* A two-layer GCN net of width H over d on a fresh CPU backend with budget (0: none), its model
+ * named, the mean NLL over every row as its loss and the input set, not yet run (small_net_free
+ * frees it all). */
 typedef struct small_net {
     saga_backend *be;
     saga_ctx *c;
     saga_model *m;
     layer l1, l2;
+    loss_ctx lc;
     saga_net *net;
 } small_net;
 
-static void small_net_new(small_net *s, const saga_net_opts *no) {
-    data_load();
+static void small_net_new(small_net *s, const net_data *d, int H, size_t budget,
+                          const saga_net_opts *no) {
     memset(s, 0, sizeof *s);
-    assert_int_equal(saga_backend_cpu_new(&s->be, NULL), SAGA_OK);
+    saga_backend_params bp = saga_backend_params_defaults();
+    bp.budget_bytes = budget;
+    assert_int_equal(saga_backend_cpu_new(&s->be, &bp), SAGA_OK);
     assert_int_equal(saga_ctx_new(&s->c, s->be, 3), SAGA_OK);
     assert_int_equal(saga_model_new(&s->m, s->be), SAGA_OK);
-    net_model_params(s->m, &D, 16, &s->l1, &s->l2);
-    assert_int_equal(saga_net_new(&s->net, s->c, D.g, no), SAGA_OK);
-    net_model_stages(s->net, &GCN, &D, 16, &s->l1, &s->l2);
-    assert_int_equal(saga_net_set_input(s->net, D.x, D.F), SAGA_OK);
+    net_model_params(s->m, d, H, &s->l1, &s->l2);
+    assert_int_equal(saga_net_new(&s->net, s->c, d->g, no), SAGA_OK);
+    net_model_stages(s->net, &GCN, d, H, &s->l1, &s->l2);
+    assert_int_equal(saga_net_set_model(s->net, s->m), SAGA_OK);
+    s->lc = (loss_ctx){d->labels, d->n};
+    assert_int_equal(saga_net_set_loss(s->net, nll_rows, &s->lc), SAGA_OK);
+    assert_int_equal(saga_net_set_input(s->net, d->x, d->F), SAGA_OK);
 }
 
 static void small_net_free(small_net *s) {
@@ -1060,7 +1067,8 @@ static void test_net_forward_rows(void **state) {
     }
     test_free(most);
     small_net sn;
-    small_net_new(&sn, NULL);
+    data_load();
+    small_net_new(&sn, &D, 16, 0, NULL);
     float out[64];
     const int32_t bad[] = {0, D.n};
     assert_int_equal(saga_net_forward_rows(sn.net, bad, 2, out), SAGA_ERR_INVALID_ARG);
@@ -1073,7 +1081,8 @@ static void test_net_forward_rows(void **state) {
 static void test_net_explain(void **state) {
     (void)state;
     small_net sn;
-    small_net_new(&sn, NULL);
+    data_load();
+    small_net_new(&sn, &D, 16, 0, NULL);
     loss_ctx lc = {D.labels, D.n};
     assert_int_equal(saga_net_set_loss(sn.net, nll_rows, &lc), SAGA_OK);
     const int32_t rows[] = {5, 1, 2000, 17};
@@ -1418,7 +1427,8 @@ static void test_net_loss_rows(void **state) {
     check_loss_rows(&SAGE, 61, true);
     /* refused: an id out of range, and a change after the first run */
     small_net sn;
-    small_net_new(&sn, NULL);
+    data_load();
+    small_net_new(&sn, &D, 16, 0, NULL);
     loss_ctx lc = {D.labels, D.n};
     assert_int_equal(saga_net_set_loss(sn.net, nll_rows, &lc), SAGA_OK);
     const int32_t bad[] = {0, D.n};
@@ -1900,23 +1910,14 @@ static void test_net_failing_allocations(void **state) {
         int failures = 0;
         bool ok = false;
         for (long k = 0; k < 4000 && !ok; k++) {
-            saga_backend *be = NULL;
-            saga_ctx *c = NULL;
-            saga_model *m = NULL;
-            open_cpu_model(&be, &c, &m);
-            layer l1, l2;
-            net_model_params(m, &SMALL, 8, &l1, &l2);
+            small_net t;
             saga_net_opts no = saga_net_opts_defaults();
             no.self_loops = SAGA_DGRAPH_SELF_LOOPS_ADD;
             no.exec = streamed ? SAGA_EXEC_STREAM : SAGA_EXEC_MEMORY;
             no.parts = streamed ? 3 : 0;
-            saga_net *net = NULL;
-            assert_int_equal(saga_net_new(&net, c, SMALL.g, &no), SAGA_OK);
-            net_model_stages(net, &GCN, &SMALL, 8, &l1, &l2);
-            assert_int_equal(saga_net_set_model(net, m), SAGA_OK);
-            loss_ctx lc = {SMALL.labels, SMALL.n};
-            assert_int_equal(saga_net_set_loss(net, nll_rows, &lc), SAGA_OK);
-            assert_int_equal(saga_net_set_input(net, SMALL.x, SMALL.F), SAGA_OK);
+            small_net_new(&t, &SMALL, 8, 0, &no);
+
+            saga_net *net = t.net;
             double loss = 0;
             if (k == 0) { /* the reference: no failure */
                 assert_int_equal(saga_net_train_step(net, &want), SAGA_OK);
@@ -1931,7 +1932,7 @@ static void test_net_failing_allocations(void **state) {
                     if (st != SAGA_ERR_OUT_OF_MEMORY)
                         fail_msg("allocation %ld failing: %s", k, saga_last_error());
                     failures++;
-                    assert_int_equal(saga_model_zero_grad(m), SAGA_OK);
+                    assert_int_equal(saga_model_zero_grad(t.m), SAGA_OK);
                     st = saga_net_train_step(net, &loss);
                     if (st != SAGA_OK)
                         fail_msg("after allocation %ld failed: %s", k, saga_last_error());
@@ -1939,10 +1940,7 @@ static void test_net_failing_allocations(void **state) {
                         fail_msg("after allocation %ld failed: loss %.9g, not %.9g", k, loss, want);
                 }
             }
-            saga_net_free(&net);
-            saga_model_free(&m);
-            saga_ctx_free(&c);
-            saga_backend_free_all(&be);
+            small_net_free(&t);
         }
         print_message("  %s: %d allocations failed in turn\n", streamed ? "streamed" : "in memory",
                       failures);
@@ -1953,12 +1951,9 @@ static void test_net_failing_allocations(void **state) {
 
 /* The model's gradients, all of them, into g (host). */
 static void grads_of(saga_model *m, float *g) {
-    int64_t at = 0;
-    for (int i = 0; i < saga_model_n_params(m); i++) {
-        saga_tensor *t = saga_grad(saga_model_param_at(m, i));
-        assert_int_equal(saga_tensor_to_host(t, g + at), SAGA_OK);
-        at += saga_tensor_rows(t) * saga_tensor_cols(t);
-    }
+    assert_int_equal(saga_model_copy_grads(m, g, false), SAGA_OK);
+    assert_int_equal(saga_backend_synchronize(saga_tensor_backend(saga_model_param_at(m, 0))),
+                     SAGA_OK);
 }
 
 /* A failed pass puts back what it changed alone: an inference failing at each of its allocations
@@ -1967,25 +1962,12 @@ static void grads_of(saga_model *m, float *g) {
 static void test_net_failed_inference_keeps_gradients(void **state) {
     (void)state;
     net_data_load(&SMALL, 240, 4, 24, 6, 9);
-    saga_backend_params bp = saga_backend_params_defaults();
-    bp.budget_bytes = (size_t)1 << 30;
-    saga_backend *be = NULL;
-    assert_int_equal(saga_backend_cpu_new(&be, &bp), SAGA_OK);
-    saga_ctx *c = NULL;
-    assert_int_equal(saga_ctx_new(&c, be, 3), SAGA_OK);
-    saga_model *m = NULL;
-    assert_int_equal(saga_model_new(&m, be), SAGA_OK);
-    layer l1, l2;
-    net_model_params(m, &SMALL, 8, &l1, &l2);
+    small_net t;
     saga_net_opts no = saga_net_opts_defaults();
     no.self_loops = SAGA_DGRAPH_SELF_LOOPS_ADD;
-    saga_net *net = NULL;
-    assert_int_equal(saga_net_new(&net, c, SMALL.g, &no), SAGA_OK);
-    net_model_stages(net, &GCN, &SMALL, 8, &l1, &l2);
-    assert_int_equal(saga_net_set_model(net, m), SAGA_OK);
-    loss_ctx lc = {SMALL.labels, SMALL.n};
-    assert_int_equal(saga_net_set_loss(net, nll_rows, &lc), SAGA_OK);
-    assert_int_equal(saga_net_set_input(net, SMALL.x, SMALL.F), SAGA_OK);
+    small_net_new(&t, &SMALL, 8, (size_t)1 << 30, &no);
+    saga_net *net = t.net;
+    saga_model *m = t.m;
     double loss = 0;
     assert_int_equal(saga_net_train_step(net, &loss), SAGA_OK);
     const int64_t ng = saga_model_n_scalars(m);
@@ -2009,10 +1991,7 @@ static void test_net_failed_inference_keeps_gradients(void **state) {
     test_free(want);
     test_free(got);
     test_free(out);
-    saga_net_free(&net);
-    saga_model_free(&m);
-    saga_ctx_free(&c);
-    saga_backend_free_all(&be);
+    small_net_free(&t);
 }
 
 static void test_net_budget_named_works(void **state) {
@@ -2197,8 +2176,9 @@ static void test_net_degree_order_refused_with_stages(void **state) {
     (void)state;
     saga_net_opts no = saga_net_opts_defaults();
     no.order = SAGA_ORDER_DEGREE;
+    data_load();
     small_net sn;
-    small_net_new(&sn, &no);
+    small_net_new(&sn, &D, 16, 0, &no);
     assert_int_equal(saga_net_forward(sn.net, NULL), SAGA_ERR_UNSUPPORTED);
     saga_test_assert_error_contains("degree order", NULL);
     small_net_free(&sn);

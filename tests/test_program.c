@@ -660,6 +660,45 @@ static double fd_loss(saga_ctx *c, fixture *fx, const float *R, int64_t n) {
     return l;
 }
 
+/* Every parameter of m: its gradient (a backward pass has computed it) against the central
+ * difference of loss(c, arg) over steps of eps, within tol relative to 1 + |difference|; a
+ * failure names the parameter, after what. */
+static void params_match_differences(saga_model *m, saga_ctx *c, double (*loss)(saga_ctx *, void *),
+                                     void *arg, double eps, double tol, const char *what) {
+    for (int i = 0; i < saga_model_n_params(m); i++) {
+        saga_tensor *p = saga_model_param_at(m, i);
+        const float *g = host(saga_grad(p));
+        float *v = saga_tensor_data(p);
+        int64_t np = saga_tensor_rows(p) * saga_tensor_cols(p);
+        for (int64_t j = 0; j < np; j++) {
+            float keep = v[j];
+            v[j] = keep + (float)eps;
+            double lp = loss(c, arg);
+            v[j] = keep - (float)eps;
+            double lm = loss(c, arg);
+            v[j] = keep;
+            double fd = (lp - lm) / (2 * eps);
+            if (fabs(fd - g[j]) > tol * (1 + fabs(fd))) {
+                print_message("%s, d/d %s[%lld]: backward %.6g, finite difference %.6g\n", what,
+                              saga_model_param_name(m, i), (long long)j, (double)g[j], fd);
+                fail();
+            }
+        }
+    }
+}
+
+/* fd_loss of a fixture with its random weights R of n outputs */
+typedef struct fd_arg {
+    fixture *fx;
+    const float *R;
+    int64_t n;
+} fd_arg;
+
+static double fd_loss_of(saga_ctx *c, void *a) {
+    const fd_arg *f = a;
+    return fd_loss(c, f->fx, f->R, f->n);
+}
+
 static void grad_check(fixture *fx, double eps, double tol) {
     saga_ctx *c = NULL;
     assert_int_equal(saga_ctx_new(&c, fx->be, 3), SAGA_OK);
@@ -675,29 +714,10 @@ static void grad_check(fixture *fx, double eps, double tol) {
     assert_int_equal(saga_backward(c, loss), SAGA_OK);
     saga_ctx_clear(c);
 
-    double worst = 0;
-    for (int i = 0; i < saga_model_n_params(fx->m); i++) {
-        saga_tensor *p = saga_model_param_at(fx->m, i);
-        const float *g = host(saga_grad(p));
-        float *v = saga_tensor_data(p);
-        int64_t np = saga_tensor_rows(p) * saga_tensor_cols(p);
-        for (int64_t j = 0; j < np; j++) {
-            float keep = v[j];
-            v[j] = keep + (float)eps;
-            double lp = fd_loss(c, fx, R, n);
-            v[j] = keep - (float)eps;
-            double lm = fd_loss(c, fx, R, n);
-            v[j] = keep;
-            double fd = (lp - lm) / (2 * eps), err = fabs(fd - g[j]);
-            if (err > tol * (1 + fabs(fd))) {
-                print_message("kind %d, d/d %s[%lld]: backward %.6g, finite difference %.6g\n",
-                              (int)fx->k, saga_model_param_name(fx->m, i), (long long)j,
-                              (double)g[j], fd);
-                fail();
-            }
-            worst = fmax(worst, err / (1 + fabs(fd)));
-        }
-    }
+    char what[32];
+    snprintf(what, sizeof what, "kind %d", (int)fx->k);
+    fd_arg arg = {fx, R, n};
+    params_match_differences(fx->m, c, fd_loss_of, &arg, eps, tol, what);
     saga_tensor_free(&Rt);
     saga_ctx_free(&c);
 }
@@ -1177,6 +1197,17 @@ static void test_program_run_edges_matches_reference(void **state) {
     each_edges_case(edges_matches_reference);
 }
 
+/* edges_loss of a fixture with its random weights R1 (edges) and R2 (vertices) */
+typedef struct edges_arg {
+    edges_fixture *fx;
+    const float *R1, *R2;
+} edges_arg;
+
+static double edges_loss_of(saga_ctx *c, void *a) {
+    const edges_arg *e = a;
+    return edges_loss(c, e->fx, e->R1, e->R2);
+}
+
 /* Backward through both uses of the edge tensor (a loss on the edges and the gather) against
  * central differences, for every parameter: x (scattered both ways), edata, We, Wv. */
 static void edges_gradients_match(edges_fixture *fx, saga_ctx *c, int mode) {
@@ -1198,29 +1229,11 @@ static void edges_gradients_match(edges_fixture *fx, saga_ctx *c, int mode) {
     saga_ctx_clear(c);
 
     /* MAX has kinks where two messages tie: a small step stays on one side */
-    double eps = op == SAGA_GATHER_MAX ? 1e-3 : 1e-2, tol = 5e-3;
-    for (int pi = 0; pi < saga_model_n_params(fx->m); pi++) {
-        saga_tensor *p = saga_model_param_at(fx->m, pi);
-        const float *g = host(saga_grad(p));
-        float *v = saga_tensor_data(p);
-        int64_t np = saga_tensor_rows(p) * saga_tensor_cols(p);
-        for (int64_t j = 0; j < np; j++) {
-            float keep = v[j];
-            v[j] = keep + (float)eps;
-            double lp = edges_loss(c, fx, R1, R2);
-            v[j] = keep - (float)eps;
-            double lm = edges_loss(c, fx, R1, R2);
-            v[j] = keep;
-            double fd = (lp - lm) / (2 * eps);
-            if (fabs(fd - g[j]) > tol * (1 + fabs(fd))) {
-                print_message("mode %d, gather %d, d/d %s[%lld]: backward %.6g, finite "
-                              "difference %.6g\n",
-                              mode, (int)op, saga_model_param_name(fx->m, pi), (long long)j,
-                              (double)g[j], fd);
-                fail();
-            }
-        }
-    }
+    char what[48];
+    snprintf(what, sizeof what, "mode %d, gather %d", mode, (int)op);
+    edges_arg arg = {fx, R1, R2};
+    params_match_differences(fx->m, c, edges_loss_of, &arg, op == SAGA_GATHER_MAX ? 1e-3 : 1e-2,
+                             5e-3, what);
     saga_tensor_free(&R1t);
     saga_tensor_free(&R2t);
 }

@@ -1099,18 +1099,9 @@ static bool replannable(const saga_net *n) {
  * (grad_keep: the device's budget is the plan's), to be put back if the pass fails. */
 static saga_status keep_grads(saga_net *n) {
     saga_status st = SAGA_OK;
-    const int np = saga_model_n_params(n->model);
-    saga_stream *s = saga_backend_default_stream(n->be);
-    size_t bytes = 0;
-    for (int i = 0; i < np; i++)
-        bytes += saga_grad(saga_model_param_at(n->model, i))->nbytes;
-    SAGA_TRY(saga_backend_host_room(n->be, &n->grad_keep, &n->grad_keep_bytes, bytes + 1));
-    for (int i = 0, at = 0; i < np; i++) {
-        const saga_tensor *g = saga_grad(saga_model_param_at(n->model, i));
-        if (g->nbytes)
-            SAGA_TRY(saga_memcpy_d2h_async(s, (char *)n->grad_keep + at, g->data, g->nbytes));
-        at += (int)g->nbytes;
-    }
+    SAGA_TRY(saga_backend_host_room(n->be, &n->grad_keep, &n->grad_keep_bytes,
+                                    (size_t)saga_model_n_scalars(n->model) * sizeof(float) + 1));
+    SAGA_TRY(saga_model_copy_grads(n->model, n->grad_keep, false));
     n->grads_kept = true;
 fail:
     return st;
@@ -1119,15 +1110,8 @@ fail:
 /* Puts the gradients back (a failed pass may have added part of its own). */
 static saga_status unkeep_grads(saga_net *n) {
     saga_status st = SAGA_OK;
-    saga_stream *s = saga_backend_default_stream(n->be);
-    size_t at = 0;
-    for (int i = 0; i < saga_model_n_params(n->model); i++) {
-        saga_tensor *g = saga_grad(saga_model_param_at(n->model, i));
-        if (g->nbytes)
-            SAGA_TRY(saga_memcpy_h2d_async(s, g->data, (char *)n->grad_keep + at, g->nbytes));
-        at += g->nbytes;
-    }
-    SAGA_TRY(saga_stream_synchronize(s)); /* a failed pass: the next call starts afresh */
+    SAGA_TRY(saga_model_copy_grads(n->model, n->grad_keep, true));
+    SAGA_TRY(saga_stream_synchronize(saga_backend_default_stream(n->be)));
 fail:
     return st;
 }

@@ -119,6 +119,23 @@ int64_t saga_model_n_scalars(const saga_model *m) {
     return n;
 }
 
+saga_status saga_model_copy_grads(saga_model *m, float *host, bool back) {
+    saga_status st = SAGA_OK;
+    SAGA_CHECK(m && host, SAGA_ERR_INVALID_ARG,
+               "saga_model_copy_grads: model and host memory "
+               "must be given");
+    saga_stream *s = saga_backend_default_stream(m->be);
+    for (int i = 0; i < m->n; i++) {
+        saga_tensor *g = m->params[i]->grad;
+        if (g->nbytes)
+            SAGA_TRY(back ? saga_memcpy_h2d_async(s, g->data, host, g->nbytes)
+                          : saga_memcpy_d2h_async(s, host, g->data, g->nbytes));
+        host += g->rows * g->cols;
+    }
+fail:
+    return st;
+}
+
 saga_status saga_model_zero_grad(saga_model *m) {
     saga_status st = SAGA_OK;
     SAGA_CHECK(m, SAGA_ERR_INVALID_ARG, "saga_model_zero_grad: model is NULL");

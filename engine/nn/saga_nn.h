@@ -214,6 +214,12 @@ SAGA_API saga_tensor *saga_model_find(const saga_model *m, const char *name);
 SAGA_API int64_t saga_model_n_scalars(const saga_model *m);
 /* Zeroes every parameter's gradient. */
 SAGA_API saga_status saga_model_zero_grad(saga_model *m);
+/* Every parameter's gradient, in the model's order, copied into host memory (back false;
+ * saga_model_n_scalars floats) or from it into the gradients (back true), queued on the backend's
+ * default stream: the host reads or changes `host` after a wait for the device. Pinned memory
+ * (saga_backend_host_alloc) lets the copies run without one. For putting back what a failed step
+ * added. */
+SAGA_API saga_status saga_model_copy_grads(saga_model *m, float *host, bool back);
 
 /* ---- optimizers --------------------------------------------------------------------------- */
 
