@@ -133,8 +133,11 @@ static const cli_opt gcn_cli_opts[] = {
      "batches of --batch-size; a batch samples A in-neighbours of each of its vertices "
      "(uniformly, without replacement; -1: all of them), then B of each of those, and trains the "
      "two layers on the sampled rows and edges alone (one optimizer step per batch). The draws "
-     "follow --seed, the epoch and the batch, the same on any thread count. Evaluation stays "
-     "exact, over the whole graph. Without it: full-graph training."},
+     "follow --seed, the epoch and the batch, the same on any thread count. Over shards each "
+     "rank samples its own training vertices (a batch holds every rank's share of it) and asks "
+     "the owners of the rows its batch reaches for their draws and features: one process's "
+     "draws; the batches are then cut by seed count and sampled on the training's path. Without "
+     "it: full-graph training."},
     {"batch-size", 0, "N", "512", "Mini-batch training: training vertices per batch."},
     {"sample-degrees", 0, "D", "full",
      "Mini-batch training: the degrees GCN's normalisation divides by on a sampled batch: full "
@@ -610,6 +613,10 @@ static int gcn_main(int argc, char **argv) {
                 cli_count(b2, sizeof b2, d.n_edges), (long long)d.n_features, d.n_classes,
                 (long long)d.n_train, (long long)d.n_val, (long long)d.n_test, t_load);
 
+    if (gcn_opts_for_data(&go, &d))
+        cli_say(&c, "batches   over shards: sampled on the training's path, cut by seed count "
+                    "(--prefetch 0, --batch-balance none)\n");
+
     double dense_nz = 0; /* dense features: the share of non-zero entries */
     int64_t input_nnz = d.features ? 0 : d.x_nnz;
     if (d.features) {
@@ -734,6 +741,10 @@ static int gcn_main(int argc, char **argv) {
                 go.prefetch ? " on its own thread" : " on the training's path",
                 go.prefetch ? r.sample_wait_seconds : r.sample_seconds,
                 go.prefetch ? 100 * (1 - fmin(1, r.sample_wait_seconds / r.sample_seconds)) : 0.0);
+    if (go.n_fanout && shards)
+        cli_say(&c, "sampling  over shards: rank 0 sent %s and received %s of rows asked for\n",
+                cli_bytes(b4, sizeof b4, (int64_t)r.sample_sent_bytes),
+                cli_bytes(b5, sizeof b5, (int64_t)r.sample_recv_bytes));
     cli_say(&c, "final     loss %.4f  train %.4f  val %.4f  (%s parameters)\n", (double)r.loss,
             r.train_acc, r.val_acc, cli_count(b3, sizeof b3, r.n_params));
     if (r.stats.input_packed)
@@ -844,6 +855,11 @@ static int gcn_main(int argc, char **argv) {
             json_key(&j, "sample_wait_seconds"),
                 json_num(&j, go.prefetch ? r.sample_wait_seconds : r.sample_seconds);
             json_key(&j, "sampled_edges"), json_num(&j, r.sampled_edges);
+            json_key(&j, "sample_comm_bytes");
+            json_object_begin(&j);
+            json_key(&j, "sent"), json_num(&j, r.sample_sent_bytes);
+            json_key(&j, "received"), json_num(&j, r.sample_recv_bytes);
+            json_object_end(&j);
         } else {
             json_null(&j);
         }

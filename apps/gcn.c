@@ -339,10 +339,16 @@ static saga_status check_opts(const gcn_data *d, const gcn_opts *o) {
     for (int h = 0; h < o->n_fanout; h++)
         SAGA_CHECK(o->fanout[h] == -1 || o->fanout[h] >= 1, SAGA_ERR_INVALID_ARG,
                    "GCN: fan-out %d is neither -1 (all) nor >= 1", (int)o->fanout[h]);
-    const bool ranks = d->shard || (o->comm && saga_comm_size(o->comm) > 1);
-    SAGA_CHECK(!o->n_fanout || (o->batch_size >= 1 && !ranks), SAGA_ERR_INVALID_ARG,
-               "GCN: mini-batches need a batch size >= 1 and one process (got %d%s)",
-               (int)o->batch_size, ranks ? ", several ranks" : "");
+    const bool ranks = !d->shard && o->comm && saga_comm_size(o->comm) > 1;
+    SAGA_CHECK(!o->n_fanout || o->batch_size >= 1, SAGA_ERR_INVALID_ARG,
+               "GCN: mini-batches need a batch size >= 1 (got %d)", (int)o->batch_size);
+    SAGA_CHECK(!o->n_fanout || !ranks, SAGA_ERR_INVALID_ARG,
+               "GCN: mini-batches over several ranks need the graph cut into shards (saga "
+               "partition --shards)");
+    SAGA_CHECK(!o->n_fanout || !d->shard || (o->prefetch == 0 && o->balance == GCN_BALANCE_NONE),
+               SAGA_ERR_INVALID_ARG,
+               "GCN: over shards mini-batches are sampled on the training's path and cut by seed "
+               "count (gcn_opts_for_data)");
     SAGA_CHECK(d->graph && (d->features || d->x_offsets) && d->labels &&
                    (d->shard ? d->all_train : d->n_train) > 0 && d->n_classes >= 1,
                SAGA_ERR_INVALID_ARG, "GCN: the data set has no training vertices");
@@ -373,9 +379,23 @@ static void balance_weights(const gcn_opts *o, int64_t F, int32_t C, double nnz_
     }
 }
 
-/* The batches of an epoch: as many as o->batch_size makes of the training vertices. */
+bool gcn_opts_for_data(gcn_opts *o, const gcn_data *d) {
+    if (!o->n_fanout || !d->shard || (o->prefetch == 0 && o->balance == GCN_BALANCE_NONE))
+        return false;
+    o->prefetch = 0;
+    o->balance = GCN_BALANCE_NONE;
+    return true;
+}
+
+/* The training vertices of every rank. */
+static int64_t all_train(const gcn_data *d) {
+    return d->shard ? d->all_train : d->n_train;
+}
+
+/* The batches of an epoch: as many as o->batch_size makes of the training vertices (over shards,
+ * of every rank's: each rank's batch b holds its share of the batch's seeds). */
 static int64_t epoch_batch_count(const gcn_data *d, const gcn_opts *o) {
-    return (d->n_train + o->batch_size - 1) / o->batch_size;
+    return (all_train(d) + o->batch_size - 1) / o->batch_size;
 }
 
 /* An epoch's batches: the training vertices in an order drawn from the seed and the epoch (into
@@ -397,8 +417,8 @@ static saga_status epoch_batches(saga_sampler *s, const gcn_data *d, const gcn_o
     if (o->balance != GCN_BALANCE_NONE)
         return saga_sampler_pack(s, order, nt, nb, (uint64_t)(epoch - 1) * (uint64_t)nb, per_edge,
                                  per_row, first);
-    for (int64_t b = 0; b <= nb; b++)
-        first[b] = b * o->batch_size < nt ? b * o->batch_size : nt;
+    for (int64_t b = 0; b <= nb; b++) /* over shards: this rank's share of each batch */
+        first[b] = d->shard ? nt * b / nb : b * o->batch_size < nt ? b * o->batch_size : nt;
     return SAGA_OK;
 }
 
@@ -544,15 +564,20 @@ static void feed_stop(batch_feed *f) {
 /* The evaluated rows' outputs on samples (--eval sampled) into their rows of logp: the distinct
  * rows in batches of `batch` in their order, batch b of epoch e drawn as batch 2^62 + e n + b (n
  * batches an evaluation), apart from every training batch's draws. */
-static saga_status eval_samples(saga_net *net, saga_sampler *s, const int32_t *rows, int64_t n_rows,
-                                int32_t batch, int epoch, int32_t C, float *logp) {
+static saga_status eval_samples(saga_net *net, saga_sampler *s, saga_comm *shards,
+                                const int32_t *rows, int64_t n_rows, int32_t batch, int epoch,
+                                int32_t C, float *logp) {
     saga_status st = SAGA_OK;
     int32_t *uniq = NULL;
     float *out = NULL;
     saga_sample *smp = NULL;
-    SAGA_TRY(saga_alloc_array((void **)&uniq, (size_t)n_rows + 1, sizeof *uniq, "evaluated rows"));
-    SAGA_TRY(saga_alloc_array((void **)&out, (size_t)batch * (size_t)C + 1, sizeof *out,
-                              "evaluated outputs"));
+    st = saga_alloc_array((void **)&uniq, (size_t)n_rows + 1, sizeof *uniq, "evaluated rows");
+    if (st == SAGA_OK)
+        st = saga_alloc_array((void **)&out, (size_t)batch * (size_t)C + 1, sizeof *out,
+                              "evaluated outputs");
+    if (shards) /* no rank waits below for one that failed */
+        st = saga_comm_agree(shards, st);
+    SAGA_TRY(st);
     int64_t k = 0;
     for (int64_t i = 0; i < n_rows; i++) /* the first listing of each row (the splits may share) */
         logp[(int64_t)rows[i] * C] = NAN;
@@ -561,9 +586,12 @@ static saga_status eval_samples(saga_net *net, saga_sampler *s, const int32_t *r
             logp[(int64_t)rows[i] * C] = 0.0f;
             uniq[k++] = rows[i];
         }
-    const int64_t nb = (k + batch - 1) / batch;
+    int64_t nb = (k + batch - 1) / batch;
+    if (shards) /* every rank samples as many batches, some without seeds */
+        SAGA_TRY(saga_comm_allreduce(shards, &nb, 1, SAGA_I64, SAGA_COMM_MAX, NULL));
     for (int64_t b = 0; b < nb; b++) {
-        const int64_t first = b * batch, count = k - first < batch ? k - first : batch;
+        const int64_t first = b * batch < k ? b * batch : k;
+        const int64_t count = k - first < batch ? k - first : batch;
         SAGA_TRY(saga_sampler_sample(s, uniq + first, count,
                                      (1ull << 62) + (uint64_t)epoch * (uint64_t)nb + (uint64_t)b,
                                      &smp));
@@ -589,7 +617,7 @@ static saga_status train_batches(saga_net *net, saga_optim *opt, saga_sampler *s
     saga_status st = SAGA_OK;
     saga_sample *smp = NULL;
     int64_t *first = NULL;
-    const int64_t nt = d->n_train, nb = epoch_batch_count(d, o);
+    const int64_t nb = epoch_batch_count(d, o);
     const uint64_t batch0 = (uint64_t)(epoch - 1) * (uint64_t)nb;
     if (!feed) {
         SAGA_TRY(saga_alloc_array((void **)&first, (size_t)nb + 1, sizeof *first, "batches"));
@@ -606,11 +634,18 @@ static saga_status train_batches(saga_net *net, saga_optim *opt, saga_sampler *s
             SAGA_TRY(feed_take(feed, &smp));
         } else {
             double t0 = saga_now();
+            saga_comm_stats c0 = {0}, c1 = {0};
+            if (d->shard)
+                saga_comm_get_stats(o->comm, &c0);
             SAGA_TRY(saga_sampler_sample(s, order + first[b], first[b + 1] - first[b],
                                          batch0 + (uint64_t)b, &smp));
             r->sample_seconds += saga_now() - t0;
+            if (d->shard) {
+                saga_comm_get_stats(o->comm, &c1);
+                r->sample_sent_bytes += (double)(c1.sent_bytes - c0.sent_bytes);
+                r->sample_recv_bytes += (double)(c1.recv_bytes - c0.recv_bytes);
+            }
         }
-        const int32_t count = smp->blocks[smp->n_layers - 1].n_dst; /* its seeds */
         saga_backend_stats bs;
         saga_backend_get_stats(be, &bs);
         const size_t base = bs.in_use_bytes;
@@ -623,13 +658,13 @@ static saga_status train_batches(saga_net *net, saga_optim *opt, saga_sampler *s
         if (bs.held_peak_bytes > *held_peak) /* held since the reset: this batch's */
             *held_peak = bs.held_peak_bytes;
         SAGA_TRY(saga_optim_step(opt));
-        sum += l * (double)count;
+        sum += l * (double)smp->all_seeds; /* over shards l is the batch's, every rank's */
         edges += (double)smp->n_edges;
         rows += (double)smp->n_ids;
         r->sampled_edges += (double)smp->n_edges;
         saga_sample_free(&smp);
     }
-    *loss = sum / (double)nt;
+    *loss = sum / (double)all_train(d);
     r->batches = (int)nb;
     r->batch_edges = edges / (double)nb;
     r->batch_rows = rows / (double)nb;
@@ -799,7 +834,11 @@ saga_status gcn_train(gcn_result *out, saga_backend *be, const gcn_data *d, cons
         so.seed = o->seed;
         so.self_loops = no.self_loops;
         so.degrees = o->sample_degrees;
-        SAGA_TRY(saga_sampler_new(&sampler, d->graph, o->fanout, o->n_fanout, &so));
+        if (d->shard) /* over shards: each rank's own seeds, the others' rows asked of them */
+            SAGA_TRY(
+                saga_sampler_new_shard(&sampler, d->shard, o->comm, o->fanout, o->n_fanout, &so));
+        else
+            SAGA_TRY(saga_sampler_new(&sampler, d->graph, o->fanout, o->n_fanout, &so));
         SAGA_TRY(
             saga_alloc_array((void **)&order, (size_t)d->n_train, sizeof *order, "training order"));
         const double nnz_row = sparse ? (double)d->x_offsets[n] / (double)(n ? n : 1) : 0.0;
@@ -887,8 +926,8 @@ saga_status gcn_train(gcn_result *out, saga_backend *be, const gcn_data *d, cons
             /* Inference of the rows evaluated alone: no dropout, no tape; exact, or on samples */
             double te = saga_now();
             if (o->eval_sampled && sampler)
-                SAGA_TRY(
-                    eval_samples(net, sampler, eval_rows, n_eval, o->batch_size, epoch, C, logp));
+                SAGA_TRY(eval_samples(net, sampler, d->shard ? o->comm : NULL, eval_rows, n_eval,
+                                      o->batch_size, epoch, C, logp));
             else
                 SAGA_TRY(saga_net_forward_rows_queue(net, eval_rows, n_eval));
             e.eval_ms = (saga_now() - te) * 1e3;

@@ -156,6 +156,11 @@ gcn_opts gcn_opts_defaults(void);
  * learning rate 0.005, dropout 0.6 (features and attention); GIN 64 hidden units, learning rate
  * 0.005, weight decay 5e-3; GCN and GraphSAGE the defaults. */
 gcn_opts gcn_opts_model(gcn_model model);
+/* The options as data d takes them: over shards mini-batches are sampled on the training's path
+ * (prefetch 0: the sampling's exchanges keep to the training's thread) and cut by seed count
+ * (balance none: a batch's cost is measured on the whole graph, which no rank holds). True when
+ * that changed o. */
+bool gcn_opts_for_data(gcn_opts *o, const gcn_data *d);
 
 /* What one epoch reports (accuracies of the model after the epoch's update, in inference mode:
  * no dropout). */
@@ -201,6 +206,9 @@ typedef struct gcn_result {
     /* packing and sampling: its time (on the sampling thread with prefetch), the training's waits
      * for it (0 without prefetch: then it is all on the training's path), the edges sampled */
     double sample_seconds, sample_wait_seconds, sampled_edges;
+    /* over shards: the bytes this rank's training samples sent to the other ranks (the draws,
+     * degrees and feature rows they asked of it) and received from them */
+    double sample_sent_bytes, sample_recv_bytes;
 } gcn_result;
 
 /* Trains a GCN on d with backend be (not owned), calling on_epoch (may be NULL) after every

@@ -145,7 +145,32 @@ for ranks in 2 4; do
         fail "gcn over $ranks shards: losses differ from one process"
     [ "$(json_get "abs(j['test_accuracy'] - $one_acc) <= 0.002 + 1e-12")" = True ] ||
         fail "gcn over $ranks shards: accuracy $(json_get 'j["test_accuracy"]'), one process $one_acc"
+    # mini-batches over the same shards: each rank samples its own training vertices and asks
+    # the others for the draws, degrees and feature rows of theirs that its batches reach; one
+    # batch of whole neighbourhoods trains one process's full-graph losses within the bound
+    expect 0 mpi $ranks "$SAGA_BIN" gcn --data "$TMP/cora$ranks.shards" --epochs 30 \
+        --fanout -1,-1 --batch-size 100000 --log "$TMP/mb${ranks}d.log" --json
+    [ "$(json_get 'j["batches"] == 1 and j["batch_balance"] == "none" and j["prefetch"] == 0 and j["sample_comm_bytes"]["sent"] > 0 and j["sample_comm_bytes"]["received"] > 0')" = True ] ||
+        fail "gcn --fanout -1,-1 over $ranks shards: $(json_last)"
+    losses_close "$TMP/gcn1d.log" "$TMP/mb${ranks}d.log" ||
+        fail "gcn --fanout -1,-1 over $ranks shards: losses differ from one process's full graph"
 done
+# cut neighbourhoods over shards: the model learns, and the same command draws the same batches
+# again (the draws are keyed by vertex, batch and hop, wherever the vertex lives); a sampled
+# evaluation runs over them too
+for run in 1 2; do
+    expect 0 mpi 2 "$SAGA_BIN" gcn --data "$TMP/cora2.shards" --epochs 30 --fanout 5,5 \
+        --batch-size 32 --json --quiet
+    losses[$run]=$(json_get 'j["loss"]')
+done
+[ "$(json_get 'j["test_accuracy"] > 0.6 and j["batches"] == 5')" = True ] ||
+    fail "gcn --fanout 5,5 over 2 shards: $(json_last)"
+[ "${losses[1]}" = "${losses[2]}" ] ||
+    fail "gcn --fanout 5,5 over 2 shards: losses ${losses[1]} and ${losses[2]} of the same command"
+expect 0 mpi 2 "$SAGA_BIN" gcn --data "$TMP/cora2.shards" --epochs 5 --fanout 5,5 \
+    --batch-size 32 --eval sampled --json --quiet
+[ "$(json_get 'j["eval"] == "sampled" and 0 < j["test_accuracy"] <= 1')" = True ] ||
+    fail "gcn --eval sampled over 2 shards: $(json_last)"
 # the GAT and GraphSAGE example over the same shards: GraphSAGE with its dropout (drawn by
 # vertex), GAT without (its attention dropout is drawn by edge); the last loss within 1e-4 of one
 # process's (30 epochs of Adam on gradients summed in another order) and the same accuracies

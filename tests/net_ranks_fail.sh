@@ -3,7 +3,9 @@
 # waiting. Under 2 ranks, rank 1 fails its N-th allocation from the first training step of a GCN
 # on (test_net_ranks with SAGA_TEST_FAIL_ALLOC_AT=N), or from the forward pass after it
 # (SAGA_TEST_FAIL_FORWARD: the outputs gathered from every rank), in memory, streamed and over
-# shards (SAGA_TEST_FAIL_SHARDS: each rank on its shard, exchanging halo rows), for
+# shards (SAGA_TEST_FAIL_SHARDS: each rank on its shard, exchanging halo rows), or from the making
+# of a sampler over shards on, through a mini-batch's sample and its training pass
+# (SAGA_TEST_FAIL_SAMPLED: the draws, degrees and features asked of other ranks), for
 # N = 1 to FIRST and then every STRIDE-th (default 12 and 13; ctest: 17, under the sanitizers
 # 61), for the forward pass's fewer allocations every FWD_STRIDE-th (default 3), until N is past
 # the call's allocations. Each run must end within 60 s: with every rank reporting the failure
@@ -19,13 +21,14 @@ export SAGA_TEST_FAIL_DIR
 SAGA_TEST_FAIL_DIR=$(mktemp -d) # the shards' runs write theirs here
 trap 'rm -rf "$out" "$SAGA_TEST_FAIL_DIR"' EXIT
 failed=0
-IFS=: read -r -a modes <<<"${MODES:-in memory:streamed:in memory, forward:streamed, forward:shards:shards, forward}"
+IFS=: read -r -a modes <<<"${MODES:-in memory:streamed:in memory, forward:streamed, forward:shards:shards, forward:shards, sampled}"
 for mode in "${modes[@]}"; do
     runs=0 stopped=0 agreed=0 n=1
     while :; do
         case $mode in streamed*) export SAGA_TEST_FAIL_STREAMED=1 ;; *) unset SAGA_TEST_FAIL_STREAMED ;; esac
         case $mode in shards*) export SAGA_TEST_FAIL_SHARDS=1 ;; *) unset SAGA_TEST_FAIL_SHARDS ;; esac
         case $mode in *forward) export SAGA_TEST_FAIL_FORWARD=1 ;; *) unset SAGA_TEST_FAIL_FORWARD ;; esac
+        case $mode in *sampled) export SAGA_TEST_FAIL_SAMPLED=1 ;; *) unset SAGA_TEST_FAIL_SAMPLED ;; esac
         SAGA_TEST_FAIL_ALLOC_AT=$n timeout 60 "$mpiexec" -n 2 --oversubscribe "$prog" >"$out" 2>&1
         rc=$?
         [ $rc = 3 ] && break # the step ran: N is past its allocations

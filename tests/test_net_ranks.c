@@ -225,7 +225,8 @@ static saga_status shard_net_make(shard_net *s, const char *dir) {
     saga_status st = SAGA_OK;
     memset(s, 0, sizeof *s);
     data_load();
-    saga_shards_input in = {.graph = D.g};
+    saga_features f = {.n_rows = D.n, .n_cols = D.F, .dense = D.x};
+    saga_shards_input in = {.graph = D.g, .features = &f}; /* the sampler reads them */
     saga_shards_opts so = saga_shards_opts_defaults();
     so.shards = saga_comm_size(comm);
     if ((st = saga_shards_write(dir, &in, &so, NULL)) < 0 ||
@@ -258,6 +259,21 @@ static saga_status shard_net_make(shard_net *s, const char *dir) {
     }
     s->hx = saga_net_halo_of_shard(sh, comm);
     return st;
+}
+
+/* The seeds of batch b: the vertices v with (7 v + b) % 5 == 0, ascending. */
+static bool in_batch(int64_t v, int b) {
+    return (7 * v + b) % 5 == 0;
+}
+
+static const int32_t FAN[2] = {3, 2};
+
+static saga_sampler_opts sample_opts(void) {
+    saga_sampler_opts so = saga_sampler_opts_defaults();
+    so.seed = 9;
+    so.self_loops = SAGA_DGRAPH_SELF_LOOPS_ADD;
+    so.weight = SAGA_WEIGHT_SYMNORM;
+    return so;
 }
 
 /* SAGA_TEST_FAIL_ALLOC_AT=N (net_ranks_fail.sh): rank 1 alone fails its N-th allocation from the
@@ -319,7 +335,28 @@ static int step_failing_at(long at, bool streamed, bool shards) {
     }
     double loss = 0;
     saga_status st = SAGA_OK;
-    if (getenv("SAGA_TEST_FAIL_FORWARD")) {
+    if (shards && getenv("SAGA_TEST_FAIL_SAMPLED")) { /* a mini-batch over shards */
+        saga_set_allocator(NULL);
+        int32_t *seeds = malloc((size_t)sn.sh->n_own * sizeof *seeds + 4), k = 0;
+        for (int64_t l = 0; seeds && l < sn.sh->n_own; l++)
+            if (in_batch(sn.sh->vertex[l], 0))
+                seeds[k++] = (int32_t)l;
+        if (saga_comm_rank(comm) == 1) {
+            saga_allocator a = {failing_malloc, failing_realloc, failing_free, NULL};
+            saga_set_allocator(&a);
+        }
+        saga_sampler *s = NULL;
+        saga_sample *smp = NULL;
+        saga_sampler_opts so = sample_opts();
+        st = seeds ? saga_sampler_new_shard(&s, sn.sh, comm, FAN, 2, &so) : SAGA_ERR_OUT_OF_MEMORY;
+        if (st == SAGA_OK)
+            st = saga_sampler_sample(s, seeds, k, 0, &smp);
+        if (st == SAGA_OK)
+            st = saga_net_train_sample(net, smp, &loss);
+        saga_sample_free(&smp);
+        saga_sampler_free(&s);
+        free(seeds);
+    } else if (getenv("SAGA_TEST_FAIL_FORWARD")) {
         saga_set_allocator(NULL);
         st = saga_net_train_step(net, &loss);
         float *y = malloc((size_t)D.n * (size_t)D.C * sizeof *y);
@@ -618,9 +655,200 @@ static void test_net_ranks_pagerank_shards(void **state) {
     test_free(local);
 }
 
+/* ---- mini-batches over shards ---------------------------------------------------------------- */
+
+/* A rank's sample over shards of batch b against one process's sample of the union of every
+ * rank's seeds of b: each destination the rank's sample holds draws the same sources (by vertex,
+ * in the same order) in the same block, with the same values and degrees to the bit, and its
+ * input rows are the vertices' features. */
+static void check_sample(const saga_sample *part, const saga_sample *whole) {
+    int32_t *row = test_malloc((size_t)D.n * sizeof *row);
+    for (int32_t v = 0; v < D.n; v++)
+        row[v] = -1;
+    for (int32_t j = 0; j < whole->n_ids; j++)
+        row[whole->ids[j]] = j;
+    assert_int_equal(part->n_layers, whole->n_layers);
+    for (int32_t i = 0; i < part->n_ids; i++) {
+        assert_true(row[part->ids[i]] >= 0);
+        assert_memory_equal(part->x + (int64_t)i * D.F, D.x + (int64_t)part->ids[i] * D.F,
+                            (size_t)D.F * sizeof(float));
+    }
+    for (int32_t l = 0; l < part->n_layers; l++) {
+        const saga_sample_block *a = &part->blocks[l], *b = &whole->blocks[l];
+        for (int32_t i = 0; i < a->n_dst; i++) {
+            const int32_t j = row[part->ids[i]];
+            assert_true(j < b->n_dst);
+            const int64_t k = a->offsets[i + 1] - a->offsets[i];
+            assert_int_equal(k, b->offsets[j + 1] - b->offsets[j]);
+            assert_true(a->deg_in[i] == b->deg_in[j]);
+            for (int64_t e = 0; e < k; e++) {
+                const int64_t ea = a->offsets[i] + e, eb = b->offsets[j] + e;
+                assert_int_equal(part->ids[a->src[ea]], whole->ids[b->src[eb]]);
+                assert_true(a->values[ea] == b->values[eb]);
+                assert_true(a->deg_out[a->src[ea]] == b->deg_out[b->src[eb]]);
+            }
+        }
+    }
+    test_free(row);
+}
+
+/* The rank owning each vertex, as the last run over shards found (for the one process's run
+ * that leaves out rank 1's seeds of a batch). */
+static int32_t *OWNER;
+/* The dropout draws a context made in the last run alone [0] and over shards [1]. */
+static uint64_t DRAWS[2];
+
+/* Three SGD steps on batches 0, 1, 2 (in_batch) with fan-outs FAN: over shards (each rank its own
+ * seeds of each batch, sampled over the ranks) or by this process alone on the whole graph (the
+ * union of the seeds); r->out: the outputs after training on every vertex (over shards each
+ * rank's own rows, summed over the ranks). Over shards batch 0's samples are checked against one
+ * process's (check_sample). Batch `empty` has no seeds of rank 1 (-1: none). */
+static void run_sampled(run_out *r, const saga_program *prog, bool shards, bool dropout,
+                        int empty) {
+    data_load();
+    shard_net sn = {0};
+    if (shards)
+        assert_int_equal(shard_net_make(&sn, saga_test_tmp("sampled.shards")), SAGA_OK);
+    const saga_shard *sh = sn.sh;
+    if (shards) { /* who owns each vertex */
+        if (!OWNER)
+            OWNER = malloc((size_t)D.n * sizeof *OWNER); /* kept from test to test */
+        assert_non_null(OWNER);
+        for (int32_t v = 0; v < D.n; v++)
+            OWNER[v] = -1;
+        for (int64_t l = 0; l < sh->n_own; l++)
+            OWNER[sh->vertex[l]] = saga_comm_rank(comm);
+        assert_int_equal(
+            saga_comm_allreduce(comm, OWNER, (size_t)D.n, SAGA_I32, SAGA_COMM_MAX, NULL), SAGA_OK);
+    }
+    saga_backend *be = backend(0);
+    saga_ctx *c = NULL;
+    assert_int_equal(saga_ctx_new(&c, be, 3), SAGA_OK);
+    saga_model *m = NULL;
+    assert_int_equal(saga_model_new(&m, be), SAGA_OK);
+    layer l1, l2;
+    net_model_params(m, &D, H, &l1, &l2);
+    if (!dropout)
+        l1.dropout = l2.dropout = 0;
+    saga_optim *opt = NULL;
+    saga_optim_opts oo = saga_optim_opts_defaults(SAGA_OPTIM_SGD);
+    oo.lr = 0.5f;
+    assert_int_equal(saga_optim_new(&opt, m, &oo), SAGA_OK);
+    saga_net_opts no = saga_net_opts_defaults();
+    no.self_loops = SAGA_DGRAPH_SELF_LOOPS_ADD;
+    no.halo = shards ? &sn.hx : NULL;
+    saga_net *net = NULL;
+    assert_int_equal(saga_net_new(&net, c, shards ? sn.lg : D.g, &no), SAGA_OK);
+    net_model_stages(net, prog, &D, H, &l1, &l2);
+    loss_ctx lc = {shards ? sn.labels : D.labels, D.n}; /* a seed's share of the mean over n */
+    assert_int_equal(saga_net_set_loss(net, nll_rows, &lc), SAGA_OK);
+    assert_int_equal(saga_net_set_model(net, m), SAGA_OK);
+    assert_int_equal(saga_net_set_input(net, shards ? sn.x : D.x, D.F), SAGA_OK);
+
+    saga_sampler_opts so = sample_opts();
+    saga_sampler *s = NULL, *whole = NULL;
+    if (shards) {
+        assert_int_equal(saga_sampler_new_shard(&s, sh, comm, FAN, 2, &so), SAGA_OK);
+        assert_int_equal(saga_sampler_new(&whole, D.g, FAN, 2, &so), SAGA_OK);
+    } else {
+        assert_int_equal(saga_sampler_new(&s, D.g, FAN, 2, &so), SAGA_OK);
+    }
+    int32_t *seeds = test_malloc((size_t)D.n * sizeof *seeds), *all = NULL;
+    for (int b = 0; b < STEPS; b++) {
+        int32_t k = 0;
+        if (!shards) {
+            for (int32_t v = 0; v < D.n; v++)
+                if (in_batch(v, b) && !(b == empty && OWNER[v] == 1))
+                    seeds[k++] = v;
+        } else if (!(b == empty && saga_comm_rank(comm) == 1)) {
+            for (int32_t l = 0; l < (int32_t)sh->n_own; l++)
+                if (in_batch(sh->vertex[l], b))
+                    seeds[k++] = l;
+        }
+        saga_sample *smp = NULL;
+        if (saga_sampler_sample(s, seeds, k, (uint64_t)b, &smp) != SAGA_OK)
+            fail_msg("sample of batch %d: %s", b, saga_last_error());
+        assert_int_equal(smp->blocks[1].n_dst, k);
+        if (shards && b == 0) { /* one process's sample of the union of the ranks' seeds */
+            int32_t n_all = 0;
+            all = test_malloc((size_t)D.n * sizeof *all);
+            for (int32_t v = 0; v < D.n; v++)
+                if (in_batch(v, b))
+                    all[n_all++] = v;
+            saga_sample *one = NULL;
+            assert_int_equal(saga_sampler_sample(whole, all, n_all, (uint64_t)b, &one), SAGA_OK);
+            assert_int_equal(smp->all_seeds, n_all);
+            check_sample(smp, one);
+            saga_sample_free(&one);
+            test_free(all);
+        }
+        if (saga_net_train_sample(net, smp, &r->loss[b]) != SAGA_OK)
+            fail_msg("train on batch %d%s: %s", b, shards ? " over shards" : "", saga_last_error());
+        saga_sample_free(&smp);
+        assert_int_equal(saga_optim_step(opt), SAGA_OK);
+    }
+    DRAWS[shards] = saga_ctx_rng_counter(c);
+    r->out = test_calloc((size_t)D.n * (size_t)D.C, sizeof(float));
+    if (shards) {
+        float *y = test_malloc((size_t)sh->n_local * (size_t)D.C * sizeof *y + 4);
+        assert_int_equal(saga_net_forward(net, y), SAGA_OK);
+        for (int64_t l = 0; l < sh->n_own; l++)
+            memcpy(r->out + sh->orig_id[l] * D.C, y + l * D.C, (size_t)D.C * sizeof(float));
+        assert_int_equal(saga_comm_allreduce(comm, r->out, (size_t)D.n * (size_t)D.C, SAGA_F32,
+                                             SAGA_COMM_SUM, NULL),
+                         SAGA_OK);
+        test_free(y);
+    } else {
+        assert_int_equal(saga_net_forward(net, r->out), SAGA_OK);
+    }
+    test_free(seeds);
+    saga_sampler_free(&s);
+    saga_sampler_free(&whole);
+    saga_net_free(&net);
+    saga_optim_free(&opt);
+    saga_model_free(&m);
+    saga_ctx_free(&c);
+    saga_backend_free_all(&be);
+    if (shards)
+        shard_net_free(&sn);
+}
+
+/* Mini-batches over shards train what one process trains on the union of each batch's seeds:
+ * the same draws (check_sample), every step's loss and the outputs after three steps within
+ * net_run_bounds; with dropout on rows (its masks drawn by vertex, and a rank without seeds in
+ * a batch keeping its draws in step with the others). */
+static void test_net_ranks_sampled_shards(void **state) {
+    (void)state;
+    data_load();
+    const struct {
+        const saga_program *prog;
+        bool dropout;
+        int empty;
+        const char *what;
+    } runs[] = {{&GCN, false, -1, "GCN"},
+                {&GCN, true, 1, "GCN with dropout, rank 1 without seeds in batch 1"},
+                {&SAGE, true, -1, "GraphSAGE-like mean with dropout"}};
+    for (size_t k = 0; k < sizeof runs / sizeof runs[0]; k++) {
+        run_out one, all;
+        const int empty = saga_comm_size(comm) > 1 ? runs[k].empty : -1;
+        run_sampled(&all, runs[k].prog, true, runs[k].dropout, empty);
+        /* one process: the union, without rank 1's seeds in the batch it left empty */
+        run_sampled(&one, runs[k].prog, false, runs[k].dropout, empty);
+        net_assert_close_runs(&D, H, 0, one.loss, one.out, all.loss, all.out, runs[k].what);
+        assert_int_equal(DRAWS[0], DRAWS[1]); /* every rank's masks stay one process's */
+        if (saga_comm_rank(comm) == 0)
+            print_message("  sampled over shards, %s: losses %.9g %.9g %.9g\n", runs[k].what,
+                          all.loss[0], all.loss[1], all.loss[2]);
+        test_free(one.out);
+        test_free(all.out);
+    }
+}
+
 static int teardown(void **state) {
     (void)state;
     net_data_free(&D);
+    free(OWNER);
+    OWNER = NULL;
     return 0;
 }
 
@@ -650,6 +878,7 @@ int main(void) {
         cmocka_unit_test(test_net_ranks_shards_loss_rows),
         cmocka_unit_test(test_net_ranks_pagerank),
         cmocka_unit_test(test_net_ranks_pagerank_shards),
+        cmocka_unit_test(test_net_ranks_sampled_shards),
     };
     int failed = cmocka_run_group_tests(tests, NULL, teardown);
     int32_t any = failed;

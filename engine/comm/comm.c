@@ -578,6 +578,16 @@ void saga_comm_abort(saga_comm *c, int code) {
     exit(code); /* an abort slot returns only where it cannot stop the job */
 }
 
+saga_status saga_comm_stop_unless_agreed(saga_comm *c, saga_status st) {
+    if (st >= 0 || saga_comm_size(c) < 2 || saga_comm_failure_agreed(c))
+        return st;
+    saga_log(SAGA_LOG_ERROR,
+             "rank %d of %d: %s (the other ranks cannot be told: stopping every rank)",
+             saga_comm_rank(c), saga_comm_size(c), saga_last_error());
+    saga_comm_abort(c, 1);
+    return st;
+}
+
 /* c's bucket of at least bytes, device memory of be (NULL: host memory). */
 static saga_status bucket_of(saga_comm *c, saga_backend *be, size_t bytes, void **out) {
     if (c->bucket && c->bucket_be == be && c->bucket_bytes >= bytes) {

@@ -124,6 +124,11 @@ SAGA_API void saga_comm_abort(saga_comm *c, int code);
  * knows of it. A caller that fails otherwise, where other ranks may already wait in c's next
  * collective, stops them with saga_comm_abort. */
 SAGA_API bool saga_comm_failure_agreed(const saga_comm *c);
+/* For a failure (st < 0) where the other ranks may be waiting in a collective this rank left: a
+ * collective that failed here alone, or a failure after the last point all agreed on. Unless
+ * every rank knows of it (saga_comm_failure_agreed) or there is one rank, logs the message with
+ * the rank ("... stopping every rank") and stops every rank (saga_comm_abort). Returns st. */
+SAGA_API saga_status saga_comm_stop_unless_agreed(saga_comm *c, saga_status st);
 
 /* Sums every gradient of m over the ranks, in place, as one all-reduce of all of them side by
  * side in the model's order (a buffer the communicator keeps for the next call), then divides by

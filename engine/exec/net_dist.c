@@ -600,12 +600,5 @@ fail:
 }
 
 saga_status net_dist_failed(saga_net *n, saga_status st) {
-    saga_comm *c = n ? net_ranks_comm(n) : NULL;
-    if (st >= 0 || saga_comm_size(c) < 2 || saga_comm_failure_agreed(c))
-        return st;
-    saga_log(SAGA_LOG_ERROR,
-             "rank %d of %d: %s (the other ranks cannot be told: stopping every rank)",
-             saga_comm_rank(c), saga_comm_size(c), saga_last_error());
-    saga_comm_abort(c, 1);
-    return st;
+    return saga_comm_stop_unless_agreed(n ? net_ranks_comm(n) : NULL, st);
 }

@@ -273,8 +273,10 @@ struct saga_net {
      * (net_settle), begun at queued_t0; the last training pass's loss, and its figures (the timed
      * ones complete once it has ended) */
     bool queued;
-    /* saga_net_train_sample is in its loss: the library's losses take the mean over the batch */
+    /* saga_net_train_sample is in its loss: the library's losses take the mean over the batch,
+     * whose seeds over every rank are sample_seeds */
     bool sampling;
+    int64_t sample_seeds;
     int32_t *sample_pos; /* graph id -> the input's host row once plan.ids reorders it, or NULL */
     void *sample_stage;  /* a sample's input rows gathered for the copy (host-allocated, kept) */
     size_t sample_stage_bytes;

@@ -16,7 +16,8 @@ typedef struct ce_loss {
 
 /* A block's share of the mean: its listed rows gathered before the log-softmax (row by row, so
  * the same values as over the whole block), the others' gradients zero. On a sample
- * (saga_net_train_sample) the mean is over the batch's listed rows. */
+ * (saga_net_train_sample) the mean is over the batch's listed rows; over shards, where each rank
+ * sees its own seeds, over every rank's seeds, which must all be listed. */
 static saga_tensor *ce_rows(saga_ctx *c, const saga_vertex_in *v, const int32_t *ids, void *user) {
     ce_loss *L = user;
     int64_t k = 0;
@@ -25,12 +26,22 @@ static saga_tensor *ce_rows(saga_ctx *c, const saga_vertex_in *v, const int32_t 
             L->lab[k] = L->labels[ids[i]];
             L->rows[k++] = i;
         }
+    const bool shards = L->net->sampling && L->net->hx;
+    if (shards && k < v->count) {
+        saga_ctx_fail(c, saga_error(SAGA_ERR_INVALID_ARG,
+                                    "saga_net: over shards a sample's seeds must all be rows the "
+                                    "cross-entropy lists (%lld of %d are)",
+                                    (long long)k, (int)v->count));
+        return NULL;
+    }
     if (k == 0) /* no listed row here: a zero that keeps the block's rows on the tape */
         return saga_affine(c, saga_sum(c, v->self), 0.0f, 0.0f);
     saga_tensor *rows = saga_ctx_from_host(c, SAGA_I32, k, 1, L->rows);
     saga_tensor *lab = saga_ctx_from_host(c, SAGA_I32, k, 1, L->lab);
     saga_tensor *logp = saga_log_softmax(c, saga_gather_rows(c, v->self, rows));
-    const float share = L->net->sampling ? 1.0f : (float)k / (float)L->n_listed;
+    const float share = shards             ? (float)k / (float)L->net->sample_seeds
+                        : L->net->sampling ? 1.0f
+                                           : (float)k / (float)L->n_listed;
     return saga_affine(c, saga_nll_loss(c, logp, lab, NULL), share, 0.0f);
 }
 

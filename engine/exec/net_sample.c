@@ -12,6 +12,7 @@
 #include "nn_impl.h"
 #include "program_impl.h"
 
+#include <math.h>
 #include <string.h>
 
 /* The context's error, or an internal one when an op gave NULL without one. */
@@ -56,6 +57,21 @@ fail:
 
 /* The sample's input rows on the device: dense rows (*x) or a CSR (*xs, its tensors set),
  * gathered into the staging buffer and copied from there. */
+/* Where a sample's input rows come from: the net's input by row (one process), or the rows the
+ * sample carries (over shards, fetched from their owners: dense or a CSR). */
+typedef struct input_src {
+    const float *x; /* dense rows of F columns, by row r */
+    const int64_t *off;
+    const int32_t *idx;
+    const float *val;
+    const int32_t *row; /* the source row of sample row i, or NULL: row i */
+} input_src;
+
+/* The row of src that sample row i reads. */
+static inline int64_t src_row(const input_src *src, int32_t i) {
+    return src->row ? src->row[i] : i;
+}
+
 static saga_status sample_input(saga_net *n, const saga_sample *smp, saga_tensor **x,
                                 saga_sparse *xs) {
     saga_status st = SAGA_OK;
@@ -64,21 +80,51 @@ static saga_status sample_input(saga_net *n, const saga_sample *smp, saga_tensor
     const int64_t F = n->in_cols;
     void *buf = NULL;
     const int32_t *pos = NULL;
-    SAGA_TRY(input_pos(n, &pos));
+    input_src src = {0};
+    int32_t *rows_of = NULL;
+    if (smp->local) { /* the rows the sample carries */
+        src = (input_src){
+            .x = smp->x, .off = smp->x_offsets, .idx = smp->x_indices, .val = smp->x_values};
+    } else {
+        SAGA_TRY(input_pos(n, &pos));
+        if (pos) {
+            SAGA_TRY(saga_alloc_array((void **)&rows_of, (size_t)R + 1, sizeof *rows_of, "rows"));
+            for (int32_t i = 0; i < R; i++)
+                rows_of[i] = pos[smp->ids[i]];
+        }
+        src = (input_src){.x = n->sparse ? NULL : n->x,
+                          .off = n->xs_off,
+                          .idx = n->xs_idx,
+                          .val = n->xs_val,
+                          .row = rows_of ? rows_of : smp->ids};
+    }
     if (!n->sparse) {
         SAGA_TRY(stage_room(n, ((size_t)R * (size_t)F + 1) * sizeof(float), &buf));
         float *rows = buf;
         for (int32_t i = 0; i < R; i++) {
-            int32_t r = pos ? pos[smp->ids[i]] : smp->ids[i];
-            memcpy(rows + (int64_t)i * F, n->x + (int64_t)r * F, (size_t)F * sizeof(float));
+            const int64_t r = src_row(&src, i);
+            float *to = rows + (int64_t)i * F;
+            if (src.x) {
+                memcpy(to, src.x + r * F, (size_t)F * sizeof(float));
+            } else { /* a CSR row spread out */
+                memset(to, 0, (size_t)F * sizeof(float));
+                for (int64_t k = src.off[r]; k < src.off[r + 1]; k++)
+                    to[src.idx[k]] = src.val[k];
+            }
         }
         *x = saga_ctx_from_host(c, SAGA_F32, R, F, rows);
         SAGA_CHECK(*x, ctx_error(c), "saga_net: the sample's input rows: %s", saga_last_error());
-        return SAGA_OK;
+        goto fail;
     }
     int64_t nnz = 0;
-    for (int32_t i = 0; i < R; i++)
-        nnz += n->xs_off[smp->ids[i] + 1] - n->xs_off[smp->ids[i]];
+    for (int32_t i = 0; i < R; i++) {
+        const int64_t r = src_row(&src, i);
+        if (src.x) /* a dense row's non-zeros */
+            for (int64_t j = 0; j < F; j++)
+                nnz += src.x[r * F + j] != 0.0f;
+        else
+            nnz += src.off[r + 1] - src.off[r];
+    }
     SAGA_TRY(stage_room(n,
                         ((size_t)R + 1) * sizeof(int64_t) +
                             ((size_t)nnz + 1) * (sizeof(int32_t) + sizeof(float)),
@@ -88,10 +134,19 @@ static saga_status sample_input(saga_net *n, const saga_sample *smp, saga_tensor
     float *val = (float *)(idx + nnz + 1);
     off[0] = 0;
     for (int32_t i = 0; i < R; i++) {
-        const int64_t a = n->xs_off[smp->ids[i]], k = n->xs_off[smp->ids[i] + 1] - a;
-        memcpy(idx + off[i], n->xs_idx + a, (size_t)k * sizeof *idx);
-        memcpy(val + off[i], n->xs_val + a, (size_t)k * sizeof *val);
-        off[i + 1] = off[i] + k;
+        const int64_t r = src_row(&src, i);
+        int64_t k = off[i];
+        if (src.x) {
+            for (int64_t j = 0; j < F; j++)
+                if (src.x[r * F + j] != 0.0f)
+                    idx[k] = (int32_t)j, val[k++] = src.x[r * F + j];
+        } else {
+            const int64_t a = src.off[r], m = src.off[r + 1] - a;
+            memcpy(idx + k, src.idx + a, (size_t)m * sizeof *idx);
+            memcpy(val + k, src.val + a, (size_t)m * sizeof *val);
+            k += m;
+        }
+        off[i + 1] = k;
     }
     xs->rows = R;
     xs->cols = F;
@@ -102,6 +157,7 @@ static saga_status sample_input(saga_net *n, const saga_sample *smp, saga_tensor
     SAGA_CHECK(xs->offsets && xs->indices && xs->values, ctx_error(c),
                "saga_net: the sample's input rows: %s", saga_last_error());
 fail:
+    saga_free(rows_of);
     return st;
 }
 
@@ -112,8 +168,18 @@ static saga_status sample_check(const saga_net *n, const saga_sample *smp, bool 
     SAGA_CHECK(smp->n_layers >= 1 && smp->n_layers <= 64 && smp->blocks && smp->ids,
                SAGA_ERR_INVALID_ARG, "%s: a sample of %d layers (expected 1..64)", who,
                (int)smp->n_layers);
-    SAGA_CHECK(!n->dist && !n->hx, SAGA_ERR_UNSUPPORTED,
-               "%s: a net over several ranks does not train on samples yet", who);
+    SAGA_CHECK(!n->dist, SAGA_ERR_UNSUPPORTED,
+               "%s: a net over ranks trains on samples over shards (saga_net_halo, "
+               "saga_sampler_new_shard)",
+               who);
+    SAGA_CHECK(!n->hx == !smp->local, SAGA_ERR_INVALID_ARG,
+               n->hx ? "%s: a net over shards takes samples over shards (saga_sampler_new_shard)"
+                     : "%s: a sample over shards needs a net over shards (saga_net_opts.halo)",
+               who);
+    SAGA_CHECK(!train || !n->hx || n->model, SAGA_ERR_INVALID_ARG,
+               "%s: over several ranks the model's gradients are summed over them: give the net "
+               "its model (saga_net_set_model)",
+               who);
     SAGA_CHECK(n->n_stages > 0 && (n->x || n->sparse), SAGA_ERR_INVALID_ARG,
                "%s: the net needs stages and input rows (saga_net_set_input) first", who);
     SAGA_CHECK(!train || n->loss, SAGA_ERR_INVALID_ARG, "%s: no loss function (saga_net_set_loss)",
@@ -126,9 +192,20 @@ static saga_status sample_check(const saga_net *n, const saga_sample *smp, bool 
     SAGA_CHECK(programs == smp->n_layers, SAGA_ERR_INVALID_ARG,
                "%s: the net has %d program stages, the sample %d layers", who, programs,
                (int)smp->n_layers);
-    SAGA_CHECK(smp->n_ids >= 1 && smp->blocks[0].n_src == smp->n_ids, SAGA_ERR_INVALID_ARG,
-               "%s: the sample's rows do not match its first block", who);
-    for (int32_t i = 0; i < smp->n_ids; i++)
+    SAGA_CHECK((smp->n_ids >= 1 || smp->local) && smp->blocks[0].n_src == smp->n_ids,
+               SAGA_ERR_INVALID_ARG, "%s: the sample's rows do not match its first block", who);
+    if (smp->local) { /* over shards: the seeds are own rows; the input rows come with it */
+        const int32_t seeds = smp->blocks[smp->n_layers - 1].n_dst;
+        for (int32_t i = 0; i < seeds; i++)
+            SAGA_CHECK(smp->local[i] >= 0 && smp->local[i] < n->hx->n_own, SAGA_ERR_INVALID_ARG,
+                       "%s: the sample's seed %d is not an own row of the shard", who, (int)i);
+        SAGA_CHECK(smp->n_ids == 0 || (smp->x_cols == n->in_cols && (smp->x || smp->x_offsets)),
+                   SAGA_ERR_INVALID_ARG,
+                   "%s: the sample carries %lld input columns, the net takes %lld (a shard with "
+                   "its features)",
+                   who, (long long)smp->x_cols, (long long)n->in_cols);
+    }
+    for (int32_t i = 0; !smp->local && i < smp->n_ids; i++)
         SAGA_CHECK(smp->ids[i] >= 0 && smp->ids[i] < n->n, SAGA_ERR_INVALID_ARG,
                    "%s: the sample's row %d is vertex %d, outside the net's graph (0..%d)", who,
                    (int)i, (int)smp->ids[i], (int)n->n - 1);
@@ -206,19 +283,31 @@ fail:
 static saga_status sample_pass(saga_net *n, const saga_sample *smp, bool train, double *loss,
                                float *out, const char *who) {
     saga_status st = SAGA_OK;
-    SAGA_TRY(sample_check(n, smp, train, who));
-    SAGA_TRY(net_settle(n, false)); /* a queued training pass ends first */
+    st = sample_check(n, smp, train, who);
+    if (st == SAGA_OK)
+        st = net_settle(n, false); /* a queued training pass ends first */
+    if (st < 0) {
+        if (n && n->hx && train) /* the other ranks learn of it where they sum */
+            (void)saga_comm_agree(n->hx->comm, st);
+        return st;
+    }
     saga_ctx *c = n->c;
     saga_dgraph *dg[64] = {NULL};
     saga_ctx_train(c, train);
     saga_tape_pos mark = saga_tape_mark(c);
     saga_tensor *y = NULL;
-    st = sample_forward(n, smp, dg, who, &y);
-    if (st == SAGA_OK && train) {
-        const int32_t seeds = smp->blocks[smp->n_layers - 1].n_dst;
+    const int32_t seeds = smp->blocks[smp->n_layers - 1].n_dst;
+    double lv = 0; /* over shards a rank without seeds in the batch only takes part in the sums */
+    const uint64_t draws0 = saga_ctx_rng_counter(c);
+    if (seeds > 0)
+        st = sample_forward(n, smp, dg, who, &y);
+    if (st == SAGA_OK && train && seeds > 0) {
         saga_vertex_in v = {.first = 0, .count = seeds, .self = y};
-        n->sampling = true; /* the library's losses take the mean over this batch's rows */
-        saga_tensor *l = n->loss(c, &v, smp->ids, n->loss_user);
+        /* the library's losses take the mean over this batch's rows (over shards, this rank's
+         * share of the mean over every rank's seeds) */
+        n->sampling = true;
+        n->sample_seeds = smp->all_seeds;
+        saga_tensor *l = n->loss(c, &v, smp->local ? smp->local : smp->ids, n->loss_user);
         n->sampling = false;
         if (!l)
             st = saga_ctx_status(c) < 0
@@ -230,11 +319,30 @@ static saga_status sample_pass(saga_net *n, const saga_sample *smp, bool train, 
                             who, (long long)l->rows, (long long)l->cols);
         if (st == SAGA_OK)
             st = saga_tape_backward_range(c, mark, l, NULL);
-        if (st == SAGA_OK && loss)
-            *loss = saga_item(l);
-    } else if (st == SAGA_OK && out) {
+        if (st == SAGA_OK)
+            lv = saga_item(l);
+    } else if (st == SAGA_OK && out && seeds > 0) {
         st = saga_tensor_to_host(y, out);
     }
+    if (n->hx && train) { /* the loss and the gradients summed over the ranks, once all got here */
+        st = saga_comm_agree(n->hx->comm, st);
+        /* with the loss, the dropout draws a pass made where it had seeds: a rank without them
+         * counts as many, so that every rank's next masks are one process's */
+        double sums[3] = {lv, seeds > 0 ? (double)(saga_ctx_rng_counter(c) - draws0) : 0.0,
+                          seeds > 0 ? 1.0 : 0.0};
+        if (st == SAGA_OK) /* from here a failure on one rank alone stops every rank */
+            st = saga_comm_stop_unless_agreed(
+                n->hx->comm,
+                saga_comm_allreduce(n->hx->comm, sums, 3, SAGA_F64, SAGA_COMM_SUM, NULL));
+        lv = sums[0];
+        if (st == SAGA_OK && seeds == 0 && sums[2] > 0)
+            saga_ctx_set_rng_counter(c, draws0 + (uint64_t)llround(sums[1] / sums[2]));
+        if (st == SAGA_OK)
+            st = saga_comm_stop_unless_agreed(
+                n->hx->comm, saga_comm_allreduce_grads(n->hx->dcomm, n->model, 1.0));
+    }
+    if (st == SAGA_OK && train && loss)
+        *loss = lv;
     /* a failed pass leaves nothing behind: the net takes the next sample afresh */
     if (st < 0)
         saga_tape_release_failed(c, mark);
@@ -245,7 +353,6 @@ static saga_status sample_pass(saga_net *n, const saga_sample *smp, bool train, 
     /* the context keeps released buffers by exact size, and each sample's shapes are its own:
      * kept, they would pile up batch after batch (the backend keeps freed blocks, bounded) */
     saga_ctx_trim(c);
-fail:
     return st;
 }
 

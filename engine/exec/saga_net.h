@@ -255,14 +255,23 @@ SAGA_API saga_status saga_net_set_input_auto(saga_net *n, const float *x, int64_
  * and d loss / d parameter is added to each parameter's gradient (saga_optim_step applies it);
  * *loss gets the loss (loss may be NULL). A program stage over a block divides SYMNORM by the
  * degrees the sampler chose (saga_sampler_opts.degrees) and a mean by the sampled in-edges.
- * In memory, on one rank; a pass waits for the device once. A pass that fails leaves the net
- * ready for the next sample, but the gradients may hold part of its backward pass: zero them
- * (saga_model_zero_grad) before training on. Errors: SAGA_ERR_INVALID_ARG when
- * the net's program stages are not as many as the sample's layers or a row is outside the
- * graph; SAGA_ERR_UNSUPPORTED over several ranks; the stages' own. */
+ * In memory; a pass waits for the device once. Over shards (a net made with saga_net_opts.halo,
+ * samples of saga_sampler_new_shard) each rank passes its sample of the batch, whose input rows
+ * the sample carries; the loss function returns the rank's share of the batch's loss, as in a
+ * pass over ranks (the library's cross-entropy: its seeds' share of the mean over every rank's
+ * seeds, smp->all_seeds, every seed a listed row), and after the backward pass the loss and the
+ * model's gradients (saga_net_set_model, required) are summed over the ranks, so that every rank
+ * holds what one process training on the union of the batch's seeds holds; a rank whose sample
+ * has no seed takes part in the sums only. A pass that fails leaves the net ready for the next
+ * sample, but the gradients may hold part of its backward pass: zero them (saga_model_zero_grad)
+ * before training on. Errors: SAGA_ERR_INVALID_ARG when the net's program stages are not as many as
+ * the sample's layers, a row is outside the graph, or a sample over shards meets a net that is not
+ * (or the other way round); SAGA_ERR_UNSUPPORTED over ranks without shards (saga_net_opts.comm);
+ * the stages' own. Over shards a failure on any rank fails every rank's training pass. */
 SAGA_API saga_status saga_net_train_sample(saga_net *n, const saga_sample *smp, double *loss);
 /* Inference over a sample (the context out of training mode): the last stage's output of the
- * seeds into out (n_seeds x its width, row i for the sample's seed i). */
+ * seeds into out (n_seeds x its width, row i for the sample's seed i). Over shards each rank's
+ * own seeds, with no communication. */
 SAGA_API saga_status saga_net_forward_sample(saga_net *n, const saga_sample *smp, float *out);
 
 /* Inference (the context is put out of training mode): the last stage's output into out (n x

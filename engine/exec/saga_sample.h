@@ -84,9 +84,23 @@ typedef struct saga_sample {
     saga_sample_block *blocks;
     int32_t n_ids;
     /* n_ids graph ids of the rows: the seeds in the order given, then each hop's new sources in
-     * the order they first appear in its edges */
+     * the order they first appear in its edges (over shards: the vertices of the whole graph,
+     * saga_shard.vertex, which one process's sample lists) */
     int32_t *ids;
     int64_t n_edges; /* over every block */
+    /* The batch's seeds over every rank: n_seeds on one process; over shards the sum of the
+     * ranks' (a rank's share of the batch's mean loss is its seeds over this). */
+    int64_t all_seeds;
+    /* Over shards (saga_sampler_new_shard), else NULL: */
+    int32_t *local; /* n_ids: the row's own local id in the rank's shard, or -1 for another's */
+    /* the rows' input features fetched from their owners when the shard has them: x_cols columns,
+     * dense (x: n_ids x x_cols) or a CSR (x_offsets: n_ids + 1, x_indices, x_values) as the
+     * shard holds them */
+    int64_t x_cols;
+    float *x;
+    int64_t *x_offsets;
+    int32_t *x_indices;
+    float *x_values;
 } saga_sample;
 
 typedef struct saga_sampler saga_sampler;
@@ -101,10 +115,26 @@ SAGA_API saga_status saga_sampler_new(saga_sampler **out, const saga_graph *g,
                                       const saga_sampler_opts *o);
 SAGA_API void saga_sampler_free(saga_sampler **s);
 
+struct saga_shard;
+struct saga_comm;
+/* A sampler over shards (saga_shards.h): rank r of comm samples from its shard s (s->rank == r;
+ * s must outlive the sampler), its seeds its own rows. A destination another rank owns is drawn
+ * by that rank, with the draw one process makes for its vertex (the same key, the same
+ * candidates in the graph's order), and every row's degrees and input features come from its
+ * owner: a sample over shards holds the rows, edges, values and degrees one process's sample of
+ * the same seeds holds (the rows reached from several ranks' seeds once on each). Host memory per
+ * rank: the shard, plus each sample. Collective: every rank makes it, and every rank samples each
+ * batch (saga_sampler_sample, its own seeds, none allowed) in the same order. Errors:
+ * saga_sampler_new's, SAGA_ERR_INVALID_ARG for a shard of another rank or communicator size. */
+SAGA_API saga_status saga_sampler_new_shard(saga_sampler **out, const struct saga_shard *s,
+                                            struct saga_comm *comm, const int32_t *fanouts,
+                                            int32_t n_layers, const saga_sampler_opts *o);
+
 /* The sample of the batch whose seeds are seeds[0 .. n_seeds - 1] (distinct graph ids) and whose
  * index is batch (it keys the draws: a vertex is sampled anew in each batch and hop). The caller
  * owns *out (saga_sample_free). SAGA_ERR_INVALID_ARG for no seed, a seed outside 0..n-1 or given
- * twice. */
+ * twice. Over shards the seeds are own rows (local ids 0 .. n_own - 1), none is allowed, and the
+ * call is collective (a failure on any rank fails every rank's call, with its message). */
 SAGA_API saga_status saga_sampler_sample(saga_sampler *s, const int32_t *seeds, int64_t n_seeds,
                                          uint64_t batch, saga_sample **out);
 /* Frees *b and sets it to NULL; accepts NULL. */

@@ -7,28 +7,11 @@
  * sorted, so a row's sources keep the graph's order. Then one pass in edge order gives each new
  * source the next row, which makes the numbering, and the whole sample, independent of the thread
  * count. */
-#include "saga_sample.h"
+#include "sample_impl.h"
 
-#include <math.h>
 #include <omp.h>
-#include <stdlib.h>
-#include <string.h>
 
-enum { MAX_LAYERS = 64, MAX_FANOUT = 1 << 24 };
-
-struct saga_sampler {
-    const saga_graph *g;
-    saga_csr in, out;
-    int32_t n_layers;
-    int32_t fanouts[MAX_LAYERS];
-    saga_sampler_opts o;
-    int32_t *loc;    /* n: the vertex's row in the sample being built, or -1 */
-    int32_t *loops;  /* n self-loops in each vertex's in-row (self_loops ADD), or NULL */
-    int64_t set_cap; /* a thread's hash set of picks: a power of two >= 2 x the largest fan-out */
-    int64_t per_thread;
-    int n_threads;
-    int64_t *scratch; /* n_threads x per_thread: the set, then the picks */
-};
+enum { MAX_LAYERS = SAMPLE_MAX_LAYERS, MAX_FANOUT = SAMPLE_MAX_FANOUT };
 
 saga_sampler_opts saga_sampler_opts_defaults(void) {
     return (saga_sampler_opts){.seed = 1,
@@ -37,81 +20,33 @@ saga_sampler_opts saga_sampler_opts_defaults(void) {
                                .degrees = SAGA_SAMPLE_DEGREES_FULL};
 }
 
-/* ---- random streams ------------------------------------------------------------------------ */
-
-static inline uint64_t mix64(uint64_t z) {
-    z += 0x9e3779b97f4a7c15ull;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-/* splitmix64: the next draw of stream *s */
-static inline uint64_t next64(uint64_t *s) {
-    *s += 0x9e3779b97f4a7c15ull;
-    uint64_t z = *s;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-/* Uniform in 0 .. n - 1 (n >= 1), without bias: Lemire's multiply-shift with rejection. */
-static inline uint64_t below(uint64_t *s, uint64_t n) {
-    unsigned __int128 m = (unsigned __int128)next64(s) * n;
-    uint64_t low = (uint64_t)m;
-    if (low < n) {
-        uint64_t t = (0 - n) % n;
-        while (low < t) {
-            m = (unsigned __int128)next64(s) * n;
-            low = (uint64_t)m;
-        }
-    }
-    return (uint64_t)(m >> 64);
-}
-
 /* ---- the sampler ----------------------------------------------------------------------------- */
 
-saga_status saga_sampler_new(saga_sampler **out, const saga_graph *g, const int32_t *fanouts,
-                             int32_t n_layers, const saga_sampler_opts *o) {
+/* A sampler's fields every kind shares, from fanouts and o (checked): the layers, fan-outs,
+ * options and the draws' scratch. */
+static saga_status sampler_make(saga_sampler **out, const int32_t *fanouts, int32_t n_layers,
+                                const saga_sampler_opts *o, const char *who) {
     saga_status st = SAGA_OK;
     saga_sampler *s = NULL;
-    SAGA_CHECK(out && g && fanouts, SAGA_ERR_INVALID_ARG,
-               "saga_sampler_new: out, graph and fan-outs must be given");
-    *out = NULL;
     SAGA_CHECK(n_layers >= 1 && n_layers <= MAX_LAYERS, SAGA_ERR_INVALID_ARG,
-               "saga_sampler_new: %d layers, expected 1..%d", (int)n_layers, MAX_LAYERS);
+               "%s: %d layers, expected 1..%d", who, (int)n_layers, MAX_LAYERS);
     saga_sampler_opts opts = o ? *o : saga_sampler_opts_defaults();
     SAGA_CHECK((unsigned)opts.self_loops < SAGA_DGRAPH_SELF_LOOPS_COUNT &&
                    (unsigned)opts.weight < SAGA_WEIGHT_COUNT &&
                    (unsigned)opts.degrees < SAGA_SAMPLE_DEGREES_COUNT && opts.threads >= 0 &&
                    opts.threads <= 4096,
-               SAGA_ERR_INVALID_ARG, "saga_sampler_new: options out of range");
+               SAGA_ERR_INVALID_ARG, "%s: options out of range", who);
     int32_t widest = 0;
     for (int32_t h = 0; h < n_layers; h++) {
         SAGA_CHECK(fanouts[h] == -1 || (fanouts[h] >= 1 && fanouts[h] <= MAX_FANOUT),
-                   SAGA_ERR_INVALID_ARG,
-                   "saga_sampler_new: fan-out %d of hop %d: expected -1 (all) or 1..%d",
-                   (int)fanouts[h], (int)h + 1, MAX_FANOUT);
+                   SAGA_ERR_INVALID_ARG, "%s: fan-out %d of hop %d: expected -1 (all) or 1..%d",
+                   who, (int)fanouts[h], (int)h + 1, MAX_FANOUT);
         widest = fanouts[h] > widest ? fanouts[h] : widest;
     }
     SAGA_TRY(saga_alloc_zeroed((void **)&s, 1, sizeof *s, "sampler"));
-    s->g = g;
-    s->in = saga_graph_in(g);
-    s->out = saga_graph_out(g);
     s->n_layers = n_layers;
     memcpy(s->fanouts, fanouts, (size_t)n_layers * sizeof *fanouts);
     s->o = opts;
-    const int32_t n = s->in.n_rows;
-    SAGA_TRY(saga_alloc_array((void **)&s->loc, (size_t)n + 1, sizeof *s->loc, "sample rows"));
-    for (int32_t v = 0; v < n; v++)
-        s->loc[v] = -1;
-    if (opts.self_loops == SAGA_DGRAPH_SELF_LOOPS_ADD) {
-        SAGA_TRY(
-            saga_alloc_zeroed((void **)&s->loops, (size_t)n + 1, sizeof *s->loops, "self-loops"));
-        for (int32_t v = 0; v < n; v++)
-            for (int64_t k = s->in.offsets[v]; k < s->in.offsets[v + 1]; k++)
-                s->loops[v] += s->in.indices[k] == v;
-    }
     if (widest > 0) {
         s->set_cap = 1;
         while (s->set_cap < 2 * (int64_t)widest)
@@ -124,170 +59,161 @@ saga_status saga_sampler_new(saga_sampler **out, const saga_graph *g, const int3
     *out = s;
     return SAGA_OK;
 fail:
-    saga_sampler_free(&s);
+    sampler_release(s);
+    return st;
+}
+
+/* The self-loops of each row of s->in, whose row i is vertex vertex(i) (ADD only). */
+static saga_status count_loops(saga_sampler *s, const int32_t *vertex) {
+    saga_status st = SAGA_OK;
+    const int32_t n = s->in.n_rows;
+    if (s->o.self_loops != SAGA_DGRAPH_SELF_LOOPS_ADD)
+        return SAGA_OK;
+    SAGA_TRY(saga_alloc_zeroed((void **)&s->loops, (size_t)n + 1, sizeof *s->loops, "self-loops"));
+    for (int32_t i = 0; i < n; i++) {
+        const int32_t v = vertex ? vertex[i] : i;
+        for (int64_t k = s->in.offsets[i]; k < s->in.offsets[i + 1]; k++)
+            s->loops[i] += s->in.indices[k] == v;
+    }
+fail:
+    return st;
+}
+
+saga_status saga_sampler_new(saga_sampler **out, const saga_graph *g, const int32_t *fanouts,
+                             int32_t n_layers, const saga_sampler_opts *o) {
+    saga_status st = SAGA_OK;
+    saga_sampler *s = NULL;
+    SAGA_CHECK(out && g && fanouts, SAGA_ERR_INVALID_ARG,
+               "saga_sampler_new: out, graph and fan-outs must be given");
+    *out = NULL;
+    SAGA_TRY(sampler_make(&s, fanouts, n_layers, o, "saga_sampler_new"));
+    s->g = g;
+    s->in = saga_graph_in(g);
+    s->out = saga_graph_out(g);
+    const int32_t n = s->in.n_rows;
+    SAGA_TRY(saga_alloc_array((void **)&s->loc, (size_t)n + 1, sizeof *s->loc, "sample rows"));
+    for (int32_t v = 0; v < n; v++)
+        s->loc[v] = -1;
+    SAGA_TRY(count_loops(s, NULL));
+    *out = s;
+    return SAGA_OK;
+fail:
+    sampler_release(s);
+    return st;
+}
+
+saga_status saga_sampler_new_shard(saga_sampler **out, const saga_shard *sh, saga_comm *comm,
+                                   const int32_t *fanouts, int32_t n_layers,
+                                   const saga_sampler_opts *o) {
+    saga_status st = SAGA_OK;
+    saga_sampler *s = NULL;
+    SAGA_CHECK(out && sh && comm && fanouts, SAGA_ERR_INVALID_ARG,
+               "saga_sampler_new_shard: out, shard, communicator and fan-outs must be given");
+    *out = NULL;
+    /* from here every rank reaches the agreement below, whatever fails on it */
+    const int p = saga_comm_size(comm);
+    if (sh->rank != saga_comm_rank(comm) || sh->n_shards != p)
+        st = saga_error(SAGA_ERR_INVALID_ARG,
+                        "saga_sampler_new_shard: shard %d of %d on rank %d of %d", (int)sh->rank,
+                        (int)sh->n_shards, saga_comm_rank(comm), p);
+    else if (sh->n_vertices >= INT32_MAX)
+        st = saga_error(SAGA_ERR_UNSUPPORTED,
+                        "saga_sampler_new_shard: %lld vertices: sampling takes graphs below 2^31",
+                        (long long)sh->n_vertices);
+    if (st == SAGA_OK)
+        st = sampler_make(&s, fanouts, n_layers, o, "saga_sampler_new_shard");
+    /* the own rows' in-edges with their sources as vertices: the graph's rows, in its order */
+    if (st == SAGA_OK) {
+        s->sh = sh;
+        s->comm = comm;
+        st = saga_alloc_array((void **)&s->in_vertex, (size_t)sh->nnz + 1, sizeof *s->in_vertex,
+                              "sources of the shard's rows");
+    }
+    if (st == SAGA_OK) {
+        for (int64_t e = 0; e < sh->nnz; e++)
+            s->in_vertex[e] = sh->vertex[sh->in_indices[e]];
+        s->in = (saga_csr){.n_rows = (int32_t)sh->n_own,
+                           .nnz = sh->nnz,
+                           .offsets = sh->in_offsets,
+                           .indices = s->in_vertex,
+                           .weights = sh->in_weights};
+        st = count_loops(s, sh->vertex);
+    }
+    if (st == SAGA_OK) /* own rows by global id */
+        st = saga_alloc_array((void **)&s->own_local, (size_t)sh->n_own + 1, sizeof *s->own_local,
+                              "own rows");
+    for (int64_t l = 0; st == SAGA_OK && l < sh->n_own; l++) {
+        const int64_t i = sh->global_id[l] - sh->row0;
+        if (i < 0 || i >= sh->n_own)
+            st = saga_error(SAGA_ERR_INVALID_ARG,
+                            "saga_sampler_new_shard: own row %lld has global id %lld, outside the "
+                            "shard's %lld..%lld",
+                            (long long)l, (long long)sh->global_id[l], (long long)sh->row0,
+                            (long long)(sh->row0 + sh->n_own - 1));
+        else
+            s->own_local[i] = (int32_t)l;
+    }
+    if (st == SAGA_OK) /* every rank's row range */
+        st = saga_alloc_zeroed((void **)&s->row0, (size_t)p + 1, sizeof *s->row0, "rows of ranks");
+    st = saga_comm_agree(comm, st);
+    if (st == SAGA_OK) {
+        s->row0[sh->rank + 1] = sh->n_own;
+        st = saga_comm_stop_unless_agreed(
+            comm, saga_comm_allreduce(comm, s->row0 + 1, (size_t)p, SAGA_I64, SAGA_COMM_SUM, NULL));
+    }
+    SAGA_TRY(st);
+    for (int q = 0; q < p; q++)
+        s->row0[q + 1] += s->row0[q];
+    if (s->row0[sh->rank] != sh->row0 || s->row0[p] != sh->n_vertices)
+        st = saga_error(SAGA_ERR_INVALID_ARG,
+                        "saga_sampler_new_shard: the ranks' shards do not cover one graph (rank "
+                        "%d's rows begin at %lld, its shard's at %lld)",
+                        (int)sh->rank, (long long)s->row0[sh->rank], (long long)sh->row0);
+    SAGA_TRY(saga_comm_agree(comm, st));
+    *out = s;
+    return SAGA_OK;
+fail:
+    sampler_release(s);
     return st;
 }
 
 void saga_sampler_free(saga_sampler **s) {
     if (!s || !*s)
         return;
-    saga_free((*s)->loc);
-    saga_free((*s)->loops);
-    saga_free((*s)->scratch);
-    saga_free(*s);
+    sampler_release(*s);
     *s = NULL;
 }
 
 void saga_sample_free(saga_sample **b) {
     if (!b || !*b)
         return;
-    if ((*b)->blocks)
-        for (int32_t l = 0; l < (*b)->n_layers; l++) {
-            saga_free((*b)->blocks[l].offsets);
-            saga_free((*b)->blocks[l].src);
-            saga_free((*b)->blocks[l].values);
-            saga_free((*b)->blocks[l].weights);
-            saga_free((*b)->blocks[l].deg_in);
-            saga_free((*b)->blocks[l].deg_out);
-        }
-    saga_free((*b)->blocks);
-    saga_free((*b)->ids);
-    saga_free(*b);
+    sample_release(*b);
     *b = NULL;
 }
 
 /* ---- one hop --------------------------------------------------------------------------------- */
 
-/* Adds t to the set (cap a power of two; keys stored + 1, 0 is empty); false when it was there. */
-static bool set_add(int64_t *set, int64_t cap, int64_t t) {
-    for (uint64_t i = mix64((uint64_t)t) & (uint64_t)(cap - 1);;
-         i = (i + 1) & (uint64_t)(cap - 1)) {
-        if (set[i] == t + 1)
-            return false;
-        if (set[i] == 0) {
-            set[i] = t + 1;
-            return true;
-        }
-    }
-}
-
-static int cmp_i64(const void *a, const void *b) {
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
-}
-
-/* k distinct positions of 0 .. d - 1 (k < d), each k-subset equally likely (Floyd's algorithm),
- * into pick in ascending order. */
-static void choose(uint64_t *rs, int64_t d, int64_t k, int64_t *set, int64_t cap, int64_t *pick) {
-    memset(set, 0, (size_t)cap * sizeof *set);
-    for (int64_t j = d - k, c = 0; j < d; j++, c++) {
-        int64_t t = (int64_t)below(rs, (uint64_t)j + 1);
-        if (!set_add(set, cap, t)) {
-            set_add(set, cap, j);
-            t = j;
-        }
-        pick[c] = t;
-    }
-    if (k <= 32) {
-        for (int64_t i = 1; i < k; i++) {
-            int64_t x = pick[i], j = i;
-            for (; j > 0 && pick[j - 1] > x; j--)
-                pick[j] = pick[j - 1];
-            pick[j] = x;
-        }
-    } else {
-        qsort(pick, (size_t)k, sizeof *pick, cmp_i64);
-    }
-}
-
-/* The edges destination v keeps at hop h, its self-loop (ADD) counted. */
-static int64_t row_edges(const saga_sampler *s, int32_t v, int32_t fanout) {
-    const bool add = s->loops != NULL;
-    int64_t d = s->in.offsets[v + 1] - s->in.offsets[v] - (add ? s->loops[v] : 0);
-    return (fanout < 0 || fanout >= d ? d : fanout) + (add ? 1 : 0);
-}
-
-/* One destination's draw at a hop: its row's first edge, where its self-loops begin and how
- * many (ADD), how many it keeps, and which (pick, ascending positions among the candidates;
- * NULL when it keeps them all). */
-typedef struct row_draw {
-    int64_t r0, lo, nl, k;
-    const int64_t *pick;
-} row_draw;
-
-static void draw_row(const saga_sampler *s, int32_t v, int32_t hop, uint64_t batch, int64_t *scr,
-                     row_draw *dr) {
-    const saga_csr *in = &s->in;
-    const int64_t r0 = in->offsets[v], d_all = in->offsets[v + 1] - r0;
-    const int64_t nl = s->loops ? s->loops[v] : 0, d = d_all - nl;
-    int64_t lo = d_all; /* where the row's self-loops begin (ADD; sorted row) */
-    if (nl) {
-        int64_t a = 0, b = d_all;
-        while (a < b) {
-            int64_t m = a + (b - a) / 2;
-            if (in->indices[r0 + m] < v)
-                a = m + 1;
-            else
-                b = m;
-        }
-        lo = a;
-    }
-    const int32_t fan = s->fanouts[hop];
-    *dr = (row_draw){.r0 = r0, .lo = lo, .nl = nl, .k = fan < 0 || fan >= d ? d : fan};
-    if (dr->k < d) {
-        int64_t *pick = scr + s->set_cap;
-        uint64_t rs = mix64(mix64(mix64(s->o.seed) ^ batch) ^
-                            ((uint64_t)(uint32_t)hop << 32 | (uint64_t)(uint32_t)v));
-        choose(&rs, d, dr->k, scr, s->set_cap, pick);
-        dr->pick = pick;
-    }
-}
-
-/* The position in the graph's in-CSR of the i-th source a draw keeps. */
-static inline int64_t drawn_at(const row_draw *dr, int64_t i) {
-    int64_t p = dr->pick ? dr->pick[i] : i;
-    return dr->r0 + (p < dr->lo ? p : p + dr->nl); /* past the self-loops */
-}
-
 /* Destination v's edges at hop h into gsrc (graph ids) and, with GRAPH weights, w. */
 static void fill_row(const saga_sampler *s, int32_t v, int32_t hop, uint64_t batch, int64_t *scr,
                      int32_t *gsrc, float *w) {
-    const saga_csr *in = &s->in;
-    row_draw dr;
-    draw_row(s, v, hop, batch, scr, &dr);
-    const float loop_w = dr.nl && in->weights ? in->weights[dr.r0 + dr.lo] : 1.0f;
-    bool placed = s->loops == NULL;
-    int64_t e = 0;
-    for (int64_t i = 0; i < dr.k; i++) {
-        const int64_t p = drawn_at(&dr, i);
-        int32_t u = in->indices[p];
-        if (!placed && u > v) {
-            gsrc[e] = v;
-            if (w)
-                w[e] = loop_w;
-            e++;
-            placed = true;
-        }
-        gsrc[e] = u;
-        if (w)
-            w[e] = in->weights ? in->weights[p] : 1.0f;
-        e++;
-    }
-    if (!placed) {
-        gsrc[e] = v;
-        if (w)
-            w[e] = loop_w;
-    }
+#define FILL_EDGE(e, p, wt)                                                                        \
+    do {                                                                                           \
+        gsrc[e] = (p) < 0 ? v : s->in.indices[p];                                                  \
+        if (w)                                                                                     \
+            w[e] = (wt);                                                                           \
+    } while (0)
+    SAMPLE_ROW_EDGES(s, v, v, hop, batch, scr, FILL_EDGE);
+#undef FILL_EDGE
 }
 
 /* The whole graph's degrees as a full-graph net places it (saga_place_in_csr). */
 static double full_in(const saga_sampler *s, int32_t v) {
-    int64_t d = s->in.offsets[v + 1] - s->in.offsets[v];
-    return (double)(s->loops ? d - s->loops[v] + 1 : d);
+    return sample_full_degree(s, s->in.offsets[v + 1] - s->in.offsets[v],
+                              s->loops ? s->loops[v] : 0);
 }
 static double full_out(const saga_sampler *s, int32_t u) {
-    int64_t d = s->out.offsets[u + 1] - s->out.offsets[u];
-    return (double)(s->loops ? d - s->loops[u] + 1 : d);
+    return sample_full_degree(s, s->out.offsets[u + 1] - s->out.offsets[u],
+                              s->loops ? s->loops[u] : 0);
 }
 
 /* Hop h: the block of the destinations smp->ids[0 .. n_ids - 1], its new sources appended to
@@ -304,7 +230,7 @@ static saga_status hop(saga_sampler *s, saga_sample *smp, int32_t h, uint64_t ba
                               "sample block offsets"));
     b->offsets[0] = 0;
     for (int32_t i = 0; i < nd; i++)
-        b->offsets[i + 1] = b->offsets[i] + row_edges(s, smp->ids[i], fan);
+        b->offsets[i + 1] = b->offsets[i] + sample_row_edges(s, smp->ids[i], fan);
     const int64_t m = b->offsets[nd];
     b->n_edges = m;
     SAGA_TRY(saga_alloc_array((void **)&gsrc, (size_t)m + 1, sizeof *gsrc, "sampled sources"));
@@ -360,12 +286,7 @@ static saga_status hop(saga_sampler *s, saga_sample *smp, int32_t h, uint64_t ba
         for (int64_t e = 0; e < m; e++)
             b->deg_out[b->src[e]] += 1.0;
     }
-    for (int32_t i = 0; i < nd && b->values; i++)
-        for (int64_t e = b->offsets[i]; e < b->offsets[i + 1]; e++)
-            b->values[e] = s->o.weight == SAGA_WEIGHT_SYMNORM
-                               ? (float)(1.0 / sqrt(b->deg_in[i] * b->deg_out[b->src[e]]))
-                           : weighted ? b->weights[e]
-                                      : 1.0f;
+    sample_block_values(s, b);
 fail:
     saga_free(gsrc);
     return st;
@@ -375,9 +296,20 @@ saga_status saga_sampler_sample(saga_sampler *s, const int32_t *seeds, int64_t n
                                 uint64_t batch, saga_sample **out) {
     saga_status st = SAGA_OK;
     saga_sample *smp = NULL;
-    SAGA_CHECK(s && seeds && out, SAGA_ERR_INVALID_ARG,
+    SAGA_CHECK(s && (seeds || (s->sh && n_seeds == 0)) && out, SAGA_ERR_INVALID_ARG,
                "saga_sampler_sample: sampler, seeds and out must be given");
     *out = NULL;
+    if (s->sh) { /* over shards: collective */
+        st = saga_alloc_zeroed((void **)&smp, 1, sizeof *smp, "sample");
+        if (st == SAGA_OK)
+            st = sample_shard(s, seeds, n_seeds, batch, smp);
+        else /* the others learn of it where sample_shard agrees first */
+            st = saga_comm_agree(s->comm, st);
+        if (st < 0)
+            goto fail;
+        *out = smp;
+        return SAGA_OK;
+    }
     const int32_t n = s->in.n_rows;
     SAGA_CHECK(n_seeds >= 1 && n_seeds <= n, SAGA_ERR_INVALID_ARG,
                "saga_sampler_sample: %lld seeds for a graph of %d vertices", (long long)n_seeds,
@@ -403,9 +335,10 @@ saga_status saga_sampler_sample(saga_sampler *s, const int32_t *seeds, int64_t n
         SAGA_TRY(hop(s, smp, h, batch, &cap));
         smp->n_edges += smp->blocks[s->n_layers - 1 - h].n_edges;
     }
+    smp->all_seeds = n_seeds;
 fail:
     /* the rows' marks are cleared for the next sample */
-    for (int32_t i = 0; smp && i < smp->n_ids; i++)
+    for (int32_t i = 0; smp && s->loc && i < smp->n_ids; i++)
         s->loc[smp->ids[i]] = -1;
     if (st == SAGA_OK)
         *out = smp;
@@ -423,6 +356,8 @@ saga_status saga_sampler_cost(const saga_sampler *s, double per_edge, double per
     SAGA_CHECK(s && cost && per_edge >= 0 && per_row >= 0 && per_edge + per_row > 0,
                SAGA_ERR_INVALID_ARG,
                "saga_sampler_cost: sampler and output must be given, the weights >= 0, not both 0");
+    SAGA_CHECK(!s->sh, SAGA_ERR_UNSUPPORTED,
+               "saga_sampler_cost: a sampler over shards has no whole graph to cost seeds in");
     const int32_t n = s->in.n_rows;
     const bool add = s->loops != NULL;
     SAGA_TRY(saga_alloc_array((void **)&e_next, (size_t)n + 1, sizeof *e_next, "seed costs"));
@@ -492,14 +427,14 @@ static void pack_raise(saga_sampler *s, pack_run *r, int32_t v, int d) {
     const int hi = old < s->n_layers ? old : s->n_layers;
     for (int h = d; h < hi; h++) {
         row_draw dr;
-        draw_row(s, v, h, r->batch, s->scratch, &dr);
+        sample_draw_row(s, v, v, h, r->batch, s->scratch, &dr);
         r->edges += (double)dr.k + (s->loops ? 1.0 : 0.0);
         if (dr.pick) { /* the next draws reuse the scratch */
             memcpy(r->picks + (int64_t)h * r->widest, dr.pick, (size_t)dr.k * sizeof *dr.pick);
             dr.pick = r->picks + (int64_t)h * r->widest;
         }
         for (int64_t i = 0; i < dr.k; i++)
-            pack_raise(s, r, s->in.indices[drawn_at(&dr, i)], h + 1);
+            pack_raise(s, r, s->in.indices[sample_drawn_at(&dr, i)], h + 1);
     }
 }
 
@@ -518,6 +453,8 @@ saga_status saga_sampler_pack(saga_sampler *s, const int32_t *seeds, int64_t n_s
     pack_run r = {0};
     SAGA_CHECK(s && seeds && first, SAGA_ERR_INVALID_ARG,
                "saga_sampler_pack: sampler, seeds and output must be given");
+    SAGA_CHECK(!s->sh, SAGA_ERR_UNSUPPORTED,
+               "saga_sampler_pack: a sampler over shards has no whole graph to measure batches in");
     SAGA_CHECK(n_batches >= 1 && n_batches <= n_seeds, SAGA_ERR_INVALID_ARG,
                "saga_sampler_pack: %lld batches of %lld seeds", (long long)n_batches,
                (long long)n_seeds);

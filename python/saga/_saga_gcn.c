@@ -332,6 +332,7 @@ PyObject *saga_py_gcn(PyObject *m, PyObject *args, PyObject *kw) {
         goto out;
     }
 
+    (void)gcn_opts_for_data(&go, &d); /* over shards: batches on the training's path */
     char devname[64] = "";
     Py_BEGIN_ALLOW_THREADS;
     st = saga_py_backend_open(&be, device, device_mem);
