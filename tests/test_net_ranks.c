@@ -58,6 +58,36 @@ typedef struct run_out {
 /* When >= 0, run_model's layers drop with this probability instead of the model's 0.3. */
 static float DROPOUT = -1;
 
+/* The two-layer model of width H (net_model_params) on a fresh backend of the device under test
+ * (budget: 0 none), trained by SGD at lr 0.5; dropout < 0 keeps the model's, else replaces it. */
+typedef struct trainer {
+    saga_backend *be;
+    saga_ctx *c;
+    saga_model *m;
+    saga_optim *opt;
+    layer l1, l2;
+} trainer;
+
+static void trainer_open(trainer *t, size_t budget, float dropout) {
+    memset(t, 0, sizeof *t);
+    t->be = backend(budget);
+    assert_int_equal(saga_ctx_new(&t->c, t->be, 3), SAGA_OK);
+    assert_int_equal(saga_model_new(&t->m, t->be), SAGA_OK);
+    net_model_params(t->m, &D, H, &t->l1, &t->l2);
+    if (dropout >= 0)
+        t->l1.dropout = t->l2.dropout = dropout;
+    saga_optim_opts oo = saga_optim_opts_defaults(SAGA_OPTIM_SGD);
+    oo.lr = 0.5f;
+    assert_int_equal(saga_optim_new(&t->opt, t->m, &oo), SAGA_OK);
+}
+
+static void trainer_close(trainer *t) {
+    saga_optim_free(&t->opt);
+    saga_model_free(&t->m);
+    saga_ctx_free(&t->c);
+    saga_backend_free_all(&t->be);
+}
+
 /* When set, run_model gives the net every LOSS_EVERY-th vertex as its loss rows
  * (saga_net_set_loss_rows) and the loss counts in unlisted the rows it sees outside them. */
 static int32_t LOSS_EVERY;
@@ -73,19 +103,11 @@ static saga_tensor *nll_listed(saga_ctx *c, const saga_vertex_in *v, const int32
 static void run_model(run_out *r, const saga_program *prog, saga_comm *cm, size_t budget,
                       saga_exec exec, saga_partition_method pm) {
     data_load();
-    saga_backend *be = backend(budget);
-    saga_ctx *c = NULL;
-    assert_int_equal(saga_ctx_new(&c, be, 3), SAGA_OK);
-    saga_model *m = NULL;
-    assert_int_equal(saga_model_new(&m, be), SAGA_OK);
-    layer l1, l2;
-    net_model_params(m, &D, H, &l1, &l2);
-    if (DROPOUT >= 0)
-        l1.dropout = l2.dropout = DROPOUT;
-    saga_optim *opt = NULL;
-    saga_optim_opts oo = saga_optim_opts_defaults(SAGA_OPTIM_SGD);
-    oo.lr = 0.5f;
-    assert_int_equal(saga_optim_new(&opt, m, &oo), SAGA_OK);
+    trainer t;
+    trainer_open(&t, budget, DROPOUT);
+    saga_ctx *c = t.c;
+    saga_model *m = t.m;
+    saga_optim *opt = t.opt;
     saga_net_opts no = saga_net_opts_defaults();
     no.exec = exec;
     no.partition = pm;
@@ -93,7 +115,7 @@ static void run_model(run_out *r, const saga_program *prog, saga_comm *cm, size_
     no.comm = cm;
     saga_net *net = NULL;
     assert_int_equal(saga_net_new(&net, c, D.g, &no), SAGA_OK);
-    net_model_stages(net, prog, &D, H, &l1, &l2);
+    net_model_stages(net, prog, &D, H, &t.l1, &t.l2);
     loss_ctx lc = {D.labels, D.n};
     assert_int_equal(saga_net_set_loss(net, LOSS_EVERY ? nll_listed : nll_rows, &lc), SAGA_OK);
     if (LOSS_EVERY) {
@@ -122,10 +144,7 @@ static void run_model(run_out *r, const saga_program *prog, saga_comm *cm, size_
                       100 * r->st.comm_hidden);
     assert_true(r->st.comm_hidden >= 0 && r->st.comm_hidden <= 1);
     saga_net_free(&net);
-    saga_optim_free(&opt);
-    saga_model_free(&m);
-    saga_ctx_free(&c);
-    saga_backend_free_all(&be);
+    trainer_close(&t);
 }
 
 /* The run over the ranks adds in other orders than the one alone (its parts' sums, the weight
@@ -421,25 +440,17 @@ static void run_shards(run_out *r, const saga_program *prog, bool dropout) {
     int32_t *labels = sn.labels;
     saga_net_halo hx = sn.hx;
 
-    saga_backend *be = backend(0);
-    saga_ctx *c = NULL;
-    assert_int_equal(saga_ctx_new(&c, be, 3), SAGA_OK);
-    saga_model *m = NULL;
-    assert_int_equal(saga_model_new(&m, be), SAGA_OK);
-    layer l1, l2;
-    net_model_params(m, &D, H, &l1, &l2);
-    if (!dropout)
-        l1.dropout = l2.dropout = 0;
-    saga_optim *opt = NULL;
-    saga_optim_opts oo = saga_optim_opts_defaults(SAGA_OPTIM_SGD);
-    oo.lr = 0.5f;
-    assert_int_equal(saga_optim_new(&opt, m, &oo), SAGA_OK);
+    trainer t;
+    trainer_open(&t, 0, dropout ? -1 : 0);
+    saga_ctx *c = t.c;
+    saga_model *m = t.m;
+    saga_optim *opt = t.opt;
     saga_net_opts no = saga_net_opts_defaults();
     no.self_loops = SAGA_DGRAPH_SELF_LOOPS_ADD;
     no.halo = &hx;
     saga_net *net = NULL;
     assert_int_equal(saga_net_new(&net, c, lg, &no), SAGA_OK);
-    net_model_stages(net, prog, &D, H, &l1, &l2);
+    net_model_stages(net, prog, &D, H, &t.l1, &t.l2);
     loss_ctx lc = {labels, D.n}; /* the local rows' labels; the mean over the whole graph's */
     assert_int_equal(saga_net_set_loss(net, nll_rows, &lc), SAGA_OK);
     if (LOSS_EVERY) { /* the own rows of the vertices one process's loss sees */
@@ -498,10 +509,7 @@ done:
     if (y)
         test_free(y);
     saga_net_free(&net);
-    saga_optim_free(&opt);
-    saga_model_free(&m);
-    saga_ctx_free(&c);
-    saga_backend_free_all(&be);
+    trainer_close(&t);
     shard_net_free(&sn);
 }
 
@@ -721,25 +729,17 @@ static void run_sampled(run_out *r, const saga_program *prog, bool shards, bool 
         assert_int_equal(
             saga_comm_allreduce(comm, OWNER, (size_t)D.n, SAGA_I32, SAGA_COMM_MAX, NULL), SAGA_OK);
     }
-    saga_backend *be = backend(0);
-    saga_ctx *c = NULL;
-    assert_int_equal(saga_ctx_new(&c, be, 3), SAGA_OK);
-    saga_model *m = NULL;
-    assert_int_equal(saga_model_new(&m, be), SAGA_OK);
-    layer l1, l2;
-    net_model_params(m, &D, H, &l1, &l2);
-    if (!dropout)
-        l1.dropout = l2.dropout = 0;
-    saga_optim *opt = NULL;
-    saga_optim_opts oo = saga_optim_opts_defaults(SAGA_OPTIM_SGD);
-    oo.lr = 0.5f;
-    assert_int_equal(saga_optim_new(&opt, m, &oo), SAGA_OK);
+    trainer t;
+    trainer_open(&t, 0, dropout ? -1 : 0);
+    saga_ctx *c = t.c;
+    saga_model *m = t.m;
+    saga_optim *opt = t.opt;
     saga_net_opts no = saga_net_opts_defaults();
     no.self_loops = SAGA_DGRAPH_SELF_LOOPS_ADD;
     no.halo = shards ? &sn.hx : NULL;
     saga_net *net = NULL;
     assert_int_equal(saga_net_new(&net, c, shards ? sn.lg : D.g, &no), SAGA_OK);
-    net_model_stages(net, prog, &D, H, &l1, &l2);
+    net_model_stages(net, prog, &D, H, &t.l1, &t.l2);
     loss_ctx lc = {shards ? sn.labels : D.labels, D.n}; /* a seed's share of the mean over n */
     assert_int_equal(saga_net_set_loss(net, nll_rows, &lc), SAGA_OK);
     assert_int_equal(saga_net_set_model(net, m), SAGA_OK);
@@ -805,10 +805,7 @@ static void run_sampled(run_out *r, const saga_program *prog, bool shards, bool 
     saga_sampler_free(&s);
     saga_sampler_free(&whole);
     saga_net_free(&net);
-    saga_optim_free(&opt);
-    saga_model_free(&m);
-    saga_ctx_free(&c);
-    saga_backend_free_all(&be);
+    trainer_close(&t);
     if (shards)
         shard_net_free(&sn);
 }
