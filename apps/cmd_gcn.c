@@ -136,8 +136,8 @@ static const cli_opt gcn_cli_opts[] = {
      "follow --seed, the epoch and the batch, the same on any thread count. Over shards each "
      "rank samples its own training vertices (a batch holds every rank's share of it) and asks "
      "the owners of the rows its batch reaches for their draws and features: one process's "
-     "draws; the batches are then cut by seed count and sampled on the training's path. Without "
-     "it: full-graph training."},
+     "draws; the batches are then sampled on the training's path and balanced by the expected "
+     "cost of their seeds. Without it: full-graph training."},
     {"batch-size", 0, "N", "512", "Mini-batch training: training vertices per batch."},
     {"sample-degrees", 0, "D", "full",
      "Mini-batch training: the degrees GCN's normalisation divides by on a sampled batch: full "
@@ -147,8 +147,9 @@ static const cli_opt gcn_cli_opts[] = {
      "--batch-size: memory (the device bytes of each batch's sampled rows and edges at the "
      "model's widths), edges, rows, or none (equal seed counts; a batch of hubs then peaks far "
      "above one of leaves). Each batch is measured as it is packed (its draws do not depend on "
-     "the other vertices), so a balanced batch holds what its peak needs, not a guess; the "
-     "summary reports the smallest and largest batch peak."},
+     "the other vertices), so a balanced batch holds what its peak needs, not a guess (over "
+     "shards, where another rank draws its rows, by the seeds' expected costs); the summary "
+     "reports the smallest and largest batch peak."},
     {"prefetch", 0, "N", "2",
      "Mini-batch training: a thread of its own packs and samples batches, up to N ahead of the "
      "training (the same batches: a batch's draws depend on its index alone); 0 samples each "
@@ -614,8 +615,7 @@ static int gcn_main(int argc, char **argv) {
                 (long long)d.n_train, (long long)d.n_val, (long long)d.n_test, t_load);
 
     if (gcn_opts_for_data(&go, &d))
-        cli_say(&c, "batches   over shards: sampled on the training's path, cut by seed count "
-                    "(--prefetch 0, --batch-balance none)\n");
+        cli_say(&c, "batches   over shards: sampled on the training's path (--prefetch 0)\n");
 
     double dense_nz = 0; /* dense features: the share of non-zero entries */
     int64_t input_nnz = d.features ? 0 : d.x_nnz;
@@ -770,8 +770,9 @@ static int gcn_main(int argc, char **argv) {
                                   : "dense rows",
                 cli_bytes(b1, sizeof b1, (int64_t)ns.input_bytes));
     }
-    if (c.ranks > 1)
-        cli_say_rank_stats(&c, &rs, " in the last epoch");
+    if (c.ranks > 1) /* on mini-batches the rows the samples asked for are on the sampling line */
+        cli_say_rank_stats(&c, &rs,
+                           go.n_fanout ? " by full-graph training passes" : " in the last epoch");
     cli_say(&c, "selected  epoch %d by validation accuracy %.4f: test accuracy %.4f\n",
             r.best_epoch, r.best_val_acc, r.test_at_best_val);
     cli_say(&c, "test accuracy %.4f (final model, %lld test vertices)\n", r.test_acc,

@@ -345,10 +345,9 @@ static saga_status check_opts(const gcn_data *d, const gcn_opts *o) {
     SAGA_CHECK(!o->n_fanout || !ranks, SAGA_ERR_INVALID_ARG,
                "GCN: mini-batches over several ranks need the graph cut into shards (saga "
                "partition --shards)");
-    SAGA_CHECK(!o->n_fanout || !d->shard || (o->prefetch == 0 && o->balance == GCN_BALANCE_NONE),
-               SAGA_ERR_INVALID_ARG,
-               "GCN: over shards mini-batches are sampled on the training's path and cut by seed "
-               "count (gcn_opts_for_data)");
+    SAGA_CHECK(!o->n_fanout || !d->shard || o->prefetch == 0, SAGA_ERR_INVALID_ARG,
+               "GCN: over shards mini-batches are sampled on the training's path "
+               "(gcn_opts_for_data)");
     SAGA_CHECK(d->graph && (d->features || d->x_offsets) && d->labels &&
                    (d->shard ? d->all_train : d->n_train) > 0 && d->n_classes >= 1,
                SAGA_ERR_INVALID_ARG, "GCN: the data set has no training vertices");
@@ -380,10 +379,9 @@ static void balance_weights(const gcn_opts *o, int64_t F, int32_t C, double nnz_
 }
 
 bool gcn_opts_for_data(gcn_opts *o, const gcn_data *d) {
-    if (!o->n_fanout || !d->shard || (o->prefetch == 0 && o->balance == GCN_BALANCE_NONE))
+    if (!o->n_fanout || !d->shard || o->prefetch == 0)
         return false;
     o->prefetch = 0;
-    o->balance = GCN_BALANCE_NONE;
     return true;
 }
 

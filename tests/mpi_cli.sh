@@ -150,7 +150,7 @@ for ranks in 2 4; do
     # batch of whole neighbourhoods trains one process's full-graph losses within the bound
     expect 0 mpi $ranks "$SAGA_BIN" gcn --data "$TMP/cora$ranks.shards" --epochs 30 \
         --fanout -1,-1 --batch-size 100000 --log "$TMP/mb${ranks}d.log" --json
-    [ "$(json_get 'j["batches"] == 1 and j["batch_balance"] == "none" and j["prefetch"] == 0 and j["sample_comm_bytes"]["sent"] > 0 and j["sample_comm_bytes"]["received"] > 0')" = True ] ||
+    [ "$(json_get 'j["batches"] == 1 and j["batch_balance"] == "memory" and j["prefetch"] == 0 and j["sample_comm_bytes"]["sent"] > 0 and j["sample_comm_bytes"]["received"] > 0')" = True ] ||
         fail "gcn --fanout -1,-1 over $ranks shards: $(json_last)"
     losses_close "$TMP/gcn1d.log" "$TMP/mb${ranks}d.log" ||
         fail "gcn --fanout -1,-1 over $ranks shards: losses differ from one process's full graph"
@@ -167,6 +167,16 @@ done
     fail "gcn --fanout 5,5 over 2 shards: $(json_last)"
 [ "${losses[1]}" = "${losses[2]}" ] ||
     fail "gcn --fanout 5,5 over 2 shards: losses ${losses[1]} and ${losses[2]} of the same command"
+# batches balanced by their seeds' expected costs (the draws are the owners'): rank 0's batches
+# peak closer together than with equal seed counts
+spread() { json_get 'j["batch_peak_max"] / j["batch_peak_min"]'; }
+expect 0 mpi 2 "$SAGA_BIN" gcn --data "$TMP/cora2.shards" --epochs 1 --model sage --fanout 10,10 \
+    --batch-size 16 --batch-balance none --json --quiet
+equal=$(spread)
+expect 0 mpi 2 "$SAGA_BIN" gcn --data "$TMP/cora2.shards" --epochs 1 --model sage --fanout 10,10 \
+    --batch-size 16 --json --quiet
+[ "$(python3 -c "print($(spread) < $equal)")" = True ] ||
+    fail "gcn over 2 shards: balanced batches peak $(spread)x apart, equal seed counts ${equal}x"
 expect 0 mpi 2 "$SAGA_BIN" gcn --data "$TMP/cora2.shards" --epochs 5 --fanout 5,5 \
     --batch-size 32 --eval sampled --json --quiet
 [ "$(json_get 'j["eval"] == "sampled" and 0 < j["test_accuracy"] <= 1')" = True ] ||

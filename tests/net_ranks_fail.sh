@@ -4,8 +4,9 @@
 # on (test_net_ranks with SAGA_TEST_FAIL_ALLOC_AT=N), or from the forward pass after it
 # (SAGA_TEST_FAIL_FORWARD: the outputs gathered from every rank), in memory, streamed and over
 # shards (SAGA_TEST_FAIL_SHARDS: each rank on its shard, exchanging halo rows), or from the making
-# of a sampler over shards on, through a mini-batch's sample and its training pass
-# (SAGA_TEST_FAIL_SAMPLED: the draws, degrees and features asked of other ranks), for
+# of a sampler over shards on, through the packing of its seeds, a mini-batch's sample and its
+# training pass (SAGA_TEST_FAIL_SAMPLED: costs, draws, degrees and features asked of other
+# ranks), for
 # N = 1 to FIRST and then every STRIDE-th (default 12 and 13; ctest: 17, under the sanitizers
 # 61), for the forward pass's fewer allocations every FWD_STRIDE-th (default 3), until N is past
 # the call's allocations. Each run must end within 60 s: with every rank reporting the failure

@@ -367,7 +367,10 @@ static int step_failing_at(long at, bool streamed, bool shards) {
         saga_sampler *s = NULL;
         saga_sample *smp = NULL;
         saga_sampler_opts so = sample_opts();
+        int64_t first[3];
         st = seeds ? saga_sampler_new_shard(&s, sn.sh, comm, FAN, 2, &so) : SAGA_ERR_OUT_OF_MEMORY;
+        if (st == SAGA_OK) /* the seeds' expected costs, each hop's halo from its owners */
+            st = saga_sampler_pack(s, seeds, k, 2, 0, 28, 100, first);
         if (st == SAGA_OK)
             st = saga_sampler_sample(s, seeds, k, 0, &smp);
         if (st == SAGA_OK)
@@ -841,6 +844,65 @@ static void test_net_ranks_sampled_shards(void **state) {
     }
 }
 
+/* Over shards the expected costs of seeds (saga_sampler_cost, each hop reading the halo's from
+ * their owners) are one process's for the same vertices, to the bit (the same sums in the same
+ * order); the packer cuts a rank's own seeds into runs whose expected costs stay within one seed's
+ * cost of their share of what is left, with empty runs where a rank has fewer seeds than runs. */
+static void test_net_ranks_sampled_costs(void **state) {
+    (void)state;
+    data_load();
+    shard_net sn;
+    assert_int_equal(shard_net_make(&sn, saga_test_tmp("costs.shards")), SAGA_OK);
+    const saga_shard *sh = sn.sh;
+    const int32_t own = (int32_t)sh->n_own;
+    saga_sampler_opts so = sample_opts();
+    double *all = test_malloc((size_t)D.n * sizeof *all);
+    double *mine = test_malloc(((size_t)own + 1) * sizeof *mine);
+    int32_t *seeds = test_malloc(((size_t)own + 1) * sizeof *seeds);
+    for (int32_t l = 0; l < own; l++)
+        seeds[l] = l;
+    const int32_t fans[2][2] = {{3, 2}, {-1, -1}};
+    for (int k = 0; k < 2; k++) {
+        saga_sampler *whole = NULL, *s = NULL;
+        assert_int_equal(saga_sampler_new(&whole, D.g, fans[k], 2, &so), SAGA_OK);
+        assert_int_equal(saga_sampler_new_shard(&s, sh, comm, fans[k], 2, &so), SAGA_OK);
+        assert_int_equal(saga_sampler_cost(whole, 28, 100, all), SAGA_OK);
+        assert_int_equal(saga_sampler_cost(s, 28, 100, mine), SAGA_OK);
+        double most = 0;
+        for (int32_t l = 0; l < own; l++) {
+            assert_true(mine[l] == all[sh->vertex[l]]);
+            most = mine[l] > most ? mine[l] : most;
+        }
+        /* 7 runs, and more runs than the rank has seeds */
+        const int64_t runs[2] = {7, own + 5};
+        for (int j = 0; j < 2; j++) {
+            const int64_t nb = runs[j];
+            int64_t *first = test_malloc(((size_t)nb + 1) * sizeof *first);
+            assert_int_equal(saga_sampler_pack(s, seeds, own, nb, 0, 28, 100, first), SAGA_OK);
+            assert_true(first[0] == 0 && first[nb] == own);
+            double left = 0;
+            for (int32_t l = 0; l < own; l++)
+                left += mine[l];
+            for (int64_t b = 0; b < nb; b++) {
+                assert_true(first[b + 1] >= first[b]);
+                const double target = left / (double)(nb - b);
+                double run = 0;
+                for (int64_t i = first[b]; i < first[b + 1]; i++)
+                    run += mine[seeds[i]];
+                assert_true(fabs(run - target) <= most * (1 + 1e-12));
+                left -= run;
+            }
+            test_free(first);
+        }
+        saga_sampler_free(&whole);
+        saga_sampler_free(&s);
+    }
+    test_free(all);
+    test_free(mine);
+    test_free(seeds);
+    shard_net_free(&sn);
+}
+
 static int teardown(void **state) {
     (void)state;
     net_data_free(&D);
@@ -876,6 +938,7 @@ int main(void) {
         cmocka_unit_test(test_net_ranks_pagerank),
         cmocka_unit_test(test_net_ranks_pagerank_shards),
         cmocka_unit_test(test_net_ranks_sampled_shards),
+        cmocka_unit_test(test_net_ranks_sampled_costs),
     };
     int failed = cmocka_run_group_tests(tests, NULL, teardown);
     int32_t any = failed;

@@ -146,7 +146,9 @@ SAGA_API void saga_sample_free(saga_sample **b);
  * the sum): (1, 0) evens out the sampled edges, (0, 1) the rows, the bytes a batch's edge and row
  * take on the device its memory. Hop by hop from the last: a destination with d candidate
  * in-edges and fan-out f keeps k = min(d, f) of them, each with probability k / d. O(hops x
- * edges). SAGA_ERR_INVALID_ARG for a negative weight or both 0. */
+ * edges). SAGA_ERR_INVALID_ARG for a negative weight or both 0. Over shards (collective): cost
+ * gets the shard's own rows' (n_own entries, by local id), each hop reading its halo rows' costs
+ * from their owners: the values one process computes for those vertices. */
 SAGA_API saga_status saga_sampler_cost(const saga_sampler *s, double per_edge, double per_row,
                                        double *cost);
 /* Cuts seeds (n_seeds, in the order given) into n_batches consecutive runs, run b to be sampled
@@ -158,7 +160,9 @@ SAGA_API saga_status saga_sampler_cost(const saga_sampler *s, double per_edge, d
  * left are expected to cost (saga_sampler_cost, scaled by how the runs so far measured against
  * their expectation). The last run takes the seeds left. Sequential: about one epoch's sampling.
  * SAGA_ERR_INVALID_ARG for n_batches outside 1..n_seeds, a seed outside the graph, or weights as
- * saga_sampler_cost refuses. */
+ * saga_sampler_cost refuses. Over shards (collective; n_batches the same on every rank): the
+ * rank's own seeds (local ids) by their expected costs alone, since the draws of the other ranks'
+ * rows are theirs to make; a run may be empty where a rank has fewer seeds than runs. */
 SAGA_API saga_status saga_sampler_pack(saga_sampler *s, const int32_t *seeds, int64_t n_seeds,
                                        int64_t n_batches, uint64_t batch0, double per_edge,
                                        double per_row, int64_t *first);

@@ -349,38 +349,83 @@ fail:
 
 /* ---- balanced batches ------------------------------------------------------------------------ */
 
+/* Over shards: the halo rows' values of e and r (2 doubles a row) from their owners, who send
+ * their own rows' (the shard's send lists). buf: room for 2 x (sent + received) rows. */
+static saga_status cost_halo(const saga_sampler *s, double *e, double *r, double *buf,
+                             saga_status st) {
+    const saga_shard *sh = s->sh;
+    const int p = sh->n_shards;
+    size_t *sz = NULL;
+    if (st == SAGA_OK)
+        st = saga_alloc_array((void **)&sz, 4 * (size_t)p, sizeof *sz, "sizes");
+    st = saga_comm_agree(s->comm, st); /* no rank waits below for one that failed */
+    if (st < 0)
+        goto fail;
+    const int64_t n_send = sh->send_offsets[p], own = sh->n_own;
+    double *sbuf = buf, *rbuf = buf + 2 * n_send;
+    for (int64_t i = 0; i < n_send; i++) {
+        sbuf[2 * i] = e[sh->send_rows[i]];
+        sbuf[2 * i + 1] = r[sh->send_rows[i]];
+    }
+    for (int q = 0; q < p; q++) {
+        sz[q] = (size_t)(sh->send_offsets[q + 1] - sh->send_offsets[q]) * 2 * sizeof(double);
+        sz[p + q] = (size_t)sh->send_offsets[q] * 2 * sizeof(double);
+        sz[2 * p + q] =
+            (size_t)(sh->halo_offsets[q + 1] - sh->halo_offsets[q]) * 2 * sizeof(double);
+        sz[3 * p + q] = (size_t)sh->halo_offsets[q] * 2 * sizeof(double);
+    }
+    st = saga_comm_stop_unless_agreed(s->comm, saga_comm_alltoallv(s->comm, sbuf, sz, sz + p, rbuf,
+                                                                   sz + 2 * p, sz + 3 * p, NULL));
+    for (int64_t i = 0; st == SAGA_OK && i < sh->n_halo; i++) {
+        e[own + i] = rbuf[2 * i];
+        r[own + i] = rbuf[2 * i + 1];
+    }
+fail:
+    saga_free(sz);
+    return st;
+}
+
 saga_status saga_sampler_cost(const saga_sampler *s, double per_edge, double per_row,
                               double *cost) {
     saga_status st = SAGA_OK;
-    double *e_next = NULL, *r_next = NULL, *e_cur = NULL;
+    double *e_next = NULL, *r_next = NULL, *e_cur = NULL, *buf = NULL;
     SAGA_CHECK(s && cost && per_edge >= 0 && per_row >= 0 && per_edge + per_row > 0,
                SAGA_ERR_INVALID_ARG,
                "saga_sampler_cost: sampler and output must be given, the weights >= 0, not both 0");
-    SAGA_CHECK(!s->sh, SAGA_ERR_UNSUPPORTED,
-               "saga_sampler_cost: a sampler over shards has no whole graph to cost seeds in");
-    const int32_t n = s->in.n_rows;
+    const saga_shard *sh = s->sh;
+    /* rows costed (own rows over shards), and rows whose costs they read (the halo's too) */
+    const int32_t n = s->in.n_rows, n_read = sh ? (int32_t)sh->n_local : n;
+    const int32_t *cand = sh ? sh->in_indices : s->in.indices; /* a candidate's row */
     const bool add = s->loops != NULL;
-    SAGA_TRY(saga_alloc_array((void **)&e_next, (size_t)n + 1, sizeof *e_next, "seed costs"));
-    SAGA_TRY(saga_alloc_array((void **)&r_next, (size_t)n + 1, sizeof *r_next, "seed costs"));
-    SAGA_TRY(saga_alloc_array((void **)&e_cur, (size_t)n + 1, sizeof *e_cur, "seed costs"));
+    /* over shards every rank goes through every exchange, whatever fails on it */
+    st = saga_alloc_array((void **)&e_next, (size_t)n_read + 1, sizeof *e_next, "seed costs");
+    if (st == SAGA_OK)
+        st = saga_alloc_array((void **)&r_next, (size_t)n_read + 1, sizeof *r_next, "seed costs");
+    if (st == SAGA_OK)
+        st = saga_alloc_array((void **)&e_cur, (size_t)n + 1, sizeof *e_cur, "seed costs");
+    if (st == SAGA_OK && sh)
+        st = saga_alloc_array((void **)&buf,
+                              2 * (size_t)(sh->send_offsets[sh->n_shards] + sh->n_halo) + 1,
+                              sizeof *buf, "seed costs");
     /* past the last hop: a vertex is one row and adds no edge */
-    for (int32_t v = 0; v < n; v++) {
+    for (int32_t v = 0; st == SAGA_OK && v < n_read; v++) {
         e_next[v] = 0.0;
         r_next[v] = 1.0;
     }
     for (int32_t h = s->n_layers - 1; h >= 0; h--) {
         const int32_t f = s->fanouts[h];
         /* cost holds the rows of this hop while r_next holds the next hop's */
-#pragma omp parallel for schedule(dynamic, 1024)
-        for (int32_t v = 0; v < n; v++) {
+#pragma omp parallel for schedule(dynamic, 1024) if (st == SAGA_OK)
+        for (int32_t v = 0; v < (st == SAGA_OK ? n : 0); v++) {
             const int64_t r0 = s->in.offsets[v], r1 = s->in.offsets[v + 1];
             const int64_t d = r1 - r0 - (add ? s->loops[v] : 0);
             const int64_t k = f < 0 || f >= d ? d : f;
+            const int32_t key = sh ? sh->vertex[v] : v; /* the row's vertex */
             double e_reach = 0, r_reach = 0; /* the candidates' costs from the next hop on */
             for (int64_t e = r0; e < r1; e++)
-                if (!add || s->in.indices[e] != v) {
-                    e_reach += e_next[s->in.indices[e]];
-                    r_reach += r_next[s->in.indices[e]];
+                if (!add || s->in.indices[e] != key) {
+                    e_reach += e_next[cand[e]];
+                    r_reach += r_next[cand[e]];
                 }
             const double p = d > 0 ? (double)k / (double)d : 0.0;
             /* edges: its own at this hop (and its self-loop), its own from the next hop on, and
@@ -388,15 +433,25 @@ saga_status saga_sampler_cost(const saga_sampler *s, double per_edge, double per
             e_cur[v] = (double)k + (add ? 1.0 : 0.0) + e_next[v] + p * e_reach;
             cost[v] = 1.0 + p * r_reach;
         }
-        memcpy(e_next, e_cur, (size_t)n * sizeof *e_next);
-        memcpy(r_next, cost, (size_t)n * sizeof *r_next);
+        if (st == SAGA_OK) {
+            memcpy(e_next, e_cur, (size_t)n * sizeof *e_next);
+            memcpy(r_next, cost, (size_t)n * sizeof *r_next);
+        }
+        if (sh && h > 0) /* the halo's, from their owners, for the hop before */
+            st = cost_halo(s, e_next, r_next, buf, st);
+        if (st < 0 && (!sh || saga_comm_failure_agreed(s->comm)))
+            goto fail;
     }
+    if (sh) /* every rank returns what every rank got */
+        st = saga_comm_agree(s->comm, st);
+    SAGA_TRY(st);
     for (int32_t v = 0; v < n; v++)
         cost[v] = per_edge * e_next[v] + per_row * r_next[v];
 fail:
     saga_free(e_next);
     saga_free(r_next);
     saga_free(e_cur);
+    saga_free(buf);
     return st;
 }
 
@@ -445,16 +500,58 @@ static void pack_clear(pack_run *r) {
     r->n_touched = 0;
 }
 
+/* Over shards (collective): a run takes seeds while the expected cost of its seeds stays under
+ * its share of what the seeds left are expected to cost (saga_sampler_cost over the shards); a
+ * run may be empty where the rank has fewer seeds than runs. */
+static saga_status pack_shard(saga_sampler *s, const int32_t *seeds, int64_t n_seeds,
+                              int64_t n_batches, double per_edge, double per_row, int64_t *first) {
+    saga_status st = SAGA_OK;
+    double *est = NULL;
+    const int64_t own = s->sh->n_own;
+    if (n_batches < 1 || n_seeds < 0)
+        st = saga_error(SAGA_ERR_INVALID_ARG, "saga_sampler_pack: %lld batches of %lld seeds",
+                        (long long)n_batches, (long long)n_seeds);
+    for (int64_t i = 0; st == SAGA_OK && i < n_seeds; i++)
+        if (seeds[i] < 0 || seeds[i] >= own)
+            st = saga_error(SAGA_ERR_INVALID_ARG,
+                            "saga_sampler_pack: seed %lld is row %d, not one of the shard's own "
+                            "rows 0..%lld",
+                            (long long)i, (int)seeds[i], (long long)own - 1);
+    if (st == SAGA_OK)
+        st = saga_alloc_array((void **)&est, (size_t)own + 1, sizeof *est, "seed costs");
+    SAGA_TRY(saga_comm_agree(s->comm, st)); /* the costs are collective */
+    SAGA_TRY(saga_sampler_cost(s, per_edge, per_row, est));
+    double left = 0;
+    for (int64_t i = 0; i < n_seeds; i++)
+        left += est[seeds[i]];
+    first[0] = 0;
+    int64_t i = 0;
+    for (int64_t b = 0; b < n_batches; b++) {
+        const double target = left / (double)(n_batches - b);
+        double run = 0;
+        for (int64_t taken = 0;
+             i < n_seeds && (b + 1 == n_batches || taken == 0 || run + est[seeds[i]] / 2 < target);
+             taken++) {
+            run += est[seeds[i]];
+            left -= est[seeds[i++]];
+        }
+        first[b + 1] = i;
+    }
+fail:
+    saga_free(est);
+    return st;
+}
+
 saga_status saga_sampler_pack(saga_sampler *s, const int32_t *seeds, int64_t n_seeds,
                               int64_t n_batches, uint64_t batch0, double per_edge, double per_row,
                               int64_t *first) {
     saga_status st = SAGA_OK;
     double *est = NULL;
     pack_run r = {0};
-    SAGA_CHECK(s && seeds && first, SAGA_ERR_INVALID_ARG,
+    SAGA_CHECK(s && (seeds || (s->sh && n_seeds == 0)) && first, SAGA_ERR_INVALID_ARG,
                "saga_sampler_pack: sampler, seeds and output must be given");
-    SAGA_CHECK(!s->sh, SAGA_ERR_UNSUPPORTED,
-               "saga_sampler_pack: a sampler over shards has no whole graph to measure batches in");
+    if (s->sh)
+        return pack_shard(s, seeds, n_seeds, n_batches, per_edge, per_row, first);
     SAGA_CHECK(n_batches >= 1 && n_batches <= n_seeds, SAGA_ERR_INVALID_ARG,
                "saga_sampler_pack: %lld batches of %lld seeds", (long long)n_batches,
                (long long)n_seeds);

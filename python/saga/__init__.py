@@ -329,7 +329,7 @@ def gcn(data=None, *, graph=None, features=None, labels=None, train=None, val=No
     batch_balance "memory", "edges", "rows" or "none" what an epoch's batches even out; prefetch
     how many batches a thread of its own samples ahead (0: none; the same batches); evaluation
     "exact" (the whole graph) or "sampled" (as `saga gcn --eval sampled`); over shards
-    each rank samples its own training vertices, without a thread ahead, by seed count. The result
+    each rank samples its own training vertices, without a thread ahead. The result
     then also has "batches" (per epoch), "batch_rows" and "batch_edges" (means), and
     "batch_peak_min" / "batch_peak_max" (the last epoch's batches' device peaks).
     Returns a dict with the keys of `saga gcn --json` that describe the run (test_accuracy, ...)
