@@ -3,8 +3,8 @@
 # sampled mini-batches (`saga gcn --model sage --fanout`), once by one process on the whole data
 # set with THREADS threads and once over RANKS ranks (`mpirun -np RANKS`) of THREADS / RANKS
 # threads each, each rank on its own shard (`saga partition --shards`), alternating in each
-# round. Both cut each epoch's batches by seed count and sample them on the training's path (what
-# ranks do), so the two differ only in where the rows live. Per run: the median epoch time, the
+# round. Both cut each epoch's batches by seed count and sample them on the training's path
+# (where ranks always sample), so the two differ only in where the rows live. Per run: the median epoch time, the
 # final test accuracy and, over ranks, the bytes rank 0's samples exchanged.
 #
 #   bench/minibatch_ranks.sh                 Cora (Planetoid split), fan-outs 15,10, batches of 64
