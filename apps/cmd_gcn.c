@@ -136,8 +136,8 @@ static const cli_opt gcn_cli_opts[] = {
      "follow --seed, the epoch and the batch, the same on any thread count. Over shards each "
      "rank samples its own training vertices (a batch holds every rank's share of it) and asks "
      "the owners of the rows its batch reaches for their draws and features: one process's "
-     "draws; the batches are then sampled on the training's path and balanced by the expected "
-     "cost of their seeds. Without it: full-graph training."},
+     "draws; the batches are then balanced by the expected cost of their seeds. Without it: "
+     "full-graph training."},
     {"batch-size", 0, "N", "512", "Mini-batch training: training vertices per batch."},
     {"sample-degrees", 0, "D", "full",
      "Mini-batch training: the degrees GCN's normalisation divides by on a sampled batch: full "
@@ -614,8 +614,10 @@ static int gcn_main(int argc, char **argv) {
                 cli_count(b2, sizeof b2, d.n_edges), (long long)d.n_features, d.n_classes,
                 (long long)d.n_train, (long long)d.n_val, (long long)d.n_test, t_load);
 
+    go.comm = comm;
     if (gcn_opts_for_data(&go, &d))
-        cli_say(&c, "batches   over shards: sampled on the training's path (--prefetch 0)\n");
+        cli_say(&c, "batches   over shards below MPI_THREAD_MULTIPLE: sampled on the training's "
+                    "path (--prefetch 0)\n");
 
     double dense_nz = 0; /* dense features: the share of non-zero entries */
     int64_t input_nnz = d.features ? 0 : d.x_nnz;

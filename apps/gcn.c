@@ -345,9 +345,10 @@ static saga_status check_opts(const gcn_data *d, const gcn_opts *o) {
     SAGA_CHECK(!o->n_fanout || !ranks, SAGA_ERR_INVALID_ARG,
                "GCN: mini-batches over several ranks need the graph cut into shards (saga "
                "partition --shards)");
-    SAGA_CHECK(!o->n_fanout || !d->shard || o->prefetch == 0, SAGA_ERR_INVALID_ARG,
-               "GCN: over shards mini-batches are sampled on the training's path "
-               "(gcn_opts_for_data)");
+    SAGA_CHECK(!o->n_fanout || !d->shard || o->prefetch == 0 || saga_comm_threads(o->comm),
+               SAGA_ERR_INVALID_ARG,
+               "GCN: below MPI_THREAD_MULTIPLE mini-batches over shards are sampled on the "
+               "training's path (gcn_opts_for_data)");
     SAGA_CHECK(d->graph && (d->features || d->x_offsets) && d->labels &&
                    (d->shard ? d->all_train : d->n_train) > 0 && d->n_classes >= 1,
                SAGA_ERR_INVALID_ARG, "GCN: the data set has no training vertices");
@@ -379,7 +380,7 @@ static void balance_weights(const gcn_opts *o, int64_t F, int32_t C, double nnz_
 }
 
 bool gcn_opts_for_data(gcn_opts *o, const gcn_data *d) {
-    if (!o->n_fanout || !d->shard || o->prefetch == 0)
+    if (!o->n_fanout || !d->shard || o->prefetch == 0 || saga_comm_threads(o->comm))
         return false;
     o->prefetch = 0;
     return true;
@@ -430,6 +431,8 @@ typedef struct batch_feed {
     pthread_cond_t cv;
     bool started;
     saga_sampler *s;
+    saga_comm *comm;            /* over shards: the thread's own communicator (saga_comm_dup) */
+    saga_comm_stats comm_stats; /* what it carried (feed_stop) */
     const gcn_data *d;
     const gcn_opts *o;
     double per_edge, per_row;
@@ -458,6 +461,14 @@ static void *feed_main(void *arg) {
         SAGA_TRY(epoch_batches(f->s, f->d, f->o, e, f->per_edge, f->per_row, order, first));
         f->busy_s += saga_now() - t0;
         for (int64_t b = 0; b < nb; b++) {
+            if (f->comm) { /* over shards the ranks' threads stop at the same batch */
+                pthread_mutex_lock(&f->mu);
+                bool stop = f->stop;
+                pthread_mutex_unlock(&f->mu);
+                SAGA_TRY(saga_comm_agree(
+                    f->comm,
+                    stop ? saga_error(SAGA_ERR_INTERNAL, "GCN: the training stopped") : SAGA_OK));
+            }
             t0 = saga_now();
             SAGA_TRY(saga_sampler_sample(f->s, order + first[b], first[b + 1] - first[b],
                                          (uint64_t)(e - 1) * (uint64_t)nb + (uint64_t)b, &smp));
@@ -507,7 +518,12 @@ static saga_status feed_start(batch_feed *f, const gcn_data *d, const gcn_opts *
     f->ahead = o->prefetch;
     saga_sampler_opts one = *so;
     one.threads = 1; /* beside the training's kernels */
-    SAGA_TRY(saga_sampler_new(&f->s, d->graph, o->fanout, o->n_fanout, &one));
+    if (d->shard) {  /* its exchanges on a communicator of its own, beside the training's */
+        SAGA_TRY(saga_comm_dup(&f->comm, o->comm));
+        SAGA_TRY(saga_sampler_new_shard(&f->s, d->shard, f->comm, o->fanout, o->n_fanout, &one));
+    } else {
+        SAGA_TRY(saga_sampler_new(&f->s, d->graph, o->fanout, o->n_fanout, &one));
+    }
     SAGA_TRY(saga_alloc_zeroed((void **)&f->ring, (size_t)f->ahead, sizeof *f->ring, "batches"));
     pthread_mutex_init(&f->mu, NULL);
     pthread_cond_init(&f->cv, NULL);
@@ -557,6 +573,9 @@ static void feed_stop(batch_feed *f) {
     saga_free(f->ring);
     f->ring = NULL;
     saga_sampler_free(&f->s);
+    if (f->comm) /* all its communicator carried, once the thread has ended */
+        saga_comm_get_stats(f->comm, &f->comm_stats);
+    saga_comm_free(&f->comm);
 }
 
 /* The evaluated rows' outputs on samples (--eval sampled) into their rows of logp: the distinct
@@ -951,6 +970,8 @@ saga_status gcn_train(gcn_result *out, saga_backend *be, const gcn_data *d, cons
         feed_stop(&feed);
         r.sample_seconds = feed.busy_s;
         r.sample_wait_seconds = feed.wait_s;
+        r.sample_sent_bytes = feed.comm_stats.sent_bytes;
+        r.sample_recv_bytes = feed.comm_stats.recv_bytes;
     }
     if (to_run == 0 && o->checkpoint && saga_comm_rank(o->comm) == 0)
         SAGA_TRY(saga_checkpoint_save(o->checkpoint, m, opt, done, saga_ctx_rng_counter(c)));

@@ -156,9 +156,9 @@ gcn_opts gcn_opts_defaults(void);
  * learning rate 0.005, dropout 0.6 (features and attention); GIN 64 hidden units, learning rate
  * 0.005, weight decay 5e-3; GCN and GraphSAGE the defaults. */
 gcn_opts gcn_opts_model(gcn_model model);
-/* The options as data d takes them: over shards mini-batches are sampled on the training's path
- * (prefetch 0: the sampling's exchanges keep to the training's thread). True when that changed
- * o. */
+/* The options as data d takes them: over shards, where MPI does not take calls from two threads
+ * at once (saga_comm_threads), mini-batches are sampled on the training's path (prefetch 0: the
+ * sampling's exchanges keep to the training's thread). True when that changed o. */
 bool gcn_opts_for_data(gcn_opts *o, const gcn_data *d);
 
 /* What one epoch reports (accuracies of the model after the epoch's update, in inference mode:

@@ -150,23 +150,25 @@ for ranks in 2 4; do
     # batch of whole neighbourhoods trains one process's full-graph losses within the bound
     expect 0 mpi $ranks "$SAGA_BIN" gcn --data "$TMP/cora$ranks.shards" --epochs 30 \
         --fanout -1,-1 --batch-size 100000 --log "$TMP/mb${ranks}d.log" --json
-    [ "$(json_get 'j["batches"] == 1 and j["batch_balance"] == "memory" and j["prefetch"] == 0 and j["sample_comm_bytes"]["sent"] > 0 and j["sample_comm_bytes"]["received"] > 0')" = True ] ||
+    [ "$(json_get 'j["batches"] == 1 and j["batch_balance"] == "memory" and j["sample_comm_bytes"]["sent"] > 0 and j["sample_comm_bytes"]["received"] > 0')" = True ] ||
         fail "gcn --fanout -1,-1 over $ranks shards: $(json_last)"
     losses_close "$TMP/gcn1d.log" "$TMP/mb${ranks}d.log" ||
         fail "gcn --fanout -1,-1 over $ranks shards: losses differ from one process's full graph"
 done
-# cut neighbourhoods over shards: the model learns, and the same command draws the same batches
-# again (the draws are keyed by vertex, batch and hop, wherever the vertex lives); a sampled
-# evaluation runs over them too
-for run in 1 2; do
+# cut neighbourhoods over shards: the model learns, and the batches sampled ahead on a thread of
+# each rank's own, exchanging on a communicator of their own, are those sampled on the
+# training's path (the draws are keyed by vertex, batch and hop, wherever the vertex lives); a
+# sampled evaluation runs over them too
+for ahead in 2 0; do
     expect 0 mpi 2 "$SAGA_BIN" gcn --data "$TMP/cora2.shards" --epochs 30 --fanout 5,5 \
-        --batch-size 32 --json --quiet
-    losses[$run]=$(json_get 'j["loss"]')
+        --batch-size 32 --prefetch $ahead --json --quiet
+    [ "$(json_get 'j["prefetch"]')" = $ahead ] || fail "gcn --prefetch $ahead over 2 shards: $(json_last)"
+    losses[$ahead]=$(json_get 'j["loss"]')
 done
 [ "$(json_get 'j["test_accuracy"] > 0.6 and j["batches"] == 5')" = True ] ||
     fail "gcn --fanout 5,5 over 2 shards: $(json_last)"
-[ "${losses[1]}" = "${losses[2]}" ] ||
-    fail "gcn --fanout 5,5 over 2 shards: losses ${losses[1]} and ${losses[2]} of the same command"
+[ "${losses[2]}" = "${losses[0]}" ] ||
+    fail "gcn --fanout 5,5 over 2 shards: loss ${losses[2]} sampled ahead, ${losses[0]} on the path"
 # batches balanced by their seeds' expected costs (the draws are the owners'): rank 0's batches
 # peak closer together than with equal seed counts
 spread() { json_get 'j["batch_peak_max"] / j["batch_peak_min"]'; }
@@ -245,6 +247,12 @@ import json, sys
 a, b = ([json.loads(l)["loss"] for l in open(f)] for f in sys.argv[1:3])
 sys.exit(0 if a == b and a else 1)' "$TMP/gcn2s.log" "$TMP/gcn2f.log" ||
     fail "gcn 2 ranks streamed: the losses with MPI funneled differ from MULTIPLE's"
+# mini-batches over shards then sample on the training's path, the same batches
+expect 0 env SAGA_MPI_THREAD=funneled timeout 300 "$MPIEXEC" -n 2 --oversubscribe \
+    "$SAGA_BIN" gcn --data "$TMP/cora2.shards" --epochs 30 --fanout 5,5 --batch-size 32 --json
+expect_err "below MPI_THREAD_MULTIPLE: sampled on the training's path"
+[ "$(json_get 'j["prefetch"] == 0 and j["loss"] == '"${losses[0]}")" = True ] ||
+    fail "gcn --fanout over 2 shards, funneled: $(json_last), loss on the path ${losses[0]}"
 expect 1 env SAGA_MPI_THREAD=funneled timeout 300 "$MPIEXEC" -n 2 --oversubscribe \
     "$SAGA_BIN" mlp "${mlp_small[@]}" --stages 2
 expect_err "MPI does not provide MPI_THREAD_MULTIPLE"

@@ -15,6 +15,7 @@
 #include "test_util.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,6 +81,53 @@ static void test_comm_allreduce_host(void **state) {
     assert_int_equal(saga_comm_allreduce(comm, NULL, 0, SAGA_F32, SAGA_COMM_SUM, NULL), SAGA_OK);
     assert_int_equal(saga_comm_allreduce(comm, d, 1, SAGA_DTYPE_COUNT, SAGA_COMM_SUM, NULL),
                      SAGA_ERR_INVALID_ARG);
+}
+
+/* A thread's rounds of sums on its own communicator: round k adds rank + k over the ranks. */
+typedef struct dup_rounds {
+    saga_comm *c;
+    int base; /* the rounds' own offset, so that the two threads' sums differ */
+    int bad;  /* rounds whose sum was wrong, or -1 on a failed call */
+} dup_rounds;
+
+static void *dup_main(void *arg) {
+    dup_rounds *d = arg;
+    const int p = np(), r = rk();
+    for (int k = 0; k < 200; k++) {
+        int64_t v = d->base + k + r;
+        if (saga_comm_allreduce(d->c, &v, 1, SAGA_I64, SAGA_COMM_SUM, NULL) != SAGA_OK) {
+            d->bad = -1;
+            return NULL;
+        }
+        d->bad += v != (int64_t)p * (d->base + k) + (int64_t)p * (p - 1) / 2;
+    }
+    return NULL;
+}
+
+/* A duplicate (saga_comm_dup) carries collectives of its own beside the original's, from
+ * another thread at the same time, without their messages meeting; a device communicator is
+ * refused. */
+static void test_comm_dup(void **state) {
+    (void)state;
+    saga_comm *two = NULL;
+    assert_int_equal(saga_comm_dup(&two, comm), SAGA_OK);
+    assert_int_equal(saga_comm_rank(two), rk());
+    assert_int_equal(saga_comm_size(two), np());
+    if (saga_comm_threads(comm)) {
+        dup_rounds a = {comm, 0, 0}, b = {two, 1000000, 0};
+        pthread_t t;
+        assert_int_equal(pthread_create(&t, NULL, dup_main, &b), 0);
+        dup_main(&a);
+        pthread_join(t, NULL);
+        assert_int_equal(a.bad, 0);
+        assert_int_equal(b.bad, 0);
+    } else {
+        print_message("  MPI below MPI_THREAD_MULTIPLE: the two threads' rounds are skipped\n");
+    }
+    saga_comm_free(&two);
+    saga_comm *none = NULL;
+    assert_int_equal(saga_comm_dup(&none, dcomm), SAGA_ERR_UNSUPPORTED);
+    assert_null(none);
 }
 
 /* f32 sums and maxima of device buffers: every rank adds its rank to a ramp. */
@@ -359,6 +407,7 @@ int main(void) {
         cmocka_unit_test(test_comm_agree),
         cmocka_unit_test(test_comm_allreduce_grads),
         cmocka_unit_test(test_comm_open_errors),
+        cmocka_unit_test(test_comm_dup),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     /* a rank whose test failed must not leave the others waiting */

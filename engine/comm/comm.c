@@ -138,6 +138,18 @@ fail:
     return st;
 }
 
+saga_status saga_comm_dup(saga_comm **out, saga_comm *c) {
+    saga_status st = SAGA_OK;
+    SAGA_CHECK(out && c, SAGA_ERR_INVALID_ARG, "saga_comm_dup: out and communicator must be given");
+    *out = NULL;
+    SAGA_CHECK(!c->host && !c->on_device && !c->view && !c->staged, SAGA_ERR_UNSUPPORTED,
+               "saga_comm_dup: %s is a device communicator (duplicate its host one)", c->name);
+    /* an MPI communicator of saga's own duplicates MPI_COMM_WORLD: so does another */
+    return saga_comm_open(out, c->iface == &single_iface ? "single" : "mpi");
+fail:
+    return st;
+}
+
 saga_status saga_comm_open_device(saga_comm **out, saga_comm *host, saga_backend *be) {
     saga_status st = SAGA_OK;
     saga_comm *c = NULL;

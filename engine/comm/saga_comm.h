@@ -77,6 +77,11 @@ SAGA_API saga_status saga_comm_open_device(saga_comm **out, saga_comm *host, sag
 
 /* Frees the communicator; *c becomes NULL. Accepts NULL. */
 SAGA_API void saga_comm_free(saga_comm **c);
+/* Another host communicator over the same ranks, whose operations never meet c's: for a second
+ * thread that runs collectives of its own beside c's (when saga_comm_threads(c) allows two
+ * threads in MPI at once). Collective over c's ranks. SAGA_ERR_UNSUPPORTED for a device
+ * communicator. */
+SAGA_API saga_status saga_comm_dup(saga_comm **out, saga_comm *c);
 
 SAGA_API int saga_comm_rank(const saga_comm *c);
 SAGA_API int saga_comm_size(const saga_comm *c);
