@@ -212,13 +212,17 @@ import saga
 one = saga.gcn(data=sys.argv[1], epochs=30)
 r = saga.gcn(data=sys.argv[2], epochs=30)
 moved = int(np.sum(r["predictions"] != one["predictions"][r["ids"]]))
+# mini-batches over the shards: the batches of `saga gcn --fanout 5,5 --batch-size 32`
+mb = saga.gcn(data=sys.argv[2], epochs=30, fanout=(5, 5), batch_size=32)
 ok = (r["shards"] and r["ranks"] == 2 and r["vertices"] == one["vertices"] and
       r["edges"] == one["edges"] and r["train"] == one["train"] and
       abs(r["loss"] - one["loss"]) <= 1e-4 * abs(one["loss"]) and
-      abs(r["test_accuracy"] - one["test_accuracy"]) <= 0.002 + 1e-12 and moved <= 2)
+      abs(r["test_accuracy"] - one["test_accuracy"]) <= 0.002 + 1e-12 and moved <= 2 and
+      mb["loss"] == float(sys.argv[3]) and mb["batches"] == 5)
 if r["rank"] == 0 or not ok:
-    print("rank", r["rank"], "loss", r["loss"], one["loss"], "moved", moved, "ok", ok, flush=True)
-sys.exit(0 if ok else 1)' "$cora" "$TMP/cora2.shards"
+    print("rank", r["rank"], "loss", r["loss"], one["loss"], "moved", moved, "mini-batches",
+          mb["loss"], sys.argv[3], "ok", ok, flush=True)
+sys.exit(0 if ok else 1)' "$cora" "$TMP/cora2.shards" "${losses[0]}"
     grep -q "rank 0 .* ok True" "$OUT" || fail "saga.gcn over 2 shards: $(cat "$OUT")"
 else
     echo "skipping saga.gcn over shards: no Python module in this build"

@@ -65,8 +65,9 @@ SAGA_API bool saga_comm_launched(void);
 /* Opens a communicator: "single" (one rank), "mpi" (MPI_Init unless the program initialised MPI
  * itself, then MPI_COMM_WORLD), or "auto" (mpi when saga_comm_launched(), else single).
  * SAGA_ERR_UNSUPPORTED when "mpi" is asked for and this saga was built without MPI (the message
- * says so, and how many ranks the launcher started). MPI is finalised when the last MPI
- * communicator is freed, unless the program had initialised it. */
+ * says so, and how many ranks the launcher started). MPI is finalised when the process exits,
+ * unless the program had initialised it (then finalising it is the program's), so that a
+ * communicator may be opened again after the last one was freed. */
 SAGA_API saga_status saga_comm_open(saga_comm **out, const char *spec);
 
 /* A communicator for device memory of be among the same ranks as host (which must outlive it):

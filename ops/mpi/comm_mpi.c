@@ -16,10 +16,10 @@
 
 static const saga_comm_module_host *H;
 
-/* MPI is initialised by the first communicator unless the program did it, and finalised when
- * the last one made here goes (MPI cannot be initialised twice in a process). */
-static int n_open;
-static int we_initialised;
+/* MPI is initialised by the first communicator unless the program did it, and then finalised
+ * when the process exits (MPI cannot be initialised twice in a process: finalised when the last
+ * communicator went, a program that opens another later, such as a second saga.gcn over shards
+ * in one Python process, could not). */
 static int finalised;
 
 typedef struct mpi_ctx {
@@ -227,7 +227,14 @@ static void mpi_destroy(saga_comm *c) {
         MPI_Comm_free(&x->comm);
     H->free(x);
     c->ctx = NULL;
-    if (--n_open == 0 && we_initialised && !fin) {
+}
+
+/* At exit, after every communicator of a well-behaved program has gone (the module stays mapped:
+ * it is opened RTLD_NODELETE). */
+static void finalize_at_exit(void) {
+    int fin = 0;
+    MPI_Finalized(&fin);
+    if (!fin) {
         MPI_Finalize();
         finalised = 1;
     }
@@ -275,7 +282,7 @@ saga_comm_mpi_init(saga_comm *c, const saga_comm_module_host *host) {
         int rc = MPI_Init_thread(NULL, NULL, want, &provided);
         if (rc != MPI_SUCCESS)
             return mpi_fail(rc, "initialisation");
-        we_initialised = 1;
+        atexit(finalize_at_exit);
     }
     /* the level MPI provides, whoever started it: below MULTIPLE saga's MPI calls stay on the
      * calling thread (saga_comm_threads) */
@@ -328,6 +335,5 @@ saga_comm_mpi_init(saga_comm *c, const saga_comm_module_host *host) {
     c->iface = &mpi_iface;
     c->ctx = x;
     snprintf(c->name, sizeof c->name, "mpi (%d rank%s)", c->size, c->size == 1 ? "" : "s");
-    n_open++;
     return SAGA_OK;
 }
