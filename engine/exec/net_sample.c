@@ -55,8 +55,6 @@ fail:
     return st;
 }
 
-/* The sample's input rows on the device: dense rows (*x) or a CSR (*xs, its tensors set),
- * gathered into the staging buffer and copied from there. */
 /* Where a sample's input rows come from: the net's input by row (one process), or the rows the
  * sample carries (over shards, fetched from their owners: dense or a CSR). */
 typedef struct input_src {
@@ -72,6 +70,9 @@ static inline int64_t src_row(const input_src *src, int32_t i) {
     return src->row ? src->row[i] : i;
 }
 
+/* The sample's input rows on the device, in the layout the net takes (converted where the
+ * source holds the other): dense rows (*x) or a CSR (*xs, its tensors set), gathered into the
+ * staging buffer and copied from there. */
 static saga_status sample_input(saga_net *n, const saga_sample *smp, saga_tensor **x,
                                 saga_sparse *xs) {
     saga_status st = SAGA_OK;
