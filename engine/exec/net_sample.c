@@ -62,12 +62,13 @@ typedef struct input_src {
     const int64_t *off;
     const int32_t *idx;
     const float *val;
-    const int32_t *row; /* the source row of sample row i, or NULL: row i */
+    const int32_t *ids; /* sample row i reads row ids[i] (mapped by pos when given), or NULL: i */
+    const int32_t *pos;
 } input_src;
 
 /* The row of src that sample row i reads. */
 static inline int64_t src_row(const input_src *src, int32_t i) {
-    return src->row ? src->row[i] : i;
+    return !src->ids ? i : src->pos ? src->pos[src->ids[i]] : src->ids[i];
 }
 
 /* The sample's input rows on the device, in the layout the net takes (converted where the
@@ -82,22 +83,17 @@ static saga_status sample_input(saga_net *n, const saga_sample *smp, saga_tensor
     void *buf = NULL;
     const int32_t *pos = NULL;
     input_src src = {0};
-    int32_t *rows_of = NULL;
     if (smp->local) { /* the rows the sample carries */
         src = (input_src){
             .x = smp->x, .off = smp->x_offsets, .idx = smp->x_indices, .val = smp->x_values};
     } else {
         SAGA_TRY(input_pos(n, &pos));
-        if (pos) {
-            SAGA_TRY(saga_alloc_array((void **)&rows_of, (size_t)R + 1, sizeof *rows_of, "rows"));
-            for (int32_t i = 0; i < R; i++)
-                rows_of[i] = pos[smp->ids[i]];
-        }
         src = (input_src){.x = n->sparse ? NULL : n->x,
                           .off = n->xs_off,
                           .idx = n->xs_idx,
                           .val = n->xs_val,
-                          .row = rows_of ? rows_of : smp->ids};
+                          .ids = smp->ids,
+                          .pos = pos};
     }
     if (!n->sparse) {
         SAGA_TRY(stage_room(n, ((size_t)R * (size_t)F + 1) * sizeof(float), &buf));
@@ -115,7 +111,7 @@ static saga_status sample_input(saga_net *n, const saga_sample *smp, saga_tensor
         }
         *x = saga_ctx_from_host(c, SAGA_F32, R, F, rows);
         SAGA_CHECK(*x, ctx_error(c), "saga_net: the sample's input rows: %s", saga_last_error());
-        goto fail;
+        return SAGA_OK;
     }
     int64_t nnz = 0;
     for (int32_t i = 0; i < R; i++) {
@@ -158,7 +154,6 @@ static saga_status sample_input(saga_net *n, const saga_sample *smp, saga_tensor
     SAGA_CHECK(xs->offsets && xs->indices && xs->values, ctx_error(c),
                "saga_net: the sample's input rows: %s", saga_last_error());
 fail:
-    saga_free(rows_of);
     return st;
 }
 

@@ -50,7 +50,6 @@ typedef struct build {
     size_t *work; /* 10 x p sizes: a step's two exchanges and their cursors */
     /* per destination of a hop: its owner, and for an own row nothing more */
     int32_t *owner;
-    int64_t *count; /* a hop's edges per destination */
 } build;
 
 static void xfer_free(xfer *x) {
@@ -584,7 +583,6 @@ saga_status sample_shard(saga_sampler *s, const int32_t *seeds, int64_t n_seeds,
     saga_free(B.val);
     saga_free(B.eights);
     saga_free(B.owner);
-    saga_free(B.count);
     xfer_free(&B.x);
     return st;
 }
