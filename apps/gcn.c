@@ -643,8 +643,13 @@ static saga_status train_batches(saga_net *net, saga_optim *opt, saga_sampler *s
         r->sample_seconds += saga_now() - t0;
     }
     double sum = 0, edges = 0, rows = 0;
+    int64_t seeds_before = 0; /* the seeds of the batch whose loss is still to be taken */
+    int queued = 0;           /* passes queued whose losses are not taken */
     r->batch_peak_min = SIZE_MAX;
     r->batch_peak_max = 0;
+    /* Each batch's pass is queued and its loss taken after the next one is queued: the host
+     * gathers the next batch's input rows, and they are copied to the device, while the device
+     * runs the batch before. */
     for (int64_t b = 0; b < nb; b++) {
         double l = 0;
         if (feed) {
@@ -664,28 +669,41 @@ static saga_status train_batches(saga_net *net, saga_optim *opt, saga_sampler *s
             }
         }
         saga_backend_stats bs;
-        saga_backend_get_stats(be, &bs);
-        const size_t base = bs.in_use_bytes;
-        saga_backend_reset_stats(be);
-        SAGA_TRY(saga_net_train_sample(net, smp, &l));
-        saga_backend_get_stats(be, &bs);
-        const size_t peak = bs.peak_bytes > base ? bs.peak_bytes - base : 0;
+        saga_net_stats ns;
+        SAGA_TRY(saga_net_train_sample_queue(net, smp));
+        saga_backend_get_stats(be, &bs); /* reset by the pass */
+        saga_net_get_stats(net, &ns);
+        const size_t peak = ns.peak_device_bytes; /* the batch's own */
         r->batch_peak_min = peak < r->batch_peak_min ? peak : r->batch_peak_min;
         r->batch_peak_max = peak > r->batch_peak_max ? peak : r->batch_peak_max;
         if (bs.held_peak_bytes > *held_peak) /* held since the reset: this batch's */
             *held_peak = bs.held_peak_bytes;
+        queued++;
         SAGA_TRY(saga_optim_step(opt));
-        sum += l * (double)smp->all_seeds; /* over shards l is the batch's, every rank's */
+        if (b > 0) {
+            queued--;
+            SAGA_TRY(saga_net_train_sample_take(net, &l));
+            sum += l * (double)seeds_before; /* over shards l is the batch's, every rank's */
+        }
+        seeds_before = smp->all_seeds;
         edges += (double)smp->n_edges;
         rows += (double)smp->n_ids;
         r->sampled_edges += (double)smp->n_edges;
         saga_sample_free(&smp);
+    }
+    if (queued) {
+        double l = 0;
+        queued--;
+        SAGA_TRY(saga_net_train_sample_take(net, &l));
+        sum += l * (double)seeds_before;
     }
     *loss = sum / (double)all_train(d);
     r->batches = (int)nb;
     r->batch_edges = edges / (double)nb;
     r->batch_rows = rows / (double)nb;
 fail:
+    while (queued-- > 0) /* a failed epoch leaves no loss behind to be taken */
+        (void)saga_net_train_sample_take(net, NULL);
     saga_sample_free(&smp);
     saga_free(first);
     return st;

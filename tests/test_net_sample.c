@@ -314,7 +314,7 @@ static void test_net_sample_cross_entropy_is_the_batch_mean(void **state) {
     saga_backend_free_all(&be);
 }
 
-/* The device bytes each batch of an epoch peaks at (beyond what the net holds between batches),
+/* The device bytes each batch of an epoch peaks at (its pass's own: saga_net_stats),
  * the training vertices (all of them, shuffled) cut into n_batches by cost; their largest over
  * their smallest. */
 static double peak_spread(const net_data *d, double per_edge, double per_row, int n_batches,
@@ -352,7 +352,13 @@ static double peak_spread(const net_data *d, double per_edge, double per_row, in
         double loss = 0;
         assert_int_equal(saga_net_train_sample(net, smp, &loss), SAGA_OK);
         saga_backend_get_stats(be, &bs);
-        const size_t peak = bs.peak_bytes - base;
+        /* the pass's own memory (the net's figure), and the backend's peak above what was held
+         * before: the same but for what the input rows' slots grew by and their size */
+        saga_net_stats ns;
+        saga_net_get_stats(net, &ns);
+        const size_t peak = ns.peak_device_bytes;
+        assert_true(ns.input_bytes > 0 && peak > ns.input_bytes);
+        assert_true(peak <= bs.peak_bytes - base + ns.input_bytes);
         lo = peak < lo ? peak : lo;
         hi = peak > hi ? peak : hi;
         saga_sample_free(&smp);
@@ -457,6 +463,116 @@ static void test_net_sample_refusals(void **state) {
     saga_backend_free_all(&be);
 }
 
+/* Six SGD steps of the two-layer GCN (dropout 0.3) on samples of cut fan-outs, on a CPU backend
+ * (copies: where the input rows' copies run): each pass waiting for its loss (queued false), or
+ * queued and its loss taken after the next pass is queued. The losses into loss, the outputs
+ * after the steps into out (test_malloc'd). */
+static void queued_run(saga_copies copies, bool queued, double *loss, float **out) {
+    gcn_net t;
+    memset(&t, 0, sizeof t);
+    saga_backend_params bp = saga_backend_params_defaults();
+    bp.copies = copies;
+    bp.n_threads = copies == SAGA_COPIES_WORKER ? 1 : 0;
+    assert_int_equal(saga_backend_cpu_new(&t.be, &bp), SAGA_OK);
+    assert_int_equal(saga_ctx_new(&t.c, t.be, 3), SAGA_OK);
+    assert_int_equal(saga_model_new(&t.m, t.be), SAGA_OK);
+    net_model_params(t.m, &D, 16, &t.l1, &t.l2);
+    t.l1.dropout = t.l2.dropout = 0.3f;
+    saga_net_opts no = saga_net_opts_defaults();
+    no.self_loops = SAGA_DGRAPH_SELF_LOOPS_ADD;
+    assert_int_equal(saga_net_new(&t.net, t.c, D.g, &no), SAGA_OK);
+    net_model_stages(t.net, &GCN, &D, 16, &t.l1, &t.l2);
+    t.lc = (loss_ctx){D.labels, D.n};
+    assert_int_equal(saga_net_set_loss(t.net, nll_rows, &t.lc), SAGA_OK);
+    assert_int_equal(saga_net_set_input(t.net, D.x, D.F), SAGA_OK);
+    saga_optim *opt = NULL;
+    saga_optim_opts oo = saga_optim_opts_defaults(SAGA_OPTIM_SGD);
+    oo.lr = 0.5f;
+    assert_int_equal(saga_optim_new(&opt, t.m, &oo), SAGA_OK);
+    const int32_t fan[2] = {4, 3};
+    saga_sampler *s = NULL;
+    saga_sampler_opts so = saga_sampler_opts_defaults();
+    so.self_loops = SAGA_DGRAPH_SELF_LOOPS_ADD;
+    assert_int_equal(saga_sampler_new(&s, D.g, fan, 2, &so), SAGA_OK);
+    int32_t *perm = shuffled(D.n, 5);
+    for (int b = 0; b < 6; b++) {
+        saga_sample *smp = NULL;
+        /* batches of 40 to 140 seeds: the slots grow and are used by turns */
+        const int32_t count = 40 + 20 * b;
+        assert_int_equal(saga_sampler_sample(s, perm + 150 * b, count, (uint64_t)b, &smp), SAGA_OK);
+        if (queued) {
+            assert_int_equal(saga_net_train_sample_queue(t.net, smp), SAGA_OK);
+        } else {
+            assert_int_equal(saga_net_train_sample(t.net, smp, &loss[b]), SAGA_OK);
+        }
+        saga_sample_free(&smp); /* a queued pass does not read its sample */
+        assert_int_equal(saga_optim_step(opt), SAGA_OK);
+        if (queued && b > 0)
+            assert_int_equal(saga_net_train_sample_take(t.net, &loss[b - 1]), SAGA_OK);
+    }
+    if (queued)
+        assert_int_equal(saga_net_train_sample_take(t.net, &loss[5]), SAGA_OK);
+    *out = test_malloc((size_t)D.n * (size_t)D.C * sizeof **out);
+    assert_int_equal(saga_net_forward(t.net, *out), SAGA_OK);
+    test_free(perm);
+    saga_sampler_free(&s);
+    saga_optim_free(&opt);
+    gcn_net_close(&t);
+}
+
+/* Passes queued and their losses taken one pass late train what passes that wait train, to the
+ * bit (the same kernels in the same order on the same threads), with the input rows' copies in
+ * order with the kernels and on a copy stream's worker thread; then the queue's refusals: a
+ * waiting pass or a ninth queued one while losses wait, a take with none queued. */
+static void test_net_sample_queued_passes(void **state) {
+    (void)state;
+    data_load();
+    const saga_copies modes[2] = {SAGA_COPIES_INLINE, SAGA_COPIES_WORKER};
+    for (int k = 0; k < 2; k++) {
+        double want[6], got[6];
+        float *a = NULL, *b = NULL;
+        queued_run(modes[k], false, want, &a);
+        queued_run(modes[k], true, got, &b);
+        for (int i = 0; i < 6; i++)
+            if (!(want[i] > 0) || got[i] != want[i])
+                fail_msg("copies %d, batch %d: queued loss %.9g, waiting %.9g", k, i, got[i],
+                         want[i]);
+        assert_memory_equal(a, b, (size_t)D.n * (size_t)D.C * sizeof *a);
+        print_message("  copies %s: losses %.9g .. %.9g, the same queued\n",
+                      k ? "on a worker" : "inline", want[0], want[5]);
+        test_free(a);
+        test_free(b);
+    }
+    gcn_net t;
+    gcn_net_open(&t, &D, &GCN, 0);
+    assert_int_equal(saga_net_set_input(t.net, D.x, D.F), SAGA_OK);
+    const int32_t fan[2] = {4, 4}, seeds[3] = {10, 20, 30};
+    saga_sampler *s = NULL;
+    saga_sample *smp = NULL;
+    assert_int_equal(saga_sampler_new(&s, D.g, fan, 2, NULL), SAGA_OK);
+    assert_int_equal(saga_sampler_sample(s, seeds, 3, 0, &smp), SAGA_OK);
+    double loss = 0, first = 0;
+    assert_int_equal(saga_net_train_sample_take(t.net, &loss), SAGA_ERR_INVALID_ARG);
+    saga_test_assert_error_contains("no training pass over a sample is queued", NULL);
+    for (int i = 0; i < SAGA_NET_SAMPLES_QUEUED; i++)
+        assert_int_equal(saga_net_train_sample_queue(t.net, smp), SAGA_OK);
+    assert_int_equal(saga_net_train_sample_queue(t.net, smp), SAGA_ERR_INVALID_ARG);
+    saga_test_assert_error_contains("8 passes' losses wait to be taken", NULL);
+    assert_int_equal(saga_net_train_sample(t.net, smp, &loss), SAGA_ERR_INVALID_ARG);
+    saga_test_assert_error_contains("8 queued passes' losses are still to be taken", NULL);
+    /* no step between them: the same sample, the same parameters, the same loss */
+    assert_int_equal(saga_net_train_sample_take(t.net, &first), SAGA_OK);
+    for (int i = 1; i < SAGA_NET_SAMPLES_QUEUED; i++) {
+        assert_int_equal(saga_net_train_sample_take(t.net, &loss), SAGA_OK);
+        assert_true(loss == first);
+    }
+    assert_int_equal(saga_net_train_sample(t.net, smp, &loss), SAGA_OK);
+    assert_true(loss == first && first > 0);
+    saga_sample_free(&smp);
+    saga_sampler_free(&s);
+    gcn_net_close(&t);
+}
+
 /* Every allocation of a training step on a sample failing in turn: the step fails with
  * SAGA_ERR_OUT_OF_MEMORY, nothing leaks, and the next step on the same net trains as a net that
  * never failed does. */
@@ -515,6 +631,7 @@ int main(void) {
         cmocka_unit_test(test_net_sample_cross_entropy_is_the_batch_mean),
         cmocka_unit_test(test_net_sample_balanced_batches_even_peaks),
         cmocka_unit_test(test_net_sample_refusals),
+        cmocka_unit_test(test_net_sample_queued_passes),
         cmocka_unit_test(test_net_sample_failing_allocations),
     };
     return cmocka_run_group_tests(tests, NULL, teardown);

@@ -481,6 +481,7 @@ void saga_net_free(saga_net **np) {
     saga_net *n = *np;
     (void)net_settle(n, false); /* its error was the queued pass's to report */
     (void)net_rows_settle(n);
+    net_sample_free(n);
     for (int k = 0; k < 2; k++)
         saga_idle_tuner_finish(&n->tune[k]); /* idle threads sleep again after the passes */
     unprepare(n);
@@ -490,7 +491,6 @@ void saga_net_free(saga_net **np) {
     saga_event_free(&n->rows_ev);
     saga_free(n->rows_pos);
     saga_backend_host_free(n->be, n->loss_host, n->loss_bytes);
-    saga_backend_host_free(n->be, n->sample_stage, n->sample_stage_bytes);
     saga_backend_host_free(n->be, n->rows_out, n->rows_out_bytes);
     saga_replay_free(&n->replay[0]);
     saga_replay_free(&n->replay[1]);

@@ -278,8 +278,26 @@ struct saga_net {
     bool sampling;
     int64_t sample_seeds;
     int32_t *sample_pos; /* graph id -> the input's host row once plan.ids reorders it, or NULL */
-    void *sample_stage;  /* a sample's input rows gathered for the copy (host-allocated, kept) */
-    size_t sample_stage_bytes;
+    /* A sample's input rows on the device (net_sample.c): two slots used in turn by the passes
+     * over samples (smp_serial counts them), each filled from the context's staging on smp_copy
+     * (NULL where copies run in order with the kernels: the CPU's default stream) while the pass
+     * before may still run; smp_ready[k] is recorded after slot k's copy, smp_done[k] after the
+     * pass that read it (smp_done_rec[k]: recorded since the slot was made). */
+    void *smp_in[2];
+    size_t smp_in_bytes[2];
+    saga_event *smp_ready[2], *smp_done[2];
+    bool smp_done_rec[2];
+    saga_stream *smp_copy;
+    uint64_t smp_serial;
+    size_t smp_input_bytes; /* the input rows of the last pass over a sample */
+    /* saga_net_train_sample_queue: the losses of the passes queued and not yet taken, in order
+     * (entries smp_q_head .. smp_q_tail - 1, modulo SAGA_NET_SAMPLES_QUEUED): a value known on the
+     * host (smp_q_val), or one the device copies into smp_loss_host[i], smp_loss_ev[i] after it */
+    uint64_t smp_q_head, smp_q_tail;
+    double smp_q_val[SAGA_NET_SAMPLES_QUEUED];
+    bool smp_q_dev[SAGA_NET_SAMPLES_QUEUED];
+    float *smp_loss_host;
+    saga_event *smp_loss_ev[SAGA_NET_SAMPLES_QUEUED];
     double queued_t0;
     /* A pass that takes a step over the budget on a plan the net chose itself (one rank, the
      * parts left to it, a budget; net_run.c: net_replan) runs again on a plan made for
@@ -488,6 +506,11 @@ void net_sparse_fill(saga_net *n);
 /* The end of a queued inference of chosen rows (its rows stay to be taken): before the host
  * changes memory it may read or write. */
 saga_status net_rows_settle(saga_net *n);
+/* net_sample.c: gives back the device slots of samples' input rows (their frees ordered after
+ * the passes that use them), before a pass over the graph plans its memory; and frees all the
+ * net's sample state, after the device has passed it. */
+void net_sample_release(saga_net *n);
+void net_sample_free(saga_net *n);
 saga_status net_settle(saga_net *n, bool waited);
 /* The sum of the last training pass's losses (their host copies). */
 double net_losses_sum(const saga_net *n);

@@ -1153,6 +1153,7 @@ static saga_status run(saga_net *n, bool train, net_chain *ch, float *out) {
     uint64_t rng_at = saga_ctx_rng_counter(c);
     n->replan = false;
     n->grads_kept = false; /* this pass's, if it keeps them (a failure puts them back) */
+    net_sample_release(n); /* the budget is the graph's again */
     SAGA_CHECK(!train || n->loss, SAGA_ERR_INVALID_ARG,
                "saga_net_train_step: no loss function (saga_net_set_loss)");
     /* over ranks the model's gradients are summed: without it every rank would train a model of

@@ -38,21 +38,46 @@ fail:
     return st;
 }
 
-/* The net's staging buffer for a sample's input rows, grown to at least bytes: kept from sample
- * to sample (no fresh pages each batch), from the backend's host allocator (pinned on CUDA). */
-static saga_status stage_room(saga_net *n, size_t bytes, void **out) {
+/* Slot k of the sample's input rows on the device (see saga_net), at least bytes: kept from
+ * sample to sample, grown by a quarter more than asked. The old block's free is ordered after
+ * the work queued on it (saga_backend_free); the copy stream is ordered after that free by the
+ * backend where it gives the block out again. */
+static saga_status slot_room(saga_net *n, int k, size_t bytes) {
     saga_status st = SAGA_OK;
-    if (bytes > n->sample_stage_bytes) {
-        saga_backend_host_free(n->be, n->sample_stage, n->sample_stage_bytes);
-        n->sample_stage = NULL;
-        n->sample_stage_bytes = 0;
-        const size_t want = bytes + bytes / 4; /* room for the next samples, a little larger */
-        SAGA_TRY(saga_backend_host_alloc(n->be, &n->sample_stage, want));
-        n->sample_stage_bytes = want;
-    }
-    *out = n->sample_stage;
+    if (bytes <= n->smp_in_bytes[k])
+        return SAGA_OK;
+    saga_backend_free(n->be, n->smp_in[k], n->smp_in_bytes[k]);
+    n->smp_in[k] = NULL;
+    n->smp_in_bytes[k] = 0;
+    const size_t want = bytes + bytes / 4;
+    SAGA_TRY(saga_backend_alloc_block(n->be, &n->smp_in[k], want));
+    n->smp_in_bytes[k] = want;
 fail:
     return st;
+}
+
+void net_sample_release(saga_net *n) {
+    for (int k = 0; k < 2; k++) {
+        saga_backend_free(n->be, n->smp_in[k], n->smp_in_bytes[k]);
+        n->smp_in[k] = NULL;
+        n->smp_in_bytes[k] = 0;
+    }
+}
+
+void net_sample_free(saga_net *n) {
+    if (n->smp_copy)
+        (void)saga_stream_synchronize(n->smp_copy);
+    (void)saga_stream_synchronize(saga_backend_default_stream(n->be));
+    net_sample_release(n);
+    saga_stream_free(&n->smp_copy);
+    for (int k = 0; k < 2; k++) {
+        saga_event_free(&n->smp_ready[k]);
+        saga_event_free(&n->smp_done[k]);
+    }
+    for (int q = 0; q < SAGA_NET_SAMPLES_QUEUED; q++)
+        saga_event_free(&n->smp_loss_ev[q]);
+    saga_backend_host_free(n->be, n->smp_loss_host, SAGA_NET_SAMPLES_QUEUED * sizeof(float));
+    n->smp_loss_host = NULL;
 }
 
 /* Where a sample's input rows come from: the net's input by row (one process), or the rows the
@@ -71,16 +96,22 @@ static inline int64_t src_row(const input_src *src, int32_t i) {
     return !src->ids ? i : src->pos ? src->pos[src->ids[i]] : src->ids[i];
 }
 
+/* Byte offsets of a sample's input CSR in its slot: offsets, indices, values. */
+static size_t align256(size_t b) {
+    return (b + 255) / 256 * 256;
+}
+
 /* The sample's input rows on the device, in the layout the net takes (converted where the
- * source holds the other): dense rows (*x) or a CSR (*xs, its tensors set), gathered into the
- * staging buffer and copied from there. */
-static saga_status sample_input(saga_net *n, const saga_sample *smp, saga_tensor **x,
+ * source holds the other): dense rows (*x) or a CSR (*xs, its tensors set). They are gathered
+ * into the context's staging and copied from there into slot k, on the net's copy stream where
+ * it has one (the compute's stream waits for the copy, the copy for the pass before that read
+ * the slot), else on the compute's. */
+static saga_status sample_input(saga_net *n, const saga_sample *smp, int k, saga_tensor **x,
                                 saga_sparse *xs) {
     saga_status st = SAGA_OK;
     saga_ctx *c = n->c;
     const int32_t R = smp->n_ids;
     const int64_t F = n->in_cols;
-    void *buf = NULL;
     const int32_t *pos = NULL;
     input_src src = {0};
     if (smp->local) { /* the rows the sample carries */
@@ -95,9 +126,25 @@ static saga_status sample_input(saga_net *n, const saga_sample *smp, saga_tensor
                           .ids = smp->ids,
                           .pos = pos};
     }
+    int64_t nnz = 0;
+    size_t idx_at = 0, val_at = 0, bytes = (size_t)R * (size_t)F * sizeof(float);
+    if (n->sparse) {
+        for (int32_t i = 0; i < R; i++) {
+            const int64_t r = src_row(&src, i);
+            if (src.x) /* a dense row's non-zeros */
+                for (int64_t j = 0; j < F; j++)
+                    nnz += src.x[r * F + j] != 0.0f;
+            else
+                nnz += src.off[r + 1] - src.off[r];
+        }
+        idx_at = align256(((size_t)R + 1) * sizeof(int64_t));
+        val_at = align256(idx_at + (size_t)nnz * sizeof(int32_t));
+        bytes = val_at + (size_t)nnz * sizeof(float);
+    }
+    void *h = NULL;
+    SAGA_TRY(saga_ctx_stage(c, bytes, &h));
     if (!n->sparse) {
-        SAGA_TRY(stage_room(n, ((size_t)R * (size_t)F + 1) * sizeof(float), &buf));
-        float *rows = buf;
+        float *rows = h;
         for (int32_t i = 0; i < R; i++) {
             const int64_t r = src_row(&src, i);
             float *to = rows + (int64_t)i * F;
@@ -105,52 +152,56 @@ static saga_status sample_input(saga_net *n, const saga_sample *smp, saga_tensor
                 memcpy(to, src.x + r * F, (size_t)F * sizeof(float));
             } else { /* a CSR row spread out */
                 memset(to, 0, (size_t)F * sizeof(float));
-                for (int64_t k = src.off[r]; k < src.off[r + 1]; k++)
-                    to[src.idx[k]] = src.val[k];
+                for (int64_t e = src.off[r]; e < src.off[r + 1]; e++)
+                    to[src.idx[e]] = src.val[e];
             }
         }
-        *x = saga_ctx_from_host(c, SAGA_F32, R, F, rows);
+    } else {
+        int64_t *off = h;
+        int32_t *idx = (int32_t *)((char *)h + idx_at);
+        float *val = (float *)((char *)h + val_at);
+        off[0] = 0;
+        for (int32_t i = 0; i < R; i++) {
+            const int64_t r = src_row(&src, i);
+            int64_t e = off[i];
+            if (src.x) {
+                for (int64_t j = 0; j < F; j++)
+                    if (src.x[r * F + j] != 0.0f)
+                        idx[e] = (int32_t)j, val[e++] = src.x[r * F + j];
+            } else {
+                const int64_t a = src.off[r], m = src.off[r + 1] - a;
+                memcpy(idx + e, src.idx + a, (size_t)m * sizeof *idx);
+                memcpy(val + e, src.val + a, (size_t)m * sizeof *val);
+                e += m;
+            }
+            off[i + 1] = e;
+        }
+    }
+    SAGA_TRY(slot_room(n, k, bytes));
+    n->smp_input_bytes = bytes;
+    saga_stream *s = saga_ctx_stream(c), *cs = n->smp_copy ? n->smp_copy : s;
+    if (n->smp_copy && n->smp_done_rec[k])
+        SAGA_TRY(saga_stream_wait_event(cs, n->smp_done[k]));
+    if (bytes)
+        SAGA_TRY(saga_memcpy_h2d_async(cs, n->smp_in[k], h, bytes));
+    if (n->smp_copy) { /* before anything else is staged (saga_ctx_stage) */
+        if (!n->smp_ready[k])
+            SAGA_TRY(saga_event_new(&n->smp_ready[k], n->be));
+        SAGA_TRY(saga_event_record(n->smp_ready[k], cs));
+        SAGA_TRY(saga_stream_wait_event(s, n->smp_ready[k]));
+    }
+    char *d = n->smp_in[k];
+    if (!n->sparse) {
+        *x = saga_ctx_wrap(c, SAGA_F32, R, F, d);
         SAGA_CHECK(*x, ctx_error(c), "saga_net: the sample's input rows: %s", saga_last_error());
         return SAGA_OK;
-    }
-    int64_t nnz = 0;
-    for (int32_t i = 0; i < R; i++) {
-        const int64_t r = src_row(&src, i);
-        if (src.x) /* a dense row's non-zeros */
-            for (int64_t j = 0; j < F; j++)
-                nnz += src.x[r * F + j] != 0.0f;
-        else
-            nnz += src.off[r + 1] - src.off[r];
-    }
-    SAGA_TRY(stage_room(n,
-                        ((size_t)R + 1) * sizeof(int64_t) +
-                            ((size_t)nnz + 1) * (sizeof(int32_t) + sizeof(float)),
-                        &buf));
-    int64_t *off = buf;
-    int32_t *idx = (int32_t *)(off + R + 1);
-    float *val = (float *)(idx + nnz + 1);
-    off[0] = 0;
-    for (int32_t i = 0; i < R; i++) {
-        const int64_t r = src_row(&src, i);
-        int64_t k = off[i];
-        if (src.x) {
-            for (int64_t j = 0; j < F; j++)
-                if (src.x[r * F + j] != 0.0f)
-                    idx[k] = (int32_t)j, val[k++] = src.x[r * F + j];
-        } else {
-            const int64_t a = src.off[r], m = src.off[r + 1] - a;
-            memcpy(idx + k, src.idx + a, (size_t)m * sizeof *idx);
-            memcpy(val + k, src.val + a, (size_t)m * sizeof *val);
-            k += m;
-        }
-        off[i + 1] = k;
     }
     xs->rows = R;
     xs->cols = F;
     xs->nnz = nnz;
-    xs->offsets = saga_ctx_from_host(c, SAGA_I64, R + 1, 1, off);
-    xs->indices = saga_ctx_from_host(c, SAGA_I32, nnz, 1, idx);
-    xs->values = saga_ctx_from_host(c, SAGA_F32, nnz, 1, val);
+    xs->offsets = saga_ctx_wrap(c, SAGA_I64, R + 1, 1, d);
+    xs->indices = saga_ctx_wrap(c, SAGA_I32, nnz, 1, d + idx_at);
+    xs->values = saga_ctx_wrap(c, SAGA_F32, nnz, 1, d + val_at);
     SAGA_CHECK(xs->offsets && xs->indices && xs->values, ctx_error(c),
                "saga_net: the sample's input rows: %s", saga_last_error());
 fail:
@@ -213,16 +264,17 @@ fail:
     return st;
 }
 
-/* The stages over the sample on the context's tape from mark; *out: the last stage's rows (the
- * seeds'). dg[l] gets block l placed (freed by the caller after the tape). */
-static saga_status sample_forward(saga_net *n, const saga_sample *smp, saga_dgraph **dg,
+/* The stages over the sample on the context's tape from mark, its input rows in slot k; *out: the
+ * last stage's rows (the seeds'). dg[l] gets block l placed (freed by the caller after the
+ * tape). */
+static saga_status sample_forward(saga_net *n, const saga_sample *smp, int k, saga_dgraph **dg,
                                   const char *who, saga_tensor **out) {
     saga_status st = SAGA_OK;
     saga_ctx *c = n->c;
     int32_t *iota = NULL;
     saga_tensor *H = NULL;
     saga_sparse xs = {0};
-    SAGA_TRY(sample_input(n, smp, &H, &xs));
+    SAGA_TRY(sample_input(n, smp, k, &H, &xs));
     saga_tensor *ids = saga_ctx_from_host(c, SAGA_I32, smp->n_ids, 1, smp->ids);
     SAGA_CHECK(ids, ctx_error(c), "%s: %s", who, saga_last_error());
     SAGA_TRY(saga_alloc_array((void **)&iota, (size_t)smp->n_ids, sizeof *iota, "row ids"));
@@ -240,7 +292,7 @@ static saga_status sample_forward(saga_net *n, const saga_sample *smp, saga_dgra
             st = saga_prog_apply_vertex(c, sg->fn, &v, sg->layer, who, &y);
         } else {
             const saga_sample_block *b = &smp->blocks[l];
-            SAGA_TRY(saga_dgraph_new_block(&dg[l], n->be, b->n_dst, b->n_src, b->offsets, b->src,
+            SAGA_TRY(saga_dgraph_new_block(&dg[l], c, b->n_dst, b->n_src, b->offsets, b->src,
                                            b->weights, b->deg_in, b->deg_out));
             saga_prog_view view;
             SAGA_TRY(saga_dgraph_view(dg[l], &sg->p, &view));
@@ -275,13 +327,38 @@ fail:
     return st;
 }
 
-/* One pass over the sample: training (the loss and its gradients; *loss) or inference (out). */
-static saga_status sample_pass(saga_net *n, const saga_sample *smp, bool train, double *loss,
+typedef enum pass_kind { PASS_INFER, PASS_TRAIN, PASS_QUEUE } pass_kind;
+
+/* One pass over the sample: training (the loss and its gradients; PASS_TRAIN: into *loss;
+ * PASS_QUEUE: queued, its loss to be taken) or inference (into out). */
+static saga_status sample_pass(saga_net *n, const saga_sample *smp, pass_kind kind, double *loss,
                                float *out, const char *who) {
     saga_status st = SAGA_OK;
+    const bool train = kind != PASS_INFER;
     st = sample_check(n, smp, train, who);
+    if (st == SAGA_OK && kind == PASS_TRAIN && n->smp_q_tail != n->smp_q_head)
+        st = saga_error(SAGA_ERR_INVALID_ARG,
+                        "%s: %d queued passes' losses are still to be taken "
+                        "(saga_net_train_sample_take)",
+                        who, (int)(n->smp_q_tail - n->smp_q_head));
+    if (st == SAGA_OK && kind == PASS_QUEUE &&
+        n->smp_q_tail - n->smp_q_head >= SAGA_NET_SAMPLES_QUEUED)
+        st = saga_error(SAGA_ERR_INVALID_ARG,
+                        "%s: %d passes' losses wait to be taken already "
+                        "(saga_net_train_sample_take)",
+                        who, SAGA_NET_SAMPLES_QUEUED);
     if (st == SAGA_OK)
-        st = net_settle(n, false); /* a queued training pass ends first */
+        st = net_settle(n, false); /* a queued training pass over the graph ends first */
+    if (st == SAGA_OK && !n->smp_copy && !saga_backend_copies_inline(n->be))
+        st = saga_stream_new(&n->smp_copy, n->be);
+    const int q = (int)(n->smp_q_tail % SAGA_NET_SAMPLES_QUEUED);
+    /* the loss stays on the device until taken: queued on one rank (over shards it is summed) */
+    const bool on_dev = kind == PASS_QUEUE && n && !n->hx;
+    if (st == SAGA_OK && on_dev && !n->smp_loss_host)
+        st = saga_backend_host_alloc(n->be, (void **)&n->smp_loss_host,
+                                     SAGA_NET_SAMPLES_QUEUED * sizeof(float));
+    if (st == SAGA_OK && on_dev && !n->smp_loss_ev[q])
+        st = saga_event_new(&n->smp_loss_ev[q], n->be);
     if (st < 0) {
         if (n && n->hx && train) /* the other ranks learn of it where they sum */
             (void)saga_comm_agree(n->hx->comm, st);
@@ -289,14 +366,23 @@ static saga_status sample_pass(saga_net *n, const saga_sample *smp, bool train, 
     }
     saga_ctx *c = n->c;
     saga_dgraph *dg[64] = {NULL};
+    /* the pass's figures: its own device memory is its peak above what was held before it, less
+     * what the input's slot grew by, plus its input rows (as if allocated for it alone) */
+    const double t0 = saga_now();
+    saga_backend_stats b0, b1;
+    saga_backend_reset_stats(n->be);
+    saga_backend_get_stats(n->be, &b0);
+    const size_t slots0 = n->smp_in_bytes[0] + n->smp_in_bytes[1];
+    n->smp_input_bytes = 0;
     saga_ctx_train(c, train);
     saga_tape_pos mark = saga_tape_mark(c);
     saga_tensor *y = NULL;
+    const int k = (int)(n->smp_serial++ % 2);
     const int32_t seeds = smp->blocks[smp->n_layers - 1].n_dst;
     double lv = 0; /* over shards a rank without seeds in the batch only takes part in the sums */
     const uint64_t draws0 = saga_ctx_rng_counter(c);
     if (seeds > 0)
-        st = sample_forward(n, smp, dg, who, &y);
+        st = sample_forward(n, smp, k, dg, who, &y);
     if (st == SAGA_OK && train && seeds > 0) {
         saga_vertex_in v = {.first = 0, .count = seeds, .self = y};
         /* the library's losses take the mean over this batch's rows (over shards, this rank's
@@ -315,8 +401,14 @@ static saga_status sample_pass(saga_net *n, const saga_sample *smp, bool train, 
                             who, (long long)l->rows, (long long)l->cols);
         if (st == SAGA_OK)
             st = saga_tape_backward_range(c, mark, l, NULL);
-        if (st == SAGA_OK)
+        if (st == SAGA_OK && on_dev) { /* copied out in stream order, read when taken */
+            st = saga_memcpy_d2h_async(saga_ctx_stream(c), &n->smp_loss_host[q], l->data,
+                                       sizeof(float));
+            if (st == SAGA_OK)
+                st = saga_event_record(n->smp_loss_ev[q], saga_ctx_stream(c));
+        } else if (st == SAGA_OK) {
             lv = saga_item(l);
+        }
     } else if (st == SAGA_OK && out && seeds > 0) {
         st = saga_tensor_to_host(y, out);
     }
@@ -337,8 +429,13 @@ static saga_status sample_pass(saga_net *n, const saga_sample *smp, bool train, 
             st = saga_comm_stop_unless_agreed(
                 n->hx->comm, saga_comm_allreduce_grads(n->hx->dcomm, n->model, 1.0));
     }
-    if (st == SAGA_OK && train && loss)
+    if (st == SAGA_OK && kind == PASS_TRAIN && loss)
         *loss = lv;
+    if (st == SAGA_OK && kind == PASS_QUEUE) { /* a rank without seeds has its loss: the sum */
+        n->smp_q_dev[q] = on_dev && seeds > 0;
+        n->smp_q_val[q] = lv;
+        n->smp_q_tail++;
+    }
     /* a failed pass leaves nothing behind: the net takes the next sample afresh */
     if (st < 0)
         saga_tape_release_failed(c, mark);
@@ -346,16 +443,57 @@ static saga_status sample_pass(saga_net *n, const saga_sample *smp, bool train, 
         saga_tape_release(c, mark);
     for (int l = 0; l < smp->n_layers; l++)
         saga_dgraph_free(&dg[l]);
+    /* slot k is the next copy's into it once the device has passed this pass */
+    if (n->smp_copy) {
+        saga_status sd = n->smp_done[k] ? SAGA_OK : saga_event_new(&n->smp_done[k], n->be);
+        if (sd == SAGA_OK)
+            sd = saga_event_record(n->smp_done[k], saga_ctx_stream(c));
+        n->smp_done_rec[k] = sd == SAGA_OK;
+        if (sd < 0) /* no event to order the copy by: the device finishes the pass now */
+            (void)saga_stream_synchronize(saga_ctx_stream(c));
+    }
     /* the context keeps released buffers by exact size, and each sample's shapes are its own:
      * kept, they would pile up batch after batch (the backend keeps freed blocks, bounded) */
     saga_ctx_trim(c);
+    saga_backend_get_stats(n->be, &b1);
+    const size_t grown = n->smp_in_bytes[0] + n->smp_in_bytes[1] - slots0;
+    memset(&n->stats, 0, sizeof n->stats);
+    n->stats.peak_device_bytes =
+        b1.peak_bytes > b0.in_use_bytes + grown ? b1.peak_bytes - b0.in_use_bytes - grown : 0;
+    n->stats.peak_device_bytes += n->smp_input_bytes;
+    n->stats.input_bytes = n->smp_input_bytes;
+    n->stats.h2d_bytes = b1.h2d_bytes;
+    n->stats.d2h_bytes = b1.d2h_bytes;
+    n->stats.budget_bytes = b1.budget_bytes;
+    n->stats.seconds = saga_now() - t0;
     return st;
 }
 
 saga_status saga_net_train_sample(saga_net *n, const saga_sample *smp, double *loss) {
-    return sample_pass(n, smp, true, loss, NULL, "saga_net_train_sample");
+    return sample_pass(n, smp, PASS_TRAIN, loss, NULL, "saga_net_train_sample");
+}
+
+saga_status saga_net_train_sample_queue(saga_net *n, const saga_sample *smp) {
+    return sample_pass(n, smp, PASS_QUEUE, NULL, NULL, "saga_net_train_sample_queue");
+}
+
+saga_status saga_net_train_sample_take(saga_net *n, double *loss) {
+    saga_status st = SAGA_OK;
+    SAGA_CHECK(n, SAGA_ERR_INVALID_ARG, "saga_net_train_sample_take: no net");
+    SAGA_CHECK(n->smp_q_head != n->smp_q_tail, SAGA_ERR_INVALID_ARG,
+               "saga_net_train_sample_take: no training pass over a sample is queued");
+    const int q = (int)(n->smp_q_head++ % SAGA_NET_SAMPLES_QUEUED);
+    double v = n->smp_q_val[q];
+    if (n->smp_q_dev[q]) {
+        SAGA_TRY(saga_event_synchronize(n->smp_loss_ev[q]));
+        v = n->smp_loss_host[q];
+    }
+    if (loss)
+        *loss = v;
+fail:
+    return st;
 }
 
 saga_status saga_net_forward_sample(saga_net *n, const saga_sample *smp, float *out) {
-    return sample_pass(n, smp, false, NULL, out, "saga_net_forward_sample");
+    return sample_pass(n, smp, PASS_INFER, NULL, out, "saga_net_forward_sample");
 }

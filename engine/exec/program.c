@@ -32,6 +32,7 @@ typedef struct dgraph_plan {
 
 struct saga_dgraph {
     saga_backend *be;
+    saga_ctx *up;  /* a block's: the context whose stream its uploads are ordered in, or NULL */
     int32_t n;     /* destination rows */
     int32_t n_src; /* source rows: n for a whole graph, more for a block (saga_dgraph_new_block) */
     int64_t m;
@@ -61,20 +62,23 @@ saga_dgraph_opts saga_dgraph_opts_defaults(void) {
     return o;
 }
 
-/* Device copy of bytes of host memory into *out (NULL when bytes == 0), synchronous. */
-static saga_status dev_upload(saga_backend *be, void **out, const void *host, size_t bytes) {
+/* Device copy of bytes of host memory into *out (NULL when bytes == 0) for g: in the stream order
+ * of its context's uploads where it has one (a block), else synchronous. */
+static saga_status dev_upload(const saga_dgraph *g, void **out, const void *host, size_t bytes) {
     saga_status st = SAGA_OK;
     void *d = NULL;
-    SAGA_TRY(saga_backend_alloc(be, &d, bytes));
-    if (bytes) {
-        saga_stream *s = saga_backend_default_stream(be);
+    SAGA_TRY(saga_backend_alloc(g->be, &d, bytes));
+    if (bytes && g->up) {
+        SAGA_TRY(saga_ctx_upload(g->up, d, host, bytes));
+    } else if (bytes) {
+        saga_stream *s = saga_backend_default_stream(g->be);
         SAGA_TRY(saga_memcpy_h2d_async(s, d, host, bytes));
         SAGA_TRY(saga_stream_synchronize(s));
     }
     *out = d;
     return SAGA_OK;
 fail:
-    saga_backend_free(be, d, bytes);
+    saga_backend_free(g->be, d, bytes);
     return st;
 }
 
@@ -201,11 +205,11 @@ static saga_status dgraph_upload(saga_dgraph *dg) {
     for (int32_t v = 0; v < dg->n; v++)
         for (int64_t k = dg->h_in_off[v]; k < dg->h_in_off[v + 1]; k++)
             dst[k] = v;
-    SAGA_TRY(dev_upload(dg->be, (void **)&dg->d_in_off, dg->h_in_off, n1 * sizeof(int64_t)));
-    SAGA_TRY(dev_upload(dg->be, (void **)&dg->d_in_src, dg->h_in_src, m * sizeof(int32_t)));
-    SAGA_TRY(dev_upload(dg->be, (void **)&dg->d_edge_dst, dst, m * sizeof(int32_t)));
-    SAGA_TRY(dev_upload(dg->be, (void **)&dg->d_out_off, dg->h_out_off, ns1 * sizeof(int64_t)));
-    SAGA_TRY(dev_upload(dg->be, (void **)&dg->d_out_dst, dg->h_out_dst, m * sizeof(int32_t)));
+    SAGA_TRY(dev_upload(dg, (void **)&dg->d_in_off, dg->h_in_off, n1 * sizeof(int64_t)));
+    SAGA_TRY(dev_upload(dg, (void **)&dg->d_in_src, dg->h_in_src, m * sizeof(int32_t)));
+    SAGA_TRY(dev_upload(dg, (void **)&dg->d_edge_dst, dst, m * sizeof(int32_t)));
+    SAGA_TRY(dev_upload(dg, (void **)&dg->d_out_off, dg->h_out_off, ns1 * sizeof(int64_t)));
+    SAGA_TRY(dev_upload(dg, (void **)&dg->d_out_dst, dg->h_out_dst, m * sizeof(int32_t)));
 fail:
     saga_free(dst);
     return st;
@@ -319,16 +323,17 @@ static void block_symnorm(const saga_dgraph *g, bool mean, float *vals) {
         }
 }
 
-saga_status saga_dgraph_new_block(saga_dgraph **out, saga_backend *be, int32_t n_dst, int32_t n_src,
+saga_status saga_dgraph_new_block(saga_dgraph **out, saga_ctx *c, int32_t n_dst, int32_t n_src,
                                   const int64_t *off, const int32_t *src, const float *w,
                                   const double *deg_in, const double *deg_out) {
     saga_status st = SAGA_OK;
     saga_dgraph *dg = NULL;
-    SAGA_CHECK(out && be && off && n_dst >= 0 && n_src >= n_dst && !deg_in == !deg_out,
+    SAGA_CHECK(out && c && off && n_dst >= 0 && n_src >= n_dst && !deg_in == !deg_out,
                SAGA_ERR_INVALID_ARG, "saga_dgraph_new_block: invalid arguments");
     const int64_t m = off[n_dst];
     SAGA_TRY(saga_alloc_zeroed((void **)&dg, 1, sizeof *dg, "a placed block"));
-    dg->be = be;
+    dg->be = saga_ctx_backend(c);
+    dg->up = c;
     dg->n = n_dst;
     dg->n_src = n_src;
     dg->m = m;
@@ -384,8 +389,8 @@ static saga_status dgraph_values_get(saga_dgraph *g, saga_edge_weight w, bool me
                              h_in);
         for (size_t k = 0; k < m; k++)
             h_out[k] = h_in[g->h_perm[k]];
-        SAGA_TRY(dev_upload(g->be, (void **)&dv->in, h_in, m * sizeof(float)));
-        st = dev_upload(g->be, (void **)&dv->out, h_out, m * sizeof(float));
+        SAGA_TRY(dev_upload(g, (void **)&dv->in, h_in, m * sizeof(float)));
+        st = dev_upload(g, (void **)&dv->out, h_out, m * sizeof(float));
         if (st < 0) {
             saga_backend_free(g->be, dv->in, m * sizeof(float));
             dv->in = NULL;
@@ -413,7 +418,7 @@ static saga_status dgraph_weight_column(saga_dgraph *g, saga_edge_weight w, cons
         SAGA_TRY(saga_alloc_array((void **)&ones, m ? m : 1, sizeof(float), "unit weights"));
         for (size_t i = 0; i < m; i++)
             ones[i] = 1.0f;
-        SAGA_TRY(dev_upload(g->be, (void **)&g->d_ones, ones, m * sizeof(float)));
+        SAGA_TRY(dev_upload(g, (void **)&g->d_ones, ones, m * sizeof(float)));
     }
     *out = in ? in : g->d_ones;
 fail:
@@ -468,7 +473,7 @@ static saga_status dgraph_plan_get(saga_dgraph *g, int64_t max_edges, const dgra
     SAGA_TRY(saga_alloc_array((void **)&h_off, n_off, sizeof(int64_t), "batch offsets"));
     saga_prog_batch_offsets(g->h_in_off, nb, p->v0, h_off);
     p->d_off_bytes = n_off * sizeof(int64_t);
-    SAGA_TRY(dev_upload(g->be, (void **)&p->d_off, h_off, p->d_off_bytes));
+    SAGA_TRY(dev_upload(g, (void **)&p->d_off, h_off, p->d_off_bytes));
     saga_free(h_off);
     p->next = g->plans;
     g->plans = p;

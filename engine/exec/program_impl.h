@@ -54,13 +54,14 @@ saga_status saga_place_in_csr(const saga_graph *g, bool add_loops, int64_t **off
 void saga_edge_values(int32_t n, const int64_t *in_off, const int32_t *in_src, const float *in_w,
                       const int64_t *out_off, saga_edge_weight w, bool mean, float *vals);
 
-/* A placed block (saga_dgraph): n_dst destination rows over n_src >= n_dst source rows, from a
- * host CSR (off: n_dst + 1 from 0; src: off[n_dst] sources in [0, n_src); w: their weights, or
- * NULL), copied. deg_in (n_dst) and deg_out
- * (n_src): the degrees SYMNORM divides by, or both NULL to count them in the block. A program
- * runs over it through saga_dgraph_view and saga_prog_gather: source rows in, destination rows
- * out. */
-saga_status saga_dgraph_new_block(saga_dgraph **out, saga_backend *be, int32_t n_dst, int32_t n_src,
+/* A placed block (saga_dgraph) for context c: n_dst destination rows over n_src >= n_dst source
+ * rows, from a host CSR (off: n_dst + 1 from 0; src: off[n_dst] sources in [0, n_src); w: their
+ * weights, or NULL), copied. deg_in (n_dst) and deg_out (n_src): the degrees SYMNORM divides by,
+ * or both NULL to count them in the block. Its copies to the device (here, and of the values and
+ * plans made on first use) are queued in c's stream order through c's staging: the host does not
+ * wait for them. A program runs over it through saga_dgraph_view and saga_prog_gather: source
+ * rows in, destination rows out. */
+saga_status saga_dgraph_new_block(saga_dgraph **out, saga_ctx *c, int32_t n_dst, int32_t n_src,
                                   const int64_t *off, const int32_t *src, const float *w,
                                   const double *deg_in, const double *deg_out);
 /* The view of placed graph (or block) g for program p: its edge values and batch plans made on

@@ -269,6 +269,33 @@ SAGA_API saga_status saga_net_set_input_auto(saga_net *n, const float *x, int64_
  * (or the other way round); SAGA_ERR_UNSUPPORTED over ranks without shards (saga_net_opts.comm);
  * the stages' own. Over shards a failure on any rank fails every rank's training pass. */
 SAGA_API saga_status saga_net_train_sample(saga_net *n, const saga_sample *smp, double *loss);
+/* The most training passes over samples queued whose losses wait to be taken. */
+enum { SAGA_NET_SAMPLES_QUEUED = 8 };
+/* saga_net_train_sample without its wait for the device: the pass over smp is queued (forward,
+ * loss, backward), the optimizer's step and the next passes queue behind it, and smp may be
+ * freed once this returns. saga_net_train_sample_take reads the queued passes' losses in the
+ * order they were queued; at most SAGA_NET_SAMPLES_QUEUED wait to be taken. Taking each loss one
+ * pass late keeps the device busy: the next sample's input rows are gathered on the host, and
+ * copied to the device on a stream of their own, while the pass before runs.
+ *
+ *   for (b = 0; b < batches; b++) {
+ *       SAGA_TRY(saga_net_train_sample_queue(net, smp[b]));
+ *       SAGA_TRY(saga_optim_step(opt));
+ *       if (b > 0)
+ *           SAGA_TRY(saga_net_train_sample_take(net, &loss[b - 1]));
+ *   }
+ *   SAGA_TRY(saga_net_train_sample_take(net, &loss[batches - 1]));
+ *
+ * Over shards the pass waits, as saga_net_train_sample does (its loss and gradients are summed
+ * over the ranks), and its loss waits to be taken all the same. Errors: those of
+ * saga_net_train_sample, and SAGA_ERR_INVALID_ARG when SAGA_NET_SAMPLES_QUEUED losses wait to be
+ * taken; a pass that fails here is not queued. saga_net_train_sample refuses (INVALID_ARG) while
+ * losses of queued passes wait to be taken. */
+SAGA_API saga_status saga_net_train_sample_queue(saga_net *n, const saga_sample *smp);
+/* The loss of the oldest training pass over a sample queued and not yet taken, waiting for it;
+ * an error the device found in that pass is reported here (and the pass counts as taken).
+ * SAGA_ERR_INVALID_ARG when none is queued. loss may be NULL. */
+SAGA_API saga_status saga_net_train_sample_take(saga_net *n, double *loss);
 /* Inference over a sample (the context out of training mode): the last stage's output of the
  * seeds into out (n_seeds x its width, row i for the sample's seed i). Over shards each rank's
  * own seeds, with no communication. */
@@ -331,7 +358,10 @@ typedef struct saga_net_stats {
     bool streamed;
     int32_t parts;
     uint64_t h2d_bytes, d2h_bytes; /* moved by the last call */
-    size_t peak_device_bytes;      /* the backend's peak during the last call */
+    size_t peak_device_bytes;      /* the backend's peak during the last call; after a pass
+                                    * over a sample, the pass's own: its peak above what was
+                                    * held before it, its input rows counted at their size
+                                    * (not the slots kept for them from sample to sample) */
     size_t budget_bytes;
     double copy_seconds;    /* time the copies took: the copy stream's, timed by events on a
                              * GPU, the copy worker's on the CPU (0 where neither tells) */

@@ -51,12 +51,23 @@ struct saga_ctx {
     _Alignas(8) unsigned char lazy_args[SAGA_LAZY_ARGS];
     size_t lazy_at;
 
-    /* saga_ctx_from_host's pinned staging, used as a ring: the host values are copied in at the
-     * call and the device copies them from there in stream order; stage_ev, recorded after the
-     * last copy, is waited for only when the ring wraps before that copy ran */
+    /* The pinned staging of uploads (saga_ctx_from_host, saga_ctx_stage): two banks of
+     * stage_cap / 2 bytes used in turn. Host values are written into the current bank at the
+     * call and the device copies them out in stream order; bank_ev[k], recorded on the stream
+     * when the staging leaves bank k, is what a return to bank k waits for, and only when the
+     * device has not passed it. So a host one pass or more ahead of the device writes into one
+     * bank while the device still reads the other. Where the other bank's copies have not run,
+     * the ring grows instead (to at most 8 times the largest request; then it waits), and the
+     * buffer it leaves is freed once the device has passed old_ev. */
     unsigned char *stage;
-    size_t stage_cap, stage_used;
-    saga_event *stage_ev;
+    size_t stage_cap, stage_used; /* stage_used: bytes taken in the current bank */
+    int bank;
+    saga_event *bank_ev[2];
+    bool bank_rec[2]; /* bank_ev[k] recorded since the buffer was made */
+    size_t stage_max; /* the largest request staged */
+    unsigned char *old;
+    size_t old_cap;
+    saga_event *old_ev;
     size_t staged;  /* bytes staged since the context was made */
     bool recording; /* saga_ctx_record_begin .. end: the ring may not start over */
 };
@@ -181,30 +192,96 @@ fail:
     return NULL;
 }
 
-/* Room for n bytes at c->stage + c->stage_used: the ring starts over when they do not fit after
- * the last copy (waiting for it only when it has not run), and grows when they do not fit at all
- * (rare: the sizes a loss uploads repeat from step to step). */
+/* Frees the buffer the ring left (after the device passed it; wait: waiting for that). */
+static saga_status old_release(saga_ctx *c, bool wait) {
+    saga_status st = SAGA_OK;
+    if (!c->old)
+        return SAGA_OK;
+    if (!saga_event_done(c->old_ev)) {
+        if (!wait)
+            return SAGA_OK;
+        SAGA_TRY(saga_event_synchronize(c->old_ev));
+    }
+    saga_backend_host_free(c->be, c->old, c->old_cap);
+    c->old = NULL;
+    c->old_cap = 0;
+fail:
+    return st;
+}
+
+/* Room for n bytes (a multiple of 64) at c->stage + c->bank * (stage_cap / 2) + c->stage_used:
+ * in the current bank, else in the other one (see saga_ctx), else in a larger ring. */
 static saga_status stage_room(saga_ctx *c, size_t n) {
     saga_status st = SAGA_OK;
-    if (c->stage_used + n <= c->stage_cap)
+    const size_t half = c->stage_cap / 2;
+    if (c->stage_used + n <= half)
         return SAGA_OK;
-    /* the recorded copies of what is in the ring have not run: it may not be overwritten, and
-     * their event may not be asked */
+    /* the recorded copies of what is in the ring have not run: it may not be left or
+     * overwritten, and no event may be recorded */
     SAGA_CHECK(!c->recording, SAGA_ERR_UNSUPPORTED,
                "a recorded pass staged more uploads than the %zu bytes room was made for",
-               c->stage_cap - c->stage_used);
-    if (c->stage_ev && !saga_event_done(c->stage_ev))
-        SAGA_TRY(saga_event_synchronize(c->stage_ev));
-    c->stage_used = 0;
-    if (n > c->stage_cap) {
-        size_t cap = c->stage_cap ? 2 * c->stage_cap : (size_t)64 << 10;
-        cap = cap > n ? cap : n;
-        void *p = NULL;
-        SAGA_TRY(saga_backend_host_alloc(c->be, &p, cap));
-        saga_backend_host_free(c->be, c->stage, c->stage_cap);
-        c->stage = p;
-        c->stage_cap = cap;
+               half - c->stage_used);
+    saga_stream *s = saga_ctx_stream(c);
+    c->stage_max = n > c->stage_max ? n : c->stage_max;
+    SAGA_TRY(old_release(c, false));
+    if (c->stage) { /* leave the current bank: after every copy out of it queued so far */
+        if (!c->bank_ev[c->bank])
+            SAGA_TRY(saga_event_new(&c->bank_ev[c->bank], c->be));
+        SAGA_TRY(saga_event_record(c->bank_ev[c->bank], s));
+        c->bank_rec[c->bank] = true;
     }
+    const int other = 1 - c->bank;
+    const bool busy = c->bank_rec[other] && !saga_event_done(c->bank_ev[other]);
+    if (n <= half && (!busy || c->stage_cap >= 8 * c->stage_max)) {
+        if (busy)
+            SAGA_TRY(saga_event_synchronize(c->bank_ev[other]));
+        c->bank = other;
+        c->stage_used = 0;
+        return SAGA_OK;
+    }
+    /* a larger ring, each bank room for twice the request at least; the buffer left behind is
+     * freed once the device has passed the event just recorded (after every copy out of it) */
+    size_t cap = c->stage_cap * 2 > 4 * n ? c->stage_cap * 2 : 4 * n;
+    cap = cap > ((size_t)128 << 10) ? cap : (size_t)128 << 10;
+    void *p = NULL;
+    SAGA_TRY(old_release(c, true)); /* one buffer left behind at a time */
+    SAGA_TRY(saga_backend_host_alloc(c->be, &p, cap));
+    if (c->stage) {
+        saga_event *e = c->old_ev;
+        c->old_ev = c->bank_ev[c->bank];
+        c->bank_ev[c->bank] = e;
+        c->old = c->stage;
+        c->old_cap = c->stage_cap;
+    }
+    c->stage = p;
+    c->stage_cap = cap;
+    c->bank = 0;
+    c->stage_used = 0;
+    c->bank_rec[0] = c->bank_rec[1] = false;
+fail:
+    return st;
+}
+
+saga_status saga_ctx_stage(saga_ctx *c, size_t bytes, void **host) {
+    saga_status st = SAGA_OK;
+    const size_t at = (bytes + 63) / 64 * 64;
+    *host = NULL;
+    SAGA_TRY(stage_room(c, at));
+    *host = c->stage + (size_t)c->bank * (c->stage_cap / 2) + c->stage_used;
+    c->stage_used += at;
+    c->staged += at;
+fail:
+    return st;
+}
+
+saga_status saga_ctx_upload(saga_ctx *c, void *dev, const void *host, size_t bytes) {
+    saga_status st = SAGA_OK;
+    void *p = NULL;
+    if (!bytes)
+        return SAGA_OK;
+    SAGA_TRY(saga_ctx_stage(c, bytes, &p));
+    memcpy(p, host, bytes);
+    SAGA_TRY(saga_memcpy_h2d_async(saga_ctx_stream(c), dev, p, bytes));
 fail:
     return st;
 }
@@ -215,18 +292,7 @@ saga_tensor *saga_ctx_from_host(saga_ctx *c, saga_dtype dt, int64_t rows, int64_
     saga_tensor *t = saga_ctx_tensor(c, dt, rows, cols);
     if (!t || !t->nbytes)
         return t;
-    saga_stream *s = saga_ctx_stream(c);
-    const size_t n = t->nbytes, at = (n + 63) / 64 * 64;
-    SAGA_TRY(stage_room(c, at));
-    if (!c->stage_ev)
-        SAGA_TRY(saga_event_new(&c->stage_ev, c->be));
-    unsigned char *p = c->stage + c->stage_used;
-    memcpy(p, host, n);
-    SAGA_TRY(saga_memcpy_h2d_async(s, t->data, p, n));
-    if (!c->recording)
-        SAGA_TRY(saga_event_record(c->stage_ev, s));
-    c->stage_used += at;
-    c->staged += at;
+    SAGA_TRY(saga_ctx_upload(c, t->data, host, t->nbytes));
     return t;
 fail:
     saga_ctx_fail(c, st);
@@ -239,18 +305,17 @@ size_t saga_ctx_staged_bytes(const saga_ctx *c) {
 
 saga_status saga_ctx_record_begin(saga_ctx *c, size_t bytes) {
     saga_status st = SAGA_OK;
-    SAGA_TRY(stage_room(c, bytes)); /* starts the ring over now, if it has to */
-    if (!c->stage_ev)
-        SAGA_TRY(saga_event_new(&c->stage_ev, c->be));
+    SAGA_TRY(stage_room(c, (bytes + 63) / 64 * 64)); /* leaves the bank now, if it has to */
     c->recording = true;
 fail:
     return st;
 }
 
 saga_status saga_ctx_record_end(saga_ctx *c, bool launched) {
+    (void)launched; /* a launch's copies out of the ring are before the event that leaves the
+                     * bank, recorded on the stream after it */
     c->recording = false;
-    /* the launch's copies out of the ring are behind this point of the stream */
-    return launched ? saga_event_record(c->stage_ev, saga_ctx_stream(c)) : SAGA_OK;
+    return SAGA_OK;
 }
 
 saga_tensor *saga_ctx_wrap(saga_ctx *c, saga_dtype dt, int64_t rows, int64_t cols, void *data) {
@@ -459,9 +524,12 @@ void saga_ctx_free(saga_ctx **cp) {
         c->spare = t->grad;
         saga_free(t);
     }
-    if (c->stage_ev)
-        (void)saga_event_synchronize(c->stage_ev);
-    saga_event_free(&c->stage_ev);
+    if (c->stage) /* the copies out of the ring have run */
+        (void)saga_stream_synchronize(saga_ctx_stream(c));
+    (void)old_release(c, true);
+    for (int k = 0; k < 2; k++)
+        saga_event_free(&c->bank_ev[k]);
+    saga_event_free(&c->old_ev);
     saga_backend_host_free(c->be, c->stage, c->stage_cap);
     saga_free(c->cache);
     saga_free(c->tensors);

@@ -135,6 +135,13 @@ saga_status saga_ctx_fail(saga_ctx *c, saga_status st);
  * or after a failed recording. saga_ctx_staged_bytes: the bytes staged since the context was
  * made, for the room a pass needs. */
 saga_status saga_ctx_record_begin(saga_ctx *c, size_t bytes);
+/* Room in the context's pinned staging for bytes the caller writes at *host at once, then copies
+ * to the device (saga_memcpy_h2d_async): on the context's stream, or on another stream that the
+ * context's stream waits for (an event) before anything else is staged. */
+saga_status saga_ctx_stage(saga_ctx *c, size_t bytes, void **host);
+/* bytes of host memory copied to device memory dev in the context's stream order, through its
+ * staging (as saga_ctx_from_host: host may change once this returns; the host does not wait). */
+saga_status saga_ctx_upload(saga_ctx *c, void *dev, const void *host, size_t bytes);
 saga_status saga_ctx_record_end(saga_ctx *c, bool launched);
 size_t saga_ctx_staged_bytes(const saga_ctx *c);
 /* Device memory of exactly bytes from the context's cache or the backend (with the same

@@ -9,9 +9,10 @@ source "$(dirname "$0")/../cli_common.bash"
 : "${SAGA_CUDA_MODULE:?SAGA_CUDA_MODULE must name the simulator module}"
 export SAGA_CUDASIM_DEVICES=${SAGA_CUDASIM_DEVICES:-2}
 
-# same_losses A B VERTICES FEATURES CLASSES: the "loss" fields of two --log files of a GCN (16
-# hidden units) on data of that shape agree within tests/bounds.py's bound for each epoch (the GPU
-# and the CPU, or streamed parts, add in other orders).
+# same_losses A B VERTICES FEATURES CLASSES [HIDDEN [STEPS]]: the "loss" fields of two --log files
+# of a GCN (HIDDEN units, default 16) on data of that shape agree within tests/bounds.py's bound
+# for each epoch (the GPU and the CPU, or streamed parts, add in other orders); STEPS optimizer
+# steps an epoch (mini-batches; default 1): an epoch's bound is that after its last step.
 same_losses() {
     python3 - "$@" <<'PY'
 import json, os, sys
@@ -21,7 +22,8 @@ a = [json.loads(l)["loss"] for l in open(sys.argv[1])]
 b = [json.loads(l)["loss"] for l in open(sys.argv[2])]
 n, f, c = (int(x) for x in sys.argv[3:6])
 h = int(sys.argv[6]) if len(sys.argv) > 6 else 16
-tol = bounds.gcn_losses(n, f, h, c, len(b))
+k = int(sys.argv[7]) if len(sys.argv) > 7 else 1
+tol = bounds.gcn_losses(n, f, h, c, len(b) * k)[k - 1::k]
 assert len(a) == len(b) > 0, (len(a), len(b))
 for i, (x, y, t) in enumerate(zip(a, b, tol)):
     assert abs(x - y) <= t * abs(y), ("epoch", i + 1, x, y, t)
@@ -217,6 +219,31 @@ else
     same_losses "$TMP/sl64.jsonl" "$TMP/cpu64.jsonl" 4000 80 4 64 ||
         fail "gcn cuda at 1/$sliced (slices): losses differ"
 fi
+
+# ---- GCN on sampled mini-batches ----------------------------------------------------------------
+# five batches an epoch, each an optimizer step: the CPU's losses within the bound after as many
+# steps, with the batches sampled ahead on a thread or on the training's path. Each batch's pass is
+# queued and its loss read after the next one is queued, so that in epochs 3 and 4 the host waits
+# once a batch, and the device runs dry only where an epoch ends (its time by the wall clock),
+# where its evaluation is read, and at the window's close: 5 of the waits, however many batches
+# (one batch's pass waiting for its loss, and for each of its blocks' uploads, drained it 17 times)
+expect 0 "$SAGA_BIN" gcn --data "$TMP/cit" --epochs 5 --fanout 5,5 --batch-size 16 --json --quiet \
+    --device cpu --log "$TMP/mb-cpu.jsonl"
+for ahead in 0 2; do
+    rm -f "$TMP/counts"
+    expect 0 env SAGA_CUDASIM_STATS="$TMP/counts" "$SAGA_BIN" gcn --data "$TMP/cit" --epochs 5 \
+        --fanout 5,5 --batch-size 16 --json --quiet --device cuda --prefetch $ahead \
+        --profile-epochs 3:4 --log "$TMP/mb-cuda.jsonl"
+    [ "$(json_get 'j["batches"]')" = 5 ] || fail "gcn --fanout on cuda: $(json_last)"
+    same_losses "$TMP/mb-cuda.jsonl" "$TMP/mb-cpu.jsonl" 800 80 4 16 5 ||
+        fail "gcn --fanout on cuda, --prefetch $ahead: losses differ from the cpu's"
+    python3 - "$(grep '^{"window"' "$TMP/counts")" <<'PY' || fail "gcn --fanout on cuda, --prefetch $ahead: counts"
+import json, sys
+w = json.loads(sys.argv[1])
+print("gcn --fanout on cuda, epochs 3-4:", {k: w[k] for k in ("host_waits", "drain_waits", "kernels")})
+assert w["kernels"] > 0 and w["drain_waits"] <= 5 and w["host_waits"] <= 2 * (5 + 1) + 3, w
+PY
+done
 
 # ---- PageRank, streamed -----------------------------------------------------------------------
 expect 0 "$SAGA_BIN" generate rmat --quiet --scale 11 --edge-factor 8 --seed 3 -o "$TMP/rmat.txt"
