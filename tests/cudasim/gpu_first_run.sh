@@ -38,7 +38,7 @@ tail -n1 "$TMP/run.log" | grep -q '^summary: ' || fail "the summary is not print
 for s in backend-test gcn-cora-cuda-vs-cpu gcn-cora-accuracy gcn-streamed-h16 \
     gcn-streamed-h16-losses gcn-streamed-h16-bound gcn-streamed-trace gcn-streamed-h256 \
     gcn-streamed-h256-losses dense-8x pagerank-cuda-vs-cpu cc-cuda-vs-cpu models-cuda-vs-cpu \
-    gcn-cora-determinism gcn-cora-shards; do
+    gcn-cora-determinism gcn-cora-shards gcn-cora-minibatch; do
     awk -F'\t' -v s="$s" '$1 == s && $2 == "ok" { ok = 1 } END { exit !ok }' "$TMP/out/steps.tsv" ||
         fail "step $s did not pass: $(grep "^$s" "$TMP/out/steps.tsv")"
 done
