@@ -624,6 +624,25 @@ fail:
     return st;
 }
 
+/* st of making the model's parameters or the optimizer's state on be: a refusal for the budget
+ * says what stays on the device whole (the backend's words after it). */
+static saga_status model_fits(saga_status st, saga_backend *be) {
+    if (st != SAGA_ERR_BUDGET)
+        return st;
+    char cause[512];
+    snprintf(cause, sizeof cause, "%s", saga_last_error());
+    saga_backend_stats bs;
+    saga_backend_get_stats(be, &bs);
+    const bool mib = bs.budget_bytes >= ((size_t)1 << 20);
+    return saga_error(SAGA_ERR_BUDGET,
+                      "GCN: the model does not fit in the device budget of %.1f %s: its "
+                      "parameters, their gradients and Adam's two moments (16 bytes a parameter) "
+                      "stay on the device whole, while the graph's rows stream through the rest; "
+                      "give a larger budget (%s)",
+                      (double)bs.budget_bytes / (mib ? 1048576.0 : 1024.0), mib ? "MiB" : "KiB",
+                      cause);
+}
+
 /* One epoch of mini-batches (epoch_batches), from the feed when there is one, else packed and
  * sampled here; each trained with an optimizer step, its device peak measured. *loss: the mean
  * over the batches, weighted by their seeds; *held_peak: the most device memory a batch held. */
@@ -849,12 +868,12 @@ saga_status gcn_train(gcn_result *out, saga_backend *be, const gcn_data *d, cons
     SAGA_TRY(saga_net_new(&net, c, d->graph, &no));
     SAGA_TRY(saga_net_set_model(net, m)); /* with ranks: gradients summed over them */
     saga_tensor *decay = NULL;
-    SAGA_TRY(add_layers(net, m, o, F, C, sparse, agg_first, &decay));
+    SAGA_TRY(model_fits(add_layers(net, m, o, F, C, sparse, agg_first, &decay), be));
     r.n_params = saga_model_n_scalars(m);
     saga_optim_opts oo = saga_optim_opts_defaults(SAGA_OPTIM_ADAM);
     oo.lr = o->lr;
     oo.weight_decay = decay ? 0 : o->weight_decay;
-    SAGA_TRY(saga_optim_new(&opt, m, &oo));
+    SAGA_TRY(model_fits(saga_optim_new(&opt, m, &oo), be));
     if (decay)
         SAGA_TRY(saga_optim_set_weight_decay(opt, decay, o->weight_decay));
     /* the mean NLL over the training rows; the loss reads those alone, so the last layer runs on

@@ -38,6 +38,11 @@ cp -r "$TMP/kc" "$TMP/kc-bom"
 expect 1 "$SAGA_BIN" gcn --data "$TMP/kc-bom" --epochs 1 --device cpu
 expect_err "labels.txt:1:"
 expect_err "UTF-8 byte-order mark"
+# a device budget smaller than the model: said as such, with the backend's words after it
+expect 1 "$SAGA_BIN" gcn --data "$TMP/kc" --epochs 1 --device cpu --hidden 64 --device-mem 8K
+expect_err "GCN: the model does not fit in the device budget of 8.0 KiB"
+expect_err "stay on the device whole"
+expect_err "device memory budget exceeded"
 
 # The "no usable GPU" warning only when a GPU was asked for (--device auto, SAGA_DEVICE=auto);
 # auto as a mere default says it at the info level. Without a GPU, --device cuda says how to run
