@@ -463,17 +463,13 @@ static void test_net_sample_refusals(void **state) {
     saga_backend_free_all(&be);
 }
 
-/* Six SGD steps of the two-layer GCN (dropout 0.3) on samples of cut fan-outs, on a CPU backend
- * (copies: where the input rows' copies run): each pass waiting for its loss (queued false), or
- * queued and its loss taken after the next pass is queued. The losses into loss, the outputs
- * after the steps into out (test_malloc'd). */
-static void queued_run(saga_copies copies, bool queued, double *loss, float **out) {
+/* Six SGD steps of the two-layer GCN (dropout 0.3) on samples of cut fan-outs, on a CPU backend:
+ * each pass waiting for its loss (queued false), or queued and its loss taken after the next pass
+ * is queued. The losses into loss, the outputs after the steps into out (test_malloc'd). */
+static void queued_run(bool queued, double *loss, float **out) {
     gcn_net t;
     memset(&t, 0, sizeof t);
-    saga_backend_params bp = saga_backend_params_defaults();
-    bp.copies = copies;
-    bp.n_threads = copies == SAGA_COPIES_WORKER ? 1 : 0;
-    assert_int_equal(saga_backend_cpu_new(&t.be, &bp), SAGA_OK);
+    assert_int_equal(saga_backend_cpu_new(&t.be, NULL), SAGA_OK);
     assert_int_equal(saga_ctx_new(&t.c, t.be, 3), SAGA_OK);
     assert_int_equal(saga_model_new(&t.m, t.be), SAGA_OK);
     net_model_params(t.m, &D, 16, &t.l1, &t.l2);
@@ -521,28 +517,23 @@ static void queued_run(saga_copies copies, bool queued, double *loss, float **ou
 }
 
 /* Passes queued and their losses taken one pass late train what passes that wait train, to the
- * bit (the same kernels in the same order on the same threads), with the input rows' copies in
- * order with the kernels and on a copy stream's worker thread; then the queue's refusals: a
- * waiting pass or a ninth queued one while losses wait, a take with none queued. */
+ * bit (the same kernels in the same order; the copy stream's order on a GPU is cudasim_apps');
+ * then the queue's refusals: a waiting pass or a ninth queued one while losses wait, a take with
+ * none queued. */
 static void test_net_sample_queued_passes(void **state) {
     (void)state;
     data_load();
-    const saga_copies modes[2] = {SAGA_COPIES_INLINE, SAGA_COPIES_WORKER};
-    for (int k = 0; k < 2; k++) {
-        double want[6], got[6];
-        float *a = NULL, *b = NULL;
-        queued_run(modes[k], false, want, &a);
-        queued_run(modes[k], true, got, &b);
-        for (int i = 0; i < 6; i++)
-            if (!(want[i] > 0) || got[i] != want[i])
-                fail_msg("copies %d, batch %d: queued loss %.9g, waiting %.9g", k, i, got[i],
-                         want[i]);
-        assert_memory_equal(a, b, (size_t)D.n * (size_t)D.C * sizeof *a);
-        print_message("  copies %s: losses %.9g .. %.9g, the same queued\n",
-                      k ? "on a worker" : "inline", want[0], want[5]);
-        test_free(a);
-        test_free(b);
-    }
+    double want[6], got[6];
+    float *a = NULL, *b = NULL;
+    queued_run(false, want, &a);
+    queued_run(true, got, &b);
+    for (int i = 0; i < 6; i++)
+        if (!(want[i] > 0) || got[i] != want[i])
+            fail_msg("batch %d: queued loss %.9g, waiting %.9g", i, got[i], want[i]);
+    assert_memory_equal(a, b, (size_t)D.n * (size_t)D.C * sizeof *a);
+    print_message("  losses %.9g .. %.9g, the same queued\n", want[0], want[5]);
+    test_free(a);
+    test_free(b);
     gcn_net t;
     gcn_net_open(&t, &D, &GCN, 0);
     assert_int_equal(saga_net_set_input(t.net, D.x, D.F), SAGA_OK);

@@ -105,7 +105,7 @@ static size_t align256(size_t b) {
  * source holds the other): dense rows (*x) or a CSR (*xs, its tensors set). They are gathered
  * into the context's staging and copied from there into slot k, on the net's copy stream where
  * it has one (the compute's stream waits for the copy, the copy for the pass before that read
- * the slot), else on the compute's. */
+ * the slot), else on the compute's; on the CPU, gathered into slot k itself. */
 static saga_status sample_input(saga_net *n, const saga_sample *smp, int k, saga_tensor **x,
                                 saga_sparse *xs) {
     saga_status st = SAGA_OK;
@@ -141,8 +141,16 @@ static saga_status sample_input(saga_net *n, const saga_sample *smp, int k, saga
         val_at = align256(idx_at + (size_t)nnz * sizeof(int32_t));
         bytes = val_at + (size_t)nnz * sizeof(float);
     }
+    /* where the device's memory is the host's (the CPU), the rows go straight into the slot: the
+     * passes before have run (its default stream is synchronous) */
+    const bool direct = saga_backend_get_kind(n->be) == SAGA_BACKEND_CPU;
     void *h = NULL;
-    SAGA_TRY(saga_ctx_stage(c, bytes, &h));
+    if (direct) {
+        SAGA_TRY(slot_room(n, k, bytes));
+        h = n->smp_in[k];
+    } else {
+        SAGA_TRY(saga_ctx_stage(c, bytes, &h));
+    }
     if (!n->sparse) {
         float *rows = h;
         for (int32_t i = 0; i < R; i++) {
@@ -177,14 +185,14 @@ static saga_status sample_input(saga_net *n, const saga_sample *smp, int k, saga
             off[i + 1] = e;
         }
     }
-    SAGA_TRY(slot_room(n, k, bytes));
     n->smp_input_bytes = bytes;
+    SAGA_TRY(slot_room(n, k, bytes));
     saga_stream *s = saga_ctx_stream(c), *cs = n->smp_copy ? n->smp_copy : s;
-    if (n->smp_copy && n->smp_done_rec[k])
+    if (!direct && n->smp_copy && n->smp_done_rec[k])
         SAGA_TRY(saga_stream_wait_event(cs, n->smp_done[k]));
-    if (bytes)
+    if (!direct && bytes)
         SAGA_TRY(saga_memcpy_h2d_async(cs, n->smp_in[k], h, bytes));
-    if (n->smp_copy) { /* before anything else is staged (saga_ctx_stage) */
+    if (!direct && n->smp_copy) { /* before anything else is staged (saga_ctx_stage) */
         if (!n->smp_ready[k])
             SAGA_TRY(saga_event_new(&n->smp_ready[k], n->be));
         SAGA_TRY(saga_event_record(n->smp_ready[k], cs));
@@ -349,7 +357,8 @@ static saga_status sample_pass(saga_net *n, const saga_sample *smp, pass_kind ki
                         who, SAGA_NET_SAMPLES_QUEUED);
     if (st == SAGA_OK)
         st = net_settle(n, false); /* a queued training pass over the graph ends first */
-    if (st == SAGA_OK && !n->smp_copy && !saga_backend_copies_inline(n->be))
+    if (st == SAGA_OK && !n->smp_copy && saga_backend_get_kind(n->be) != SAGA_BACKEND_CPU &&
+        !saga_backend_copies_inline(n->be))
         st = saga_stream_new(&n->smp_copy, n->be);
     const int q = (int)(n->smp_q_tail % SAGA_NET_SAMPLES_QUEUED);
     /* the loss stays on the device until taken: queued on one rank (over shards it is summed) */
