@@ -128,7 +128,11 @@ static saga_status sample_input(saga_net *n, const saga_sample *smp, int k, saga
     }
     int64_t nnz = 0;
     size_t idx_at = 0, val_at = 0, bytes = (size_t)R * (size_t)F * sizeof(float);
+    /* the rows are gathered on the kernels' threads where there are many (random reads of whole
+     * rows: the memory's latency, not its bandwidth, bounds one thread) */
+    const bool par = (int64_t)R * F >= ((int64_t)1 << 16);
     if (n->sparse) {
+#pragma omp parallel for schedule(static) reduction(+ : nnz) if (par)
         for (int32_t i = 0; i < R; i++) {
             const int64_t r = src_row(&src, i);
             if (src.x) /* a dense row's non-zeros */
@@ -153,6 +157,7 @@ static saga_status sample_input(saga_net *n, const saga_sample *smp, int k, saga
     }
     if (!n->sparse) {
         float *rows = h;
+#pragma omp parallel for schedule(static) if (par)
         for (int32_t i = 0; i < R; i++) {
             const int64_t r = src_row(&src, i);
             float *to = rows + (int64_t)i * F;
@@ -169,6 +174,17 @@ static saga_status sample_input(saga_net *n, const saga_sample *smp, int k, saga
         int32_t *idx = (int32_t *)((char *)h + idx_at);
         float *val = (float *)((char *)h + val_at);
         off[0] = 0;
+        for (int32_t i = 0; i < R; i++) { /* the offsets first, then the rows in parallel */
+            const int64_t r = src_row(&src, i);
+            int64_t m = 0;
+            if (src.x)
+                for (int64_t j = 0; j < F; j++)
+                    m += src.x[r * F + j] != 0.0f;
+            else
+                m = src.off[r + 1] - src.off[r];
+            off[i + 1] = off[i] + m;
+        }
+#pragma omp parallel for schedule(static) if (par)
         for (int32_t i = 0; i < R; i++) {
             const int64_t r = src_row(&src, i);
             int64_t e = off[i];
@@ -180,9 +196,7 @@ static saga_status sample_input(saga_net *n, const saga_sample *smp, int k, saga
                 const int64_t a = src.off[r], m = src.off[r + 1] - a;
                 memcpy(idx + e, src.idx + a, (size_t)m * sizeof *idx);
                 memcpy(val + e, src.val + a, (size_t)m * sizeof *val);
-                e += m;
             }
-            off[i + 1] = e;
         }
     }
     n->smp_input_bytes = bytes;
