@@ -21,6 +21,7 @@
 
 static net_data D;
 static saga_program GAT;
+static bool on_cuda; /* SAGA_TEST_DEVICE=cuda: the queued passes' test on the CUDA backend */
 
 static void data_load(void) {
     net_data_load(&D, 1500, 5, 40, 8, 3);
@@ -466,10 +467,13 @@ static void test_net_sample_refusals(void **state) {
 /* Six SGD steps of the two-layer GCN (dropout 0.3) on samples of cut fan-outs, on a CPU backend:
  * each pass waiting for its loss (queued false), or queued and its loss taken after the next pass
  * is queued. The losses into loss, the outputs after the steps into out (test_malloc'd). */
-static void queued_run(bool queued, double *loss, float **out) {
+static void queued_run(int depth, double *loss, float **out) {
     gcn_net t;
     memset(&t, 0, sizeof t);
-    assert_int_equal(saga_backend_cpu_new(&t.be, NULL), SAGA_OK);
+    if (on_cuda)
+        assert_int_equal(saga_backend_open(&t.be, "cuda", NULL), SAGA_OK);
+    else
+        assert_int_equal(saga_backend_cpu_new(&t.be, NULL), SAGA_OK);
     assert_int_equal(saga_ctx_new(&t.c, t.be, 3), SAGA_OK);
     assert_int_equal(saga_model_new(&t.m, t.be), SAGA_OK);
     net_model_params(t.m, &D, 16, &t.l1, &t.l2);
@@ -491,23 +495,26 @@ static void queued_run(bool queued, double *loss, float **out) {
     so.self_loops = SAGA_DGRAPH_SELF_LOOPS_ADD;
     assert_int_equal(saga_sampler_new(&s, D.g, fan, 2, &so), SAGA_OK);
     int32_t *perm = shuffled(D.n, 5);
+    int taken = 0;
     for (int b = 0; b < 6; b++) {
         saga_sample *smp = NULL;
-        /* batches of 40 to 140 seeds: the slots grow and are used by turns */
-        const int32_t count = 40 + 20 * b;
+        /* batches of 140 down to 40 seeds: the slots are made for the first two and used by
+         * turns after them */
+        const int32_t count = 140 - 20 * b;
         assert_int_equal(saga_sampler_sample(s, perm + 150 * b, count, (uint64_t)b, &smp), SAGA_OK);
-        if (queued) {
+        if (depth > 0) {
             assert_int_equal(saga_net_train_sample_queue(t.net, smp), SAGA_OK);
         } else {
             assert_int_equal(saga_net_train_sample(t.net, smp, &loss[b]), SAGA_OK);
+            taken++;
         }
         saga_sample_free(&smp); /* a queued pass does not read its sample */
         assert_int_equal(saga_optim_step(opt), SAGA_OK);
-        if (queued && b > 0)
-            assert_int_equal(saga_net_train_sample_take(t.net, &loss[b - 1]), SAGA_OK);
+        while (b + 1 - taken > depth) /* at most depth passes queued whose losses wait */
+            assert_int_equal(saga_net_train_sample_take(t.net, &loss[taken++]), SAGA_OK);
     }
-    if (queued)
-        assert_int_equal(saga_net_train_sample_take(t.net, &loss[5]), SAGA_OK);
+    while (taken < 6)
+        assert_int_equal(saga_net_train_sample_take(t.net, &loss[taken++]), SAGA_OK);
     *out = test_malloc((size_t)D.n * (size_t)D.C * sizeof **out);
     assert_int_equal(saga_net_forward(t.net, *out), SAGA_OK);
     test_free(perm);
@@ -516,24 +523,33 @@ static void queued_run(bool queued, double *loss, float **out) {
     gcn_net_close(&t);
 }
 
-/* Passes queued and their losses taken one pass late train what passes that wait train, to the
- * bit (the same kernels in the same order; the copy stream's order on a GPU is cudasim_apps');
- * then the queue's refusals: a waiting pass or a ninth queued one while losses wait, a take with
- * none queued. */
+/* Passes queued and their losses taken one pass late, or all six queued before the first is
+ * taken, train what passes that wait train, to the bit: the same kernels in the same order. On
+ * the CUDA simulator (SAGA_TEST_DEVICE=cuda, cudasim_net_sample) the host runs passes ahead of
+ * the device, and a pass that did not wait for its input's copy changes the bits (a mutant
+ * without that wait fails here). Then (on the CPU) the queue's refusals: a waiting pass or a
+ * ninth queued one while losses wait, a take with none queued. */
 static void test_net_sample_queued_passes(void **state) {
     (void)state;
     data_load();
-    double want[6], got[6];
-    float *a = NULL, *b = NULL;
-    queued_run(false, want, &a);
-    queued_run(true, got, &b);
-    for (int i = 0; i < 6; i++)
-        if (!(want[i] > 0) || got[i] != want[i])
-            fail_msg("batch %d: queued loss %.9g, waiting %.9g", i, got[i], want[i]);
-    assert_memory_equal(a, b, (size_t)D.n * (size_t)D.C * sizeof *a);
-    print_message("  losses %.9g .. %.9g, the same queued\n", want[0], want[5]);
+    double want[6];
+    float *a = NULL;
+    queued_run(0, want, &a);
+    for (int depth = 1; depth <= 6; depth += 5) {
+        double got[6];
+        float *b = NULL;
+        queued_run(depth, got, &b);
+        for (int i = 0; i < 6; i++)
+            if (!(want[i] > 0) || got[i] != want[i])
+                fail_msg("%d queued, batch %d: loss %.9g, waiting %.9g", depth, i, got[i], want[i]);
+        assert_memory_equal(a, b, (size_t)D.n * (size_t)D.C * sizeof *a);
+        test_free(b);
+    }
+    print_message("  losses %.9g .. %.9g, the same with 1 and 6 queued%s\n", want[0], want[5],
+                  on_cuda ? " (cuda)" : "");
     test_free(a);
-    test_free(b);
+    if (on_cuda)
+        return;
     gcn_net t;
     gcn_net_open(&t, &D, &GCN, 0);
     assert_int_equal(saga_net_set_input(t.net, D.x, D.F), SAGA_OK);
@@ -616,6 +632,13 @@ static int teardown(void **state) {
 }
 
 int main(void) {
+    const char *dev = getenv("SAGA_TEST_DEVICE");
+    on_cuda = dev && strcmp(dev, "cuda") == 0;
+    const struct CMUnitTest on_gpu[] = {
+        cmocka_unit_test(test_net_sample_queued_passes),
+    };
+    if (on_cuda) /* the CUDA simulator: the queue's order of copies and passes */
+        return cmocka_run_group_tests(on_gpu, NULL, teardown);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_net_sample_whole_neighbourhoods_train_as_the_graph),
         cmocka_unit_test(test_net_sample_cut_neighbourhoods),
