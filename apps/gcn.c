@@ -643,6 +643,14 @@ static saga_status model_fits(saga_status st, saga_backend *be) {
                       cause);
 }
 
+/* The loss of the oldest batch queued and not taken, added to *sum by its seeds. */
+static saga_status take_loss(saga_net *net, int64_t seeds, double *sum) {
+    double l = 0;
+    saga_status st = saga_net_train_sample_take(net, &l);
+    *sum += l * (double)seeds; /* over shards l is the batch's, every rank's */
+    return st;
+}
+
 /* One epoch of mini-batches (epoch_batches), from the feed when there is one, else packed and
  * sampled here; each trained with an optimizer step, its device peak measured. *loss: the mean
  * over the batches, weighted by their seeds; *held_peak: the most device memory a batch held. */
@@ -653,6 +661,7 @@ static saga_status train_batches(saga_net *net, saga_optim *opt, saga_sampler *s
     saga_status st = SAGA_OK;
     saga_sample *smp = NULL;
     int64_t *first = NULL;
+    int queued = 0; /* passes queued whose losses are not taken */
     const int64_t nb = epoch_batch_count(d, o);
     const uint64_t batch0 = (uint64_t)(epoch - 1) * (uint64_t)nb;
     if (!feed) {
@@ -663,14 +672,12 @@ static saga_status train_batches(saga_net *net, saga_optim *opt, saga_sampler *s
     }
     double sum = 0, edges = 0, rows = 0;
     int64_t seeds_before = 0; /* the seeds of the batch whose loss is still to be taken */
-    int queued = 0;           /* passes queued whose losses are not taken */
     r->batch_peak_min = SIZE_MAX;
     r->batch_peak_max = 0;
     /* Each batch's pass is queued and its loss taken after the next one is queued: the host
      * gathers the next batch's input rows, and they are copied to the device, while the device
      * runs the batch before. */
     for (int64_t b = 0; b < nb; b++) {
-        double l = 0;
         if (feed) {
             SAGA_TRY(feed_take(feed, &smp));
         } else {
@@ -699,10 +706,9 @@ static saga_status train_batches(saga_net *net, saga_optim *opt, saga_sampler *s
             *held_peak = bs.held_peak_bytes;
         queued++;
         SAGA_TRY(saga_optim_step(opt));
-        if (b > 0) {
+        if (queued > 1) {
             queued--;
-            SAGA_TRY(saga_net_train_sample_take(net, &l));
-            sum += l * (double)seeds_before; /* over shards l is the batch's, every rank's */
+            SAGA_TRY(take_loss(net, seeds_before, &sum));
         }
         seeds_before = smp->all_seeds;
         edges += (double)smp->n_edges;
@@ -711,10 +717,8 @@ static saga_status train_batches(saga_net *net, saga_optim *opt, saga_sampler *s
         saga_sample_free(&smp);
     }
     if (queued) {
-        double l = 0;
         queued--;
-        SAGA_TRY(saga_net_train_sample_take(net, &l));
-        sum += l * (double)seeds_before;
+        SAGA_TRY(take_loss(net, seeds_before, &sum));
     }
     *loss = sum / (double)all_train(d);
     r->batches = (int)nb;

@@ -96,7 +96,18 @@ static inline int64_t src_row(const input_src *src, int32_t i) {
     return !src->ids ? i : src->pos ? src->pos[src->ids[i]] : src->ids[i];
 }
 
-/* Byte offsets of a sample's input CSR in its slot: offsets, indices, values. */
+/* The non-zeros of the row of src that sample row i reads, F columns. */
+static inline int64_t src_nnz(const input_src *src, int32_t i, int64_t F) {
+    const int64_t r = src_row(src, i);
+    if (!src->x)
+        return src->off[r + 1] - src->off[r];
+    int64_t m = 0; /* a dense row's */
+    for (int64_t j = 0; j < F; j++)
+        m += src->x[r * F + j] != 0.0f;
+    return m;
+}
+
+/* b rounded up to 256: where the input CSR's indices and values start in its slot. */
 static size_t align256(size_t b) {
     return (b + 255) / 256 * 256;
 }
@@ -133,14 +144,8 @@ static saga_status sample_input(saga_net *n, const saga_sample *smp, int k, saga
     const bool par = (int64_t)R * F >= ((int64_t)1 << 16);
     if (n->sparse) {
 #pragma omp parallel for schedule(static) reduction(+ : nnz) if (par)
-        for (int32_t i = 0; i < R; i++) {
-            const int64_t r = src_row(&src, i);
-            if (src.x) /* a dense row's non-zeros */
-                for (int64_t j = 0; j < F; j++)
-                    nnz += src.x[r * F + j] != 0.0f;
-            else
-                nnz += src.off[r + 1] - src.off[r];
-        }
+        for (int32_t i = 0; i < R; i++)
+            nnz += src_nnz(&src, i, F);
         idx_at = align256(((size_t)R + 1) * sizeof(int64_t));
         val_at = align256(idx_at + (size_t)nnz * sizeof(int32_t));
         bytes = val_at + (size_t)nnz * sizeof(float);
@@ -149,12 +154,12 @@ static saga_status sample_input(saga_net *n, const saga_sample *smp, int k, saga
      * passes before have run (its default stream is synchronous) */
     const bool direct = saga_backend_get_kind(n->be) == SAGA_BACKEND_CPU;
     void *h = NULL;
-    if (direct) {
-        SAGA_TRY(slot_room(n, k, bytes));
+    SAGA_TRY(slot_room(n, k, bytes));
+    n->smp_input_bytes = bytes;
+    if (direct)
         h = n->smp_in[k];
-    } else {
+    else
         SAGA_TRY(saga_ctx_stage(c, bytes, &h));
-    }
     if (!n->sparse) {
         float *rows = h;
 #pragma omp parallel for schedule(static) if (par)
@@ -174,16 +179,8 @@ static saga_status sample_input(saga_net *n, const saga_sample *smp, int k, saga
         int32_t *idx = (int32_t *)((char *)h + idx_at);
         float *val = (float *)((char *)h + val_at);
         off[0] = 0;
-        for (int32_t i = 0; i < R; i++) { /* the offsets first, then the rows in parallel */
-            const int64_t r = src_row(&src, i);
-            int64_t m = 0;
-            if (src.x)
-                for (int64_t j = 0; j < F; j++)
-                    m += src.x[r * F + j] != 0.0f;
-            else
-                m = src.off[r + 1] - src.off[r];
-            off[i + 1] = off[i] + m;
-        }
+        for (int32_t i = 0; i < R; i++) /* the offsets first, then the rows in parallel */
+            off[i + 1] = off[i] + src_nnz(&src, i, F);
 #pragma omp parallel for schedule(static) if (par)
         for (int32_t i = 0; i < R; i++) {
             const int64_t r = src_row(&src, i);
@@ -199,8 +196,6 @@ static saga_status sample_input(saga_net *n, const saga_sample *smp, int k, saga
             }
         }
     }
-    n->smp_input_bytes = bytes;
-    SAGA_TRY(slot_room(n, k, bytes));
     saga_stream *s = saga_ctx_stream(c), *cs = n->smp_copy ? n->smp_copy : s;
     if (!direct && n->smp_copy && n->smp_done_rec[k])
         SAGA_TRY(saga_stream_wait_event(cs, n->smp_done[k]));
@@ -374,7 +369,7 @@ static saga_status sample_pass(saga_net *n, const saga_sample *smp, pass_kind ki
     if (st == SAGA_OK && !n->smp_copy && saga_backend_get_kind(n->be) != SAGA_BACKEND_CPU &&
         !saga_backend_copies_inline(n->be))
         st = saga_stream_new(&n->smp_copy, n->be);
-    const int q = (int)(n->smp_q_tail % SAGA_NET_SAMPLES_QUEUED);
+    const int q = n ? (int)(n->smp_q_tail % SAGA_NET_SAMPLES_QUEUED) : 0;
     /* the loss stays on the device until taken: queued on one rank (over shards it is summed) */
     const bool on_dev = kind == PASS_QUEUE && n && !n->hx;
     if (st == SAGA_OK && on_dev && !n->smp_loss_host)
