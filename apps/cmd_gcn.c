@@ -24,6 +24,7 @@ enum {
     OPT_DROPOUT,
     OPT_WEIGHT_DECAY,
     OPT_SEED,
+    OPT_EARLY_STOP,
     OPT_DEVICE,
     OPT_NO_NORMALIZE,
     OPT_DENSE_FEATURES,
@@ -77,6 +78,12 @@ static const cli_opt gcn_cli_opts[] = {
      "L2 weight decay: on the first layer's weights for GCN, on every parameter for the other "
      "models (GIN: 5e-3 by default)."},
     {"seed", 0, "S", "1", "Seed of the weight initialisation and the dropout masks."},
+    {"early-stop", 0, "P", "0",
+     "Early stopping: end training once P epochs have passed without a validation accuracy above "
+     "the best, and make the final model the one of the best epoch (the first of its best "
+     "validation accuracy): its accuracies and predictions are reported, and --checkpoint saves "
+     "its parameters. 100 is the GAT paper's protocol; 0 is off: the final model is the last "
+     "epoch's. With --resume the best is sought from the resumed epoch on."},
     {"device", 0, "DEV", NULL, CLI_DEVICE_HELP},
     {"no-normalize-features", 0, NULL, NULL,
      "Use the features as read (by default each row whose entries are all non-negative is "
@@ -179,7 +186,7 @@ const cli_cmd cli_cmd_gcn = {
         "the training vertices and Adam; the defaults are the paper's (200 epochs, 16 hidden "
         "units, learning rate 0.01, dropout 0.5, weight decay 5e-4 on the first layer, "
         "row-normalised features: each row without a negative entry divided by its sum, signed "
-        "rows left as read), without early stopping.\n"
+        "rows left as read), without early stopping (--early-stop).\n"
         "--model gat, sage or gin trains the same way two layers of GAT (Velickovic et al., ICLR "
         "2018: 8 heads of 8 units, elu, then one head; learning rate 0.005, dropout 0.6 on the "
         "features and the attention), GraphSAGE (Hamilton et al., NeurIPS 2017: --aggr mean, max "
@@ -187,11 +194,12 @@ const cli_cmd cli_cmd_gcn = {
         "units per layer; learning rate 0.005, weight decay 5e-3), with the weight decay on "
         "every parameter: the library's layers (saga_layers.h).\n"
         "After every epoch the model is evaluated in inference mode (no dropout) on the training, "
-        "validation and test vertices. The reported test accuracy is that of the final model, "
-        "after the last epoch, as in the paper; the validation accuracy is reported beside it "
-        "and nothing is selected on the test set. The epoch of the best validation accuracy and "
-        "that epoch's test accuracy are reported too (model selection on the validation set, as "
-        "the GAT paper does).\n"
+        "validation and test vertices. The reported test accuracy is that of the final model: "
+        "after the last epoch, or with --early-stop P the model of the best "
+        "validation accuracy, training ended P epochs after it, as in the GAT paper (P = 100). "
+        "The validation accuracy is reported beside it and nothing is selected on the test set. "
+        "The epoch of the best validation accuracy and that epoch's test accuracy are reported "
+        "too.\n"
         "Each layer is one saga vertex program (scatter the source's value, weight it by the "
         "symmetric normalisation, sum at the destination: one sparse-dense product). A layer "
         "that narrows multiplies by W before aggregating, so the sparse product runs on the "
@@ -439,6 +447,10 @@ static int gcn_main(int argc, char **argv) {
             break;
         case OPT_CHECKPOINT:
             go.checkpoint = arg;
+            break;
+        case OPT_EARLY_STOP:
+            if (!(bad = cli_int(&c, "--early-stop", arg, 0, 1000000000, &v)))
+                go.early_stop = (int)v;
             break;
         case OPT_CHECKPOINT_EVERY:
             if (!(bad = cli_int(&c, "--checkpoint-every", arg, 1, 1000000000, &v)))
@@ -777,6 +789,16 @@ static int gcn_main(int argc, char **argv) {
                            go.n_fanout ? " by full-graph training passes" : " in the last epoch");
     cli_say(&c, "selected  epoch %d by validation accuracy %.4f: test accuracy %.4f\n",
             r.best_epoch, r.best_val_acc, r.test_at_best_val);
+    if (go.early_stop && r.stopped)
+        cli_say(&c,
+                "early stop: no better validation accuracy in the %d epochs after epoch %d, "
+                "training ended after epoch %d; the final model is epoch %d's\n",
+                go.early_stop, r.best_epoch, r.epochs, r.model_epoch);
+    else if (go.early_stop)
+        cli_say(&c,
+                "early stop: training ran the %d epochs asked for; the final model is epoch %d's, "
+                "of the best validation accuracy\n",
+                r.epochs, r.model_epoch);
     cli_say(&c, "test accuracy %.4f (final model, %lld test vertices)\n", r.test_acc,
             (long long)(shards ? d.all_test : d.n_test));
 
@@ -826,6 +848,9 @@ static int gcn_main(int argc, char **argv) {
         json_key(&j, "train_accuracy"), json_num(&j, r.train_acc);
         json_key(&j, "val_accuracy"), json_num(&j, r.val_acc);
         json_key(&j, "test_accuracy"), json_num(&j, r.test_acc);
+        json_key(&j, "early_stop"), json_int(&j, go.early_stop);
+        json_key(&j, "stopped"), json_bool(&j, r.stopped);
+        json_key(&j, "model_epoch"), json_int(&j, r.model_epoch);
         json_key(&j, "best_epoch"), json_int(&j, r.best_epoch);
         json_key(&j, "best_val_accuracy"), json_num(&j, r.best_val_acc);
         json_key(&j, "test_accuracy_at_best_val"), json_num(&j, r.test_at_best_val);

@@ -349,6 +349,11 @@ static saga_status check_opts(const gcn_data *d, const gcn_opts *o) {
                SAGA_ERR_INVALID_ARG,
                "GCN: below MPI_THREAD_MULTIPLE mini-batches over shards are sampled on the "
                "training's path (gcn_opts_for_data)");
+    SAGA_CHECK(o->early_stop >= 0, SAGA_ERR_INVALID_ARG,
+               "GCN: early stopping's patience must be >= 0 (0: off), got %d", o->early_stop);
+    SAGA_CHECK(!o->early_stop || (d->shard ? d->all_val : d->n_val) > 0, SAGA_ERR_INVALID_ARG,
+               "GCN: early stopping selects on the validation vertices, and the data set has "
+               "none");
     SAGA_CHECK(d->graph && (d->features || d->x_offsets) && d->labels &&
                    (d->shard ? d->all_train : d->n_train) > 0 && d->n_classes >= 1,
                SAGA_ERR_INVALID_ARG, "GCN: the data set has no training vertices");
@@ -732,6 +737,95 @@ fail:
     return st;
 }
 
+/* The accuracies of logp (the evaluated rows' outputs by vertex) into r: over shards every rank's
+ * rows, each rank's share of the right answers summed. */
+static saga_status measure(gcn_result *r, const gcn_data *d, const gcn_opts *o, const float *logp) {
+    saga_status st = SAGA_OK;
+    const int32_t C = d->n_classes;
+    if (d->shard) { /* each rank's share of the right answers, over every rank's rows */
+        double right[6] = {saga_accuracy(logp, C, d->labels, d->train, d->n_train) * d->n_train,
+                           saga_accuracy(logp, C, d->labels, d->val, d->n_val) * d->n_val,
+                           saga_accuracy(logp, C, d->labels, d->test, d->n_test) * d->n_test,
+                           (double)d->n_train,
+                           (double)d->n_val,
+                           (double)d->n_test};
+        for (int k = 0; k < 3; k++)
+            right[k] = round(right[k]);
+        SAGA_TRY(saga_comm_allreduce(o->comm, right, 6, SAGA_F64, SAGA_COMM_SUM, NULL));
+        r->train_acc = right[3] > 0 ? right[0] / right[3] : 0;
+        r->val_acc = right[4] > 0 ? right[1] / right[4] : 0;
+        r->test_acc = right[5] > 0 ? right[2] / right[5] : 0;
+    } else {
+        r->train_acc = saga_accuracy(logp, C, d->labels, d->train, d->n_train);
+        r->val_acc = saga_accuracy(logp, C, d->labels, d->val, d->n_val);
+        r->test_acc = saga_accuracy(logp, C, d->labels, d->test, d->n_test);
+    }
+fail:
+    return st;
+}
+
+/* Early stopping's copies of the parameters (gcn_opts.early_stop): each epoch's, queued after its
+ * optimizer step into snap[epoch % 2] (the host reads an epoch's evaluation while the next epoch
+ * trains), and the best epoch's, copied from there once its evaluation is read. Host memory of
+ * the backend (pinned on CUDA), n floats each. */
+typedef struct keep_params {
+    saga_backend *be;
+    saga_model *m;
+    float *snap[2], *best;
+    saga_event *done[2]; /* recorded after each snapshot's copy */
+    size_t n;
+    int best_epoch; /* whose parameters best holds; 0: none yet */
+} keep_params;
+
+static void keep_free(keep_params *k) {
+    for (int i = 0; i < 2; i++) {
+        if (k->snap[i])
+            saga_backend_host_free(k->be, k->snap[i], (k->n ? k->n : 1) * sizeof(float));
+        saga_event_free(&k->done[i]);
+    }
+    saga_free(k->best);
+    memset(k, 0, sizeof *k);
+}
+
+static saga_status keep_new(keep_params *k, saga_backend *be, saga_model *m) {
+    saga_status st = SAGA_OK;
+    memset(k, 0, sizeof *k);
+    k->be = be;
+    k->m = m;
+    k->n = (size_t)saga_model_n_scalars(m);
+    const size_t bytes = (k->n ? k->n : 1) * sizeof(float);
+    for (int i = 0; i < 2; i++) {
+        SAGA_TRY(saga_backend_host_alloc(be, (void **)&k->snap[i], bytes));
+        SAGA_TRY(saga_event_new(&k->done[i], be));
+    }
+    SAGA_TRY(saga_alloc_array((void **)&k->best, k->n ? k->n : 1, sizeof *k->best,
+                              "the best epoch's parameters"));
+fail:
+    if (st != SAGA_OK)
+        keep_free(k);
+    return st;
+}
+
+/* Queues the copy of the parameters after epoch's optimizer step. */
+static saga_status keep_snap(keep_params *k, int epoch) {
+    saga_status st = SAGA_OK;
+    SAGA_TRY(saga_model_copy_params(k->m, k->snap[epoch % 2], false));
+    SAGA_TRY(saga_event_record(k->done[epoch % 2], saga_backend_default_stream(k->be)));
+fail:
+    return st;
+}
+
+/* Epoch's snapshot becomes the best. */
+static saga_status keep_best(keep_params *k, int epoch) {
+    saga_status st = SAGA_OK;
+    if (!saga_event_done(k->done[epoch % 2]))
+        SAGA_TRY(saga_event_synchronize(k->done[epoch % 2]));
+    memcpy(k->best, k->snap[epoch % 2], k->n * sizeof *k->best);
+    k->best_epoch = epoch;
+fail:
+    return st;
+}
+
 /* The end of epoch e's report: its evaluation taken where it was queued (take: the rows, in
  * eval_rows' order, into logp by vertex; else logp holds them), its training time from the
  * events of its start and end (te; NULL: e->ms is set), the accuracies, the epoch of the best
@@ -739,7 +833,7 @@ fail:
 static saga_status finish_epoch(gcn_epoch *e, gcn_result *r, saga_net *net, const gcn_data *d,
                                 const gcn_opts *o, const int32_t *eval_rows, int64_t n_eval,
                                 float *eval_out, float *logp, bool take, saga_event *const *te,
-                                int done, gcn_epoch_fn on_epoch, void *user) {
+                                int done, keep_params *keep, gcn_epoch_fn on_epoch, void *user) {
     saga_status st = SAGA_OK;
     const int32_t C = d->n_classes;
     if (take) {
@@ -757,28 +851,16 @@ static saga_status finish_epoch(gcn_epoch *e, gcn_result *r, saga_net *net, cons
         e->ms = (sec - e->stats.prepare_seconds) * 1e3;
         r->epoch_ms[r->n_epoch_ms++] = e->ms;
     }
-    if (d->shard) { /* each rank's share of the right answers, over every rank's rows */
-        double right[6] = {saga_accuracy(logp, C, d->labels, d->train, d->n_train) * d->n_train,
-                           saga_accuracy(logp, C, d->labels, d->val, d->n_val) * d->n_val,
-                           saga_accuracy(logp, C, d->labels, d->test, d->n_test) * d->n_test,
-                           (double)d->n_train,
-                           (double)d->n_val,
-                           (double)d->n_test};
-        for (int k = 0; k < 3; k++)
-            right[k] = round(right[k]);
-        SAGA_TRY(saga_comm_allreduce(o->comm, right, 6, SAGA_F64, SAGA_COMM_SUM, NULL));
-        e->train_acc = r->train_acc = right[3] > 0 ? right[0] / right[3] : 0;
-        e->val_acc = r->val_acc = right[4] > 0 ? right[1] / right[4] : 0;
-        e->test_acc = r->test_acc = right[5] > 0 ? right[2] / right[5] : 0;
-    } else {
-        e->train_acc = r->train_acc = saga_accuracy(logp, C, d->labels, d->train, d->n_train);
-        e->val_acc = r->val_acc = saga_accuracy(logp, C, d->labels, d->val, d->n_val);
-        e->test_acc = r->test_acc = saga_accuracy(logp, C, d->labels, d->test, d->n_test);
-    }
+    SAGA_TRY(measure(r, d, o, logp));
+    e->train_acc = r->train_acc;
+    e->val_acc = r->val_acc;
+    e->test_acc = r->test_acc;
     if (r->best_epoch == 0 || e->val_acc > r->best_val_acc) {
         r->best_epoch = e->epoch <= o->epochs ? e->epoch : done;
         r->best_val_acc = e->val_acc;
         r->test_at_best_val = e->test_acc;
+        if (keep && e->epoch <= o->epochs) /* its parameters, copied after its step */
+            SAGA_TRY(keep_best(keep, e->epoch));
     }
     if (o->explain && e->epoch == done + 1 && saga_comm_rank(o->comm) == 0)
         SAGA_TRY(saga_net_explain(net, stderr));
@@ -803,7 +885,9 @@ saga_status gcn_train(gcn_result *out, saga_backend *be, const gcn_data *d, cons
     int32_t *order = NULL;            /* its training vertices, shuffled each epoch */
     double per_edge = 0, per_row = 0; /* what a batch's sampled edge and row weigh */
     saga_sampler_opts so = saga_sampler_opts_defaults();
-    batch_feed feed = {0}; /* batches sampled ahead (o->prefetch) */
+    batch_feed feed = {0};              /* batches sampled ahead (o->prefetch) */
+    keep_params keep = {0}, *kp = NULL; /* early stopping's parameters */
+    bool stop = false;                  /* early stopping ends the training */
     gcn_result r = {0};
     r.loss = NAN;
     SAGA_CHECK(out && be && d && o, SAGA_ERR_INVALID_ARG, "gcn_train: NULL argument");
@@ -918,6 +1002,10 @@ saga_status gcn_train(gcn_result *out, saga_backend *be, const gcn_data *d, cons
     if (to_run > 0)
         SAGA_TRY(saga_alloc_array((void **)&r.epoch_ms, (size_t)to_run, sizeof *r.epoch_ms,
                                   "epoch times"));
+    if (o->early_stop && to_run > 0) {
+        SAGA_TRY(keep_new(&keep, be, m));
+        kp = &keep;
+    }
 
     /* ---- train */
     for (int k = 0; k < 4; k++)
@@ -944,12 +1032,23 @@ saga_status gcn_train(gcn_result *out, saga_backend *be, const gcn_data *d, cons
             SAGA_TRY(saga_net_train_queue(net));
             SAGA_TRY(saga_optim_step(opt));
             SAGA_TRY(saga_event_record(te[1], s0));
+            if (kp)
+                SAGA_TRY(keep_snap(kp, epoch));
             r.epochs = epoch;
             if (pending) {
                 SAGA_TRY(finish_epoch(&pend, &r, net, d, o, eval_rows, n_eval, eval_out, logp, true,
-                                      &ev[2 * (pend.epoch % 2)], (int)done, on_epoch, user));
+                                      &ev[2 * (pend.epoch % 2)], (int)done, kp, on_epoch, user));
                 pending = false;
+                stop = kp && pend.epoch - r.best_epoch >= o->early_stop;
             }
+        }
+        if (stop) {
+            /* epoch e - 1 ended the training: e's pass, queued before e - 1's evaluation was
+             * read, is left out (its loss read and dropped; the best epoch's model is put back) */
+            double loss = 0;
+            SAGA_TRY(saga_net_train_result(net, &loss, NULL));
+            r.epochs = pend.epoch;
+        } else if (epoch <= o->epochs && !sampler) {
             double te0 = saga_now();
             SAGA_TRY(saga_net_forward_rows_queue(net, eval_rows, n_eval));
             e.eval_ms = (saga_now() - te0) * 1e3;
@@ -969,6 +1068,8 @@ saga_status gcn_train(gcn_result *out, saga_backend *be, const gcn_data *d, cons
             SAGA_TRY(train_batches(net, opt, sampler, feed.started ? &feed : NULL, be, d, o, epoch,
                                    order, per_edge, per_row, &batch_loss,
                                    &e.stats.peak_device_bytes, &r));
+            if (kp)
+                SAGA_TRY(keep_snap(kp, epoch));
             SAGA_TRY(saga_backend_synchronize(be));
             e.ms = (saga_now() - tb) * 1e3;
             r.epochs = epoch;
@@ -980,7 +1081,7 @@ saga_status gcn_train(gcn_result *out, saga_backend *be, const gcn_data *d, cons
         } else {
             r.epochs = (int)done; /* nothing to train: evaluate the resumed model */
         }
-        if (!pending) {
+        if (!pending && !stop) {
             /* Inference of the rows evaluated alone: no dropout, no tape; exact, or on samples */
             double te = saga_now();
             if (o->eval_sampled && sampler)
@@ -990,23 +1091,48 @@ saga_status gcn_train(gcn_result *out, saga_backend *be, const gcn_data *d, cons
                 SAGA_TRY(saga_net_forward_rows_queue(net, eval_rows, n_eval));
             e.eval_ms = (saga_now() - te) * 1e3;
             SAGA_TRY(finish_epoch(&e, &r, net, d, o, eval_rows, n_eval, eval_out, logp,
-                                  !(o->eval_sampled && sampler), NULL, (int)done, on_epoch, user));
+                                  !(o->eval_sampled && sampler), NULL, (int)done, kp, on_epoch,
+                                  user));
+            stop = kp && epoch <= o->epochs && epoch - r.best_epoch >= o->early_stop;
         }
-        if (profiling && (epoch == o->profile_last || epoch == o->epochs)) {
+        if (profiling && (epoch == o->profile_last || epoch == o->epochs || stop)) {
             SAGA_TRY(saga_backend_synchronize(be)); /* the range holds all of the epochs' work */
             SAGA_TRY(saga_backend_profile_range(be, false));
             profiling = false;
         }
-        if (epoch > o->epochs)
-            break;
-        bool last = epoch == o->epochs;
+        if (epoch > o->epochs || (stop && epoch != r.epochs))
+            break; /* nothing trained, or the pass of an epoch after the stop left out */
+        bool last = epoch == o->epochs || stop;
         if (o->checkpoint && saga_comm_rank(o->comm) == 0 &&
-            (last || (o->checkpoint_every && epoch % o->checkpoint_every == 0)))
+            ((last && !kp) || (o->checkpoint_every && epoch % o->checkpoint_every == 0)))
             SAGA_TRY(saga_checkpoint_save(o->checkpoint, m, opt, epoch, saga_ctx_rng_counter(c)));
+        if (stop)
+            break;
     }
     if (pending) /* the last epoch's evaluation */
         SAGA_TRY(finish_epoch(&pend, &r, net, d, o, eval_rows, n_eval, eval_out, logp, true,
-                              &ev[2 * (pend.epoch % 2)], (int)done, on_epoch, user));
+                              &ev[2 * (pend.epoch % 2)], (int)done, kp, on_epoch, user));
+    r.stopped = stop;
+    r.model_epoch = r.epochs;
+    if (kp && keep.best_epoch > 0) {
+        /* the final model is the best epoch's: its parameters back, its evaluation again */
+        SAGA_TRY(saga_model_copy_params(m, keep.best, true));
+        if (o->eval_sampled && sampler) {
+            SAGA_TRY(eval_samples(net, sampler, d->shard ? o->comm : NULL, eval_rows, n_eval,
+                                  o->batch_size, keep.best_epoch, C, logp));
+        } else {
+            SAGA_TRY(saga_net_forward_rows_queue(net, eval_rows, n_eval));
+            SAGA_TRY(saga_net_forward_rows_take(net, eval_out));
+            for (int64_t i = 0; i < n_eval; i++)
+                memcpy(logp + (int64_t)eval_rows[i] * C, eval_out + i * C,
+                       (size_t)C * sizeof *logp);
+        }
+        SAGA_TRY(measure(&r, d, o, logp));
+        r.model_epoch = keep.best_epoch;
+        if (o->checkpoint && saga_comm_rank(o->comm) == 0)
+            SAGA_TRY(
+                saga_checkpoint_save(o->checkpoint, m, opt, r.epochs, saga_ctx_rng_counter(c)));
+    }
     if (feed.started) { /* every batch was taken: the thread has ended */
         feed_stop(&feed);
         r.sample_seconds = feed.busy_s;
@@ -1046,6 +1172,7 @@ fail:
     for (int k = 0; k < 4; k++)
         saga_event_free(&ev[k]);
     feed_stop(&feed);
+    keep_free(&keep);
     saga_sampler_free(&sampler);
     saga_free(order);
     return st;

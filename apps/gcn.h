@@ -149,6 +149,11 @@ typedef struct gcn_opts {
     int prefetch;        /* batches a sampling thread prepares ahead of the training (2; 0: none) */
     bool eval_sampled;   /* evaluate on samples of the evaluated rows with the same fan-outs, in
                           * batches of batch_size (false: exact, over the whole graph) */
+    /* early stopping: end training once this many epochs have passed without a validation
+     * accuracy above the best, and make the final model the one of the best epoch (the first
+     * epoch of the best validation accuracy: its parameters are kept on the host as training
+     * goes on and put back at the end; the GAT paper's protocol with 100); 0: off */
+    int early_stop;
 } gcn_opts;
 
 gcn_opts gcn_opts_defaults(void);
@@ -185,6 +190,11 @@ typedef struct gcn_result {
      * (0 when no epoch was evaluated), and the test accuracy of that epoch's model */
     int best_epoch;
     double best_val_acc, test_at_best_val;
+    /* the epoch whose parameters the final model has: epochs, or with early stopping best_epoch
+     * (its accuracies above are then that model's); stopped: early stopping ended training
+     * before the epochs asked for */
+    int model_epoch;
+    bool stopped;
     int32_t *predictions; /* n_vertices: the final model's class for each vertex, the arg-max of
                              its scores, ties to the first class (saga_malloc'd) */
     double *epoch_ms;     /* the epochs run here: epochs - start_epoch entries (saga_malloc'd) */

@@ -148,6 +148,41 @@ for x, y in zip(a, b):
     for k in ("train_accuracy", "val_accuracy", "test_accuracy"):
         assert abs(x[k] - y[k]) <= 0.003, (k, x[k], y[k])
 PY
+# Early stopping: training ends at the first epoch P after the best validation accuracy (the first
+# epoch of it), the final model is that epoch's (its accuracies as the log gave them, and the
+# checkpoint holds it): full-batch in memory, streamed, and on mini-batches evaluated exactly and
+# on samples.
+check_early_stop() { # LOG PATIENCE EPOCHS: on the last JSON line of $OUT
+    tail -n 1 "$OUT" >"$TMP/es.json"
+    python3 "$SAGA_SRC_DIR/tests/early_stop.py" "$1" "$TMP/es.json" "$2" "$3"
+}
+expect 0 "$SAGA_BIN" gcn --data "$TMP/cit" --epochs 80 --early-stop 5 --json --quiet \
+    --log "$TMP/es.jsonl" --checkpoint "$TMP/es.ckpt"
+check_early_stop "$TMP/es.jsonl" 5 80 || fail "gcn --early-stop 5: $(json_last)"
+es=$(json_get 'j["epochs"]')
+sel=$(json_get 'j["train_accuracy"], j["val_accuracy"], j["test_accuracy"]')
+expect 0 "$SAGA_BIN" gcn --data "$TMP/cit" --epochs "$es" --resume "$TMP/es.ckpt" --json --quiet
+[ "$(json_get 'j["train_accuracy"], j["val_accuracy"], j["test_accuracy"]')" = "$sel" ] ||
+    fail "the early-stopped checkpoint is not the selected model: $(json_last) against $sel"
+expect 0 "$SAGA_BIN" gcn --data "$TMP/cit" --epochs 80 --early-stop 5 --json --quiet \
+    --log "$TMP/es.jsonl" --device-mem "$budget"
+check_early_stop "$TMP/es.jsonl" 5 80 || fail "gcn --early-stop 5 streamed: $(json_last)"
+[ "$(json_get 'j["streamed"]')" = True ] || fail "gcn --early-stop streamed: not streamed"
+for ev in exact sampled; do
+    expect 0 "$SAGA_BIN" gcn --data "$TMP/cit" --epochs 80 --early-stop 5 --json --quiet \
+        --log "$TMP/es.jsonl" --fanout 5,3 --batch-size 100 --eval "$ev"
+    check_early_stop "$TMP/es.jsonl" 5 80 || fail "gcn --early-stop 5 --fanout 5,3 --eval $ev: $(json_last)"
+done
+# patience longer than the run: every epoch runs, the final model is still the best one's
+expect 0 "$SAGA_BIN" gcn --data "$TMP/cit" --epochs 12 --early-stop 100 --json --quiet --log "$TMP/es.jsonl"
+check_early_stop "$TMP/es.jsonl" 100 12 || fail "gcn --early-stop 100 --epochs 12: $(json_last)"
+expect 2 "$SAGA_BIN" gcn --data "$TMP/cit" --early-stop -1
+expect_err "--early-stop must be an integer in 0.."
+mkdir -p "$TMP/citnv"
+cp "$TMP/cit"/* "$TMP/citnv/"
+: >"$TMP/citnv/val_idx.txt"
+expect 1 "$SAGA_BIN" gcn --data "$TMP/citnv" --epochs 3 --early-stop 2
+expect_err "early stopping selects on the validation vertices, and the data set has none"
 expect 2 "$SAGA_BIN" gcn --data "$TMP/cit" --fanout 5,5 --eval approximate
 expect_err "--eval must be exact or sampled"
 expect 2 "$SAGA_BIN" gcn --data "$TMP/cit" --fanout 5,5 --batch-balance hubs

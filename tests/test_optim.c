@@ -1,5 +1,6 @@
 /* test_optim.c - SGD (plain, momentum, Nesterov, weight decay), Adam and AdamW against the
- * torch.optim update rules written out in double, over three steps. */
+ * torch.optim update rules written out in double, over three steps; a model's parameters copied
+ * out and back. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -173,6 +174,46 @@ static void test_optim_set_lr(void **state) {
     saga_backend_free_all(&be);
 }
 
+/* The parameters copied to host memory in the model's order, changed by steps, and put back:
+ * the copy's values, to the bit (early stopping's snapshot of the best epoch). */
+static void test_model_copy_params(void **state) {
+    (void)state;
+    saga_backend *be = NULL;
+    assert_int_equal(saga_backend_cpu_new(&be, NULL), SAGA_OK);
+    saga_model *m = NULL;
+    assert_int_equal(saga_model_new(&m, be), SAGA_OK);
+    saga_tensor *p[2] = {saga_model_param(m, "a", 2, 3, SAGA_INIT_GLOROT, 3),
+                         saga_model_param(m, "b", 3, 2, SAGA_INIT_GLOROT, 4)};
+    assert_non_null(p[0]);
+    assert_non_null(p[1]);
+    assert_int_equal(saga_model_n_scalars(m), 2 * N);
+    float snap[2 * N], now[2 * N];
+    assert_int_equal(saga_model_copy_params(m, snap, false), SAGA_OK);
+    assert_int_equal(saga_backend_synchronize(be), SAGA_OK);
+    for (int k = 0; k < 2; k++) /* the model's order: a, then b */
+        assert_memory_equal(snap + k * N, saga_tensor_cdata(p[k]), sizeof(float) * N);
+    saga_optim_opts oo = saga_optim_opts_defaults(SAGA_OPTIM_ADAM);
+    saga_optim *o = NULL;
+    assert_int_equal(saga_optim_new(&o, m, &oo), SAGA_OK);
+    for (int t = 0; t < STEPS; t++) {
+        for (int k = 0; k < 2; k++)
+            memcpy(saga_tensor_data(saga_grad(p[k])), G[t], sizeof G[t]);
+        assert_int_equal(saga_optim_step(o), SAGA_OK);
+    }
+    assert_int_equal(saga_model_copy_params(m, now, false), SAGA_OK);
+    assert_int_equal(saga_backend_synchronize(be), SAGA_OK);
+    assert_true(memcmp(now, snap, sizeof snap) != 0); /* the steps moved them */
+    assert_int_equal(saga_model_copy_params(m, snap, true), SAGA_OK);
+    assert_int_equal(saga_backend_synchronize(be), SAGA_OK);
+    for (int k = 0; k < 2; k++)
+        assert_memory_equal(saga_tensor_cdata(p[k]), snap + k * N, sizeof(float) * N);
+    assert_int_equal(saga_model_copy_params(NULL, snap, false), SAGA_ERR_INVALID_ARG);
+    assert_int_equal(saga_model_copy_params(m, NULL, true), SAGA_ERR_INVALID_ARG);
+    saga_optim_free(&o);
+    saga_model_free(&m);
+    saga_backend_free_all(&be);
+}
+
 static void test_optim_errors(void **state) {
     (void)state;
     saga_backend *be = NULL;
@@ -214,7 +255,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_optim_sgd),    cmocka_unit_test(test_optim_adam),
         cmocka_unit_test(test_optim_adamw),  cmocka_unit_test(test_optim_set_lr),
-        cmocka_unit_test(test_optim_errors),
+        cmocka_unit_test(test_optim_errors), cmocka_unit_test(test_model_copy_params),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

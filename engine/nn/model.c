@@ -119,21 +119,30 @@ int64_t saga_model_n_scalars(const saga_model *m) {
     return n;
 }
 
-saga_status saga_model_copy_grads(saga_model *m, float *host, bool back) {
+/* Every parameter's values (grads false) or gradient (true), in the model's order, copied
+ * between the device and host memory of saga_model_n_scalars floats, queued on the default
+ * stream. */
+static saga_status copy_all(saga_model *m, float *host, bool back, bool grads, const char *fn) {
     saga_status st = SAGA_OK;
-    SAGA_CHECK(m && host, SAGA_ERR_INVALID_ARG,
-               "saga_model_copy_grads: model and host memory "
-               "must be given");
+    SAGA_CHECK(m && host, SAGA_ERR_INVALID_ARG, "%s: model and host memory must be given", fn);
     saga_stream *s = saga_backend_default_stream(m->be);
     for (int i = 0; i < m->n; i++) {
-        saga_tensor *g = m->params[i]->grad;
-        if (g->nbytes)
-            SAGA_TRY(back ? saga_memcpy_h2d_async(s, g->data, host, g->nbytes)
-                          : saga_memcpy_d2h_async(s, host, g->data, g->nbytes));
-        host += g->rows * g->cols;
+        saga_tensor *t = grads ? m->params[i]->grad : m->params[i];
+        if (t->nbytes)
+            SAGA_TRY(back ? saga_memcpy_h2d_async(s, t->data, host, t->nbytes)
+                          : saga_memcpy_d2h_async(s, host, t->data, t->nbytes));
+        host += t->rows * t->cols;
     }
 fail:
     return st;
+}
+
+saga_status saga_model_copy_grads(saga_model *m, float *host, bool back) {
+    return copy_all(m, host, back, true, "saga_model_copy_grads");
+}
+
+saga_status saga_model_copy_params(saga_model *m, float *host, bool back) {
+    return copy_all(m, host, back, false, "saga_model_copy_params");
 }
 
 saga_status saga_model_zero_grad(saga_model *m) {

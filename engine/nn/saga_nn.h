@@ -220,6 +220,11 @@ SAGA_API saga_status saga_model_zero_grad(saga_model *m);
  * (saga_backend_host_alloc) lets the copies run without one. For putting back what a failed step
  * added. */
 SAGA_API saga_status saga_model_copy_grads(saga_model *m, float *host, bool back);
+/* Every parameter's values, in the model's order, copied into host memory (back false) or from
+ * it into the parameters (back true), queued on the default stream as saga_model_copy_grads: a
+ * snapshot of the model between optimizer steps (the model of the best validation epoch, kept
+ * while training goes on) and its return. */
+SAGA_API saga_status saga_model_copy_params(saga_model *m, float *host, bool back);
 
 /* ---- optimizers --------------------------------------------------------------------------- */
 

@@ -305,7 +305,8 @@ def gcn(data=None, *, graph=None, features=None, labels=None, train=None, val=No
         stream=False, parts=0, partition="metis", saved="recompute", transfer_precision="f32",
         host_halos=False, checkpoint=None, checkpoint_every=0, resume=None, sparse_below=0.25,
         graphs=False, model="gcn", heads=8, aggr="mean", fanout=None, batch_size=512,
-        sample_degrees="full", batch_balance="memory", prefetch=2, evaluation="exact"):
+        sample_degrees="full", batch_balance="memory", prefetch=2, evaluation="exact",
+        early_stop=0):
     """Trains a two-layer GNN for node classification as `saga gcn` does (same models, options,
     seed and results): model "gcn" (Kipf & Welling, the default), "gat" (heads attention heads),
     "sage" (GraphSAGE, aggr "mean", "max" or "sum") or "gin", layers of the library
@@ -321,6 +322,9 @@ def gcn(data=None, *, graph=None, features=None, labels=None, train=None, val=No
     (only their non-zeros move and are multiplied; 0 keeps them dense). Streams through the
     device under device_mem (bytes or '64M') when the model does not fit, or with stream=True.
     resume=FILE with epochs equal to the checkpoint's evaluates the saved model (inference).
+    early_stop=P ends training once P epochs pass without a better validation accuracy and makes
+    the final model the best epoch's (`saga gcn --early-stop P`; the GAT paper's protocol with
+    100): "model_epoch" says whose, "stopped" whether training ended before epochs.
     graphs=True records each pass in memory as a CUDA graph (`saga gcn --graphs`; the same
     results; nothing on the CPU).
     fanout=(A, B) trains on mini-batches of batch_size training vertices with A sampled
@@ -358,7 +362,8 @@ def gcn(data=None, *, graph=None, features=None, labels=None, train=None, val=No
         sample_degrees=_choice({"full": 0, "sampled": 1}, sample_degrees, "sample_degrees"),
         batch_balance=_choice({"memory": 0, "edges": 1, "rows": 2, "none": 3}, batch_balance,
                               "batch_balance"), prefetch=int(prefetch),
-        eval_sampled=bool(_choice({"exact": 0, "sampled": 1}, evaluation, "evaluation")))
+        eval_sampled=bool(_choice({"exact": 0, "sampled": 1}, evaluation, "evaluation")),
+        early_stop=int(early_stop))
     if data is not None:
         if graph is not None or features is not None:
             raise ValueError("saga.gcn: give either a data directory or arrays, not both")

@@ -99,6 +99,7 @@ PyObject *saga_py_gcn(PyObject *m, PyObject *args, PyObject *kw) {
                              "batch_balance",
                              "prefetch",
                              "eval_sampled",
+                             "early_stop",
                              NULL};
     PyObject *data_obj = Py_None, *graph_obj = Py_None, *feat_obj = Py_None, *lab_obj = Py_None;
     PyObject *train_obj = Py_None, *val_obj = Py_None, *test_obj = Py_None;
@@ -115,13 +116,13 @@ PyObject *saga_py_gcn(PyObject *m, PyObject *args, PyObject *kw) {
     int model = GCN_MODEL_GCN, aggr = SAGA_GATHER_MEAN;
     /* hidden, lr, dropout and weight_decay below 0: the model's own (gcn_opts_model) */
     if (!PyArg_ParseTupleAndKeywords(
-            args, kw, "|OOOOiOOOppiifffKsLpiiiipOiOOOOLdpiiiOiiiip", kwlist, &data_obj, &graph_obj,
+            args, kw, "|OOOOiOOOppiifffKsLpiiiipOiOOOOLdpiiiOiiiipi", kwlist, &data_obj, &graph_obj,
             &feat_obj, &lab_obj, &n_classes, &train_obj, &val_obj, &test_obj, &normalize,
             &dense_features, &go.epochs, &go.hidden, &go.lr, &go.dropout, &go.weight_decay, &seed,
             &device, &device_mem, &stream, &parts, &partition, &saved, &transfer, &host_halos,
             &ckpt_obj, &checkpoint_every, &resume_obj, &xo_obj, &xi_obj, &xv_obj, &n_features,
             &go.sparse_below, &graphs, &model, &go.heads, &aggr, &fanout_obj, &go.batch_size,
-            &sample_degrees, &balance, &go.prefetch, &eval_sampled))
+            &sample_degrees, &balance, &go.prefetch, &eval_sampled, &go.early_stop))
         return NULL;
     if (fanout_obj != Py_None) {
         PyObject *seq = PySequence_Fast(fanout_obj, "saga.gcn: fanout must be a sequence of ints");
@@ -157,6 +158,10 @@ PyObject *saga_py_gcn(PyObject *m, PyObject *args, PyObject *kw) {
     go.sample_degrees = (saga_sample_degrees)sample_degrees;
     if ((unsigned)balance >= GCN_BALANCE_COUNT) {
         PyErr_SetString(PyExc_ValueError, "saga.gcn: invalid batch_balance");
+        return NULL;
+    }
+    if (go.early_stop < 0) {
+        PyErr_SetString(PyExc_ValueError, "saga.gcn: early_stop must be >= 0 (0: off)");
         return NULL;
     }
     if (go.prefetch < 0 || go.prefetch > 64) {
@@ -372,6 +377,9 @@ PyObject *saga_py_gcn(PyObject *m, PyObject *args, PyObject *kw) {
     SET_ITEM("test_accuracy", PyFloat_FromDouble(r.test_acc));
     SET_ITEM("model", PyUnicode_FromString(gcn_model_name(go.model)));
     SET_ITEM("hidden", PyLong_FromLong(go.hidden));
+    SET_ITEM("early_stop", PyLong_FromLong(go.early_stop));
+    SET_ITEM("stopped", PyBool_FromLong(r.stopped));
+    SET_ITEM("model_epoch", PyLong_FromLong(r.model_epoch));
     SET_ITEM("best_epoch", PyLong_FromLong(r.best_epoch));
     SET_ITEM("best_val_accuracy", PyFloat_FromDouble(r.best_val_acc));
     SET_ITEM("test_accuracy_at_best_val", PyFloat_FromDouble(r.test_at_best_val));

@@ -286,6 +286,19 @@ def test_gnn_models_equal_the_cli():
     assert j["hidden"] == 64 and j["lr"] == 0.005  # GIN's own defaults
     t = saga.train(CORA, model="gin", epochs=15, device="cpu")
     assert (t["model"], t["loss"]) == ("gin", j["loss"])
+    # early stopping: the same stop and the same final model, the best epoch's
+    j = cli("gcn", "--data", CORA, "--model", "gin", "--epochs", "40", "--early-stop", "3",
+            "--device", "cpu")
+    t = saga.train(CORA, model="gin", epochs=40, early_stop=3, device="cpu")
+    for k in ("early_stop", "stopped", "model_epoch", "best_epoch", "epochs", "test_accuracy",
+              "val_accuracy"):
+        assert t[k] == j[k], (k, t[k], j[k])
+    assert t["model_epoch"] == t["best_epoch"] and t["test_accuracy"] == t["test_accuracy_at_best_val"]
+    labels = np.loadtxt(os.path.join(CORA, "labels.txt"), dtype=np.int64)
+    test_ids = np.loadtxt(os.path.join(CORA, "test_idx.txt"), dtype=np.int64)
+    assert np.mean(t["predictions"][test_ids] == labels[test_ids]) == pytest.approx(t["test_accuracy"])
+    with pytest.raises(ValueError, match="early_stop must be >= 0"):
+        saga.train(CORA, model="gin", early_stop=-1)
     with pytest.raises(ValueError, match="model must be one of"):
         saga.gcn(CORA, model="gnn")
     with pytest.raises(ValueError, match="aggr must be one of"):

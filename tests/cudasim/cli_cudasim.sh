@@ -131,6 +131,26 @@ for mode in memory streamed tight; do
             "$(grep '^{"window"' "$TMP/counts")" || fail "gcn $mode: nothing crossed host -> device"
     fi
 done
+# Early stopping: each epoch's parameters, copied to pinned host memory after its step, add no
+# wait (the copy has ended when the epoch's evaluation is read); training ends P epochs after the
+# best validation accuracy, and the final model, its checkpoint too, is that epoch's, in memory
+# and streamed
+counted "gcn on cuda, memory, early stopping, epochs 3-4" 5/1 0 "$SAGA_BIN" gcn --data "$TMP/cit" \
+    --epochs 5 --quiet --device cuda --profile-epochs 3:4 --early-stop 100
+for mode in memory streamed; do
+    flags=()
+    [ "$mode" = streamed ] && flags=(--device-mem "$budget" --stream)
+    expect 0 "$SAGA_BIN" gcn --data "$TMP/cit" --epochs 40 --early-stop 5 --json --quiet --device cuda \
+        --log "$TMP/es.jsonl" --checkpoint "$TMP/es.ckpt" "${flags[@]}"
+    tail -n 1 "$OUT" >"$TMP/es.json"
+    python3 "$SAGA_SRC_DIR/tests/early_stop.py" "$TMP/es.jsonl" "$TMP/es.json" 5 40 ||
+        fail "gcn cuda --early-stop 5 ($mode): $(json_last)"
+    sel=$(json_get 'j["epochs"], j["train_accuracy"], j["val_accuracy"], j["test_accuracy"]')
+    expect 0 "$SAGA_BIN" gcn --data "$TMP/cit" --epochs "${sel%% *}" --resume "$TMP/es.ckpt" --json \
+        --quiet --device cuda "${flags[@]}"
+    [ "$(json_get 'j["epochs"], j["train_accuracy"], j["val_accuracy"], j["test_accuracy"]')" = "$sel" ] ||
+        fail "gcn cuda --early-stop ($mode): the checkpoint is not the selected model: $(json_last)"
+done
 # --graphs: in memory, each epoch's training pass and evaluation are recorded as graphs and
 # launched, one launch each in epochs 3 and 4 (every kernel of the window run by them), with the
 # waits as before; the model they train is the one without, to the bit (its checkpoint), as are
