@@ -33,6 +33,7 @@ enum {
     OPT_CHECKPOINT_EVERY,
     OPT_RESUME,
     OPT_LOG,
+    OPT_PREDICTIONS,
     OPT_TRACE,
     OPT_EXPLAIN,
     OPT_PROFILE_EPOCHS,
@@ -109,6 +110,11 @@ static const cli_opt gcn_cli_opts[] = {
      "Write one JSON object per epoch: epoch, loss, train_accuracy, val_accuracy, test_accuracy, "
      "epoch_ms, eval_ms (and h2d_bytes, d2h_bytes, peak_device_bytes, overlap with --stats), "
      "named as in the --json summary."},
+    {"predictions", 0, "FILE", NULL,
+     "Write the final model's class of every vertex to FILE, one line each: the vertex (its row "
+     "in the data set, from 0) and the class (an index of classes.txt), in vertex order; over "
+     "shards rank 0 writes every rank's. Costs one more inference pass over every row after "
+     "training, which runs only when asked."},
     {"trace", 0, "FILE", NULL,
      "Write one JSON line per copy the block scheduler makes and per step it computes: "
      "{\"trace\": \"copy\" or \"compute\", stream, dir (h2d, d2h), block, bytes, plan, step, "
@@ -361,10 +367,48 @@ static int parse_fanout(cli_ctx *c, const char *arg, gcn_opts *go) {
     return 0;
 }
 
+/* --predictions: the final model's class of every vertex, "vertex class" lines in vertex order,
+ * written by rank 0. Over shards each rank holds its own rows' (d->shard->vertex), summed into
+ * one array of every vertex over the ranks first (class + 1 at a rank's own rows, 0 elsewhere). */
+static saga_status write_predictions(const char *path, const gcn_data *d, const gcn_result *r,
+                                     saga_comm *comm, int rank) {
+    saga_status st = SAGA_OK;
+    int32_t *all = NULL;
+    FILE *f = NULL;
+    const int32_t *pred = r->predictions;
+    int64_t n = d->n_vertices;
+    if (d->shard) {
+        n = d->all_vertices;
+        SAGA_TRY(saga_alloc_zeroed((void **)&all, (size_t)(n ? n : 1), sizeof *all,
+                                   "every vertex's class"));
+        for (int64_t i = 0; i < d->shard->n_own; i++)
+            all[d->shard->vertex[i]] = r->predictions[i] + 1;
+        SAGA_TRY(saga_comm_allreduce(comm, all, (size_t)n, SAGA_I32, SAGA_COMM_SUM, NULL));
+        for (int64_t v = 0; v < n; v++)
+            all[v]--;
+        pred = all;
+    }
+    if (rank == 0) {
+        SAGA_CHECK(f = fopen(path, "w"), SAGA_ERR_IO, "cannot create '%s': %s", path,
+                   strerror(errno));
+        for (int64_t v = 0; v < n; v++)
+            fprintf(f, "%lld %d\n", (long long)v, (int)pred[v]);
+        int bad = ferror(f);
+        bad |= fclose(f);
+        f = NULL;
+        SAGA_CHECK(!bad, SAGA_ERR_IO, "%s: write failed: %s", path, strerror(errno));
+    }
+fail:
+    if (f)
+        fclose(f);
+    saga_free(all);
+    return st;
+}
+
 static int gcn_main(int argc, char **argv) {
     cli_ctx c;
     const char *arg = NULL, *data_dir = NULL, *synthetic = NULL, *device = cli_default_device();
-    const char *log_path = NULL, *trace_path = NULL;
+    const char *log_path = NULL, *trace_path = NULL, *pred_path = NULL;
     gcn_opts go = gcn_opts_defaults();
     saga_citation_params cp = saga_citation_params_defaults();
     bool normalize = true, dense_features = false;
@@ -461,6 +505,9 @@ static int gcn_main(int argc, char **argv) {
             break;
         case OPT_LOG:
             log_path = arg;
+            break;
+        case OPT_PREDICTIONS:
+            pred_path = arg;
             break;
         case OPT_TRACE:
             trace_path = arg;
@@ -706,6 +753,7 @@ static int gcn_main(int argc, char **argv) {
     if ((st = saga_comm_agree(comm, st)) < 0)
         goto fail;
     sink.progress = !c.quiet && isatty(STDERR_FILENO);
+    go.predictions = pred_path != NULL; /* the pass that makes them only when they are written */
     st = gcn_train(&r, be, &d, &go, on_epoch, &sink);
     progress_end(&sink);
     if (st < 0) {
@@ -726,6 +774,8 @@ static int gcn_main(int argc, char **argv) {
         if (close_rc != 0 && st == SAGA_OK)
             st = saga_error(SAGA_ERR_IO, "%s: write failed: %s", trace_path, strerror(errno));
     }
+    if (st == SAGA_OK && pred_path)
+        st = write_predictions(pred_path, &d, &r, comm, c.rank);
     if ((st = saga_comm_agree(comm, st)) < 0)
         goto fail;
     double total = saga_now() - t0;
@@ -895,8 +945,8 @@ static int gcn_main(int argc, char **argv) {
         json_key(&j, "halo_rows"), json_int(&j, rs.halo_rows);
         cli_json_rank_stats(&j, &rs);
         json_key(&j, "edge_cut"), json_int(&j, shards ? d.all_edge_cut : r.stats.edge_cut);
-        const char *written[3] = {log_path, go.checkpoint, trace_path};
-        cli_json_outputs(&j, written, 3);
+        const char *written[4] = {log_path, go.checkpoint, trace_path, pred_path};
+        cli_json_outputs(&j, written, 4);
         json_object_end(&j);
         json_finish(&j);
     }

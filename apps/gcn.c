@@ -187,7 +187,8 @@ gcn_opts gcn_opts_defaults(void) {
                       .batch_size = 512,
                       .balance = GCN_BALANCE_MEMORY,
                       .prefetch = 2,
-                      .sample_degrees = SAGA_SAMPLE_DEGREES_FULL};
+                      .sample_degrees = SAGA_SAMPLE_DEGREES_FULL,
+                      .predictions = true};
 }
 
 const char *gcn_balance_name(gcn_balance b) {
@@ -1142,17 +1143,18 @@ saga_status gcn_train(gcn_result *out, saga_backend *be, const gcn_data *d, cons
     }
     if (to_run == 0 && o->checkpoint && saga_comm_rank(o->comm) == 0)
         SAGA_TRY(saga_checkpoint_save(o->checkpoint, m, opt, done, saga_ctx_rng_counter(c)));
-    /* the predictions of every vertex, from the model of the last evaluation */
-    SAGA_TRY(saga_net_forward(net, logp));
-    r.predictions = saga_malloc((size_t)d->n_vertices * sizeof *r.predictions);
-    SAGA_CHECK(r.predictions, SAGA_ERR_OUT_OF_MEMORY, "gcn: no memory for %d predictions",
-               (int)d->n_vertices);
-    for (int64_t v = 0; v < d->n_vertices; v++) {
-        const float *row = logp + v * C;
-        int32_t best = 0;
-        for (int32_t k = 1; k < C; k++)
-            best = row[k] > row[best] ? k : best;
-        r.predictions[v] = best;
+    if (o->predictions) { /* every vertex's, from the final model */
+        SAGA_TRY(saga_net_forward(net, logp));
+        r.predictions = saga_malloc((size_t)d->n_vertices * sizeof *r.predictions);
+        SAGA_CHECK(r.predictions, SAGA_ERR_OUT_OF_MEMORY, "gcn: no memory for %d predictions",
+                   (int)d->n_vertices);
+        for (int64_t v = 0; v < d->n_vertices; v++) {
+            const float *row = logp + v * C;
+            int32_t best = 0;
+            for (int32_t k = 1; k < C; k++)
+                best = row[k] > row[best] ? k : best;
+            r.predictions[v] = best;
+        }
     }
     r.seconds = saga_now() - t0;
     *out = r;

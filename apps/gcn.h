@@ -154,6 +154,9 @@ typedef struct gcn_opts {
      * epoch of the best validation accuracy: its parameters are kept on the host as training
      * goes on and put back at the end; the GAT paper's protocol with 100); 0: off */
     int early_stop;
+    /* gcn_result.predictions, by one more inference pass over every row after training (true);
+     * false leaves them NULL and saves that pass's time and memory */
+    bool predictions;
 } gcn_opts;
 
 gcn_opts gcn_opts_defaults(void);
@@ -196,7 +199,9 @@ typedef struct gcn_result {
     int model_epoch;
     bool stopped;
     int32_t *predictions; /* n_vertices: the final model's class for each vertex, the arg-max of
-                             its scores, ties to the first class (saga_malloc'd) */
+                             its scores, ties to the first class (saga_malloc'd); NULL without
+                             gcn_opts.predictions. Over shards the own rows' (shard->n_own), in
+                             their order */
     double *epoch_ms;     /* the epochs run here: epochs - start_epoch entries (saga_malloc'd) */
     int n_epoch_ms;
     double seconds;   /* the whole of gcn_train: upload, training, evaluation, checkpoints */

@@ -148,6 +148,16 @@ for x, y in zip(a, b):
     for k in ("train_accuracy", "val_accuracy", "test_accuracy"):
         assert abs(x[k] - y[k]) <= 0.003, (k, x[k], y[k])
 PY
+# --predictions: every vertex's class from the final model, in vertex order, giving the reported
+# test accuracy; written only when asked (the pass that makes them runs then alone); a file that
+# cannot be written is an error naming it
+expect 0 "$SAGA_BIN" gcn --data "$TMP/cit" --epochs 20 --json --quiet --predictions "$TMP/p.txt"
+json_last >"$TMP/p.json"
+python3 "$SAGA_SRC_DIR/tests/predictions.py" "$TMP/p.txt" "$TMP/cit" "$TMP/p.json" ||
+    fail "gcn --predictions: $(json_last)"
+[ "$(json_get "'$TMP/p.txt' in j['outputs']")" = True ] || fail "gcn --predictions: not in outputs"
+expect 1 "$SAGA_BIN" gcn --data "$TMP/cit" --epochs 2 --quiet --predictions "$TMP/no/such/dir/p.txt"
+expect_err "cannot create '$TMP/no/such/dir/p.txt'"
 # Early stopping: training ends at the first epoch P after the best validation accuracy (the first
 # epoch of it), the final model is that epoch's (its accuracies as the log gave them, and the
 # checkpoint holds it): full-batch in memory, streamed, and on mini-batches evaluated exactly and
@@ -157,8 +167,10 @@ check_early_stop() { # LOG PATIENCE EPOCHS: on the last JSON line of $OUT
     python3 "$SAGA_SRC_DIR/tests/early_stop.py" "$1" "$TMP/es.json" "$2" "$3"
 }
 expect 0 "$SAGA_BIN" gcn --data "$TMP/cit" --epochs 80 --early-stop 5 --json --quiet \
-    --log "$TMP/es.jsonl" --checkpoint "$TMP/es.ckpt"
+    --log "$TMP/es.jsonl" --checkpoint "$TMP/es.ckpt" --predictions "$TMP/es.pred"
 check_early_stop "$TMP/es.jsonl" 5 80 || fail "gcn --early-stop 5: $(json_last)"
+python3 "$SAGA_SRC_DIR/tests/predictions.py" "$TMP/es.pred" "$TMP/cit" "$TMP/es.json" ||
+    fail "gcn --early-stop 5 --predictions: not the selected model's"
 es=$(json_get 'j["epochs"]')
 sel=$(json_get 'j["train_accuracy"], j["val_accuracy"], j["test_accuracy"]')
 expect 0 "$SAGA_BIN" gcn --data "$TMP/cit" --epochs "$es" --resume "$TMP/es.ckpt" --json --quiet

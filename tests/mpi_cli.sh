@@ -188,10 +188,13 @@ expect 0 mpi 2 "$SAGA_BIN" gcn --data "$TMP/cora2.shards" --epochs 5 --fanout 5,
 for mb in "" "--fanout 5,5 --batch-size 32"; do
     # shellcheck disable=SC2086
     expect 0 mpi 2 "$SAGA_BIN" gcn --data "$TMP/cora2.shards" --epochs 40 --early-stop 3 \
-        --log "$TMP/es2.log" --json $mb
+        --log "$TMP/es2.log" --json --predictions "$TMP/es2.pred" $mb
     tail -n 1 "$OUT" >"$TMP/es2.json"
     python3 "$SAGA_SRC_DIR/tests/early_stop.py" "$TMP/es2.log" "$TMP/es2.json" 3 40 ||
         fail "gcn --early-stop 3 over 2 shards ${mb:+(mini-batches)}: $(json_last)"
+    # every rank's own rows' classes in one file, by the data set's vertices
+    python3 "$SAGA_SRC_DIR/tests/predictions.py" "$TMP/es2.pred" "$cora" "$TMP/es2.json" ||
+        fail "gcn --predictions over 2 shards ${mb:+(mini-batches)}"
 done
 # the GAT and GraphSAGE example over the same shards: GraphSAGE with its dropout (drawn by
 # vertex), GAT without (its attention dropout is drawn by edge); the last loss within 1e-4 of one
