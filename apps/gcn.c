@@ -827,6 +827,19 @@ fail:
     return st;
 }
 
+/* Early stopping's decision after an epoch, the same on every rank: over ranks any rank's stop is
+ * every rank's (their accuracies agree, being summed or computed from the same rows; this keeps a
+ * rank from leaving the others in a collective if they ever did not). */
+static saga_status stop_here(const gcn_opts *o, bool mine, bool *stop) {
+    saga_status st = SAGA_OK;
+    int32_t s = mine;
+    if (o->early_stop && o->comm && saga_comm_size(o->comm) > 1)
+        SAGA_TRY(saga_comm_allreduce(o->comm, &s, 1, SAGA_I32, SAGA_COMM_MAX, NULL));
+    *stop = s != 0;
+fail:
+    return st;
+}
+
 /* The end of epoch e's report: its evaluation taken where it was queued (take: the rows, in
  * eval_rows' order, into logp by vertex; else logp holds them), its training time from the
  * events of its start and end (te; NULL: e->ms is set), the accuracies, the epoch of the best
@@ -1040,7 +1053,7 @@ saga_status gcn_train(gcn_result *out, saga_backend *be, const gcn_data *d, cons
                 SAGA_TRY(finish_epoch(&pend, &r, net, d, o, eval_rows, n_eval, eval_out, logp, true,
                                       &ev[2 * (pend.epoch % 2)], (int)done, kp, on_epoch, user));
                 pending = false;
-                stop = kp && pend.epoch - r.best_epoch >= o->early_stop;
+                SAGA_TRY(stop_here(o, kp && pend.epoch - r.best_epoch >= o->early_stop, &stop));
             }
         }
         if (stop) {
@@ -1094,7 +1107,8 @@ saga_status gcn_train(gcn_result *out, saga_backend *be, const gcn_data *d, cons
             SAGA_TRY(finish_epoch(&e, &r, net, d, o, eval_rows, n_eval, eval_out, logp,
                                   !(o->eval_sampled && sampler), NULL, (int)done, kp, on_epoch,
                                   user));
-            stop = kp && epoch <= o->epochs && epoch - r.best_epoch >= o->early_stop;
+            SAGA_TRY(stop_here(o, kp && epoch <= o->epochs && epoch - r.best_epoch >= o->early_stop,
+                               &stop));
         }
         if (profiling && (epoch == o->profile_last || epoch == o->epochs || stop)) {
             SAGA_TRY(saga_backend_synchronize(be)); /* the range holds all of the epochs' work */

@@ -183,11 +183,14 @@ expect 0 mpi 2 "$SAGA_BIN" gcn --data "$TMP/cora2.shards" --epochs 5 --fanout 5,
     --batch-size 32 --eval sampled --json --quiet
 [ "$(json_get 'j["eval"] == "sampled" and 0 < j["test_accuracy"] <= 1')" = True ] ||
     fail "gcn --eval sampled over 2 shards: $(json_last)"
-# early stopping over 2 shards, full-graph and on mini-batches: every rank stops after the same
-# epoch (the accuracies are the whole data set's), and the final model is the best epoch's
-for mb in "" "--fanout 5,5 --batch-size 32"; do
+# early stopping over 2 shards, full-graph and on mini-batches, and over 2 ranks that each read
+# the whole graph: every rank stops after the same epoch (the accuracies are the whole data
+# set's), and the final model is the best epoch's
+for mb in "" "--fanout 5,5 --batch-size 32" whole; do
+    src=$TMP/cora2.shards
+    [ "$mb" = whole ] && src=$cora mb=
     # shellcheck disable=SC2086
-    expect 0 mpi 2 "$SAGA_BIN" gcn --data "$TMP/cora2.shards" --epochs 40 --early-stop 3 \
+    expect 0 mpi 2 "$SAGA_BIN" gcn --data "$src" --epochs 40 --early-stop 3 \
         --log "$TMP/es2.log" --json --predictions "$TMP/es2.pred" $mb
     tail -n 1 "$OUT" >"$TMP/es2.json"
     python3 "$SAGA_SRC_DIR/tests/early_stop.py" "$TMP/es2.log" "$TMP/es2.json" 3 40 ||
