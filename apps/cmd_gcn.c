@@ -112,9 +112,9 @@ static const cli_opt gcn_cli_opts[] = {
      "named as in the --json summary."},
     {"predictions", 0, "FILE", NULL,
      "Write the final model's class of every vertex to FILE, one line each: the vertex (its row "
-     "in the data set, from 0) and the class (an index of classes.txt), in vertex order; over "
-     "shards rank 0 writes every rank's. Costs one more inference pass over every row after "
-     "training, which runs only when asked."},
+     "in the data set, from 0) and the class (an index as labels.txt gives them), in vertex "
+     "order; over shards rank 0 writes every rank's. Costs one more inference pass over every "
+     "row after training, which runs only when asked."},
     {"trace", 0, "FILE", NULL,
      "Write one JSON line per copy the block scheduler makes and per step it computes: "
      "{\"trace\": \"copy\" or \"compute\", stream, dir (h2d, d2h), block, bytes, plan, step, "
