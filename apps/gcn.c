@@ -774,14 +774,14 @@ typedef struct keep_params {
     saga_model *m;
     float *snap[2], *best;
     saga_event *done[2]; /* recorded after each snapshot's copy */
-    size_t n;
-    int best_epoch; /* whose parameters best holds; 0: none yet */
+    size_t bytes;        /* of each: saga_model_n_scalars floats (at least one) */
+    int best_epoch;      /* whose parameters best holds; 0: none yet */
 } keep_params;
 
 static void keep_free(keep_params *k) {
     for (int i = 0; i < 2; i++) {
         if (k->snap[i])
-            saga_backend_host_free(k->be, k->snap[i], (k->n ? k->n : 1) * sizeof(float));
+            saga_backend_host_free(k->be, k->snap[i], k->bytes);
         saga_event_free(&k->done[i]);
     }
     saga_free(k->best);
@@ -793,14 +793,13 @@ static saga_status keep_new(keep_params *k, saga_backend *be, saga_model *m) {
     memset(k, 0, sizeof *k);
     k->be = be;
     k->m = m;
-    k->n = (size_t)saga_model_n_scalars(m);
-    const size_t bytes = (k->n ? k->n : 1) * sizeof(float);
+    const int64_t n = saga_model_n_scalars(m);
+    k->bytes = (size_t)(n > 0 ? n : 1) * sizeof(float);
     for (int i = 0; i < 2; i++) {
-        SAGA_TRY(saga_backend_host_alloc(be, (void **)&k->snap[i], bytes));
+        SAGA_TRY(saga_backend_host_alloc(be, (void **)&k->snap[i], k->bytes));
         SAGA_TRY(saga_event_new(&k->done[i], be));
     }
-    SAGA_TRY(saga_alloc_array((void **)&k->best, k->n ? k->n : 1, sizeof *k->best,
-                              "the best epoch's parameters"));
+    SAGA_TRY(saga_alloc_array((void **)&k->best, k->bytes, 1, "the best epoch's parameters"));
 fail:
     if (st != SAGA_OK)
         keep_free(k);
@@ -821,7 +820,7 @@ static saga_status keep_best(keep_params *k, int epoch) {
     saga_status st = SAGA_OK;
     if (!saga_event_done(k->done[epoch % 2]))
         SAGA_TRY(saga_event_synchronize(k->done[epoch % 2]));
-    memcpy(k->best, k->snap[epoch % 2], k->n * sizeof *k->best);
+    memcpy(k->best, k->snap[epoch % 2], k->bytes);
     k->best_epoch = epoch;
 fail:
     return st;
@@ -840,6 +839,19 @@ fail:
     return st;
 }
 
+/* The evaluated rows' outputs of the inference queued last (saga_net_forward_rows_queue), in
+ * eval_rows' order into eval_out, then by vertex into logp: logits, whose arg-max is the
+ * log-softmax's. */
+static saga_status take_rows(saga_net *net, const int32_t *eval_rows, int64_t n_eval, int32_t C,
+                             float *eval_out, float *logp) {
+    saga_status st = SAGA_OK;
+    SAGA_TRY(saga_net_forward_rows_take(net, eval_out));
+    for (int64_t i = 0; i < n_eval; i++)
+        memcpy(logp + (int64_t)eval_rows[i] * C, eval_out + i * C, (size_t)C * sizeof *logp);
+fail:
+    return st;
+}
+
 /* The end of epoch e's report: its evaluation taken where it was queued (take: the rows, in
  * eval_rows' order, into logp by vertex; else logp holds them), its training time from the
  * events of its start and end (te; NULL: e->ms is set), the accuracies, the epoch of the best
@@ -852,10 +864,8 @@ static saga_status finish_epoch(gcn_epoch *e, gcn_result *r, saga_net *net, cons
     const int32_t C = d->n_classes;
     if (take) {
         double t0 = saga_now();
-        SAGA_TRY(saga_net_forward_rows_take(net, eval_out));
+        SAGA_TRY(take_rows(net, eval_rows, n_eval, C, eval_out, logp));
         e->eval_ms += (saga_now() - t0) * 1e3;
-        for (int64_t i = 0; i < n_eval; i++) /* logits: their arg-max is the log-softmax's */
-            memcpy(logp + (int64_t)eval_rows[i] * C, eval_out + i * C, (size_t)C * sizeof *logp);
     }
     if (te) {
         double sec = 0;
@@ -1137,10 +1147,7 @@ saga_status gcn_train(gcn_result *out, saga_backend *be, const gcn_data *d, cons
                                   o->batch_size, keep.best_epoch, C, logp));
         } else {
             SAGA_TRY(saga_net_forward_rows_queue(net, eval_rows, n_eval));
-            SAGA_TRY(saga_net_forward_rows_take(net, eval_out));
-            for (int64_t i = 0; i < n_eval; i++)
-                memcpy(logp + (int64_t)eval_rows[i] * C, eval_out + i * C,
-                       (size_t)C * sizeof *logp);
+            SAGA_TRY(take_rows(net, eval_rows, n_eval, C, eval_out, logp));
         }
         SAGA_TRY(measure(&r, d, o, logp));
         r.model_epoch = keep.best_epoch;

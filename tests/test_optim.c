@@ -56,13 +56,20 @@ static void expect_within(const char *what, int k, const float *got, const xf *r
                      (double)got[i], r[i].v, r[i].e);
 }
 
+/* A CPU backend and an empty model on it. */
+static saga_model *model_on_cpu(saga_backend **be) {
+    *be = NULL;
+    assert_int_equal(saga_backend_cpu_new(be, NULL), SAGA_OK);
+    saga_model *m = NULL;
+    assert_int_equal(saga_model_new(&m, *be), SAGA_OK);
+    return m;
+}
+
 /* Runs the optimizer on two parameters (the second with weight decay wd2) and compares both. */
 static void run(const saga_optim_opts *o, float wd2,
                 void (*ref)(xf *, const saga_optim_opts *, double wd)) {
     saga_backend *be = NULL;
-    assert_int_equal(saga_backend_cpu_new(&be, NULL), SAGA_OK);
-    saga_model *m = NULL;
-    assert_int_equal(saga_model_new(&m, be), SAGA_OK);
+    saga_model *m = model_on_cpu(&be);
     saga_tensor *p[2] = {saga_model_param(m, "a", 2, 3, SAGA_INIT_ZEROS, 0),
                          saga_model_param(m, "b", 3, 2, SAGA_INIT_ZEROS, 0)};
     saga_optim *opt = NULL;
@@ -139,9 +146,7 @@ static void test_optim_set_lr(void **state) {
     (void)state;
     static const float LR[STEPS] = {0.1f, 0.05f, 0.0125f};
     saga_backend *be = NULL;
-    assert_int_equal(saga_backend_cpu_new(&be, NULL), SAGA_OK);
-    saga_model *m = NULL;
-    assert_int_equal(saga_model_new(&m, be), SAGA_OK);
+    saga_model *m = model_on_cpu(&be);
     saga_tensor *p = saga_model_param(m, "a", 2, 3, SAGA_INIT_ZEROS, 0);
     assert_non_null(p);
     memcpy(saga_tensor_data(p), P0, sizeof P0);
@@ -179,9 +184,7 @@ static void test_optim_set_lr(void **state) {
 static void test_model_copy_params(void **state) {
     (void)state;
     saga_backend *be = NULL;
-    assert_int_equal(saga_backend_cpu_new(&be, NULL), SAGA_OK);
-    saga_model *m = NULL;
-    assert_int_equal(saga_model_new(&m, be), SAGA_OK);
+    saga_model *m = model_on_cpu(&be);
     saga_tensor *p[2] = {saga_model_param(m, "a", 2, 3, SAGA_INIT_GLOROT, 3),
                          saga_model_param(m, "b", 3, 2, SAGA_INIT_GLOROT, 4)};
     assert_non_null(p[0]);
@@ -217,9 +220,7 @@ static void test_model_copy_params(void **state) {
 static void test_optim_errors(void **state) {
     (void)state;
     saga_backend *be = NULL;
-    assert_int_equal(saga_backend_cpu_new(&be, NULL), SAGA_OK);
-    saga_model *m = NULL;
-    assert_int_equal(saga_model_new(&m, be), SAGA_OK);
+    saga_model *m = model_on_cpu(&be);
     saga_tensor *p = saga_model_param(m, "p", 2, 2, SAGA_INIT_GLOROT, 1);
     assert_non_null(p);
     assert_null(saga_model_param(m, "p", 1, 1, SAGA_INIT_ZEROS, 0));
