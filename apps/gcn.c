@@ -978,6 +978,8 @@ saga_status gcn_train(gcn_result *out, saga_backend *be, const gcn_data *d, cons
         no.comm = NULL;
     }
     SAGA_TRY(saga_net_new(&net, c, d->graph, &no));
+    if (d->shard) /* the net has copied the halo layout it reads */
+        saga_shard_release_pages(d->shard);
     SAGA_TRY(saga_net_set_model(net, m)); /* with ranks: gradients summed over them */
     saga_tensor *decay = NULL;
     SAGA_TRY(model_fits(add_layers(net, m, o, F, C, sparse, agg_first, &decay), be));

@@ -172,6 +172,11 @@ SAGA_API saga_status saga_shard_open(saga_shard **out, const char *dir, int32_t 
                                      const saga_shard_open_opts *opts);
 SAGA_API void saga_shard_close(saga_shard **s);
 
+/* Gives back the resident pages of s's mapping, for a caller that has copied what it reads (a net
+ * over shards copies the halo layout it is given: saga_net_new): they stop counting in its
+ * memory, and a later read faults them in again from the file. Advisory; NULL is ignored. */
+SAGA_API void saga_shard_release_pages(const saga_shard *s);
+
 /* Shard s's local graph: n_local vertices (the own rows, then the halo), the own rows' in-edges
  * in the shard's order (duplicates kept; the halo has none), unweighted. Errors:
  * SAGA_ERR_INVALID_ARG, SAGA_ERR_OUT_OF_MEMORY. */

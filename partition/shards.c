@@ -1083,11 +1083,11 @@ fail:
     return st;
 }
 
-/* Gives back the resident pages of s's mapping: the checks read every page, and a data set copies
- * what it reads, so what stays resident is what the caller reads after (the halo layout, say),
- * faulted in again from the file. Advisory: a refusal changes nothing. */
-static void shard_drop_pages(const saga_shard *s) {
-    if (s->map && madvise(s->map, s->map_bytes, MADV_DONTNEED) != 0)
+/* The checks read every page, and a data set copies what it reads: their pages are given back,
+ * and what the caller reads after (the halo layout, say) is faulted in again from the file.
+ * Advisory: a refusal changes nothing. */
+void saga_shard_release_pages(const saga_shard *s) {
+    if (s && s->map && madvise(s->map, s->map_bytes, MADV_DONTNEED) != 0)
         saga_log(SAGA_LOG_DEBUG, "%s: madvise(MADV_DONTNEED): %s", s->path, strerror(errno));
 }
 
@@ -1162,7 +1162,7 @@ static saga_status open_with(saga_shard **out, const char *dir, int32_t rank,
                name, (unsigned long long)h.sec[S_SEND].bytes,
                (long long)s->send_offsets[h.n_shards] * 4);
     SAGA_TRY(check_structure(name, s, m));
-    shard_drop_pages(s);
+    saga_shard_release_pages(s);
     *out = s;
     return SAGA_OK;
 fail:
@@ -1312,7 +1312,7 @@ saga_status saga_shards_dataset(saga_dataset *d, saga_shard **shard, const char 
     SAGA_TRY(copy_i32(&d->val, s->split[1], s->split_n[1], "validation rows"));
     SAGA_TRY(copy_i32(&d->test, s->split[2], s->split_n[2], "test rows"));
     d->n_train = s->split_n[0], d->n_val = s->split_n[1], d->n_test = s->split_n[2];
-    shard_drop_pages(s); /* copied: what the net reads of it later is faulted in again */
+    saga_shard_release_pages(s); /* copied: what the net reads of it later is faulted in again */
     *shard = s;
     s = NULL;
 fail:

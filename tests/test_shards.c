@@ -477,6 +477,69 @@ static void test_shards_streaming_partitioner_fallback(void **state) {
     saga_graph_free(&g);
 }
 
+/* The resident kB of the mapping that holds addr (its Rss in /proc/self/smaps), -1 if not found. */
+static long mapping_rss_kb(const void *addr) {
+    FILE *f = fopen("/proc/self/smaps", "r");
+    assert_non_null(f);
+    char line[512];
+    bool in = false;
+    long rss = -1;
+    const uintptr_t a = (uintptr_t)addr;
+    while (fgets(line, sizeof line, f)) {
+        unsigned long lo, hi;
+        if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' ')) {
+            in = a >= lo && a < hi;
+            continue;
+        }
+        long kb;
+        if (in && sscanf(line, "Rss: %ld kB", &kb) == 1) {
+            rss = kb;
+            break;
+        }
+    }
+    fclose(f);
+    return rss;
+}
+
+/* Sums every array of s a net reads (in-edges, out-degrees, ids, the halo layout). */
+static uint64_t shard_sum(const saga_shard *s) {
+    uint64_t h = 1469598103934665603ull;
+    for (int64_t v = 0; v <= s->n_own; v++)
+        h = (h ^ (uint64_t)s->in_offsets[v]) * 1099511628211ull;
+    for (int64_t e = 0; e < s->nnz; e++)
+        h = (h ^ (uint64_t)s->in_indices[e]) * 1099511628211ull;
+    for (int64_t v = 0; v < s->n_local; v++)
+        h = (h ^ (uint64_t)s->out_degree[v] ^ ((uint64_t)s->vertex[v] << 32)) * 1099511628211ull;
+    for (int64_t j = 0; j < s->send_offsets[s->n_shards]; j++)
+        h = (h ^ (uint64_t)s->send_rows[j]) * 1099511628211ull;
+    return h;
+}
+
+/* saga_shard_release_pages: the mapping's pages stop counting as the process's (its Rss drops to
+ * none) and read the same again, faulted in from the file. */
+static void test_shards_release_pages(void **state) {
+    (void)state;
+    saga_graph *g = skewed_graph(20000, 5);
+    saga_shards_input in = {.graph = g};
+    saga_shards_opts o = saga_shards_opts_defaults();
+    o.shards = 2;
+    o.partition.method = SAGA_PARTITION_CONTIGUOUS;
+    const char *dir = saga_test_tmp("release.shards");
+    assert_int_equal(saga_shards_write(dir, &in, &o, NULL), SAGA_OK);
+    saga_shard *s = NULL;
+    assert_int_equal(saga_shard_open(&s, dir, 1, NULL), SAGA_OK);
+    const uint64_t sum = shard_sum(s); /* every page the sums read is resident now */
+    const long before = mapping_rss_kb(s->map);
+    assert_true(before >= 64); /* 20,000 x 6 edges: the in-edges alone are 240 kB */
+    saga_shard_release_pages(s);
+    assert_int_equal(mapping_rss_kb(s->map), 0);
+    assert_true(shard_sum(s) == sum);
+    assert_true(mapping_rss_kb(s->map) >= 64);
+    saga_shard_release_pages(NULL);
+    saga_shard_close(&s);
+    saga_graph_free(&g);
+}
+
 static void test_shards_invalid_arguments(void **state) {
     (void)state;
     saga_graph *g = skewed_graph(50, 3);
@@ -571,6 +634,7 @@ int main(void) {
         cmocka_unit_test(test_shards_cora),
         cmocka_unit_test(test_shards_refuse_damage),
         cmocka_unit_test(test_shards_streaming_partitioner_fallback),
+        cmocka_unit_test(test_shards_release_pages),
         cmocka_unit_test(test_shards_invalid_arguments),
         cmocka_unit_test(test_shards_failing_allocations),
     };

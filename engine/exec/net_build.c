@@ -714,12 +714,16 @@ static saga_status place(saga_net *n, const saga_graph *g) {
                                &n->h_src, &n->h_w, &n->m));
     if (n->plan.ids && !n->plan.part)
         SAGA_TRY(permute_placed(n)); /* a vertex order in memory */
-    SAGA_TRY(
-        saga_alloc_zeroed((void **)&n->out_off, (size_t)n->n + 1, sizeof(int64_t), "out-degrees"));
-    for (int64_t k = 0; k < n->m; k++)
-        n->out_off[n->h_src[k] + 1]++;
-    for (int32_t u = 0; u < n->n; u++)
-        n->out_off[u + 1] += n->out_off[u];
+    if (!(n->hx && n->hx->deg_off)) {
+        /* the sources' out-degrees (as offsets), counted here; over shards they are the whole
+         * graph's, kept with the halo */
+        SAGA_TRY(saga_alloc_zeroed((void **)&n->out_off, (size_t)n->n + 1, sizeof(int64_t),
+                                   "out-degrees"));
+        for (int64_t k = 0; k < n->m; k++)
+            n->out_off[n->h_src[k] + 1]++;
+        for (int32_t u = 0; u < n->n; u++)
+            n->out_off[u + 1] += n->out_off[u];
+    }
     for (int s = 0; s < n->n_stages; s++) {
         const stage *sg = &n->stages[s];
         if (sg->kind != STAGE_PROGRAM)

@@ -363,7 +363,7 @@ struct saga_net {
     int64_t *h_off; /* the placed in-CSR in the net's order */
     int32_t *h_src;
     float *h_w;
-    int64_t *out_off; /* the transpose's offsets (out-degrees) */
+    int64_t *out_off; /* sources' out-degrees as offsets; NULL where a halo gives them */
     int64_t m;
     /* per (weight mode, mean): edge values in in-CSR order; host-allocated, edge_bytes */
     float *vals[N_KEYS];
