@@ -1,8 +1,8 @@
 /* test_cpu_isa.c - saga's own instruction-set paths of the CPU kernels (cpu_isa_impl.h): every
  * level up to the processor's gives the baseline's bits where the kernels promise them (sparse
- * products, dropout masks, tanh, 16-bit conversions), and the narrow GEMM of AVX2 stays within
- * the bound of two orders of its sums from SGEMM; SAGA_CPU_ISA, when set, is the level the kernels
- * run at. tests/kernels.sh runs the numeric tests once per level as well. */
+ * products, dropout masks, tanh, 16-bit conversions), and the narrow GEMM of AVX2 and AVX-512 stays
+ * within the bound of two orders of its sums from SGEMM; SAGA_CPU_ISA, when set, is the level the
+ * kernels run at. tests/kernels.sh runs the numeric tests once per level as well. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -177,47 +177,67 @@ static void test_cpu_isa_paths_same_bits(void **state) {
     saga_backend_free_all(&be);
 }
 
-/* A GCN layer's projection (N = 16 columns, K = 48 or 250): AVX2's narrow kernel sums each
- * element in one chain of fused multiply-adds, SGEMM in its own blocking; each is within
- * gamma_K sum |a_ik b_kj| of the exact product, so they differ by at most twice that. */
+/* The narrow GEMM: a GCN layer's projection (N = 16, AVX2) and an MLP's hidden layer (N = 32,
+ * 48, 64, AVX-512), B as given or transposed, C overwritten or added to (beta 0.5, an exact
+ * scaling), M = 301 rows (blocks and a remainder). The narrow kernel sums each element in one
+ * chain of fused multiply-adds, SGEMM in its own blocking: each is within gamma_(K+1) (sum_k
+ * |a_ik b_kj| + |beta c_ij|) of the exact result, so they differ by at most twice that. */
 static void test_cpu_isa_narrow_gemm_within_bound(void **state) {
     (void)state;
     saga_backend *be = NULL;
     assert_int_equal(saga_backend_cpu_new(&be, NULL), SAGA_OK);
     saga_stream *s = saga_backend_default_stream(be);
-    const saga_cpu_isa_level was = saga_cpu_isa();
-    static const int64_t Ks[] = {48, 250}; /* K N up to GEMM_NARROW_MAX_B, 4096 */
-    for (int t = 0; t < 2; t++) {
-        const int64_t M = 300, Nc = 16, K = Ks[t];
+    const saga_cpu_isa_level was = saga_cpu_isa(), top = saga_cpu_isa_detected();
+    static const struct {
+        int64_t N, K;
+        bool trans_b;
+        float beta;
+    } cases[] = {{16, 48, false, 0.0f}, {16, 250, false, 0.0f}, {32, 32, false, 0.0f},
+                 {32, 96, true, 0.5f},  {48, 80, false, 0.5f},  {64, 64, true, 0.0f}};
+    for (size_t t = 0; t < sizeof cases / sizeof cases[0]; t++) {
+        const int64_t M = 301, Nc = cases[t].N, K = cases[t].K; /* K N up to 4096 */
+        const float beta = cases[t].beta;
         float *A = test_malloc((size_t)(M * K) * sizeof *A), *B = test_malloc((size_t)(K * Nc) * 4);
+        float *c0 = test_malloc((size_t)(M * Nc) * 4);
         float *c[2] = {test_malloc((size_t)(M * Nc) * 4), test_malloc((size_t)(M * Nc) * 4)};
         for (int64_t i = 0; i < M * K; i++)
             A[i] = saga_test_uniform(&rng, -1, 1);
         for (int64_t i = 0; i < K * Nc; i++)
             B[i] = saga_test_uniform(&rng, -1, 1);
+        for (int64_t i = 0; i < M * Nc; i++)
+            c0[i] = saga_test_uniform(&rng, -1, 1);
+        /* element (k, j) of B: B[k][j] as given, B[j][k] transposed */
+        const int64_t ldb = cases[t].trans_b ? K : Nc;
+#define B_AT(k, j) (cases[t].trans_b ? B[(j)*ldb + (k)] : B[(k)*ldb + (j)])
         for (int l = 0; l < 2; l++) {
-            saga_cpu_isa_force(l ? SAGA_CPU_ISA_AVX2 : SAGA_CPU_ISA_SSE2);
-            assert_int_equal(
-                saga_cpu_gemm_f32(s, false, false, M, Nc, K, 1.0f, A, K, B, Nc, 0.0f, c[l], Nc),
-                SAGA_OK);
+            saga_cpu_isa_force(l ? top : SAGA_CPU_ISA_SSE2);
+            memcpy(c[l], c0, (size_t)(M * Nc) * 4);
+            assert_int_equal(saga_cpu_gemm_f32(s, false, cases[t].trans_b, M, Nc, K, 1.0f, A, K, B,
+                                               ldb, beta, c[l], Nc),
+                             SAGA_OK);
         }
+        const double bound = 2 * saga_test_gamma(K + 1, SAGA_TEST_U32);
         double worst = 0;
         for (int64_t i = 0; i < M; i++)
             for (int64_t j = 0; j < Nc; j++) {
-                double m = 0;
+                double m = fabs((double)beta * c0[i * Nc + j]);
                 for (int64_t k = 0; k < K; k++)
-                    m += fabs((double)A[i * K + k] * (double)B[k * Nc + j]);
+                    m += fabs((double)A[i * K + k] * (double)B_AT(k, j));
                 const double d = fabs((double)c[0][i * Nc + j] - (double)c[1][i * Nc + j]);
-                if (!(d <= 2 * saga_test_gamma(K, SAGA_TEST_U32) * m))
-                    fail_msg("K %lld, element (%lld, %lld): %.9g vs %.9g, bound %.3g", (long long)K,
-                             (long long)i, (long long)j, c[0][i * Nc + j], c[1][i * Nc + j],
-                             2 * saga_test_gamma(K, SAGA_TEST_U32) * m);
+                if (!(d <= bound * m))
+                    fail_msg("N %lld K %lld, element (%lld, %lld): %.9g vs %.9g, bound %.3g",
+                             (long long)Nc, (long long)K, (long long)i, (long long)j,
+                             c[0][i * Nc + j], c[1][i * Nc + j], bound * m);
                 worst = fmax(worst, d / m);
             }
-        print_message("  K %lld: worst difference %.3g of sum |a b| (bound %.3g)\n", (long long)K,
-                      worst, 2 * saga_test_gamma(K, SAGA_TEST_U32));
+#undef B_AT
+        print_message("  N %lld K %lld%s, beta %g, sse2 against %s: worst difference %.3g of the "
+                      "bound's sum (bound %.3g)\n",
+                      (long long)Nc, (long long)K, cases[t].trans_b ? " (B transposed)" : "",
+                      (double)beta, saga_cpu_isa_name(top), worst, bound);
         test_free(A);
         test_free(B);
+        test_free(c0);
         test_free(c[0]);
         test_free(c[1]);
     }

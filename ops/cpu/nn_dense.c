@@ -68,12 +68,13 @@ static void gemm_rows(bool trans_a, bool trans_b, int64_t m0, int64_t m1, int64_
 }
 
 /* ---- narrow GEMM: C = alpha A B + beta C for an untransposed A of many rows and N = 8 or 16
- * columns (a GCN layer's projection). SGEMM copies ("packs") the whole of A before multiplying,
- * which for 16 columns costs about as much as the product: here A is read once, in place, against
- * B packed (K x N, under GEMM_NARROW_MAX_B floats) and kept in L1. A block of R rows holds R x N
- * accumulators in registers; every element of C is one chain of fused multiply-adds over k in
- * increasing order, so its bits do not depend on the blocking or the thread split. AVX2 and FMA
- * only; other processors keep SGEMM. */
+ * columns (a GCN layer's projection; AVX2 and FMA), or 32, 48 or 64 (an MLP's hidden layer, as
+ * the Interaction Network's; AVX-512). SGEMM copies ("packs") the whole of A before multiplying,
+ * and zeroes C first, which for so few columns costs about as much as the product: here A is
+ * read once, in place, against B packed (K x N, under GEMM_NARROW_MAX_B floats) and kept in L1.
+ * A block of R rows holds R x N accumulators in registers; every element of C is one chain of
+ * fused multiply-adds over k in increasing order, so its bits do not depend on the blocking, the
+ * thread split or the vector width. Other processors and widths keep SGEMM. */
 enum { GEMM_NARROW_MAX_B = 4096 };
 
 static inline __attribute__((always_inline, target("avx2,fma"))) void
@@ -122,9 +123,64 @@ gemm_narrow_rows(int64_t m0, int64_t m1, int V, int64_t K, float alpha, const fl
     }
 }
 
+/* narrow_block with V 16-float vectors per row (AVX-512: 32 registers hold R x V accumulators,
+ * B's V vectors of row k and A's broadcast). */
+static inline __attribute__((always_inline, target("avx512f,fma"))) void
+narrow_block16(const int R, const int V, int64_t K, float alpha, const float *A, int64_t lda,
+               const float *B, float beta, float *C, int64_t ldc) {
+    __m512 acc[8][4];
+    for (int r = 0; r < R; r++)
+        for (int v = 0; v < V; v++)
+            acc[r][v] = _mm512_setzero_ps();
+    for (int64_t k = 0; k < K; k++) {
+        __m512 b[4];
+        for (int v = 0; v < V; v++)
+            b[v] = _mm512_loadu_ps(B + k * 16 * V + 16 * v);
+        for (int r = 0; r < R; r++) {
+            const __m512 a = _mm512_set1_ps(A[r * lda + k]);
+            for (int v = 0; v < V; v++)
+                acc[r][v] = _mm512_fmadd_ps(a, b[v], acc[r][v]);
+        }
+    }
+    const __m512 al = _mm512_set1_ps(alpha), be = _mm512_set1_ps(beta);
+    for (int r = 0; r < R; r++)
+        for (int v = 0; v < V; v++) {
+            float *c = C + r * ldc + 16 * v;
+            __m512 y = _mm512_mul_ps(al, acc[r][v]);
+            if (beta != 0.0f)
+                y = _mm512_add_ps(y, _mm512_mul_ps(be, _mm512_loadu_ps(c)));
+            _mm512_storeu_ps(c, y);
+        }
+}
+
+/* Rows [m0, m1) of C; V = N / 16 vectors per row (2 to 4), in blocks of 8 rows (V = 2) or 4,
+ * then one by one. */
+__attribute__((target("avx512f,fma"))) static void
+gemm_narrow16_rows(int64_t m0, int64_t m1, int V, int64_t K, float alpha, const float *A,
+                   int64_t lda, const float *B, float beta, float *C, int64_t ldc) {
+    int64_t i = m0;
+#define NARROW16_ROWS(R_, V_)                                                                      \
+    do {                                                                                           \
+        for (; i + (R_) <= m1; i += (R_))                                                          \
+            narrow_block16((R_), (V_), K, alpha, A + i * lda, lda, B, beta, C + i * ldc, ldc);     \
+        for (; i < m1; i++)                                                                        \
+            narrow_block16(1, (V_), K, alpha, A + i * lda, lda, B, beta, C + i * ldc, ldc);        \
+    } while (0)
+    if (V == 2)
+        NARROW16_ROWS(8, 2);
+    else if (V == 3)
+        NARROW16_ROWS(4, 3);
+    else
+        NARROW16_ROWS(4, 4);
+#undef NARROW16_ROWS
+}
+
 static bool gemm_narrow_fits(bool trans_a, int64_t N, int64_t K) {
-    return !trans_a && (N == 8 || N == 16) && K * N <= GEMM_NARROW_MAX_B &&
-           saga_cpu_isa() >= SAGA_CPU_ISA_AVX2;
+    if (trans_a || K * N > GEMM_NARROW_MAX_B)
+        return false;
+    if (N == 8 || N == 16)
+        return saga_cpu_isa() >= SAGA_CPU_ISA_AVX2;
+    return (N == 32 || N == 48 || N == 64) && saga_cpu_isa() >= SAGA_CPU_ISA_AVX512;
 }
 
 static void gemm_narrow(saga_stream *s, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
@@ -134,12 +190,14 @@ static void gemm_narrow(saga_stream *s, bool trans_b, int64_t M, int64_t N, int6
     for (int64_t k = 0; k < K; k++)
         for (int64_t j = 0; j < N; j++)
             b[k * N + j] = trans_b ? B[j * ldb + k] : B[k * ldb + j];
-    const int V = (int)(N / 8);
 #pragma omp parallel num_threads(saga_cpu_nn_threads(s, M *N *(K / 8 + 1)))
     {
         int64_t lo, hi;
         saga_cpu_nn_chunk(M, omp_get_thread_num(), omp_get_num_threads(), &lo, &hi);
-        gemm_narrow_rows(lo, hi, V, K, alpha, A, lda, b, beta, C, ldc);
+        if (N <= 16)
+            gemm_narrow_rows(lo, hi, (int)(N / 8), K, alpha, A, lda, b, beta, C, ldc);
+        else
+            gemm_narrow16_rows(lo, hi, (int)(N / 16), K, alpha, A, lda, b, beta, C, ldc);
     }
 }
 
