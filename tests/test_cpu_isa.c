@@ -189,52 +189,79 @@ static void test_cpu_isa_narrow_gemm_within_bound(void **state) {
     saga_stream *s = saga_backend_default_stream(be);
     const saga_cpu_isa_level was = saga_cpu_isa(), top = saga_cpu_isa_detected();
     static const struct {
-        int64_t N, K;
-        bool trans_b;
+        int64_t M, N, K;
+        bool trans_a, trans_b;
         float beta;
-    } cases[] = {{16, 48, false, 0.0f}, {16, 250, false, 0.0f}, {32, 32, false, 0.0f},
-                 {32, 96, true, 0.5f},  {48, 80, false, 0.5f},  {64, 64, true, 0.0f}};
-    for (size_t t = 0; t < sizeof cases / sizeof cases[0]; t++) {
-        const int64_t M = 301, Nc = cases[t].N, K = cases[t].K; /* K N up to 4096 */
+    } cases[] = {{301, 16, 48, false, false, 0.0f},
+                 {301, 16, 250, false, false, 0.0f},
+                 {301, 32, 32, false, false, 0.0f},
+                 {301, 32, 96, false, true, 0.5f},
+                 {301, 48, 80, false, false, 0.5f},
+                 {301, 64, 64, false, true, 0.0f},
+                 /* weight gradients, A^T B over K = 3001 rows: M x N up to 4096 */
+                 {32, 32, 3001, true, false, 0.0f},
+                 {3, 32, 3001, true, false, 0.5f},
+                 {13, 48, 3001, true, false, 0.0f},
+                 {64, 64, 3001, true, false, 0.5f},
+                 {7, 16, 3001, true, false, 0.0f}};
+    for (size_t u = 0; u < 2 * sizeof cases / sizeof cases[0]; u++) {
+        /* each case twice: small integers, whose sums are all exact, then values in [-1, 1] */
+        const size_t t = u / 2;
+        const bool ints = u % 2 == 0;
+        const int64_t M = cases[t].M, Nc = cases[t].N, K = cases[t].K;
         const float beta = cases[t].beta;
         float *A = test_malloc((size_t)(M * K) * sizeof *A), *B = test_malloc((size_t)(K * Nc) * 4);
         float *c0 = test_malloc((size_t)(M * Nc) * 4);
         float *c[2] = {test_malloc((size_t)(M * Nc) * 4), test_malloc((size_t)(M * Nc) * 4)};
         for (int64_t i = 0; i < M * K; i++)
-            A[i] = saga_test_uniform(&rng, -1, 1);
+            A[i] = ints ? floorf(saga_test_uniform(&rng, -2, 3)) : saga_test_uniform(&rng, -1, 1);
         for (int64_t i = 0; i < K * Nc; i++)
-            B[i] = saga_test_uniform(&rng, -1, 1);
+            B[i] = ints ? floorf(saga_test_uniform(&rng, -2, 3)) : saga_test_uniform(&rng, -1, 1);
         for (int64_t i = 0; i < M * Nc; i++)
-            c0[i] = saga_test_uniform(&rng, -1, 1);
-        /* element (k, j) of B: B[k][j] as given, B[j][k] transposed */
-        const int64_t ldb = cases[t].trans_b ? K : Nc;
+            c0[i] =
+                ints ? 2 * floorf(saga_test_uniform(&rng, -2, 3)) : saga_test_uniform(&rng, -1, 1);
+        /* element (k, j) of B: B[k][j] as given, B[j][k] transposed; (i, k) of A likewise */
+        const int64_t ldb = cases[t].trans_b ? K : Nc, lda = cases[t].trans_a ? M : K;
 #define B_AT(k, j) (cases[t].trans_b ? B[(j)*ldb + (k)] : B[(k)*ldb + (j)])
+#define A_AT(i, k) (cases[t].trans_a ? A[(k)*lda + (i)] : A[(i)*lda + (k)])
         for (int l = 0; l < 2; l++) {
             saga_cpu_isa_force(l ? top : SAGA_CPU_ISA_SSE2);
             memcpy(c[l], c0, (size_t)(M * Nc) * 4);
-            assert_int_equal(saga_cpu_gemm_f32(s, false, cases[t].trans_b, M, Nc, K, 1.0f, A, K, B,
-                                               ldb, beta, c[l], Nc),
+            assert_int_equal(saga_cpu_gemm_f32(s, cases[t].trans_a, cases[t].trans_b, M, Nc, K,
+                                               1.0f, A, lda, B, ldb, beta, c[l], Nc),
                              SAGA_OK);
         }
         const double bound = 2 * saga_test_gamma(K + 1, SAGA_TEST_U32);
         double worst = 0;
         for (int64_t i = 0; i < M; i++)
             for (int64_t j = 0; j < Nc; j++) {
-                double m = fabs((double)beta * c0[i * Nc + j]);
-                for (int64_t k = 0; k < K; k++)
-                    m += fabs((double)A[i * K + k] * (double)B_AT(k, j));
+                double m = fabs((double)beta * c0[i * Nc + j]), exact = beta * c0[i * Nc + j];
+                for (int64_t k = 0; k < K; k++) {
+                    m += fabs((double)A_AT(i, k) * (double)B_AT(k, j));
+                    exact += (double)A_AT(i, k) * (double)B_AT(k, j);
+                }
+                /* integers: every partial sum is an integer under 2^24, so exact in any order */
+                if (ints && (c[0][i * Nc + j] != exact || c[1][i * Nc + j] != exact))
+                    fail_msg("M %lld N %lld K %lld, element (%lld, %lld) of integers: %.9g and "
+                             "%.9g, exactly %.9g",
+                             (long long)M, (long long)Nc, (long long)K, (long long)i, (long long)j,
+                             c[0][i * Nc + j], c[1][i * Nc + j], exact);
                 const double d = fabs((double)c[0][i * Nc + j] - (double)c[1][i * Nc + j]);
                 if (!(d <= bound * m))
-                    fail_msg("N %lld K %lld, element (%lld, %lld): %.9g vs %.9g, bound %.3g",
-                             (long long)Nc, (long long)K, (long long)i, (long long)j,
+                    fail_msg("M %lld N %lld K %lld, element (%lld, %lld): %.9g vs %.9g, bound %.3g",
+                             (long long)M, (long long)Nc, (long long)K, (long long)i, (long long)j,
                              c[0][i * Nc + j], c[1][i * Nc + j], bound * m);
                 worst = fmax(worst, d / m);
             }
 #undef B_AT
-        print_message("  N %lld K %lld%s, beta %g, sse2 against %s: worst difference %.3g of the "
-                      "bound's sum (bound %.3g)\n",
-                      (long long)Nc, (long long)K, cases[t].trans_b ? " (B transposed)" : "",
-                      (double)beta, saga_cpu_isa_name(top), worst, bound);
+#undef A_AT
+        if (!ints)
+            print_message("  M %lld N %lld K %lld%s%s, beta %g, sse2 against %s: worst difference "
+                          "%.3g of the bound's sum (bound %.3g); integers exact\n",
+                          (long long)M, (long long)Nc, (long long)K,
+                          cases[t].trans_a ? " (A^T)" : "",
+                          cases[t].trans_b ? " (B transposed)" : "", (double)beta,
+                          saga_cpu_isa_name(top), worst, bound);
         test_free(A);
         test_free(B);
         test_free(c0);

@@ -201,6 +201,101 @@ static void gemm_narrow(saga_stream *s, bool trans_b, int64_t M, int64_t N, int6
     }
 }
 
+/* ---- narrow weight gradient: C = alpha A^T B + beta C for A (Kr x M) and B (Kr x N) of many
+ * rows Kr, with M x N at most GEMM_NARROW_MAX_B and N = 16, 32, 48 or 64 (an MLP's weight
+ * gradient, X^T dY; AVX-512). SGEMM packs both operands for a product this small; here each
+ * thread sums its range of rows in place, a chunk of rows at a time (kept in L1 and L2 while D
+ * columns of A at a time meet all of B's row), into its own M x N partial, and the partials are
+ * added in thread order: each element is one chain of fused multiply-adds per thread, in
+ * increasing row order, so its bits depend on the thread count alone. */
+enum { GEMM_TN_CHUNK = 128 };
+
+static inline __attribute__((always_inline, target("avx512f,fma"))) void
+tn_block(const int D, const int V, int64_t r0, int64_t r1, const float *A, int64_t lda,
+         const float *B, int64_t ldb, float *P, int64_t N) {
+    __m512 acc[8][4];
+    for (int d = 0; d < D; d++)
+        for (int v = 0; v < V; v++)
+            acc[d][v] = _mm512_loadu_ps(P + d * N + 16 * v);
+    for (int64_t r = r0; r < r1; r++) {
+        __m512 b[4];
+        for (int v = 0; v < V; v++)
+            b[v] = _mm512_loadu_ps(B + r * ldb + 16 * v);
+        for (int d = 0; d < D; d++) {
+            const __m512 a = _mm512_set1_ps(A[r * lda + d]);
+            for (int v = 0; v < V; v++)
+                acc[d][v] = _mm512_fmadd_ps(a, b[v], acc[d][v]);
+        }
+    }
+    for (int d = 0; d < D; d++)
+        for (int v = 0; v < V; v++)
+            _mm512_storeu_ps(P + d * N + 16 * v, acc[d][v]);
+}
+
+/* Rows [r0, r1) into the partial P (M x N, zeroed by the caller): columns of A by 8 (V <= 2) or
+ * 4, then 2 and 1, over chunks of GEMM_TN_CHUNK rows. */
+__attribute__((target("avx512f,fma"))) static void gemm_tn_rows(int64_t r0, int64_t r1, int64_t M,
+                                                                int V, const float *A, int64_t lda,
+                                                                const float *B, int64_t ldb,
+                                                                float *P, int64_t N) {
+    const int wide = V <= 2 ? 8 : 4;
+    for (int64_t c0 = r0; c0 < r1; c0 += GEMM_TN_CHUNK) {
+        const int64_t c1 = c0 + GEMM_TN_CHUNK < r1 ? c0 + GEMM_TN_CHUNK : r1;
+        for (int64_t m = 0; m < M;) {
+            const int D = M - m >= wide ? wide : M - m >= 4 ? 4 : M - m >= 2 ? 2 : 1;
+#define TN_CASE(D_, V_)                                                                            \
+    if (D == (D_) && V == (V_)) {                                                                  \
+        tn_block((D_), (V_), c0, c1, A + m, lda, B, ldb, P + m * N, N);                            \
+        m += (D_);                                                                                 \
+        continue;                                                                                  \
+    }
+#define TN_CASES(V_) TN_CASE(8, V_) TN_CASE(4, V_) TN_CASE(2, V_) TN_CASE(1, V_)
+            TN_CASES(1)
+            TN_CASES(2)
+            TN_CASES(3)
+            TN_CASES(4)
+#undef TN_CASES
+#undef TN_CASE
+            m += D; /* not reached: every (D, V) has its case */
+        }
+    }
+}
+
+static bool gemm_tn_fits(bool trans_a, bool trans_b, int64_t M, int64_t N) {
+    return trans_a && !trans_b && (N == 16 || N == 32 || N == 48 || N == 64) &&
+           M * N <= GEMM_NARROW_MAX_B && saga_cpu_isa() >= SAGA_CPU_ISA_AVX512;
+}
+
+/* SAGA_OK, or SAGA_ERR_OUT_OF_MEMORY without the partials' memory (then SGEMM runs instead). */
+static saga_status gemm_tn(saga_stream *s, int64_t M, int64_t N, int64_t K, float alpha,
+                           const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
+                           float *C, int64_t ldc) {
+    const int nt = saga_cpu_nn_threads(s, M * N * (K / 8 + 1));
+    float *P = saga_malloc((size_t)nt * (size_t)(M * N) * sizeof *P);
+    if (!P)
+        return SAGA_ERR_OUT_OF_MEMORY;
+    memset(P, 0, (size_t)nt * (size_t)(M * N) * sizeof *P);
+#pragma omp parallel num_threads(nt)
+    {
+        const int id = omp_get_thread_num();
+        int64_t lo, hi;
+        saga_cpu_nn_chunk(K, id, omp_get_num_threads(), &lo, &hi);
+        gemm_tn_rows(lo, hi, M, (int)(N / 16), A, lda, B, ldb, P + (int64_t)id * M * N, N);
+    }
+    for (int t = 1; t < nt; t++)
+        for (int64_t i = 0; i < M * N; i++)
+            P[i] += P[(int64_t)t * M * N + i];
+    for (int64_t i = 0; i < M; i++)
+        for (int64_t j = 0; j < N; j++) {
+            float y = alpha * P[i * N + j];
+            if (beta != 0.0f)
+                y += beta * C[i * ldc + j];
+            C[i * ldc + j] = y;
+        }
+    saga_free(P);
+    return SAGA_OK;
+}
+
 saga_status saga_cpu_gemm_f32(saga_stream *s, bool trans_a, bool trans_b, int64_t M, int64_t N,
                               int64_t K, float alpha, const float *A, int64_t lda, const float *B,
                               int64_t ldb, float beta, float *C, int64_t ldc) {
@@ -223,6 +318,9 @@ saga_status saga_cpu_gemm_f32(saga_stream *s, bool trans_a, bool trans_b, int64_
         gemm_narrow(s, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
         return SAGA_OK;
     }
+    if (gemm_tn_fits(trans_a, trans_b, M, N) &&
+        gemm_tn(s, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc) == SAGA_OK)
+        return SAGA_OK;
     pthread_once(&blas_once, blas_single_thread);
     /* Work in multiply-adds, scaled so that the threshold (elements touched) means the same. */
     int nt = saga_cpu_nn_threads(s, M * N * (K / 8 + 1));
