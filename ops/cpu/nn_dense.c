@@ -202,12 +202,13 @@ static void gemm_narrow(saga_stream *s, bool trans_b, int64_t M, int64_t N, int6
 }
 
 /* ---- narrow weight gradient: C = alpha A^T B + beta C for A (Kr x M) and B (Kr x N) of many
- * rows Kr, with M x N at most GEMM_NARROW_MAX_B and N = 16, 32, 48 or 64 (an MLP's weight
- * gradient, X^T dY; AVX-512). SGEMM packs both operands for a product this small; here each
- * thread sums its range of rows in place, a chunk of rows at a time (kept in L1 and L2 while D
- * columns of A at a time meet all of B's row), into its own M x N partial, and the partials are
- * added in thread order: each element is one chain of fused multiply-adds per thread, in
- * increasing row order, so its bits depend on the thread count alone. */
+ * rows Kr, with M x N at most GEMM_NARROW_MAX_B and N = 32, 48 or 64 (an MLP's weight gradient,
+ * X^T dY; AVX-512; a GCN layer's 8 or 16 columns keep SGEMM). SGEMM packs both operands for a
+ * product this small; here each thread sums its range of rows in place, a chunk of rows at a time
+ * (kept in L1 and L2 while D columns of A at a time meet all of B's row), into its own M x N
+ * partial, and the partials are added in thread order: each element is one chain of fused
+ * multiply-adds per thread, in increasing row order, so its bits depend on the thread count alone.
+ */
 enum { GEMM_TN_CHUNK = 128 };
 
 static inline __attribute__((always_inline, target("avx512f,fma"))) void
@@ -232,8 +233,8 @@ tn_block(const int D, const int V, int64_t r0, int64_t r1, const float *A, int64
             _mm512_storeu_ps(P + d * N + 16 * v, acc[d][v]);
 }
 
-/* Rows [r0, r1) into the partial P (M x N, zeroed by the caller): columns of A by 8 (V <= 2) or
- * 4, then 2 and 1, over chunks of GEMM_TN_CHUNK rows. */
+/* Rows [r0, r1) into the partial P (M x N, zeroed by the caller; V = N / 16, 2 to 4): columns of
+ * A by 8 (V = 2) or 4, then 2 and 1, over chunks of GEMM_TN_CHUNK rows. */
 __attribute__((target("avx512f,fma"))) static void gemm_tn_rows(int64_t r0, int64_t r1, int64_t M,
                                                                 int V, const float *A, int64_t lda,
                                                                 const float *B, int64_t ldb,
@@ -250,7 +251,6 @@ __attribute__((target("avx512f,fma"))) static void gemm_tn_rows(int64_t r0, int6
         continue;                                                                                  \
     }
 #define TN_CASES(V_) TN_CASE(8, V_) TN_CASE(4, V_) TN_CASE(2, V_) TN_CASE(1, V_)
-            TN_CASES(1)
             TN_CASES(2)
             TN_CASES(3)
             TN_CASES(4)
@@ -262,8 +262,8 @@ __attribute__((target("avx512f,fma"))) static void gemm_tn_rows(int64_t r0, int6
 }
 
 static bool gemm_tn_fits(bool trans_a, bool trans_b, int64_t M, int64_t N) {
-    return trans_a && !trans_b && (N == 16 || N == 32 || N == 48 || N == 64) &&
-           M * N <= GEMM_NARROW_MAX_B && saga_cpu_isa() >= SAGA_CPU_ISA_AVX512;
+    return trans_a && !trans_b && (N == 32 || N == 48 || N == 64) && M * N <= GEMM_NARROW_MAX_B &&
+           saga_cpu_isa() >= SAGA_CPU_ISA_AVX512;
 }
 
 /* SAGA_OK, or SAGA_ERR_OUT_OF_MEMORY without the partials' memory (then SGEMM runs instead). */
