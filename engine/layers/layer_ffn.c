@@ -21,6 +21,6 @@ saga_tensor *saga_ffn_forward(saga_ctx *c, const saga_ffn *f, saga_tensor *x) {
 }
 
 saga_tensor *saga_ffn_forward_cat(saga_ctx *c, const saga_ffn *f, saga_tensor *const *xs, int n) {
-    saga_tensor *h = saga_relu(c, saga_add_bias(c, saga_matmul_cat(c, xs, n, f->W1), f->b1));
-    return saga_add_bias(c, saga_matmul(c, h, f->W2), f->b2);
+    saga_tensor *h = saga_relu(c, saga_matmul_cat_bias(c, xs, n, f->W1, f->b1));
+    return saga_matmul_cat_bias(c, &h, 1, f->W2, f->b2);
 }

@@ -38,7 +38,7 @@ typedef struct saga_node saga_node;
 typedef saga_status (*saga_node_backward_fn)(saga_ctx *c, saga_node *n, saga_tensor *grad_out);
 typedef void (*saga_node_free_fn)(void *state);
 
-#define SAGA_NODE_MAX_INPUTS 4
+#define SAGA_NODE_MAX_INPUTS 5
 
 /* Records that out was computed from inputs[0..n_inputs) (NULL entries allowed), with backward
  * bwd and its private state (owned by the node from now on, also on failure: freed with

@@ -210,10 +210,16 @@ saga_tensor *saga_matmul(saga_ctx *c, saga_tensor *a, saga_tensor *b) {
 
 enum { MATMUL_CAT_MAX = 3 };
 
-/* inputs 0 .. n-1 the parts, input n the weight */
+/* inputs 0 .. n-1 the parts, input n the weight, input n + 1 the bias where there is one */
+typedef struct matmul_cat_state {
+    int n;
+    bool bias;
+} matmul_cat_state;
+
 static saga_status matmul_cat_bwd(saga_ctx *c, saga_node *nd, saga_tensor *dy) {
     saga_status st = SAGA_OK;
-    int n = *(const int *)saga_node_state(nd);
+    const matmul_cat_state *ms = saga_node_state(nd);
+    int n = ms->n;
     saga_tensor *w = saga_node_input(nd, n);
     int64_t rows = dy->rows, M = w->cols, first = 0;
     float *dw = NULL, beta_w = 0.0f;
@@ -241,33 +247,48 @@ static saga_status matmul_cat_bwd(saga_ctx *c, saga_node *nd, saga_tensor *dy) {
         }
         first += k;
     }
+    if (ms->bias && saga_node_needs_grad(nd, n + 1)) {
+        /* db = the column sums of dy, as saga_add_bias's */
+        saga_tensor *b = saga_node_input(nd, n + 1);
+        float beta = 0.0f, *db = saga_grad_target(c, b, &beta);
+        if (!db)
+            return saga_ctx_status(c);
+        if (numel(b))
+            SAGA_TRY(K->colsum_f32(S, rows, M, dy->data, beta, db));
+    }
 fail:
     return st;
 }
 
-saga_tensor *saga_matmul_cat(saga_ctx *c, saga_tensor *const *xs, int n, saga_tensor *w) {
-    static const char op[] = "saga_matmul_cat";
+/* [xs] w, plus the row b when b is not NULL: the products into one output, then b added there
+ * (the values saga_add_bias of saga_matmul_cat gives, without their intermediate tensor or its
+ * gradient's copy). */
+static saga_tensor *matmul_cat_bias(saga_ctx *c, const char *op, saga_tensor *const *xs, int n,
+                                    saga_tensor *w, saga_tensor *b) {
     if (!live(c) || !arg(c, op, "w", w, SAGA_F32) || !has(c, op, K->gemm_f32, "gemm_f32"))
         return NULL;
+    if (b && (!arg(c, op, "b", b, SAGA_F32) ||
+              !has(c, op, K->bias_add_f32 && K->colsum_f32, "bias_add_f32/colsum_f32")))
+        return NULL;
     if (!xs || n < 1 || n > MATMUL_CAT_MAX)
-        return op_err(c, SAGA_ERR_INVALID_ARG, "saga_matmul_cat: 1 to %d parts, got %d",
-                      MATMUL_CAT_MAX, n);
-    if (n == 1)
+        return op_err(c, SAGA_ERR_INVALID_ARG, "%s: 1 to %d parts, got %d", op, MATMUL_CAT_MAX, n);
+    if (n == 1 && !b)
         return saga_matmul(c, xs[0], w); /* one part: the product itself (deferred as it is) */
     int64_t cols = 0;
     for (int i = 0; i < n; i++) {
         if (!arg(c, op, "a part", xs[i], SAGA_F32))
             return NULL;
         if (xs[i]->rows != xs[0]->rows)
-            return op_err(c, SAGA_ERR_INVALID_ARG,
-                          "saga_matmul_cat: part %d has %lld rows, part 0 %lld", i,
+            return op_err(c, SAGA_ERR_INVALID_ARG, "%s: part %d has %lld rows, part 0 %lld", op, i,
                           (long long)xs[i]->rows, (long long)xs[0]->rows);
         cols += xs[i]->cols;
     }
     if (cols != w->rows)
-        return op_err(c, SAGA_ERR_INVALID_ARG,
-                      "saga_matmul_cat: the parts have %lld columns, w is %lld x %lld",
-                      (long long)cols, (long long)w->rows, (long long)w->cols);
+        return op_err(c, SAGA_ERR_INVALID_ARG, "%s: the parts have %lld columns, w is %lld x %lld",
+                      op, (long long)cols, (long long)w->rows, (long long)w->cols);
+    if (b && (b->rows != 1 || b->cols != w->cols))
+        return op_err(c, SAGA_ERR_INVALID_ARG, "%s: b must be 1 x %lld, got %lld x %lld", op,
+                      (long long)w->cols, (long long)b->rows, (long long)b->cols);
     int64_t rows = xs[0]->rows, M = w->cols, first = 0;
     saga_tensor *y = saga_ctx_tensor(c, SAGA_F32, rows, M);
     if (!y)
@@ -285,19 +306,34 @@ saga_tensor *saga_matmul_cat(saga_ctx *c, saga_tensor *const *xs, int n, saga_te
     }
     if (numel(y) && !written && kfail(c, op, K->fill_f32(S, y->data, numel(y), 0.0f)))
         return NULL;
+    if (numel(y) && b && kfail(c, op, K->bias_add_f32(S, rows, M, y->data, b->data, y->data)))
+        return NULL;
     if (!saga_ctx_training(c))
         return y;
-    saga_tensor *in[MATMUL_CAT_MAX + 1];
+    saga_tensor *in[MATMUL_CAT_MAX + 2];
     for (int i = 0; i < n; i++)
         in[i] = xs[i];
     in[n] = w;
-    int *state = state_new(c, sizeof *state);
+    if (b)
+        in[n + 1] = b;
+    matmul_cat_state *state = state_new(c, sizeof *state);
     if (!state)
         return NULL;
-    *state = n;
-    if (saga_tape_record(c, y, in, n + 1, matmul_cat_bwd, state, saga_free) < 0)
+    *state = (matmul_cat_state){n, b != NULL};
+    if (saga_tape_record(c, y, in, n + 1 + (b != NULL), matmul_cat_bwd, state, saga_free) < 0)
         return NULL;
     return y;
+}
+
+saga_tensor *saga_matmul_cat(saga_ctx *c, saga_tensor *const *xs, int n, saga_tensor *w) {
+    return matmul_cat_bias(c, "saga_matmul_cat", xs, n, w, NULL);
+}
+
+saga_tensor *saga_matmul_cat_bias(saga_ctx *c, saga_tensor *const *xs, int n, saga_tensor *w,
+                                  saga_tensor *b) {
+    if (live(c) && !b)
+        return op_err(c, SAGA_ERR_INVALID_ARG, "saga_matmul_cat_bias: b must be given");
+    return matmul_cat_bias(c, "saga_matmul_cat_bias", xs, n, w, b);
 }
 
 /* ---- learnable scalar --------------------------------------------------------------------- */

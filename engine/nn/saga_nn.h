@@ -71,6 +71,11 @@ SAGA_API saga_tensor *saga_matmul(saga_ctx *c, saga_tensor *a, saga_tensor *b);
  * counts add up to w's rows). The same value and gradients as saga_matmul(saga_concat(...), w)
  * up to the order of the sums: the k-th column block is added after the ones before it. */
 SAGA_API saga_tensor *saga_matmul_cat(saga_ctx *c, saga_tensor *const *xs, int n, saga_tensor *w);
+/* saga_matmul_cat(xs, n, w) + b, b a 1 x w->cols row: the same values and gradients as
+ * saga_add_bias of it, to the bit, without the product as a tensor of its own (b is added into the
+ * product's output, and its gradient is not copied for it). n may be 1. */
+SAGA_API saga_tensor *saga_matmul_cat_bias(saga_ctx *c, saga_tensor *const *xs, int n,
+                                           saga_tensor *w, saga_tensor *b);
 /* x + b, b a 1 x cols row broadcast over the rows of x. */
 SAGA_API saga_tensor *saga_add_bias(saga_ctx *c, saga_tensor *x, saga_tensor *b);
 SAGA_API saga_tensor *saga_relu(saga_ctx *c, saga_tensor *x);
