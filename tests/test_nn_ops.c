@@ -193,6 +193,62 @@ static saga_tensor *b_matmul_cat_twice(saga_ctx *c, saga_tensor *const *p, void 
     saga_tensor *xs[2] = {p[0], p[0]};
     return saga_matmul_cat(c, xs, 2, p[1]);
 }
+static saga_tensor *b_matmul_cat_bias(saga_ctx *c, saga_tensor *const *p, void *ud) {
+    return saga_matmul_cat_bias(c, p, 3, p[3], p[4]);
+}
+static saga_tensor *b_matmul_cat_then_bias(saga_ctx *c, saga_tensor *const *p, void *ud) {
+    return saga_add_bias(c, saga_matmul_cat(c, p, 3, p[3]), p[4]);
+}
+static saga_tensor *b_matmul_bias(saga_ctx *c, saga_tensor *const *p, void *ud) {
+    return saga_matmul_cat_bias(c, p, 1, p[1], p[2]);
+}
+static saga_tensor *b_matmul_then_bias(saga_ctx *c, saga_tensor *const *p, void *ud) {
+    return saga_add_bias(c, saga_matmul(c, p[0], p[1]), p[2]);
+}
+
+/* f and g give the same output and the same gradient of every parameter in p, to the bit (the
+ * loss of loss_of, from the same R). */
+static void same_bits(const char *what, saga_model *m, int np, saga_tensor *const *p, build_fn f,
+                      build_fn g) {
+    float *out[2] = {NULL, NULL}, *grads[2] = {NULL, NULL};
+    int64_t n_out = 0, n_grads = 0;
+    for (int i = 0; i < np; i++)
+        n_grads += p[i]->rows * p[i]->cols;
+    saga_tensor *R = NULL;
+    for (int k = 0; k < 2; k++) {
+        gc run = {NULL, R, k ? g : f, p, NULL};
+        assert_int_equal(saga_ctx_new(&run.c, be, 1234), SAGA_OK);
+        assert_int_equal(saga_model_zero_grad(m), SAGA_OK);
+        saga_tensor *loss = loss_of(&run);
+        R = run.R;
+        if (saga_backward(run.c, loss) != SAGA_OK)
+            fail_msg("%s: backward failed: %s", what, saga_last_error());
+        saga_tensor *o = run.f(run.c, p, NULL);
+        assert_non_null(o);
+        n_out = o->rows * o->cols;
+        out[k] = malloc((size_t)n_out * sizeof(float));
+        grads[k] = malloc((size_t)(n_grads ? n_grads : 1) * sizeof(float));
+        assert_non_null(out[k]);
+        assert_non_null(grads[k]);
+        memcpy(out[k], saga_tensor_cdata(o), (size_t)n_out * sizeof(float));
+        for (int i = 0, at = 0; i < np; i++) {
+            int64_t n = p[i]->rows * p[i]->cols;
+            memcpy(grads[k] + at, saga_tensor_cdata(saga_grad(p[i])), (size_t)n * sizeof(float));
+            at += (int)n;
+        }
+        saga_ctx_free(&run.c);
+    }
+    if (memcmp(out[0], out[1], (size_t)n_out * sizeof(float)) != 0)
+        fail_msg("%s: the outputs differ", what);
+    if (memcmp(grads[0], grads[1], (size_t)n_grads * sizeof(float)) != 0)
+        fail_msg("%s: the gradients differ", what);
+    for (int k = 0; k < 2; k++) {
+        free(out[k]);
+        free(grads[k]);
+    }
+    saga_tensor_free(&R);
+}
+
 static saga_tensor *b_slice(saga_ctx *c, saga_tensor *const *p, void *ud) {
     return saga_slice_cols(c, p[0], 1, 2);
 }
@@ -287,6 +343,24 @@ static void test_nn_ops_gradients(void **state) {
                 *W6 = param(m, "W6", 6, 5, -1, 1, 0.05, 34);
     CHECK("matmul_cat", b_matmul_cat, NULL, X, Z, A, W8);
     CHECK("matmul_cat(twice)", b_matmul_cat_twice, NULL, X, W6);
+    {
+        saga_tensor *b5 = param(m, "b5", 1, 5, -1, 1, 0.05, 35);
+        CHECK("matmul_cat_bias", b_matmul_cat_bias, NULL, X, Z, A, W8, b5);
+        CHECK("matmul_cat_bias(one part)", b_matmul_bias, NULL, A, B, b5);
+        saga_tensor *p3[] = {X, Z, A, W8, b5}, *p1[] = {A, B, b5};
+        same_bits("matmul_cat_bias", m, 5, p3, b_matmul_cat_bias, b_matmul_cat_then_bias);
+        same_bits("matmul_cat_bias(one part)", m, 3, p1, b_matmul_bias, b_matmul_then_bias);
+        /* refusals: no bias, a bias of the wrong width */
+        saga_ctx *vc = NULL;
+        assert_int_equal(saga_ctx_new(&vc, be, 1), SAGA_OK);
+        assert_null(saga_matmul_cat_bias(vc, p3, 3, W8, NULL));
+        saga_test_assert_error_contains("b must be given", NULL);
+        saga_ctx_free(&vc);
+        assert_int_equal(saga_ctx_new(&vc, be, 1), SAGA_OK);
+        assert_null(saga_matmul_cat_bias(vc, p3, 3, W8, bias));
+        saga_test_assert_error_contains("b must be 1 x 5, got 1 x 3", NULL);
+        saga_ctx_free(&vc);
+    }
     {
         /* its value: within gamma_8 sum |x||w| of the product in double, as one product of the
          * concatenation is */
