@@ -206,6 +206,25 @@ static saga_tensor *b_matmul_then_bias(saga_ctx *c, saga_tensor *const *p, void 
     return saga_add_bias(c, saga_matmul(c, p[0], p[1]), p[2]);
 }
 
+static saga_tensor *b_mcb_relu(saga_ctx *c, saga_tensor *const *p, void *ud) {
+    return nn_matmul_cat_bias_act(c, p, 3, p[3], p[4], SAGA_ACT_RELU);
+}
+static saga_tensor *b_mcb_then_relu(saga_ctx *c, saga_tensor *const *p, void *ud) {
+    return saga_relu(c, saga_matmul_cat_bias(c, p, 3, p[3], p[4]));
+}
+static saga_tensor *b_mcb_tanh(saga_ctx *c, saga_tensor *const *p, void *ud) {
+    return nn_matmul_cat_bias_act(c, p, 1, p[1], p[2], SAGA_ACT_TANH);
+}
+static saga_tensor *b_mcb_then_tanh(saga_ctx *c, saga_tensor *const *p, void *ud) {
+    return saga_tanh(c, saga_matmul_cat_bias(c, p, 1, p[1], p[2]));
+}
+static saga_tensor *b_mcb_sigmoid(saga_ctx *c, saga_tensor *const *p, void *ud) {
+    return nn_matmul_cat_bias_act(c, p, 3, p[3], p[4], SAGA_ACT_SIGMOID);
+}
+static saga_tensor *b_mcb_then_sigmoid(saga_ctx *c, saga_tensor *const *p, void *ud) {
+    return saga_sigmoid(c, saga_matmul_cat_bias(c, p, 3, p[3], p[4]));
+}
+
 /* f and g give the same output and the same gradient of every parameter in p, to the bit (the
  * loss of loss_of, from the same R). */
 static void same_bits(const char *what, saga_model *m, int np, saga_tensor *const *p, build_fn f,
@@ -350,6 +369,12 @@ static void test_nn_ops_gradients(void **state) {
         saga_tensor *p3[] = {X, Z, A, W8, b5}, *p1[] = {A, B, b5};
         same_bits("matmul_cat_bias", m, 5, p3, b_matmul_cat_bias, b_matmul_cat_then_bias);
         same_bits("matmul_cat_bias(one part)", m, 3, p1, b_matmul_bias, b_matmul_then_bias);
+        /* with the activation in place (the executor's and the layers' internal op) */
+        CHECK("matmul_cat_bias relu", b_mcb_relu, NULL, X, Z, A, W8, b5);
+        CHECK("matmul_cat_bias tanh", b_mcb_tanh, NULL, A, B, b5);
+        same_bits("matmul_cat_bias relu", m, 5, p3, b_mcb_relu, b_mcb_then_relu);
+        same_bits("matmul_cat_bias tanh", m, 3, p1, b_mcb_tanh, b_mcb_then_tanh);
+        same_bits("matmul_cat_bias sigmoid", m, 5, p3, b_mcb_sigmoid, b_mcb_then_sigmoid);
         /* refusals: no bias, a bias of the wrong width */
         saga_ctx *vc = NULL;
         assert_int_equal(saga_ctx_new(&vc, be, 1), SAGA_OK);
@@ -359,6 +384,10 @@ static void test_nn_ops_gradients(void **state) {
         assert_int_equal(saga_ctx_new(&vc, be, 1), SAGA_OK);
         assert_null(saga_matmul_cat_bias(vc, p3, 3, W8, bias));
         saga_test_assert_error_contains("b must be 1 x 5, got 1 x 3", NULL);
+        saga_ctx_free(&vc);
+        assert_int_equal(saga_ctx_new(&vc, be, 1), SAGA_OK);
+        assert_null(nn_matmul_cat_bias_act(vc, p3, 3, W8, b5, SAGA_ACT_ELU));
+        saga_test_assert_error_contains("relu, sigmoid or tanh", NULL);
         saga_ctx_free(&vc);
     }
     {

@@ -1,6 +1,7 @@
 /* layer_ffn.c - the two-layer feed-forward network of the Interaction Network's blocks
  * (saga_layers.h). */
 #include "layers_impl.h"
+#include "nn_impl.h"
 
 saga_status saga_ffn_init(saga_ffn *f, saga_model *m, const char *name, int64_t in, int64_t hidden,
                           int64_t out, uint64_t seed) {
@@ -21,6 +22,13 @@ saga_tensor *saga_ffn_forward(saga_ctx *c, const saga_ffn *f, saga_tensor *x) {
 }
 
 saga_tensor *saga_ffn_forward_cat(saga_ctx *c, const saga_ffn *f, saga_tensor *const *xs, int n) {
-    saga_tensor *h = saga_relu(c, saga_matmul_cat_bias(c, xs, n, f->W1, f->b1));
-    return saga_matmul_cat_bias(c, &h, 1, f->W2, f->b2);
+    return layer_ffn_forward(c, f, xs, n, false);
+}
+
+saga_tensor *layer_ffn_forward(saga_ctx *c, const saga_ffn *f, saga_tensor *const *xs, int n,
+                               bool tanh_out) {
+    /* each product with its bias and activation in place (nn_matmul_cat_bias_act) */
+    saga_tensor *h = nn_matmul_cat_bias_act(c, xs, n, f->W1, f->b1, SAGA_ACT_RELU);
+    return tanh_out ? nn_matmul_cat_bias_act(c, &h, 1, f->W2, f->b2, SAGA_ACT_TANH)
+                    : saga_matmul_cat_bias(c, &h, 1, f->W2, f->b2);
 }

@@ -15,7 +15,7 @@ saga_tensor *saga_interaction_edges(saga_ctx *c, const saga_interaction *l, saga
     if (!l)
         return layer_fail(c, "saga_interaction_edges: the layer must be given");
     saga_tensor *in[3] = {hs, hd, e};
-    return saga_tanh(c, saga_ffn_forward_cat(c, &l->edge, in, 3));
+    return layer_ffn_forward(c, &l->edge, in, 3, true);
 }
 
 saga_tensor *saga_interaction_nodes(saga_ctx *c, const saga_interaction *l, saga_tensor *h,
@@ -23,7 +23,7 @@ saga_tensor *saga_interaction_nodes(saga_ctx *c, const saga_interaction *l, saga
     if (!l)
         return layer_fail(c, "saga_interaction_nodes: the layer must be given");
     saga_tensor *in[3] = {h, in_sum, out_sum};
-    return saga_tanh(c, saga_ffn_forward_cat(c, &l->node, in, 3));
+    return layer_ffn_forward(c, &l->node, in, 3, true);
 }
 
 /* ApplyEdge: the edge block. */

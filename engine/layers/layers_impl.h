@@ -18,6 +18,11 @@ saga_tensor *layer_param(saga_model *m, const char *name, const char *suffix, in
 /* The status of the layer_param call that returned NULL (its message is set). */
 saga_status layer_param_failed(void);
 
+/* saga_ffn_forward_cat, and tanh of it when tanh_out (the Interaction Network's blocks), each
+ * activation applied in place on its product. */
+saga_tensor *layer_ffn_forward(saga_ctx *c, const saga_ffn *f, saga_tensor *const *xs, int n,
+                               bool tanh_out);
+
 /* act(h). */
 saga_tensor *layer_act(saga_ctx *c, saga_tensor *h, saga_layer_act act);
 

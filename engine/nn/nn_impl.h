@@ -111,6 +111,11 @@ void saga_tape_release_failed(saga_ctx *c, saga_tape_pos m);
 /* A context-owned tensor, uninitialised (saga_ctx_zeros: zero-filled), or NULL with the sticky
  * error set. Buffers come from a cache of those released earlier, so steady-state training does
  * not touch fresh memory. */
+/* act(saga_matmul_cat_bias(c, xs, n, w, b)) for an activation whose derivative reads its output
+ * alone (SAGA_ACT_RELU, SIGMOID, TANH), applied in place: the values and gradients of the
+ * activation op on the product, to the bit, without the product as a tensor of its own. */
+saga_tensor *nn_matmul_cat_bias_act(saga_ctx *c, saga_tensor *const *xs, int n, saga_tensor *w,
+                                    saga_tensor *b, saga_act act);
 saga_tensor *saga_ctx_tensor(saga_ctx *c, saga_dtype dt, int64_t rows, int64_t cols);
 saga_tensor *saga_ctx_zeros(saga_ctx *c, saga_dtype dt, int64_t rows, int64_t cols);
 /* A context-owned tensor over device memory that stays the caller's (not freed, not cached):

@@ -214,17 +214,29 @@ enum { MATMUL_CAT_MAX = 3 };
 typedef struct matmul_cat_state {
     int n;
     bool bias;
+    int act; /* a saga_act applied in place (one whose derivative reads the output), or -1 */
 } matmul_cat_state;
 
 static saga_status matmul_cat_bwd(saga_ctx *c, saga_node *nd, saga_tensor *dy) {
     saga_status st = SAGA_OK;
     const matmul_cat_state *ms = saga_node_state(nd);
     int n = ms->n;
-    saga_tensor *w = saga_node_input(nd, n);
+    saga_tensor *w = saga_node_input(nd, n), *tmp = NULL;
     int64_t rows = dy->rows, M = w->cols, first = 0;
     float *dw = NULL, beta_w = 0.0f;
-    if (saga_node_needs_grad(nd, n) && !(dw = saga_grad_target(c, w, &beta_w)))
+    if (ms->act >= 0) {
+        /* the gradient before the activation, from its output (as act_bwd's) */
+        if (!(tmp = saga_ctx_temp(c, SAGA_F32, rows, M)))
+            return saga_ctx_status(c);
+        if (rows > 0 && M > 0)
+            SAGA_TRY(K->act_bwd_f32(S, (saga_act)ms->act, rows * M, 0.0f, NULL,
+                                    saga_node_output(nd)->data, dy->data, tmp->data));
+        dy = tmp;
+    }
+    if (saga_node_needs_grad(nd, n) && !(dw = saga_grad_target(c, w, &beta_w))) {
+        saga_ctx_temp_free(c, &tmp);
         return saga_ctx_status(c);
+    }
     for (int i = 0; i < n; i++) {
         saga_tensor *x = saga_node_input(nd, i);
         int64_t k = x->cols;
@@ -233,8 +245,10 @@ static saga_status matmul_cat_bwd(saga_ctx *c, saga_node *nd, saga_tensor *dy) {
         if (saga_node_needs_grad(nd, i) && numel(x)) {
             float beta = 0.0f;
             float *dx = saga_grad_target(c, x, &beta);
-            if (!dx)
-                return saga_ctx_status(c);
+            if (!dx) {
+                st = saga_ctx_status(c);
+                goto fail;
+            }
             SAGA_TRY(
                 K->gemm_f32(S, false, true, rows, k, M, 1.0f, dy->data, M, wi, M, beta, dx, k));
         }
@@ -251,12 +265,15 @@ static saga_status matmul_cat_bwd(saga_ctx *c, saga_node *nd, saga_tensor *dy) {
         /* db = the column sums of dy, as saga_add_bias's */
         saga_tensor *b = saga_node_input(nd, n + 1);
         float beta = 0.0f, *db = saga_grad_target(c, b, &beta);
-        if (!db)
-            return saga_ctx_status(c);
+        if (!db) {
+            st = saga_ctx_status(c);
+            goto fail;
+        }
         if (numel(b))
             SAGA_TRY(K->colsum_f32(S, rows, M, dy->data, beta, db));
     }
 fail:
+    saga_ctx_temp_free(c, &tmp);
     return st;
 }
 
@@ -264,7 +281,7 @@ fail:
  * (the values saga_add_bias of saga_matmul_cat gives, without their intermediate tensor or its
  * gradient's copy). */
 static saga_tensor *matmul_cat_bias(saga_ctx *c, const char *op, saga_tensor *const *xs, int n,
-                                    saga_tensor *w, saga_tensor *b) {
+                                    saga_tensor *w, saga_tensor *b, int act) {
     if (!live(c) || !arg(c, op, "w", w, SAGA_F32) || !has(c, op, K->gemm_f32, "gemm_f32"))
         return NULL;
     if (b && (!arg(c, op, "b", b, SAGA_F32) ||
@@ -272,7 +289,9 @@ static saga_tensor *matmul_cat_bias(saga_ctx *c, const char *op, saga_tensor *co
         return NULL;
     if (!xs || n < 1 || n > MATMUL_CAT_MAX)
         return op_err(c, SAGA_ERR_INVALID_ARG, "%s: 1 to %d parts, got %d", op, MATMUL_CAT_MAX, n);
-    if (n == 1 && !b)
+    if (act >= 0 && !has(c, op, K->act_f32 && K->act_bwd_f32, "act_f32/act_bwd_f32"))
+        return NULL;
+    if (n == 1 && !b && act < 0)
         return saga_matmul(c, xs[0], w); /* one part: the product itself (deferred as it is) */
     int64_t cols = 0;
     for (int i = 0; i < n; i++) {
@@ -308,6 +327,9 @@ static saga_tensor *matmul_cat_bias(saga_ctx *c, const char *op, saga_tensor *co
         return NULL;
     if (numel(y) && b && kfail(c, op, K->bias_add_f32(S, rows, M, y->data, b->data, y->data)))
         return NULL;
+    if (numel(y) && act >= 0 &&
+        kfail(c, op, K->act_f32(S, (saga_act)act, numel(y), 0.0f, y->data, y->data)))
+        return NULL;
     if (!saga_ctx_training(c))
         return y;
     saga_tensor *in[MATMUL_CAT_MAX + 2];
@@ -319,21 +341,31 @@ static saga_tensor *matmul_cat_bias(saga_ctx *c, const char *op, saga_tensor *co
     matmul_cat_state *state = state_new(c, sizeof *state);
     if (!state)
         return NULL;
-    *state = (matmul_cat_state){n, b != NULL};
+    *state = (matmul_cat_state){n, b != NULL, act};
     if (saga_tape_record(c, y, in, n + 1 + (b != NULL), matmul_cat_bwd, state, saga_free) < 0)
         return NULL;
     return y;
 }
 
 saga_tensor *saga_matmul_cat(saga_ctx *c, saga_tensor *const *xs, int n, saga_tensor *w) {
-    return matmul_cat_bias(c, "saga_matmul_cat", xs, n, w, NULL);
+    return matmul_cat_bias(c, "saga_matmul_cat", xs, n, w, NULL, -1);
 }
 
 saga_tensor *saga_matmul_cat_bias(saga_ctx *c, saga_tensor *const *xs, int n, saga_tensor *w,
                                   saga_tensor *b) {
     if (live(c) && !b)
         return op_err(c, SAGA_ERR_INVALID_ARG, "saga_matmul_cat_bias: b must be given");
-    return matmul_cat_bias(c, "saga_matmul_cat_bias", xs, n, w, b);
+    return matmul_cat_bias(c, "saga_matmul_cat_bias", xs, n, w, b, -1);
+}
+
+saga_tensor *nn_matmul_cat_bias_act(saga_ctx *c, saga_tensor *const *xs, int n, saga_tensor *w,
+                                    saga_tensor *b, saga_act act) {
+    static const char op[] = "nn_matmul_cat_bias_act";
+    if (live(c) &&
+        (!b || (act != SAGA_ACT_RELU && act != SAGA_ACT_SIGMOID && act != SAGA_ACT_TANH)))
+        return op_err(c, SAGA_ERR_INVALID_ARG,
+                      "%s: b must be given, and the activation be relu, sigmoid or tanh", op);
+    return matmul_cat_bias(c, op, xs, n, w, b, (int)act);
 }
 
 /* ---- learnable scalar --------------------------------------------------------------------- */
