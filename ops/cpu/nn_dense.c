@@ -233,30 +233,31 @@ tn_block(const int D, const int V, int64_t r0, int64_t r1, const float *A, int64
             _mm512_storeu_ps(P + d * N + 16 * v, acc[d][v]);
 }
 
+/* tn_block for the run-time D and V gemm_tn_rows picks (each pair a compiled instance). */
+__attribute__((target("avx512f,fma"))) static void tn_block_any(int D, int V, int64_t r0,
+                                                                int64_t r1, const float *A,
+                                                                int64_t lda, const float *B,
+                                                                int64_t ldb, float *P, int64_t N) {
+#define TN(D_, V_)                                                                                 \
+    if (D == (D_) && V == (V_)) {                                                                  \
+        tn_block((D_), (V_), r0, r1, A, lda, B, ldb, P, N);                                        \
+        return;                                                                                    \
+    }
+    TN(8, 2) TN(4, 2) TN(2, 2) TN(1, 2) TN(4, 3) TN(2, 3) TN(1, 3) TN(4, 4) TN(2, 4) TN(1, 4)
+#undef TN
+}
+
 /* Rows [r0, r1) into the partial P (M x N, zeroed by the caller; V = N / 16, 2 to 4): columns of
  * A by 8 (V = 2) or 4, then 2 and 1, over chunks of GEMM_TN_CHUNK rows. */
-__attribute__((target("avx512f,fma"))) static void gemm_tn_rows(int64_t r0, int64_t r1, int64_t M,
-                                                                int V, const float *A, int64_t lda,
-                                                                const float *B, int64_t ldb,
-                                                                float *P, int64_t N) {
+static void gemm_tn_rows(int64_t r0, int64_t r1, int64_t M, int V, const float *A, int64_t lda,
+                         const float *B, int64_t ldb, float *P, int64_t N) {
     const int wide = V <= 2 ? 8 : 4;
     for (int64_t c0 = r0; c0 < r1; c0 += GEMM_TN_CHUNK) {
         const int64_t c1 = c0 + GEMM_TN_CHUNK < r1 ? c0 + GEMM_TN_CHUNK : r1;
-        for (int64_t m = 0; m < M;) {
-            const int D = M - m >= wide ? wide : M - m >= 4 ? 4 : M - m >= 2 ? 2 : 1;
-#define TN_CASE(D_, V_)                                                                            \
-    if (D == (D_) && V == (V_)) {                                                                  \
-        tn_block((D_), (V_), c0, c1, A + m, lda, B, ldb, P + m * N, N);                            \
-        m += (D_);                                                                                 \
-        continue;                                                                                  \
-    }
-#define TN_CASES(V_) TN_CASE(8, V_) TN_CASE(4, V_) TN_CASE(2, V_) TN_CASE(1, V_)
-            TN_CASES(2)
-            TN_CASES(3)
-            TN_CASES(4)
-#undef TN_CASES
-#undef TN_CASE
-            m += D; /* not reached: every (D, V) has its case */
+        int D;
+        for (int64_t m = 0; m < M; m += D) {
+            D = M - m >= wide ? wide : M - m >= 4 ? 4 : M - m >= 2 ? 2 : 1;
+            tn_block_any(D, V, c0, c1, A + m, lda, B, ldb, P + m * N, N);
         }
     }
 }
