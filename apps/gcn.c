@@ -491,8 +491,12 @@ static void *feed_main(void *arg) {
                 pthread_cond_broadcast(&f->cv);
             }
             pthread_mutex_unlock(&f->mu);
-            if (stop)
+            /* Alone, the thread leaves here. Over shards it leaves only at an agreement: another
+             * rank's thread may have found room for this batch and be waiting in the next one's,
+             * so this one goes on to that agreement and says there that it stops. */
+            if (stop && !f->comm)
                 goto fail;
+            saga_sample_free(&smp);
         }
     }
 fail:
