@@ -1,8 +1,9 @@
 /* test_cpu_isa.c - saga's own instruction-set paths of the CPU kernels (cpu_isa_impl.h): every
  * level up to the processor's gives the baseline's bits where the kernels promise them (sparse
- * products, dropout masks, tanh, 16-bit conversions), and the narrow GEMM of AVX2 and AVX-512 stays
- * within the bound of two orders of its sums from SGEMM; SAGA_CPU_ISA, when set, is the level the
- * kernels run at. tests/kernels.sh runs the numeric tests once per level as well. */
+ * products, dropout masks, tanh, 16-bit conversions, the elementwise kernels and scatter-adds),
+ * and the narrow GEMM of AVX2 and AVX-512 stays within the bound of two orders of its sums from
+ * SGEMM; SAGA_CPU_ISA, when set, is the level the kernels run at. tests/kernels.sh runs the
+ * numeric tests once per level as well. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -22,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { N = 700, DEG = 9, OUTS = 12 };
+enum { N = 700, DEG = 9, OUTS = 25 };
 
 static uint64_t rng = 0x243F6A8885A308D3ull;
 
@@ -92,6 +93,8 @@ static float *out_new(outputs *o, int k, int64_t len) {
     return o->out[k];
 }
 
+static void run_elementwise(saga_stream *s, const inputs *in, outputs *o);
+
 /* Runs every dispatched kernel at the current level into o. */
 static void run_all(saga_stream *s, const inputs *in, outputs *o) {
     float *y;
@@ -135,6 +138,53 @@ static void run_all(saga_stream *s, const inputs *in, outputs *o) {
         test_free(src);
         test_free(h);
     }
+    run_elementwise(s, in, o);
+}
+
+/* The elementwise kernels of every width (SAGA_CPU_ISA_CLONES_V4) into o->out[12 ..]: scatter-adds
+ * over both of their splits, bias, column sums, the activations and their derivatives, scaling,
+ * over values with special ones (zeros of both signs, subnormals, infinities, NaN) mixed in. */
+static void run_elementwise(saga_stream *s, const inputs *in, outputs *o) {
+    enum { W = 48 };
+    float *mix = test_malloc((size_t)N * W * sizeof *mix);
+    for (int64_t i = 0; i < N * W; i++) /* rows of zeros (of both signs) every fourth row */
+        mix[i] = (i / W) % 4 == 1 ? ((i % 3) ? 0.0f : -0.0f)
+                 : i % 7 == 3     ? in->specials[(i / 7) % in->n_specials]
+                                  : in->x[i % (N * 16)];
+    float *y;
+    for (int k = 0; k < 2; k++) { /* 48 columns: by columns; 8: by destination rows */
+        const int64_t cols = k ? 8 : W;
+        y = out_new(o, 12 + k, N * cols);
+        for (int64_t i = 0; i < N * cols; i++) /* -0 stays -0 where only zeros are added */
+            y[i] = i % 5 ? in->X16[i % (N * 16)] : -0.0f;
+        assert_int_equal(saga_cpu_scatter_add_rows_f32(s, N, cols, in->idx, mix, N, y), SAGA_OK);
+    }
+    y = out_new(o, 14, N * 16);
+    assert_int_equal(saga_cpu_bias_add_f32(s, N, 16, mix, in->X16, y), SAGA_OK);
+    y = out_new(o, 15, W);
+    assert_int_equal(saga_cpu_colsum_f32(s, N, W, mix, 0.0f, y), SAGA_OK);
+    static const saga_act KIND[] = {SAGA_ACT_RELU, SAGA_ACT_LEAKY_RELU, SAGA_ACT_ELU,
+                                    SAGA_ACT_SIGMOID, SAGA_ACT_TANH};
+    float *act = test_malloc((size_t)N * 16 * sizeof *act);
+    for (int k = 0; k < 5; k++) {
+        if (k < 2) {
+            y = out_new(o, 16 + k, N * 16);
+            assert_int_equal(saga_cpu_act_f32(s, KIND[k], N * 16, 0.1f, mix, y), SAGA_OK);
+        }
+        /* the derivative from the activation's output at this level (the same at every level) */
+        assert_int_equal(saga_cpu_act_f32(s, KIND[k], N * 16, 1.0f, in->x, act), SAGA_OK);
+        y = out_new(o, 18 + k, N * 16);
+        assert_int_equal(
+            saga_cpu_act_bwd_f32(s, KIND[k], N * 16, k == 2 ? 1.0f : 0.1f, in->x, act, mix, y),
+            SAGA_OK);
+    }
+    for (int k = 0; k < 2; k++) {
+        y = out_new(o, 23 + k, N * 16);
+        memcpy(y, in->X16, (size_t)N * 16 * sizeof *y);
+        assert_int_equal(saga_cpu_scale_f32(s, N * 16, 1.5f, mix, k ? 0.3f : 0.0f, y), SAGA_OK);
+    }
+    test_free(act);
+    test_free(mix);
 }
 
 static void outputs_free(outputs *o) {
@@ -142,10 +192,31 @@ static void outputs_free(outputs *o) {
         test_free(o->out[k]);
 }
 
-static const char *const WHAT[OUTS] = {
-    "spmm, 16 columns",       "spmm, 8 columns", "spmm over live rows", "spmm_t, 16 columns",
-    "spmm_t, 8 columns",      "dropout",         "dropout of a CSR",    "tanh",
-    "tanh of special values", "fp16 bits",       "bf16 bits",           "bf16 widened"};
+static const char *const WHAT[OUTS] = {"spmm, 16 columns",
+                                       "spmm, 8 columns",
+                                       "spmm over live rows",
+                                       "spmm_t, 16 columns",
+                                       "spmm_t, 8 columns",
+                                       "dropout",
+                                       "dropout of a CSR",
+                                       "tanh",
+                                       "tanh of special values",
+                                       "fp16 bits",
+                                       "bf16 bits",
+                                       "bf16 widened",
+                                       "scatter-add by columns",
+                                       "scatter-add by rows",
+                                       "bias",
+                                       "column sums",
+                                       "relu",
+                                       "leaky relu",
+                                       "relu'",
+                                       "leaky relu'",
+                                       "elu'",
+                                       "sigmoid'",
+                                       "tanh'",
+                                       "scale",
+                                       "scale and add"};
 
 static void test_cpu_isa_paths_same_bits(void **state) {
     (void)state;

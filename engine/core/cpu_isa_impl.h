@@ -42,9 +42,11 @@ const char *saga_cpu_isa_name(saga_cpu_isa_level level);
 
 /* SAGA_CPU_ISA_CLONES(name, (params), (args)) defines `static void name(params)`, which runs
  * name##_body (a static inline, always_inline function of those parameters) compiled for the
- * baseline or for AVX2, as saga_cpu_isa() says; SAGA_CPU_ISA_CLONES_V4 adds an AVX-512 build. The
- * targets leave out FMA, so that no clone contracts a * b + c where another does not: every clone
- * of a body gives the same bits. */
+ * baseline or for AVX2, as saga_cpu_isa() says; SAGA_CPU_ISA_CLONES_V4 adds an AVX-512 build.
+ * Every clone of a body gives the same bits only if none contracts a * b + c where another does
+ * not: the AVX2 target leaves FMA out, but GCC's AVX-512 targets bring it with them, so a file
+ * that uses these macros is compiled with -ffp-contract=off (CMakeLists.txt; test_cpu_isa fails
+ * when it is not). */
 /* One build of name##_body under a target attribute (empty: the baseline), as name##suffix. */
 #define SAGA_CPU_ISA_CLONE_(attr, name, suffix, params, args)                                      \
     attr static void name##suffix params {                                                         \

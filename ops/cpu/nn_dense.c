@@ -342,21 +342,54 @@ saga_status saga_cpu_gemm_f32(saga_stream *s, bool trans_a, bool trans_b, int64_
 
 /* ---- bias -------------------------------------------------------------------------------- */
 
-saga_status saga_cpu_bias_add_f32(saga_stream *s, int64_t rows, int64_t cols, const float *x,
-                                  const float *b, float *y) {
-    saga_cpu_stream_drain(s);
-#pragma omp parallel for schedule(static) num_threads(saga_cpu_nn_threads(s, rows *cols))
-    for (int64_t i = 0; i < rows; i++) {
+/* The elementwise kernels below run their rows in spans built for the processor's vector width
+ * (SAGA_CPU_ISA_CLONES_V4; this file is compiled without contracting a * b + c, so every build
+ * gives the same bits). */
+static inline __attribute__((always_inline)) void
+bias_add_span_body(int64_t lo, int64_t hi, int64_t cols, const float *x, const float *b, float *y) {
+    for (int64_t i = lo; i < hi; i++) {
         const float *xi = x + i * cols;
         float *yi = y + i * cols;
         for (int64_t j = 0; j < cols; j++)
             yi[j] = xi[j] + b[j];
+    }
+}
+
+SAGA_CPU_ISA_CLONES_V4(bias_add_span,
+                       (int64_t lo, int64_t hi, int64_t cols, const float *x, const float *b,
+                        float *y),
+                       (lo, hi, cols, x, b, y))
+
+saga_status saga_cpu_bias_add_f32(saga_stream *s, int64_t rows, int64_t cols, const float *x,
+                                  const float *b, float *y) {
+    saga_cpu_stream_drain(s);
+#pragma omp parallel num_threads(saga_cpu_nn_threads(s, rows *cols))
+    {
+        int64_t lo, hi;
+        saga_cpu_nn_chunk(rows, omp_get_thread_num(), omp_get_num_threads(), &lo, &hi);
+        bias_add_span(lo, hi, cols, x, b, y);
     }
     return SAGA_OK;
 }
 
 enum { COLSUM_STACK = 1024 }; /* doubles of per-thread partials kept on the stack */
 enum { COLSUM_LOCAL = 64 };   /* columns a thread sums in its own array */
+
+/* acc[0 .. cols) = the sums of rows [lo, hi) of x by column, in f64, in row order. */
+static inline __attribute__((always_inline)) void
+colsum_span_body(int64_t lo, int64_t hi, int64_t cols, const float *x, double *acc) {
+    for (int64_t j = 0; j < cols; j++)
+        acc[j] = 0.0;
+    for (int64_t i = lo; i < hi; i++) {
+        const float *xi = x + i * cols;
+        for (int64_t j = 0; j < cols; j++)
+            acc[j] += xi[j];
+    }
+}
+
+SAGA_CPU_ISA_CLONES_V4(colsum_span,
+                       (int64_t lo, int64_t hi, int64_t cols, const float *x, double *acc),
+                       (lo, hi, cols, x, acc))
 
 saga_status saga_cpu_colsum_f32(saga_stream *s, int64_t rows, int64_t cols, const float *x,
                                 float beta, float *out) {
@@ -380,13 +413,7 @@ saga_status saga_cpu_colsum_f32(saga_stream *s, int64_t rows, int64_t cols, cons
          * side in part, where writing them on every row would bounce shared cache lines */
         double local[COLSUM_LOCAL];
         double *acc = cols <= COLSUM_LOCAL ? local : part + (int64_t)id * cols;
-        for (int64_t j = 0; j < cols; j++)
-            acc[j] = 0.0;
-        for (int64_t i = lo; i < hi; i++) {
-            const float *xi = x + i * cols;
-            for (int64_t j = 0; j < cols; j++)
-                acc[j] += xi[j];
-        }
+        colsum_span(lo, hi, cols, x, acc);
         if (acc == local)
             memcpy(part + (int64_t)id * cols, local, (size_t)cols * sizeof *local);
         if (id == 0)
@@ -520,21 +547,33 @@ static inline float sigmoidf(float x) {
     return e / (1.0f + e);
 }
 
+/* y = x > 0 ? x : 0 (relu), or alpha x (leaky). */
+static inline __attribute__((always_inline)) void relu_span_body(int64_t n, bool leaky, float alpha,
+                                                                 const float *x, float *y) {
+    if (!leaky)
+        for (int64_t i = 0; i < n; i++)
+            y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+    else
+        for (int64_t i = 0; i < n; i++)
+            y[i] = x[i] > 0.0f ? x[i] : alpha * x[i];
+}
+
+SAGA_CPU_ISA_CLONES_V4(relu_span, (int64_t n, bool leaky, float alpha, const float *x, float *y),
+                       (n, leaky, alpha, x, y))
+
 saga_status saga_cpu_act_f32(saga_stream *s, saga_act kind, int64_t n, float alpha, const float *x,
                              float *y) {
     saga_cpu_stream_drain(s);
     const int nt = saga_cpu_nn_threads(s, n);
     switch (kind) {
     case SAGA_ACT_RELU:
-#pragma omp parallel for schedule(static) num_threads(nt)
-        for (int64_t i = 0; i < n; i++)
-            y[i] = x[i] > 0.0f ? x[i] : 0.0f;
-        break;
     case SAGA_ACT_LEAKY_RELU:
-#pragma omp parallel for schedule(static) num_threads(nt)
-        for (int64_t i = 0; i < n; i++)
-            y[i] = x[i] > 0.0f ? x[i] : alpha * x[i];
-        break;
+#pragma omp parallel num_threads(nt)
+    {
+        int64_t lo, hi;
+        saga_cpu_nn_chunk(n, omp_get_thread_num(), omp_get_num_threads(), &lo, &hi);
+        relu_span(hi - lo, kind == SAGA_ACT_LEAKY_RELU, alpha, x + lo, y + lo);
+    } break;
     case SAGA_ACT_ELU:
 #pragma omp parallel for schedule(static) num_threads(nt)
         for (int64_t i = 0; i < n; i++)
@@ -559,45 +598,58 @@ saga_status saga_cpu_act_f32(saga_stream *s, saga_act kind, int64_t n, float alp
 }
 
 /* Each kind reads what makes its derivative cheapest: the output where the derivative is a
- * function of it (no exp or tanh again), the input where the output loses the sign. */
-saga_status saga_cpu_act_bwd_f32(saga_stream *s, saga_act kind, int64_t n, float alpha,
-                                 const float *x, const float *y, const float *dy, float *dx) {
-    saga_cpu_stream_drain(s);
-    const int nt = saga_cpu_nn_threads(s, n);
+ * function of it (no exp or tanh again), the input where the output loses the sign. Elements
+ * [lo, hi); kind is one of those below. */
+static inline __attribute__((always_inline)) void act_bwd_span_body(saga_act kind, int64_t lo,
+                                                                    int64_t hi, float alpha,
+                                                                    const float *x, const float *y,
+                                                                    const float *dy, float *dx) {
     switch (kind) {
     /* dy is read whatever the sign, so that the choice is a select the loop vectorises, not a
      * branch taken at random */
     case SAGA_ACT_RELU:
-#pragma omp parallel for schedule(static) num_threads(nt)
-        for (int64_t i = 0; i < n; i++) {
+        for (int64_t i = lo; i < hi; i++) {
             const float g = dy[i];
             dx[i] = y[i] > 0.0f ? g : 0.0f;
         }
         break;
     case SAGA_ACT_LEAKY_RELU:
-#pragma omp parallel for schedule(static) num_threads(nt)
-        for (int64_t i = 0; i < n; i++) {
+        for (int64_t i = lo; i < hi; i++) {
             const float g = dy[i];
             dx[i] = x[i] > 0.0f ? g : alpha * g;
         }
         break;
     case SAGA_ACT_ELU: /* for x <= 0, d/dx alpha (e^x - 1) = alpha e^x = y + alpha */
-#pragma omp parallel for schedule(static) num_threads(nt)
-        for (int64_t i = 0; i < n; i++)
+        for (int64_t i = lo; i < hi; i++)
             dx[i] = x[i] > 0.0f ? dy[i] : dy[i] * (y[i] + alpha);
         break;
     case SAGA_ACT_SIGMOID:
-#pragma omp parallel for schedule(static) num_threads(nt)
-        for (int64_t i = 0; i < n; i++)
+        for (int64_t i = lo; i < hi; i++)
             dx[i] = dy[i] * (y[i] * (1.0f - y[i]));
         break;
-    case SAGA_ACT_TANH:
-#pragma omp parallel for schedule(static) num_threads(nt)
-        for (int64_t i = 0; i < n; i++)
+    default: /* SAGA_ACT_TANH */
+        for (int64_t i = lo; i < hi; i++)
             dx[i] = dy[i] * (1.0f - y[i] * y[i]);
         break;
-    default:
+    }
+}
+
+SAGA_CPU_ISA_CLONES_V4(act_bwd_span,
+                       (saga_act kind, int64_t lo, int64_t hi, float alpha, const float *x,
+                        const float *y, const float *dy, float *dx),
+                       (kind, lo, hi, alpha, x, y, dy, dx))
+
+saga_status saga_cpu_act_bwd_f32(saga_stream *s, saga_act kind, int64_t n, float alpha,
+                                 const float *x, const float *y, const float *dy, float *dx) {
+    saga_cpu_stream_drain(s);
+    if (kind != SAGA_ACT_RELU && kind != SAGA_ACT_LEAKY_RELU && kind != SAGA_ACT_ELU &&
+        kind != SAGA_ACT_SIGMOID && kind != SAGA_ACT_TANH)
         return bad_act("act_bwd_f32", kind);
+#pragma omp parallel num_threads(saga_cpu_nn_threads(s, n))
+    {
+        int64_t lo, hi;
+        saga_cpu_nn_chunk(n, omp_get_thread_num(), omp_get_num_threads(), &lo, &hi);
+        act_bwd_span(kind, lo, hi, alpha, x, y, dy, dx);
     }
     return SAGA_OK;
 }
@@ -785,18 +837,27 @@ saga_status saga_cpu_binary_f32(saga_stream *s, saga_binop op, int64_t n, const 
 }
 
 /* b == 0 does not read y, so garbage in a fresh output buffer does not leak through. */
+static inline __attribute__((always_inline)) void
+scale_span_body(int64_t n, float a, const float *x, float b, float *y) {
+    if (b == 0.0f)
+        for (int64_t i = 0; i < n; i++)
+            y[i] = a * x[i];
+    else
+        for (int64_t i = 0; i < n; i++)
+            y[i] = a * x[i] + b * y[i];
+}
+
+SAGA_CPU_ISA_CLONES_V4(scale_span, (int64_t n, float a, const float *x, float b, float *y),
+                       (n, a, x, b, y))
+
 saga_status saga_cpu_scale_f32(saga_stream *s, int64_t n, float a, const float *x, float b,
                                float *y) {
     saga_cpu_stream_drain(s);
-    const int nt = saga_cpu_nn_threads(s, n);
-    if (b == 0.0f) {
-#pragma omp parallel for schedule(static) num_threads(nt)
-        for (int64_t i = 0; i < n; i++)
-            y[i] = a * x[i];
-    } else {
-#pragma omp parallel for schedule(static) num_threads(nt)
-        for (int64_t i = 0; i < n; i++)
-            y[i] = a * x[i] + b * y[i];
+#pragma omp parallel num_threads(saga_cpu_nn_threads(s, n))
+    {
+        int64_t lo, hi;
+        saga_cpu_nn_chunk(n, omp_get_thread_num(), omp_get_num_threads(), &lo, &hi);
+        scale_span(hi - lo, a, x + lo, b, y + lo);
     }
     return SAGA_OK;
 }

@@ -58,7 +58,7 @@ static int64_t first_bad_index(saga_stream *s, int64_t n, const int32_t *idx, in
 }
 
 /* Whether a row of n floats is all zeros, of either sign (NaN and infinities are not). */
-static inline bool row_is_zero(const float *x, int64_t n) {
+static inline __attribute__((always_inline)) bool row_is_zero(const float *x, int64_t n) {
     uint32_t any = 0;
 #pragma omp simd reduction(| : any)
     for (int64_t j = 0; j < n; j++) {
@@ -116,9 +116,34 @@ enum { SCATTER_MIN_COLS_PER_THREAD = 16 };
 /* A contribution of either zero is skipped: y's sign of zero stays (+0 + -0 would be +0). Adding
  * -0 changes no float, NaN and the infinities included, so the add needs no branch and
  * vectorises. */
-static inline float skip_zero(float x) {
+static inline __attribute__((always_inline)) float skip_zero(float x) {
     return x != 0.0f ? x : -0.0f;
 }
+
+/* y's rows idx[k] += x's rows k, columns [c0, c1), for the k whose idx[k] lies in [r0, r1), in
+ * increasing k (rows of zeros skipped: a backward pass's are often all zeros). Elementwise: every
+ * build gives the same bits. */
+static inline __attribute__((always_inline)) void
+scatter_span_body(int64_t n_idx, int64_t cols, const int32_t *idx, const float *x, float *y,
+                  int64_t c0, int64_t c1, int64_t r0, int64_t r1) {
+    for (int64_t k = 0; k < n_idx; k++) {
+        const int64_t r = idx[k];
+        if (r < r0 || r >= r1)
+            continue;
+        const float *xk = x + k * cols;
+        if (row_is_zero(xk + c0, c1 - c0))
+            continue;
+        float *yr = y + r * cols;
+#pragma omp simd
+        for (int64_t j = c0; j < c1; j++)
+            yr[j] += skip_zero(xk[j]);
+    }
+}
+
+SAGA_CPU_ISA_CLONES_V4(scatter_span,
+                       (int64_t n_idx, int64_t cols, const int32_t *idx, const float *x, float *y,
+                        int64_t c0, int64_t c1, int64_t r0, int64_t r1),
+                       (n_idx, cols, idx, x, y, c0, c1, r0, r1))
 
 /* Two splits keep every element of y receiving its contributions in increasing k: when rows are
  * wide, each thread owns a block of columns and walks all of idx; otherwise each thread owns a
@@ -137,39 +162,16 @@ saga_status saga_cpu_scatter_add_rows_f32(saga_stream *s, int64_t n_idx, int64_t
     if (cols <= 0)
         return SAGA_OK;
     const int nt = saga_cpu_nn_threads(s, n_idx * cols);
-    if (cols >= (int64_t)nt * SCATTER_MIN_COLS_PER_THREAD) {
+    const bool by_cols = cols >= (int64_t)nt * SCATTER_MIN_COLS_PER_THREAD;
 #pragma omp parallel num_threads(nt)
-        {
-            int64_t lo, hi;
-            saga_cpu_nn_chunk(cols, omp_get_thread_num(), omp_get_num_threads(), &lo, &hi);
-            for (int64_t k = 0; k < n_idx; k++) {
-                const float *xk = x + k * cols;
-                if (row_is_zero(xk + lo, hi - lo))
-                    continue;
-                float *yr = y + (int64_t)idx[k] * cols;
-#pragma omp simd
-                for (int64_t j = lo; j < hi; j++)
-                    yr[j] += skip_zero(xk[j]);
-            }
-        }
-    } else {
-#pragma omp parallel num_threads(nt)
-        {
-            int64_t lo, hi;
-            saga_cpu_nn_chunk(n_rows_y, omp_get_thread_num(), omp_get_num_threads(), &lo, &hi);
-            for (int64_t k = 0; k < n_idx; k++) {
-                const int64_t r = idx[k];
-                if (r < lo || r >= hi)
-                    continue;
-                const float *xk = x + k * cols;
-                if (row_is_zero(xk, cols))
-                    continue; /* a backward pass's rows are often all zeros */
-                float *yr = y + r * cols;
-#pragma omp simd
-                for (int64_t j = 0; j < cols; j++)
-                    yr[j] += skip_zero(xk[j]);
-            }
-        }
+    {
+        int64_t lo, hi;
+        saga_cpu_nn_chunk(by_cols ? cols : n_rows_y, omp_get_thread_num(), omp_get_num_threads(),
+                          &lo, &hi);
+        if (by_cols)
+            scatter_span(n_idx, cols, idx, x, y, lo, hi, 0, n_rows_y);
+        else
+            scatter_span(n_idx, cols, idx, x, y, 0, cols, lo, hi);
     }
     return SAGA_OK;
 }
