@@ -303,17 +303,25 @@ static saga_status halo_bwd(saga_ctx *c, saga_node *node, saga_tensor *gy) {
     if (!saga_comm_on_device(x->dcomm))
         SAGA_TRY(saga_stream_synchronize(s0));
     double t0 = saga_now();
-    saga_tensor *got = saga_ctx_tensor(c, SAGA_F32, n_send ? n_send : 1, cols);
-    saga_tensor *g = saga_ctx_tensor(c, SAGA_F32, n_h, cols);
-    if (!got || !g)
+    /* into the input's gradient directly where it holds none yet (beta 0), else into a tensor
+     * added to it: one pass over the rows fewer than a tensor copied in */
+    float beta = 0.0f;
+    float *dst = saga_node_grad_target(c, node, 0, &beta);
+    if (!dst && (n_h || saga_ctx_status(c) < 0))
         SAGA_TRY(saga_ctx_status(c));
+    saga_tensor *got = saga_ctx_tensor(c, SAGA_F32, n_send ? n_send : 1, cols);
+    saga_tensor *gt = beta != 0.0f ? saga_ctx_tensor(c, SAGA_F32, n_h, cols) : NULL;
+    if (!got || (beta != 0.0f && !gt))
+        SAGA_TRY(saga_ctx_status(c));
+    float *g = gt ? gt->data : dst;
     size_t *sb, *so, *rb, *ro;
     counts(x, xp->recv_off, xp->send_off, row, &sb, &so, &rb, &ro);
     if (xp->append) {
         /* the received rows' gradients follow the others': they go back as they lie */
         SAGA_TRY(saga_comm_alltoallv(x->dcomm, (char *)gy->data + (size_t)n_h * row, sb, so,
                                      got->data, rb, ro, s0));
-        SAGA_TRY(saga_memcpy_d2d_async(s0, g->data, gy->data, (size_t)n_h * row));
+        if (n_h)
+            SAGA_TRY(saga_memcpy_d2d_async(s0, g, gy->data, (size_t)n_h * row));
     } else {
         saga_tensor *back = saga_ctx_tensor(c, SAGA_F32, n_recv ? n_recv : 1, cols);
         saga_tensor *g1 = saga_ctx_tensor(c, SAGA_F32, n_h + 1, cols);
@@ -325,17 +333,18 @@ static saga_status halo_bwd(saga_ctx *c, saga_node *node, saga_tensor *gy) {
         /* every row's gradient but the received rows' (zero: they are their owners') */
         SAGA_TRY(saga_memcpy_d2d_async(s0, g1->data, gy->data, (size_t)n_h * row));
         SAGA_TRY(n->be->iface->memset_async(s0, (char *)g1->data + (size_t)n_h * row, 0, row));
-        SAGA_TRY(K->gather_rows_f32(s0, n_h, cols, bwd, n_h + 1, g1->data, g->data));
+        SAGA_TRY(K->gather_rows_f32(s0, n_h, cols, bwd, n_h + 1, g1->data, g));
     }
     for (int q = 0; q < p; q++) {
         const int64_t k = xp->send_off[q + 1] - xp->send_off[q];
         if (k)
             SAGA_TRY(K->scatter_add_rows_f32(s0, k, cols, sp + xp->send_off[q],
                                              (const float *)got->data + xp->send_off[q] * cols, n_h,
-                                             g->data));
+                                             g));
     }
+    if (gt && n_h)
+        SAGA_TRY(K->scale_f32(s0, n_h * cols, 1.0f, g, 1.0f, dst));
     x->seconds += saga_now() - t0;
-    SAGA_TRY(saga_node_accumulate(c, node, 0, g));
 fail:
     return st;
 }
